@@ -1,0 +1,161 @@
+"""``python -m evalharness``: compose the config, validate it, run one task, write the run files.
+
+A user error (bad config, missing file, unavailable delegate, model that does not fit the task)
+is printed as one ``error:`` line and exits 2 without a traceback; a run that stops part-way
+still writes ``metrics.json`` with ``status: partial`` and exits 1.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import signal
+import sys
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from evalharness.errors import EvalHarnessError
+from evalharness.paths import CONF_DIR, bundled
+
+log = logging.getLogger("evalharness")
+OmegaConf.register_new_resolver("bundled", bundled, replace=True)
+
+EXIT_PARTIAL, EXIT_USER_ERROR = 1, 2
+_failed_jobs: list[str] = []
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _raise_interrupt(signum, frame):  # SIGTERM ends a run like Ctrl-C: partial results are kept
+    raise KeyboardInterrupt
+
+
+def _warn_partial_delegation(plan, coverage: dict) -> None:
+    if plan.name in ("cpu", "reference") or coverage["ops_delegated"] >= coverage["ops_total"]:
+        return
+    log.warning(
+        "delegate=%s took %d of %d ops in %d partition(s); on CPU: %s. Partially delegated graphs "
+        "can be slower than the CPU alone.",
+        plan.name, coverage["ops_delegated"], coverage["ops_total"], coverage["partitions"],
+        coverage["ops_on_cpu_by_type"],
+    )
+
+
+def run(cfg: DictConfig, run_dir: str) -> dict:
+    """Run the configured task into ``run_dir``; returns the metrics.json document."""
+    from evalharness import provenance
+    from evalharness.config import validate
+    from evalharness.loop import run_loop
+    from evalharness.report.writer import RunWriter
+    from evalharness.runtime import load_model
+    from evalharness.runtime.litert import runtime_info
+    from evalharness.tasks import load_tasks
+
+    started = _now()
+    rc = validate(cfg)
+    task = load_tasks().get(rc.task["name"])(rc.task, rc.model, rc.dataset)
+    writer = RunWriter(run_dir)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        model, result = run_loop(
+            task, lambda: load_model(rc.model["path"], rc.plan, rc.runtime["name"]), writer.append, rc.loop
+        )
+    finally:
+        writer.close()
+    _warn_partial_delegation(rc.plan, model.coverage)
+    metrics = task.evaluator.compute()
+    metrics["num_images"] = len(task.samples)
+    metrics["num_skipped"] = len(result.skipped)
+    doc = {
+        "task": task.name,
+        "status": result.status,
+        "stop_reason": result.stop_reason,
+        "started_at": started,
+        "finished_at": _now(),
+        "metrics": metrics,
+        "latency_ms": result.latency(),
+        "skipped": result.skipped,
+        "first_output_repeatable": result.first_output_repeatable,
+        "predictions": {"path": os.path.basename(writer.predictions_path), "format": "jsonl",
+                        "count": writer.count},
+        "provenance": {
+            "model": {"name": rc.model["name"],
+                      **provenance.model_info(rc.model["path"], model.inputs, model.outputs)},
+            "runtime": runtime_info(rc.runtime["name"]),
+            "delegate": {"name": rc.plan.name, "flags": rc.plan.flags, "op_resolver": rc.plan.op_resolver,
+                         "library": _library(rc.plan), "coverage": model.coverage,
+                         "native_log": model.native_log},
+            **task.provenance(),
+            "host": provenance.host_info(),
+            "evalharness": provenance.tool_info(),
+            "config": OmegaConf.to_container(cfg, resolve=True),
+            "overrides": list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else [],
+        },
+    }
+    lines = task.summary_lines(metrics)
+    writer.write_results(lines)
+    path = writer.write_metrics(doc)
+    for line in lines:
+        print(line)
+    print(f"metrics: {path}")
+    if result.status != "complete":
+        raise EvalHarnessError(f"run stopped early ({result.stop_reason}); partial results in {path}")
+    return doc
+
+
+def _library(plan) -> dict | None:
+    if not plan.external_path:
+        return None
+    from evalharness.data.manifest import sha256_file
+
+    return {"path": plan.external_path, "sha256": sha256_file(plan.external_path),
+            "options": plan.external_options}
+
+
+def _write_failure(run_dir: str, cfg: DictConfig, message: str) -> None:
+    """A failed job leaves a record without metrics, so sweeps list it instead of dropping it."""
+    from evalharness.report.writer import RunWriter
+
+    try:
+        config = OmegaConf.to_container(cfg, resolve=True)
+    except Exception:  # noqa: BLE001 - the config itself may be what failed to resolve
+        config = OmegaConf.to_container(cfg, resolve=False)
+    RunWriter(run_dir).write_metrics(
+        {"status": "failed", "error": message, "metrics": None, "finished_at": _now(),
+         "provenance": {"config": config}}
+    )
+
+
+@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
+def _app(cfg: DictConfig) -> None:
+    hc = HydraConfig.get()
+    run_dir = hc.runtime.output_dir
+    try:
+        run(cfg, run_dir)
+    except EvalHarnessError as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        partial = os.path.exists(os.path.join(run_dir, "metrics.json"))
+        if not partial:
+            _write_failure(run_dir, cfg, message)
+        print(f"error: {message}", file=sys.stderr)
+        if hc.mode == RunMode.MULTIRUN:
+            _failed_jobs.append(f"{hc.job.num}: {message}")
+            return
+        sys.exit(EXIT_PARTIAL if partial else EXIT_USER_ERROR)
+
+
+def main() -> None:
+    _app()
+    if _failed_jobs:
+        print(f"error: {len(_failed_jobs)} job(s) failed: " + "; ".join(_failed_jobs), file=sys.stderr)
+        sys.exit(EXIT_PARTIAL)
+
+
+if __name__ == "__main__":
+    main()

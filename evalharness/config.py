@@ -1,0 +1,130 @@
+"""Typed validation of the composed Hydra config.
+
+Each group's YAML is merged onto a dataclass schema here, so a typo'd key, a wrong type or a
+missing mandatory value (``???``) becomes one ``ConfigError`` line naming the key, before any file
+is read. Defaults live in ``conf/``; the dataclasses only say what may be there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from evalharness.data.preprocess import PreprocessSpec
+from evalharness.errors import ConfigError
+from evalharness.loop import LoopSettings
+from evalharness.runtime.delegates import DelegatePlan, plan_delegate
+
+
+@dataclass
+class TaskSchema:
+    name: str = "imagenet"
+    top_k: int = 10
+    num_images: int = 0
+
+
+@dataclass
+class PreprocessSchema:
+    crop: str = PreprocessSpec.crop
+    crop_fraction: float = PreprocessSpec.crop_fraction
+    crop_padding: int = PreprocessSpec.crop_padding
+    resize: str = PreprocessSpec.resize
+    channel_order: str = PreprocessSpec.channel_order
+    mean: list[float] = field(default_factory=lambda: list(PreprocessSpec.mean))
+    std: list[float] = field(default_factory=lambda: list(PreprocessSpec.std))
+    integer_input: str = PreprocessSpec.integer_input
+
+
+@dataclass
+class ModelSchema:
+    name: str = "???"
+    path: str = "???"
+    labels: str = "???"
+    preprocess: PreprocessSchema = field(default_factory=PreprocessSchema)
+
+
+@dataclass
+class DatasetSchema:
+    name: str = "???"
+    root: str = "???"
+    ground_truth: Any = None
+    format: str = "auto"
+    class_names: Any = None
+    synset_words: Any = None
+    devkit_meta: Any = None
+
+
+@dataclass
+class RuntimeSchema:
+    name: str = "litert"
+
+
+@dataclass
+class LoopSchema:
+    warmup_runs: int = 1
+    strict: bool = True
+    progress: bool = True
+
+
+@dataclass
+class PathsSchema:
+    models_dir: str = "models"
+    data_dir: str = "data"
+
+
+SCHEMAS = {
+    "task": TaskSchema,
+    "model": ModelSchema,
+    "dataset": DatasetSchema,
+    "runtime": RuntimeSchema,
+    "loop": LoopSchema,
+    "paths": PathsSchema,
+}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    task: dict
+    model: dict
+    dataset: dict
+    runtime: dict
+    loop: LoopSettings
+    plan: DelegatePlan
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def check_group(group: str, node: DictConfig) -> dict:
+    """Merge one group onto its schema; returns a plain, fully resolved dict."""
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(SCHEMAS[group]), node)
+        container = OmegaConf.to_container(merged, resolve=True, throw_on_missing=True)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"config group '{group}': {_one_line(exc)}") from None
+    return container
+
+
+def validate(cfg: DictConfig) -> RunConfig:
+    """Check every group of a composed config and plan the delegate (unavailable -> error now)."""
+    missing = [g for g in (*SCHEMAS, "delegate") if g not in cfg]
+    if missing:
+        raise ConfigError(f"config is missing group(s): {', '.join(missing)}")
+    groups = {g: check_group(g, cfg[g]) for g in SCHEMAS}
+    try:
+        delegate = OmegaConf.to_container(cfg.delegate, resolve=True, throw_on_missing=True)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"config group 'delegate': {_one_line(exc)}") from None
+    plan = plan_delegate(delegate)
+    return RunConfig(
+        task=groups["task"],
+        model=groups["model"],
+        dataset=groups["dataset"],
+        runtime=groups["runtime"],
+        loop=LoopSettings(**groups["loop"]),
+        plan=plan,
+    )

@@ -1,0 +1,336 @@
+"""Ground truth of classification datasets in the formats users really have.
+
+Every reader returns label TEXT (plus ``occurrence`` for repeated texts such as ImageNet's two
+"crane"s) rather than a class index, because datasets and models number classes differently; the
+model index is found later by :class:`evalharness.data.labels.LabelMatcher`.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from evalharness.data.labels import WNID, read_label_file, read_synset_words
+from evalharness.errors import ConfigError, DataError
+from evalharness.registry import Registry
+
+DEFAULT_EXTENSIONS = (".jpeg", ".jpg", ".png", ".bmp")
+ILSVRC2012_CLASSES = 1000
+
+
+@dataclass(frozen=True)
+class LabeledSample:
+    path: str  # absolute image path
+    key: str  # path relative to the image root, posix separators: stable identity of the sample
+    label: str  # ground-truth label TEXT, e.g. "tench, Tinca tinca"
+    occurrence: int = 0  # rank among classes with the same text in the dataset's class list
+
+
+@dataclass(frozen=True)
+class GroundTruthRequest:
+    """The options of :func:`load_ground_truth` as a reader gets them."""
+
+    root: Path
+    ground_truth: Path | None
+    class_names: Path | None
+    synset_words: Path | None
+    devkit_meta: Path | None
+    extensions: tuple[str, ...]  # lower case, with the dot
+
+
+Label = tuple[str, int]  # (label text, occurrence)
+Reader = Callable[[GroundTruthRequest], list[LabeledSample]]
+FORMATS: Registry[Reader] = Registry("ground-truth format")
+
+
+def load_ground_truth(
+    fmt: str,
+    root: str,
+    ground_truth: str | None,
+    class_names: str | None,
+    synset_words: str | None,
+    devkit_meta: str | None,
+    extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
+) -> list[LabeledSample]:
+    """The labeled images of ``root``, sorted by key."""
+    reader = FORMATS.get(fmt)
+    root_path = Path(root)
+    if not root_path.is_dir():
+        problem = "is not a directory" if root_path.exists() else "not found"
+        raise DataError(f"image root {root} {problem}; set dataset.root=<folder with the images>")
+    if ground_truth is not None and not Path(ground_truth).is_file():
+        raise DataError(f"ground-truth file not found: {ground_truth}; set dataset.ground_truth=<file>")
+    exts = tuple(e.lower() if e.startswith(".") else f".{e.lower()}" for e in extensions)
+    paths = [None if p is None else Path(p) for p in (ground_truth, class_names, synset_words, devkit_meta)]
+    return sorted(reader(GroundTruthRequest(root_path, *paths, exts)), key=lambda s: s.key)
+
+
+def detect_format(ground_truth: str | None, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS) -> str:
+    """The format ``auto`` picks for this ground-truth file (public so a run can record it)."""
+    if ground_truth is None:
+        return "imagefolder"
+    if ground_truth.lower().endswith(".csv"):
+        return "csv"
+    lines = [line.split() for line in read_label_file(ground_truth, "ground-truth file") if line.strip()]
+    first, exts = lines[0], tuple(e.lower() for e in extensions)
+    if len(first) == 2 and first[0].lower().endswith(exts) and _is_int(first[1]):
+        return "val_txt"
+    if all(len(tokens) == 1 and _is_int(tokens[0]) for tokens in lines):
+        return "devkit"
+    return "label_lines"
+
+
+@FORMATS.register("auto")
+def _read_auto(req: GroundTruthRequest) -> list[LabeledSample]:
+    gt = None if req.ground_truth is None else str(req.ground_truth)
+    return FORMATS.get(detect_format(gt, req.extensions))(req)
+
+
+# --- shared helpers ---------------------------------------------------------------------------
+
+
+def _is_int(token: str) -> bool:
+    return token.lstrip("+-").isdigit()
+
+
+def _images(folder: Path, extensions: tuple[str, ...]) -> dict[str, Path]:
+    """Image files directly in ``folder`` by file name (extension matched case-insensitively)."""
+    return {p.name: p for p in folder.iterdir() if p.suffix.lower() in extensions and p.is_file()}
+
+
+def _no_images(req: GroundTruthRequest, layout: str = "") -> DataError:
+    return DataError(f"no images ({', '.join(req.extensions)}) found in {req.root}{layout}; "
+                     "check dataset.root and dataset.extensions")
+
+
+def _root_images(req: GroundTruthRequest) -> dict[str, Path]:
+    images = _images(req.root, req.extensions)
+    if not images:
+        raise _no_images(req)
+    return images
+
+
+def _sample(path: Path, key: str, label: Label) -> LabeledSample:
+    return LabeledSample(os.path.abspath(path), key, label[0], label[1])
+
+
+def _attach(req: GroundTruthRequest, table: dict[str, Label],
+            name_of: Callable[[str], str] = str) -> list[LabeledSample]:
+    """Labels the images of root from ``table``, keyed by ``name_of(file name)``.
+
+    The ground truth may cover more images than root holds (a 50-image subset of the 50,000-line
+    val.txt); an image without an entry is an error, never silently dropped.
+    """
+    images = _root_images(req)
+    missing = sorted(key for key in images if name_of(key) not in table)
+    if missing:
+        raise DataError(f"{len(missing)} of {len(images)} images in {req.root} have no entry in ground-truth "
+                        f"file {req.ground_truth} (first: {missing[0]}); pass the ground truth of these "
+                        "images or remove them from the root")
+    return [_sample(path, key, table[name_of(key)]) for key, path in images.items()]
+
+
+def _add(table: dict[str, Label], name: str, label: Label, where: str) -> None:
+    if name in table:
+        raise DataError(f"{where}: {name} is listed twice; keep one line per image")
+    table[name] = label
+
+
+def _lines(path: Path, skip_blank: bool = True) -> Iterator[tuple[int, str, list[str]]]:
+    """(line number, ``file:line``, whitespace-split tokens) of each line."""
+    for i, line in enumerate(read_label_file(path, "ground-truth file"), start=1):
+        if line.strip() or not skip_blank:
+            yield i, f"{path}:{i}", line.split()
+
+
+def _require(value: Path | None, option: str, why: str) -> Path:
+    if value is None:
+        raise ConfigError(f"{why} needs dataset.{option}=<file>; set it")
+    if not value.is_file():
+        raise DataError(f"dataset.{option} file not found: {value}; set dataset.{option}=<file>")
+    return value
+
+
+def _with_occurrence(texts: list[str]) -> list[Label]:
+    """Pairs each text with the number of earlier entries of the same text (the two "crane"s)."""
+    seen: Counter[str] = Counter()
+    out = []
+    for text in texts:
+        out.append((text, seen[text]))
+        seen[text] += 1
+    return out
+
+
+def _class_list(req: GroundTruthRequest, why: str) -> tuple[Path, list[Label]]:
+    """Class index -> label from class_names (preferred) or synset_words, and that file."""
+    if req.class_names is not None:
+        path = _require(req.class_names, "class_names", why)
+        return path, _with_occurrence(read_label_file(path, "class_names file"))
+    if req.synset_words is not None:
+        path = _require(req.synset_words, "synset_words", why)
+        return path, _with_occurrence([text for _, text in read_synset_words(path)])
+    raise ConfigError(f"{why} needs dataset.class_names=<file> or dataset.synset_words=<file>; set one")
+
+
+def _wnid_labels(req: GroundTruthRequest, why: str) -> tuple[Path, dict[str, Label]]:
+    path = _require(req.synset_words, "synset_words", why)
+    pairs = read_synset_words(path)
+    return path, dict(zip([w for w, _ in pairs], _with_occurrence([t for _, t in pairs]), strict=True))
+
+
+def _by_wnid(wnids: dict[str, Label], source: Path, wnid: str, where: str) -> Label:
+    if wnid not in wnids:
+        raise DataError(f"{where}: WordNet id {wnid!r} is not in {source}; pass the synset_words file "
+                        "that covers the dataset")
+    return wnids[wnid]
+
+
+def _by_index(classes: list[Label], source: Path, index: str, where: str) -> Label:
+    if not _is_int(index) or not 0 <= int(index) < len(classes):
+        raise DataError(f"{where}: class index {index!r} is not in 0..{len(classes) - 1} of class list "
+                        f"{source}; pass the class list this ground truth was written for")
+    return classes[int(index)]
+
+
+# --- readers ----------------------------------------------------------------------------------
+
+
+@FORMATS.register("val_txt")
+def _read_val_txt(req: GroundTruthRequest) -> list[LabeledSample]:
+    """ILSVRC2012 val.txt: "ILSVRC2012_val_00000001.JPEG 65", index in sorted-synset order."""
+    gt = _require(req.ground_truth, "ground_truth", "ground-truth format 'val_txt'")
+    source, classes = _class_list(req, "ground-truth format 'val_txt'")
+    if len(classes) != ILSVRC2012_CLASSES:
+        # A 1001-line model label file ("background" first) would silently shift every label.
+        raise DataError(f"class list {source} has {len(classes)} lines but val.txt indexes the "
+                        f"{ILSVRC2012_CLASSES} ILSVRC2012 classes; pass the 1000 class names in "
+                        "sorted-synset order (line i = class index i), not the model's label file")
+    table: dict[str, Label] = {}
+    for _, where, tokens in _lines(gt):
+        if len(tokens) != 2 or not _is_int(tokens[1]):
+            raise DataError(f"{where}: expected '<image file> <class index>', got {' '.join(tokens)!r}; "
+                            "pass an ILSVRC2012 val.txt or choose another dataset.format")
+        _add(table, tokens[0], _by_index(classes, source, tokens[1], where), where)
+    return _attach(req, table)
+
+
+@FORMATS.register("devkit")
+def _read_devkit(req: GroundTruthRequest) -> list[LabeledSample]:
+    """Devkit ground truth: line i = ILSVRC2012_ID of ILSVRC2012_val_%08d (ids mapped via meta.mat)."""
+    gt = _require(req.ground_truth, "ground_truth", "ground-truth format 'devkit'")
+    by_id = _devkit_classes(_require(req.devkit_meta, "devkit_meta", "ground-truth format 'devkit'"))
+    table: dict[str, Label] = {}
+    for i, where, tokens in _lines(gt, skip_blank=False):
+        if len(tokens) != 1 or not _is_int(tokens[0]) or int(tokens[0]) not in by_id:
+            raise DataError(f"{where}: expected one ILSVRC2012_ID (1..1000) of {req.devkit_meta}, got "
+                            f"{' '.join(tokens)!r}; pass the devkit's ILSVRC2012_validation_ground_truth.txt")
+        table[f"ILSVRC2012_val_{i:08d}"] = by_id[int(tokens[0])]
+    return _attach(req, table, name_of=lambda key: Path(key).stem)
+
+
+def _devkit_classes(meta: Path) -> dict[int, Label]:
+    """ILSVRC2012_ID -> label of the leaf synsets (ids 1..1000) of the devkit's meta.mat.
+
+    Occurrence counts in sorted-WNID order (the class-index order of models' label files), not in
+    ILSVRC2012_ID order, so each "crane" matches the model's crane of the same synset.
+    """
+    try:
+        from scipy.io import loadmat
+    except ImportError:
+        raise DataError(f"reading devkit meta {meta} needs scipy; pip install evalharness[devkit]") from None
+    try:
+        synsets = np.atleast_1d(loadmat(str(meta), squeeze_me=True)["synsets"])
+        rows = [(int(i), str(w), str(t)) for i, w, t in
+                zip(synsets["ILSVRC2012_ID"], synsets["WNID"], synsets["words"], strict=True)]
+    except Exception as exc:  # any failure of the foreign parser means "not a devkit meta.mat"
+        reason = (str(exc).splitlines() or [""])[0]
+        raise DataError(f"{meta} is not an ILSVRC2012 devkit meta.mat ({type(exc).__name__}: {reason}); "
+                        "pass the devkit's data/meta.mat") from None
+    leaves = sorted((wnid, ident, text) for ident, wnid, text in rows if 1 <= ident <= ILSVRC2012_CLASSES)
+    labels = _with_occurrence([text for _, _, text in leaves])
+    return {ident: label for (_, ident, _), label in zip(leaves, labels, strict=True)}
+
+
+@FORMATS.register("imagefolder")
+def _read_imagefolder(req: GroundTruthRequest) -> list[LabeledSample]:
+    """root/<class dir>/<image>; dirs named by WordNet id (mapped via synset_words) or by label text."""
+    dirs = sorted(d for d in req.root.iterdir() if d.is_dir() and not d.name.startswith("."))
+    if dirs and all(WNID.fullmatch(d.name) for d in dirs):
+        source, wnids = _wnid_labels(req, f"imagefolder {req.root} (class dirs are WordNet ids)")
+        labels = {d.name: _by_wnid(wnids, source, d.name, f"class dir {d}") for d in dirs}
+    else:
+        labels = {d.name: (d.name, 0) for d in dirs}
+    samples = [_sample(path, f"{d.name}/{name}", labels[d.name])
+               for d in dirs for name, path in _images(d, req.extensions).items()]
+    if not samples:
+        raise _no_images(req, " class dirs (imagefolder expects root/<class>/<image>)")
+    return samples
+
+
+@FORMATS.register("label_lines")
+def _read_label_lines(req: GroundTruthRequest) -> list[LabeledSample]:
+    """TFLite eval tool: line i = label text of the i-th image of root in sorted file-name order."""
+    gt = _require(req.ground_truth, "ground_truth", "ground-truth format 'label_lines'")
+    texts = read_label_file(gt, "ground-truth file")
+    images = _root_images(req)
+    if len(texts) != len(images):
+        raise DataError(f"ground-truth file {gt} has {len(texts)} lines but {req.root} has {len(images)} "
+                        "images; label_lines needs one line per image in sorted file-name order")
+    return [_sample(images[name], name, (text, 0)) for name, text in zip(sorted(images), texts, strict=True)]
+
+
+@FORMATS.register("csv")
+def _read_csv(req: GroundTruthRequest) -> list[LabeledSample]:
+    """Header with ``filename`` and one of class_name | label | class_index | wnid."""
+    gt = _require(req.ground_truth, "ground_truth", "ground-truth format 'csv'")
+    try:
+        with gt.open(encoding="utf-8-sig", newline="") as f:
+            rows = list(csv.reader(f))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{gt} is not a readable UTF-8 csv ({exc}); fix or re-export the file") from None
+    header = [h.strip() for h in rows[0]] if rows else []
+    if "filename" not in header or not {"class_name", "label", "class_index", "wnid"} & set(header):
+        raise DataError(f"{gt}:1: csv header {header} needs 'filename' and one of class_name, label, "
+                        "class_index, wnid; fix the header")
+    label_of = _csv_labeler(req, gt, header)
+    table: dict[str, Label] = {}
+    for line_no, values in enumerate(rows[1:], start=2):
+        where = f"{gt}:{line_no}"
+        if not any(v.strip() for v in values):
+            continue
+        if len(values) != len(header):
+            raise DataError(f"{where}: {len(values)} fields but the header has {len(header)}; fix the row")
+        row = {h: v.strip() for h, v in zip(header, values, strict=True)}
+        _add(table, row["filename"], label_of(row, where), where)
+    return _attach(req, table)
+
+
+def _csv_labeler(req: GroundTruthRequest, gt: Path, header: list[str]) -> Callable[[dict, str], Label]:
+    """Label of a csv row from the best column.
+
+    class_index wins when a class list is given (it tells the two "crane"s apart); a text column
+    next to it must then agree, which catches a class list shifted by a "background" line.
+    """
+    text_col = next((c for c in ("class_name", "label") if c in header), None)
+    has_list = req.class_names is not None or req.synset_words is not None
+    if "class_index" in header and (has_list or (text_col is None and "wnid" not in header)):
+        source, classes = _class_list(req, f"csv ground truth {gt} with a class_index column")
+
+        def by_index(row: dict[str, str], where: str) -> Label:
+            label = _by_index(classes, source, row["class_index"], where)
+            if text_col is not None and label[0] != row[text_col]:
+                raise DataError(f"{where}: class_index {row['class_index']} is {label[0]!r} in {source} "
+                                f"but {text_col} is {row[text_col]!r}; pass the class list of this csv")
+            return label
+
+        return by_index
+    if text_col is not None:
+        return lambda row, where: (row[text_col], 0)
+    source, wnids = _wnid_labels(req, f"csv ground truth {gt} with a wnid column")
+    return lambda row, where: _by_wnid(wnids, source, row["wnid"], where)

@@ -1,0 +1,122 @@
+"""Label files, ground-truth-to-model label matching, and stable top-k.
+
+Datasets and models number their classes differently (1000 sorted synsets vs. 1001 with
+"background" first), so ground truth is matched to model outputs by label TEXT, never by offset.
+ImageNet has two distinct classes both called "crane"; the k-th one in the dataset's class list is
+the k-th one in the model's label list, which is what ``occurrence`` carries.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from evalharness.errors import DataError, ModelMismatchError
+
+_FIX_LABELS = "pass the label file that matches the model (model.labels=...)"
+WNID = re.compile(r"n\d{8}")  # WordNet id of an ImageNet synset, e.g. n01440764
+
+
+def read_label_file(path: str | Path, what: str = "label file") -> list[str]:
+    """One label per line, line i = class i; trailing whitespace and trailing blank lines dropped.
+
+    Inner blank lines are kept so that line numbers stay class indices.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise DataError(f"{what} not found: {path}") from None
+    except IsADirectoryError:
+        raise DataError(f"{what} {path} is a directory; pass the file itself") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{what} {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    lines = [line.rstrip() for line in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    if not lines:
+        raise DataError(f"{what} {path} is empty; it needs one label per line")
+    return lines
+
+
+def read_synset_words(path: str | Path) -> list[tuple[str, str]]:
+    """(WordNet id, label text) per line of a synset_words file ("n01440764 tench, Tinca tinca")."""
+    pairs = []
+    for i, line in enumerate(read_label_file(path, "synset_words file"), start=1):
+        wnid, _, text = line.partition(" ")
+        if not WNID.fullmatch(wnid) or not text.strip():
+            raise DataError(f"{path}:{i}: expected 'n01440764 tench, Tinca tinca', got {line!r}; "
+                            "pass a synset_words file (WordNet id, space, label text)")
+        pairs.append((wnid, text.strip()))
+    return pairs
+
+
+class LabelMatcher:
+    """Maps (ground-truth label text, occurrence) to the model's output index."""
+
+    def __init__(self, model_labels: Sequence[str], labels_path: str | Path) -> None:
+        self.model_labels = list(model_labels)
+        self.labels_path = str(labels_path)
+        self._positions: dict[str, list[int]] = {}
+        for i, text in enumerate(self.model_labels):
+            self._positions.setdefault(text, []).append(i)
+
+    @classmethod
+    def from_file(cls, labels_path: str | Path) -> LabelMatcher:
+        return cls(read_label_file(labels_path), labels_path)
+
+    def index(self, label: str, occurrence: int = 0) -> int:
+        positions = self._positions.get(label)
+        if positions is None:
+            close = difflib.get_close_matches(label, list(self._positions), n=1)
+            hint = f" (closest: {close[0]!r})" if close else ""
+            raise ModelMismatchError(
+                f"ground-truth label {label!r} is not in labels file {self.labels_path}{hint}; "
+                f"{_FIX_LABELS} or fix the dataset's class names"
+            )
+        if not 0 <= occurrence < len(positions):
+            raise ModelMismatchError(
+                f"ground-truth label {label!r} (occurrence {occurrence}) appears only {len(positions)} "
+                f"time(s) in labels file {self.labels_path}; {_FIX_LABELS}"
+            )
+        return positions[occurrence]
+
+    def check_output_size(self, num_outputs: int) -> None:
+        if num_outputs != len(self.model_labels):
+            raise ModelMismatchError(
+                f"model output has {num_outputs} classes but labels file {self.labels_path} has "
+                f"{len(self.model_labels)} lines; {_FIX_LABELS}"
+            )
+
+
+def stable_topk(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest scores, best first; equal scores rank the lower index first.
+
+    Quantized models emit many equal uint8 scores, so tie order decides top-1 and must not depend
+    on the sort algorithm. The array is never negated (uint8 would wrap): a stable ascending sort of
+    the reversed array, read backwards, is the stable descending order. NaN ranks last.
+    """
+    x = np.asarray(scores)
+    if x.ndim != 1:
+        raise ValueError(f"stable_topk needs a 1-D array, got shape {x.shape}")
+    if x.dtype.kind not in "biuf":
+        raise ValueError(f"stable_topk needs real numeric scores, got dtype {x.dtype}")
+    if k < 0:
+        raise ValueError(f"stable_topk needs k >= 0, got {k}")
+    if x.dtype.kind == "f":
+        x = np.where(np.isnan(x), -np.inf, x)
+    n = x.shape[0]
+    order = (n - 1) - np.argsort(x[::-1], kind="stable")[::-1]
+    return order[:k].astype(np.int64, copy=False)
+
+
+def topk_hits(topk_indices: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """hits[i, j]: truth[i] is among the first j+1 predictions; accuracy@K = hits[:, K-1].mean()."""
+    top = np.asarray(topk_indices)
+    want = np.asarray(truth)
+    if top.ndim != 2 or want.ndim != 1 or top.shape[0] != want.shape[0]:
+        raise ValueError(f"topk_hits needs [N, K] and [N], got {top.shape} and {want.shape}")
+    return np.logical_or.accumulate(top == want[:, None], axis=1)

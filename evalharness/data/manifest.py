@@ -1,0 +1,35 @@
+"""Content identity of models, files and datasets, so two runs can prove they saw the same data."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+
+_CHUNK = 1 << 20
+
+
+def sha256_file(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def optional_sha256(path: str | None) -> str | None:
+    return sha256_file(path) if path and os.path.isfile(path) else None
+
+
+def manifest_hash(entries: Iterable[tuple[str, str]], content: bool = False) -> str:
+    """sha256 over sorted ``key<TAB>size`` lines (or ``key<TAB>sha256`` when ``content``).
+
+    ``entries`` are (key, absolute path) pairs; keys are dataset-relative so the hash does not depend
+    on where the dataset lives. Sizes are the default because hashing 6 GB of ILSVRC val per run is
+    slow; ``dataset.manifest=content`` hashes every byte.
+    """
+    digest = hashlib.sha256()
+    for key, path in sorted(entries):
+        ident = sha256_file(path) if content else str(os.path.getsize(path))
+        digest.update(f"{key}\t{ident}\n".encode())
+    return digest.hexdigest()

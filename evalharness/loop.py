@@ -1,0 +1,108 @@
+"""The one run loop: iteration, progress, warm-up and every timing figure.
+
+Timing is honest by construction: only ``invoke()`` sits inside the timed region (decode,
+preprocessing and copying tensors in or out are outside it), and every figure comes from one
+clock (``time.perf_counter``). Sequence for N samples:
+
+1. load the model (``init_ms``), let the task check the model fits (before any image is read);
+2. sample 0: first ``invoke()`` (``first_inference_ms``), then ``warmup_runs`` more invokes on the
+   same input (``warmup``);
+3. every sample 0..N-1: one timed invoke (``inference``, N values) whose outputs are scored.
+
+Sample 0 is invoked again in step 3 so that its scored output comes from a warm interpreter, and
+the run records whether it equals the first output (a nondeterministic delegate shows up here).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from tqdm import tqdm
+
+from evalharness.errors import DataError
+from evalharness.tasks.base import Task
+from evalharness.timing import summarize
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    warmup_runs: int = 1
+    strict: bool = True  # first bad sample stops the run (True) or is skipped and counted (False)
+    progress: bool = True
+
+
+@dataclass
+class LoopResult:
+    status: str = "complete"  # complete | partial
+    stop_reason: str | None = None
+    init_ms: float = 0.0
+    first_inference_ms: float | None = None
+    warmup_ms: list[float] = field(default_factory=list)
+    inference_ms: list[float] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    first_output_repeatable: bool | None = None
+    error: BaseException | None = None
+
+    def latency(self) -> dict:
+        return {
+            "init": self.init_ms,
+            "first_inference": self.first_inference_ms,
+            "warmup": summarize(self.warmup_ms),
+            "inference": summarize(self.inference_ms),
+            "timed_region": "invoke() only",
+        }
+
+
+def _timed_invoke(model) -> float:
+    start = time.perf_counter()
+    model.invoke()
+    return (time.perf_counter() - start) * 1e3
+
+
+def run_loop(
+    task: Task,
+    load_model: Callable[[], object],
+    record: Callable[[dict], None],
+    settings: LoopSettings,
+) -> tuple[object, LoopResult]:
+    """Run ``task`` on the model from ``load_model``; each prediction goes to ``record`` at once."""
+    result = LoopResult()
+    start = time.perf_counter()
+    model = load_model()
+    result.init_ms = (time.perf_counter() - start) * 1e3
+    task.bind(model.inputs, model.outputs)
+    task.evaluator.reset()
+    first_outputs = None
+    bar = tqdm(task.samples, desc=task.name, unit="img", disable=not settings.progress, leave=False)
+    try:
+        for sample in bar:
+            try:
+                tensors = task.prepare(sample)
+            except DataError as exc:
+                if settings.strict:
+                    raise
+                result.skipped.append({"sample": task.sample_id(sample), "reason": str(exc)})
+                continue
+            model.set_inputs(tensors)
+            if result.first_inference_ms is None:
+                result.first_inference_ms = _timed_invoke(model)
+                first_outputs = model.get_outputs()
+                result.warmup_ms = [_timed_invoke(model) for _ in range(settings.warmup_runs)]
+            result.inference_ms.append(_timed_invoke(model))
+            outputs = model.get_outputs()
+            if first_outputs is not None:
+                result.first_output_repeatable = all(
+                    np.array_equal(a, b) for a, b in zip(first_outputs, outputs, strict=True)
+                )
+                first_outputs = None
+            record(task.evaluator.update(sample, outputs))
+    except (KeyboardInterrupt, DataError) as exc:
+        result.status = "partial"
+        result.stop_reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
+        result.error = exc
+    finally:
+        bar.close()
+    return model, result

@@ -1,0 +1,94 @@
+"""Run outputs: ``metrics.json`` (atomic), ``predictions.jsonl`` (streamed), ``results.txt``.
+
+``predictions.jsonl`` has one JSON object per scored sample, written and flushed as it is scored,
+so an interrupted run keeps everything finished. ``metrics.json`` is replaced atomically (temp
+file, fsync, rename) so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+SCHEMA_VERSION = 1
+METRICS_FILE = "metrics.json"
+PREDICTIONS_FILE = "predictions.jsonl"
+RESULTS_FILE = "results.txt"
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual file mode
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def dumps(doc: dict) -> str:
+    """Deterministic JSON: sorted keys, 2-space indent, no NaN (written as null)."""
+    return json.dumps(_no_nan(doc), indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def _no_nan(value):
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, dict):
+        return {k: _no_nan(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_no_nan(v) for v in value]
+    return value
+
+
+class RunWriter:
+    """Owns one run directory."""
+
+    def __init__(self, run_dir: str) -> None:
+        self.run_dir = run_dir
+        os.makedirs(run_dir, exist_ok=True)
+        self.metrics_path = os.path.join(run_dir, METRICS_FILE)
+        self.predictions_path = os.path.join(run_dir, PREDICTIONS_FILE)
+        self._predictions = None
+        self.count = 0
+
+    def append(self, record: dict) -> None:
+        if self._predictions is None:
+            self._predictions = open(self.predictions_path, "w", encoding="utf-8")  # noqa: SIM115
+        self._predictions.write(json.dumps(record, sort_keys=True) + "\n")
+        self._predictions.flush()
+        self.count += 1
+
+    def close(self) -> None:
+        if self._predictions is not None:
+            os.fsync(self._predictions.fileno())
+            self._predictions.close()
+            self._predictions = None
+
+    def write_metrics(self, doc: dict) -> str:
+        atomic_write_text(self.metrics_path, dumps({"schema_version": SCHEMA_VERSION, **doc}))
+        return self.metrics_path
+
+    def write_results(self, lines: list[str]) -> str:
+        path = os.path.join(self.run_dir, RESULTS_FILE)
+        atomic_write_text(path, "".join(line + "\n" for line in lines))
+        return path

@@ -1,0 +1,18 @@
+"""Runtime layer: the only package that imports ``ai_edge_litert`` or ``tensorflow``.
+
+``delegates`` turns a delegate config into a :class:`DelegatePlan` (pure Python, no runtime
+import, so unavailable delegates fail before anything loads); ``litert`` loads the model with
+that plan and exposes tensors, invoke and delegation coverage.
+"""
+
+from evalharness.runtime.delegates import DelegatePlan, plan_delegate
+from evalharness.runtime.tensors import TensorInfo
+
+__all__ = ["DelegatePlan", "TensorInfo", "load_model", "plan_delegate"]
+
+
+def load_model(model_path: str, plan: DelegatePlan, runtime: str = "litert"):
+    """Load ``model_path`` with the delegate ``plan`` on ``runtime`` (litert | tensorflow)."""
+    from evalharness.runtime.litert import InterpreterModel
+
+    return InterpreterModel(model_path, plan, runtime)

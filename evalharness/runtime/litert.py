@@ -1,0 +1,174 @@
+"""LiteRT / tf.lite interpreter backend: the one module that imports the runtime packages.
+
+Delegation coverage is derived from the interpreter's own graph after delegation: each
+``DELEGATE`` node replaced a convex set of original nodes, recovered by walking back from the
+delegate node's outputs to its inputs. That gives ops delegated / total and the op types left on
+the CPU without parsing native log text.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import importlib.metadata
+import os
+import tempfile
+
+import numpy as np
+
+from evalharness.errors import DelegateUnavailableError, EvalHarnessError, ModelMismatchError
+from evalharness.runtime.delegates import DelegatePlan
+from evalharness.runtime.tensors import TensorInfo
+
+RUNTIME_PACKAGES = {"litert": "ai-edge-litert", "tensorflow": "tensorflow"}
+
+
+def _import_runtime(runtime: str):
+    """Return (Interpreter, OpResolverType, load_delegate) of the chosen runtime."""
+    if runtime == "litert":
+        from ai_edge_litert import interpreter as lite
+
+        return lite.Interpreter, lite.OpResolverType, lite.load_delegate
+    if runtime == "tensorflow":
+        try:
+            import tensorflow as tf
+        except ImportError:
+            raise EvalHarnessError(
+                "runtime=tensorflow needs TensorFlow: pip install 'evalharness[tf]' (or use runtime=litert)"
+            ) from None
+        return tf.lite.Interpreter, tf.lite.experimental.OpResolverType, tf.lite.experimental.load_delegate
+    raise EvalHarnessError(f"unknown runtime {runtime!r}; valid: {', '.join(RUNTIME_PACKAGES)}")
+
+
+def runtime_info(runtime: str) -> dict:
+    package = RUNTIME_PACKAGES.get(runtime, runtime)
+    try:
+        version = importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return {"name": runtime, "package": package, "version": version}
+
+
+@contextlib.contextmanager
+def captured_native_stderr(sink: list[str]):
+    """Collect what native code prints on fd 2 (TFLite logs there) and echo it afterwards."""
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        saved = os.dup(2)
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace")
+            sink.extend(line for line in text.splitlines() if line.strip())
+            if text:
+                os.write(2, text.encode())
+
+
+def check_flatbuffer(model_path: str) -> None:
+    """A clear error for a missing file or a file that is not a TFLite flatbuffer ("TFL3")."""
+    if not os.path.isfile(model_path):
+        raise EvalHarnessError(f"model file not found: {model_path} (set model.path=...)")
+    with open(model_path, "rb") as f:
+        head = f.read(8)
+    if len(head) < 8 or head[4:8] != b"TFL3":
+        raise ModelMismatchError(f"{model_path}: not a TFLite flatbuffer (no 'TFL3' identifier)")
+
+
+def _tensor_info(d: dict) -> TensorInfo:
+    scale, zero_point = d.get("quantization", (0.0, 0))
+    return TensorInfo(
+        name=str(d["name"]),
+        index=int(d["index"]),
+        shape=tuple(int(s) for s in d["shape"]),
+        dtype=np.dtype(d["dtype"]).name,
+        scale=float(scale),
+        zero_point=int(zero_point),
+    )
+
+
+def delegation_coverage(ops: list[dict]) -> dict:
+    """Ops delegated / total, partitions and op types left on the CPU, from the delegated graph."""
+    original = {o["index"]: o for o in ops if o["op_name"] != "DELEGATE"}
+    delegate_nodes = [o for o in ops if o["op_name"] == "DELEGATE"]
+    producer = {int(t): idx for idx, o in original.items() for t in o["outputs"]}
+    covered: set[int] = set()
+    for node in delegate_nodes:
+        stop = {int(t) for t in node["inputs"]}
+        frontier = [int(t) for t in node["outputs"]]
+        while frontier:
+            tensor = frontier.pop()
+            if tensor in stop or tensor not in producer or producer[tensor] in covered:
+                continue
+            covered.add(producer[tensor])
+            frontier.extend(int(t) for t in original[producer[tensor]]["inputs"] if t >= 0)
+    left = collections.Counter(o["op_name"] for idx, o in original.items() if idx not in covered)
+    return {
+        "ops_total": len(original),
+        "ops_delegated": len(covered),
+        "partitions": len(delegate_nodes),
+        "fraction": round(len(covered) / len(original), 6) if original else 0.0,
+        "ops_on_cpu_by_type": dict(sorted(left.items())),
+        "source": "derived from the interpreter graph after delegation",
+    }
+
+
+class InterpreterModel:
+    """A loaded model: tensor details, set/invoke/get, and what the delegate really took."""
+
+    def __init__(self, model_path: str, plan: DelegatePlan, runtime: str = "litert") -> None:
+        check_flatbuffer(model_path)
+        interpreter_cls, resolver_enum, load_delegate = _import_runtime(runtime)
+        self.plan = plan
+        self.native_log: list[str] = []
+        delegates = []
+        with captured_native_stderr(self.native_log):
+            if plan.external_path:
+                try:
+                    delegates.append(load_delegate(plan.external_path, plan.external_options))
+                except (ValueError, OSError, RuntimeError) as exc:
+                    raise DelegateUnavailableError(
+                        f"cannot load delegate library {plan.external_path}: {str(exc).splitlines()[0]}"
+                    ) from None
+            resolver = getattr(resolver_enum, plan.op_resolver.upper())
+            try:
+                self._interpreter = interpreter_cls(
+                    model_path=model_path,
+                    num_threads=plan.num_threads,
+                    experimental_delegates=delegates or None,
+                    experimental_op_resolver_type=resolver,
+                )
+                self._interpreter.allocate_tensors()
+            except (ValueError, RuntimeError) as exc:
+                raise EvalHarnessError(f"{model_path}: runtime could not load the model: {exc}") from None
+        self._delegates = delegates  # keep the delegate objects alive as long as the interpreter
+        self.inputs = [_tensor_info(d) for d in self._interpreter.get_input_details()]
+        self.outputs = [_tensor_info(d) for d in self._interpreter.get_output_details()]
+        self.coverage = delegation_coverage(self._interpreter._get_ops_details())
+        self._check_delegation(model_path)
+
+    def _check_delegation(self, model_path: str) -> None:
+        cov = self.coverage
+        if self.plan.expects_xnnpack and cov["partitions"] == 0:
+            raise DelegateUnavailableError(
+                f"delegate=xnnpack: XNNPACK took no node of {model_path}; use delegate=cpu to run on "
+                "builtin kernels knowingly"
+            )
+        if self.plan.require_full_delegation and cov["ops_delegated"] < cov["ops_total"]:
+            raise DelegateUnavailableError(
+                f"delegate={self.plan.name}: {cov['ops_delegated']}/{cov['ops_total']} ops delegated and "
+                f"require_full_delegation=true; left on CPU: {cov['ops_on_cpu_by_type']}"
+            )
+
+    def set_inputs(self, tensors: list[np.ndarray]) -> None:
+        for info, value in zip(self.inputs, tensors, strict=True):
+            self._interpreter.set_tensor(info.index, value)
+
+    def invoke(self) -> None:
+        self._interpreter.invoke()
+
+    def get_outputs(self) -> list[np.ndarray]:
+        # get_tensor copies, so outputs stay valid after the next invoke().
+        return [self._interpreter.get_tensor(info.index) for info in self.outputs]

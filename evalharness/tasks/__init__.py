@@ -1,0 +1,12 @@
+"""Task registry: ``task.name`` in the config picks the task class."""
+
+from evalharness.registry import Registry
+
+TASKS: Registry = Registry("task")
+
+
+def load_tasks() -> Registry:
+    """Import the task modules so they register themselves (kept lazy for fast CLI errors)."""
+    from evalharness.tasks import imagenet  # noqa: F401
+
+    return TASKS

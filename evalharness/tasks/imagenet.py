@@ -1,0 +1,155 @@
+"""ILSVRC-2012 top-1..K accuracy, with the preprocessing of TFLite's imagenet evaluation tool.
+
+Ground-truth labels are matched to model outputs by label text (see ``data.labels``), so 1001-way
+outputs with a background class and 1000-way outputs both work with no assumed offset.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from evalharness.data.ground_truth import LabeledSample, load_ground_truth
+from evalharness.data.labels import LabelMatcher, read_label_file, stable_topk
+from evalharness.data.manifest import manifest_hash, optional_sha256
+from evalharness.data.preprocess import (
+    PreprocessSpec,
+    image_input_spec,
+    preprocess_file,
+    validate_spec,
+)
+from evalharness.errors import ConfigError, ModelMismatchError
+from evalharness.runtime.tensors import TensorInfo
+from evalharness.tasks import TASKS
+
+
+def classification_output(outputs: list[TensorInfo], model_path: str) -> TensorInfo:
+    """The single score vector of a classifier: shape [1, N], [N] or [1, 1, 1, N]."""
+    if len(outputs) != 1:
+        shapes = [list(o.shape) for o in outputs]
+        raise ModelMismatchError(
+            f"{model_path}: {len(outputs)} outputs {shapes}; a classifier has one score vector "
+            "(is this a detector? use task=coco)"
+        )
+    out = outputs[0]
+    if out.shape[-1] < 2 or int(np.prod(out.shape)) != out.shape[-1]:
+        raise ModelMismatchError(
+            f"{model_path}: output shape {list(out.shape)} is not one score vector [1, N]"
+        )
+    return out
+
+
+class TopKEvaluator:
+    """Top-1..K hits per image; ranks raw scores with a stable sort (ties go to the lower index)."""
+
+    def __init__(self, top_k: int, output: TensorInfo, truth: dict[str, int], labels: list[str]) -> None:
+        self.top_k, self.output, self.truth, self.labels = top_k, output, truth, labels
+        self.reset()
+
+    def reset(self) -> None:
+        self.hits = np.zeros(self.top_k, dtype=np.int64)
+        self.count = 0
+
+    def update(self, sample: LabeledSample, outputs: list[np.ndarray]) -> dict:
+        raw = outputs[0].reshape(-1)
+        top = stable_topk(raw, self.top_k)
+        truth = self.truth[sample.key]
+        where = np.flatnonzero(top == truth)
+        rank = int(where[0]) if where.size else None
+        if rank is not None:
+            self.hits[rank:] += 1
+        self.count += 1
+        return {
+            "id": sample.key,
+            "label": sample.label,
+            "label_index": truth,
+            "topk": top.tolist(),
+            "topk_labels": [self.labels[i] for i in top],
+            "scores": [float(s) for s in self.output.dequantize(raw[top])],
+            "rank": rank,
+        }
+
+    def compute(self) -> dict:
+        n = self.count
+        metrics = {f"top{k + 1}": (float(self.hits[k]) / n if n else 0.0) for k in range(self.top_k)}
+        metrics["correct"] = {f"top{k + 1}": int(self.hits[k]) for k in range(self.top_k)}
+        metrics["num_scored"] = n
+        return metrics
+
+
+@TASKS.register("imagenet")
+class ImageNetTask:
+    name = "imagenet"
+
+    def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+        self.top_k = int(task.get("top_k", 10))
+        if not 1 <= self.top_k <= 1000:
+            raise ConfigError(f"task.top_k={self.top_k} must be between 1 and 1000")
+        self.model_path = model["path"]
+        self.labels_path = model["labels"]
+        self.spec = PreprocessSpec(**{k: (tuple(v) if isinstance(v, list) else v)
+                                      for k, v in dict(model.get("preprocess") or {}).items()})
+        validate_spec(self.spec)
+        self.dataset = dataset
+        samples = load_ground_truth(
+            dataset.get("format", "auto"),
+            dataset["root"],
+            dataset.get("ground_truth"),
+            dataset.get("class_names"),
+            dataset.get("synset_words"),
+            dataset.get("devkit_meta"),
+        )
+        num = int(task.get("num_images", 0))
+        if num < 0 or num > len(samples):
+            raise ConfigError(
+                f"task.num_images={num} but {dataset['root']} has {len(samples)} labelled images; "
+                "use 0 for all"
+            )
+        # As TFLite's tool: the first num_images in sorted file-name order.
+        self.samples = samples[:num] if num else samples
+        self.labels = read_label_file(self.labels_path)
+        self.matcher = LabelMatcher(self.labels, self.labels_path)
+        # Every ground-truth label must exist in the model's label file: fail before the loop.
+        self.truth = {s.key: self.matcher.index(s.label, s.occurrence) for s in self.samples}
+        self.evaluator = None
+        self.input = None
+
+    def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
+        if len(inputs) != 1:
+            raise ModelMismatchError(f"{self.model_path}: {len(inputs)} inputs; an image classifier has one")
+        i = inputs[0]
+        self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path)
+        out = classification_output(outputs, self.model_path)
+        self.matcher.check_output_size(out.shape[-1])
+        self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
+
+    def sample_id(self, sample: LabeledSample) -> str:
+        return sample.key
+
+    def prepare(self, sample: LabeledSample) -> list[np.ndarray]:
+        return [preprocess_file(sample.path, self.spec, self.input)]
+
+    def provenance(self) -> dict:
+        d = self.dataset
+        return {
+            "dataset": {
+                "name": d.get("name"),
+                "format": d.get("format", "auto"),
+                "root": d["root"],
+                "count": len(self.samples),
+                "manifest_sha256": manifest_hash((s.key, s.path) for s in self.samples),
+                "manifest_kind": "relative path + size",
+                "ground_truth": d.get("ground_truth"),
+                "ground_truth_sha256": optional_sha256(d.get("ground_truth")),
+                "class_names_sha256": optional_sha256(d.get("class_names")),
+                "synset_words_sha256": optional_sha256(d.get("synset_words")),
+            },
+            "labels": {"path": self.labels_path, "sha256": optional_sha256(self.labels_path),
+                       "count": len(self.labels)},
+            "preprocessing": {**dataclasses.asdict(self.spec), "input": dataclasses.asdict(self.input)
+                              if self.input else None},
+        }
+
+    def summary_lines(self, metrics: dict) -> list[str]:
+        return [f"Top-{k} Accuracy: {metrics[f'top{k}']:g}" for k in range(1, self.evaluator.top_k + 1)]
