@@ -99,8 +99,8 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-def check_group(group: str, node: DictConfig) -> dict:
-    """Merge one group onto its schema; returns a plain, fully resolved dict."""
+def check_group(group: str, node: dict) -> dict:
+    """Merge one (already resolved) group onto its schema; returns a plain dict."""
     try:
         merged = OmegaConf.merge(OmegaConf.structured(SCHEMAS[group]), node)
         container = OmegaConf.to_container(merged, resolve=True, throw_on_missing=True)
@@ -114,12 +114,15 @@ def validate(cfg: DictConfig) -> RunConfig:
     missing = [g for g in (*SCHEMAS, "delegate") if g not in cfg]
     if missing:
         raise ConfigError(f"config is missing group(s): {', '.join(missing)}")
-    groups = {g: check_group(g, cfg[g]) for g in SCHEMAS}
-    try:
-        delegate = OmegaConf.to_container(cfg.delegate, resolve=True, throw_on_missing=True)
+    try:  # resolve against the whole config: groups interpolate ${paths.*} and ${bundled:...}
+        resolved = OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException as exc:
-        raise ConfigError(f"config group 'delegate': {_one_line(exc)}") from None
-    plan = plan_delegate(delegate)
+        raise ConfigError(f"config: {_one_line(exc)}") from None
+    groups = {g: check_group(g, resolved[g]) for g in SCHEMAS}
+    if "???" in resolved["delegate"].values():
+        missing = [k for k, v in resolved["delegate"].items() if v == "???"]
+        raise ConfigError(f"config group 'delegate': missing value(s) for {', '.join(missing)}")
+    plan = plan_delegate(resolved["delegate"])
     return RunConfig(
         task=groups["task"],
         model=groups["model"],

@@ -10,9 +10,10 @@ from __future__ import annotations
 import csv
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sized
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -45,6 +46,7 @@ class GroundTruthRequest:
 
 
 Label = tuple[str, int]  # (label text, occurrence)
+_S = TypeVar("_S", bound=Sized)
 Reader = Callable[[GroundTruthRequest], list[LabeledSample]]
 FORMATS: Registry[Reader] = Registry("ground-truth format")
 
@@ -65,7 +67,8 @@ def load_ground_truth(
         problem = "is not a directory" if root_path.exists() else "not found"
         raise DataError(f"image root {root} {problem}; set dataset.root=<folder with the images>")
     if ground_truth is not None and not Path(ground_truth).is_file():
-        raise DataError(f"ground-truth file not found: {ground_truth}; set dataset.ground_truth=<file>")
+        problem = "is not a file" if Path(ground_truth).exists() else "not found"
+        raise DataError(f"ground-truth file {ground_truth} {problem}; set dataset.ground_truth=<file>")
     exts = tuple(e.lower() if e.startswith(".") else f".{e.lower()}" for e in extensions)
     paths = [None if p is None else Path(p) for p in (ground_truth, class_names, synset_words, devkit_meta)]
     return sorted(reader(GroundTruthRequest(root_path, *paths, exts)), key=lambda s: s.key)
@@ -100,39 +103,42 @@ def _is_int(token: str) -> bool:
 
 
 def _images(folder: Path, extensions: tuple[str, ...]) -> dict[str, Path]:
-    """Image files directly in ``folder`` by file name (extension matched case-insensitively)."""
-    return {p.name: p for p in folder.iterdir() if p.suffix.lower() in extensions and p.is_file()}
+    """Image files directly in ``folder`` by name; extension case-insensitive, dotfiles skipped."""
+    return {
+        p.name: p
+        for p in folder.iterdir()
+        if p.suffix.lower() in extensions and not p.name.startswith(".") and p.is_file()
+    }
 
 
-def _no_images(req: GroundTruthRequest, layout: str = "") -> DataError:
-    return DataError(f"no images ({', '.join(req.extensions)}) found in {req.root}{layout}; "
-                     "check dataset.root and dataset.extensions")
-
-
-def _root_images(req: GroundTruthRequest) -> dict[str, Path]:
-    images = _images(req.root, req.extensions)
-    if not images:
-        raise _no_images(req)
-    return images
+def _found(req: GroundTruthRequest, found: _S, layout: str = "") -> _S:
+    if not found:
+        raise DataError(
+            f"no images ({', '.join(req.extensions)}) found in {req.root}{layout}; check dataset.root"
+        )
+    return found
 
 
 def _sample(path: Path, key: str, label: Label) -> LabeledSample:
     return LabeledSample(os.path.abspath(path), key, label[0], label[1])
 
 
-def _attach(req: GroundTruthRequest, table: dict[str, Label],
-            name_of: Callable[[str], str] = str) -> list[LabeledSample]:
+def _attach(
+    req: GroundTruthRequest, table: dict[str, Label], name_of: Callable[[str], str] = str
+) -> list[LabeledSample]:
     """Labels the images of root from ``table``, keyed by ``name_of(file name)``.
 
     The ground truth may cover more images than root holds (a 50-image subset of the 50,000-line
     val.txt); an image without an entry is an error, never silently dropped.
     """
-    images = _root_images(req)
+    images = _found(req, _images(req.root, req.extensions))
     missing = sorted(key for key in images if name_of(key) not in table)
     if missing:
-        raise DataError(f"{len(missing)} of {len(images)} images in {req.root} have no entry in ground-truth "
-                        f"file {req.ground_truth} (first: {missing[0]}); pass the ground truth of these "
-                        "images or remove them from the root")
+        raise DataError(
+            f"{len(missing)} of {len(images)} images in {req.root} have no entry in ground-truth "
+            f"file {req.ground_truth} (first: {missing[0]}); pass the ground truth of these "
+            "images or remove them from the root"
+        )
     return [_sample(path, key, table[name_of(key)]) for key, path in images.items()]
 
 
@@ -186,15 +192,19 @@ def _wnid_labels(req: GroundTruthRequest, why: str) -> tuple[Path, dict[str, Lab
 
 def _by_wnid(wnids: dict[str, Label], source: Path, wnid: str, where: str) -> Label:
     if wnid not in wnids:
-        raise DataError(f"{where}: WordNet id {wnid!r} is not in {source}; pass the synset_words file "
-                        "that covers the dataset")
+        raise DataError(
+            f"{where}: WordNet id {wnid!r} is not in {source}; pass the synset_words file "
+            "that covers the dataset"
+        )
     return wnids[wnid]
 
 
 def _by_index(classes: list[Label], source: Path, index: str, where: str) -> Label:
     if not _is_int(index) or not 0 <= int(index) < len(classes):
-        raise DataError(f"{where}: class index {index!r} is not in 0..{len(classes) - 1} of class list "
-                        f"{source}; pass the class list this ground truth was written for")
+        raise DataError(
+            f"{where}: class index {index!r} is not in 0..{len(classes) - 1} of class list "
+            f"{source}; pass the class list this ground truth was written for"
+        )
     return classes[int(index)]
 
 
@@ -208,14 +218,18 @@ def _read_val_txt(req: GroundTruthRequest) -> list[LabeledSample]:
     source, classes = _class_list(req, "ground-truth format 'val_txt'")
     if len(classes) != ILSVRC2012_CLASSES:
         # A 1001-line model label file ("background" first) would silently shift every label.
-        raise DataError(f"class list {source} has {len(classes)} lines but val.txt indexes the "
-                        f"{ILSVRC2012_CLASSES} ILSVRC2012 classes; pass the 1000 class names in "
-                        "sorted-synset order (line i = class index i), not the model's label file")
+        raise DataError(
+            f"class list {source} has {len(classes)} lines but val.txt indexes the "
+            f"{ILSVRC2012_CLASSES} ILSVRC2012 classes; pass the 1000 class names in "
+            "sorted-synset order (line i = class index i), not the model's label file"
+        )
     table: dict[str, Label] = {}
     for _, where, tokens in _lines(gt):
         if len(tokens) != 2 or not _is_int(tokens[1]):
-            raise DataError(f"{where}: expected '<image file> <class index>', got {' '.join(tokens)!r}; "
-                            "pass an ILSVRC2012 val.txt or choose another dataset.format")
+            raise DataError(
+                f"{where}: expected '<image file> <class index>', got {' '.join(tokens)!r}; "
+                "pass an ILSVRC2012 val.txt or choose another dataset.format"
+            )
         _add(table, tokens[0], _by_index(classes, source, tokens[1], where), where)
     return _attach(req, table)
 
@@ -228,8 +242,10 @@ def _read_devkit(req: GroundTruthRequest) -> list[LabeledSample]:
     table: dict[str, Label] = {}
     for i, where, tokens in _lines(gt, skip_blank=False):
         if len(tokens) != 1 or not _is_int(tokens[0]) or int(tokens[0]) not in by_id:
-            raise DataError(f"{where}: expected one ILSVRC2012_ID (1..1000) of {req.devkit_meta}, got "
-                            f"{' '.join(tokens)!r}; pass the devkit's ILSVRC2012_validation_ground_truth.txt")
+            raise DataError(
+                f"{where}: expected one ILSVRC2012_ID (1..1000) of {req.devkit_meta}, got "
+                f"{' '.join(tokens)!r}; pass the devkit's ILSVRC2012_validation_ground_truth.txt"
+            )
         table[f"ILSVRC2012_val_{i:08d}"] = by_id[int(tokens[0])]
     return _attach(req, table, name_of=lambda key: Path(key).stem)
 
@@ -246,12 +262,16 @@ def _devkit_classes(meta: Path) -> dict[int, Label]:
         raise DataError(f"reading devkit meta {meta} needs scipy; pip install evalharness[devkit]") from None
     try:
         synsets = np.atleast_1d(loadmat(str(meta), squeeze_me=True)["synsets"])
-        rows = [(int(i), str(w), str(t)) for i, w, t in
-                zip(synsets["ILSVRC2012_ID"], synsets["WNID"], synsets["words"], strict=True)]
+        rows = [
+            (int(i), str(w), str(t))
+            for i, w, t in zip(synsets["ILSVRC2012_ID"], synsets["WNID"], synsets["words"], strict=True)
+        ]
     except Exception as exc:  # any failure of the foreign parser means "not a devkit meta.mat"
         reason = (str(exc).splitlines() or [""])[0]
-        raise DataError(f"{meta} is not an ILSVRC2012 devkit meta.mat ({type(exc).__name__}: {reason}); "
-                        "pass the devkit's data/meta.mat") from None
+        raise DataError(
+            f"{meta} is not an ILSVRC2012 devkit meta.mat ({type(exc).__name__}: {reason}); "
+            "pass the devkit's data/meta.mat"
+        ) from None
     leaves = sorted((wnid, ident, text) for ident, wnid, text in rows if 1 <= ident <= ILSVRC2012_CLASSES)
     labels = _with_occurrence([text for _, _, text in leaves])
     return {ident: label for (_, ident, _), label in zip(leaves, labels, strict=True)}
@@ -266,11 +286,14 @@ def _read_imagefolder(req: GroundTruthRequest) -> list[LabeledSample]:
         labels = {d.name: _by_wnid(wnids, source, d.name, f"class dir {d}") for d in dirs}
     else:
         labels = {d.name: (d.name, 0) for d in dirs}
-    samples = [_sample(path, f"{d.name}/{name}", labels[d.name])
-               for d in dirs for name, path in _images(d, req.extensions).items()]
-    if not samples:
-        raise _no_images(req, " class dirs (imagefolder expects root/<class>/<image>)")
-    return samples
+    samples = [
+        _sample(path, f"{d.name}/{name}", labels[d.name])
+        for d in dirs
+        for name, path in _images(d, req.extensions).items()
+    ]
+    return _found(
+        req, samples, " class dirs (imagefolder wants root/<class>/<image>; else set dataset.ground_truth)"
+    )
 
 
 @FORMATS.register("label_lines")
@@ -278,10 +301,12 @@ def _read_label_lines(req: GroundTruthRequest) -> list[LabeledSample]:
     """TFLite eval tool: line i = label text of the i-th image of root in sorted file-name order."""
     gt = _require(req.ground_truth, "ground_truth", "ground-truth format 'label_lines'")
     texts = read_label_file(gt, "ground-truth file")
-    images = _root_images(req)
+    images = _found(req, _images(req.root, req.extensions))
     if len(texts) != len(images):
-        raise DataError(f"ground-truth file {gt} has {len(texts)} lines but {req.root} has {len(images)} "
-                        "images; label_lines needs one line per image in sorted file-name order")
+        raise DataError(
+            f"ground-truth file {gt} has {len(texts)} lines but {req.root} has {len(images)} "
+            "images; label_lines needs one line per image in sorted file-name order"
+        )
     return [_sample(images[name], name, (text, 0)) for name, text in zip(sorted(images), texts, strict=True)]
 
 
@@ -296,8 +321,10 @@ def _read_csv(req: GroundTruthRequest) -> list[LabeledSample]:
         raise DataError(f"{gt} is not a readable UTF-8 csv ({exc}); fix or re-export the file") from None
     header = [h.strip() for h in rows[0]] if rows else []
     if "filename" not in header or not {"class_name", "label", "class_index", "wnid"} & set(header):
-        raise DataError(f"{gt}:1: csv header {header} needs 'filename' and one of class_name, label, "
-                        "class_index, wnid; fix the header")
+        raise DataError(
+            f"{gt}:1: csv header {header} needs 'filename' and one of class_name, label, "
+            "class_index, wnid; fix the header"
+        )
     label_of = _csv_labeler(req, gt, header)
     table: dict[str, Label] = {}
     for line_no, values in enumerate(rows[1:], start=2):
@@ -325,8 +352,10 @@ def _csv_labeler(req: GroundTruthRequest, gt: Path, header: list[str]) -> Callab
         def by_index(row: dict[str, str], where: str) -> Label:
             label = _by_index(classes, source, row["class_index"], where)
             if text_col is not None and label[0] != row[text_col]:
-                raise DataError(f"{where}: class_index {row['class_index']} is {label[0]!r} in {source} "
-                                f"but {text_col} is {row[text_col]!r}; pass the class list of this csv")
+                raise DataError(
+                    f"{where}: class_index {row['class_index']} is {label[0]!r} in {source} "
+                    f"but {text_col} is {row[text_col]!r}; pass the class list of this csv"
+                )
             return label
 
         return by_index

@@ -29,12 +29,12 @@ def read_label_file(path: str | Path, what: str = "label file") -> list[str]:
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise DataError(f"{what} not found: {path}") from None
+        raise DataError(f"{what} not found: {path}; check the path") from None
     except IsADirectoryError:
         raise DataError(f"{what} {path} is a directory; pass the file itself") from None
     except UnicodeDecodeError as exc:
         raise DataError(f"{what} {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    lines = [line.rstrip() for line in text.splitlines()]
+    lines = [line.rstrip() for line in text.split("\n")]  # not splitlines: \x0c etc. stay text
     while lines and not lines[-1]:
         lines.pop()
     if not lines:
@@ -48,8 +48,10 @@ def read_synset_words(path: str | Path) -> list[tuple[str, str]]:
     for i, line in enumerate(read_label_file(path, "synset_words file"), start=1):
         wnid, _, text = line.partition(" ")
         if not WNID.fullmatch(wnid) or not text.strip():
-            raise DataError(f"{path}:{i}: expected 'n01440764 tench, Tinca tinca', got {line!r}; "
-                            "pass a synset_words file (WordNet id, space, label text)")
+            raise DataError(
+                f"{path}:{i}: expected 'n01440764 tench, Tinca tinca', got {line!r}; "
+                "pass a synset_words file (WordNet id, space, label text)"
+            )
         pairs.append((wnid, text.strip()))
     return pairs
 

@@ -15,6 +15,13 @@ SCHEMA_VERSION = 1
 METRICS_FILE = "metrics.json"
 PREDICTIONS_FILE = "predictions.jsonl"
 RESULTS_FILE = "results.txt"
+# Fields whose value is a map with run-dependent keys (delegate flags, op types, the config); every
+# other key of metrics.json is fixed by SCHEMA_VERSION for a given task.
+MAP_FIELDS = (
+    "provenance.config",
+    "provenance.delegate.flags",
+    "provenance.delegate.coverage.ops_on_cpu_by_type",
+)
 
 
 def atomic_write_text(path: str, text: str) -> None:

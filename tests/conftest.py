@@ -1,0 +1,74 @@
+"""Shared fixtures: real assets from ../shared/assets and an in-process way to run the app."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from evalharness.paths import CONF_DIR, bundled
+
+REPO = Path(__file__).resolve().parents[1]
+ASSETS = REPO.parent / "shared" / "assets"
+MODELS = ASSETS / "models"
+EXPECTED = json.loads((ASSETS / "expected.json").read_text()) if ASSETS.is_dir() else {}
+CLASSIFIERS = [
+    "mobilenet_v1_0.25_128_quant",
+    "mobilenet_v2_1.0_224_quant",
+    "tf2_mobilenet_v2_1.0_224_ptq",
+    "mobilenet_edgetpu_224_1.0_uint8",
+]
+VAL50 = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "dataset=imagenet_val50"]
+
+OmegaConf.register_new_resolver("bundled", bundled, replace=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    if not ASSETS.is_dir():
+        pytest.exit(f"shared test assets not found at {ASSETS}", returncode=3)
+
+
+def compose_config(overrides: list[str]):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=["loop.progress=false", *overrides])
+
+
+def run_inprocess(overrides: list[str], run_dir: Path) -> dict:
+    """Compose + run like ``python -m evalharness`` does, without a subprocess."""
+    from evalharness.__main__ import run
+
+    return run(compose_config(overrides), str(run_dir))
+
+
+def run_cli(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python -m evalharness ARGS`` in a subprocess (exit codes, stderr, Hydra run dirs)."""
+    return subprocess.run(
+        [sys.executable, "-m", "evalharness", *args, "loop.progress=false"],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="session")
+def val50_runs(tmp_path_factory) -> dict:
+    """(model, delegate) -> metrics.json document + predictions, computed once per session."""
+    cache: dict = {}
+
+    def get(model: str, delegate: str = "cpu") -> tuple[dict, list[dict]]:
+        if (model, delegate) not in cache:
+            run_dir = tmp_path_factory.mktemp(f"{model}-{delegate}")
+            doc = run_inprocess([*VAL50, f"model={model}", f"delegate={delegate}"], run_dir)
+            preds = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+            cache[model, delegate] = (doc, preds)
+        return cache[model, delegate]
+
+    return get
