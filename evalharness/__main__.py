@@ -42,7 +42,10 @@ def _warn_partial_delegation(plan, coverage: dict) -> None:
     log.warning(
         "delegate=%s took %d of %d ops in %d partition(s); on CPU: %s. Partially delegated graphs "
         "can be slower than the CPU alone.",
-        plan.name, coverage["ops_delegated"], coverage["ops_total"], coverage["partitions"],
+        plan.name,
+        coverage["ops_delegated"],
+        coverage["ops_total"],
+        coverage["partitions"],
         coverage["ops_on_cpu_by_type"],
     )
 
@@ -82,15 +85,25 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
         "latency_ms": result.latency(),
         "skipped": result.skipped,
         "first_output_repeatable": result.first_output_repeatable,
-        "predictions": {"path": os.path.basename(writer.predictions_path), "format": "jsonl",
-                        "count": writer.count},
+        "predictions": {
+            "path": os.path.basename(writer.predictions_path),
+            "format": "jsonl",
+            "count": writer.count,
+        },
         "provenance": {
-            "model": {"name": rc.model["name"],
-                      **provenance.model_info(rc.model["path"], model.inputs, model.outputs)},
+            "model": {
+                "name": rc.model["name"],
+                **provenance.model_info(rc.model["path"], model.inputs, model.outputs),
+            },
             "runtime": runtime_info(rc.runtime["name"]),
-            "delegate": {"name": rc.plan.name, "flags": rc.plan.flags, "op_resolver": rc.plan.op_resolver,
-                         "library": _library(rc.plan), "coverage": model.coverage,
-                         "native_log": model.native_log},
+            "delegate": {
+                "name": rc.plan.name,
+                "flags": rc.plan.flags,
+                "op_resolver": rc.plan.op_resolver,
+                "library": _library(rc.plan),
+                "coverage": model.coverage,
+                "native_log": model.native_log,
+            },
             **task.provenance(),
             "host": provenance.host_info(),
             "evalharness": provenance.tool_info(),
@@ -114,8 +127,11 @@ def _library(plan) -> dict | None:
         return None
     from evalharness.data.manifest import sha256_file
 
-    return {"path": plan.external_path, "sha256": sha256_file(plan.external_path),
-            "options": plan.external_options}
+    return {
+        "path": plan.external_path,
+        "sha256": sha256_file(plan.external_path),
+        "options": plan.external_options,
+    }
 
 
 def _write_failure(run_dir: str, cfg: DictConfig, message: str) -> None:
@@ -127,8 +143,13 @@ def _write_failure(run_dir: str, cfg: DictConfig, message: str) -> None:
     except Exception:  # noqa: BLE001 - the config itself may be what failed to resolve
         config = OmegaConf.to_container(cfg, resolve=False)
     RunWriter(run_dir).write_metrics(
-        {"status": "failed", "error": message, "metrics": None, "finished_at": _now(),
-         "provenance": {"config": config}}
+        {
+            "status": "failed",
+            "error": message,
+            "metrics": None,
+            "finished_at": _now(),
+            "provenance": {"config": config},
+        }
     )
 
 

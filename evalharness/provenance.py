@@ -11,8 +11,23 @@ from evalharness import __version__
 from evalharness.data.manifest import sha256_file
 
 # CPU features that change which kernels run (and so latency, sometimes results).
-_CPU_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vnni", "avx_vnni",
-              "amx_int8", "asimd", "asimddp", "i8mm", "sve", "fphp")
+_CPU_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512vnni",
+    "avx_vnni",
+    "amx_int8",
+    "asimd",
+    "asimddp",
+    "i8mm",
+    "sve",
+    "fphp",
+)
 
 
 def _cpuinfo() -> tuple[str, list[str]]:

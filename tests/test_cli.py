@@ -39,11 +39,15 @@ def test_default_run_uses_bundled_sample(tmp_path):
 
 
 def test_multirun_cpu_and_reference_have_same_schema_and_dataset(tmp_path):
-    proc = run_cli(["-m", *VAL50, "model=mobilenet_v1_0.25_128_quant", "delegate=cpu,reference",
-                    "task.num_images=10"], cwd=tmp_path)
+    proc = run_cli(
+        ["-m", *VAL50, "model=mobilenet_v1_0.25_128_quant", "delegate=cpu,reference", "task.num_images=10"],
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
-    docs = sorted((json.loads(p.read_text()) for p in (tmp_path / "outputs/multirun").rglob("metrics.json")),
-                  key=lambda d: d["provenance"]["delegate"]["name"])
+    docs = sorted(
+        (json.loads(p.read_text()) for p in (tmp_path / "outputs/multirun").rglob("metrics.json")),
+        key=lambda d: d["provenance"]["delegate"]["name"],
+    )
     assert [d["provenance"]["delegate"]["name"] for d in docs] == ["cpu", "reference"]
     assert _keys(docs[0]) == _keys(docs[1])
     a, b = (d["provenance"]["dataset"] for d in docs)
@@ -55,9 +59,22 @@ def test_non_editable_install_runs_from_another_directory(tmp_path):
     """conf/ and the bundled sample ship inside the wheel: nothing depends on the checkout or cwd."""
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(target), str(REPO)],
-        check=True, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert (target / "evalharness/conf/config.yaml").is_file()
     assert (target / "evalharness/bundled/images/parrot.jpg").is_file()

@@ -16,8 +16,9 @@ HOST_UNAVAILABLE = {"gpu", "nnapi", "hexagon", "coreml", "npu", "edgetpu", "exte
 
 
 def _options(group: str) -> list[str]:
-    return sorted(p.relative_to(CONF_DIR / group).with_suffix("").as_posix()
-                  for p in (CONF_DIR / group).rglob("*.yaml"))
+    return sorted(
+        p.relative_to(CONF_DIR / group).with_suffix("").as_posix() for p in (CONF_DIR / group).rglob("*.yaml")
+    )
 
 
 def test_every_group_option_has_a_file_and_vice_versa():
@@ -50,10 +51,21 @@ def test_each_model_preset_composes_and_its_task_instantiates(model):
     task.bind(loaded.inputs, loaded.outputs)  # every preset fits the imagenet task
 
 
-@pytest.mark.parametrize("option", ["paths/default", "runtime/litert", "runtime/tensorflow",
-                                    "dataset/sample", "dataset/ilsvrc2012_val", "dataset/imagenet_val50",
-                                    "dataset/imagefolder", "model/preprocess/tflite_tool",
-                                    "model/preprocess/efficientnet", "model/preprocess/torchvision"])
+@pytest.mark.parametrize(
+    "option",
+    [
+        "paths/default",
+        "runtime/litert",
+        "runtime/tensorflow",
+        "dataset/sample",
+        "dataset/ilsvrc2012_val",
+        "dataset/imagenet_val50",
+        "dataset/imagefolder",
+        "model/preprocess/tflite_tool",
+        "model/preprocess/efficientnet",
+        "model/preprocess/torchvision",
+    ],
+)
 def test_remaining_files_compose(option):
     group, name = option.rsplit("/", 1)
     cfg = compose_config([f"{group}={name}"])
@@ -66,8 +78,15 @@ def test_all_conf_files_are_covered():
     covered = {"config", "hydra/default", "task/imagenet"}
     covered |= {f"delegate/{d}" for d in _options("delegate")}
     covered |= {f"model/{m}" for m in _options("model")}
-    covered |= {"paths/default", "runtime/litert", "runtime/tensorflow", "dataset/sample",
-                "dataset/ilsvrc2012_val", "dataset/imagenet_val50", "dataset/imagefolder"}
+    covered |= {
+        "paths/default",
+        "runtime/litert",
+        "runtime/tensorflow",
+        "dataset/sample",
+        "dataset/ilsvrc2012_val",
+        "dataset/imagenet_val50",
+        "dataset/imagefolder",
+    }
     assert files <= covered, files - covered
 
 

@@ -147,9 +147,7 @@ def _xnnpack(cfg: DelegateConfig) -> DelegatePlan:
 
 
 def _load_external(cfg: DelegateConfig, path: str, options: dict[str, str]) -> DelegatePlan:
-    return _plan(
-        cfg, "builtin_without_default_delegates", external_path=path, external_options=options
-    )
+    return _plan(cfg, "builtin_without_default_delegates", external_path=path, external_options=options)
 
 
 @_register("external", "external_delegate_path", "external_delegate_options")
@@ -185,9 +183,7 @@ def _unavailable(message: str) -> Callable[[DelegateConfig], DelegatePlan]:
     return plan
 
 
-_register(
-    "gpu", "use_gpu", "gpu_precision_loss_allowed", "gpu_experimental_enable_quant", "gpu_backend"
-)(
+_register("gpu", "use_gpu", "gpu_precision_loss_allowed", "gpu_experimental_enable_quant", "gpu_backend")(
     _unavailable(
         "delegate=gpu: the LiteRT GPU accelerator path (CompiledModel over Vulkan) is not wired into "
         "this version of evalharness yet; " + _CPU_CHOICES

@@ -88,8 +88,12 @@ class ImageNetTask:
             raise ConfigError(f"task.top_k={self.top_k} must be between 1 and 1000")
         self.model_path = model["path"]
         self.labels_path = model["labels"]
-        self.spec = PreprocessSpec(**{k: (tuple(v) if isinstance(v, list) else v)
-                                      for k, v in dict(model.get("preprocess") or {}).items()})
+        self.spec = PreprocessSpec(
+            **{
+                k: (tuple(v) if isinstance(v, list) else v)
+                for k, v in dict(model.get("preprocess") or {}).items()
+            }
+        )
         validate_spec(self.spec)
         self.dataset = dataset
         samples = load_ground_truth(
@@ -145,10 +149,15 @@ class ImageNetTask:
                 "class_names_sha256": optional_sha256(d.get("class_names")),
                 "synset_words_sha256": optional_sha256(d.get("synset_words")),
             },
-            "labels": {"path": self.labels_path, "sha256": optional_sha256(self.labels_path),
-                       "count": len(self.labels)},
-            "preprocessing": {**dataclasses.asdict(self.spec), "input": dataclasses.asdict(self.input)
-                              if self.input else None},
+            "labels": {
+                "path": self.labels_path,
+                "sha256": optional_sha256(self.labels_path),
+                "count": len(self.labels),
+            },
+            "preprocessing": {
+                **dataclasses.asdict(self.spec),
+                "input": dataclasses.asdict(self.input) if self.input else None,
+            },
         }
 
     def summary_lines(self, metrics: dict) -> list[str]:
