@@ -56,3 +56,13 @@ def test_reference_vs_cpu_per_image(val50_runs, model):
     if model == "mobilenet_v2_1.0_224_quant":
         assert ref_doc["metrics"]["top1"] == pytest.approx(0.76)
         assert cpu_doc["metrics"]["top1"] == pytest.approx(0.74)
+
+
+def test_efficientnet_lite0_float_1000_classes(val50_runs):
+    """Float input, 1000 logits (no background), EfficientNet preprocessing preset."""
+    doc, preds = val50_runs("efficientnet_lite0_fp32", "cpu")
+    ref = EXPECTED["imagenet_val50_efficientnet_lite"]["efficientnet_lite0_fp32"]
+    assert doc["metrics"]["top1"] == pytest.approx(ref["top1"])
+    assert doc["metrics"]["top5"] == pytest.approx(ref["top5"])
+    assert doc["provenance"]["model"]["inputs"][0]["dtype"] == "float32"
+    assert preds[0]["label_index"] == 472  # canoe is line 472 of the 1000-line file

@@ -25,8 +25,11 @@ MAX_IMAGE_PIXELS = 20000 * 20000
 class PreprocessSpec:
     """How a model family wants its pixels. Values come from ``conf/model/*.yaml``."""
 
-    crop: str = "central_fraction"  # central_fraction | short_side_padded | none
-    crop_fraction: float = 0.875  # central_fraction: fraction of each side kept
+    # central_fraction | short_side_padded | resize_shorter_then_crop | none
+    crop: str = "central_fraction"
+    # central_fraction: fraction of each side kept; resize_shorter_then_crop: S / shorter side
+    # after resizing (0.875 = "resize 256, crop 224")
+    crop_fraction: float = 0.875
     crop_padding: int = 32  # short_side_padded: crop = round(S / (S + padding) * short side)
     resize: str = "tflite_bilinear"  # tflite_bilinear | pil_bilinear | pil_bicubic
     channel_order: str = "rgb"  # rgb | bgr
@@ -38,7 +41,7 @@ class PreprocessSpec:
     integer_input: str = "tool"
 
 
-CROPS = ("central_fraction", "short_side_padded", "none")
+CROPS = ("central_fraction", "short_side_padded", "resize_shorter_then_crop", "none")
 RESIZES = ("tflite_bilinear", "pil_bilinear", "pil_bicubic")
 INTEGER_MODES = ("tool", "quantize")
 
@@ -191,8 +194,21 @@ def to_input_tensor(pixels: np.ndarray, spec: PreprocessSpec, inp: InputSpec) ->
     return np.trunc(pixels - np.float32(128)).astype(np.int8)[None]  # int8: trunc(x - 128)
 
 
+def resize_shorter_then_crop(img: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:
+    """torchvision-style: shorter side to round(S / fraction), then the centre S x S window."""
+    h, w = img.shape[:2]
+    scale = _round_half_away(min(inp.height, inp.width) / spec.crop_fraction) / min(h, w)
+    nh = max(inp.height, _round_half_away(h * scale))
+    nw = max(inp.width, _round_half_away(w * scale))
+    resized = _resize(img, nh, nw, spec.resize)
+    top, left = (nh - inp.height) // 2, (nw - inp.width) // 2
+    return resized[top : top + inp.height, left : left + inp.width]
+
+
 def crop_and_resize(img: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:
     """uint8 HxWx3 image -> float32 model-sized pixels, before dtype conversion."""
+    if spec.crop == "resize_shorter_then_crop":
+        return resize_shorter_then_crop(img, spec, inp)
     if spec.crop == "central_fraction":
         img = central_crop(img, spec.crop_fraction)
     elif spec.crop == "short_side_padded":
