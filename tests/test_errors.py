@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes.util
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -115,3 +117,51 @@ def test_cli_user_errors_have_no_traceback(tmp_path):
 
 def test_errors_are_eval_harness_errors():
     assert issubclass(DelegateUnavailableError, EvalHarnessError)
+
+
+def test_external_delegate_missing_library(tmp_path):
+    with pytest.raises(
+        DelegateUnavailableError, match="external delegate library not found: /nonexistent/libx.so"
+    ):
+        run_inprocess(["delegate=external", "delegate.external_delegate_path=/nonexistent/libx.so"], tmp_path)
+
+
+def test_external_delegate_not_a_library(tmp_path):
+    fake = tmp_path / "libfake.so"
+    fake.write_text("not an ELF file")
+    with pytest.raises(DelegateUnavailableError, match=f"cannot load delegate library {fake}"):
+        run_inprocess(["delegate=external", f"delegate.external_delegate_path={fake}"], tmp_path / "run")
+
+
+def test_external_delegate_bad_option_string(tmp_path):
+    fake = tmp_path / "libfake.so"
+    fake.write_text("x")
+    with pytest.raises(ConfigError, match="'oops' is not 'key:value'"):
+        run_inprocess(
+            [
+                "delegate=external",
+                f"delegate.external_delegate_path={fake}",
+                "delegate.external_delegate_options='a:1;oops'",
+            ],
+            tmp_path,
+        )
+
+
+def test_shared_library_that_is_not_a_delegate(tmp_path):
+    libm = ctypes.util.find_library("m")
+    assert libm
+    with pytest.raises(DelegateUnavailableError, match="does not export tflite_plugin_create_delegate"):
+        run_inprocess(["delegate=external", f"delegate.external_delegate_path={_full_path(libm)}"], tmp_path)
+
+
+def _full_path(soname: str) -> str:
+    for d in (
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/lib64",
+    ):
+        if os.path.exists(os.path.join(d, soname)):
+            return os.path.join(d, soname)
+    pytest.skip(f"cannot locate {soname} on disk")

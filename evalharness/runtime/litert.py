@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import ctypes
 import importlib.metadata
 import os
 import tempfile
@@ -77,6 +78,21 @@ def check_flatbuffer(model_path: str) -> None:
         raise ModelMismatchError(f"{model_path}: not a TFLite flatbuffer (no 'TFL3' identifier)")
 
 
+def check_delegate_library(path: str) -> None:
+    """Open the library ourselves first: a clear error instead of LiteRT's noisy failure path."""
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as exc:
+        raise DelegateUnavailableError(f"cannot load delegate library {path}: {exc}") from None
+    missing = [
+        s for s in ("tflite_plugin_create_delegate", "tflite_plugin_destroy_delegate") if not hasattr(lib, s)
+    ]
+    if missing:
+        raise DelegateUnavailableError(
+            f"{path} is not a TFLite external delegate: it does not export {', '.join(missing)}"
+        )
+
+
 def _tensor_info(d: dict) -> TensorInfo:
     scale, zero_point = d.get("quantization", (0.0, 0))
     return TensorInfo(
@@ -126,6 +142,7 @@ class InterpreterModel:
         delegates = []
         with captured_native_stderr(self.native_log):
             if plan.external_path:
+                check_delegate_library(plan.external_path)
                 try:
                     delegates.append(load_delegate(plan.external_path, plan.external_options))
                 except (ValueError, OSError, RuntimeError) as exc:
