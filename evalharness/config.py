@@ -36,6 +36,8 @@ class PreprocessSchema:
     mean: list[float] = field(default_factory=lambda: list(PreprocessSpec.mean))
     std: list[float] = field(default_factory=lambda: list(PreprocessSpec.std))
     integer_input: str = PreprocessSpec.integer_input
+    letterbox: bool = PreprocessSpec.letterbox
+    pad_value: float = PreprocessSpec.pad_value
 
 
 @dataclass

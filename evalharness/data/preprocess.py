@@ -39,6 +39,9 @@ class PreprocessSpec:
     # evaluation tool, ignoring the tensor's quantisation parameters; "quantize" normalises with
     # mean/std and quantises with the input tensor's own scale/zero-point.
     integer_input: str = "tool"
+    # Detection: letterbox keeps the aspect ratio and pads (YOLO style) instead of stretching (SSD).
+    letterbox: bool = False
+    pad_value: float = 114.0
 
 
 CROPS = ("central_fraction", "short_side_padded", "resize_shorter_then_crop", "none")
@@ -219,3 +222,52 @@ def crop_and_resize(img: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> np
 def preprocess_file(path: str, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:
     """Decode, crop, resize and convert one image file into an input tensor."""
     return to_input_tensor(crop_and_resize(decode_rgb(path), spec, inp), spec, inp)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """How model-input coordinates map back to the original image (for detection boxes)."""
+
+    orig_w: int
+    orig_h: int
+    in_w: int
+    in_h: int
+    scale: float = 0.0  # letterbox only: resized / original
+    pad_x: int = 0
+    pad_y: int = 0
+
+    def to_original(self, boxes: np.ndarray) -> np.ndarray:
+        """[N, 4] x1, y1, x2, y2 normalised to the model input -> original pixels, clipped.
+
+        Stretch: x * W (exactly the reference recipe's arithmetic); letterbox: undo pad and scale.
+        """
+        b = np.asarray(boxes, dtype=np.float64)
+        if self.scale == 0.0:
+            out = b * np.array([self.orig_w, self.orig_h, self.orig_w, self.orig_h], dtype=np.float64)
+        else:
+            px = b * np.array([self.in_w, self.in_h, self.in_w, self.in_h], dtype=np.float64)
+            out = (px - np.array([self.pad_x, self.pad_y, self.pad_x, self.pad_y])) / self.scale
+        lim = np.array([self.orig_w, self.orig_h, self.orig_w, self.orig_h], dtype=np.float64)
+        return np.clip(out, 0.0, lim)
+
+
+def letterbox(img: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> tuple[np.ndarray, Geometry]:
+    """Resize keeping the aspect ratio, centre on a ``pad_value`` canvas of the input size."""
+    h, w = img.shape[:2]
+    scale = min(inp.width / w, inp.height / h)
+    nw, nh = max(1, _round_half_away(w * scale)), max(1, _round_half_away(h * scale))
+    canvas = np.full((inp.height, inp.width, 3), spec.pad_value, dtype=np.float32)
+    px, py = (inp.width - nw) // 2, (inp.height - nh) // 2
+    canvas[py : py + nh, px : px + nw] = _resize(img, nh, nw, spec.resize)
+    return canvas, Geometry(w, h, inp.width, inp.height, nw / w, px, py)
+
+
+def detection_input(path: str, spec: PreprocessSpec, inp: InputSpec) -> tuple[np.ndarray, Geometry]:
+    """Whole image (no crop), stretched or letterboxed to the input, plus its inverse mapping."""
+    img = decode_rgb(path)
+    if spec.letterbox:
+        pixels, geometry = letterbox(img, spec, inp)
+    else:
+        pixels = _resize(img, inp.height, inp.width, spec.resize)
+        geometry = Geometry(img.shape[1], img.shape[0], inp.width, inp.height)
+    return to_input_tensor(pixels, spec, inp), geometry
