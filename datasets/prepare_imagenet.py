@@ -21,7 +21,7 @@ import sys
 
 from evalharness.data.ground_truth import load_ground_truth
 from evalharness.data.labels import LabelMatcher, read_label_file
-from evalharness.data.manifest import manifest_hash, optional_sha256
+from evalharness.data.manifest import dataset_identity, optional_sha256
 from evalharness.errors import EvalHarnessError
 from evalharness.paths import bundled
 
@@ -49,9 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     manifest = {
-        "count": len(samples),
-        "manifest_sha256": manifest_hash(((s.key, s.path) for s in samples), content=args.content_hash),
-        "manifest_kind": "relative path + sha256" if args.content_hash else "relative path + size",
+        **dataset_identity([(s.key, s.path) for s in samples], content=args.content_hash),
         "ground_truth": os.path.abspath(args.ground_truth) if args.ground_truth else None,
         "ground_truth_sha256": optional_sha256(args.ground_truth),
         "classes": len({(s.label, s.occurrence) for s in samples}),

@@ -111,6 +111,10 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
             "overrides": list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else [],
         },
     }
+    artifacts = getattr(task, "artifacts", dict)()
+    for name, obj in artifacts.items():
+        writer.write_json(name, obj)
+    doc["artifacts"] = sorted(artifacts)
     lines = task.summary_lines(metrics)
     writer.write_results(lines)
     path = writer.write_metrics(doc)

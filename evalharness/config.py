@@ -20,10 +20,21 @@ from evalharness.runtime.delegates import DelegatePlan, plan_delegate
 
 
 @dataclass
-class TaskSchema:
+class ImageNetTaskSchema:
     name: str = "imagenet"
     top_k: int = 10
     num_images: int = 0
+
+
+@dataclass
+class CocoTaskSchema:
+    name: str = "coco"
+    num_images: int = 0
+    backend: str = "pycocotools"  # pycocotools | faster_coco_eval
+    tflite_tool_ap: bool = True  # also report AP as TFLite's coco_object_detection tool defines it
+
+
+TASK_SCHEMAS = {"imagenet": ImageNetTaskSchema, "coco": CocoTaskSchema}
 
 
 @dataclass
@@ -46,6 +57,8 @@ class ModelSchema:
     path: str = "???"
     labels: str = "???"
     preprocess: PreprocessSchema = field(default_factory=PreprocessSchema)
+    decoder: Any = None  # detectors: {name: ssd_postprocess | yolo, ...decoder parameters}
+    class_map: str = "coco91"  # detectors: coco91 | coco80 | labels (model class -> COCO category id)
 
 
 @dataclass
@@ -57,6 +70,7 @@ class DatasetSchema:
     class_names: Any = None
     synset_words: Any = None
     devkit_meta: Any = None
+    annotations: Any = None  # COCO instances JSON (task=coco)
 
 
 @dataclass
@@ -78,7 +92,6 @@ class PathsSchema:
 
 
 SCHEMAS = {
-    "task": TaskSchema,
     "model": ModelSchema,
     "dataset": DatasetSchema,
     "runtime": RuntimeSchema,
@@ -103,8 +116,12 @@ def _one_line(exc: Exception) -> str:
 
 def check_group(group: str, node: dict) -> dict:
     """Merge one (already resolved) group onto its schema; returns a plain dict."""
+    return _check(SCHEMAS[group], group, node)
+
+
+def _check(schema: type, group: str, node: dict) -> dict:
     try:
-        merged = OmegaConf.merge(OmegaConf.structured(SCHEMAS[group]), node)
+        merged = OmegaConf.merge(OmegaConf.structured(schema), node)
         container = OmegaConf.to_container(merged, resolve=True, throw_on_missing=True)
     except OmegaConfBaseException as exc:
         raise ConfigError(f"config group '{group}': {_one_line(exc)}") from None
@@ -113,7 +130,7 @@ def check_group(group: str, node: dict) -> dict:
 
 def validate(cfg: DictConfig) -> RunConfig:
     """Check every group of a composed config and plan the delegate (unavailable -> error now)."""
-    missing = [g for g in (*SCHEMAS, "delegate") if g not in cfg]
+    missing = [g for g in (*SCHEMAS, "task", "delegate") if g not in cfg]
     if missing:
         raise ConfigError(f"config is missing group(s): {', '.join(missing)}")
     try:  # resolve against the whole config: groups interpolate ${paths.*} and ${bundled:...}
@@ -121,6 +138,13 @@ def validate(cfg: DictConfig) -> RunConfig:
     except OmegaConfBaseException as exc:
         raise ConfigError(f"config: {_one_line(exc)}") from None
     groups = {g: check_group(g, resolved[g]) for g in SCHEMAS}
+    task_name = resolved["task"].get("name")
+    if task_name not in TASK_SCHEMAS:
+        from evalharness.tasks import load_tasks
+
+        load_tasks().get(task_name)  # raises with the list of valid task names
+        raise ConfigError(f"task {task_name!r} has no config schema")
+    groups["task"] = _check(TASK_SCHEMAS[task_name], "task", resolved["task"])
     if "???" in resolved["delegate"].values():
         missing = [k for k, v in resolved["delegate"].items() if v == "???"]
         raise ConfigError(f"config group 'delegate': missing value(s) for {', '.join(missing)}")

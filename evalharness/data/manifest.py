@@ -33,3 +33,12 @@ def manifest_hash(entries: Iterable[tuple[str, str]], content: bool = False) -> 
         ident = sha256_file(path) if content else str(os.path.getsize(path))
         digest.update(f"{key}\t{ident}\n".encode())
     return digest.hexdigest()
+
+
+def dataset_identity(entries: list[tuple[str, str]], content: bool = False) -> dict:
+    """The provenance fields that prove two runs saw the same samples: count + manifest hash."""
+    return {
+        "count": len(entries),
+        "manifest_sha256": manifest_hash(entries, content=content),
+        "manifest_kind": "relative path + sha256" if content else "relative path + size",
+    }

@@ -10,6 +10,7 @@ downscaling and gives other numbers; it is offered only as an explicit option.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +63,15 @@ def validate_spec(spec: PreprocessSpec) -> None:
         raise ConfigError(f"model.preprocess.crop_fraction={spec.crop_fraction} must be in (0, 1]")
     if len(spec.mean) != 3 or len(spec.std) != 3 or min(spec.std) <= 0:
         raise ConfigError("model.preprocess.mean/std need 3 values each and std > 0")
+
+
+def spec_from_config(values: dict | None) -> PreprocessSpec:
+    """A validated spec from ``model.preprocess`` (YAML lists become tuples)."""
+    spec = PreprocessSpec(
+        **{k: tuple(v) if isinstance(v, list) else v for k, v in dict(values or {}).items()}
+    )
+    validate_spec(spec)
+    return spec
 
 
 def decode_rgb(path: str) -> np.ndarray:
@@ -208,6 +218,11 @@ def resize_shorter_then_crop(img: np.ndarray, spec: PreprocessSpec, inp: InputSp
     return resized[top : top + inp.height, left : left + inp.width]
 
 
+def preprocessing_provenance(spec: PreprocessSpec, inp: InputSpec | None) -> dict:
+    """What metrics.json records about preprocessing: the spec and the input it was fitted to."""
+    return {**dataclasses.asdict(spec), "input": dataclasses.asdict(inp) if inp else None}
+
+
 def crop_and_resize(img: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:
     """uint8 HxWx3 image -> float32 model-sized pixels, before dtype conversion."""
     if spec.crop == "resize_shorter_then_crop":
@@ -232,9 +247,11 @@ class Geometry:
     orig_h: int
     in_w: int
     in_h: int
-    scale: float = 0.0  # letterbox only: resized / original
+    scale: float = 0.0  # letterbox only: resized / original (0 = stretch)
     pad_x: int = 0
     pad_y: int = 0
+    new_w: int = 0  # letterbox only: size of the resized image inside the padded canvas
+    new_h: int = 0
 
     def to_original(self, boxes: np.ndarray) -> np.ndarray:
         """[N, 4] x1, y1, x2, y2 normalised to the model input -> original pixels, clipped.
@@ -251,23 +268,25 @@ class Geometry:
         return np.clip(out, 0.0, lim)
 
 
-def letterbox(img: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> tuple[np.ndarray, Geometry]:
-    """Resize keeping the aspect ratio, centre on a ``pad_value`` canvas of the input size."""
-    h, w = img.shape[:2]
-    scale = min(inp.width / w, inp.height / h)
-    nw, nh = max(1, _round_half_away(w * scale)), max(1, _round_half_away(h * scale))
-    canvas = np.full((inp.height, inp.width, 3), spec.pad_value, dtype=np.float32)
-    px, py = (inp.width - nw) // 2, (inp.height - nh) // 2
-    canvas[py : py + nh, px : px + nw] = _resize(img, nh, nw, spec.resize)
-    return canvas, Geometry(w, h, inp.width, inp.height, nw / w, px, py)
+def detection_geometry(width: int, height: int, spec: PreprocessSpec, inp: InputSpec) -> Geometry:
+    """The input<->original mapping for an image of this size (stretch, or letterbox)."""
+    if not spec.letterbox:
+        return Geometry(width, height, inp.width, inp.height)
+    scale = min(inp.width / width, inp.height / height)
+    nw, nh = max(1, _round_half_away(width * scale)), max(1, _round_half_away(height * scale))
+    pad_x, pad_y = (inp.width - nw) // 2, (inp.height - nh) // 2
+    return Geometry(width, height, inp.width, inp.height, nw / width, pad_x, pad_y, nw, nh)
 
 
 def detection_input(path: str, spec: PreprocessSpec, inp: InputSpec) -> tuple[np.ndarray, Geometry]:
-    """Whole image (no crop), stretched or letterboxed to the input, plus its inverse mapping."""
+    """Whole image (no crop), stretched or letterboxed (``pad_value`` canvas) to the input size."""
     img = decode_rgb(path)
-    if spec.letterbox:
-        pixels, geometry = letterbox(img, spec, inp)
-    else:
+    g = detection_geometry(img.shape[1], img.shape[0], spec, inp)
+    if not spec.letterbox:
         pixels = _resize(img, inp.height, inp.width, spec.resize)
-        geometry = Geometry(img.shape[1], img.shape[0], inp.width, inp.height)
-    return to_input_tensor(pixels, spec, inp), geometry
+    else:
+        pixels = np.full((inp.height, inp.width, 3), spec.pad_value, dtype=np.float32)
+        pixels[g.pad_y : g.pad_y + g.new_h, g.pad_x : g.pad_x + g.new_w] = _resize(
+            img, g.new_h, g.new_w, spec.resize
+        )
+    return to_input_tensor(pixels, spec, inp), g

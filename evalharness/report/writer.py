@@ -95,6 +95,11 @@ class RunWriter:
         atomic_write_text(self.metrics_path, dumps({"schema_version": SCHEMA_VERSION, **doc}))
         return self.metrics_path
 
+    def write_json(self, name: str, obj) -> str:
+        path = os.path.join(self.run_dir, name)
+        atomic_write_text(path, json.dumps(obj, separators=(",", ":")) + "\n")
+        return path
+
     def write_results(self, lines: list[str]) -> str:
         path = os.path.join(self.run_dir, RESULTS_FILE)
         atomic_write_text(path, "".join(line + "\n" for line in lines))

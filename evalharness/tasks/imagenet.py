@@ -6,18 +6,16 @@ outputs with a background class and 1000-way outputs both work with no assumed o
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from evalharness.data.ground_truth import LabeledSample, load_ground_truth
 from evalharness.data.labels import LabelMatcher, read_label_file, stable_topk
-from evalharness.data.manifest import manifest_hash, optional_sha256
+from evalharness.data.manifest import dataset_identity, optional_sha256
 from evalharness.data.preprocess import (
-    PreprocessSpec,
     image_input_spec,
     preprocess_file,
-    validate_spec,
+    preprocessing_provenance,
+    spec_from_config,
 )
 from evalharness.errors import ConfigError, ModelMismatchError
 from evalharness.runtime.tensors import TensorInfo
@@ -88,13 +86,7 @@ class ImageNetTask:
             raise ConfigError(f"task.top_k={self.top_k} must be between 1 and 1000")
         self.model_path = model["path"]
         self.labels_path = model["labels"]
-        self.spec = PreprocessSpec(
-            **{
-                k: (tuple(v) if isinstance(v, list) else v)
-                for k, v in dict(model.get("preprocess") or {}).items()
-            }
-        )
-        validate_spec(self.spec)
+        self.spec = spec_from_config(model.get("preprocess"))
         self.dataset = dataset
         samples = load_ground_truth(
             dataset.get("format", "auto"),
@@ -141,9 +133,7 @@ class ImageNetTask:
                 "name": d.get("name"),
                 "format": d.get("format", "auto"),
                 "root": d["root"],
-                "count": len(self.samples),
-                "manifest_sha256": manifest_hash((s.key, s.path) for s in self.samples),
-                "manifest_kind": "relative path + size",
+                **dataset_identity([(s.key, s.path) for s in self.samples]),
                 "ground_truth": d.get("ground_truth"),
                 "ground_truth_sha256": optional_sha256(d.get("ground_truth")),
                 "class_names_sha256": optional_sha256(d.get("class_names")),
@@ -154,10 +144,7 @@ class ImageNetTask:
                 "sha256": optional_sha256(self.labels_path),
                 "count": len(self.labels),
             },
-            "preprocessing": {
-                **dataclasses.asdict(self.spec),
-                "input": dataclasses.asdict(self.input) if self.input else None,
-            },
+            "preprocessing": preprocessing_provenance(self.spec, self.input),
         }
 
     def summary_lines(self, metrics: dict) -> list[str]:

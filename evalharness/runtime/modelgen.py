@@ -1,0 +1,157 @@
+"""Build small, real ``.tflite`` models from the flatbuffer schema, so tests need no TensorFlow.
+
+A test of a decoder or a task wants a model whose outputs it knows exactly (hand-written YOLO
+candidates, SSD post-process tensors in either export order) and which still goes through the real
+interpreter: input details, output details, quantisation parameters and ``get_tensor`` all come
+from LiteRT, not from a mock. :func:`constant_output_model` writes such a model with
+``ai_edge_litert``'s generated schema (object API) and ``flatbuffers``.
+
+The graph makes the image input a real, consumed input and every output a computed tensor::
+
+    x    = CAST(input) -> float32            (only for a non-float32 input)
+    z    = MUL(REDUCE_MAX(x, all axes), 0.0) -> float32 scalar 0 (for any finite input)
+    y_i  = ADD(const_i, z)                   -> exactly const_i (c + 0 == c in IEEE float)
+    q_i  = QUANTIZE(y_i)                     -> int8 / uint8 output i, when output_quant[i] is set
+
+Every op is a plain builtin (version 1) that LiteRT's default resolver and XNNPACK both run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import flatbuffers
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
+
+__all__ = ["QuantSpec", "constant_output_model"]
+
+# (scale, zero_point) -> int8, or (scale, zero_point, "int8" | "uint8")
+QuantSpec = tuple[float, int] | tuple[float, int, str]
+
+_TENSOR_TYPES = {
+    "float32": schema.TensorType.FLOAT32,
+    "int32": schema.TensorType.INT32,
+    "uint8": schema.TensorType.UINT8,
+    "int8": schema.TensorType.INT8,
+}
+_OP = schema.BuiltinOperator
+_OPTS = schema.BuiltinOptions
+
+
+class _Graph:
+    """One subgraph being assembled: tensors, constant buffers, operators and their opcodes."""
+
+    def __init__(self) -> None:
+        self.buffers = [schema.BufferT()]  # buffer 0: the empty sentinel every model starts with
+        self.tensors: list = []
+        self.operators: list = []
+        self.opcodes: dict[int, int] = {}
+
+    def tensor(self, name: str, shape, dtype: str, data=None, quant: tuple[float, int] | None = None) -> int:
+        t = schema.TensorT()
+        t.name, t.shape, t.type, t.hasRank = name, [int(s) for s in shape], _TENSOR_TYPES[dtype], True
+        if data is not None:
+            buf = schema.BufferT()
+            buf.data = np.frombuffer(np.ascontiguousarray(data, dtype=dtype).tobytes(), dtype=np.uint8)
+            self.buffers.append(buf)
+            t.buffer = len(self.buffers) - 1
+        if quant is not None:
+            q = schema.QuantizationParametersT()
+            q.scale, q.zeroPoint = [float(quant[0])], [int(quant[1])]
+            t.quantization = q
+        self.tensors.append(t)
+        return len(self.tensors) - 1
+
+    def op(self, code: int, inputs: list[int], outputs: list[int], options_type=_OPTS.NONE, options=None):
+        op = schema.OperatorT()
+        op.opcodeIndex = self.opcodes.setdefault(code, len(self.opcodes))
+        op.inputs, op.outputs = inputs, outputs
+        op.builtinOptionsType, op.builtinOptions = options_type, options
+        self.operators.append(op)
+
+    def save(self, path: str, inputs: list[int], outputs: list[int]) -> str:
+        sub = schema.SubGraphT()
+        sub.tensors, sub.operators, sub.inputs, sub.outputs = self.tensors, self.operators, inputs, outputs
+        sub.name = "main"
+        model = schema.ModelT()
+        model.version, model.description = 3, "evalharness modelgen"
+        model.subgraphs, model.buffers = [sub], self.buffers
+        model.operatorCodes = []
+        for code in sorted(self.opcodes, key=self.opcodes.get):
+            oc = schema.OperatorCodeT()
+            oc.builtinCode, oc.deprecatedBuiltinCode, oc.version = code, min(code, 127), 1
+            model.operatorCodes.append(oc)
+        builder = flatbuffers.Builder(1024)
+        builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(builder.Output())
+        return str(path)
+
+
+def _quant_spec(spec: QuantSpec) -> tuple[float, int, str]:
+    scale, zero_point, dtype = (*spec, "int8") if len(spec) == 2 else spec
+    info = np.iinfo(dtype) if dtype in ("int8", "uint8") else None
+    if info is None or not scale > 0 or not info.min <= zero_point <= info.max:
+        raise ValueError(f"output_quant {spec!r}: need (scale > 0, zero_point in range, 'int8' | 'uint8')")
+    return float(scale), int(zero_point), dtype
+
+
+def _zero_from_input(g: _Graph, inp: int, shape: Sequence[int], dtype: str) -> int:
+    """A float32 scalar 0 that depends on the input, so the input is really consumed."""
+    x = inp
+    if dtype != "float32":
+        x = g.tensor("input_f32", shape, "float32")
+        cast = schema.CastOptionsT()
+        cast.inDataType, cast.outDataType = _TENSOR_TYPES[dtype], _TENSOR_TYPES["float32"]
+        g.op(_OP.CAST, [inp], [x], _OPTS.CastOptions, cast)
+    axes = g.tensor("reduce_axes", [len(shape)], "int32", np.arange(len(shape)))
+    peak = g.tensor("input_max", [], "float32")
+    g.op(_OP.REDUCE_MAX, [x, axes], [peak], _OPTS.ReducerOptions, schema.ReducerOptionsT())
+    zero_c = g.tensor("zero", [], "float32", np.zeros((), np.float32))
+    zero = g.tensor("input_times_zero", [], "float32")
+    g.op(_OP.MUL, [peak, zero_c], [zero], _OPTS.MulOptions, schema.MulOptionsT())
+    return zero
+
+
+def constant_output_model(
+    path: str,
+    outputs: Sequence[np.ndarray],
+    output_quant: Sequence[QuantSpec | None] | None = None,
+    input_shape: Sequence[int] = (1, 64, 64, 3),
+    input_dtype: str = "uint8",
+    input_quant: tuple[float, int] | None = None,
+    output_names: Sequence[str] | None = None,
+) -> str:
+    """Write a real model with one image input whose outputs are ``outputs`` (returns ``path``).
+
+    ``outputs`` are real values (cast to float32). ``output_quant[i]`` None keeps output i float32
+    and exact; ``(scale, zero_point[, "int8" | "uint8"])`` makes it a quantised output that LiteRT
+    computes with QUANTIZE, so it dequantises to within half a step of the value (inside the range).
+    ``input_quant`` only annotates the input tensor (as real uint8 models do); it changes nothing.
+    Outputs keep the given order and names, so any export order can be reproduced.
+    """
+    if input_dtype not in ("uint8", "int8", "float32"):
+        raise ValueError(f"input_dtype {input_dtype!r}: use uint8, int8 or float32")
+    quants = list(output_quant) if output_quant is not None else [None] * len(outputs)
+    names = list(output_names) if output_names is not None else [f"output_{i}" for i in range(len(outputs))]
+    if not len(quants) == len(names) == len(outputs):
+        raise ValueError("outputs, output_quant and output_names must have the same length")
+    g = _Graph()
+    inp = g.tensor("input", input_shape, input_dtype, quant=input_quant)
+    zero = _zero_from_input(g, inp, input_shape, input_dtype)
+    result = []
+    for i, (values, spec, name) in enumerate(zip(outputs, quants, names, strict=True)):
+        values = np.asarray(values, dtype=np.float32)
+        const = g.tensor(f"const_{i}", values.shape, "float32", values)
+        out = g.tensor(name if spec is None else f"{name}_float", values.shape, "float32")
+        g.op(_OP.ADD, [const, zero], [out], _OPTS.AddOptions, schema.AddOptionsT())
+        if spec is not None:
+            scale, zero_point, dtype = _quant_spec(spec)
+            quantized = g.tensor(name, values.shape, dtype, quant=(scale, zero_point))
+            g.op(_OP.QUANTIZE, [out], [quantized], _OPTS.QuantizeOptions, schema.QuantizeOptionsT())
+            out = quantized
+        result.append(out)
+    return g.save(path, [inp], result)

@@ -1,0 +1,230 @@
+"""COCO bbox mAP: a detector's outputs -> COCO results -> pycocotools' 12 stats.
+
+The model preset names an output decoder (``tasks.decoders``) and a class map; boxes come back
+normalised to the model input and are mapped to original pixels through the preprocessing's own
+inverse (stretch or letterbox). Results are ordered image by image in ascending image id, each
+image's detections in model output order: pycocotools sorts scores with a stable sort, so this
+order decides ties.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from evalharness.data.manifest import dataset_identity, optional_sha256
+from evalharness.data.preprocess import (
+    detection_geometry,
+    detection_input,
+    image_input_spec,
+    preprocessing_provenance,
+    spec_from_config,
+)
+from evalharness.errors import ConfigError, DataError, ModelMismatchError
+from evalharness.metrics import COCO_STAT_NAMES, evaluate_bbox, load_annotations, tflite_tool_ap
+from evalharness.runtime.tensors import TensorInfo
+from evalharness.tasks import TASKS
+from evalharness.tasks.decoders import DECODERS, build_decoder
+
+CLASS_MAPS = ("coco91", "coco80", "labels")
+RESULTS_FILE = "coco_results.json"
+
+
+@dataclass(frozen=True)
+class CocoSample:
+    path: str
+    key: str  # file_name as in the annotations
+    image_id: int
+    width: int
+    height: int
+
+
+def list_coco_samples(annotations: dict, root: str, annotations_path: str) -> list[CocoSample]:
+    """Every annotated image, ascending image id; an annotated image missing on disk is an error."""
+    if not os.path.isdir(root):
+        raise DataError(f"image directory not found: {root} (set dataset.root=...)")
+    samples, missing = [], []
+    for img in sorted(annotations["images"], key=lambda i: int(i["id"])):
+        path = os.path.join(root, img["file_name"])
+        if not os.path.isfile(path):
+            missing.append(img["file_name"])
+            continue
+        samples.append(
+            CocoSample(path, img["file_name"], int(img["id"]), int(img["width"]), int(img["height"]))
+        )
+    if missing:
+        raise DataError(
+            f"{len(missing)} image(s) listed in {annotations_path} are not in {root} (first: {missing[0]}); "
+            "point dataset.root at the images of these annotations"
+        )
+    if not samples:
+        raise DataError(f"{annotations_path} lists no images")
+    return samples
+
+
+def category_map(class_map: str, annotations: dict, labels_path: str | None) -> dict[int, int]:
+    """Model class index (0-based) -> COCO category id, for categories the annotations define.
+
+    Classes that map to no annotated category (placeholder ids of 90-id label maps) are left out:
+    their detections are counted as ``num_unmapped_detections``, never scored.
+    """
+    cats = sorted(int(c["id"]) for c in annotations["categories"])
+    if class_map == "coco91":  # 90-id label maps with placeholders: category id = class + 1
+        return {c - 1: c for c in cats if 1 <= c <= 90}
+    if class_map == "coco80":  # 80 contiguous classes in ascending category-id order
+        return dict(enumerate(cats))
+    if class_map == "labels":  # model label file line i+1 (line 0 = background/???) by category name
+        from evalharness.data.labels import read_label_file
+
+        by_name = {c["name"]: int(c["id"]) for c in annotations["categories"]}
+        lines = read_label_file(labels_path)
+        return {i - 1: by_name[name] for i, name in enumerate(lines) if name in by_name}
+    raise ConfigError(f"model.class_map={class_map!r}; valid: {', '.join(CLASS_MAPS)}")
+
+
+class CocoEvaluator:
+    """Collects COCO results per image; ``compute`` scores them with the configured backend."""
+
+    def __init__(self, task: CocoTask) -> None:
+        self.task = task
+        self.reset()
+
+    def reset(self) -> None:
+        self.results: list[dict] = []
+        self.image_ids: list[int] = []
+        self.unmapped = 0
+
+    def update(self, sample: CocoSample, outputs: list[np.ndarray]) -> dict:
+        t = self.task
+        dets = t.decoder.decode(outputs)
+        geometry = detection_geometry(sample.width, sample.height, t.spec, t.input)
+        boxes = geometry.to_original(dets.boxes)
+        rows = []
+        for (x1, y1, x2, y2), score, cls in zip(boxes, dets.scores, dets.classes, strict=True):
+            cat = t.categories.get(int(cls))
+            if cat is None:
+                self.unmapped += 1
+                continue
+            bbox = [float(x1), float(y1), float(x2 - x1), float(y2 - y1)]
+            rows.append(
+                {"image_id": sample.image_id, "category_id": cat, "bbox": bbox, "score": float(score)}
+            )
+        self.results.extend(rows)
+        self.image_ids.append(sample.image_id)
+        return {
+            "id": sample.key,
+            "image_id": sample.image_id,
+            "detections": [[r["category_id"], r["score"], *r["bbox"]] for r in rows],
+        }
+
+    def compute(self) -> dict:
+        t = self.task
+        scored = evaluate_bbox(t.annotations, self.results, backend=t.backend, image_ids=self.image_ids)
+        metrics = {
+            **scored["stats"],
+            "per_class": scored["per_class"],
+            "summary": scored["summary"],
+            "backend": scored["backend"],
+            "num_detections": len(self.results),
+            "num_unmapped_detections": self.unmapped,
+            "num_scored": len(self.image_ids),
+        }
+        if t.tflite_tool:
+            metrics["tflite_tool"] = tflite_tool_ap(t.annotations, self.results, image_ids=self.image_ids)
+        return metrics
+
+
+@TASKS.register("coco")
+class CocoTask:
+    name = "coco"
+
+    def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+        self.model_path = model["path"]
+        decoder_cfg = dict(model.get("decoder") or {})
+        if not decoder_cfg.get("name"):
+            raise ConfigError(
+                f"model {model.get('name')!r} has no output decoder: task=coco needs a detector preset "
+                f"(model.decoder.name={'|'.join(DECODERS.names())}); is this a classifier? use task=imagenet"
+            )
+        self.decoder = build_decoder(decoder_cfg.pop("name"), decoder_cfg)
+        self.spec = spec_from_config(model.get("preprocess"))
+        self.backend = task.get("backend", "pycocotools")
+        self.tflite_tool = bool(task.get("tflite_tool_ap", True))
+        self.dataset = dataset
+        ann_path = dataset.get("annotations")
+        if not ann_path:
+            raise ConfigError(
+                "task=coco needs dataset.annotations=<instances JSON> (e.g. dataset=coco_sample)"
+            )
+        self.annotations = load_annotations(ann_path)
+        samples = list_coco_samples(self.annotations, dataset["root"], ann_path)
+        num = int(task.get("num_images", 0))
+        if num < 0 or num > len(samples):
+            raise ConfigError(
+                f"task.num_images={num} but {ann_path} has {len(samples)} images; use 0 for all"
+            )
+        self.samples = samples[:num] if num else samples
+        self.class_map = model.get("class_map", "coco91")
+        self.labels_path = model.get("labels")
+        self.categories = category_map(self.class_map, self.annotations, self.labels_path)
+        self.evaluator = CocoEvaluator(self)
+        self.input = None
+
+    def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
+        if len(inputs) != 1:
+            raise ModelMismatchError(
+                f"{self.model_path}: {len(inputs)} inputs; a detector here has one image input"
+            )
+        i = inputs[0]
+        self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path)
+        self.decoder.bind(outputs, (self.input.height, self.input.width), self.model_path)
+
+    def sample_id(self, sample: CocoSample) -> str:
+        return sample.key
+
+    def prepare(self, sample: CocoSample) -> list[np.ndarray]:
+        tensor, geometry = detection_input(sample.path, self.spec, self.input)
+        if (geometry.orig_w, geometry.orig_h) != (sample.width, sample.height):
+            raise DataError(
+                f"{sample.path}: image is {geometry.orig_w}x{geometry.orig_h} but the annotations say "
+                f"{sample.width}x{sample.height}; boxes would be mapped wrongly"
+            )
+        return [tensor]
+
+    def provenance(self) -> dict:
+        d = self.dataset
+        return {
+            "dataset": {
+                "name": d.get("name"),
+                "format": "coco",
+                "root": d["root"],
+                **dataset_identity([(s.key, s.path) for s in self.samples]),
+                "ground_truth": d.get("annotations"),
+                "ground_truth_sha256": optional_sha256(d.get("annotations")),
+            },
+            "labels": {
+                "class_map": self.class_map,
+                "path": self.labels_path,
+                "sha256": optional_sha256(self.labels_path),
+                "categories": len(self.annotations["categories"]),
+            },
+            "preprocessing": preprocessing_provenance(self.spec, self.input),
+            "decoder": {"name": type(self.decoder).__name__, "notes": getattr(self.decoder, "notes", None)},
+        }
+
+    def artifacts(self) -> dict[str, object]:
+        """Extra run files: the standard COCO results JSON, re-scorable by any COCO tool."""
+        return {RESULTS_FILE: self.evaluator.results}
+
+    def summary_lines(self, metrics: dict) -> list[str]:
+        lines = list(metrics["summary"])
+        if "tflite_tool" in metrics:
+            lines.append(
+                f"TFLite-tool AP (0.5:0.95, 101-point, no area ranges): {metrics['tflite_tool']['AP']:.6f}"
+            )
+        return lines
+
+
+__all__ = ["COCO_STAT_NAMES", "CocoTask", "CocoEvaluator", "CocoSample", "category_map"]
