@@ -36,17 +36,25 @@ def _raise_interrupt(signum, frame):  # SIGTERM ends a run like Ctrl-C: partial 
     raise KeyboardInterrupt
 
 
-def _warn_partial_delegation(plan, coverage: dict) -> None:
-    if plan.name in ("cpu", "reference") or coverage["ops_delegated"] >= coverage["ops_total"]:
+def _warn_delegation(plan, coverage: dict) -> None:
+    """Partial delegation and software 'GPUs' are legitimate results, but never silent ones."""
+    device = coverage.get("device") or {}
+    if device.get("software_renderer"):
+        log.warning(
+            "delegate=%s ran on a SOFTWARE renderer (%s): its latency is not a hardware GPU's",
+            plan.name,
+            device.get("adapter"),
+        )
+    if plan.name in ("cpu", "reference") or coverage["ops_delegated"] == coverage["ops_total"]:
         return
+    delegated = coverage["ops_delegated"]
     log.warning(
-        "delegate=%s took %d of %d ops in %d partition(s); on CPU: %s. Partially delegated graphs "
-        "can be slower than the CPU alone.",
+        "delegate=%s took %s of %d ops (on CPU: %s). Partially delegated graphs can be slower than "
+        "the CPU alone.",
         plan.name,
-        coverage["ops_delegated"],
+        "an unknown number" if delegated is None else delegated,
         coverage["ops_total"],
-        coverage["partitions"],
-        coverage["ops_on_cpu_by_type"],
+        coverage.get("ops_on_cpu_by_type") or coverage.get("unsupported_ops"),
     )
 
 
@@ -56,7 +64,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     from evalharness.config import validate
     from evalharness.loop import run_loop
     from evalharness.report.writer import RunWriter
-    from evalharness.runtime import load_model
+    from evalharness.runtime import load_model, plan_delegate
     from evalharness.runtime.litert import runtime_info
     from evalharness.tasks import load_tasks
 
@@ -65,14 +73,27 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     task = load_tasks().get(rc.task["name"])(rc.task, rc.model, rc.dataset)
     writer = RunWriter(run_dir)
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    reference = None
+    if hasattr(task, "reference_view"):  # inference_diff: same inputs through the reference delegate first
+        ref_plan = plan_delegate(task.reference_delegate)
+        ref_model, reference = run_loop(
+            task.reference_view(),
+            lambda: load_model(rc.model["path"], ref_plan, rc.runtime["name"]),
+            lambda record: None,
+            rc.loop,
+        )
+        if reference.status != "complete":
+            raise EvalHarnessError(f"reference pass stopped early: {reference.stop_reason}")
     try:
         model, result = run_loop(
             task, lambda: load_model(rc.model["path"], rc.plan, rc.runtime["name"]), writer.append, rc.loop
         )
     finally:
         writer.close()
-    _warn_partial_delegation(rc.plan, model.coverage)
+    _warn_delegation(rc.plan, model.coverage)
     metrics = task.evaluator.compute()
+    if reference is not None:
+        metrics.update(task.latency_metrics(reference.inference_ms, result.inference_ms))
     metrics["num_images"] = len(task.samples)
     metrics["num_skipped"] = len(result.skipped)
     doc = {
@@ -83,6 +104,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
         "finished_at": _now(),
         "metrics": metrics,
         "latency_ms": result.latency(),
+        "memory_mb": result.memory_mb,
         "skipped": result.skipped,
         "first_output_repeatable": result.first_output_repeatable,
         "predictions": {
@@ -115,7 +137,17 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     for name, obj in artifacts.items():
         writer.write_json(name, obj)
     doc["artifacts"] = sorted(artifacts)
-    lines = task.summary_lines(metrics)
+    if reference is not None:
+        doc["reference"] = {
+            "delegate": {
+                "name": ref_plan.name,
+                "flags": ref_plan.flags,
+                "op_resolver": ref_plan.op_resolver,
+                "coverage": ref_model.coverage,
+            },
+            "latency_ms": reference.latency(),
+        }
+    lines = task.summary_lines(doc)
     writer.write_results(lines)
     path = writer.write_metrics(doc)
     for line in lines:
@@ -123,6 +155,10 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     print(f"metrics: {path}")
     if result.status != "complete":
         raise EvalHarnessError(f"run stopped early ({result.stop_reason}); partial results in {path}")
+    if metrics.get("failed_checks") and getattr(task, "fail_on_check", False):
+        raise EvalHarnessError(
+            f"{task.name}: check(s) failed: {'; '.join(metrics['failed_checks'])} ({path})"
+        )
     return doc
 
 

@@ -34,7 +34,32 @@ class CocoTaskSchema:
     tflite_tool_ap: bool = True  # also report AP as TFLite's coco_object_detection tool defines it
 
 
-TASK_SCHEMAS = {"imagenet": ImageNetTaskSchema, "coco": CocoTaskSchema}
+@dataclass
+class InferenceDiffTaskSchema:
+    name: str = "inference_diff"
+    num_runs: int = 50
+    seed: int = 0
+    min_cosine: float = 0.99
+    zero_tol: float = 1e-6
+    fail_on_check: bool = True
+    reference_delegate: Any = None  # a delegate config (dict); default {name: reference, num_threads: 1}
+
+
+@dataclass
+class BenchmarkTaskSchema:
+    name: str = "benchmark"
+    num_runs: int = 50
+    min_secs: float = 1.0
+    max_runs: int = 100000
+    seed: int = 0
+
+
+TASK_SCHEMAS = {
+    "imagenet": ImageNetTaskSchema,
+    "coco": CocoTaskSchema,
+    "inference_diff": InferenceDiffTaskSchema,
+    "benchmark": BenchmarkTaskSchema,
+}
 
 
 @dataclass

@@ -15,6 +15,7 @@ the run records whether it equals the first output (a nondeterministic delegate 
 
 from __future__ import annotations
 
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ class LoopResult:
     inference_ms: list[float] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
     first_output_repeatable: bool | None = None
+    timed_region: str = "invoke() only"
+    memory_mb: dict = field(default_factory=dict)
     error: BaseException | None = None
 
     def latency(self) -> dict:
@@ -52,8 +55,22 @@ class LoopResult:
             "first_inference": self.first_inference_ms,
             "warmup": summarize(self.warmup_ms),
             "inference": summarize(self.inference_ms),
-            "timed_region": "invoke() only",
+            "timed_region": self.timed_region,
         }
+
+
+def current_rss_mb() -> float:
+    """Resident set size now (Linux /proc; 0.0 where unavailable)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far (ru_maxrss is KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _timed_invoke(model) -> float:
@@ -70,9 +87,12 @@ def run_loop(
 ) -> tuple[object, LoopResult]:
     """Run ``task`` on the model from ``load_model``; each prediction goes to ``record`` at once."""
     result = LoopResult()
+    rss_before = current_rss_mb()
     start = time.perf_counter()
     model = load_model()
     result.init_ms = (time.perf_counter() - start) * 1e3
+    rss_init = current_rss_mb()
+    result.timed_region = getattr(model, "timed_region", result.timed_region)
     task.bind(model.inputs, model.outputs)
     task.evaluator.reset()
     first_outputs = None
@@ -98,11 +118,21 @@ def run_loop(
                     np.array_equal(a, b) for a, b in zip(first_outputs, outputs, strict=True)
                 )
                 first_outputs = None
-            record(task.evaluator.update(sample, outputs))
+            prediction = task.evaluator.update(sample, outputs)
+            if prediction is not None:
+                record(prediction)
     except (KeyboardInterrupt, DataError) as exc:
         result.status = "partial"
         result.stop_reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
         result.error = exc
     finally:
         bar.close()
+        peak = peak_rss_mb()
+        result.memory_mb = {
+            "rss_before_load": rss_before,
+            "init_delta": rss_init - rss_before,
+            "overall_delta": max(peak, rss_init) - rss_before,
+            "peak_rss": peak,
+            "note": "RSS deltas from before model load; peak is the process's (Python + data + model)",
+        }
     return model, result

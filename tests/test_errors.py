@@ -37,7 +37,7 @@ def test_nnapi_on_host_is_one_line_error_and_no_results(tmp_path):
     assert not list((tmp_path / "outputs").rglob("predictions.jsonl"))
 
 
-@pytest.mark.parametrize("delegate", ["hexagon", "coreml", "npu", "gpu"])
+@pytest.mark.parametrize("delegate", ["hexagon", "coreml", "npu"])
 def test_other_host_unavailable_delegates_fail_before_loading(tmp_path, delegate):
     with pytest.raises(DelegateUnavailableError, match="pick delegate=cpu|xnnpack|reference"):
         run_inprocess([f"delegate={delegate}"], tmp_path)

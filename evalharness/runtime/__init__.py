@@ -13,6 +13,16 @@ __all__ = ["DelegatePlan", "TensorInfo", "load_model", "plan_delegate"]
 
 def load_model(model_path: str, plan: DelegatePlan, runtime: str = "litert"):
     """Load ``model_path`` with the delegate ``plan`` on ``runtime`` (litert | tensorflow)."""
+    if plan.backend == "compiled_gpu":
+        if runtime != "litert":
+            from evalharness.errors import ConfigError
+
+            raise ConfigError(
+                f"delegate=gpu runs on the LiteRT GPU accelerator: use runtime=litert, not {runtime}"
+            )
+        from evalharness.runtime.compiled import CompiledGpuModel
+
+        return CompiledGpuModel(model_path, plan)
     from evalharness.runtime.litert import InterpreterModel
 
     return InterpreterModel(model_path, plan, runtime)

@@ -66,6 +66,7 @@ class DelegatePlan:
     external_path: str | None = None
     external_options: dict[str, str] = field(default_factory=dict)
     expects_xnnpack: bool = False  # the run is only valid if XNNPACK really took nodes
+    backend: str = "interpreter"  # interpreter | compiled_gpu (LiteRT CompiledModel, GPU accelerator)
     require_full_delegation: bool = False
     flags: dict = field(default_factory=dict)
 
@@ -183,12 +184,27 @@ def _unavailable(message: str) -> Callable[[DelegateConfig], DelegatePlan]:
     return plan
 
 
-_register("gpu", "use_gpu", "gpu_precision_loss_allowed", "gpu_experimental_enable_quant", "gpu_backend")(
-    _unavailable(
-        "delegate=gpu: the LiteRT GPU accelerator path (CompiledModel over Vulkan) is not wired into "
-        "this version of evalharness yet; " + _CPU_CHOICES
-    )
-)
+@_register("gpu", "use_gpu", "gpu_precision_loss_allowed", "gpu_experimental_enable_quant", "gpu_backend")
+def _gpu(cfg: DelegateConfig) -> DelegatePlan:
+    """LiteRT's GPU accelerator (CompiledModel, WebGPU over Vulkan); ops it refuses run on the CPU
+    unless require_full_delegation. gpu_precision_loss_allowed=false enforces fp32."""
+    if not cfg.use_gpu:
+        raise ConfigError(
+            "delegate=gpu with use_gpu=false runs nothing on the GPU; pick delegate=cpu instead"
+        )
+    if cfg.gpu_backend not in ("", "webgpu", "vulkan"):
+        raise DelegateUnavailableError(
+            f"delegate.gpu_backend={cfg.gpu_backend!r}: this LiteRT build's GPU accelerator on "
+            f"{platform.system()} is WebGPU over Vulkan only (use '' or webgpu)"
+        )
+    if not cfg.gpu_experimental_enable_quant:
+        raise ConfigError(
+            "delegate.gpu_experimental_enable_quant=false is not supported by the LiteRT GPU accelerator "
+            "(it always runs quantized models, dequantizing weights); leave it true"
+        )
+    return _plan(cfg, "auto", backend="compiled_gpu")
+
+
 _register(
     "nnapi",
     "use_nnapi",

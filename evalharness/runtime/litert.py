@@ -63,9 +63,21 @@ def captured_native_stderr(sink: list[str]):
             os.close(saved)
             tmp.seek(0)
             text = tmp.read().decode("utf-8", "replace")
-            sink.extend(line for line in text.splitlines() if line.strip())
-            if text:
-                os.write(2, text.encode())
+            lines = [line for line in text.splitlines() if line.strip()]
+            sink.extend(lines)
+            # Echo what is not routine chatter (INFO / I0000-style lines stay in metrics.json only).
+            loud = [line for line in lines if not line.startswith(("INFO:", "I0", "I1"))]
+            if loud:
+                os.write(2, ("\n".join(loud) + "\n").encode())
+
+
+def _delegate_failure(exc: Exception) -> str:
+    """The delegate's own reason from LiteRT's "Failed to load delegate from P\n<reason>" error."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    reason = [line for line in lines if not line.startswith("Failed to load delegate from")]
+    if reason:
+        return " ".join(reason)
+    return "tflite_plugin_create_delegate returned NULL" if lines else type(exc).__name__
 
 
 def check_flatbuffer(model_path: str) -> None:
@@ -126,13 +138,35 @@ def delegation_coverage(ops: list[dict]) -> dict:
         "ops_delegated": len(covered),
         "partitions": len(delegate_nodes),
         "fraction": round(len(covered) / len(original), 6) if original else 0.0,
+        "fully_accelerated": bool(original) and len(covered) == len(original),
         "ops_on_cpu_by_type": dict(sorted(left.items())),
+        "unsupported_ops": sorted(left),
+        "device": {"adapter": "CPU", "software_renderer": None},
         "source": "derived from the interpreter graph after delegation",
     }
 
 
+def graph_summary(model_path: str, runtime: str = "litert") -> tuple[list, list, collections.Counter]:
+    """Inputs, outputs (with quantisation) and op types of the undelegated graph, without running it."""
+    interpreter_cls, resolver_enum, _ = _import_runtime(runtime)
+    try:
+        interpreter = interpreter_cls(
+            model_path=model_path,
+            experimental_op_resolver_type=resolver_enum.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        )
+        interpreter.allocate_tensors()  # output shapes of custom ops are known only after allocation
+    except (ValueError, RuntimeError) as exc:
+        raise EvalHarnessError(f"{model_path}: runtime could not load the model: {exc}") from None
+    ops = collections.Counter(o["op_name"] for o in interpreter._get_ops_details())
+    inputs = [_tensor_info(d) for d in interpreter.get_input_details()]
+    outputs = [_tensor_info(d) for d in interpreter.get_output_details()]
+    return inputs, outputs, ops
+
+
 class InterpreterModel:
     """A loaded model: tensor details, set/invoke/get, and what the delegate really took."""
+
+    timed_region = "invoke() only"
 
     def __init__(self, model_path: str, plan: DelegatePlan, runtime: str = "litert") -> None:
         check_flatbuffer(model_path)
@@ -147,7 +181,7 @@ class InterpreterModel:
                     delegates.append(load_delegate(plan.external_path, plan.external_options))
                 except (ValueError, OSError, RuntimeError) as exc:
                     raise DelegateUnavailableError(
-                        f"cannot load delegate library {plan.external_path}: {str(exc).splitlines()[0]}"
+                        f"cannot load delegate library {plan.external_path}: {_delegate_failure(exc)}"
                     ) from None
             resolver = getattr(resolver_enum, plan.op_resolver.upper())
             try:
@@ -159,7 +193,12 @@ class InterpreterModel:
                 )
                 self._interpreter.allocate_tensors()
             except (ValueError, RuntimeError) as exc:
-                raise EvalHarnessError(f"{model_path}: runtime could not load the model: {exc}") from None
+                text = " ".join(str(exc).split())
+                if delegates:  # the delegate's Prepare failed, not the model
+                    raise DelegateUnavailableError(
+                        f"delegate {plan.external_path} failed to prepare {model_path}: {text}"
+                    ) from None
+                raise EvalHarnessError(f"{model_path}: runtime could not load the model: {text}") from None
         self._delegates = delegates  # keep the delegate objects alive as long as the interpreter
         self.inputs = [_tensor_info(d) for d in self._interpreter.get_input_details()]
         self.outputs = [_tensor_info(d) for d in self._interpreter.get_output_details()]

@@ -7,6 +7,6 @@ TASKS: Registry = Registry("task")
 
 def load_tasks() -> Registry:
     """Import the task modules so they register themselves (kept lazy for fast CLI errors)."""
-    from evalharness.tasks import coco, imagenet  # noqa: F401
+    from evalharness.tasks import benchmark, coco, imagenet, inference_diff  # noqa: F401
 
     return TASKS

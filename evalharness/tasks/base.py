@@ -41,5 +41,5 @@ class Task(Protocol):
     def provenance(self) -> dict:
         """Dataset and preprocessing description for metrics.json."""
 
-    def summary_lines(self, metrics: dict) -> list[str]:
-        """Human-readable result lines, as the reference tool prints them."""
+    def summary_lines(self, doc: dict) -> list[str]:
+        """Human-readable result lines from the metrics.json document, as the seed tool prints them."""

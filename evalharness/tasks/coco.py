@@ -218,7 +218,8 @@ class CocoTask:
         """Extra run files: the standard COCO results JSON, re-scorable by any COCO tool."""
         return {RESULTS_FILE: self.evaluator.results}
 
-    def summary_lines(self, metrics: dict) -> list[str]:
+    def summary_lines(self, doc: dict) -> list[str]:
+        metrics = doc["metrics"]
         lines = list(metrics["summary"])
         if "tflite_tool" in metrics:
             lines.append(

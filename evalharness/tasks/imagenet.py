@@ -147,5 +147,6 @@ class ImageNetTask:
             "preprocessing": preprocessing_provenance(self.spec, self.input),
         }
 
-    def summary_lines(self, metrics: dict) -> list[str]:
+    def summary_lines(self, doc: dict) -> list[str]:
+        metrics = doc["metrics"]
         return [f"Top-{k} Accuracy: {metrics[f'top{k}']:g}" for k in range(1, self.evaluator.top_k + 1)]

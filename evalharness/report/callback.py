@@ -1,0 +1,35 @@
+"""Hydra callback: write the sweep report when a multirun ends, so every sweep leaves its table.
+
+Enabled by ``conf/hydra/callbacks/sweep_report.yaml`` (``hydra/callbacks=sweep_report`` on the
+command line, or in the defaults of ``conf/hydra/default.yaml``). A report that cannot be written
+is a warning, never a failed sweep: the runs themselves are intact.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from evalharness.errors import EvalHarnessError
+
+log = logging.getLogger("evalharness.report")
+
+
+class SweepReportCallback(Callback):
+    def __init__(self, baseline: list[str] | None = None, out: str | None = None) -> None:
+        self.baseline = list(baseline or [])
+        self.out = out
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from evalharness.report.sweep import parse_baseline, write_report
+
+        sweep_dir = str(config.hydra.sweep.dir)
+        try:
+            report = write_report(sweep_dir, self.out, parse_baseline(self.baseline))
+        except (EvalHarnessError, OSError) as exc:
+            log.warning("sweep report not written: %s", exc)
+            return
+        print(f"sweep report: {report['paths']['sweep.md']}")

@@ -1,0 +1,132 @@
+"""``python -m evalharness.report``: diff two runs, tabulate a sweep, rescore a run.
+
+    diff RUN_A RUN_B [--format text|markdown|json|html] [-o FILE] [--fail-if RULE]...
+                     [--allow-different-preprocessing] [--alpha 0.05] [--iou 0.5] [--min-score 0]
+                     [--max-rows 20]
+    sweep MULTIRUN_DIR [--baseline KEY=VALUE]... [--out DIR]
+    rescore RUN [--top-k K] [--backend NAME] [--format text|markdown|json] [-o FILE]
+
+A run is its output directory or its metrics.json. Exit status: 0 fine; 1 a ``--fail-if`` rule was
+violated (diff) or the stored metrics were not reproduced (rescore); 2 usage error or runs that
+cannot be compared (one ``error:`` line on stderr). The rule grammar is in :mod:`.gate`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from evalharness.errors import EvalHarnessError
+from evalharness.report import diff_view, gate, rescore, sweep
+from evalharness.report.diff import build_diff
+from evalharness.report.numbers import stable_json
+from evalharness.report.runs import ReportError, comparability, load_run
+from evalharness.report.tables import render_markdown, render_text
+
+EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+def _render(doc: dict, fmt: str, title: str, sections) -> str:
+    if fmt == "json":
+        return stable_json(doc)
+    if fmt == "markdown":
+        return render_markdown(title, sections)
+    return render_text(title, sections)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    rules = [gate.parse_rule(r) for r in args.fail_if]
+    a, b = load_run(args.run_a, "A"), load_run(args.run_b, "B")
+    comp = comparability(a, b, args.allow_different_preprocessing)
+    if comp.refused:
+        raise ReportError("runs are not comparable: " + "; ".join(comp.refused))
+    if not comp.acknowledged:
+        for warning in comp.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        if rules and comp.warnings:
+            raise ReportError(
+                "refusing to gate runs whose "
+                + " and ".join(w.split(":")[0] for w in comp.warnings)
+                + "; pass --allow-different-preprocessing if that is the experiment"
+            )
+    doc = build_diff(a, b, comp, args.alpha, args.iou, args.min_score)
+    if rules:
+        doc["gates"] = gate.evaluate(rules, doc)
+    if args.format == "html":
+        text = diff_view.render_html(doc, args.max_rows)
+    else:
+        text = _render(doc, args.format, diff_view.title(doc), diff_view.sections(doc, args.max_rows))
+    _emit(text, args.output)
+    failed = [g for g in doc.get("gates", []) if g["failed"]]
+    for g in failed:
+        print(f"regression: {g['rule']}: {g['detail']}", file=sys.stderr)
+    return EXIT_REGRESSION if failed else EXIT_OK
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    report = sweep.write_report(args.multirun_dir, args.out, sweep.parse_baseline(args.baseline))
+    sys.stdout.write(report["text"])
+    for path in report["paths"].values():
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
+def cmd_rescore(args: argparse.Namespace) -> int:
+    run = load_run(args.run, "RUN")
+    doc = rescore.rescore(run, args.top_k, args.backend)
+    _emit(_render(doc, args.format, f"evalharness rescore: {run.name}", rescore.sections(doc)), args.output)
+    return EXIT_OK if doc["reproduced"] else EXIT_REGRESSION
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m evalharness.report", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("diff", help="compare run B against run A, image by image")
+    d.add_argument("run_a", metavar="RUN_A", help="baseline run: output dir or metrics.json")
+    d.add_argument("run_b", metavar="RUN_B", help="candidate run: output dir or metrics.json")
+    d.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text")
+    d.add_argument("-o", "--output", help="write the report here instead of stdout")
+    d.add_argument("--fail-if", action="append", default=[], metavar="RULE", help="e.g. 'top1<-0.005'")
+    d.add_argument("--allow-different-preprocessing", action="store_true",
+                   help="accept (and gate) runs whose preprocessing or label set differ")  # fmt: skip
+    d.add_argument("--alpha", type=float, default=0.05, help="McNemar significance level")
+    d.add_argument("--iou", type=float, default=0.5, help="IoU to match A's and B's boxes (detection)")
+    d.add_argument("--min-score", type=float, default=0.0, help="ignore detections below this score")
+    d.add_argument("--max-rows", type=int, default=20, help="rows per per-image table (json: all)")
+    d.set_defaults(func=cmd_diff)
+    s = sub.add_parser("sweep", help="tabulate a multirun: sweep.csv, sweep.md, sweep.html")
+    s.add_argument("multirun_dir", metavar="MULTIRUN_DIR")
+    s.add_argument("--baseline", action="append", default=[], metavar="KEY=VALUE", help="e.g. delegate=cpu")
+    s.add_argument("--out", help="directory for the report files (default: MULTIRUN_DIR)")
+    s.set_defaults(func=cmd_sweep)
+    r = sub.add_parser("rescore", help="recompute a run's metrics from its stored predictions")
+    r.add_argument("run", metavar="RUN")
+    r.add_argument("--top-k", type=int, help="rescore top-1..K (K <= the stored K)")
+    r.add_argument("--backend", help="COCO metric backend (default: the run's)")
+    r.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    r.add_argument("-o", "--output", help="write the report here instead of stdout")
+    r.set_defaults(func=cmd_rescore)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    try:
+        code = args.func(args)
+    except EvalHarnessError as exc:
+        print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
+        code = EXIT_USAGE
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""``--fail-if`` rules: turn a diff of run A (baseline) and run B (candidate) into a CI verdict.
+
+Grammar (one rule per ``--fail-if``; spaces allowed; metric names case-insensitive)::
+
+    RULE   := METRIC OP NUMBER [%]
+    OP     := <  |  <=  |  >  |  >=
+    NUMBER := [+|-] digits [. digits] [e[+|-]digits]
+
+A rule names the condition that FAILS the gate. For a per-run metric it tests the change from A to
+B: ``top1<-0.005`` fails when top1(B) - top1(A) < -0.005 (an absolute drop of more than half a
+point); with ``%`` the change is relative to A: ``latency_p50>+10%`` fails when
+(p50(B) - p50(A)) / p50(A) > 10 %. Per-run metrics: ``top1``..``top10`` (classification), the COCO
+stats ``AP``, ``AP50``, ``AP75``, ``APs``, ``APm``, ``APl``, ``AR1``, ``AR10``, ``AR100``, ``ARs``,
+``ARm``, ``ARl`` and ``tflite_AP``; ``latency_mean|p50|p90|p99|min|max|init|first_inference`` (ms);
+``size_bytes``, ``coverage`` (fraction of ops delegated), ``ops_delegated``, ``partitions``.
+
+A pairwise quantity (a property of the pair, not of one run) is tested as is and takes no ``%``:
+``mcnemar_p``, ``discordant``, ``regressions`` (A right, B wrong), ``improvements``,
+``changed_both_wrong``, ``top1_agreement``, ``top5_overlap`` (classification); ``unmatched``,
+``images_changed``, ``mean_iou``, ``mean_abs_score_delta`` (detection); ``paired_images``,
+``only_in_a``, ``only_in_b`` (both). E.g. ``regressions>0`` fails on any image B loses.
+
+An unknown name, a metric either run lacks or ``%`` on a pairwise quantity is a usage error (exit 2):
+a gate that silently tests nothing is worse than none.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from dataclasses import dataclass
+
+from evalharness.report.diff import quantities
+from evalharness.report.numbers import delta, fmt, fmt_pct, relative_pct
+from evalharness.report.runs import ReportError
+
+OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+_RULE = re.compile(
+    r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op><=|>=|<|>)\s*"
+    r"(?P<value>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<pct>%?)\s*$"
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    text: str
+    name: str
+    op: str
+    value: float
+    relative: bool
+
+
+def parse_rule(text: str) -> Rule:
+    m = _RULE.match(text)
+    if not m:
+        raise ReportError(
+            f"--fail-if {text!r}: expected METRIC OP NUMBER[%], e.g. 'top1<-0.005' or 'latency_p50>+10%'"
+        )
+    return Rule(text.strip(), m["name"], m["op"], float(m["value"]), m["pct"] == "%")
+
+
+def evaluate(rules: list[Rule], doc: dict) -> list[dict]:
+    """One result per rule: the tested value, whether it failed, and a line saying why."""
+    rows, pairwise = quantities(doc)
+    return [_evaluate(rule, rows, pairwise) for rule in rules]
+
+
+def _lookup(name: str, table: dict):
+    exact = {k.lower(): k for k in table}
+    return exact.get(name.lower())
+
+
+def _evaluate(rule: Rule, rows: dict, pairwise: dict) -> dict:
+    key = _lookup(rule.name, rows)
+    if key is not None:
+        row = rows[key]
+        if row["a"] is None or row["b"] is None:
+            raise ReportError(
+                f"--fail-if {rule.text!r}: {key} is missing in run {'A' if row['a'] is None else 'B'}"
+            )
+        tested = relative_pct(row["a"], row["b"]) if rule.relative else delta(row["a"], row["b"])
+        shown = fmt_pct(tested) if rule.relative else fmt(tested, "+.6g")
+        detail = f"{key} {fmt(row['a'], '.6g')} -> {fmt(row['b'], '.6g')} (change {shown})"
+    else:
+        key = _lookup(rule.name, pairwise)
+        if key is None:
+            names = sorted(set(rows) | set(pairwise), key=str.lower)
+            raise ReportError(
+                f"--fail-if {rule.text!r}: unknown metric {rule.name!r}; known: {', '.join(names)}"
+            )
+        if rule.relative:
+            raise ReportError(
+                f"--fail-if {rule.text!r}: {key} is a property of the pair; give a value, not %"
+            )
+        tested = pairwise[key]
+        detail = f"{key} = {fmt(tested, '.6g')}"
+    failed = not math.isnan(tested) and OPS[rule.op](tested, rule.value)
+    return {"rule": rule.text, "metric": key, "tested": tested, "failed": failed, "detail": detail}

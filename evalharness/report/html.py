@@ -1,0 +1,100 @@
+"""One self-contained HTML file per report: inline CSS, inline SVG plots, base64 thumbnails.
+
+A report is mailed, attached to CI runs and opened years later, so it loads nothing: no scripts, no
+fonts, no external images.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+from html import escape
+
+from evalharness.report.plots import MISSING_NOTE
+from evalharness.report.tables import Section, numeric_columns
+
+CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; margin: .5em 0; }
+th, td { padding: .2em .7em; border-bottom: 1px solid #eee; text-align: left; }
+.num { text-align: right; }
+th { background: #f4f4f4; }
+p.note { color: #555; margin: .3em 0; }
+.fail { color: #b00; font-weight: bold; }
+figure { margin: 1em 0; } figcaption { color: #555; font-size: .9em; }
+.thumbs { display: flex; flex-wrap: wrap; gap: 1em; }
+.thumbs figure { margin: 0; width: 10em; overflow-wrap: anywhere; }
+.thumbs img { max-width: 10em; border: 1px solid #ccc; }
+"""
+
+
+def section_html(s: Section) -> str:
+    parts = [f'<section id="{escape(s.key)}">' if s.key else "<section>", f"<h2>{escape(s.title)}</h2>"]
+    if s.headers:
+        right = numeric_columns(s.rows, len(s.headers))
+        head = "".join(_cell(h, r, "th") for h, r in zip(s.headers, right, strict=True))
+        body = "".join(
+            "<tr>" + "".join(_cell(c, r) for c, r in zip(row, right, strict=True)) + "</tr>" for row in s.rows
+        )
+        parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    parts += [f'<p class="note">{escape(n)}</p>' for n in s.notes]
+    return "\n".join(parts) + "\n</section>"
+
+
+def _cell(text: str, numeric: bool, tag: str = "td") -> str:
+    classes = " ".join(c for c, on in (("num", numeric), ("fail", text in ("FAIL", "failed"))) if on)
+    attr = f' class="{classes}"' if classes else ""
+    return f"<{tag}{attr}>{escape(text)}</{tag}>"
+
+
+def figure_html(caption: str, svg: str | None, note: str = "") -> str:
+    """An inline SVG with its caption, or the note saying why there is no plot."""
+    if svg is None:
+        text = f"{escape(caption)}: {MISSING_NOTE}"
+        return f'<figure class="plot missing"><figcaption>{text}</figcaption></figure>'
+    extra = f" {escape(note)}" if note else ""
+    return f'<figure class="plot">{svg}<figcaption>{escape(caption)}.{extra}</figcaption></figure>'
+
+
+def thumbnails_html(title: str, items: list[tuple[str, str]]) -> str:
+    """(caption, data URI) pairs as a grid of small images; nothing when no image could be read."""
+    if not items:
+        return ""
+    cells = "".join(
+        f'<figure><img src="{uri}" alt="{escape(cap)}"><figcaption>{escape(cap)}</figcaption></figure>'
+        for cap, uri in items
+    )
+    return f'<section id="thumbnails"><h2>{escape(title)}</h2><div class="thumbs">{cells}</div></section>'
+
+
+def thumbnail_uri(path: str, size: int = 128) -> str | None:
+    """A small JPEG of the image as a data URI, or None when the file is absent or unreadable."""
+    if not os.path.isfile(path):
+        return None
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as img:
+            img = img.convert("RGB")
+            img.thumbnail((size, size))
+            buf = io.BytesIO()
+            img.save(buf, format="JPEG", quality=70)
+    except (OSError, UnidentifiedImageError):
+        return None
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def page(title: str, sections: list[Section], after: dict[str, list[str]] | None = None) -> str:
+    """The whole document; ``after`` maps a section key to HTML blocks placed right after it."""
+    after = after or {}
+    body = []
+    for s in sections:
+        body.append(section_html(s))
+        body += [block for block in after.get(s.key, []) if block]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head>\n"
+        f"<body><h1>{escape(title)}</h1>\n" + "\n".join(body) + "\n</body></html>\n"
+    )

@@ -1,0 +1,106 @@
+"""Inline SVG plots for HTML reports, drawn with matplotlib when it is installed.
+
+matplotlib is optional (``pip install 'evalharness[report]'``): every function returns None without
+it and the report says so. Figures are built with ``matplotlib.figure.Figure`` (no pyplot, no global
+backend switch) and saved with fixed ids and no date, so the same runs give the same SVG.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+MISSING_NOTE = "plots need matplotlib: pip install 'evalharness[report]'"
+LATENCY_NOTE = (
+    "Runs store latency summary statistics only (min, p50, p90, p99, max, mean), not per-image times: "
+    "this plot draws those summaries (thin line min-max, thick bar p50-p90, band p90-p99, dot mean), "
+    "not a histogram."
+)
+
+
+def _matplotlib():
+    try:
+        import matplotlib
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    return matplotlib, Figure
+
+
+def _svg(matplotlib, fig, prefix: str) -> str:
+    """The figure as an inline ``<svg>`` whose element ids start with ``prefix``.
+
+    Several SVGs share one HTML page, and matplotlib numbers ids per figure (``patch_1``, clip
+    paths): prefixing keeps every id unique on the page.
+    """
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": "evalharness", "svg.fonttype": "none"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    text = buf.getvalue()
+    text = text[text.index("<svg") :]  # drop the XML prolog and DOCTYPE: the SVG goes inline
+    ids = set(re.findall(r'\bid="([^"]+)"', text))
+    return re.sub(
+        r'(\bid="|#)([^"\s)]+)', lambda m: m[1] + (f"{prefix}-{m[2]}" if m[2] in ids else m[2]), text
+    )
+
+
+def _figure(rows: int):
+    mpl = _matplotlib()
+    if mpl is None:
+        return None, None
+    matplotlib, Figure = mpl
+    fig = Figure(figsize=(7.0, 0.6 + 0.45 * max(rows, 1)))
+    return matplotlib, fig
+
+
+def latency_summary(runs: list[tuple[str, dict]]) -> str | None:
+    """``runs``: (label, latency_ms.inference dict) per run, drawn top to bottom."""
+    matplotlib, fig = _figure(len(runs))
+    if fig is None:
+        return None
+    ax = fig.add_subplot()
+    for y, (_, s) in enumerate(reversed(runs)):
+        if s.get("min") is None:
+            continue
+        ax.hlines(y, s["min"], s["max"], color="#555", linewidth=1)
+        ax.barh(y, s["p90"] - s["p50"], left=s["p50"], height=0.5, color="#4c78a8")
+        ax.barh(y, s["p99"] - s["p90"], left=s["p90"], height=0.5, color="#9ecae9")
+        ax.plot([s["mean"]], [y], "o", color="#e45756", markersize=4)
+    ax.set_yticks(range(len(runs)), [label for label, _ in reversed(runs)])
+    ax.set_xlabel("invoke() latency, ms")
+    ax.grid(axis="x", alpha=0.3)
+    return _svg(matplotlib, fig, "latency")
+
+
+def class_deltas(rows: list[dict], limit: int = 25) -> str | None:
+    """Horizontal bars of per-class AP change (B - A), largest |delta| first."""
+    rows = [r for r in rows if r["delta"] is not None][:limit]
+    matplotlib, fig = _figure(len(rows))
+    if fig is None:
+        return None
+    ax = fig.add_subplot()
+    labels = [r["name"] for r in reversed(rows)]
+    values = [r["delta"] for r in reversed(rows)]
+    ax.barh(range(len(rows)), values, color=["#54a24b" if v >= 0 else "#e45756" for v in values])
+    ax.set_yticks(range(len(rows)), labels)
+    ax.axvline(0, color="#333", linewidth=0.8)
+    ax.set_xlabel("AP change, B - A")
+    ax.grid(axis="x", alpha=0.3)
+    return _svg(matplotlib, fig, "classes")
+
+
+def scatter(points: list[tuple[str, float, float]], xlabel: str, ylabel: str) -> str | None:
+    """Labelled (label, x, y) points, e.g. accuracy against latency of every run of a sweep."""
+    mpl = _matplotlib()
+    if mpl is None:
+        return None
+    matplotlib, Figure = mpl
+    fig = Figure(figsize=(7.0, 4.5))
+    ax = fig.add_subplot()
+    ax.scatter([p[1] for p in points], [p[2] for p in points], color="#4c78a8")
+    for label, x, y in points:
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    return _svg(matplotlib, fig, "scatter")

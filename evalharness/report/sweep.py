@@ -1,0 +1,218 @@
+"""``report sweep``: one table for a Hydra multirun, one row per job, failed jobs included.
+
+Columns are the override keys whose values differ between jobs (read from each job's
+``.hydra/overrides.yaml``, else ``provenance.overrides``), then status, key metrics, latency, model
+size and delegation coverage. ``--baseline delegate=cpu`` adds, per row, the change against the row
+that has the baseline value and the same other parameters. Written as ``sweep.csv``, ``sweep.md``
+and ``sweep.html`` (with an accuracy-vs-latency scatter when matplotlib is installed).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+
+import yaml
+
+from evalharness.report.numbers import delta, fmt, fmt_pct, ratio, relative_pct
+from evalharness.report.runs import ReportError, Run, load_run
+from evalharness.report.tables import Section, render_markdown, render_text
+from evalharness.report.writer import METRICS_FILE, atomic_write_text
+
+METRIC_COLUMNS = ("top1", "top5", "AP", "AP50")
+VALUE_COLUMNS = ("latency_mean_ms", "latency_p50_ms", "size_MB", "coverage", "num_scored")
+SPECS = {
+    "latency_mean_ms": ".3f",
+    "latency_p50_ms": ".3f",
+    "size_MB": ".3f",
+    "coverage": ".3f",
+    "num_scored": "d",
+}
+FILES = ("sweep.csv", "sweep.md", "sweep.html")
+SCORED = ("complete", "partial")  # statuses with metrics
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    key, _, value = text.partition("=")
+    return key.lstrip("+~"), value
+
+
+def job_params(job_dir: str, run: Run | None) -> dict[str, str]:
+    path = os.path.join(job_dir, ".hydra", "overrides.yaml")
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            overrides = yaml.safe_load(f) or []
+    else:
+        overrides = run.prov("overrides", []) if run else []
+    return dict(parse_override(str(o)) for o in overrides)
+
+
+def collect(multirun_dir: str) -> list[dict]:
+    """Every job directory of the multirun, with its parameters and run (None without metrics.json)."""
+    if not os.path.isdir(multirun_dir):
+        raise ReportError(f"{multirun_dir} is not a directory; give a multirun dir (outputs/multirun/<time>)")
+    jobs = []
+    for name in sorted(os.listdir(multirun_dir)):
+        job_dir = os.path.join(multirun_dir, name)
+        has_metrics = os.path.isfile(os.path.join(job_dir, METRICS_FILE))
+        if not (has_metrics or os.path.isdir(os.path.join(job_dir, ".hydra"))):
+            continue
+        run = load_run(job_dir, name) if has_metrics else None
+        jobs.append({"run": name, "dir": job_dir, "params": job_params(job_dir, run), "doc": run})
+    if not jobs:
+        raise ReportError(f"no job directories (with .hydra/ or {METRICS_FILE}) under {multirun_dir}")
+    return jobs
+
+
+def varying_keys(jobs: list[dict]) -> list[str]:
+    keys = list(dict.fromkeys(k for j in jobs for k in j["params"]))
+    return [k for k in keys if len({j["params"].get(k) for j in jobs}) > 1]
+
+
+def _natural(value: str | None) -> tuple:
+    if value is None:
+        return (2, "")
+    return (0, float(value), "") if re.fullmatch(r"-?\d+(\.\d+)?", value) else (1, value)
+
+
+def _job_number(name: str) -> int:
+    head = name.split("_", 1)[0]
+    return int(head) if head.isdigit() else -1
+
+
+def job_row(job: dict, keys: list[str]) -> dict:
+    row = {"run": job["run"], **{k: job["params"].get(k) for k in keys}}
+    run: Run | None = job["doc"]
+    if run is None:
+        return {**row, "status": "missing", "error": f"no {METRICS_FILE} (job crashed or still running)"}
+    inference = (run.doc.get("latency_ms") or {}).get("inference") or {}
+    size = run.prov("model.bytes")
+    row.update(
+        status=run.status,
+        error=run.doc.get("error") or (run.doc.get("stop_reason") if run.status != "complete" else None),
+        latency_mean_ms=inference.get("mean"),
+        latency_p50_ms=inference.get("p50"),
+        size_MB=size / 1e6 if size is not None else None,
+        coverage=run.prov("delegate.coverage.fraction"),
+        num_scored=run.metrics.get("num_scored"),
+    )
+    row.update({m: run.metrics.get(m) for m in METRIC_COLUMNS if isinstance(run.metrics.get(m), float)})
+    return row
+
+
+def _baseline_row(rows: list[dict], row: dict, baseline: dict, others: list[str]) -> dict | None:
+    """The scored row with the baseline values and ``row``'s values of every other varying key."""
+    wanted = {**{k: row[k] for k in others}, **baseline}
+    matches = (r for r in rows if r["status"] in SCORED and all(r[k] == v for k, v in wanted.items()))
+    return next(matches, None)
+
+
+def add_baseline(
+    rows: list[dict], keys: list[str], baseline: dict[str, str], metrics: list[str]
+) -> list[str]:
+    """Add d_<metric>, d_latency_p50_pct and speedup_p50 to every row that has a baseline row."""
+    unknown = [k for k in baseline if k not in keys]
+    if unknown:
+        raise ReportError(
+            f"--baseline {unknown[0]}: not a parameter that varies in this sweep ({', '.join(keys)})"
+        )
+    if not any(all(r[k] == v for k, v in baseline.items()) for r in rows):
+        spec = ",".join(f"{k}={v}" for k, v in baseline.items())
+        raise ReportError(f"--baseline {spec}: no job of this sweep has these values")
+    others = [k for k in keys if k not in baseline]
+    for row in rows:
+        base = _baseline_row(rows, row, baseline, others)
+        if base is None or row["status"] not in SCORED:
+            continue
+        for m in metrics:
+            row[f"d_{m}"] = delta(base.get(m), row.get(m))
+        row["d_latency_p50_pct"] = relative_pct(base["latency_p50_ms"], row["latency_p50_ms"])
+        row["speedup_p50"] = ratio(base["latency_p50_ms"], row["latency_p50_ms"])
+    return [*(f"d_{m}" for m in metrics), "d_latency_p50_pct", "speedup_p50"]
+
+
+def sweep_table(multirun_dir: str, baseline: dict[str, str] | None = None) -> tuple[list[str], list[dict]]:
+    """(columns, rows) sorted by the varying parameters, then job number."""
+    jobs = collect(multirun_dir)
+    keys = varying_keys(jobs)
+    rows = [job_row(j, keys) for j in jobs]
+    rows.sort(key=lambda r: ([_natural(r[k]) for k in keys], _job_number(r["run"]), r["run"]))
+    metrics = [m for m in METRIC_COLUMNS if any(m in r for r in rows)]
+    extra = add_baseline(rows, keys, baseline, metrics) if baseline else []
+    return ["run", *keys, "status", *metrics, *VALUE_COLUMNS, *extra, "error"], rows
+
+
+def to_csv(columns: list[str], rows: list[dict]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for r in rows:
+        writer.writerow([_csv_cell(r.get(c)) for c in columns])
+    return buf.getvalue()
+
+
+def _csv_cell(value) -> str:
+    if value is None:
+        return ""
+    return format(value, ".10g") if isinstance(value, float) else str(value)
+
+
+def _cell(column: str, value) -> str:
+    if column.endswith("_pct"):
+        return fmt_pct(value) if value is not None else ""
+    if column in SPECS or column.startswith(("d_", "speedup")):
+        spec = SPECS.get(column, "+.4f" if column.startswith("d_") else ".3f")
+        return fmt(value, spec, missing="")
+    return fmt(value, ".4f", missing="")
+
+
+def sections(multirun_dir: str, columns: list[str], rows: list[dict]) -> list[Section]:
+    cells = [[_cell(c, r.get(c)) for c in columns] for r in rows]
+    bad = sum(r["status"] not in ("complete",) for r in rows)
+    notes = [f"{len(rows)} jobs, {bad} not complete; multirun dir {os.path.abspath(multirun_dir)}"]
+    return [Section("Runs", columns, cells, notes, key="sweep")]
+
+
+def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, str] | None = None) -> dict:
+    """Write sweep.csv/.md/.html into ``out`` (default: the multirun dir); returns paths and text."""
+    from evalharness.report import html, plots
+
+    columns, rows = sweep_table(multirun_dir, baseline)
+    out = out or multirun_dir
+    title = f"evalharness sweep: {os.path.basename(os.path.normpath(multirun_dir))}"
+    secs = sections(multirun_dir, columns, rows)
+    figures = []
+    for metric in (m for m in ("top1", "AP") if m in columns):
+        points = [
+            (_label(r, columns), r["latency_p50_ms"], r[metric]) for r in rows if r.get(metric) is not None
+        ]
+        svg = plots.scatter(points, "latency p50, ms", metric) if points else None
+        figures.append(html.figure_html(f"{metric} against latency p50", svg))
+    texts = {
+        "sweep.csv": to_csv(columns, rows),
+        "sweep.md": render_markdown(title, secs),
+        "sweep.html": html.page(title, secs, {"sweep": figures}),
+    }
+    os.makedirs(out, exist_ok=True)
+    paths = {}
+    for name in FILES:
+        paths[name] = os.path.join(out, name)
+        atomic_write_text(paths[name], texts[name])
+    return {"paths": paths, "text": render_text(title, secs), "rows": rows, "columns": columns}
+
+
+def _label(row: dict, columns: list[str]) -> str:
+    params = columns[1 : columns.index("status")]
+    return ", ".join(str(row[k]) for k in params) or row["run"]
+
+
+def parse_baseline(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ReportError(f"--baseline {item!r}: expected KEY=VALUE, e.g. delegate=cpu")
+        out[key] = value
+    return out

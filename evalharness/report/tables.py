@@ -1,0 +1,70 @@
+"""Tables as data (title, headers, rows of text cells) rendered as terminal text or Markdown.
+
+Every report builds its sections once and hands them to a renderer, so the terminal, Markdown and
+HTML versions of a report cannot disagree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_NUMBER = re.compile(r"^[+-]?(\d[\d.,]*(e[+-]?\d+)?%?|inf|n/a|)$")
+
+
+@dataclass
+class Section:
+    title: str
+    headers: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    key: str = ""  # a stable id (HTML anchors, tests)
+
+
+def render_text(title: str, sections: list[Section]) -> str:
+    out = [title, "=" * len(title)]
+    for s in sections:
+        out += ["", s.title, "-" * len(s.title)]
+        if s.headers:
+            out += _aligned([s.headers, *s.rows])
+        out += s.notes
+    return "\n".join(out) + "\n"
+
+
+def numeric_columns(rows: list[list[str]], width: int) -> list[bool]:
+    """Columns to right-align: every cell a number or empty, one at least not; the first column never."""
+    return [
+        i > 0 and any(r[i].strip() for r in rows) and all(_NUMBER.match(r[i].strip()) for r in rows)
+        for i in range(width)
+    ]
+
+
+def _aligned(table: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    right = numeric_columns(table[1:], len(widths))
+    lines = []
+    for n, row in enumerate(table):
+        cells = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(row, widths, right, strict=True)]
+        lines.append("  ".join(cells).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return lines
+
+
+def render_markdown(title: str, sections: list[Section]) -> str:
+    out = [f"# {title}"]
+    for s in sections:
+        out += ["", f"## {s.title}", ""]
+        if s.headers:
+            out.append(_md_row(s.headers))
+            right = numeric_columns(s.rows, len(s.headers))
+            out.append("|" + "|".join("---:" if r else "---" for r in right) + "|")
+            out += [_md_row(r) for r in s.rows]
+            if s.notes:
+                out.append("")
+        out += [f"{note}  " for note in s.notes]
+    return "\n".join(out) + "\n"
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"

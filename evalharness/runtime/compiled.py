@@ -1,0 +1,176 @@
+"""LiteRT ``CompiledModel`` backend: the GPU accelerator (WebGPU over Vulkan).
+
+What really ran is read from the runtime, never assumed: the adapter the accelerator selected
+(``Selected adapter: llvmpipe ..., arch=software`` on a host without a GPU — recorded and warned
+about, so a software renderer is never reported as a hardware GPU), ``is_fully_accelerated()``, and
+for partial delegation the accelerator's own "N operations will run on the GPU, and the remaining M
+... on the CPU" line plus the op types it refused. Counts it does not report stay ``None``.
+
+Timing: ``run_by_index`` may return before the GPU finishes; completion is only observable by
+reading the outputs back, so ``invoke()`` here runs the model AND copies the outputs to host
+memory (``timed_region`` says so in metrics.json).
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import glob
+import os
+import re
+import tempfile
+
+import numpy as np
+
+from evalharness.errors import DelegateUnavailableError, EvalHarnessError
+from evalharness.runtime.delegates import DelegatePlan
+from evalharness.runtime.litert import captured_native_stderr, check_flatbuffer, graph_summary
+
+_ICD_DIRS = ("/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d")
+_INSTALL_HINT = (
+    "install a Vulkan driver (no GPU: Mesa's lavapipe >= 24, on Debian bookworm "
+    "`bash .ci/install-vulkan.sh` = mesa-vulkan-drivers from bookworm-backports)"
+)
+_SPLIT = re.compile(
+    r"(\d+) operations will run on the GPU, and the remaining (\d+) operations will run on the CPU"
+)
+_ADAPTER = re.compile(r"Selected adapter: (.*)$")
+
+
+def check_vulkan() -> None:
+    """The GPU accelerator runs over Vulkan: a loader and at least one driver must exist."""
+    if not ctypes.util.find_library("vulkan"):
+        raise DelegateUnavailableError(
+            f"delegate=gpu: no Vulkan loader (libvulkan.so.1) on this host; {_INSTALL_HINT}"
+        )
+    env_icds = os.environ.get("VK_DRIVER_FILES") or os.environ.get("VK_ICD_FILENAMES")
+    if not env_icds and not any(glob.glob(os.path.join(d, "*.json")) for d in _ICD_DIRS):
+        raise DelegateUnavailableError(
+            f"delegate=gpu: Vulkan loader found but no Vulkan driver (ICD); {_INSTALL_HINT}"
+        )
+
+
+def parse_gpu_log(lines: list[str]) -> dict:
+    """Adapter and GPU/CPU op split as the accelerator printed them (None where it said nothing)."""
+    info: dict = {
+        "adapter": None,
+        "software_renderer": None,
+        "gpu_ops": None,
+        "cpu_ops": None,
+        "unsupported": [],
+    }
+    collecting = False
+    for line in lines:
+        if m := _ADAPTER.search(line):
+            info["adapter"] = m.group(1).strip()
+            info["software_renderer"] = "arch=software" in line or "CPU / Software" in line
+        elif "Following operations are not supported by GPU delegate" in line:
+            collecting = True
+        elif m := _SPLIT.search(line):
+            info["gpu_ops"], info["cpu_ops"] = int(m.group(1)), int(m.group(2))
+            collecting = False
+        elif collecting and ":" in line:
+            info["unsupported"].append(line.strip())
+    return info
+
+
+class CompiledGpuModel:
+    """A model compiled for the LiteRT GPU accelerator (CPU only for ops the GPU refuses)."""
+
+    timed_region = "run + output readback (GPU completion is only observable through readback)"
+
+    def __init__(self, model_path: str, plan: DelegatePlan) -> None:
+        check_flatbuffer(model_path)
+        check_vulkan()
+        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="evalharness-xdg-"))
+        from ai_edge_litert.compiled_model import CompiledModel
+        from ai_edge_litert.cpu_options import CpuOptions
+        from ai_edge_litert.gpu_options import GpuOptions
+        from ai_edge_litert.hardware_accelerator import HardwareAccelerator
+        from ai_edge_litert.options import Options
+
+        self.plan = plan
+        self.inputs, self.outputs, ops_by_type = graph_summary(model_path)
+        accel = HardwareAccelerator.GPU
+        if not plan.require_full_delegation:
+            accel |= HardwareAccelerator.CPU
+        options = Options(
+            hardware_accelerators=accel,
+            cpu_options=CpuOptions(num_threads=max(plan.num_threads, 0)),
+            gpu_options=GpuOptions(enforce_f32=not plan.flags.get("gpu_precision_loss_allowed", True)),
+        )
+        self.native_log: list[str] = []
+        with captured_native_stderr(self.native_log):
+            try:
+                self._model = CompiledModel.from_file(model_path, options=options)
+            except RuntimeError as exc:
+                raise self._load_error(model_path, exc) from None
+            self._inputs = self._by_name(self._model.create_input_buffers(0), "inputs", self.inputs)
+            self._outputs = self._by_name(self._model.create_output_buffers(0), "outputs", self.outputs)
+        self.gpu = parse_gpu_log(self.native_log)
+        if self.gpu["adapter"] is None:
+            raise DelegateUnavailableError(
+                f"delegate=gpu: the LiteRT GPU accelerator selected no GPU adapter for {model_path}; "
+                + _INSTALL_HINT
+            )
+        self.coverage = self._coverage(sum(ops_by_type.values()))
+        self._host_outputs: list[np.ndarray] = []
+
+    def _by_name(self, buffers: list, kind: str, infos: list) -> list:
+        """Buffers in the order of our TensorInfo lists, matched by graph tensor index (signature
+        names can differ from tensor names, e.g. ``args_0`` vs ``serving_default_args_0``)."""
+        sig = next(iter(self._model.get_signature_list()))
+        names = self._model.get_signature_list()[sig][kind]
+        details = (
+            self._model.get_input_tensor_details
+            if kind == "inputs"
+            else self._model.get_output_tensor_details
+        )(sig)
+        position = {int(details[name]["index"]): i for i, name in enumerate(names)}
+        try:
+            return [buffers[position[info.index]] for info in infos]
+        except KeyError:
+            raise EvalHarnessError(
+                f"compiled model {kind} {names} do not match the graph's {[i.name for i in infos]}"
+            ) from None
+
+    def _load_error(self, model_path: str, exc: RuntimeError) -> EvalHarnessError:
+        text = " ".join(str(exc).split())
+        if "not accelerated" in text:
+            refused = parse_gpu_log(self.native_log)["unsupported"]
+            return DelegateUnavailableError(
+                f"delegate=gpu with require_full_delegation=true: the GPU refuses some ops of {model_path} "
+                f"({'; '.join(refused) or 'see native log'})"
+            )
+        return DelegateUnavailableError(f"delegate=gpu could not compile {model_path}: {text[:300]}")
+
+    def _coverage(self, ops_total: int) -> dict:
+        full = bool(self._model.is_fully_accelerated())
+        g = self.gpu
+        delegated = ops_total if full else g["gpu_ops"]
+        if delegated is not None and g["cpu_ops"] is not None and delegated + g["cpu_ops"] != ops_total:
+            delegated = None  # the accelerator's count disagrees with the graph: say unknown, not a guess
+        return {
+            "ops_total": ops_total,
+            "ops_delegated": delegated,
+            "partitions": None,
+            "fraction": round(delegated / ops_total, 6) if delegated is not None and ops_total else None,
+            "fully_accelerated": full,
+            "ops_on_cpu_by_type": {} if full else None,
+            "unsupported_ops": g["unsupported"],
+            "device": {"adapter": g["adapter"], "software_renderer": g["software_renderer"]},
+            "source": "CompiledModel.is_fully_accelerated() and the GPU accelerator's own log",
+        }
+
+    def set_inputs(self, tensors: list[np.ndarray]) -> None:
+        for buf, value in zip(self._inputs, tensors, strict=True):
+            buf.write(np.ascontiguousarray(value))
+
+    def invoke(self) -> None:
+        self._model.run_by_index(0, self._inputs, self._outputs)
+        self._host_outputs = [
+            buf.read(int(np.prod(info.shape)), np.dtype(info.dtype)).reshape(info.shape)
+            for buf, info in zip(self._outputs, self.outputs, strict=True)
+        ]
+
+    def get_outputs(self) -> list[np.ndarray]:
+        return [a.copy() for a in self._host_outputs]

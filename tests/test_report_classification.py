@@ -1,0 +1,156 @@
+"""``report diff`` / ``rescore`` on real val50 runs: MobileNet v2 quant on reference kernels vs the CPU path."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from conftest import VAL50, run_inprocess
+from scipy.stats import binomtest
+
+from evalharness.report import cli
+
+MODEL = "model=mobilenet_v2_1.0_224_quant"
+FLIPPED = ["ILSVRC2012_val_00000947.JPEG", "ILSVRC2012_val_00002721.JPEG"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict:
+    """Real run dirs: reference and cpu on val50, cpu on the first 10 images."""
+    dirs = {}
+    for name, extra in (("reference", ["delegate=reference"]), ("cpu", []), ("cpu10", ["task.num_images=10"])):
+        dirs[name] = tmp_path_factory.mktemp(name)
+        run_inprocess([*VAL50, MODEL, *extra], dirs[name])
+    return dirs
+
+
+def report(capsys, *argv) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return exit_info.value.code, out, err
+
+
+def test_diff_lists_exactly_the_two_changed_images_with_mcnemar(runs, capsys):
+    code, out, _ = report(capsys, "diff", runs["reference"], runs["cpu"], "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    cls = doc["classification"]
+    changes = {c["id"]: c for c in cls["top1_changes"]}
+    assert sorted(changes) == FLIPPED
+    # 947: reference right, CPU wrong (the only discordant pair); 2721: wrong in both, top-1 changed.
+    assert changes[FLIPPED[0]] | {"a_rank": 0} == {
+        "id": FLIPPED[0],
+        "kind": "regression",
+        "label": "cradle",
+        "a_top1": "cradle",
+        "b_top1": "diaper, nappy, napkin",
+        "a_rank": 0,
+        "b_rank": 1,
+    }
+    assert changes[FLIPPED[1]]["kind"] == "changed"
+    assert (cls["regressions"], cls["improvements"], cls["discordant"]) == (1, 0, 1)
+    assert cls["mcnemar_p"] == pytest.approx(binomtest(1, 1, 0.5).pvalue, rel=1e-12)
+    assert cls["top1_agreement"] == 0.96 and 0 < cls["top5_overlap"] <= 1
+    top1 = next(r for r in doc["metrics"] if r["name"] == "top1")
+    assert (top1["a"], top1["b"], top1["delta"]) == (0.76, 0.74, -0.02)
+    assert doc["verdict"].startswith("B is not significantly different from A (McNemar p=1.00, 1 discordant")
+
+    code, text, _ = report(capsys, "diff", runs["reference"], runs["cpu"])
+    assert code == 0
+    assert all(name in text for name in FLIPPED) and "A right -> B wrong" in text
+    assert "B is not significantly different from A" in text.splitlines()[-1]
+    for heading in ("Metrics", "Latency", "Model and delegation", "Paired top-1", "Verdict"):
+        assert f"\n{heading}\n" in text
+    code, markdown, _ = report(capsys, "diff", runs["reference"], runs["cpu"], "--format", "markdown")
+    assert "| top1 | 0.7600 | 0.7400 | -0.0200 | -2.6% |" in markdown
+
+
+def test_json_report_is_deterministic(runs, capsys):
+    first = report(capsys, "diff", runs["reference"], runs["cpu"], "--format", "json")[1]
+    second = report(capsys, "diff", runs["reference"], runs["cpu"], "--format", "json")[1]
+    assert first == second and first.endswith("}\n")
+
+
+def test_diff_refuses_runs_on_other_images(runs, capsys):
+    code, out, err = report(capsys, "diff", runs["cpu"], runs["cpu10"] / "metrics.json")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: runs are not comparable: dataset differs")
+    assert "sample count differs: 50 vs 10" in err
+
+
+def test_gate_exit_codes_both_ways(runs, capsys):
+    a, b = runs["reference"], runs["cpu"]
+    code, _, err = report(capsys, "diff", a, b, "--fail-if", "top1<-0.005", "--fail-if", "size_bytes>+0%")
+    assert code == 1
+    assert err == "regression: top1<-0.005: top1 0.76 -> 0.74 (change -0.02)\n"
+    code, out, err = report(
+        capsys, "diff", a, b, "--fail-if", "top1<-0.05", "--fail-if", "regressions>1", "--fail-if", "size_bytes>+0%"
+    )
+    assert (code, err) == (0, "")
+    assert "| ok" not in out and "top1<-0.05" in out
+    # Relative rule on a deterministic quantity: coverage 0.97 (cpu) -> 0 (reference) is -100 %.
+    code, _, err = report(capsys, "diff", b, a, "--fail-if", "coverage<-50%", "--format", "json")
+    assert code == 1 and "coverage<-50%" in err
+
+
+@pytest.mark.parametrize(
+    "rule,message",
+    [
+        ("top1<<0", "expected METRIC OP NUMBER"),
+        ("AP<0", "unknown metric 'AP'"),
+        ("mcnemar_p<5%", "property of the pair"),
+    ],
+)
+def test_bad_rules_are_usage_errors(runs, capsys, rule, message):
+    code, _, err = report(capsys, "diff", runs["reference"], runs["cpu"], "--fail-if", rule)
+    assert code == 2 and message in err and err.startswith("error: ")
+
+
+def test_different_preprocessing_warns_and_blocks_gating_until_allowed(runs, capsys, tmp_path):
+    changed = tmp_path / "pil"
+    shutil.copytree(runs["cpu"], changed)
+    doc = json.loads((changed / "metrics.json").read_text())
+    doc["provenance"]["preprocessing"]["resize"] = "pil_bilinear"
+    (changed / "metrics.json").write_text(json.dumps(doc))
+    code, out, err = report(capsys, "diff", runs["reference"], changed)
+    assert code == 0 and "WARNING: preprocessing differs: resize 'tflite_bilinear' vs 'pil_bilinear'" in out
+    assert err == "warning: preprocessing differs: resize 'tflite_bilinear' vs 'pil_bilinear'\n"
+    code, _, err = report(capsys, "diff", runs["reference"], changed, "--fail-if", "top1<-0.5")
+    assert code == 2 and "refusing to gate runs whose preprocessing differs" in err
+    code, out, err = report(
+        capsys, "diff", runs["reference"], changed, "--fail-if", "top1<-0.5", "--allow-different-preprocessing"
+    )
+    assert (code, err) == (0, "") and "warning (acknowledged): preprocessing differs" in out
+
+
+def test_html_report_embeds_plot_and_thumbnails(runs, capsys, tmp_path):
+    target = tmp_path / "diff.html"
+    code, _, _ = report(capsys, "diff", runs["reference"], runs["cpu"], "--format", "html", "-o", target)
+    assert code == 0
+    page = target.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page and "http" not in page.split("<svg")[0]
+    assert page.count("<svg") == 1 and "summary statistics only" in page
+    assert page.count('src="data:image/jpeg;base64,') == 2
+
+
+def test_rescore_reproduces_stored_imagenet_metrics(runs, capsys):
+    code, out, _ = report(capsys, "rescore", runs["cpu"], "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["reproduced"] and doc["mismatches"] == []
+    assert doc["compared"] == 21  # top1..top10, correct.top1..top10, num_scored
+    code, out, _ = report(capsys, "rescore", runs["cpu"], "--top-k", "5")
+    assert code == 0 and "reproduced: all 11 recomputed values equal" in out
+    code, _, err = report(capsys, "rescore", runs["cpu"], "--top-k", "11")
+    assert code == 2 and "store top-10" in err
+
+
+def test_rescore_reports_a_tampered_number(runs, capsys, tmp_path):
+    tampered = tmp_path / "run"
+    shutil.copytree(runs["reference"], tampered)
+    doc = json.loads((tampered / "metrics.json").read_text())
+    doc["metrics"]["top1"] = 0.78
+    (tampered / "metrics.json").write_text(json.dumps(doc))
+    code, out, _ = report(capsys, "rescore", tampered)
+    assert code == 1 and "NOT reproduced: 1 of 21 values differ" in out and "0.78" in out
