@@ -39,7 +39,7 @@ class InferenceDiffTaskSchema:
     name: str = "inference_diff"
     num_runs: int = 50
     seed: int = 0
-    min_cosine: float = 0.99
+    min_cosine: float = 0.95
     zero_tol: float = 1e-6
     fail_on_check: bool = True
     reference_delegate: Any = None  # a delegate config (dict); default {name: reference, num_threads: 1}

@@ -33,7 +33,9 @@ def test_detection_diff_per_class_and_per_image(runs, capsys):
     det = doc["detection"]
     boxes = det["detections"]
     assert det["paired_images"] == 25 and boxes["a"] == boxes["b"] == 250
-    assert boxes["matched"] + boxes["only_a"] == boxes["a"] and boxes["matched"] + boxes["only_b"] == boxes["b"]
+    assert (
+        boxes["matched"] + boxes["only_a"] == boxes["a"] and boxes["matched"] + boxes["only_b"] == boxes["b"]
+    )
     assert det["unmatched"] == sum(r["only_a"] + r["only_b"] for r in det["changed_images"])
     assert 0.5 <= det["mean_iou"] <= 1.0
     deltas = [abs(r["delta"]) for r in det["per_class"] if r["delta"] is not None]
@@ -45,14 +47,18 @@ def test_detection_diff_per_class_and_per_image(runs, capsys):
 
 
 def test_a_run_against_itself_matches_every_box(runs, capsys):
-    code, out, _ = report(capsys, "diff", runs["cpu"], runs["cpu"], "--format", "json", "--fail-if", "unmatched>0")
+    code, out, _ = report(
+        capsys, "diff", runs["cpu"], runs["cpu"], "--format", "json", "--fail-if", "unmatched>0"
+    )
     doc = json.loads(out)
     assert code == 0 and doc["detection"]["unmatched"] == 0 and doc["detection"]["mean_iou"] == 1.0
     assert doc["verdict"].startswith("B detects the same boxes as A")
 
 
 def test_gate_on_ap_and_unmatched_boxes(runs, capsys):
-    code, _, err = report(capsys, "diff", runs["reference"], runs["cpu"], "--fail-if", "AP<-0.01", "--fail-if", "ap50<-1")
+    code, _, err = report(
+        capsys, "diff", runs["reference"], runs["cpu"], "--fail-if", "AP<-0.01", "--fail-if", "ap50<-1"
+    )
     assert code == 1 and err.startswith("regression: AP<-0.01: AP 0.267") and "ap50" not in err
     code, _, err = report(capsys, "diff", runs["reference"], runs["cpu"], "--fail-if", "top1<0")
     assert code == 2 and "unknown metric 'top1'" in err

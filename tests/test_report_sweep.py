@@ -16,6 +16,16 @@ from test_report_classification import report
 
 MODELS = "model=mobilenet_v1_0.25_128_quant,mobilenet_v2_1.0_224_quant"
 CALLBACK = "hydra/callbacks=sweep_report"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--enable-logging=stderr",
+]
 
 
 def multirun(tmp_path, *overrides: str):
@@ -27,7 +37,9 @@ def multirun(tmp_path, *overrides: str):
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
     """2 models x 2 delegates on 10 images, with the sweep-report callback enabled."""
-    proc, sweep_dir = multirun(tmp_path_factory.mktemp("sweep"), MODELS, "delegate=cpu,reference", "task.num_images=10")
+    proc, sweep_dir = multirun(
+        tmp_path_factory.mktemp("sweep"), MODELS, "delegate=cpu,reference", "task.num_images=10"
+    )
     assert proc.returncode == 0, proc.stderr
     return proc, sweep_dir
 
@@ -69,7 +81,9 @@ def test_baseline_adds_change_columns(sweep, capsys, tmp_path):
     cpu, ref = table[2], table[3]
     assert (cpu["d_top1"], cpu["speedup_p50"], cpu["d_latency_p50_pct"]) == ("0", "1", "0")
     assert float(ref["d_top1"]) == pytest.approx(float(ref["top1"]) - float(cpu["top1"]))
-    assert float(ref["speedup_p50"]) == pytest.approx(float(cpu["latency_p50_ms"]) / float(ref["latency_p50_ms"]))
+    assert float(ref["speedup_p50"]) == pytest.approx(
+        float(cpu["latency_p50_ms"]) / float(ref["latency_p50_ms"])
+    )
     code, _, err = report(capsys, "sweep", sweep_dir, "--out", tmp_path, "--baseline", "delegate=xnnpack")
     assert code == 2 and "no job of this sweep has these values" in err
     code, _, err = report(capsys, "sweep", sweep_dir, "--out", tmp_path, "--baseline", "runtime=litert")
@@ -77,7 +91,9 @@ def test_baseline_adds_change_columns(sweep, capsys, tmp_path):
 
 
 def test_failed_jobs_are_listed_not_dropped(tmp_path):
-    proc, sweep_dir = multirun(tmp_path, "model=mobilenet_v1_0.25_128_quant", "delegate=cpu,nnapi", "task.num_images=5")
+    proc, sweep_dir = multirun(
+        tmp_path, "model=mobilenet_v1_0.25_128_quant", "delegate=cpu,nnapi", "task.num_images=5"
+    )
     assert proc.returncode == 1  # the multirun reports its failed job; the callback still writes the table
     cpu, nnapi = rows(sweep_dir / "sweep.csv")
     assert (cpu["delegate"], cpu["status"], cpu["error"]) == ("cpu", "complete", "")
@@ -91,10 +107,8 @@ def dump_dom(page, tmp_path) -> str:
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("chromium is not on PATH (apt-get install -y chromium): HTML not rendered")
-    flags = "--disable-background-networking --disable-component-update --disable-sync --no-first-run"
     proc = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", *flags.split(), "--enable-logging=stderr",
-         f"--user-data-dir={tmp_path / 'chromium'}", "--dump-dom", page.as_uri()],  # fmt: skip
+        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium'}", "--dump-dom", page.as_uri()],
         capture_output=True,
         text=True,
         timeout=120,
@@ -127,8 +141,11 @@ def test_report_commands_never_load_the_runtime(sweep, tmp_path):
         f"""
         import json, sys
         from evalharness.report import cli
-        for argv in (["diff", {jobs[0]!r}, {jobs[1]!r}, "--format", "html", "-o", {str(tmp_path / "d.html")!r}],
-                     ["rescore", {jobs[2]!r}], ["sweep", {str(sweep_dir)!r}, "--out", {str(tmp_path)!r}]):
+        for argv in (
+            ["diff", {jobs[0]!r}, {jobs[1]!r}, "--format", "html", "-o", {str(tmp_path / "d.html")!r}],
+            ["rescore", {jobs[2]!r}],
+            ["sweep", {str(sweep_dir)!r}, "--out", {str(tmp_path)!r}],
+        ):
             try:
                 cli.main(argv)
             except SystemExit as exc:
@@ -140,3 +157,17 @@ def test_report_commands_never_load_the_runtime(sweep, tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1]) == []
+
+
+def test_html_without_matplotlib_has_tables_and_says_how_to_get_plots(sweep, tmp_path):
+    _, sweep_dir = sweep
+    code = (
+        "import sys; sys.modules['matplotlib'] = None  # import matplotlib now raises ImportError\n"
+        "from evalharness.report import cli\n"
+        f"cli.main(['sweep', {str(sweep_dir)!r}, '--out', {str(tmp_path)!r}])"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "sweep.html").read_text()
+    assert "<svg" not in page and "plots need matplotlib: pip install 'evalharness[report]'" in page
+    assert (tmp_path / "sweep.csv").read_text() == (sweep_dir / "sweep.csv").read_text()

@@ -13,7 +13,8 @@ from evalharness.report.runs import ReportError, field_differences
 
 
 @pytest.mark.parametrize(
-    "a_only,b_only", [(0, 0), (1, 0), (0, 1), (2, 2), (3, 10), (12, 2), (25, 24), (100, 130), (0, 40), (731, 802)]
+    "a_only,b_only",
+    [(0, 0), (1, 0), (0, 1), (2, 2), (3, 10), (12, 2), (25, 24), (100, 130), (0, 40), (731, 802)],
 )
 def test_mcnemar_exact_equals_scipy_binomtest(a_only, b_only):
     n = a_only + b_only
@@ -71,7 +72,13 @@ def test_per_class_deltas_largest_change_first_and_skips_classes_scored_in_neith
 
 def _pred(image: str, top: list[int], label: int) -> dict:
     rank = top.index(label) if label in top else None
-    return {"id": image, "topk": top, "topk_labels": [f"c{i}" for i in top], "label_index": label, "rank": rank}
+    return {
+        "id": image,
+        "topk": top,
+        "topk_labels": [f"c{i}" for i in top],
+        "label_index": label,
+        "rank": rank,
+    }
 
 
 def test_classification_diff_counts_discordant_pairs_and_changed_wrong_predictions():
@@ -85,7 +92,8 @@ def test_classification_diff_counts_discordant_pairs_and_changed_wrong_predictio
     ]
     assert (d["regressions"], d["improvements"], d["discordant"], d["top1_agreement"]) == (1, 1, 2, 0.25)
     assert d["mcnemar_p"] == 1.0
-    assert verdict(d, 0.05).startswith("B is not significantly different from A (McNemar p=1.00, 2 discordant")
+    expected = "B is not significantly different from A (McNemar p=1.00, 2 discordant"
+    assert verdict(d, 0.05).startswith(expected)
 
 
 def test_field_differences_name_each_differing_leaf():

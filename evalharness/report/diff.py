@@ -11,22 +11,25 @@ from evalharness.metrics.coco import COCO_STAT_NAMES
 from evalharness.report.boxes import detection_diff, per_class_deltas
 from evalharness.report.numbers import delta, ratio, relative_pct
 from evalharness.report.paired import classification_diff, verdict
-from evalharness.report.runs import Comparability, Run
+from evalharness.report.runs import Comparability, Run, flatten
 
 LATENCY_STATS = ("mean", "p50", "p90", "p99", "min", "max")
 TFLITE_AP = "tflite_AP"
 
 
 def metric_values(run: Run) -> dict[str, float]:
-    """Headline metrics in display order: top1..topK, or the 12 COCO stats (+ TFLite-tool AP)."""
+    """Headline metrics in display order: top1..topK, the 12 COCO stats (+ TFLite-tool AP), or, for
+    other tasks (benchmark, inference_diff), every numeric leaf of ``metrics`` by dotted name."""
     m = run.metrics
     if run.task == "coco":
         values = {name: m.get(name) for name in COCO_STAT_NAMES if name in m}
         if isinstance(m.get("tflite_tool"), dict):
             values[TFLITE_AP] = m["tflite_tool"].get("AP")
         return values
-    tops = sorted((k for k in m if k.startswith("top") and k[3:].isdigit()), key=lambda k: int(k[3:]))
-    return {k: m[k] for k in tops}
+    if run.task == "imagenet":
+        tops = sorted((k for k in m if k.startswith("top") and k[3:].isdigit()), key=lambda k: int(k[3:]))
+        return {k: m[k] for k in tops}
+    return {k: v for k, v in flatten(m).items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 def latency_values(run: Run) -> dict[str, float]:
@@ -97,11 +100,13 @@ def build_diff(
         )
         doc["detection"] = det
         doc["verdict"] = _detection_verdict(doc)
-    else:
+    elif a.task == "imagenet":
         same_labels = a.prov("labels.sha256") == b.prov("labels.sha256")
         cls = classification_diff(a.predictions, b.predictions, same_labels)
         doc["classification"] = cls
         doc["verdict"] = verdict(cls, alpha)
+    else:
+        doc["verdict"] = _latency_verdict(doc)
     doc["alpha"] = alpha
     return doc
 
@@ -120,6 +125,17 @@ def _detection_verdict(doc: dict) -> str:
     return (
         f"B's AP differs from A's by {ap['delta']:+.4f} ({ap['a']:.4f} -> {ap['b']:.4f}); {where}, "
         f"mean IoU of matched boxes {_iou(det)} (no significance test for AP)"
+    )
+
+
+def _latency_verdict(doc: dict) -> str:
+    """Tasks without per-image predictions to pair (benchmark, inference_diff): speed is the story."""
+    p50 = next(r for r in doc["latency"] if r["name"] == "latency_p50")
+    if p50["speedup"] is None:
+        return f"no per-image comparison for task {doc['task']}; no latency to compare"
+    return (
+        f"B's invoke() p50 is {p50['b']:.3f} ms vs A's {p50['a']:.3f} ms (speed-up {p50['speedup']:.3f}); "
+        f"no per-image comparison for task {doc['task']}"
     )
 
 

@@ -15,6 +15,11 @@ CHANGE_TEXT = {
 }
 
 
+def short(label: str | None) -> str:
+    """The first synonym of an ImageNet label ("tabby, tabby cat" -> "tabby"): tables stay readable."""
+    return "n/a" if label is None else label.split(",")[0]
+
+
 def title(doc: dict) -> str:
     return f"evalharness diff: A = {_name(doc['a'])} vs B = {_name(doc['b'])}"
 
@@ -29,7 +34,7 @@ def sections(doc: dict, max_rows: int = 20) -> list[Section]:
     out.append(_value_table("Model and delegation", "model", doc["model"], ".6g", "+.6g"))
     if "classification" in doc:
         out += _classification(doc["classification"], max_rows)
-    else:
+    elif "detection" in doc:
         out += _detection(doc["detection"], max_rows)
     if doc.get("gates"):
         out.append(_gates(doc["gates"]))
@@ -98,7 +103,7 @@ def _classification(c: dict, max_rows: int) -> list[Section]:
     ]
     changes = c["top1_changes"]
     rows = [
-        [ch["id"], fmt(ch["label"]), fmt(ch["a_top1"]), fmt(ch["b_top1"]), CHANGE_TEXT[ch["kind"]]]
+        [ch["id"], short(ch["label"]), short(ch["a_top1"]), short(ch["b_top1"]), CHANGE_TEXT[ch["kind"]]]
         for ch in changes[:max_rows]
     ]
     return [
@@ -107,7 +112,7 @@ def _classification(c: dict, max_rows: int) -> list[Section]:
             f"Top-1 changes ({len(changes)})",
             ["image", "label", "A top-1", "B top-1", "change"],
             rows,
-            _more(len(changes), max_rows),
+            ["labels: first synonym only (full text in --format json)", *_more(len(changes), max_rows)],
             key="flips",
         ),
     ]
@@ -214,5 +219,6 @@ def _thumbnails(doc: dict, rows: list[dict], heading: str) -> str:
 
 def _caption(row: dict) -> str:
     if "kind" in row:
-        return f"{CHANGE_TEXT[row['kind']]}; truth {row['label']}; A {row['a_top1']}; B {row['b_top1']}"
+        labels = f"truth {short(row['label'])}; A {short(row['a_top1'])}; B {short(row['b_top1'])}"
+        return f"{CHANGE_TEXT[row['kind']]}; {labels}"
     return f"{row['only_a']} box(es) only in A, {row['only_b']} only in B"

@@ -17,7 +17,7 @@ from evalharness.report.tables import Section, numeric_columns
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; margin: .5em 0; }
+section { overflow-x: auto; } table { border-collapse: collapse; margin: .5em 0; }
 th, td { padding: .2em .7em; border-bottom: 1px solid #eee; text-align: left; }
 .num { text-align: right; }
 th { background: #f4f4f4; }

@@ -108,10 +108,10 @@ def read_jsonl(path: str, label: str) -> list[dict]:
 
 
 def flatten(value, prefix: str = "") -> dict:
-    """Dotted key -> leaf value, so two nested provenance blocks can be compared field by field."""
+    """Dotted key -> leaf value in document order, so nested blocks compare field by field."""
     if isinstance(value, dict):
         out = {}
-        for key in sorted(value):
+        for key in value:
             out.update(flatten(value[key], f"{prefix}{key}."))
         return out
     return {prefix.rstrip("."): value}

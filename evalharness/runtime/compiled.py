@@ -99,13 +99,17 @@ class CompiledGpuModel:
             gpu_options=GpuOptions(enforce_f32=not plan.flags.get("gpu_precision_loss_allowed", True)),
         )
         self.native_log: list[str] = []
+        failure = None
         with captured_native_stderr(self.native_log):
             try:
                 self._model = CompiledModel.from_file(model_path, options=options)
             except RuntimeError as exc:
-                raise self._load_error(model_path, exc) from None
-            self._inputs = self._by_name(self._model.create_input_buffers(0), "inputs", self.inputs)
-            self._outputs = self._by_name(self._model.create_output_buffers(0), "outputs", self.outputs)
+                failure = exc
+            else:
+                self._inputs = self._by_name(self._model.create_input_buffers(0), "inputs", self.inputs)
+                self._outputs = self._by_name(self._model.create_output_buffers(0), "outputs", self.outputs)
+        if failure is not None:  # after the block: the captured native log is complete only now
+            raise self._load_error(model_path, failure)
         self.gpu = parse_gpu_log(self.native_log)
         if self.gpu["adapter"] is None:
             raise DelegateUnavailableError(

@@ -136,7 +136,7 @@ class InferenceDiffTask:
         if self.num_runs < 1:
             raise ConfigError(f"task.num_runs={self.num_runs} must be >= 1")
         self.seed = int(task.get("seed", 0))
-        self.min_cosine = float(task.get("min_cosine", 0.99))
+        self.min_cosine = float(task.get("min_cosine", 0.95))
         self.zero_tol = float(task.get("zero_tol", 1e-6))
         self.fail_on_check = bool(task.get("fail_on_check", True))
         self.reference_delegate = dict(
