@@ -64,6 +64,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     from evalharness.config import validate
     from evalharness.loop import run_loop
     from evalharness.report.writer import RunWriter
+    from evalharness.resume import prepare_run_dir
     from evalharness.runtime import load_model, plan_delegate
     from evalharness.runtime.litert import runtime_info
     from evalharness.tasks import load_tasks
@@ -71,7 +72,9 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     started = _now()
     rc = validate(cfg)
     task = load_tasks().get(rc.task["name"])(rc.task, rc.model, rc.dataset)
-    writer = RunWriter(run_dir)
+    config = OmegaConf.to_container(cfg, resolve=True)
+    done = prepare_run_dir(run_dir, config, rc.loop, getattr(task, "can_resume", False))
+    writer = RunWriter(run_dir, resume=bool(done))
     signal.signal(signal.SIGTERM, _raise_interrupt)
     reference = None
     if hasattr(task, "reference_view"):  # inference_diff: same inputs through the reference delegate first
@@ -86,7 +89,11 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
             raise EvalHarnessError(f"reference pass stopped early: {reference.stop_reason}")
     try:
         model, result = run_loop(
-            task, lambda: load_model(rc.model["path"], rc.plan, rc.runtime["name"]), writer.append, rc.loop
+            task,
+            lambda: load_model(rc.model["path"], rc.plan, rc.runtime["name"]),
+            writer.append,
+            rc.loop,
+            done,
         )
     finally:
         writer.close()
@@ -107,6 +114,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
         "memory_mb": result.memory_mb,
         "skipped": result.skipped,
         "first_output_repeatable": result.first_output_repeatable,
+        "resumed_samples": result.resumed,
         "predictions": {
             "path": os.path.basename(writer.predictions_path),
             "format": "jsonl",
@@ -129,7 +137,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
             **task.provenance(),
             "host": provenance.host_info(),
             "evalharness": provenance.tool_info(),
-            "config": OmegaConf.to_container(cfg, resolve=True),
+            "config": config,
             "overrides": list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else [],
         },
     }

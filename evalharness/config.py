@@ -108,6 +108,8 @@ class LoopSchema:
     warmup_runs: int = 1
     strict: bool = True
     progress: bool = True
+    resume: bool = False
+    overwrite: bool = False
 
 
 @dataclass

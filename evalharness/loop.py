@@ -33,6 +33,8 @@ class LoopSettings:
     warmup_runs: int = 1
     strict: bool = True  # first bad sample stops the run (True) or is skipped and counted (False)
     progress: bool = True
+    resume: bool = False  # continue an interrupted run in the same run directory
+    overwrite: bool = False  # replace a run already in the run directory
 
 
 @dataclass
@@ -47,6 +49,7 @@ class LoopResult:
     first_output_repeatable: bool | None = None
     timed_region: str = "invoke() only"
     memory_mb: dict = field(default_factory=dict)
+    resumed: int = 0  # samples restored from an interrupted earlier session
     error: BaseException | None = None
 
     def latency(self) -> dict:
@@ -84,8 +87,15 @@ def run_loop(
     load_model: Callable[[], object],
     record: Callable[[dict], None],
     settings: LoopSettings,
+    done: list[dict] | None = None,
 ) -> tuple[object, LoopResult]:
-    """Run ``task`` on the model from ``load_model``; each prediction goes to ``record`` at once."""
+    """Run ``task`` on the model from ``load_model``; each prediction goes to ``record`` at once.
+
+    ``done``: prediction records of an interrupted earlier session of this run. They are restored
+    into the evaluator (``restore``), their samples are not run again, and their per-invoke latencies
+    (``latency_ms`` in each record) join this session's, so a resumed run ends with the metrics of an
+    uninterrupted one.
+    """
     result = LoopResult()
     rss_before = current_rss_mb()
     start = time.perf_counter()
@@ -95,10 +105,18 @@ def run_loop(
     result.timed_region = getattr(model, "timed_region", result.timed_region)
     task.bind(model.inputs, model.outputs)
     task.evaluator.reset()
+    finished = set()
+    for rec in done or ():
+        task.evaluator.restore(rec)
+        finished.add(rec["id"])
+        result.inference_ms.append(rec["latency_ms"])
+    result.resumed = len(finished)
     first_outputs = None
     bar = tqdm(task.samples, desc=task.name, unit="img", disable=not settings.progress, leave=False)
     try:
         for sample in bar:
+            if finished and task.sample_id(sample) in finished:
+                continue
             try:
                 tensors = task.prepare(sample)
             except DataError as exc:
@@ -111,7 +129,8 @@ def run_loop(
                 result.first_inference_ms = _timed_invoke(model)
                 first_outputs = model.get_outputs()
                 result.warmup_ms = [_timed_invoke(model) for _ in range(settings.warmup_runs)]
-            result.inference_ms.append(_timed_invoke(model))
+            latency = _timed_invoke(model)
+            result.inference_ms.append(latency)
             outputs = model.get_outputs()
             if first_outputs is not None:
                 result.first_output_repeatable = all(
@@ -120,7 +139,7 @@ def run_loop(
                 first_outputs = None
             prediction = task.evaluator.update(sample, outputs)
             if prediction is not None:
-                record(prediction)
+                record({**prediction, "latency_ms": latency})
     except (KeyboardInterrupt, DataError) as exc:
         result.status = "partial"
         result.stop_reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)

@@ -53,6 +53,9 @@ def test_multirun_cpu_and_reference_have_same_schema_and_dataset(tmp_path):
     a, b = (d["provenance"]["dataset"] for d in docs)
     assert a["manifest_sha256"] == b["manifest_sha256"] and a["count"] == b["count"] == 10
     assert a["ground_truth_sha256"] == b["ground_truth_sha256"]
+    sweep = next((tmp_path / "outputs/multirun").iterdir()) / "sweep.csv"  # written by the default callback
+    rows = sweep.read_text().splitlines()
+    assert len(rows) == 3 and "delegate" in rows[0]
 
 
 def test_non_editable_install_runs_from_another_directory(tmp_path):

@@ -161,7 +161,9 @@ def _external(lib: Path, options: str, model: str, *extra: str) -> list[str]:
 
 
 def _predictions(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+    """Prediction records without their per-image latency (which differs run to run)."""
+    records = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if k != "latency_ms"} for r in records]
 
 
 @pytest.fixture(scope="session")

@@ -15,15 +15,20 @@ MODEL = "model=mobilenet_v2_1.0_224_quant"
 FLIPPED = ["ILSVRC2012_val_00000947.JPEG", "ILSVRC2012_val_00002721.JPEG"]
 
 
+def make_runs(factory, base: list[str], variants: dict[str, list[str]]) -> dict:
+    """Real run directories, one per variant: ``base + variants[name]`` run in-process."""
+    dirs = {}
+    for name, extra in variants.items():
+        dirs[name] = factory.mktemp(name)
+        run_inprocess([*base, *extra], dirs[name])
+    return dirs
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict:
-    """Real run dirs: reference and cpu on val50, cpu on the first 10 images."""
-    dirs = {}
+    """reference and cpu on val50, cpu on the first 10 images."""
     variants = {"reference": ["delegate=reference"], "cpu": [], "cpu10": ["task.num_images=10"]}
-    for name, extra in variants.items():
-        dirs[name] = tmp_path_factory.mktemp(name)
-        run_inprocess([*VAL50, MODEL, *extra], dirs[name])
-    return dirs
+    return make_runs(tmp_path_factory, [*VAL50, MODEL], variants)
 
 
 def report(capsys, *argv) -> tuple[int, str, str]:

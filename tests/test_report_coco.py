@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ASSETS, MODELS, run_inprocess
-from test_report_classification import report
+from conftest import ASSETS, MODELS
+from test_report_classification import make_runs, report
 
 from evalharness.metrics import COCO_STAT_NAMES
 
@@ -15,11 +15,7 @@ COCO = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "task=coco", "
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict:
-    dirs = {}
-    for delegate in ("reference", "cpu"):
-        dirs[delegate] = tmp_path_factory.mktemp(f"coco-{delegate}")
-        run_inprocess([*COCO, f"delegate={delegate}"], dirs[delegate])
-    return dirs
+    return make_runs(tmp_path_factory, COCO, {d: [f"delegate={d}"] for d in ("reference", "cpu")})
 
 
 def test_detection_diff_per_class_and_per_image(runs, capsys):

@@ -193,7 +193,7 @@ def render_html(doc: dict, max_rows: int = 20) -> str:
         after["changed_images"] = [
             _thumbnails(doc, doc["detection"]["changed_images"][:max_rows], "Thumbnails: changed boxes")
         ]
-    else:
+    elif "classification" in doc:
         after["flips"] = [
             _thumbnails(doc, doc["classification"]["top1_changes"][:max_rows], "Thumbnails: top-1 changes")
         ]

@@ -12,7 +12,8 @@ point); with ``%`` the change is relative to A: ``latency_p50>+10%`` fails when
 (p50(B) - p50(A)) / p50(A) > 10 %. Per-run metrics: ``top1``..``top10`` (classification), the COCO
 stats ``AP``, ``AP50``, ``AP75``, ``APs``, ``APm``, ``APl``, ``AR1``, ``AR10``, ``AR100``, ``ARs``,
 ``ARm``, ``ARl`` and ``tflite_AP``; ``latency_mean|p50|p90|p99|min|max|init|first_inference`` (ms);
-``size_bytes``, ``coverage`` (fraction of ops delegated), ``ops_delegated``, ``partitions``.
+``size_bytes``, ``coverage`` (fraction of ops delegated), ``ops_delegated``, ``partitions``; for
+other tasks every numeric field of ``metrics`` by dotted name (``test_latency_us.mean``).
 
 A pairwise quantity (a property of the pair, not of one run) is tested as is and takes no ``%``:
 ``mcnemar_p``, ``discordant``, ``regressions`` (A right, B wrong), ``improvements``,
@@ -37,7 +38,7 @@ from evalharness.report.runs import ReportError
 
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 _RULE = re.compile(
-    r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<op><=|>=|<|>)\s*"
+    r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_.]*)\s*(?P<op><=|>=|<|>)\s*"
     r"(?P<value>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<pct>%?)\s*$"
 )
 

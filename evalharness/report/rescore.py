@@ -70,8 +70,12 @@ def rescore(run: Run, top_k: int | None = None, backend: str | None = None) -> d
         raise ReportError(f"run {run.label} has no metrics to reproduce (status {run.status})")
     if run.task == "coco":
         recomputed = coco_metrics(run, backend)
-    else:
+    elif run.task == "imagenet":
         recomputed = classification_metrics(run.predictions, top_k)
+    else:
+        raise ReportError(
+            f"run {run.label} is a {run.task} run; rescore recomputes imagenet and coco metrics"
+        )
     stored, fresh = flatten(run.metrics), flatten(recomputed)
     rows = [
         {"name": k, "stored": stored.get(k), "recomputed": v, "equal": stored.get(k) == v}

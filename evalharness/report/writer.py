@@ -67,20 +67,36 @@ def _no_nan(value):
     return value
 
 
-class RunWriter:
-    """Owns one run directory."""
+def read_predictions(path: str, repair: bool = False) -> list[dict]:
+    """Records of a predictions.jsonl; a last line cut off by a hard kill is dropped (and, with
+    ``repair``, truncated away so appending continues on a clean line boundary)."""
+    if not os.path.exists(path):
+        return []
+    with open(path, "rb") as f:
+        data = f.read()
+    end = data.rfind(b"\n") + 1  # everything after the last newline is an unfinished line
+    records = [json.loads(line) for line in data[:end].splitlines() if line.strip()]
+    if repair and end < len(data):
+        with open(path, "r+b") as f:
+            f.truncate(end)
+    return records
 
-    def __init__(self, run_dir: str) -> None:
+
+class RunWriter:
+    """Owns one run directory. ``resume`` appends to an existing predictions file."""
+
+    def __init__(self, run_dir: str, resume: bool = False) -> None:
         self.run_dir = run_dir
         os.makedirs(run_dir, exist_ok=True)
         self.metrics_path = os.path.join(run_dir, METRICS_FILE)
         self.predictions_path = os.path.join(run_dir, PREDICTIONS_FILE)
         self._predictions = None
-        self.count = 0
+        self._mode = "a" if resume else "w"
+        self.count = len(read_predictions(self.predictions_path)) if resume else 0
 
     def append(self, record: dict) -> None:
         if self._predictions is None:
-            self._predictions = open(self.predictions_path, "w", encoding="utf-8")  # noqa: SIM115
+            self._predictions = open(self.predictions_path, self._mode, encoding="utf-8")  # noqa: SIM115
         self._predictions.write(json.dumps(record, sort_keys=True) + "\n")
         self._predictions.flush()
         self.count += 1

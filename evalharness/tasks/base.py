@@ -23,9 +23,12 @@ class Evaluator(Protocol):
     def compute(self) -> dict:
         """Metrics over every sample updated so far (also valid for a partial run)."""
 
+    # Optional, for tasks with can_resume: restore(record) re-counts a record of an earlier session.
+
 
 class Task(Protocol):
     name: str
+    can_resume: bool  # True when evaluator.restore(record) rebuilds state from predictions.jsonl
     samples: Sequence[Any]
     evaluator: Evaluator
 

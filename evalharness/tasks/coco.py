@@ -101,11 +101,11 @@ class CocoEvaluator:
         dets = t.decoder.decode(outputs)
         geometry = detection_geometry(sample.width, sample.height, t.spec, t.input)
         boxes = geometry.to_original(dets.boxes)
-        rows = []
+        rows, unmapped = [], 0
         for (x1, y1, x2, y2), score, cls in zip(boxes, dets.scores, dets.classes, strict=True):
             cat = t.categories.get(int(cls))
             if cat is None:
-                self.unmapped += 1
+                unmapped += 1
                 continue
             bbox = [float(x1), float(y1), float(x2 - x1), float(y2 - y1)]
             rows.append(
@@ -113,11 +113,21 @@ class CocoEvaluator:
             )
         self.results.extend(rows)
         self.image_ids.append(sample.image_id)
+        self.unmapped += unmapped
         return {
             "id": sample.key,
             "image_id": sample.image_id,
             "detections": [[r["category_id"], r["score"], *r["bbox"]] for r in rows],
+            "unmapped": unmapped,
         }
+
+    def restore(self, record: dict) -> None:
+        """Re-add the detections of an earlier session of this run (resume), in stored order."""
+        image_id = record["image_id"]
+        for cat, score, *bbox in record["detections"]:
+            self.results.append({"image_id": image_id, "category_id": cat, "bbox": bbox, "score": score})
+        self.image_ids.append(image_id)
+        self.unmapped += record.get("unmapped", 0)
 
     def compute(self) -> dict:
         t = self.task
@@ -139,6 +149,7 @@ class CocoEvaluator:
 @TASKS.register("coco")
 class CocoTask:
     name = "coco"
+    can_resume = True  # its evaluator restores from prediction records
 
     def __init__(self, task: dict, model: dict, dataset: dict) -> None:
         self.model_path = model["path"]

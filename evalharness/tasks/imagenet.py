@@ -68,6 +68,12 @@ class TopKEvaluator:
             "rank": rank,
         }
 
+    def restore(self, record: dict) -> None:
+        """Re-count a prediction of an earlier session of this run (resume)."""
+        if record["rank"] is not None and record["rank"] < self.top_k:
+            self.hits[record["rank"] :] += 1
+        self.count += 1
+
     def compute(self) -> dict:
         n = self.count
         metrics = {f"top{k + 1}": (float(self.hits[k]) / n if n else 0.0) for k in range(self.top_k)}
@@ -79,6 +85,7 @@ class TopKEvaluator:
 @TASKS.register("imagenet")
 class ImageNetTask:
     name = "imagenet"
+    can_resume = True  # its evaluator restores from prediction records
 
     def __init__(self, task: dict, model: dict, dataset: dict) -> None:
         self.top_k = int(task.get("top_k", 10))

@@ -1,0 +1,90 @@
+"""Run-directory ownership: never overwrite a finished run by accident, resume an interrupted one.
+
+Before the loop starts, ``run_state.json`` records the run's resolved config (Hydra rewrites
+``.hydra/config.yaml`` on every start, so it cannot serve). A later start in the same directory:
+
+- finds a run and neither ``loop.resume`` nor ``loop.overwrite`` -> error naming both;
+- ``loop.overwrite=true`` -> the old run files are removed and the run starts over;
+- ``loop.resume=true`` -> the config must equal the recorded one (``loop.*`` aside), the finished
+  predictions are read back (a line cut off by a hard kill is dropped) and the loop continues with
+  the samples that have none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from evalharness.errors import ConfigError, EvalHarnessError
+from evalharness.loop import LoopSettings
+from evalharness.report.writer import (
+    METRICS_FILE,
+    PREDICTIONS_FILE,
+    RESULTS_FILE,
+    atomic_write_text,
+    dumps,
+    read_predictions,
+)
+
+STATE_FILE = "run_state.json"
+VOLATILE = ("loop",)  # config groups that may change between sessions of one run
+
+
+def _flatten(value, prefix: str = "") -> dict:
+    if isinstance(value, dict):
+        out: dict = {}
+        for key, item in value.items():
+            out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def config_differences(old: dict, new: dict) -> list[str]:
+    a, b = _flatten(old), _flatten(new)
+    return sorted(k for k in a.keys() | b.keys() if a.get(k, "<unset>") != b.get(k, "<unset>"))
+
+
+def prepare_run_dir(run_dir: str, config: dict, loop: LoopSettings, can_resume: bool) -> list[dict]:
+    """Claim ``run_dir`` for this run; returns the prediction records to resume from (or [])."""
+    config = {k: v for k, v in config.items() if k not in VOLATILE}
+    state_path = os.path.join(run_dir, STATE_FILE)
+    metrics_path = os.path.join(run_dir, METRICS_FILE)
+    if os.path.exists(state_path):
+        status = "interrupted"
+        if os.path.exists(metrics_path):
+            with open(metrics_path, encoding="utf-8") as f:
+                status = json.load(f).get("status", "unknown")
+        if loop.overwrite:
+            for name in (METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE):
+                if os.path.exists(os.path.join(run_dir, name)):
+                    os.unlink(os.path.join(run_dir, name))
+        elif not loop.resume:
+            raise EvalHarnessError(
+                f"{run_dir} already holds a {status} run; loop.resume=true continues it, "
+                "loop.overwrite=true replaces it, or choose another hydra.run.dir"
+            )
+        elif status == "complete":
+            raise EvalHarnessError(
+                f"{run_dir} holds a complete run: nothing to resume (loop.overwrite=true redoes it)"
+            )
+        else:
+            with open(state_path, encoding="utf-8") as f:
+                recorded = json.load(f)["config"]
+            changed = config_differences(recorded, config)
+            if changed:
+                raise ConfigError(
+                    f"cannot resume {run_dir}: config differs from the interrupted run in "
+                    + ", ".join(changed)
+                )
+            if not can_resume:
+                raise EvalHarnessError(
+                    f"task {config['task']['name']} cannot resume; rerun it (loop.overwrite=true)"
+                )
+            return read_predictions(os.path.join(run_dir, PREDICTIONS_FILE), repair=True)
+    elif loop.resume:
+        raise EvalHarnessError(
+            f"loop.resume=true but {run_dir} holds no run; "
+            "set hydra.run.dir to the interrupted run's directory"
+        )
+    atomic_write_text(state_path, dumps({"config": config}))
+    return []
