@@ -72,6 +72,10 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     started = _now()
     rc = validate(cfg)
     task = load_tasks().get(rc.task["name"])(rc.task, rc.model, rc.dataset)
+    if _use_cache(rc.loop.cache) and hasattr(task, "cache_key"):
+        from evalharness.data.cache import CachedTask
+
+        task = CachedTask(task, rc.paths["cache_dir"])
     config = OmegaConf.to_container(cfg, resolve=True)
     done = prepare_run_dir(run_dir, config, rc.loop, getattr(task, "can_resume", False))
     writer = RunWriter(run_dir, resume=bool(done))
@@ -115,6 +119,14 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
         "skipped": result.skipped,
         "first_output_repeatable": result.first_output_repeatable,
         "resumed_samples": result.resumed,
+        "throughput": {
+            "loop_wall_s": result.wall_s,
+            "images_per_s": (len(result.inference_ms) - result.resumed) / result.wall_s
+            if result.wall_s
+            else None,
+            "workers": rc.loop.workers,
+            "cache": task.cache.stats() if getattr(task, "cache", None) else None,
+        },
         "predictions": {
             "path": os.path.basename(writer.predictions_path),
             "format": "jsonl",
@@ -168,6 +180,12 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
             f"{task.name}: check(s) failed: {'; '.join(metrics['failed_checks'])} ({path})"
         )
     return doc
+
+
+def _use_cache(setting: str) -> bool:
+    if str(setting).lower() == "auto":
+        return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+    return str(setting).lower() == "true"
 
 
 def _library(plan) -> dict | None:

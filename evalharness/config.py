@@ -110,12 +110,16 @@ class LoopSchema:
     progress: bool = True
     resume: bool = False
     overwrite: bool = False
+    workers: int = 1
+    prefetch: int = 4
+    cache: str = "auto"
 
 
 @dataclass
 class PathsSchema:
     models_dir: str = "models"
     data_dir: str = "data"
+    cache_dir: str = "~/.cache/evalharness"
 
 
 SCHEMAS = {
@@ -135,6 +139,7 @@ class RunConfig:
     runtime: dict
     loop: LoopSettings
     plan: DelegatePlan
+    paths: dict
 
 
 def _one_line(exc: Exception) -> str:
@@ -165,6 +170,10 @@ def validate(cfg: DictConfig) -> RunConfig:
     except OmegaConfBaseException as exc:
         raise ConfigError(f"config: {_one_line(exc)}") from None
     groups = {g: check_group(g, resolved[g]) for g in SCHEMAS}
+    if str(groups["loop"]["cache"]).lower() not in ("auto", "true", "false"):
+        raise ConfigError(
+            f"loop.cache={groups['loop']['cache']!r}: use true, false or auto (on in multiruns)"
+        )
     task_name = resolved["task"].get("name")
     if task_name not in TASK_SCHEMAS:
         from evalharness.tasks import load_tasks
@@ -183,4 +192,5 @@ def validate(cfg: DictConfig) -> RunConfig:
         runtime=groups["runtime"],
         loop=LoopSettings(**groups["loop"]),
         plan=plan,
+        paths=groups["paths"],
     )

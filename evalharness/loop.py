@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import resource
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +37,12 @@ class LoopSettings:
     progress: bool = True
     resume: bool = False  # continue an interrupted run in the same run directory
     overwrite: bool = False  # replace a run already in the run directory
+    # Input preparation (decode/preprocess) runs ahead of invoke() on this many threads, at most
+    # `prefetch` samples ahead (bounded memory, results in sample order). 0 = strictly sequential:
+    # nothing else runs while invoke() is timed.
+    workers: int = 1
+    prefetch: int = 4
+    cache: str = "auto"  # preprocessed-tensor cache: true | false | auto (= on in multiruns)
 
 
 @dataclass
@@ -50,6 +58,7 @@ class LoopResult:
     timed_region: str = "invoke() only"
     memory_mb: dict = field(default_factory=dict)
     resumed: int = 0  # samples restored from an interrupted earlier session
+    wall_s: float = 0.0  # wall-clock time of the sample loop (after model load), for throughput
     error: BaseException | None = None
 
     def latency(self) -> dict:
@@ -74,6 +83,38 @@ def current_rss_mb() -> float:
 def peak_rss_mb() -> float:
     """Peak resident set size of this process so far (ru_maxrss is KiB on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def prepared(task: Task, samples: Iterable, workers: int, prefetch: int) -> Iterator[tuple[object, object]]:
+    """(sample, tensors or the DataError preparing it raised), in sample order.
+
+    With workers > 0 a bounded window of ``prefetch`` samples is prepared ahead on a thread pool;
+    consuming the futures in submission order keeps results deterministic whatever the timing.
+    """
+
+    def attempt(sample):
+        try:
+            return task.prepare(sample)
+        except DataError as exc:
+            return exc
+
+    if workers <= 0:
+        for sample in samples:
+            yield sample, attempt(sample)
+        return
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prepare")
+    try:
+        it, window = iter(samples), deque()
+        for sample in it:
+            window.append((sample, pool.submit(attempt, sample)))
+            if len(window) >= max(prefetch, 1):
+                head, future = window.popleft()
+                yield head, future.result()
+        while window:
+            head, future = window.popleft()
+            yield head, future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _timed_invoke(model) -> float:
@@ -112,17 +153,17 @@ def run_loop(
         result.inference_ms.append(rec["latency_ms"])
     result.resumed = len(finished)
     first_outputs = None
-    bar = tqdm(task.samples, desc=task.name, unit="img", disable=not settings.progress, leave=False)
+    todo = (s for s in task.samples if not finished or task.sample_id(s) not in finished)
+    total = max(len(task.samples) - len(finished), 0) if hasattr(task.samples, "__len__") else None
+    bar = tqdm(total=total, desc=task.name, unit="img", disable=not settings.progress, leave=False)
+    loop_start = time.perf_counter()
     try:
-        for sample in bar:
-            if finished and task.sample_id(sample) in finished:
-                continue
-            try:
-                tensors = task.prepare(sample)
-            except DataError as exc:
+        for sample, tensors in prepared(task, todo, settings.workers, settings.prefetch):
+            bar.update()
+            if isinstance(tensors, DataError):
                 if settings.strict:
-                    raise
-                result.skipped.append({"sample": task.sample_id(sample), "reason": str(exc)})
+                    raise tensors
+                result.skipped.append({"sample": task.sample_id(sample), "reason": str(tensors)})
                 continue
             model.set_inputs(tensors)
             if result.first_inference_ms is None:
@@ -146,6 +187,7 @@ def run_loop(
         result.error = exc
     finally:
         bar.close()
+        result.wall_s = time.perf_counter() - loop_start
         peak = peak_rss_mb()
         result.memory_mb = {
             "rss_before_load": rss_before,

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,8 @@ CLASSIFIERS = [
 VAL50 = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "dataset=imagenet_val50"]
 
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
+# Multiruns turn the tensor cache on: keep the tests' cache out of the user's home.
+os.environ.setdefault("EVALHARNESS_CACHE", tempfile.mkdtemp(prefix="evalharness-test-cache-"))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -192,6 +192,14 @@ class CocoTask:
         self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path)
         self.decoder.bind(outputs, (self.input.height, self.input.width), self.model_path)
 
+    def cache_key(self) -> dict:
+        """What determines the prepared tensors: the images and the preprocessing (tensor cache)."""
+        return {
+            "task": self.name,
+            "manifest": dataset_identity([(s.key, s.path) for s in self.samples])["manifest_sha256"],
+            "preprocessing": preprocessing_provenance(self.spec, self.input),
+        }
+
     def sample_id(self, sample: CocoSample) -> str:
         return sample.key
 

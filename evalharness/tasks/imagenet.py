@@ -127,6 +127,14 @@ class ImageNetTask:
         self.matcher.check_output_size(out.shape[-1])
         self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
 
+    def cache_key(self) -> dict:
+        """What determines the prepared tensors: the images and the preprocessing (tensor cache)."""
+        return {
+            "task": self.name,
+            "manifest": dataset_identity([(s.key, s.path) for s in self.samples])["manifest_sha256"],
+            "preprocessing": preprocessing_provenance(self.spec, self.input),
+        }
+
     def sample_id(self, sample: LabeledSample) -> str:
         return sample.key
 
