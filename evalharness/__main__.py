@@ -8,8 +8,10 @@ still writes ``metrics.json`` with ``status: partial`` and exits 1.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import logging
 import os
+import re
 import signal
 import sys
 
@@ -237,7 +239,30 @@ def _app(cfg: DictConfig) -> None:
         sys.exit(EXIT_PARTIAL if partial else EXIT_USER_ERROR)
 
 
+_GROUP_OVERRIDE = re.compile(r"^[+]?(?P<group>[A-Za-z_][\w/]*)=(?P<value>[^()\[\]{}*]*)$")
+
+
+def check_group_options(args: list[str]) -> str | None:
+    """A one-line error for ``group=option`` naming no file in conf/ (Hydra's own is several lines)."""
+    for arg in args:
+        m = _GROUP_OVERRIDE.match(arg)
+        group = m and m.group("group")
+        if not group or group.startswith("hydra") or not (CONF_DIR / group).is_dir():
+            continue
+        valid = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+        for option in filter(None, (v.strip() for v in m.group("value").split(","))):
+            if option not in valid and option != "null":
+                close = difflib.get_close_matches(option, valid, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                return f"unknown {group} {option!r}; valid: {', '.join(valid)}.{hint}"
+    return None
+
+
 def main() -> None:
+    problem = check_group_options(sys.argv[1:])
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        sys.exit(EXIT_USER_ERROR)
     _app()
     if _failed_jobs:
         print(f"error: {len(_failed_jobs)} job(s) failed: " + "; ".join(_failed_jobs), file=sys.stderr)

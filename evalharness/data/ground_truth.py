@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import os
+import stat
 from collections import Counter
 from collections.abc import Callable, Iterator, Sized
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import TypeVar
 import numpy as np
 
 from evalharness.data.labels import WNID, read_label_file, read_synset_words
+from evalharness.data.preprocess import file_error_reason
 from evalharness.errors import ConfigError, DataError
 from evalharness.registry import Registry
 
@@ -102,13 +104,47 @@ def _is_int(token: str) -> bool:
     return token.lstrip("+-").isdigit()
 
 
+def _entries(folder: Path) -> list[tuple[Path, int | str]]:
+    """(path, st_mode following links, or why stat failed) of each non-dot entry of ``folder``.
+
+    One level only, so a symlink loop cannot make a listing recurse or hang.
+    """
+    try:
+        paths = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+    except OSError as exc:
+        reason = file_error_reason(exc, folder)
+        raise DataError(f"cannot list {folder} ({reason}); check dataset.root") from None
+    out: list[tuple[Path, int | str]] = []
+    for p in paths:
+        try:
+            out.append((p, p.stat().st_mode))
+        except OSError as exc:
+            out.append((p, file_error_reason(exc, p)))
+    return out
+
+
+def _refuse(path: Path, reason: str) -> DataError:
+    return DataError(f"{path}: {reason}; fix or remove it (checked when listing, whatever loop.strict)")
+
+
 def _images(folder: Path, extensions: tuple[str, ...]) -> dict[str, Path]:
-    """Image files directly in ``folder`` by name; extension case-insensitive, dotfiles skipped."""
-    return {
-        p.name: p
-        for p in folder.iterdir()
-        if p.suffix.lower() in extensions and not p.name.startswith(".") and p.is_file()
-    }
+    """Image files directly in ``folder`` by name; extension case-insensitive, dotfiles skipped.
+
+    An image name that is not a regular file (symlink loop, broken symlink, FIFO...) is an error
+    before the run: a defect of the folder, which skipping silently would hide. Directories are
+    skipped.
+    """
+    found = {}
+    for p, mode in _entries(folder):
+        if p.suffix.lower() not in extensions:
+            continue
+        if isinstance(mode, str):
+            raise _refuse(p, mode)
+        if stat.S_ISREG(mode):
+            found[p.name] = p
+        elif not stat.S_ISDIR(mode):
+            raise _refuse(p, "not a regular file")
+    return found
 
 
 def _found(req: GroundTruthRequest, found: _S, layout: str = "") -> _S:
@@ -280,7 +316,7 @@ def _devkit_classes(meta: Path) -> dict[int, Label]:
 @FORMATS.register("imagefolder")
 def _read_imagefolder(req: GroundTruthRequest) -> list[LabeledSample]:
     """root/<class dir>/<image>; dirs named by WordNet id (mapped via synset_words) or by label text."""
-    dirs = sorted(d for d in req.root.iterdir() if d.is_dir() and not d.name.startswith("."))
+    dirs = _class_dirs(req)
     if dirs and all(WNID.fullmatch(d.name) for d in dirs):
         source, wnids = _wnid_labels(req, f"imagefolder {req.root} (class dirs are WordNet ids)")
         labels = {d.name: _by_wnid(wnids, source, d.name, f"class dir {d}") for d in dirs}
@@ -294,6 +330,33 @@ def _read_imagefolder(req: GroundTruthRequest) -> list[LabeledSample]:
     return _found(
         req, samples, " class dirs (imagefolder wants root/<class>/<image>; else set dataset.ground_truth)"
     )
+
+
+def _class_dirs(req: GroundTruthRequest) -> list[Path]:
+    """The class dirs of an imagefolder root, sorted.
+
+    Errors: an entry that does not resolve (symlink loop, broken symlink), a dir linking back to the
+    root or above it (a loop, not a class), and images lying in the root beside class dirs (they
+    would have no label).
+    """
+    root = req.root.resolve()
+    dirs, loose = [], []
+    for p, mode in _entries(req.root):
+        if isinstance(mode, str):
+            raise _refuse(p, mode)
+        if stat.S_ISDIR(mode):
+            target = p.resolve()
+            if target == root or target in root.parents:
+                raise _refuse(p, f"links back to {target} (a symlink loop), not to a class dir")
+            dirs.append(p)
+        elif p.suffix.lower() in req.extensions:
+            loose.append(p.name)
+    if dirs and loose:
+        raise DataError(
+            f"{len(loose)} image(s) lie directly in imagefolder root {req.root} with no class dir "
+            f"(first: {loose[0]}); move them into root/<class>/ or remove them"
+        )
+    return dirs
 
 
 @FORMATS.register("label_lines")
@@ -327,6 +390,7 @@ def _read_csv(req: GroundTruthRequest) -> list[LabeledSample]:
         )
     label_of = _csv_labeler(req, gt, header)
     table: dict[str, Label] = {}
+    lines: dict[str, str] = {}  # filename -> "file:line" of its row
     for line_no, values in enumerate(rows[1:], start=2):
         where = f"{gt}:{line_no}"
         if not any(v.strip() for v in values):
@@ -335,7 +399,18 @@ def _read_csv(req: GroundTruthRequest) -> list[LabeledSample]:
             raise DataError(f"{where}: {len(values)} fields but the header has {len(header)}; fix the row")
         row = {h: v.strip() for h, v in zip(header, values, strict=True)}
         _add(table, row["filename"], label_of(row, where), where)
-    return _attach(req, table)
+        lines[row["filename"]] = where
+    samples = _attach(req, table)
+    # Unlike val.txt (all 50,000 val images for any subset), a csv names the images of its folder:
+    # a row without its image is a lost image, not a bigger ground truth.
+    listed = {s.key for s in samples}
+    extra = [name for name in lines if name not in listed]  # in file order
+    if extra:
+        raise DataError(
+            f"{lines[extra[0]]}: {extra[0]} is not an image in {req.root} ({len(extra)} of {len(table)} "
+            "csv rows name no image there); restore the images or delete those rows"
+        )
+    return samples
 
 
 def _csv_labeler(req: GroundTruthRequest, gt: Path, header: list[str]) -> Callable[[dict, str], Label]:

@@ -33,7 +33,10 @@ def read_label_file(path: str | Path, what: str = "label file") -> list[str]:
     except IsADirectoryError:
         raise DataError(f"{what} {path} is a directory; pass the file itself") from None
     except UnicodeDecodeError as exc:
-        raise DataError(f"{what} {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise DataError(
+            f"{what} {path} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+            "pass a text file with one label per line"
+        ) from None
     lines = [line.rstrip() for line in text.split("\n")]  # not splitlines: \x0c etc. stay text
     while lines and not lines[-1]:
         lines.pop()
@@ -109,9 +112,13 @@ def stable_topk(scores: np.ndarray, k: int) -> np.ndarray:
     if k < 0:
         raise ValueError(f"stable_topk needs k >= 0, got {k}")
     if x.dtype.kind == "f":
-        x = np.where(np.isnan(x), -np.inf, x)
-    n = x.shape[0]
-    order = (n - 1) - np.argsort(x[::-1], kind="stable")[::-1]
+        # Floats negate safely: lexsort (stable) by NaN-ness, then descending score, then index, so
+        # NaN ranks after every number, -inf included.
+        nan = np.isnan(x)
+        order = np.lexsort((-np.where(nan, 0, x), nan))
+    else:
+        n = x.shape[0]
+        order = (n - 1) - np.argsort(x[::-1], kind="stable")[::-1]
     return order[:k].astype(np.int64, copy=False)
 
 

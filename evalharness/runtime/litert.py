@@ -82,6 +82,8 @@ def _delegate_failure(exc: Exception) -> str:
 
 def check_flatbuffer(model_path: str) -> None:
     """A clear error for a missing file or a file that is not a TFLite flatbuffer ("TFL3")."""
+    if os.path.isdir(model_path):
+        raise EvalHarnessError(f"{model_path} is a directory; set model.path=<the .tflite file>")
     if not os.path.isfile(model_path):
         raise EvalHarnessError(f"model file not found: {model_path} (set model.path=...)")
     with open(model_path, "rb") as f:

@@ -24,6 +24,7 @@ from evalharness.data.preprocess import (
 )
 from evalharness.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.metrics import COCO_STAT_NAMES, evaluate_bbox, load_annotations, tflite_tool_ap
+from evalharness.metrics.coco import IMAGE_FILE_KEYS
 from evalharness.runtime.tensors import TensorInfo
 from evalharness.tasks import TASKS
 from evalharness.tasks.decoders import DECODERS, build_decoder
@@ -169,7 +170,7 @@ class CocoTask:
             raise ConfigError(
                 "task=coco needs dataset.annotations=<instances JSON> (e.g. dataset=coco_sample)"
             )
-        self.annotations = load_annotations(ann_path)
+        self.annotations = load_annotations(ann_path, image_keys=IMAGE_FILE_KEYS)
         samples = list_coco_samples(self.annotations, dataset["root"], ann_path)
         num = int(task.get("num_images", 0))
         if num < 0 or num > len(samples):
