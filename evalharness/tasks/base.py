@@ -11,6 +11,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from evalharness.data.manifest import dataset_identity
+from evalharness.data.preprocess import preprocessing_provenance
 from evalharness.runtime.tensors import TensorInfo
 
 
@@ -46,3 +48,13 @@ class Task(Protocol):
 
     def summary_lines(self, doc: dict) -> list[str]:
         """Human-readable result lines from the metrics.json document, as the seed tool prints them."""
+
+
+def image_cache_key(task) -> dict:
+    """Tensor-cache key of a file-image task: its images (manifest) and its preprocessing recipe,
+    including the bound input spec (shape, dtype, quantisation) the tensors were made for."""
+    return {
+        "task": task.name,
+        "manifest": dataset_identity([(s.key, s.path) for s in task.samples])["manifest_sha256"],
+        "preprocessing": preprocessing_provenance(task.spec, task.input),
+    }

@@ -27,6 +27,7 @@ from evalharness.metrics import COCO_STAT_NAMES, evaluate_bbox, load_annotations
 from evalharness.metrics.coco import IMAGE_FILE_KEYS
 from evalharness.runtime.tensors import TensorInfo
 from evalharness.tasks import TASKS
+from evalharness.tasks.base import image_cache_key
 from evalharness.tasks.decoders import DECODERS, build_decoder
 
 CLASS_MAPS = ("coco91", "coco80", "labels")
@@ -194,12 +195,7 @@ class CocoTask:
         self.decoder.bind(outputs, (self.input.height, self.input.width), self.model_path)
 
     def cache_key(self) -> dict:
-        """What determines the prepared tensors: the images and the preprocessing (tensor cache)."""
-        return {
-            "task": self.name,
-            "manifest": dataset_identity([(s.key, s.path) for s in self.samples])["manifest_sha256"],
-            "preprocessing": preprocessing_provenance(self.spec, self.input),
-        }
+        return image_cache_key(self)
 
     def sample_id(self, sample: CocoSample) -> str:
         return sample.key

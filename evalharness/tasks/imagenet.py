@@ -20,6 +20,7 @@ from evalharness.data.preprocess import (
 from evalharness.errors import ConfigError, ModelMismatchError
 from evalharness.runtime.tensors import TensorInfo
 from evalharness.tasks import TASKS
+from evalharness.tasks.base import image_cache_key
 
 
 def classification_output(outputs: list[TensorInfo], model_path: str) -> TensorInfo:
@@ -128,12 +129,7 @@ class ImageNetTask:
         self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
 
     def cache_key(self) -> dict:
-        """What determines the prepared tensors: the images and the preprocessing (tensor cache)."""
-        return {
-            "task": self.name,
-            "manifest": dataset_identity([(s.key, s.path) for s in self.samples])["manifest_sha256"],
-            "preprocessing": preprocessing_provenance(self.spec, self.input),
-        }
+        return image_cache_key(self)
 
     def sample_id(self, sample: LabeledSample) -> str:
         return sample.key
