@@ -29,8 +29,8 @@ import pytest
 from conftest import ASSETS, run_cli, run_inprocess
 from PIL import Image, ImageOps
 
+from evalharness.data.decode import MAX_IMAGE_PIXELS, decode_rgb
 from evalharness.data.ground_truth import load_ground_truth
-from evalharness.data.preprocess import MAX_IMAGE_PIXELS, decode_rgb
 from evalharness.errors import DataError, EvalHarnessError
 
 GOOD = {"a_parrot.jpg": ("parrot.jpg", "macaw"), "z_chelsea.png": ("chelsea.png", "Egyptian cat")}

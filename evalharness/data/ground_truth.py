@@ -19,7 +19,7 @@ from typing import TypeVar
 import numpy as np
 
 from evalharness.data.labels import WNID, read_label_file, read_synset_words
-from evalharness.data.preprocess import file_error_reason
+from evalharness.data.listing import list_entries, list_images, refuse
 from evalharness.errors import ConfigError, DataError
 from evalharness.registry import Registry
 
@@ -104,49 +104,6 @@ def _is_int(token: str) -> bool:
     return token.lstrip("+-").isdigit()
 
 
-def _entries(folder: Path) -> list[tuple[Path, int | str]]:
-    """(path, st_mode following links, or why stat failed) of each non-dot entry of ``folder``.
-
-    One level only, so a symlink loop cannot make a listing recurse or hang.
-    """
-    try:
-        paths = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
-    except OSError as exc:
-        reason = file_error_reason(exc, folder)
-        raise DataError(f"cannot list {folder} ({reason}); check dataset.root") from None
-    out: list[tuple[Path, int | str]] = []
-    for p in paths:
-        try:
-            out.append((p, p.stat().st_mode))
-        except OSError as exc:
-            out.append((p, file_error_reason(exc, p)))
-    return out
-
-
-def _refuse(path: Path, reason: str) -> DataError:
-    return DataError(f"{path}: {reason}; fix or remove it (checked when listing, whatever loop.strict)")
-
-
-def _images(folder: Path, extensions: tuple[str, ...]) -> dict[str, Path]:
-    """Image files directly in ``folder`` by name; extension case-insensitive, dotfiles skipped.
-
-    An image name that is not a regular file (symlink loop, broken symlink, FIFO...) is an error
-    before the run: a defect of the folder, which skipping silently would hide. Directories are
-    skipped.
-    """
-    found = {}
-    for p, mode in _entries(folder):
-        if p.suffix.lower() not in extensions:
-            continue
-        if isinstance(mode, str):
-            raise _refuse(p, mode)
-        if stat.S_ISREG(mode):
-            found[p.name] = p
-        elif not stat.S_ISDIR(mode):
-            raise _refuse(p, "not a regular file")
-    return found
-
-
 def _found(req: GroundTruthRequest, found: _S, layout: str = "") -> _S:
     if not found:
         raise DataError(
@@ -167,7 +124,7 @@ def _attach(
     The ground truth may cover more images than root holds (a 50-image subset of the 50,000-line
     val.txt); an image without an entry is an error, never silently dropped.
     """
-    images = _found(req, _images(req.root, req.extensions))
+    images = _found(req, list_images(req.root, req.extensions))
     missing = sorted(key for key in images if name_of(key) not in table)
     if missing:
         raise DataError(
@@ -325,7 +282,7 @@ def _read_imagefolder(req: GroundTruthRequest) -> list[LabeledSample]:
     samples = [
         _sample(path, f"{d.name}/{name}", labels[d.name])
         for d in dirs
-        for name, path in _images(d, req.extensions).items()
+        for name, path in list_images(d, req.extensions).items()
     ]
     return _found(
         req, samples, " class dirs (imagefolder wants root/<class>/<image>; else set dataset.ground_truth)"
@@ -341,13 +298,13 @@ def _class_dirs(req: GroundTruthRequest) -> list[Path]:
     """
     root = req.root.resolve()
     dirs, loose = [], []
-    for p, mode in _entries(req.root):
+    for p, mode in list_entries(req.root):
         if isinstance(mode, str):
-            raise _refuse(p, mode)
+            raise refuse(p, mode)
         if stat.S_ISDIR(mode):
             target = p.resolve()
             if target == root or target in root.parents:
-                raise _refuse(p, f"links back to {target} (a symlink loop), not to a class dir")
+                raise refuse(p, f"links back to {target} (a symlink loop), not to a class dir")
             dirs.append(p)
         elif p.suffix.lower() in req.extensions:
             loose.append(p.name)
@@ -364,7 +321,7 @@ def _read_label_lines(req: GroundTruthRequest) -> list[LabeledSample]:
     """TFLite eval tool: line i = label text of the i-th image of root in sorted file-name order."""
     gt = _require(req.ground_truth, "ground_truth", "ground-truth format 'label_lines'")
     texts = read_label_file(gt, "ground-truth file")
-    images = _found(req, _images(req.root, req.extensions))
+    images = _found(req, list_images(req.root, req.extensions))
     if len(texts) != len(images):
         raise DataError(
             f"ground-truth file {gt} has {len(texts)} lines but {req.root} has {len(images)} "

@@ -11,22 +11,13 @@ downscaling and gives other numbers; it is offered only as an explicit option.
 from __future__ import annotations
 
 import dataclasses
-import errno
-import os
-import re
-import stat
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
-from evalharness.errors import ConfigError, DataError, ModelMismatchError
-
-# Decompression-bomb guard: decode_rgb refuses a larger image from its header, before any pixel is
-# decoded. The value is Pillow's own default limit (~89.5 Mpixel; 10k x 10k is refused, a 48 MP
-# photo is not); Pillow alone only warns there and errors at twice as many pixels.
-MAX_IMAGE_PIXELS = 1024 * 1024 * 1024 // 4 // 3
+from evalharness.data.decode import decode_rgb
+from evalharness.errors import ConfigError, ModelMismatchError
 
 
 @dataclass(frozen=True)
@@ -79,93 +70,6 @@ def spec_from_config(values: dict | None) -> PreprocessSpec:
     )
     validate_spec(spec)
     return spec
-
-
-def decode_rgb(path: str) -> np.ndarray:
-    """Decode one image file to HxWx3 uint8 RGB, or raise a one-line DataError naming the path.
-
-    Conversions (never a reason to skip an image): grayscale -> R=G=B; 16-bit samples -> their high
-    byte; alpha (RGBA, LA, palette transparency) dropped without compositing, colour values kept;
-    palette -> its colours; CMYK/YCbCr by Pillow's conversion. EXIF orientation is NOT applied, as
-    in TFLite's tool: pixels are used in stored order. Refused: a missing, empty, non-regular or
-    unreadable file, a symlink loop, a file no Pillow decoder recognises, a truncated or corrupt
-    image, and an image over MAX_IMAGE_PIXELS (checked from its header, before decoding).
-    """
-    _check_regular_file(path)
-    try:
-        with warnings.catch_warnings():
-            # Pillow's warning threshold is at most our limit, which is checked just below.
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            opened = Image.open(path)
-        with opened as img:
-            width, height = img.size
-            if width * height > MAX_IMAGE_PIXELS:
-                raise DataError(_too_large(path, f"{width}x{height}, {width * height}", MAX_IMAGE_PIXELS))
-            img.load()
-            return _as_rgb(img)
-    except DataError:
-        raise
-    except Image.DecompressionBombError as exc:  # over twice Pillow's limit: refused by Image.open
-        found = re.search(r"\((\d+) pixels\)", str(exc))
-        pillow_limit = 2 * Image.MAX_IMAGE_PIXELS if Image.MAX_IMAGE_PIXELS else MAX_IMAGE_PIXELS
-        limit = min(MAX_IMAGE_PIXELS, pillow_limit)
-        raise DataError(_too_large(path, found.group(1) if found else f"over {limit}", limit)) from None
-    except UnidentifiedImageError:
-        with open(path, "rb") as f:
-            head = f.read(16)
-        raise DataError(
-            f"{path}: cannot decode image (not a format Pillow recognises; the file starts with {head!r})"
-        ) from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot decode image ({file_error_reason(exc, path)})") from None
-    except Exception as exc:  # any other failure of a decoder on a corrupt file (struct.error, EOFError...)
-        reason = (str(exc).splitlines() or [""])[0]
-        raise DataError(f"{path}: cannot decode image ({type(exc).__name__}: {reason})") from None
-
-
-def file_error_reason(exc: OSError, path: str | os.PathLike) -> str:
-    """A short reason for an OSError on a dataset file (symlink loop, broken symlink, ...)."""
-    if exc.errno == errno.ELOOP:
-        return "symlink loop (too many levels of symbolic links)"
-    if exc.errno == errno.ENOENT and os.path.islink(path):
-        return f"broken symlink to {os.readlink(path)}"
-    if exc.errno is not None and exc.strerror:
-        return exc.strerror.lower()
-    return (str(exc).splitlines() or [type(exc).__name__])[0]
-
-
-def _check_regular_file(path: str) -> None:
-    """Refuse what is not a non-empty regular file before Pillow opens it (a FIFO would block)."""
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        if exc.errno == errno.ENOENT and not os.path.islink(path):
-            raise DataError(f"{path}: image file not found") from None
-        raise DataError(f"{path}: cannot read image ({file_error_reason(exc, path)})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise DataError(f"{path}: cannot read image (not a regular file)")
-    if st.st_size == 0:
-        raise DataError(f"{path}: cannot decode image (empty file, 0 bytes)")
-
-
-def _too_large(path: str, pixels: str, limit: int) -> str:
-    return (
-        f"{path}: image too large to decode safely ({pixels} pixels, limit {limit}: "
-        "decompression-bomb guard); downscale it or remove it from the dataset"
-    )
-
-
-_ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")
-
-
-def _as_rgb(img: Image.Image) -> np.ndarray:
-    """A decoded Pillow image of any mode as HxWx3 uint8 RGB."""
-    if img.mode.startswith("I"):  # I;16, I;16B, I;16L (16-bit PNG) and I: keep the high byte
-        gray = (np.clip(np.asarray(img).astype(np.int64), 0, 65535) >> 8).astype(np.uint8)
-        return np.repeat(gray[..., None], 3, axis=2)
-    if img.mode in _ALPHA_MODES or (img.mode == "P" and "transparency" in img.info):
-        img = img.convert("RGBA")  # RGBA -> RGB below drops alpha, keeping the colour values
-    return np.asarray(img.convert("RGB"), dtype=np.uint8)
 
 
 def _round_half_away(x: float) -> int:

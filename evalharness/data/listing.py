@@ -1,0 +1,57 @@
+"""Listing a dataset folder one level deep, naming its defects instead of hiding them.
+
+Symlink loops, broken links and FIFOs named like images are errors found when listing (whatever
+``loop.strict`` says): they are defects of the folder, and a run must not hang on or silently skip
+them. Only one level is listed, so a directory loop cannot make a listing recurse.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from evalharness.data.decode import file_error_reason
+from evalharness.errors import DataError
+
+
+def list_entries(folder: Path) -> list[tuple[Path, int | str]]:
+    """(path, st_mode following links, or why stat failed) of each non-dot entry of ``folder``.
+
+    One level only, so a symlink loop cannot make a listing recurse or hang.
+    """
+    try:
+        paths = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+    except OSError as exc:
+        reason = file_error_reason(exc, folder)
+        raise DataError(f"cannot list {folder} ({reason}); check dataset.root") from None
+    out: list[tuple[Path, int | str]] = []
+    for p in paths:
+        try:
+            out.append((p, p.stat().st_mode))
+        except OSError as exc:
+            out.append((p, file_error_reason(exc, p)))
+    return out
+
+
+def refuse(path: Path, reason: str) -> DataError:
+    return DataError(f"{path}: {reason}; fix or remove it (checked when listing, whatever loop.strict)")
+
+
+def list_images(folder: Path, extensions: tuple[str, ...]) -> dict[str, Path]:
+    """Image files directly in ``folder`` by name; extension case-insensitive, dotfiles skipped.
+
+    An image name that is not a regular file (symlink loop, broken symlink, FIFO...) is an error
+    before the run: a defect of the folder, which skipping silently would hide. Directories are
+    skipped.
+    """
+    found = {}
+    for p, mode in list_entries(folder):
+        if p.suffix.lower() not in extensions:
+            continue
+        if isinstance(mode, str):
+            raise refuse(p, mode)
+        if stat.S_ISREG(mode):
+            found[p.name] = p
+        elif not stat.S_ISDIR(mode):
+            raise refuse(p, "not a regular file")
+    return found
