@@ -78,8 +78,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
         from evalharness.data.cache import CachedTask
 
         task = CachedTask(task, rc.paths["cache_dir"])
-    config = OmegaConf.to_container(cfg, resolve=True)
-    done = prepare_run_dir(run_dir, config, rc.loop, getattr(task, "can_resume", False))
+    done = prepare_run_dir(run_dir, rc.resolved, rc.loop, getattr(task, "can_resume", False))
     writer = RunWriter(run_dir, resume=bool(done))
     signal.signal(signal.SIGTERM, _raise_interrupt)
     reference = None
@@ -141,17 +140,14 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
             },
             "runtime": runtime_info(rc.runtime["name"]),
             "delegate": {
-                "name": rc.plan.name,
-                "flags": rc.plan.flags,
-                "op_resolver": rc.plan.op_resolver,
+                **_delegate_record(rc.plan, model),
                 "library": _library(rc.plan),
-                "coverage": model.coverage,
                 "native_log": model.native_log,
             },
             **task.provenance(),
             "host": provenance.host_info(),
             "evalharness": provenance.tool_info(),
-            "config": config,
+            "config": rc.resolved,
             "overrides": list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else [],
         },
     }
@@ -161,12 +157,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     doc["artifacts"] = sorted(artifacts)
     if reference is not None:
         doc["reference"] = {
-            "delegate": {
-                "name": ref_plan.name,
-                "flags": ref_plan.flags,
-                "op_resolver": ref_plan.op_resolver,
-                "coverage": ref_model.coverage,
-            },
+            "delegate": _delegate_record(ref_plan, ref_model),
             "latency_ms": reference.latency(),
         }
     lines = task.summary_lines(doc)
@@ -182,6 +173,16 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
             f"{task.name}: check(s) failed: {'; '.join(metrics['failed_checks'])} ({path})"
         )
     return doc
+
+
+def _delegate_record(plan, model) -> dict:
+    """What metrics.json says about a delegate that ran: its plan and what it really took."""
+    return {
+        "name": plan.name,
+        "flags": plan.flags,
+        "op_resolver": plan.op_resolver,
+        "coverage": model.coverage,
+    }
 
 
 def _use_cache(setting: str) -> bool:

@@ -140,6 +140,7 @@ class RunConfig:
     loop: LoopSettings
     plan: DelegatePlan
     paths: dict
+    resolved: dict  # the whole config, resolved once (recorded in metrics.json and run_state.json)
 
 
 def _one_line(exc: Exception) -> str:
@@ -193,4 +194,5 @@ def validate(cfg: DictConfig) -> RunConfig:
         loop=LoopSettings(**groups["loop"]),
         plan=plan,
         paths=groups["paths"],
+        resolved=resolved,
     )

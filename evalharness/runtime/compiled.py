@@ -122,8 +122,8 @@ class CompiledGpuModel:
     def _by_name(self, buffers: list, kind: str, infos: list) -> list:
         """Buffers in the order of our TensorInfo lists, matched by graph tensor index (signature
         names can differ from tensor names, e.g. ``args_0`` vs ``serving_default_args_0``)."""
-        sig = next(iter(self._model.get_signature_list()))
-        names = self._model.get_signature_list()[sig][kind]
+        sig, spec = next(iter(self._model.get_signature_list().items()))
+        names = spec[kind]
         details = (
             self._model.get_input_tensor_details
             if kind == "inputs"

@@ -152,8 +152,7 @@ class InferenceDiffTask:
     def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
         if self.outputs and [o.shape for o in outputs] != [o.shape for o in self.outputs]:
             raise ModelMismatchError(f"{self.model_path}: test and reference runs disagree on output shapes")
-        self.inputs, self.outputs = inputs, outputs
-        self.evaluator = DiffEvaluator(self)
+        self.inputs, self.outputs = inputs, outputs  # the loop resets the evaluator after bind
 
     def reference_view(self) -> _ReferencePass:
         """The same samples and inputs with a recording evaluator: the loop's reference pass."""
