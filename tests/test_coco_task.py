@@ -42,6 +42,21 @@ def test_results_file_is_standard_and_rescorable(val25):
     assert doc["artifacts"] == ["coco_results.json"]
 
 
+def test_streamed_results_file_matches_per_image_records(val25):
+    """coco_results.json is streamed from the compact store: same rows as the per-image records."""
+    _, run_dir = val25
+    text = (run_dir / "coco_results.json").read_text()
+    results = json.loads(text)
+    assert text == json.dumps(results, separators=(",", ":")) + "\n"  # byte-identical to one dumps
+    preds = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+    from_records = [
+        {"image_id": p["image_id"], "category_id": cat, "bbox": bbox, "score": score}
+        for p in preds
+        for cat, score, *bbox in p["detections"]
+    ]
+    assert results == from_records and len(results) == 250
+
+
 def test_per_image_predictions_and_empty_image(val25):
     _, run_dir = val25
     preds = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from scipy.stats import binomtest
 
@@ -100,3 +102,16 @@ def test_field_differences_name_each_differing_leaf():
     a = {"resize": "tflite_bilinear", "input": {"height": 224, "dtype": "uint8"}}
     b = {"resize": "pil_bilinear", "input": {"height": 224, "dtype": "float32"}}
     assert field_differences(a, b, ("input.dtype",)) == ["resize 'tflite_bilinear' vs 'pil_bilinear'"]
+
+
+def test_write_json_streams_an_iterator_as_the_same_bytes(tmp_path):
+    from evalharness.report.writer import RunWriter
+
+    rows = [{"a": i, "b": [0.1 * i, None]} for i in range(5)]
+    writer = RunWriter(str(tmp_path))
+    streamed = (tmp_path / writer.write_json("s.json", iter(rows))).read_text()
+    whole = (tmp_path / writer.write_json("w.json", rows)).read_text()
+    empty = (tmp_path / writer.write_json("e.json", iter([]))).read_text()
+    writer.close()
+    assert streamed == whole == json.dumps(rows, separators=(",", ":")) + "\n"
+    assert empty == "[]\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 
 SCHEMA_VERSION = 1
 METRICS_FILE = "metrics.json"
@@ -25,13 +26,18 @@ MAP_FIELDS = (
 
 
 def atomic_write_text(path: str, text: str) -> None:
+    atomic_write_chunks(path, (text,))
+
+
+def atomic_write_chunks(path: str, chunks: Iterable[str]) -> None:
+    """Write ``chunks`` to a temporary file, fsync, rename: a reader sees the old file or the new one."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual file mode
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            f.writelines(chunks)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -112,11 +118,23 @@ class RunWriter:
         return self.metrics_path
 
     def write_json(self, name: str, obj) -> str:
+        """``obj`` as compact JSON; an iterator is streamed as a JSON array, row by row, never held whole."""
         path = os.path.join(self.run_dir, name)
-        atomic_write_text(path, json.dumps(obj, separators=(",", ":")) + "\n")
+        if isinstance(obj, Iterator):
+            atomic_write_chunks(path, _json_array_chunks(obj))
+        else:
+            atomic_write_text(path, json.dumps(obj, separators=(",", ":")) + "\n")
         return path
 
     def write_results(self, lines: list[str]) -> str:
         path = os.path.join(self.run_dir, RESULTS_FILE)
         atomic_write_text(path, "".join(line + "\n" for line in lines))
         return path
+
+
+def _json_array_chunks(rows: Iterator) -> Iterator[str]:
+    """Same bytes as ``json.dumps(list(rows), separators=(",", ":"))``, one row at a time."""
+    yield "["
+    for i, row in enumerate(rows):
+        yield ("," if i else "") + json.dumps(row, separators=(",", ":"))
+    yield "]\n"

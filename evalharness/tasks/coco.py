@@ -29,6 +29,7 @@ from evalharness.runtime.tensors import TensorInfo
 from evalharness.tasks import TASKS
 from evalharness.tasks.base import image_cache_key
 from evalharness.tasks.decoders import DECODERS, build_decoder
+from evalharness.tasks.detections import DetectionStore
 
 CLASS_MAPS = ("coco91", "coco80", "labels")
 RESULTS_FILE = "coco_results.json"
@@ -94,7 +95,7 @@ class CocoEvaluator:
         self.reset()
 
     def reset(self) -> None:
-        self.results: list[dict] = []
+        self.detections = DetectionStore()
         self.image_ids: list[int] = []
         self.unmapped = 0
 
@@ -103,48 +104,47 @@ class CocoEvaluator:
         dets = t.decoder.decode(outputs)
         geometry = detection_geometry(sample.width, sample.height, t.spec, t.input)
         boxes = geometry.to_original(dets.boxes)
-        rows, unmapped = [], 0
-        for (x1, y1, x2, y2), score, cls in zip(boxes, dets.scores, dets.classes, strict=True):
-            cat = t.categories.get(int(cls))
-            if cat is None:
-                unmapped += 1
-                continue
-            bbox = [float(x1), float(y1), float(x2 - x1), float(y2 - y1)]
-            rows.append(
-                {"image_id": sample.image_id, "category_id": cat, "bbox": bbox, "score": float(score)}
-            )
-        self.results.extend(rows)
+        cats = [t.categories.get(int(cls)) for cls in dets.classes]
+        keep = np.array([cat is not None for cat in cats], dtype=bool)
+        xywh = np.concatenate([boxes[:, :2], boxes[:, 2:] - boxes[:, :2]], axis=1)[keep]
+        kept_cats = [cat for cat in cats if cat is not None]
+        scores = np.asarray(dets.scores)[keep]
+        self.detections.add(sample.image_id, kept_cats, scores, xywh)
         self.image_ids.append(sample.image_id)
+        unmapped = len(cats) - len(kept_cats)
         self.unmapped += unmapped
         return {
             "id": sample.key,
             "image_id": sample.image_id,
-            "detections": [[r["category_id"], r["score"], *r["bbox"]] for r in rows],
+            "detections": [
+                [cat, score, *box]
+                for cat, score, box in zip(kept_cats, scores.tolist(), xywh.tolist(), strict=True)
+            ],
             "unmapped": unmapped,
         }
 
     def restore(self, record: dict) -> None:
         """Re-add the detections of an earlier session of this run (resume), in stored order."""
-        image_id = record["image_id"]
-        for cat, score, *bbox in record["detections"]:
-            self.results.append({"image_id": image_id, "category_id": cat, "bbox": bbox, "score": score})
-        self.image_ids.append(image_id)
+        rows = np.asarray(record["detections"], dtype=np.float64).reshape(-1, 6)
+        self.detections.add(record["image_id"], rows[:, 0], rows[:, 1], rows[:, 2:])
+        self.image_ids.append(record["image_id"])
         self.unmapped += record.get("unmapped", 0)
 
     def compute(self) -> dict:
         t = self.task
-        scored = evaluate_bbox(t.annotations, self.results, backend=t.backend, image_ids=self.image_ids)
+        results = list(self.detections.rows())  # pycocotools scores from one list; freed on return
+        scored = evaluate_bbox(t.annotations, results, backend=t.backend, image_ids=self.image_ids)
         metrics = {
             **scored["stats"],
             "per_class": scored["per_class"],
             "summary": scored["summary"],
             "backend": scored["backend"],
-            "num_detections": len(self.results),
+            "num_detections": len(results),
             "num_unmapped_detections": self.unmapped,
             "num_scored": len(self.image_ids),
         }
         if t.tflite_tool:
-            metrics["tflite_tool"] = tflite_tool_ap(t.annotations, self.results, image_ids=self.image_ids)
+            metrics["tflite_tool"] = tflite_tool_ap(t.annotations, results, image_ids=self.image_ids)
         return metrics
 
 
@@ -232,7 +232,7 @@ class CocoTask:
 
     def artifacts(self) -> dict[str, object]:
         """Extra run files: the standard COCO results JSON, re-scorable by any COCO tool."""
-        return {RESULTS_FILE: self.evaluator.results}
+        return {RESULTS_FILE: self.evaluator.detections.rows()}
 
     def summary_lines(self, doc: dict) -> list[str]:
         metrics = doc["metrics"]
