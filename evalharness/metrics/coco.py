@@ -41,6 +41,8 @@ _SUMMARY_ROWS = (
 _TOP_KEYS = ("images", "annotations", "categories")
 _ANNOTATION_KEYS = ("id", "image_id", "category_id", "bbox", "area", "iscrowd")
 _DETECTION_KEYS = ("image_id", "category_id", "bbox", "score")
+_DETECTION_KEY_SET = frozenset(_DETECTION_KEYS)
+_NUMBER_TYPES = {int, float}  # exact types: bool (an int subclass) and strings are refused
 _FORMAT_HINT = "COCO instances format: https://cocodataset.org/#format-data"
 
 # A backend scores (gt, detections, image_ids) and returns (12 stats, eval["precision"], its catIds).
@@ -167,6 +169,47 @@ def evaluated_subset(
     """
     known = {image["id"] for image in gt["images"]}
     categories = {category["id"] for category in gt["categories"]}
+    if not _plainly_valid(detections, known, categories):
+        _raise_first_bad_detection(detections, known, categories)
+    if image_ids is None:
+        ids = sorted(known)
+    else:
+        ids = sorted(set(image_ids))
+        if not ids:
+            raise DataError("image_ids is empty; pass None to score every ground-truth image, or some ids")
+        unknown = [image_id for image_id in ids if image_id not in known]
+        if unknown:
+            raise DataError(
+                f"image id {unknown[0]} of image_ids is not in the ground truth; pass ids of its images"
+            )
+    chosen = set(ids)
+    if image_ids is None or {det["image_id"] for det in detections} <= chosen:
+        return ids, detections
+    return ids, [det for det in detections if det["image_id"] in chosen]
+
+
+def _plainly_valid(detections: list[dict], known: set, categories: set) -> bool:
+    """Every detection well formed, checked with set and array operations (the common case, fast).
+
+    False only means "look closer": ``_raise_first_bad_detection`` then names the first offender.
+    """
+    if not all(type(det) is dict and det.keys() >= _DETECTION_KEY_SET for det in detections):
+        return False
+    if not all(type(det["bbox"]) in (list, tuple) and len(det["bbox"]) == 4 for det in detections):
+        return False
+    if not {type(v) for det in detections for v in det["bbox"]} <= _NUMBER_TYPES:
+        return False
+    if not {type(det["score"]) for det in detections} <= _NUMBER_TYPES:
+        return False
+    values = np.array([[*det["bbox"], det["score"]] for det in detections], dtype=np.float64)
+    return (
+        bool(np.isfinite(values).all())
+        and {det["image_id"] for det in detections} <= known
+        and {det["category_id"] for det in detections} <= categories
+    )
+
+
+def _raise_first_bad_detection(detections: list[dict], known: set, categories: set) -> None:
     for index, det in enumerate(detections):
         absent = [key for key in _DETECTION_KEYS if not isinstance(det, dict) or key not in det]
         if absent:
@@ -188,19 +231,6 @@ def evaluated_subset(
                 f"detection #{index} has category_id {det['category_id']}, which is not a ground-truth "
                 "category; map model classes to the annotation file's category ids"
             )
-    if image_ids is None:
-        ids = sorted(known)
-    else:
-        ids = sorted(set(image_ids))
-        if not ids:
-            raise DataError("image_ids is empty; pass None to score every ground-truth image, or some ids")
-        unknown = [image_id for image_id in ids if image_id not in known]
-        if unknown:
-            raise DataError(
-                f"image id {unknown[0]} of image_ids is not in the ground truth; pass ids of its images"
-            )
-    chosen = set(ids)
-    return ids, [det for det in detections if det["image_id"] in chosen]
 
 
 def evaluate_bbox(

@@ -9,7 +9,8 @@ All figures are measured in this one run on this machine, MobileNet v2 quant, de
 - naive loop: PIL open -> preprocess -> invoke, one image at a time (what a user would write);
 - evalharness cold (pipelined input, no cache) and warm (preprocessed-tensor cache);
 - peak RSS of a 1000-image run vs a 50-image run (separate processes);
-- COCO scoring of a replicated val25 set: pycocotools vs faster-coco-eval, stats compared.
+- COCO scoring of a replicated val25 set with the SSD model's low-threshold detections (~128 per
+  image, see ssd_low_threshold.py): pycocotools vs faster-coco-eval, stats compared.
 
 Images are val50 repeated (symlinks under fresh names) to ``--images``; labels from val50's csv.
 """
@@ -132,10 +133,13 @@ def classification(n: int, threads: int) -> None:
 
 
 def coco(n_images: int) -> None:
+    from ssd_low_threshold import detect
+
     from evalharness.metrics import COCO_STAT_NAMES, evaluate_bbox
 
     gt = json.loads((ASSETS / "coco/instances_val25.json").read_text())
-    dets = json.loads((ASSETS / "coco/fixture_val25/ssd_mobilenet_v1_results.json").read_text())
+    model = str(ASSETS / "models/ssd_mobilenet_v1_coco_quant_postprocess.tflite")
+    dets, decode_error = detect(model, gt["images"], ASSETS / "coco/val25", 0.01, 128)
     reps = -(-n_images // len(gt["images"]))
     big = {**gt, "images": [], "annotations": []}
     results = []
@@ -146,18 +150,18 @@ def coco(n_images: int) -> None:
         for a in gt["annotations"]:
             big["annotations"].append({**a, "id": ann_id, "image_id": a["image_id"] + offset})
             ann_id += 1
-        results += [
-            {k: d[k] for k in ("image_id", "category_id", "bbox", "score")}
-            | {"image_id": d["image_id"] + offset}
-            for d in dets
-        ]
+        results += [{**d, "image_id": d["image_id"] + offset} for d in dets]
     timings, stats = {}, {}
     for backend in ("pycocotools", "faster_coco_eval"):
         start = time.perf_counter()
         stats[backend] = evaluate_bbox(big, results, backend=backend)["stats"]
         timings[backend] = time.perf_counter() - start
     worst = max(abs(stats["pycocotools"][k] - stats["faster_coco_eval"][k]) for k in COCO_STAT_NAMES)
-    print(f"COCO scoring: {len(big['images'])} images, {len(results)} detections")
+    print(
+        f"COCO scoring: {len(big['images'])} images, {len(results)} detections (SSD raw outputs, "
+        f"score > 0.01, {len(dets) / len(gt['images']):.0f}/image; decoding check {decode_error:.1e}), "
+        f"AP {stats['pycocotools']['AP']:.4f}"
+    )
     print(
         f"pycocotools {timings['pycocotools']:.2f} s, faster_coco_eval {timings['faster_coco_eval']:.2f} s "
         f"= {timings['faster_coco_eval'] / timings['pycocotools']:.3f} x; max |stat diff| {worst:.2e}"
@@ -169,9 +173,12 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=1000)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--coco-images", type=int, default=5000)
+    ap.add_argument("--only", choices=("classification", "coco"), help="run one half")
     args = ap.parse_args()
-    classification(args.images, args.threads)
-    coco(args.coco_images)
+    if args.only != "coco":
+        classification(args.images, args.threads)
+    if args.only != "classification":
+        coco(args.coco_images)
 
 
 if __name__ == "__main__":
