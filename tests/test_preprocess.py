@@ -61,6 +61,15 @@ def test_resize_matches_scalar_kernel_bit_for_bit(shape, out):
     assert np.array_equal(fast.view(np.uint32), ref.view(np.uint32))
 
 
+def test_resize_of_strided_views_and_float_pixels_is_bit_exact():
+    """Crops are views into the decoded image, and letterboxed inputs may be float: same bits."""
+    big = np.random.default_rng(7).integers(0, 256, (40, 50, 3), dtype=np.uint8)
+    view = big[3:30:2, 5:45]  # non-contiguous rows
+    for img in (view, view.astype(np.float32)):
+        fast = resize_bilinear_tflite(img, 11, 19)
+        assert np.array_equal(fast.view(np.uint32), _scalar_reference_resize(img, 11, 19).view(np.uint32))
+
+
 def test_central_crop_uses_c_rounding():
     img = np.zeros((227, 227, 3), np.uint8)
     img[14, 14] = 255
