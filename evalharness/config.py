@@ -118,7 +118,7 @@ class LoopSchema:
 @dataclass
 class QuantSchema:  # conf/quant: a post-training-quantized variant of the float model (evalharness/quant.py)
     name: str = "none"
-    recipe: Any = None  # ai-edge-quantizer recipe name (evalharness/runtime/quantize.py RECIPES); null = float
+    recipe: Any = None  # ai-edge-quantizer recipe (evalharness/runtime/quantize.py RECIPES); null = float
     io_dtype: Any = None  # integer recipes: the I/O type they make (int8 | int16)
     integer_input: Any = None  # model.preprocess.integer_input for a variant with integer inputs
     calibration: Any = None  # {name, roots: [folders], num_images}; calibrated recipes only

@@ -42,7 +42,8 @@ def calibration_files(cal: dict) -> list[tuple[str, Path]]:
     for i, root in enumerate(roots):
         if not Path(root).is_dir():
             raise DataError(f"quant.calibration.roots[{i}]={root} is not a directory")
-        files += [(f"{i}/{name}", path) for name, path in sorted(list_images(Path(root), DEFAULT_EXTENSIONS).items())]
+        found = sorted(list_images(Path(root), DEFAULT_EXTENSIONS).items())
+        files += [(f"{i}/{name}", path) for name, path in found]
     num = int(cal.get("num_images") or 0)
     files = files[:num] if num > 0 else files
     if not files:
@@ -168,7 +169,8 @@ def prepare_variant(quant: dict, model: dict, dataset: dict, task_name: str, cac
         "calibration_preprocess": calibration and model.get("preprocess"),
     }
     key_text = json.dumps(key, sort_keys=True)
-    folder = os.path.join(os.path.expanduser(cache_dir), "quant", hashlib.sha256(key_text.encode()).hexdigest()[:24])
+    digest = hashlib.sha256(key_text.encode()).hexdigest()[:24]
+    folder = os.path.join(os.path.expanduser(cache_dir), "quant", digest)
     record = _cached(folder, key_text)
     cache = "hit"
     if record is None:
@@ -198,4 +200,3 @@ def prepare_variant(quant: dict, model: dict, dataset: dict, task_name: str, cac
         "cache": {"status": cache, "dir": folder, "build_s": record["build_s"]},
         "calibration": calibration,
     }
-
