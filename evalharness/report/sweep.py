@@ -193,7 +193,9 @@ def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, 
     figures = []
     for metric in (m for m in ("top1", "AP") if m in columns):
         points = [
-            (_label(r, columns), r["latency_p50_ms"], r[metric]) for r in rows if r.get(metric) is not None
+            (_label(r, columns), r["latency_p50_ms"], r[metric])
+            for r in rows
+            if r.get(metric) is not None and r.get("latency_p50_ms") is not None
         ]
         svg = plots.scatter(points, "latency p50, ms", metric) if points else None
         figures.append(html.figure_html(f"{metric} against latency p50", svg))
