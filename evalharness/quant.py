@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from evalharness.data.listing import list_images
 from evalharness.data.manifest import manifest_hash, sha256_file
 from evalharness.data.preprocess import InputSpec, preprocess_file, spec_from_config
 from evalharness.errors import ConfigError, DataError
-from evalharness.report.writer import atomic_write_text
+from evalharness.report.writer import atomic_write_bytes, atomic_write_text
 
 RANDOM_INPUT_TASKS = ("benchmark", "inference_diff")
 IO_DTYPES = {"static_wi8_ai8": "int8", "static_wi8_ai16": "int16"}  # what ai-edge-quantizer emits
@@ -108,20 +107,6 @@ def _calibration_tensors(paths: list[Path], model_path: str, preprocess: dict) -
     return [preprocess_file(str(p), spec, inp) for p in paths]
 
 
-def _atomic_write_bytes(path: str, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _cached(folder: str, key_text: str) -> dict | None:
     """The cache record if the variant in ``folder`` was built for this key and is intact."""
     try:
@@ -178,7 +163,7 @@ def prepare_variant(quant: dict, model: dict, dataset: dict, task_name: str, cac
         tensors = _calibration_tensors(paths, source, model.get("preprocess")) if calibration else None
         data, recipe_ops = quantize(source, recipe, tensors)
         os.makedirs(folder, exist_ok=True)
-        _atomic_write_bytes(os.path.join(folder, "model.tflite"), data)
+        atomic_write_bytes(os.path.join(folder, "model.tflite"), data)
         record = {
             "key": key_text,
             "sha256": hashlib.sha256(data).hexdigest(),
