@@ -73,6 +73,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
 
     started = _now()
     rc = validate(cfg)
+    quant = _prepare_quant(rc)  # quant=<variant>: rc.model["path"] now names the quantized variant
     task = load_tasks().get(rc.task["name"])(rc.task, rc.model, rc.dataset)
     if _use_cache(rc.loop.cache) and hasattr(task, "cache_key"):
         from evalharness.data.cache import CachedTask
@@ -137,6 +138,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
             "model": {
                 "name": rc.model["name"],
                 **provenance.model_info(rc.model["path"], model.inputs, model.outputs),
+                "quant": quant,
             },
             "runtime": runtime_info(rc.runtime["name"]),
             "delegate": {
@@ -173,6 +175,13 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
             f"{task.name}: check(s) failed: {'; '.join(metrics['failed_checks'])} ({path})"
         )
     return doc
+
+
+def _prepare_quant(rc) -> dict:
+    from evalharness.quant import prepare_variant
+
+    record = prepare_variant(rc.quant, rc.model, rc.dataset, rc.task["name"], rc.paths["cache_dir"])
+    return record or {"name": rc.quant["name"], "recipe": None}
 
 
 def _delegate_record(plan, model) -> dict:

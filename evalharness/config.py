@@ -116,6 +116,15 @@ class LoopSchema:
 
 
 @dataclass
+class QuantSchema:  # conf/quant: a post-training-quantized variant of the float model (evalharness/quant.py)
+    name: str = "none"
+    recipe: Any = None  # ai-edge-quantizer recipe (evalharness/runtime/quantize.py RECIPES); null = float
+    io_dtype: Any = None  # integer recipes: the I/O type they make (int8 | int16)
+    integer_input: Any = None  # model.preprocess.integer_input for a variant with integer inputs
+    calibration: Any = None  # {name, roots: [folders], num_images}; calibrated recipes only
+
+
+@dataclass
 class PathsSchema:
     models_dir: str = "models"
     data_dir: str = "data"
@@ -128,6 +137,7 @@ SCHEMAS = {
     "runtime": RuntimeSchema,
     "loop": LoopSchema,
     "paths": PathsSchema,
+    "quant": QuantSchema,
 }
 
 
@@ -141,6 +151,7 @@ class RunConfig:
     plan: DelegatePlan
     paths: dict
     resolved: dict  # the whole config, resolved once (recorded in metrics.json and run_state.json)
+    quant: dict = field(default_factory=lambda: {"name": "none", "recipe": None})
 
 
 def _one_line(exc: Exception) -> str:
@@ -195,4 +206,5 @@ def validate(cfg: DictConfig) -> RunConfig:
         plan=plan,
         paths=groups["paths"],
         resolved=resolved,
+        quant=groups["quant"],
     )

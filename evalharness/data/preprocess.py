@@ -156,7 +156,7 @@ class InputSpec:
     zero_point: int = 0
 
 
-SUPPORTED_INPUT_DTYPES = ("uint8", "int8", "float32", "float16")
+SUPPORTED_INPUT_DTYPES = ("uint8", "int8", "int16", "float32", "float16")
 
 
 def image_input_spec(shape, dtype: str, quantization: tuple[float, int], model_path: str) -> InputSpec:
@@ -190,6 +190,8 @@ def to_input_tensor(pixels: np.ndarray, spec: PreprocessSpec, inp: InputSpec) ->
         info = np.iinfo(inp.dtype)
         q = np.round((pixels - mean) / std / np.float32(inp.scale)) + inp.zero_point
         return np.clip(q, info.min, info.max).astype(inp.dtype)[None]
+    if inp.dtype == "int16":  # int16x8 variants: only the model's own scale/zero-point makes sense
+        raise ModelMismatchError("int16 model input: set model.preprocess.integer_input=quantize")
     if inp.dtype == "uint8":
         return np.trunc(pixels).astype(np.uint8)[None]  # static_cast<uint8_t>: truncation
     return np.trunc(pixels - np.float32(128)).astype(np.int8)[None]  # int8: trunc(x - 128)

@@ -2,7 +2,8 @@
 
 Columns are the override keys whose values differ between jobs (read from each job's
 ``.hydra/overrides.yaml``, else ``provenance.overrides``), then status, key metrics, latency, model
-size and delegation coverage. ``--baseline delegate=cpu`` adds, per row, the change against the row
+size and delegation coverage. A sweep over ``quant`` also gets the quantization tables
+(:mod:`evalharness.report.quant_table`). ``--baseline delegate=cpu`` adds, per row, the change against the row
 that has the baseline value and the same other parameters. Written as ``sweep.csv``, ``sweep.md``
 and ``sweep.html`` (with an accuracy-vs-latency scatter when matplotlib is installed).
 """
@@ -17,6 +18,7 @@ import re
 import yaml
 
 from evalharness.report.numbers import delta, fmt, fmt_pct, ratio, relative_pct
+from evalharness.report.quant_table import add_quant_columns, quant_sections
 from evalharness.report.runs import ReportError, Run, load_run
 from evalharness.report.tables import Section, render_markdown, render_text
 from evalharness.report.writer import METRICS_FILE, atomic_write_text
@@ -141,6 +143,8 @@ def sweep_table(multirun_dir: str, baseline: dict[str, str] | None = None) -> tu
     rows.sort(key=lambda r: ([_natural(r[k]) for k in keys], _job_number(r["run"]), r["run"]))
     metrics = [m for m in METRIC_COLUMNS if any(m in r for r in rows)]
     extra = add_baseline(rows, keys, baseline, metrics) if baseline else []
+    if "quant" in keys:  # a quantization sweep: change, agreement and McNemar against the float job
+        extra += add_quant_columns(multirun_dir, rows, keys)
     return ["run", *keys, "status", *metrics, *VALUE_COLUMNS, *extra, "error"], rows
 
 
@@ -183,10 +187,15 @@ def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, 
     out = out or multirun_dir
     title = f"evalharness sweep: {os.path.basename(os.path.normpath(multirun_dir))}"
     secs = sections(multirun_dir, columns, rows)
+    keys = columns[1 : columns.index("status")]
+    if "quant" in keys:
+        secs = [*quant_sections(multirun_dir, rows, keys), *secs]
     figures = []
     for metric in (m for m in ("top1", "AP") if m in columns):
         points = [
-            (_label(r, columns), r["latency_p50_ms"], r[metric]) for r in rows if r.get(metric) is not None
+            (_label(r, columns), r["latency_p50_ms"], r[metric])
+            for r in rows
+            if r.get(metric) is not None and r.get("latency_p50_ms") is not None
         ]
         svg = plots.scatter(points, "latency p50, ms", metric) if points else None
         figures.append(html.figure_html(f"{metric} against latency p50", svg))

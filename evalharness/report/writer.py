@@ -29,15 +29,20 @@ def atomic_write_text(path: str, text: str) -> None:
     atomic_write_chunks(path, (text,))
 
 
-def atomic_write_chunks(path: str, chunks: Iterable[str]) -> None:
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    atomic_write_chunks(path, (data,))
+
+
+def atomic_write_chunks(path: str, chunks: Iterable[str | bytes]) -> None:
     """Write ``chunks`` to a temporary file, fsync, rename: a reader sees the old file or the new one."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual file mode
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.writelines(chunks)
+        with os.fdopen(fd, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

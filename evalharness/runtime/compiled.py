@@ -73,6 +73,9 @@ def parse_gpu_log(lines: list[str]) -> dict:
     return info
 
 
+TENSOR_BUFFER_DTYPES = ("float32", "float16", "int32", "int8", "uint8", "bool")  # TensorBuffer._DTYPE_STRINGS
+
+
 class CompiledGpuModel:
     """A model compiled for the LiteRT GPU accelerator (CPU only for ops the GPU refuses)."""
 
@@ -90,6 +93,11 @@ class CompiledGpuModel:
 
         self.plan = plan
         self.inputs, self.outputs, ops_by_type = graph_summary(model_path)
+        unsupported = [t.dtype for t in (*self.inputs, *self.outputs) if t.dtype not in TENSOR_BUFFER_DTYPES]
+        if unsupported:  # TensorBuffer.write would raise a bare ValueError mid-loop (e.g. int16x8 models)
+            raise DelegateUnavailableError(
+                f"delegate=gpu: the LiteRT TensorBuffer API has no {unsupported[0]} tensors ({model_path})"
+            )
         accel = HardwareAccelerator.GPU
         if not plan.require_full_delegation:
             accel |= HardwareAccelerator.CPU
