@@ -116,6 +116,23 @@ class LoopSchema:
 
 
 @dataclass
+class RunnerSchema:  # conf/runner: host (this process) | adb (benchmark_model on an Android phone)
+    name: str = "host"
+    benchmark_binary: str = ""
+    adb: str = "adb"
+    serial: str = ""
+    device_dir: str = "/data/local/tmp/evalharness"
+    batch_size: int = 256
+    num_runs: int = 50
+    warmup_runs: int = 1
+    min_secs: float = 1.0
+    warmup_min_secs: float = 0.5
+    max_secs: float = 150.0
+    delegate_serialize: bool = True
+    keep_device_files: bool = False
+
+
+@dataclass
 class PathsSchema:
     models_dir: str = "models"
     data_dir: str = "data"
@@ -128,6 +145,7 @@ SCHEMAS = {
     "runtime": RuntimeSchema,
     "loop": LoopSchema,
     "paths": PathsSchema,
+    "runner": RunnerSchema,
 }
 
 
@@ -141,6 +159,7 @@ class RunConfig:
     plan: DelegatePlan
     paths: dict
     resolved: dict  # the whole config, resolved once (recorded in metrics.json and run_state.json)
+    runner: dict = field(default_factory=lambda: {"name": "host"})
 
 
 def _one_line(exc: Exception) -> str:
@@ -185,7 +204,10 @@ def validate(cfg: DictConfig) -> RunConfig:
     if "???" in resolved["delegate"].values():
         missing = [k for k, v in resolved["delegate"].items() if v == "???"]
         raise ConfigError(f"config group 'delegate': missing value(s) for {', '.join(missing)}")
-    plan = plan_delegate(resolved["delegate"])
+    from evalharness.runtime.android.runner import check_runner
+
+    check_runner(groups["runner"], task_name)
+    plan = plan_delegate(resolved["delegate"], runner=groups["runner"]["name"])
     return RunConfig(
         task=groups["task"],
         model=groups["model"],
@@ -195,4 +217,5 @@ def validate(cfg: DictConfig) -> RunConfig:
         plan=plan,
         paths=groups["paths"],
         resolved=resolved,
+        runner=groups["runner"],
     )
