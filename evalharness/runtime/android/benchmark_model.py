@@ -47,7 +47,7 @@ _TIMINGS_NEW = re.compile(
 _TIMINGS_OLD = re.compile(
     rf"Average inference timings in us: Warmup: {_NUM}, Init: {_NUM}, (?:Inference|no stats): {_NUM}"
 )
-_STAT = re.compile(r"\bcount=(\d+)((?: \w+=\S+)*)(\(all same\))?")
+_STAT = re.compile(r"\bcount=(\d+)((?: \w+=[^\s(]+)*)(\(all same\))?")
 _MEM_DELTA = re.compile(rf"Memory footprint delta from the start of the tool \(MB\): init={_NUM} overall={_NUM}")
 _MEM_PEAK = re.compile(rf"Overall peak memory footprint \(MB\) via periodic monitoring: {_NUM}")
 
@@ -265,7 +265,7 @@ def coverage(info: dict, plan: DelegatePlan, ops_total: int) -> dict:
         "fully_accelerated": delegated == ops_total,
         "ops_on_cpu_by_type": {} if delegated == ops_total else None,
         "unsupported_ops": [],
-        "device": {"adapter": info["accelerators"], "software_renderer": None},
+        "device": {"adapter": plan.flags.get("nnapi_accelerator_name") or None, "software_renderer": None},
         "applied": info["applied"] and " ".join(info["applied"]),
         "nnapi_accelerators": info["accelerators"],
         "source": "benchmark_model's own 'Explicitly applied' and 'Replacing N out of M node(s)' lines",
