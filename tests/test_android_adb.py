@@ -24,9 +24,17 @@ def phone(monkeypatch, tmp_path) -> list[str]:
     """Fake adb first on PATH, an empty phone; returns the runner overrides."""
     root = tmp_path / "phone"
     (root / "data/local/tmp").mkdir(parents=True)
-    monkeypatch.setenv("PATH", os.pathsep.join([str(FAKE), str(Path(sys.executable).parent), os.environ["PATH"]]))
+    monkeypatch.setenv(
+        "PATH", os.pathsep.join([str(FAKE), str(Path(sys.executable).parent), os.environ["PATH"]])
+    )
     monkeypatch.setenv("FAKE_ADB_ROOT", str(root))
-    for var in ("FAKE_ADB_STATE", "FAKE_BM_GENERATION", "FAKE_DELEGATE_MODE", "FAKE_BM_RC", "FAKE_BM_UNKNOWN_FLAGS"):
+    for var in (
+        "FAKE_ADB_STATE",
+        "FAKE_BM_GENERATION",
+        "FAKE_DELEGATE_MODE",
+        "FAKE_BM_RC",
+        "FAKE_BM_UNKNOWN_FLAGS",
+    ):
         monkeypatch.delenv(var, raising=False)
     return [
         "runner=adb",
@@ -58,7 +66,11 @@ def test_nnapi_on_the_phone_scores_like_the_host_cpu_run_and_diffs(phone, tmp_pa
     cov = prov["delegate"]["coverage"]
     assert (cov["ops_delegated"], cov["ops_total"], cov["partitions"]) == (66, 66, 1)
     lat = doc["latency_ms"]
-    assert lat["inference"]["count"] == 3 and lat["init"] > 0 and lat["timed_region"].startswith("benchmark_model")
+    assert (
+        lat["inference"]["count"] == 3
+        and lat["init"] > 0
+        and lat["timed_region"].startswith("benchmark_model")
+    )
     assert {"p5", "p50", "p95"} <= set(lat["inference"]) and doc["memory_mb"]["peak"] > 0
     capsys.readouterr()
     with pytest.raises(SystemExit) as code:
@@ -66,10 +78,14 @@ def test_nnapi_on_the_phone_scores_like_the_host_cpu_run_and_diffs(phone, tmp_pa
     diff = json.loads(capsys.readouterr().out)
     assert code.value.code == 0
     assert [row["name"] for row in diff["metrics"]] == tops
-    assert all(row["delta"] == 0 for row in diff["metrics"]) and "not significantly different" in diff["verdict"]
+    assert (
+        all(row["delta"] == 0 for row in diff["metrics"]) and "not significantly different" in diff["verdict"]
+    )
 
 
-def test_old_benchmark_model_generation_partial_delegation_and_a_named_accelerator(phone, tmp_path, monkeypatch):
+def test_old_benchmark_model_generation_partial_delegation_and_a_named_accelerator(
+    phone, tmp_path, monkeypatch
+):
     monkeypatch.setenv("FAKE_BM_GENERATION", "old")
     monkeypatch.setenv("FAKE_DELEGATE_MODE", "partial")
     host = run_inprocess([*SMALL, "delegate=cpu"], tmp_path / "host")
@@ -79,7 +95,11 @@ def test_old_benchmark_model_generation_partial_delegation_and_a_named_accelerat
     assert doc["metrics"]["top1"] == host["metrics"]["top1"]
     assert predictions(tmp_path / "old") == predictions(tmp_path / "host")
     cov = doc["provenance"]["delegate"]["coverage"]
-    assert cov["ops_delegated"] == cov["ops_total"] - 2 and cov["partitions"] == 2 and not cov["fully_accelerated"]
+    assert (
+        cov["ops_delegated"] == cov["ops_total"] - 2
+        and cov["partitions"] == 2
+        and not cov["fully_accelerated"]
+    )
     assert cov["device"]["adapter"] == "fake-npu"
     assert doc["latency_ms"]["inference"]["count"] == 3 and "p50" not in doc["latency_ms"]["inference"]
 
@@ -87,7 +107,11 @@ def test_old_benchmark_model_generation_partial_delegation_and_a_named_accelerat
 @pytest.mark.parametrize(
     "env, extra, match",
     [
-        ({"FAKE_BM_UNKNOWN_FLAGS": "delegate_serialize_dir,delegate_serialize_token"}, [], "Unconsumed cmdline"),
+        (
+            {"FAKE_BM_UNKNOWN_FLAGS": "delegate_serialize_dir,delegate_serialize_token"},
+            [],
+            "Unconsumed cmdline",
+        ),
         ({"FAKE_DELEGATE_MODE": "skip"}, [], "did not apply the NNAPI delegate"),
         ({"FAKE_DELEGATE_MODE": "none"}, [], "took no node"),
         ({}, ["delegate.nnapi_accelerator_name=qti-dsp"], "'qti-dsp' is not on this device"),
@@ -109,7 +133,9 @@ def test_failures_are_loud_one_line_errors(phone, tmp_path, monkeypatch, env, ex
 def test_cli_error_exit_and_gpu_on_the_phone(phone, tmp_path):
     env = {"FAKE_ADB_STATE": "unauthorized"}
     done = run_cli([*SMALL, "delegate=gpu", *phone, f"hydra.run.dir={tmp_path / 'a'}"], tmp_path, env)
-    assert done.returncode == 2 and done.stderr.strip().splitlines()[-1].startswith("error: runner=adb: device")
+    assert done.returncode == 2 and done.stderr.strip().splitlines()[-1].startswith(
+        "error: runner=adb: device"
+    )
     done = run_cli([*SMALL, "delegate=gpu", *phone, f"hydra.run.dir={tmp_path / 'b'}"], tmp_path)
     assert done.returncode == 0, done.stderr
     doc = json.loads((tmp_path / "b" / "metrics.json").read_text())

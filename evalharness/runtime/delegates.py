@@ -216,15 +216,13 @@ _register(
     "max_delegated_partitions",
 )(
     _unavailable(
-        "NNAPI is Android-only (this host: {host}): run on the device (runner=adb) or "
-        + _CPU_CHOICES
+        "NNAPI is Android-only (this host: {host}): run on the device (runner=adb) or " + _CPU_CHOICES
     )
 )
 _register("hexagon", "use_hexagon", "hexagon_lib_path")(
     _unavailable(
         "the Hexagon delegate needs an Android device with a Hexagon 680-690 DSP and "
-        "libhexagon_interface.so (this host: {host}): run on the device (runner=adb) or "
-        + _CPU_CHOICES
+        "libhexagon_interface.so (this host: {host}): run on the device (runner=adb) or " + _CPU_CHOICES
     )
 )
 _register("coreml", "use_coreml", "coreml_version")(

@@ -61,12 +61,16 @@ class Adb:
         """The serial to use; a one-line error when the device is missing, unauthorized or ambiguous."""
         listed = self.devices()
         if not listed:
-            raise AdbError("runner=adb: no Android device attached (`adb devices` lists none); "
-                           "connect a phone with USB debugging on")
+            raise AdbError(
+                "runner=adb: no Android device attached (`adb devices` lists none); "
+                "connect a phone with USB debugging on"
+            )
         if not self.serial:
             if len(listed) > 1:
-                raise AdbError(f"runner=adb: {len(listed)} devices attached ({', '.join(listed)}); "
-                               "pick one with runner.serial=...")
+                raise AdbError(
+                    f"runner=adb: {len(listed)} devices attached ({', '.join(listed)}); "
+                    "pick one with runner.serial=..."
+                )
             self.serial = next(iter(listed))
         state = listed.get(self.serial)
         if state is None:

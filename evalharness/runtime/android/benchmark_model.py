@@ -32,7 +32,9 @@ _APPLIED = re.compile(
     r"Explicitly applied (\S+) delegate, and the model graph will be (completely|partially) executed"
     r"(?: by the delegate)?(?: w/ (\d+) delegate kernels)?"
 )
-_NOT_APPLIED = re.compile(r"Though (\S+) delegate is explicitly applied, the model graph will not be executed")
+_NOT_APPLIED = re.compile(
+    r"Though (\S+) delegate is explicitly applied, the model graph will not be executed"
+)
 _ACCELERATORS = re.compile(r"NNAPI accelerators available: \[(.*)\]")
 # Three historical forms: "Replacing N node(s)", "Replacing N out of M node(s) ... partitions.", and
 # the same ending "partitions for the whole graph." / "partitions for subgraph K."
@@ -48,7 +50,9 @@ _TIMINGS_OLD = re.compile(
     rf"Average inference timings in us: Warmup: {_NUM}, Init: {_NUM}, (?:Inference|no stats): {_NUM}"
 )
 _STAT = re.compile(r"\bcount=(\d+)((?: \w+=[^\s(]+)*)(\(all same\))?")
-_MEM_DELTA = re.compile(rf"Memory footprint delta from the start of the tool \(MB\): init={_NUM} overall={_NUM}")
+_MEM_DELTA = re.compile(
+    rf"Memory footprint delta from the start of the tool \(MB\): init={_NUM} overall={_NUM}"
+)
 _MEM_PEAK = re.compile(rf"Overall peak memory footprint \(MB\) via periodic monitoring: {_NUM}")
 
 
@@ -130,7 +134,8 @@ def device_flags(plan: DelegatePlan) -> list[str]:
 def _one_of(key: str, value: str, valid: tuple[str, ...]) -> None:
     if value not in valid:
         raise ConfigError(
-            f"delegate.{key}={value!r} is not a benchmark_model value; valid: {', '.join(v for v in valid if v)}"
+            f"delegate.{key}={value!r} is not a benchmark_model value; "
+            f"valid: {', '.join(v for v in valid if v)}"
         )
 
 
@@ -194,7 +199,13 @@ def parse_memory(log: str) -> dict:
 
 def parse_delegation(log: str) -> dict:
     """What benchmark_model said about delegation: applied lines, Replacing lines, accelerators."""
-    info: dict = {"applied": None, "not_applied": None, "kernels": None, "replacing": [], "accelerators": None}
+    info: dict = {
+        "applied": None,
+        "not_applied": None,
+        "kernels": None,
+        "replacing": [],
+        "accelerators": None,
+    }
     if m := _APPLIED.search(log):
         info["applied"] = (m.group(1), m.group(2))
         info["kernels"] = int(m.group(3)) if m.group(3) else (1 if m.group(2) == "completely" else None)
@@ -223,9 +234,15 @@ def check_log(log: str, plan: DelegatePlan) -> dict:
         )
     info = parse_delegation(log)
     wanted = plan.flags.get("nnapi_accelerator_name")
-    if plan.name == "nnapi" and wanted and info["accelerators"] is not None and wanted not in info["accelerators"]:
+    if (
+        plan.name == "nnapi"
+        and wanted
+        and info["accelerators"] is not None
+        and wanted not in info["accelerators"]
+    ):
         raise DelegateUnavailableError(
-            f"NNAPI accelerator {wanted!r} is not on this device; available: {', '.join(info['accelerators'])}"
+            f"NNAPI accelerator {wanted!r} is not on this device; "
+            f"available: {', '.join(info['accelerators'])}"
         )
     if plan.name not in APPLIED_AS:
         return info
@@ -236,7 +253,9 @@ def check_log(log: str, plan: DelegatePlan) -> dict:
             "model (everything would run on the CPU)"
         )
     if not info["applied"] or info["applied"][0].lower() != label.lower():
-        hint = next((ln.strip() for ln in log.splitlines() if re.search(r"fail|error|unsupported", ln, re.I)), "")
+        hint = next(
+            (ln.strip() for ln in log.splitlines() if re.search(r"fail|error|unsupported", ln, re.I)), ""
+        )
         raise DelegateUnavailableError(
             f"delegate={plan.name}: benchmark_model did not apply the {label} delegate"
             + (f" ({hint})" if hint else " (no 'Explicitly applied' line)")
@@ -250,7 +269,11 @@ def coverage(info: dict, plan: DelegatePlan, ops_total: int) -> dict:
     if plan.name == "reference":
         lines = []
     else:
-        lines = [r for r in info["replacing"] if (tag in r["delegate"].lower() if tag else "xnnpack" not in r["delegate"].lower())]
+        lines = [
+            r
+            for r in info["replacing"]
+            if (tag in r["delegate"].lower() if tag else "xnnpack" not in r["delegate"].lower())
+        ]
     delegated = lines[0]["nodes"] if lines else 0
     if lines and lines[0]["of"] is not None and lines[0]["of"] != ops_total:
         delegated = None  # the device's graph disagrees with the host's count: unknown, not a guess

@@ -88,7 +88,9 @@ class AdbModel:
         self.inputs, self.outputs, ops = graph_summary(model_path)
         bad = [i.name for i in self.inputs if ":" in i.name or "," in i.name]
         if bad:
-            raise EvalHarnessError(f"input name(s) {bad} contain ':' or ',' which benchmark_model flags cannot carry")
+            raise EvalHarnessError(
+                f"input name(s) {bad} contain ':' or ',' which benchmark_model flags cannot carry"
+            )
         self.adb = Adb(runner["adb"], runner["serial"])
         serial = self.adb.check_device()
         self.dir = runner["device_dir"].rstrip("/")
@@ -100,7 +102,11 @@ class AdbModel:
             "benchmark_binary": {"path": os.path.abspath(runner["benchmark_binary"]), "sha256": binary_sha},
             "device_dir": self.dir,
         }
-        self.runtime = {"name": "benchmark_model", "package": "android", "version": f"sha256:{binary_sha[:16]}"}
+        self.runtime = {
+            "name": "benchmark_model",
+            "package": "android",
+            "version": f"sha256:{binary_sha[:16]}",
+        }
         self._warn_platform()
         model_sha = sha256_file(model_path)
         self._model_name = f"model-{model_sha[:16]}.tflite"
@@ -116,7 +122,9 @@ class AdbModel:
     def _warn_platform(self) -> None:
         sdk = int(self.device.get("sdk") or 0)
         if self.plan.name == "nnapi" and sdk >= 35:
-            log.warning("NNAPI is deprecated from Android 15 (this device: SDK %d); results may not last", sdk)
+            log.warning(
+                "NNAPI is deprecated from Android 15 (this device: SDK %d); results may not last", sdk
+            )
         if self.plan.name == "hexagon":
             log.warning(
                 "the Hexagon delegate supports only Hexagon 680-690 DSPs (this SoC: %s / %s)",
@@ -150,8 +158,8 @@ class AdbModel:
         self.device["nnapi_accelerators"] = info["accelerators"]
         if self.plan.require_full_delegation and self.coverage["ops_delegated"] != ops_total:
             raise EvalHarnessError(
-                f"delegate={self.plan.name}: {self.coverage['ops_delegated']}/{ops_total} ops delegated on the "
-                "device and require_full_delegation=true"
+                f"delegate={self.plan.name}: {self.coverage['ops_delegated']}/{ops_total} ops delegated "
+                "on the device and require_full_delegation=true"
             )
         return [line for line in text.splitlines() if line.strip()]
 
