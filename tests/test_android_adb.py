@@ -34,6 +34,7 @@ def phone(monkeypatch, tmp_path) -> list[str]:
         "FAKE_DELEGATE_MODE",
         "FAKE_BM_RC",
         "FAKE_BM_UNKNOWN_FLAGS",
+        "FAKE_ANDROID_SDK",
     ):
         monkeypatch.delenv(var, raising=False)
     return [
@@ -84,9 +85,10 @@ def test_nnapi_on_the_phone_scores_like_the_host_cpu_run_and_diffs(phone, tmp_pa
 
 
 def test_old_benchmark_model_generation_partial_delegation_and_a_named_accelerator(
-    phone, tmp_path, monkeypatch
+    phone, tmp_path, monkeypatch, caplog
 ):
     monkeypatch.setenv("FAKE_BM_GENERATION", "old")
+    monkeypatch.setenv("FAKE_ANDROID_SDK", "35")
     monkeypatch.setenv("FAKE_DELEGATE_MODE", "partial")
     host = run_inprocess([*SMALL, "delegate=cpu"], tmp_path / "host")
     doc = run_inprocess(
@@ -101,6 +103,7 @@ def test_old_benchmark_model_generation_partial_delegation_and_a_named_accelerat
         and not cov["fully_accelerated"]
     )
     assert cov["device"]["adapter"] == "fake-npu"
+    assert "NNAPI is deprecated from Android 15" in caplog.text  # a warning, not a refusal
     assert doc["latency_ms"]["inference"]["count"] == 3 and "p50" not in doc["latency_ms"]["inference"]
 
 
