@@ -177,12 +177,17 @@ def _run_batched(task: Task, model, record, settings: LoopSettings, result: Loop
         chunk.clear()
 
     result.reported_latency = model.latency
-    for sample, tensors in items:
-        bar.update()
-        if _usable(task, sample, tensors, settings, result):
-            chunk.append((sample, tensors))
-        if len(chunk) >= model.batch_size:
+    try:
+        for sample, tensors in items:
+            bar.update()
+            if _usable(task, sample, tensors, settings, result):
+                chunk.append((sample, tensors))
+            if len(chunk) >= model.batch_size:
+                flush()
+    except DataError:  # strict stop: the samples before the bad one still count, as in a host run
+        if chunk:
             flush()
+        raise
     if chunk:
         flush()
 

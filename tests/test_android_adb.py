@@ -145,3 +145,12 @@ def test_cli_error_exit_and_gpu_on_the_phone(phone, tmp_path):
     assert doc["provenance"]["delegate"]["coverage"]["applied"] == "GPU completely"
     calls = doc["provenance"]["delegate"]["native_log"]
     assert any("Explicitly applied GPU delegate" in line for line in calls)
+
+
+def test_detector_outputs_split_back_in_output_order(phone, tmp_path):
+    """SSD's four outputs come back as one concatenated file; COCO scores equal the host cpu run's."""
+    coco = [*VAL50[:2], "task=coco", "dataset=coco_val5"]
+    host = run_inprocess([*coco, "delegate=cpu"], tmp_path / "host")
+    doc = run_inprocess([*coco, "delegate=xnnpack", *phone, "runner.batch_size=2"], tmp_path / "device")
+    assert doc["metrics"]["AP"] == host["metrics"]["AP"] and doc["metrics"]["num_scored"] == 5
+    assert predictions(tmp_path / "device") == predictions(tmp_path / "host")

@@ -86,10 +86,10 @@ class AdbModel:
         self.plan, self.runner = plan, runner
         self.batch_size = int(runner["batch_size"])
         self.inputs, self.outputs, ops = graph_summary(model_path)
-        bad = [i.name for i in self.inputs if ":" in i.name or "," in i.name]
+        bad = [i.name for i in self.inputs if "," in i.name]
         if bad:
             raise EvalHarnessError(
-                f"input name(s) {bad} contain ':' or ',' which benchmark_model flags cannot carry"
+                f"input name(s) {bad} contain ',' which benchmark_model's --input_layer cannot carry"
             )
         self.adb = Adb(runner["adb"], runner["serial"])
         serial = self.adb.check_device()
@@ -175,7 +175,10 @@ class AdbModel:
             "--min_secs=0",
             "--warmup_min_secs=0",
         ]
-        files = ",".join(f"{shlex.quote(i.name)}:batch/$n.in{k}" for k, i in enumerate(self.inputs))
+        # benchmark_model reads "::" as a ':' inside a name (TF names like "input:0") in this flag only
+        files = ",".join(
+            f"{shlex.quote(i.name.replace(':', '::'))}:batch/$n.in{k}" for k, i in enumerate(self.inputs)
+        )
         return (
             'cd "$1" || exit 90\n'
             f"for n in {' '.join(f'{j:06d}' for j in range(count))}; do\n"
