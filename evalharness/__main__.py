@@ -96,7 +96,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     try:
         model, result = run_loop(
             task,
-            lambda: load_model(rc.model["path"], rc.plan, rc.runtime["name"]),
+            lambda: load_model(rc.model["path"], rc.plan, rc.runtime["name"], rc.runner),
             writer.append,
             rc.loop,
             done,
@@ -140,7 +140,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
                 **provenance.model_info(rc.model["path"], model.inputs, model.outputs),
                 "quant": quant,
             },
-            "runtime": runtime_info(rc.runtime["name"]),
+            "runtime": getattr(model, "runtime", None) or runtime_info(rc.runtime["name"]),
             "delegate": {
                 **_delegate_record(rc.plan, model),
                 "library": _library(rc.plan),
@@ -148,6 +148,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
             },
             **task.provenance(),
             "host": provenance.host_info(),
+            **({"device": model.device} if hasattr(model, "device") else {}),  # runner=adb: the phone
             "evalharness": provenance.tool_info(),
             "config": rc.resolved,
             "overrides": list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else [],

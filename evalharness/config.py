@@ -125,6 +125,23 @@ class QuantSchema:  # conf/quant: a post-training-quantized variant of the float
 
 
 @dataclass
+class RunnerSchema:  # conf/runner: host (this process) | adb (benchmark_model on an Android phone)
+    name: str = "host"
+    benchmark_binary: str = ""
+    adb: str = "adb"
+    serial: str = ""
+    device_dir: str = "/data/local/tmp/evalharness"
+    batch_size: int = 256
+    num_runs: int = 50
+    warmup_runs: int = 1
+    min_secs: float = 1.0
+    warmup_min_secs: float = 0.5
+    max_secs: float = 150.0
+    delegate_serialize: bool = True
+    keep_device_files: bool = False
+
+
+@dataclass
 class PathsSchema:
     models_dir: str = "models"
     data_dir: str = "data"
@@ -138,6 +155,7 @@ SCHEMAS = {
     "loop": LoopSchema,
     "paths": PathsSchema,
     "quant": QuantSchema,
+    "runner": RunnerSchema,
 }
 
 
@@ -152,6 +170,7 @@ class RunConfig:
     paths: dict
     resolved: dict  # the whole config, resolved once (recorded in metrics.json and run_state.json)
     quant: dict = field(default_factory=lambda: {"name": "none", "recipe": None})
+    runner: dict = field(default_factory=lambda: {"name": "host"})
 
 
 def _one_line(exc: Exception) -> str:
@@ -196,7 +215,10 @@ def validate(cfg: DictConfig) -> RunConfig:
     if "???" in resolved["delegate"].values():
         missing = [k for k, v in resolved["delegate"].items() if v == "???"]
         raise ConfigError(f"config group 'delegate': missing value(s) for {', '.join(missing)}")
-    plan = plan_delegate(resolved["delegate"])
+    from evalharness.runtime.android.runner import check_runner
+
+    check_runner(groups["runner"], task_name)
+    plan = plan_delegate(resolved["delegate"], runner=groups["runner"]["name"])
     return RunConfig(
         task=groups["task"],
         model=groups["model"],
@@ -207,4 +229,5 @@ def validate(cfg: DictConfig) -> RunConfig:
         paths=groups["paths"],
         resolved=resolved,
         quant=groups["quant"],
+        runner=groups["runner"],
     )

@@ -60,8 +60,11 @@ class LoopResult:
     resumed: int = 0  # samples restored from an interrupted earlier session
     wall_s: float = 0.0  # wall-clock time of the sample loop (after model load), for throughput
     error: BaseException | None = None
+    reported_latency: dict | None = None  # a batch runner's own latency block (runner=adb)
 
     def latency(self) -> dict:
+        if self.reported_latency is not None:
+            return self.reported_latency
         return {
             "init": self.init_ms,
             "first_inference": self.first_inference_ms,
@@ -123,6 +126,72 @@ def _timed_invoke(model) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
+def _usable(task: Task, sample, tensors, settings: LoopSettings, result: LoopResult) -> bool:
+    """False for a sample whose preparation failed and is skipped (strict: the error stops the run)."""
+    if not isinstance(tensors, DataError):
+        return True
+    if settings.strict:
+        raise tensors
+    result.skipped.append({"sample": task.sample_id(sample), "reason": str(tensors)})
+    return False
+
+
+def _run_each(task: Task, model, record, settings: LoopSettings, result: LoopResult, items, bar) -> None:
+    """In-process models: one timed invoke per sample (plus the first-sample warm-up)."""
+    first_outputs = None
+    for sample, tensors in items:
+        bar.update()
+        if not _usable(task, sample, tensors, settings, result):
+            continue
+        model.set_inputs(tensors)
+        if result.first_inference_ms is None:
+            result.first_inference_ms = _timed_invoke(model)
+            first_outputs = model.get_outputs()
+            result.warmup_ms = [_timed_invoke(model) for _ in range(settings.warmup_runs)]
+        latency = _timed_invoke(model)
+        result.inference_ms.append(latency)
+        outputs = model.get_outputs()
+        if first_outputs is not None:
+            result.first_output_repeatable = all(
+                np.array_equal(a, b) for a, b in zip(first_outputs, outputs, strict=True)
+            )
+            first_outputs = None
+        prediction = task.evaluator.update(sample, outputs)
+        if prediction is not None:
+            record({**prediction, "latency_ms": latency})
+
+
+def _run_batched(task: Task, model, record, settings: LoopSettings, result: LoopResult, items, bar) -> None:
+    """Batch runners (runner=adb): up to ``model.batch_size`` prepared samples go to the device in one
+    round trip. Each prediction's latency_ms is the device's figure for that sample; the run's
+    latency block is the runner's own standard benchmark (``model.latency``), not host timing."""
+    chunk: list = []
+
+    def flush() -> None:
+        outputs = model.run_batch([tensors for _, tensors in chunk])
+        for (sample, _), (out, latency) in zip(chunk, outputs, strict=True):
+            result.inference_ms.append(latency)
+            prediction = task.evaluator.update(sample, out)
+            if prediction is not None:
+                record({**prediction, "latency_ms": latency})
+        chunk.clear()
+
+    result.reported_latency = model.latency
+    try:
+        for sample, tensors in items:
+            bar.update()
+            if _usable(task, sample, tensors, settings, result):
+                chunk.append((sample, tensors))
+            if len(chunk) >= model.batch_size:
+                flush()
+    except DataError:  # strict stop: the samples before the bad one still count, as in a host run
+        if chunk:
+            flush()
+        raise
+    if chunk:
+        flush()
+
+
 def run_loop(
     task: Task,
     load_model: Callable[[], object],
@@ -152,35 +221,14 @@ def run_loop(
         finished.add(rec["id"])
         result.inference_ms.append(rec["latency_ms"])
     result.resumed = len(finished)
-    first_outputs = None
     todo = (s for s in task.samples if not finished or task.sample_id(s) not in finished)
     total = max(len(task.samples) - len(finished), 0) if hasattr(task.samples, "__len__") else None
     bar = tqdm(total=total, desc=task.name, unit="img", disable=not settings.progress, leave=False)
     loop_start = time.perf_counter()
     try:
-        for sample, tensors in prepared(task, todo, settings.workers, settings.prefetch):
-            bar.update()
-            if isinstance(tensors, DataError):
-                if settings.strict:
-                    raise tensors
-                result.skipped.append({"sample": task.sample_id(sample), "reason": str(tensors)})
-                continue
-            model.set_inputs(tensors)
-            if result.first_inference_ms is None:
-                result.first_inference_ms = _timed_invoke(model)
-                first_outputs = model.get_outputs()
-                result.warmup_ms = [_timed_invoke(model) for _ in range(settings.warmup_runs)]
-            latency = _timed_invoke(model)
-            result.inference_ms.append(latency)
-            outputs = model.get_outputs()
-            if first_outputs is not None:
-                result.first_output_repeatable = all(
-                    np.array_equal(a, b) for a, b in zip(first_outputs, outputs, strict=True)
-                )
-                first_outputs = None
-            prediction = task.evaluator.update(sample, outputs)
-            if prediction is not None:
-                record({**prediction, "latency_ms": latency})
+        items = prepared(task, todo, settings.workers, settings.prefetch)
+        run = _run_batched if getattr(model, "batch_size", 0) else _run_each
+        run(task, model, record, settings, result, items, bar)
     except (KeyboardInterrupt, DataError) as exc:
         result.status = "partial"
         result.stop_reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
@@ -189,7 +237,7 @@ def run_loop(
         bar.close()
         result.wall_s = time.perf_counter() - loop_start
         peak = peak_rss_mb()
-        result.memory_mb = {
+        result.memory_mb = getattr(model, "memory", None) or {
             "rss_before_load": rss_before,
             "init_delta": rss_init - rss_before,
             "overall_delta": max(peak, rss_init) - rss_before,

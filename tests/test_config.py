@@ -78,6 +78,10 @@ def test_every_conf_file_composes_and_validates(option):
     )
     if group == "delegate" and name in HOST_UNAVAILABLE:
         return  # covered by test_each_delegate_config_validates_or_names_whats_missing
+    if option == "runner/adb":  # needs the user's benchmark_model binary
+        with pytest.raises(ConfigError, match="runner.benchmark_binary"):
+            validate(cfg)
+        return
     if name == "imagefolder":
         with pytest.raises(ConfigError, match="root"):  # the one preset with a mandatory value (???)
             validate(cfg)

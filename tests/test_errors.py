@@ -30,7 +30,7 @@ def test_nnapi_on_host_is_one_line_error_and_no_results(tmp_path):
     err_lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(err_lines) == 1
     assert err_lines[0].startswith("error: NNAPI is Android-only (this host: ")
-    assert err_lines[0].endswith("(runner=adb, planned) or pick delegate=cpu|xnnpack|reference")
+    assert err_lines[0].endswith("(runner=adb) or pick delegate=cpu|xnnpack|reference")
     assert "Traceback" not in proc.stderr
     docs = _metrics_files(tmp_path / "outputs")
     assert all(d["status"] == "failed" and d["metrics"] is None for d in docs)

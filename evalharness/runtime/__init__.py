@@ -11,8 +11,13 @@ from evalharness.runtime.tensors import TensorInfo
 __all__ = ["DelegatePlan", "TensorInfo", "load_model", "plan_delegate"]
 
 
-def load_model(model_path: str, plan: DelegatePlan, runtime: str = "litert"):
-    """Load ``model_path`` with the delegate ``plan`` on ``runtime`` (litert | tensorflow)."""
+def load_model(model_path: str, plan: DelegatePlan, runtime: str = "litert", runner: dict | None = None):
+    """Load ``model_path`` with the delegate ``plan`` on ``runtime`` (litert | tensorflow), or on an
+    Android phone when the plan was made for ``runner=adb``."""
+    if plan.backend == "adb":
+        from evalharness.runtime.android.runner import AdbModel
+
+        return AdbModel(model_path, plan, runner or {})
     if plan.backend == "compiled_gpu":
         if runtime != "litert":
             from evalharness.errors import ConfigError

@@ -216,15 +216,13 @@ _register(
     "max_delegated_partitions",
 )(
     _unavailable(
-        "NNAPI is Android-only (this host: {host}): run on the device (runner=adb, planned) or "
-        + _CPU_CHOICES
+        "NNAPI is Android-only (this host: {host}): run on the device (runner=adb) or " + _CPU_CHOICES
     )
 )
 _register("hexagon", "use_hexagon", "hexagon_lib_path")(
     _unavailable(
         "the Hexagon delegate needs an Android device with a Hexagon 680-690 DSP and "
-        "libhexagon_interface.so (this host: {host}): run on the device (runner=adb, planned) or "
-        + _CPU_CHOICES
+        "libhexagon_interface.so (this host: {host}): run on the device (runner=adb) or " + _CPU_CHOICES
     )
 )
 _register("coreml", "use_coreml", "coreml_version")(
@@ -241,8 +239,10 @@ _register("npu", "min_nodes_per_partition")(
 )
 
 
-def plan_delegate(raw: dict) -> DelegatePlan:
-    """Validate a delegate config (a plain dict from Hydra) and decide how to load it."""
+def plan_delegate(raw: dict, runner: str = "host") -> DelegatePlan:
+    """Validate a delegate config (a plain dict from Hydra) and decide how to load it.
+
+    ``runner=adb``: the delegate runs in benchmark_model on an Android phone (runtime/android)."""
     known = {f.name for f in dataclasses.fields(DelegateConfig)}
     unknown = sorted(set(raw) - known)
     if unknown:
@@ -260,4 +260,8 @@ def plan_delegate(raw: dict) -> DelegatePlan:
         )
     if cfg.op_resolver not in OP_RESOLVERS:
         raise ConfigError(f"delegate.op_resolver={cfg.op_resolver!r}; valid: {', '.join(OP_RESOLVERS)}")
+    if runner == "adb":
+        from evalharness.runtime.android.benchmark_model import plan_on_device
+
+        return plan_on_device(cfg.name, {k: getattr(cfg, k) for k in kind.flags})
     return kind.plan(cfg)
