@@ -80,15 +80,7 @@ def _table1(rows: list[dict], others: list[str]) -> Section:
             [
                 *(str(r.get(k)) for k in others),
                 variant(r),
-                _num(r.get("top1"), ".4f"),
-                _num(r.get("top5"), ".4f"),
-                _num(r.get("d_top1_vs_float"), "+.4f"),
-                _num(r.get("d_top5_vs_float"), "+.4f"),
-                _num(r.get("latency_mean_ms"), ".2f"),
-                _num(r.get("latency_p50_ms"), ".2f"),
-                _num(r.get("size_MB"), ".2f"),
-                _num(r.get("coverage"), ".3f"),
-                _num(r.get("top1_agreement"), ".4f"),
+                *(_num(r.get(key), fmt) for key, fmt in _TABLE1_NUMBERS),
                 format_p(p) if p is not None else "",
                 _error(r),
             ]
@@ -100,6 +92,19 @@ def _table1(rows: list[dict], others: list[str]) -> Section:
         "McNemar: exact two-sided test on the images one model gets right and the other wrong."
     ]
     return Section("Table 1: quantization variants", headers, cells, notes, key="quant")
+
+
+_TABLE1_NUMBERS = (  # (row key, format) of Table 1's numeric columns, in header order
+    ("top1", ".4f"),
+    ("top5", ".4f"),
+    ("d_top1_vs_float", "+.4f"),
+    ("d_top5_vs_float", "+.4f"),
+    ("latency_mean_ms", ".2f"),
+    ("latency_p50_ms", ".2f"),
+    ("size_MB", ".2f"),
+    ("coverage", ".3f"),
+    ("top1_agreement", ".4f"),
+)
 
 
 def _table2(rows: list[dict], others: list[str]) -> Section | None:
@@ -115,12 +120,17 @@ def _table2(rows: list[dict], others: list[str]) -> Section | None:
         cells.append(
             [
                 *g,
-                _num(f.get("top1"), ".4f"),
-                _num(i8.get("top1"), ".4f"),
-                _num(i16.get("top1"), ".4f"),
-                _num(i16.get("d_top1_vs_float"), "+.4f"),
-                _num(i8.get("latency_p50_ms"), ".2f"),
-                _num(i16.get("latency_p50_ms"), ".2f"),
+                *(
+                    _num(row.get(key), fmt)
+                    for row, key, fmt in (
+                        (f, "top1", ".4f"),
+                        (i8, "top1", ".4f"),
+                        (i16, "top1", ".4f"),
+                        (i16, "d_top1_vs_float", "+.4f"),
+                        (i8, "latency_p50_ms", ".2f"),
+                        (i16, "latency_p50_ms", ".2f"),
+                    )
+                ),
                 _error(i16) if i16 else "not in sweep",
             ]
         )
