@@ -64,6 +64,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     """Run the configured task into ``run_dir``; returns the metrics.json document."""
     from evalharness import provenance
     from evalharness.config import validate
+    from evalharness.data.shard import refuse_unsharded_task
     from evalharness.loop import run_loop
     from evalharness.report.writer import RunWriter
     from evalharness.resume import prepare_run_dir
@@ -74,6 +75,8 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     started = _now()
     rc = validate(cfg)
     task = load_tasks().get(rc.task["name"])(rc.task, rc.model, rc.dataset)
+    if not hasattr(task, "shard"):  # tasks without dataset samples cannot be split
+        refuse_unsharded_task(task.name, rc.dataset)
     if _use_cache(rc.loop.cache) and hasattr(task, "cache_key"):
         from evalharness.data.cache import CachedTask
 
