@@ -71,8 +71,10 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     from evalharness.runtime import load_model, plan_delegate
     from evalharness.runtime.litert import runtime_info
     from evalharness.tasks import load_tasks
+    from evalharness.thread_budget import apply_thread_budget
 
     started = _now()
+    budget = apply_thread_budget(cfg, _multirun_launcher())
     rc = validate(cfg)
     task = load_tasks().get(rc.task["name"])(rc.task, rc.model, rc.dataset)
     if not hasattr(task, "shard"):  # tasks without dataset samples cannot be split
@@ -149,6 +151,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
             },
             **task.provenance(),
             "host": provenance.host_info(),
+            "thread_budget": budget,
             "evalharness": provenance.tool_info(),
             "config": rc.resolved,
             "overrides": list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else [],
@@ -186,6 +189,13 @@ def _delegate_record(plan, model) -> dict:
         "op_resolver": plan.op_resolver,
         "coverage": model.coverage,
     }
+
+
+def _multirun_launcher() -> dict | None:
+    """The multirun's ``hydra.launcher`` config (None for a single run), for the thread budget."""
+    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        return OmegaConf.to_container(HydraConfig.get().launcher, resolve=False)
+    return None
 
 
 def _use_cache(setting: str) -> bool:
