@@ -67,7 +67,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     from evalharness.data.shard import refuse_unsharded_task
     from evalharness.loop import run_loop
     from evalharness.report.writer import RunWriter
-    from evalharness.resume import prepare_run_dir
+    from evalharness.resume import prepare_run_dir, sweep_job_settings
     from evalharness.runtime import load_model, plan_delegate
     from evalharness.runtime.litert import runtime_info
     from evalharness.tasks import load_tasks
@@ -83,7 +83,13 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
         from evalharness.data.cache import CachedTask
 
         task = CachedTask(task, rc.paths["cache_dir"])
-    done = prepare_run_dir(run_dir, rc.resolved, rc.loop, getattr(task, "can_resume", False))
+    loop = rc.loop
+    if _is_multirun():  # a re-run sweep skips complete jobs and resumes partial ones
+        loop, finished = sweep_job_settings(run_dir, rc.resolved, loop, getattr(task, "can_resume", False))
+        if finished is not None:
+            print(f"skipped: {run_dir} already holds a complete run of this config")
+            return finished
+    done = prepare_run_dir(run_dir, rc.resolved, loop, getattr(task, "can_resume", False))
     writer = RunWriter(run_dir, resume=bool(done))
     signal.signal(signal.SIGTERM, _raise_interrupt)
     reference = None
@@ -102,7 +108,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
             task,
             lambda: load_model(rc.model["path"], rc.plan, rc.runtime["name"]),
             writer.append,
-            rc.loop,
+            loop,
             done,
         )
     finally:
@@ -193,14 +199,18 @@ def _delegate_record(plan, model) -> dict:
 
 def _multirun_launcher() -> dict | None:
     """The multirun's ``hydra.launcher`` config (None for a single run), for the thread budget."""
-    if HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+    if _is_multirun():
         return OmegaConf.to_container(HydraConfig.get().launcher, resolve=False)
     return None
 
 
+def _is_multirun() -> bool:
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
 def _use_cache(setting: str) -> bool:
     if str(setting).lower() == "auto":
-        return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+        return _is_multirun()
     return str(setting).lower() == "true"
 
 
