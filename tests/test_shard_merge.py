@@ -102,6 +102,10 @@ def test_four_shards_merged_equal_one_run(tmp_path, name, overrides):
     assert exit_.value.code == 0
 
 
+def _ids(run_dir) -> list:
+    return [json.loads(line)["id"] for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+
+
 def test_pooled_summary_equals_summary_of_union():
     a, b = [1.0, 2.0, 4.0], [3.0, 10.0]
     pooled = pooled_summary([summarize(a), summarize(b)])
