@@ -283,7 +283,9 @@ def check_group_options(args: list[str]) -> str | None:
 
 
 def main() -> None:
-    problem = check_group_options(sys.argv[1:])
+    from evalharness.launchers import missing_launcher_plugin
+
+    problem = check_group_options(sys.argv[1:]) or missing_launcher_plugin(sys.argv[1:])
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)

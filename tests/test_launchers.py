@@ -125,3 +125,15 @@ def test_thread_budget_divides_cores_and_flags_oversubscription(monkeypatch):
     assert over["oversubscribed"] and over["source"] == "explicit" and over["num_threads"] == 4
     with pytest.raises(ConfigError, match="cpus_per_task"):
         apply_thread_budget(_delegate("auto"), {"_target_": "x.submitit_launcher.SlurmLauncher"})
+
+
+def test_a_launcher_without_its_plugin_is_one_line_naming_the_extra(monkeypatch):
+    from evalharness import launchers
+
+    monkeypatch.setattr(launchers, "_installed", lambda module: False)
+    assert launchers.missing_launcher_plugin(["-m", "hydra/launcher=slurm"]) == (
+        "hydra/launcher=slurm needs the hydra_submitit_launcher plugin: pip install 'evalharness[launchers]'"
+    )
+    assert launchers.missing_launcher_plugin(["hydra/launcher=basic", "delegate=cpu"]) is None
+    monkeypatch.undo()
+    assert launchers.missing_launcher_plugin(["hydra/launcher=joblib"]) is None  # installed with [dev]
