@@ -64,22 +64,33 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     """Run the configured task into ``run_dir``; returns the metrics.json document."""
     from evalharness import provenance
     from evalharness.config import validate
+    from evalharness.data.shard import refuse_unsharded_task
     from evalharness.loop import run_loop
     from evalharness.report.writer import RunWriter
-    from evalharness.resume import prepare_run_dir
+    from evalharness.resume import prepare_run_dir, sweep_job_settings
     from evalharness.runtime import load_model, plan_delegate
     from evalharness.runtime.litert import runtime_info
     from evalharness.tasks import load_tasks
+    from evalharness.thread_budget import apply_thread_budget
 
     started = _now()
+    budget = apply_thread_budget(cfg, _multirun_launcher())
     rc = validate(cfg)
     quant = _prepare_quant(rc)  # quant=<variant>: rc.model["path"] now names the quantized variant
     task = load_tasks().get(rc.task["name"])(rc.task, rc.model, rc.dataset)
+    if not hasattr(task, "shard"):  # tasks without dataset samples cannot be split
+        refuse_unsharded_task(task.name, rc.dataset)
     if _use_cache(rc.loop.cache) and hasattr(task, "cache_key"):
         from evalharness.data.cache import CachedTask
 
         task = CachedTask(task, rc.paths["cache_dir"])
-    done = prepare_run_dir(run_dir, rc.resolved, rc.loop, getattr(task, "can_resume", False))
+    loop = rc.loop
+    if _is_multirun():  # a re-run sweep skips complete jobs and resumes partial ones
+        loop, finished = sweep_job_settings(run_dir, rc.resolved, loop, getattr(task, "can_resume", False))
+        if finished is not None:
+            print(f"skipped: {run_dir} already holds a complete run of this config")
+            return finished
+    done = prepare_run_dir(run_dir, rc.resolved, loop, getattr(task, "can_resume", False))
     writer = RunWriter(run_dir, resume=bool(done))
     signal.signal(signal.SIGTERM, _raise_interrupt)
     reference = None
@@ -98,7 +109,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
             task,
             lambda: load_model(rc.model["path"], rc.plan, rc.runtime["name"], rc.runner),
             writer.append,
-            rc.loop,
+            loop,
             done,
         )
     finally:
@@ -149,6 +160,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
             **task.provenance(),
             "host": provenance.host_info(),
             **({"device": model.device} if hasattr(model, "device") else {}),  # runner=adb: the phone
+            "thread_budget": budget,
             "evalharness": provenance.tool_info(),
             "config": rc.resolved,
             "overrides": list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else [],
@@ -195,9 +207,20 @@ def _delegate_record(plan, model) -> dict:
     }
 
 
+def _multirun_launcher() -> dict | None:
+    """The multirun's ``hydra.launcher`` config (None for a single run), for the thread budget."""
+    if _is_multirun():
+        return OmegaConf.to_container(HydraConfig.get().launcher, resolve=False)
+    return None
+
+
+def _is_multirun() -> bool:
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
 def _use_cache(setting: str) -> bool:
     if str(setting).lower() == "auto":
-        return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+        return _is_multirun()
     return str(setting).lower() == "true"
 
 
@@ -270,7 +293,9 @@ def check_group_options(args: list[str]) -> str | None:
 
 
 def main() -> None:
-    problem = check_group_options(sys.argv[1:])
+    from evalharness.launchers import missing_launcher_plugin
+
+    problem = check_group_options(sys.argv[1:]) or missing_launcher_plugin(sys.argv[1:])
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)

@@ -87,6 +87,13 @@ class ModelSchema:
 
 
 @dataclass
+class ShardSchema:  # evalharness.data.shard: which part of the sample list this run scores
+    index: int = 0
+    count: int = 1
+    scheme: str = "interleaved"  # interleaved | contiguous
+
+
+@dataclass
 class DatasetSchema:
     name: str = "???"
     root: str = "???"
@@ -96,6 +103,7 @@ class DatasetSchema:
     synset_words: Any = None
     devkit_meta: Any = None
     annotations: Any = None  # COCO instances JSON (task=coco)
+    shard: ShardSchema = field(default_factory=ShardSchema)
 
 
 @dataclass

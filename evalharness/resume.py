@@ -12,6 +12,7 @@ Before the loop starts, ``run_state.json`` records the run's resolved config (Hy
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -88,3 +89,33 @@ def prepare_run_dir(run_dir: str, config: dict, loop: LoopSettings, can_resume: 
         )
     atomic_write_text(state_path, dumps({"config": config}))
     return []
+
+
+def sweep_job_settings(
+    run_dir: str, config: dict, loop: LoopSettings, can_resume: bool
+) -> tuple[LoopSettings, dict | None]:
+    """A multirun job re-run in the same sweep dir: (loop settings to run with, or the finished doc).
+
+    Hydra re-runs every job of a multirun started again with the same ``hydra.sweep.dir``; here a job
+    whose directory holds a run with the same config (``run_state.json``, ``loop.*`` aside) is
+    skipped when complete (its metrics.json document is returned), resumed when partial or
+    interrupted, and started over when it failed (or its task cannot resume). A different config
+    falls through to :func:`prepare_run_dir`'s error; ``loop.overwrite=true`` redoes every job.
+    """
+    state_path = os.path.join(run_dir, STATE_FILE)
+    if loop.overwrite or loop.resume or not os.path.exists(state_path):
+        return loop, None
+    with open(state_path, encoding="utf-8") as f:
+        recorded = json.load(f)["config"]
+    if config_differences(recorded, {k: v for k, v in config.items() if k not in VOLATILE}):
+        return loop, None
+    doc = {"status": "interrupted"}
+    metrics_path = os.path.join(run_dir, METRICS_FILE)
+    if os.path.exists(metrics_path):
+        with open(metrics_path, encoding="utf-8") as f:
+            doc = json.load(f)
+    if doc.get("status") == "complete":
+        return loop, doc
+    if doc.get("status") in ("partial", "interrupted") and can_resume:
+        return dataclasses.replace(loop, resume=True), None
+    return dataclasses.replace(loop, overwrite=True), None

@@ -5,6 +5,7 @@
                      [--max-rows 20]
     sweep MULTIRUN_DIR [--baseline KEY=VALUE]... [--out DIR]
     rescore RUN [--top-k K] [--backend NAME] [--format text|markdown|json] [-o FILE]
+    merge RUN... --out DIR
 
 A run is its output directory or its metrics.json. Exit status: 0 fine; 1 a ``--fail-if`` rule was
 violated (diff) or the stored metrics were not reproduced (rescore); 2 usage error or runs that
@@ -17,7 +18,7 @@ import argparse
 import sys
 
 from evalharness.errors import EvalHarnessError
-from evalharness.report import diff_view, gate, rescore, sweep
+from evalharness.report import diff_view, gate, merge, rescore, sweep
 from evalharness.report.diff import build_diff
 from evalharness.report.numbers import stable_json
 from evalharness.report.runs import ReportError, comparability, load_run
@@ -87,6 +88,18 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     return EXIT_OK if doc["reproduced"] else EXIT_REGRESSION
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    doc = merge.merge_runs(args.runs, args.out)
+    for line in merge.summary_lines(doc["task"], doc["metrics"]):
+        print(line)
+    info = doc["merged"]
+    print(
+        f"merged {info['shards']} shards ({info['processes']} processes on {info['host_count']} host(s)): "
+        f"{doc['metrics']['num_scored']} samples -> {args.out}"
+    )
+    return EXIT_OK
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m evalharness.report", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -115,6 +128,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     r.add_argument("-o", "--output", help="write the report here instead of stdout")
     r.set_defaults(func=cmd_rescore)
+    m = sub.add_parser("merge", help="join the shard runs of one evaluation into one run (exact metrics)")
+    m.add_argument("runs", metavar="RUN", nargs="+", help="every shard's run directory or metrics.json")
+    m.add_argument("--out", required=True, help="directory for the merged run")
+    m.set_defaults(func=cmd_merge)
     return p
 
 

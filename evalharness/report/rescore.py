@@ -36,6 +36,15 @@ def classification_metrics(preds: list[dict], top_k: int | None = None) -> dict:
 
 def coco_metrics(run: Run, backend: str | None = None) -> dict:
     """The 12 stats, per-class AP and (when the run had it) TFLite-tool AP from coco_results.json."""
+    image_ids = [p["image_id"] for p in run.predictions]
+    return score_detections(
+        run, run.artifact(COCO_RESULTS), image_ids, backend or run.metrics.get("backend", "pycocotools")
+    )
+
+
+def score_detections(run: Run, results: list[dict], image_ids: list[int], backend: str) -> dict:
+    """Score COCO ``results`` on ``image_ids`` against the annotation file ``run`` recorded (checked
+    unchanged by its sha256); TFLite-tool AP too when ``run`` reported it."""
     from evalharness.metrics import evaluate_bbox, load_annotations, tflite_tool_ap
 
     path = run.prov("dataset.ground_truth")
@@ -47,11 +56,7 @@ def coco_metrics(run: Run, backend: str | None = None) -> dict:
     recorded = run.prov("dataset.ground_truth_sha256")
     if recorded and sha256_file(path) != recorded:
         raise ReportError(f"run {run.label}: {path} changed since the run (sha256 differs from provenance)")
-    results = run.artifact(COCO_RESULTS)
-    image_ids = [p["image_id"] for p in run.predictions]
-    scored = evaluate_bbox(
-        annotations, results, backend or run.metrics.get("backend", "pycocotools"), image_ids
-    )
+    scored = evaluate_bbox(annotations, results, backend, image_ids)
     metrics = {
         **scored["stats"],
         "per_class": scored["per_class"],

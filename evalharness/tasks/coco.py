@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalharness.data.manifest import dataset_identity, optional_sha256
+from evalharness.data.manifest import optional_sha256
 from evalharness.data.preprocess import (
     detection_geometry,
     detection_input,
@@ -22,6 +22,7 @@ from evalharness.data.preprocess import (
     preprocessing_provenance,
     spec_from_config,
 )
+from evalharness.data.shard import Shard, select_samples, sharded_identity
 from evalharness.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.metrics import COCO_STAT_NAMES, evaluate_bbox, load_annotations, tflite_tool_ap
 from evalharness.metrics.coco import IMAGE_FILE_KEYS
@@ -173,12 +174,10 @@ class CocoTask:
             )
         self.annotations = load_annotations(ann_path, image_keys=IMAGE_FILE_KEYS)
         samples = list_coco_samples(self.annotations, dataset["root"], ann_path)
-        num = int(task.get("num_images", 0))
-        if num < 0 or num > len(samples):
-            raise ConfigError(
-                f"task.num_images={num} but {ann_path} has {len(samples)} images; use 0 for all"
-            )
-        self.samples = samples[:num] if num else samples
+        self.shard = Shard.from_config(dataset)
+        self.samples, self.full_samples = select_samples(
+            samples, int(task.get("num_images", 0)), self.shard, ann_path
+        )
         self.class_map = model.get("class_map", "coco91")
         self.labels_path = model.get("labels")
         self.categories = category_map(self.class_map, self.annotations, self.labels_path)
@@ -216,7 +215,7 @@ class CocoTask:
                 "name": d.get("name"),
                 "format": "coco",
                 "root": d["root"],
-                **dataset_identity([(s.key, s.path) for s in self.samples]),
+                **sharded_identity(self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path)),
                 "ground_truth": d.get("annotations"),
                 "ground_truth_sha256": optional_sha256(d.get("annotations")),
             },

@@ -10,13 +10,14 @@ import numpy as np
 
 from evalharness.data.ground_truth import LabeledSample, load_ground_truth
 from evalharness.data.labels import LabelMatcher, read_label_file, stable_topk
-from evalharness.data.manifest import dataset_identity, optional_sha256
+from evalharness.data.manifest import optional_sha256
 from evalharness.data.preprocess import (
     image_input_spec,
     preprocess_file,
     preprocessing_provenance,
     spec_from_config,
 )
+from evalharness.data.shard import Shard, select_samples, sharded_identity
 from evalharness.errors import ConfigError, ModelMismatchError
 from evalharness.runtime.tensors import TensorInfo
 from evalharness.tasks import TASKS
@@ -104,14 +105,11 @@ class ImageNetTask:
             dataset.get("synset_words"),
             dataset.get("devkit_meta"),
         )
-        num = int(task.get("num_images", 0))
-        if num < 0 or num > len(samples):
-            raise ConfigError(
-                f"task.num_images={num} but {dataset['root']} has {len(samples)} labelled images; "
-                "use 0 for all"
-            )
-        # As TFLite's tool: the first num_images in sorted file-name order.
-        self.samples = samples[:num] if num else samples
+        # As TFLite's tool: the first num_images in sorted file-name order; then this run's shard.
+        self.shard = Shard.from_config(dataset)
+        self.samples, self.full_samples = select_samples(
+            samples, int(task.get("num_images", 0)), self.shard, dataset["root"]
+        )
         self.labels = read_label_file(self.labels_path)
         self.matcher = LabelMatcher(self.labels, self.labels_path)
         # Every ground-truth label must exist in the model's label file: fail before the loop.
@@ -144,7 +142,7 @@ class ImageNetTask:
                 "name": d.get("name"),
                 "format": d.get("format", "auto"),
                 "root": d["root"],
-                **dataset_identity([(s.key, s.path) for s in self.samples]),
+                **sharded_identity(self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path)),
                 "ground_truth": d.get("ground_truth"),
                 "ground_truth_sha256": optional_sha256(d.get("ground_truth")),
                 "class_names_sha256": optional_sha256(d.get("class_names")),

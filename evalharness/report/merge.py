@@ -1,0 +1,256 @@
+"""``report merge``: join the shard runs of one evaluation into the run an unsharded job would write.
+
+Nothing is averaged. The per-image predictions of every shard are put back in dataset order
+(ImageNet: sorted image key; COCO: ascending image id, the order both tasks run in) and the metrics
+are recomputed from them: top-K counts from each image's ``topk``; COCO by re-scoring the union of
+detections with the run's backend (pycocotools by default) and the same annotation file. So the
+merged ``metrics`` block equals an unsharded run's exactly.
+
+Latency is pooled from the per-invoke samples every prediction line carries (``latency_ms``, one
+timed invoke per image), so the merged ``latency_ms.inference`` is the statistics of the union of
+all processes' invokes. ``init``/``first_inference`` happen once per process: the merged file gives
+their mean and lists every process's figures under ``latency_ms.per_process``; ``warmup`` is pooled
+exactly for count/mean/std/min/max (its percentiles need samples that are not stored).
+
+Refused, with the reason: a shard given twice or missing, a sample in two shards, a run that is not
+complete, or shards that differ in task, model (sha256), delegate (name, flags, resolver, library),
+runtime, preprocessing, labels, ground truth, task settings or the list they were cut from.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+from evalharness.report.rescore import COCO_RESULTS, classification_metrics, score_detections
+from evalharness.report.runs import ReportError, Run, dig, load_run
+from evalharness.report.writer import PREDICTIONS_FILE, RESULTS_FILE, RunWriter
+from evalharness.timing import summarize
+
+PROCESS_LATENCY = ("init", "first_inference", "warmup", "inference")
+MERGEABLE_TASKS = {"imagenet": "id", "coco": "image_id"}  # task -> prediction key in dataset order
+# provenance fields every shard of one evaluation must share
+SAME = (
+    "model.sha256",
+    "delegate.name",
+    "delegate.flags",
+    "delegate.op_resolver",
+    "delegate.library.sha256",
+    "runtime.name",
+    "runtime.version",
+    "preprocessing",
+    "labels.sha256",
+    "labels.class_map",
+    "decoder.name",
+    "dataset.ground_truth_sha256",
+    "dataset.shard.count",
+    "dataset.shard.scheme",
+    "dataset.shard.full_count",
+    "dataset.shard.full_manifest_sha256",
+    "config.task",
+    "config.model.decoder",
+)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_shards(runs: list[Run]) -> list[Run]:
+    """The runs sorted by shard index, or ReportError naming why they do not form one evaluation."""
+    problems = []
+    for run in runs:
+        if run.status != "complete":
+            problems.append(
+                f"run {run.dir} is {run.status} ({run.doc.get('stop_reason') or run.doc.get('error')}): "
+                "finish it first (loop.resume=true)"
+            )
+        elif run.task not in MERGEABLE_TASKS:
+            problems.append(f"run {run.dir} is a {run.task} run; merge joins {' and '.join(MERGEABLE_TASKS)}")
+        elif not run.prov("dataset.shard"):
+            problems.append(f"run {run.dir} records no dataset.shard (made before sharding existed)")
+    if problems:
+        raise ReportError("cannot merge: " + "; ".join(problems))
+    first = runs[0]
+    for run in runs[1:]:
+        if run.task != first.task:
+            problems.append(f"task differs: {first.task} vs {run.task} ({run.dir})")
+        for key in SAME:
+            a, b = first.prov(key), run.prov(key)
+            if a != b:
+                problems.append(f"{key} differs: {_short(a)} ({first.dir}) vs {_short(b)} ({run.dir})")
+    if problems:
+        raise ReportError("cannot merge shards of different evaluations: " + "; ".join(problems))
+    count = first.prov("dataset.shard.count")
+    seen = Counter(run.prov("dataset.shard.index") for run in runs)
+    twice = sorted(i for i, n in seen.items() if n > 1)
+    missing = sorted(set(range(count)) - set(seen))
+    if twice:
+        problems.append(f"overlapping shards: index {', '.join(map(str, twice))} given more than once")
+    if missing:
+        problems.append(f"missing shard(s) {', '.join(map(str, missing))} of {count}")
+    total, full = sum(run.prov("dataset.count") for run in runs), first.prov("dataset.shard.full_count")
+    if not problems and total != full:
+        problems.append(f"the shards hold {total} samples, the list they were cut from {full}")
+    if problems:
+        raise ReportError("cannot merge: " + "; ".join(problems))
+    return sorted(runs, key=lambda r: r.prov("dataset.shard.index"))
+
+
+def merged_predictions(runs: list[Run]) -> list[dict]:
+    """Every shard's prediction lines in dataset order; a sample scored twice is refused."""
+    key = MERGEABLE_TASKS[runs[0].task]
+    records = [rec for run in runs for rec in run.predictions]
+    dupes = [k for k, n in Counter(rec[key] for rec in records).items() if n > 1]
+    if dupes:
+        raise ReportError(f"cannot merge: sample {dupes[0]!r} was scored by more than one shard (overlap)")
+    return sorted(records, key=lambda rec: rec[key])
+
+
+def merged_metrics(runs: list[Run], preds: list[dict]) -> dict:
+    first = runs[0]
+    if first.task == "imagenet":
+        stored_k = sum(1 for k in first.metrics if k.startswith("top") and k[3:].isdigit())
+        metrics = classification_metrics(preds, stored_k)
+    else:
+        results = coco_results(preds)
+        metrics = score_detections(
+            first, results, [p["image_id"] for p in preds], first.metrics.get("backend", "pycocotools")
+        )
+        metrics["backend"] = first.metrics.get("backend", "pycocotools")
+        metrics["num_unmapped_detections"] = sum(p.get("unmapped", 0) for p in preds)
+    metrics["num_images"] = first.prov("dataset.shard.full_count")
+    metrics["num_skipped"] = sum(run.metrics.get("num_skipped", 0) for run in runs)
+    return metrics
+
+
+def coco_results(preds: list[dict]) -> list[dict]:
+    """COCO results rows from prediction lines, image by image, detections in stored order."""
+    return [
+        {"image_id": p["image_id"], "category_id": cat, "bbox": bbox, "score": score}
+        for p in preds
+        for cat, score, *bbox in p["detections"]
+    ]
+
+
+def pooled_latency(runs: list[Run], preds: list[dict]) -> dict:
+    """Inference statistics over the union of every process's per-invoke samples."""
+    per_process = [
+        {
+            "shard": run.prov("dataset.shard.index"),
+            "host": run.prov("host.hostname"),
+            **{k: dig(run.doc, f"latency_ms.{k}") for k in PROCESS_LATENCY},
+        }
+        for run in runs
+    ]
+
+    def mean_of(name: str):
+        values = [p[name] for p in per_process if p[name] is not None]
+        return sum(values) / len(values) if values else None
+
+    return {
+        "init": mean_of("init"),
+        "first_inference": mean_of("first_inference"),
+        "warmup": pooled_summary([p["warmup"] or {"count": 0} for p in per_process]),
+        "inference": summarize([p["latency_ms"] for p in preds]),
+        "timed_region": runs[0].doc.get("latency_ms", {}).get("timed_region"),
+        "per_process": per_process,
+        "pooling": "inference: statistics of all processes' per-invoke samples; init and first_inference: "
+        "mean over processes; warmup: count/mean/std/min/max pooled exactly",
+    }
+
+
+def pooled_summary(parts: list[dict]) -> dict:
+    """count/mean/std(population)/min/max of the union of samples, from per-part summaries."""
+    parts = [p for p in parts if p.get("count")]
+    n = sum(p["count"] for p in parts)
+    if not n:
+        return {"count": 0}
+    mean = sum(p["count"] * p["mean"] for p in parts) / n
+    second = sum(p["count"] * (p["std"] ** 2 + p["mean"] ** 2) for p in parts) / n
+    return {
+        "count": n,
+        "mean": mean,
+        "std": max(second - mean**2, 0.0) ** 0.5,
+        "min": min(p["min"] for p in parts),
+        "max": max(p["max"] for p in parts),
+    }
+
+
+def _all_or_none(values) -> bool | None:
+    values = list(values)
+    return None if None in values else all(values)
+
+
+def summary_lines(task: str, metrics: dict) -> list[str]:
+    if task == "coco":
+        return list(metrics["summary"])
+    k = sum(1 for key in metrics if key.startswith("top") and key[3:].isdigit())
+    return [f"Top-{i} Accuracy: {metrics[f'top{i}']:g}" for i in range(1, k + 1)]
+
+
+def merge_runs(paths: list[str], out_dir: str) -> dict:
+    """Merge the shard runs at ``paths`` into a run directory ``out_dir``; returns its metrics.json."""
+    if len(paths) < 1:
+        raise ReportError("merge needs the run directories of every shard")
+    runs = check_shards([load_run(p, f"shard{i}") for i, p in enumerate(paths)])
+    if os.path.exists(os.path.join(out_dir, "metrics.json")):
+        raise ReportError(f"{out_dir} already holds a run; choose another --out")
+    preds = merged_predictions(runs)
+    metrics = merged_metrics(runs, preds)
+    doc = merged_document(runs, preds, metrics)
+    writer = RunWriter(out_dir)
+    for rec in preds:
+        writer.append(rec)
+    writer.close()
+    if runs[0].task == "coco":
+        writer.write_json(COCO_RESULTS, coco_results(preds))
+        doc["artifacts"] = [COCO_RESULTS]
+    writer.write_results(summary_lines(runs[0].task, metrics))
+    writer.write_metrics(doc)
+    return doc
+
+
+def merged_document(runs: list[Run], preds: list[dict], metrics: dict) -> dict:
+    first = runs[0]
+    shard = first.prov("dataset.shard")
+    hosts = sorted({run.prov("host.hostname") for run in runs}, key=str)
+    provenance = dict(first.provenance)
+    provenance["dataset"] = {
+        **first.prov("dataset"),
+        "count": shard["full_count"],
+        "manifest_sha256": shard["full_manifest_sha256"],
+        "shard": {**shard, "index": None},
+    }
+    overrides = first.prov("overrides", [])
+    provenance["overrides"] = [o for o in overrides if not o.startswith("dataset.shard.index=")]
+    return {
+        "task": first.task,
+        "status": "complete",
+        "stop_reason": None,
+        "started_at": min(run.doc.get("started_at") or "" for run in runs),
+        "finished_at": max(run.doc.get("finished_at") or "" for run in runs),
+        "metrics": metrics,
+        "latency_ms": pooled_latency(runs, preds),
+        "memory_mb": {"peak_rss": max(dig(r.doc, "memory_mb.peak_rss", 0.0) for r in runs)},
+        "skipped": [s for run in runs for s in run.doc.get("skipped", [])],
+        "first_output_repeatable": _all_or_none(run.doc.get("first_output_repeatable") for run in runs),
+        "resumed_samples": sum(run.doc.get("resumed_samples", 0) for run in runs),
+        "throughput": {
+            "images_per_s_per_process": [dig(r.doc, "throughput.images_per_s") for r in runs],
+            "loop_wall_s_per_process": [dig(r.doc, "throughput.loop_wall_s") for r in runs],
+        },
+        "predictions": {"path": PREDICTIONS_FILE, "format": "jsonl", "count": len(preds)},
+        "artifacts": [],
+        "provenance": provenance,
+        "merged": {
+            "shards": len(runs),
+            "processes": len(runs),
+            "hosts": hosts,
+            "host_count": len(hosts),
+            "scheme": shard["scheme"],
+            "runs": [run.dir for run in runs],
+            "results_file": RESULTS_FILE,
+        },
+    }
