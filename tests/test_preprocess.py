@@ -110,8 +110,17 @@ def test_input_dtype_conversions():
 def test_non_image_model_input_is_rejected():
     with pytest.raises(ModelMismatchError, match=r"not one NHWC RGB image"):
         image_input_spec((1, 128), "float32", (0.0, 0), "m.tflite")
-    with pytest.raises(ModelMismatchError, match="dtype int16"):
-        image_input_spec((1, 8, 8, 3), "int16", (0.0, 0), "m.tflite")
+    with pytest.raises(ModelMismatchError, match="dtype int32"):
+        image_input_spec((1, 8, 8, 3), "int32", (0.0, 0), "m.tflite")
+
+
+def test_int16_input_needs_the_models_own_quantization():
+    inp = image_input_spec((1, 1, 1, 3), "int16", (0.5, 0), "m.tflite")
+    px = np.array([[[0.0, 127.5, 255.0]]], np.float32)
+    with pytest.raises(ModelMismatchError, match="integer_input=quantize"):
+        to_input_tensor(px, PreprocessSpec(), inp)  # the tool's uint8/int8 rule has no int16 form
+    q = to_input_tensor(px, PreprocessSpec(integer_input="quantize"), inp)
+    assert q.dtype == np.int16 and q.tolist() == [[[[-2, 0, 2]]]]  # (x - 127.5) / 127.5 / 0.5
 
 
 @pytest.mark.parametrize("mode", ["L", "CMYK", "RGBA", "P", "LA"])
