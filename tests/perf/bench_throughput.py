@@ -134,6 +134,11 @@ def classification(n: int, threads: int) -> None:
         f"evalharness warm cache            {warm_ips:8.1f} img/s   = {warm_ips / invoke_ips:.3f} x pure "
         f"invoke, {warm_ips / naive_ips:.2f} x naive"
     )
+    mean = {name: doc["latency_ms"]["inference"]["mean"] for name, doc in (("cold", cold), ("warm", warm))}
+    print(
+        f"mean invoke: pure loop {1000 / invoke_ips:.2f} ms, in the cold run {mean['cold']:.2f} ms, "
+        f"in the warm run {mean['warm']:.2f} ms (cores shared with input preparation slow invoke down)"
+    )
     print(f"accuracy equal cold/warm: {cold['metrics'] == warm['metrics']}")
     rss_big, rss_small = cold["memory_mb"]["peak_rss"], small["memory_mb"]["peak_rss"]
     print(f"peak RSS {n} images {rss_big:.1f} MB vs 50 images {rss_small:.1f} MB = {rss_big / rss_small:.3f}")
