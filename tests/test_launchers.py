@@ -87,7 +87,7 @@ def test_submitit_local_runs_a_two_job_sweep(tmp_path, val50_runs):
 
 
 def test_ray_launcher_smoke(tmp_path):
-    """Runs where ``evalharness[ray]`` is installed (not part of [dev]: ray is large; see README)."""
+    """Runs where ``evalharness[ray]`` is installed ([dev] includes it, so CI runs it)."""
     pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="pip install 'evalharness[ray]'")
     sweep = tmp_path / "sweep"
     args = ["-m", "hydra/launcher=ray_local", *VAL50, "task.num_images=4", "dataset.shard.count=2"]
