@@ -16,6 +16,7 @@ the run records whether it equals the first output (a nondeterministic delegate 
 from __future__ import annotations
 
 import resource
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -84,8 +85,21 @@ def current_rss_mb() -> float:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far (ru_maxrss is KiB on Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak resident set size of this process so far.
+
+    Linux: ``VmHWM`` of /proc/self/status, the peak of this process image. Not ``ru_maxrss``: Linux
+    carries the parent's RSS over fork + exec into it, so a run started by a 400 MB process would
+    report 400 MB. Elsewhere ``ru_maxrss`` (KiB on Linux/BSD, bytes on macOS).
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return maxrss / 2**20 if sys.platform == "darwin" else maxrss / 1024
 
 
 def prepared(task: Task, samples: Iterable, workers: int, prefetch: int) -> Iterator[tuple[object, object]]:

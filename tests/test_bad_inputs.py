@@ -237,14 +237,16 @@ def test_decompression_bomb_is_refused_before_decoding(tmp_path):
     assert path.stat().st_size < 1_000_000
     probe = textwrap.dedent(
         f"""
-        import resource, sys
+        import re, sys
         from evalharness.data.preprocess import decode_rgb
         from evalharness.errors import DataError
         try:
             decode_rgb({str(path)!r})
         except DataError as exc:
             print(exc)
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+        # VmHWM: this process image's own peak (ru_maxrss can carry the parent's RSS across exec)
+        status = open("/proc/self/status").read()
+        print(int(re.search(r"VmHWM:\\s+(\\d+) kB", status).group(1)) // 1024)
         """
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)

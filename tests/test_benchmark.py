@@ -33,3 +33,17 @@ def test_runs_honour_num_runs_and_min_secs():
         time.sleep(0.02)
     assert len(seen) > 2 and time.perf_counter() - start >= 0.15
     assert len(list(Runs(1, 60.0, 5))) == 5  # max_runs caps min_secs
+
+
+def test_peak_rss_is_the_runs_own_not_its_parents():
+    """Linux carries a parent's RSS over fork + exec into ru_maxrss; memory_mb must not inherit it."""
+    import subprocess
+    import sys
+
+    ballast = bytearray(300 * 2**20)
+    for i in range(0, len(ballast), 4096):  # touch every page: 300 MB resident in this process
+        ballast[i] = 1
+    probe = "from evalharness.loop import peak_rss_mb; print(peak_rss_mb())"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    del ballast
+    assert 1 < float(out.stdout) < 200

@@ -115,7 +115,10 @@ def test_non_image_model_input_is_rejected():
 
 
 def test_int16_input_needs_the_models_own_quantization():
-    inp = image_input_spec((1, 1, 1, 3), "int16", (0.5, 0), "m.tflite")
+    with pytest.raises(ModelMismatchError, match="integer_input=quantize"):  # before the loop
+        image_input_spec((1, 1, 1, 3), "int16", (0.5, 0), "m.tflite", PreprocessSpec())
+    quantize = PreprocessSpec(integer_input="quantize")
+    inp = image_input_spec((1, 1, 1, 3), "int16", (0.5, 0), "m.tflite", quantize)
     px = np.array([[[0.0, 127.5, 255.0]]], np.float32)
     with pytest.raises(ModelMismatchError, match="integer_input=quantize"):
         to_input_tensor(px, PreprocessSpec(), inp)  # the tool's uint8/int8 rule has no int16 form

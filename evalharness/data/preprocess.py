@@ -159,8 +159,11 @@ class InputSpec:
 SUPPORTED_INPUT_DTYPES = ("uint8", "int8", "int16", "float32", "float16")
 
 
-def image_input_spec(shape, dtype: str, quantization: tuple[float, int], model_path: str) -> InputSpec:
-    """Check that a model input is one NHWC RGB image; one clear error before the loop otherwise."""
+def image_input_spec(
+    shape, dtype: str, quantization: tuple[float, int], model_path: str, spec: PreprocessSpec | None = None
+) -> InputSpec:
+    """Check that a model input is one NHWC RGB image (and, given ``spec``, that the preprocessing
+    can fill it); one clear error before the loop otherwise."""
     shape = [int(s) for s in shape]
     if len(shape) != 4 or shape[0] != 1 or shape[3] != 3:
         raise ModelMismatchError(
@@ -173,7 +176,20 @@ def image_input_spec(shape, dtype: str, quantization: tuple[float, int], model_p
             f"(supported: {', '.join(SUPPORTED_INPUT_DTYPES)})"
         )
     scale, zero_point = quantization
-    return InputSpec(shape[1], shape[2], shape[3], dtype, float(scale), int(zero_point))
+    inp = InputSpec(shape[1], shape[2], shape[3], dtype, float(scale), int(zero_point))
+    if spec is not None and dtype == "int16" and not _quantizes(spec, inp):
+        raise ModelMismatchError(f"{model_path}: {_INT16_NEEDS_QUANTIZE}")
+    return inp
+
+
+_INT16_NEEDS_QUANTIZE = (
+    "int16 model input (an int16x8 variant): set model.preprocess.integer_input=quantize; only the "
+    "input's own scale/zero-point maps pixels to int16"
+)
+
+
+def _quantizes(spec: PreprocessSpec, inp: InputSpec) -> bool:
+    return spec.integer_input == "quantize" and inp.scale > 0
 
 
 def to_input_tensor(pixels: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:
@@ -184,14 +200,14 @@ def to_input_tensor(pixels: np.ndarray, spec: PreprocessSpec, inp: InputSpec) ->
         mean = np.asarray(spec.mean, dtype=np.float32)
         inv_std = (np.float32(1) / np.asarray(spec.std, dtype=np.float32)).astype(np.float32)
         return ((pixels - mean) * inv_std).astype(inp.dtype)[None]
-    if spec.integer_input == "quantize" and inp.scale > 0:
+    if _quantizes(spec, inp):
         mean = np.asarray(spec.mean, dtype=np.float32)
         std = np.asarray(spec.std, dtype=np.float32)
         info = np.iinfo(inp.dtype)
         q = np.round((pixels - mean) / std / np.float32(inp.scale)) + inp.zero_point
         return np.clip(q, info.min, info.max).astype(inp.dtype)[None]
-    if inp.dtype == "int16":  # int16x8 variants: only the model's own scale/zero-point makes sense
-        raise ModelMismatchError("int16 model input: set model.preprocess.integer_input=quantize")
+    if inp.dtype == "int16":
+        raise ModelMismatchError(_INT16_NEEDS_QUANTIZE)
     if inp.dtype == "uint8":
         return np.trunc(pixels).astype(np.uint8)[None]  # static_cast<uint8_t>: truncation
     return np.trunc(pixels - np.float32(128)).astype(np.int8)[None]  # int8: trunc(x - 128)

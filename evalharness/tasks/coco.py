@@ -190,7 +190,7 @@ class CocoTask:
                 f"{self.model_path}: {len(inputs)} inputs; a detector here has one image input"
             )
         i = inputs[0]
-        self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path)
+        self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
         self.decoder.bind(outputs, (self.input.height, self.input.width), self.model_path)
 
     def cache_key(self) -> dict:

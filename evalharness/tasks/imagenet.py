@@ -121,7 +121,7 @@ class ImageNetTask:
         if len(inputs) != 1:
             raise ModelMismatchError(f"{self.model_path}: {len(inputs)} inputs; an image classifier has one")
         i = inputs[0]
-        self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path)
+        self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
         out = classification_output(outputs, self.model_path)
         self.matcher.check_output_size(out.shape[-1])
         self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
