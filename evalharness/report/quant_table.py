@@ -33,11 +33,10 @@ def _float_row(rows: list[dict], row: dict, others: list[str]) -> dict | None:
     return None
 
 
-def _paired(multirun_dir: str, a: dict, b: dict) -> dict | None:
+def _paired(load, a: dict, b: dict) -> dict | None:
     """classification_diff of two jobs' predictions, or None when either has none to pair."""
     try:
-        run_a = load_run(os.path.join(multirun_dir, a["run"]), a["run"])
-        run_b = load_run(os.path.join(multirun_dir, b["run"]), b["run"])
+        run_a, run_b = load(a["run"]), load(b["run"])
         same_labels = run_a.prov("labels.sha256") == run_b.prov("labels.sha256")
         return classification_diff(run_a.predictions, run_b.predictions, same_labels)
     except (ReportError, KeyError):
@@ -47,13 +46,20 @@ def _paired(multirun_dir: str, a: dict, b: dict) -> dict | None:
 def add_quant_columns(multirun_dir: str, rows: list[dict], keys: list[str]) -> list[str]:
     """Fill QUANT_COLUMNS in every scored row that has a scored float row with the same other values."""
     others = [k for k in keys if k != "quant"]
+    loaded: dict[str, object] = {}  # each float run is the base of several rows: read it once
+
+    def load(name: str):
+        if name not in loaded:
+            loaded[name] = load_run(os.path.join(multirun_dir, name), name)
+        return loaded[name]
+
     for row in rows:
         base = _float_row(rows, row, others)
         if base is None or row["status"] not in SCORED or base["status"] not in SCORED:
             continue
         row["d_top1_vs_float"] = delta(base.get("top1"), row.get("top1"))
         row["d_top5_vs_float"] = delta(base.get("top5"), row.get("top5"))
-        paired = _paired(multirun_dir, base, row) if "top1" in row else None
+        paired = _paired(load, base, row) if "top1" in row else None
         if paired and paired["paired_images"]:
             row["top1_agreement"] = paired["top1_agreement"]
             row["mcnemar_p"] = paired["mcnemar_p"]
