@@ -228,6 +228,7 @@ def test_flag_mapping_mirrors_the_registrar():
         ({"name": "gpu", "gpu_backend": "webgpu"}, ConfigError),
         ({"name": "nnapi", "nnapi_execution_preference": "fastest"}, ConfigError),
         ({"name": "external", "external_delegate_path": "libd.so"}, ConfigError),
+        ({"name": "cpu", "num_threads": 0}, ConfigError),  # the host's thread check holds on the phone too
     ],
 )
 def test_device_plans_refuse_what_benchmark_model_cannot_do(raw, error):

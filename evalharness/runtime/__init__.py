@@ -17,7 +17,7 @@ def load_model(model_path: str, plan: DelegatePlan, runtime: str = "litert", run
     if plan.backend == "adb":
         from evalharness.runtime.android.runner import AdbModel
 
-        return AdbModel(model_path, plan, runner or {})
+        return AdbModel(model_path, plan, runner)
     if plan.backend == "compiled_gpu":
         if runtime != "litert":
             from evalharness.errors import ConfigError

@@ -263,5 +263,5 @@ def plan_delegate(raw: dict, runner: str = "host") -> DelegatePlan:
     if runner == "adb":
         from evalharness.runtime.android.benchmark_model import plan_on_device
 
-        return plan_on_device(cfg.name, {k: getattr(cfg, k) for k in kind.flags})
+        return plan_on_device(_plan(cfg, "benchmark_model", backend="adb"))
     return kind.plan(cfg)

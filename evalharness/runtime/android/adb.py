@@ -23,6 +23,11 @@ _STATE_HINTS = {
 }
 
 
+def tail(text: str, lines: int = 2) -> str:
+    """The last ``lines`` lines of device output joined on one line, for one-line error messages."""
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+
+
 class AdbError(EvalHarnessError):
     """adb or a command on the device failed."""
 
@@ -89,8 +94,7 @@ class Adb:
         rc = int(codes[-1])
         text = out[: out.rfind("RC=")]
         if check and rc != 0:
-            tail = " | ".join(line.strip() for line in text.strip().splitlines()[-3:])
-            raise AdbError(f"on the device, `{command[:120]}` exited {rc}: {tail}")
+            raise AdbError(f"on the device, `{command[:120]}` exited {rc}: {tail(text, 3)}")
         return text, rc
 
     def push(self, local: str, remote: str) -> None:

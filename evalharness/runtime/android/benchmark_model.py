@@ -60,21 +60,13 @@ def _flag(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def plan_on_device(name: str, flags: dict) -> DelegatePlan:
-    """A DelegatePlan for ``runner=adb``: the delegate runs inside benchmark_model on the phone."""
-    if name not in ON_DEVICE:
+def plan_on_device(plan: DelegatePlan) -> DelegatePlan:
+    """Check a ``runner=adb`` plan (the delegate runs inside benchmark_model on the phone)."""
+    if plan.name not in ON_DEVICE:
         raise DelegateUnavailableError(
-            f"delegate={name} does not run on an Android phone through benchmark_model (runner=adb); "
+            f"delegate={plan.name} does not run on an Android phone through benchmark_model (runner=adb); "
             f"valid there: {', '.join(ON_DEVICE)}"
         )
-    plan = DelegatePlan(
-        name=name,
-        op_resolver="benchmark_model",
-        num_threads=int(flags["num_threads"]),
-        backend="adb",
-        require_full_delegation=bool(flags.get("require_full_delegation")),
-        flags=dict(flags),
-    )
     device_flags(plan)  # bad values fail now, before anything is pushed
     return plan
 
@@ -126,8 +118,6 @@ def device_flags(plan: DelegatePlan) -> list[str]:
         out.append(f"--external_delegate_path={path}")
         if f["external_delegate_options"]:
             out.append(f"--external_delegate_options={f['external_delegate_options']}")
-    if f.get("min_nodes_per_partition"):
-        out.append(f"--min_nodes_per_partition={f['min_nodes_per_partition']}")
     return out
 
 

@@ -22,9 +22,9 @@ import tempfile
 import numpy as np
 
 from evalharness.data.manifest import sha256_file
-from evalharness.errors import ConfigError, EvalHarnessError
+from evalharness.errors import ConfigError, EvalHarnessError, ModelMismatchError
 from evalharness.runtime.android import benchmark_model as bm
-from evalharness.runtime.android.adb import Adb
+from evalharness.runtime.android.adb import Adb, tail
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.tensors import TensorInfo
 
@@ -149,10 +149,8 @@ class AdbModel:
         text, rc = self.adb.shell(self._cd() + " ".join(map(shlex.quote, cmd)) + " 2>&1", check=False)
         info = bm.check_log(text, self.plan)  # unknown flags / delegate not applied before the exit code
         if rc != 0:
-            tail = " | ".join(line.strip() for line in text.strip().splitlines()[-2:])
-            raise EvalHarnessError(f"benchmark_model exited {rc} on {self.device['serial']}: {tail}")
+            raise EvalHarnessError(f"benchmark_model exited {rc} on {self.device['serial']}: {tail(text)}")
         self.latency = bm.parse_latency(text)
-        self.latency["timed_region"] = self.timed_region
         self.memory = bm.parse_memory(text)
         self.coverage = bm.coverage(info, self.plan, ops_total)
         self.device["nnapi_accelerators"] = info["accelerators"]
@@ -196,7 +194,12 @@ class AdbModel:
             os.makedirs(os.path.join(local, "out"))
             for j, tensors in enumerate(batch):
                 for k, (info, value) in enumerate(zip(self.inputs, tensors, strict=True)):
-                    arr = np.ascontiguousarray(value, dtype=np.dtype(info.dtype)).reshape(info.shape)
+                    arr = np.ascontiguousarray(value)
+                    if arr.dtype != np.dtype(info.dtype) or arr.shape != tuple(info.shape):
+                        raise ModelMismatchError(  # set_tensor refuses these on the host: no silent cast
+                            f"input {info.name}: got {arr.dtype} {list(arr.shape)}, the model takes "
+                            f"{info.dtype} {list(info.shape)}"
+                        )
                     with open(os.path.join(local, f"{j:06d}.in{k}"), "wb") as f:
                         f.write(arr.tobytes())
             with open(os.path.join(local, "run.sh"), "w") as f:
@@ -219,8 +222,7 @@ class AdbModel:
         rc = int(_END_LINE.search(text, end).group(2))
         bm.check_log(block, self.plan)
         if rc != 0:
-            tail = " | ".join(line.strip() for line in block.strip().splitlines()[-2:])
-            raise EvalHarnessError(f"benchmark_model exited {rc} on image #{j} of the batch: {tail}")
+            raise EvalHarnessError(f"benchmark_model exited {rc} on image #{j} of the batch: {tail(block)}")
         path = os.path.join(pulled, f"{name}.bin")
         if not os.path.isfile(path):
             raise EvalHarnessError(f"benchmark_model wrote no --output_filepath file for image #{j}")
