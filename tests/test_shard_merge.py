@@ -87,13 +87,9 @@ def test_four_shards_merged_equal_one_run(tmp_path, name, overrides):
     assert merged["latency_ms"]["inference"] == summarize(per_invoke)
     assert merged["latency_ms"]["inference"]["count"] == whole["latency_ms"]["inference"]["count"]
     assert len(merged["latency_ms"]["per_process"]) == 4
-    ids = [
-        json.loads(line)["id"] for line in (tmp_path / "merged/predictions.jsonl").read_text().splitlines()
-    ]
-    whole_ids = [
-        json.loads(line)["id"] for line in (tmp_path / "whole/predictions.jsonl").read_text().splitlines()
-    ]
-    assert ids == whole_ids
+    assert _ids(tmp_path / "merged") == _ids(tmp_path / "whole")
+    # results.txt reads the same (COCO: the 12 summary lines and the TFLite-tool AP line)
+    assert (tmp_path / "merged/results.txt").read_text() == (tmp_path / "whole/results.txt").read_text()
     # the merged run is a run like any other: rescore reproduces it
     with pytest.raises(SystemExit) as exit_:
         cli.main(["rescore", str(tmp_path / "merged")])

@@ -18,6 +18,7 @@ import argparse
 import sys
 
 from evalharness.errors import EvalHarnessError
+from evalharness.metrics.summary import summary_lines
 from evalharness.report import diff_view, gate, merge, rescore, sweep
 from evalharness.report.diff import build_diff
 from evalharness.report.numbers import stable_json
@@ -90,7 +91,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     doc = merge.merge_runs(args.runs, args.out)
-    for line in merge.summary_lines(doc["task"], doc["metrics"]):
+    for line in summary_lines(doc["task"], doc["metrics"]):
         print(line)
     info = doc["merged"]
     print(

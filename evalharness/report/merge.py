@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 
+from evalharness.metrics.summary import summary_lines
 from evalharness.report.rescore import COCO_RESULTS, classification_metrics, score_detections
 from evalharness.report.runs import ReportError, Run, dig, load_run
 from evalharness.report.writer import PREDICTIONS_FILE, RESULTS_FILE, RunWriter
@@ -111,8 +112,7 @@ def merged_predictions(runs: list[Run]) -> list[dict]:
 def merged_metrics(runs: list[Run], preds: list[dict]) -> dict:
     first = runs[0]
     if first.task == "imagenet":
-        stored_k = sum(1 for k in first.metrics if k.startswith("top") and k[3:].isdigit())
-        metrics = classification_metrics(preds, stored_k)
+        metrics = classification_metrics(preds)  # every line stores the run's top-K
     else:
         results = coco_results(preds)
         metrics = score_detections(
@@ -181,13 +181,6 @@ def pooled_summary(parts: list[dict]) -> dict:
 def _all_or_none(values) -> bool | None:
     values = list(values)
     return None if None in values else all(values)
-
-
-def summary_lines(task: str, metrics: dict) -> list[str]:
-    if task == "coco":
-        return list(metrics["summary"])
-    k = sum(1 for key in metrics if key.startswith("top") and key[3:].isdigit())
-    return [f"Top-{i} Accuracy: {metrics[f'top{i}']:g}" for i in range(1, k + 1)]
 
 
 def merge_runs(paths: list[str], out_dir: str) -> dict:

@@ -26,6 +26,7 @@ from evalharness.data.shard import Shard, select_samples, sharded_identity
 from evalharness.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.metrics import COCO_STAT_NAMES, evaluate_bbox, load_annotations, tflite_tool_ap
 from evalharness.metrics.coco import IMAGE_FILE_KEYS
+from evalharness.metrics.summary import coco_lines
 from evalharness.runtime.tensors import TensorInfo
 from evalharness.tasks import TASKS
 from evalharness.tasks.base import image_cache_key
@@ -234,13 +235,7 @@ class CocoTask:
         return {RESULTS_FILE: self.evaluator.detections.rows()}
 
     def summary_lines(self, doc: dict) -> list[str]:
-        metrics = doc["metrics"]
-        lines = list(metrics["summary"])
-        if "tflite_tool" in metrics:
-            lines.append(
-                f"TFLite-tool AP (0.5:0.95, 101-point, no area ranges): {metrics['tflite_tool']['AP']:.6f}"
-            )
-        return lines
+        return coco_lines(doc["metrics"])
 
 
 __all__ = ["COCO_STAT_NAMES", "CocoTask", "CocoEvaluator", "CocoSample", "category_map"]

@@ -19,6 +19,7 @@ from evalharness.data.preprocess import (
 )
 from evalharness.data.shard import Shard, select_samples, sharded_identity
 from evalharness.errors import ConfigError, ModelMismatchError
+from evalharness.metrics.summary import classification_lines
 from evalharness.runtime.tensors import TensorInfo
 from evalharness.tasks import TASKS
 from evalharness.tasks.base import image_cache_key
@@ -157,5 +158,4 @@ class ImageNetTask:
         }
 
     def summary_lines(self, doc: dict) -> list[str]:
-        metrics = doc["metrics"]
-        return [f"Top-{k} Accuracy: {metrics[f'top{k}']:g}" for k in range(1, self.evaluator.top_k + 1)]
+        return classification_lines(doc["metrics"])
