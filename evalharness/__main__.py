@@ -76,21 +76,23 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     started = _now()
     budget = apply_thread_budget(cfg, _multirun_launcher())
     rc = validate(cfg)
+    task_class = load_tasks().get(rc.task["name"])
+    can_resume = getattr(task_class, "can_resume", False)
+    loop = rc.loop
+    if _is_multirun():  # a re-run sweep skips complete jobs (before any set-up) and resumes partial ones
+        loop, finished = sweep_job_settings(run_dir, rc.resolved, loop, can_resume)
+        if finished is not None:
+            print(f"skipped: {run_dir} already holds a complete run of this config")
+            return finished
     quant = _prepare_quant(rc)  # quant=<variant>: rc.model["path"] now names the quantized variant
-    task = load_tasks().get(rc.task["name"])(rc.task, rc.model, rc.dataset)
+    task = task_class(rc.task, rc.model, rc.dataset)
     if not hasattr(task, "shard"):  # tasks without dataset samples cannot be split
         refuse_unsharded_task(task.name, rc.dataset)
     if _use_cache(rc.loop.cache) and hasattr(task, "cache_key"):
         from evalharness.data.cache import CachedTask
 
         task = CachedTask(task, rc.paths["cache_dir"])
-    loop = rc.loop
-    if _is_multirun():  # a re-run sweep skips complete jobs and resumes partial ones
-        loop, finished = sweep_job_settings(run_dir, rc.resolved, loop, getattr(task, "can_resume", False))
-        if finished is not None:
-            print(f"skipped: {run_dir} already holds a complete run of this config")
-            return finished
-    done = prepare_run_dir(run_dir, rc.resolved, loop, getattr(task, "can_resume", False))
+    done = prepare_run_dir(run_dir, rc.resolved, loop, can_resume)
     writer = RunWriter(run_dir, resume=bool(done))
     signal.signal(signal.SIGTERM, _raise_interrupt)
     reference = None

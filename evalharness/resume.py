@@ -45,16 +45,31 @@ def config_differences(old: dict, new: dict) -> list[str]:
     return sorted(k for k in a.keys() | b.keys() if a.get(k, "<unset>") != b.get(k, "<unset>"))
 
 
+def _stable(config: dict) -> dict:
+    """The config a resume must match: all of it but the VOLATILE groups (``loop``)."""
+    return {k: v for k, v in config.items() if k not in VOLATILE}
+
+
+def _recorded(run_dir: str) -> tuple[dict | None, dict]:
+    """(config of the run already in ``run_dir`` or None, its metrics.json; without one, interrupted)."""
+    state_path = os.path.join(run_dir, STATE_FILE)
+    if not os.path.exists(state_path):
+        return None, {}
+    with open(state_path, encoding="utf-8") as f:
+        config = json.load(f)["config"]
+    metrics_path = os.path.join(run_dir, METRICS_FILE)
+    if not os.path.exists(metrics_path):
+        return config, {"status": "interrupted"}
+    with open(metrics_path, encoding="utf-8") as f:
+        return config, json.load(f)
+
+
 def prepare_run_dir(run_dir: str, config: dict, loop: LoopSettings, can_resume: bool) -> list[dict]:
     """Claim ``run_dir`` for this run; returns the prediction records to resume from (or [])."""
-    config = {k: v for k, v in config.items() if k not in VOLATILE}
-    state_path = os.path.join(run_dir, STATE_FILE)
-    metrics_path = os.path.join(run_dir, METRICS_FILE)
-    if os.path.exists(state_path):
-        status = "interrupted"
-        if os.path.exists(metrics_path):
-            with open(metrics_path, encoding="utf-8") as f:
-                status = json.load(f).get("status", "unknown")
+    config = _stable(config)
+    recorded, doc = _recorded(run_dir)
+    if recorded is not None:
+        status = doc.get("status", "unknown")
         if loop.overwrite:
             for name in (METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE):
                 if os.path.exists(os.path.join(run_dir, name)):
@@ -69,8 +84,6 @@ def prepare_run_dir(run_dir: str, config: dict, loop: LoopSettings, can_resume: 
                 f"{run_dir} holds a complete run: nothing to resume (loop.overwrite=true redoes it)"
             )
         else:
-            with open(state_path, encoding="utf-8") as f:
-                recorded = json.load(f)["config"]
             changed = config_differences(recorded, config)
             if changed:
                 raise ConfigError(
@@ -87,7 +100,7 @@ def prepare_run_dir(run_dir: str, config: dict, loop: LoopSettings, can_resume: 
             f"loop.resume=true but {run_dir} holds no run; "
             "set hydra.run.dir to the interrupted run's directory"
         )
-    atomic_write_text(state_path, dumps({"config": config}))
+    atomic_write_text(os.path.join(run_dir, STATE_FILE), dumps({"config": config}))
     return []
 
 
@@ -102,18 +115,11 @@ def sweep_job_settings(
     interrupted, and started over when it failed (or its task cannot resume). A different config
     falls through to :func:`prepare_run_dir`'s error; ``loop.overwrite=true`` redoes every job.
     """
-    state_path = os.path.join(run_dir, STATE_FILE)
-    if loop.overwrite or loop.resume or not os.path.exists(state_path):
+    if loop.overwrite or loop.resume:
         return loop, None
-    with open(state_path, encoding="utf-8") as f:
-        recorded = json.load(f)["config"]
-    if config_differences(recorded, {k: v for k, v in config.items() if k not in VOLATILE}):
+    recorded, doc = _recorded(run_dir)
+    if recorded is None or config_differences(recorded, _stable(config)):
         return loop, None
-    doc = {"status": "interrupted"}
-    metrics_path = os.path.join(run_dir, METRICS_FILE)
-    if os.path.exists(metrics_path):
-        with open(metrics_path, encoding="utf-8") as f:
-            doc = json.load(f)
     if doc.get("status") == "complete":
         return loop, doc
     if doc.get("status") in ("partial", "interrupted") and can_resume:
