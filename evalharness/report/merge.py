@@ -187,7 +187,12 @@ def merge_runs(paths: list[str], out_dir: str) -> dict:
     """Merge the shard runs at ``paths`` into a run directory ``out_dir``; returns its metrics.json."""
     if len(paths) < 1:
         raise ReportError("merge needs the run directories of every shard")
-    runs = check_shards([load_run(p, f"shard{i}") for i, p in enumerate(paths)])
+    return merge_loaded([load_run(p, f"shard{i}") for i, p in enumerate(paths)], out_dir)
+
+
+def merge_loaded(runs: list[Run], out_dir: str) -> dict:
+    """Merge already loaded shard runs into ``out_dir`` (see :func:`merge_runs`)."""
+    runs = check_shards(runs)
     if os.path.exists(os.path.join(out_dir, "metrics.json")):
         raise ReportError(f"{out_dir} already holds a run; choose another --out")
     preds = merged_predictions(runs)

@@ -12,40 +12,43 @@ from __future__ import annotations
 import os
 
 from evalharness.errors import EvalHarnessError
-from evalharness.report.merge import merge_runs
-from evalharness.report.runs import load_run
+from evalharness.report.merge import merge_loaded
+from evalharness.report.runs import ReportError, Run
+from evalharness.report.sweep import collect
 from evalharness.report.writer import METRICS_FILE
 
 MERGED_PREFIX = "merged_"
+SHARD_INDEX = "dataset.shard.index"  # the override that tells a group's jobs apart
 
 
-def shard_groups(sweep_dir: str) -> dict[tuple, list[str]]:
-    """Sharded job dirs of ``sweep_dir`` grouped by their overrides without the shard index."""
-    groups: dict[tuple, list[str]] = {}
-    for name in sorted(os.listdir(sweep_dir)):
-        job_dir = os.path.join(sweep_dir, name)
-        if name.startswith(MERGED_PREFIX) or not os.path.isfile(os.path.join(job_dir, METRICS_FILE)):
+def shard_groups(sweep_dir: str) -> dict[tuple, list[Run]]:
+    """Sharded runs of ``sweep_dir`` grouped by their overrides without the shard index."""
+    try:
+        jobs = collect(sweep_dir)
+    except ReportError:  # no job directories: nothing to merge
+        return {}
+    groups: dict[tuple, list[Run]] = {}
+    for job in jobs:
+        run = job["doc"]
+        if job["run"].startswith(MERGED_PREFIX) or run is None or (run.prov("dataset.shard.count") or 1) <= 1:
             continue
-        run = load_run(job_dir, name)
-        if (run.prov("dataset.shard.count") or 1) <= 1:
-            continue
-        key = tuple(sorted(o for o in run.prov("overrides", []) if not o.startswith("dataset.shard.index=")))
-        groups.setdefault(key, []).append(job_dir)
+        key = tuple(sorted((k, v) for k, v in job["params"].items() if k != SHARD_INDEX))
+        groups.setdefault(key, []).append(run)
     return groups
 
 
 def merge_sweep(sweep_dir: str) -> tuple[list[str], list[str]]:
     """Merge every complete shard group of a multirun: (merged run dirs, reasons for groups left alone)."""
     merged, problems = [], []
-    for jobs in shard_groups(sweep_dir).values():
-        first = min(jobs, key=lambda d: load_run(d, d).prov("dataset.shard.index"))
-        out = os.path.join(sweep_dir, MERGED_PREFIX + os.path.basename(first))
+    for runs in shard_groups(sweep_dir).values():
+        first = min(runs, key=lambda run: run.prov("dataset.shard.index"))
+        out = os.path.join(sweep_dir, MERGED_PREFIX + os.path.basename(first.dir))
         if os.path.isfile(os.path.join(out, METRICS_FILE)):
             continue
         try:
-            merge_runs(jobs, out)
+            merge_loaded(runs, out)
         except EvalHarnessError as exc:
-            problems.append(f"{os.path.basename(first)}: {exc}")
+            problems.append(f"{os.path.basename(first.dir)}: {exc}")
             continue
         merged.append(out)
     return merged, problems
