@@ -1,12 +1,16 @@
-"""Typed validation of the composed Hydra config.
+"""Compose -> validate -> an immutable :class:`RunPlan`: the one description of what a run will do.
 
-Each group's YAML is merged onto a dataclass schema here, so a typo'd key, a wrong type or a
-missing mandatory value (``???``) becomes one ``ConfigError`` line naming the key, before any file
-is read. Defaults live in ``conf/``; the dataclasses only say what may be there.
+Each group's YAML is checked against a dataclass with :func:`evalharness.schema.check`: the core
+groups' schemas are here; the task's comes from its definition, the delegate's and runner's from the
+runtime, so a typo'd key, a wrong type or a missing mandatory value (``???``) is one ``ConfigError``
+line naming the key, before any file is read. Defaults live in ``conf/``; the dataclasses only say
+what may be there. Derived values (the thread budget, a quantized variant) make a new plan
+(:meth:`RunPlan.replace`); nothing edits a validated value in place.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,63 +21,9 @@ from evalharness.data.preprocess import PreprocessSpec
 from evalharness.errors import ConfigError
 from evalharness.loop import LoopSettings
 from evalharness.runtime.delegates import DelegatePlan, plan_delegate
-
-
-@dataclass
-class ImageNetTaskSchema:
-    name: str = "imagenet"
-    top_k: int = 10
-    num_images: int = 0
-
-
-@dataclass
-class CocoTaskSchema:
-    name: str = "coco"
-    num_images: int = 0
-    backend: str = "pycocotools"  # pycocotools | faster_coco_eval
-    tflite_tool_ap: bool = True  # also report AP as TFLite's coco_object_detection tool defines it
-
-
-@dataclass
-class InferenceDiffTaskSchema:
-    name: str = "inference_diff"
-    num_runs: int = 50
-    seed: int = 0
-    min_cosine: float = 0.95
-    zero_tol: float = 1e-6
-    fail_on_check: bool = True
-    reference_delegate: Any = None  # a delegate config (dict); default {name: reference, num_threads: 1}
-
-
-@dataclass
-class BenchmarkTaskSchema:
-    name: str = "benchmark"
-    num_runs: int = 50
-    min_secs: float = 1.0
-    max_runs: int = 100000
-    seed: int = 0
-
-
-TASK_SCHEMAS = {
-    "imagenet": ImageNetTaskSchema,
-    "coco": CocoTaskSchema,
-    "inference_diff": InferenceDiffTaskSchema,
-    "benchmark": BenchmarkTaskSchema,
-}
-
-
-@dataclass
-class PreprocessSchema:
-    crop: str = PreprocessSpec.crop
-    crop_fraction: float = PreprocessSpec.crop_fraction
-    crop_padding: int = PreprocessSpec.crop_padding
-    resize: str = PreprocessSpec.resize
-    channel_order: str = PreprocessSpec.channel_order
-    mean: list[float] = field(default_factory=lambda: list(PreprocessSpec.mean))
-    std: list[float] = field(default_factory=lambda: list(PreprocessSpec.std))
-    integer_input: str = PreprocessSpec.integer_input
-    letterbox: bool = PreprocessSpec.letterbox
-    pad_value: float = PreprocessSpec.pad_value
+from evalharness.schema import FrozenDict, check, freeze, one_line, thaw
+from evalharness.scoring import task_definitions
+from evalharness.thread_budget import thread_budget
 
 
 @dataclass
@@ -81,7 +31,7 @@ class ModelSchema:
     name: str = "???"
     path: str = "???"
     labels: str = "???"
-    preprocess: PreprocessSchema = field(default_factory=PreprocessSchema)
+    preprocess: PreprocessSpec = field(default_factory=PreprocessSpec)
     decoder: Any = None  # detectors: {name: ssd_postprocess | yolo, ...decoder parameters}
     class_map: str = "coco91"  # detectors: coco91 | coco80 | labels (model class -> COCO category id)
 
@@ -109,18 +59,6 @@ class DatasetSchema:
 @dataclass
 class RuntimeSchema:
     name: str = "litert"
-
-
-@dataclass
-class LoopSchema:
-    warmup_runs: int = 1
-    strict: bool = True
-    progress: bool = True
-    resume: bool = False
-    overwrite: bool = False
-    workers: int = 1
-    prefetch: int = 4
-    cache: str = "auto"
 
 
 @dataclass
@@ -160,82 +98,87 @@ SCHEMAS = {
     "model": ModelSchema,
     "dataset": DatasetSchema,
     "runtime": RuntimeSchema,
-    "loop": LoopSchema,
+    "loop": LoopSettings,
     "paths": PathsSchema,
     "quant": QuantSchema,
     "runner": RunnerSchema,
 }
+CACHE_SETTINGS = ("auto", "true", "false")
 
 
 @dataclass(frozen=True)
-class RunConfig:
-    task: dict
-    model: dict
-    dataset: dict
-    runtime: dict
+class RunPlan:
+    """Everything a run will do, validated and frozen (FrozenDict groups)."""
+
+    task: FrozenDict
+    model: FrozenDict
+    dataset: FrozenDict
+    runtime: FrozenDict
     loop: LoopSettings
     plan: DelegatePlan
-    paths: dict
-    resolved: dict  # the whole config, resolved once (recorded in metrics.json and run_state.json)
-    quant: dict = field(default_factory=lambda: {"name": "none", "recipe": None})
-    runner: dict = field(default_factory=lambda: {"name": "host"})
+    paths: FrozenDict
+    resolved: FrozenDict  # the whole config after derived values (recorded in metrics.json, run_state)
+    definition: Any  # the task's TaskDefinition instance (scorer, abilities, summary lines)
+    quant: FrozenDict = field(default_factory=lambda: freeze({"name": "none", "recipe": None}))
+    runner: FrozenDict = field(default_factory=lambda: freeze({"name": "host"}))
+    thread_budget: FrozenDict = field(default_factory=FrozenDict)
+
+    def replace(self, **changes) -> RunPlan:
+        """A new plan with ``changes`` (group values are frozen on the way in)."""
+        frozen = {
+            k: v if isinstance(v, LoopSettings | DelegatePlan) else freeze(v) for k, v in changes.items()
+        }
+        return dataclasses.replace(self, **frozen)
+
+    def config(self) -> dict:
+        """The resolved config as plain JSON values, for the run files."""
+        return thaw(self.resolved)
 
 
-def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())
+def check_group(group: str, node: dict) -> FrozenDict:
+    """One core group (already resolved) checked against its schema."""
+    return check(SCHEMAS[group], node, f"config group '{group}'")
 
 
-def check_group(group: str, node: dict) -> dict:
-    """Merge one (already resolved) group onto its schema; returns a plain dict."""
-    return _check(SCHEMAS[group], group, node)
-
-
-def _check(schema: type, group: str, node: dict) -> dict:
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(schema), node)
-        container = OmegaConf.to_container(merged, resolve=True, throw_on_missing=True)
-    except OmegaConfBaseException as exc:
-        raise ConfigError(f"config group '{group}': {_one_line(exc)}") from None
-    return container
-
-
-def validate(cfg: DictConfig) -> RunConfig:
-    """Check every group of a composed config and plan the delegate (unavailable -> error now)."""
+def validate(cfg: DictConfig, launcher: dict | None = None) -> RunPlan:
+    """Check every group of a composed config, apply the thread budget and plan the delegate
+    (unavailable -> error now). ``launcher``: a multirun's ``hydra.launcher`` config (None: single run)."""
     missing = [g for g in (*SCHEMAS, "task", "delegate") if g not in cfg]
     if missing:
         raise ConfigError(f"config is missing group(s): {', '.join(missing)}")
     try:  # resolve against the whole config: groups interpolate ${paths.*} and ${bundled:...}
         resolved = OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException as exc:
-        raise ConfigError(f"config: {_one_line(exc)}") from None
+        raise ConfigError(f"config: {one_line(exc)}") from None
     groups = {g: check_group(g, resolved[g]) for g in SCHEMAS}
-    if str(groups["loop"]["cache"]).lower() not in ("auto", "true", "false"):
+    if str(groups["loop"]["cache"]).lower() not in CACHE_SETTINGS:
         raise ConfigError(
             f"loop.cache={groups['loop']['cache']!r}: use true, false or auto (on in multiruns)"
         )
-    task_name = resolved["task"].get("name")
-    if task_name not in TASK_SCHEMAS:
-        from evalharness.tasks import load_tasks
-
-        load_tasks().get(task_name)  # raises with the list of valid task names
-        raise ConfigError(f"task {task_name!r} has no config schema")
-    groups["task"] = _check(TASK_SCHEMAS[task_name], "task", resolved["task"])
-    if "???" in resolved["delegate"].values():
-        missing = [k for k, v in resolved["delegate"].items() if v == "???"]
+    definition_class = task_definitions().get(resolved["task"].get("name"))
+    task = check(definition_class.schema, resolved["task"], "config group 'task'")
+    delegate = dict(resolved["delegate"])
+    if "???" in delegate.values():
+        missing = [k for k, v in delegate.items() if v == "???"]
         raise ConfigError(f"config group 'delegate': missing value(s) for {', '.join(missing)}")
+    threads, budget = thread_budget(delegate.get("num_threads", 1), launcher)
+    delegate["num_threads"] = threads
+    resolved = {**resolved, "delegate": delegate}
     from evalharness.runtime.android.runner import check_runner
 
-    check_runner(groups["runner"], task_name)
-    plan = plan_delegate(resolved["delegate"], runner=groups["runner"]["name"])
-    return RunConfig(
-        task=groups["task"],
+    check_runner(groups["runner"], definition_class.latency_only)
+    plan = plan_delegate(delegate, runner=groups["runner"]["name"])
+    return RunPlan(
+        task=task,
         model=groups["model"],
         dataset=groups["dataset"],
         runtime=groups["runtime"],
-        loop=LoopSettings(**groups["loop"]),
+        loop=LoopSettings(**thaw(groups["loop"])),
         plan=plan,
         paths=groups["paths"],
-        resolved=resolved,
+        resolved=freeze(resolved),
+        definition=definition_class(task),
         quant=groups["quant"],
         runner=groups["runner"],
+        thread_budget=freeze(budget),
     )

@@ -26,9 +26,8 @@ from evalharness.data.listing import list_images
 from evalharness.data.manifest import manifest_hash, sha256_file
 from evalharness.data.preprocess import InputSpec, preprocess_file, spec_from_config
 from evalharness.errors import ConfigError, DataError
-from evalharness.report.writer import atomic_write_bytes, atomic_write_text
+from evalharness.rundir.files import atomic_write_bytes, atomic_write_text
 
-RANDOM_INPUT_TASKS = ("benchmark", "inference_diff")
 IO_DTYPES = {"static_wi8_ai8": "int8", "static_wi8_ai16": "int16"}  # what ai-edge-quantizer emits
 
 
@@ -75,7 +74,7 @@ def refuse_overlap(calibration: list[dict], eval_root: str) -> dict:
     }
 
 
-def _calibration_record(cal: dict, task_name: str, eval_root: str) -> tuple[dict, list[Path]]:
+def _calibration_record(cal: dict, reads_dataset: bool, eval_root: str) -> tuple[dict, list[Path]]:
     files = calibration_files(cal)
     entries = [
         {"key": key, "path": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(str(path))}
@@ -89,7 +88,7 @@ def _calibration_record(cal: dict, task_name: str, eval_root: str) -> tuple[dict
         "manifest_kind": "relative path + sha256",
         "files": [{"key": e["key"], "sha256": e["sha256"]} for e in entries],
     }
-    if task_name in RANDOM_INPUT_TASKS:
+    if not reads_dataset:
         record["eval_set"] = None  # random input tensors: no evaluation image to overlap with
     else:
         record["eval_set"] = refuse_overlap(entries, eval_root)
@@ -120,10 +119,14 @@ def _cached(folder: str, key_text: str) -> dict | None:
     return record
 
 
-def prepare_variant(quant: dict, model: dict, dataset: dict, task_name: str, cache_dir: str) -> dict | None:
-    """Build or reuse the variant, point ``model['path']`` at it; returns ``provenance.model.quant``.
+def prepare_variant(
+    quant: dict, model: dict, dataset: dict, reads_dataset: bool, cache_dir: str
+) -> dict | None:
+    """Build or reuse the variant and point ``model['path']`` at it; returns ``provenance.model.quant``.
 
-    ``quant=none`` returns None and changes nothing.
+    ``model`` is the caller's own scratch copy of the model settings (the run plan gets a new value
+    made from it); ``reads_dataset``: the task scores dataset images (so calibration must not overlap
+    them). ``quant=none`` returns None and changes nothing.
     """
     recipe = quant.get("recipe")
     if not recipe:
@@ -145,7 +148,7 @@ def prepare_variant(quant: dict, model: dict, dataset: dict, task_name: str, cac
     if recipe in CALIBRATED:
         if not quant.get("calibration"):
             raise ConfigError(f"quant={quant['name']}: recipe {recipe} needs quant.calibration")
-        calibration, paths = _calibration_record(quant["calibration"], task_name, dataset.get("root", ""))
+        calibration, paths = _calibration_record(quant["calibration"], reads_dataset, dataset.get("root", ""))
     key = {
         "source_sha256": source_sha,
         "recipe": recipe,

@@ -14,7 +14,7 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from evalharness.errors import ConfigError
@@ -80,11 +80,22 @@ def check(schema: type, node: Mapping | None, where: str) -> FrozenDict:
     """
     node = dict(node or {})
     try:
-        merged = OmegaConf.merge(OmegaConf.structured(schema), node)
+        base = _writable(OmegaConf.structured(schema))
+        merged = OmegaConf.merge(base, node)
         container = OmegaConf.to_container(merged, resolve=True, throw_on_missing=True)
     except OmegaConfBaseException as exc:
         raise ConfigError(f"{where}: {one_line(exc)}") from None
     return freeze(container)
+
+
+def _writable(node):
+    """Clear the read-only flag a frozen dataclass (and each frozen nested one) sets: they may serve
+    as schemas too (e.g. ``PreprocessSpec``, ``LoopSettings``)."""
+    if isinstance(node, DictConfig):
+        OmegaConf.set_readonly(node, False)
+        for key in node:
+            _writable(node._get_node(key))
+    return node
 
 
 def instantiate(schema: type, node: Mapping | None, where: str) -> Any:

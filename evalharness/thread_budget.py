@@ -21,8 +21,6 @@ from __future__ import annotations
 import logging
 import os
 
-from omegaconf import DictConfig
-
 from evalharness.errors import ConfigError
 
 log = logging.getLogger("evalharness")
@@ -57,14 +55,14 @@ def launcher_share(launcher: dict | None, cores: int) -> tuple[str, int | None, 
     return name, None, None
 
 
-def apply_thread_budget(cfg: DictConfig, launcher: dict | None) -> dict:
-    """Resolve ``delegate.num_threads=auto`` in ``cfg`` (in place); the record for metrics.json.
+def thread_budget(requested, launcher: dict | None) -> tuple[int, dict]:
+    """(threads to use, the record for metrics.json) for ``delegate.num_threads=requested``.
 
-    ``launcher``: the multirun's ``hydra.launcher`` config (None for a single run).
+    ``launcher``: the multirun's ``hydra.launcher`` config (None for a single run). Nothing is
+    edited: the caller puts the threads into a new plan.
     """
     cores = available_cores()
     name, workers, share = launcher_share(launcher, cores)
-    requested = cfg.delegate.get("num_threads", 1)
     if str(requested).lower() == AUTO:
         if share is None:
             raise ConfigError(
@@ -73,9 +71,13 @@ def apply_thread_budget(cfg: DictConfig, launcher: dict | None) -> dict:
                 "or a number for delegate.num_threads"
             )
         threads, source = share, f"auto: {cores} cores / {workers or '?'} worker(s)"
-        cfg.delegate.num_threads = threads
     else:
-        threads, source = int(requested), "explicit"
+        try:
+            threads, source = int(requested), "explicit"
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"delegate.num_threads={requested!r}: use an integer (-1: the runtime decides) or auto"
+            ) from None
     used = cores if threads == -1 else threads  # -1: the runtime picks, assume every core
     over = used > (share or cores) if workers is None else workers * used > cores
     if over:
@@ -86,7 +88,7 @@ def apply_thread_budget(cfg: DictConfig, launcher: dict | None) -> dict:
             used,
             cores,
         )
-    return {
+    return threads, {
         "cores": cores,
         "launcher": name,
         "workers_per_host": workers,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import REPO, VAL50, run_cli
 
-from evalharness.report.writer import MAP_FIELDS
+from evalharness.rundir.document import MAP_FIELDS
 
 
 def _keys(value, prefix=""):

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from evalharness.errors import ConfigError
 from evalharness.paths import CONF_DIR
 from evalharness.report import cli
-from evalharness.thread_budget import apply_thread_budget, launcher_share
+from evalharness.thread_budget import launcher_share, thread_budget
 
 JOBLIB = "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
 SHARDS2 = [*VAL50, "dataset.shard.count=2", "dataset.shard.index=0,1"]
@@ -110,6 +110,13 @@ def test_launcher_presets_extend_the_plugin_configs(preset):
     assert share == {"local_processes": 1, "local_submitit": 1, "slurm": 4, "ray_local": 1}[preset]
 
 
+def apply_thread_budget(cfg, launcher) -> dict:
+    """The budget record for ``cfg``'s delegate (the plan gets the threads; ``cfg`` is not edited)."""
+    threads, record = thread_budget(cfg.delegate.get("num_threads", 1), launcher)
+    assert record["num_threads"] == threads
+    return record
+
+
 def _delegate(num_threads) -> OmegaConf:
     return OmegaConf.create({"delegate": {"name": "cpu", "num_threads": num_threads}})
 
@@ -118,7 +125,7 @@ def test_thread_budget_divides_cores_and_flags_oversubscription(monkeypatch):
     monkeypatch.setattr("evalharness.thread_budget.available_cores", lambda: 8)
     cfg = _delegate("auto")
     record = apply_thread_budget(cfg, {"_target_": JOBLIB, "n_jobs": 3})
-    assert cfg.delegate.num_threads == 2 and record["num_threads"] == 2 and not record["oversubscribed"]
+    assert cfg.delegate.num_threads == "auto" and record["num_threads"] == 2 and not record["oversubscribed"]
     assert apply_thread_budget(_delegate("auto"), None)["num_threads"] == 8  # a single run: every core
     assert apply_thread_budget(_delegate("auto"), {"_target_": JOBLIB, "n_jobs": -1})["num_threads"] == 1
     over = apply_thread_budget(_delegate(4), {"_target_": JOBLIB, "n_jobs": 4})

@@ -45,19 +45,19 @@ def model() -> dict:
 
 def test_variant_is_cached_and_a_changed_calibration_set_rebuilds_it(tmp_path):
     roots = [bundled("images")]
-    first = prepare_variant(int8(roots), m1 := model(), EVAL, "imagenet", str(tmp_path))
-    again = prepare_variant(int8(roots), m2 := model(), EVAL, "imagenet", str(tmp_path))
+    first = prepare_variant(int8(roots), m1 := model(), EVAL, True, str(tmp_path))
+    again = prepare_variant(int8(roots), m2 := model(), EVAL, True, str(tmp_path))
     assert (first["cache"]["status"], again["cache"]["status"]) == ("built", "hit")
     assert m1["path"] == m2["path"] != FLOAT and first["variant_sha256"] == again["variant_sha256"]
     assert first["calibration"]["count"] == 2 and first["calibration"]["eval_set"]["count"] == 50
     assert m1["preprocess"]["integer_input"] == "quantize"  # int8 inputs: float recipe, quantized
-    changed = prepare_variant(int8(roots, 3), model(), EVAL, "imagenet", str(tmp_path))
+    changed = prepare_variant(int8(roots, 3), model(), EVAL, True, str(tmp_path))
     assert changed["cache"]["status"] == "built"
     assert changed["calibration"]["manifest_sha256"] != first["calibration"]["manifest_sha256"]
     with open(m1["path"], "r+b") as f:  # a damaged cached file is rebuilt, not used
         f.write(b"junk")
     assert (
-        prepare_variant(int8(roots), model(), EVAL, "imagenet", str(tmp_path))["cache"]["status"] == "built"
+        prepare_variant(int8(roots), model(), EVAL, True, str(tmp_path))["cache"]["status"] == "built"
     )
 
 
@@ -69,7 +69,7 @@ def test_calibration_overlapping_the_eval_set_is_refused(tmp_path):
     shutil.copy(ASSETS / "imagenet" / "val50" / "ILSVRC2012_val_00000699.JPEG", same_bytes / "fish.jpg")
     for folder in (same_name, same_bytes):
         with pytest.raises(DataError, match="disjoint"):
-            prepare_variant(int8([str(folder)], 0), model(), EVAL, "imagenet", str(tmp_path))
+            prepare_variant(int8([str(folder)], 0), model(), EVAL, True, str(tmp_path))
 
 
 def test_default_calibration_with_the_bundled_sample_as_eval_set_is_refused(tmp_path):

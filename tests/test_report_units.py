@@ -7,11 +7,11 @@ import json
 import pytest
 from scipy.stats import binomtest
 
-from evalharness.report.boxes import iou_xywh, match_detections, per_class_deltas
+from evalharness.numbers import relative_pct, stable_json
 from evalharness.report.gate import parse_rule
-from evalharness.report.numbers import relative_pct, stable_json
-from evalharness.report.paired import classification_diff, mcnemar_exact, verdict
 from evalharness.report.runs import ReportError, field_differences
+from evalharness.scoring.boxes import iou_xywh, match_detections, per_class_deltas
+from evalharness.scoring.paired import classification_diff, mcnemar_exact, verdict
 
 
 @pytest.mark.parametrize(
@@ -105,7 +105,7 @@ def test_field_differences_name_each_differing_leaf():
 
 
 def test_write_json_streams_an_iterator_as_the_same_bytes(tmp_path):
-    from evalharness.report.writer import RunWriter
+    from evalharness.rundir.files import RunWriter
 
     rows = [{"a": i, "b": [0.1 * i, None]} for i in range(5)]
     writer = RunWriter(str(tmp_path))

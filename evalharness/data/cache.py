@@ -18,7 +18,7 @@ import zlib
 
 import numpy as np
 
-from evalharness.report.writer import atomic_write_text
+from evalharness.rundir.files import atomic_write_text
 
 
 def _crc(arr: np.ndarray) -> int:

@@ -90,12 +90,3 @@ def sharded_identity(
             "full_manifest_sha256": whole["manifest_sha256"],
         },
     }
-
-
-def refuse_unsharded_task(task_name: str, dataset: dict) -> None:
-    """Tasks without a dataset (benchmark, inference_diff) cannot be sharded: say so, never ignore it."""
-    if Shard.from_config(dataset).count > 1:
-        raise ConfigError(
-            f"task={task_name} reads no dataset samples, so dataset.shard.count>1 cannot split it; "
-            "shard imagenet or coco runs"
-        )

@@ -18,12 +18,12 @@ import argparse
 import sys
 
 from evalharness.errors import EvalHarnessError
-from evalharness.metrics.summary import summary_lines
+from evalharness.numbers import stable_json
 from evalharness.report import diff_view, gate, merge, rescore, sweep
 from evalharness.report.diff import build_diff
-from evalharness.report.numbers import stable_json
-from evalharness.report.runs import ReportError, comparability, load_run
-from evalharness.report.tables import render_markdown, render_text
+from evalharness.report.runs import ReportError, comparability, definition_of
+from evalharness.rundir.reader import load_run
+from evalharness.tables import render_markdown, render_text
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 
@@ -91,7 +91,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     doc = merge.merge_runs(args.runs, args.out)
-    for line in summary_lines(doc["task"], doc["metrics"]):
+    for line in definition_of(doc).summary_lines(doc):
         print(line)
     info = doc["merged"]
     print(

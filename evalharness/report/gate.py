@@ -32,8 +32,8 @@ import operator
 import re
 from dataclasses import dataclass
 
+from evalharness.numbers import delta, fmt, fmt_pct, relative_pct
 from evalharness.report.diff import quantities
-from evalharness.report.numbers import delta, fmt, fmt_pct, relative_pct
 from evalharness.report.runs import ReportError
 
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}

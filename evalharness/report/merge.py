@@ -1,10 +1,10 @@
 """``report merge``: join the shard runs of one evaluation into the run an unsharded job would write.
 
-Nothing is averaged. The per-image predictions of every shard are put back in dataset order
-(ImageNet: sorted image key; COCO: ascending image id, the order both tasks run in) and the metrics
-are recomputed from them: top-K counts from each image's ``topk``; COCO by re-scoring the union of
-detections with the run's backend (pycocotools by default) and the same annotation file. So the
-merged ``metrics`` block equals an unsharded run's exactly.
+Nothing is averaged. The per-sample records of every shard are put back in dataset order (the
+task definition's ``sample_key``: ImageNet's image key, COCO's image id) and the task's own scorer
+recomputes the metrics from them (COCO re-scores the union of detections with the run's backend and
+the same annotation file). So the merged ``metrics`` block equals an unsharded run's exactly, and the
+merged metrics.json is built by the same builder as a live run's (:mod:`evalharness.rundir.document`).
 
 Latency is pooled from the per-invoke samples every prediction line carries (``latency_ms``, one
 timed invoke per image), so the merged ``latency_ms.inference`` is the statistics of the union of
@@ -19,17 +19,16 @@ runtime, preprocessing, labels, ground truth, task settings or the list they wer
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 
-from evalharness.metrics.summary import summary_lines
-from evalharness.report.rescore import COCO_RESULTS, classification_metrics, score_detections
-from evalharness.report.runs import ReportError, Run, dig, load_run
-from evalharness.report.writer import PREDICTIONS_FILE, RESULTS_FILE, RunWriter
+from evalharness.report.runs import ReportError, definition_of
+from evalharness.rundir.document import has_document, run_document, write_run
+from evalharness.rundir.files import RESULTS_FILE, RunWriter
+from evalharness.rundir.reader import Run, dig, load_run
+from evalharness.scoring import and_list, listed
 from evalharness.timing import summarize
 
 PROCESS_LATENCY = ("init", "first_inference", "warmup", "inference")
-MERGEABLE_TASKS = {"imagenet": "id", "coco": "image_id"}  # task -> prediction key in dataset order
 # provenance fields every shard of one evaluation must share
 SAME = (
     "model.sha256",
@@ -67,8 +66,9 @@ def check_shards(runs: list[Run]) -> list[Run]:
                 f"run {run.dir} is {run.status} ({run.doc.get('stop_reason') or run.doc.get('error')}): "
                 "finish it first (loop.resume=true)"
             )
-        elif run.task not in MERGEABLE_TASKS:
-            problems.append(f"run {run.dir} is a {run.task} run; merge joins {' and '.join(MERGEABLE_TASKS)}")
+        elif not definition_of(run).mergeable():
+            mergeable = and_list(listed(lambda d: d.mergeable()))
+            problems.append(f"run {run.dir} is a {run.task} run; merge joins {mergeable}")
         elif not run.prov("dataset.shard"):
             problems.append(f"run {run.dir} records no dataset.shard (made before sharding existed)")
     if problems:
@@ -100,38 +100,13 @@ def check_shards(runs: list[Run]) -> list[Run]:
 
 
 def merged_predictions(runs: list[Run]) -> list[dict]:
-    """Every shard's prediction lines in dataset order; a sample scored twice is refused."""
-    key = MERGEABLE_TASKS[runs[0].task]
+    """Every shard's records in dataset order; a sample scored twice is refused."""
+    key = definition_of(runs[0]).sample_key
     records = [rec for run in runs for rec in run.predictions]
     dupes = [k for k, n in Counter(rec[key] for rec in records).items() if n > 1]
     if dupes:
         raise ReportError(f"cannot merge: sample {dupes[0]!r} was scored by more than one shard (overlap)")
     return sorted(records, key=lambda rec: rec[key])
-
-
-def merged_metrics(runs: list[Run], preds: list[dict]) -> dict:
-    first = runs[0]
-    if first.task == "imagenet":
-        metrics = classification_metrics(preds)  # every line stores the run's top-K
-    else:
-        results = coco_results(preds)
-        metrics = score_detections(
-            first, results, [p["image_id"] for p in preds], first.metrics.get("backend", "pycocotools")
-        )
-        metrics["backend"] = first.metrics.get("backend", "pycocotools")
-        metrics["num_unmapped_detections"] = sum(p.get("unmapped", 0) for p in preds)
-    metrics["num_images"] = first.prov("dataset.shard.full_count")
-    metrics["num_skipped"] = sum(run.metrics.get("num_skipped", 0) for run in runs)
-    return metrics
-
-
-def coco_results(preds: list[dict]) -> list[dict]:
-    """COCO results rows from prediction lines, image by image, detections in stored order."""
-    return [
-        {"image_id": p["image_id"], "category_id": cat, "bbox": bbox, "score": score}
-        for p in preds
-        for cat, score, *bbox in p["detections"]
-    ]
 
 
 def pooled_latency(runs: list[Run], preds: list[dict]) -> dict:
@@ -193,24 +168,27 @@ def merge_runs(paths: list[str], out_dir: str) -> dict:
 def merge_loaded(runs: list[Run], out_dir: str) -> dict:
     """Merge already loaded shard runs into ``out_dir`` (see :func:`merge_runs`)."""
     runs = check_shards(runs)
-    if os.path.exists(os.path.join(out_dir, "metrics.json")):
+    if has_document(out_dir):
         raise ReportError(f"{out_dir} already holds a run; choose another --out")
+    definition = definition_of(runs[0])
     preds = merged_predictions(runs)
-    metrics = merged_metrics(runs, preds)
-    doc = merged_document(runs, preds, metrics)
+    scorer = definition.rescorer(runs, preds).add_all(preds)
+    metrics = {
+        **scorer.result(),
+        "num_images": runs[0].prov("dataset.shard.full_count"),
+        "num_skipped": sum(run.metrics.get("num_skipped", 0) for run in runs),
+    }
+    artifacts = definition.artifacts(scorer)
+    doc = merged_document(runs, preds, metrics, sorted(artifacts))
     writer = RunWriter(out_dir)
     for rec in preds:
         writer.append(rec)
     writer.close()
-    if runs[0].task == "coco":
-        writer.write_json(COCO_RESULTS, coco_results(preds))
-        doc["artifacts"] = [COCO_RESULTS]
-    writer.write_results(summary_lines(runs[0].task, metrics))
-    writer.write_metrics(doc)
+    write_run(writer, doc, definition.summary_lines(doc), artifacts)
     return doc
 
 
-def merged_document(runs: list[Run], preds: list[dict], metrics: dict) -> dict:
+def merged_document(runs: list[Run], preds: list[dict], metrics: dict, artifacts: list[str]) -> dict:
     first = runs[0]
     shard = first.prov("dataset.shard")
     hosts = sorted({run.prov("host.hostname") for run in runs}, key=str)
@@ -223,26 +201,26 @@ def merged_document(runs: list[Run], preds: list[dict], metrics: dict) -> dict:
     }
     overrides = first.prov("overrides", [])
     provenance["overrides"] = [o for o in overrides if not o.startswith("dataset.shard.index=")]
-    return {
-        "task": first.task,
-        "status": "complete",
-        "stop_reason": None,
-        "started_at": min(run.doc.get("started_at") or "" for run in runs),
-        "finished_at": max(run.doc.get("finished_at") or "" for run in runs),
-        "metrics": metrics,
-        "latency_ms": pooled_latency(runs, preds),
-        "memory_mb": {"peak_rss": max(dig(r.doc, "memory_mb.peak_rss", 0.0) for r in runs)},
-        "skipped": [s for run in runs for s in run.doc.get("skipped", [])],
-        "first_output_repeatable": _all_or_none(run.doc.get("first_output_repeatable") for run in runs),
-        "resumed_samples": sum(run.doc.get("resumed_samples", 0) for run in runs),
-        "throughput": {
+    return run_document(
+        task=first.task,
+        status="complete",
+        stop_reason=None,
+        started_at=min(run.doc.get("started_at") or "" for run in runs),
+        finished_at=max(run.doc.get("finished_at") or "" for run in runs),
+        metrics=metrics,
+        latency_ms=pooled_latency(runs, preds),
+        memory_mb={"peak_rss": max(dig(r.doc, "memory_mb.peak_rss", 0.0) for r in runs)},
+        skipped=[s for run in runs for s in run.doc.get("skipped", [])],
+        first_output_repeatable=_all_or_none(run.doc.get("first_output_repeatable") for run in runs),
+        resumed_samples=sum(run.doc.get("resumed_samples", 0) for run in runs),
+        throughput={
             "images_per_s_per_process": [dig(r.doc, "throughput.images_per_s") for r in runs],
             "loop_wall_s_per_process": [dig(r.doc, "throughput.loop_wall_s") for r in runs],
         },
-        "predictions": {"path": PREDICTIONS_FILE, "format": "jsonl", "count": len(preds)},
-        "artifacts": [],
-        "provenance": provenance,
-        "merged": {
+        predictions_count=len(preds),
+        artifacts=artifacts,
+        provenance=provenance,
+        merged={
             "shards": len(runs),
             "processes": len(runs),
             "hosts": hosts,
@@ -251,4 +229,4 @@ def merged_document(runs: list[Run], preds: list[dict], metrics: dict) -> dict:
             "runs": [run.dir for run in runs],
             "results_file": RESULTS_FILE,
         },
-    }
+    )

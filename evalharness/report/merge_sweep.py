@@ -13,9 +13,10 @@ import os
 
 from evalharness.errors import EvalHarnessError
 from evalharness.report.merge import merge_loaded
-from evalharness.report.runs import ReportError, Run
+from evalharness.report.runs import ReportError
 from evalharness.report.sweep import collect
-from evalharness.report.writer import METRICS_FILE
+from evalharness.rundir.files import METRICS_FILE
+from evalharness.rundir.reader import Run
 
 MERGED_PREFIX = "merged_"
 SHARD_INDEX = "dataset.shard.index"  # the override that tells a group's jobs apart

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 
-from evalharness.report.numbers import delta, fmt
-from evalharness.report.paired import classification_diff, format_p
-from evalharness.report.runs import ReportError, load_run
-from evalharness.report.tables import Section
+from evalharness.errors import EvalHarnessError
+from evalharness.numbers import delta, fmt
+from evalharness.rundir.reader import load_run
+from evalharness.scoring.paired import classification_diff, format_p
+from evalharness.tables import Section
 
 FLOAT = "none"
 QUANT_COLUMNS = ("d_top1_vs_float", "d_top5_vs_float", "top1_agreement", "mcnemar_p")
@@ -39,7 +40,7 @@ def _paired(load, a: dict, b: dict) -> dict | None:
         run_a, run_b = load(a["run"]), load(b["run"])
         same_labels = run_a.prov("labels.sha256") == run_b.prov("labels.sha256")
         return classification_diff(run_a.predictions, run_b.predictions, same_labels)
-    except (ReportError, KeyError):
+    except (EvalHarnessError, KeyError):
         return None
 
 

@@ -1,86 +1,35 @@
-"""``report rescore``: recompute a run's metrics from the predictions it stored.
+"""``report rescore``: recompute a run's metrics from the records it stored.
 
-A metrics.json is only as trustworthy as the path from predictions to numbers. Recomputing them from
-``predictions.jsonl`` (classification: ``topk`` + ``label_index``) or ``coco_results.json`` + the
-annotation file (COCO, through the same ``evaluate_bbox`` / ``tflite_tool_ap``) must give the stored
-numbers bit for bit; any difference is listed. ``--top-k`` below the stored K rescores fewer ranks.
+A metrics.json is only as trustworthy as the path from predictions to numbers. The task's own
+scorer (the one the live run used) recomputes them from ``predictions.jsonl`` and must give the
+stored numbers bit for bit; any difference is listed. ``--top-k`` below the stored K rescores fewer
+ranks; ``--backend`` scores detections with another COCO backend.
 """
 
 from __future__ import annotations
 
-from evalharness.data.manifest import sha256_file
-from evalharness.report.runs import ReportError, Run, flatten
-from evalharness.report.tables import Section
-
-COCO_RESULTS = "coco_results.json"
-
-
-def classification_metrics(preds: list[dict], top_k: int | None = None) -> dict:
-    """top1..topK and correct counts from each image's ``topk`` indices and ``label_index``."""
-    stored = min((len(p["topk"]) for p in preds), default=0)
-    k = stored if top_k is None else top_k
-    if not 1 <= k <= stored:
-        raise ReportError(f"--top-k {k}: the predictions store top-{stored}; give 1..{stored}")
-    hits = [0] * k
-    for p in preds:
-        top = p["topk"][:k]
-        if p["label_index"] in top:
-            for rank in range(top.index(p["label_index"]), k):
-                hits[rank] += 1
-    n = len(preds)
-    metrics = {f"top{i + 1}": (float(hits[i]) / n if n else 0.0) for i in range(k)}
-    metrics["correct"] = {f"top{i + 1}": hits[i] for i in range(k)}
-    metrics["num_scored"] = n
-    return metrics
+from evalharness.report.runs import ReportError, definition_of
+from evalharness.rundir.reader import Run, flatten
+from evalharness.scoring import and_list, listed
+from evalharness.tables import Section
 
 
-def coco_metrics(run: Run, backend: str | None = None) -> dict:
-    """The 12 stats, per-class AP and (when the run had it) TFLite-tool AP from coco_results.json."""
-    image_ids = [p["image_id"] for p in run.predictions]
-    return score_detections(
-        run, run.artifact(COCO_RESULTS), image_ids, backend or run.metrics.get("backend", "pycocotools")
-    )
-
-
-def score_detections(run: Run, results: list[dict], image_ids: list[int], backend: str) -> dict:
-    """Score COCO ``results`` on ``image_ids`` against the annotation file ``run`` recorded (checked
-    unchanged by its sha256); TFLite-tool AP too when ``run`` reported it."""
-    from evalharness.metrics import evaluate_bbox, load_annotations, tflite_tool_ap
-
-    path = run.prov("dataset.ground_truth")
-    if not path:
-        raise ReportError(
-            f"run {run.label}: provenance.dataset.ground_truth is empty; no annotations to score"
-        )
-    annotations = load_annotations(path)
-    recorded = run.prov("dataset.ground_truth_sha256")
-    if recorded and sha256_file(path) != recorded:
-        raise ReportError(f"run {run.label}: {path} changed since the run (sha256 differs from provenance)")
-    scored = evaluate_bbox(annotations, results, backend, image_ids)
-    metrics = {
-        **scored["stats"],
-        "per_class": scored["per_class"],
-        "summary": scored["summary"],
-        "num_detections": scored["num_detections"],
-        "num_scored": len(image_ids),
-    }
-    if "tflite_tool" in run.metrics:
-        metrics["tflite_tool"] = tflite_tool_ap(annotations, results, image_ids=image_ids)
-    return metrics
+def recompute(run: Run, top_k: int | None = None, backend: str | None = None) -> dict:
+    """The run's metrics recomputed from its records by its task's scorer."""
+    definition = definition_of(run)
+    if not definition.rescorable:
+        names = and_list(listed(lambda d: d.rescorable))
+        raise ReportError(f"run {run.label} is a {run.task} run; rescore recomputes {names} metrics")
+    records = run.predictions
+    return definition.rescorer([run], records, top_k, backend).add_all(records).result()
 
 
 def rescore(run: Run, top_k: int | None = None, backend: str | None = None) -> dict:
     """Stored vs recomputed value of every recomputed field; ``reproduced`` when all are equal."""
     if run.status == "failed" or not run.metrics:
         raise ReportError(f"run {run.label} has no metrics to reproduce (status {run.status})")
-    if run.task == "coco":
-        recomputed = coco_metrics(run, backend)
-    elif run.task == "imagenet":
-        recomputed = classification_metrics(run.predictions, top_k)
-    else:
-        raise ReportError(
-            f"run {run.label} is a {run.task} run; rescore recomputes imagenet and coco metrics"
-        )
+    ignored = definition_of(run).rescore_ignores
+    recomputed = {k: v for k, v in recompute(run, top_k, backend).items() if k not in ignored}
     stored, fresh = flatten(run.metrics), flatten(recomputed)
     rows = [
         {"name": k, "stored": stored.get(k), "recomputed": v, "equal": stored.get(k) == v}

@@ -1,18 +1,11 @@
-"""Loading finished runs and deciding whether two of them can be compared.
-
-A report reads only what a run wrote (``metrics.json``, ``predictions.jsonl``, ``coco_results.json``),
-so it works on any machine: nothing here imports the runtime, the tasks or the model.
-"""
+"""Deciding whether two runs can be compared (runs are read by :mod:`evalharness.rundir.reader`)."""
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from evalharness.errors import EvalHarnessError
-from evalharness.report.writer import METRICS_FILE, PREDICTIONS_FILE
+from evalharness.rundir.reader import Run, flatten
 
 # Input-tensor fields that belong to the model (float vs int8), not to the preprocessing recipe.
 MODEL_INPUT_FIELDS = ("input.dtype", "input.scale", "input.zero_point")
@@ -20,101 +13,6 @@ MODEL_INPUT_FIELDS = ("input.dtype", "input.scale", "input.zero_point")
 
 class ReportError(EvalHarnessError):
     """A report cannot be made (missing file, runs not comparable, bad rule): exit status 2."""
-
-
-@dataclass
-class Run:
-    """One run directory: its metrics.json document and, on demand, its per-image predictions."""
-
-    label: str
-    dir: str
-    doc: dict = field(repr=False)
-
-    @property
-    def status(self) -> str:
-        return self.doc.get("status", "unknown")
-
-    @property
-    def task(self) -> str | None:
-        return self.doc.get("task")
-
-    @property
-    def metrics(self) -> dict:
-        return self.doc.get("metrics") or {}
-
-    @property
-    def provenance(self) -> dict:
-        return self.doc.get("provenance") or {}
-
-    def prov(self, dotted: str, default=None):
-        """``provenance.<dotted>`` or ``default`` when any part is missing."""
-        return dig(self.provenance, dotted, default)
-
-    @property
-    def name(self) -> str:
-        """Short identity for tables: model @ delegate."""
-        return f"{self.prov('model.name', '?')} @ {self.prov('delegate.name', '?')}"
-
-    @cached_property
-    def predictions(self) -> list[dict]:
-        rel = (self.doc.get("predictions") or {}).get("path") or PREDICTIONS_FILE
-        return read_jsonl(os.path.join(self.dir, rel), self.label)
-
-    def artifact(self, name: str):
-        path = os.path.join(self.dir, name)
-        if not os.path.isfile(path):
-            raise ReportError(f"run {self.label}: {path} not found; the run did not write it")
-        return _read_json(path, self.label)
-
-
-def dig(doc: dict, dotted: str, default=None):
-    value = doc
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return default
-        value = value[part]
-    return value
-
-
-def load_run(path: str, label: str) -> Run:
-    """A run from its directory or its metrics.json; a missing or unreadable file is one error line."""
-    metrics_path = os.path.join(path, METRICS_FILE) if os.path.isdir(path) else path
-    if not os.path.isfile(metrics_path):
-        raise ReportError(
-            f"run {label}: no {METRICS_FILE} at {path}; give a run directory or its {METRICS_FILE}"
-        )
-    doc = _read_json(metrics_path, label)
-    if not isinstance(doc, dict):
-        raise ReportError(f"run {label}: {metrics_path} is not a metrics.json object")
-    return Run(label, os.path.dirname(os.path.abspath(metrics_path)), doc)
-
-
-def _read_json(path: str, label: str):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportError(f"run {label}: cannot read {path} ({exc})") from None
-
-
-def read_jsonl(path: str, label: str) -> list[dict]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
-    except FileNotFoundError:
-        raise ReportError(f"run {label}: predictions file {path} not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportError(f"run {label}: cannot read {path} ({exc})") from None
-
-
-def flatten(value, prefix: str = "") -> dict:
-    """Dotted key -> leaf value in document order, so nested blocks compare field by field."""
-    if isinstance(value, dict):
-        out = {}
-        for key in value:
-            out.update(flatten(value[key], f"{prefix}{key}."))
-        return out
-    return {prefix.rstrip("."): value}
 
 
 def field_differences(a: dict | None, b: dict | None, ignore: tuple[str, ...] = ()) -> list[str]:
@@ -194,3 +92,22 @@ def comparability(a: Run, b: Run, allow_different_preprocessing: bool = False) -
 
 def _short(digest: str | None) -> str:
     return digest[:12] if digest else "none"
+
+
+def definition_of(run: Run | dict):
+    """The task definition of a run (or of a diff document), with the run's task settings.
+
+    A run made with a plug-in task needs that plug-in importable here too; the error says how.
+    """
+    from evalharness.scoring import PLUGINS_ENV, task_definitions
+
+    task = run.task if isinstance(run, Run) else run.get("task")
+    settings = run.task_settings if isinstance(run, Run) else {}
+    definitions = task_definitions()
+    if task not in definitions:
+        where = f"run {run.label}" if isinstance(run, Run) else "the runs"
+        raise ReportError(
+            f"{where}: task {task!r} has no definition here (known: {', '.join(definitions.names())}); "
+            f"if it comes from a plug-in, make its module importable and name it in {PLUGINS_ENV}"
+        )
+    return definitions.get(task)(settings)

@@ -17,13 +17,13 @@ import re
 
 import yaml
 
-from evalharness.report.numbers import delta, fmt, fmt_pct, ratio, relative_pct
+from evalharness.numbers import delta, fmt, fmt_pct, ratio, relative_pct
 from evalharness.report.quant_table import add_quant_columns, quant_sections
-from evalharness.report.runs import ReportError, Run, load_run
-from evalharness.report.tables import Section, render_markdown, render_text
-from evalharness.report.writer import METRICS_FILE, atomic_write_text
+from evalharness.report.runs import ReportError, definition_of
+from evalharness.rundir.files import METRICS_FILE, atomic_write_text
+from evalharness.rundir.reader import Run, load_run
+from evalharness.tables import Section, render_markdown, render_text
 
-METRIC_COLUMNS = ("top1", "top5", "AP", "AP50")
 VALUE_COLUMNS = ("latency_mean_ms", "latency_p50_ms", "size_MB", "coverage", "num_scored")
 SPECS = {
     "latency_mean_ms": ".3f",
@@ -100,7 +100,9 @@ def job_row(job: dict, keys: list[str]) -> dict:
         coverage=run.prov("delegate.coverage.fraction"),
         num_scored=run.metrics.get("num_scored"),
     )
-    row.update({m: run.metrics.get(m) for m in METRIC_COLUMNS if isinstance(run.metrics.get(m), float)})
+    if run.task:
+        metrics = definition_of(run).sweep_metrics
+        row.update({m: run.metrics.get(m) for m in metrics if isinstance(run.metrics.get(m), float)})
     return row
 
 
@@ -141,11 +143,22 @@ def sweep_table(multirun_dir: str, baseline: dict[str, str] | None = None) -> tu
     keys = varying_keys(jobs)
     rows = [job_row(j, keys) for j in jobs]
     rows.sort(key=lambda r: ([_natural(r[k]) for k in keys], _job_number(r["run"]), r["run"]))
-    metrics = [m for m in METRIC_COLUMNS if any(m in r for r in rows)]
+    metrics = metric_columns(jobs, rows)
     extra = add_baseline(rows, keys, baseline, metrics) if baseline else []
     if "quant" in keys:  # a quantization sweep: change, agreement and McNemar against the float job
         extra += add_quant_columns(multirun_dir, rows, keys)
     return ["run", *keys, "status", *metrics, *VALUE_COLUMNS, *extra, "error"], rows
+
+
+def metric_columns(jobs: list[dict], rows: list[dict]) -> list[str]:
+    """Each task's sweep metrics (its definition's ``sweep_metrics``) that some row has, in order."""
+    declared = [
+        m
+        for j in jobs
+        if j["doc"] is not None and j["doc"].task
+        for m in definition_of(j["doc"]).sweep_metrics
+    ]
+    return [m for m in dict.fromkeys(declared) if any(m in r for r in rows)]
 
 
 def to_csv(columns: list[str], rows: list[dict]) -> str:

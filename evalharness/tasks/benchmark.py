@@ -1,4 +1,4 @@
-"""benchmark_model's figures: init, first inference, warm-up, inference statistics, memory.
+"""benchmark_model's figures, live half: init, first inference, warm-up, inference statistics, memory.
 
 The same seeded random input (as ``inference_diff`` draws it) is invoked ``num_runs`` times, and
 more until ``min_secs`` have passed (benchmark_model's two stopping rules, whichever is later, capped
@@ -15,7 +15,7 @@ import numpy as np
 
 from evalharness.errors import ConfigError
 from evalharness.runtime.tensors import TensorInfo
-from evalharness.tasks import TASKS
+from evalharness.tasks.base import RecordEvaluator, Task
 from evalharness.tasks.inference_diff import seed_tool_inputs
 
 
@@ -35,22 +35,16 @@ class Runs:
             i += 1
 
 
-class _Counter:
-    def reset(self) -> None:
-        self.count = 0
-
-    def update(self, sample: int, outputs: list[np.ndarray]) -> None:
-        self.count += 1  # nothing to score; no prediction line
-
-    def compute(self) -> dict:
-        return {"num_scored": self.count}
+class _Counter(RecordEvaluator):
+    def record(self, sample: int, outputs: list[np.ndarray]) -> dict:
+        return {"id": f"run{sample}"}  # counted, never written (nothing to score)
 
 
-@TASKS.register("benchmark")
-class BenchmarkTask:
+class BenchmarkTask(Task):
     name = "benchmark"
 
     def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+        self.settings = task
         num_runs, max_runs = int(task.get("num_runs", 50)), int(task.get("max_runs", 100000))
         min_secs = float(task.get("min_secs", 1.0))
         if num_runs < 1 or min_secs < 0 or max_runs < num_runs:
@@ -60,7 +54,7 @@ class BenchmarkTask:
             )
         self.seed = int(task.get("seed", 0))
         self.samples = Runs(num_runs, min_secs, max_runs)
-        self.evaluator = _Counter()
+        self.evaluator = _Counter(self.definition.scorer)
         self._tensors: list[np.ndarray] = []
 
     def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
@@ -82,20 +76,3 @@ class BenchmarkTask:
                 "min_secs": self.samples.min_secs,
             }
         }
-
-    def summary_lines(self, doc: dict) -> list[str]:
-        lat, mem = doc["latency_ms"], doc["memory_mb"]
-        inf = {k: v * 1e3 for k, v in lat["inference"].items() if k != "count"}  # ms -> us
-        warmup_us = lat["warmup"].get("mean", 0.0) * 1e3
-        return [
-            f"Model size: {doc['provenance']['model']['bytes'] / 2**20:.3f} MB",
-            f"Inference timings in us: Init: {lat['init'] * 1e3:.0f}, "
-            f"First inference: {lat['first_inference'] * 1e3:.0f}, Warmup (avg): {warmup_us:.0f}, "
-            f"Inference (avg): {inf['mean']:.1f}",
-            f"count={lat['inference']['count']} min={inf['min']:.0f} max={inf['max']:.0f} "
-            f"avg={inf['mean']:.1f} std={inf['std']:.0f} p50={inf['p50']:.0f} p90={inf['p90']:.0f} "
-            f"p99={inf['p99']:.0f}",
-            f"Memory footprint delta from the start of the tool (MB): init={mem['init_delta']:.3f} "
-            f"overall={mem['overall_delta']:.3f}",
-            f"Peak RSS (MB): {mem['peak_rss']:.3f}",
-        ]

@@ -24,17 +24,13 @@ from evalharness.data.preprocess import (
 )
 from evalharness.data.shard import Shard, select_samples, sharded_identity
 from evalharness.errors import ConfigError, DataError, ModelMismatchError
-from evalharness.metrics import COCO_STAT_NAMES, evaluate_bbox, load_annotations, tflite_tool_ap
+from evalharness.metrics import load_annotations
 from evalharness.metrics.coco import IMAGE_FILE_KEYS
-from evalharness.metrics.summary import coco_lines
 from evalharness.runtime.tensors import TensorInfo
-from evalharness.tasks import TASKS
-from evalharness.tasks.base import image_cache_key
+from evalharness.tasks.base import RecordEvaluator, Task, image_cache_key
 from evalharness.tasks.decoders import DECODERS, build_decoder
-from evalharness.tasks.detections import DetectionStore
 
 CLASS_MAPS = ("coco91", "coco80", "labels")
-RESULTS_FILE = "coco_results.json"
 
 
 @dataclass(frozen=True)
@@ -89,19 +85,14 @@ def category_map(class_map: str, annotations: dict, labels_path: str | None) -> 
     raise ConfigError(f"model.class_map={class_map!r}; valid: {', '.join(CLASS_MAPS)}")
 
 
-class CocoEvaluator:
-    """Collects COCO results per image; ``compute`` scores them with the configured backend."""
+class CocoEvaluator(RecordEvaluator):
+    """One image's detections, mapped to COCO categories in original pixels, as its record."""
 
     def __init__(self, task: CocoTask) -> None:
         self.task = task
-        self.reset()
+        super().__init__(lambda: task.definition.scorer(task.annotations))
 
-    def reset(self) -> None:
-        self.detections = DetectionStore()
-        self.image_ids: list[int] = []
-        self.unmapped = 0
-
-    def update(self, sample: CocoSample, outputs: list[np.ndarray]) -> dict:
+    def record(self, sample: CocoSample, outputs: list[np.ndarray]) -> dict:
         t = self.task
         dets = t.decoder.decode(outputs)
         geometry = detection_geometry(sample.width, sample.height, t.spec, t.input)
@@ -111,10 +102,6 @@ class CocoEvaluator:
         xywh = np.concatenate([boxes[:, :2], boxes[:, 2:] - boxes[:, :2]], axis=1)[keep]
         kept_cats = [cat for cat in cats if cat is not None]
         scores = np.asarray(dets.scores)[keep]
-        self.detections.add(sample.image_id, kept_cats, scores, xywh)
-        self.image_ids.append(sample.image_id)
-        unmapped = len(cats) - len(kept_cats)
-        self.unmapped += unmapped
         return {
             "id": sample.key,
             "image_id": sample.image_id,
@@ -122,40 +109,16 @@ class CocoEvaluator:
                 [cat, score, *box]
                 for cat, score, box in zip(kept_cats, scores.tolist(), xywh.tolist(), strict=True)
             ],
-            "unmapped": unmapped,
+            "unmapped": len(cats) - len(kept_cats),
         }
 
-    def restore(self, record: dict) -> None:
-        """Re-add the detections of an earlier session of this run (resume), in stored order."""
-        rows = np.asarray(record["detections"], dtype=np.float64).reshape(-1, 6)
-        self.detections.add(record["image_id"], rows[:, 0], rows[:, 1], rows[:, 2:])
-        self.image_ids.append(record["image_id"])
-        self.unmapped += record.get("unmapped", 0)
 
-    def compute(self) -> dict:
-        t = self.task
-        results = list(self.detections.rows())  # pycocotools scores from one list; freed on return
-        scored = evaluate_bbox(t.annotations, results, backend=t.backend, image_ids=self.image_ids)
-        metrics = {
-            **scored["stats"],
-            "per_class": scored["per_class"],
-            "summary": scored["summary"],
-            "backend": scored["backend"],
-            "num_detections": len(results),
-            "num_unmapped_detections": self.unmapped,
-            "num_scored": len(self.image_ids),
-        }
-        if t.tflite_tool:
-            metrics["tflite_tool"] = tflite_tool_ap(t.annotations, results, image_ids=self.image_ids)
-        return metrics
-
-
-@TASKS.register("coco")
-class CocoTask:
+class CocoTask(Task):
     name = "coco"
-    can_resume = True  # its evaluator restores from prediction records
+    cacheable = True
 
     def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+        self.settings = task
         self.model_path = model["path"]
         decoder_cfg = dict(model.get("decoder") or {})
         if not decoder_cfg.get("name"):
@@ -165,8 +128,6 @@ class CocoTask:
             )
         self.decoder = build_decoder(decoder_cfg.pop("name"), decoder_cfg)
         self.spec = spec_from_config(model.get("preprocess"))
-        self.backend = task.get("backend", "pycocotools")
-        self.tflite_tool = bool(task.get("tflite_tool_ap", True))
         self.dataset = dataset
         ann_path = dataset.get("annotations")
         if not ann_path:
@@ -182,7 +143,7 @@ class CocoTask:
         self.class_map = model.get("class_map", "coco91")
         self.labels_path = model.get("labels")
         self.categories = category_map(self.class_map, self.annotations, self.labels_path)
-        self.evaluator = CocoEvaluator(self)
+        self.evaluator = None
         self.input = None
 
     def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
@@ -193,6 +154,7 @@ class CocoTask:
         i = inputs[0]
         self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
         self.decoder.bind(outputs, (self.input.height, self.input.width), self.model_path)
+        self.evaluator = CocoEvaluator(self)
 
     def cache_key(self) -> dict:
         return image_cache_key(self)
@@ -230,12 +192,3 @@ class CocoTask:
             "decoder": {"name": type(self.decoder).__name__, "notes": getattr(self.decoder, "notes", None)},
         }
 
-    def artifacts(self) -> dict[str, object]:
-        """Extra run files: the standard COCO results JSON, re-scorable by any COCO tool."""
-        return {RESULTS_FILE: self.evaluator.detections.rows()}
-
-    def summary_lines(self, doc: dict) -> list[str]:
-        return coco_lines(doc["metrics"])
-
-
-__all__ = ["COCO_STAT_NAMES", "CocoTask", "CocoEvaluator", "CocoSample", "category_map"]

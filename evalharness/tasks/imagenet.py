@@ -19,10 +19,9 @@ from evalharness.data.preprocess import (
 )
 from evalharness.data.shard import Shard, select_samples, sharded_identity
 from evalharness.errors import ConfigError, ModelMismatchError
-from evalharness.metrics.summary import classification_lines
 from evalharness.runtime.tensors import TensorInfo
-from evalharness.tasks import TASKS
-from evalharness.tasks.base import image_cache_key
+from evalharness.scoring.imagenet import TopKScorer
+from evalharness.tasks.base import RecordEvaluator, Task, image_cache_key
 
 
 def classification_output(outputs: list[TensorInfo], model_path: str) -> TensorInfo:
@@ -41,26 +40,18 @@ def classification_output(outputs: list[TensorInfo], model_path: str) -> TensorI
     return out
 
 
-class TopKEvaluator:
-    """Top-1..K hits per image; ranks raw scores with a stable sort (ties go to the lower index)."""
+class TopKEvaluator(RecordEvaluator):
+    """Top-1..K of each image; ranks raw scores with a stable sort (ties go to the lower index)."""
 
     def __init__(self, top_k: int, output: TensorInfo, truth: dict[str, int], labels: list[str]) -> None:
         self.top_k, self.output, self.truth, self.labels = top_k, output, truth, labels
-        self.reset()
+        super().__init__(lambda: TopKScorer(top_k))
 
-    def reset(self) -> None:
-        self.hits = np.zeros(self.top_k, dtype=np.int64)
-        self.count = 0
-
-    def update(self, sample: LabeledSample, outputs: list[np.ndarray]) -> dict:
+    def record(self, sample: LabeledSample, outputs: list[np.ndarray]) -> dict:
         raw = outputs[0].reshape(-1)
         top = stable_topk(raw, self.top_k)
         truth = self.truth[sample.key]
         where = np.flatnonzero(top == truth)
-        rank = int(where[0]) if where.size else None
-        if rank is not None:
-            self.hits[rank:] += 1
-        self.count += 1
         return {
             "id": sample.key,
             "label": sample.label,
@@ -68,29 +59,16 @@ class TopKEvaluator:
             "topk": top.tolist(),
             "topk_labels": [self.labels[i] for i in top],
             "scores": [float(s) for s in self.output.dequantize(raw[top])],
-            "rank": rank,
+            "rank": int(where[0]) if where.size else None,
         }
 
-    def restore(self, record: dict) -> None:
-        """Re-count a prediction of an earlier session of this run (resume)."""
-        if record["rank"] is not None and record["rank"] < self.top_k:
-            self.hits[record["rank"] :] += 1
-        self.count += 1
 
-    def compute(self) -> dict:
-        n = self.count
-        metrics = {f"top{k + 1}": (float(self.hits[k]) / n if n else 0.0) for k in range(self.top_k)}
-        metrics["correct"] = {f"top{k + 1}": int(self.hits[k]) for k in range(self.top_k)}
-        metrics["num_scored"] = n
-        return metrics
-
-
-@TASKS.register("imagenet")
-class ImageNetTask:
+class ImageNetTask(Task):
     name = "imagenet"
-    can_resume = True  # its evaluator restores from prediction records
+    cacheable = True
 
     def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+        self.settings = task
         self.top_k = int(task.get("top_k", 10))
         if not 1 <= self.top_k <= 1000:
             raise ConfigError(f"task.top_k={self.top_k} must be between 1 and 1000")
@@ -156,6 +134,3 @@ class ImageNetTask:
             },
             "preprocessing": preprocessing_provenance(self.spec, self.input),
         }
-
-    def summary_lines(self, doc: dict) -> list[str]:
-        return classification_lines(doc["metrics"])

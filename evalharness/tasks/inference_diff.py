@@ -1,15 +1,12 @@
-"""TFLite's Inference Diff: random inputs, reference CPU run vs the configured delegate, per-output error.
+"""TFLite's Inference Diff, live half: random inputs, a reference pass, per-run output errors.
 
 Inputs follow the seed tool (``inference_profiler_stage.cc``): N(0.5, 1/3) rejection-sampled into
 [0, 1), scaled to the input type's range (uint8 0..255, int8 -128..127, float -1..1), here from a
 seeded generator so runs are reproducible. The same loop runs twice over the same inputs: first the
 reference delegate (``task.reference_delegate``, TFLite builtin kernels, 1 thread, by default),
 recording outputs, then the configured delegate, comparing. Unlike the seed, quantized outputs are
-dequantized before comparing, so errors are in real units whatever the output type.
-
-An average error hides the failures that matter, so named checks run per output: NaN/Inf in the
-test output, a silent all-near-zero output where the reference is not, and cosine similarity to
-the reference below ``min_cosine``. A tripped check fails the run (``fail_on_check``).
+dequantized before comparing, so errors are in real units whatever the output type. The checks on
+the errors are the definition's (:mod:`evalharness.scoring.inference_diff`).
 """
 
 from __future__ import annotations
@@ -18,7 +15,8 @@ import numpy as np
 
 from evalharness.errors import ConfigError, ModelMismatchError
 from evalharness.runtime.tensors import TensorInfo
-from evalharness.tasks import TASKS
+from evalharness.scoring.base import Scorer
+from evalharness.tasks.base import RecordEvaluator, ReferencePass, Task
 from evalharness.timing import summarize
 
 _RANGES = {"uint8": (0.0, 255.0), "int8": (-128.0, 127.0), "float32": (-1.0, 1.0)}
@@ -60,11 +58,12 @@ def output_error(ref: np.ndarray, test: np.ndarray) -> dict:
     }
 
 
-class _Recorder:
+class _Recorder(RecordEvaluator):
     """Reference pass: keep every output, dequantized."""
 
     def __init__(self, task: InferenceDiffTask) -> None:
         self.task = task
+        super().__init__(Scorer)
 
     def reset(self) -> None:
         self.task.reference_outputs = []
@@ -74,71 +73,34 @@ class _Recorder:
         self.task.reference_outputs.append(real)
         return {"id": f"run{sample}"}
 
-    def compute(self) -> dict:
-        return {"num_scored": len(self.task.reference_outputs)}
 
-
-class DiffEvaluator:
+class DiffEvaluator(RecordEvaluator):
     """Test pass: compare each output with the reference pass's output for the same inputs."""
 
     def __init__(self, task: InferenceDiffTask) -> None:
         self.task = task
-        self.reset()
+        super().__init__(lambda: task.definition.scorer([info.name for info in task.outputs]))
 
-    def reset(self) -> None:
-        self.per_output: list[list[dict]] = [[] for _ in self.task.outputs]
-
-    def update(self, sample: int, outputs: list[np.ndarray]) -> dict:
+    def record(self, sample: int, outputs: list[np.ndarray]) -> dict:
         ref = self.task.reference_outputs[sample]
-        record = {"id": f"run{sample}", "outputs": []}
-        for i, (info, out) in enumerate(zip(self.task.outputs, outputs, strict=True)):
-            stats = output_error(ref[i], info.dequantize(out))
-            self.per_output[i].append(stats)
-            record["outputs"].append({k: stats[k] for k in ("avg", "max", "cosine", "nonfinite")})
-        return record
-
-    def compute(self) -> dict:
-        t = self.task
-        outputs, failed = [], []
-        for info, runs in zip(t.outputs, self.per_output, strict=True):
-            avg = np.array([r["avg"] for r in runs], dtype=np.float64)
-            checks = {
-                "nan_or_inf": sum(r["nonfinite"] for r in runs) > 0,
-                "silent_zero": any(r["test_abs_max"] <= t.zero_tol < r["ref_abs_max"] for r in runs),
-                "low_cosine": min((r["cosine"] for r in runs), default=1.0) < t.min_cosine,
-            }
-            failed += [f"{info.name}: {name}" for name, tripped in checks.items() if tripped]
-            outputs.append(
-                {
-                    "name": info.name,
-                    "avg_error": float(avg.mean()) if avg.size else None,
-                    "std_dev": float(avg.std()) if avg.size else None,
-                    "max_abs_error": max((r["max"] for r in runs), default=None),
-                    "p99_abs_error": max((r["p99"] for r in runs), default=None),
-                    "nonfinite": sum(r["nonfinite"] for r in runs),
-                    "min_cosine": min((r["cosine"] for r in runs), default=None),
-                    "checks": checks,
-                }
-            )
         return {
-            "num_scored": len(self.per_output[0]) if self.per_output else 0,
-            "outputs": outputs,
-            "failed_checks": failed,
+            "id": f"run{sample}",
+            "outputs": [
+                output_error(ref[i], info.dequantize(out))
+                for i, (info, out) in enumerate(zip(self.task.outputs, outputs, strict=True))
+            ],
         }
 
 
-@TASKS.register("inference_diff")
-class InferenceDiffTask:
+class InferenceDiffTask(Task):
     name = "inference_diff"
 
     def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+        self.settings = task
         self.num_runs = int(task.get("num_runs", 50))
         if self.num_runs < 1:
             raise ConfigError(f"task.num_runs={self.num_runs} must be >= 1")
         self.seed = int(task.get("seed", 0))
-        self.min_cosine = float(task.get("min_cosine", 0.95))
-        self.zero_tol = float(task.get("zero_tol", 1e-6))
-        self.fail_on_check = bool(task.get("fail_on_check", True))
         self.reference_delegate = dict(
             task.get("reference_delegate") or {"name": "reference", "num_threads": 1}
         )
@@ -147,14 +109,15 @@ class InferenceDiffTask:
         self.reference_outputs: list[list[np.ndarray]] = []
         self.inputs: list[TensorInfo] = []
         self.outputs: list[TensorInfo] = []
-        self.evaluator = DiffEvaluator(self)
+        self.evaluator = None
 
     def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
         if self.outputs and [o.shape for o in outputs] != [o.shape for o in self.outputs]:
             raise ModelMismatchError(f"{self.model_path}: test and reference runs disagree on output shapes")
         self.inputs, self.outputs = inputs, outputs  # the loop resets the evaluator after bind
+        self.evaluator = DiffEvaluator(self)
 
-    def reference_view(self) -> _ReferencePass:
+    def reference_pass(self) -> _ReferencePass:
         """The same samples and inputs with a recording evaluator: the loop's reference pass."""
         return _ReferencePass(self)
 
@@ -166,8 +129,11 @@ class InferenceDiffTask:
         rng = np.random.default_rng([self.seed, sample])
         return [seed_tool_inputs(rng, info) for info in self.inputs]
 
-    def latency_metrics(self, reference_ms: list[float], test_ms: list[float]) -> dict:
-        return {"reference_latency_us": _latency_us(reference_ms), "test_latency_us": _latency_us(test_ms)}
+    def extra_metrics(self, reference_ms: list[float] | None, test_ms: list[float]) -> dict:
+        return {
+            "reference_latency_us": _latency_us(reference_ms or []),
+            "test_latency_us": _latency_us(test_ms),
+        }
 
     def provenance(self) -> dict:
         return {
@@ -180,31 +146,18 @@ class InferenceDiffTask:
             "reference_delegate": self.reference_delegate,
         }
 
-    def summary_lines(self, doc: dict) -> list[str]:
-        metrics = doc["metrics"]
-        ref, test = metrics.get("reference_latency_us", {}), metrics.get("test_latency_us", {})
-        lines = [
-            f"Num evaluation runs: {metrics['num_scored']}",
-            f"Reference run latency: avg={ref.get('mean', 0):g}(us), std_dev={ref.get('std', 0):g}(us)",
-            f"Test run latency: avg={test.get('mean', 0):g}(us), std_dev={test.get('std', 0):g}(us)",
-        ]
-        for i, out in enumerate(metrics["outputs"]):
-            lines.append(f"OutputDiff[{i}]: avg_error={out['avg_error']:g}, std_dev={out['std_dev']:g}")
-        return lines
-
 
 def _latency_us(inference_ms: list[float]) -> dict:
     stats = summarize([ms * 1e3 for ms in inference_ms])
     return {k: stats[k] for k in ("count", "mean", "std")} if stats["count"] else {"count": 0}
 
 
-class _ReferencePass:
+class _ReferencePass(ReferencePass):
     """The task as the loop sees it during the reference pass."""
-
-    name = "reference"
 
     def __init__(self, task: InferenceDiffTask) -> None:
         self.task, self.samples, self.evaluator = task, task.samples, _Recorder(task)
+        self.delegate = task.reference_delegate
 
     def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
         self.task.inputs, self.task.outputs = inputs, outputs

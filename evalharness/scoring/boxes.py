@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from evalharness.report.numbers import delta
-from evalharness.report.paired import pair_by_id
+from evalharness.numbers import delta
+from evalharness.scoring.paired import pair_by_id
 
 
 def iou_xywh(a: list[float], b: list[float]) -> float:

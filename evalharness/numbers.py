@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from evalharness.report.writer import dumps
+from evalharness.rundir.files import dumps
 
 SIGNIFICANT = 10
 

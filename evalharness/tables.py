@@ -68,3 +68,8 @@ def render_markdown(title: str, sections: list[Section]) -> str:
 
 def _md_row(cells: list[str]) -> str:
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def more_rows(total: int, shown: int) -> list[str]:
+    """The note under a table cut to ``shown`` of ``total`` rows."""
+    return [f"... {total - shown} more (all of them in --format json)"] if total > shown else []

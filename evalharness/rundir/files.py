@@ -1,8 +1,9 @@
-"""Run outputs: ``metrics.json`` (atomic), ``predictions.jsonl`` (streamed), ``results.txt``.
+"""The files of a run directory and how they are written: atomic files, the streamed predictions.
 
 ``predictions.jsonl`` has one JSON object per scored sample, written and flushed as it is scored,
-so an interrupted run keeps everything finished. ``metrics.json`` is replaced atomically (temp
-file, fsync, rename) so a reader never sees half a file.
+so an interrupted run keeps everything finished. Every other file (``metrics.json``, ``results.txt``,
+artifacts, ``run_state.json``, caches) is replaced atomically (temp file, fsync, rename) so a reader
+never sees half a file. The rest of evalharness writes files through this module only.
 """
 
 from __future__ import annotations
@@ -12,17 +13,11 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 
-SCHEMA_VERSION = 1
 METRICS_FILE = "metrics.json"
 PREDICTIONS_FILE = "predictions.jsonl"
 RESULTS_FILE = "results.txt"
-# Fields whose value is a map with run-dependent keys (delegate flags, op types, the config); every
-# other key of metrics.json is fixed by SCHEMA_VERSION for a given task.
-MAP_FIELDS = (
-    "provenance.config",
-    "provenance.delegate.flags",
-    "provenance.delegate.coverage.ops_on_cpu_by_type",
-)
+STATE_FILE = "run_state.json"
+RUN_FILES = (METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE)
 
 
 def atomic_write_text(path: str, text: str) -> None:
@@ -119,7 +114,8 @@ class RunWriter:
             self._predictions = None
 
     def write_metrics(self, doc: dict) -> str:
-        atomic_write_text(self.metrics_path, dumps({"schema_version": SCHEMA_VERSION, **doc}))
+        """The metrics.json document (built by :mod:`evalharness.rundir.document`), atomically."""
+        atomic_write_text(self.metrics_path, dumps(doc))
         return self.metrics_path
 
     def write_json(self, name: str, obj) -> str:

@@ -1,33 +1,32 @@
-"""Run-directory ownership: never overwrite a finished run by accident, resume an interrupted one.
+"""Who may write into a run directory: never overwrite a finished run by accident, resume an
+interrupted one, skip a finished job of a re-run sweep.
 
 Before the loop starts, ``run_state.json`` records the run's resolved config (Hydra rewrites
 ``.hydra/config.yaml`` on every start, so it cannot serve). A later start in the same directory:
 
-- finds a run and neither ``loop.resume`` nor ``loop.overwrite`` -> error naming both;
-- ``loop.overwrite=true`` -> the old run files are removed and the run starts over;
-- ``loop.resume=true`` -> the config must equal the recorded one (``loop.*`` aside), the finished
+- finds a run and neither ``resume`` nor ``overwrite`` -> error naming both;
+- ``overwrite`` -> the old run files are removed and the run starts over;
+- ``resume`` -> the config must equal the recorded one (``loop.*`` aside), the finished
   predictions are read back (a line cut off by a hard kill is dropped) and the loop continues with
   the samples that have none.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 
 from evalharness.errors import ConfigError, EvalHarnessError
-from evalharness.loop import LoopSettings
-from evalharness.report.writer import (
+from evalharness.rundir.files import (
     METRICS_FILE,
     PREDICTIONS_FILE,
-    RESULTS_FILE,
+    RUN_FILES,
+    STATE_FILE,
     atomic_write_text,
     dumps,
     read_predictions,
 )
 
-STATE_FILE = "run_state.json"
 VOLATILE = ("loop",)  # config groups that may change between sessions of one run
 
 
@@ -64,17 +63,17 @@ def _recorded(run_dir: str) -> tuple[dict | None, dict]:
         return config, json.load(f)
 
 
-def prepare_run_dir(run_dir: str, config: dict, loop: LoopSettings, can_resume: bool) -> list[dict]:
+def claim(run_dir: str, config: dict, *, resume: bool, overwrite: bool, can_resume: bool) -> list[dict]:
     """Claim ``run_dir`` for this run; returns the prediction records to resume from (or [])."""
     config = _stable(config)
     recorded, doc = _recorded(run_dir)
     if recorded is not None:
         status = doc.get("status", "unknown")
-        if loop.overwrite:
-            for name in (METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE):
+        if overwrite:
+            for name in RUN_FILES:
                 if os.path.exists(os.path.join(run_dir, name)):
                     os.unlink(os.path.join(run_dir, name))
-        elif not loop.resume:
+        elif not resume:
             raise EvalHarnessError(
                 f"{run_dir} already holds a {status} run; loop.resume=true continues it, "
                 "loop.overwrite=true replaces it, or choose another hydra.run.dir"
@@ -95,7 +94,7 @@ def prepare_run_dir(run_dir: str, config: dict, loop: LoopSettings, can_resume: 
                     f"task {config['task']['name']} cannot resume; rerun it (loop.overwrite=true)"
                 )
             return read_predictions(os.path.join(run_dir, PREDICTIONS_FILE), repair=True)
-    elif loop.resume:
+    elif resume:
         raise EvalHarnessError(
             f"loop.resume=true but {run_dir} holds no run; "
             "set hydra.run.dir to the interrupted run's directory"
@@ -104,24 +103,20 @@ def prepare_run_dir(run_dir: str, config: dict, loop: LoopSettings, can_resume: 
     return []
 
 
-def sweep_job_settings(
-    run_dir: str, config: dict, loop: LoopSettings, can_resume: bool
-) -> tuple[LoopSettings, dict | None]:
-    """A multirun job re-run in the same sweep dir: (loop settings to run with, or the finished doc).
+def sweep_job_mode(run_dir: str, config: dict, can_resume: bool) -> tuple[str, dict | None]:
+    """What a multirun job re-run in the same sweep dir does: ``("skip", its finished document)``,
+    ``("resume", None)``, ``("overwrite", None)`` or ``("new", None)``.
 
     Hydra re-runs every job of a multirun started again with the same ``hydra.sweep.dir``; here a job
     whose directory holds a run with the same config (``run_state.json``, ``loop.*`` aside) is
-    skipped when complete (its metrics.json document is returned), resumed when partial or
-    interrupted, and started over when it failed (or its task cannot resume). A different config
-    falls through to :func:`prepare_run_dir`'s error; ``loop.overwrite=true`` redoes every job.
+    skipped when complete, resumed when partial or interrupted, and started over when it failed (or
+    its task cannot resume). A different config is ``new``, so :func:`claim` gives its usual error.
     """
-    if loop.overwrite or loop.resume:
-        return loop, None
     recorded, doc = _recorded(run_dir)
     if recorded is None or config_differences(recorded, _stable(config)):
-        return loop, None
+        return "new", None
     if doc.get("status") == "complete":
-        return loop, doc
+        return "skip", doc
     if doc.get("status") in ("partial", "interrupted") and can_resume:
-        return dataclasses.replace(loop, resume=True), None
-    return dataclasses.replace(loop, overwrite=True), None
+        return "resume", None
+    return "overwrite", None

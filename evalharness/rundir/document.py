@@ -1,0 +1,98 @@
+"""The one builder of ``metrics.json``: a live run, a resumed run, a merge and a failure all use it.
+
+:func:`run_document` fixes the document's keys (``schema_version`` 1; the README lists them), so the
+live run and ``report merge`` cannot drift apart; :func:`failure_document` is the record a failed
+job leaves so that sweeps list it instead of dropping it. :func:`write_run` writes a finished run's
+files in the order that keeps the directory valid at every instant: artifacts and ``results.txt``
+first, ``metrics.json`` (the commit point) last.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Mapping
+
+from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RunWriter
+
+SCHEMA_VERSION = 1
+# Fields whose value is a map with run-dependent keys (delegate flags, op types, the config); every
+# other key of metrics.json is fixed by SCHEMA_VERSION for a given task.
+MAP_FIELDS = (
+    "provenance.config",
+    "provenance.delegate.flags",
+    "provenance.delegate.coverage.ops_on_cpu_by_type",
+)
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def run_document(
+    *,
+    task: str,
+    status: str,
+    stop_reason: str | None,
+    started_at: str,
+    finished_at: str,
+    metrics: dict,
+    latency_ms: dict,
+    memory_mb: dict,
+    throughput: dict,
+    skipped: list,
+    first_output_repeatable: bool | None,
+    resumed_samples: int,
+    predictions_count: int,
+    artifacts: list[str],
+    provenance: dict,
+    **extra,
+) -> dict:
+    """A run's metrics.json document. ``extra``: optional top-level blocks (``reference``, ``merged``)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "task": task,
+        "status": status,
+        "stop_reason": stop_reason,
+        "started_at": started_at,
+        "finished_at": finished_at,
+        "metrics": metrics,
+        "latency_ms": latency_ms,
+        "memory_mb": memory_mb,
+        "skipped": skipped,
+        "first_output_repeatable": first_output_repeatable,
+        "resumed_samples": resumed_samples,
+        "throughput": throughput,
+        "predictions": {"path": PREDICTIONS_FILE, "format": "jsonl", "count": predictions_count},
+        "artifacts": sorted(artifacts),
+        "provenance": provenance,
+        **extra,
+    }
+
+
+def failure_document(message: str, config: dict) -> dict:
+    """What a job that failed before producing results leaves: its error and config, no metrics."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": "failed",
+        "error": message,
+        "metrics": None,
+        "finished_at": now(),
+        "provenance": {"config": config},
+    }
+
+
+def write_run(writer: RunWriter, doc: dict, lines: list[str], artifacts: Mapping[str, object]) -> str:
+    """Artifacts, results.txt, then metrics.json (atomic each); returns the metrics.json path."""
+    for name, obj in artifacts.items():
+        writer.write_json(name, obj)
+    writer.write_results(lines)
+    return writer.write_metrics(doc)
+
+
+def write_failure(run_dir: str, message: str, config: dict) -> str:
+    return RunWriter(run_dir).write_metrics(failure_document(message, config))
+
+
+def has_document(run_dir: str) -> bool:
+    return os.path.exists(os.path.join(run_dir, METRICS_FILE))

@@ -1,0 +1,119 @@
+"""Reading a run directory: its metrics.json document and, on demand, its prediction records.
+
+Everything after a run (reports, merge, rescore, a resumed session) reads runs through :class:`Run`,
+so a run directory has one reader; nothing here imports the runtime, the tasks or the model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from evalharness.errors import EvalHarnessError
+from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE
+
+
+class RunDirError(EvalHarnessError):
+    """A run directory or one of its files is missing or unreadable (exit status 2)."""
+
+
+@dataclass
+class Run:
+    """One run directory: its metrics.json document and, on demand, its per-sample predictions."""
+
+    label: str
+    dir: str
+    doc: dict = field(repr=False)
+
+    @property
+    def status(self) -> str:
+        return self.doc.get("status", "unknown")
+
+    @property
+    def task(self) -> str | None:
+        return self.doc.get("task")
+
+    @property
+    def metrics(self) -> dict:
+        return self.doc.get("metrics") or {}
+
+    @property
+    def provenance(self) -> dict:
+        return self.doc.get("provenance") or {}
+
+    def prov(self, dotted: str, default=None):
+        """``provenance.<dotted>`` or ``default`` when any part is missing."""
+        return dig(self.provenance, dotted, default)
+
+    @property
+    def task_settings(self) -> dict:
+        """The ``task`` config group the run used (what its scorer was built from)."""
+        return self.prov("config.task") or {}
+
+    @property
+    def name(self) -> str:
+        """Short identity for tables: model @ delegate."""
+        return f"{self.prov('model.name', '?')} @ {self.prov('delegate.name', '?')}"
+
+    @cached_property
+    def predictions(self) -> list[dict]:
+        rel = (self.doc.get("predictions") or {}).get("path") or PREDICTIONS_FILE
+        return read_jsonl(os.path.join(self.dir, rel), self.label)
+
+    def artifact(self, name: str):
+        path = os.path.join(self.dir, name)
+        if not os.path.isfile(path):
+            raise RunDirError(f"run {self.label}: {path} not found; the run did not write it")
+        return _read_json(path, self.label)
+
+
+def dig(doc: dict, dotted: str, default=None):
+    value = doc
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return default
+        value = value[part]
+    return value
+
+
+def load_run(path: str, label: str) -> Run:
+    """A run from its directory or its metrics.json; a missing or unreadable file is one error line."""
+    metrics_path = os.path.join(path, METRICS_FILE) if os.path.isdir(path) else path
+    if not os.path.isfile(metrics_path):
+        raise RunDirError(
+            f"run {label}: no {METRICS_FILE} at {path}; give a run directory or its {METRICS_FILE}"
+        )
+    doc = _read_json(metrics_path, label)
+    if not isinstance(doc, dict):
+        raise RunDirError(f"run {label}: {metrics_path} is not a metrics.json object")
+    return Run(label, os.path.dirname(os.path.abspath(metrics_path)), doc)
+
+
+def _read_json(path: str, label: str):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunDirError(f"run {label}: cannot read {path} ({exc})") from None
+
+
+def read_jsonl(path: str, label: str) -> list[dict]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        raise RunDirError(f"run {label}: predictions file {path} not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunDirError(f"run {label}: cannot read {path} ({exc})") from None
+
+
+def flatten(value, prefix: str = "") -> dict:
+    """Dotted key -> leaf value in document order, so nested blocks compare field by field."""
+    if isinstance(value, dict):
+        out = {}
+        for key in value:
+            out.update(flatten(value[key], f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): value}

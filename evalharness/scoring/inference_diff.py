@@ -1,0 +1,99 @@
+"""TFLite's Inference Diff: its config, records (per-run output errors) -> per-output error and checks.
+
+A record holds one random-input run's comparison of every output with the reference pass: mean,
+max and p99 absolute error, cosine similarity, non-finite count and both outputs' largest magnitude.
+An average error hides the failures that matter, so named checks run per output: NaN/Inf in the
+test output, a silent all-near-zero output where the reference is not, and a cosine similarity to
+the reference below ``min_cosine``. A tripped check fails the run (``fail_on_check``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from evalharness.scoring.base import Scorer, TaskDefinition, register
+
+
+@dataclass
+class InferenceDiffSettings:
+    name: str = "inference_diff"
+    num_runs: int = 50
+    seed: int = 0
+    min_cosine: float = 0.95
+    zero_tol: float = 1e-6
+    fail_on_check: bool = True
+    reference_delegate: Any = None  # a delegate config (dict); default {name: reference, num_threads: 1}
+
+
+class OutputErrorScorer(Scorer):
+    """Per-output error statistics over the runs, and the named checks."""
+
+    def __init__(self, output_names: list[str], min_cosine: float, zero_tol: float) -> None:
+        self.names, self.min_cosine, self.zero_tol = list(output_names), min_cosine, zero_tol
+        self.per_output: list[list[dict]] = [[] for _ in self.names]
+
+    def add(self, record: dict) -> None:
+        for runs, stats in zip(self.per_output, record["outputs"], strict=True):
+            runs.append(stats)
+
+    def result(self) -> dict:
+        outputs, failed = [], []
+        for name, runs in zip(self.names, self.per_output, strict=True):
+            avg = np.array([r["avg"] for r in runs], dtype=np.float64)
+            checks = {
+                "nan_or_inf": sum(r["nonfinite"] for r in runs) > 0,
+                "silent_zero": any(r["test_abs_max"] <= self.zero_tol < r["ref_abs_max"] for r in runs),
+                "low_cosine": min((r["cosine"] for r in runs), default=1.0) < self.min_cosine,
+            }
+            failed += [f"{name}: {check}" for check, tripped in checks.items() if tripped]
+            outputs.append(
+                {
+                    "name": name,
+                    "avg_error": float(avg.mean()) if avg.size else None,
+                    "std_dev": float(avg.std()) if avg.size else None,
+                    "max_abs_error": max((r["max"] for r in runs), default=None),
+                    "p99_abs_error": max((r["p99"] for r in runs), default=None),
+                    "nonfinite": sum(r["nonfinite"] for r in runs),
+                    "min_cosine": min((r["cosine"] for r in runs), default=None),
+                    "checks": checks,
+                }
+            )
+        return {
+            "num_scored": len(self.per_output[0]) if self.per_output else 0,
+            "outputs": outputs,
+            "failed_checks": failed,
+        }
+
+
+@register
+class InferenceDiffDefinition(TaskDefinition):
+    name = "inference_diff"
+    schema = InferenceDiffSettings
+    live = "evalharness.tasks.inference_diff:InferenceDiffTask"
+    listing_order = 2
+    reads_dataset = False  # seeded random inputs
+
+    def scorer(self, ground_truth: list[str] | None = None) -> OutputErrorScorer:
+        """``ground_truth``: the model's output names (the live run knows them once bound)."""
+        s = self.settings
+        return OutputErrorScorer(
+            ground_truth or [], float(s.get("min_cosine", 0.95)), float(s.get("zero_tol", 1e-6))
+        )
+
+    def failed_checks(self, metrics: dict) -> list[str]:
+        return list(metrics.get("failed_checks") or []) if self.settings.get("fail_on_check", True) else []
+
+    def summary_lines(self, doc: dict) -> list[str]:
+        metrics = doc["metrics"]
+        ref, test = metrics.get("reference_latency_us", {}), metrics.get("test_latency_us", {})
+        lines = [
+            f"Num evaluation runs: {metrics['num_scored']}",
+            f"Reference run latency: avg={ref.get('mean', 0):g}(us), std_dev={ref.get('std', 0):g}(us)",
+            f"Test run latency: avg={test.get('mean', 0):g}(us), std_dev={test.get('std', 0):g}(us)",
+        ]
+        for i, out in enumerate(metrics["outputs"]):
+            lines.append(f"OutputDiff[{i}]: avg_error={out['avg_error']:g}, std_dev={out['std_dev']:g}")
+        return lines
