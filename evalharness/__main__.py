@@ -69,7 +69,6 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     from evalharness.report.writer import RunWriter
     from evalharness.resume import prepare_run_dir, sweep_job_settings
     from evalharness.runtime import load_model, plan_delegate
-    from evalharness.runtime.litert import runtime_info
     from evalharness.tasks import load_tasks
     from evalharness.thread_budget import apply_thread_budget
 
@@ -153,7 +152,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
                 **provenance.model_info(rc.model["path"], model.inputs, model.outputs),
                 "quant": quant,
             },
-            "runtime": getattr(model, "runtime", None) or runtime_info(rc.runtime["name"]),
+            "runtime": model.runtime_info(),
             "delegate": {
                 **_delegate_record(rc.plan, model),
                 "library": _library(rc.plan),
@@ -161,7 +160,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
             },
             **task.provenance(),
             "host": provenance.host_info(),
-            **({"device": model.device} if hasattr(model, "device") else {}),  # runner=adb: the phone
+            **({"device": model.device} if model.device is not None else {}),  # runner=adb: the phone
             "thread_budget": budget,
             "evalharness": provenance.tool_info(),
             "config": rc.resolved,
@@ -205,7 +204,7 @@ def _delegate_record(plan, model) -> dict:
         "name": plan.name,
         "flags": plan.flags,
         "op_resolver": plan.op_resolver,
-        "coverage": model.coverage,
+        "coverage": model.coverage.as_dict(),
     }
 
 

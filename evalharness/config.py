@@ -16,7 +16,7 @@ from omegaconf.errors import OmegaConfBaseException
 from evalharness.data.preprocess import PreprocessSpec
 from evalharness.errors import ConfigError
 from evalharness.loop import LoopSettings
-from evalharness.runtime.delegates import DelegatePlan, plan_delegate
+from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
 
 
 @dataclass
@@ -133,23 +133,6 @@ class QuantSchema:  # conf/quant: a post-training-quantized variant of the float
 
 
 @dataclass
-class RunnerSchema:  # conf/runner: host (this process) | adb (benchmark_model on an Android phone)
-    name: str = "host"
-    benchmark_binary: str = ""
-    adb: str = "adb"
-    serial: str = ""
-    device_dir: str = "/data/local/tmp/evalharness"
-    batch_size: int = 256
-    num_runs: int = 50
-    warmup_runs: int = 1
-    min_secs: float = 1.0
-    warmup_min_secs: float = 0.5
-    max_secs: float = 150.0
-    delegate_serialize: bool = True
-    keep_device_files: bool = False
-
-
-@dataclass
 class PathsSchema:
     models_dir: str = "models"
     data_dir: str = "data"
@@ -163,7 +146,6 @@ SCHEMAS = {
     "loop": LoopSchema,
     "paths": PathsSchema,
     "quant": QuantSchema,
-    "runner": RunnerSchema,
 }
 
 
@@ -201,7 +183,7 @@ def _check(schema: type, group: str, node: dict) -> dict:
 
 def validate(cfg: DictConfig) -> RunConfig:
     """Check every group of a composed config and plan the delegate (unavailable -> error now)."""
-    missing = [g for g in (*SCHEMAS, "task", "delegate") if g not in cfg]
+    missing = [g for g in (*SCHEMAS, "task", "delegate", "runner") if g not in cfg]
     if missing:
         raise ConfigError(f"config is missing group(s): {', '.join(missing)}")
     try:  # resolve against the whole config: groups interpolate ${paths.*} and ${bundled:...}
@@ -223,9 +205,7 @@ def validate(cfg: DictConfig) -> RunConfig:
     if "???" in resolved["delegate"].values():
         missing = [k for k, v in resolved["delegate"].items() if v == "???"]
         raise ConfigError(f"config group 'delegate': missing value(s) for {', '.join(missing)}")
-    from evalharness.runtime.android.runner import check_runner
-
-    check_runner(groups["runner"], task_name)
+    groups["runner"] = check_runner(resolved["runner"], latency_only_task=task_name == "benchmark")
     plan = plan_delegate(resolved["delegate"], runner=groups["runner"]["name"])
     return RunConfig(
         task=groups["task"],
