@@ -52,7 +52,7 @@ def test_coverage_as_dict_is_the_metrics_json_block(tmp_path):
     model = load_model(bundled("mobilenet_v1_0.25_128_quant.tflite"), plan_delegate({"name": "cpu"}))
     assert model.coverage.as_dict() == written == doc["provenance"]["delegate"]["coverage"]
     assert set(written) == LAYOUT and set(written["device"]) == {"adapter", "software_renderer"}
-    assert dict(model.coverage) == written and model.coverage["ops_total"] == 31
+    assert model.coverage == written and model.coverage["ops_total"] == 31
     assert model.coverage.get("applied") is None and "fraction" in model.coverage
 
 

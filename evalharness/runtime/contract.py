@@ -20,7 +20,7 @@ from evalharness.runtime.tensors import TensorInfo
 from evalharness.schema import freeze, thaw
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq: Mapping's, so a Coverage equals its metrics.json dict
 class Coverage(Mapping):
     """How much of the graph the delegate really took; ``None`` where the backend cannot tell.
 
