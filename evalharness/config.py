@@ -1,10 +1,11 @@
 """Compose -> validate -> an immutable :class:`RunPlan`: the one description of what a run will do.
 
 Each group's YAML is checked against a dataclass with :func:`evalharness.schema.check`: the core
-groups' schemas are here; the task's comes from its definition, the delegate's and runner's from the
-runtime, so a typo'd key, a wrong type or a missing mandatory value (``???``) is one ``ConfigError``
-line naming the key, before any file is read. Defaults live in ``conf/``; the dataclasses only say
-what may be there. Derived values (the thread budget, a quantized variant) make a new plan
+groups' schemas are here; the task's comes from its definition (:mod:`evalharness.scoring`), the
+delegate's and the runner's from the runtime (``runtime/delegates.py``, ``runtime/runners.py``).
+So a typo'd key, a wrong type or a missing mandatory value (``???``) is one ``ConfigError`` line
+naming the key, before any file is read. Defaults live in ``conf/``; the dataclasses only say what
+may be there. Derived values (the thread budget, a quantized variant) make a new plan
 (:meth:`RunPlan.replace`); nothing edits a validated value in place.
 """
 
@@ -20,7 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 from evalharness.data.preprocess import PreprocessSpec
 from evalharness.errors import ConfigError
 from evalharness.loop import LoopSettings
-from evalharness.runtime.delegates import DelegatePlan, plan_delegate
+from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
 from evalharness.schema import FrozenDict, check, freeze, one_line, thaw
 from evalharness.scoring import task_definitions
 from evalharness.thread_budget import thread_budget
@@ -71,23 +72,6 @@ class QuantSchema:  # conf/quant: a post-training-quantized variant of the float
 
 
 @dataclass
-class RunnerSchema:  # conf/runner: host (this process) | adb (benchmark_model on an Android phone)
-    name: str = "host"
-    benchmark_binary: str = ""
-    adb: str = "adb"
-    serial: str = ""
-    device_dir: str = "/data/local/tmp/evalharness"
-    batch_size: int = 256
-    num_runs: int = 50
-    warmup_runs: int = 1
-    min_secs: float = 1.0
-    warmup_min_secs: float = 0.5
-    max_secs: float = 150.0
-    delegate_serialize: bool = True
-    keep_device_files: bool = False
-
-
-@dataclass
 class PathsSchema:
     models_dir: str = "models"
     data_dir: str = "data"
@@ -101,7 +85,6 @@ SCHEMAS = {
     "loop": LoopSettings,
     "paths": PathsSchema,
     "quant": QuantSchema,
-    "runner": RunnerSchema,
 }
 CACHE_SETTINGS = ("auto", "true", "false")
 
@@ -143,7 +126,7 @@ def check_group(group: str, node: dict) -> FrozenDict:
 def validate(cfg: DictConfig, launcher: dict | None = None) -> RunPlan:
     """Check every group of a composed config, apply the thread budget and plan the delegate
     (unavailable -> error now). ``launcher``: a multirun's ``hydra.launcher`` config (None: single run)."""
-    missing = [g for g in (*SCHEMAS, "task", "delegate") if g not in cfg]
+    missing = [g for g in (*SCHEMAS, "task", "delegate", "runner") if g not in cfg]
     if missing:
         raise ConfigError(f"config is missing group(s): {', '.join(missing)}")
     try:  # resolve against the whole config: groups interpolate ${paths.*} and ${bundled:...}
@@ -164,10 +147,8 @@ def validate(cfg: DictConfig, launcher: dict | None = None) -> RunPlan:
     threads, budget = thread_budget(delegate.get("num_threads", 1), launcher)
     delegate["num_threads"] = threads
     resolved = {**resolved, "delegate": delegate}
-    from evalharness.runtime.android.runner import check_runner
-
-    check_runner(groups["runner"], definition_class.latency_only)
-    plan = plan_delegate(delegate, runner=groups["runner"]["name"])
+    runner = check_runner(resolved["runner"], definition_class.latency_only)
+    plan = plan_delegate(delegate, runner=runner["name"])
     return RunPlan(
         task=task,
         model=groups["model"],
@@ -179,6 +160,6 @@ def validate(cfg: DictConfig, launcher: dict | None = None) -> RunPlan:
         resolved=freeze(resolved),
         definition=definition_class(task),
         quant=groups["quant"],
-        runner=groups["runner"],
+        runner=runner,
         thread_budget=freeze(budget),
     )

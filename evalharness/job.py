@@ -119,7 +119,6 @@ def run_plan(rp, run_dir: str) -> dict:
     from evalharness.rundir.files import RunWriter
     from evalharness.rundir.state import claim, sweep_job_mode
     from evalharness.runtime import load_model, plan_delegate
-    from evalharness.runtime.litert import runtime_info
     from evalharness.scoring import listed
     from evalharness.tasks import live_class
 
@@ -210,7 +209,7 @@ def run_plan(rp, run_dir: str) -> dict:
                 **provenance.model_info(rp.model["path"], model.inputs, model.outputs),
                 "quant": quant,
             },
-            "runtime": getattr(model, "runtime", None) or runtime_info(rp.runtime["name"]),
+            "runtime": model.runtime_info(),
             "delegate": {
                 **delegate_record(rp.plan, model),
                 "library": library_record(rp.plan),
@@ -218,7 +217,7 @@ def run_plan(rp, run_dir: str) -> dict:
             },
             **task.provenance(),
             "host": provenance.host_info(),
-            **({"device": model.device} if hasattr(model, "device") else {}),  # runner=adb: the phone
+            **({"device": model.device} if model.device is not None else {}),  # runner=adb: the phone
             "thread_budget": rp.thread_budget,
             "evalharness": provenance.tool_info(),
             "config": rp.config(),

@@ -178,7 +178,7 @@ def _run_each(task: Task, model, record, settings: LoopSettings, result: LoopRes
 def _run_batched(task: Task, model, record, settings: LoopSettings, result: LoopResult, items, bar) -> None:
     """Batch runners (runner=adb): up to ``model.batch_size`` prepared samples go to the device in one
     round trip. Each prediction's latency_ms is the device's figure for that sample; the run's
-    latency block is the runner's own standard benchmark (``model.latency``), not host timing."""
+    latency block is the runner's own standard benchmark (``model.reported_latency``), not host timing."""
     chunk: list = []
 
     def flush() -> None:
@@ -225,8 +225,8 @@ def run_loop(
     model = load_model()
     result.init_ms = (time.perf_counter() - start) * 1e3
     rss_init = current_rss_mb()
-    result.timed_region = getattr(model, "timed_region", result.timed_region)
-    result.reported_latency = getattr(model, "latency", None)  # runners that time on the device
+    result.timed_region = model.timed_region
+    result.reported_latency = model.reported_latency  # runners that time on the device
     task.bind(model.inputs, model.outputs)
     task.evaluator.reset()
     finished = set()
@@ -241,7 +241,7 @@ def run_loop(
     loop_start = time.perf_counter()
     try:
         items = prepared(task, todo, settings.workers, settings.prefetch)
-        run = _run_batched if getattr(model, "batch_size", 0) else _run_each
+        run = _run_batched if model.batch_size else _run_each
         run(task, model, record, settings, result, items, bar)
     except (KeyboardInterrupt, DataError) as exc:
         result.status = "partial"
@@ -251,7 +251,7 @@ def run_loop(
         bar.close()
         result.wall_s = time.perf_counter() - loop_start
         peak = peak_rss_mb()
-        result.memory_mb = getattr(model, "memory", None) or {
+        result.memory_mb = model.memory or {
             "rss_before_load": rss_before,
             "init_delta": rss_init - rss_before,
             "overall_delta": max(peak, rss_init) - rss_before,

@@ -9,8 +9,8 @@ from conftest import compose_config
 
 from evalharness.config import validate
 from evalharness.errors import ConfigError, DelegateUnavailableError, EvalHarnessError
+from evalharness.runtime import plan_delegate
 from evalharness.runtime.android import benchmark_model as bm
-from evalharness.runtime.delegates import plan_delegate
 
 SAMPLES = Path(__file__).resolve().parent / "fake_android" / "samples"
 NEW_LOG = (SAMPLES / "benchmark_model_new.log").read_text()  # verbatim device logs of each generation

@@ -1,33 +1,66 @@
 """Runtime layer: the only package that imports ``ai_edge_litert`` or ``tensorflow``.
 
-``delegates`` turns a delegate config into a :class:`DelegatePlan` (pure Python, no runtime
-import, so unavailable delegates fail before anything loads); ``litert`` loads the model with
-that plan and exposes tensors, invoke and delegation coverage.
+``delegates`` checks a delegate config against the delegate's schema; a runner (``runners``: host,
+or ``android``'s adb) turns it into a :class:`DelegatePlan` (pure Python, no runtime import, so
+unavailable delegates fail before anything loads); the backend registered for ``plan.backend``
+loads the model as a :class:`Model` (``contract``). Plug-in modules register themselves and are
+imported here on first use, never just to validate a config.
 """
 
-from evalharness.runtime.delegates import DelegatePlan, plan_delegate
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from evalharness.registry import Registry
+from evalharness.runtime.contract import BACKENDS, Coverage, Model
+from evalharness.runtime.delegates import DelegatePlan, check_delegate
+from evalharness.runtime.runners import RUNNERS, Runner
 from evalharness.runtime.tensors import TensorInfo
+from evalharness.schema import FrozenDict
 
-__all__ = ["DelegatePlan", "TensorInfo", "load_model", "plan_delegate"]
+__all__ = [
+    "Coverage",
+    "DelegatePlan",
+    "Model",
+    "TensorInfo",
+    "backends",
+    "check_runner",
+    "load_model",
+    "plan_delegate",
+    "runners",
+]
 
 
-def load_model(model_path: str, plan: DelegatePlan, runtime: str = "litert", runner: dict | None = None):
+def runners() -> Registry[Runner]:
+    """Every runner (``host`` lives in runners.py; the others register when imported here)."""
+    from evalharness.runtime.android import device_runner  # noqa: F401 - registers runner=adb
+
+    return RUNNERS
+
+
+def backends() -> Registry[type[Model]]:
+    """Every backend, by the ``DelegatePlan.backend`` name it serves."""
+    from evalharness.runtime import compiled, litert  # noqa: F401 - register compiled_gpu, interpreter
+    from evalharness.runtime.android import runner  # noqa: F401 - registers adb
+
+    return BACKENDS
+
+
+def plan_delegate(raw: Mapping, runner: str = "host") -> DelegatePlan:
+    """Check a delegate config (a plain dict from Hydra) and plan it for ``runner``."""
+    return runners().get(runner).plan(check_delegate(raw))
+
+
+def check_runner(runner_cfg: Mapping, latency_only_task: bool) -> FrozenDict:
+    """The ``runner`` config group checked against its runner's schema (config time, nothing touched).
+
+    ``latency_only_task``: the task measures only latency (task=benchmark), which runner=adb refuses."""
+    return runners().get(runner_cfg.get("name", "host")).check(runner_cfg, latency_only_task)
+
+
+def load_model(
+    model_path: str, plan: DelegatePlan, runtime: str = "litert", runner: Mapping | None = None
+) -> Model:
     """Load ``model_path`` with the delegate ``plan`` on ``runtime`` (litert | tensorflow), or on an
-    Android phone when the plan was made for ``runner=adb``."""
-    if plan.backend == "adb":
-        from evalharness.runtime.android.runner import AdbModel
-
-        return AdbModel(model_path, plan, runner)
-    if plan.backend == "compiled_gpu":
-        if runtime != "litert":
-            from evalharness.errors import ConfigError
-
-            raise ConfigError(
-                f"delegate=gpu runs on the LiteRT GPU accelerator: use runtime=litert, not {runtime}"
-            )
-        from evalharness.runtime.compiled import CompiledGpuModel
-
-        return CompiledGpuModel(model_path, plan)
-    from evalharness.runtime.litert import InterpreterModel
-
-    return InterpreterModel(model_path, plan, runtime)
+    Android phone when the plan was made for ``runner=adb`` (``runner``: its checked settings)."""
+    return backends().get(plan.backend).load(model_path, plan, runtime, runner)

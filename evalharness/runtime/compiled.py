@@ -18,12 +18,14 @@ import glob
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 
 import numpy as np
 
-from evalharness.errors import DelegateUnavailableError, EvalHarnessError
+from evalharness.errors import ConfigError, DelegateUnavailableError, EvalHarnessError
+from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan
-from evalharness.runtime.litert import captured_native_stderr, check_flatbuffer, graph_summary
+from evalharness.runtime.litert import captured_native_stderr, check_flatbuffer, graph_summary, runtime_info
 
 _ICD_DIRS = ("/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d")
 _INSTALL_HINT = (
@@ -76,10 +78,19 @@ def parse_gpu_log(lines: list[str]) -> dict:
 TENSOR_BUFFER_DTYPES = ("float32", "float16", "int32", "int8", "uint8", "bool")  # TensorBuffer._DTYPE_STRINGS
 
 
-class CompiledGpuModel:
+@BACKENDS.register("compiled_gpu")
+class CompiledGpuModel(Model):
     """A model compiled for the LiteRT GPU accelerator (CPU only for ops the GPU refuses)."""
 
     timed_region = "run + output readback (GPU completion is only observable through readback)"
+
+    @classmethod
+    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> Model:
+        if runtime != "litert":
+            raise ConfigError(
+                f"delegate=gpu runs on the LiteRT GPU accelerator: use runtime=litert, not {runtime}"
+            )
+        return cls(model_path, plan)
 
     def __init__(self, model_path: str, plan: DelegatePlan) -> None:
         check_flatbuffer(model_path)
@@ -155,23 +166,26 @@ class CompiledGpuModel:
             )
         return DelegateUnavailableError(f"delegate=gpu could not compile {model_path}: {text[:300]}")
 
-    def _coverage(self, ops_total: int) -> dict:
+    def _coverage(self, ops_total: int) -> Coverage:
         full = bool(self._model.is_fully_accelerated())
         g = self.gpu
         delegated = ops_total if full else g["gpu_ops"]
         if delegated is not None and g["cpu_ops"] is not None and delegated + g["cpu_ops"] != ops_total:
             delegated = None  # the accelerator's count disagrees with the graph: say unknown, not a guess
-        return {
-            "ops_total": ops_total,
-            "ops_delegated": delegated,
-            "partitions": None,
-            "fraction": round(delegated / ops_total, 6) if delegated is not None and ops_total else None,
-            "fully_accelerated": full,
-            "ops_on_cpu_by_type": {} if full else None,
-            "unsupported_ops": g["unsupported"],
-            "device": {"adapter": g["adapter"], "software_renderer": g["software_renderer"]},
-            "source": "CompiledModel.is_fully_accelerated() and the GPU accelerator's own log",
-        }
+        return Coverage(
+            ops_total=ops_total,
+            ops_delegated=delegated,
+            partitions=None,
+            fully_accelerated=full,
+            ops_on_cpu_by_type={} if full else None,
+            unsupported_ops=g["unsupported"],
+            adapter=g["adapter"],
+            software_renderer=g["software_renderer"],
+            source="CompiledModel.is_fully_accelerated() and the GPU accelerator's own log",
+        )
+
+    def runtime_info(self) -> dict:
+        return runtime_info("litert")
 
     def set_inputs(self, tensors: list[np.ndarray]) -> None:
         for buf, value in zip(self._inputs, tensors, strict=True):

@@ -1,59 +1,37 @@
 """Delegate configs -> a load plan, with TFLite delegate-registrar flag names.
 
-This module imports no runtime: it decides, before anything is loaded, whether the requested
-delegate can run on this host and with which interpreter settings. A delegate that cannot run is a
-:class:`DelegateUnavailableError` naming the missing piece, never a quiet CPU fallback. A flag that
-the chosen delegate does not read is an error too, so a typo'd sweep never measures the default.
+Each delegate declares its settings as a dataclass beside its plan function (checked with
+:mod:`evalharness.schema`, like every plug-in). This module imports no runtime and knows no runner:
+:func:`check_delegate` validates a config, the delegate's plan function decides whether it can run
+on this host and with which interpreter settings (runtime/runners.py picks host or device). A
+delegate that cannot run is a :class:`DelegateUnavailableError` naming the missing piece, never a
+quiet CPU fallback. A flag that the chosen delegate does not read is an error too, so a typo'd
+sweep never measures the default.
 """
 
 from __future__ import annotations
 
 import ctypes.util
 import dataclasses
+import functools
 import os
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from evalharness.errors import ConfigError, DelegateUnavailableError
 from evalharness.registry import Registry
+from evalharness.schema import FrozenDict, check_keys, field_names, instantiate
 
 
 @dataclass
-class DelegateConfig:
-    """Every flag any delegate reads; names mirror TFLite's delegate registrar / benchmark_model."""
+class DelegateSettings:
+    """Flags every delegate reads; names mirror TFLite's delegate registrar / benchmark_model."""
 
     name: str = "cpu"
     num_threads: int = 1
-    max_delegated_partitions: int = 0  # 0 = no limit
-    min_nodes_per_partition: int = 0  # 0 = delegate's default
     require_full_delegation: bool = False
-    # reference kernels: builtin_without_default_delegates (TFLite kernels, no XNNPACK) | builtin_ref
-    op_resolver: str = "auto"
-    use_xnnpack: bool = False
-    xnnpack_force_fp16: bool = False
-    use_gpu: bool = False
-    gpu_precision_loss_allowed: bool = True
-    gpu_experimental_enable_quant: bool = True
-    gpu_backend: str = ""
-    use_nnapi: bool = False
-    nnapi_accelerator_name: str = ""
-    nnapi_execution_preference: str = ""
-    nnapi_execution_priority: str = ""
-    disable_nnapi_cpu: bool = True
-    nnapi_allow_fp16: bool = False
-    use_hexagon: bool = False
-    hexagon_lib_path: str = "/data/local/tmp"
-    use_coreml: bool = False
-    coreml_version: int = 0
-    edgetpu_library: str = "libedgetpu.so.1"
-    edgetpu_device: str = ""
-    external_delegate_path: str = ""
-    external_delegate_options: str = ""
-
-
-COMMON_FLAGS = ("name", "num_threads", "require_full_delegation")
-OP_RESOLVERS = ("auto", "builtin", "builtin_ref", "builtin_without_default_delegates")
 
 
 @dataclass(frozen=True)
@@ -66,15 +44,19 @@ class DelegatePlan:
     external_path: str | None = None
     external_options: dict[str, str] = field(default_factory=dict)
     expects_xnnpack: bool = False  # the run is only valid if XNNPACK really took nodes
-    backend: str = "interpreter"  # interpreter | compiled_gpu (LiteRT CompiledModel, GPU accelerator)
+    backend: str = "interpreter"  # the runtime/contract.py BACKENDS name: interpreter | compiled_gpu | adb
     require_full_delegation: bool = False
     flags: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class DelegateKind:
-    flags: tuple[str, ...]
-    plan: Callable[[DelegateConfig], DelegatePlan]
+    schema: type  # a DelegateSettings subclass: the flags this delegate reads
+    plan: Callable[[Any], DelegatePlan]  # its settings -> a plan for this host
+
+    @property
+    def flags(self) -> list[str]:
+        return field_names(self.schema)
 
 
 DELEGATES: Registry[DelegateKind] = Registry("delegate")
@@ -94,36 +76,42 @@ def parse_options(text: str) -> dict[str, str]:
     return options
 
 
-def _plan(cfg: DelegateConfig, op_resolver: str, **kw) -> DelegatePlan:
+def make_plan(cfg: DelegateSettings, op_resolver: str, **kw) -> DelegatePlan:
+    """The plan every runner starts from: thread count checked, the delegate's flags recorded."""
     if cfg.num_threads < -1 or cfg.num_threads == 0:
         raise ConfigError(f"delegate.num_threads={cfg.num_threads}: use -1 (runtime decides) or >= 1")
-    flags = {k: getattr(cfg, k) for k in DELEGATES.get(cfg.name).flags}
     return DelegatePlan(
         name=cfg.name,
         op_resolver=op_resolver,
         num_threads=cfg.num_threads,
         require_full_delegation=cfg.require_full_delegation,
-        flags=flags,
+        flags=FrozenDict(dataclasses.asdict(cfg)),
         **kw,
     )
 
 
-def _register(name: str, *flags: str):
-    def add(fn: Callable[[DelegateConfig], DelegatePlan]):
-        DELEGATES.register(name)(DelegateKind(COMMON_FLAGS + flags, fn))
-        return fn
+def _register(name: str, schema: type = DelegateSettings):
+    def add(plan: Callable[[Any], DelegatePlan]):
+        DELEGATES.register(name)(DelegateKind(schema, plan))
+        return plan
 
     return add
 
 
 @_register("cpu")
-def _cpu(cfg: DelegateConfig) -> DelegatePlan:
+def _cpu(cfg: DelegateSettings) -> DelegatePlan:
     """LiteRT's default CPU path: builtin kernels with XNNPACK applied by default."""
-    return _plan(cfg, "auto")
+    return make_plan(cfg, "auto")
 
 
-@_register("reference", "op_resolver")
-def _reference(cfg: DelegateConfig) -> DelegatePlan:
+@dataclass
+class ReferenceSettings(DelegateSettings):
+    # builtin_without_default_delegates (TFLite kernels, no XNNPACK) | builtin_ref (reference kernels)
+    op_resolver: str = "auto"
+
+
+@_register("reference", ReferenceSettings)
+def _reference(cfg: ReferenceSettings) -> DelegatePlan:
     """The golden baseline: TFLite builtin kernels, no default delegate, one thread."""
     resolver = "builtin_without_default_delegates" if cfg.op_resolver == "auto" else cfg.op_resolver
     if resolver not in ("builtin_without_default_delegates", "builtin_ref"):
@@ -133,26 +121,38 @@ def _reference(cfg: DelegateConfig) -> DelegatePlan:
         )
     if cfg.require_full_delegation:
         raise ConfigError("delegate=reference delegates nothing: require_full_delegation cannot hold")
-    return _plan(cfg, resolver)
+    return make_plan(cfg, resolver)
 
 
-@_register("xnnpack", "use_xnnpack", "xnnpack_force_fp16")
-def _xnnpack(cfg: DelegateConfig) -> DelegatePlan:
+@dataclass
+class XnnpackSettings(DelegateSettings):
+    use_xnnpack: bool = False
+    xnnpack_force_fp16: bool = False
+
+
+@_register("xnnpack", XnnpackSettings)
+def _xnnpack(cfg: XnnpackSettings) -> DelegatePlan:
     """XNNPACK explicitly: like cpu, but the run fails if XNNPACK took no node."""
     if cfg.xnnpack_force_fp16:
         raise DelegateUnavailableError(
             "xnnpack_force_fp16 is not exposed by ai-edge-litert's Interpreter (the XNNPACK delegate "
             "options are not settable from Python); set delegate.xnnpack_force_fp16=false"
         )
-    return _plan(cfg, "auto", expects_xnnpack=True)
+    return make_plan(cfg, "auto", expects_xnnpack=True)
 
 
-def _load_external(cfg: DelegateConfig, path: str, options: dict[str, str]) -> DelegatePlan:
-    return _plan(cfg, "builtin_without_default_delegates", external_path=path, external_options=options)
+def _load_external(cfg: DelegateSettings, path: str, options: dict[str, str]) -> DelegatePlan:
+    return make_plan(cfg, "builtin_without_default_delegates", external_path=path, external_options=options)
 
 
-@_register("external", "external_delegate_path", "external_delegate_options")
-def _external(cfg: DelegateConfig) -> DelegatePlan:
+@dataclass
+class ExternalSettings(DelegateSettings):
+    external_delegate_path: str = ""
+    external_delegate_options: str = ""  # "k1:v1;k2:v2"
+
+
+@_register("external", ExternalSettings)
+def _external(cfg: ExternalSettings) -> DelegatePlan:
     """A delegate shared library (``tflite_plugin_create_delegate``); ops it refuses run on builtin
     kernels without XNNPACK, so the coverage figures count this delegate alone."""
     path = cfg.external_delegate_path
@@ -163,8 +163,14 @@ def _external(cfg: DelegateConfig) -> DelegatePlan:
     return _load_external(cfg, os.path.abspath(path), parse_options(cfg.external_delegate_options))
 
 
-@_register("edgetpu", "edgetpu_library", "edgetpu_device")
-def _edgetpu(cfg: DelegateConfig) -> DelegatePlan:
+@dataclass
+class EdgeTpuSettings(DelegateSettings):
+    edgetpu_library: str = "libedgetpu.so.1"
+    edgetpu_device: str = ""
+
+
+@_register("edgetpu", EdgeTpuSettings)
+def _edgetpu(cfg: EdgeTpuSettings) -> DelegatePlan:
     """Coral Edge TPU through libedgetpu's external-delegate entry points."""
     lib = cfg.edgetpu_library
     found = lib if os.path.isfile(lib) else ctypes.util.find_library("edgetpu")
@@ -177,15 +183,16 @@ def _edgetpu(cfg: DelegateConfig) -> DelegatePlan:
     return _load_external(cfg, found, options)
 
 
-def _unavailable(message: str) -> Callable[[DelegateConfig], DelegatePlan]:
-    def plan(cfg: DelegateConfig) -> DelegatePlan:
-        raise DelegateUnavailableError(message.format(host=f"{platform.system()} {platform.machine()}"))
+@dataclass
+class GpuSettings(DelegateSettings):
+    use_gpu: bool = False
+    gpu_precision_loss_allowed: bool = True
+    gpu_experimental_enable_quant: bool = True
+    gpu_backend: str = ""
 
-    return plan
 
-
-@_register("gpu", "use_gpu", "gpu_precision_loss_allowed", "gpu_experimental_enable_quant", "gpu_backend")
-def _gpu(cfg: DelegateConfig) -> DelegatePlan:
+@_register("gpu", GpuSettings)
+def _gpu(cfg: GpuSettings) -> DelegatePlan:
     """LiteRT's GPU accelerator (CompiledModel, WebGPU over Vulkan); ops it refuses run on the CPU
     unless require_full_delegation. gpu_precision_loss_allowed=false enforces fp32."""
     if not cfg.use_gpu:
@@ -202,36 +209,68 @@ def _gpu(cfg: DelegateConfig) -> DelegatePlan:
             "delegate.gpu_experimental_enable_quant=false is not supported by the LiteRT GPU accelerator "
             "(it always runs quantized models, dequantizing weights); leave it true"
         )
-    return _plan(cfg, "auto", backend="compiled_gpu")
+    return make_plan(cfg, "auto", backend="compiled_gpu")
 
 
-_register(
-    "nnapi",
-    "use_nnapi",
-    "nnapi_accelerator_name",
-    "nnapi_execution_preference",
-    "nnapi_execution_priority",
-    "disable_nnapi_cpu",
-    "nnapi_allow_fp16",
-    "max_delegated_partitions",
-)(
+def _unavailable(message: str) -> Callable[[DelegateSettings], DelegatePlan]:
+    def plan(cfg: DelegateSettings) -> DelegatePlan:
+        raise DelegateUnavailableError(message.format(host=f"{platform.system()} {platform.machine()}"))
+
+    return plan
+
+
+@dataclass
+class NnapiSettings(DelegateSettings):
+    use_nnapi: bool = False
+    nnapi_accelerator_name: str = ""
+    nnapi_execution_preference: str = ""
+    nnapi_execution_priority: str = ""
+    disable_nnapi_cpu: bool = True
+    nnapi_allow_fp16: bool = False
+    max_delegated_partitions: int = 0  # 0 = no limit
+
+
+_register("nnapi", NnapiSettings)(
     _unavailable(
         "NNAPI is Android-only (this host: {host}): run on the device (runner=adb) or " + _CPU_CHOICES
     )
 )
-_register("hexagon", "use_hexagon", "hexagon_lib_path")(
+
+
+@dataclass
+class HexagonSettings(DelegateSettings):
+    use_hexagon: bool = False
+    hexagon_lib_path: str = "/data/local/tmp"
+
+
+_register("hexagon", HexagonSettings)(
     _unavailable(
         "the Hexagon delegate needs an Android device with a Hexagon 680-690 DSP and "
         "libhexagon_interface.so (this host: {host}): run on the device (runner=adb) or " + _CPU_CHOICES
     )
 )
-_register("coreml", "use_coreml", "coreml_version")(
+
+
+@dataclass
+class CoremlSettings(DelegateSettings):
+    use_coreml: bool = False
+    coreml_version: int = 0
+
+
+_register("coreml", CoremlSettings)(
     _unavailable(
         "the Core ML delegate runs only on Apple devices and is not part of the ai-edge-litert wheel "
         "(this host: {host}); build it and use delegate=external, or " + _CPU_CHOICES
     )
 )
-_register("npu", "min_nodes_per_partition")(
+
+
+@dataclass
+class NpuSettings(DelegateSettings):
+    min_nodes_per_partition: int = 0  # 0 = delegate's default
+
+
+_register("npu", NpuSettings)(
     _unavailable(
         "delegate=npu needs a vendor NPU dispatch library (ai-edge-litert-sdk-qualcomm/-mediatek/"
         "-google-tensor) and the matching device (this host: {host}); " + _CPU_CHOICES
@@ -239,29 +278,26 @@ _register("npu", "min_nodes_per_partition")(
 )
 
 
-def plan_delegate(raw: dict, runner: str = "host") -> DelegatePlan:
-    """Validate a delegate config (a plain dict from Hydra) and decide how to load it.
+@functools.cache
+def _every_flag() -> type:
+    """One schema holding every flag some delegate reads, at its default (a key outside it is a typo)."""
+    flags = {f.name: f.default for name in DELEGATES for f in dataclasses.fields(DELEGATES.get(name).schema)}
+    return dataclasses.make_dataclass("DelegateFlags", [(k, Any, field(default=v)) for k, v in flags.items()])
 
-    ``runner=adb``: the delegate runs in benchmark_model on an Android phone (runtime/android)."""
-    known = {f.name for f in dataclasses.fields(DelegateConfig)}
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise ConfigError(
-            f"delegate: unknown flag(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-        )
-    cfg = DelegateConfig(**raw)
-    kind = DELEGATES.get(cfg.name)
-    defaults = DelegateConfig()
-    stray = [k for k in known - set(kind.flags) if getattr(cfg, k) != getattr(defaults, k)]
+
+def check_delegate(raw: Mapping) -> DelegateSettings:
+    """A delegate config (a plain dict from Hydra) checked against its delegate's schema.
+
+    A flag that only another delegate reads is tolerated at its default and refused otherwise."""
+    every = _every_flag()
+    check_keys(every, raw, "delegate", what="flag")
+    name = raw.get("name", DelegateSettings.name)
+    own = DELEGATES.get(name).flags
+    defaults = {f.name: f.default for f in dataclasses.fields(every)}
+    stray = sorted(k for k in raw if k not in own and raw[k] != defaults[k])
     if stray:
         raise ConfigError(
-            f"delegate={cfg.name} does not read {', '.join(sorted(stray))}; "
-            f"its flags: {', '.join(f for f in kind.flags if f != 'name')}"
+            f"delegate={name} does not read {', '.join(stray)}; "
+            f"its flags: {', '.join(f for f in own if f != 'name')}"
         )
-    if cfg.op_resolver not in OP_RESOLVERS:
-        raise ConfigError(f"delegate.op_resolver={cfg.op_resolver!r}; valid: {', '.join(OP_RESOLVERS)}")
-    if runner == "adb":
-        from evalharness.runtime.android.benchmark_model import plan_on_device
-
-        return plan_on_device(_plan(cfg, "benchmark_model", backend="adb"))
-    return kind.plan(cfg)
+    return instantiate(DELEGATES.get(name).schema, {k: raw[k] for k in raw if k in own}, f"delegate={name}")

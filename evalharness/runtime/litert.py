@@ -14,10 +14,12 @@ import ctypes
 import importlib.metadata
 import os
 import tempfile
+from collections.abc import Mapping
 
 import numpy as np
 
 from evalharness.errors import DelegateUnavailableError, EvalHarnessError, ModelMismatchError
+from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.tensors import TensorInfo
 
@@ -119,7 +121,7 @@ def _tensor_info(d: dict) -> TensorInfo:
     )
 
 
-def delegation_coverage(ops: list[dict]) -> dict:
+def delegation_coverage(ops: list[dict]) -> Coverage:
     """Ops delegated / total, partitions and op types left on the CPU, from the delegated graph."""
     original = {o["index"]: o for o in ops if o["op_name"] != "DELEGATE"}
     delegate_nodes = [o for o in ops if o["op_name"] == "DELEGATE"]
@@ -135,17 +137,17 @@ def delegation_coverage(ops: list[dict]) -> dict:
             covered.add(producer[tensor])
             frontier.extend(int(t) for t in original[producer[tensor]]["inputs"] if t >= 0)
     left = collections.Counter(o["op_name"] for idx, o in original.items() if idx not in covered)
-    return {
-        "ops_total": len(original),
-        "ops_delegated": len(covered),
-        "partitions": len(delegate_nodes),
-        "fraction": round(len(covered) / len(original), 6) if original else 0.0,
-        "fully_accelerated": bool(original) and len(covered) == len(original),
-        "ops_on_cpu_by_type": dict(sorted(left.items())),
-        "unsupported_ops": sorted(left),
-        "device": {"adapter": "CPU", "software_renderer": None},
-        "source": "derived from the interpreter graph after delegation",
-    }
+    return Coverage(
+        ops_total=len(original),
+        ops_delegated=len(covered),
+        partitions=len(delegate_nodes),
+        fully_accelerated=bool(original) and len(covered) == len(original),
+        ops_on_cpu_by_type=dict(sorted(left.items())),
+        unsupported_ops=sorted(left),
+        adapter="CPU",
+        software_renderer=None,
+        source="derived from the interpreter graph after delegation",
+    )
 
 
 def graph_summary(model_path: str, runtime: str = "litert") -> tuple[list, list, collections.Counter]:
@@ -165,15 +167,18 @@ def graph_summary(model_path: str, runtime: str = "litert") -> tuple[list, list,
     return inputs, outputs, ops
 
 
-class InterpreterModel:
+@BACKENDS.register("interpreter")
+class InterpreterModel(Model):
     """A loaded model: tensor details, set/invoke/get, and what the delegate really took."""
 
-    timed_region = "invoke() only"
+    @classmethod
+    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> Model:
+        return cls(model_path, plan, runtime)
 
     def __init__(self, model_path: str, plan: DelegatePlan, runtime: str = "litert") -> None:
         check_flatbuffer(model_path)
         interpreter_cls, resolver_enum, load_delegate = _import_runtime(runtime)
-        self.plan = plan
+        self.plan, self._runtime = plan, runtime
         self.native_log: list[str] = []
         delegates = []
         with captured_native_stderr(self.native_log):
@@ -209,16 +214,19 @@ class InterpreterModel:
 
     def _check_delegation(self, model_path: str) -> None:
         cov = self.coverage
-        if self.plan.expects_xnnpack and cov["partitions"] == 0:
+        if self.plan.expects_xnnpack and cov.partitions == 0:
             raise DelegateUnavailableError(
                 f"delegate=xnnpack: XNNPACK took no node of {model_path}; use delegate=cpu to run on "
                 "builtin kernels knowingly"
             )
-        if self.plan.require_full_delegation and cov["ops_delegated"] < cov["ops_total"]:
+        if self.plan.require_full_delegation and cov.ops_delegated < cov.ops_total:
             raise DelegateUnavailableError(
-                f"delegate={self.plan.name}: {cov['ops_delegated']}/{cov['ops_total']} ops delegated and "
+                f"delegate={self.plan.name}: {cov.ops_delegated}/{cov.ops_total} ops delegated and "
                 f"require_full_delegation=true; left on CPU: {cov['ops_on_cpu_by_type']}"
             )
+
+    def runtime_info(self) -> dict:
+        return runtime_info(self._runtime)
 
     def set_inputs(self, tensors: list[np.ndarray]) -> None:
         for info, value in zip(self.inputs, tensors, strict=True):

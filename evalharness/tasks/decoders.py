@@ -1,8 +1,9 @@
 """Detector output decoders: raw output tensors -> boxes normalised to the model input.
 
-A decoder is picked by name from config (``DECODERS.get(name)(**params)``, or :func:`build_decoder`
-for a one-line error on a bad parameter). ``bind`` checks the model's outputs before any image is
-read, so a classifier or a differently shaped detector fails at once with the fix in the message;
+A decoder is picked by name from config with :func:`build_decoder`: its dataclass fields are its
+parameters, checked the one way every plug-in's settings are (:mod:`evalharness.schema`). ``bind``
+checks the model's outputs before any image is read, so a classifier or a differently shaped
+detector fails at once with the fix in the message;
 ``decode`` dequantises with the bound tensor details and returns :class:`Detections` whose boxes
 are x1, y1, x2, y2 in 0..1 of the model input. Undoing the resize or letterbox to original-image
 pixels (and clipping there) is the task's job, since only it knows how the image was prepared.
@@ -10,15 +11,15 @@ pixels (and clipping there) is the task's job, since only it knows how the image
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from evalharness.errors import ConfigError, ModelMismatchError
 from evalharness.registry import Registry
 from evalharness.runtime.tensors import TensorInfo
+from evalharness.schema import check_keys, instantiate
 from evalharness.tasks.nms import nms
 
 __all__ = ["DECODERS", "Detections", "SsdPostprocessDecoder", "YoloDecoder", "build_decoder"]
@@ -38,15 +39,10 @@ DECODERS: Registry = Registry("output decoder")
 
 
 def build_decoder(name: str, params: dict | None = None):
-    """``DECODERS.get(name)(**params)`` with a ConfigError (listing valid parameters) on a typo."""
+    """The decoder ``name`` with ``params`` checked against its fields (one-line ConfigError)."""
     cls = DECODERS.get(name)
-    valid = [f.name for f in dataclasses.fields(cls) if f.init]
-    unknown = sorted(set(params or {}) - set(valid))
-    if unknown:
-        raise ConfigError(
-            f"decoder {name}: unknown parameter(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
-        )
-    return cls(**(params or {}))
+    check_keys(cls, params or {}, f"decoder {name}", what="parameter")
+    return instantiate(cls, params, f"decoder {name}")
 
 
 def _shapes(outputs: list[TensorInfo]) -> str:
@@ -70,11 +66,17 @@ def _check_choice(decoder: str, param: str, value, choices: tuple) -> None:
 
 
 class _Decoder:
-    """What ``bind`` keeps: the output details, the input size and the model path (for errors)."""
+    """What ``bind`` keeps: the output details, the input size and the model path (for errors).
+
+    Not a dataclass: its attributes are state, so a decoder's dataclass fields are its parameters."""
 
     outputs: list[TensorInfo]
     input_hw: tuple[int, int]
     model_path: str
+    notes: list[str]  # what bind/decode decided (output order, layout), for the run record
+
+    def __post_init__(self) -> None:
+        self.notes = []
 
     def _real_values(self, outputs: list[np.ndarray]) -> list[np.ndarray]:
         """Dequantised float64 copies of the raw outputs, in the bound order."""
@@ -102,7 +104,6 @@ class SsdPostprocessDecoder(_Decoder):
 
     score_threshold: float = 0.0  # keep detections with score >= this (0 keeps all `count`)
     classes_output: int | None = None  # output index of the classes, only if auto-detection fails
-    notes: list[str] = field(default_factory=list, init=False)
 
     def bind(self, outputs: list[TensorInfo], input_hw: tuple[int, int], model_path: str) -> None:
         self.input_hw, self.model_path, self.notes = tuple(input_hw), model_path, []
@@ -231,9 +232,9 @@ class YoloDecoder(_Decoder):
     max_detections: int = 300
     class_agnostic: bool = False
     max_candidates: int = 30000
-    notes: list[str] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         _check_choice("yolo", "layout", self.layout, ("auto", "channels_first", "channels_last"))
         _check_choice("yolo", "box_format", self.box_format, ("xywh", "xyxy"))
         self._objectness = _tristate("yolo", "objectness", self.objectness)

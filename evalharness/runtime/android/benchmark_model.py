@@ -11,6 +11,7 @@ import math
 import re
 
 from evalharness.errors import ConfigError, DelegateUnavailableError, EvalHarnessError
+from evalharness.runtime.contract import Coverage
 from evalharness.runtime.delegates import DelegatePlan
 
 # delegate name -> (name benchmark_model prints in "Explicitly applied X delegate", Replacing-line tag)
@@ -58,17 +59,6 @@ _MEM_PEAK = re.compile(rf"Overall peak memory footprint \(MB\) via periodic moni
 
 def _flag(value) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def plan_on_device(plan: DelegatePlan) -> DelegatePlan:
-    """Check a ``runner=adb`` plan (the delegate runs inside benchmark_model on the phone)."""
-    if plan.name not in ON_DEVICE:
-        raise DelegateUnavailableError(
-            f"delegate={plan.name} does not run on an Android phone through benchmark_model (runner=adb); "
-            f"valid there: {', '.join(ON_DEVICE)}"
-        )
-    device_flags(plan)  # bad values fail now, before anything is pushed
-    return plan
 
 
 def device_flags(plan: DelegatePlan) -> list[str]:
@@ -253,8 +243,8 @@ def check_log(log: str, plan: DelegatePlan) -> dict:
     return info
 
 
-def coverage(info: dict, plan: DelegatePlan, ops_total: int) -> dict:
-    """The coverage block of metrics.json from the Replacing line of the requested delegate."""
+def coverage(info: dict, plan: DelegatePlan, ops_total: int) -> Coverage:
+    """The delegation coverage from the Replacing line of the requested delegate."""
     tag = APPLIED_AS.get(plan.name, ("", "xnnpack"))[1]
     if plan.name == "reference":
         lines = []
@@ -270,16 +260,18 @@ def coverage(info: dict, plan: DelegatePlan, ops_total: int) -> dict:
     partitions = lines[0]["partitions"] if lines else (info["kernels"] or 0)
     if not lines and info["applied"]:
         delegated = ops_total if info["applied"][1] == "completely" else None
-    return {
-        "ops_total": ops_total,
-        "ops_delegated": delegated,
-        "partitions": partitions,
-        "fraction": round(delegated / ops_total, 6) if delegated is not None and ops_total else None,
-        "fully_accelerated": delegated == ops_total,
-        "ops_on_cpu_by_type": {} if delegated == ops_total else None,
-        "unsupported_ops": [],
-        "device": {"adapter": plan.flags.get("nnapi_accelerator_name") or None, "software_renderer": None},
-        "applied": info["applied"] and " ".join(info["applied"]),
-        "nnapi_accelerators": info["accelerators"],
-        "source": "benchmark_model's own 'Explicitly applied' and 'Replacing N out of M node(s)' lines",
-    }
+    return Coverage(
+        ops_total=ops_total,
+        ops_delegated=delegated,
+        partitions=partitions,
+        fully_accelerated=delegated == ops_total,
+        ops_on_cpu_by_type={} if delegated == ops_total else None,
+        unsupported_ops=[],
+        adapter=plan.flags.get("nnapi_accelerator_name") or None,
+        software_renderer=None,
+        source="benchmark_model's own 'Explicitly applied' and 'Replacing N out of M node(s)' lines",
+        extra={
+            "applied": info["applied"] and " ".join(info["applied"]),
+            "nnapi_accelerators": info["accelerators"],
+        },
+    )

@@ -18,14 +18,17 @@ import os
 import re
 import shlex
 import tempfile
+from collections.abc import Mapping
 
 import numpy as np
 
 from evalharness.data.manifest import sha256_file
-from evalharness.errors import ConfigError, EvalHarnessError, ModelMismatchError
+from evalharness.errors import EvalHarnessError, ModelMismatchError
 from evalharness.runtime.android import benchmark_model as bm
 from evalharness.runtime.android.adb import Adb, tail
+from evalharness.runtime.contract import BACKENDS, Model
 from evalharness.runtime.delegates import DelegatePlan
+from evalharness.runtime.litert import check_flatbuffer, graph_summary
 from evalharness.runtime.tensors import TensorInfo
 
 log = logging.getLogger("evalharness")
@@ -45,43 +48,21 @@ PROPS = {
 }
 
 
-def check_runner(runner: dict, task_name: str) -> None:
-    """Config-time checks of runner=adb (before any device is touched)."""
-    if runner["name"] not in ("host", "adb"):
-        raise ConfigError(f"runner={runner['name']!r}; valid: host, adb")
-    if runner["name"] != "adb":
-        return
-    binary = runner["benchmark_binary"]
-    if not binary:
-        raise ConfigError(
-            "runner=adb needs runner.benchmark_binary=/path/to/android_aarch64_benchmark_model "
-            "(TFLite's benchmark_model built for Android; see README 'Android phones')"
-        )
-    if not os.path.isfile(binary):
-        raise ConfigError(f"runner.benchmark_binary not found: {binary}")
-    if not runner["device_dir"].startswith("/"):
-        raise ConfigError(f"runner.device_dir={runner['device_dir']!r}: use an absolute path on the phone")
-    if task_name == "benchmark":
-        raise ConfigError(
-            "task=benchmark with runner=adb: every adb run's latency_ms already is benchmark_model's own "
-            "standard run on the phone; use task=imagenet|coco|inference_diff, or runner=host"
-        )
-    if runner["batch_size"] < 1 or runner["num_runs"] < 1:
-        raise ConfigError("runner.batch_size and runner.num_runs must be >= 1")
-
-
 def _shape(info: TensorInfo) -> str:
     return ",".join(str(d) for d in info.shape)
 
 
-class AdbModel:
-    """A model on the phone; same interface as the host models plus ``run_batch`` (batch runner)."""
+@BACKENDS.register("adb")
+class AdbModel(Model):
+    """A model on the phone, run in batches (``run_batch``) with benchmark_model's own figures."""
 
     timed_region = "benchmark_model on the device (its own timers)"
 
-    def __init__(self, model_path: str, plan: DelegatePlan, runner: dict) -> None:
-        from evalharness.runtime.litert import check_flatbuffer, graph_summary
+    @classmethod
+    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> AdbModel:
+        return cls(model_path, plan, runner)
 
+    def __init__(self, model_path: str, plan: DelegatePlan, runner: Mapping) -> None:
         check_flatbuffer(model_path)
         self.plan, self.runner = plan, runner
         self.batch_size = int(runner["batch_size"])
@@ -102,7 +83,7 @@ class AdbModel:
             "benchmark_binary": {"path": os.path.abspath(runner["benchmark_binary"]), "sha256": binary_sha},
             "device_dir": self.dir,
         }
-        self.runtime = {
+        self._runtime = {
             "name": "benchmark_model",
             "package": "android",
             "version": f"sha256:{binary_sha[:16]}",
@@ -118,6 +99,19 @@ class AdbModel:
         if runner["delegate_serialize"] and plan.name in bm.SERIALIZABLE:
             self.flags += ["--delegate_serialize_dir=cache", f"--delegate_serialize_token={model_sha[:16]}"]
         self.native_log = self._latency_run(sum(ops.values()))
+
+    def runtime_info(self) -> dict:
+        return self._runtime
+
+    def set_inputs(self, tensors: list[np.ndarray]) -> None:
+        self._pending = list(tensors)
+
+    def invoke(self) -> None:
+        """One sample as a batch of one (one benchmark_model process on the phone)."""
+        [(self._last, _)] = self.run_batch([self._pending])
+
+    def get_outputs(self) -> list[np.ndarray]:
+        return [a.copy() for a in self._last]
 
     def _warn_platform(self) -> None:
         sdk = int(self.device.get("sdk") or 0)
@@ -150,13 +144,13 @@ class AdbModel:
         info = bm.check_log(text, self.plan)  # unknown flags / delegate not applied before the exit code
         if rc != 0:
             raise EvalHarnessError(f"benchmark_model exited {rc} on {self.device['serial']}: {tail(text)}")
-        self.latency = bm.parse_latency(text)
+        self.reported_latency = bm.parse_latency(text)
         self.memory = bm.parse_memory(text)
         self.coverage = bm.coverage(info, self.plan, ops_total)
         self.device["nnapi_accelerators"] = info["accelerators"]
-        if self.plan.require_full_delegation and self.coverage["ops_delegated"] != ops_total:
+        if self.plan.require_full_delegation and self.coverage.ops_delegated != ops_total:
             raise EvalHarnessError(
-                f"delegate={self.plan.name}: {self.coverage['ops_delegated']}/{ops_total} ops delegated "
+                f"delegate={self.plan.name}: {self.coverage.ops_delegated}/{ops_total} ops delegated "
                 "on the device and require_full_delegation=true"
             )
         return [line for line in text.splitlines() if line.strip()]

@@ -1,0 +1,119 @@
+"""What every backend promises, so callers read attributes instead of probing with ``hasattr``.
+
+A backend (``litert``'s interpreter, ``compiled``'s GPU accelerator, ``android``'s phone) subclasses
+:class:`Model` and registers itself in :data:`BACKENDS` under the ``DelegatePlan.backend`` name it
+serves. :class:`Coverage` is the one constructor of metrics.json's delegation-coverage block.
+No runtime import here: the contract is readable without LiteRT installed.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from evalharness.registry import Registry
+from evalharness.runtime.delegates import DelegatePlan
+from evalharness.runtime.tensors import TensorInfo
+from evalharness.schema import freeze, thaw
+
+
+@dataclass(frozen=True, eq=False)  # eq: Mapping's, so a Coverage equals its metrics.json dict
+class Coverage(Mapping):
+    """How much of the graph the delegate really took; ``None`` where the backend cannot tell.
+
+    Readable like the metrics.json dict (``coverage["ops_total"]``, ``.get``) for code that
+    reports it; :meth:`as_dict` is that dict. ``extra``: backend-specific top-level keys (adb's
+    ``applied``, ``nnapi_accelerators``).
+    """
+
+    ops_total: int
+    ops_delegated: int | None
+    partitions: int | None
+    fully_accelerated: bool
+    ops_on_cpu_by_type: dict | None
+    unsupported_ops: list
+    adapter: str | None
+    software_renderer: bool | None
+    source: str
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:  # deep-frozen, like every validated value
+        for name in ("ops_on_cpu_by_type", "unsupported_ops", "extra"):
+            object.__setattr__(self, name, freeze(getattr(self, name)))
+
+    @property
+    def fraction(self) -> float | None:
+        if self.ops_delegated is None:
+            return None
+        return round(self.ops_delegated / self.ops_total, 6) if self.ops_total else 0.0
+
+    def as_dict(self) -> dict:
+        """The ``provenance.delegate.coverage`` block of metrics.json (a fresh, mutable copy)."""
+        return {
+            "ops_total": self.ops_total,
+            "ops_delegated": self.ops_delegated,
+            "partitions": self.partitions,
+            "fraction": self.fraction,
+            "fully_accelerated": self.fully_accelerated,
+            "ops_on_cpu_by_type": thaw(self.ops_on_cpu_by_type),
+            "unsupported_ops": thaw(self.unsupported_ops),
+            "device": {"adapter": self.adapter, "software_renderer": self.software_renderer},
+            **thaw(self.extra),
+            "source": self.source,
+        }
+
+    def __getitem__(self, key: str):
+        return self.as_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.as_dict())
+
+    def __len__(self) -> int:
+        return len(self.as_dict())
+
+
+class Model(abc.ABC):
+    """A loaded model as the run loop and the run record see it, whatever runs it.
+
+    ``batch_size`` 0: the loop calls set_inputs / invoke / get_outputs per sample; > 0: it hands
+    that many prepared samples at a time to :meth:`run_batch`. ``reported_latency`` / ``memory``:
+    a runner's own figures (they replace host timing and RSS); ``device``: the phone it ran on.
+    """
+
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+    coverage: Coverage
+    native_log: list[str]
+    timed_region: str = "invoke() only"
+    batch_size: int = 0
+    reported_latency: dict | None = None
+    memory: dict | None = None
+    device: dict | None = None
+
+    @classmethod
+    @abc.abstractmethod
+    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> Model:
+        """Build from ``load_model``'s arguments (each backend takes the ones it reads)."""
+
+    @abc.abstractmethod
+    def runtime_info(self) -> dict:
+        """``provenance.runtime``: ``{"name", "package", "version"}`` of what ran the model."""
+
+    @abc.abstractmethod
+    def set_inputs(self, tensors: list[np.ndarray]) -> None: ...
+
+    @abc.abstractmethod
+    def invoke(self) -> None: ...
+
+    @abc.abstractmethod
+    def get_outputs(self) -> list[np.ndarray]: ...
+
+    def run_batch(self, batch: list[list[np.ndarray]]) -> list[tuple[list[np.ndarray], float | None]]:
+        """(outputs, latency ms) per sample, for backends with ``batch_size`` > 0."""
+        raise NotImplementedError(f"{type(self).__name__} runs one sample at a time (batch_size=0)")
+
+
+BACKENDS: Registry[type[Model]] = Registry("backend")

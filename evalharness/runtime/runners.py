@@ -1,0 +1,52 @@
+"""Runners: where a checked delegate config runs, each with its own settings schema.
+
+Planning a delegate is the delegate's business; WHERE it runs is the runner's. ``host`` (this
+process) asks the delegate's own plan function; ``adb`` (runtime/android/device_runner.py) plans
+for benchmark_model on a phone. A runner checks its config group with :mod:`evalharness.schema`
+before anything is loaded or touched. No runtime import here.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from evalharness.registry import Registry
+from evalharness.runtime.delegates import DELEGATES, DelegatePlan, DelegateSettings
+from evalharness.schema import FrozenDict, check
+
+
+class Runner(abc.ABC):
+    """A place to run models; ``settings`` is the dataclass of its ``runner`` config group."""
+
+    settings: type
+
+    def check(self, cfg: Mapping, latency_only_task: bool) -> FrozenDict:
+        """The runner config checked and frozen; ``latency_only_task``: the task measures nothing
+        but latency (a runner whose every run already is a latency benchmark may refuse it)."""
+        return check(self.settings, cfg, "config group 'runner'")
+
+    @abc.abstractmethod
+    def plan(self, delegate: DelegateSettings) -> DelegatePlan:
+        """How to load the checked delegate config here (unavailable -> an error now)."""
+
+
+RUNNERS: Registry[Runner] = Registry("runner")
+
+
+@dataclass
+class HostSettings:
+    name: str = "host"
+
+
+class HostRunner(Runner):
+    """The model runs in this process, with LiteRT on this host (the default)."""
+
+    settings = HostSettings
+
+    def plan(self, delegate: DelegateSettings) -> DelegatePlan:
+        return DELEGATES.get(delegate.name).plan(delegate)
+
+
+RUNNERS.register("host")(HostRunner())
