@@ -70,7 +70,7 @@ def delegate_record(plan, model) -> dict:
         "name": plan.name,
         "flags": plan.flags,
         "op_resolver": plan.op_resolver,
-        "coverage": model.coverage,
+        "coverage": model.coverage.as_dict(),
     }
 
 
