@@ -236,7 +236,7 @@ def run_loop(
         result.inference_ms.append(rec["latency_ms"])
     result.resumed = len(finished)
     todo = (s for s in task.samples if not finished or task.sample_id(s) not in finished)
-    total = max(len(task.samples) - len(finished), 0) if hasattr(task.samples, "__len__") else None
+    total = max(len(task.samples) - len(finished), 0)
     bar = tqdm(total=total, desc=task.name, unit="img", disable=not settings.progress, leave=False)
     loop_start = time.perf_counter()
     try:

@@ -189,6 +189,6 @@ class CocoTask(Task):
                 "categories": len(self.annotations["categories"]),
             },
             "preprocessing": preprocessing_provenance(self.spec, self.input),
-            "decoder": {"name": type(self.decoder).__name__, "notes": getattr(self.decoder, "notes", None)},
+            "decoder": {"name": type(self.decoder).__name__, "notes": self.decoder.notes},
         }
 
