@@ -100,6 +100,33 @@ def with_quantized_variant(rp):
     return rp.replace(model=model), record
 
 
+def run_provenance(rp, task, model, quant: dict) -> dict:
+    """``provenance`` of metrics.json: what ran (model, runtime, delegate and what it took, host,
+    device), on what (the task's dataset/labels/preprocessing) and with which config."""
+    from evalharness import provenance
+
+    return {
+        "model": {
+            "name": rp.model["name"],
+            **provenance.model_info(rp.model["path"], model.inputs, model.outputs),
+            "quant": quant,
+        },
+        "runtime": model.runtime_info(),
+        "delegate": {
+            **delegate_record(rp.plan, model),
+            "library": library_record(rp.plan),
+            "native_log": model.native_log,
+        },
+        **task.provenance(),
+        "host": provenance.host_info(),
+        **({"device": model.device} if model.device is not None else {}),  # runner=adb: the phone
+        "thread_budget": rp.thread_budget,
+        "evalharness": provenance.tool_info(),
+        "config": rp.config(),
+        "overrides": list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else [],
+    }
+
+
 def run(cfg: DictConfig, run_dir: str) -> dict:
     """Run the configured task into ``run_dir``; returns the metrics.json document."""
     from evalharness.config import validate
@@ -112,7 +139,6 @@ def run_plan(rp, run_dir: str) -> dict:
     """Run a validated plan into ``run_dir``; returns the metrics.json document."""
     import dataclasses
 
-    from evalharness import provenance
     from evalharness.data.shard import Shard
     from evalharness.loop import run_loop
     from evalharness.rundir.document import run_document, write_run
@@ -124,12 +150,13 @@ def run_plan(rp, run_dir: str) -> dict:
 
     started = now()
     definition, loop = rp.definition, rp.loop
-    if is_multirun():  # a re-run sweep skips complete jobs (before any set-up) and resumes partial ones
+    if is_multirun() and not (loop.resume or loop.overwrite):
+        # a re-run sweep skips complete jobs (before any set-up) and resumes partial ones
         mode, finished = sweep_job_mode(run_dir, rp.config(), definition.can_resume)
         if mode == "skip":
             print(f"skipped: {run_dir} already holds a complete run of this config")
             return finished
-        if mode in ("resume", "overwrite") and not (loop.resume or loop.overwrite):
+        if mode in ("resume", "overwrite"):
             loop = dataclasses.replace(loop, **{mode: True})
     rp, quant = with_quantized_variant(rp)
     if not definition.reads_dataset and Shard.from_config(rp.dataset).count > 1:
@@ -203,26 +230,7 @@ def run_plan(rp, run_dir: str) -> dict:
         },
         predictions_count=writer.count,
         artifacts=list(artifacts),
-        provenance={
-            "model": {
-                "name": rp.model["name"],
-                **provenance.model_info(rp.model["path"], model.inputs, model.outputs),
-                "quant": quant,
-            },
-            "runtime": model.runtime_info(),
-            "delegate": {
-                **delegate_record(rp.plan, model),
-                "library": library_record(rp.plan),
-                "native_log": model.native_log,
-            },
-            **task.provenance(),
-            "host": provenance.host_info(),
-            **({"device": model.device} if model.device is not None else {}),  # runner=adb: the phone
-            "thread_budget": rp.thread_budget,
-            "evalharness": provenance.tool_info(),
-            "config": rp.config(),
-            "overrides": list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else [],
-        },
+        provenance=run_provenance(rp, task, model, quant),
         **extra,
     )
     lines = definition.summary_lines(doc)
