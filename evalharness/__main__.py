@@ -9,6 +9,7 @@ still writes ``metrics.json`` with ``status: partial`` and exits 1.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import sys
 from pathlib import Path
@@ -18,14 +19,14 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from evalharness.errors import EvalHarnessError
+from evalharness.boundary import EXIT_STOPPED, EXIT_USER_ERROR, debug, describe, report
+from evalharness.errors import RunStopped
 from evalharness.job import run
 from evalharness.paths import CONF_DIR, bundled
-from evalharness.rundir.document import has_document
+from evalharness.rundir.document import holds_run
 
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
 
-EXIT_PARTIAL, EXIT_USER_ERROR = 1, 2
 _failed_jobs: list[str] = []
 __all__ = ["main", "run"]
 
@@ -43,20 +44,24 @@ def _write_failure(run_dir: str, cfg: DictConfig, message: str) -> None:
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def _app(cfg: DictConfig) -> None:
+    """One job, inside the error boundary: a failure is one line (exit 2 before results, 1 after)."""
     hc = HydraConfig.get()
     run_dir = hc.runtime.output_dir
     try:
         run(cfg, run_dir)
-    except EvalHarnessError as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        partial = has_document(run_dir)
-        if not partial:
-            _write_failure(run_dir, cfg, message)
-        print(f"error: {message}", file=sys.stderr)
+    except Exception as exc:
+        if debug():
+            raise
+        message = describe(exc)
+        stopped = isinstance(exc, RunStopped)
+        if not stopped and not holds_run(run_dir):  # a fresh job dir records why it failed; a run
+            _write_failure(run_dir, cfg, message)  # already there is never touched by a refusal
         if hc.mode == RunMode.MULTIRUN:
+            print(f"job {hc.job.num} failed: {message}", file=sys.stderr)
             _failed_jobs.append(f"{hc.job.num}: {message}")
             return
-        sys.exit(EXIT_PARTIAL if partial else EXIT_USER_ERROR)
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(EXIT_STOPPED if stopped else EXIT_USER_ERROR)
 
 
 _GROUP_OVERRIDE = re.compile(r"^[+]?(?P<group>[A-Za-z_][\w/]*)=(?P<value>[^()\[\]{}*]*)$")
@@ -97,10 +102,17 @@ def main() -> None:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)
-    _app()
+    os.environ.setdefault("HYDRA_FULL_ERROR", "1")  # Hydra's own errors reach the boundary below
+    try:
+        _app()
+    except Exception as exc:  # composing the config failed (override grammar, unknown option, ...)
+        if debug():
+            raise
+        report(exc)
+        sys.exit(EXIT_USER_ERROR)
     if _failed_jobs:
         print(f"error: {len(_failed_jobs)} job(s) failed: " + "; ".join(_failed_jobs), file=sys.stderr)
-        sys.exit(EXIT_PARTIAL)
+        sys.exit(EXIT_STOPPED)
 
 
 if __name__ == "__main__":

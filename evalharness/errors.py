@@ -24,3 +24,7 @@ class ModelMismatchError(EvalHarnessError):
 
 class DelegateUnavailableError(EvalHarnessError):
     """The requested delegate cannot run on this host; never replaced by a silent CPU fallback."""
+
+
+class RunStopped(EvalHarnessError):
+    """The run wrote its metrics.json but did not complete (partial, failed or invalid): exit 1."""

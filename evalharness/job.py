@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 import signal
+from typing import NamedTuple
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from evalharness.errors import ConfigError, EvalHarnessError
+from evalharness.boundary import debug, describe
+from evalharness.errors import ConfigError, EvalHarnessError, RunStopped
 from evalharness.rundir.document import now
 
 log = logging.getLogger("evalharness")
@@ -135,20 +137,36 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     return run_plan(rp, run_dir)
 
 
-def run_plan(rp, run_dir: str) -> dict:
-    """Run a validated plan into ``run_dir``; returns the metrics.json document."""
+def run_identity(rp, task) -> dict:
+    """The bytes a result depends on, recorded when a run starts so that a resume can refuse to mix
+    inputs that changed (see :mod:`evalharness.rundir.state`)."""
+    from evalharness.data.manifest import sha256_file, stat_digest
+    from evalharness.runtime.litert import runtime_info
+
+    prov = task.provenance()
+    dataset = prov.get("dataset") or {}
+    library = library_record(rp.plan)
+    return {
+        "model_sha256": sha256_file(rp.model["path"]),
+        "delegate_library_sha256": library and library["sha256"],
+        "runtime_version": runtime_info(rp.runtime["name"])["version"],
+        "labels_sha256": (prov.get("labels") or {}).get("sha256"),
+        "ground_truth_sha256": dataset.get("ground_truth_sha256"),
+        "dataset_manifest_sha256": dataset.get("manifest_sha256"),
+        "dataset_files_stat": stat_digest(task.sample_files()),
+    }
+
+
+def prepare(rp, run_dir: str):
+    """Everything before the run directory is claimed: (plan, quant record, task, loop settings), or
+    the finished document of a sweep job that is skipped. Refusals here write nothing."""
     import dataclasses
 
     from evalharness.data.shard import Shard
-    from evalharness.loop import run_loop
-    from evalharness.rundir.document import run_document, write_run
-    from evalharness.rundir.files import RunWriter
-    from evalharness.rundir.state import claim, sweep_job_mode
-    from evalharness.runtime import load_model, plan_delegate
+    from evalharness.rundir.state import sweep_job_mode
     from evalharness.scoring import listed
     from evalharness.tasks import live_class
 
-    started = now()
     definition, loop = rp.definition, rp.loop
     if is_multirun() and not (loop.resume or loop.overwrite):
         # a re-run sweep skips complete jobs (before any set-up) and resumes partial ones
@@ -169,23 +187,79 @@ def run_plan(rp, run_dir: str) -> dict:
         from evalharness.data.cache import CachedTask
 
         task = CachedTask(task, rp.paths["cache_dir"])
+    return rp, quant, task, loop
+
+
+def run_plan(rp, run_dir: str) -> dict:
+    """Run a validated plan into ``run_dir``; returns the metrics.json document.
+
+    Before the directory is claimed a failure writes nothing there; after, a failure before the loop
+    leaves a ``failed`` record; once the loop ran, whatever happens the run's metrics.json says how
+    far it got and :class:`RunStopped` (exit 1) is raised when it did not complete.
+    """
+    from evalharness.rundir.document import write_failure
+    from evalharness.rundir.state import claim
+
+    started = now()
+    prepared = prepare(rp, run_dir)
+    if isinstance(prepared, dict):
+        return prepared
+    rp, quant, task, loop = prepared
+    definition = rp.definition
     done = claim(
-        run_dir, rp.config(), resume=loop.resume, overwrite=loop.overwrite, can_resume=definition.can_resume
+        run_dir,
+        rp.config(),
+        run_identity(rp, task),
+        resume=loop.resume,
+        overwrite=loop.overwrite,
+        can_resume=definition.can_resume,
     )
+    try:
+        ran = execute(rp, task, loop, done, run_dir)
+    except Exception as exc:
+        write_failure(run_dir, describe(exc), rp.config())
+        raise
+    try:
+        return record_run(rp, task, quant, started, ran)
+    except RunStopped:
+        raise
+    except Exception as exc:
+        if debug():
+            raise
+        write_failure(run_dir, describe(exc), rp.config())
+        raise RunStopped(f"the run could not be recorded: {describe(exc)}") from exc
+
+
+class Ran(NamedTuple):
+    """What the loops produced: the predictions writer, the measured pass, the reference pass."""
+
+    writer: object
+    model: object
+    result: object
+    reference: tuple | None  # (plan, model, loop result) of the reference pass, if the task has one
+
+
+def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
+    """The reference pass (if the task has one) and the measured loop."""
+    from evalharness.loop import run_loop
+    from evalharness.rundir.files import RunWriter
+    from evalharness.runtime import load_model, plan_delegate
+
     writer = RunWriter(run_dir, resume=bool(done))
     signal.signal(signal.SIGTERM, _raise_interrupt)
-    reference, ref_plan = None, None
+    reference = None
     if (ref_pass := task.reference_pass()) is not None:  # same inputs through a reference delegate first
         ref_plan = plan_delegate(ref_pass.delegate)
-        ref_model, reference = run_loop(
+        ref_model, ref_result = run_loop(
             ref_pass,
             lambda: load_model(rp.model["path"], ref_plan, rp.runtime["name"]),
             lambda record: None,
             rp.loop,
         )
-        if reference.status != "complete":
-            raise EvalHarnessError(f"reference pass stopped early: {reference.stop_reason}")
-    keep = writer.append if definition.writes_predictions else (lambda record: None)
+        if ref_result.status != "complete":
+            raise EvalHarnessError(f"reference pass stopped early: {ref_result.stop_reason}")
+        reference = (ref_plan, ref_model, ref_result)
+    keep = writer.append if rp.definition.writes_predictions else (lambda record: None)
     try:
         model, result = run_loop(
             task,
@@ -196,22 +270,45 @@ def run_plan(rp, run_dir: str) -> dict:
         )
     finally:
         writer.close()
+    return Ran(writer, model, result, reference)
+
+
+def invalid_reasons(rp, checks: dict) -> list[str]:
+    """Output checks that make the run ``invalid`` unless the loop settings allow them."""
+    allowed = {"nonfinite": rp.loop.allow_nonfinite, "same output": rp.loop.allow_constant_outputs}
+    return [f for f in checks["failed"] if not any(allowed[k] and k in f for k in allowed)]
+
+
+def record_run(rp, task, quant, started: str, ran: Ran) -> dict:
+    """Score, build and write the run's files; raise RunStopped when it did not complete."""
+    from evalharness.rundir.document import run_document, write_run
+
+    definition, writer, model, result = rp.definition, ran.writer, ran.model, ran.result
+    reference = ran.reference[2] if ran.reference else None
     warn_delegation(rp.plan, model.coverage)
     metrics = task.evaluator.compute()
     metrics.update(task.extra_metrics(reference and reference.inference_ms, result.inference_ms))
     metrics["num_images"] = len(task.samples)
     metrics["num_skipped"] = len(result.skipped)
+    checks = result.checks.record([o.name for o in model.outputs])
+    invalid = invalid_reasons(rp, checks)
+    status, stop_reason = result.status, result.stop_reason
+    if invalid and status == "complete":
+        status, stop_reason = "invalid", "; ".join(invalid)
+    for problem in checks["failed"]:
+        log.warning("output check: %s", problem)
     artifacts = task.artifacts()
     extra = {}
-    if reference is not None:
+    if ran.reference is not None:
+        ref_plan, ref_model, _ = ran.reference
         extra["reference"] = {
             "delegate": delegate_record(ref_plan, ref_model),
             "latency_ms": reference.latency(),
         }
     doc = run_document(
         task=definition.name,
-        status=result.status,
-        stop_reason=result.stop_reason,
+        status=status,
+        stop_reason=stop_reason,
         started_at=started,
         finished_at=now(),
         metrics=metrics,
@@ -231,16 +328,21 @@ def run_plan(rp, run_dir: str) -> dict:
         predictions_count=writer.count,
         artifacts=list(artifacts),
         provenance=run_provenance(rp, task, model, quant),
+        output_checks=checks,
         **extra,
     )
     lines = definition.summary_lines(doc)
+    if status == "invalid":
+        lines = [f"INVALID: {stop_reason}", *lines]
     path = write_run(writer, doc, lines, artifacts)
     for line in lines:
         print(line)
     print(f"metrics: {path}")
-    if result.status != "complete":
-        raise EvalHarnessError(f"run stopped early ({result.stop_reason}); partial results in {path}")
+    if status == "invalid":
+        raise RunStopped(f"run is invalid ({stop_reason}); its numbers are in {path} but not to be trusted")
+    if status != "complete":
+        raise RunStopped(f"run stopped early ({stop_reason}); partial results in {path}")
     failed = definition.failed_checks(metrics)
     if failed:
-        raise EvalHarnessError(f"{definition.name}: check(s) failed: {'; '.join(failed)} ({path})")
+        raise RunStopped(f"{definition.name}: check(s) failed: {'; '.join(failed)} ({path})")
     return doc

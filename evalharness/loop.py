@@ -26,14 +26,19 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm import tqdm
 
+from evalharness.boundary import debug, describe
 from evalharness.errors import DataError
+from evalharness.output_checks import OutputChecks
+from evalharness.schema import bounds
 from evalharness.tasks.base import Task
 from evalharness.timing import summarize
 
 
 @dataclass(frozen=True)
 class LoopSettings:
-    warmup_runs: int = 1
+    """The ``loop`` config group (also its schema: :func:`evalharness.schema.check` applies it)."""
+
+    warmup_runs: int = field(default=1, metadata=bounds(0))
     strict: bool = True  # first bad sample stops the run (True) or is skipped and counted (False)
     progress: bool = True
     resume: bool = False  # continue an interrupted run in the same run directory
@@ -41,9 +46,14 @@ class LoopSettings:
     # Input preparation (decode/preprocess) runs ahead of invoke() on this many threads, at most
     # `prefetch` samples ahead (bounded memory, results in sample order). 0 = strictly sequential:
     # nothing else runs while invoke() is timed.
-    workers: int = 1
-    prefetch: int = 4
-    cache: str = "auto"  # preprocessed-tensor cache: true | false | auto (= on in multiruns)
+    workers: int = field(default=1, metadata=bounds(0, 64))
+    prefetch: int = field(default=4, metadata=bounds(1, 4096))
+    # preprocessed-tensor cache: true | false | auto (= on in multiruns)
+    cache: str = field(default="auto", metadata=bounds(choices=("auto", "true", "false")))
+    # Outputs checks (evalharness/output_checks.py): a run whose scored outputs hold NaN/Inf, or are
+    # the same for every input, is ``invalid`` (exit 1) unless allowed here.
+    allow_nonfinite: bool = False
+    allow_constant_outputs: bool = False
 
 
 @dataclass
@@ -61,6 +71,7 @@ class LoopResult:
     resumed: int = 0  # samples restored from an interrupted earlier session
     wall_s: float = 0.0  # wall-clock time of the sample loop (after model load), for throughput
     error: BaseException | None = None
+    checks: OutputChecks = field(default_factory=OutputChecks)
     reported_latency: dict | None = None  # a runner's own latency figures (runner=adb), not host timing
 
     def latency(self) -> dict:
@@ -165,6 +176,7 @@ def _run_each(task: Task, model, record, settings: LoopSettings, result: LoopRes
         latency = _timed_invoke(model)
         result.inference_ms.append(latency)
         outputs = model.get_outputs()
+        result.checks.add(tensors, outputs)
         if first_outputs is not None:
             result.first_output_repeatable = all(
                 np.array_equal(a, b) for a, b in zip(first_outputs, outputs, strict=True)
@@ -183,8 +195,9 @@ def _run_batched(task: Task, model, record, settings: LoopSettings, result: Loop
 
     def flush() -> None:
         outputs = model.run_batch([tensors for _, tensors in chunk])
-        for (sample, _), (out, latency) in zip(chunk, outputs, strict=True):
+        for (sample, tensors), (out, latency) in zip(chunk, outputs, strict=True):
             result.inference_ms.append(latency)
+            result.checks.add(tensors, out)
             prediction = task.evaluator.update(sample, out)
             if prediction is not None:
                 record({**prediction, "latency_ms": latency})
@@ -243,9 +256,11 @@ def run_loop(
         items = prepared(task, todo, settings.workers, settings.prefetch)
         run = _run_batched if model.batch_size else _run_each
         run(task, model, record, settings, result, items, bar)
-    except (KeyboardInterrupt, DataError) as exc:
+    except (KeyboardInterrupt, Exception) as exc:  # whatever stops the loop, the scored samples count
+        if debug() and not isinstance(exc, KeyboardInterrupt | DataError):
+            raise
         result.status = "partial"
-        result.stop_reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
+        result.stop_reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else describe(exc)
         result.error = exc
     finally:
         bar.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import typing
 from collections.abc import Mapping
 from typing import Any
 
@@ -74,7 +75,8 @@ def check_keys(schema: type, node: Mapping, where: str, what: str = "key") -> No
 
 
 def check(schema: type, node: Mapping | None, where: str) -> FrozenDict:
-    """``node`` merged onto the dataclass ``schema`` and type-checked; frozen plain values.
+    """``node`` merged onto the dataclass ``schema``, type-checked and checked against each field's
+    declared bounds (:func:`bounds`); frozen plain values.
 
     ``where`` names the place for the error line (``config group 'task'``, ``decoder yolo``).
     """
@@ -85,7 +87,40 @@ def check(schema: type, node: Mapping | None, where: str) -> FrozenDict:
         container = OmegaConf.to_container(merged, resolve=True, throw_on_missing=True)
     except OmegaConfBaseException as exc:
         raise ConfigError(f"{where}: {one_line(exc)}") from None
+    check_bounds(schema, container, where)
     return freeze(container)
+
+
+def bounds(low: float | None = None, high: float | None = None, choices: tuple = (), **kind) -> dict:
+    """Field metadata a schema declares: ``field(default=4, metadata=bounds(1))``: the value must be
+    >= ``low``, <= ``high``, one of ``choices``. ``kind``: what the value is (``path="file"`` or
+    ``"dir"``, ``text=True``) so checks and the generated fault tests know how to attack it."""
+    meta = {k: v for k, v in (("low", low), ("high", high)) if v is not None}
+    if choices:
+        meta["choices"] = tuple(choices)
+    return {**meta, **kind}
+
+
+def check_bounds(schema: type, values: Mapping, where: str) -> None:
+    """Each field's declared bounds (see :func:`bounds`), nested dataclasses included."""
+    hints = typing.get_type_hints(schema)
+    for f in dataclasses.fields(schema):
+        value = values.get(f.name)
+        if dataclasses.is_dataclass(hints.get(f.name)) and isinstance(value, Mapping):
+            check_bounds(hints[f.name], value, f"{where} ({f.name})")
+            continue
+        meta = f.metadata
+        if value is None or not meta:
+            continue
+        problem = None
+        if "choices" in meta and value not in meta["choices"]:
+            problem = f"use one of {', '.join(map(str, meta['choices']))}"
+        elif "low" in meta and isinstance(value, int | float) and value < meta["low"]:
+            problem = f"must be >= {meta['low']}"
+        elif "high" in meta and isinstance(value, int | float) and value > meta["high"]:
+            problem = f"must be <= {meta['high']}"
+        if problem:
+            raise ConfigError(f"{where}: {f.name}={value!r}: {problem}")
 
 
 def _writable(node):

@@ -42,3 +42,14 @@ def dataset_identity(entries: list[tuple[str, str]], content: bool = False) -> d
         "manifest_sha256": manifest_hash(entries, content=content),
         "manifest_kind": "relative path + sha256" if content else "relative path + size",
     }
+
+
+def stat_digest(paths: Iterable[str]) -> str | None:
+    """sha256 over each file's path, size and modification time: a cheap check (one stat per file)
+    that the files a run read are the ones a resumed session reads. None for no files."""
+    digest, seen = hashlib.sha256(), False
+    for path in paths:
+        st = os.stat(path)
+        digest.update(f"{path}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
+        seen = True
+    return digest.hexdigest() if seen else None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalharness.errors import EvalHarnessError
+from evalharness.boundary import debug, report
 from evalharness.numbers import stable_json
 from evalharness.report import diff_view, gate, merge, rescore, sweep
 from evalharness.report.diff import build_diff
@@ -140,8 +140,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     try:
         code = args.func(args)
-    except EvalHarnessError as exc:
-        print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
+    except Exception as exc:  # the error boundary: one line, no traceback (EVALHARNESS_DEBUG=1 for one)
+        if debug():
+            raise
+        report(exc)
         code = EXIT_USAGE
     sys.exit(code)
 

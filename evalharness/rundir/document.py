@@ -13,7 +13,7 @@ import datetime as dt
 import os
 from collections.abc import Mapping
 
-from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RunWriter
+from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, STATE_FILE, RunWriter
 
 SCHEMA_VERSION = 1
 # Fields whose value is a map with run-dependent keys (delegate flags, op types, the config); every
@@ -46,9 +46,11 @@ def run_document(
     predictions_count: int,
     artifacts: list[str],
     provenance: dict,
+    output_checks: dict | None = None,
     **extra,
 ) -> dict:
-    """A run's metrics.json document. ``extra``: optional top-level blocks (``reference``, ``merged``)."""
+    """A run's metrics.json document. ``status``: complete | partial | invalid (outputs failed their
+    checks) | failed. ``extra``: optional top-level blocks (``reference``, ``merged``)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "task": task,
@@ -65,6 +67,7 @@ def run_document(
         "throughput": throughput,
         "predictions": {"path": PREDICTIONS_FILE, "format": "jsonl", "count": predictions_count},
         "artifacts": sorted(artifacts),
+        "output_checks": output_checks,
         "provenance": provenance,
         **extra,
     }
@@ -96,3 +99,8 @@ def write_failure(run_dir: str, message: str, config: dict) -> str:
 
 def has_document(run_dir: str) -> bool:
     return os.path.exists(os.path.join(run_dir, METRICS_FILE))
+
+
+def holds_run(run_dir: str) -> bool:
+    """A run (finished, interrupted or failed) already claimed ``run_dir``."""
+    return has_document(run_dir) or os.path.exists(os.path.join(run_dir, STATE_FILE))

@@ -9,9 +9,13 @@ never sees half a file. The rest of evalharness writes files through this module
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
+
+log = logging.getLogger("evalharness")
 
 METRICS_FILE = "metrics.json"
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -64,7 +68,8 @@ def dumps(doc: dict) -> str:
 
 
 def _no_nan(value):
-    if isinstance(value, float) and value != value:
+    """Strict JSON values: NaN and +-Inf (which JSON cannot hold) become null."""
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
         return {k: _no_nan(v) for k, v in value.items()}
@@ -74,18 +79,53 @@ def _no_nan(value):
 
 
 def read_predictions(path: str, repair: bool = False) -> list[dict]:
-    """Records of a predictions.jsonl; a last line cut off by a hard kill is dropped (and, with
-    ``repair``, truncated away so appending continues on a clean line boundary)."""
+    """Records of a predictions.jsonl up to its first torn line.
+
+    A hard kill can cut the last line; a crash of the disk or of a copy can damage one anywhere.
+    Everything from the first line that is not a complete JSON object on is dropped (the samples it
+    held run again on resume), and with ``repair`` truncated away, with a warning saying where, so
+    appending continues on a clean line boundary and never after a hole.
+    """
     if not os.path.exists(path):
         return []
     with open(path, "rb") as f:
         data = f.read()
-    end = data.rfind(b"\n") + 1  # everything after the last newline is an unfinished line
-    records = [json.loads(line) for line in data[:end].splitlines() if line.strip()]
+    records, end = [], 0
+    for number, line in enumerate(data.splitlines(keepends=True), start=1):
+        record = _record(line) if line.endswith(b"\n") else None
+        if record is None:
+            if line.strip():
+                dropped = data[end:].count(b"\n") + (not data.endswith(b"\n"))
+                log.warning(
+                    "%s: line %d is torn; resuming from the %d records before it (%d line(s) dropped, "
+                    "their samples run again)",
+                    path,
+                    number,
+                    len(records),
+                    dropped,
+                )
+            break
+        if record is not _BLANK:
+            records.append(record)
+        end += len(line)
     if repair and end < len(data):
         with open(path, "r+b") as f:
             f.truncate(end)
     return records
+
+
+_BLANK = object()
+
+
+def _record(line: bytes):
+    """The JSON object on ``line``, ``_BLANK`` for an empty line, None when the line is torn."""
+    if not line.strip():
+        return _BLANK
+    try:
+        value = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 class RunWriter:
@@ -101,9 +141,10 @@ class RunWriter:
         self.count = len(read_predictions(self.predictions_path)) if resume else 0
 
     def append(self, record: dict) -> None:
+        """One record as one line of strict JSON (NaN/Inf written as null; output_checks flags them)."""
         if self._predictions is None:
             self._predictions = open(self.predictions_path, self._mode, encoding="utf-8")  # noqa: SIM115
-        self._predictions.write(json.dumps(record, sort_keys=True) + "\n")
+        self._predictions.write(json.dumps(_no_nan(record), sort_keys=True, allow_nan=False) + "\n")
         self._predictions.flush()
         self.count += 1
 
@@ -124,7 +165,7 @@ class RunWriter:
         if isinstance(obj, Iterator):
             atomic_write_chunks(path, _json_array_chunks(obj))
         else:
-            atomic_write_text(path, json.dumps(obj, separators=(",", ":")) + "\n")
+            atomic_write_text(path, json.dumps(_no_nan(obj), separators=(",", ":"), allow_nan=False) + "\n")
         return path
 
     def write_results(self, lines: list[str]) -> str:
@@ -137,5 +178,5 @@ def _json_array_chunks(rows: Iterator) -> Iterator[str]:
     """Same bytes as ``json.dumps(list(rows), separators=(",", ":"))``, one row at a time."""
     yield "["
     for i, row in enumerate(rows):
-        yield ("," if i else "") + json.dumps(row, separators=(",", ":"))
+        yield ("," if i else "") + json.dumps(_no_nan(row), separators=(",", ":"), allow_nan=False)
     yield "]\n"

@@ -2,13 +2,17 @@
 interrupted one, skip a finished job of a re-run sweep.
 
 Before the loop starts, ``run_state.json`` records the run's resolved config (Hydra rewrites
-``.hydra/config.yaml`` on every start, so it cannot serve). A later start in the same directory:
+``.hydra/config.yaml`` on every start, so it cannot serve) and its *identity*: the bytes the result
+depends on (model and delegate library sha256, runtime version, labels and ground truth sha256, the
+dataset manifest and the files' sizes and modification times). A later start in the same directory:
 
 - finds a run and neither ``resume`` nor ``overwrite`` -> error naming both;
 - ``overwrite`` -> the old run files are removed and the run starts over;
-- ``resume`` -> the config must equal the recorded one (``loop.*`` aside), the finished
-  predictions are read back (a line cut off by a hard kill is dropped) and the loop continues with
-  the samples that have none.
+- ``resume`` -> the config must equal the recorded one (``loop.*`` aside) and the identity too (what
+  changed on disk since is named), the finished predictions are read back up to the first torn line
+  and the loop continues with the samples that have none.
+
+Every refusal happens before anything is written into the directory.
 """
 
 from __future__ import annotations
@@ -54,16 +58,29 @@ def _recorded(run_dir: str) -> tuple[dict | None, dict]:
     state_path = os.path.join(run_dir, STATE_FILE)
     if not os.path.exists(state_path):
         return None, {}
-    with open(state_path, encoding="utf-8") as f:
-        config = json.load(f)["config"]
+    config = _read_object(state_path).get("config") or {}
     metrics_path = os.path.join(run_dir, METRICS_FILE)
     if not os.path.exists(metrics_path):
         return config, {"status": "interrupted"}
-    with open(metrics_path, encoding="utf-8") as f:
-        return config, json.load(f)
+    return config, _read_object(metrics_path)
 
 
-def claim(run_dir: str, config: dict, *, resume: bool, overwrite: bool, can_resume: bool) -> list[dict]:
+def _read_object(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise EvalHarnessError(
+            f"{path} is unreadable ({' '.join(str(exc).split())}); loop.overwrite=true starts the run over"
+        ) from None
+    if not isinstance(value, dict):
+        raise EvalHarnessError(f"{path} is not a JSON object; loop.overwrite=true starts the run over")
+    return value
+
+
+def claim(
+    run_dir: str, config: dict, identity: dict, *, resume: bool, overwrite: bool, can_resume: bool
+) -> list[dict]:
     """Claim ``run_dir`` for this run; returns the prediction records to resume from (or [])."""
     config = _stable(config)
     recorded, doc = _recorded(run_dir)
@@ -93,14 +110,29 @@ def claim(run_dir: str, config: dict, *, resume: bool, overwrite: bool, can_resu
                 raise EvalHarnessError(
                     f"task {config['task']['name']} cannot resume; rerun it (loop.overwrite=true)"
                 )
+            moved = identity_differences(_recorded_identity(run_dir), identity)
+            if moved:
+                raise ConfigError(
+                    f"cannot resume {run_dir}: {', '.join(moved)} changed since the interrupted run; "
+                    "a resumed result would mix both (loop.overwrite=true starts over)"
+                )
             return read_predictions(os.path.join(run_dir, PREDICTIONS_FILE), repair=True)
     elif resume:
         raise EvalHarnessError(
             f"loop.resume=true but {run_dir} holds no run; "
             "set hydra.run.dir to the interrupted run's directory"
         )
-    atomic_write_text(os.path.join(run_dir, STATE_FILE), dumps({"config": config}))
+    atomic_write_text(os.path.join(run_dir, STATE_FILE), dumps({"config": config, "identity": identity}))
     return []
+
+
+def _recorded_identity(run_dir: str) -> dict:
+    return _read_object(os.path.join(run_dir, STATE_FILE)).get("identity") or {}
+
+
+def identity_differences(old: dict, new: dict) -> list[str]:
+    """Identity fields both records have and that differ (a record made before identities: none)."""
+    return sorted(k for k in old.keys() & new.keys() if old[k] != new[k])
 
 
 def sweep_job_mode(run_dir: str, config: dict, can_resume: bool) -> tuple[str, dict | None]:

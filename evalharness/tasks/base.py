@@ -103,6 +103,10 @@ class Task:
         """Identity of the prepared tensors, for ``cacheable`` tasks (called after ``bind``)."""
         raise NotImplementedError
 
+    def sample_files(self) -> list[str]:
+        """The files the samples are read from (checked unchanged when a run resumes)."""
+        return []
+
     def reference_pass(self) -> ReferencePass | None:
         """A pass over the same inputs with a reference delegate before the measured one, or None."""
         return None

@@ -159,6 +159,9 @@ class CocoTask(Task):
     def cache_key(self) -> dict:
         return image_cache_key(self)
 
+    def sample_files(self) -> list[str]:
+        return [s.path for s in self.samples]
+
     def sample_id(self, sample: CocoSample) -> str:
         return sample.key
 

@@ -108,6 +108,9 @@ class ImageNetTask(Task):
     def cache_key(self) -> dict:
         return image_cache_key(self)
 
+    def sample_files(self) -> list[str]:
+        return [s.path for s in self.samples]
+
     def sample_id(self, sample: LabeledSample) -> str:
         return sample.key
 

@@ -1,0 +1,79 @@
+"""Named checks on the outputs of every scored sample, in every task: a wrong number never passes.
+
+Per output tensor: samples with NaN or Inf values (and how many values), samples whose output is all
+zeros, and whether the output was the same for every input although the inputs differed (a model or
+delegate that ignores its input). Checksums (CRC-32) of inputs and outputs are compared, never the
+tensors themselves, so the cost per sample is a pass over bytes already in memory. Only this
+session's samples are checked (a resumed run's earlier samples were checked when they ran).
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+
+def _crc(array: np.ndarray) -> int:
+    return zlib.crc32(np.ascontiguousarray(array).view(np.uint8).reshape(-1))
+
+
+class OutputChecks:
+    def __init__(self) -> None:
+        self.samples = 0
+        self._inputs: set[int] = set()  # at most two distinct input checksums are kept
+        self._outputs: list[dict] = []
+
+    def add(self, inputs: list[np.ndarray], outputs: list[np.ndarray]) -> None:
+        if len(self._inputs) < 2:
+            self._inputs.add(zlib.crc32(b"".join(_crc(a).to_bytes(4, "little") for a in inputs)))
+        if not self._outputs:
+            self._outputs = [
+                {
+                    "nonfinite_samples": 0,
+                    "nonfinite_values": 0,
+                    "all_zero_samples": 0,
+                    "crc": None,
+                    "varies": False,
+                }
+                for _ in outputs
+            ]
+        for stats, out in zip(self._outputs, outputs, strict=True):
+            out = np.asarray(out)
+            if out.dtype.kind == "f":
+                bad = int(out.size - np.count_nonzero(np.isfinite(out)))
+                stats["nonfinite_values"] += bad
+                stats["nonfinite_samples"] += bad > 0
+            stats["all_zero_samples"] += not out.any()
+            crc = _crc(out)
+            if stats["crc"] is None:
+                stats["crc"] = crc
+            elif crc != stats["crc"]:
+                stats["varies"] = True
+        self.samples += 1
+
+    def record(self, names: list[str]) -> dict:
+        """The ``output_checks`` block of metrics.json, with the list of checks that failed."""
+        distinct_inputs = len(self._inputs) > 1
+        outputs, failed = [], []
+        for name, stats in zip(names, self._outputs, strict=False):
+            constant = distinct_inputs and not stats["varies"]
+            outputs.append(
+                {
+                    "name": name,
+                    "nonfinite_samples": stats["nonfinite_samples"],
+                    "nonfinite_values": stats["nonfinite_values"],
+                    "all_zero_samples": stats["all_zero_samples"],
+                    "same_for_every_input": constant,
+                }
+            )
+            if stats["nonfinite_samples"]:
+                failed.append(f"{name}: nonfinite ({stats['nonfinite_samples']} of {self.samples} samples)")
+            if constant:
+                failed.append(f"{name}: same output for every input ({self.samples} samples)")
+        return {
+            "samples": self.samples,
+            "distinct_inputs": distinct_inputs,
+            "outputs": outputs,
+            "failed": failed,
+        }
