@@ -51,19 +51,25 @@ def describe(exc: BaseException) -> str:
 
     if isinstance(exc, EvalHarnessError):
         return _first_line(exc) or type(exc).__name__
+    module = type(exc).__module__ or ""
+    if module.startswith(("hydra", "omegaconf")):
+        return f"config: {_compose_error(exc)}"
     if isinstance(exc, OSError):
         where = f" {exc.filename!r}" if exc.filename else ""
         hint = _OS_HINTS.get(exc.errno or -1)
         reason = exc.strerror or _first_line(exc) or type(exc).__name__
         return f"{reason}:{where}" + (f" ({hint})" if hint else "")
-    module = type(exc).__module__ or ""
-    if module.startswith(("hydra", "omegaconf")):
-        text = " ".join(str(exc).split("See https://")[0].split())
-        cause = exc.__cause__
-        if cause is not None and not text:
-            text = " ".join(str(cause).split())
-        return f"config: {text or type(exc).__name__}"
     return f"internal error ({type(exc).__name__}: {_first_line(exc)}); {DEBUG_ENV}=1 shows the traceback"
+
+
+def _compose_error(exc: BaseException) -> str:
+    """Hydra's multi-line messages on one line: the problem, then any listed options comma-separated."""
+    text = str(exc).split("See https://")[0].split("Config search path:")[0]
+    text = text or str(exc.__cause__ or "") or type(exc).__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 2:  # "Could not find 'x'" / "Available options in 'x':" / one option a line
+        return f"{lines[0]} {lines[1]} {', '.join(lines[2:])}"
+    return " ".join(lines)
 
 
 def report(exc: BaseException) -> None:

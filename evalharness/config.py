@@ -126,9 +126,16 @@ def check_group(group: str, node: dict) -> FrozenDict:
 def validate(cfg: DictConfig, launcher: dict | None = None) -> RunPlan:
     """Check every group of a composed config, apply the thread budget and plan the delegate
     (unavailable -> error now). ``launcher``: a multirun's ``hydra.launcher`` config (None: single run)."""
-    missing = [g for g in (*SCHEMAS, "task", "delegate", "runner") if g not in cfg]
+    groups_expected = (*SCHEMAS, "task", "delegate", "runner")
+    missing = [g for g in groups_expected if g not in cfg]
     if missing:
         raise ConfigError(f"config is missing group(s): {', '.join(missing)}")
+    unknown = sorted(set(cfg) - set(groups_expected) - {"hydra"})
+    if unknown:
+        raise ConfigError(
+            f"config: unknown top-level key(s) {', '.join(unknown)}; the groups are "
+            f"{', '.join(sorted(groups_expected))} (e.g. loop.{unknown[0]}=...)"
+        )
     try:  # resolve against the whole config: groups interpolate ${paths.*} and ${bundled:...}
         resolved = OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException as exc:

@@ -101,6 +101,11 @@ def bounds(low: float | None = None, high: float | None = None, choices: tuple =
     return {**meta, **kind}
 
 
+def _choice(value):
+    """YAML reads ``true`` as a boolean that a ``str`` field then holds as 'True': compare lower-case."""
+    return value.lower() if isinstance(value, str) else value
+
+
 def check_bounds(schema: type, values: Mapping, where: str) -> None:
     """Each field's declared bounds (see :func:`bounds`), nested dataclasses included."""
     hints = typing.get_type_hints(schema)
@@ -113,7 +118,7 @@ def check_bounds(schema: type, values: Mapping, where: str) -> None:
         if value is None or not meta:
             continue
         problem = None
-        if "choices" in meta and value not in meta["choices"]:
+        if "choices" in meta and _choice(value) not in meta["choices"]:
             problem = f"use one of {', '.join(map(str, meta['choices']))}"
         elif "low" in meta and isinstance(value, int | float) and value < meta["low"]:
             problem = f"must be >= {meta['low']}"
