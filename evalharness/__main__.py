@@ -39,7 +39,7 @@ def _write_failure(run_dir: str, cfg: DictConfig, message: str) -> None:
         config = OmegaConf.to_container(cfg, resolve=True)
     except Exception:  # noqa: BLE001 - the config itself may be what failed to resolve
         config = OmegaConf.to_container(cfg, resolve=False)
-    write_failure(run_dir, message, config)
+    write_failure(run_dir, message, config, list(HydraConfig.get().overrides.task))
 
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")

@@ -9,6 +9,7 @@ task or a model can do is asked through their declared abilities, never by name 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 from typing import NamedTuple
 
@@ -125,7 +126,7 @@ def run_provenance(rp, task, model, quant: dict) -> dict:
         "thread_budget": rp.thread_budget,
         "evalharness": provenance.tool_info(),
         "config": rp.config(),
-        "overrides": list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else [],
+        "overrides": overrides(),
     }
 
 
@@ -135,6 +136,22 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
 
     rp = validate(cfg, multirun_launcher())
     return run_plan(rp, run_dir)
+
+
+def overrides() -> list[str]:
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+
+
+def record_config(run_dir: str, rp) -> None:
+    """``.hydra/config.yaml`` (the resolved config) and ``.hydra/overrides.yaml``, written only once
+    the run has claimed its directory (Hydra's own copies are off: conf/hydra/default.yaml)."""
+    from evalharness.rundir.files import atomic_write_text
+
+    folder = os.path.join(run_dir, ".hydra")
+    atomic_write_text(os.path.join(folder, "config.yaml"), OmegaConf.to_yaml(OmegaConf.create(rp.config())))
+    atomic_write_text(
+        os.path.join(folder, "overrides.yaml"), OmegaConf.to_yaml(OmegaConf.create(overrides()))
+    )
 
 
 def run_identity(rp, task) -> dict:
@@ -214,10 +231,11 @@ def run_plan(rp, run_dir: str) -> dict:
         overwrite=loop.overwrite,
         can_resume=definition.can_resume,
     )
+    record_config(run_dir, rp)
     try:
         ran = execute(rp, task, loop, done, run_dir)
     except Exception as exc:
-        write_failure(run_dir, describe(exc), rp.config())
+        write_failure(run_dir, describe(exc), rp.config(), overrides())
         raise
     try:
         return record_run(rp, task, quant, started, ran)
@@ -226,7 +244,7 @@ def run_plan(rp, run_dir: str) -> dict:
     except Exception as exc:
         if debug():
             raise
-        write_failure(run_dir, describe(exc), rp.config())
+        write_failure(run_dir, describe(exc), rp.config(), overrides())
         raise RunStopped(f"the run could not be recorded: {describe(exc)}") from exc
 
 

@@ -73,15 +73,16 @@ def run_document(
     }
 
 
-def failure_document(message: str, config: dict) -> dict:
-    """What a job that failed before producing results leaves: its error and config, no metrics."""
+def failure_document(message: str, config: dict, overrides: list[str]) -> dict:
+    """What a job that failed before producing results leaves: its error, config and command-line
+    overrides (a sweep table lists the job by them), no metrics."""
     return {
         "schema_version": SCHEMA_VERSION,
         "status": "failed",
         "error": message,
         "metrics": None,
         "finished_at": now(),
-        "provenance": {"config": config},
+        "provenance": {"config": config, "overrides": overrides},
     }
 
 
@@ -93,8 +94,8 @@ def write_run(writer: RunWriter, doc: dict, lines: list[str], artifacts: Mapping
     return writer.write_metrics(doc)
 
 
-def write_failure(run_dir: str, message: str, config: dict) -> str:
-    return RunWriter(run_dir).write_metrics(failure_document(message, config))
+def write_failure(run_dir: str, message: str, config: dict, overrides: list[str]) -> str:
+    return RunWriter(run_dir).write_metrics(failure_document(message, config, overrides))
 
 
 def has_document(run_dir: str) -> bool:
