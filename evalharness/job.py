@@ -157,14 +157,14 @@ def record_config(run_dir: str, rp) -> None:
 def run_identity(rp, task) -> dict:
     """The bytes a result depends on, recorded when a run starts so that a resume can refuse to mix
     inputs that changed (see :mod:`evalharness.rundir.state`)."""
-    from evalharness.data.manifest import sha256_file, stat_digest
+    from evalharness.data.manifest import optional_sha256, stat_digest
     from evalharness.runtime.litert import runtime_info
 
     prov = task.provenance()
     dataset = prov.get("dataset") or {}
     library = library_record(rp.plan)
     return {
-        "model_sha256": sha256_file(rp.model["path"]),
+        "model_sha256": optional_sha256(rp.model["path"]),  # not a file: the load says so
         "delegate_library_sha256": library and library["sha256"],
         "runtime_version": runtime_info(rp.runtime["name"])["version"],
         "labels_sha256": (prov.get("labels") or {}).get("sha256"),

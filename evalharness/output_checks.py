@@ -1,8 +1,10 @@
 """Named checks on the outputs of every scored sample, in every task: a wrong number never passes.
 
 Per output tensor: samples with NaN or Inf values (and how many values), samples whose output is all
-zeros, and whether the output was the same for every input although the inputs differed (a model or
-delegate that ignores its input). Checksums (CRC-32) of inputs and outputs are compared, never the
+zeros, and whether the output was the same for every input although the inputs differed. The checks
+that fail a run: any non-finite value, and every output the same whatever the input (a model or a
+delegate that ignores its input; one constant output beside others, like a detector's count, is
+normal). Checksums (CRC-32) of inputs and outputs are compared, never the
 tensors themselves, so the cost per sample is a pass over bytes already in memory. Only this
 session's samples are checked (a resumed run's earlier samples were checked when they ran).
 """
@@ -69,8 +71,9 @@ class OutputChecks:
             )
             if stats["nonfinite_samples"]:
                 failed.append(f"{name}: nonfinite ({stats['nonfinite_samples']} of {self.samples} samples)")
-            if constant:
-                failed.append(f"{name}: same output for every input ({self.samples} samples)")
+        if outputs and all(o["same_for_every_input"] for o in outputs):  # one constant output among
+            together = ", ".join(o["name"] for o in outputs)  # others (a detector's count) is normal
+            failed.append(f"{together}: same output for every input ({self.samples} samples)")
         return {
             "samples": self.samples,
             "distinct_inputs": distinct_inputs,

@@ -12,7 +12,7 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Callable, Iterator, Sized
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -23,7 +23,11 @@ from evalharness.data.listing import list_entries, list_images, refuse
 from evalharness.errors import ConfigError, DataError
 from evalharness.registry import Registry
 
-DEFAULT_EXTENSIONS = (".jpeg", ".jpg", ".png", ".bmp")
+# Every still-image format Pillow decodes (decode.py's rules apply to all; multi-frame files: frame 0).
+DEFAULT_EXTENSIONS = (
+    ".jpeg", ".jpg", ".jfif", ".png", ".bmp", ".dib", ".webp", ".tif", ".tiff", ".gif", ".ppm", ".pgm",
+    ".pbm", ".pnm", ".tga",
+)  # fmt: skip
 ILSVRC2012_CLASSES = 1000
 
 
@@ -45,6 +49,7 @@ class GroundTruthRequest:
     synset_words: Path | None
     devkit_meta: Path | None
     extensions: tuple[str, ...]  # lower case, with the dot
+    unscored: Counter = field(default_factory=Counter)  # files under root not taken, by reason
 
 
 Label = tuple[str, int]  # (label text, occurrence)
@@ -61,8 +66,10 @@ def load_ground_truth(
     synset_words: str | None,
     devkit_meta: str | None,
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
+    unscored: Counter | None = None,
 ) -> list[LabeledSample]:
-    """The labeled images of ``root``, sorted by key."""
+    """The labeled images of ``root``, sorted by key; files not taken are counted into ``unscored``
+    by reason (hidden, extension not read, subdirectory)."""
     reader = FORMATS.get(fmt)
     root_path = Path(root)
     if not root_path.is_dir():
@@ -73,7 +80,8 @@ def load_ground_truth(
         raise DataError(f"ground-truth file {ground_truth} {problem}; set dataset.ground_truth=<file>")
     exts = tuple(e.lower() if e.startswith(".") else f".{e.lower()}" for e in extensions)
     paths = [None if p is None else Path(p) for p in (ground_truth, class_names, synset_words, devkit_meta)]
-    return sorted(reader(GroundTruthRequest(root_path, *paths, exts)), key=lambda s: s.key)
+    req = GroundTruthRequest(root_path, *paths, exts, Counter() if unscored is None else unscored)
+    return sorted(reader(req), key=lambda s: s.key)
 
 
 def detect_format(ground_truth: str | None, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS) -> str:
@@ -124,7 +132,7 @@ def _attach(
     The ground truth may cover more images than root holds (a 50-image subset of the 50,000-line
     val.txt); an image without an entry is an error, never silently dropped.
     """
-    images = _found(req, list_images(req.root, req.extensions))
+    images = _found(req, list_images(req.root, req.extensions, req.unscored))
     missing = sorted(key for key in images if name_of(key) not in table)
     if missing:
         raise DataError(
@@ -282,7 +290,7 @@ def _read_imagefolder(req: GroundTruthRequest) -> list[LabeledSample]:
     samples = [
         _sample(path, f"{d.name}/{name}", labels[d.name])
         for d in dirs
-        for name, path in list_images(d, req.extensions).items()
+        for name, path in list_images(d, req.extensions, req.unscored).items()
     ]
     return _found(
         req, samples, " class dirs (imagefolder wants root/<class>/<image>; else set dataset.ground_truth)"
@@ -298,9 +306,11 @@ def _class_dirs(req: GroundTruthRequest) -> list[Path]:
     """
     root = req.root.resolve()
     dirs, loose = [], []
-    for p, mode in list_entries(req.root):
+    for p, mode in list_entries(req.root, req.unscored):
         if isinstance(mode, str):
             raise refuse(p, mode)
+        if not stat.S_ISDIR(mode) and p.suffix.lower() not in req.extensions:
+            req.unscored[f"extension {p.suffix.lower() or '(none)'} not read"] += 1
         if stat.S_ISDIR(mode):
             target = p.resolve()
             if target == root or target in root.parents:
@@ -321,7 +331,7 @@ def _read_label_lines(req: GroundTruthRequest) -> list[LabeledSample]:
     """TFLite eval tool: line i = label text of the i-th image of root in sorted file-name order."""
     gt = _require(req.ground_truth, "ground_truth", "ground-truth format 'label_lines'")
     texts = read_label_file(gt, "ground-truth file")
-    images = _found(req, list_images(req.root, req.extensions))
+    images = _found(req, list_images(req.root, req.extensions, req.unscored))
     if len(texts) != len(images):
         raise DataError(
             f"ground-truth file {gt} has {len(texts)} lines but {req.root} has {len(images)} "

@@ -7,23 +7,29 @@ them. Only one level is listed, so a directory loop cannot make a listing recurs
 
 from __future__ import annotations
 
+import logging
 import stat
+from collections import Counter
 from pathlib import Path
 
 from evalharness.data.decode import file_error_reason
 from evalharness.errors import DataError
 
 
-def list_entries(folder: Path) -> list[tuple[Path, int | str]]:
-    """(path, st_mode following links, or why stat failed) of each non-dot entry of ``folder``.
+def list_entries(folder: Path, unscored: Counter | None = None) -> list[tuple[Path, int | str]]:
+    """(path, st_mode following links, or why stat failed) of each non-dot entry of ``folder``;
+    dot entries are counted in ``unscored`` as ``hidden``.
 
     One level only, so a symlink loop cannot make a listing recurse or hang.
     """
     try:
-        paths = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+        everything = list(folder.iterdir())
     except OSError as exc:
         reason = file_error_reason(exc, folder)
         raise DataError(f"cannot list {folder} ({reason}); check dataset.root") from None
+    paths = sorted(p for p in everything if not p.name.startswith("."))
+    if unscored is not None and len(paths) < len(everything):
+        unscored["hidden"] += len(everything) - len(paths)
     out: list[tuple[Path, int | str]] = []
     for p in paths:
         try:
@@ -37,16 +43,24 @@ def refuse(path: Path, reason: str) -> DataError:
     return DataError(f"{path}: {reason}; fix or remove it (checked when listing, whatever loop.strict)")
 
 
-def list_images(folder: Path, extensions: tuple[str, ...]) -> dict[str, Path]:
+def list_images(
+    folder: Path, extensions: tuple[str, ...], unscored: Counter | None = None, subdirs: bool = False
+) -> dict[str, Path]:
     """Image files directly in ``folder`` by name; extension case-insensitive, dotfiles skipped.
 
     An image name that is not a regular file (symlink loop, broken symlink, FIFO...) is an error
-    before the run: a defect of the folder, which skipping silently would hide. Directories are
-    skipped.
+    before the run: a defect of the folder, which skipping silently would hide. What is not taken
+    is counted by reason in ``unscored`` (hidden, ``extension .x not read``, ``subdirectory`` unless
+    ``subdirs`` says directories are expected there).
     """
     found = {}
-    for p, mode in list_entries(folder):
+    for p, mode in list_entries(folder, unscored):
         if p.suffix.lower() not in extensions:
+            if unscored is not None and not isinstance(mode, str):
+                if stat.S_ISDIR(mode):
+                    unscored["subdirectory"] += not subdirs
+                else:
+                    unscored[f"extension {p.suffix.lower() or '(none)'} not read"] += 1
             continue
         if isinstance(mode, str):
             raise refuse(p, mode)
@@ -55,3 +69,12 @@ def list_images(folder: Path, extensions: tuple[str, ...]) -> dict[str, Path]:
         elif not stat.S_ISDIR(mode):
             raise refuse(p, "not a regular file")
     return found
+
+
+def warn_unscored(root: str, unscored: Counter) -> None:
+    """One warning line for the files under a dataset root that will not be scored, by reason."""
+    if unscored:
+        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(unscored.items()))
+        logging.getLogger("evalharness").warning(
+            "%d file(s) under %s are not scored: %s", sum(unscored.values()), root, reasons
+        )

@@ -10,10 +10,14 @@ order decides ties.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
+from evalharness.data.listing import list_images, warn_unscored
 from evalharness.data.manifest import optional_sha256
 from evalharness.data.preprocess import (
     detection_geometry,
@@ -40,6 +44,15 @@ class CocoSample:
     image_id: int
     width: int
     height: int
+
+
+def unannotated_files(annotations: dict, root: str) -> Counter:
+    """Files directly in ``root`` that no annotation names, by reason (they are never scored)."""
+    unscored: Counter = Counter()
+    named = {img["file_name"] for img in annotations["images"]}
+    images = list_images(Path(root), DEFAULT_EXTENSIONS, unscored)
+    unscored["image not in the annotations"] += sum(name not in named for name in images)
+    return +unscored
 
 
 def list_coco_samples(annotations: dict, root: str, annotations_path: str) -> list[CocoSample]:
@@ -136,6 +149,8 @@ class CocoTask(Task):
             )
         self.annotations = load_annotations(ann_path, image_keys=IMAGE_FILE_KEYS)
         samples = list_coco_samples(self.annotations, dataset["root"], ann_path)
+        self.unscored = unannotated_files(self.annotations, dataset["root"])
+        warn_unscored(dataset["root"], self.unscored)
         self.shard = Shard.from_config(dataset)
         self.samples, self.full_samples = select_samples(
             samples, int(task.get("num_images", 0)), self.shard, ann_path
@@ -184,6 +199,7 @@ class CocoTask(Task):
                 **sharded_identity(self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path)),
                 "ground_truth": d.get("annotations"),
                 "ground_truth_sha256": optional_sha256(d.get("annotations")),
+                "unscored": dict(sorted(self.unscored.items())),
             },
             "labels": {
                 "class_map": self.class_map,

@@ -6,10 +6,13 @@ outputs with a background class and 1000-way outputs both work with no assumed o
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from evalharness.data.ground_truth import LabeledSample, load_ground_truth
 from evalharness.data.labels import LabelMatcher, read_label_file, stable_topk
+from evalharness.data.listing import warn_unscored
 from evalharness.data.manifest import optional_sha256
 from evalharness.data.preprocess import (
     image_input_spec,
@@ -76,6 +79,7 @@ class ImageNetTask(Task):
         self.labels_path = model["labels"]
         self.spec = spec_from_config(model.get("preprocess"))
         self.dataset = dataset
+        self.unscored = Counter()
         samples = load_ground_truth(
             dataset.get("format", "auto"),
             dataset["root"],
@@ -83,7 +87,9 @@ class ImageNetTask(Task):
             dataset.get("class_names"),
             dataset.get("synset_words"),
             dataset.get("devkit_meta"),
+            unscored=self.unscored,
         )
+        warn_unscored(dataset["root"], self.unscored)
         # As TFLite's tool: the first num_images in sorted file-name order; then this run's shard.
         self.shard = Shard.from_config(dataset)
         self.samples, self.full_samples = select_samples(
@@ -129,6 +135,7 @@ class ImageNetTask(Task):
                 "ground_truth_sha256": optional_sha256(d.get("ground_truth")),
                 "class_names_sha256": optional_sha256(d.get("class_names")),
                 "synset_words_sha256": optional_sha256(d.get("synset_words")),
+                "unscored": dict(sorted(self.unscored.items())),
             },
             "labels": {
                 "path": self.labels_path,
