@@ -8,13 +8,14 @@ annotation file, so a live run, ``rescore`` and a ``merge`` of shards score the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from evalharness.errors import EvalHarnessError
 from evalharness.numbers import fmt
 from evalharness.rundir.reader import Run
+from evalharness.schema import bounds
 from evalharness.scoring.base import Scorer, TaskDefinition, register
 from evalharness.scoring.boxes import detection_diff, per_class_deltas
 from evalharness.tables import Section, more_rows
@@ -29,6 +30,8 @@ class CocoSettings:
     num_images: int = 0  # first N images in ascending image id; 0 = all
     backend: str = "pycocotools"  # pycocotools | faster_coco_eval
     tflite_tool_ap: bool = True  # also report AP as TFLite's coco_object_detection tool defines it
+    # fail the run when more than this fraction of detections map to no annotated category
+    max_unmapped_fraction: float = field(default=0.5, metadata=bounds(0.0, 1.0))
 
 
 class DetectionStore:

@@ -115,6 +115,10 @@ class Task:
         """Metrics made from the loop's timing rather than from records (inference_diff's latencies)."""
         return {}
 
+    def failed_checks(self) -> list[str]:
+        """Checks on what this session saw that fail a complete run (exit 1, metrics kept)."""
+        return []
+
     def artifacts(self) -> dict[str, object]:
         return self.definition.artifacts(self.evaluator.scorer)
 

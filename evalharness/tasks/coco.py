@@ -112,6 +112,7 @@ class CocoEvaluator(RecordEvaluator):
         boxes = geometry.to_original(dets.boxes)
         cats = [t.categories.get(int(cls)) for cls in dets.classes]
         keep = np.array([cat is not None for cat in cats], dtype=bool)
+        t.class_counts.update(int(cls) for cls in dets.classes)
         xywh = np.concatenate([boxes[:, :2], boxes[:, 2:] - boxes[:, :2]], axis=1)[keep]
         kept_cats = [cat for cat in cats if cat is not None]
         scores = np.asarray(dets.scores)[keep]
@@ -160,6 +161,7 @@ class CocoTask(Task):
         self.categories = category_map(self.class_map, self.annotations, self.labels_path)
         self.evaluator = None
         self.input = None
+        self.class_counts: Counter = Counter()  # model class index -> detections this session
 
     def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
         if len(inputs) != 1:
@@ -176,6 +178,23 @@ class CocoTask(Task):
 
     def sample_files(self) -> list[str]:
         return [s.path for s in self.samples]
+
+    def failed_checks(self) -> list[str]:
+        """Most detections mapping to no annotated category means the class map is wrong (AP would be
+        a silent near-zero): fail, naming ``model.class_map``, what the model produced and what the
+        annotations use. Counted over this session's detections."""
+        produced = sum(self.class_counts.values())
+        unmapped = {c: n for c, n in self.class_counts.items() if c not in self.categories}
+        limit = float(self.settings.get("max_unmapped_fraction", 0.5))
+        if not produced or sum(unmapped.values()) / produced <= limit:
+            return []
+        top = ", ".join(str(c) for c, _ in sorted(unmapped.items(), key=lambda kv: -kv[1])[:8])
+        ids = sorted(int(c["id"]) for c in self.annotations["categories"])
+        return [
+            f"{sum(unmapped.values())} of {produced} detections (over task.max_unmapped_fraction={limit:g}) "
+            f"have a class that model.class_map={self.class_map} maps to no annotated category "
+            f"(model classes {top}; annotation category ids {ids[0]}..{ids[-1]}); check model.class_map"
+        ]
 
     def sample_id(self, sample: CocoSample) -> str:
         return sample.key
