@@ -17,6 +17,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from evalharness.errors import DataError
+from evalharness.fileguard import file_error_reason
 
 # Decompression-bomb guard: decode_rgb refuses a larger image from its header, before any pixel is
 # decoded. The value is Pillow's own default limit (~89.5 Mpixel; 10k x 10k is refused, a 48 MP
@@ -64,17 +65,6 @@ def decode_rgb(path: str) -> np.ndarray:
     except Exception as exc:  # any other failure of a decoder on a corrupt file (struct.error, EOFError...)
         reason = (str(exc).splitlines() or [""])[0]
         raise DataError(f"{path}: cannot decode image ({type(exc).__name__}: {reason})") from None
-
-
-def file_error_reason(exc: OSError, path: str | os.PathLike) -> str:
-    """A short reason for an OSError on a dataset file (symlink loop, broken symlink, ...)."""
-    if exc.errno == errno.ELOOP:
-        return "symlink loop (too many levels of symbolic links)"
-    if exc.errno == errno.ENOENT and os.path.islink(path):
-        return f"broken symlink to {os.readlink(path)}"
-    if exc.errno is not None and exc.strerror:
-        return exc.strerror.lower()
-    return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
 def _check_regular_file(path: str) -> None:

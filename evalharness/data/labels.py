@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from evalharness.errors import DataError, ModelMismatchError
+from evalharness.fileguard import refuse_special_file
 
 _FIX_LABELS = "pass the label file that matches the model (model.labels=...)"
 WNID = re.compile(r"n\d{8}")  # WordNet id of an ImageNet synset, e.g. n01440764
@@ -26,6 +27,7 @@ def read_label_file(path: str | Path, what: str = "label file") -> list[str]:
 
     Inner blank lines are kept so that line numbers stay class indices.
     """
+    refuse_special_file(path, what)
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except FileNotFoundError:

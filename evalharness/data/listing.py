@@ -12,8 +12,8 @@ import stat
 from collections import Counter
 from pathlib import Path
 
-from evalharness.data.decode import file_error_reason
 from evalharness.errors import DataError
+from evalharness.fileguard import file_error_reason
 
 
 def list_entries(folder: Path, unscored: Counter | None = None) -> list[tuple[Path, int | str]]:

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from evalharness.errors import ConfigError, DataError
+from evalharness.fileguard import refuse_special_file
 from evalharness.registry import Registry
 
 COCO_STAT_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
@@ -57,6 +58,7 @@ def load_annotations(path: str | Path, image_keys: tuple[str, ...] = ("id",)) ->
     :data:`IMAGE_FILE_KEYS`.
     """
     path = Path(path)
+    refuse_special_file(path, "COCO annotation file")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -10,7 +10,7 @@ is compared image by image, and the verdict, come from the task's definition
 from __future__ import annotations
 
 from evalharness.numbers import delta, ratio, relative_pct
-from evalharness.report.runs import Comparability, definition_of
+from evalharness.report.runs import Comparability, definition_of, malformed
 from evalharness.rundir.reader import Run
 
 LATENCY_STATS = ("mean", "p50", "p90", "p99", "min", "max")
@@ -69,6 +69,11 @@ def build_diff(
 ) -> dict:
     """The full comparison of two comparable runs (``comp.refused`` must be empty)."""
     definition = definition_of(a)
+    with malformed(a, b):
+        return _build_diff(definition, a, b, comp, alpha, iou, min_score)
+
+
+def _build_diff(definition, a: Run, b: Run, comp, alpha: float, iou: float, min_score: float) -> dict:
     doc = {
         "a": run_summary(a),
         "b": run_summary(b),

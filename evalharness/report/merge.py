@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from evalharness.report.runs import ReportError, definition_of
+from evalharness.report.runs import ReportError, definition_of, malformed
 from evalharness.rundir.document import has_document, run_document, write_run
 from evalharness.rundir.files import RESULTS_FILE, RunWriter
 from evalharness.rundir.reader import Run, dig, load_run
@@ -171,8 +171,9 @@ def merge_loaded(runs: list[Run], out_dir: str) -> dict:
     if has_document(out_dir):
         raise ReportError(f"{out_dir} already holds a run; choose another --out")
     definition = definition_of(runs[0])
-    preds = merged_predictions(runs)
-    scorer = definition.rescorer(runs, preds).add_all(preds)
+    with malformed(*runs):
+        preds = merged_predictions(runs)
+        scorer = definition.rescorer(runs, preds).add_all(preds)
     metrics = {
         **scorer.result(),
         "num_images": runs[0].prov("dataset.shard.full_count"),

@@ -8,7 +8,7 @@ ranks; ``--backend`` scores detections with another COCO backend.
 
 from __future__ import annotations
 
-from evalharness.report.runs import ReportError, definition_of
+from evalharness.report.runs import ReportError, definition_of, malformed
 from evalharness.rundir.reader import Run, flatten
 from evalharness.scoring import and_list, listed
 from evalharness.tables import Section
@@ -21,7 +21,8 @@ def recompute(run: Run, top_k: int | None = None, backend: str | None = None) ->
         names = and_list(listed(lambda d: d.rescorable))
         raise ReportError(f"run {run.label} is a {run.task} run; rescore recomputes {names} metrics")
     records = run.predictions
-    return definition.rescorer([run], records, top_k, backend).add_all(records).result()
+    with malformed(run):
+        return definition.rescorer([run], records, top_k, backend).add_all(records).result()
 
 
 def rescore(run: Run, top_k: int | None = None, backend: str | None = None) -> dict:

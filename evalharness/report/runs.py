@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
+from evalharness.boundary import debug
 from evalharness.errors import EvalHarnessError
 from evalharness.rundir.reader import Run, flatten
 
@@ -111,3 +113,18 @@ def definition_of(run: Run | dict):
             f"if it comes from a plug-in, make its module importable and name it in {PLUGINS_ENV}"
         )
     return definitions.get(task)(settings)
+
+
+@contextlib.contextmanager
+def malformed(*runs: Run):
+    """Records or metrics that lack what their task's definition reads become one error line."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        if debug():
+            raise
+        names = " / ".join(f"run {run.label} ({run.dir})" for run in runs)
+        raise ReportError(
+            f"{names}: its files do not hold what a {runs[0].task} run records "
+            f"({type(exc).__name__}: {' '.join(str(exc).split())[:80]}); was the run dir edited?"
+        ) from None

@@ -43,11 +43,15 @@ def parse_override(text: str) -> tuple[str, str]:
 
 def job_params(job_dir: str, run: Run | None) -> dict[str, str]:
     path = os.path.join(job_dir, ".hydra", "overrides.yaml")
+    overrides = run.prov("overrides", []) if run else []
     if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            overrides = yaml.safe_load(f) or []
-    else:
-        overrides = run.prov("overrides", []) if run else []
+        try:
+            with open(path, encoding="utf-8") as f:
+                overrides = yaml.safe_load(f) or []
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise ReportError(f"{path} is unreadable ({' '.join(str(exc).split())[:120]})") from None
+    if not isinstance(overrides, list):
+        raise ReportError(f"{path}: overrides are not a list; remove the file or rerun the job")
     return dict(parse_override(str(o)) for o in overrides)
 
 

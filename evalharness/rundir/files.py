@@ -15,6 +15,8 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 
+from evalharness.fileguard import refuse_special_file
+
 log = logging.getLogger("evalharness")
 
 METRICS_FILE = "metrics.json"
@@ -88,6 +90,7 @@ def read_predictions(path: str, repair: bool = False) -> list[dict]:
     """
     if not os.path.exists(path):
         return []
+    refuse_special_file(path, "predictions file")
     with open(path, "rb") as f:
         data = f.read()
     records, end = [], 0

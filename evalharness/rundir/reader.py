@@ -11,7 +11,8 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from evalharness.errors import EvalHarnessError
+from evalharness.errors import DataError, EvalHarnessError
+from evalharness.fileguard import refuse_special_file
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE
 
 
@@ -92,6 +93,7 @@ def load_run(path: str, label: str) -> Run:
 
 
 def _read_json(path: str, label: str):
+    _refuse_special(path, label)
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -99,14 +101,31 @@ def _read_json(path: str, label: str):
         raise RunDirError(f"run {label}: cannot read {path} ({exc})") from None
 
 
+def _refuse_special(path: str, label: str) -> None:
+    try:
+        refuse_special_file(path, f"run {label}:")
+    except DataError as exc:
+        raise RunDirError(str(exc)) from None
+
+
 def read_jsonl(path: str, label: str) -> list[dict]:
+    """Every line of a finished run's predictions.jsonl, each a JSON object (else one error line)."""
+    _refuse_special(path, label)
+    records = []
     try:
         with open(path, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise RunDirError(f"run {label}: {path} line {number} is not a JSON object")
+                records.append(record)
     except FileNotFoundError:
         raise RunDirError(f"run {label}: predictions file {path} not found") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RunDirError(f"run {label}: cannot read {path} ({exc})") from None
+    return records
 
 
 def flatten(value, prefix: str = "") -> dict:

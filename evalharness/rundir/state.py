@@ -21,6 +21,7 @@ import json
 import os
 
 from evalharness.errors import ConfigError, EvalHarnessError
+from evalharness.fileguard import refuse_special_file
 from evalharness.rundir.files import (
     METRICS_FILE,
     PREDICTIONS_FILE,
@@ -66,6 +67,7 @@ def _recorded(run_dir: str) -> tuple[dict | None, dict]:
 
 
 def _read_object(path: str) -> dict:
+    refuse_special_file(path, "run file")
     try:
         with open(path, encoding="utf-8") as f:
             value = json.load(f)

@@ -1,0 +1,106 @@
+"""Every ``report`` subcommand against every file of a run directory damaged in every way, and bad
+output paths: the exit code is 0, 1 or 2, at most one ``error:`` line, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+from conftest import run_inprocess
+
+from evalharness.report import cli
+from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE
+
+FILES = (METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE)
+DAMAGE = ("removed", "empty", "truncated", "not_json", "directory", "fifo", "symlink_loop", "wrong_shape")
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("good") / "run"
+    run_inprocess([f"hydra.run.dir={run_dir}"], run_dir)
+    return run_dir
+
+
+def _damage(path: Path, how: str) -> None:
+    data = path.read_bytes() if path.is_file() else b""
+    path.unlink(missing_ok=True)
+    if how == "empty":
+        path.write_bytes(b"")
+    elif how == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "not_json":
+        path.write_bytes(b"\xff\xfe not json at all\n")
+    elif how == "directory":
+        path.mkdir()
+    elif how == "fifo":
+        os.mkfifo(path)
+    elif how == "symlink_loop":
+        os.symlink(path, path)
+    elif how == "wrong_shape":
+        path.write_text('["a list, not an object"]\n' if path.suffix == ".json" else "[1, 2]\n")
+
+
+def _blocked(signum, frame):
+    raise TimeoutError("the report blocked (a special file opened for reading?)")
+
+
+def _report(capsys, *args) -> tuple[int, str]:
+    previous = signal.signal(signal.SIGALRM, _blocked)
+    signal.alarm(30)
+    try:
+        with pytest.raises(SystemExit) as info:
+            cli.main([str(a) for a in args])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    return info.value.code, capsys.readouterr().err
+
+
+def _check(code: int, err: str) -> None:
+    assert code in (0, 1, 2) and "Traceback" not in err
+    assert len([line for line in err.splitlines() if line.startswith("error:")]) <= 1, err
+    assert "internal error" not in err, err
+
+
+@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("how", DAMAGE)
+def test_every_subcommand_on_a_damaged_run(good, tmp_path, capsys, name, how):
+    bad = tmp_path / "bad"
+    shutil.copytree(good, bad)
+    _damage(bad / name, how)
+    for args in (
+        ("diff", good, bad),
+        ("diff", bad, good, "--format", "json"),
+        ("rescore", bad),
+        ("merge", bad, "--out", tmp_path / "merged"),
+        ("sweep", tmp_path),
+    ):
+        _check(*_report(capsys, *args))
+
+
+@pytest.mark.parametrize("kind", ["missing", "file", "fifo", "symlink_loop", "parent_is_file"])
+def test_bad_run_and_output_paths(good, tmp_path, capsys, kind):
+    target = tmp_path / "x"
+    if kind == "file":
+        target.write_text("{}")
+    elif kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "symlink_loop":
+        os.symlink(target, target)
+    elif kind == "parent_is_file":
+        (tmp_path / "f").write_text("")
+        target = tmp_path / "f" / "x"
+    for args in (
+        ("diff", target, good),
+        ("rescore", target),
+        ("sweep", target),
+        ("merge", good, "--out", target),
+        ("diff", good, good, "-o", target / "d.txt" if kind != "missing" else target / "no" / "d.txt"),
+        ("rescore", good, "-o", target / "r.txt"),
+        ("sweep", good.parent, "--out", target),
+    ):
+        _check(*_report(capsys, *args))
