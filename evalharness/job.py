@@ -223,10 +223,11 @@ def run_plan(rp, run_dir: str) -> dict:
         return prepared
     rp, quant, task, loop = prepared
     definition = rp.definition
+    identity = run_identity(rp, task)
     done = claim(
         run_dir,
         rp.config(),
-        run_identity(rp, task),
+        identity,
         resume=loop.resume,
         overwrite=loop.overwrite,
         can_resume=definition.can_resume,
@@ -238,7 +239,7 @@ def run_plan(rp, run_dir: str) -> dict:
         write_failure(run_dir, describe(exc), rp.config(), overrides())
         raise
     try:
-        return record_run(rp, task, quant, started, ran)
+        return record_run(rp, task, quant, started, ran, identity)
     except RunStopped:
         raise
     except Exception as exc:
@@ -297,7 +298,18 @@ def invalid_reasons(rp, checks: dict) -> list[str]:
     return [f for f in checks["failed"] if not any(allowed[k] and k in f for k in allowed)]
 
 
-def record_run(rp, task, quant, started: str, ran: Ran) -> dict:
+def moved_inputs(rp, task, identity: dict) -> list[str]:
+    """What changed on disk while the run ran (the model file, the sample files): such a result
+    mixes two inputs and is ``invalid``."""
+    from evalharness.rundir.state import identity_differences
+
+    now_ = run_identity(rp, task)
+    watched = ("model_sha256", "dataset_files_stat", "labels_sha256", "ground_truth_sha256")
+    changed = identity_differences({k: identity[k] for k in watched}, {k: now_[k] for k in watched})
+    return [f"{', '.join(changed)} changed while the run ran"] if changed else []
+
+
+def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
     """Score, build and write the run's files; raise RunStopped when it did not complete."""
     from evalharness.rundir.document import run_document, write_run
 
@@ -309,7 +321,7 @@ def record_run(rp, task, quant, started: str, ran: Ran) -> dict:
     metrics["num_images"] = len(task.samples)
     metrics["num_skipped"] = len(result.skipped)
     checks = result.checks.record([o.name for o in model.outputs])
-    invalid = invalid_reasons(rp, checks)
+    invalid = [*invalid_reasons(rp, checks), *moved_inputs(rp, task, identity)]
     status, stop_reason = result.status, result.stop_reason
     if invalid and status == "complete":
         status, stop_reason = "invalid", "; ".join(invalid)

@@ -30,7 +30,10 @@ def manifest_hash(entries: Iterable[tuple[str, str]], content: bool = False) -> 
     """
     digest = hashlib.sha256()
     for key, path in sorted(entries):
-        ident = sha256_file(path) if content else str(os.path.getsize(path))
+        try:
+            ident = sha256_file(path) if content else str(os.path.getsize(path))
+        except OSError:  # a file gone since it was listed: the hash says so, the record still gets made
+            ident = "missing"
         digest.update(f"{key}\t{ident}\n".encode())
     return digest.hexdigest()
 
@@ -49,7 +52,11 @@ def stat_digest(paths: Iterable[str]) -> str | None:
     that the files a run read are the ones a resumed session reads. None for no files."""
     digest, seen = hashlib.sha256(), False
     for path in paths:
-        st = os.stat(path)
-        digest.update(f"{path}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
+        try:
+            st = os.stat(path)
+            entry = f"{path}\t{st.st_size}\t{st.st_mtime_ns}\n"
+        except OSError as exc:  # gone or unreadable: part of the state, not a crash
+            entry = f"{path}\t{exc.errno}\n"
+        digest.update(entry.encode())
         seen = True
     return digest.hexdigest() if seen else None
