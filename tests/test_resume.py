@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -106,3 +107,19 @@ def test_resume_refuses_a_different_config(tmp_path):
 def test_resume_without_a_run_says_where_to_point(tmp_path):
     with pytest.raises(EvalHarnessError, match="holds no run; set hydra.run.dir"):
         run_inprocess(["loop.resume=true"], tmp_path)
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_sigkill_at_a_random_moment_then_resume_equals_uninterrupted(tmp_path, uninterrupted, seed):
+    """A kill anywhere: before the run claimed its directory (nothing to resume: the same command
+    starts it), mid-loop, or after the last prediction."""
+    proc = _start(tmp_path)
+    time.sleep(random.Random(seed).uniform(0.5, 6.0))
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    claimed = (tmp_path / "run_state.json").exists()
+    if not (tmp_path / "metrics.json").exists():
+        resumed = _start(tmp_path, *(["loop.resume=true"] if claimed else []))
+        assert resumed.wait(timeout=300) == 0, resumed.communicate()
+    doc = json.loads((tmp_path / "metrics.json").read_text())
+    assert doc["status"] == "complete" and doc["metrics"] == uninterrupted["metrics"]
