@@ -107,3 +107,24 @@ def scatter(points: list[tuple[str, float, float]], xlabel: str, ylabel: str) ->
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     return _svg(matplotlib, fig, "scatter")
+
+
+def error_curve(series: dict[str, list[float | None]], ylabel: str, mark: int | None = None) -> str | None:
+    """One line per series over op index (explain's SNR along the graph); ``mark``: the op to flag."""
+    mpl = _matplotlib()
+    if mpl is None:
+        return None
+    matplotlib, Figure = mpl
+    fig = Figure(figsize=(9.0, 3.5))
+    ax = fig.add_subplot()
+    for (label, values), color in zip(series.items(), ("#e45756", "#4c78a8", "#54a24b", "#9d755d"), strict=False):
+        ax.plot(range(len(values)), [float("nan") if v is None else v for v in values], label=label, color=color)
+    if mark is not None:
+        ax.axvline(mark, color="#333", linestyle="--", linewidth=1)
+        ax.annotate(f"op {mark}", (mark, 0), xycoords=("data", "axes fraction"), xytext=(3, 3),
+                    textcoords="offset points", fontsize=8)
+    ax.set_xlabel("op (execution order)")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return _svg(matplotlib, fig, "curve")
