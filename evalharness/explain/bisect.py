@@ -23,7 +23,9 @@ def answer(side: Side, values: dict[int, np.ndarray]) -> int:
 class Bisection:
     """Suffix runs on B's path, fed tensors chosen per image, counted against A's answers."""
 
-    def __init__(self, b: Side, a_acts: list[dict], b_acts: list[dict], changed: list[int], a_answers: list[int]):
+    def __init__(
+        self, b: Side, a_acts: list[dict], b_acts: list[dict], changed: list[int], a_answers: list[int]
+    ):
         self.b, self.a_acts, self.b_acts = b, a_acts, b_acts
         self.changed, self.a_answers = changed, a_answers
         self.n = len(b.graph.ops)

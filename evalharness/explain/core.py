@@ -24,12 +24,14 @@ COMPARE_OPTIONS = {"alpha": 0.05, "iou": 0.5, "min_score": 0.0}
 
 
 def pick_images(a: Run, b: Run, max_changed: int, controls: int | None) -> tuple[list[str], list[str], int]:
-    """(changed ids, control ids, changed in all): up to ``max_changed`` changed images and as many unchanged ones
-    (``controls`` of them when given, e.g. when nothing changed)."""
+    """(changed ids, control ids, changed in all): up to ``max_changed`` changed images and as
+    many unchanged ones (``controls`` of them when given, e.g. when nothing changed)."""
     definition = definition_of(a)
     key = definition.sample_key
     if not key or not definition.writes_predictions:
-        raise ExplainError(f"task {a.task!r} records no per-image answers; explain needs per-image predictions")
+        raise ExplainError(
+            f"task {a.task!r} records no per-image answers; explain needs per-image predictions"
+        )
     comparison = definition.compare(a, b, COMPARE_OPTIONS) or {}
     every = [sample_id for sample_id, _ in definition.changed_samples(comparison)]
     changed = every[:max_changed]
@@ -56,7 +58,9 @@ def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) 
         changed_idx = list(range(len(changed)))
         reproduced = [i for i in changed_idx if a_answers[i] != b_answers[i]]
         groups = {"changed": reproduced, "controls": list(range(len(changed), len(ids)))}
-        rows = op_errors(side_a.graph, a_acts, b_acts, local_outputs(side_b, a_acts, deq_b), groups, deq_a, deq_b)
+        rows = op_errors(
+            side_a.graph, a_acts, b_acts, local_outputs(side_b, a_acts, deq_b), groups, deq_a, deq_b
+        )
         bisect = _bisect(side_b, a_acts, b_acts, reproduced, a_answers, ids, rows)
         compilations = side_a.compilations + side_b.compilations
     images = [
@@ -65,7 +69,9 @@ def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) 
             "group": "changed" if i < len(changed) else "control",
             "a_top1": a_answers[i],
             "b_top1": b_answers[i],
-            "reproduced": (a_answers[i] != b_answers[i]) if i < len(changed) else (a_answers[i] == b_answers[i]),
+            "reproduced": (a_answers[i] != b_answers[i])
+            if i < len(changed)
+            else (a_answers[i] == b_answers[i]),
         }
         for i in range(len(ids))
     ]

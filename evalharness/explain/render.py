@@ -46,7 +46,8 @@ def summary(doc: dict) -> str:
         out = ops[-1]
         head = (
             f"no changed answer to explain ({len(traced)} changed image(s) traced, none reproduced)"
-            if traced else "no answer changed between the runs"
+            if traced
+            else "no answer changed between the runs"
         )
         return (
             f"{head}; B's error along the graph on {sum(i['group'] == 'control' for i in doc['images'])} "
@@ -63,8 +64,8 @@ def summary(doc: dict) -> str:
         return text + "; no single op restores any of them alone (the change builds up over several ops)"
     row = ops[c["op"]]
     return (
-        f"{text}; op {row['index']} {row['type']} '{_short(row['name'], 80)}' carries {len(c['restores'])} of "
-        f"them: local SNR {_db(_snr(row, 'changed', 'local'))} dB on changed images vs "
+        f"{text}; op {row['index']} {row['type']} '{_short(row['name'], 80)}' carries "
+        f"{len(c['restores'])} of them: local SNR {_db(_snr(row, 'changed', 'local'))} dB on changed images vs "
         f"{_db(_snr(row, 'controls', 'local'))} dB on controls (accumulated "
         f"{_db(_snr(row, 'changed', 'accumulated'))} vs {_db(_snr(row, 'controls', 'accumulated'))} dB)"
     )
@@ -75,8 +76,10 @@ def sections(doc: dict, max_ops: int | None = None) -> list[Section]:
     run_rows = [
         [label, r["delegate"] or "?", r["op_resolver"], r["model"], r["dir"]] for label, r in runs.items()
     ]
-    images = [[i["id"], i["group"], str(i["a_top1"]), str(i["b_top1"]), "yes" if i["reproduced"] else "NO"]
-              for i in doc["images"]]
+    images = [
+        [i["id"], i["group"], str(i["a_top1"]), str(i["b_top1"]), "yes" if i["reproduced"] else "NO"]
+        for i in doc["images"]
+    ]
     out = [
         Section("Summary", [], [], [summary(doc)], key="explain-summary"),
         Section("Runs", ["side", "delegate", "op resolver", "model", "dir"], run_rows, key="explain-runs"),
@@ -90,17 +93,35 @@ def sections(doc: dict, max_ops: int | None = None) -> list[Section]:
     b = doc.get("bisection")
     if b:
         trials = [[str(k), str(n)] for k, n in b["trials"].items()]
-        out.append(Section("Bisection (ops 0..k on A's path)", ["k", "changed answers restored"], trials,
-                           [f"split point: op {b['split_op']}"], key="explain-bisection"))
+        out.append(
+            Section(
+                "Bisection (ops 0..k on A's path)",
+                ["k", "changed answers restored"],
+                trials,
+                [f"split point: op {b['split_op']}"],
+                key="explain-bisection",
+            )
+        )
         ops = doc["ops"]
         rows = [
-            [str(c["op"]), ops[c["op"]]["type"], _short(ops[c["op"]]["name"]), str(len(c["restores"])),
-             _db(_snr(ops[c["op"]], "changed", "local")), _db(_snr(ops[c["op"]], "controls", "local"))]
+            [
+                str(c["op"]),
+                ops[c["op"]]["type"],
+                _short(ops[c["op"]]["name"]),
+                str(len(c["restores"])),
+                _db(_snr(ops[c["op"]], "changed", "local")),
+                _db(_snr(ops[c["op"]], "controls", "local")),
+            ]
             for c in b["culprits"]
         ]
-        out.append(Section("Ops that restore changed answers alone (op's output taken from A)",
-                           ["op", "type", "name", "restores", "local SNR changed", "local SNR controls"], rows,
-                           key="explain-culprits"))
+        out.append(
+            Section(
+                "Ops that restore changed answers alone (op's output taken from A)",
+                ["op", "type", "name", "restores", "local SNR changed", "local SNR controls"],
+                rows,
+                key="explain-culprits",
+            )
+        )
     out.append(_op_table(doc, max_ops))
     return out
 
@@ -110,10 +131,15 @@ def _op_table(doc: dict, max_ops: int | None) -> Section:
     mark = (culprit(doc) or {}).get("op")
     rows = [
         [
-            f"{r['index']}{' *' if r['index'] == mark else ''}", r["type"], _short(r["name"], 40),
-            _db(_snr(r, "changed", "local")), _db(_snr(r, "controls", "local")),
-            _db(_snr(r, "changed", "accumulated")), _db(_snr(r, "controls", "accumulated")),
-            fmt(r["controls"]["accumulated"]["max_abs"], ".4g"), fmt(r["controls"]["accumulated"]["cosine"], ".5f"),
+            f"{r['index']}{' *' if r['index'] == mark else ''}",
+            r["type"],
+            _short(r["name"], 40),
+            _db(_snr(r, "changed", "local")),
+            _db(_snr(r, "controls", "local")),
+            _db(_snr(r, "changed", "accumulated")),
+            _db(_snr(r, "controls", "accumulated")),
+            fmt(r["controls"]["accumulated"]["max_abs"], ".4g"),
+            fmt(r["controls"]["accumulated"]["cosine"], ".5f"),
         ]
         for r in ops
     ]
@@ -121,8 +147,10 @@ def _op_table(doc: dict, max_ops: int | None) -> Section:
         "Per-op error of B against A (SNR in dB)",
         ["op", "type", "name", "local chg", "local ctl", "accum chg", "accum ctl", "max abs ctl", "cos ctl"],
         rows,
-        ["local: B's kernel for the op alone, fed A's inputs; accum: B's whole path; * the culprit",
-         "chg: changed images; ctl: control images; inf: identical"],
+        [
+            "local: B's kernel for the op alone, fed A's inputs; accum: B's whole path; * the culprit",
+            "chg: changed images; ctl: control images; inf: identical",
+        ],
         key="explain-ops",
     )
 
@@ -131,7 +159,9 @@ def render_html(doc: dict) -> str:
     ops = doc["ops"]
 
     def series(group: str, kind: str) -> list:
-        return [v if v is not None and math.isfinite(v) else None for v in (_snr(r, group, kind) for r in ops)]
+        return [
+            v if v is not None and math.isfinite(v) else None for v in (_snr(r, group, kind) for r in ops)
+        ]
 
     curve = plots.error_curve(
         {
@@ -143,12 +173,16 @@ def render_html(doc: dict) -> str:
         (culprit(doc) or {}).get("op"),
     )
     figure = html.figure_html("Error along the graph (gaps: identical tensors)", curve)
-    return html.page("evalharness explain: why did the answer change?", sections(doc), {"explain-summary": [figure]})
+    return html.page(
+        "evalharness explain: why did the answer change?", sections(doc), {"explain-summary": [figure]}
+    )
 
 
 def model_explorer(doc: dict) -> dict:
     """Model Explorer node data (one graph): local SNR on the changed images (controls when none)."""
-    group = "changed" if any(i["group"] == "changed" and i["reproduced"] for i in doc["images"]) else "controls"
+    group = (
+        "changed" if any(i["group"] == "changed" and i["reproduced"] for i in doc["images"]) else "controls"
+    )
     mark = (culprit(doc) or {}).get("op")
     results = {}
     for r in doc["ops"]:

@@ -57,7 +57,9 @@ class Side:
         for feed in feeds:
             model.set_inputs([feed[info.index] for info in model.inputs])
             model.invoke()
-            results.append({info.index: v for info, v in zip(model.outputs, model.get_outputs(), strict=True)})
+            results.append(
+                {info.index: v for info, v in zip(model.outputs, model.get_outputs(), strict=True)}
+            )
         return results
 
 
@@ -92,21 +94,24 @@ def check_pair(a: Run, b: Run, ga: ModelGraph, gb: ModelGraph) -> None:
     c = comparability(a, b)
     if c.refused:
         raise ExplainError("runs are not comparable: " + "; ".join(c.refused))
-    if a.prov("preprocessing") != b.prov("preprocessing"):
-        raise ExplainError("the runs' preprocessing differs (provenance.preprocessing); explain feeds both "
-                           "sides the same input tensors, so run both with the same model.preprocess")
     if len(ga.ops) != len(gb.ops) or any(
-        (x.type, x.inputs, x.outputs) != (y.type, y.inputs, y.outputs) for x, y in zip(ga.ops, gb.ops, strict=True)
+        (x.type, x.inputs, x.outputs) != (y.type, y.inputs, y.outputs)
+        for x, y in zip(ga.ops, gb.ops, strict=True)
     ):
         raise ExplainError(
-            f"{ga.path} and {gb.path} share no graph (other ops or tensor wiring); explain compares one graph "
-            "on two paths (two delegates, or a copy with other weights)"
+            f"{ga.path} and {gb.path} share no graph (other ops or tensor wiring); explain compares one "
+            "graph on two paths (two delegates, or a copy with other weights)"
         )
     differing = [t for t in ga.activations() if ga.tensor_signature(t) != gb.tensor_signature(t)]
     if differing:
         raise ExplainError(
             f"{ga.path} and {gb.path}: {len(differing)} activation tensors differ in shape or type "
             f"(first: {ga.tensor_name(differing[0])!r}); explain needs tensors it can feed across"
+        )
+    if a.prov("preprocessing") != b.prov("preprocessing"):
+        raise ExplainError(
+            "the runs' preprocessing differs (provenance.preprocessing); explain feeds both "
+            "sides the same input tensors, so run both with the same model.preprocess"
         )
     if len(ga.outputs) != 1:
         raise ExplainError(

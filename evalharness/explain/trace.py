@@ -50,7 +50,10 @@ def local_outputs(side: Side, a_acts: list[dict], deq: Dequantizer) -> list[list
     """Per op, B's output of that op alone fed A's tensors (one entry per image)."""
     per_op = []
     for op in side.graph.ops:
-        model = side.load(f"op{op.index}", lambda p, i=op.index: side.graph.write(p, i, i + 1, list(side.graph.ops[i].outputs)))
+        model = side.load(
+            f"op{op.index}",
+            lambda p, i=op.index: side.graph.write(p, i, i + 1, list(side.graph.ops[i].outputs)),
+        )
         deq.learn(model)
         per_op.append(side.run_model(model, a_acts))
     return per_op
@@ -66,7 +69,9 @@ def error_stats(pairs: list[tuple[np.ndarray, np.ndarray]]) -> dict:
     cosines = []
     for a, b in pairs:
         na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-        cosines.append(1.0 if na == nb == 0 else (float(np.dot(a.ravel(), b.ravel())) / (na * nb) if na and nb else 0.0))
+        cosines.append(
+            1.0 if na == nb == 0 else (float(np.dot(a.ravel(), b.ravel())) / (na * nb) if na and nb else 0.0)
+        )
     snr = math.inf if noise == 0 else (-math.inf if signal == 0 else 10 * math.log10(signal / noise))
     return {
         "max_abs": float(max(float(d.max()) for d in diffs)),
@@ -94,8 +99,12 @@ def op_errors(
         for group, images in groups.items():
             ref = [deq_a(t, a_acts[i][t]) for i in images]
             row[group] = {
-                "local": error_stats([(r, deq_b(t, b_local[op.index][i][t])) for r, i in zip(ref, images, strict=True)]),
-                "accumulated": error_stats([(r, deq_b(t, b_acts[i][t])) for r, i in zip(ref, images, strict=True)]),
+                "local": error_stats(
+                    [(r, deq_b(t, b_local[op.index][i][t])) for r, i in zip(ref, images, strict=True)]
+                ),
+                "accumulated": error_stats(
+                    [(r, deq_b(t, b_acts[i][t])) for r, i in zip(ref, images, strict=True)]
+                ),
             }
         rows.append(row)
     return rows

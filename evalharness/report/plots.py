@@ -117,8 +117,10 @@ def error_curve(series: dict[str, list[float | None]], ylabel: str, mark: int | 
     matplotlib, Figure = mpl
     fig = Figure(figsize=(9.0, 3.5))
     ax = fig.add_subplot()
-    for (label, values), color in zip(series.items(), ("#e45756", "#4c78a8", "#54a24b", "#9d755d"), strict=False):
-        ax.plot(range(len(values)), [float("nan") if v is None else v for v in values], label=label, color=color)
+    colors = ("#e45756", "#4c78a8", "#54a24b", "#9d755d")
+    for (label, values), color in zip(series.items(), colors, strict=False):
+        ys = [float("nan") if v is None else v for v in values]
+        ax.plot(range(len(values)), ys, label=label, color=color)
     if mark is not None:
         ax.axvline(mark, color="#333", linestyle="--", linewidth=1)
         ax.annotate(f"op {mark}", (mark, 0), xycoords=("data", "axes fraction"), xytext=(3, 3),
