@@ -63,11 +63,12 @@ def summary(doc: dict) -> str:
     if c is None:
         return text + "; no single op restores any of them alone (the change builds up over several ops)"
     row = ops[c["op"]]
+    snr = {(g, k): _db(_snr(row, g, k)) for g in ("changed", "controls") for k in ("local", "accumulated")}
     return (
         f"{text}; op {row['index']} {row['type']} '{_short(row['name'], 80)}' carries "
-        f"{len(c['restores'])} of them: local SNR {_db(_snr(row, 'changed', 'local'))} dB on changed images vs "
-        f"{_db(_snr(row, 'controls', 'local'))} dB on controls (accumulated "
-        f"{_db(_snr(row, 'changed', 'accumulated'))} vs {_db(_snr(row, 'controls', 'accumulated'))} dB)"
+        f"{len(c['restores'])} of them: local SNR {snr['changed', 'local']} dB on changed images vs "
+        f"{snr['controls', 'local']} dB on controls (accumulated {snr['changed', 'accumulated']} vs "
+        f"{snr['controls', 'accumulated']} dB)"
     )
 
 
