@@ -112,7 +112,7 @@ class ModelGraph:
         model = copy.copy(self._model)
         model.subgraphs, model.signatureDefs = [sub], []
         used = set(consumed) | produced | set(outputs)
-        sub.tensors, model.buffers = self._pruned(used)
+        sub.tensors, model.buffers, model.metadata = self._pruned(used)
         builder = flatbuffers.Builder(1 << 20)
         builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -120,7 +120,7 @@ class ModelGraph:
             f.write(builder.Output())
         return path
 
-    def _pruned(self, used: set[int]) -> tuple[list, list]:
+    def _pruned(self, used: set[int]) -> tuple[list, list, list]:
         """Tensors (indices kept) whose constant data is carried only where an op of the cut uses
         it, and the buffers that remain: a 60-op cut of an 18 MB model stays small to write."""
         buffers, remap, tensors = [self._model.buffers[0]], {}, []
@@ -134,7 +134,13 @@ class ModelGraph:
             else:
                 t.buffer = 0
             tensors.append(t)
-        return tensors, buffers
+        metadata = []
+        for entry in self._model.metadata or []:  # e.g. min_runtime_version: buffers named by index
+            m = copy.copy(entry)
+            m.buffer = len(buffers)
+            buffers.append(self._model.buffers[entry.buffer])
+            metadata.append(m)
+        return tensors, buffers, metadata
 
     def write_exposed(self, path: str) -> str:
         """The whole graph with every activation as an output (original outputs first): one run on
