@@ -50,11 +50,14 @@ class Bisection:
         self.trials[k] = len(restored)
         return restored
 
-    def split_point(self) -> tuple[int, list[int]]:
-        """Smallest k restoring every changed image (binary search), and those it restores."""
+    def split_point(self) -> tuple[int | None, list[int]]:
+        """Smallest k restoring every changed image (binary search), and those it restores. None when
+        even every op on A's path does not: B's output tensor itself (an int8 output's coarser
+        steps, ties in its top-1) changes the answer."""
         lo, hi = -1, self.n - 1
-        if len(self.restored_upto(lo)) == len(self.changed):
-            return lo, list(self.changed)
+        everything = self.restored_upto(hi)
+        if len(everything) < len(self.changed):
+            return None, everything
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if len(self.restored_upto(mid)) == len(self.changed):

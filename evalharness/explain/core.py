@@ -16,7 +16,7 @@ import time
 
 from evalharness.explain.bisect import Bisection, answer
 from evalharness.explain.sides import ExplainError, check_pair, input_tensors, open_side
-from evalharness.explain.trace import Dequantizer, full_trace, local_outputs, op_errors
+from evalharness.explain.trace import Dequantizer, full_trace, local_outputs, op_errors, translate
 from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import Run
 
@@ -48,20 +48,27 @@ def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) 
     ids = changed + control
     with tempfile.TemporaryDirectory(prefix="evalharness-explain-") as work:
         side_a, side_b = open_side(a, "A", work), open_side(b, "B", work)
-        check_pair(a, b, side_a.graph, side_b.graph)
-        inputs = input_tensors(a, ids)
+        tensor_map = check_pair(a, b, side_a.graph, side_b.graph)
         deq_a, deq_b = Dequantizer(), Dequantizer()
-        a_acts = full_trace(side_a, inputs, deq_a)
-        b_acts = full_trace(side_b, inputs, deq_b)
+        a_acts = full_trace(side_a, input_tensors(a, ids), deq_a)
+        b_acts = full_trace(side_b, input_tensors(b, ids), deq_b)
+        a_fed = translate(a_acts, tensor_map, deq_a, deq_b)
         a_answers = [answer(side_a, v) for v in a_acts]
         b_answers = [answer(side_b, v) for v in b_acts]
         changed_idx = list(range(len(changed)))
         reproduced = [i for i in changed_idx if a_answers[i] != b_answers[i]]
         groups = {"changed": reproduced, "controls": list(range(len(changed), len(ids)))}
         rows = op_errors(
-            side_a.graph, a_acts, b_acts, local_outputs(side_b, a_acts, deq_b), groups, deq_a, deq_b
+            side_a.graph,
+            tensor_map,
+            a_acts,
+            b_acts,
+            local_outputs(side_b, a_fed, deq_b),
+            groups,
+            deq_a,
+            deq_b,
         )
-        bisect = _bisect(side_b, a_acts, b_acts, reproduced, a_answers, ids, rows)
+        bisect = _bisect(side_b, a_fed, b_acts, reproduced, a_answers, ids, rows)
         compilations = side_a.compilations + side_b.compilations
     images = [
         {
@@ -104,7 +111,7 @@ def _bisect(side_b, a_acts, b_acts, reproduced, a_answers, ids, rows) -> dict | 
         return None
     search = Bisection(side_b, a_acts, b_acts, reproduced, a_answers)
     k, restored = search.split_point()
-    found = search.culprits(k)
+    found = search.culprits(len(rows) - 1 if k is None else k)
 
     def weight(item):  # most images restored, then the op with the lowest local SNR on them
         j, imgs = item

@@ -58,6 +58,9 @@ def summary(doc: dict) -> str:
     text = (
         f"{len(b['restored_at_split'])} of {b['changed']} changed answers come back when ops 0–{k} run on "
         f"A's path"
+        if k is not None
+        else f"only {len(b['restored_at_split'])} of {b['changed']} changed answers come back even with "
+        "every op on A's path: B's output tensor itself (its type or quantization) changes the others"
     )
     c = culprit(doc)
     if c is None:
@@ -99,7 +102,7 @@ def sections(doc: dict, max_ops: int | None = None) -> list[Section]:
                 "Bisection (ops 0..k on A's path)",
                 ["k", "changed answers restored"],
                 trials,
-                [f"split point: op {b['split_op']}"],
+                [f"split point: op {b['split_op']}" if b["split_op"] is not None else "no split point"],
                 key="explain-bisection",
             )
         )

@@ -18,10 +18,13 @@ import numpy as np
 
 from evalharness.data.preprocess import InputSpec, PreprocessSpec, preprocess_file, spec_from_config
 from evalharness.errors import EvalHarnessError
-from evalharness.report.runs import comparability
+from evalharness.report.runs import MODEL_INPUT_FIELDS, comparability, field_differences
 from evalharness.rundir.reader import Run
 from evalharness.runtime import DelegatePlan, Model, load_model, plan_delegate
 from evalharness.runtime.subgraph import ModelGraph
+
+# What may differ between the runs' preprocessing: how the model's own input takes the pixels.
+INPUT_FIELDS = (*MODEL_INPUT_FIELDS, "integer_input")
 
 
 class ExplainError(EvalHarnessError):
@@ -89,35 +92,60 @@ def open_side(run: Run, label: str, workdir: str) -> Side:
     return Side(label, run, ModelGraph(path), plan, runtime, runner, workdir)
 
 
-def check_pair(a: Run, b: Run, ga: ModelGraph, gb: ModelGraph) -> None:
-    """Refuse (exit 2) runs on other images, or models without a shared graph."""
+def check_pair(a: Run, b: Run, ga: ModelGraph, gb: ModelGraph) -> dict[int, int]:
+    """A's activation tensor index -> B's, or refuse (exit 2) runs on other images or models without
+    a shared graph. Tensors are matched by name, as ai-edge-quantizer's model validator matches a
+    float model and its quantized variant; the ops must be the same ops in the same order, wired
+    to the matched tensors, with the same shapes (dtypes may differ: float vs int8)."""
     c = comparability(a, b)
     if c.refused:
         raise ExplainError("runs are not comparable: " + "; ".join(c.refused))
-    if len(ga.ops) != len(gb.ops) or any(
-        (x.type, x.inputs, x.outputs) != (y.type, y.inputs, y.outputs)
-        for x, y in zip(ga.ops, gb.ops, strict=True)
+    tensor_map = _match_tensors(ga, gb)
+    if (
+        tensor_map is None
+        or len(ga.ops) != len(gb.ops)
+        or any(
+            x.type != y.type or [tensor_map.get(t, -2) for t in x.outputs] != list(y.outputs)
+            for x, y in zip(ga.ops, gb.ops, strict=True)
+        )
     ):
         raise ExplainError(
-            f"{ga.path} and {gb.path} share no graph (other ops or tensor wiring); explain compares one "
-            "graph on two paths (two delegates, or a copy with other weights)"
+            f"{ga.path} and {gb.path} share no graph (other ops, tensor names or wiring); explain compares "
+            "one graph on two paths (two delegates, a copy with other weights, a quantized variant)"
         )
-    differing = [t for t in ga.activations() if ga.tensor_signature(t) != gb.tensor_signature(t)]
+    differing = [t for t, u in tensor_map.items() if ga.tensor_signature(t)[0] != gb.tensor_signature(u)[0]]
     if differing:
         raise ExplainError(
-            f"{ga.path} and {gb.path}: {len(differing)} activation tensors differ in shape or type "
+            f"{ga.path} and {gb.path}: {len(differing)} activation tensors differ in shape "
             f"(first: {ga.tensor_name(differing[0])!r}); explain needs tensors it can feed across"
         )
-    if a.prov("preprocessing") != b.prov("preprocessing"):
+    recipe = field_differences(a.prov("preprocessing"), b.prov("preprocessing"), INPUT_FIELDS)
+    if recipe:
         raise ExplainError(
-            "the runs' preprocessing differs (provenance.preprocessing); explain feeds both "
-            "sides the same input tensors, so run both with the same model.preprocess"
+            "the runs' preprocessing differs (" + "; ".join(recipe) + "); the answer would change "
+            "before the first op: run both with the same model.preprocess"
         )
     if len(ga.outputs) != 1:
         raise ExplainError(
             f"{ga.path}: {len(ga.outputs)} outputs; explain restores top-1 answers of single-output "
             "classifiers today"
         )
+    return tensor_map
+
+
+def _match_tensors(ga: ModelGraph, gb: ModelGraph) -> dict[int, int] | None:
+    """Activations matched by name (by index where a name repeats); None if any has no match."""
+    by_name: dict[str, list[int]] = {}
+    for u in gb.activations():
+        by_name.setdefault(gb.tensor_name(u), []).append(u)
+    out = {}
+    for t in ga.activations():
+        found = by_name.get(ga.tensor_name(t), [])
+        match = found[0] if len(found) == 1 else (t if t in found else None)
+        if match is None:
+            return None
+        out[t] = match
+    return out
 
 
 def input_tensors(run: Run, ids: list[str]) -> list[np.ndarray]:

@@ -26,10 +26,20 @@ class Dequantizer:
 
     def __init__(self) -> None:
         self.params: dict[int, tuple[float, int]] = {}
+        self.dtypes: dict[int, str] = {}
 
     def learn(self, model) -> None:
         for info in [*model.inputs, *model.outputs]:
             self.params.setdefault(info.index, (info.scale, info.zero_point))
+            self.dtypes.setdefault(info.index, info.dtype)
+
+    def quantize(self, index: int, real: np.ndarray) -> np.ndarray:
+        """Real values as this side's tensor ``index`` holds them (its dtype, scale, zero point)."""
+        dtype, (scale, zero_point) = np.dtype(self.dtypes[index]), self.params.get(index, (0.0, 0))
+        if dtype.kind in "iu" and scale:
+            info = np.iinfo(dtype)
+            return np.clip(np.round(real / scale) + zero_point, info.min, info.max).astype(dtype)
+        return real.astype(dtype)
 
     def __call__(self, index: int, value: np.ndarray) -> np.ndarray:
         scale, zero_point = self.params.get(index, (0.0, 0))
@@ -46,8 +56,23 @@ def full_trace(side: Side, inputs: list[np.ndarray], deq: Dequantizer) -> list[d
     return [{**feed, **out} for feed, out in zip(feeds, side.run_model(model, feeds), strict=True)]
 
 
-def local_outputs(side: Side, a_acts: list[dict], deq: Dequantizer) -> list[list[dict[int, np.ndarray]]]:
-    """Per op, B's output of that op alone fed A's tensors (one entry per image)."""
+def translate(
+    a_acts: list[dict], tensor_map: dict[int, int], deq_a: Dequantizer, deq_b: Dequantizer
+) -> list[dict[int, np.ndarray]]:
+    """A's activations as B's tensors (B's indices; requantized where B's type or scale differs:
+    a float model's tensors fed to its int8 variant)."""
+    out = []
+    for acts in a_acts:
+        fed = {}
+        for t, u in tensor_map.items():
+            same = deq_a.dtypes.get(t) == deq_b.dtypes.get(u) and deq_a.params.get(t) == deq_b.params.get(u)
+            fed[u] = acts[t] if same else deq_b.quantize(u, deq_a(t, acts[t]))
+        out.append(fed)
+    return out
+
+
+def local_outputs(side: Side, a_fed: list[dict], deq: Dequantizer) -> list[list[dict[int, np.ndarray]]]:
+    """Per op, B's output of that op alone fed A's tensors (``translate``d; one entry per image)."""
     per_op = []
     for op in side.graph.ops:
         model = side.load(
@@ -55,7 +80,7 @@ def local_outputs(side: Side, a_acts: list[dict], deq: Dequantizer) -> list[list
             lambda p, i=op.index: side.graph.write(p, i, i + 1, list(side.graph.ops[i].outputs)),
         )
         deq.learn(model)
-        per_op.append(side.run_model(model, a_acts))
+        per_op.append(side.run_model(model, a_fed))
     return per_op
 
 
@@ -83,6 +108,7 @@ def error_stats(pairs: list[tuple[np.ndarray, np.ndarray]]) -> dict:
 
 def op_errors(
     graph: ModelGraph,
+    tensor_map: dict[int, int],
     a_acts: list[dict],
     b_acts: list[dict],
     b_local: list[list[dict]],
@@ -95,15 +121,16 @@ def op_errors(
     rows = []
     for op in graph.ops:
         t = op.outputs[0]
+        u = tensor_map[t]
         row = {"index": op.index, "type": op.type, "name": op.name, "tensor": graph.tensor_name(t)}
         for group, images in groups.items():
             ref = [deq_a(t, a_acts[i][t]) for i in images]
             row[group] = {
                 "local": error_stats(
-                    [(r, deq_b(t, b_local[op.index][i][t])) for r, i in zip(ref, images, strict=True)]
+                    [(r, deq_b(u, b_local[op.index][i][u])) for r, i in zip(ref, images, strict=True)]
                 ),
                 "accumulated": error_stats(
-                    [(r, deq_b(t, b_acts[i][t])) for r, i in zip(ref, images, strict=True)]
+                    [(r, deq_b(u, b_acts[i][u])) for r, i in zip(ref, images, strict=True)]
                 ),
             }
         rows.append(row)

@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 
 import flatbuffers
+import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from evalharness.errors import ModelMismatchError
@@ -44,7 +45,12 @@ class ModelGraph:
 
     def __init__(self, path: str) -> None:
         with open(path, "rb") as f:
-            self._model = schema.ModelT.InitFromPackedBuf(bytearray(f.read()), 0)
+            raw = f.read()
+        self._model = schema.ModelT.InitFromPackedBuf(bytearray(raw), 0)
+        for buf in self._model.buffers:  # data stored after the flatbuffer (offset/size): inline it
+            if getattr(buf, "offset", 0) > 1:
+                buf.data = np.frombuffer(raw, np.uint8, int(buf.size), int(buf.offset))
+                buf.offset = buf.size = 0
         self.path = path
         if len(self._model.subgraphs) != 1:
             raise ModelMismatchError(
@@ -83,7 +89,7 @@ class ModelGraph:
 
     def is_constant(self, index: int) -> bool:
         buf = self._model.buffers[self._sub.tensors[index].buffer]
-        return (buf.data is not None and len(buf.data) > 0) or bool(getattr(buf, "size", 0))
+        return buf.data is not None and len(buf.data) > 0
 
     def activations(self) -> list[int]:
         """Graph inputs, then every op output in execution order: the tensors a trace records."""
