@@ -20,7 +20,8 @@ from ai_edge_litert import schema_py_generated as schema
 from conftest import MODELS, VAL50, run_inprocess
 from external_delegate.build import NoCompilerError, build_delegate
 
-from evalharness.explain.__main__ import default_out, main
+from evalharness.explain.__main__ import main
+from evalharness.explain.location import explain_dir
 from evalharness.runtime import load_model, plan_delegate
 from evalharness.runtime.subgraph import ModelGraph
 
@@ -155,15 +156,24 @@ def test_external_delegate_computing_one_op_wrongly_is_named(runs, delegate_lib,
     assert max(others) < 0.5  # every other op runs the same CPU kernels on both sides
 
 
-def test_default_out_is_beside_b_and_never_overwritten(runs, tmp_path):
+def test_default_out_is_beside_b_linked_by_diff_and_never_overwritten(runs, tmp_path):
+    from evalharness.report.cli import main as report_main
+
     a = runs("mnv2_reference", f"model={MNV2}", "delegate=reference")
     b = runs("mnv2_cpu", f"model={MNV2}", "delegate=cpu")
-    out = Path(default_out(str(a), str(b)))
+    out = Path(explain_dir(str(a), str(b)))
     assert out.parent == b.parent and out.name == "explain_run_vs_run"
-    (tmp_path / "x").mkdir()
-    (tmp_path / "x" / "explain.json").write_text("{}")
-    assert main([str(a), str(b), "--out", str(tmp_path / "x")]) == 2
-    assert (tmp_path / "x" / "explain.json").read_text() == "{}"
+    before = sorted(p.name for p in b.iterdir())
+    assert main([str(a), str(b)]) == 0
+    assert sorted(p.name for p in b.iterdir()) == before  # the run itself is not touched
+    first = (out / "explain.json").read_text()
+    assert main([str(a), str(b)]) == 2  # never overwritten
+    assert (out / "explain.json").read_text() == first
+    page = tmp_path / "diff.html"
+    with pytest.raises(SystemExit) as done:
+        report_main(["diff", str(a), str(b), "--format", "html", "--output", str(page)])
+    assert done.value.code == 0
+    assert f'href="file://{out / "explain.html"}"' in page.read_text()
 
 
 def _cli(a: Path, b: Path, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -190,3 +200,22 @@ def test_models_without_a_shared_graph_exit_2(runs, tmp_path):
     proc = _cli(a, b, tmp_path)
     assert proc.returncode == 2 and proc.stderr.count("error:") == 1
     assert "share no graph" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_quantized_variant_matched_by_name(runs, tmp_path):
+    """Float EfficientNet-Lite0 vs its int8 variant: tensors matched by name, A's float tensors
+    requantized into B's int8 ones; every op compared, the changed images traced and explained."""
+    a = runs("eff_cpu", f"model={EFFNET}", "delegate=cpu")
+    b = runs("eff_int8", f"model={EFFNET}", "delegate=cpu", "quant=int8")
+    doc = _explain(a, b, tmp_path / "out")
+    changed = [i for i in doc["images"] if i["group"] == "changed"]
+    assert changed and all(i["reproduced"] for i in changed)
+    assert len(doc["ops"]) == 60
+    local = [op["controls"]["local"]["snr_db"] for op in doc["ops"]]
+    assert all(isinstance(v, float) and 10 < v < 80 for v in local)  # int8 error: finite, not noise
+    b_doc = doc["bisection"]
+    assert b_doc["changed"] == len(changed)
+    if b_doc["split_op"] is None:  # even A's logits, in B's int8 output, change the answer
+        assert b_doc["trials"][str(len(doc["ops"]) - 1)] < len(changed)
+    summary = (tmp_path / "out" / "explain.txt").read_text()
+    assert f"of {len(changed)} changed answers" in summary

@@ -14,6 +14,7 @@ import sys
 
 from evalharness.errors import EvalHarnessError
 from evalharness.explain.core import explain
+from evalharness.explain.location import HTML_FILE, explain_dir
 from evalharness.explain.render import model_explorer, render_html, sections, summary
 from evalharness.numbers import stable_json
 from evalharness.rundir.files import atomic_write_text
@@ -21,12 +22,6 @@ from evalharness.rundir.reader import load_run
 from evalharness.tables import render_text
 
 EXIT_USER_ERROR = 2
-
-
-def default_out(dir_a: str, dir_b: str) -> str:
-    """Where an explanation of B against A goes by default (and where ``report diff`` finds it)."""
-    a, b = (os.path.basename(os.path.abspath(d).rstrip(os.sep)) for d in (dir_a, dir_b))
-    return os.path.join(os.path.dirname(os.path.abspath(dir_b)), f"explain_{a}_vs_{b}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         a, b = load_run(args.run_a, "A"), load_run(args.run_b, "B")
-        out = args.out or default_out(a.dir, b.dir)
+        out = args.out or explain_dir(a.dir, b.dir)
         if os.path.exists(os.path.join(out, "explain.json")):
             raise EvalHarnessError(f"{out}/explain.json exists; remove it or pass --out DIR")
         if args.max_changed < 1 or (args.controls is not None and args.controls < 0):
@@ -53,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     text = render_text("evalharness explain: why did the answer change?", sections(doc))
     atomic_write_text(os.path.join(out, "explain.json"), stable_json(doc))
     atomic_write_text(os.path.join(out, "explain.txt"), text)
-    atomic_write_text(os.path.join(out, "explain.html"), render_html(doc))
+    atomic_write_text(os.path.join(out, HTML_FILE), render_html(doc))
     atomic_write_text(os.path.join(out, "model_explorer.json"), stable_json(model_explorer(doc)))
     print(summary(doc))
     print(f"explain: {out}/explain.json (.txt, .html, model_explorer.json)")
