@@ -217,5 +217,6 @@ def test_quantized_variant_matched_by_name(runs, tmp_path):
     assert b_doc["changed"] == len(changed)
     if b_doc["split_op"] is None:  # even A's logits, in B's int8 output, change the answer
         assert b_doc["trials"][str(len(doc["ops"]) - 1)] < len(changed)
+        assert b_doc["output_saturated"]  # here: the int8 output clips the top logits, which tie
     summary = (tmp_path / "out" / "explain.txt").read_text()
     assert f"of {len(changed)} changed answers" in summary

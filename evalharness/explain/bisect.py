@@ -20,6 +20,17 @@ def answer(side: Side, values: dict[int, np.ndarray]) -> int:
     return int(np.argmax(values[side.graph.outputs[0]].ravel()))
 
 
+def saturated_ties(side: Side, acts: list[dict], images: list[int]) -> list[int]:
+    """Images whose integer output has its top value at the type's maximum more than once: clipped
+    logits tie and the lowest class index wins, whatever the ops computed."""
+    found = []
+    for i in images:
+        out = acts[i][side.graph.outputs[0]].ravel()
+        if out.dtype.kind in "iu" and out.max() == np.iinfo(out.dtype).max and (out == out.max()).sum() > 1:
+            found.append(i)
+    return found
+
+
 class Bisection:
     """Suffix runs on B's path, fed tensors chosen per image, counted against A's answers."""
 

@@ -14,7 +14,7 @@ import math
 import tempfile
 import time
 
-from evalharness.explain.bisect import Bisection, answer
+from evalharness.explain.bisect import Bisection, answer, saturated_ties
 from evalharness.explain.sides import ExplainError, check_pair, input_tensors, open_side
 from evalharness.explain.trace import Dequantizer, full_trace, local_outputs, op_errors, translate
 from evalharness.report.runs import definition_of
@@ -125,4 +125,5 @@ def _bisect(side_b, a_acts, b_acts, reproduced, a_answers, ids, rows) -> dict | 
         "restored_at_split": [ids[i] for i in restored],
         "trials": {str(t): n for t, n in sorted(search.trials.items())},
         "culprits": [{"op": j, "restores": [ids[i] for i in imgs]} for j, imgs in found],
+        "output_saturated": [ids[i] for i in saturated_ties(side_b, b_acts, reproduced)],
     }

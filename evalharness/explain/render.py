@@ -62,6 +62,11 @@ def summary(doc: dict) -> str:
         else f"only {len(b['restored_at_split'])} of {b['changed']} changed answers come back even with "
         "every op on A's path: B's output tensor itself (its type or quantization) changes the others"
     )
+    if b.get("output_saturated"):
+        text += (
+            f"; on {len(b['output_saturated'])} of them B's integer output is clipped at its maximum and "
+            "the top classes tie (the lowest index wins)"
+        )
     c = culprit(doc)
     if c is None:
         return text + "; no single op restores any of them alone (the change builds up over several ops)"
