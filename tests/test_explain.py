@@ -16,9 +16,9 @@ from pathlib import Path
 import flatbuffers
 import numpy as np
 import pytest
+import test_external_delegate
 from ai_edge_litert import schema_py_generated as schema
 from conftest import MODELS, VAL50, run_inprocess
-from external_delegate.build import NoCompilerError, build_delegate
 
 from evalharness.explain.__main__ import main
 from evalharness.explain.location import explain_dir
@@ -29,6 +29,8 @@ MNV2 = "mobilenet_v2_1.0_224_quant"
 EFFNET = "efficientnet_lite0_fp32"
 PLANTED_OP = 30  # a CONV_2D in the middle of MobileNet v2
 PLANTED_ADD = 23  # a residual ADD of EfficientNet-Lite0
+
+delegate_lib = test_external_delegate.delegate_lib  # the fixture compiling the test delegate
 
 
 @pytest.fixture(scope="module")
@@ -127,14 +129,6 @@ def test_perturbed_weights_name_that_op(runs, tmp_path):
     rows = doc["ops"]
     assert rows[PLANTED_OP - 1]["changed"]["accumulated"]["snr_db"] == "inf"  # same weights up to there
     assert rows[PLANTED_OP]["changed"]["local"]["snr_db"] < 10
-
-
-@pytest.fixture(scope="module")
-def delegate_lib(tmp_path_factory) -> Path:
-    try:
-        return build_delegate(tmp_path_factory.mktemp("external_delegate"))
-    except NoCompilerError as exc:
-        pytest.skip(f"cannot build the test delegate: {exc}")
 
 
 def test_external_delegate_computing_one_op_wrongly_is_named(runs, delegate_lib, tmp_path):
