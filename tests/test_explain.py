@@ -131,23 +131,37 @@ def test_perturbed_weights_name_that_op(runs, tmp_path):
     assert rows[PLANTED_OP]["changed"]["local"]["snr_db"] < 10
 
 
-def test_external_delegate_computing_one_op_wrongly_is_named(runs, delegate_lib, tmp_path):
+@pytest.mark.parametrize("bias", ["2", "nan"])
+def test_external_delegate_computing_one_op_wrongly_is_named(runs, delegate_lib, tmp_path, bias):
+    """One ADD off by 2, or NaN (a delegate "fully delegated" yet returning NaN): that op is named."""
     tensor = ModelGraph(str(MODELS / f"{EFFNET}.tflite")).ops[PLANTED_ADD].outputs[0]
     a = runs("eff_cpu", f"model={EFFNET}", "delegate=cpu")
     b = runs(
-        "eff_external",
+        f"eff_external_{bias}",
         f"model={EFFNET}",
         "delegate=external",
         f"delegate.external_delegate_path={delegate_lib}",
-        f"delegate.external_delegate_options='claim:add;only_output:{tensor};bias:2'",
+        f"delegate.external_delegate_options='claim:add;only_output:{tensor};bias:{bias}'",
     )
     doc = _explain(a, b, tmp_path / "out", "--max-changed", "3")
     assert doc["bisection"]["split_op"] == PLANTED_ADD
     assert doc["bisection"]["culprits"][0]["op"] == PLANTED_ADD
-    assert doc["ops"][PLANTED_ADD]["type"] == "ADD"
-    others = [r["controls"]["local"]["max_abs"] for r in doc["ops"] if r["index"] != PLANTED_ADD]
-    assert doc["ops"][PLANTED_ADD]["controls"]["local"]["max_abs"] == pytest.approx(2.0, rel=1e-3)
-    assert max(others) < 0.5  # every other op runs the same CPU kernels on both sides
+    planted = doc["ops"][PLANTED_ADD]
+    assert planted["type"] == "ADD"
+    others = [r["controls"]["local"] for r in doc["ops"] if r["index"] != PLANTED_ADD]
+    assert max(o["max_abs"] for o in others) < 0.5  # every other op: the same CPU kernels on both sides
+    assert all(o["nonfinite"] == 0 for o in others)
+    summary = (tmp_path / "out" / "explain.txt").read_text()
+    if bias == "nan":
+        assert (
+            planted["controls"]["local"]["nonfinite"] > 0 and planted["controls"]["local"]["snr_db"] == "-inf"
+        )
+        assert f"op {PLANTED_ADD} ADD is the first whose output on B's path is not finite" in summary
+        explorer = json.loads((tmp_path / "out" / "model_explorer.json").read_text())
+        assert explorer["results"][planted["tensor"]]["value"] == -120.0
+    else:
+        assert planted["controls"]["local"]["max_abs"] == pytest.approx(2.0, rel=1e-3)
+        assert "not finite" not in summary
 
 
 def test_default_out_is_beside_b_linked_by_diff_and_never_overwritten(runs, tmp_path):

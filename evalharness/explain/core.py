@@ -20,6 +20,7 @@ from evalharness.explain.trace import Dequantizer, full_trace, local_outputs, op
 from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import Run
 
+DEFAULT_CONTROLS = 5  # unchanged images traced when no answer changed (the error curve only)
 COMPARE_OPTIONS = {"alpha": 0.05, "iou": 0.5, "min_score": 0.0}
 
 
@@ -35,7 +36,7 @@ def pick_images(a: Run, b: Run, max_changed: int, controls: int | None) -> tuple
     comparison = definition.compare(a, b, COMPARE_OPTIONS) or {}
     every = [sample_id for sample_id, _ in definition.changed_samples(comparison)]
     changed = every[:max_changed]
-    wanted = controls if controls is not None else max(len(changed), 1)
+    wanted = controls if controls is not None else (len(changed) or DEFAULT_CONTROLS)
     in_b = {r.get(key) for r in b.predictions}
     unchanged = [r[key] for r in a.predictions if r.get(key) in in_b and r[key] not in set(changed)]
     return changed, unchanged[:wanted], len(every)

@@ -15,7 +15,7 @@ from evalharness.numbers import fmt
 from evalharness.report import html, plots
 from evalharness.tables import Section
 
-SNR_CAP = 120.0  # dB shown for identical tensors (SNR infinite) in Model Explorer
+SNR_CAP = 120.0  # |dB| shown in Model Explorer for identical tensors (+inf) and NaN outputs (-inf)
 
 
 def _snr(row: dict, group: str, kind: str):
@@ -39,6 +39,17 @@ def culprit(doc: dict) -> dict | None:
 
 def summary(doc: dict) -> str:
     """The one sentence that answers "why did the answer change?"."""
+    bad = [r for r in doc["ops"] if any((r[g]["local"]["nonfinite"] or 0) for g in ("changed", "controls"))]
+    head = (
+        f"op {bad[0]['index']} {bad[0]['type']} is the first whose output on B's path is not finite "
+        "(NaN/inf) when fed A's finite inputs; "
+        if bad
+        else ""
+    )
+    return head + _why(doc)
+
+
+def _why(doc: dict) -> str:
     b, ops = doc.get("bisection"), doc["ops"]
     traced = [i for i in doc["images"] if i["group"] == "changed"]
     if not b:
@@ -196,7 +207,7 @@ def model_explorer(doc: dict) -> dict:
     results = {}
     for r in doc["ops"]:
         value = _snr(r, group, "local")
-        value = SNR_CAP if value is None or value > SNR_CAP else round(value, 3)
+        value = SNR_CAP if value is None else round(min(max(value, -SNR_CAP), SNR_CAP), 3)  # finite numbers
         results[r["tensor"]] = {"value": value, **({"bgColor": "#d62728"} if r["index"] == mark else {})}
     return {
         "results": results,

@@ -85,9 +85,20 @@ def local_outputs(side: Side, a_fed: list[dict], deq: Dequantizer) -> list[list[
 
 
 def error_stats(pairs: list[tuple[np.ndarray, np.ndarray]]) -> dict:
-    """max / mean absolute error, mean cosine similarity and pooled SNR (dB) of (a, b) pairs."""
+    """max / mean absolute error, mean cosine similarity and pooled SNR (dB) of (a, b) pairs, and
+    how many of B's values are not finite (a delegate's NaN / inf outputs: every error then reads
+    infinite, never a quiet number)."""
     if not pairs:
-        return {"max_abs": None, "mean_abs": None, "cosine": None, "snr_db": None}
+        return {"max_abs": None, "mean_abs": None, "cosine": None, "snr_db": None, "nonfinite": None}
+    nonfinite = sum(int(np.size(b) - np.count_nonzero(np.isfinite(b))) for _, b in pairs)
+    if nonfinite:
+        return {
+            "max_abs": math.inf,
+            "mean_abs": math.inf,
+            "cosine": None,
+            "snr_db": -math.inf,
+            "nonfinite": nonfinite,
+        }
     diffs = [np.abs(a - b) for a, b in pairs]
     signal = sum(float(np.sum(a * a)) for a, _ in pairs)
     noise = sum(float(np.sum(d * d)) for d in diffs)
@@ -103,6 +114,7 @@ def error_stats(pairs: list[tuple[np.ndarray, np.ndarray]]) -> dict:
         "mean_abs": float(np.mean([float(d.mean()) for d in diffs])),
         "cosine": float(np.mean(cosines)),
         "snr_db": snr,
+        "nonfinite": 0,
     }
 
 
