@@ -117,7 +117,7 @@ def _bisect(side_b, a_acts, b_acts, reproduced, a_answers, ids, rows) -> dict | 
     def weight(item):  # most images restored, then the op with the lowest local SNR on them
         j, imgs = item
         snr = rows[j]["changed"]["local"]["snr_db"]
-        return (len(imgs), -(snr if snr is not None and math.isfinite(snr) else 1e9))
+        return (len(imgs), -(math.inf if snr is None else snr))  # -inf (NaN outputs) ranks first
 
     found.sort(key=weight, reverse=True)
     return {
