@@ -99,7 +99,24 @@ def render_html(doc: dict, max_rows: int = 20) -> str:
     if paired is not None and definition.thumbnails:
         key, heading = definition.thumbnails
         after[key] = [_thumbnails(doc, definition.changed_samples(paired)[:max_rows], heading)]
+    after["verdict"] = [_explain_link(doc)]
     return html.page(title(doc), sections(doc, max_rows), after)
+
+
+def _explain_link(doc: dict) -> str:
+    """A link to ``python -m evalharness.explain``'s page for these runs, when it was made."""
+    from html import escape
+
+    from evalharness.explain.location import HTML_FILE, explain_dir
+
+    if not (doc["a"].get("dir") and doc["b"].get("dir")):
+        return ""
+    path = os.path.join(explain_dir(doc["a"]["dir"], doc["b"]["dir"]), HTML_FILE)
+    if not os.path.isfile(path):
+        return ""
+    return (
+        f'<p class="note">Why did the answer change? <a href="file://{escape(path)}">{escape(path)}</a></p>'
+    )
 
 
 def _inference(doc: dict, side: str) -> dict:

@@ -44,13 +44,17 @@ def _svg(matplotlib, fig, prefix: str) -> str:
     )
 
 
-def _figure(rows: int):
+def _sized_figure(width: float, height: float):
+    """(matplotlib, a new Figure) or (None, None) without matplotlib."""
     mpl = _matplotlib()
     if mpl is None:
         return None, None
     matplotlib, Figure = mpl
-    fig = Figure(figsize=(7.0, 0.6 + 0.45 * max(rows, 1)))
-    return matplotlib, fig
+    return matplotlib, Figure(figsize=(width, height))
+
+
+def _figure(rows: int):
+    return _sized_figure(7.0, 0.6 + 0.45 * max(rows, 1))
 
 
 def latency_summary(runs: list[tuple[str, dict]]) -> str | None:
@@ -91,11 +95,9 @@ def class_deltas(rows: list[dict], limit: int = 25) -> str | None:
 
 def scatter(points: list[tuple[str, float, float]], xlabel: str, ylabel: str) -> str | None:
     """Labelled (label, x, y) points, e.g. accuracy against latency of every run of a sweep."""
-    mpl = _matplotlib()
-    if mpl is None:
+    matplotlib, fig = _sized_figure(7.0, 4.5)
+    if fig is None:
         return None
-    matplotlib, Figure = mpl
-    fig = Figure(figsize=(7.0, 4.5))
     ax = fig.add_subplot()
     xs = [p[1] for p in points]
     ax.scatter(xs, [p[2] for p in points], color="#4c78a8")
@@ -107,3 +109,30 @@ def scatter(points: list[tuple[str, float, float]], xlabel: str, ylabel: str) ->
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     return _svg(matplotlib, fig, "scatter")
+
+
+def error_curve(series: dict[str, list[float | None]], ylabel: str, mark: int | None = None) -> str | None:
+    """One line per series over op index (explain's SNR along the graph); ``mark``: the op to flag."""
+    matplotlib, fig = _sized_figure(9.0, 3.5)
+    if fig is None:
+        return None
+    ax = fig.add_subplot()
+    colors = ("#e45756", "#4c78a8", "#54a24b", "#9d755d")
+    for (label, values), color in zip(series.items(), colors, strict=False):
+        ys = [float("nan") if v is None else v for v in values]
+        ax.plot(range(len(values)), ys, label=label, color=color)
+    if mark is not None:
+        ax.axvline(mark, color="#333", linestyle="--", linewidth=1)
+        ax.annotate(
+            f"op {mark}",
+            (mark, 0),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, 3),
+            textcoords="offset points",
+            fontsize=8,
+        )
+    ax.set_xlabel("op (execution order)")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return _svg(matplotlib, fig, "curve")

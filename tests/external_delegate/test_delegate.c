@@ -13,6 +13,9 @@
  *   claim:none|add|mul|all_supported   which nodes to take (default none: coverage 0 %)
  *   bias:FLOAT         added to every result the delegate computes (default 0), so a test can
  *                      tell the delegate's kernel produced an output, not the builtin one
+ *   only_output:INDEX  claim only the supported node whose output is tensor INDEX (with bias:
+ *                      one op computed wrongly, explain's planted defect; tensor indices, unlike
+ *                      node indices, are the same in the sub-models explain cuts)
  *   graph_file:PATH    write the graph as seen through TfLiteContext (tensors, nodes), so a test
  *                      can compare it with the interpreter's own view and so check the layouts
  *   fail_create:1      report an error and return NULL from tflite_plugin_create_delegate
@@ -145,6 +148,7 @@ typedef struct Settings {
   float bias;
   bool fail_prepare;
   char* graph_file;
+  int only_output; /* -1: any */
 } Settings;
 
 typedef struct Op {
@@ -343,7 +347,9 @@ static EhStatus delegate_prepare(EhContext* context, EhDelegate* delegate) {
     EhNode* node = NULL;
     EhRegistration* reg = NULL;
     if (context->GetNodeAndRegistration(context, plan->data[i], &node, &reg) != EH_OK) continue;
-    if (supported(context, node, reg, settings->claim)) claimed->data[claimed->size++] = plan->data[i];
+    if (!supported(context, node, reg, settings->claim)) continue;
+    if (settings->only_output >= 0 && node->outputs->data[0] != settings->only_output) continue;
+    claimed->data[claimed->size++] = plan->data[i];
   }
 
   EhStatus status = EH_OK;
@@ -374,6 +380,7 @@ __attribute__((visibility("default"))) EhDelegate* tflite_plugin_create_delegate
   size_t count = (size_t)(uint32_t)num_options;
   Settings* settings = calloc(1, sizeof(Settings));
   if (!settings) return NULL;
+  settings->only_output = -1;
   const char* log_file = NULL;
   bool fail_create = false;
   char message[512];
@@ -408,6 +415,14 @@ __attribute__((visibility("default"))) EhDelegate* tflite_plugin_create_delegate
     } else if (strcmp(key, "graph_file") == 0) {
       free(settings->graph_file);
       settings->graph_file = copy_string(value);
+    } else if (strcmp(key, "only_output") == 0) {
+      char* end = NULL;
+      settings->only_output = (int)strtol(value, &end, 10);
+      if (end == value || *end != '\0') {
+        snprintf(message, sizeof(message), "evalharness test delegate: only_output:%s is not a tensor index", value);
+        report(report_error, message);
+        fail_create = true;
+      }
     } else if (strcmp(key, "fail_prepare") == 0) {
       settings->fail_prepare = strcmp(value, "1") == 0;
     } else if (strcmp(key, "fail_create") == 0 && strcmp(value, "1") == 0) {

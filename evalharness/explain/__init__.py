@@ -1,0 +1,5 @@
+"""Why did the answer change? Per-op traces and causal bisection between two runs' paths.
+
+``python -m evalharness.explain RUN_A RUN_B``: see :mod:`evalharness.explain.core`. It loads
+models, so it lives beside the runtime, not in ``report/`` (which never imports it).
+"""

@@ -1,0 +1,93 @@
+"""Causal bisection: which part of the graph, and which op, makes B's answer differ from A's.
+
+``restored(k)``: ops 0..k run on A's path (A's recorded activations), ops k+1..end on B's (a suffix
+sub-model fed the tensors crossing the cut); how many changed images get A's answer back. A binary
+search finds the smallest such k that restores all of them (about log2(ops) compilations; it assumes
+that more of A never restores fewer, and reports the count it measured at the k it found). Then,
+for every op j up to that k, B's whole path with op j's output taken from A (a suffix from j+1 fed
+B's tensors except op j's): the op that restores most changed images alone is the culprit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evalharness.explain.sides import Side
+
+
+def answer(side: Side, values: dict[int, np.ndarray]) -> int:
+    """Top-1 class index of the graph's (single) output."""
+    return int(np.argmax(values[side.graph.outputs[0]].ravel()))
+
+
+def saturated_ties(side: Side, acts: list[dict], images: list[int]) -> list[int]:
+    """Images whose integer output has its top value at the type's maximum more than once: clipped
+    logits tie and the lowest class index wins, whatever the ops computed."""
+    found = []
+    for i in images:
+        out = acts[i][side.graph.outputs[0]].ravel()
+        if out.dtype.kind in "iu" and out.max() == np.iinfo(out.dtype).max and (out == out.max()).sum() > 1:
+            found.append(i)
+    return found
+
+
+class Bisection:
+    """Suffix runs on B's path, fed tensors chosen per image, counted against A's answers."""
+
+    def __init__(
+        self, b: Side, a_acts: list[dict], b_acts: list[dict], changed: list[int], a_answers: list[int]
+    ):
+        self.b, self.a_acts, self.b_acts = b, a_acts, b_acts
+        self.changed, self.a_answers = changed, a_answers
+        self.n = len(b.graph.ops)
+        self.trials: dict[int, int] = {}
+
+    def _suffix_answers(self, start: int, feeds: list[dict]) -> list[int]:
+        if start >= self.n:
+            return [answer(self.b, f) for f in feeds]
+        graph = self.b.graph
+        model = self.b.load(f"from{start}", lambda p: graph.write(p, start, self.n, list(graph.outputs)))
+        crossing = [info.index for info in model.inputs]
+        outs = self.b.run_model(model, [{t: f[t] for t in crossing} for f in feeds])
+        return [answer(self.b, o) for o in outs]
+
+    def _count(self, answers: list[int]) -> list[int]:
+        return [i for i, got in zip(self.changed, answers, strict=True) if got == self.a_answers[i]]
+
+    def restored_upto(self, k: int) -> list[int]:
+        """Changed images whose answer comes back when ops 0..k run on A's path."""
+        got = self._suffix_answers(k + 1, [self.a_acts[i] for i in self.changed])
+        restored = self._count(got)
+        self.trials[k] = len(restored)
+        return restored
+
+    def split_point(self) -> tuple[int | None, list[int]]:
+        """Smallest k restoring every changed image (binary search), and those it restores. None when
+        even every op on A's path does not: B's output tensor itself (an int8 output's coarser
+        steps, ties in its top-1) changes the answer."""
+        lo, hi = -1, self.n - 1
+        everything = self.restored_upto(hi)
+        if len(everything) < len(self.changed):
+            return None, everything
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if len(self.restored_upto(mid)) == len(self.changed):
+                hi = mid
+            else:
+                lo = mid
+        return hi, self.restored_upto(hi)
+
+    def single_op(self, j: int) -> list[int]:
+        """Changed images restored when only op j's outputs come from A (the rest from B)."""
+        outputs = self.b.graph.ops[j].outputs
+        feeds = [{**self.b_acts[i], **{t: self.a_acts[i][t] for t in outputs}} for i in self.changed]
+        return self._count(self._suffix_answers(j + 1, feeds))
+
+    def culprits(self, upto: int) -> list[tuple[int, list[int]]]:
+        """(op, images it restores alone) for every op 0..upto that restores at least one."""
+        found = []
+        for j in range(upto + 1):
+            restored = self.single_op(j)
+            if restored:
+                found.append((j, restored))
+        return found

@@ -1,0 +1,130 @@
+"""Explain the changed answers of two runs: trace both paths, bisect, name the op.
+
+The changed images come from the task's own paired comparison (``changed_samples``, the rows
+``report diff`` lists); as many unchanged images (the first ones in dataset order) are controls, so
+an op's error on the changed images can be read against its error where nothing changed. Both
+sides are re-run from their run directories; a changed image whose change the re-run does not
+reproduce is reported and left out of the bisection (a delegate that is not deterministic, or a
+run made with other settings).
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+
+from evalharness.explain.bisect import Bisection, answer, saturated_ties
+from evalharness.explain.sides import ExplainError, check_pair, input_tensors, open_side
+from evalharness.explain.trace import Dequantizer, full_trace, local_outputs, op_errors, translate
+from evalharness.report.runs import definition_of
+from evalharness.rundir.reader import Run
+
+DEFAULT_CONTROLS = 5  # unchanged images traced when no answer changed (the error curve only)
+COMPARE_OPTIONS = {"alpha": 0.05, "iou": 0.5, "min_score": 0.0}
+
+
+def pick_images(a: Run, b: Run, max_changed: int, controls: int | None) -> tuple[list[str], list[str], int]:
+    """(changed ids, control ids, changed in all): up to ``max_changed`` changed images and as
+    many unchanged ones (``controls`` of them when given, e.g. when nothing changed)."""
+    definition = definition_of(a)
+    key = definition.sample_key
+    if not key or not definition.writes_predictions:
+        raise ExplainError(
+            f"task {a.task!r} records no per-image answers; explain needs per-image predictions"
+        )
+    comparison = definition.compare(a, b, COMPARE_OPTIONS) or {}
+    every = [sample_id for sample_id, _ in definition.changed_samples(comparison)]
+    changed = every[:max_changed]
+    wanted = controls if controls is not None else (len(changed) or DEFAULT_CONTROLS)
+    in_b = {r.get(key) for r in b.predictions}
+    unchanged = [r[key] for r in a.predictions if r.get(key) in in_b and r[key] not in set(changed)]
+    return changed, unchanged[:wanted], len(every)
+
+
+def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) -> dict:
+    """The explanation document (explain.json) of B's answers against A's."""
+    started = time.perf_counter()
+    changed, control, total = pick_images(a, b, max_changed, controls)
+    ids = changed + control
+    with tempfile.TemporaryDirectory(prefix="evalharness-explain-") as work:
+        side_a, side_b = open_side(a, "A", work), open_side(b, "B", work)
+        tensor_map = check_pair(a, b, side_a.graph, side_b.graph)
+        deq_a, deq_b = Dequantizer(), Dequantizer()
+        a_acts = full_trace(side_a, input_tensors(a, ids), deq_a)
+        b_acts = full_trace(side_b, input_tensors(b, ids), deq_b)
+        a_fed = translate(a_acts, tensor_map, deq_a, deq_b)
+        a_answers = [answer(side_a, v) for v in a_acts]
+        b_answers = [answer(side_b, v) for v in b_acts]
+        changed_idx = list(range(len(changed)))
+        reproduced = [i for i in changed_idx if a_answers[i] != b_answers[i]]
+        groups = {"changed": reproduced, "controls": list(range(len(changed), len(ids)))}
+        rows = op_errors(
+            side_a.graph,
+            tensor_map,
+            a_acts,
+            b_acts,
+            local_outputs(side_b, a_fed, deq_b),
+            groups,
+            deq_a,
+            deq_b,
+        )
+        bisect = _bisect(side_b, a_fed, b_acts, reproduced, a_answers, ids, rows)
+        compilations = side_a.compilations + side_b.compilations
+    images = [
+        {
+            "id": ids[i],
+            "group": "changed" if i < len(changed) else "control",
+            "a_top1": a_answers[i],
+            "b_top1": b_answers[i],
+            "reproduced": (a_answers[i] != b_answers[i])
+            if i < len(changed)
+            else (a_answers[i] == b_answers[i]),
+        }
+        for i in range(len(ids))
+    ]
+    return {
+        "kind": "evalharness explain",
+        "runs": {side.label: _run_identity(side) for side in (side_a, side_b)},
+        "images": images,
+        "changed_total": total,
+        "ops": rows,
+        "bisection": bisect,
+        "compilations": compilations,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def _run_identity(side) -> dict:
+    run = side.run
+    return {
+        "dir": run.dir,
+        "model": run.prov("model.path"),
+        "sha256": run.prov("model.sha256"),
+        "delegate": run.prov("delegate.name"),
+        "op_resolver": side.plan.op_resolver,
+        "runtime": side.runtime,
+    }
+
+
+def _bisect(side_b, a_acts, b_acts, reproduced, a_answers, ids, rows) -> dict | None:
+    if not reproduced:
+        return None
+    search = Bisection(side_b, a_acts, b_acts, reproduced, a_answers)
+    k, restored = search.split_point()
+    found = search.culprits(len(rows) - 1 if k is None else k)
+
+    def weight(item):  # most images restored, then the op with the lowest local SNR on them
+        j, imgs = item
+        snr = rows[j]["changed"]["local"]["snr_db"]
+        return (len(imgs), -(math.inf if snr is None else snr))  # -inf (NaN outputs) ranks first
+
+    found.sort(key=weight, reverse=True)
+    return {
+        "changed": len(reproduced),
+        "split_op": k,
+        "restored_at_split": [ids[i] for i in restored],
+        "trials": {str(t): n for t, n in sorted(search.trials.items())},
+        "culprits": [{"op": j, "restores": [ids[i] for i in imgs]} for j, imgs in found],
+        "output_saturated": [ids[i] for i in saturated_ties(side_b, b_acts, reproduced)],
+    }

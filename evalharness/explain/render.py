@@ -1,0 +1,215 @@
+"""explain.json as people read it: a summary sentence, tables, an HTML section, Model Explorer data.
+
+The HTML plots the accumulated SNR along the graph (changed vs control images) with the culprit op
+marked; ``report diff --format html`` links ``explain.html`` when it sits in the diff's runs'
+``explain`` folder. ``model_explorer.json`` is Model Explorer's per-graph node data
+(``{"results": {tensor name: {"value": ...}}, "gradient": [...]}``): load it beside the model
+to see each op's local SNR on the changed images on the graph, the culprit painted red.
+"""
+
+from __future__ import annotations
+
+import math
+
+from evalharness.numbers import fmt
+from evalharness.report import html, plots
+from evalharness.tables import Section
+
+SNR_CAP = 120.0  # |dB| shown in Model Explorer for identical tensors (+inf) and NaN outputs (-inf)
+
+
+def _snr(row: dict, group: str, kind: str):
+    return row.get(group, {}).get(kind, {}).get("snr_db")
+
+
+def _db(value) -> str:
+    if value is None:
+        return "n/a"
+    return "inf" if math.isinf(value) and value > 0 else f"{value:.1f}"
+
+
+def _short(name: str, width: int = 48) -> str:
+    return name if len(name) <= width else name[: width - 3] + "..."
+
+
+def culprit(doc: dict) -> dict | None:
+    found = (doc.get("bisection") or {}).get("culprits") or []
+    return found[0] if found else None
+
+
+def summary(doc: dict) -> str:
+    """The one sentence that answers "why did the answer change?"."""
+    bad = [r for r in doc["ops"] if any((r[g]["local"]["nonfinite"] or 0) for g in ("changed", "controls"))]
+    head = (
+        f"op {bad[0]['index']} {bad[0]['type']} is the first whose output on B's path is not finite "
+        "(NaN/inf) when fed A's finite inputs; "
+        if bad
+        else ""
+    )
+    return head + _why(doc)
+
+
+def _why(doc: dict) -> str:
+    b, ops = doc.get("bisection"), doc["ops"]
+    traced = [i for i in doc["images"] if i["group"] == "changed"]
+    if not b:
+        worst = min(ops, key=lambda r: _snr(r, "controls", "accumulated") or math.inf)
+        out = ops[-1]
+        head = (
+            f"no changed answer to explain ({len(traced)} changed image(s) traced, none reproduced)"
+            if traced
+            else "no answer changed between the runs"
+        )
+        return (
+            f"{head}; B's error along the graph on {sum(i['group'] == 'control' for i in doc['images'])} "
+            f"images: output SNR {_db(_snr(out, 'controls', 'accumulated'))} dB, lowest "
+            f"{_db(_snr(worst, 'controls', 'accumulated'))} dB at op {worst['index']} {worst['type']}"
+        )
+    k = b["split_op"]
+    text = (
+        f"{len(b['restored_at_split'])} of {b['changed']} changed answers come back when ops 0–{k} run on "
+        f"A's path"
+        if k is not None
+        else f"only {len(b['restored_at_split'])} of {b['changed']} changed answers come back even with "
+        "every op on A's path: B's output tensor itself (its type or quantization) changes the others"
+    )
+    if b.get("output_saturated"):
+        text += (
+            f"; on {len(b['output_saturated'])} of them B's integer output is clipped at its maximum and "
+            "the top classes tie (the lowest index wins)"
+        )
+    c = culprit(doc)
+    if c is None:
+        return text + "; no single op restores any of them alone (the change builds up over several ops)"
+    row = ops[c["op"]]
+    snr = {(g, k): _db(_snr(row, g, k)) for g in ("changed", "controls") for k in ("local", "accumulated")}
+    return (
+        f"{text}; op {row['index']} {row['type']} '{_short(row['name'], 80)}' carries "
+        f"{len(c['restores'])} of them: local SNR {snr['changed', 'local']} dB on changed images vs "
+        f"{snr['controls', 'local']} dB on controls (accumulated {snr['changed', 'accumulated']} vs "
+        f"{snr['controls', 'accumulated']} dB)"
+    )
+
+
+def sections(doc: dict, max_ops: int | None = None) -> list[Section]:
+    runs = doc["runs"]
+    run_rows = [
+        [label, r["delegate"] or "?", r["op_resolver"], r["model"], r["dir"]] for label, r in runs.items()
+    ]
+    images = [
+        [i["id"], i["group"], str(i["a_top1"]), str(i["b_top1"]), "yes" if i["reproduced"] else "NO"]
+        for i in doc["images"]
+    ]
+    out = [
+        Section("Summary", [], [], [summary(doc)], key="explain-summary"),
+        Section("Runs", ["side", "delegate", "op resolver", "model", "dir"], run_rows, key="explain-runs"),
+        Section(
+            f"Images ({doc['changed_total']} changed in the runs)",
+            ["image", "group", "A top-1", "B top-1", "re-run agrees with the runs"],
+            images,
+            key="explain-images",
+        ),
+    ]
+    b = doc.get("bisection")
+    if b:
+        trials = [[str(k), str(n)] for k, n in b["trials"].items()]
+        out.append(
+            Section(
+                "Bisection (ops 0..k on A's path)",
+                ["k", "changed answers restored"],
+                trials,
+                [f"split point: op {b['split_op']}" if b["split_op"] is not None else "no split point"],
+                key="explain-bisection",
+            )
+        )
+        ops = doc["ops"]
+        rows = [
+            [
+                str(c["op"]),
+                ops[c["op"]]["type"],
+                _short(ops[c["op"]]["name"]),
+                str(len(c["restores"])),
+                _db(_snr(ops[c["op"]], "changed", "local")),
+                _db(_snr(ops[c["op"]], "controls", "local")),
+            ]
+            for c in b["culprits"]
+        ]
+        out.append(
+            Section(
+                "Ops that restore changed answers alone (op's output taken from A)",
+                ["op", "type", "name", "restores", "local SNR changed", "local SNR controls"],
+                rows,
+                key="explain-culprits",
+            )
+        )
+    out.append(_op_table(doc, max_ops))
+    return out
+
+
+def _op_table(doc: dict, max_ops: int | None) -> Section:
+    ops = doc["ops"][:max_ops] if max_ops else doc["ops"]
+    mark = (culprit(doc) or {}).get("op")
+    rows = [
+        [
+            f"{r['index']}{' *' if r['index'] == mark else ''}",
+            r["type"],
+            _short(r["name"], 40),
+            _db(_snr(r, "changed", "local")),
+            _db(_snr(r, "controls", "local")),
+            _db(_snr(r, "changed", "accumulated")),
+            _db(_snr(r, "controls", "accumulated")),
+            fmt(r["controls"]["accumulated"]["max_abs"], ".4g"),
+            fmt(r["controls"]["accumulated"]["cosine"], ".5f"),
+        ]
+        for r in ops
+    ]
+    return Section(
+        "Per-op error of B against A (SNR in dB)",
+        ["op", "type", "name", "local chg", "local ctl", "accum chg", "accum ctl", "max abs ctl", "cos ctl"],
+        rows,
+        [
+            "local: B's kernel for the op alone, fed A's inputs; accum: B's whole path; * the culprit",
+            "chg: changed images; ctl: control images; inf: identical",
+        ],
+        key="explain-ops",
+    )
+
+
+def render_html(doc: dict) -> str:
+    ops = doc["ops"]
+
+    def series(group: str, kind: str) -> list:
+        return [
+            v if v is not None and math.isfinite(v) else None for v in (_snr(r, group, kind) for r in ops)
+        ]
+
+    curve = plots.error_curve(
+        {
+            "accumulated, changed": series("changed", "accumulated"),
+            "accumulated, controls": series("controls", "accumulated"),
+            "local, changed": series("changed", "local"),
+        },
+        "SNR of B against A, dB",
+        (culprit(doc) or {}).get("op"),
+    )
+    figure = html.figure_html("Error along the graph (gaps: identical tensors)", curve)
+    return html.page(
+        "evalharness explain: why did the answer change?", sections(doc), {"explain-summary": [figure]}
+    )
+
+
+def model_explorer(doc: dict) -> dict:
+    """Model Explorer node data (one graph): local SNR on the changed images (controls when none)."""
+    group = (
+        "changed" if any(i["group"] == "changed" and i["reproduced"] for i in doc["images"]) else "controls"
+    )
+    mark = (culprit(doc) or {}).get("op")
+    results = {}
+    for r in doc["ops"]:
+        value = _snr(r, group, "local")
+        value = SNR_CAP if value is None else round(min(max(value, -SNR_CAP), SNR_CAP), 3)  # finite numbers
+        results[r["tensor"]] = {"value": value, **({"bgColor": "#d62728"} if r["index"] == mark else {})}
+    return {
+        "results": results,
+        "gradient": [{"stop": 0, "bgColor": "#f4a582"}, {"stop": 1, "bgColor": "#f7f7f7"}],
+    }

@@ -1,0 +1,149 @@
+"""Per-op numeric trace: how far side B's tensors are from side A's, op by op.
+
+Two errors per op, each on the changed images and on the control images:
+
+- **local**: B's kernel for this one op, fed A's inputs (a single-op sub-model on B's path), against
+  A's output. It isolates what the op itself does differently.
+- **accumulated**: B's whole graph (every activation exposed as an output) against A's. It is the
+  error as it builds up along the graph.
+
+Values are compared dequantised (real values), so an int8 tensor and its float twin compare in
+the same units. SNR is pooled over the group's images: 10·log10(Σa² / Σ(a−b)²) dB (∞ when equal).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from evalharness.explain.sides import Side
+from evalharness.runtime.subgraph import ModelGraph
+
+
+class Dequantizer:
+    """Tensor index -> (scale, zero_point) of the tensors a side's models expose."""
+
+    def __init__(self) -> None:
+        self.params: dict[int, tuple[float, int]] = {}
+        self.dtypes: dict[int, str] = {}
+
+    def learn(self, model) -> None:
+        for info in [*model.inputs, *model.outputs]:
+            self.params.setdefault(info.index, (info.scale, info.zero_point))
+            self.dtypes.setdefault(info.index, info.dtype)
+
+    def quantize(self, index: int, real: np.ndarray) -> np.ndarray:
+        """Real values as this side's tensor ``index`` holds them (its dtype, scale, zero point)."""
+        dtype, (scale, zero_point) = np.dtype(self.dtypes[index]), self.params.get(index, (0.0, 0))
+        if dtype.kind in "iu" and scale:
+            info = np.iinfo(dtype)
+            return np.clip(np.round(real / scale) + zero_point, info.min, info.max).astype(dtype)
+        return real.astype(dtype)
+
+    def __call__(self, index: int, value: np.ndarray) -> np.ndarray:
+        scale, zero_point = self.params.get(index, (0.0, 0))
+        if scale and value.dtype.kind in "iu":
+            return (value.astype(np.float64) - zero_point) * scale
+        return value.astype(np.float64)
+
+
+def full_trace(side: Side, inputs: list[np.ndarray], deq: Dequantizer) -> list[dict[int, np.ndarray]]:
+    """Every activation of every image on ``side``'s path (raw values, by tensor index)."""
+    model = side.load("exposed", side.graph.write_exposed)
+    deq.learn(model)
+    feeds = [dict(zip(side.graph.inputs, [x], strict=True)) for x in inputs]
+    return [{**feed, **out} for feed, out in zip(feeds, side.run_model(model, feeds), strict=True)]
+
+
+def translate(
+    a_acts: list[dict], tensor_map: dict[int, int], deq_a: Dequantizer, deq_b: Dequantizer
+) -> list[dict[int, np.ndarray]]:
+    """A's activations as B's tensors (B's indices; requantized where B's type or scale differs:
+    a float model's tensors fed to its int8 variant)."""
+    out = []
+    for acts in a_acts:
+        fed = {}
+        for t, u in tensor_map.items():
+            same = deq_a.dtypes.get(t) == deq_b.dtypes.get(u) and deq_a.params.get(t) == deq_b.params.get(u)
+            fed[u] = acts[t] if same else deq_b.quantize(u, deq_a(t, acts[t]))
+        out.append(fed)
+    return out
+
+
+def local_outputs(side: Side, a_fed: list[dict], deq: Dequantizer) -> list[list[dict[int, np.ndarray]]]:
+    """Per op, B's output of that op alone fed A's tensors (``translate``d; one entry per image)."""
+    per_op = []
+    for op in side.graph.ops:
+        model = side.load(
+            f"op{op.index}",
+            lambda p, i=op.index: side.graph.write(p, i, i + 1, list(side.graph.ops[i].outputs)),
+        )
+        deq.learn(model)
+        per_op.append(side.run_model(model, a_fed))
+    return per_op
+
+
+def error_stats(pairs: list[tuple[np.ndarray, np.ndarray]]) -> dict:
+    """max / mean absolute error, mean cosine similarity and pooled SNR (dB) of (a, b) pairs, and
+    how many of B's values are not finite (a delegate's NaN / inf outputs: every error then reads
+    infinite, never a quiet number)."""
+    if not pairs:
+        return {"max_abs": None, "mean_abs": None, "cosine": None, "snr_db": None, "nonfinite": None}
+    nonfinite = sum(int(np.size(b) - np.count_nonzero(np.isfinite(b))) for _, b in pairs)
+    if nonfinite:
+        return {
+            "max_abs": math.inf,
+            "mean_abs": math.inf,
+            "cosine": None,
+            "snr_db": -math.inf,
+            "nonfinite": nonfinite,
+        }
+    diffs = [np.abs(a - b) for a, b in pairs]
+    signal = sum(float(np.sum(a * a)) for a, _ in pairs)
+    noise = sum(float(np.sum(d * d)) for d in diffs)
+    cosines = []
+    for a, b in pairs:
+        na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+        cosines.append(
+            1.0 if na == nb == 0 else (float(np.dot(a.ravel(), b.ravel())) / (na * nb) if na and nb else 0.0)
+        )
+    snr = math.inf if noise == 0 else (-math.inf if signal == 0 else 10 * math.log10(signal / noise))
+    return {
+        "max_abs": float(max(float(d.max()) for d in diffs)),
+        "mean_abs": float(np.mean([float(d.mean()) for d in diffs])),
+        "cosine": float(np.mean(cosines)),
+        "snr_db": snr,
+        "nonfinite": 0,
+    }
+
+
+def op_errors(
+    graph: ModelGraph,
+    tensor_map: dict[int, int],
+    a_acts: list[dict],
+    b_acts: list[dict],
+    b_local: list[list[dict]],
+    groups: dict[str, list[int]],
+    deq_a: Dequantizer,
+    deq_b: Dequantizer,
+) -> list[dict]:
+    """One row per op: its identity and, per group of images, local and accumulated errors of its
+    first output."""
+    rows = []
+    for op in graph.ops:
+        t = op.outputs[0]
+        u = tensor_map[t]
+        row = {"index": op.index, "type": op.type, "name": op.name, "tensor": graph.tensor_name(t)}
+        for group, images in groups.items():
+            ref = [deq_a(t, a_acts[i][t]) for i in images]
+            row[group] = {
+                "local": error_stats(
+                    [(r, deq_b(u, b_local[op.index][i][u])) for r, i in zip(ref, images, strict=True)]
+                ),
+                "accumulated": error_stats(
+                    [(r, deq_b(u, b_acts[i][u])) for r, i in zip(ref, images, strict=True)]
+                ),
+            }
+        rows.append(row)
+    return rows
