@@ -104,23 +104,23 @@ class Matching:
         matched, ignored = self.matched[:, layout], self.ignored[:, layout]
         plan = [_threshold_plan(cat, matched[t], ignored[t], n_cat) for t in range(n_thr)]
         tiled = copy >= 0
-        out_q = np.zeros((weights.shape[0], n_thr, n_cat, n_rec))
+        out = {name: np.empty(len(weights)) for name in ("AP", "AP50", "AP75")}
+        out["per_class"] = np.empty((len(weights), n_cat))
+        q = np.empty((n_thr, n_cat, n_rec))
         for b, w in enumerate(weights):
             npig = self.gt_count @ w  # (K,)
             w_det = w[img]
             w_det[tiled] = copy[tiled] < w_det[tiled]
             total = np.cumsum(w_det)
             for t, tp in enumerate(plan):
-                out_q[b, t] = self._precision(tp, w_det, total, npig, n_cat, n_rec)
-        valid = (self.gt_count @ weights.T).T > 0  # (B, K)
-        q = np.where(valid[:, None, :, None], out_q, np.nan)
-        with np.errstate(invalid="ignore"):
-            return {
-                "AP": _nanmean(q, (1, 2, 3)),
-                "AP50": _nanmean(q[:, AP50], (1, 2)),
-                "AP75": _nanmean(q[:, AP75], (1, 2)),
-                "per_class": _nanmean(q, (1, 3)),
-            }
+                q[t] = self._precision(tp, w_det, total, npig, n_cat, n_rec)
+            valid = npig > 0  # pycocotools' -1: no ground truth of the class in this resample
+            chosen = q[:, valid]
+            out["AP"][b] = chosen.mean() if chosen.size else np.nan
+            out["AP50"][b] = chosen[AP50].mean() if chosen.size else np.nan
+            out["AP75"][b] = chosen[AP75].mean() if chosen.size else np.nan
+            out["per_class"][b] = np.where(valid, q.mean(axis=(0, 2)), np.nan)
+        return out
 
     def _layout(self, copies: int) -> tuple[np.ndarray, np.ndarray]:
         """(detection index, copy number or -1) of each entry: groups of one image's same-class
@@ -199,8 +199,3 @@ def _threshold_plan(det_cat, matched, ignored, n_cat: int) -> dict:
     }
 
 
-def _nanmean(values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-    valid = np.isfinite(values)
-    count = valid.sum(axis=axes)
-    total = np.where(valid, values, 0.0).sum(axis=axes)
-    return np.where(count > 0, total / np.maximum(count, 1), np.nan)

@@ -17,6 +17,8 @@ from evalharness.numbers import fmt
 from evalharness.rundir.reader import Run
 from evalharness.scoring.base import Scorer, TaskDefinition, register
 from evalharness.scoring.boxes import detection_diff, per_class_deltas
+from evalharness.scoring.coco_stats import BOOTSTRAP_STATS, bootstrap_intervals, paired_ap_bootstrap
+from evalharness.scoring.intervals import CONFIDENCE, fmt_interval
 from evalharness.tables import Section, more_rows
 
 RESULTS_FILE = "coco_results.json"
@@ -29,6 +31,8 @@ class CocoSettings:
     num_images: int = 0  # first N images in ascending image id; 0 = all
     backend: str = "pycocotools"  # pycocotools | faster_coco_eval
     tflite_tool_ap: bool = True  # also report AP as TFLite's coco_object_detection tool defines it
+    bootstrap_resamples: int = 1000  # image-level resamples of the AP intervals; 0 = no intervals
+    bootstrap_seed: int = 0  # the resamples' seed: rescore, merge and diff redraw the same images
 
 
 class DetectionStore:
@@ -70,8 +74,11 @@ class DetectionStore:
 
 
 class CocoScorer(Scorer):
-    def __init__(self, annotations: dict, backend: str, tflite_tool: bool) -> None:
+    def __init__(
+        self, annotations: dict, backend: str, tflite_tool: bool, resamples: int = 0, seed: int = 0
+    ) -> None:
         self.annotations, self.backend, self.tflite_tool = annotations, backend, tflite_tool
+        self.resamples, self.seed = resamples, seed
         self.detections = DetectionStore()
         self.image_ids: list[int] = []
         self.unmapped = 0
@@ -85,7 +92,9 @@ class CocoScorer(Scorer):
         from evalharness.metrics import evaluate_bbox, tflite_tool_ap
 
         results = list(self.detections.rows())  # pycocotools scores from one list; freed on return
-        scored = evaluate_bbox(self.annotations, results, backend=self.backend, image_ids=self.image_ids)
+        scored = evaluate_bbox(
+            self.annotations, results, self.backend, self.image_ids, keep_matching=self.resamples > 0
+        )
         metrics = {
             **scored["stats"],
             "per_class": scored["per_class"],
@@ -97,7 +106,20 @@ class CocoScorer(Scorer):
         }
         if self.tflite_tool:
             metrics["tflite_tool"] = tflite_tool_ap(self.annotations, results, image_ids=self.image_ids)
+        if self.resamples > 0:
+            metrics["intervals"] = bootstrap_intervals(
+                scored["matching"], self.resamples, self.seed, CONFIDENCE
+            )
         return metrics
+
+    def matching(self):
+        """pycocotools' per-image matching of the added records (for a paired bootstrap)."""
+        from evalharness.metrics import evaluate_bbox
+
+        results = list(self.detections.rows())
+        return evaluate_bbox(self.annotations, results, "pycocotools", self.image_ids, keep_matching=True)[
+            "matching"
+        ]
 
 
 @register
@@ -118,8 +140,16 @@ class CocoDefinition(TaskDefinition):
     def scorer(self, ground_truth=None, backend: str | None = None) -> CocoScorer:
         s = self.settings
         return CocoScorer(
-            ground_truth, backend or s.get("backend", "pycocotools"), s.get("tflite_tool_ap", True)
+            ground_truth,
+            backend or s.get("backend", "pycocotools"),
+            s.get("tflite_tool_ap", True),
+            *self._bootstrap(),
         )
+
+    def _bootstrap(self) -> tuple[int, int]:
+        """(resamples, seed) of the run's settings; runs made before them get the defaults."""
+        s = self.settings
+        return int(s.get("bootstrap_resamples", 1000)), int(s.get("bootstrap_seed", 0))
 
     def load_ground_truth(self, run: Run) -> dict:
         """The annotation file the run recorded, refused if it changed since (sha256)."""
@@ -145,7 +175,7 @@ class CocoDefinition(TaskDefinition):
         first = runs[0]
         stored = first.metrics.get("backend") or self.settings.get("backend", "pycocotools")
         tflite = "tflite_tool" in first.metrics  # score what the run reported
-        return CocoScorer(self.load_ground_truth(first), backend or stored, tflite)
+        return CocoScorer(self.load_ground_truth(first), backend or stored, tflite, *self._bootstrap())
 
     def artifacts(self, scorer: CocoScorer) -> dict[str, object]:
         """The standard COCO results JSON, re-scorable by any COCO tool."""
@@ -158,6 +188,13 @@ class CocoDefinition(TaskDefinition):
         if "tflite_tool" in metrics:
             ap = metrics["tflite_tool"]["AP"]
             lines.append(f"TFLite-tool AP (0.5:0.95, 101-point, no area ranges): {ap:.6f}")
+        intervals = metrics.get("intervals")  # schema 2 on, bootstrap_resamples > 0
+        if intervals:
+            shown = ", ".join(f"{name} {fmt_interval(intervals[name])}" for name in BOOTSTRAP_STATS)
+            lines.append(
+                f"{intervals['confidence']:.0%} intervals (image bootstrap, B={intervals['resamples']}, "
+                f"seed {intervals['seed']}): {shown}"
+            )
         return lines
 
     def headline(self, metrics: dict) -> dict[str, float]:

@@ -14,6 +14,7 @@ from evalharness.errors import EvalHarnessError
 from evalharness.numbers import fmt
 from evalharness.rundir.reader import Run
 from evalharness.scoring.base import Scorer, TaskDefinition, register
+from evalharness.scoring.intervals import CONFIDENCE, fmt_interval, wilson
 from evalharness.scoring.paired import classification_diff, format_p, verdict
 from evalharness.tables import Section, more_rows
 
@@ -51,6 +52,11 @@ class TopKScorer(Scorer):
         metrics = {f"top{i + 1}": (float(self.hits[i]) / n if n else 0.0) for i in range(k)}
         metrics["correct"] = {f"top{i + 1}": self.hits[i] for i in range(k)}
         metrics["num_scored"] = n
+        metrics["intervals"] = {
+            "method": "wilson",
+            "confidence": CONFIDENCE,
+            **{f"top{i + 1}": wilson(self.hits[i], n) for i in range(k)},
+        }
         return metrics
 
 
@@ -88,7 +94,16 @@ class ImageNetDefinition(TaskDefinition):
     def summary_lines(self, doc: dict) -> list[str]:
         """``Top-k Accuracy: x`` for k = 1..K, as TFLite's imagenet tool prints them."""
         metrics = doc["metrics"]
-        return [f"Top-{k} Accuracy: {metrics[f'top{k}']:g}" for k in range(1, len(metrics["correct"]) + 1)]
+        ks = range(1, len(metrics["correct"]) + 1)
+        lines = [f"Top-{k} Accuracy: {metrics[f'top{k}']:g}" for k in ks]
+        intervals = metrics.get("intervals")  # schema 2 on
+        if intervals:
+            shown = ", ".join(f"top-{k} {fmt_interval(intervals[f'top{k}'])}" for k in ks)
+            lines.append(
+                f"{intervals['confidence']:.0%} intervals ({intervals['method']}, "
+                f"{metrics['num_scored']} images): {shown}"
+            )
+        return lines
 
     def headline(self, metrics: dict) -> dict[str, float]:
         tops = sorted(
@@ -114,6 +129,15 @@ class ImageNetDefinition(TaskDefinition):
             ["both wrong, top-1 changed", fmt(c["changed_both_wrong"])],
             ["McNemar exact p (two-sided)", format_p(c["mcnemar_p"])],
         ]
+        if "delta_top1" in c:  # diffs made since the paired interval exists
+            stats += [
+                ["top-1 change B - A", fmt(c["delta_top1"], "+.4f")],
+                [
+                    f"{CONFIDENCE:.0%} paired interval (Newcombe)",
+                    fmt_interval(c["delta_top1_interval"], "+.4f"),
+                ],
+                ["images for 80 % power at this change", fmt(c["images_needed"])],
+            ]
         changes = c["top1_changes"]
         rows = [
             [ch["id"], short(ch["label"]), short(ch["a_top1"]), short(ch["b_top1"]), CHANGE_TEXT[ch["kind"]]]
