@@ -210,12 +210,30 @@ class CocoDefinition(TaskDefinition):
         det["per_class"] = per_class_deltas(
             a.metrics.get("per_class") or {}, b.metrics.get("per_class") or {}
         )
+        resamples, seed = self._bootstrap()
+        if resamples > 0:
+            det["paired_bootstrap"] = self._paired_bootstrap(a, b, resamples, seed)
         return det
+
+    def _paired_bootstrap(self, a: Run, b: Run, resamples: int, seed: int) -> dict:
+        """ΔAP, ΔAP50, ΔAP75 with paired intervals and p: both runs' matchings re-accumulated on the
+        same image resamples (runs are comparable, so they scored the same images)."""
+        ground_truth = self.load_ground_truth(a)
+        matchings = []
+        for run in (a, b):
+            scorer = CocoScorer(ground_truth, "pycocotools", False).add_all(run.predictions)
+            matchings.append(scorer.matching())
+        return paired_ap_bootstrap(*matchings, resamples, seed, CONFIDENCE)
 
     def pairwise(self, comparison: dict) -> dict[str, float]:
         values = super().pairwise(comparison)
         values.pop("iou_threshold", None)
         values.pop("min_score", None)
+        boot = comparison.get("paired_bootstrap") or {}
+        for name in BOOTSTRAP_STATS:
+            if isinstance(boot.get(name), dict) and boot[name]["interval"] is not None:
+                low, high = boot[name]["interval"]
+                values.update({f"{name}_ci_low": low, f"{name}_ci_high": high, f"{name}_p": boot[name]["p"]})
         return values
 
     def verdict(self, diff: dict) -> str:
@@ -229,9 +247,25 @@ class CocoDefinition(TaskDefinition):
             return f"no AP to compare; {where}"
         if ap["delta"] == 0 and det["unmatched"] == 0:
             return f"B detects the same boxes as A (AP {ap['a']:.4f}, mean IoU {iou})"
+        boot = (det.get("paired_bootstrap") or {}).get("AP")
+        if not boot or boot["interval"] is None:
+            test = "no significance test for AP"
+        else:
+            low, high = boot["interval"]
+            alpha, margin = diff["alpha"], diff.get("equivalence_margin", 0.01)
+            if boot["p"] < alpha:
+                finding = "significant"
+            elif -margin <= low and high <= margin:
+                finding = f"equivalent within ±{margin:g}"
+            else:
+                finding = "no difference detected at this size"
+            test = (
+                f"{finding}: paired bootstrap ΔAP {CONFIDENCE:.0%} interval [{low:+.4f}, {high:+.4f}], "
+                f"p={boot['p']:.3g}, alpha={alpha:g}"
+            )
         return (
             f"B's AP differs from A's by {ap['delta']:+.4f} ({ap['a']:.4f} -> {ap['b']:.4f}); {where}, "
-            f"mean IoU of matched boxes {iou} (no significance test for AP)"
+            f"mean IoU of matched boxes {iou} ({test})"
         )
 
     def diff_sections(self, d: dict, max_rows: int) -> list[Section]:
@@ -255,6 +289,15 @@ class CocoDefinition(TaskDefinition):
              fmt(r["delta"], "+.4f"), str(r["num_gt"])]
             for r in d["per_class"][:max_rows]
         ]  # fmt: skip
+        boot = d.get("paired_bootstrap")
+        if boot:
+            stats += [
+                [
+                    f"Δ{name} {boot['confidence']:.0%} paired interval, p (B={boot['resamples']})",
+                    f"{fmt_interval(boot[name]['interval'], '+.4f')}, p={fmt(boot[name]['p'], '.3g')}",
+                ]
+                for name in BOOTSTRAP_STATS
+            ]
         return [
             Section(
                 "Boxes", ["", "value"], stats, [f"detections with score >= {d['min_score']:g}"], key="boxes"

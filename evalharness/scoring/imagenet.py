@@ -116,7 +116,14 @@ class ImageNetDefinition(TaskDefinition):
         return classification_diff(a.predictions, b.predictions, same_labels)
 
     def verdict(self, diff: dict) -> str:
-        return verdict(diff[self.comparison], diff["alpha"])
+        return verdict(diff[self.comparison], diff["alpha"], diff.get("equivalence_margin", 0.01))
+
+    def pairwise(self, comparison: dict) -> dict[str, float]:
+        """As the base, plus ``top1_ci_low``/``top1_ci_high``: the paired interval of Δtop-1."""
+        values = super().pairwise(comparison)
+        if comparison.get("delta_top1_interval"):
+            values["top1_ci_low"], values["top1_ci_high"] = comparison["delta_top1_interval"]
+        return values
 
     def diff_sections(self, c: dict, max_rows: int) -> list[Section]:
         stats = [
