@@ -82,7 +82,8 @@ def test_bootstrap_helpers():
     assert (resample_weights(7, 50, seed=3) == w).all() and not (resample_weights(7, 50, seed=4) == w).all()
     assert percentile_interval(np.arange(101.0)) == pytest.approx([2.5, 97.5])
     assert bootstrap_p(np.array([0.1, 0.2, 0.3, -0.1])) == 0.5
-    assert bootstrap_p(np.zeros(10)) == 1.0
+    assert bootstrap_p(np.zeros(10)) == 1.0 and bootstrap_p(np.array([0.0, 0.0, 1.0, 1.0])) == 0.5
+    assert bootstrap_p(np.array([0.0] + [1.0] * 99)) == pytest.approx(0.01)
 
 
 def _doc(low: float, high: float, delta: float, p: float) -> dict:

@@ -17,6 +17,7 @@ import numpy as np
 
 CONFIDENCE = 0.95  # every interval in metrics.json and the reports
 POWER = 0.80  # the power of the "images needed" figure
+TIE = 1e-12  # resampled changes this close to 0 are no change (float rounding of equal sums)
 
 
 def z_value(confidence: float = CONFIDENCE) -> float:
@@ -84,11 +85,14 @@ def percentile_interval(samples: np.ndarray, confidence: float = CONFIDENCE) -> 
 
 def bootstrap_p(deltas: np.ndarray) -> float | None:
     """Two-sided bootstrap p of "no change": twice the smaller share of resampled deltas on either
-    side of 0 (a delta of exactly 0 counts on both sides), capped at 1."""
+    side of 0, capped at 1. A delta of exactly 0 (a resample that drew none of the images where the
+    runs differ) counts half on each side (mid-p), so identical runs get p = 1. "Exactly" is within
+    ``TIE``: two averages of the same numbers summed in another order differ by rounding."""
     finite = deltas[np.isfinite(deltas)]
     if finite.size == 0:
         return None
-    below, above = np.mean(finite <= 0), np.mean(finite >= 0)
+    ties = np.mean(np.abs(finite) <= TIE) / 2
+    below, above = np.mean(finite < -TIE) + ties, np.mean(finite > TIE) + ties
     return float(min(1.0, 2 * min(below, above)))
 
 
