@@ -132,6 +132,11 @@ class TaskDefinition:
             f"{p50['speedup']:.3f}); no per-image comparison for task {diff['task']}"
         )
 
+    def agreement(self, a: Run, b: Run) -> dict | None:
+        """Cheap image-by-image agreement of two runs on the same samples, for the sweep's N×N
+        matrix: ``{"name": ..., "value": fraction, "p": p-value or None}``; None: the task has none."""
+        return None
+
     def pairwise(self, comparison: dict) -> dict[str, float]:
         """The pair quantities ``--fail-if`` rules may name (numbers of the comparison)."""
         return {k: v for k, v in comparison.items() if isinstance(v, int | float) and not isinstance(v, bool)}

@@ -215,6 +215,12 @@ class CocoDefinition(TaskDefinition):
             det["paired_bootstrap"] = self._paired_bootstrap(a, b, resamples, seed)
         return det
 
+    def agreement(self, a: Run, b: Run) -> dict:
+        """Box-match rate: matched boxes (same class, IoU >= 0.5) over the mean box count."""
+        boxes = detection_diff(a.predictions, b.predictions, 0.5, 0.0)["detections"]
+        total = boxes["a"] + boxes["b"]
+        return {"name": "box-match rate", "value": 2 * boxes["matched"] / total if total else None, "p": None}
+
     def _paired_bootstrap(self, a: Run, b: Run, resamples: int, seed: int) -> dict:
         """ΔAP, ΔAP50, ΔAP75 with paired intervals and p: both runs' matchings re-accumulated on the
         same image resamples (runs are comparable, so they scored the same images)."""

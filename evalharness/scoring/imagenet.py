@@ -115,6 +115,10 @@ class ImageNetDefinition(TaskDefinition):
         same_labels = a.prov("labels.sha256") == b.prov("labels.sha256")
         return classification_diff(a.predictions, b.predictions, same_labels)
 
+    def agreement(self, a: Run, b: Run) -> dict:
+        c = self.compare(a, b, {})
+        return {"name": "top-1 agreement", "value": c["top1_agreement"], "p": c["mcnemar_p"]}
+
     def verdict(self, diff: dict) -> str:
         return verdict(diff[self.comparison], diff["alpha"], diff.get("equivalence_margin", 0.01))
 
