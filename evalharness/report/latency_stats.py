@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import Run
 from evalharness.scoring.intervals import CONFIDENCE, fmt_interval, percentile_interval
 
@@ -19,7 +20,9 @@ STATS = {"mean": np.mean, "p50": np.median}
 
 
 def samples(run: Run) -> np.ndarray:
-    values = [r.get("latency_ms") for r in run.predictions] if run.doc.get("predictions") else []
+    """The run's per-invoke latencies (ms); empty for a task that writes no predictions."""
+    stored = definition_of(run).writes_predictions and (run.doc.get("predictions") or {}).get("count")
+    values = [r.get("latency_ms") for r in run.predictions] if stored else []
     return np.asarray([v for v in values if isinstance(v, int | float)], dtype=np.float64)
 
 

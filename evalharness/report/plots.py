@@ -140,7 +140,12 @@ def latency_distributions(runs: list[tuple[str, list[float]]]) -> str | None:
         return None
     ax = fig.add_subplot()
     ordered = list(reversed(runs))
-    ax.boxplot([values for _, values in ordered], vert=False, widths=0.5, flierprops={"markersize": 2})
+    data = [values for _, values in ordered]
+    style = {"widths": 0.5, "flierprops": {"markersize": 2}}
+    try:  # matplotlib >= 3.10 names the direction; older ones only know vert
+        ax.boxplot(data, orientation="horizontal", **style)
+    except TypeError:
+        ax.boxplot(data, vert=False, **style)
     ax.set_yticks(range(1, len(ordered) + 1), [label for label, _ in ordered])
     ax.set_xlabel("invoke() latency, ms")
     values = [v for _, vs in runs for v in vs]
