@@ -114,3 +114,25 @@ def test_compound_rule_keeps_the_first_condition_fields():
     rule = parse_rule("mcnemar_p<0.05 AND top1<0")
     assert (rule.name, rule.op, rule.value, rule.relative) == ("mcnemar_p", "<", 0.05, False)
     assert rule.also[0].name == "top1"
+
+
+def test_speedup_interval_marks_three_percent_as_noise_at_small_sizes():
+    from evalharness.report.latency_stats import speedup_intervals
+
+    rng = np.random.default_rng(5)
+    few = speedup_intervals(rng.normal(10.0, 2.0, 20), rng.normal(9.7, 2.0, 20))  # sd 20 %
+    many = speedup_intervals(rng.normal(10.0, 1.0, 20_000), rng.normal(9.7, 1.0, 20_000))
+    assert few["stats"]["mean"]["noise"] and few["stats"]["p50"]["noise"]
+    assert not many["stats"]["mean"]["noise"] and 1.02 < many["stats"]["mean"]["interval"][0] < 1.03
+    assert speedup_intervals(np.array([1.0]), np.array([1.0, 2.0])) == {}
+
+
+def test_mean_error_interval_equals_scipy_normal_interval():
+    from scipy.stats import norm
+
+    from evalharness.scoring.inference_diff import mean_interval
+
+    values = np.array([1e-4, 3e-4, 2e-4, 5e-4, 4e-4])
+    expected = norm.interval(0.95, loc=values.mean(), scale=values.std(ddof=1) / np.sqrt(values.size))
+    assert mean_interval(values) == pytest.approx(list(expected), rel=1e-12)
+    assert mean_interval(values[:1]) is None
