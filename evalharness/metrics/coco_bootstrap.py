@@ -32,9 +32,6 @@ import numpy as np
 AREA_ALL = 0  # index of area range "all" in pycocotools' evalImgs
 AP50, AP75 = 0, 5  # IoU threshold indices of 0.50 and 0.75 in 0.50:0.05:0.95
 EPS = np.spacing(1)  # pycocotools' guard in tp / (tp + fp + eps)
-# resamples computed together as rows of 2-D arrays; measured on the 5,000-image benchmark set, 4 or
-# 16 rows were slower than 1 (the arrays leave the cache), so one row at a time
-CHUNK = 1
 
 
 @dataclass
@@ -133,41 +130,49 @@ class Matching:
         """
         weights = np.asarray(weights, dtype=np.float64)
         n_thr, n_cat, n_rec = self.matched.shape[0], len(self.cat_ids), self.rec_thrs.size
-        layout, copy = self._layout(int(weights.max(initial=1)))
+        layout, copy = self._layout(weights.max(axis=0).astype(np.int64))
         img, cat = self.det_img[layout], self.det_cat[layout]
         matched, ignored = self.matched[:, layout], self.ignored[:, layout]
-        plan = [_threshold_plan(cat, matched[t], ignored[t], n_cat) for t in range(n_thr)]
+        plan = [_threshold_plan(cat, matched[t], ignored[t], n_cat, n_rec) for t in range(n_thr)]
         tiled = np.flatnonzero(copy >= 0)
         tiled_copy, tiled_img = copy[tiled], img[tiled]
         out = {name: np.empty(len(weights)) for name in ("AP", "AP50", "AP75")}
         out["per_class"] = np.empty((len(weights), n_cat))
-        for lo in range(0, len(weights), CHUNK):
-            w = weights[lo : lo + CHUNK]  # (c, N): a chunk of resamples at once
-            npig = w @ self.gt_count.T  # (c, K)
-            w_det = w[:, img]
-            w_det[:, tiled] = tiled_copy < w[:, tiled_img]
-            total = np.cumsum(w_det, axis=1)
-            q = np.stack([self._precision(tp, w_det, total, npig, n_cat, n_rec) for tp in plan], 1)
+        total = np.zeros(img.size + 1)  # total[j + 1]: weight of the entries 0..j (total[0] = 0)
+        q = np.empty((n_thr, n_cat, n_rec))
+        for b, w in enumerate(weights):
+            npig = self.gt_count @ w  # (K,)
+            w_det = w[img]
+            w_det[tiled] = tiled_copy < w[tiled_img]
+            np.cumsum(w_det, out=total[1:])
+            for t, tp in enumerate(plan):
+                self._precision(tp, w_det, total, npig, q[t])
             valid = npig > 0  # pycocotools' -1: no ground truth of the class in this resample
-            q = np.where(valid[:, None, :, None], q, 0.0)
-            count = valid.sum(axis=1)
-            blocks = (("AP", q), ("AP50", q[:, AP50 : AP50 + 1]), ("AP75", q[:, AP75 : AP75 + 1]))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                for name, block in blocks:
-                    cells = count * block.shape[1] * n_rec
-                    mean = block.sum(axis=(1, 2, 3)) / cells
-                    out[name][lo : lo + len(w)] = np.where(cells > 0, mean, np.nan)
-            out["per_class"][lo : lo + len(w)] = np.where(valid, q.mean(axis=(1, 3)), np.nan)
+            chosen = q[:, valid]
+            out["AP"][b] = chosen.mean() if chosen.size else np.nan
+            out["AP50"][b] = chosen[AP50].mean() if chosen.size else np.nan
+            out["AP75"][b] = chosen[AP75].mean() if chosen.size else np.nan
+            out["per_class"][b] = np.where(valid, q.mean(axis=(0, 2)), np.nan)
         return out
 
-    def _layout(self, copies: int) -> tuple[np.ndarray, np.ndarray]:
+    def _layout(self, copies: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(detection index, copy number or -1) of each entry: tie groups (see :meth:`_tie_groups`) of
-        two or more repeated ``copies`` times as whole groups, every other detection once."""
+        two or more that mix flags repeated as whole groups, as many times as their image's largest
+        weight (``copies``, per image), every other detection once (carrying its image's weight)."""
         n = self.det_img.size
         group = self._tie_groups()
         starts = np.flatnonzero(np.diff(np.concatenate(([-1], group))))
         sizes = np.diff(np.concatenate((starts, [n])))
-        reps = np.where(sizes > 1, max(copies, 1), 1)
+        # only groups whose members differ in a flag at some IoU threshold: for the others the
+        # grouped order gives the same sequence of points as the tiled one
+        code = self.matched.astype(np.int8) * 2 + self.ignored.astype(np.int8)  # (T, D)
+        if n:
+            high, low = np.maximum.reduceat(code, starts, axis=1), np.minimum.reduceat(code, starts, axis=1)
+            mixed = (high != low).any(axis=0)
+        else:
+            mixed = np.zeros(0, bool)
+        # as many copies as the group's image is ever drawn in these resamples
+        reps = np.where((sizes > 1) & mixed, np.maximum(copies[self.det_img[starts]], 1), 1)
         if n == 0 or (reps == 1).all():
             return np.arange(n), np.full(n, -1)
         length = sizes * reps
@@ -177,43 +182,34 @@ class Matching:
         copy = np.where(reps[segment] > 1, offset // sizes[segment], -1)
         return index, copy
 
-    def _precision(self, tp: dict, w_det, total, npig, n_cat: int, n_rec: int) -> np.ndarray:
-        """pycocotools' interpolated precision (c, K, R) at one IoU threshold for c resamples."""
-        rows = w_det.shape[0]
-        q = np.zeros((rows, n_cat, n_rec))
-        pos, first, start, cat = tp["pos"], tp["first_tp"], tp["start"], tp["cat"]
+    def _precision(self, tp: dict, w_det, total, npig, q: np.ndarray) -> None:
+        """pycocotools' interpolated precision (K, R) at one IoU threshold for one resample, into q."""
+        q[:] = 0.0
+        pos = tp["pos"]
         if pos.size == 0:
-            return q
-        w_tp = w_det[:, pos]
-        tp_cum = np.cumsum(w_tp, axis=1)
-        tp_sum = tp_cum - (tp_cum[:, first] - w_tp[:, first])
-        seen = total[:, pos] - np.where(start > 0, total[:, start - 1], 0.0)
-        ign_cum = np.concatenate((np.zeros((rows, 1)), np.cumsum(w_det[:, tp["ign"]], axis=1)), axis=1)
-        seen -= ign_cum[:, tp["ign_before"]] - ign_cum[:, tp["ign_cat_start"]]
+            return
+        w_tp = w_det[pos]
+        tp_cum = np.cumsum(w_tp)
+        tp_sum = tp_cum - (tp_cum - w_tp)[tp["first_tp"]]  # true positives of the category so far
+        seen = total[pos + 1] - total[tp["start"]]  # detections of the category so far
+        if tp["ign"].size:  # minus the ignored ones (matched to crowd boxes)
+            ign_cum = np.concatenate(([0.0], np.cumsum(w_det[tp["ign"]])))
+            seen -= ign_cum[tp["ign_before"]] - ign_cum[tp["ign_cat_start"]]
         with np.errstate(divide="ignore", invalid="ignore"):
-            rc = tp_sum / npig[:, cat]
-        # a true positive of an image not drawn is no point of the resample: precision -1 never wins
-        pr = np.where(w_tp > 0, tp_sum / (seen + EPS), -1.0)
-        # interpolated precision: max of pr over the later points of the same category (offsets
-        # keep categories apart in one running maximum)
-        offset = 3.0 * (n_cat - cat)
-        env = np.maximum.accumulate((pr + offset)[:, ::-1], axis=1)[:, ::-1] - offset
-        reached = np.searchsorted(self.rec_thrs, rc.ravel(), "right")  # thresholds each recall reaches
-        row_stride = (n_rec + 1) * n_cat
-        key = reached + np.tile((n_rec + 1) * cat, rows) + np.repeat(row_stride * np.arange(rows), pos.size)
-        wanted = (
-            np.arange(1, n_rec + 1)[None, None, :]
-            + (n_rec + 1) * np.arange(n_cat)[None, :, None]
-            + row_stride * np.arange(rows)[:, None, None]
-        )
-        idx = np.searchsorted(key, wanted.ravel(), "left").reshape(rows, n_cat, n_rec)
-        ends = np.searchsorted(cat, np.arange(n_cat), "right")[None, :] + pos.size * np.arange(rows)[:, None]
-        hit = idx < ends[:, :, None]
-        q[hit] = np.maximum(env.ravel()[idx[hit]], 0.0)
-        return q
+            rc = tp_sum / npig[tp["cat"]]
+            # a true positive of an image not drawn is no point of the resample: -1 never wins
+            pr = np.where(w_tp > 0, tp_sum / (seen + EPS), -1.0)
+        # interpolated precision: the max of pr over the later points of the same category (the
+        # offsets keep categories apart in one running maximum)
+        pr += tp["offset"]
+        env = np.maximum.accumulate(pr[::-1])[::-1] - tp["offset"]
+        key = np.searchsorted(self.rec_thrs, rc, "right") + tp["cat_key"]  # thresholds reached
+        idx = np.searchsorted(key, tp["wanted"], "left")
+        hit = idx < tp["ends"]
+        q[hit] = np.maximum(env[idx[hit]], 0.0)
 
 
-def _threshold_plan(det_cat, matched, ignored, n_cat: int) -> dict:
+def _threshold_plan(det_cat, matched, ignored, n_cat: int, n_rec: int) -> dict:
     """What does not depend on the weights at IoU threshold t: true-positive positions, the
     ignored detections before each, and where each category's block starts."""
     tp_mask = matched & ~ignored
@@ -230,6 +226,11 @@ def _threshold_plan(det_cat, matched, ignored, n_cat: int) -> dict:
         "ign_cat_start": np.searchsorted(ign, starts[cat], "left"),
         "start": starts[cat],
         "first_tp": first_tp[cat],
+        "offset": 3.0 * (n_cat - cat),
+        "cat_key": (n_rec + 1) * cat,
+        # first point reaching recall threshold r of category k: searched for as this key
+        "wanted": np.arange(1, n_rec + 1)[None, :] + (n_rec + 1) * np.arange(n_cat)[:, None],
+        "ends": np.searchsorted(cat, np.arange(n_cat), "right")[:, None],
     }
 
 
