@@ -18,7 +18,7 @@ from evalharness.rundir.reader import Run
 from evalharness.scoring.base import Scorer, TaskDefinition, register
 from evalharness.scoring.boxes import detection_diff, per_class_deltas
 from evalharness.scoring.coco_stats import BOOTSTRAP_STATS, bootstrap_intervals, paired_ap_bootstrap
-from evalharness.scoring.intervals import CONFIDENCE, fmt_interval
+from evalharness.scoring.intervals import CONFIDENCE, fmt_interval, interval_lines
 from evalharness.tables import Section, more_rows
 
 RESULTS_FILE = "coco_results.json"
@@ -188,14 +188,9 @@ class CocoDefinition(TaskDefinition):
         if "tflite_tool" in metrics:
             ap = metrics["tflite_tool"]["AP"]
             lines.append(f"TFLite-tool AP (0.5:0.95, 101-point, no area ranges): {ap:.6f}")
-        intervals = metrics.get("intervals")  # schema 2 on, bootstrap_resamples > 0
-        if intervals:
-            shown = ", ".join(f"{name} {fmt_interval(intervals[name])}" for name in BOOTSTRAP_STATS)
-            lines.append(
-                f"{intervals['confidence']:.0%} intervals (image bootstrap, B={intervals['resamples']}, "
-                f"seed {intervals['seed']}): {shown}"
-            )
-        return lines
+        intervals = metrics.get("intervals") or {}  # schema 2 on, bootstrap_resamples > 0
+        how = f"image bootstrap, B={intervals.get('resamples')}, seed {intervals.get('seed')}"
+        return lines + interval_lines(intervals, how, [(n, intervals.get(n)) for n in BOOTSTRAP_STATS])
 
     def headline(self, metrics: dict) -> dict[str, float]:
         from evalharness.metrics.coco import COCO_STAT_NAMES

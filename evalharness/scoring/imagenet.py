@@ -14,7 +14,7 @@ from evalharness.errors import EvalHarnessError
 from evalharness.numbers import fmt
 from evalharness.rundir.reader import Run
 from evalharness.scoring.base import Scorer, TaskDefinition, register
-from evalharness.scoring.intervals import CONFIDENCE, fmt_interval, wilson
+from evalharness.scoring.intervals import CONFIDENCE, fmt_interval, interval_lines, wilson
 from evalharness.scoring.paired import classification_diff, format_p, verdict
 from evalharness.tables import Section, more_rows
 
@@ -96,14 +96,9 @@ class ImageNetDefinition(TaskDefinition):
         metrics = doc["metrics"]
         ks = range(1, len(metrics["correct"]) + 1)
         lines = [f"Top-{k} Accuracy: {metrics[f'top{k}']:g}" for k in ks]
-        intervals = metrics.get("intervals")  # schema 2 on
-        if intervals:
-            shown = ", ".join(f"top-{k} {fmt_interval(intervals[f'top{k}'])}" for k in ks)
-            lines.append(
-                f"{intervals['confidence']:.0%} intervals ({intervals['method']}, "
-                f"{metrics['num_scored']} images): {shown}"
-            )
-        return lines
+        intervals = metrics.get("intervals") or {}
+        how = f"{intervals.get('method')}, {metrics['num_scored']} images"
+        return lines + interval_lines(intervals, how, [(f"top-{k}", intervals.get(f"top{k}")) for k in ks])
 
     def headline(self, metrics: dict) -> dict[str, float]:
         tops = sorted(

@@ -16,7 +16,7 @@ import numpy as np
 
 from evalharness.rundir.reader import Run
 from evalharness.scoring.base import Scorer, TaskDefinition, register
-from evalharness.scoring.intervals import CONFIDENCE, fmt_interval, z_value
+from evalharness.scoring.intervals import CONFIDENCE, fmt_interval, interval_lines, z_value
 from evalharness.tables import Section
 
 
@@ -133,12 +133,8 @@ class InferenceDiffDefinition(TaskDefinition):
         ]
         for i, out in enumerate(metrics["outputs"]):
             lines.append(f"OutputDiff[{i}]: avg_error={out['avg_error']:g}, std_dev={out['std_dev']:g}")
-        intervals = metrics.get("intervals")  # schema 2 on
-        if intervals:
-            shown = ", ".join(
-                f"OutputDiff[{i}] {fmt_interval(intervals['avg_error'].get(out['name']), '.4g')}"
-                for i, out in enumerate(metrics["outputs"])
-            )
-            head = f"{intervals['confidence']:.0%} intervals of avg_error ({metrics['num_scored']} runs)"
-            lines.append(f"{head}: {shown}")
+        intervals = metrics.get("intervals") or {}
+        errors = intervals.get("avg_error") or {}
+        shown = [(f"OutputDiff[{i}]", errors.get(out["name"])) for i, out in enumerate(metrics["outputs"])]
+        lines += interval_lines(intervals, f"avg_error, {metrics['num_scored']} runs", shown)
         return lines

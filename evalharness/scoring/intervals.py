@@ -112,3 +112,12 @@ def fmt_interval(interval: list[float] | None, spec: str = ".4f") -> str:
     if interval is None:
         return "n/a"
     return f"[{format(interval[0], spec)}, {format(interval[1], spec)}]"
+
+
+def interval_lines(intervals: dict | None, how: str, shown: list[tuple[str, list | None]]) -> list[str]:
+    """The results.txt line of a run's intervals (none for a run written before schema 2):
+    ``95% intervals (how): label [low, high], ...``."""
+    if not intervals:
+        return []
+    text = ", ".join(f"{label} {fmt_interval(interval, '.4g')}" for label, interval in shown)
+    return [f"{intervals['confidence']:.0%} intervals ({how}): {text}"]
