@@ -4,8 +4,11 @@ Columns are the override keys whose values differ between jobs (read from each j
 ``.hydra/overrides.yaml``, else ``provenance.overrides``), then status, key metrics, latency, model
 size and delegation coverage. A sweep over ``quant`` also gets the quantization tables
 (:mod:`evalharness.report.quant_table`). ``--baseline delegate=cpu`` adds, per row, the change against the row
-that has the baseline value and the same other parameters. Written as ``sweep.csv``, ``sweep.md``
-and ``sweep.html`` (with an accuracy-vs-latency scatter when matplotlib is installed).
+that has the baseline value and the same other parameters. Runs on the same images are also
+compared image by image (:mod:`evalharness.report.sweep_pairs`: interval columns, an N×N agreement
+matrix with McNemar's p). Written as ``sweep.csv``, ``sweep.md`` and ``sweep.html`` (with an
+accuracy-vs-latency scatter with interval bars and the Pareto front, and latency distributions from
+the per-invoke samples, when matplotlib is installed).
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ def latency_samples(jobs: list[dict], label) -> list[tuple[str, list[float]]]:
     out = []
     for job in jobs:
         run = job["doc"]
-        if run is None or run.status not in ("complete", "partial"):
+        if run is None or run.status not in ("complete", "partial") or not run.task:
             continue
         values = samples(run)
         if values.size:
