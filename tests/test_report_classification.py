@@ -144,9 +144,10 @@ def test_rescore_reproduces_stored_imagenet_metrics(runs, capsys):
     code, out, _ = report(capsys, "rescore", runs["cpu"], "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["reproduced"] and doc["mismatches"] == []
-    assert doc["compared"] == 21  # top1..top10, correct.top1..top10, num_scored
+    # top1..top10, correct.top1..top10, num_scored; schema 2: intervals.method/confidence/top1..top10
+    assert doc["compared"] == 33
     code, out, _ = report(capsys, "rescore", runs["cpu"], "--top-k", "5")
-    assert code == 0 and "reproduced: all 11 recomputed values equal" in out
+    assert code == 0 and "reproduced: all 18 recomputed values equal" in out  # 11 + 7 interval fields
     code, _, err = report(capsys, "rescore", runs["cpu"], "--top-k", "11")
     assert code == 2 and "store top-10" in err
 
@@ -158,4 +159,4 @@ def test_rescore_reports_a_tampered_number(runs, capsys, tmp_path):
     doc["metrics"]["top1"] = 0.78
     (tampered / "metrics.json").write_text(json.dumps(doc))
     code, out, _ = report(capsys, "rescore", tampered)
-    assert code == 1 and "NOT reproduced: 1 of 21 values differ" in out and "0.78" in out
+    assert code == 1 and "NOT reproduced: 1 of 33 values differ" in out and "0.78" in out  # schema 2: 33

@@ -46,7 +46,8 @@ _DETECTION_KEY_SET = frozenset(_DETECTION_KEYS)
 _NUMBER_TYPES = {int, float}  # exact types: bool (an int subclass) and strings are refused
 _FORMAT_HINT = "COCO instances format: https://cocodataset.org/#format-data"
 
-# A backend scores (gt, detections, image_ids) and returns (12 stats, eval["precision"], its catIds).
+# A backend scores (gt, detections, image_ids) and returns (12 stats, eval["precision"], its catIds,
+# the per-image matching as a coco_bootstrap.Matching, or None where the backend keeps none).
 Backend = Callable[[dict, list, list], tuple[np.ndarray, np.ndarray, list]]
 BACKENDS: Registry[Backend] = Registry("COCO metric backend")
 
@@ -236,9 +237,17 @@ def _raise_first_bad_detection(detections: list[dict], known: set, categories: s
 
 
 def evaluate_bbox(
-    gt: dict, detections: list[dict], backend: str = "pycocotools", image_ids: list[int] | None = None
+    gt: dict,
+    detections: list[dict],
+    backend: str = "pycocotools",
+    image_ids: list[int] | None = None,
+    keep_matching: bool = False,
 ) -> dict:
     """COCO bbox stats, per-class AP and the summary text; ``image_ids`` scores only those images.
+
+    ``keep_matching``: also return ``matching`` (a :class:`~evalharness.metrics.coco_bootstrap.Matching`)
+    for the bootstrap; a backend that keeps no per-image matching has it made by pycocotools'
+    ``evaluate()`` (once).
 
     ``num_detections`` counts the detections on the scored images. ``per_class`` covers every
     ground-truth category: AP/AP50 at area=all, maxDets=100, None where the scored images hold no
@@ -247,8 +256,11 @@ def evaluate_bbox(
     run = BACKENDS.get(backend)
     check_annotations(gt)
     ids, dets = evaluated_subset(gt, detections, image_ids)
-    stats, precision, cat_ids = run(gt, dets, ids)
+    stats, precision, cat_ids, matching = run(gt, dets, ids, keep_matching)
+    if keep_matching and matching is None:
+        matching = _pycocotools(gt, dets, ids, evaluate_only=True)
     return {
+        **({"matching": matching} if keep_matching else {}),
         "backend": backend,
         "stats": {name: float(value) for name, value in zip(COCO_STAT_NAMES, stats, strict=True)},
         "per_class": _per_class(gt, ids, precision, cat_ids),
@@ -300,8 +312,21 @@ def _own_copy(gt: dict, detections: list[dict]) -> tuple[dict, list[dict]]:
     return gt, [dict(det) for det in detections]
 
 
-def _score(coco_cls: type, make_eval: Callable, gt: dict, detections: list[dict], image_ids: list) -> tuple:
-    """evaluate/accumulate/summarize with a COCO class pair, stdout captured, zero detections allowed."""
+def _score(
+    coco_cls: type,
+    make_eval: Callable,
+    gt: dict,
+    detections: list[dict],
+    image_ids: list,
+    evaluate_only: bool = False,
+    keep_matching: bool = False,
+):
+    """evaluate/accumulate/summarize with a COCO class pair, stdout captured, zero detections allowed.
+
+    ``keep_matching``: also return the per-image matching (pycocotools' evaluator only);
+    ``evaluate_only``: stop after ``evaluate()`` and return only that matching."""
+    from evalharness.metrics.coco_bootstrap import Matching
+
     gt, detections = _own_copy(gt, detections)
     with contextlib.redirect_stdout(io.StringIO()):
         coco_gt = coco_cls()
@@ -320,22 +345,29 @@ def _score(coco_cls: type, make_eval: Callable, gt: dict, detections: list[dict]
         evaluator = make_eval(coco_gt, coco_dt)
         evaluator.params.imgIds = list(image_ids)
         evaluator.evaluate()
+        if evaluate_only:
+            return Matching.from_evaluator(evaluator)
         evaluator.accumulate()
         evaluator.summarize()
     stats = np.asarray(evaluator.stats, dtype=float)[: len(COCO_STAT_NAMES)]
-    return stats, np.asarray(evaluator.eval["precision"]), list(evaluator.params.catIds)
+    matching = Matching.from_evaluator(evaluator) if keep_matching else None
+    return stats, np.asarray(evaluator.eval["precision"]), list(evaluator.params.catIds), matching
 
 
 @BACKENDS.register("pycocotools")
-def _pycocotools(gt: dict, detections: list[dict], image_ids: list) -> tuple:
+def _pycocotools(
+    gt: dict, detections: list[dict], image_ids: list, keep_matching: bool = False, evaluate_only=False
+):
     from pycocotools.coco import COCO
     from pycocotools.cocoeval import COCOeval
 
-    return _score(COCO, lambda g, d: COCOeval(g, d, "bbox"), gt, detections, image_ids)
+    make_eval = lambda g, d: COCOeval(g, d, "bbox")  # noqa: E731
+    return _score(COCO, make_eval, gt, detections, image_ids, evaluate_only, keep_matching)
 
 
 @BACKENDS.register("faster_coco_eval")
-def _faster_coco_eval(gt: dict, detections: list[dict], image_ids: list) -> tuple:
+def _faster_coco_eval(gt: dict, detections: list[dict], image_ids: list, keep_matching: bool = False):
+    """Matching is not kept (faster-coco-eval's evalImgs differ): evaluate_bbox asks pycocotools."""
     try:
         from faster_coco_eval import COCO, COCOeval_faster
     except ImportError:

@@ -60,7 +60,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
                 + " and ".join(w.split(":")[0] for w in comp.warnings)
                 + "; pass --allow-different-preprocessing if that is the experiment"
             )
-    doc = build_diff(a, b, comp, args.alpha, args.iou, args.min_score)
+    doc = build_diff(a, b, comp, args.alpha, args.iou, args.min_score, args.margin)
     if rules:
         doc["gates"] = gate.evaluate(rules, doc)
     if args.format == "html":
@@ -112,7 +112,9 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--fail-if", action="append", default=[], metavar="RULE", help="e.g. 'top1<-0.005'")
     d.add_argument("--allow-different-preprocessing", action="store_true",
                    help="accept (and gate) runs whose preprocessing or label set differ")  # fmt: skip
-    d.add_argument("--alpha", type=float, default=0.05, help="McNemar significance level")
+    d.add_argument("--alpha", type=float, default=0.05, help="significance level of the paired tests")
+    d.add_argument("--margin", type=float, default=0.01,
+                   help="a change whose interval lies within +-margin is 'equivalent'")  # fmt: skip
     d.add_argument("--iou", type=float, default=0.5, help="IoU to match A's and B's boxes (detection)")
     d.add_argument("--min-score", type=float, default=0.0, help="ignore detections below this score")
     d.add_argument("--max-rows", type=int, default=20, help="rows per per-image table (json: all)")

@@ -10,6 +10,7 @@ is compared image by image, and the verdict, come from the task's definition
 from __future__ import annotations
 
 from evalharness.numbers import delta, ratio, relative_pct
+from evalharness.report.latency_stats import run_speedups
 from evalharness.report.runs import Comparability, definition_of, malformed
 from evalharness.rundir.reader import Run
 
@@ -65,15 +66,26 @@ def run_summary(run: Run) -> dict:
 
 
 def build_diff(
-    a: Run, b: Run, comp: Comparability, alpha: float = 0.05, iou: float = 0.5, min_score: float = 0.0
+    a: Run,
+    b: Run,
+    comp: Comparability,
+    alpha: float = 0.05,
+    iou: float = 0.5,
+    min_score: float = 0.0,
+    margin: float = 0.01,
 ) -> dict:
-    """The full comparison of two comparable runs (``comp.refused`` must be empty)."""
+    """The full comparison of two comparable runs (``comp.refused`` must be empty).
+
+    ``margin``: the equivalence margin of the verdicts (a change whose interval lies within ±margin
+    is called equivalent)."""
     definition = definition_of(a)
     with malformed(a, b):
-        return _build_diff(definition, a, b, comp, alpha, iou, min_score)
+        return _build_diff(definition, a, b, comp, alpha, iou, min_score, margin)
 
 
-def _build_diff(definition, a: Run, b: Run, comp, alpha: float, iou: float, min_score: float) -> dict:
+def _build_diff(
+    definition, a: Run, b: Run, comp, alpha: float, iou: float, min_score: float, margin: float
+) -> dict:
     doc = {
         "a": run_summary(a),
         "b": run_summary(b),
@@ -83,6 +95,8 @@ def _build_diff(definition, a: Run, b: Run, comp, alpha: float, iou: float, min_
         "latency": _rows(latency_values(a), latency_values(b), speedup=True),
         "model": _rows(model_values(a), model_values(b)),
         "alpha": alpha,
+        "equivalence_margin": margin,
+        "latency_speedup": run_speedups(a, b),
     }
     paired = definition.compare(a, b, {"alpha": alpha, "iou": iou, "min_score": min_score})
     if paired is not None:
@@ -96,4 +110,8 @@ def quantities(doc: dict) -> tuple[dict[str, dict], dict[str, float]]:
     rows = {r["name"]: r for section in ("metrics", "latency", "model") for r in doc[section]}
     definition = definition_of(doc)
     paired = doc.get(definition.comparison) if definition.comparison else None
-    return rows, (definition.pairwise(paired) if paired else {})
+    values = definition.pairwise(paired) if paired else {}
+    for name, row in ((doc.get("latency_speedup") or {}).get("stats") or {}).items():
+        if row["interval"] is not None:  # e.g. speedup_p50_ci_low > 1: B faster beyond noise
+            values[f"speedup_{name}_ci_low"], values[f"speedup_{name}_ci_high"] = row["interval"]
+    return rows, values

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from evalharness.numbers import fmt, fmt_pct
+from evalharness.report import latency_stats
 from evalharness.report.runs import definition_of
 from evalharness.tables import Section
 
@@ -75,6 +76,7 @@ def _latency(doc: dict) -> Section:
         for r in doc["latency"]
     ]
     notes = ["ms; timed region invoke() only; speed-up = A / B (> 1: B is faster)"]
+    notes += latency_stats.notes(doc)
     return Section("Latency", ["stat", "A", "B", "delta %", "speed-up"], rows, notes, key="latency")
 
 

@@ -2,7 +2,8 @@
 
 Grammar (one rule per ``--fail-if``; spaces allowed; metric names case-insensitive)::
 
-    RULE   := METRIC OP NUMBER [%]
+    RULE   := COND [and COND ...]
+    COND   := METRIC OP NUMBER [%]
     OP     := <  |  <=  |  >  |  >=
     NUMBER := [+|-] digits [. digits] [e[+|-]digits]
 
@@ -20,6 +21,16 @@ A pairwise quantity (a property of the pair, not of one run) is tested as is and
 ``changed_both_wrong``, ``top1_agreement``, ``top5_overlap`` (classification); ``unmatched``,
 ``images_changed``, ``mean_iou``, ``mean_abs_score_delta`` (detection); ``paired_images``,
 ``only_in_a``, ``only_in_b`` (both). E.g. ``regressions>0`` fails on any image B loses.
+
+**Gates on evidence.** A point estimate moves with the sample: on 50 images one image is 2 points
+of top-1, so ``top1<-0.005`` fails a candidate whose only change is one image (McNemar p = 1). The
+diff also offers the ends of the intervals and the p-values as pairwise quantities:
+``top1_ci_low``/``top1_ci_high`` (paired 95 % interval of Δtop-1), ``delta_top1``,
+``images_needed``; ``AP_ci_low``/``AP_ci_high``/``AP_p`` (and AP50, AP75: paired bootstrap of ΔAP,
+detection); ``speedup_mean|p50_ci_low|ci_high`` (bootstrap of the speed-up A/B). Conditions joined
+by ``and`` fail only together: ``top1_ci_high<-0.005`` fails only when the whole interval lies below
+-0.5 point (B is worse, and by more than half a point); ``mcnemar_p<0.05 and top1<0`` fails only a
+significant drop; ``speedup_p50_ci_high<1`` only a slowdown beyond noise.
 
 An unknown name, a metric either run lacks or ``%`` on a pairwise quantity is a usage error (exit 2):
 a gate that silently tests nothing is worse than none.
@@ -43,6 +54,9 @@ _RULE = re.compile(
 )
 
 
+_AND = re.compile(r"\s+and\s+", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Rule:
     text: str
@@ -50,21 +64,40 @@ class Rule:
     op: str
     value: float
     relative: bool
+    also: tuple[Rule, ...] = ()  # further conditions joined by "and": the rule fails when all do
 
 
 def parse_rule(text: str) -> Rule:
-    m = _RULE.match(text)
+    first, *rest = [_condition(text, part) for part in _AND.split(text.strip())]
+    return Rule(text.strip(), first.name, first.op, first.value, first.relative, tuple(rest))
+
+
+def _condition(text: str, part: str) -> Rule:
+    m = _RULE.match(part)
     if not m:
         raise ReportError(
-            f"--fail-if {text!r}: expected METRIC OP NUMBER[%], e.g. 'top1<-0.005' or 'latency_p50>+10%'"
+            f"--fail-if {text!r}: expected METRIC OP NUMBER[%] [and ...], e.g. 'top1<-0.005', "
+            "'latency_p50>+10%' or 'mcnemar_p<0.05 and top1<0'"
         )
-    return Rule(text.strip(), m["name"], m["op"], float(m["value"]), m["pct"] == "%")
+    return Rule(part.strip(), m["name"], m["op"], float(m["value"]), m["pct"] == "%")
 
 
 def evaluate(rules: list[Rule], doc: dict) -> list[dict]:
     """One result per rule: the tested value, whether it failed, and a line saying why."""
     rows, pairwise = quantities(doc)
-    return [_evaluate(rule, rows, pairwise) for rule in rules]
+    results = []
+    for rule in rules:
+        parts = [_evaluate(c, rows, pairwise) for c in (rule, *rule.also)]
+        first = parts[0]
+        results.append(
+            {
+                **first,
+                "rule": rule.text,
+                "failed": all(p["failed"] for p in parts),
+                "detail": " and ".join(p["detail"] for p in parts),
+            }
+        )
+    return results
 
 
 def _lookup(name: str, table: dict):

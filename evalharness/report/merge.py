@@ -221,6 +221,7 @@ def merged_document(runs: list[Run], preds: list[dict], metrics: dict, artifacts
         predictions_count=len(preds),
         artifacts=artifacts,
         provenance=provenance,
+        schema_version=min(run.doc.get("schema_version", 1) for run in runs),  # old shards stay old
         merged={
             "shards": len(runs),
             "processes": len(runs),

@@ -11,6 +11,10 @@ import io
 import re
 
 MISSING_NOTE = "plots need matplotlib: pip install 'evalharness[report]'"
+DISTRIBUTION_NOTE = (
+    "Drawn from every run's per-invoke samples (latency_ms of each predictions.jsonl line): box "
+    "p25-p75 with the median, whiskers 1.5 IQR, outliers as points."
+)
 LATENCY_NOTE = (
     "Runs store latency summary statistics only (min, p50, p90, p99, max, mean), not per-image times: "
     "this plot draws those summaries (thin line min-max, thick bar p50-p90, band p90-p99, dot mean), "
@@ -93,14 +97,34 @@ def class_deltas(rows: list[dict], limit: int = 25) -> str | None:
     return _svg(matplotlib, fig, "classes")
 
 
-def scatter(points: list[tuple[str, float, float]], xlabel: str, ylabel: str) -> str | None:
-    """Labelled (label, x, y) points, e.g. accuracy against latency of every run of a sweep."""
+def scatter(
+    points: list[tuple[str, float, float]],
+    xlabel: str,
+    ylabel: str,
+    intervals: dict[str, list[float]] | None = None,
+    front: list[str] | None = None,
+) -> str | None:
+    """Labelled (label, x, y) points, e.g. accuracy against latency of every run of a sweep.
+
+    ``intervals``: label -> [low, high] drawn as vertical error bars; ``front``: labels of the Pareto
+    front, joined by a dashed line and drawn in another colour."""
     matplotlib, fig = _sized_figure(7.0, 4.5)
     if fig is None:
         return None
     ax = fig.add_subplot()
     xs = [p[1] for p in points]
-    ax.scatter(xs, [p[2] for p in points], color="#4c78a8")
+    on_front = set(front or ())
+    colours = ["#e45756" if p[0] in on_front else "#4c78a8" for p in points]
+    for label, x, y in points:
+        if intervals and intervals.get(label):
+            low, high = intervals[label]
+            ax.errorbar([x], [y], yerr=[[y - low], [high - y]], color="#888", capsize=3, linewidth=1)
+    ax.scatter(xs, [p[2] for p in points], color=colours, zorder=3)
+    if on_front:
+        line = sorted((x, y) for label, x, y in points if label in on_front)
+        ax.plot([p[0] for p in line], [p[1] for p in line], "--", color="#e45756", linewidth=1,
+                label="Pareto front (faster and more accurate than no other run)")  # fmt: skip
+        ax.legend(fontsize=7, loc="lower right")
     if min(xs) > 0 and max(xs) / min(xs) > 20:  # 1 ms CPU runs next to 500 ms fallbacks: log scale
         ax.set_xscale("log")
     for label, x, y in points:
@@ -136,3 +160,25 @@ def error_curve(series: dict[str, list[float | None]], ylabel: str, mark: int | 
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return _svg(matplotlib, fig, "curve")
+
+
+def latency_distributions(runs: list[tuple[str, list[float]]]) -> str | None:
+    """Horizontal box plots of each run's per-invoke latencies, top to bottom."""
+    matplotlib, fig = _figure(len(runs))
+    if fig is None or not runs:
+        return None
+    ax = fig.add_subplot()
+    ordered = list(reversed(runs))
+    data = [values for _, values in ordered]
+    style = {"widths": 0.5, "flierprops": {"markersize": 2}}
+    try:  # matplotlib >= 3.10 names the direction; older ones only know vert
+        ax.boxplot(data, orientation="horizontal", **style)
+    except TypeError:
+        ax.boxplot(data, vert=False, **style)
+    ax.set_yticks(range(1, len(ordered) + 1), [label for label, _ in ordered])
+    ax.set_xlabel("invoke() latency, ms")
+    values = [v for _, vs in runs for v in vs]
+    if min(values) > 0 and max(values) / min(values) > 20:
+        ax.set_xscale("log")
+    ax.grid(axis="x", alpha=0.3)
+    return _svg(matplotlib, fig, "distributions")

@@ -9,6 +9,7 @@ ranks; ``--backend`` scores detections with another COCO backend.
 from __future__ import annotations
 
 from evalharness.report.runs import ReportError, definition_of, malformed
+from evalharness.rundir.document import metrics_for_schema
 from evalharness.rundir.reader import Run, flatten
 from evalharness.scoring import and_list, listed
 from evalharness.tables import Section
@@ -30,7 +31,8 @@ def rescore(run: Run, top_k: int | None = None, backend: str | None = None) -> d
     if run.status == "failed" or not run.metrics:
         raise ReportError(f"run {run.label} has no metrics to reproduce (status {run.status})")
     ignored = definition_of(run).rescore_ignores
-    recomputed = {k: v for k, v in recompute(run, top_k, backend).items() if k not in ignored}
+    fresh_metrics = metrics_for_schema(recompute(run, top_k, backend), run.doc.get("schema_version", 1))
+    recomputed = {k: v for k, v in fresh_metrics.items() if k not in ignored}
     stored, fresh = flatten(run.metrics), flatten(recomputed)
     rows = [
         {"name": k, "stored": stored.get(k), "recomputed": v, "equal": stored.get(k) == v}

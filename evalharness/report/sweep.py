@@ -4,8 +4,11 @@ Columns are the override keys whose values differ between jobs (read from each j
 ``.hydra/overrides.yaml``, else ``provenance.overrides``), then status, key metrics, latency, model
 size and delegation coverage. A sweep over ``quant`` also gets the quantization tables
 (:mod:`evalharness.report.quant_table`). ``--baseline delegate=cpu`` adds, per row, the change against the row
-that has the baseline value and the same other parameters. Written as ``sweep.csv``, ``sweep.md``
-and ``sweep.html`` (with an accuracy-vs-latency scatter when matplotlib is installed).
+that has the baseline value and the same other parameters. Runs on the same images are also
+compared image by image (:mod:`evalharness.report.sweep_pairs`: interval columns, an N×N agreement
+matrix with McNemar's p). Written as ``sweep.csv``, ``sweep.md`` and ``sweep.html`` (with an
+accuracy-vs-latency scatter with interval bars and the Pareto front, and latency distributions from
+the per-invoke samples, when matplotlib is installed).
 """
 
 from __future__ import annotations
@@ -20,6 +23,12 @@ import yaml
 from evalharness.numbers import delta, fmt, fmt_pct, ratio, relative_pct
 from evalharness.report.quant_table import add_quant_columns, quant_sections
 from evalharness.report.runs import ReportError, definition_of
+from evalharness.report.sweep_pairs import (
+    add_interval_columns,
+    agreement_sections,
+    latency_samples,
+    pareto_front,
+)
 from evalharness.rundir.files import METRICS_FILE, atomic_write_text
 from evalharness.rundir.reader import Run, load_run
 from evalharness.tables import Section, render_markdown, render_text
@@ -148,6 +157,7 @@ def sweep_table(multirun_dir: str, baseline: dict[str, str] | None = None) -> tu
     rows = [job_row(j, keys) for j in jobs]
     rows.sort(key=lambda r: ([_natural(r[k]) for k in keys], _job_number(r["run"]), r["run"]))
     metrics = metric_columns(jobs, rows)
+    metrics += add_interval_columns(jobs, rows, metrics)
     extra = add_baseline(rows, keys, baseline, metrics) if baseline else []
     if "quant" in keys:  # a quantization sweep: change, agreement and McNemar against the float job
         extra += add_quant_columns(multirun_dir, rows, keys)
@@ -183,6 +193,8 @@ def _csv_cell(value) -> str:
 def _cell(column: str, value) -> str:
     if column.endswith("_pct"):
         return fmt_pct(value) if value is not None else ""
+    if column.endswith(("_ci_low", "_ci_high")):
+        return fmt(value, ".4f", missing="")
     if column in SPECS or column.startswith(("d_", "speedup")):
         spec = SPECS.get(column, "+.4f" if column.startswith("d_") else ".3f")
         return fmt(value, spec, missing="")
@@ -207,6 +219,9 @@ def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, 
     keys = columns[1 : columns.index("status")]
     if "quant" in keys:
         secs = [*quant_sections(multirun_dir, rows, keys), *secs]
+    jobs = collect(multirun_dir)
+    labels = {r["run"]: _label(r, columns) for r in rows}
+    secs += agreement_sections(jobs, lambda job: labels[job["run"]])
     figures = []
     for metric in (m for m in ("top1", "AP") if m in columns):
         points = [
@@ -214,8 +229,16 @@ def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, 
             for r in rows
             if r.get(metric) is not None and r.get("latency_p50_ms") is not None
         ]
-        svg = plots.scatter(points, "latency p50, ms", metric) if points else None
-        figures.append(html.figure_html(f"{metric} against latency p50", svg))
+        bars = {_label(r, columns): [r[f"{metric}_ci_low"], r[f"{metric}_ci_high"]]
+                for r in rows if r.get(f"{metric}_ci_low") is not None}  # fmt: skip
+        front = pareto_front(points)
+        svg = plots.scatter(points, "latency p50, ms", metric, bars, front) if points else None
+        note = f"Bars: 95 % intervals. Pareto front (red): {', '.join(front)}" if points else ""
+        figures.append(html.figure_html(f"{metric} against latency p50", svg, note))
+    distributions = latency_samples(jobs, lambda job: labels[job["run"]])
+    if distributions:
+        svg = plots.latency_distributions(distributions)
+        figures.append(html.figure_html("Latency distributions", svg, plots.DISTRIBUTION_NOTE))
     texts = {
         "sweep.csv": to_csv(columns, rows),
         "sweep.md": render_markdown(title, secs),

@@ -1,6 +1,6 @@
 """The one builder of ``metrics.json``: a live run, a resumed run, a merge and a failure all use it.
 
-:func:`run_document` fixes the document's keys (``schema_version`` 1; the README lists them), so the
+:func:`run_document` fixes the document's keys (``schema_version`` 2; the README lists them), so the
 live run and ``report merge`` cannot drift apart; :func:`failure_document` is the record a failed
 job leaves so that sweeps list it instead of dropping it. :func:`write_run` writes a finished run's
 files in the order that keeps the directory valid at every instant: artifacts and ``results.txt``
@@ -15,7 +15,10 @@ from collections.abc import Mapping
 
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, STATE_FILE, RunWriter
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# metrics keys each schema version added (2: confidence intervals). A document of an older version
+# lacks them: a rescore does not count them as mismatches, a merge of older shards leaves them out.
+METRICS_ADDED = {2: ("intervals",)}
 # Fields whose value is a map with run-dependent keys (delegate flags, op types, the config); every
 # other key of metrics.json is fixed by SCHEMA_VERSION for a given task.
 MAP_FIELDS = (
@@ -23,6 +26,12 @@ MAP_FIELDS = (
     "provenance.delegate.flags",
     "provenance.delegate.coverage.ops_on_cpu_by_type",
 )
+
+
+def metrics_for_schema(metrics: dict, version: int) -> dict:
+    """``metrics`` without the keys added after schema ``version``."""
+    newer = {key for v, keys in METRICS_ADDED.items() if v > version for key in keys}
+    return {k: v for k, v in metrics.items() if k not in newer}
 
 
 def now() -> str:
@@ -47,18 +56,20 @@ def run_document(
     artifacts: list[str],
     provenance: dict,
     output_checks: dict | None = None,
+    schema_version: int = SCHEMA_VERSION,
     **extra,
 ) -> dict:
     """A run's metrics.json document. ``status``: complete | partial | invalid (outputs failed their
-    checks) | failed. ``extra``: optional top-level blocks (``reference``, ``merged``)."""
+    checks) | failed. ``extra``: optional top-level blocks (``reference``, ``merged``);
+    ``schema_version``: older only for a merge of shards written with that version."""
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": schema_version,
         "task": task,
         "status": status,
         "stop_reason": stop_reason,
         "started_at": started_at,
         "finished_at": finished_at,
-        "metrics": metrics,
+        "metrics": metrics_for_schema(metrics, schema_version),
         "latency_ms": latency_ms,
         "memory_mb": memory_mb,
         "skipped": skipped,

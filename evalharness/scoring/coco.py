@@ -18,6 +18,8 @@ from evalharness.rundir.reader import Run
 from evalharness.schema import bounds
 from evalharness.scoring.base import Scorer, TaskDefinition, register
 from evalharness.scoring.boxes import detection_diff, per_class_deltas
+from evalharness.scoring.coco_stats import BOOTSTRAP_STATS, bootstrap_intervals, paired_ap_bootstrap
+from evalharness.scoring.intervals import CONFIDENCE, fmt_interval, interval_lines
 from evalharness.tables import Section, more_rows
 
 RESULTS_FILE = "coco_results.json"
@@ -32,6 +34,8 @@ class CocoSettings:
     tflite_tool_ap: bool = True  # also report AP as TFLite's coco_object_detection tool defines it
     # fail the run when more than this fraction of detections map to no annotated category
     max_unmapped_fraction: float = field(default=0.5, metadata=bounds(0.0, 1.0))
+    bootstrap_resamples: int = 1000  # image-level resamples of the AP intervals; 0 = no intervals
+    bootstrap_seed: int = 0  # the resamples' seed: rescore, merge and diff redraw the same images
 
 
 class DetectionStore:
@@ -73,8 +77,11 @@ class DetectionStore:
 
 
 class CocoScorer(Scorer):
-    def __init__(self, annotations: dict, backend: str, tflite_tool: bool) -> None:
+    def __init__(
+        self, annotations: dict, backend: str, tflite_tool: bool, resamples: int = 0, seed: int = 0
+    ) -> None:
         self.annotations, self.backend, self.tflite_tool = annotations, backend, tflite_tool
+        self.resamples, self.seed = resamples, seed
         self.detections = DetectionStore()
         self.image_ids: list[int] = []
         self.unmapped = 0
@@ -88,7 +95,9 @@ class CocoScorer(Scorer):
         from evalharness.metrics import evaluate_bbox, tflite_tool_ap
 
         results = list(self.detections.rows())  # pycocotools scores from one list; freed on return
-        scored = evaluate_bbox(self.annotations, results, backend=self.backend, image_ids=self.image_ids)
+        scored = evaluate_bbox(
+            self.annotations, results, self.backend, self.image_ids, keep_matching=self.resamples > 0
+        )
         metrics = {
             **scored["stats"],
             "per_class": scored["per_class"],
@@ -100,7 +109,20 @@ class CocoScorer(Scorer):
         }
         if self.tflite_tool:
             metrics["tflite_tool"] = tflite_tool_ap(self.annotations, results, image_ids=self.image_ids)
+        if self.resamples > 0:
+            metrics["intervals"] = bootstrap_intervals(
+                scored["matching"], self.resamples, self.seed, CONFIDENCE
+            )
         return metrics
+
+    def matching(self):
+        """pycocotools' per-image matching of the added records (for a paired bootstrap)."""
+        from evalharness.metrics import evaluate_bbox
+
+        results = list(self.detections.rows())
+        return evaluate_bbox(self.annotations, results, "pycocotools", self.image_ids, keep_matching=True)[
+            "matching"
+        ]
 
 
 @register
@@ -121,8 +143,16 @@ class CocoDefinition(TaskDefinition):
     def scorer(self, ground_truth=None, backend: str | None = None) -> CocoScorer:
         s = self.settings
         return CocoScorer(
-            ground_truth, backend or s.get("backend", "pycocotools"), s.get("tflite_tool_ap", True)
+            ground_truth,
+            backend or s.get("backend", "pycocotools"),
+            s.get("tflite_tool_ap", True),
+            *self._bootstrap(),
         )
+
+    def _bootstrap(self) -> tuple[int, int]:
+        """(resamples, seed) of the run's settings; runs made before them get the defaults."""
+        s = self.settings
+        return int(s.get("bootstrap_resamples", 1000)), int(s.get("bootstrap_seed", 0))
 
     def load_ground_truth(self, run: Run) -> dict:
         """The annotation file the run recorded, refused if it changed since (sha256)."""
@@ -148,7 +178,7 @@ class CocoDefinition(TaskDefinition):
         first = runs[0]
         stored = first.metrics.get("backend") or self.settings.get("backend", "pycocotools")
         tflite = "tflite_tool" in first.metrics  # score what the run reported
-        return CocoScorer(self.load_ground_truth(first), backend or stored, tflite)
+        return CocoScorer(self.load_ground_truth(first), backend or stored, tflite, *self._bootstrap())
 
     def artifacts(self, scorer: CocoScorer) -> dict[str, object]:
         """The standard COCO results JSON, re-scorable by any COCO tool."""
@@ -161,7 +191,9 @@ class CocoDefinition(TaskDefinition):
         if "tflite_tool" in metrics:
             ap = metrics["tflite_tool"]["AP"]
             lines.append(f"TFLite-tool AP (0.5:0.95, 101-point, no area ranges): {ap:.6f}")
-        return lines
+        intervals = metrics.get("intervals") or {}  # schema 2 on, bootstrap_resamples > 0
+        how = f"image bootstrap, B={intervals.get('resamples')}, seed {intervals.get('seed')}"
+        return lines + interval_lines(intervals, how, [(n, intervals.get(n)) for n in BOOTSTRAP_STATS])
 
     def headline(self, metrics: dict) -> dict[str, float]:
         from evalharness.metrics.coco import COCO_STAT_NAMES
@@ -176,12 +208,36 @@ class CocoDefinition(TaskDefinition):
         det["per_class"] = per_class_deltas(
             a.metrics.get("per_class") or {}, b.metrics.get("per_class") or {}
         )
+        resamples, seed = self._bootstrap()
+        if resamples > 0:
+            det["paired_bootstrap"] = self._paired_bootstrap(a, b, resamples, seed)
         return det
+
+    def agreement(self, a: Run, b: Run) -> dict:
+        """Box-match rate: matched boxes (same class, IoU >= 0.5) over the mean box count."""
+        boxes = detection_diff(a.predictions, b.predictions, 0.5, 0.0)["detections"]
+        total = boxes["a"] + boxes["b"]
+        return {"name": "box-match rate", "value": 2 * boxes["matched"] / total if total else None, "p": None}
+
+    def _paired_bootstrap(self, a: Run, b: Run, resamples: int, seed: int) -> dict:
+        """ΔAP, ΔAP50, ΔAP75 with paired intervals and p: both runs' matchings re-accumulated on the
+        same image resamples (runs are comparable, so they scored the same images)."""
+        ground_truth = self.load_ground_truth(a)
+        matchings = []
+        for run in (a, b):
+            scorer = CocoScorer(ground_truth, "pycocotools", False).add_all(run.predictions)
+            matchings.append(scorer.matching())
+        return paired_ap_bootstrap(*matchings, resamples, seed, CONFIDENCE)
 
     def pairwise(self, comparison: dict) -> dict[str, float]:
         values = super().pairwise(comparison)
         values.pop("iou_threshold", None)
         values.pop("min_score", None)
+        boot = comparison.get("paired_bootstrap") or {}
+        for name in BOOTSTRAP_STATS:
+            if isinstance(boot.get(name), dict) and boot[name]["interval"] is not None:
+                low, high = boot[name]["interval"]
+                values.update({f"{name}_ci_low": low, f"{name}_ci_high": high, f"{name}_p": boot[name]["p"]})
         return values
 
     def verdict(self, diff: dict) -> str:
@@ -195,9 +251,25 @@ class CocoDefinition(TaskDefinition):
             return f"no AP to compare; {where}"
         if ap["delta"] == 0 and det["unmatched"] == 0:
             return f"B detects the same boxes as A (AP {ap['a']:.4f}, mean IoU {iou})"
+        boot = (det.get("paired_bootstrap") or {}).get("AP")
+        if not boot or boot["interval"] is None:
+            test = "no significance test for AP"
+        else:
+            low, high = boot["interval"]
+            alpha, margin = diff["alpha"], diff.get("equivalence_margin", 0.01)
+            if boot["p"] < alpha:
+                finding = "significant"
+            elif -margin <= low and high <= margin:
+                finding = f"equivalent within ±{margin:g}"
+            else:
+                finding = "no difference detected at this size"
+            test = (
+                f"{finding}: paired bootstrap ΔAP {CONFIDENCE:.0%} interval [{low:+.4f}, {high:+.4f}], "
+                f"p={boot['p']:.3g}, alpha={alpha:g}"
+            )
         return (
             f"B's AP differs from A's by {ap['delta']:+.4f} ({ap['a']:.4f} -> {ap['b']:.4f}); {where}, "
-            f"mean IoU of matched boxes {iou} (no significance test for AP)"
+            f"mean IoU of matched boxes {iou} ({test})"
         )
 
     def diff_sections(self, d: dict, max_rows: int) -> list[Section]:
@@ -221,6 +293,15 @@ class CocoDefinition(TaskDefinition):
              fmt(r["delta"], "+.4f"), str(r["num_gt"])]
             for r in d["per_class"][:max_rows]
         ]  # fmt: skip
+        boot = d.get("paired_bootstrap")
+        if boot:
+            stats += [
+                [
+                    f"Δ{name} {boot['confidence']:.0%} paired interval, p (B={boot['resamples']})",
+                    f"{fmt_interval(boot[name]['interval'], '+.4f')}, p={fmt(boot[name]['p'], '.3g')}",
+                ]
+                for name in BOOTSTRAP_STATS
+            ]
         return [
             Section(
                 "Boxes", ["", "value"], stats, [f"detections with score >= {d['min_score']:g}"], key="boxes"

@@ -14,6 +14,7 @@ from evalharness.errors import EvalHarnessError
 from evalharness.numbers import fmt
 from evalharness.rundir.reader import Run
 from evalharness.scoring.base import Scorer, TaskDefinition, register
+from evalharness.scoring.intervals import CONFIDENCE, fmt_interval, interval_lines, wilson
 from evalharness.scoring.paired import classification_diff, format_p, verdict
 from evalharness.tables import Section, more_rows
 
@@ -51,6 +52,11 @@ class TopKScorer(Scorer):
         metrics = {f"top{i + 1}": (float(self.hits[i]) / n if n else 0.0) for i in range(k)}
         metrics["correct"] = {f"top{i + 1}": self.hits[i] for i in range(k)}
         metrics["num_scored"] = n
+        metrics["intervals"] = {
+            "method": "wilson",
+            "confidence": CONFIDENCE,
+            **{f"top{i + 1}": wilson(self.hits[i], n) for i in range(k)},
+        }
         return metrics
 
 
@@ -88,7 +94,11 @@ class ImageNetDefinition(TaskDefinition):
     def summary_lines(self, doc: dict) -> list[str]:
         """``Top-k Accuracy: x`` for k = 1..K, as TFLite's imagenet tool prints them."""
         metrics = doc["metrics"]
-        return [f"Top-{k} Accuracy: {metrics[f'top{k}']:g}" for k in range(1, len(metrics["correct"]) + 1)]
+        ks = range(1, len(metrics["correct"]) + 1)
+        lines = [f"Top-{k} Accuracy: {metrics[f'top{k}']:g}" for k in ks]
+        intervals = metrics.get("intervals") or {}
+        how = f"{intervals.get('method')}, {metrics['num_scored']} images"
+        return lines + interval_lines(intervals, how, [(f"top-{k}", intervals.get(f"top{k}")) for k in ks])
 
     def headline(self, metrics: dict) -> dict[str, float]:
         tops = sorted(
@@ -100,8 +110,19 @@ class ImageNetDefinition(TaskDefinition):
         same_labels = a.prov("labels.sha256") == b.prov("labels.sha256")
         return classification_diff(a.predictions, b.predictions, same_labels)
 
+    def agreement(self, a: Run, b: Run) -> dict:
+        c = self.compare(a, b, {})
+        return {"name": "top-1 agreement", "value": c["top1_agreement"], "p": c["mcnemar_p"]}
+
     def verdict(self, diff: dict) -> str:
-        return verdict(diff[self.comparison], diff["alpha"])
+        return verdict(diff[self.comparison], diff["alpha"], diff.get("equivalence_margin", 0.01))
+
+    def pairwise(self, comparison: dict) -> dict[str, float]:
+        """As the base, plus ``top1_ci_low``/``top1_ci_high``: the paired interval of Δtop-1."""
+        values = super().pairwise(comparison)
+        if comparison.get("delta_top1_interval"):
+            values["top1_ci_low"], values["top1_ci_high"] = comparison["delta_top1_interval"]
+        return values
 
     def diff_sections(self, c: dict, max_rows: int) -> list[Section]:
         stats = [
@@ -114,6 +135,15 @@ class ImageNetDefinition(TaskDefinition):
             ["both wrong, top-1 changed", fmt(c["changed_both_wrong"])],
             ["McNemar exact p (two-sided)", format_p(c["mcnemar_p"])],
         ]
+        if "delta_top1" in c:  # diffs made since the paired interval exists
+            stats += [
+                ["top-1 change B - A", fmt(c["delta_top1"], "+.4f")],
+                [
+                    f"{CONFIDENCE:.0%} paired interval (Newcombe)",
+                    fmt_interval(c["delta_top1_interval"], "+.4f"),
+                ],
+                ["images for 80 % power at this change", fmt(c["images_needed"])],
+            ]
         changes = c["top1_changes"]
         rows = [
             [ch["id"], short(ch["label"]), short(ch["a_top1"]), short(ch["b_top1"]), CHANGE_TEXT[ch["kind"]]]

@@ -14,7 +14,18 @@ from typing import Any
 
 import numpy as np
 
+from evalharness.rundir.reader import Run
 from evalharness.scoring.base import Scorer, TaskDefinition, register
+from evalharness.scoring.intervals import CONFIDENCE, fmt_interval, interval_lines, z_value
+from evalharness.tables import Section
+
+
+def mean_interval(values: np.ndarray, confidence: float = CONFIDENCE) -> list[float] | None:
+    """Normal interval of a mean over independent runs: mean ± z·sd/√n (sd with n-1); None below 2."""
+    if values.size < 2:
+        return None
+    half = z_value(confidence) * float(values.std(ddof=1)) / np.sqrt(values.size)
+    return [float(values.mean()) - half, float(values.mean()) + half]
 
 
 @dataclass
@@ -40,7 +51,7 @@ class OutputErrorScorer(Scorer):
             runs.append(stats)
 
     def result(self) -> dict:
-        outputs, failed = [], []
+        outputs, failed, intervals = [], [], {}
         for name, runs in zip(self.names, self.per_output, strict=True):
             avg = np.array([r["avg"] for r in runs], dtype=np.float64)
             checks = {
@@ -49,6 +60,7 @@ class OutputErrorScorer(Scorer):
                 "low_cosine": min((r["cosine"] for r in runs), default=1.0) < self.min_cosine,
             }
             failed += [f"{name}: {check}" for check, tripped in checks.items() if tripped]
+            intervals[name] = mean_interval(avg)
             outputs.append(
                 {
                     "name": name,
@@ -65,6 +77,7 @@ class OutputErrorScorer(Scorer):
             "num_scored": len(self.per_output[0]) if self.per_output else 0,
             "outputs": outputs,
             "failed_checks": failed,
+            "intervals": {"method": "normal", "confidence": CONFIDENCE, "avg_error": intervals},
         }
 
 
@@ -75,6 +88,7 @@ class InferenceDiffDefinition(TaskDefinition):
     live = "evalharness.tasks.inference_diff:InferenceDiffTask"
     listing_order = 2
     reads_dataset = False  # seeded random inputs
+    comparison = "output_errors"
 
     def scorer(self, ground_truth: list[str] | None = None) -> OutputErrorScorer:
         """``ground_truth``: the model's output names (the live run knows them once bound)."""
@@ -82,6 +96,29 @@ class InferenceDiffDefinition(TaskDefinition):
         return OutputErrorScorer(
             ground_truth or [], float(s.get("min_cosine", 0.95)), float(s.get("zero_tol", 1e-6))
         )
+
+    def compare(self, a: Run, b: Run, options) -> dict:
+        """Per output: each run's mean error with its interval (runs made before schema 2: none)."""
+        rows = []
+        for side, run in (("a", a), ("b", b)):
+            intervals = ((run.metrics.get("intervals") or {}).get("avg_error")) or {}
+            for out in run.metrics.get("outputs") or []:
+                if side == "a":
+                    rows.append({"name": out["name"]})
+                row = next((r for r in rows if r["name"] == out["name"]), None)
+                if row is not None:
+                    row[side], row[f"{side}_interval"] = out["avg_error"], intervals.get(out["name"])
+        return {"outputs": rows}
+
+    def diff_sections(self, comparison: dict, max_rows: int) -> list[Section]:
+        cells = [
+            [r["name"], f"{r.get('a', 0):.4g} {fmt_interval(r.get('a_interval'), '.4g')}",
+             f"{r.get('b', 0):.4g} {fmt_interval(r.get('b_interval'), '.4g')}"]
+            for r in comparison["outputs"]
+        ]  # fmt: skip
+        notes = [f"mean absolute error against the reference pass, {CONFIDENCE:.0%} interval over the runs"]
+        headers = ["output", "A avg_error", "B avg_error"]
+        return [Section("Output errors", headers, cells, notes, key="errors")]
 
     def failed_checks(self, metrics: dict) -> list[str]:
         return list(metrics.get("failed_checks") or []) if self.settings.get("fail_on_check", True) else []
@@ -96,4 +133,8 @@ class InferenceDiffDefinition(TaskDefinition):
         ]
         for i, out in enumerate(metrics["outputs"]):
             lines.append(f"OutputDiff[{i}]: avg_error={out['avg_error']:g}, std_dev={out['std_dev']:g}")
+        intervals = metrics.get("intervals") or {}
+        errors = intervals.get("avg_error") or {}
+        shown = [(f"OutputDiff[{i}]", errors.get(out["name"])) for i, out in enumerate(metrics["outputs"])]
+        lines += interval_lines(intervals, f"avg_error, {metrics['num_scored']} runs", shown)
         return lines

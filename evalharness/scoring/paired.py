@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from evalharness.scoring.intervals import CONFIDENCE, POWER, images_needed_paired, paired_difference
+
 TOP_OVERLAP = 5  # top-5 overlap: the usual second ImageNet figure
 
 
@@ -47,11 +49,12 @@ def classification_diff(preds_a: list[dict], preds_b: list[dict], same_label_fil
     """
     pairs, only_a, only_b = pair_by_id(preds_a, preds_b)
     key = "topk" if same_label_file else "topk_labels"
-    changes, agree, overlap = [], 0, 0.0
+    changes, agree, overlap, both_right = [], 0, 0.0, 0
     counts = {"regression": 0, "improvement": 0, "changed": 0}
     for a, b in pairs:
         same_top1 = a[key][:1] == b[key][:1]
         agree += same_top1
+        both_right += _correct(a) and _correct(b)
         k = min(TOP_OVERLAP, len(a[key]), len(b[key]))
         overlap += len(set(a[key][:k]) & set(b[key][:k])) / k if k else 0.0
         if same_top1 and _correct(a) == _correct(b):
@@ -71,6 +74,9 @@ def classification_diff(preds_a: list[dict], preds_b: list[dict], same_label_fil
         )
     n = len(pairs)
     p = mcnemar_exact(counts["regression"], counts["improvement"])
+    a_only, b_only = counts["regression"], counts["improvement"]
+    neither = n - both_right - a_only - b_only
+    change = (b_only - a_only) / n if n else None
     return {
         "paired_images": n,
         "only_in_a": only_a,
@@ -82,6 +88,9 @@ def classification_diff(preds_a: list[dict], preds_b: list[dict], same_label_fil
         "changed_both_wrong": counts["changed"],
         "discordant": counts["regression"] + counts["improvement"],
         "mcnemar_p": p,
+        "delta_top1": change,
+        "delta_top1_interval": paired_difference(both_right, a_only, b_only, neither),
+        "images_needed": images_needed_paired(n, a_only + b_only, change) if n else None,
         "top1_changes": changes,
     }
 
@@ -99,12 +108,31 @@ def _top1_label(pred: dict) -> str | None:
     return labels[0] if labels else None
 
 
-def verdict(diff: dict, alpha: float) -> str:
-    """One line a reader can act on: is B's top-1 different from A's beyond chance?"""
+def verdict(diff: dict, alpha: float, margin: float = 0.01) -> str:
+    """One line a reader can act on: is B's top-1 different from A's beyond chance, and if not, is
+    that because they are equivalent (the change's interval lies within ±margin) or because there are
+    too few images to tell (then: how many would detect a change of the observed size)?"""
     p, n = diff["mcnemar_p"], diff["discordant"]
     detail = f"McNemar p={format_p(p)}, {n} discordant: {diff['regressions']} A right->B wrong, "
     detail += f"{diff['improvements']} A wrong->B right"
+    interval = diff.get("delta_top1_interval")  # diffs made before the paired interval lack it
+    change = ""
+    if interval is not None:
+        change = f"; Δtop-1 {diff['delta_top1']:+.4f}, {CONFIDENCE:.0%} interval "
+        change += f"[{interval[0]:+.4f}, {interval[1]:+.4f}]"
     if n == 0 or p >= alpha:
-        return f"B is not significantly different from A ({detail}; alpha={alpha:g})"
+        head = f"B is not significantly different from A ({detail}; alpha={alpha:g}){change}"
+        if interval is None:
+            return head
+        if -margin <= interval[0] and interval[1] <= margin:
+            return f"{head}: equivalent within ±{margin:g}"
+        needed = diff.get("images_needed")
+        size = (
+            f"~{needed} paired images would detect a change of {diff['delta_top1']:+.4f} "
+            f"with {POWER:.0%} power"
+            if needed
+            else "no change observed"
+        )
+        return f"{head}: no difference detected at this size, not shown equivalent within ±{margin:g}; {size}"
     direction = "worse" if diff["regressions"] > diff["improvements"] else "better"
-    return f"B is significantly {direction} than A on top-1 ({detail}; alpha={alpha:g})"
+    return f"B is significantly {direction} than A on top-1 ({detail}; alpha={alpha:g}){change}"

@@ -1,0 +1,236 @@
+"""Image-level bootstrap of COCO AP without re-running COCOeval: the matching is kept, only the
+accumulation is redone with resampling weights.
+
+``COCOeval.evaluate()`` matches detections to ground truth image by image and category by category
+(``evalImgs``); that is the expensive part and it does not depend on which images a resample draws.
+A resample that draws image i w times is, for ``accumulate()``, image i's detections and ground
+truth counted w times. So :class:`Matching` keeps, once, every detection's score, image and
+matched/ignored flags per IoU threshold (area=all, maxDets=100: what AP, AP50, AP75 and per-class
+AP use) in pycocotools' accumulate order, and :meth:`Matching.resampled` recomputes the precision
+at the 101 recall thresholds with integer weights.
+
+Two facts make that cheap: pycocotools' interpolated precision at recall r is the largest raw
+precision among the points whose recall is >= r, and that largest value is always reached at a
+true positive; so only true-positive points are visited, with the false positives before each one
+counted by cumulative sums. Exactness: pycocotools on the resampled images laid out copy after copy
+(image i's w copies adjacent, in image order) sorts by score stably, so an image's detections of one
+class that share a score come out as the whole group repeated w times (a, b, a, b), not each one w
+times (a, a, b, b); the two orders give different intermediate precision points when the group
+mixes a match and a miss. Such groups (common with quantized scores) are laid out tiled for the
+largest weight drawn, each tile counted when its copy is drawn; every other detection carries its
+image's weight. ``tests/test_stats_coco.py`` checks the result against pycocotools run on the
+duplicated images, to 1e-9.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+AREA_ALL = 0  # index of area range "all" in pycocotools' evalImgs
+AP50, AP75 = 0, 5  # IoU threshold indices of 0.50 and 0.75 in 0.50:0.05:0.95
+EPS = np.spacing(1)  # pycocotools' guard in tp / (tp + fp + eps)
+
+
+@dataclass
+class Matching:
+    """Per-detection matching in accumulate order, one block per category (see module docstring)."""
+
+    cat_ids: list[int]
+    img_ids: list[int]
+    rec_thrs: np.ndarray  # (R,)
+    det_img: np.ndarray  # (D,) image index of each detection, categories concatenated
+    det_score: np.ndarray  # (D,)
+    det_cat: np.ndarray  # (D,) category index
+    matched: np.ndarray  # (T, D) bool
+    ignored: np.ndarray  # (T, D) bool
+    gt_count: np.ndarray  # (K, N) non-ignored ground truth per category and image
+
+    @classmethod
+    def from_evaluator(cls, evaluator) -> Matching:
+        """From a COCOeval after ``evaluate()`` (params.imgIds sorted, as evaluate() leaves them)."""
+        p = evaluator.params
+        cat_ids, img_ids = list(p.catIds), list(p.imgIds)
+        n_img, n_area = len(img_ids), len(p.areaRng)
+        max_det = p.maxDets[-1]
+        n_thr = len(p.iouThrs)
+        gt_count = np.zeros((len(cat_ids), n_img), dtype=np.int64)
+        blocks = []  # (img, cat, scores, matched, ignored) per category, sorted as accumulate sorts
+        for k in range(len(cat_ids)):
+            base = k * n_area * n_img + AREA_ALL * n_img
+            scores, images, matched, ignored = [], [], [], []
+            for i in range(n_img):
+                e = evaluator.evalImgs[base + i]
+                if e is None:
+                    continue
+                gt_count[k, i] = int(np.count_nonzero(np.asarray(e["gtIgnore"]) == 0))
+                s = np.asarray(e["dtScores"][:max_det], dtype=np.float64)
+                scores.append(s)
+                images.append(np.full(s.size, i, dtype=np.int64))
+                matched.append(np.asarray(e["dtMatches"])[:, :max_det].reshape(n_thr, s.size) != 0)
+                ignored.append(np.asarray(e["dtIgnore"])[:, :max_det].reshape(n_thr, s.size).astype(bool))
+            if not scores:
+                continue
+            s = np.concatenate(scores)
+            order = np.argsort(-s, kind="mergesort")
+            img = np.concatenate(images)[order]
+            blocks.append(
+                (img, np.full(img.size, k), np.concatenate(matched, 1)[:, order],
+                 np.concatenate(ignored, 1)[:, order], s[order])
+            )  # fmt: skip
+        empty_flags = np.zeros((n_thr, 0), dtype=bool)
+        whole = cls(
+            cat_ids=cat_ids,
+            img_ids=img_ids,
+            rec_thrs=np.asarray(p.recThrs, dtype=np.float64),
+            det_img=np.concatenate([b[0] for b in blocks]) if blocks else np.zeros(0, np.int64),
+            det_cat=np.concatenate([b[1] for b in blocks]) if blocks else np.zeros(0, np.int64),
+            det_score=np.concatenate([b[4] for b in blocks]) if blocks else np.zeros(0),
+            matched=np.concatenate([b[2] for b in blocks], 1) if blocks else empty_flags,
+            ignored=np.concatenate([b[3] for b in blocks], 1) if blocks else empty_flags,
+            gt_count=gt_count,
+        )
+        return whole.trimmed()
+
+    def _tie_groups(self) -> np.ndarray:
+        """Group number of each detection: one image's same-class same-score neighbours share one."""
+        same = (
+            (self.det_img[1:] == self.det_img[:-1])
+            & (self.det_cat[1:] == self.det_cat[:-1])
+            & (self.det_score[1:] == self.det_score[:-1])
+        )
+        return np.cumsum(np.concatenate(([True], ~same))) - 1
+
+    def trimmed(self) -> Matching:
+        """Without the detections after each category's last true positive (at any IoU threshold)
+        and its tie group: they only add points of lower precision at full recall, in every resample.
+        With low score thresholds that is most detections."""
+        tp_any = (self.matched & ~self.ignored).any(axis=0)
+        if self.det_img.size == 0:
+            return self
+        group = self._tie_groups()
+        last_group = np.full(len(self.cat_ids), -1)
+        np.maximum.at(last_group, self.det_cat[tp_any], group[tp_any])
+        keep = group <= last_group[self.det_cat]
+        return dataclasses.replace(
+            self,
+            det_img=self.det_img[keep],
+            det_cat=self.det_cat[keep],
+            det_score=self.det_score[keep],
+            matched=self.matched[:, keep],
+            ignored=self.ignored[:, keep],
+        )
+
+    def resampled(self, weights: np.ndarray) -> dict[str, np.ndarray]:
+        """AP, AP50, AP75 (each (B,)) and per-class AP (B, K) for (B, N) image weights.
+
+        NaN where pycocotools would give -1 (no non-ignored ground truth in the resample).
+        """
+        weights = np.asarray(weights, dtype=np.float64)
+        n_thr, n_cat, n_rec = self.matched.shape[0], len(self.cat_ids), self.rec_thrs.size
+        layout, copy = self._layout(weights.max(axis=0).astype(np.int64))
+        img, cat = self.det_img[layout], self.det_cat[layout]
+        matched, ignored = self.matched[:, layout], self.ignored[:, layout]
+        plan = [_threshold_plan(cat, matched[t], ignored[t], n_cat, n_rec) for t in range(n_thr)]
+        tiled = np.flatnonzero(copy >= 0)
+        tiled_copy, tiled_img = copy[tiled], img[tiled]
+        out = {name: np.empty(len(weights)) for name in ("AP", "AP50", "AP75")}
+        out["per_class"] = np.empty((len(weights), n_cat))
+        total = np.zeros(img.size + 1)  # total[j + 1]: weight of the entries 0..j (total[0] = 0)
+        q = np.empty((n_thr, n_cat, n_rec))
+        for b, w in enumerate(weights):
+            npig = self.gt_count @ w  # (K,)
+            w_det = w[img]
+            w_det[tiled] = tiled_copy < w[tiled_img]
+            np.cumsum(w_det, out=total[1:])
+            for t, tp in enumerate(plan):
+                self._precision(tp, w_det, total, npig, q[t])
+            valid = npig > 0  # pycocotools' -1: no ground truth of the class in this resample
+            chosen = q[:, valid]
+            out["AP"][b] = chosen.mean() if chosen.size else np.nan
+            out["AP50"][b] = chosen[AP50].mean() if chosen.size else np.nan
+            out["AP75"][b] = chosen[AP75].mean() if chosen.size else np.nan
+            out["per_class"][b] = np.where(valid, q.mean(axis=(0, 2)), np.nan)
+        return out
+
+    def _layout(self, copies: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(detection index, copy number or -1) of each entry: tie groups (see :meth:`_tie_groups`) of
+        two or more that mix flags repeated as whole groups, as many times as their image's largest
+        weight (``copies``, per image), every other detection once (carrying its image's weight)."""
+        n = self.det_img.size
+        group = self._tie_groups()
+        starts = np.flatnonzero(np.diff(np.concatenate(([-1], group))))
+        sizes = np.diff(np.concatenate((starts, [n])))
+        # only groups whose members differ in a flag at some IoU threshold: for the others the
+        # grouped order gives the same sequence of points as the tiled one
+        code = self.matched.astype(np.int8) * 2 + self.ignored.astype(np.int8)  # (T, D)
+        if n:
+            high, low = np.maximum.reduceat(code, starts, axis=1), np.minimum.reduceat(code, starts, axis=1)
+            mixed = (high != low).any(axis=0)
+        else:
+            mixed = np.zeros(0, bool)
+        # as many copies as the group's image is ever drawn in these resamples
+        reps = np.where((sizes > 1) & mixed, np.maximum(copies[self.det_img[starts]], 1), 1)
+        if n == 0 or (reps == 1).all():
+            return np.arange(n), np.full(n, -1)
+        length = sizes * reps
+        segment = np.repeat(np.arange(starts.size), length)
+        offset = np.arange(length.sum()) - np.repeat(np.cumsum(length) - length, length)
+        index = starts[segment] + offset % sizes[segment]
+        copy = np.where(reps[segment] > 1, offset // sizes[segment], -1)
+        return index, copy
+
+    def _precision(self, tp: dict, w_det, total, npig, q: np.ndarray) -> None:
+        """pycocotools' interpolated precision (K, R) at one IoU threshold for one resample, into q."""
+        q[:] = 0.0
+        pos = tp["pos"]
+        if pos.size == 0:
+            return
+        w_tp = w_det[pos]
+        tp_cum = np.cumsum(w_tp)
+        tp_sum = tp_cum - (tp_cum - w_tp)[tp["first_tp"]]  # true positives of the category so far
+        seen = total[pos + 1] - total[tp["start"]]  # detections of the category so far
+        if tp["ign"].size:  # minus the ignored ones (matched to crowd boxes)
+            ign_cum = np.concatenate(([0.0], np.cumsum(w_det[tp["ign"]])))
+            seen -= ign_cum[tp["ign_before"]] - ign_cum[tp["ign_cat_start"]]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rc = tp_sum / npig[tp["cat"]]
+            # a true positive of an image not drawn is no point of the resample: -1 never wins
+            pr = np.where(w_tp > 0, tp_sum / (seen + EPS), -1.0)
+        # interpolated precision: the max of pr over the later points of the same category (the
+        # offsets keep categories apart in one running maximum)
+        pr += tp["offset"]
+        env = np.maximum.accumulate(pr[::-1])[::-1] - tp["offset"]
+        key = np.searchsorted(self.rec_thrs, rc, "right") + tp["cat_key"]  # thresholds reached
+        idx = np.searchsorted(key, tp["wanted"], "left")
+        hit = idx < tp["ends"]
+        q[hit] = np.maximum(env[idx[hit]], 0.0)
+
+
+def _threshold_plan(det_cat, matched, ignored, n_cat: int, n_rec: int) -> dict:
+    """What does not depend on the weights at IoU threshold t: true-positive positions, the
+    ignored detections before each, and where each category's block starts."""
+    tp_mask = matched & ~ignored
+    pos = np.flatnonzero(tp_mask)
+    ign = np.flatnonzero(ignored)
+    cat = det_cat[pos]
+    starts = np.searchsorted(det_cat, np.arange(n_cat), "left")
+    first_tp = np.searchsorted(pos, starts, "left")  # index in pos of each category's first tp
+    return {
+        "pos": pos,
+        "cat": cat,
+        "ign": ign,
+        "ign_before": np.searchsorted(ign, pos, "right"),  # ignored dets at or before each tp
+        "ign_cat_start": np.searchsorted(ign, starts[cat], "left"),
+        "start": starts[cat],
+        "first_tp": first_tp[cat],
+        "offset": 3.0 * (n_cat - cat),
+        "cat_key": (n_rec + 1) * cat,
+        # first point reaching recall threshold r of category k: searched for as this key
+        "wanted": np.arange(1, n_rec + 1)[None, :] + (n_rec + 1) * np.arange(n_cat)[:, None],
+        "ends": np.searchsorted(cat, np.arange(n_cat), "right")[:, None],
+    }
+
+
