@@ -20,10 +20,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from evalharness.errors import EvalHarnessError
 from evalharness.job import run
-from evalharness.paths import CONF_DIR, bundled
+from evalharness.paths import CONF_DIR, bundled, model_stem
 from evalharness.rundir.document import has_document
 
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
+OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)
 
 EXIT_PARTIAL, EXIT_USER_ERROR = 1, 2
 _failed_jobs: list[str] = []
@@ -90,9 +91,31 @@ def check_group_options(args: list[str]) -> str | None:
     return None
 
 
+def plain_key(arg: str) -> str:
+    return arg.split("=", 1)[0].lstrip("+~")
+
+
+def rewrite_overrides(args: list[str]) -> list[str]:
+    """The spellings a user tries, made into Hydra's: ``model.preprocess=<preset>`` is the
+    ``model/preprocess`` group; ``model.path=X`` without ``model=`` selects the ``file`` preset (the
+    run is named after X and its settings come from the file, see ``evalharness.model_settings``)."""
+    presets = {p.stem for d in conf_dirs(args) for p in (d / "model" / "preprocess").glob("*.yaml")}
+    out = []
+    for arg in args:
+        key, _, value = arg.partition("=")
+        if key == "model.preprocess" and value and all(v.strip() in presets for v in value.split(",")):
+            arg = f"model/preprocess={value}"
+        out.append(arg)
+    keys = [plain_key(a) for a in out]
+    if "model.path" in keys and "model" not in keys:
+        out.insert(0, "model=file")
+    return out
+
+
 def main() -> None:
     from evalharness.launchers import missing_launcher_plugin
 
+    sys.argv[1:] = rewrite_overrides(sys.argv[1:])
     problem = check_group_options(sys.argv[1:]) or missing_launcher_plugin(sys.argv[1:])
     if problem:
         print(f"error: {problem}", file=sys.stderr)

@@ -36,6 +36,11 @@ def multirun_launcher() -> dict | None:
     return None
 
 
+def job_overrides() -> list[str]:
+    """This job's command-line overrides (a multirun job's own values), for settings' provenance."""
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+
+
 def use_cache(setting: str) -> bool:
     if str(setting).lower() == "auto":
         return is_multirun()
@@ -104,7 +109,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     """Run the configured task into ``run_dir``; returns the metrics.json document."""
     from evalharness.config import validate
 
-    rp = validate(cfg, multirun_launcher())
+    rp = validate(cfg, multirun_launcher(), job_overrides())
     return run_plan(rp, run_dir)
 
 
@@ -206,6 +211,7 @@ def run_plan(rp, run_dir: str) -> dict:
         provenance={
             "model": {
                 "name": rp.model["name"],
+                "settings_source": rp.model_sources,
                 **provenance.model_info(rp.model["path"], model.inputs, model.outputs),
                 "quant": quant,
             },
@@ -221,7 +227,7 @@ def run_plan(rp, run_dir: str) -> dict:
             "thread_budget": rp.thread_budget,
             "evalharness": provenance.tool_info(),
             "config": rp.config(),
-            "overrides": list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else [],
+            "overrides": job_overrides(),
         },
         **extra,
     )
