@@ -108,7 +108,7 @@ def rewrite_overrides(args: list[str]) -> list[str]:
         out.append(arg)
     keys = [plain_key(a) for a in out]
     if "model.path" in keys and "model" not in keys:
-        out.insert(0, "model=file")
+        out.append("model=file")  # at the end: options such as -m must stay before the overrides
     return out
 
 

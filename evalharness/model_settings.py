@@ -74,12 +74,12 @@ def _labels(model: dict, info: ModelFile, given: set, sources: dict, cache_dir: 
     if not lines and isinstance(names, dict) and names:
         lines = [names.get(i, "") for i in range(max(names) + 1)]
         what = "Ultralytics names"
-    if "labels" in given:
-        if lines and model["labels"] != LABELS_AUTO:
+    if model["labels"] != LABELS_AUTO:  # given on the command line: it wins, but not silently
+        if lines and _read_lines(model["labels"]) not in (None, lines):
             log.warning(
-                "model.labels from the command line wins over the %d labels %s carries (%s)",
+                "model.labels=%s wins over the %d labels the model file carries (%s), which differ",
+                model["labels"],
                 len(lines),
-                info.path,
                 what,
             )
         return
@@ -95,6 +95,14 @@ def _labels(model: dict, info: ModelFile, given: set, sources: dict, cache_dir: 
     atomic_write_text(target, "\n".join(lines) + "\n")
     model["labels"] = target
     sources["labels"] = f"{MODEL_FILE} ({what})"
+
+
+def _read_lines(path: str) -> list[str] | None:
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return f.read().rstrip().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None  # the task reports an unreadable label file with its own error
 
 
 def _normalization(model: dict, info: ModelFile, given: set, sources: dict) -> None:

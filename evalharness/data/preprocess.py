@@ -173,11 +173,15 @@ def image_input_spec(
     shape = [int(s) for s in shape]
     layout = image_layout(shape, spec.layout if spec is not None else "auto")
     if layout is None:
-        wanted = {"auto": "[1, H, W, 3] or [1, 3, H, W]", "nhwc": "[1, H, W, 3]", "nchw": "[1, 3, H, W]"}
         forced = spec.layout if spec is not None else "auto"
+        wanted = {
+            "auto": "NHWC RGB image [1, H, W, 3] nor NCHW [1, 3, H, W]",
+            "nhwc": "NHWC RGB image [1, H, W, 3] (model.preprocess.layout=nhwc)",
+            "nchw": "NCHW RGB image [1, 3, H, W] (model.preprocess.layout=nchw)",
+        }[forced]
         raise ModelMismatchError(
-            f"{model_path}: input shape {shape} is not one RGB image {wanted[forced]} "
-            f"(model.preprocess.layout={forced}); this task needs an image classifier/detector"
+            f"{model_path}: input shape {shape} is not one {wanted}; "
+            "this task needs an image classifier/detector"
         )
     if layout == "nchw":
         shape = [shape[0], shape[2], shape[3], shape[1]]

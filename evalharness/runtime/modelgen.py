@@ -25,7 +25,7 @@ import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
-__all__ = ["QuantSpec", "constant_output_model"]
+__all__ = ["QuantSpec", "append_files", "constant_output_model"]
 
 # (scale, zero_point) -> int8, or (scale, zero_point, "int8" | "uint8")
 QuantSpec = tuple[float, int] | tuple[float, int, str]
@@ -155,3 +155,14 @@ def constant_output_model(
             out = quantized
         result.append(out)
     return g.save(path, [inp], result)
+
+
+def append_files(path: str, files: dict[str, str | bytes]) -> str:
+    """Append a zip archive of ``files`` to the model at ``path``, as TFLite's metadata writer (and
+    so TF-Hub and Ultralytics exports) attach label files and ``temp_meta.txt``; returns ``path``."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "a") as archive:  # "a" on a non-zip file appends a new archive
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return str(path)
