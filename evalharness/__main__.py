@@ -115,6 +115,10 @@ def rewrite_overrides(args: list[str]) -> list[str]:
 def main() -> None:
     from evalharness.launchers import missing_launcher_plugin
 
+    if sys.argv[1:2] == ["inspect"]:  # `evalharness inspect MODEL`: python -m evalharness.inspect
+        from evalharness.inspect import main as inspect_main
+
+        sys.exit(inspect_main(sys.argv[2:]))
     sys.argv[1:] = rewrite_overrides(sys.argv[1:])
     problem = check_group_options(sys.argv[1:]) or missing_launcher_plugin(sys.argv[1:])
     if problem:

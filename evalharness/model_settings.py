@@ -36,7 +36,6 @@ SETTINGS = ("name", "path", "labels", "preprocess", "decoder", "class_map")
 COMMAND_LINE, MODEL_FILE, PRESET = "command line", "model file", "preset"
 COCO80_FIRST = ("person", "bicycle", "car", "motorcycle", "airplane")
 YOLO_DECODER = {"name": "yolo", "conf_threshold": 0.001, "iou_threshold": 0.7, "max_detections": 300}
-LETTERBOX_PRESET = CONF_DIR / "model" / "preprocess" / "yolo_letterbox.yaml"
 SSD_DECODER = {"name": "ssd_postprocess", "score_threshold": 0.0}
 
 
@@ -53,8 +52,9 @@ def given_on_command_line(overrides: list[str]) -> set[str]:
     return given
 
 
-def infer_model_settings(model: dict, overrides: list[str], cache_dir: str) -> tuple[dict, dict]:
-    """(model group with what the file says filled in, {setting: source}). Only for ``from_file``."""
+def infer_model_settings(model: dict, overrides: list[str], cache_dir: str | None) -> tuple[dict, dict]:
+    """(model group with what the file says filled in, {setting: source}). Only for ``from_file``;
+    ``cache_dir`` None: a dry run that extracts no label file."""
     given = given_on_command_line(overrides)
     sources = {k: COMMAND_LINE if k in given else PRESET for k in SETTINGS}
     if not model.get("from_file"):
@@ -68,7 +68,7 @@ def infer_model_settings(model: dict, overrides: list[str], cache_dir: str) -> t
     return model, sources
 
 
-def _labels(model: dict, info: ModelFile, given: set, sources: dict, cache_dir: str) -> None:
+def _labels(model: dict, info: ModelFile, given: set, sources: dict, cache_dir: str | None) -> None:
     names = (info.ultralytics or {}).get("names")
     lines, what = info.labels, info.label_file
     if not lines and isinstance(names, dict) and names:
@@ -86,6 +86,9 @@ def _labels(model: dict, info: ModelFile, given: set, sources: dict, cache_dir: 
     if not lines:
         model["labels"] = LABELS_AUTO
         sources["labels"] = "none: the model file carries no labels"
+        return
+    if cache_dir is None:  # a dry run (evalharness inspect): say where the labels would come from
+        model["labels"], sources["labels"] = f"<in the model file: {what}>", f"{MODEL_FILE} ({what})"
         return
     with open(info.path, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:16]
@@ -128,6 +131,10 @@ def _normalization(model: dict, info: ModelFile, given: set, sources: dict) -> N
     sources["preprocess"] = f"{PRESET} (crop, resize), {MODEL_FILE} (mean/std: NormalizationOptions)"
 
 
+def _preset(name: str) -> dict:
+    return OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / "preprocess" / f"{name}.yaml"))
+
+
 def _detector(model: dict, info: ModelFile, given: set, sources: dict) -> None:
     meta = info.ultralytics or {}
     if meta.get("task") == "detect":
@@ -140,9 +147,11 @@ def _detector(model: dict, info: ModelFile, given: set, sources: dict) -> None:
             model["class_map"] = "coco80" if coco80 else "labels"
             sources["class_map"] = f"{MODEL_FILE} (Ultralytics names)"
         if "preprocess" not in given:
-            letterbox = OmegaConf.to_container(OmegaConf.load(LETTERBOX_PRESET))
-            model["preprocess"] = {**model["preprocess"], **letterbox}
+            model["preprocess"] = {**model["preprocess"], **_preset("yolo_letterbox")}
             sources["preprocess"] = f"{MODEL_FILE} (Ultralytics export: yolo_letterbox)"
     elif "TFLite_Detection_PostProcess" in info.op_histogram and "decoder" not in given:
         model["decoder"] = dict(SSD_DECODER)
         sources["decoder"] = f"{MODEL_FILE} (TFLite_Detection_PostProcess op)"
+        if "preprocess" not in given:  # SSD exports take the whole image stretched (TFLite's coco tool)
+            model["preprocess"] = {**model["preprocess"], **_preset("detection_stretch")}
+            sources["preprocess"] = f"{MODEL_FILE} (TFLite_Detection_PostProcess op: detection_stretch)"
