@@ -141,3 +141,14 @@ def test_layout_override_that_does_not_fit_is_an_error(tmp_path):
         cwd=tmp_path,
     )
     assert r.returncode == 2 and "model.preprocess.layout=nhwc" in r.stderr, r.stderr
+
+
+def test_task_coco_runs_on_a_fresh_clone(tmp_path):
+    """No models_dir, no download: the bundled SSD on the bundled COCO sample, exit 0."""
+    r = run_cli(["task=coco", "hydra.run.dir=run"], cwd=tmp_path, env={"EVALHARNESS_MODELS": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "run/metrics.json").read_text())
+    model = doc["provenance"]["model"]
+    assert model["name"] == "ssd_mobilenet_v1_coco_quant_postprocess"
+    assert model["sha256"] == "e4b118e5e4531945de2e659742c7c590f7536f8d0ed26d135abcfe83b4779d13"
+    assert doc["metrics"]["num_scored"] == 4 and 0.0 < doc["metrics"]["AP"] <= 1.0
