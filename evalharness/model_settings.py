@@ -36,6 +36,7 @@ SETTINGS = ("name", "path", "labels", "preprocess", "decoder", "class_map")
 COMMAND_LINE, MODEL_FILE, PRESET = "command line", "model file", "preset"
 COCO80_FIRST = ("person", "bicycle", "car", "motorcycle", "airplane")
 YOLO_DECODER = {"name": "yolo", "conf_threshold": 0.001, "iou_threshold": 0.7, "max_detections": 300}
+YOLO_NMS_DECODER = {"name": "yolo_nms", "conf_threshold": 0.0, "max_detections": 300}
 SSD_DECODER = {"name": "ssd_postprocess", "score_threshold": 0.0}
 
 
@@ -138,9 +139,13 @@ def _preset(name: str) -> dict:
 def _detector(model: dict, info: ModelFile, given: set, sources: dict) -> None:
     meta = info.ultralytics or {}
     if meta.get("task") == "detect":
+        nms_inside = (
+            len(info.outputs) == 1 and len(info.outputs[0].shape) == 3 and info.outputs[0].shape[2] == 6
+        )
         if "decoder" not in given:
-            model["decoder"] = dict(YOLO_DECODER)
-            sources["decoder"] = f"{MODEL_FILE} (Ultralytics task: detect)"
+            model["decoder"] = dict(YOLO_NMS_DECODER if nms_inside else YOLO_DECODER)
+            layout = "[1, N, 6] output: NMS inside" if nms_inside else "raw head"
+            sources["decoder"] = f"{MODEL_FILE} (Ultralytics task: detect, {layout})"
         if "class_map" not in given:
             names = [meta.get("names", {}).get(i) for i in range(5)]
             coco80 = len(meta.get("names", {})) == 80 and tuple(names) == COCO80_FIRST
