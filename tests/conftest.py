@@ -38,6 +38,17 @@ def pytest_collection_modifyitems(config, items):
         pytest.exit(f"shared test assets not found at {ASSETS}", returncode=3)
 
 
+def one_coco_image(directory: Path, image_id: int) -> tuple[Path, list[dict], list[dict]]:
+    """val25's annotations cut to one image (crowd boxes dropped): (json path, annotations,
+    categories sorted by id), for detectors whose outputs are that image's ground truth."""
+    gt = json.loads((ASSETS / "coco/instances_val25.json").read_text())
+    gt["images"] = [i for i in gt["images"] if i["id"] == image_id]
+    gt["annotations"] = [a for a in gt["annotations"] if a["image_id"] == image_id and not a["iscrowd"]]
+    path = directory / "instances.json"
+    path.write_text(json.dumps(gt))
+    return path, gt["annotations"], sorted(gt["categories"], key=lambda c: c["id"])
+
+
 def compose_config(overrides: list[str]):
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=["loop.progress=false", *overrides])

@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import ASSETS, run_inprocess
+from conftest import ASSETS, one_coco_image, run_inprocess
 
 from evalharness.runtime.model_file import read_model_file
 from evalharness.runtime.modelgen import append_files, constant_output_model
@@ -23,13 +23,7 @@ IMAGE_ID, SIZE, W, H = 252219, 320, 640, 428  # 640x428, 7 annotations
 
 @pytest.fixture(scope="module")
 def one_image(tmp_path_factory):
-    gt = json.loads((ASSETS / "coco/instances_val25.json").read_text())
-    gt["images"] = [i for i in gt["images"] if i["id"] == IMAGE_ID]
-    gt["annotations"] = [a for a in gt["annotations"] if a["image_id"] == IMAGE_ID and not a["iscrowd"]]
-    path = tmp_path_factory.mktemp("gt") / "instances.json"
-    path.write_text(json.dumps(gt))
-    categories = sorted(gt["categories"], key=lambda c: c["id"])
-    return path, gt["annotations"], categories
+    return one_coco_image(tmp_path_factory.mktemp("gt"), IMAGE_ID)
 
 
 def _meta(categories) -> str:
