@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from conftest import MODELS, VAL50, run_cli, run_inprocess
@@ -152,3 +153,28 @@ def test_task_coco_runs_on_a_fresh_clone(tmp_path):
     assert model["name"] == "ssd_mobilenet_v1_coco_quant_postprocess"
     assert model["sha256"] == "e4b118e5e4531945de2e659742c7c590f7536f8d0ed26d135abcfe83b4779d13"
     assert doc["metrics"]["num_scored"] == 4 and 0.0 < doc["metrics"]["AP"] <= 1.0
+
+
+def test_command_line_wins_over_the_file_with_a_warning(tmp_path):
+    labels = (tmp_path / "labels.txt").open("w")
+    labels.write(Path(bundled("imagenet_labels_1001.txt")).read_text().replace("background", "unused", 1))
+    labels.close()
+    r = run_cli(
+        [
+            f"model.path={MODELS / 'mobilenet_v2_1.0_224_quant.tflite'}",
+            f"model.labels={tmp_path / 'labels.txt'}",
+            "model.preprocess.mean=[0.0,0.0,0.0]",
+            "task.num_images=2",
+            "hydra.run.dir=run",
+        ],
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    log = r.stdout + r.stderr
+    assert "wins over the 1001 labels the model file carries (imagenet_labels.txt), which differ" in log
+    assert "mean/std from the command line ([0.0, 0.0, 0.0] / [127.5, 127.5, 127.5]) win" in log
+    doc = json.loads((tmp_path / "run/metrics.json").read_text())
+    sources = doc["provenance"]["model"]["settings_source"]
+    assert sources["labels"] == "command line" and sources["preprocess"] == "command line"
+    assert doc["provenance"]["labels"]["path"] == str(tmp_path / "labels.txt")
+    assert doc["provenance"]["preprocessing"]["mean"] == [0.0, 0.0, 0.0]
