@@ -41,7 +41,7 @@ def inferred_configuration(path: str, info) -> dict:
         "class_map": "coco91",
         "from_file": True,
     }
-    model, sources = infer_model_settings(model, [], None)
+    model, sources = infer_model_settings(model, [f"model.path={path}"], None)
     image = info.inputs[0].shape if len(info.inputs) == 1 else None
     if model["decoder"]:
         kind = "detector"

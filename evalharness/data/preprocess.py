@@ -175,7 +175,7 @@ def image_input_spec(
     if layout is None:
         forced = spec.layout if spec is not None else "auto"
         wanted = {
-            "auto": "NHWC RGB image [1, H, W, 3] nor NCHW [1, 3, H, W]",
+            "auto": "NHWC RGB image [1, H, W, 3]",  # nor NCHW [1, 3, H, W]: both are tried
             "nhwc": "NHWC RGB image [1, H, W, 3] (model.preprocess.layout=nhwc)",
             "nchw": "NCHW RGB image [1, 3, H, W] (model.preprocess.layout=nchw)",
         }[forced]
