@@ -28,7 +28,6 @@ from omegaconf import OmegaConf
 from evalharness.data.labels import LABELS_AUTO
 from evalharness.paths import CONF_DIR
 from evalharness.rundir.files import atomic_write_text
-from evalharness.runtime.model_file import ModelFile, read_model_file
 
 log = logging.getLogger("evalharness")
 
@@ -61,6 +60,8 @@ def infer_model_settings(model: dict, overrides: list[str], cache_dir: str | Non
     if not model.get("from_file"):
         return model, sources
     sources["name"] = COMMAND_LINE if "name" in given else MODEL_FILE
+    from evalharness.runtime.model_file import read_model_file  # only now: validating loads no runtime
+
     info = read_model_file(model["path"])
     model = {**model, "preprocess": dict(model.get("preprocess") or {})}
     _labels(model, info, given, sources, cache_dir)
@@ -69,7 +70,7 @@ def infer_model_settings(model: dict, overrides: list[str], cache_dir: str | Non
     return model, sources
 
 
-def _labels(model: dict, info: ModelFile, given: set, sources: dict, cache_dir: str | None) -> None:
+def _labels(model: dict, info, given: set, sources: dict, cache_dir: str | None) -> None:
     names = (info.ultralytics or {}).get("names")
     lines, what = info.labels, info.label_file
     if not lines and isinstance(names, dict) and names:
@@ -109,7 +110,7 @@ def _read_lines(path: str) -> list[str] | None:
         return None  # the task reports an unreadable label file with its own error
 
 
-def _normalization(model: dict, info: ModelFile, given: set, sources: dict) -> None:
+def _normalization(model: dict, info, given: set, sources: dict) -> None:
     norm = info.normalization
     if not norm or not norm["mean"] or not norm["std"]:
         return
@@ -136,7 +137,7 @@ def _preset(name: str) -> dict:
     return OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / "preprocess" / f"{name}.yaml"))
 
 
-def _detector(model: dict, info: ModelFile, given: set, sources: dict) -> None:
+def _detector(model: dict, info, given: set, sources: dict) -> None:
     meta = info.ultralytics or {}
     if meta.get("task") == "detect":
         nms_inside = (
