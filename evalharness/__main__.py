@@ -22,10 +22,11 @@ from omegaconf import DictConfig, OmegaConf
 from evalharness.boundary import EXIT_STOPPED, EXIT_USER_ERROR, debug, describe, report
 from evalharness.errors import RunStopped
 from evalharness.job import run
-from evalharness.paths import CONF_DIR, bundled
+from evalharness.paths import CONF_DIR, bundled, model_stem
 from evalharness.rundir.document import holds_run
 
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
+OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)
 
 _failed_jobs: list[str] = []
 __all__ = ["main", "run"]
@@ -95,9 +96,35 @@ def check_group_options(args: list[str]) -> str | None:
     return None
 
 
+def plain_key(arg: str) -> str:
+    return arg.split("=", 1)[0].lstrip("+~")
+
+
+def rewrite_overrides(args: list[str]) -> list[str]:
+    """The spellings a user tries, made into Hydra's: ``model.preprocess=<preset>`` is the
+    ``model/preprocess`` group; ``model.path=X`` without ``model=`` selects the ``file`` preset (the
+    run is named after X and its settings come from the file, see ``evalharness.model_settings``)."""
+    presets = {p.stem for d in conf_dirs(args) for p in (d / "model" / "preprocess").glob("*.yaml")}
+    out = []
+    for arg in args:
+        key, _, value = arg.partition("=")
+        if key == "model.preprocess" and value and all(v.strip() in presets for v in value.split(",")):
+            arg = f"model/preprocess={value}"
+        out.append(arg)
+    keys = [plain_key(a) for a in out]
+    if "model.path" in keys and "model" not in keys:
+        out.append("model=file")  # at the end: options such as -m must stay before the overrides
+    return out
+
+
 def main() -> None:
     from evalharness.launchers import missing_launcher_plugin
 
+    if sys.argv[1:2] == ["inspect"]:  # `evalharness inspect MODEL`: python -m evalharness.inspect
+        from evalharness.inspect import main as inspect_main
+
+        sys.exit(inspect_main(sys.argv[2:]))
+    sys.argv[1:] = rewrite_overrides(sys.argv[1:])
     problem = check_group_options(sys.argv[1:]) or missing_launcher_plugin(sys.argv[1:])
     if problem:
         print(f"error: {problem}", file=sys.stderr)

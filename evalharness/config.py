@@ -21,6 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 from evalharness.data.preprocess import PreprocessSpec
 from evalharness.errors import ConfigError
 from evalharness.loop import LoopSettings
+from evalharness.model_settings import infer_model_settings
 from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
 from evalharness.schema import FrozenDict, check, freeze, one_line, thaw
 from evalharness.scoring import task_definitions
@@ -35,6 +36,7 @@ class ModelSchema:
     preprocess: PreprocessSpec = field(default_factory=PreprocessSpec)
     decoder: Any = None  # detectors: {name: ssd_postprocess | yolo, ...decoder parameters}
     class_map: str = "coco91"  # detectors: coco91 | coco80 | labels (model class -> COCO category id)
+    from_file: bool = False  # conf/model/file.yaml: fill unset settings from the file (model_settings)
 
 
 @dataclass
@@ -105,6 +107,8 @@ class RunPlan:
     quant: FrozenDict = field(default_factory=lambda: freeze({"name": "none", "recipe": None}))
     runner: FrozenDict = field(default_factory=lambda: freeze({"name": "host"}))
     thread_budget: FrozenDict = field(default_factory=FrozenDict)
+    # setting -> where its value came from: command line | model file | preset
+    model_sources: FrozenDict = field(default_factory=FrozenDict)
 
     def replace(self, **changes) -> RunPlan:
         """A new plan with ``changes`` (group values are frozen on the way in)."""
@@ -123,9 +127,10 @@ def check_group(group: str, node: dict) -> FrozenDict:
     return check(SCHEMAS[group], node, f"config group '{group}'")
 
 
-def validate(cfg: DictConfig, launcher: dict | None = None) -> RunPlan:
+def validate(cfg: DictConfig, launcher: dict | None = None, overrides: list[str] | None = None) -> RunPlan:
     """Check every group of a composed config, apply the thread budget and plan the delegate
-    (unavailable -> error now). ``launcher``: a multirun's ``hydra.launcher`` config (None: single run)."""
+    (unavailable -> error now). ``launcher``: a multirun's ``hydra.launcher`` config (None: single run);
+    ``overrides``: the job's command-line overrides (what the user set wins over the model file)."""
     groups_expected = (*SCHEMAS, "task", "delegate", "runner")
     missing = [g for g in groups_expected if g not in cfg]
     if missing:
@@ -140,6 +145,10 @@ def validate(cfg: DictConfig, launcher: dict | None = None) -> RunPlan:
         resolved = OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException as exc:
         raise ConfigError(f"config: {one_line(exc)}") from None
+    model, sources = infer_model_settings(
+        dict(resolved["model"]), list(overrides or []), resolved["paths"]["cache_dir"]
+    )
+    resolved = {**resolved, "model": model}
     groups = {g: check_group(g, resolved[g]) for g in SCHEMAS}
     if str(groups["loop"]["cache"]).lower() not in CACHE_SETTINGS:
         raise ConfigError(
@@ -169,4 +178,5 @@ def validate(cfg: DictConfig, launcher: dict | None = None) -> RunPlan:
         quant=groups["quant"],
         runner=runner,
         thread_budget=freeze(budget),
+        model_sources=freeze(sources),
     )

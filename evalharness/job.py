@@ -39,6 +39,11 @@ def multirun_launcher() -> dict | None:
     return None
 
 
+def job_overrides() -> list[str]:
+    """This job's command-line overrides (a multirun job's own values), for settings' provenance."""
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+
+
 def use_cache(setting: str) -> bool:
     if str(setting).lower() == "auto":
         return is_multirun()
@@ -111,6 +116,7 @@ def run_provenance(rp, task, model, quant: dict) -> dict:
     return {
         "model": {
             "name": rp.model["name"],
+            "settings_source": rp.model_sources,
             **provenance.model_info(rp.model["path"], model.inputs, model.outputs),
             "quant": quant,
         },
@@ -126,7 +132,7 @@ def run_provenance(rp, task, model, quant: dict) -> dict:
         "thread_budget": rp.thread_budget,
         "evalharness": provenance.tool_info(),
         "config": rp.config(),
-        "overrides": overrides(),
+        "overrides": job_overrides(),
     }
 
 
@@ -134,12 +140,8 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     """Run the configured task into ``run_dir``; returns the metrics.json document."""
     from evalharness.config import validate
 
-    rp = validate(cfg, multirun_launcher())
+    rp = validate(cfg, multirun_launcher(), job_overrides())
     return run_plan(rp, run_dir)
-
-
-def overrides() -> list[str]:
-    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
 
 
 def record_config(run_dir: str, rp) -> None:
@@ -150,7 +152,7 @@ def record_config(run_dir: str, rp) -> None:
     folder = os.path.join(run_dir, ".hydra")
     atomic_write_text(os.path.join(folder, "config.yaml"), OmegaConf.to_yaml(OmegaConf.create(rp.config())))
     atomic_write_text(
-        os.path.join(folder, "overrides.yaml"), OmegaConf.to_yaml(OmegaConf.create(overrides()))
+        os.path.join(folder, "overrides.yaml"), OmegaConf.to_yaml(OmegaConf.create(job_overrides()))
     )
 
 
@@ -236,7 +238,7 @@ def run_plan(rp, run_dir: str) -> dict:
     try:
         ran = execute(rp, task, loop, done, run_dir)
     except Exception as exc:
-        write_failure(run_dir, describe(exc), rp.config(), overrides())
+        write_failure(run_dir, describe(exc), rp.config(), job_overrides())
         raise
     try:
         return record_run(rp, task, quant, started, ran, identity)
@@ -245,7 +247,7 @@ def run_plan(rp, run_dir: str) -> dict:
     except Exception as exc:
         if debug():
             raise
-        write_failure(run_dir, describe(exc), rp.config(), overrides())
+        write_failure(run_dir, describe(exc), rp.config(), job_overrides())
         raise RunStopped(f"the run could not be recorded: {describe(exc)}") from exc
 
 

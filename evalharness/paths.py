@@ -7,6 +7,7 @@ depends on the current working directory.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -24,3 +25,9 @@ BUNDLED_DIR = _locate("bundled", "datasets/sample")
 def bundled(relative: str) -> str:
     """OmegaConf resolver ``${bundled:file}``: absolute path of a file of the bundled sample."""
     return str(BUNDLED_DIR / relative)
+
+
+def model_stem(path: str) -> str:
+    """OmegaConf resolver ``${model_stem:path}``: a model file's name without ``.tflite`` (the run's
+    model name when only ``model.path`` is given)."""
+    return os.path.splitext(os.path.basename(str(path)))[0] or "model"

@@ -13,7 +13,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from evalharness.paths import CONF_DIR, bundled
+from evalharness.paths import CONF_DIR, bundled, model_stem
 
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO.parent / "shared" / "assets"
@@ -28,6 +28,7 @@ CLASSIFIERS = [
 VAL50 = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "dataset=imagenet_val50"]
 
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
+OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)
 # Multiruns turn the tensor cache on: keep the tests' cache out of the user's home.
 os.environ.setdefault("EVALHARNESS_CACHE", tempfile.mkdtemp(prefix="evalharness-test-cache-"))
 
@@ -35,6 +36,17 @@ os.environ.setdefault("EVALHARNESS_CACHE", tempfile.mkdtemp(prefix="evalharness-
 def pytest_collection_modifyitems(config, items):
     if not ASSETS.is_dir():
         pytest.exit(f"shared test assets not found at {ASSETS}", returncode=3)
+
+
+def one_coco_image(directory: Path, image_id: int) -> tuple[Path, list[dict], list[dict]]:
+    """val25's annotations cut to one image (crowd boxes dropped): (json path, annotations,
+    categories sorted by id), for detectors whose outputs are that image's ground truth."""
+    gt = json.loads((ASSETS / "coco/instances_val25.json").read_text())
+    gt["images"] = [i for i in gt["images"] if i["id"] == image_id]
+    gt["annotations"] = [a for a in gt["annotations"] if a["image_id"] == image_id and not a["iscrowd"]]
+    path = directory / "instances.json"
+    path.write_text(json.dumps(gt))
+    return path, gt["annotations"], sorted(gt["categories"], key=lambda c: c["id"])
 
 
 def compose_config(overrides: list[str]):

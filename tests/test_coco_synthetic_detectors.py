@@ -8,11 +8,9 @@ geometry, the decoder, the class map and pycocotools, so any mapping error shows
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
-from conftest import ASSETS, run_inprocess
+from conftest import ASSETS, one_coco_image, run_inprocess
 
 from evalharness.runtime.modelgen import constant_output_model
 
@@ -21,13 +19,8 @@ IMAGE_ID = 252219  # 640x428, 7 annotations
 
 @pytest.fixture(scope="module")
 def one_image(tmp_path_factory):
-    gt = json.loads((ASSETS / "coco/instances_val25.json").read_text())
-    gt["images"] = [i for i in gt["images"] if i["id"] == IMAGE_ID]
-    gt["annotations"] = [a for a in gt["annotations"] if a["image_id"] == IMAGE_ID and not a["iscrowd"]]
-    path = tmp_path_factory.mktemp("gt") / "instances.json"
-    path.write_text(json.dumps(gt))
-    cats = sorted(c["id"] for c in gt["categories"])
-    return path, gt["annotations"], cats
+    path, annotations, categories = one_coco_image(tmp_path_factory.mktemp("gt"), IMAGE_ID)
+    return path, annotations, [c["id"] for c in categories]
 
 
 def _run(tmp_path, model, ann_path, overrides):

@@ -54,6 +54,10 @@ COCO_DATASETS = {"coco_sample", "coco_val2017", "coco_val25", "coco_val5"}
 @pytest.mark.parametrize("model", [m for m in _options("model") if "/" not in m])
 def test_each_model_preset_composes_and_its_task_instantiates(model):
     task = ["task=coco"] if model in DETECTORS else []
+    if model == "file":  # any file: model.path is the one mandatory value (tests/test_model_file.py)
+        with pytest.raises(ConfigError, match="model.path"):
+            validate(compose_config([f"model={model}"]))
+        return
     cfg = compose_config([*task, f"model={model}", f"paths.models_dir={MODELS}"])
     rc = validate(cfg)
     assert rc.model["name"] == model and rc.model["path"].endswith(".tflite")
@@ -80,6 +84,10 @@ def test_every_conf_file_composes_and_validates(option):
         return  # covered by test_each_delegate_config_validates_or_names_whats_missing
     if option == "runner/adb":  # needs the user's benchmark_model binary
         with pytest.raises(ConfigError, match="runner.benchmark_binary"):
+            validate(cfg)
+        return
+    if option == "model/file":
+        with pytest.raises(ConfigError, match="model.path"):  # the file preset's one mandatory value
             validate(cfg)
         return
     if name == "imagefolder":

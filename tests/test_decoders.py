@@ -339,7 +339,11 @@ def test_yolo_other_class_counts(tmp_path):
         ("yolo", {"objectness": "maybe"}, "objectness='maybe'; valid: auto, true, false"),
         ("yolo", {"num_classes": 0}, "num_classes=0"),
         ("yolo", {"iou": 0.5}, "unknown parameter.s. iou; valid: layout"),
-        ("yolov8", {}, "unknown output decoder 'yolov8'; valid: ssd_postprocess, yolo. Did you mean 'yolo'"),
+        (
+            "yolov8",
+            {},
+            "unknown output decoder 'yolov8'; valid: ssd_postprocess, yolo, yolo_nms. Did you mean 'yolo'",
+        ),
     ],
 )
 def test_config_errors(name, params, match):
@@ -348,4 +352,4 @@ def test_config_errors(name, params, match):
 
 
 def test_registry_lists_decoders():
-    assert DECODERS.names() == ["ssd_postprocess", "yolo"]
+    assert DECODERS.names() == ["ssd_postprocess", "yolo", "yolo_nms"]

@@ -23,6 +23,7 @@ from conftest import run_cli, run_inprocess
 from external_delegate.build import NoCompilerError, build_delegate
 
 from evalharness.errors import ConfigError, DelegateUnavailableError, EvalHarnessError
+from evalharness.paths import bundled
 from evalharness.runtime import load_model, plan_delegate
 from evalharness.runtime.modelgen import constant_output_model
 
@@ -152,6 +153,7 @@ def delegate_abi(delegate_lib, two_output_model, tmp_path_factory) -> dict:
 def _external(lib: Path, options: str, model: str, *extra: str) -> list[str]:
     return [
         f"model.path={model}",
+        f"model.labels={bundled('imagenet_labels_1001.txt')}",  # a bare modelgen file carries no labels
         "delegate=external",
         f"delegate.external_delegate_path={lib}",
         # Hydra needs the quotes: ';' is not allowed in an unquoted override value.

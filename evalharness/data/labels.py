@@ -15,10 +15,16 @@ from pathlib import Path
 
 import numpy as np
 
-from evalharness.errors import DataError, ModelMismatchError
+from evalharness.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.fileguard import refuse_special_file
 
 _FIX_LABELS = "pass the label file that matches the model (model.labels=...)"
+# model.labels=auto (the ``file`` model preset) left unresolved: the model file carries no labels
+LABELS_AUTO = "auto"
+NO_LABELS = (
+    "model.labels: the model file carries no label file in its metadata; give model.labels=<text file, "
+    "one class name per line, line i = output i>"
+)
 WNID = re.compile(r"n\d{8}")  # WordNet id of an ImageNet synset, e.g. n01440764
 
 
@@ -27,6 +33,8 @@ def read_label_file(path: str | Path, what: str = "label file") -> list[str]:
 
     Inner blank lines are kept so that line numbers stay class indices.
     """
+    if str(path) == LABELS_AUTO:
+        raise ConfigError(NO_LABELS)
     refuse_special_file(path, what)
     try:
         text = Path(path).read_text(encoding="utf-8-sig")

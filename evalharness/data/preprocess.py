@@ -41,11 +41,15 @@ class PreprocessSpec:
     # Detection: letterbox keeps the aspect ratio and pads (YOLO style) instead of stretching (SSD).
     letterbox: bool = False
     pad_value: float = 114.0
+    # Input tensor layout: auto ([1, H, W, 3] -> nhwc, [1, 3, H, W] -> nchw, as converted PyTorch
+    # models keep it), or forced. The pixels are the same; only the tensor's axis order differs.
+    layout: str = "auto"
 
 
 CROPS = ("central_fraction", "short_side_padded", "resize_shorter_then_crop", "none")
 RESIZES = ("tflite_bilinear", "pil_bilinear", "pil_bicubic")
 INTEGER_MODES = ("tool", "quantize")
+LAYOUTS = ("auto", "nhwc", "nchw")
 
 
 def validate_spec(spec: PreprocessSpec) -> None:
@@ -54,6 +58,7 @@ def validate_spec(spec: PreprocessSpec) -> None:
         ("resize", spec.resize, RESIZES),
         ("integer_input", spec.integer_input, INTEGER_MODES),
         ("channel_order", spec.channel_order, ("rgb", "bgr")),
+        ("layout", spec.layout, LAYOUTS),
     ):
         if value not in valid:
             raise ConfigError(f"model.preprocess.{name}={value!r} is not one of {', '.join(valid)}")
@@ -154,6 +159,7 @@ class InputSpec:
     dtype: str  # numpy dtype name: uint8 | int8 | float32 | float16
     scale: float = 0.0
     zero_point: int = 0
+    layout: str = "nhwc"  # nhwc | nchw: the axis order of the model's input tensor
 
 
 SUPPORTED_INPUT_DTYPES = ("uint8", "int8", "int16", "float32", "float16")
@@ -162,21 +168,30 @@ SUPPORTED_INPUT_DTYPES = ("uint8", "int8", "int16", "float32", "float16")
 def image_input_spec(
     shape, dtype: str, quantization: tuple[float, int], model_path: str, spec: PreprocessSpec | None = None
 ) -> InputSpec:
-    """Check that a model input is one NHWC RGB image (and, given ``spec``, that the preprocessing
-    can fill it); one clear error before the loop otherwise."""
+    """Check that a model input is one RGB image, NHWC or NCHW (and, given ``spec``, that the
+    preprocessing can fill it); one clear error before the loop otherwise."""
     shape = [int(s) for s in shape]
-    if len(shape) != 4 or shape[0] != 1 or shape[3] != 3:
+    layout = image_layout(shape, spec.layout if spec is not None else "auto")
+    if layout is None:
+        forced = spec.layout if spec is not None else "auto"
+        wanted = {
+            "auto": "NHWC RGB image [1, H, W, 3]",  # nor NCHW [1, 3, H, W]: both are tried
+            "nhwc": "NHWC RGB image [1, H, W, 3] (model.preprocess.layout=nhwc)",
+            "nchw": "NCHW RGB image [1, 3, H, W] (model.preprocess.layout=nchw)",
+        }[forced]
         raise ModelMismatchError(
-            f"{model_path}: input shape {shape} is not one NHWC RGB image [1, H, W, 3]; "
+            f"{model_path}: input shape {shape} is not one {wanted}; "
             "this task needs an image classifier/detector"
         )
+    if layout == "nchw":
+        shape = [shape[0], shape[2], shape[3], shape[1]]
     if dtype not in SUPPORTED_INPUT_DTYPES:
         raise ModelMismatchError(
             f"{model_path}: input dtype {dtype} not supported for images "
             f"(supported: {', '.join(SUPPORTED_INPUT_DTYPES)})"
         )
     scale, zero_point = quantization
-    inp = InputSpec(shape[1], shape[2], shape[3], dtype, float(scale), int(zero_point))
+    inp = InputSpec(shape[1], shape[2], shape[3], dtype, float(scale), int(zero_point), layout)
     if spec is not None and dtype == "int16" and not _quantizes(spec, inp):
         raise ModelMismatchError(f"{model_path}: {_INT16_NEEDS_QUANTIZE}")
     return inp
@@ -188,12 +203,28 @@ _INT16_NEEDS_QUANTIZE = (
 )
 
 
+def image_layout(shape: list[int], wanted: str = "auto") -> str | None:
+    """``nhwc`` / ``nchw`` for a one-image RGB input shape (``wanted`` forces one), else None.
+    ``auto`` prefers NHWC (TFLite's own layout) when both would fit ([1, 3, H, 3])."""
+    if len(shape) != 4 or shape[0] != 1:
+        return None
+    fits = [name for name, axis in (("nhwc", 3), ("nchw", 1)) if shape[axis] == 3]
+    if wanted != "auto":
+        return wanted if wanted in fits else None
+    return fits[0] if fits else None
+
+
 def _quantizes(spec: PreprocessSpec, inp: InputSpec) -> bool:
     return spec.integer_input == "quantize" and inp.scale > 0
 
 
 def to_input_tensor(pixels: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:
-    """float32 HxWx3 pixels in [0, 255] -> the [1, H, W, 3] tensor the model takes."""
+    """float32 HxWx3 pixels in [0, 255] -> the [1, H, W, 3] (or [1, 3, H, W]) tensor the model takes."""
+    tensor = _to_nhwc_tensor(pixels, spec, inp)
+    return np.ascontiguousarray(tensor.transpose(0, 3, 1, 2)) if inp.layout == "nchw" else tensor
+
+
+def _to_nhwc_tensor(pixels: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:
     if spec.channel_order == "bgr":
         pixels = pixels[..., ::-1]
     if inp.dtype in ("float32", "float16"):

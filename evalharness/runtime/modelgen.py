@@ -25,13 +25,14 @@ import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
-__all__ = ["QuantSpec", "constant_output_model"]
+__all__ = ["QuantSpec", "append_files", "constant_output_model"]
 
 # (scale, zero_point) -> int8, or (scale, zero_point, "int8" | "uint8")
 QuantSpec = tuple[float, int] | tuple[float, int, str]
 
 _TENSOR_TYPES = {
     "float32": schema.TensorType.FLOAT32,
+    "float16": schema.TensorType.FLOAT16,
     "int32": schema.TensorType.INT32,
     "uint8": schema.TensorType.UINT8,
     "int8": schema.TensorType.INT8,
@@ -124,6 +125,7 @@ def constant_output_model(
     input_dtype: str = "uint8",
     input_quant: tuple[float, int] | None = None,
     output_names: Sequence[str] | None = None,
+    const_dtype: str = "float32",
 ) -> str:
     """Write a real model with one image input whose outputs are ``outputs`` (returns ``path``).
 
@@ -131,6 +133,8 @@ def constant_output_model(
     and exact; ``(scale, zero_point[, "int8" | "uint8"])`` makes it a quantised output that LiteRT
     computes with QUANTIZE, so it dequantises to within half a step of the value (inside the range).
     ``input_quant`` only annotates the input tensor (as real uint8 models do); it changes nothing.
+    ``const_dtype="float16"`` stores the values as float16 weights behind a DEQUANTIZE, with float32
+    outputs, as float16 exports (Ultralytics ``half=True``) do.
     Outputs keep the given order and names, so any export order can be reproduced.
     """
     if input_dtype not in ("uint8", "int8", "float32"):
@@ -145,7 +149,12 @@ def constant_output_model(
     result = []
     for i, (values, spec, name) in enumerate(zip(outputs, quants, names, strict=True)):
         values = np.asarray(values, dtype=np.float32)
-        const = g.tensor(f"const_{i}", values.shape, "float32", values)
+        if const_dtype == "float16":
+            half = g.tensor(f"const_{i}_fp16", values.shape, "float16", values.astype(np.float16))
+            const = g.tensor(f"const_{i}", values.shape, "float32")
+            g.op(_OP.DEQUANTIZE, [half], [const], _OPTS.DequantizeOptions, schema.DequantizeOptionsT())
+        else:
+            const = g.tensor(f"const_{i}", values.shape, "float32", values)
         out = g.tensor(name if spec is None else f"{name}_float", values.shape, "float32")
         g.op(_OP.ADD, [const, zero], [out], _OPTS.AddOptions, schema.AddOptionsT())
         if spec is not None:
@@ -155,3 +164,14 @@ def constant_output_model(
             out = quantized
         result.append(out)
     return g.save(path, [inp], result)
+
+
+def append_files(path: str, files: dict[str, str | bytes]) -> str:
+    """Append a zip archive of ``files`` to the model at ``path``, as TFLite's metadata writer (and
+    so TF-Hub and Ultralytics exports) attach label files and ``temp_meta.txt``; returns ``path``."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "a") as archive:  # "a" on a non-zip file appends a new archive
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return str(path)

@@ -17,73 +17,27 @@ from dataclasses import dataclass
 import numpy as np
 
 from evalharness.errors import ConfigError, ModelMismatchError
-from evalharness.registry import Registry
 from evalharness.runtime.tensors import TensorInfo
-from evalharness.schema import check_keys, instantiate
+from evalharness.tasks.decoder_base import (  # noqa: F401 - re-exported: the decoders' public API
+    DECODERS,
+    Detections,
+    _check_choice,
+    _Decoder,
+    _model_kind_hint,
+    _shapes,
+    build_decoder,
+)
+from evalharness.tasks.decoders_nms import YoloNmsDecoder
 from evalharness.tasks.nms import nms
 
-__all__ = ["DECODERS", "Detections", "SsdPostprocessDecoder", "YoloDecoder", "build_decoder"]
-
-
-@dataclass
-class Detections:
-    boxes: np.ndarray  # [N, 4] float64, x1, y1, x2, y2 normalised to the model input (0..1)
-    scores: np.ndarray  # [N] float64
-    classes: np.ndarray  # [N] int64, the model's own 0-based class index
-
-    def __len__(self) -> int:
-        return int(self.scores.shape[0])
-
-
-DECODERS: Registry = Registry("output decoder")
-
-
-def build_decoder(name: str, params: dict | None = None):
-    """The decoder ``name`` with ``params`` checked against its fields (one-line ConfigError)."""
-    cls = DECODERS.get(name)
-    check_keys(cls, params or {}, f"decoder {name}", what="parameter")
-    return instantiate(cls, params, f"decoder {name}")
-
-
-def _shapes(outputs: list[TensorInfo]) -> str:
-    return f"{len(outputs)} output(s) {[list(o.shape) for o in outputs]}"
-
-
-def _model_kind_hint(outputs: list[TensorInfo]) -> str:
-    """What the outputs look like, as a hint appended to a mismatch error ('' when unclear)."""
-    if len(outputs) == 1 and outputs[0].shape and int(np.prod(outputs[0].shape)) == outputs[0].shape[-1]:
-        return "; is this a classifier? use task=imagenet"
-    if len(outputs) == 1 and len(outputs[0].shape) == 3:
-        return "; is this a raw YOLO output? set model.decoder.name=yolo"
-    if len(outputs) == 4 and any(len(o.shape) == 3 and o.shape[-1] == 4 for o in outputs):
-        return "; is this a TFLite_Detection_PostProcess model? set model.decoder.name=ssd_postprocess"
-    return ""
-
-
-def _check_choice(decoder: str, param: str, value, choices: tuple) -> None:
-    if value not in choices:
-        raise ConfigError(f"decoder {decoder}: {param}={value!r}; valid: {', '.join(map(str, choices))}")
-
-
-class _Decoder:
-    """What ``bind`` keeps: the output details, the input size and the model path (for errors).
-
-    Not a dataclass: its attributes are state, so a decoder's dataclass fields are its parameters."""
-
-    outputs: list[TensorInfo]
-    input_hw: tuple[int, int]
-    model_path: str
-    notes: list[str]  # what bind/decode decided (output order, layout), for the run record
-
-    def __post_init__(self) -> None:
-        self.notes = []
-
-    def _real_values(self, outputs: list[np.ndarray]) -> list[np.ndarray]:
-        """Dequantised float64 copies of the raw outputs, in the bound order."""
-        if not getattr(self, "outputs", None):
-            raise RuntimeError(f"{type(self).__name__}.decode called before bind")
-        pairs = zip(self.outputs, outputs, strict=True)
-        return [np.asarray(info.dequantize(v), dtype=np.float64) for info, v in pairs]
+__all__ = [
+    "DECODERS",
+    "Detections",
+    "SsdPostprocessDecoder",
+    "YoloDecoder",
+    "YoloNmsDecoder",
+    "build_decoder",
+]
 
 
 SSD_EXPECTS = "TFLite_Detection_PostProcess outputs (boxes [1,N,4], classes [1,N], scores [1,N], count [1])"
