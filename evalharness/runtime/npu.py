@@ -89,7 +89,7 @@ def parse_npu_log(lines: list[str]) -> dict:
         elif m := _COMPILE_DEVICE.search(line):
             info["compile_device"] = info["compile_device"] or m.group(1)
         if info["failure"] is None and any(k in line for k in _FAILURE_MARKERS) and "Plugin errs" not in line:
-            info["failure"] = line.split("] ", 1)[-1].strip()
+            info["failure"] = line.split("] ", 1)[-1].removeprefix("ERROR:").strip()
     return info
 
 
@@ -101,8 +101,18 @@ def openvino_info(device: str) -> dict:
     core = openvino.Core()
     upper = device.upper()
     available = list(core.available_devices)
-    name = core.get_property(upper, "FULL_DEVICE_NAME") if upper in available else None
-    return {"version": openvino.__version__, "device": upper, "device_name": name, "available": available}
+    found = upper in available
+    return {
+        "version": openvino.__version__,
+        "device": upper,
+        "device_name": core.get_property(upper, "FULL_DEVICE_NAME") if found else None,
+        # the dispatch library imports the compiled blob with the device's defaults: on a CPU with
+        # AVX512_BF16 or AMX that is bf16, whatever INFERENCE_PRECISION_HINT the compile was given
+        "default_inference_precision": str(core.get_property(upper, "INFERENCE_PRECISION_HINT"))
+        if found
+        else None,
+        "available": available,
+    }
 
 
 @BACKENDS.register("compiled_npu")
@@ -161,16 +171,21 @@ class CompiledNpuModel(CompiledBuffersModel):
 
     def _why(self, model_path: str) -> str:
         """What stopped the plug-in, in OpenVINO's / LiteRT's own first line, plus the fix if known."""
-        npu = parse_npu_log(self.native_log)
-        reason = npu["failure"] or "see the native log in the console"
         if self.plan.flags["device"] == "npu" and "NPU" not in self.openvino["available"]:
-            return f"OpenVINO has no NPU device on this host ({reason}); {_NPU_HINT}"
-        return reason
+            available = ", ".join(self.openvino["available"]) or "none"
+            return f"OpenVINO has no NPU device on this host (available: {available}); {_NPU_HINT}"
+        return parse_npu_log(self.native_log)["failure"] or "see the native log in the console"
 
     def _load_error(self, model_path: str, exc: RuntimeError) -> EvalHarnessError:
         text = " ".join(str(exc).split())
+        npu = parse_npu_log(self.native_log)
+        took = (
+            f" (the plug-in took {npu['ops_selected']} of {npu['ops_total']} ops)"
+            if npu["ops_selected"] is not None
+            else ""
+        )
         return DelegateUnavailableError(
-            f"delegate=npu could not compile/allocate {os.path.basename(model_path)}: "
+            f"delegate=npu could not compile/allocate {os.path.basename(model_path)}{took}: "
             f"{self._why(model_path)} [{text[:160]}]"
         )
 
@@ -203,7 +218,7 @@ class CompiledNpuModel(CompiledBuffersModel):
             ops_delegated=delegated,
             partitions=npu["partitions"] if applied else 0,
             fully_accelerated=full,
-            ops_on_cpu_by_type={} if full else None,
+            ops_on_cpu_by_type={} if full else (None if applied else dict(sorted(self.ops_by_type.items()))),
             unsupported_ops=[],
             adapter=npu["dispatch_device"] if applied else "CPU (XNNPACK fallback)",
             software_renderer=None,
