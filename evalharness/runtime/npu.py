@@ -108,9 +108,9 @@ def openvino_info(device: str) -> dict:
         "device_name": core.get_property(upper, "FULL_DEVICE_NAME") if found else None,
         # the dispatch library imports the compiled blob with the device's defaults: on a CPU with
         # AVX512_BF16 or AMX that is bf16, whatever INFERENCE_PRECISION_HINT the compile was given
-        "default_inference_precision": str(core.get_property(upper, "INFERENCE_PRECISION_HINT"))
-        if found
-        else None,
+        "default_inference_precision": (
+            core.get_property(upper, "INFERENCE_PRECISION_HINT").get_type_name() if found else None
+        ),
         "available": available,
     }
 
@@ -184,6 +184,11 @@ class CompiledNpuModel(CompiledBuffersModel):
             if npu["ops_selected"] is not None
             else ""
         )
+        if "not accelerated" in text and self.plan.require_full_delegation:
+            return DelegateUnavailableError(
+                f"delegate=npu with require_full_delegation=true: the plug-in took {npu['ops_selected']} "
+                f"of {npu['ops_total']} ops of {os.path.basename(model_path)}"
+            )
         return DelegateUnavailableError(
             f"delegate=npu could not compile/allocate {os.path.basename(model_path)}{took}: "
             f"{self._why(model_path)} [{text[:160]}]"
