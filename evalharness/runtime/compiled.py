@@ -87,10 +87,11 @@ class CompiledBuffersModel(Model):
 
     timed_region = "run + output readback (accelerator completion is only observable through readback)"
 
-    def _compile(self, model_path: str, options, environment=None) -> None:
+    def _compile(self, model_path: str, options, environment=None, source_path: str | None = None) -> None:
+        """``source_path``: the undelegated graph when ``model_path`` is already compiled (AOT)."""
         from ai_edge_litert.compiled_model import CompiledModel
 
-        self.inputs, self.outputs, self.ops_by_type = graph_summary(model_path)
+        self.inputs, self.outputs, self.ops_by_type = graph_summary(source_path or model_path)
         unsupported = [t.dtype for t in (*self.inputs, *self.outputs) if t.dtype not in TENSOR_BUFFER_DTYPES]
         if unsupported:  # TensorBuffer.write would raise a bare ValueError mid-loop (e.g. int16x8 models)
             raise DelegateUnavailableError(
@@ -127,12 +128,14 @@ class CompiledBuffersModel(Model):
             else self._model.get_output_tensor_details
         )(sig)
         position = {int(details[name]["index"]): i for i, name in enumerate(names)}
-        try:
-            return [buffers[position[info.index]] for info in infos]
-        except KeyError:
+        # an AOT-compiled graph renumbers its tensors: there the tensor name is what still matches
+        by_name = {str(details[name].get("name", name)): i for i, name in enumerate(names)}
+        found = [position.get(info.index, by_name.get(info.name)) for info in infos]
+        if None in found:
             raise EvalHarnessError(
                 f"compiled model {kind} {names} do not match the graph's {[i.name for i in infos]}"
-            ) from None
+            )
+        return [buffers[i] for i in found]
 
     def runtime_info(self) -> dict:
         return runtime_info("litert")

@@ -157,17 +157,43 @@ class CompiledNpuModel(CompiledBuffersModel):
                 configs_map=parse_options(flags["openvino_config"]),
             ),
         )
-        start = time.perf_counter()
-        self._compile(model_path, options, environment=env)
-        self.compile_ms = round((time.perf_counter() - start) * 1000, 3)
-        self._environment = env
-        self.npu = parse_npu_log(self.native_log)
         self.libraries = {
             "compiler_plugin_sha256": _sha256_of_dir(compiler_dir),
             "dispatch_library_sha256": _sha256_of_dir(dispatch_dir),
         }
+        self.aot = None
+        if flags["npu_compile"] == "aot":
+            self._load_aot(model_path, options, env)
+        else:
+            start = time.perf_counter()
+            self._compile(model_path, options, environment=env)
+            self.compile_ms = round((time.perf_counter() - start) * 1000, 3)
+            self.npu = parse_npu_log(self.native_log)
+        self._environment = env
         self.coverage = self._coverage(model_path, sum(self.ops_by_type.values()))
         self._probe(model_path)
+
+    def _load_aot(self, model_path: str, options, env) -> None:
+        """Compile ahead of time (cached), then load the compiled model: the plug-in does not run
+        at load, so the partition counts come from the compiled graph (DISPATCH_OP nodes)."""
+        from evalharness.runtime.npu_aot import AOT_SOC, aot_compiled, compiled_graph
+
+        self.aot = aot_compiled(
+            model_path, self.plan.flags, self.libraries["compiler_plugin_sha256"], self.openvino["version"]
+        )
+        self.compile_ms = self.aot["compile_ms"] if self.aot["cache"] == "built" else 0.0
+        self._compile(self.aot["path"], options, environment=env, source_path=model_path)
+        partitions, left = compiled_graph(self.aot["path"])
+        total = sum(self.ops_by_type.values())
+        self.npu = {
+            **parse_npu_log(self.native_log),
+            "ops_selected": total - sum(left.values()),
+            "ops_total": total,
+            "partitions": partitions,
+            "plugins_applied": int(partitions > 0),
+            "plugin": f"ai_edge_litert.aot IntelOpenVINO_{AOT_SOC}",
+            "compile_device": self.plan.flags["device"].upper(),
+        }
 
     def _why(self, model_path: str) -> str:
         """What stopped the plug-in, in OpenVINO's / LiteRT's own first line, plus the fix if known."""
@@ -236,7 +262,9 @@ class CompiledNpuModel(CompiledBuffersModel):
                     "compile_device": npu["compile_device"],
                     "dispatch_device": npu["dispatch_device"],
                     "runtime_says_fully_accelerated": bool(self._model.is_fully_accelerated()),
+                    "compile": self.plan.flags["npu_compile"],
                     "compile_ms": self.compile_ms,
+                    "aot": self.aot and {k: self.aot[k] for k in ("cache", "sha256", "path")},
                     "openvino": {k: v for k, v in self.openvino.items() if k != "available"},
                     **self.libraries,
                 }
