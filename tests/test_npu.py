@@ -8,6 +8,7 @@ real missing NPU device, never a fake.
 
 from __future__ import annotations
 
+import csv
 import importlib.metadata
 import json
 
@@ -135,8 +136,8 @@ def test_val50_through_the_openvino_plugin_matches_cpu(npu_runs, val50_runs, mod
     assert all(a["id"] == b["id"] for a, b in pairs)
     flips = sum(a["topk"][0] != b["topk"][0] for a, b in pairs)
     assert flips <= 4, flips
-    top5_same = sum(set(a["topk"][:5]) == set(b["topk"][:5]) for a, b in pairs)
-    assert top5_same >= 40, top5_same
+    overlap = sum(len(set(a["topk"][:5]) & set(b["topk"][:5])) for a, b in pairs) / len(pairs)
+    assert overlap >= 4.5, overlap  # measured 4.66 (TF2 ptq) .. 4.96 (EfficientNet-Lite0) of 5
     cov = npu["provenance"]["delegate"]["coverage"]
     assert (cov["ops_delegated"], cov["ops_total"], cov["partitions"]) == (OPS_TOTAL[model],) * 2 + (1,)
     info = cov["npu"]
@@ -229,3 +230,93 @@ def test_inference_diff_on_efficientnet_lite0(tmp_path):
     doc = json.loads((tmp_path / "run" / "metrics.json").read_text())
     precision = doc["provenance"]["delegate"]["coverage"]["npu"]["openvino"]["default_inference_precision"]
     assert precision in ("bf16", "f16", "f32")
+
+
+@pytest.mark.slow
+def test_report_diff_cpu_vs_npu_lists_the_flipped_images(tmp_path, capsys):
+    from test_report_classification import report
+
+    model = "mobilenet_v2_1.0_224_quant"
+    preds = {}
+    for delegate in ("cpu", "npu"):
+        run_inprocess([*VAL50, f"model={model}", f"delegate={delegate}"], tmp_path / delegate)
+        lines = (tmp_path / delegate / "predictions.jsonl").read_text().splitlines()
+        preds[delegate] = [json.loads(line) for line in lines]
+    capsys.readouterr()  # the runs' own console lines
+    code, out, _ = report(capsys, "diff", tmp_path / "cpu", tmp_path / "npu", "--format", "json")
+    assert code == 0
+    cls = json.loads(out)["classification"]
+    pairs = zip(preds["cpu"], preds["npu"], strict=True)
+    flipped = sorted(a["id"] for a, b in pairs if a["topk"][0] != b["topk"][0])
+    assert flipped  # OpenVINO's int8 kernels round differently from XNNPACK's on this model
+    assert sorted(c["id"] for c in cls["top1_changes"]) == flipped
+
+
+def aot_run(tmp_path, cache, name: str, *extra: str):
+    return run_cli(
+        [
+            *VAL50,
+            "model=mobilenet_v1_0.25_128_quant",
+            "task.num_images=10",
+            *extra,
+            f"hydra.run.dir={tmp_path / name}",
+        ],
+        tmp_path,
+        env={"EVALHARNESS_CACHE": str(cache)},
+    )
+
+
+def test_aot_equals_jit_and_compiles_once(tmp_path):
+    cache = tmp_path / "cache"
+    runs = {
+        "jit": aot_run(tmp_path, cache, "jit", "delegate=npu"),
+        "aot1": aot_run(tmp_path, cache, "aot1", "delegate=npu", "delegate.npu_compile=aot"),
+        "aot2": aot_run(tmp_path, cache, "aot2", "delegate=npu_aot"),
+    }
+    for name, proc in runs.items():
+        assert proc.returncode == 0, (name, proc.stderr[-2000:])
+    docs = {n: json.loads((tmp_path / n / "metrics.json").read_text()) for n in runs}
+    npu = {n: d["provenance"]["delegate"]["coverage"]["npu"] for n, d in docs.items()}
+    assert npu["jit"]["aot"] is None and npu["jit"]["compile_ms"] > 0
+    assert npu["aot1"]["aot"]["cache"] == "built" and npu["aot1"]["compile_ms"] > 0
+    assert npu["aot2"]["aot"]["cache"] == "hit" and npu["aot2"]["compile_ms"] == 0
+    assert npu["aot1"]["aot"]["sha256"] == npu["aot2"]["aot"]["sha256"]
+    assert len(list((cache / "npu").iterdir())) == 1
+    for name in ("aot1", "aot2"):
+        cov = docs[name]["provenance"]["delegate"]["coverage"]
+        assert (cov["ops_delegated"], cov["ops_total"], cov["partitions"]) == (31, 31, 1)
+        assert npu[name]["dispatch_device"] == "CPU"
+    scores = {n: (tmp_path / n / "predictions.jsonl").read_text() for n in runs}
+    jit = [json.loads(line)["scores"] for line in scores["jit"].splitlines()]
+    for name in ("aot1", "aot2"):
+        assert [json.loads(line)["scores"] for line in scores[name].splitlines()] == jit
+
+
+def test_sweep_cpu_vs_npu_table_has_latency_and_coverage(tmp_path):
+    cache = tmp_path / "cache"
+    sweep = [
+        "-m",
+        *VAL50,
+        "delegate=cpu,npu_aot",
+        "model=mobilenet_v1_0.25_128_quant",
+        "task.num_images=5",
+        "hydra/callbacks=sweep_report",
+    ]
+    first = run_cli(
+        [*sweep, f"hydra.sweep.dir={tmp_path / 'one'}"], tmp_path, {"EVALHARNESS_CACHE": str(cache)}
+    )
+    assert first.returncode == 0, first.stderr[-2000:]
+    second = run_cli(
+        [*sweep, f"hydra.sweep.dir={tmp_path / 'two'}"], tmp_path, {"EVALHARNESS_CACHE": str(cache)}
+    )
+    assert second.returncode == 0, second.stderr[-2000:]
+    rows = {r["delegate"]: r for r in csv.DictReader((tmp_path / "one" / "sweep.csv").open())}
+    assert set(rows) == {"cpu", "npu_aot"}
+    assert float(rows["npu_aot"]["coverage"]) == 1.0 and float(rows["npu_aot"]["latency_p50_ms"]) > 0
+    caches = [
+        json.loads(p.read_text())["provenance"]["delegate"]["coverage"]["npu"]["aot"]["cache"]
+        for sweep_dir in ("one", "two")
+        for p in sorted((tmp_path / sweep_dir).rglob("metrics.json"))
+        if "npu" in p.parent.name
+    ]
+    assert caches == ["built", "hit"]
