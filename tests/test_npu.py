@@ -34,9 +34,16 @@ OPS_TOTAL = {  # what the Intel plug-in partitions, as counted in the undelegate
 }
 
 
-def error_lines(proc) -> list[str]:
+COCO5 = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "task=coco", "dataset=coco_val5"]
+
+
+def one_error_line(tmp_path, *overrides: str) -> str:
+    """Run the CLI; it must exit 2 with exactly one ``error:`` line and no traceback."""
+    proc = run_cli(list(overrides), tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    return [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    (line,) = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    return line
 
 
 # --- plan: pure Python, nothing loaded -------------------------------------------------------------
@@ -149,30 +156,22 @@ def test_val50_through_the_openvino_plugin_matches_cpu(npu_runs, val50_runs, mod
 
 
 def test_edgetpu_model_compile_failure_is_one_line_with_openvinos_check(tmp_path):
-    proc = run_cli(
-        [*VAL50, "model=mobilenet_edgetpu_224_1.0_uint8", "delegate=npu", "task.num_images=2"], tmp_path
-    )
-    assert proc.returncode == 2
-    (line,) = error_lines(proc)
+    line = one_error_line(tmp_path, *VAL50, "model=mobilenet_edgetpu_224_1.0_uint8", "delegate=npu")
     assert "did not apply" in line and "Check '!dim::is_empty(minus_one_dim)' failed" in line
+    assert "took 77 of 78 ops" in line
     assert "allow_cpu_fallback=true" in line
 
 
 def test_ssd_allocation_failure_is_one_line(tmp_path):
-    coco = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "task=coco", "dataset=coco_val5"]
-    proc = run_cli([*coco, "delegate=npu"], tmp_path)
-    assert proc.returncode == 2
-    (line,) = error_lines(proc)
+    line = one_error_line(tmp_path, *COCO5, "delegate=npu")
     assert "Custom allocation is too small for tensor" in line
     assert "took 63 of 64 ops" in line
 
 
 def test_device_npu_without_an_npu_is_one_line(tmp_path):
-    proc = run_cli(
-        [*VAL50, "model=mobilenet_v1_0.25_128_quant", "delegate=npu", "delegate.device=npu"], tmp_path
+    line = one_error_line(
+        tmp_path, *VAL50, "model=mobilenet_v1_0.25_128_quant", "delegate=npu", "delegate.device=npu"
     )
-    assert proc.returncode == 2
-    (line,) = error_lines(proc)
     assert "OpenVINO has no NPU device on this host" in line and "NPU compiler" in line
     assert not list(tmp_path.rglob("metrics.json")) or all(
         json.loads(p.read_text())["status"] != "complete" for p in tmp_path.rglob("metrics.json")
@@ -202,10 +201,7 @@ def test_device_npu_with_cpu_fallback_is_coverage_zero_and_warned(tmp_path):
 
 
 def test_require_full_delegation_refuses_a_partial_partition(tmp_path):
-    coco = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "task=coco", "dataset=coco_val5"]
-    proc = run_cli([*coco, "delegate=npu", "delegate.require_full_delegation=true"], tmp_path)
-    assert proc.returncode == 2
-    (line,) = error_lines(proc)
+    line = one_error_line(tmp_path, *COCO5, "delegate=npu", "delegate.require_full_delegation=true")
     assert "require_full_delegation=true: the plug-in took 63 of 64 ops" in line
 
 

@@ -86,6 +86,29 @@ class CompiledBuffersModel(Model):
     """
 
     timed_region = "run + output readback (accelerator completion is only observable through readback)"
+    accelerator = "a LiteRT accelerator"  # for the runtime=tensorflow error
+
+    @classmethod
+    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> Model:
+        if runtime != "litert":
+            raise ConfigError(
+                f"delegate={plan.name} runs on {cls.accelerator}: use runtime=litert, not {runtime}"
+            )
+        return cls(model_path, plan)
+
+    def _options(self, accelerator: str, **vendor_options):
+        """LiteRT ``Options`` for ``accelerator`` (GPU | NPU), with the CPU for refused ops unless
+        require_full_delegation."""
+        from ai_edge_litert.options import CpuOptions, HardwareAccelerator, Options
+
+        accel = HardwareAccelerator[accelerator]
+        if not self.plan.require_full_delegation:
+            accel |= HardwareAccelerator.CPU
+        return Options(
+            hardware_accelerators=accel,
+            cpu_options=CpuOptions(num_threads=max(self.plan.num_threads, 0)),
+            **vendor_options,
+        )
 
     def _compile(self, model_path: str, options, environment=None, source_path: str | None = None) -> None:
         """``source_path``: the undelegated graph when ``model_path`` is already compiled (AOT)."""
@@ -160,32 +183,17 @@ class CompiledGpuModel(CompiledBuffersModel):
     """A model compiled for the LiteRT GPU accelerator (CPU only for ops the GPU refuses)."""
 
     timed_region = "run + output readback (GPU completion is only observable through readback)"
-
-    @classmethod
-    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> Model:
-        if runtime != "litert":
-            raise ConfigError(
-                f"delegate=gpu runs on the LiteRT GPU accelerator: use runtime=litert, not {runtime}"
-            )
-        return cls(model_path, plan)
+    accelerator = "the LiteRT GPU accelerator"
 
     def __init__(self, model_path: str, plan: DelegatePlan) -> None:
         check_flatbuffer(model_path)
         check_vulkan()
         os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="evalharness-xdg-"))
-        from ai_edge_litert.cpu_options import CpuOptions
         from ai_edge_litert.gpu_options import GpuOptions
-        from ai_edge_litert.hardware_accelerator import HardwareAccelerator
-        from ai_edge_litert.options import Options
 
         self.plan = plan
-        accel = HardwareAccelerator.GPU
-        if not plan.require_full_delegation:
-            accel |= HardwareAccelerator.CPU
-        options = Options(
-            hardware_accelerators=accel,
-            cpu_options=CpuOptions(num_threads=max(plan.num_threads, 0)),
-            gpu_options=GpuOptions(enforce_f32=not plan.flags.get("gpu_precision_loss_allowed", True)),
+        options = self._options(
+            "GPU", gpu_options=GpuOptions(enforce_f32=not plan.flags.get("gpu_precision_loss_allowed", True))
         )
         self._compile(model_path, options)
         self.gpu = parse_gpu_log(self.native_log)

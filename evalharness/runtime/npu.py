@@ -19,13 +19,12 @@ import logging
 import os
 import re
 import time
-from collections.abc import Mapping
 
 import numpy as np
 
-from evalharness.errors import ConfigError, DelegateUnavailableError, EvalHarnessError
+from evalharness.errors import DelegateUnavailableError, EvalHarnessError
 from evalharness.runtime.compiled import CompiledBuffersModel
-from evalharness.runtime.contract import BACKENDS, Coverage, Model
+from evalharness.runtime.contract import BACKENDS, Coverage
 from evalharness.runtime.delegates import DelegatePlan, parse_options
 from evalharness.runtime.litert import captured_native_stderr, check_flatbuffer
 
@@ -93,6 +92,12 @@ def parse_npu_log(lines: list[str]) -> dict:
     return info
 
 
+def _took(npu: dict) -> str:
+    if npu["ops_selected"] is None:
+        return ""
+    return f" (the plug-in took {npu['ops_selected']} of {npu['ops_total']} ops)"
+
+
 def openvino_info(device: str) -> dict:
     """The openvino wheel's version and the device as OpenVINO names it (imported here: it also puts
     libopenvino where the Intel plug-ins' loader finds it)."""
@@ -119,13 +124,7 @@ def openvino_info(device: str) -> dict:
 class CompiledNpuModel(CompiledBuffersModel):
     """A model JIT-compiled by a vendor compiler plug-in and run by its dispatch library."""
 
-    @classmethod
-    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> Model:
-        if runtime != "litert":
-            raise ConfigError(
-                f"delegate=npu runs on LiteRT's NPU accelerator: use runtime=litert, not {runtime}"
-            )
-        return cls(model_path, plan)
+    accelerator = "LiteRT's NPU accelerator"
 
     def __init__(self, model_path: str, plan: DelegatePlan) -> None:
         check_flatbuffer(model_path)
@@ -134,23 +133,16 @@ class CompiledNpuModel(CompiledBuffersModel):
         self.openvino = openvino_info(flags["device"])
         from ai_edge_litert.environment import Environment
         from ai_edge_litert.options import (
-            CpuOptions,
-            HardwareAccelerator,
             IntelOpenVinoGraphBackend,
             IntelOpenVinoOptions,
             IntelOpenVinoPerformanceMode,
-            Options,
         )
 
         compiler_dir, dispatch_dir = vendor_dirs(flags["npu_vendor"])
         env = Environment.create(compiler_plugin_path=compiler_dir, dispatch_library_path=dispatch_dir)
         mode = flags["performance_mode"]
-        accel = HardwareAccelerator.NPU
-        if not plan.require_full_delegation:
-            accel |= HardwareAccelerator.CPU
-        options = Options(
-            hardware_accelerators=accel,
-            cpu_options=CpuOptions(num_threads=max(plan.num_threads, 0)),
+        options = self._options(
+            "NPU",
             intel_openvino_options=IntelOpenVinoOptions(
                 graph_backend=IntelOpenVinoGraphBackend[flags["device"].upper()],
                 performance_mode=IntelOpenVinoPerformanceMode[mode.upper()] if mode else None,
@@ -205,11 +197,7 @@ class CompiledNpuModel(CompiledBuffersModel):
     def _load_error(self, model_path: str, exc: RuntimeError) -> EvalHarnessError:
         text = " ".join(str(exc).split())
         npu = parse_npu_log(self.native_log)
-        took = (
-            f" (the plug-in took {npu['ops_selected']} of {npu['ops_total']} ops)"
-            if npu["ops_selected"] is not None
-            else ""
-        )
+        took = _took(npu)
         if "not accelerated" in text and self.plan.require_full_delegation:
             return DelegateUnavailableError(
                 f"delegate=npu with require_full_delegation=true: the plug-in took {npu['ops_selected']} "
@@ -226,7 +214,7 @@ class CompiledNpuModel(CompiledBuffersModel):
         if not applied and not self.plan.flags["allow_cpu_fallback"]:
             raise DelegateUnavailableError(
                 f"delegate=npu: the {self.plan.flags['npu_vendor']} compiler plug-in did not apply to "
-                f"{os.path.basename(model_path)}, so every op would run on the CPU (XNNPACK): "
+                f"{os.path.basename(model_path)}{_took(npu)}, so every op would run on the CPU (XNNPACK): "
                 f"{self._why(model_path)}; delegate.allow_cpu_fallback=true records it as coverage 0"
             )
         if not applied:

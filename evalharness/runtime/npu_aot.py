@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Mapping
 
-from evalharness.data.manifest import sha256_file
+from evalharness.data.manifest import cached_record, sha256_file
 from evalharness.errors import DelegateUnavailableError
 from evalharness.rundir.files import atomic_write_bytes, atomic_write_text
 
@@ -91,7 +91,7 @@ def aot_compiled(model_path: str, flags: Mapping, plugin_sha256: str | None, ope
     key_text = json.dumps(key, sort_keys=True)
     folder = os.path.join(cache_root(), "npu", hashlib.sha256(key_text.encode()).hexdigest()[:24])
     path = os.path.join(folder, "model.tflite")
-    record = _cached(folder, key_text)
+    record = cached_record(folder, "compiled.json", key_text)
     if record is not None:
         return {**record, "path": path, "cache": "hit"}
     started = time.perf_counter()
@@ -122,15 +122,3 @@ def compiled_graph(path: str) -> tuple[int, dict[str, int]]:
     )  # not allocated: DISPATCH_OP resolves only through the dispatch delegate
     ops = collections.Counter(o["op_name"] for o in interpreter._get_ops_details())
     return ops.pop("DISPATCH_OP", 0), dict(sorted(ops.items()))
-
-
-def _cached(folder: str, key_text: str) -> dict | None:
-    try:
-        with open(os.path.join(folder, "compiled.json"), encoding="utf-8") as f:
-            record = json.load(f)
-    except (OSError, ValueError):
-        return None
-    model = os.path.join(folder, "model.tflite")
-    if record.get("key") != key_text or not os.path.isfile(model) or sha256_file(model) != record["sha256"]:
-        return None
-    return record
