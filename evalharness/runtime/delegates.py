@@ -315,7 +315,7 @@ def _npu(cfg: NpuSettings) -> DelegatePlan:
         raise DelegateUnavailableError(
             f"delegate=npu npu_vendor={cfg.npu_vendor}: ai-edge-litert ships its compiler plug-in only; "
             f"running it needs {NPU_VENDORS_ELSEWHERE[cfg.npu_vendor]} (this host: "
-            f"{platform.system()} {platform.machine()}); use npu_vendor=intel_openvino"
+            f"{platform.system()} {platform.machine()}); use npu_vendor=intel_openvino or {_CPU_CHOICES}"
         )
     if cfg.npu_vendor != "intel_openvino":
         raise ConfigError(
@@ -335,6 +335,17 @@ def _npu(cfg: NpuSettings) -> DelegatePlan:
     parse_options(cfg.openvino_config)  # malformed -> ConfigError now, not at load
     _check_openvino()
     return make_plan(cfg, "auto", backend="compiled_npu")
+
+
+@_register("npu_aot", NpuSettings)
+def _npu_aot(cfg: NpuSettings) -> DelegatePlan:
+    """``npu`` compiled ahead of time (cached): its own name, so ``-m delegate=cpu,npu,npu_aot``
+    sweeps both ways of compiling."""
+    if cfg.npu_compile != "aot":
+        raise ConfigError(
+            f"delegate=npu_aot compiles ahead of time; for npu_compile={cfg.npu_compile} use delegate=npu"
+        )
+    return _npu(cfg)
 
 
 @functools.cache
