@@ -23,7 +23,7 @@ from pathlib import Path
 
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.listing import list_images
-from evalharness.data.manifest import manifest_hash, sha256_file
+from evalharness.data.manifest import cached_record, manifest_hash, sha256_file
 from evalharness.data.preprocess import InputSpec, preprocess_file, spec_from_config
 from evalharness.errors import ConfigError, DataError
 from evalharness.rundir.files import atomic_write_bytes, atomic_write_text
@@ -106,19 +106,6 @@ def _calibration_tensors(paths: list[Path], model_path: str, preprocess: dict) -
     return [preprocess_file(str(p), spec, inp) for p in paths]
 
 
-def _cached(folder: str, key_text: str) -> dict | None:
-    """The cache record if the variant in ``folder`` was built for this key and is intact."""
-    try:
-        with open(os.path.join(folder, "variant.json"), encoding="utf-8") as f:
-            record = json.load(f)
-    except (OSError, ValueError):
-        return None
-    model = os.path.join(folder, "model.tflite")
-    if record.get("key") != key_text or not os.path.isfile(model) or sha256_file(model) != record["sha256"]:
-        return None
-    return record
-
-
 def prepare_variant(
     quant: dict, model: dict, dataset: dict, reads_dataset: bool, cache_dir: str
 ) -> dict | None:
@@ -159,7 +146,7 @@ def prepare_variant(
     key_text = json.dumps(key, sort_keys=True)
     digest = hashlib.sha256(key_text.encode()).hexdigest()[:24]
     folder = os.path.join(os.path.expanduser(cache_dir), "quant", digest)
-    record = _cached(folder, key_text)
+    record = cached_record(folder, "variant.json", key_text)
     cache = "hit"
     if record is None:
         cache, started = "built", time.perf_counter()

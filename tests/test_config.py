@@ -16,7 +16,7 @@ from evalharness.runtime import load_model
 from evalharness.runtime.delegates import DELEGATES, parse_options
 from evalharness.tasks import load_tasks
 
-HOST_UNAVAILABLE = {"nnapi", "hexagon", "coreml", "npu", "edgetpu", "external"}
+HOST_UNAVAILABLE = {"nnapi", "hexagon", "coreml", "edgetpu", "external"}  # npu: OpenVINO runs it
 
 
 def _options(group: str) -> list[str]:

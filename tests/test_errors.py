@@ -37,10 +37,12 @@ def test_nnapi_on_host_is_one_line_error_and_no_results(tmp_path):
     assert not list((tmp_path / "outputs").rglob("predictions.jsonl"))
 
 
-@pytest.mark.parametrize("delegate", ["hexagon", "coreml", "npu"])
-def test_other_host_unavailable_delegates_fail_before_loading(tmp_path, delegate):
+@pytest.mark.parametrize(
+    "overrides", [["delegate=hexagon"], ["delegate=coreml"], ["delegate=npu", "delegate.npu_vendor=qualcomm"]]
+)
+def test_other_host_unavailable_delegates_fail_before_loading(tmp_path, overrides):
     with pytest.raises(DelegateUnavailableError, match="pick delegate=cpu|xnnpack|reference"):
-        run_inprocess([f"delegate={delegate}"], tmp_path)
+        run_inprocess(overrides, tmp_path)
     assert not (tmp_path / "predictions.jsonl").exists()
 
 

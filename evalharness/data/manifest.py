@@ -21,6 +21,24 @@ def optional_sha256(path: str | None) -> str | None:
     return sha256_file(path) if path and os.path.isfile(path) else None
 
 
+def cached_record(
+    folder: str, record_name: str, key_text: str, artifact: str = "model.tflite"
+) -> dict | None:
+    """A cache folder's JSON record if it was built for ``key_text`` and its artifact is intact
+    (present, same sha256 as recorded); None means rebuild."""
+    import json
+
+    try:
+        with open(os.path.join(folder, record_name), encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    path = os.path.join(folder, artifact)
+    if record.get("key") != key_text or not os.path.isfile(path) or sha256_file(path) != record.get("sha256"):
+        return None
+    return record
+
+
 def manifest_hash(entries: Iterable[tuple[str, str]], content: bool = False) -> str:
     """sha256 over sorted ``key<TAB>size`` lines (or ``key<TAB>sha256`` when ``content``).
 

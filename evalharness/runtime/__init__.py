@@ -40,7 +40,7 @@ def runners() -> Registry[Runner]:
 
 def backends() -> Registry[type[Model]]:
     """Every backend, by the ``DelegatePlan.backend`` name it serves."""
-    from evalharness.runtime import compiled, litert  # noqa: F401 - register compiled_gpu, interpreter
+    from evalharness.runtime import compiled, litert, npu  # noqa: F401 - compiled_gpu, interpreter, compiled_npu
     from evalharness.runtime.android import runner  # noqa: F401 - registers adb
 
     return BACKENDS

@@ -78,65 +78,67 @@ def parse_gpu_log(lines: list[str]) -> dict:
 TENSOR_BUFFER_DTYPES = ("float32", "float16", "int32", "int8", "uint8", "bool")  # TensorBuffer._DTYPE_STRINGS
 
 
-@BACKENDS.register("compiled_gpu")
-class CompiledGpuModel(Model):
-    """A model compiled for the LiteRT GPU accelerator (CPU only for ops the GPU refuses)."""
+class CompiledBuffersModel(Model):
+    """A LiteRT ``CompiledModel`` with its I/O buffers: what the GPU and NPU backends share.
 
-    timed_region = "run + output readback (GPU completion is only observable through readback)"
+    Subclasses build the ``Options`` (and an ``Environment`` where plug-ins are needed) and call
+    :meth:`_compile`; failures surface as :meth:`_load_error`, after the native log is complete.
+    """
+
+    timed_region = "run + output readback (accelerator completion is only observable through readback)"
+    accelerator = "a LiteRT accelerator"  # for the runtime=tensorflow error
 
     @classmethod
     def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> Model:
         if runtime != "litert":
             raise ConfigError(
-                f"delegate=gpu runs on the LiteRT GPU accelerator: use runtime=litert, not {runtime}"
+                f"delegate={plan.name} runs on {cls.accelerator}: use runtime=litert, not {runtime}"
             )
         return cls(model_path, plan)
 
-    def __init__(self, model_path: str, plan: DelegatePlan) -> None:
-        check_flatbuffer(model_path)
-        check_vulkan()
-        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="evalharness-xdg-"))
-        from ai_edge_litert.compiled_model import CompiledModel
-        from ai_edge_litert.cpu_options import CpuOptions
-        from ai_edge_litert.gpu_options import GpuOptions
-        from ai_edge_litert.hardware_accelerator import HardwareAccelerator
-        from ai_edge_litert.options import Options
+    def _options(self, accelerator: str, **vendor_options):
+        """LiteRT ``Options`` for ``accelerator`` (GPU | NPU), with the CPU for refused ops unless
+        require_full_delegation."""
+        from ai_edge_litert.options import CpuOptions, HardwareAccelerator, Options
 
-        self.plan = plan
-        self.inputs, self.outputs, ops_by_type = graph_summary(model_path)
+        accel = HardwareAccelerator[accelerator]
+        if not self.plan.require_full_delegation:
+            accel |= HardwareAccelerator.CPU
+        return Options(
+            hardware_accelerators=accel,
+            cpu_options=CpuOptions(num_threads=max(self.plan.num_threads, 0)),
+            **vendor_options,
+        )
+
+    def _compile(self, model_path: str, options, environment=None, source_path: str | None = None) -> None:
+        """``source_path``: the undelegated graph when ``model_path`` is already compiled (AOT)."""
+        from ai_edge_litert.compiled_model import CompiledModel
+
+        self.inputs, self.outputs, self.ops_by_type = graph_summary(source_path or model_path)
         unsupported = [t.dtype for t in (*self.inputs, *self.outputs) if t.dtype not in TENSOR_BUFFER_DTYPES]
         if unsupported:  # TensorBuffer.write would raise a bare ValueError mid-loop (e.g. int16x8 models)
             raise DelegateUnavailableError(
-                f"delegate=gpu: the LiteRT TensorBuffer API has no {unsupported[0]} tensors ({model_path})"
+                f"delegate={self.plan.name}: the LiteRT TensorBuffer API has no {unsupported[0]} tensors "
+                f"({model_path})"
             )
-        accel = HardwareAccelerator.GPU
-        if not plan.require_full_delegation:
-            accel |= HardwareAccelerator.CPU
-        options = Options(
-            hardware_accelerators=accel,
-            cpu_options=CpuOptions(num_threads=max(plan.num_threads, 0)),
-            gpu_options=GpuOptions(enforce_f32=not plan.flags.get("gpu_precision_loss_allowed", True)),
-        )
         self.native_log: list[str] = []
         failure = None
         with captured_native_stderr(self.native_log):
             try:
-                self._model = CompiledModel.from_file(model_path, options=options)
-            except RuntimeError as exc:
-                failure = exc
-            else:
+                self._model = CompiledModel.from_file(model_path, options=options, environment=environment)
                 self._inputs = self._by_name(self._model.create_input_buffers(0), "inputs", self.inputs)
                 self._outputs = self._by_name(self._model.create_output_buffers(0), "outputs", self.outputs)
+            except RuntimeError as exc:
+                failure = exc
         if failure is not None:  # after the block: the captured native log is complete only now
             raise self._load_error(model_path, failure)
-        self.gpu = parse_gpu_log(self.native_log)
-        if self.gpu["adapter"] is None:
-            raise DelegateUnavailableError(
-                f"delegate=gpu: the LiteRT GPU accelerator selected no GPU adapter for {model_path}; "
-                + _INSTALL_HINT
-            )
-        self.coverage = self._coverage(sum(ops_by_type.values()))
         self._host_outputs: list[np.ndarray] = []
+
+    def _load_error(self, model_path: str, exc: RuntimeError) -> EvalHarnessError:
+        text = " ".join(str(exc).split())
+        return DelegateUnavailableError(
+            f"delegate={self.plan.name} could not compile {model_path}: {text[:300]}"
+        )
 
     def _by_name(self, buffers: list, kind: str, infos: list) -> list:
         """Buffers in the order of our TensorInfo lists, matched by graph tensor index (signature
@@ -149,12 +151,58 @@ class CompiledGpuModel(Model):
             else self._model.get_output_tensor_details
         )(sig)
         position = {int(details[name]["index"]): i for i, name in enumerate(names)}
-        try:
-            return [buffers[position[info.index]] for info in infos]
-        except KeyError:
+        # an AOT-compiled graph renumbers its tensors: there the tensor name is what still matches
+        by_name = {str(details[name].get("name", name)): i for i, name in enumerate(names)}
+        found = [position.get(info.index, by_name.get(info.name)) for info in infos]
+        if None in found:
             raise EvalHarnessError(
                 f"compiled model {kind} {names} do not match the graph's {[i.name for i in infos]}"
-            ) from None
+            )
+        return [buffers[i] for i in found]
+
+    def runtime_info(self) -> dict:
+        return runtime_info("litert")
+
+    def set_inputs(self, tensors: list[np.ndarray]) -> None:
+        for buf, value in zip(self._inputs, tensors, strict=True):
+            buf.write(np.ascontiguousarray(value))
+
+    def invoke(self) -> None:
+        self._model.run_by_index(0, self._inputs, self._outputs)
+        self._host_outputs = [
+            buf.read(int(np.prod(info.shape)), np.dtype(info.dtype)).reshape(info.shape)
+            for buf, info in zip(self._outputs, self.outputs, strict=True)
+        ]
+
+    def get_outputs(self) -> list[np.ndarray]:
+        return [a.copy() for a in self._host_outputs]
+
+
+@BACKENDS.register("compiled_gpu")
+class CompiledGpuModel(CompiledBuffersModel):
+    """A model compiled for the LiteRT GPU accelerator (CPU only for ops the GPU refuses)."""
+
+    timed_region = "run + output readback (GPU completion is only observable through readback)"
+    accelerator = "the LiteRT GPU accelerator"
+
+    def __init__(self, model_path: str, plan: DelegatePlan) -> None:
+        check_flatbuffer(model_path)
+        check_vulkan()
+        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="evalharness-xdg-"))
+        from ai_edge_litert.gpu_options import GpuOptions
+
+        self.plan = plan
+        options = self._options(
+            "GPU", gpu_options=GpuOptions(enforce_f32=not plan.flags.get("gpu_precision_loss_allowed", True))
+        )
+        self._compile(model_path, options)
+        self.gpu = parse_gpu_log(self.native_log)
+        if self.gpu["adapter"] is None:
+            raise DelegateUnavailableError(
+                f"delegate=gpu: the LiteRT GPU accelerator selected no GPU adapter for {model_path}; "
+                + _INSTALL_HINT
+            )
+        self.coverage = self._coverage(sum(self.ops_by_type.values()))
 
     def _load_error(self, model_path: str, exc: RuntimeError) -> EvalHarnessError:
         text = " ".join(str(exc).split())
@@ -164,7 +212,7 @@ class CompiledGpuModel(Model):
                 f"delegate=gpu with require_full_delegation=true: the GPU refuses some ops of {model_path} "
                 f"({'; '.join(refused) or 'see native log'})"
             )
-        return DelegateUnavailableError(f"delegate=gpu could not compile {model_path}: {text[:300]}")
+        return super()._load_error(model_path, exc)
 
     def _coverage(self, ops_total: int) -> Coverage:
         full = bool(self._model.is_fully_accelerated())
@@ -183,20 +231,3 @@ class CompiledGpuModel(Model):
             software_renderer=g["software_renderer"],
             source="CompiledModel.is_fully_accelerated() and the GPU accelerator's own log",
         )
-
-    def runtime_info(self) -> dict:
-        return runtime_info("litert")
-
-    def set_inputs(self, tensors: list[np.ndarray]) -> None:
-        for buf, value in zip(self._inputs, tensors, strict=True):
-            buf.write(np.ascontiguousarray(value))
-
-    def invoke(self) -> None:
-        self._model.run_by_index(0, self._inputs, self._outputs)
-        self._host_outputs = [
-            buf.read(int(np.prod(info.shape)), np.dtype(info.dtype)).reshape(info.shape)
-            for buf, info in zip(self._outputs, self.outputs, strict=True)
-        ]
-
-    def get_outputs(self) -> list[np.ndarray]:
-        return [a.copy() for a in self._host_outputs]
