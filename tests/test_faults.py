@@ -52,8 +52,8 @@ TEXT = {
     "task.reference_delegate", "task.targets", "delegate.name", "delegate.op_resolver",
     "delegate.gpu_backend", "delegate.nnapi_accelerator_name", "delegate.nnapi_execution_preference",
     "delegate.nnapi_execution_priority", "delegate.hexagon_lib_path", "delegate.external_delegate_options",
-    "delegate.edgetpu_device", "delegate.npu_vendor", "delegate.npu_device", "delegate.npu_performance_mode",
-    "delegate.npu_config", "delegate.npu_compile", "model.preprocess.crop", "model.preprocess.resize",
+    "delegate.edgetpu_device", "delegate.npu_vendor", "delegate.device", "delegate.performance_mode",
+    "delegate.openvino_config", "delegate.npu_compile", "model.preprocess.crop", "model.preprocess.resize",
     "model.preprocess.channel_order", "model.preprocess.integer_input", "model.preprocess.layout",
     "dataset.shard.scheme", "loop.cache", "model.preprocess.mean", "model.preprocess.std",
 }  # fmt: skip
