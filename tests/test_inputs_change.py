@@ -7,11 +7,11 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from conftest import ASSETS, MODELS
+from test_resume import _wait_for_lines
 
 VAL50 = ASSETS / "imagenet" / "val50"  # ground truth: ASSETS/imagenet/val.txt (covers any subset)
 
@@ -36,16 +36,6 @@ def _start(data: Path, run_dir: Path, *extra: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
     )
-
-
-def _wait_for_lines(path: Path, n: int, proc: subprocess.Popen) -> None:
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if path.exists() and path.read_text().count("\n") >= n:
-            return
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.02)
-    pytest.fail("run made no progress")
 
 
 @pytest.mark.parametrize("action", ["truncate", "remove", "replace"])
