@@ -10,7 +10,10 @@ import pytest
 from conftest import run_cli
 
 from evalharness.output_checks import OutputChecks
+from evalharness.paths import BUNDLED_DIR
 from evalharness.runtime.modelgen import constant_output_model
+
+LABELS = f"model.labels={BUNDLED_DIR / 'imagenet_labels_1001.txt'}"  # a bare test model carries none
 
 
 def _strict(text: str):
@@ -33,7 +36,7 @@ def constant(tmp_path) -> str:
 
 
 def test_same_output_for_every_image_is_invalid_not_a_score(tmp_path, constant):
-    proc = run_cli([f"model.path={constant}", f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    proc = run_cli([f"model.path={constant}", LABELS, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
     doc = _strict((tmp_path / "run" / "metrics.json").read_text())
     assert proc.returncode == 1 and doc["status"] == "invalid" and "Traceback" not in proc.stderr
     assert "same output for every input" in doc["stop_reason"]
@@ -44,7 +47,12 @@ def test_same_output_for_every_image_is_invalid_not_a_score(tmp_path, constant):
 
 
 def test_allowing_constant_outputs_records_the_check_and_completes(tmp_path, constant):
-    args = [f"model.path={constant}", "loop.allow_constant_outputs=true", f"hydra.run.dir={tmp_path / 'run'}"]
+    args = [
+        f"model.path={constant}",
+        LABELS,
+        "loop.allow_constant_outputs=true",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    ]
     proc = run_cli(args, tmp_path)
     doc = _strict((tmp_path / "run" / "metrics.json").read_text())
     assert proc.returncode == 0 and doc["status"] == "complete", proc.stderr
@@ -55,7 +63,12 @@ def test_nonfinite_outputs_are_invalid_and_files_stay_strict_json(tmp_path):
     scores = np.linspace(0, 1, 1001, dtype=np.float32)
     scores[[3, 500]] = [np.nan, np.inf]
     path = _model(tmp_path, scores)
-    args = [f"model.path={path}", "loop.allow_constant_outputs=true", f"hydra.run.dir={tmp_path / 'run'}"]
+    args = [
+        f"model.path={path}",
+        LABELS,
+        "loop.allow_constant_outputs=true",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    ]
     proc = run_cli(args, tmp_path)
     doc = _strict((tmp_path / "run" / "metrics.json").read_text())
     out = doc["output_checks"]["outputs"][0]

@@ -160,20 +160,19 @@ class Matching:
         two or more that mix flags repeated as whole groups, as many times as their image's largest
         weight (``copies``, per image), every other detection once (carrying its image's weight)."""
         n = self.det_img.size
+        if n == 0:  # no detection at all (e.g. none maps to an annotated category): nothing to lay out
+            return np.arange(0), np.full(0, -1)
         group = self._tie_groups()
         starts = np.flatnonzero(np.diff(np.concatenate(([-1], group))))
         sizes = np.diff(np.concatenate((starts, [n])))
         # only groups whose members differ in a flag at some IoU threshold: for the others the
         # grouped order gives the same sequence of points as the tiled one
         code = self.matched.astype(np.int8) * 2 + self.ignored.astype(np.int8)  # (T, D)
-        if n:
-            high, low = np.maximum.reduceat(code, starts, axis=1), np.minimum.reduceat(code, starts, axis=1)
-            mixed = (high != low).any(axis=0)
-        else:
-            mixed = np.zeros(0, bool)
+        high, low = np.maximum.reduceat(code, starts, axis=1), np.minimum.reduceat(code, starts, axis=1)
+        mixed = (high != low).any(axis=0)
         # as many copies as the group's image is ever drawn in these resamples
         reps = np.where((sizes > 1) & mixed, np.maximum(copies[self.det_img[starts]], 1), 1)
-        if n == 0 or (reps == 1).all():
+        if (reps == 1).all():
             return np.arange(n), np.full(n, -1)
         length = sizes * reps
         segment = np.repeat(np.arange(starts.size), length)
