@@ -30,14 +30,19 @@ def _model(tmp_path, scores: np.ndarray) -> str:
     )
 
 
+def _run(tmp_path, model: str, *extra: str) -> tuple[object, dict]:
+    """``python -m evalharness`` on the bundled sample with ``model``: (process, metrics.json)."""
+    proc = run_cli([f"model.path={model}", LABELS, *extra, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    return proc, _strict((tmp_path / "run" / "metrics.json").read_text())
+
+
 @pytest.fixture()
 def constant(tmp_path) -> str:
     return _model(tmp_path, np.linspace(0, 1, 1001, dtype=np.float32))
 
 
 def test_same_output_for_every_image_is_invalid_not_a_score(tmp_path, constant):
-    proc = run_cli([f"model.path={constant}", LABELS, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
-    doc = _strict((tmp_path / "run" / "metrics.json").read_text())
+    proc, doc = _run(tmp_path, constant)
     assert proc.returncode == 1 and doc["status"] == "invalid" and "Traceback" not in proc.stderr
     assert "same output for every input" in doc["stop_reason"]
     assert doc["output_checks"]["outputs"][0]["same_for_every_input"] is True
@@ -47,14 +52,7 @@ def test_same_output_for_every_image_is_invalid_not_a_score(tmp_path, constant):
 
 
 def test_allowing_constant_outputs_records_the_check_and_completes(tmp_path, constant):
-    args = [
-        f"model.path={constant}",
-        LABELS,
-        "loop.allow_constant_outputs=true",
-        f"hydra.run.dir={tmp_path / 'run'}",
-    ]
-    proc = run_cli(args, tmp_path)
-    doc = _strict((tmp_path / "run" / "metrics.json").read_text())
+    proc, doc = _run(tmp_path, constant, "loop.allow_constant_outputs=true")
     assert proc.returncode == 0 and doc["status"] == "complete", proc.stderr
     assert doc["output_checks"]["failed"] == ["output_0: same output for every input (5 samples)"]
 
@@ -62,15 +60,7 @@ def test_allowing_constant_outputs_records_the_check_and_completes(tmp_path, con
 def test_nonfinite_outputs_are_invalid_and_files_stay_strict_json(tmp_path):
     scores = np.linspace(0, 1, 1001, dtype=np.float32)
     scores[[3, 500]] = [np.nan, np.inf]
-    path = _model(tmp_path, scores)
-    args = [
-        f"model.path={path}",
-        LABELS,
-        "loop.allow_constant_outputs=true",
-        f"hydra.run.dir={tmp_path / 'run'}",
-    ]
-    proc = run_cli(args, tmp_path)
-    doc = _strict((tmp_path / "run" / "metrics.json").read_text())
+    proc, doc = _run(tmp_path, _model(tmp_path, scores), "loop.allow_constant_outputs=true")
     out = doc["output_checks"]["outputs"][0]
     assert proc.returncode == 1 and doc["status"] == "invalid" and "nonfinite" in doc["stop_reason"]
     assert (out["nonfinite_samples"], out["nonfinite_values"]) == (5, 10)
