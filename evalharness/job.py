@@ -296,8 +296,9 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
 
 def invalid_reasons(rp, checks: dict) -> list[str]:
     """Output checks that make the run ``invalid`` unless the loop settings allow them."""
-    allowed = {"nonfinite": rp.loop.allow_nonfinite, "same output": rp.loop.allow_constant_outputs}
-    return [f for f in checks["failed"] if not any(allowed[k] and k in f for k in allowed)]
+    from evalharness.output_checks import failures
+
+    return failures(checks, not rp.loop.allow_nonfinite, not rp.loop.allow_constant_outputs)
 
 
 def moved_inputs(rp, task, identity: dict) -> list[str]:

@@ -57,7 +57,7 @@ class OutputChecks:
     def record(self, names: list[str]) -> dict:
         """The ``output_checks`` block of metrics.json, with the list of checks that failed."""
         distinct_inputs = len(self._inputs) > 1
-        outputs, failed = [], []
+        outputs = []
         for name, stats in zip(names, self._outputs, strict=False):
             constant = distinct_inputs and not stats["varies"]
             outputs.append(
@@ -69,14 +69,21 @@ class OutputChecks:
                     "same_for_every_input": constant,
                 }
             )
-            if stats["nonfinite_samples"]:
-                failed.append(f"{name}: nonfinite ({stats['nonfinite_samples']} of {self.samples} samples)")
-        if outputs and all(o["same_for_every_input"] for o in outputs):  # one constant output among
-            together = ", ".join(o["name"] for o in outputs)  # others (a detector's count) is normal
-            failed.append(f"{together}: same output for every input ({self.samples} samples)")
-        return {
-            "samples": self.samples,
-            "distinct_inputs": distinct_inputs,
-            "outputs": outputs,
-            "failed": failed,
-        }
+        record = {"samples": self.samples, "distinct_inputs": distinct_inputs, "outputs": outputs}
+        return {**record, "failed": failures(record)}
+
+
+def failures(record: dict, nonfinite: bool = True, constant: bool = True) -> list[str]:
+    """The failed checks of an ``output_checks`` record: non-finite outputs (when ``nonfinite``) and
+    every output the same for every input (when ``constant``; one constant output among others, like
+    a detector's count, is normal)."""
+    n, outputs, failed = record["samples"], record["outputs"], []
+    if nonfinite:
+        failed += [
+            f"{o['name']}: nonfinite ({o['nonfinite_samples']} of {n} samples)"
+            for o in outputs
+            if o["nonfinite_samples"]
+        ]
+    if constant and outputs and all(o["same_for_every_input"] for o in outputs):
+        failed.append(f"{', '.join(o['name'] for o in outputs)}: same output for every input ({n} samples)")
+    return failed
