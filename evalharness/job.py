@@ -108,7 +108,7 @@ def with_quantized_variant(rp):
     return rp.replace(model=model), record
 
 
-def run_provenance(rp, task, model, quant: dict) -> dict:
+def run_provenance(rp, task_provenance: dict, model, quant: dict) -> dict:
     """``provenance`` of metrics.json: what ran (model, runtime, delegate and what it took, host,
     device), on what (the task's dataset/labels/preprocessing) and with which config."""
     from evalharness import provenance
@@ -126,7 +126,7 @@ def run_provenance(rp, task, model, quant: dict) -> dict:
             "library": library_record(rp.plan),
             "native_log": model.native_log,
         },
-        **task.provenance(),
+        **task_provenance,
         "host": provenance.host_info(),
         **({"device": model.device} if model.device is not None else {}),  # runner=adb: the phone
         "thread_budget": rp.thread_budget,
@@ -156,13 +156,12 @@ def record_config(run_dir: str, rp) -> None:
     )
 
 
-def run_identity(rp, task) -> dict:
+def run_identity(rp, task, prov: dict) -> dict:
     """The bytes a result depends on, recorded when a run starts so that a resume can refuse to mix
     inputs that changed (see :mod:`evalharness.rundir.state`)."""
     from evalharness.data.manifest import optional_sha256, stat_digest
     from evalharness.runtime.litert import runtime_info
 
-    prov = task.provenance()
     dataset = prov.get("dataset") or {}
     library = library_record(rp.plan)
     return {
@@ -225,7 +224,7 @@ def run_plan(rp, run_dir: str) -> dict:
         return prepared
     rp, quant, task, loop = prepared
     definition = rp.definition
-    identity = run_identity(rp, task)
+    identity = run_identity(rp, task, task.provenance())
     done = claim(
         run_dir,
         rp.config(),
@@ -301,12 +300,12 @@ def invalid_reasons(rp, checks: dict) -> list[str]:
     return failures(checks, not rp.loop.allow_nonfinite, not rp.loop.allow_constant_outputs)
 
 
-def moved_inputs(rp, task, identity: dict) -> list[str]:
+def moved_inputs(rp, task, prov: dict, identity: dict) -> list[str]:
     """What changed on disk while the run ran (the model file, the sample files): such a result
     mixes two inputs and is ``invalid``."""
     from evalharness.rundir.state import identity_differences
 
-    now_ = run_identity(rp, task)
+    now_ = run_identity(rp, task, prov)
     watched = ("model_sha256", "dataset_files_stat", "labels_sha256", "ground_truth_sha256")
     changed = identity_differences({k: identity[k] for k in watched}, {k: now_[k] for k in watched})
     return [f"{', '.join(changed)} changed while the run ran"] if changed else []
@@ -324,7 +323,8 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
     metrics["num_images"] = len(task.samples)
     metrics["num_skipped"] = len(result.skipped)
     checks = result.checks.record([o.name for o in model.outputs])
-    invalid = [*invalid_reasons(rp, checks), *moved_inputs(rp, task, identity)]
+    prov = task.provenance()  # once: its hashes and file manifest serve the identity check and the record
+    invalid = [*invalid_reasons(rp, checks), *moved_inputs(rp, task, prov, identity)]
     status, stop_reason = result.status, result.stop_reason
     if invalid and status == "complete":
         status, stop_reason = "invalid", "; ".join(invalid)
@@ -360,7 +360,7 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
         },
         predictions_count=writer.count,
         artifacts=list(artifacts),
-        provenance=run_provenance(rp, task, model, quant),
+        provenance=run_provenance(rp, prov, model, quant),
         output_checks=checks,
         **extra,
     )
