@@ -19,7 +19,7 @@ from typing import TypeVar
 import numpy as np
 
 from evalharness.data.labels import WNID, read_label_file, read_synset_words
-from evalharness.data.listing import list_entries, list_images, refuse
+from evalharness.data.listing import list_entries, list_images, not_read, refuse
 from evalharness.errors import ConfigError, DataError
 from evalharness.registry import Registry
 
@@ -310,7 +310,7 @@ def _class_dirs(req: GroundTruthRequest) -> list[Path]:
         if isinstance(mode, str):
             raise refuse(p, mode)
         if not stat.S_ISDIR(mode) and p.suffix.lower() not in req.extensions:
-            req.unscored[f"extension {p.suffix.lower() or '(none)'} not read"] += 1
+            req.unscored[not_read(p)] += 1
         if stat.S_ISDIR(mode):
             target = p.resolve()
             if target == root or target in root.parents:

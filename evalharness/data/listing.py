@@ -43,6 +43,11 @@ def refuse(path: Path, reason: str) -> DataError:
     return DataError(f"{path}: {reason}; fix or remove it (checked when listing, whatever loop.strict)")
 
 
+def not_read(path: Path) -> str:
+    """The reason a file with an extension the listing does not take is not scored."""
+    return f"extension {path.suffix.lower() or '(none)'} not read"
+
+
 def list_images(
     folder: Path, extensions: tuple[str, ...], unscored: Counter | None = None, subdirs: bool = False
 ) -> dict[str, Path]:
@@ -60,7 +65,7 @@ def list_images(
                 if stat.S_ISDIR(mode):
                     unscored["subdirectory"] += not subdirs
                 else:
-                    unscored[f"extension {p.suffix.lower() or '(none)'} not read"] += 1
+                    unscored[not_read(p)] += 1
             continue
         if isinstance(mode, str):
             raise refuse(p, mode)

@@ -31,21 +31,13 @@ from evalharness.rundir.files import (
     dumps,
     read_predictions,
 )
+from evalharness.rundir.reader import flatten
 
 VOLATILE = ("loop",)  # config groups that may change between sessions of one run
 
 
-def _flatten(value, prefix: str = "") -> dict:
-    if isinstance(value, dict):
-        out: dict = {}
-        for key, item in value.items():
-            out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return {prefix: value}
-
-
 def config_differences(old: dict, new: dict) -> list[str]:
-    a, b = _flatten(old), _flatten(new)
+    a, b = flatten(old), flatten(new)
     return sorted(k for k in a.keys() | b.keys() if a.get(k, "<unset>") != b.get(k, "<unset>"))
 
 
