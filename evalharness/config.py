@@ -21,6 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 from evalharness.data.preprocess import PreprocessSpec
 from evalharness.errors import ConfigError
 from evalharness.loop import LoopSettings
+from evalharness.loop_shape import given_workers
 from evalharness.model_settings import infer_model_settings
 from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
 from evalharness.schema import FrozenDict, check, freeze, one_line, thaw
@@ -122,6 +123,13 @@ class RunPlan:
         return thaw(self.resolved)
 
 
+def loop_settings(node: FrozenDict, overrides: list[str]) -> LoopSettings:
+    """The loop group as settings; ``loop.workers`` on the command line chooses the loop shape."""
+    values = thaw(node)
+    values["shape"] = given_workers(str(values["shape"]).lower(), values["workers"], overrides)
+    return LoopSettings(**values)
+
+
 def check_group(group: str, node: dict) -> FrozenDict:
     """One core group (already resolved) checked against its schema."""
     return check(SCHEMAS[group], node, f"config group '{group}'")
@@ -170,7 +178,7 @@ def validate(cfg: DictConfig, launcher: dict | None = None, overrides: list[str]
         model=groups["model"],
         dataset=groups["dataset"],
         runtime=groups["runtime"],
-        loop=LoopSettings(**thaw(groups["loop"])),
+        loop=loop_settings(groups["loop"], overrides or []),
         plan=plan,
         paths=groups["paths"],
         resolved=freeze(resolved),

@@ -108,7 +108,7 @@ def with_quantized_variant(rp):
     return rp.replace(model=model), record
 
 
-def run_provenance(rp, task_provenance: dict, model, quant: dict) -> dict:
+def run_provenance(rp, task_provenance: dict, model, quant: dict, loop_shape=None) -> dict:
     """``provenance`` of metrics.json: what ran (model, runtime, delegate and what it took, host,
     device), on what (the task's dataset/labels/preprocessing) and with which config."""
     from evalharness import provenance
@@ -129,7 +129,7 @@ def run_provenance(rp, task_provenance: dict, model, quant: dict) -> dict:
         **task_provenance,
         "host": provenance.host_info(),
         **({"device": model.device} if model.device is not None else {}),  # runner=adb: the phone
-        "thread_budget": rp.thread_budget,
+        "thread_budget": {**rp.thread_budget, "loop": loop_shape.record() if loop_shape else None},
         "evalharness": provenance.tool_info(),
         "config": rp.config(),
         "overrides": job_overrides(),
@@ -355,12 +355,12 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
             "images_per_s": (len(result.inference_ms) - result.resumed) / result.wall_s
             if result.wall_s
             else None,
-            "workers": rp.loop.workers,
+            "workers": result.shape.record()["workers"] if result.shape else rp.loop.workers,
             "cache": task.cache.stats() if task.cache else None,
         },
         predictions_count=writer.count,
         artifacts=list(artifacts),
-        provenance=run_provenance(rp, prov, model, quant),
+        provenance=run_provenance(rp, prov, model, quant, result.shape),
         output_checks=checks,
         **extra,
     )

@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from evalharness.boundary import debug, describe
 from evalharness.errors import DataError
+from evalharness.loop_shape import SHAPES, LoopShape, requested, shaped
 from evalharness.output_checks import OutputChecks
 from evalharness.schema import bounds
 from evalharness.tasks.base import Task
@@ -43,9 +44,12 @@ class LoopSettings:
     progress: bool = True
     resume: bool = False  # continue an interrupted run in the same run directory
     overwrite: bool = False  # replace a run already in the run directory
-    # Input preparation (decode/preprocess) runs ahead of invoke() on this many threads, at most
-    # `prefetch` samples ahead (bounded memory, results in sample order). 0 = strictly sequential:
-    # nothing else runs while invoke() is timed.
+    # auto: measure on this machine whether preparing inputs on other threads while invoke() runs
+    # (pipelined) beats preparing them in turn (sequential); see evalharness/loop_shape.py
+    shape: str = field(default="auto", metadata=bounds(choices=SHAPES))
+    # Threads preparing inputs ahead of invoke() in the pipelined shape, at most `prefetch` samples
+    # ahead (bounded memory, results in sample order). Given on the command line it chooses the
+    # shape (0 = strictly sequential: nothing else runs while invoke() is timed).
     workers: int = field(default=1, metadata=bounds(0, 64))
     prefetch: int = field(default=4, metadata=bounds(1, 4096))
     # preprocessed-tensor cache: true | false | auto (= on in multiruns)
@@ -73,6 +77,7 @@ class LoopResult:
     error: BaseException | None = None
     checks: OutputChecks = field(default_factory=OutputChecks)
     reported_latency: dict | None = None  # a runner's own latency figures (runner=adb), not host timing
+    shape: LoopShape | None = None  # sequential or pipelined preparation, and why
 
     def latency(self) -> dict:
         if self.reported_latency is not None:
@@ -253,7 +258,15 @@ def run_loop(
     bar = tqdm(total=total, desc=task.name, unit="img", disable=not settings.progress, leave=False)
     loop_start = time.perf_counter()
     try:
-        items = prepared(task, todo, settings.workers, settings.prefetch)
+        result.shape = requested(settings.shape, settings.workers)
+        if model.batch_size and result.shape.shape == "auto":  # a runner's round trips, not invoke cycles
+            result.shape = LoopShape("pipelined", settings.workers, "the runner batches samples")
+        items = shaped(
+            lambda samples, workers: prepared(task, samples, workers, settings.prefetch),
+            todo,
+            total,
+            result.shape,
+        )
         run = _run_batched if model.batch_size else _run_each
         run(task, model, record, settings, result, items, bar)
     except (KeyboardInterrupt, Exception) as exc:  # whatever stops the loop, the scored samples count

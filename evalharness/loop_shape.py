@@ -1,0 +1,128 @@
+"""The loop's shape, chosen per machine from what it measures: sequential or pipelined preparation.
+
+Preparing the next image on another thread while ``invoke()`` runs (pipelined) hides decode and
+preprocessing when a core is free, but where the interpreter's own threads already use every core
+the preparing thread takes a core from them and every invoke gets slower: on one 2-core machine
+pipelining lost to sequential preparation, on another it won by 42 %. No fixed rule is right on
+both, so ``loop.shape=auto`` measures.
+
+Calibration (``auto``, runs of at least :data:`MIN_SAMPLES` samples): after :data:`SETTLE` samples
+run sequentially (the first one carries the cold first invoke and the warm-up), blocks of
+:data:`BLOCK` samples alternate between the two shapes in ABBA order (S P P S S P), and each block's
+cycle time (from handing one prepared sample to the loop to handing it the next: invoke, scoring and
+whatever preparation the loop waited for) is measured. The shape whose paired blocks are faster in
+the median of the per-pair ratios runs the rest. Every calibration sample is scored like any other:
+both shapes produce the same tensors in the same order, so only the clock differs. Shorter runs keep
+the pipelined shape (the earlier default) and say why. ``loop.shape=sequential|pipelined``, or
+``loop.workers`` given on the command line (0 = sequential), choose without measuring.
+
+The choice, where it came from and the calibration figures go in ``provenance.thread_budget.loop``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+
+SEQUENTIAL, PIPELINED, AUTO = "sequential", "pipelined", "auto"
+SHAPES = (AUTO, SEQUENTIAL, PIPELINED)
+SETTLE = 2  # samples run sequentially before calibrating (cold first invoke + warm-up)
+BLOCK = 16  # samples per calibration block
+PAIRS = 3  # paired blocks per shape
+CALIBRATION_SAMPLES = SETTLE + 2 * PAIRS * BLOCK
+MIN_SAMPLES = 2 * CALIBRATION_SAMPLES  # below this, calibrating is most of the run: not worth it
+
+
+@dataclass
+class LoopShape:
+    """What the loop did: the shape of (most of) the run, why, and the calibration's figures."""
+
+    shape: str
+    workers: int  # preparing threads of the pipelined shape (0 when sequential)
+    source: str
+    calibration: dict | None = None
+
+    def record(self) -> dict:
+        return {
+            "shape": self.shape,
+            "workers": self.workers if self.shape == PIPELINED else 0,
+            "source": self.source,
+            "calibration": self.calibration,
+        }
+
+
+def requested(shape: str, workers: int) -> LoopShape:
+    """The shape the settings ask for before anything is measured (``auto`` stays ``auto``)."""
+    if shape != AUTO:
+        return LoopShape(shape, workers if shape == PIPELINED else 0, f"loop.shape={shape}")
+    if workers <= 0:
+        return LoopShape(SEQUENTIAL, 0, "loop.workers=0")
+    return LoopShape(AUTO, workers, "calibrated")
+
+
+def given_workers(shape: str, workers: int, overrides: list[str]) -> str:
+    """``loop.shape`` once the command line is read: ``loop.workers=N`` given there (and no
+    ``loop.shape``) chooses the shape, as it always has (0 = sequential, else pipelined)."""
+    keys = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    if shape == AUTO and "loop.workers" in keys and "loop.shape" not in keys:
+        return SEQUENTIAL if workers <= 0 else PIPELINED
+    return shape
+
+
+def shaped(
+    prepare_items: Callable[[Iterable, int], Iterator],
+    samples: Iterable,
+    total: int,
+    choice: LoopShape,
+) -> Iterator:
+    """``prepare_items(samples, workers)`` in the chosen shape; with ``auto``, calibrate first and
+    set ``choice.shape``, ``choice.source`` and ``choice.calibration`` on the way."""
+    if choice.shape != AUTO:
+        yield from prepare_items(samples, choice.workers if choice.shape == PIPELINED else 0)
+        return
+    if total < MIN_SAMPLES:
+        choice.shape = PIPELINED
+        choice.source = f"{total} samples: too few to calibrate (< {MIN_SAMPLES}), pipelined by default"
+        yield from prepare_items(samples, choice.workers)
+        return
+    it = iter(samples)
+    yield from prepare_items(islice(it, SETTLE), 0)
+    cycles: dict[str, list[float]] = {SEQUENTIAL: [], PIPELINED: []}
+    order = [SEQUENTIAL, PIPELINED, PIPELINED, SEQUENTIAL] * PAIRS
+    for shape in order[: 2 * PAIRS]:
+        block = list(islice(it, BLOCK))
+        workers = choice.workers if shape == PIPELINED else 0
+        stamps: list[float] = []
+        for item in prepare_items(block, workers):
+            stamps.append(time.perf_counter())
+            yield item
+        if len(stamps) > 1:
+            cycles[shape].append((stamps[-1] - stamps[0]) * 1e3 / (len(stamps) - 1))
+    _decide(choice, cycles)
+    yield from prepare_items(it, choice.workers if choice.shape == PIPELINED else 0)
+
+
+def _decide(choice: LoopShape, cycles: dict[str, list[float]]) -> None:
+    pairs = list(zip(cycles[SEQUENTIAL], cycles[PIPELINED], strict=False))
+    ratios = [p / s for s, p in pairs if s > 0]
+    if not ratios:  # nothing measurable (the blocks ran dry): keep the default
+        choice.shape, choice.source = PIPELINED, "calibration measured nothing: pipelined by default"
+        return
+    ratio = statistics.median(ratios)
+    choice.shape = PIPELINED if ratio < 1.0 else SEQUENTIAL
+    seq, pipe = statistics.fmean(cycles[SEQUENTIAL]), statistics.fmean(cycles[PIPELINED])
+    choice.source = (
+        f"calibrated on {2 * PAIRS * BLOCK} samples: pipelined {pipe:.2f} ms/sample vs "
+        f"sequential {seq:.2f} ms/sample (median paired ratio {ratio:.3f})"
+    )
+    choice.calibration = {
+        "samples": 2 * PAIRS * BLOCK,
+        "block": BLOCK,
+        "order": "ABBA",
+        "sequential_ms_per_sample": [round(c, 4) for c in cycles[SEQUENTIAL]],
+        "pipelined_ms_per_sample": [round(c, 4) for c in cycles[PIPELINED]],
+        "median_ratio_pipelined_over_sequential": round(ratio, 4),
+    }
