@@ -18,6 +18,7 @@ from __future__ import annotations
 import resource
 import sys
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -67,7 +68,7 @@ class LoopResult:
     init_ms: float = 0.0
     first_inference_ms: float | None = None
     warmup_ms: list[float] = field(default_factory=list)
-    inference_ms: list[float] = field(default_factory=list)
+    inference_ms: array = field(default_factory=lambda: array("d"))  # 8 bytes a sample, however many
     skipped: list[dict] = field(default_factory=list)
     first_output_repeatable: bool | None = None
     timed_region: str = "invoke() only"

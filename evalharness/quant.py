@@ -40,8 +40,7 @@ def calibration_files(cal: dict) -> list[tuple[str, Path]]:
     for i, root in enumerate(roots):
         if not Path(root).is_dir():
             raise DataError(f"quant.calibration.roots[{i}]={root} is not a directory")
-        found = sorted(list_images(Path(root), DEFAULT_EXTENSIONS).items())
-        files += [(f"{i}/{name}", path) for name, path in found]
+        files += [(f"{i}/{name}", Path(root, name)) for name in list_images(Path(root), DEFAULT_EXTENSIONS)]
     num = int(cal.get("num_images") or 0)
     files = files[:num] if num > 0 else files
     if not files:
@@ -51,7 +50,8 @@ def calibration_files(cal: dict) -> list[tuple[str, Path]]:
 
 def refuse_overlap(calibration: list[dict], eval_root: str) -> dict:
     """The eval folder's manifest; DataError if any of its images shares a name or bytes with calibration."""
-    images = list_images(Path(eval_root), DEFAULT_EXTENSIONS) if Path(eval_root).is_dir() else {}
+    names = list_images(Path(eval_root), DEFAULT_EXTENSIONS) if Path(eval_root).is_dir() else []
+    images = {name: Path(eval_root, name) for name in names}
     by_name = {Path(c["key"]).name: c for c in calibration}
     by_hash = {c["sha256"]: c for c in calibration}
     sizes = {c["bytes"] for c in calibration}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import os
 import stat
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sized
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import TypeVar
 import numpy as np
 
 from evalharness.data.labels import WNID, read_label_file, read_synset_words
-from evalharness.data.listing import list_entries, list_images, not_read, refuse
+from evalharness.data.listing import list_entries, list_images, not_read, refuse, suffix
 from evalharness.errors import ConfigError, DataError
 from evalharness.registry import Registry
 
@@ -31,12 +32,21 @@ DEFAULT_EXTENSIONS = (
 ILSVRC2012_CLASSES = 1000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LabeledSample:
-    path: str  # absolute image path
+    """One labeled image. Compact on purpose (slots; the root string and the label texts are shared by
+    every sample, the path is made when asked for), so a 50,000-image list costs little more than
+    its file names."""
+
+    root: str  # absolute image root, one string shared by the samples of a dataset
     key: str  # path relative to the image root, posix separators: stable identity of the sample
     label: str  # ground-truth label TEXT, e.g. "tench, Tinca tinca"
     occurrence: int = 0  # rank among classes with the same text in the dataset's class list
+
+    @property
+    def path(self) -> str:
+        """The absolute image path."""
+        return os.path.join(self.root, self.key)
 
 
 @dataclass(frozen=True)
@@ -120,8 +130,14 @@ def _found(req: GroundTruthRequest, found: _S, layout: str = "") -> _S:
     return found
 
 
-def _sample(path: Path, key: str, label: Label) -> LabeledSample:
-    return LabeledSample(os.path.abspath(path), key, label[0], label[1])
+def _sample(root: str, key: str, label: Label) -> LabeledSample:
+    """``root``: the absolute root (one string for every sample); the label text is interned so that
+    a ground truth read line by line holds each class name once."""
+    return LabeledSample(root, key, sys.intern(label[0]), label[1])
+
+
+def _root(req: GroundTruthRequest) -> str:
+    return os.path.abspath(req.root)
 
 
 def _attach(
@@ -133,14 +149,15 @@ def _attach(
     val.txt); an image without an entry is an error, never silently dropped.
     """
     images = _found(req, list_images(req.root, req.extensions, req.unscored))
-    missing = sorted(key for key in images if name_of(key) not in table)
+    missing = [key for key in images if name_of(key) not in table]
     if missing:
         raise DataError(
             f"{len(missing)} of {len(images)} images in {req.root} have no entry in ground-truth "
             f"file {req.ground_truth} (first: {missing[0]}); pass the ground truth of these "
             "images or remove them from the root"
         )
-    return [_sample(path, key, table[name_of(key)]) for key, path in images.items()]
+    root = _root(req)
+    return [_sample(root, key, table[name_of(key)]) for key in images]
 
 
 def _add(table: dict[str, Label], name: str, label: Label, where: str) -> None:
@@ -287,10 +304,11 @@ def _read_imagefolder(req: GroundTruthRequest) -> list[LabeledSample]:
         labels = {d.name: _by_wnid(wnids, source, d.name, f"class dir {d}") for d in dirs}
     else:
         labels = {d.name: (d.name, 0) for d in dirs}
+    root = _root(req)
     samples = [
-        _sample(path, f"{d.name}/{name}", labels[d.name])
+        _sample(root, f"{d.name}/{name}", labels[d.name])
         for d in dirs
-        for name, path in list_images(d, req.extensions, req.unscored).items()
+        for name in list_images(d, req.extensions, req.unscored)
     ]
     return _found(
         req, samples, " class dirs (imagefolder wants root/<class>/<image>; else set dataset.ground_truth)"
@@ -306,18 +324,19 @@ def _class_dirs(req: GroundTruthRequest) -> list[Path]:
     """
     root = req.root.resolve()
     dirs, loose = [], []
-    for p, mode in list_entries(req.root, req.unscored):
+    for name, mode in list_entries(req.root, req.unscored):
+        p = req.root / name
         if isinstance(mode, str):
             raise refuse(p, mode)
-        if not stat.S_ISDIR(mode) and p.suffix.lower() not in req.extensions:
-            req.unscored[not_read(p)] += 1
+        if not stat.S_ISDIR(mode) and suffix(name) not in req.extensions:
+            req.unscored[not_read(name)] += 1
         if stat.S_ISDIR(mode):
             target = p.resolve()
             if target == root or target in root.parents:
                 raise refuse(p, f"links back to {target} (a symlink loop), not to a class dir")
             dirs.append(p)
-        elif p.suffix.lower() in req.extensions:
-            loose.append(p.name)
+        elif suffix(name) in req.extensions:
+            loose.append(name)
     if dirs and loose:
         raise DataError(
             f"{len(loose)} image(s) lie directly in imagefolder root {req.root} with no class dir "
@@ -337,47 +356,57 @@ def _read_label_lines(req: GroundTruthRequest) -> list[LabeledSample]:
             f"ground-truth file {gt} has {len(texts)} lines but {req.root} has {len(images)} "
             "images; label_lines needs one line per image in sorted file-name order"
         )
-    return [_sample(images[name], name, (text, 0)) for name, text in zip(sorted(images), texts, strict=True)]
+    root = _root(req)
+    return [_sample(root, name, (text, 0)) for name, text in zip(images, texts, strict=True)]
 
 
 @FORMATS.register("csv")
 def _read_csv(req: GroundTruthRequest) -> list[LabeledSample]:
     """Header with ``filename`` and one of class_name | label | class_index | wnid."""
     gt = _require(req.ground_truth, "ground_truth", "ground-truth format 'csv'")
+    table: dict[str, Label] = {}
     try:
-        with gt.open(encoding="utf-8-sig", newline="") as f:
-            rows = list(csv.reader(f))
+        with gt.open(encoding="utf-8-sig", newline="") as f:  # streamed: no list of every row
+            rows = csv.reader(f)
+            header = [h.strip() for h in next(rows, [])]
+            if "filename" not in header or not {"class_name", "label", "class_index", "wnid"} & set(header):
+                raise DataError(
+                    f"{gt}:1: csv header {header} needs 'filename' and one of class_name, label, "
+                    "class_index, wnid; fix the header"
+                )
+            label_of = _csv_labeler(req, gt, header)
+            for line_no, values in enumerate(rows, start=2):
+                where = f"{gt}:{line_no}"
+                if not any(v.strip() for v in values):
+                    continue
+                if len(values) != len(header):
+                    raise DataError(
+                        f"{where}: {len(values)} fields but the header has {len(header)}; fix the row"
+                    )
+                row = {h: v.strip() for h, v in zip(header, values, strict=True)}
+                _add(table, row["filename"], label_of(row, where), where)
     except (UnicodeDecodeError, csv.Error) as exc:
         raise DataError(f"{gt} is not a readable UTF-8 csv ({exc}); fix or re-export the file") from None
-    header = [h.strip() for h in rows[0]] if rows else []
-    if "filename" not in header or not {"class_name", "label", "class_index", "wnid"} & set(header):
-        raise DataError(
-            f"{gt}:1: csv header {header} needs 'filename' and one of class_name, label, "
-            "class_index, wnid; fix the header"
-        )
-    label_of = _csv_labeler(req, gt, header)
-    table: dict[str, Label] = {}
-    lines: dict[str, str] = {}  # filename -> "file:line" of its row
-    for line_no, values in enumerate(rows[1:], start=2):
-        where = f"{gt}:{line_no}"
-        if not any(v.strip() for v in values):
-            continue
-        if len(values) != len(header):
-            raise DataError(f"{where}: {len(values)} fields but the header has {len(header)}; fix the row")
-        row = {h: v.strip() for h, v in zip(header, values, strict=True)}
-        _add(table, row["filename"], label_of(row, where), where)
-        lines[row["filename"]] = where
     samples = _attach(req, table)
     # Unlike val.txt (all 50,000 val images for any subset), a csv names the images of its folder:
     # a row without its image is a lost image, not a bigger ground truth.
     listed = {s.key for s in samples}
-    extra = [name for name in lines if name not in listed]  # in file order
+    extra = [name for name in table if name not in listed]  # in file order
     if extra:
         raise DataError(
-            f"{lines[extra[0]]}: {extra[0]} is not an image in {req.root} ({len(extra)} of {len(table)} "
-            "csv rows name no image there); restore the images or delete those rows"
+            f"{gt}:{_csv_line(gt, extra[0])}: {extra[0]} is not an image in {req.root} ({len(extra)} of "
+            f"{len(table)} csv rows name no image there); restore the images or delete those rows"
         )
     return samples
+
+
+def _csv_line(gt: Path, filename: str) -> int:
+    """Line number of the row naming ``filename`` (looked up again only for an error message, so a
+    large csv's line numbers are not kept in memory)."""
+    with gt.open(encoding="utf-8-sig", newline="") as f:
+        rows = csv.reader(f)
+        column = [h.strip() for h in next(rows)].index("filename")
+        return next(i for i, values in enumerate(rows, start=2) if values[column].strip() == filename)
 
 
 def _csv_labeler(req: GroundTruthRequest, gt: Path, header: list[str]) -> Callable[[dict, str], Label]:
@@ -402,6 +431,7 @@ def _csv_labeler(req: GroundTruthRequest, gt: Path, header: list[str]) -> Callab
 
         return by_index
     if text_col is not None:
-        return lambda row, where: (row[text_col], 0)
+        labels: dict[str, Label] = {}  # one label tuple per class, not one per row
+        return lambda row, where: labels.setdefault(row[text_col], (row[text_col], 0))
     source, wnids = _wnid_labels(req, f"csv ground truth {gt} with a wnid column")
     return lambda row, where: _by_wnid(wnids, source, row["wnid"], where)

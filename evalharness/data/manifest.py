@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _CHUNK = 1 << 20
 
@@ -39,15 +42,16 @@ def cached_record(
     return record
 
 
-def manifest_hash(entries: Iterable[tuple[str, str]], content: bool = False) -> str:
+def manifest_hash(entries: Iterable[tuple[str, str]], content: bool = False, presorted: bool = False) -> str:
     """sha256 over sorted ``key<TAB>size`` lines (or ``key<TAB>sha256`` when ``content``).
 
     ``entries`` are (key, absolute path) pairs; keys are dataset-relative so the hash does not depend
     on where the dataset lives. Sizes are the default because hashing 6 GB of ILSVRC val per run is
-    slow; ``dataset.manifest=content`` hashes every byte.
+    slow; ``dataset.manifest=content`` hashes every byte. ``presorted``: the entries already come in
+    sorted order, so they are hashed as they stream (no list of every entry is built).
     """
     digest = hashlib.sha256()
-    for key, path in sorted(entries):
+    for key, path in entries if presorted else sorted(entries):
         try:
             ident = sha256_file(path) if content else str(os.path.getsize(path))
         except OSError:  # a file gone since it was listed: the hash says so, the record still gets made
@@ -58,9 +62,21 @@ def manifest_hash(entries: Iterable[tuple[str, str]], content: bool = False) -> 
 
 def dataset_identity(entries: list[tuple[str, str]], content: bool = False) -> dict:
     """The provenance fields that prove two runs saw the same samples: count + manifest hash."""
+    return samples_identity(entries, lambda e: e, content)
+
+
+def samples_identity(
+    samples: Sequence[T], entry: Callable[[T], tuple[str, str]], content: bool = False
+) -> dict:
+    """:func:`dataset_identity` of ``samples`` (``entry``: sample -> (key, path)) without a list of
+    every entry: samples already in key order (the usual case) stream; others are visited in key
+    order through a list of positions."""
+    n = len(samples)
+    ordered = all(entry(samples[i]) <= entry(samples[i + 1]) for i in range(n - 1))
+    order = range(n) if ordered else sorted(range(n), key=lambda i: entry(samples[i]))
     return {
-        "count": len(entries),
-        "manifest_sha256": manifest_hash(entries, content=content),
+        "count": n,
+        "manifest_sha256": manifest_hash((entry(samples[i]) for i in order), content, presorted=True),
         "manifest_kind": "relative path + sha256" if content else "relative path + size",
     }
 

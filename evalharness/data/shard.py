@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalharness.data.manifest import dataset_identity
+from evalharness.data.manifest import samples_identity
 from evalharness.errors import ConfigError
 
 SCHEMES = ("interleaved", "contiguous")
@@ -78,8 +78,8 @@ def sharded_identity(
 ) -> dict:
     """Dataset provenance fields: this run's count + manifest hash, and the shard with the identity of
     the whole (unsharded) list. ``entry`` maps a sample to its (dataset-relative key, path)."""
-    mine = dataset_identity([entry(s) for s in selected])
-    whole = mine if shard.count == 1 else dataset_identity([entry(s) for s in full])
+    mine = samples_identity(selected, entry)
+    whole = mine if shard.count == 1 else samples_identity(full, entry)
     return {
         **mine,
         "shard": {

@@ -9,13 +9,13 @@ runtime or delegate ran. Optional abilities are methods with defaults here, neve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
 
-from evalharness.data.manifest import dataset_identity
+from evalharness.data.manifest import samples_identity
 from evalharness.data.preprocess import preprocessing_provenance
 from evalharness.runtime.tensors import TensorInfo
 from evalharness.scoring import definition_for
@@ -103,9 +103,9 @@ class Task:
         """Identity of the prepared tensors, for ``cacheable`` tasks (called after ``bind``)."""
         raise NotImplementedError
 
-    def sample_files(self) -> list[str]:
-        """The files the samples are read from (checked unchanged when a run resumes)."""
-        return []
+    def sample_files(self) -> Iterable[str]:
+        """The files the samples are read from (checked unchanged when a run resumes), streamed."""
+        return ()
 
     def reference_pass(self) -> ReferencePass | None:
         """A pass over the same inputs with a reference delegate before the measured one, or None."""
@@ -128,6 +128,6 @@ def image_cache_key(task) -> dict:
     including the bound input spec (shape, dtype, quantisation) the tensors were made for."""
     return {
         "task": task.name,
-        "manifest": dataset_identity([(s.key, s.path) for s in task.samples])["manifest_sha256"],
+        "manifest": samples_identity(task.samples, lambda s: (s.key, s.path))["manifest_sha256"],
         "preprocessing": preprocessing_provenance(task.spec, task.input),
     }

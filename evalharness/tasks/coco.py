@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,8 +177,8 @@ class CocoTask(Task):
     def cache_key(self) -> dict:
         return image_cache_key(self)
 
-    def sample_files(self) -> list[str]:
-        return [s.path for s in self.samples]
+    def sample_files(self) -> Iterator[str]:
+        return (s.path for s in self.samples)
 
     def failed_checks(self) -> list[str]:
         """Most detections mapping to no annotated category means the class map is wrong (AP would be

@@ -7,6 +7,7 @@ outputs with a background class and 1000-way outputs both work with no assumed o
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -114,8 +115,8 @@ class ImageNetTask(Task):
     def cache_key(self) -> dict:
         return image_cache_key(self)
 
-    def sample_files(self) -> list[str]:
-        return [s.path for s in self.samples]
+    def sample_files(self) -> Iterator[str]:
+        return (s.path for s in self.samples)
 
     def sample_id(self, sample: LabeledSample) -> str:
         return sample.key
