@@ -184,7 +184,7 @@ def classification(n: int, threads: int, repeats: int) -> None:
         f"{auto / naive_pil:.3f} x naive Pillow loop, {auto / naive_exact:.3f} x naive exact loop"
     )
     warm_ips = ips(warm)
-    print(f"warm cache                            {warm_ips:8.1f} img/s = {warm_ips / invoke_ips:.3f} x pure invoke")
+    print(f"warm cache {warm_ips:35.1f} img/s = {warm_ips / invoke_ips:.3f} x pure invoke")
     reference = shaped["sequential"][0]["metrics"]
     same = all(d["metrics"] == reference for docs in [*shaped.values(), [warm]] for d in docs)
     print(f"metrics identical across shapes, repeats and the warm run: {same}")
