@@ -13,6 +13,7 @@ import time
 
 import pytest
 from conftest import VAL50, run_inprocess
+from repeated_dataset import make_dataset, overrides
 
 from evalharness.loop import prepared
 from evalharness.loop_shape import (
@@ -110,3 +111,23 @@ def test_a_run_records_its_shape(tmp_path):
     loop = doc["provenance"]["thread_budget"]["loop"]
     assert loop["shape"] == PIPELINED and "too few to calibrate" in loop["source"]
     assert doc["throughput"]["workers"] == loop["workers"] == 1
+
+
+def test_calibrated_run_predicts_exactly_as_the_sequential_one(tmp_path):
+    """A real model over 200 images: the calibration blocks and the chosen shape change no prediction."""
+    data = overrides(make_dataset(tmp_path / "data", 200))
+    preds, docs = {}, {}
+    for shape in ("sequential", "auto"):
+        run = tmp_path / shape
+        run_inprocess([*data, "delegate.num_threads=2", f"loop.shape={shape}"], run)
+        docs[shape] = json.loads((run / "metrics.json").read_text())
+        preds[shape] = [
+            {k: v for k, v in json.loads(line).items() if k != "latency_ms"}
+            for line in (run / "predictions.jsonl").read_text().splitlines()
+        ]
+    assert len(preds["auto"]) == 200 and preds["auto"] == preds["sequential"]
+    assert docs["auto"]["metrics"] == docs["sequential"]["metrics"]
+    loop = docs["auto"]["provenance"]["thread_budget"]["loop"]
+    assert loop["source"].startswith("calibrated on 96 samples") and loop["shape"] in (SEQUENTIAL, PIPELINED)
+    assert len(loop["calibration"]["sequential_ms_per_sample"]) == 3
+    assert docs["sequential"]["provenance"]["thread_budget"]["loop"]["source"] == "loop.shape=sequential"

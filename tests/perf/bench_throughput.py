@@ -24,7 +24,6 @@ Images are val50 repeated (symlinks under fresh names) to ``--images``; labels f
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import subprocess
@@ -36,22 +35,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 ASSETS = REPO.parent / "shared" / "assets"
+sys.path.insert(0, str(REPO / "tests"))
+from repeated_dataset import make_dataset, overrides  # noqa: E402
+
 MODEL = "mobilenet_v2_1.0_224_quant"
-
-
-def make_dataset(root: Path, n: int) -> Path:
-    with open(ASSETS / "imagenet/val50/labels.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
-    (root / "images").mkdir(parents=True)
-    with open(root / "labels.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["filename", "label"])
-        for i in range(n):
-            r = rows[i % len(rows)]
-            name = f"img{i:06d}.JPEG"
-            os.symlink(ASSETS / "imagenet/val50" / r["filename"], root / "images" / name)
-            w.writerow([name, r["class_name"]])
-    return root
 
 
 def run_app(data: Path, threads: int, *extra: str) -> dict:
@@ -63,9 +50,7 @@ def run_app(data: Path, threads: int, *extra: str) -> dict:
             "evalharness",
             f"model={MODEL}",
             f"paths.models_dir={ASSETS / 'models'}",
-            f"dataset.root={data / 'images'}",
-            f"dataset.ground_truth={data / 'labels.csv'}",
-            "dataset.format=csv",
+            *overrides(data),
             f"delegate.num_threads={threads}",
             "loop.progress=false",
             f"hydra.run.dir={out}",
