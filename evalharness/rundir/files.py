@@ -69,6 +69,15 @@ def dumps(doc: dict) -> str:
     return json.dumps(_no_nan(doc), indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
+def strict_json_line(record: dict) -> str:
+    """One record as a line of strict JSON; the walk that nulls NaN/Inf runs only for a record
+    that holds one (the common record goes straight to the encoder)."""
+    try:
+        return json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
+    except ValueError:
+        return json.dumps(_no_nan(record), sort_keys=True, allow_nan=False) + "\n"
+
+
 def _no_nan(value):
     """Strict JSON values: NaN and +-Inf (which JSON cannot hold) become null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -147,7 +156,7 @@ class RunWriter:
         """One record as one line of strict JSON (NaN/Inf written as null; output_checks flags them)."""
         if self._predictions is None:
             self._predictions = open(self.predictions_path, self._mode, encoding="utf-8")  # noqa: SIM115
-        self._predictions.write(json.dumps(_no_nan(record), sort_keys=True, allow_nan=False) + "\n")
+        self._predictions.write(strict_json_line(record))
         self._predictions.flush()
         self.count += 1
 

@@ -62,7 +62,7 @@ class TopKEvaluator(RecordEvaluator):
             "label_index": truth,
             "topk": top.tolist(),
             "topk_labels": [self.labels[i] for i in top],
-            "scores": [float(s) for s in self.output.dequantize(raw[top])],
+            "scores": np.asarray(self.output.dequantize(raw[top]), dtype=np.float64).tolist(),
             "rank": int(where[0]) if where.size else None,
         }
 
