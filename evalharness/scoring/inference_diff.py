@@ -5,6 +5,12 @@ max and p99 absolute error, cosine similarity, non-finite count and both outputs
 An average error hides the failures that matter, so named checks run per output: NaN/Inf in the
 test output, a silent all-near-zero output where the reference is not, and a cosine similarity to
 the reference below ``min_cosine``. A tripped check fails the run (``fail_on_check``).
+
+Beside the raw errors, outputs a decoder understands are compared decoded
+(:mod:`evalharness.scoring.decoded`): a classifier's top-1/top-5 classes, a detector's boxes (IoU of
+matched boxes, class agreement, boxes lost and new, score change) under ``metrics.decoded``; a model
+no decoder understands says so there (``"no decoder: raw tensors only"``). The decoded comparison
+informs; the checks stay on the raw tensors.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import numpy as np
 
 from evalharness.rundir.reader import Run
 from evalharness.scoring.base import Scorer, TaskDefinition, register
+from evalharness.scoring.decoded import DecodedScorer
+from evalharness.scoring.decoded import summary as decoded_summary
 from evalharness.scoring.intervals import CONFIDENCE, fmt_interval, interval_lines, z_value
 from evalharness.tables import Section
 
@@ -28,6 +36,9 @@ def mean_interval(values: np.ndarray, confidence: float = CONFIDENCE) -> list[fl
     return [float(values.mean()) - half, float(values.mean()) + half]
 
 
+DECODED_IOU = 0.5  # a detector's boxes match at IoU >= this (COCO's AP50 threshold)
+
+
 @dataclass
 class InferenceDiffSettings:
     name: str = "inference_diff"
@@ -36,19 +47,27 @@ class InferenceDiffSettings:
     min_cosine: float = 0.95
     zero_tol: float = 1e-6
     fail_on_check: bool = True
+    # a detector's reference boxes compared decoded: those scored >= this (random inputs give a
+    # detector a few confident boxes and many near-tied ones below ~0.15 that mean nothing)
+    decoded_min_score: float = 0.3
     reference_delegate: Any = None  # a delegate config (dict); default {name: reference, num_threads: 1}
 
 
 class OutputErrorScorer(Scorer):
     """Per-output error statistics over the runs, and the named checks."""
 
-    def __init__(self, output_names: list[str], min_cosine: float, zero_tol: float) -> None:
+    def __init__(
+        self, output_names: list[str], min_cosine: float, zero_tol: float, decoded: DecodedScorer
+    ) -> None:
         self.names, self.min_cosine, self.zero_tol = list(output_names), min_cosine, zero_tol
         self.per_output: list[list[dict]] = [[] for _ in self.names]
+        self.decoded = decoded
 
     def add(self, record: dict) -> None:
         for runs, stats in zip(self.per_output, record["outputs"], strict=True):
             runs.append(stats)
+        if record.get("decoded") is not None:
+            self.decoded.add(record["id"], record["decoded"])
 
     def result(self) -> dict:
         outputs, failed, intervals = [], [], {}
@@ -77,6 +96,7 @@ class OutputErrorScorer(Scorer):
             "num_scored": len(self.per_output[0]) if self.per_output else 0,
             "outputs": outputs,
             "failed_checks": failed,
+            "decoded": self.decoded.result(),
             "intervals": {"method": "normal", "confidence": CONFIDENCE, "avg_error": intervals},
         }
 
@@ -90,12 +110,24 @@ class InferenceDiffDefinition(TaskDefinition):
     reads_dataset = False  # seeded random inputs
     comparison = "output_errors"
 
-    def scorer(self, ground_truth: list[str] | None = None) -> OutputErrorScorer:
-        """``ground_truth``: the model's output names (the live run knows them once bound)."""
+    def scorer(self, ground_truth: list[str] | None = None, decoded: str | None = None) -> OutputErrorScorer:
+        """``ground_truth``: the model's output names (the live run knows them once bound);
+        ``decoded``: how the outputs decode ('classifier', 'detector', None: no decoder)."""
         s = self.settings
-        return OutputErrorScorer(
-            ground_truth or [], float(s.get("min_cosine", 0.95)), float(s.get("zero_tol", 1e-6))
+        extra = (
+            {"min_score": self.decoded_min_score(), "iou_threshold": DECODED_IOU, "match": "any class"}
+            if decoded == "detector"
+            else {}
         )
+        return OutputErrorScorer(
+            ground_truth or [],
+            float(s.get("min_cosine", 0.95)),
+            float(s.get("zero_tol", 1e-6)),
+            DecodedScorer(decoded, extra),
+        )
+
+    def decoded_min_score(self) -> float:
+        return float(self.settings.get("decoded_min_score", 0.3))
 
     def compare(self, a: Run, b: Run, options) -> dict:
         """Per output: each run's mean error with its interval (runs made before schema 2: none)."""
@@ -108,7 +140,7 @@ class InferenceDiffDefinition(TaskDefinition):
                 row = next((r for r in rows if r["name"] == out["name"]), None)
                 if row is not None:
                     row[side], row[f"{side}_interval"] = out["avg_error"], intervals.get(out["name"])
-        return {"outputs": rows}
+        return {"outputs": rows, "decoded": {"a": a.metrics.get("decoded"), "b": b.metrics.get("decoded")}}
 
     def diff_sections(self, comparison: dict, max_rows: int) -> list[Section]:
         cells = [
@@ -118,7 +150,13 @@ class InferenceDiffDefinition(TaskDefinition):
         ]  # fmt: skip
         notes = [f"mean absolute error against the reference pass, {CONFIDENCE:.0%} interval over the runs"]
         headers = ["output", "A avg_error", "B avg_error"]
-        return [Section("Output errors", headers, cells, notes, key="errors")]
+        sections = [Section("Output errors", headers, cells, notes, key="errors")]
+        decoded = comparison.get("decoded") or {}
+        if decoded.get("a") or decoded.get("b"):
+            rows = [[side.upper(), decoded_summary(decoded.get(side))] for side in ("a", "b")]
+            headers = ["run", "decoded answers against its reference pass"]
+            sections.append(Section("Decoded outputs", headers, rows, key="decoded"))
+        return sections
 
     def failed_checks(self, metrics: dict) -> list[str]:
         return list(metrics.get("failed_checks") or []) if self.settings.get("fail_on_check", True) else []
@@ -137,4 +175,4 @@ class InferenceDiffDefinition(TaskDefinition):
         errors = intervals.get("avg_error") or {}
         shown = [(f"OutputDiff[{i}]", errors.get(out["name"])) for i, out in enumerate(metrics["outputs"])]
         lines += interval_lines(intervals, f"avg_error, {metrics['num_scored']} runs", shown)
-        return lines
+        return [*lines, decoded_summary(metrics.get("decoded"))]

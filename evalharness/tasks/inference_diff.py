@@ -7,6 +7,10 @@ reference delegate (``task.reference_delegate``, TFLite builtin kernels, 1 threa
 recording outputs, then the configured delegate, comparing. Unlike the seed, quantized outputs are
 dequantized before comparing, so errors are in real units whatever the output type. The checks on
 the errors are the definition's (:mod:`evalharness.scoring.inference_diff`).
+
+Decoded answers are compared too (:mod:`evalharness.scoring.decoded`): with the model preset's
+``decoder`` (a detector: the same decoders ``task=coco`` uses) boxes, else for one score vector
+(a classifier) classes; any other model records "no decoder: raw tensors only".
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import numpy as np
 from evalharness.errors import ConfigError, ModelMismatchError
 from evalharness.runtime.tensors import TensorInfo
 from evalharness.scoring.base import Scorer
+from evalharness.scoring.decoded import compare_boxes, compare_classes
 from evalharness.tasks.base import RecordEvaluator, ReferencePass, Task
+from evalharness.tasks.decoders import Detections, build_decoder
 from evalharness.timing import summarize
 
 _RANGES = {"uint8": (0.0, 255.0), "int8": (-128.0, 127.0), "float32": (-1.0, 1.0)}
@@ -36,6 +42,22 @@ def seed_tool_inputs(rng: np.random.Generator, info: TensorInfo) -> np.ndarray:
     lo, hi = _RANGES[info.dtype]
     values = np.float32(lo) + np.float32(hi - lo) * out[:n].astype(np.float32)
     return values.astype(info.dtype).reshape(info.shape)  # static_cast: truncation toward zero
+
+
+def is_score_vector(outputs: list[TensorInfo]) -> bool:
+    """One output holding one vector of two or more scores ([1, C] or [C]): a classifier's."""
+    if len(outputs) != 1 or not outputs[0].shape:
+        return False
+    shape = tuple(outputs[0].shape)
+    return shape[-1] >= 2 and int(np.prod(shape)) == shape[-1]
+
+
+def box_rows(dets: Detections) -> list[list[float]]:
+    """Decoded detections as ``[class, score, x, y, w, h]`` rows (normalised to the model input)."""
+    return [
+        [int(c), float(s), float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])]
+        for b, s, c in zip(dets.boxes, dets.scores, dets.classes, strict=True)
+    ]
 
 
 def output_error(ref: np.ndarray, test: np.ndarray) -> dict:
@@ -67,10 +89,13 @@ class _Recorder(RecordEvaluator):
 
     def reset(self) -> None:
         self.task.reference_outputs = []
+        self.task.reference_boxes = []
 
     def update(self, sample: int, outputs: list[np.ndarray]) -> dict:
         real = [info.dequantize(o) for info, o in zip(self.task.outputs, outputs, strict=True)]
         self.task.reference_outputs.append(real)
+        if self.task.decoder is not None:
+            self.task.reference_boxes.append(box_rows(self.task.decoder.decode(outputs)))
         return {"id": f"run{sample}"}
 
 
@@ -79,17 +104,22 @@ class DiffEvaluator(RecordEvaluator):
 
     def __init__(self, task: InferenceDiffTask) -> None:
         self.task = task
-        super().__init__(lambda: task.definition.scorer([info.name for info in task.outputs]))
+        super().__init__(
+            lambda: task.definition.scorer([info.name for info in task.outputs], task.decoded_kind)
+        )
 
     def record(self, sample: int, outputs: list[np.ndarray]) -> dict:
-        ref = self.task.reference_outputs[sample]
-        return {
-            "id": f"run{sample}",
-            "outputs": [
-                output_error(ref[i], info.dequantize(out))
-                for i, (info, out) in enumerate(zip(self.task.outputs, outputs, strict=True))
-            ],
-        }
+        task = self.task
+        ref = task.reference_outputs[sample]
+        real = [info.dequantize(out) for info, out in zip(task.outputs, outputs, strict=True)]
+        errors = [output_error(r, t) for r, t in zip(ref, real, strict=True)]
+        record = {"id": f"run{sample}", "outputs": errors}
+        if task.decoded_kind == "classifier":
+            record["decoded"] = compare_classes(ref[0], real[0])
+        elif task.decoded_kind == "detector":
+            test = box_rows(task.decoder.decode(outputs))
+            record["decoded"] = compare_boxes(task.reference_boxes[sample], test, task.decoded_min_score)
+        return record
 
 
 class InferenceDiffTask(Task):
@@ -105,6 +135,10 @@ class InferenceDiffTask(Task):
             task.get("reference_delegate") or {"name": "reference", "num_threads": 1}
         )
         self.model_path = model["path"]
+        self.decoder_config = dict(model.get("decoder") or {})
+        self.decoder = None
+        self.decoded_kind: str | None = None
+        self.reference_boxes: list[list] = []
         self.samples = list(range(self.num_runs))
         self.reference_outputs: list[list[np.ndarray]] = []
         self.inputs: list[TensorInfo] = []
@@ -115,7 +149,23 @@ class InferenceDiffTask(Task):
         if self.outputs and [o.shape for o in outputs] != [o.shape for o in self.outputs]:
             raise ModelMismatchError(f"{self.model_path}: test and reference runs disagree on output shapes")
         self.inputs, self.outputs = inputs, outputs  # the loop resets the evaluator after bind
+        self.bind_decoder()
         self.evaluator = DiffEvaluator(self)
+
+    def bind_decoder(self) -> None:
+        """How the outputs decode: the preset's detector decoder, a classifier's score vector, or none."""
+        if self.decoder_config.get("name"):
+            params = {k: v for k, v in self.decoder_config.items() if k != "name"}
+            self.decoder = build_decoder(self.decoder_config["name"], params)
+            hw = tuple(self.inputs[0].shape[1:3]) if len(self.inputs[0].shape) == 4 else (1, 1)
+            self.decoder.bind(self.outputs, hw, self.model_path)
+            self.decoded_kind = "detector"
+        else:
+            self.decoder, self.decoded_kind = None, "classifier" if is_score_vector(self.outputs) else None
+
+    @property
+    def decoded_min_score(self) -> float:
+        return self.definition.decoded_min_score()
 
     def reference_pass(self) -> _ReferencePass:
         """The same samples and inputs with a recording evaluator: the loop's reference pass."""
@@ -161,6 +211,7 @@ class _ReferencePass(ReferencePass):
 
     def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
         self.task.inputs, self.task.outputs = inputs, outputs
+        self.task.bind_decoder()
 
     def sample_id(self, sample: int) -> str:
         return self.task.sample_id(sample)
