@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import MODELS, run_cli, run_inprocess
+import test_external_delegate
+from conftest import ASSETS, MODELS, run_cli, run_inprocess
+from PIL import Image
+from test_explain import EFFNET, MNV2, PLANTED_ADD, perturbed_copy
 
+from evalharness.errors import RunStopped
+from evalharness.report import cli as report_cli
+from evalharness.runtime import load_model, plan_delegate
+from evalharness.runtime.subgraph import ModelGraph
 from evalharness.runtime.tensors import TensorInfo
-from evalharness.tasks.inference_diff import output_error, seed_tool_inputs
+from evalharness.scoring.decoded import compare_boxes
+from evalharness.tasks.decoders import build_decoder
+from evalharness.tasks.inference_diff import box_rows, output_error, seed_tool_inputs
+
+delegate_lib = test_external_delegate.delegate_lib  # the fixture compiling the test delegate
+two_output_model = test_external_delegate.two_output_model
 
 
 @pytest.mark.parametrize(("dtype", "lo", "hi"), [("uint8", 0, 255), ("int8", -128, 127), ("float32", -1, 1)])
@@ -62,3 +76,128 @@ def test_tripped_check_exits_nonzero_with_metrics_written(tmp_path):
     assert proc.returncode == 1
     assert "check(s) failed" in proc.stderr and "low_cosine" in proc.stderr
     assert list((tmp_path / "outputs").rglob("metrics.json"))
+
+
+# --- decoded outputs (issue 20 item 5): classes and boxes compared, not only raw tensors -----------
+
+
+def _records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+
+
+def test_decoded_classifier_cpu_vs_reference(tmp_path):
+    """MobileNet v2 quant, XNNPACK vs builtin kernels: outputs differ by 1/256 steps, so the top-1
+    class agrees on most random inputs, and the figures are the records' own."""
+    doc = run_inprocess(
+        ["task=inference_diff", f"model={MNV2}", f"paths.models_dir={MODELS}", "task.num_runs=20"], tmp_path
+    )
+    decoded = doc["metrics"]["decoded"]
+    records = [r["decoded"] for r in _records(tmp_path)]
+    assert decoded["kind"] == "classifier" and decoded["runs"] == 20
+    assert decoded["top1_agree"] == sum(r["agree"] for r in records) >= 16  # measured 48 of 50
+    assert decoded["changed_runs"] == [r["id"] for r in _records(tmp_path) if not r["decoded"]["agree"]]
+    assert 0.6 <= decoded["top5_overlap"]["min"] <= decoded["top5_overlap"]["mean"] <= 1.0
+    assert 0.0 < decoded["abs_score_change"]["max"] <= 0.1  # a few uint8 steps of 1/256
+    last = (tmp_path / "results.txt").read_text().splitlines()[-1]
+    assert last.startswith(f"Decoded (classifier): top-1 agreement {decoded['top1_agree']}/20")
+
+
+def test_decoded_detector_agrees_where_the_raw_class_tensor_cannot(tmp_path):
+    """The seed's warning: SSD's classes output differs by whole class ids in its low-score boxes, so
+    its raw cosine check trips; decoded, the confident boxes match with the same class."""
+    doc = run_inprocess(
+        [
+            "task=inference_diff",
+            "model=ssd_mobilenet_v1_coco_quant_postprocess",
+            "task.num_runs=8",
+            "task.fail_on_check=false",
+        ],
+        tmp_path,
+    )
+    metrics = doc["metrics"]
+    assert any("low_cosine" in f for f in metrics["failed_checks"])  # raw tensors: "wrong"
+    decoded = metrics["decoded"]
+    assert decoded["kind"] == "detector" and decoded["match"] == "any class"
+    assert decoded["min_score"] == 0.3 and decoded["iou_threshold"] == 0.5
+    assert decoded["runs_with_ref_boxes"] >= 6 and decoded["ref_boxes"] >= decoded["runs_with_ref_boxes"]
+    assert decoded["matched"] >= decoded["ref_boxes"] - 1 and decoded["class_agreement"] == 1.0
+    assert decoded["iou"]["min"] > 0.9 and decoded["abs_score_change"]["max"] < 0.1
+    records = [r["decoded"] for r in _records(tmp_path)]
+    assert decoded["lost"] == sum(r["lost"] for r in records)
+    assert decoded["new"] == sum(r["new"] for r in records)
+    assert "Decoded (detector" in (tmp_path / "results.txt").read_text()
+
+
+def test_planted_wrong_op_lowers_class_agreement_and_report_diff_shows_it(delegate_lib, tmp_path, capsys):
+    """EfficientNet-Lite0 on CPU agrees with the reference on every run; the test external delegate
+    adding 2 to one ADD's output (a planted defect) flips most top-1 classes; report diff shows both."""
+    tensor = ModelGraph(str(MODELS / f"{EFFNET}.tflite")).ops[PLANTED_ADD].outputs[0]
+    common = ["task=inference_diff", f"model={EFFNET}", f"paths.models_dir={MODELS}", "task.num_runs=10"]
+    clean = run_inprocess(common, tmp_path / "clean")["metrics"]["decoded"]
+    planted = run_inprocess(
+        [
+            *common,
+            "task.fail_on_check=false",
+            "delegate=external",
+            f"delegate.external_delegate_path={delegate_lib}",
+            f"delegate.external_delegate_options='claim:add;only_output:{tensor};bias:2'",
+        ],
+        tmp_path / "planted",
+    )["metrics"]["decoded"]
+    assert clean["top1_agreement"] == 1.0 and clean["top5_overlap"]["min"] == 1.0
+    assert planted["top1_agreement"] <= 0.7 and planted["top5_overlap"]["mean"] < 0.8  # measured 0.4, 0.44
+    assert planted["abs_score_change"]["mean"] > 100 * clean["abs_score_change"]["mean"]
+    capsys.readouterr()  # the runs' own output
+    with pytest.raises(SystemExit) as exit_info:
+        report_cli.main(["diff", str(tmp_path / "clean"), str(tmp_path / "planted"), "--format", "json"])
+    assert exit_info.value.code == 0
+    comparison = json.loads(capsys.readouterr().out)
+    found = json.dumps(comparison)
+    assert '"top1_agreement": 1.0' in found and f'"top1_agreement": {planted["top1_agreement"]}' in found
+
+
+def test_no_decoder_says_raw_tensors_only(two_output_model, tmp_path):
+    """Two outputs and no decoder preset: said in the metrics, never silently left out. (The model's
+    outputs are constant, so the run is invalid by its output checks; its metrics are written.)"""
+    overrides = ["task=inference_diff", f"model.path={two_output_model}", "task.num_runs=2"]
+    with pytest.raises(RunStopped):
+        run_inprocess(overrides, tmp_path)
+    doc = json.loads((tmp_path / "metrics.json").read_text())
+    assert doc["metrics"]["decoded"] == {"kind": "none", "note": "no decoder: raw tensors only"}
+    assert (tmp_path / "results.txt").read_text().splitlines()[-1] == "Decoded: no decoder: raw tensors only"
+
+
+def test_box_comparison_matches_any_class_and_thresholds_the_reference_only():
+    ref = [[3, 0.9, 0.1, 0.1, 0.2, 0.2], [5, 0.31, 0.5, 0.5, 0.2, 0.2], [7, 0.1, 0.8, 0.8, 0.1, 0.1]]
+    test = [[4, 0.88, 0.1, 0.1, 0.2, 0.21], [5, 0.29, 0.5, 0.5, 0.2, 0.2], [9, 0.6, 0.0, 0.7, 0.1, 0.1]]
+    got = compare_boxes(ref, test, min_score=0.3)
+    # the class-3 box became class 4 in place: one matched box, class disagreement, not lost + new;
+    # the 0.31 box scored 0.29 is a score change; the low reference box is not compared; 0.6 is new
+    assert (got["ref_boxes"], got["matched"], got["same_class"], got["lost"], got["new"]) == (2, 2, 1, 0, 1)
+    assert got["ious"][0] == pytest.approx(0.04 / 0.042) and got["score_changes"][1] == pytest.approx(-0.02)
+
+
+def test_perturbed_detector_loses_its_boxes_decoded(tmp_path):
+    """A copy of SSD MobileNet with one conv's weights replaced (a planted defect) on real COCO images:
+    the decoded comparison loses boxes that the unchanged model keeps exactly."""
+    src = MODELS / "ssd_mobilenet_v1_coco_quant_postprocess.tflite"
+    bad = perturbed_copy(src, tmp_path / "perturbed.tflite", 10)
+    images = sorted((ASSETS / "coco" / "val5").glob("*.jpg"))[:3]
+    same, planted = [], []
+    for image in images:
+        ref = _ssd_boxes(src, image)
+        same.append(compare_boxes(ref, _ssd_boxes(src, image), 0.5))
+        planted.append(compare_boxes(ref, _ssd_boxes(bad, image), 0.5))
+    assert all(r["matched"] == r["ref_boxes"] and min(r["ious"], default=1.0) == 1.0 for r in same)
+    lost = sum(r["lost"] for r in planted)
+    assert sum(r["ref_boxes"] for r in planted) >= 5 and lost >= sum(r["ref_boxes"] for r in planted) // 2
+
+
+def _ssd_boxes(path: Path, image: Path) -> list:
+    model = load_model(str(path), plan_delegate({"name": "cpu"}, "host"), "litert", None)
+    decoder = build_decoder("ssd_postprocess", {})
+    decoder.bind(model.outputs, (300, 300), str(path))
+    pixels = np.asarray(Image.open(image).convert("RGB").resize((300, 300)), np.uint8)[None]
+    model.set_inputs([pixels])
+    model.invoke()
+    return box_rows(decoder.decode(model.get_outputs()))
