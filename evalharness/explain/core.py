@@ -19,6 +19,7 @@ from evalharness.explain.sides import ExplainError, check_pair, input_tensors, o
 from evalharness.explain.trace import Dequantizer, full_trace, local_outputs, op_errors, translate
 from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import Run
+from evalharness.scoring.decoded import compare_classes
 
 DEFAULT_CONTROLS = 5  # unchanged images traced when no answer changed (the error curve only)
 COMPARE_OPTIONS = {"alpha": 0.05, "iou": 0.5, "min_score": 0.0}
@@ -71,6 +72,13 @@ def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) 
         )
         bisect = _bisect(side_b, a_fed, b_acts, reproduced, a_answers, ids, rows)
         compilations = side_a.compilations + side_b.compilations
+        out_a, out_b = side_a.graph.outputs[0], side_b.graph.outputs[0]
+        decoded = [
+            compare_classes(deq_a(out_a, a_acts[i][out_a]), deq_b(out_b, b_acts[i][out_b]))
+            for i in range(len(ids))
+        ]
+    restored_split = set((bisect or {}).get("restored_at_split") or [])
+    top_culprit = ((bisect or {}).get("culprits") or [{}])[0]
     images = [
         {
             "id": ids[i],
@@ -80,6 +88,7 @@ def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) 
             "reproduced": (a_answers[i] != b_answers[i])
             if i < len(changed)
             else (a_answers[i] == b_answers[i]),
+            "decoded": _decoded_row(decoded[i], ids[i], i in reproduced, restored_split, top_culprit),
         }
         for i in range(len(ids))
     ]
@@ -93,6 +102,21 @@ def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) 
         "compilations": compilations,
         "seconds": round(time.perf_counter() - started, 2),
     }
+
+
+def _decoded_row(d: dict, image: str, changed: bool, restored_split: set, top_culprit: dict) -> dict:
+    """A's and B's decoded answers (scores in real units) and, for a reproduced change, whether the
+    split point and the culprit op (each taken from A) give A's top-1 back."""
+    row = {
+        "a_score": d["ref_score"],
+        "b_score": d["test_top1_score"],
+        "b_score_of_a_top1": d["test_score"],
+        "top5_overlap": d["topk_overlap"],
+    }
+    if changed:
+        row["restored_at_split"] = image in restored_split
+        row["restored_by_culprit"] = image in (top_culprit.get("restores") or [])
+    return row
 
 
 def _run_identity(side) -> dict:

@@ -96,17 +96,27 @@ def sections(doc: dict, max_ops: int | None = None) -> list[Section]:
     run_rows = [
         [label, r["delegate"] or "?", r["op_resolver"], r["model"], r["dir"]] for label, r in runs.items()
     ]
-    images = [
-        [i["id"], i["group"], str(i["a_top1"]), str(i["b_top1"]), "yes" if i["reproduced"] else "NO"]
-        for i in doc["images"]
-    ]
+    images = [_image_row(i) for i in doc["images"]]
     out = [
         Section("Summary", [], [], [summary(doc)], key="explain-summary"),
         Section("Runs", ["side", "delegate", "op resolver", "model", "dir"], run_rows, key="explain-runs"),
         Section(
             f"Images ({doc['changed_total']} changed in the runs)",
-            ["image", "group", "A top-1", "B top-1", "re-run agrees with the runs"],
+            [
+                "image",
+                "group",
+                "A top-1 (score)",
+                "B top-1 (score)",
+                "B score of A's",
+                "top-5 overlap",
+                "restored: split / culprit",
+                "re-run agrees with the runs",
+            ],
             images,
+            [
+                "scores in the output's real units; restored: A's top-1 back with ops 0..split, or only the "
+                "culprit op's output, taken from A"
+            ],
             key="explain-images",
         ),
     ]
@@ -144,6 +154,24 @@ def sections(doc: dict, max_ops: int | None = None) -> list[Section]:
         )
     out.append(_op_table(doc, max_ops))
     return out
+
+
+def _image_row(image: dict) -> list[str]:
+    d = image.get("decoded") or {}  # explain.json written before the decoded comparison: none
+    yes = {True: "yes", False: "no"}
+    restored = (
+        f"{yes[d['restored_at_split']]} / {yes[d['restored_by_culprit']]}" if "restored_at_split" in d else ""
+    )
+    return [
+        image["id"],
+        image["group"],
+        f"{image['a_top1']} ({fmt(d.get('a_score'), '.3g')})",
+        f"{image['b_top1']} ({fmt(d.get('b_score'), '.3g')})",
+        fmt(d.get("b_score_of_a_top1"), ".3g"),
+        fmt(d.get("top5_overlap"), ".1f"),
+        restored,
+        "yes" if image["reproduced"] else "NO",
+    ]
 
 
 def _op_table(doc: dict, max_ops: int | None) -> Section:

@@ -41,6 +41,7 @@ def compare_classes(ref: np.ndarray, test: np.ndarray, k: int = TOP_K) -> dict:
     return {
         "ref_top1": top_ref[0],
         "test_top1": top_test[0],
+        "test_top1_score": float(test[top_test[0]]),
         "agree": top_ref[0] == top_test[0],
         "topk_overlap": len(set(top_ref) & set(top_test)) / k,
         "ref_score": float(ref[top_ref[0]]),
