@@ -103,6 +103,15 @@ def test_cpu_vs_reference_bisection_names_an_op(runs, tmp_path):
     b = doc["bisection"]
     k = b["split_op"]
     assert 0 <= k < len(doc["ops"]) == 66
+    # decoded: a flip between close classes (uint8 softmax steps of 1/256), the control answers unchanged
+    for image in doc["images"]:
+        d = image["decoded"]
+        if image["group"] == "changed":
+            assert d["b_score"] >= d["b_score_of_a_top1"] and d["a_score"] < 0.6
+            assert d["restored_at_split"] == (image["id"] in b["restored_at_split"])
+            assert d["restored_by_culprit"] == (image["id"] in b["culprits"][0]["restores"])
+        else:
+            assert abs(d["b_score_of_a_top1"] - d["a_score"]) <= 0.1 and "restored_at_split" not in d
     assert len(b["restored_at_split"]) == len(changed) and b["trials"][str(k)] == len(changed)
     assert b["trials"][str(k - 1)] < len(changed) if str(k - 1) in b["trials"] else True
     assert b["culprits"] and b["culprits"][0]["op"] <= k

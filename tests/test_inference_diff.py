@@ -20,7 +20,7 @@ from evalharness.runtime.subgraph import ModelGraph
 from evalharness.runtime.tensors import TensorInfo
 from evalharness.scoring.decoded import compare_boxes
 from evalharness.tasks.decoders import build_decoder
-from evalharness.tasks.inference_diff import box_rows, output_error, seed_tool_inputs
+from evalharness.tasks.inference_diff import output_error, seed_tool_inputs
 
 delegate_lib = test_external_delegate.delegate_lib  # the fixture compiling the test delegate
 two_output_model = test_external_delegate.two_output_model
@@ -200,4 +200,4 @@ def _ssd_boxes(path: Path, image: Path) -> list:
     pixels = np.asarray(Image.open(image).convert("RGB").resize((300, 300)), np.uint8)[None]
     model.set_inputs([pixels])
     model.invoke()
-    return box_rows(decoder.decode(model.get_outputs()))
+    return decoder.decode(model.get_outputs()).rows()

@@ -1,7 +1,8 @@
 """Causal bisection: which part of the graph, and which op, makes B's answer differ from A's.
 
 ``restored(k)``: ops 0..k run on A's path (A's recorded activations), ops k+1..end on B's (a suffix
-sub-model fed the tensors crossing the cut); how many changed images get A's answer back. A binary
+sub-model fed the tensors crossing the cut); how many changed images get A's answer back (the decoded
+answer, :mod:`evalharness.explain.answers`: the top-1 class, or the detections). A binary
 search finds the smallest such k that restores all of them (about log2(ops) compilations; it assumes
 that more of A never restores fewer, and reports the count it measured at the k it found). Then,
 for every op j up to that k, B's whole path with op j's output taken from A (a suffix from j+1 fed
@@ -12,12 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from evalharness.explain.answers import Answers
 from evalharness.explain.sides import Side
-
-
-def answer(side: Side, values: dict[int, np.ndarray]) -> int:
-    """Top-1 class index of the graph's (single) output."""
-    return int(np.argmax(values[side.graph.outputs[0]].ravel()))
 
 
 def saturated_ties(side: Side, acts: list[dict], images: list[int]) -> list[int]:
@@ -35,24 +32,31 @@ class Bisection:
     """Suffix runs on B's path, fed tensors chosen per image, counted against A's answers."""
 
     def __init__(
-        self, b: Side, a_acts: list[dict], b_acts: list[dict], changed: list[int], a_answers: list[int]
+        self,
+        b: Side,
+        answers: Answers,
+        a_acts: list[dict],
+        b_acts: list[dict],
+        changed: list[int],
+        a_answers: list,
     ):
-        self.b, self.a_acts, self.b_acts = b, a_acts, b_acts
+        self.b, self.answers, self.a_acts, self.b_acts = b, answers, a_acts, b_acts
         self.changed, self.a_answers = changed, a_answers
         self.n = len(b.graph.ops)
         self.trials: dict[int, int] = {}
 
-    def _suffix_answers(self, start: int, feeds: list[dict]) -> list[int]:
+    def _suffix_answers(self, start: int, feeds: list[dict]) -> list:
         if start >= self.n:
-            return [answer(self.b, f) for f in feeds]
+            return [self.answers.of(f) for f in feeds]
         graph = self.b.graph
         model = self.b.load(f"from{start}", lambda p: graph.write(p, start, self.n, list(graph.outputs)))
         crossing = [info.index for info in model.inputs]
         outs = self.b.run_model(model, [{t: f[t] for t in crossing} for f in feeds])
-        return [answer(self.b, o) for o in outs]
+        return [self.answers.of(o) for o in outs]
 
-    def _count(self, answers: list[int]) -> list[int]:
-        return [i for i, got in zip(self.changed, answers, strict=True) if got == self.a_answers[i]]
+    def _count(self, answers: list) -> list[int]:
+        same = self.answers.same
+        return [i for i, got in zip(self.changed, answers, strict=True) if same(self.a_answers[i], got)]
 
     def restored_upto(self, k: int) -> list[int]:
         """Changed images whose answer comes back when ops 0..k run on A's path."""

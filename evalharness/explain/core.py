@@ -14,12 +14,12 @@ import math
 import tempfile
 import time
 
-from evalharness.explain.bisect import Bisection, answer, saturated_ties
+from evalharness.explain.answers import Answers
+from evalharness.explain.bisect import Bisection, saturated_ties
 from evalharness.explain.sides import ExplainError, check_pair, input_tensors, open_side
 from evalharness.explain.trace import Dequantizer, full_trace, local_outputs, op_errors, translate
 from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import Run
-from evalharness.scoring.decoded import compare_classes
 
 DEFAULT_CONTROLS = 5  # unchanged images traced when no answer changed (the error curve only)
 COMPARE_OPTIONS = {"alpha": 0.05, "iou": 0.5, "min_score": 0.0}
@@ -38,8 +38,8 @@ def pick_images(a: Run, b: Run, max_changed: int, controls: int | None) -> tuple
     every = [sample_id for sample_id, _ in definition.changed_samples(comparison)]
     changed = every[:max_changed]
     wanted = controls if controls is not None else (len(changed) or DEFAULT_CONTROLS)
-    in_b = {r.get(key) for r in b.predictions}
-    unchanged = [r[key] for r in a.predictions if r.get(key) in in_b and r[key] not in set(changed)]
+    in_b = {r.get("id") for r in b.predictions}  # the paired comparisons' key: the file under the root
+    unchanged = [r["id"] for r in a.predictions if r.get("id") in in_b and r["id"] not in set(changed)]
     return changed, unchanged[:wanted], len(every)
 
 
@@ -55,10 +55,14 @@ def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) 
         a_acts = full_trace(side_a, input_tensors(a, ids), deq_a)
         b_acts = full_trace(side_b, input_tensors(b, ids), deq_b)
         a_fed = translate(a_acts, tensor_map, deq_a, deq_b)
-        a_answers = [answer(side_a, v) for v in a_acts]
-        b_answers = [answer(side_b, v) for v in b_acts]
-        changed_idx = list(range(len(changed)))
-        reproduced = [i for i in changed_idx if a_answers[i] != b_answers[i]]
+        answers_a, answers_b = (
+            Answers(side_a, deq_a, COMPARE_OPTIONS),
+            Answers(side_b, deq_b, COMPARE_OPTIONS),
+        )
+        a_answers = [answers_a.of(v) for v in a_acts]
+        b_answers = [answers_b.of(v) for v in b_acts]
+        same = [answers_b.same(x, y) for x, y in zip(a_answers, b_answers, strict=True)]
+        reproduced = [i for i in range(len(changed)) if not same[i]]
         groups = {"changed": reproduced, "controls": list(range(len(changed), len(ids)))}
         rows = op_errors(
             side_a.graph,
@@ -70,24 +74,19 @@ def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) 
             deq_a,
             deq_b,
         )
-        bisect = _bisect(side_b, a_fed, b_acts, reproduced, a_answers, ids, rows)
+        bisect = _bisect(side_b, answers_b, a_fed, b_acts, reproduced, a_answers, ids, rows)
         compilations = side_a.compilations + side_b.compilations
-        out_a, out_b = side_a.graph.outputs[0], side_b.graph.outputs[0]
-        decoded = [
-            compare_classes(deq_a(out_a, a_acts[i][out_a]), deq_b(out_b, b_acts[i][out_b]))
-            for i in range(len(ids))
-        ]
+        decoded = [answers_b.compare(x, y) for x, y in zip(a_answers, b_answers, strict=True)]
+    label = "top1" if answers_b.kind == "classifier" else "boxes"
     restored_split = set((bisect or {}).get("restored_at_split") or [])
     top_culprit = ((bisect or {}).get("culprits") or [{}])[0]
     images = [
         {
             "id": ids[i],
             "group": "changed" if i < len(changed) else "control",
-            "a_top1": a_answers[i],
-            "b_top1": b_answers[i],
-            "reproduced": (a_answers[i] != b_answers[i])
-            if i < len(changed)
-            else (a_answers[i] == b_answers[i]),
+            f"a_{label}": answers_a.label(a_answers[i]),
+            f"b_{label}": answers_b.label(b_answers[i]),
+            "reproduced": not same[i] if i < len(changed) else same[i],
             "decoded": _decoded_row(decoded[i], ids[i], i in reproduced, restored_split, top_culprit),
         }
         for i in range(len(ids))
@@ -95,6 +94,11 @@ def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) 
     return {
         "kind": "evalharness explain",
         "runs": {side.label: _run_identity(side) for side in (side_a, side_b)},
+        "answer": {
+            "kind": answers_b.kind,
+            "min_score": COMPARE_OPTIONS["min_score"],
+            "iou": COMPARE_OPTIONS["iou"],
+        },
         "images": images,
         "changed_total": total,
         "ops": rows,
@@ -105,14 +109,26 @@ def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) 
 
 
 def _decoded_row(d: dict, image: str, changed: bool, restored_split: set, top_culprit: dict) -> dict:
-    """A's and B's decoded answers (scores in real units) and, for a reproduced change, whether the
-    split point and the culprit op (each taken from A) give A's top-1 back."""
-    row = {
-        "a_score": d["ref_score"],
-        "b_score": d["test_top1_score"],
-        "b_score_of_a_top1": d["test_score"],
-        "top5_overlap": d["topk_overlap"],
-    }
+    """B's decoded answer against A's (classifier: scores in real units; detector: matched boxes)
+    and, for a reproduced change, whether the split point and the culprit op (each taken from A)
+    give A's answer back."""
+    if "ref_top1" in d:
+        row = {
+            "a_score": d["ref_score"],
+            "b_score": d["test_top1_score"],
+            "b_score_of_a_top1": d["test_score"],
+            "top5_overlap": d["topk_overlap"],
+        }
+    else:
+        row = {
+            "matched": d["matched"],
+            "lost": d["lost"],
+            "new": d["new"],
+            "min_iou": min(d["ious"], default=None),
+            "mean_iou": sum(d["ious"]) / len(d["ious"]) if d["ious"] else None,
+            "class_agreement": d["same_class"] / d["matched"] if d["matched"] else None,
+            "max_abs_score_change": max((abs(v) for v in d["score_changes"]), default=None),
+        }
     if changed:
         row["restored_at_split"] = image in restored_split
         row["restored_by_culprit"] = image in (top_culprit.get("restores") or [])
@@ -131,10 +147,10 @@ def _run_identity(side) -> dict:
     }
 
 
-def _bisect(side_b, a_acts, b_acts, reproduced, a_answers, ids, rows) -> dict | None:
+def _bisect(side_b, answers_b, a_acts, b_acts, reproduced, a_answers, ids, rows) -> dict | None:
     if not reproduced:
         return None
-    search = Bisection(side_b, a_acts, b_acts, reproduced, a_answers)
+    search = Bisection(side_b, answers_b, a_acts, b_acts, reproduced, a_answers)
     k, restored = search.split_point()
     found = search.culprits(len(rows) - 1 if k is None else k)
 
@@ -150,5 +166,7 @@ def _bisect(side_b, a_acts, b_acts, reproduced, a_answers, ids, rows) -> dict | 
         "restored_at_split": [ids[i] for i in restored],
         "trials": {str(t): n for t, n in sorted(search.trials.items())},
         "culprits": [{"op": j, "restores": [ids[i] for i in imgs]} for j, imgs in found],
-        "output_saturated": [ids[i] for i in saturated_ties(side_b, b_acts, reproduced)],
+        "output_saturated": [ids[i] for i in saturated_ties(side_b, b_acts, reproduced)]
+        if answers_b.kind == "classifier"
+        else [],
     }

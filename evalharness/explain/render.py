@@ -96,27 +96,15 @@ def sections(doc: dict, max_ops: int | None = None) -> list[Section]:
     run_rows = [
         [label, r["delegate"] or "?", r["op_resolver"], r["model"], r["dir"]] for label, r in runs.items()
     ]
-    images = [_image_row(i) for i in doc["images"]]
+    headers, images, note = _images(doc)
     out = [
         Section("Summary", [], [], [summary(doc)], key="explain-summary"),
         Section("Runs", ["side", "delegate", "op resolver", "model", "dir"], run_rows, key="explain-runs"),
         Section(
             f"Images ({doc['changed_total']} changed in the runs)",
-            [
-                "image",
-                "group",
-                "A top-1 (score)",
-                "B top-1 (score)",
-                "B score of A's",
-                "top-5 overlap",
-                "restored: split / culprit",
-                "re-run agrees with the runs",
-            ],
+            headers,
             images,
-            [
-                "scores in the output's real units; restored: A's top-1 back with ops 0..split, or only the "
-                "culprit op's output, taken from A"
-            ],
+            [note],
             key="explain-images",
         ),
     ]
@@ -156,12 +144,37 @@ def sections(doc: dict, max_ops: int | None = None) -> list[Section]:
     return out
 
 
-def _image_row(image: dict) -> list[str]:
-    d = image.get("decoded") or {}  # explain.json written before the decoded comparison: none
-    yes = {True: "yes", False: "no"}
-    restored = (
-        f"{yes[d['restored_at_split']]} / {yes[d['restored_by_culprit']]}" if "restored_at_split" in d else ""
+def _images(doc: dict) -> tuple[list[str], list[list[str]], str]:
+    """The images table: A's and B's decoded answers side by side (classifier or detector)."""
+    restored = "restored: split / culprit"
+    if (doc.get("answer") or {}).get("kind") == "detector":
+        o = doc["answer"]
+        headers = ["image", "group", "A boxes", "B boxes", "matched", "lost", "new", "IoU min / mean",
+                   "class agreement", "max |score change|", restored, "re-run agrees"]  # fmt: skip
+        note = (
+            f"boxes with score >= {o['min_score']}, matched any class at IoU >= {o['iou']} (class agreement "
+            "over matched boxes); restored: B's boxes equal A's (same class, IoU >= "
+            f"{o['iou']}, none lost or new) with ops 0..split, or only the culprit op's output, from A"
+        )
+        return headers, [_detector_row(i) for i in doc["images"]], note
+    headers = ["image", "group", "A top-1 (score)", "B top-1 (score)", "B score of A's", "top-5 overlap",
+               restored, "re-run agrees with the runs"]  # fmt: skip
+    note = (
+        "scores in the output's real units; restored: A's top-1 back with ops 0..split, or only the "
+        "culprit op's output, taken from A"
     )
+    return headers, [_classifier_row(i) for i in doc["images"]], note
+
+
+def _restored(d: dict) -> str:
+    yes = {True: "yes", False: "no"}
+    if "restored_at_split" not in d:
+        return ""
+    return f"{yes[d['restored_at_split']]} / {yes[d['restored_by_culprit']]}"
+
+
+def _classifier_row(image: dict) -> list[str]:
+    d = image.get("decoded") or {}  # explain.json written before the decoded comparison: none
     return [
         image["id"],
         image["group"],
@@ -169,7 +182,25 @@ def _image_row(image: dict) -> list[str]:
         f"{image['b_top1']} ({fmt(d.get('b_score'), '.3g')})",
         fmt(d.get("b_score_of_a_top1"), ".3g"),
         fmt(d.get("top5_overlap"), ".1f"),
-        restored,
+        _restored(d),
+        "yes" if image["reproduced"] else "NO",
+    ]
+
+
+def _detector_row(image: dict) -> list[str]:
+    d = image["decoded"]
+    return [
+        image["id"],
+        image["group"],
+        str(image["a_boxes"]),
+        str(image["b_boxes"]),
+        str(d["matched"]),
+        str(d["lost"]),
+        str(d["new"]),
+        f"{fmt(d['min_iou'], '.3f')} / {fmt(d['mean_iou'], '.3f')}",
+        fmt(d["class_agreement"], ".2f"),
+        fmt(d["max_abs_score_change"], ".3g"),
+        _restored(d),
         "yes" if image["reproduced"] else "NO",
     ]
 

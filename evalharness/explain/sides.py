@@ -125,11 +125,6 @@ def check_pair(a: Run, b: Run, ga: ModelGraph, gb: ModelGraph) -> dict[int, int]
             "the runs' preprocessing differs (" + "; ".join(recipe) + "); the answer would change "
             "before the first op: run both with the same model.preprocess"
         )
-    if len(ga.outputs) != 1:
-        raise ExplainError(
-            f"{ga.path}: {len(ga.outputs)} outputs; explain restores top-1 answers of single-output "
-            "classifiers today"
-        )
     return tensor_map
 
 

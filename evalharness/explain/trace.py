@@ -19,6 +19,7 @@ import numpy as np
 
 from evalharness.explain.sides import Side
 from evalharness.runtime.subgraph import ModelGraph
+from evalharness.runtime.tensors import TensorInfo
 
 
 class Dequantizer:
@@ -27,11 +28,13 @@ class Dequantizer:
     def __init__(self) -> None:
         self.params: dict[int, tuple[float, int]] = {}
         self.dtypes: dict[int, str] = {}
+        self.infos: dict[int, TensorInfo] = {}  # as the interpreter reports them (runtime shapes)
 
     def learn(self, model) -> None:
         for info in [*model.inputs, *model.outputs]:
             self.params.setdefault(info.index, (info.scale, info.zero_point))
             self.dtypes.setdefault(info.index, info.dtype)
+            self.infos.setdefault(info.index, info)
 
     def quantize(self, index: int, real: np.ndarray) -> np.ndarray:
         """Real values as this side's tensor ``index`` holds them (its dtype, scale, zero point)."""

@@ -154,3 +154,12 @@ def summary(decoded: dict | None) -> str:
             f"{_fmt(decoded['abs_score_change']['mean'])} max {_fmt(decoded['abs_score_change']['max'])}"
         )
     return f"Decoded: {decoded.get('note', NO_DECODER)}"
+
+
+def boxes_agree(ref: list, test: list, min_score: float, iou: float = 0.5) -> bool:
+    """Whether two detectors' answers are the same the way ``report diff`` counts an unchanged image:
+    every detection with score >= ``min_score`` matched one-to-one to a same-class one at IoU >= ``iou``."""
+    kept_ref = [r for r in ref if r[1] >= min_score]
+    kept_test = [r for r in test if r[1] >= min_score]
+    _, lost, new = match_detections(kept_ref, kept_test, iou)
+    return not lost and not new

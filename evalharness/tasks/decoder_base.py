@@ -25,6 +25,14 @@ class Detections:
     def __len__(self) -> int:
         return int(self.scores.shape[0])
 
+    def rows(self) -> list[list[float]]:
+        """``[class, score, x, y, w, h]`` rows (normalised to the model input): what
+        :mod:`evalharness.scoring.decoded` and :mod:`evalharness.scoring.boxes` compare."""
+        return [
+            [int(c), float(s), float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])]
+            for b, s, c in zip(self.boxes, self.scores, self.classes, strict=True)
+        ]
+
 
 DECODERS: Registry = Registry("output decoder")
 

@@ -22,7 +22,7 @@ from evalharness.runtime.tensors import TensorInfo
 from evalharness.scoring.base import Scorer
 from evalharness.scoring.decoded import compare_boxes, compare_classes
 from evalharness.tasks.base import RecordEvaluator, ReferencePass, Task
-from evalharness.tasks.decoders import Detections, build_decoder
+from evalharness.tasks.decoders import build_decoder
 from evalharness.timing import summarize
 
 _RANGES = {"uint8": (0.0, 255.0), "int8": (-128.0, 127.0), "float32": (-1.0, 1.0)}
@@ -50,14 +50,6 @@ def is_score_vector(outputs: list[TensorInfo]) -> bool:
         return False
     shape = tuple(outputs[0].shape)
     return shape[-1] >= 2 and int(np.prod(shape)) == shape[-1]
-
-
-def box_rows(dets: Detections) -> list[list[float]]:
-    """Decoded detections as ``[class, score, x, y, w, h]`` rows (normalised to the model input)."""
-    return [
-        [int(c), float(s), float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])]
-        for b, s, c in zip(dets.boxes, dets.scores, dets.classes, strict=True)
-    ]
 
 
 def output_error(ref: np.ndarray, test: np.ndarray) -> dict:
@@ -95,7 +87,7 @@ class _Recorder(RecordEvaluator):
         real = [info.dequantize(o) for info, o in zip(self.task.outputs, outputs, strict=True)]
         self.task.reference_outputs.append(real)
         if self.task.decoder is not None:
-            self.task.reference_boxes.append(box_rows(self.task.decoder.decode(outputs)))
+            self.task.reference_boxes.append(self.task.decoder.decode(outputs).rows())
         return {"id": f"run{sample}"}
 
 
@@ -117,7 +109,7 @@ class DiffEvaluator(RecordEvaluator):
         if task.decoded_kind == "classifier":
             record["decoded"] = compare_classes(ref[0], real[0])
         elif task.decoded_kind == "detector":
-            test = box_rows(task.decoder.decode(outputs))
+            test = task.decoder.decode(outputs).rows()
             record["decoded"] = compare_boxes(task.reference_boxes[sample], test, task.decoded_min_score)
         return record
 
