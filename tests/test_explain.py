@@ -12,17 +12,22 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import flatbuffers
 import numpy as np
 import pytest
 import test_external_delegate
 from ai_edge_litert import schema_py_generated as schema
-from conftest import MODELS, VAL50, run_inprocess
+from conftest import ASSETS, MODELS, VAL50, run_inprocess
 
 from evalharness.errors import RunStopped
 from evalharness.explain.__main__ import main
+from evalharness.explain.answers import Answers
+from evalharness.explain.core import COMPARE_OPTIONS
 from evalharness.explain.location import explain_dir
+from evalharness.explain.sides import ExplainError
+from evalharness.explain.trace import Dequantizer
 from evalharness.runtime import load_model, plan_delegate
 from evalharness.runtime.subgraph import ModelGraph
 
@@ -32,6 +37,7 @@ PLANTED_OP = 30  # a CONV_2D in the middle of MobileNet v2
 PLANTED_ADD = 23  # a residual ADD of EfficientNet-Lite0
 
 delegate_lib = test_external_delegate.delegate_lib  # the fixture compiling the test delegate
+two_output_model = test_external_delegate.two_output_model
 
 
 @pytest.fixture(scope="module")
@@ -241,3 +247,63 @@ def test_quantized_variant_matched_by_name(runs, tmp_path):
         assert b_doc["output_saturated"]  # here: the int8 output clips the top logits, which tie
     summary = (tmp_path / "out" / "explain.txt").read_text()
     assert f"of {len(changed)} changed answers" in summary
+
+
+SSD = "ssd_mobilenet_v1_coco_quant_postprocess"
+PLANTED_SSD_OP = 10  # a CONV_2D of SSD MobileNet's feature extractor
+
+
+@pytest.fixture(scope="module")
+def coco_runs(tmp_path_factory):
+    """(name, overrides) -> a task=coco run of SSD MobileNet on COCO val25, made once per module."""
+    made: dict[str, Path] = {}
+
+    def get(name: str, *overrides: str) -> Path:
+        if name not in made:
+            run_dir = tmp_path_factory.mktemp(name) / "run"
+            common = ["task=coco", f"model={SSD}", f"paths.data_dir={ASSETS}", "dataset=coco_val25"]
+            run_inprocess([*common, "loop.progress=false", *overrides], run_dir)
+            made[name] = run_dir
+        return made[name]
+
+    return get
+
+
+def test_detector_cpu_vs_reference_restores_the_changed_boxes(coco_runs, tmp_path):
+    """SSD with TFLite_Detection_PostProcess (a custom op, cut and run like any other): the images
+    report diff lists with boxes lost or new are re-run, compared decoded and restored by bisection."""
+    a, b = coco_runs("ssd_reference", "delegate=reference"), coco_runs("ssd_cpu", "delegate=cpu")
+    doc = _explain(a, b, tmp_path / "out")
+    assert doc["answer"] == {"kind": "detector", "min_score": 0.0, "iou": 0.5}
+    assert doc["ops"][-1]["type"] == "TFLite_Detection_PostProcess"
+    changed = [i for i in doc["images"] if i["group"] == "changed"]
+    assert len(changed) == min(doc["changed_total"], 10) >= 1 and all(i["reproduced"] for i in changed)
+    for image in doc["images"]:
+        d = image["decoded"]
+        assert d["matched"] + d["lost"] == image["a_boxes"] and d["matched"] + d["new"] == image["b_boxes"]
+        assert 0.5 <= d["min_iou"] <= d["mean_iou"] <= 1.0
+    bisect = doc["bisection"]
+    assert bisect["split_op"] is not None and len(bisect["restored_at_split"]) == len(changed)
+    assert all(i["decoded"]["restored_at_split"] for i in changed)
+    text = (tmp_path / "out" / "explain.txt").read_text()
+    assert "A boxes" in text and "matched any class at IoU >= 0.5" in text
+
+
+def test_detector_with_perturbed_weights_names_that_op(coco_runs, tmp_path):
+    copy = perturbed_copy(MODELS / f"{SSD}.tflite", tmp_path / "perturbed.tflite", PLANTED_SSD_OP)
+    a = coco_runs("ssd_cpu", "delegate=cpu")
+    b = coco_runs("ssd_perturbed", "delegate=cpu", f"model.path={copy}")
+    doc = _explain(a, b, tmp_path / "out", "--max-changed", "3")
+    assert doc["bisection"]["split_op"] == PLANTED_SSD_OP
+    assert doc["bisection"]["culprits"][0]["op"] == PLANTED_SSD_OP
+    changed = [i["decoded"] for i in doc["images"] if i["group"] == "changed"]
+    assert len(changed) == 3 and all(d["lost"] + d["new"] >= 1 for d in changed)
+    assert sum(d["lost"] for d in changed) >= 10  # the planted conv wipes out most of A's boxes
+
+
+def test_outputs_no_decoder_understands_are_refused(two_output_model):
+    """Two outputs and no model.decoder: neither a top-1 class nor boxes to restore (exit 2)."""
+    run = SimpleNamespace(prov=lambda key, default=None: default)
+    side = SimpleNamespace(graph=ModelGraph(two_output_model), run=run)
+    with pytest.raises(ExplainError, match=r"2 output\(s\) and no model.decoder"):
+        Answers(side, Dequantizer(), COMPARE_OPTIONS)

@@ -109,6 +109,7 @@ class DecodedScorer:
         ious = [v for r in rows for v in r["ious"]]
         matched = sum(r["matched"] for r in rows)
         changed = [i for i, r in self.records if r["lost"] or r["new"] or r["same_class"] < r["matched"]]
+        same_class, new = sum(r["same_class"] for r in rows), sum(r["new"] for r in rows)
         return {
             "kind": "detector",
             "runs": len(rows),
@@ -117,13 +118,25 @@ class DecodedScorer:
             "test_boxes": sum(r["test_boxes"] for r in rows),
             "matched": matched,
             "lost": sum(r["lost"] for r in rows),
-            "new": sum(r["new"] for r in rows),
+            "new": new,
             "iou": _stats(ious),
-            "class_agreement": _rate(sum(r["same_class"] for r in rows), matched),
+            "class_agreement": _rate(same_class, matched),
+            # the boxes that stayed (matched, same class) among every box either side has
+            "box_agreement": _rate(same_class, sum(r["ref_boxes"] for r in rows) + new),
             "abs_score_change": _stats([abs(v) for r in rows for v in r["score_changes"]]),
             "changed_runs": changed[: self.LISTED],
             **self.settings,
         }
+
+
+def failed_checks(decoded: dict, min_agreement: float) -> list[str]:
+    """A detector's decoded check: fewer than ``min_agreement`` of the boxes stayed (same box, same
+    class). A classifier's decoded answers inform only: on random inputs near-tied scores flip top-1
+    classes that a cosine check on the score vector judges better."""
+    agreement = decoded.get("box_agreement")
+    if decoded.get("kind") != "detector" or agreement is None or agreement >= min_agreement:
+        return []
+    return [f"decoded: box agreement {agreement:.1%} < {min_agreement:.0%}"]
 
 
 def _fmt(value, spec: str = ".3g") -> str:
@@ -149,7 +162,8 @@ def summary(decoded: dict | None) -> str:
             f"IoU >= {decoded.get('iou_threshold')}): {decoded['ref_boxes']} reference boxes in "
             f"{decoded['runs_with_ref_boxes']} of {decoded['runs']} runs, {decoded['matched']} matched "
             f"(IoU mean {_fmt(decoded['iou']['mean'])} min {_fmt(decoded['iou']['min'])}), "
-            f"{decoded['lost']} lost, {decoded['new']} new, class agreement "
+            f"{decoded['lost']} lost, {decoded['new']} new, box agreement "
+            f"{_fmt(decoded.get('box_agreement'), '.1%')}, class agreement "
             f"{_fmt(decoded['class_agreement'], '.1%')}, |score change| mean "
             f"{_fmt(decoded['abs_score_change']['mean'])} max {_fmt(decoded['abs_score_change']['max'])}"
         )

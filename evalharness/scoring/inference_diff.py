@@ -10,7 +10,12 @@ Beside the raw errors, outputs a decoder understands are compared decoded
 (:mod:`evalharness.scoring.decoded`): a classifier's top-1/top-5 classes, a detector's boxes (IoU of
 matched boxes, class agreement, boxes lost and new, score change) under ``metrics.decoded``; a model
 no decoder understands says so there (``"no decoder: raw tensors only"``). The decoded comparison
-informs; the checks stay on the raw tensors.
+informs for a classifier (its score vector's cosine check stays the judge). A detector's
+post-processed outputs (boxes ordered by score, class ids) are judged decoded: there the raw
+``low_cosine`` check is recorded but informational (``metrics.informational_checks``: a near-tied
+box moving one place in the list reads as a huge raw error), and the decoded check fails the run
+when fewer than ``min_decoded_agreement`` of the boxes stayed (same box, same class). NaN/Inf and
+silent-zero checks stay on the raw tensors for every model.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import numpy as np
 
 from evalharness.rundir.reader import Run
 from evalharness.scoring.base import Scorer, TaskDefinition, register
-from evalharness.scoring.decoded import DecodedScorer
+from evalharness.scoring.decoded import DecodedScorer, failed_checks
 from evalharness.scoring.decoded import summary as decoded_summary
 from evalharness.scoring.intervals import CONFIDENCE, fmt_interval, interval_lines, z_value
 from evalharness.tables import Section
@@ -50,6 +55,7 @@ class InferenceDiffSettings:
     # a detector's reference boxes compared decoded: those scored >= this (random inputs give a
     # detector a few confident boxes and many near-tied ones below ~0.15 that mean nothing)
     decoded_min_score: float = 0.3
+    min_decoded_agreement: float = 0.9  # a detector: fewer boxes kept (same box and class) fails
     reference_delegate: Any = None  # a delegate config (dict); default {name: reference, num_threads: 1}
 
 
@@ -57,11 +63,16 @@ class OutputErrorScorer(Scorer):
     """Per-output error statistics over the runs, and the named checks."""
 
     def __init__(
-        self, output_names: list[str], min_cosine: float, zero_tol: float, decoded: DecodedScorer
+        self,
+        output_names: list[str],
+        min_cosine: float,
+        zero_tol: float,
+        decoded: DecodedScorer,
+        min_decoded_agreement: float = 0.9,
     ) -> None:
         self.names, self.min_cosine, self.zero_tol = list(output_names), min_cosine, zero_tol
         self.per_output: list[list[dict]] = [[] for _ in self.names]
-        self.decoded = decoded
+        self.decoded, self.min_decoded_agreement = decoded, min_decoded_agreement
 
     def add(self, record: dict) -> None:
         for runs, stats in zip(self.per_output, record["outputs"], strict=True):
@@ -70,7 +81,8 @@ class OutputErrorScorer(Scorer):
             self.decoded.add(record["id"], record["decoded"])
 
     def result(self) -> dict:
-        outputs, failed, intervals = [], [], {}
+        outputs, failed, informational, intervals = [], [], [], {}
+        judged_decoded = {"low_cosine"} if self.decoded.kind == "detector" else set()
         for name, runs in zip(self.names, self.per_output, strict=True):
             avg = np.array([r["avg"] for r in runs], dtype=np.float64)
             checks = {
@@ -78,7 +90,8 @@ class OutputErrorScorer(Scorer):
                 "silent_zero": any(r["test_abs_max"] <= self.zero_tol < r["ref_abs_max"] for r in runs),
                 "low_cosine": min((r["cosine"] for r in runs), default=1.0) < self.min_cosine,
             }
-            failed += [f"{name}: {check}" for check, tripped in checks.items() if tripped]
+            for check in (c for c, hit in checks.items() if hit):
+                (informational if check in judged_decoded else failed).append(f"{name}: {check}")
             intervals[name] = mean_interval(avg)
             outputs.append(
                 {
@@ -92,11 +105,13 @@ class OutputErrorScorer(Scorer):
                     "checks": checks,
                 }
             )
+        decoded = self.decoded.result()
         return {
             "num_scored": len(self.per_output[0]) if self.per_output else 0,
             "outputs": outputs,
-            "failed_checks": failed,
-            "decoded": self.decoded.result(),
+            "failed_checks": failed + failed_checks(decoded, self.min_decoded_agreement),
+            "informational_checks": informational,
+            "decoded": decoded,
             "intervals": {"method": "normal", "confidence": CONFIDENCE, "avg_error": intervals},
         }
 
@@ -115,7 +130,12 @@ class InferenceDiffDefinition(TaskDefinition):
         ``decoded``: how the outputs decode ('classifier', 'detector', None: no decoder)."""
         s = self.settings
         extra = (
-            {"min_score": self.decoded_min_score(), "iou_threshold": DECODED_IOU, "match": "any class"}
+            {
+                "min_score": self.decoded_min_score(),
+                "iou_threshold": DECODED_IOU,
+                "match": "any class",
+                "min_agreement": float(s.get("min_decoded_agreement", 0.9)),
+            }
             if decoded == "detector"
             else {}
         )
@@ -124,6 +144,7 @@ class InferenceDiffDefinition(TaskDefinition):
             float(s.get("min_cosine", 0.95)),
             float(s.get("zero_tol", 1e-6)),
             DecodedScorer(decoded, extra),
+            float(s.get("min_decoded_agreement", 0.9)),
         )
 
     def decoded_min_score(self) -> float:
@@ -175,4 +196,10 @@ class InferenceDiffDefinition(TaskDefinition):
         errors = intervals.get("avg_error") or {}
         shown = [(f"OutputDiff[{i}]", errors.get(out["name"])) for i, out in enumerate(metrics["outputs"])]
         lines += interval_lines(intervals, f"avg_error, {metrics['num_scored']} runs", shown)
-        return [*lines, decoded_summary(metrics.get("decoded"))]
+        lines.append(decoded_summary(metrics.get("decoded")))
+        if metrics.get("informational_checks"):
+            lines.append(
+                "Raw checks judged decoded instead (a detector's box lists): "
+                + "; ".join(metrics["informational_checks"])
+            )
+        return lines
