@@ -79,7 +79,8 @@ class Model(abc.ABC):
     """A loaded model as the run loop and the run record see it, whatever runs it.
 
     ``batch_size`` 0: the loop calls set_inputs / invoke / get_outputs per sample; > 0: it hands
-    that many prepared samples at a time to :meth:`run_batch`. ``reported_latency`` / ``memory``:
+    that many prepared samples at a time to :meth:`run_batch`. ``caches``: the compile caches the
+load used (``runtime.cache``), so init figures say whether they were cold or warm. ``reported_latency`` / ``memory``:
     a runner's own figures (they replace host timing and RSS); ``device``: the phone it ran on.
     """
 
@@ -92,6 +93,11 @@ class Model(abc.ABC):
     reported_latency: dict | None = None
     memory: dict | None = None
     device: dict | None = None
+    caches: tuple = ()  # runtime.cache.CacheProbe per compile cache, created before the load
+
+    def cache_record(self) -> list[dict]:
+        """``provenance.delegate.cache``: each cache's location, size and cold/warm state, sized now."""
+        return [probe.record() for probe in self.caches]
 
     @classmethod
     @abc.abstractmethod
