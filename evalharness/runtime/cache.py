@@ -51,8 +51,8 @@ class CacheProbe:
         if self.path is None or self.disabled:
             return 0, 0
         if self.kind == "mesa_shader_cache":  # Mesa writes mesa_shader_cache{,_db,_sf} under the base
-            found = [os.path.join(self.path, n) for n in _listdir(self.path) if n.startswith("mesa_shader_cache")]
-            sizes = [_size(p) for p in found]
+            names = [n for n in _listdir(self.path) if n.startswith("mesa_shader_cache")]
+            sizes = [_size(os.path.join(self.path, n)) for n in names]
             return sum(s[0] for s in sizes), sum(s[1] for s in sizes)
         return _size(self.path)
 

@@ -79,9 +79,9 @@ class Model(abc.ABC):
     """A loaded model as the run loop and the run record see it, whatever runs it.
 
     ``batch_size`` 0: the loop calls set_inputs / invoke / get_outputs per sample; > 0: it hands
-    that many prepared samples at a time to :meth:`run_batch`. ``caches``: the compile caches the
-load used (``runtime.cache``), so init figures say whether they were cold or warm. ``reported_latency`` / ``memory``:
+    that many prepared samples at a time to :meth:`run_batch`. ``reported_latency`` / ``memory``:
     a runner's own figures (they replace host timing and RSS); ``device``: the phone it ran on.
+    ``caches``: the compile caches the load used (``runtime.cache``): init figures say cold or warm.
     """
 
     inputs: list[TensorInfo]
