@@ -33,8 +33,8 @@ class Comparability:
     images, other ground truth: a per-image or metric diff would be meaningless. ``cache``: the
     compile caches were in different states (init figures do not compare; gates on them refuse).
     Warned: another preprocessing recipe or label set (a legitimate experiment, but easy to do by
-    mistake); gating on such a pair needs ``--allow-different-preprocessing``. Notes: facts worth knowing (another
-    host, a partial run) that do not invalidate the comparison.
+    mistake); gating on such a pair needs ``--allow-different-preprocessing``. Notes: facts worth
+    knowing (another host, a partial run) that do not invalidate the comparison.
     """
 
     refused: list[str] = field(default_factory=list)
