@@ -111,12 +111,17 @@ def shader_cache_base(environ=os.environ) -> tuple[str, str]:
     return os.path.join(os.path.expanduser("~"), ".cache"), "HOME/.cache"
 
 
+def shader_cache_disabled(environ=os.environ) -> bool:
+    """The Vulkan driver was told not to cache shaders (``MESA_SHADER_CACHE_DISABLE``)."""
+    return environ.get("MESA_SHADER_CACHE_DISABLE", "").lower() in _TRUE
+
+
 @contextlib.contextmanager
 def shader_cache(cache_dir: str | None, model_path: str, delegate: str) -> Iterator[CacheProbe]:
     """The Vulkan driver's shader cache for a GPU load: with ``cache_dir``, a per-model folder set in
     ``MESA_SHADER_CACHE_DIR`` for the duration of the load (Mesa reads it when the accelerator
     creates its device, verified with lavapipe), restored afterwards; without, the user's own."""
-    disabled = os.environ.get("MESA_SHADER_CACHE_DISABLE", "").lower() in _TRUE
+    disabled = shader_cache_disabled()
     if not cache_dir:
         base, source = shader_cache_base()
         yield CacheProbe("mesa_shader_cache", "gpu", base, source, disabled)
