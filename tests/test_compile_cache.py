@@ -138,3 +138,16 @@ def test_report_diff_warns_and_refuses_gates_across_shader_cache_states(tmp_path
         "--allow-cache-mismatch",
     )  # fmt: skip
     assert code == 0  # allowed: the figures decide, and the warm start is not slower
+
+
+def test_sweep_table_warns_when_its_jobs_ran_with_different_cache_states(tmp_path):
+    """Two jobs sharing one delegate.cache_dir: the first fills it (cold), the second finds it (warm)."""
+    sweep_dir = tmp_path / "multirun"
+    proc = run_cli(
+        ["-m", *BENCH, "task.seed=0,1", f"delegate.cache_dir={tmp_path / 'caches'}",
+         "hydra/callbacks=sweep_report", f"hydra.sweep.dir={sweep_dir}"],
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    table = (sweep_dir / "sweep.md").read_text()
+    assert "different compile-cache states (xnnpack_weight_cache=cold; xnnpack_weight_cache=warm)" in table

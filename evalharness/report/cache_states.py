@@ -14,12 +14,13 @@ ALLOW_FLAG = "--allow-cache-mismatch"
 
 
 def cache_state(run: Run) -> str | None:
-    """``"mesa_shader_cache=warm"`` (one per cache, sorted); ``"none"`` when the backend uses none;
-    ``None`` when the run predates the record."""
+    """``"mesa_shader_cache=warm"`` (one per cache, sorted); ``"none"`` when the backend uses none
+    (a cache recorded ``off`` is not used: the reference kernels and the Interpreter's XNNPACK both
+    start without one); ``None`` when the run predates the record."""
     records = run.prov("delegate.cache")
     if records is None:
         return None
-    states = sorted(f"{r['kind']}={r['state']}" for r in records)
+    states = sorted(f"{r['kind']}={r['state']}" for r in records if r["state"] != "off")
     return ", ".join(states) or "none"
 
 
