@@ -180,8 +180,8 @@ class InterpreterModel(Model):
         check_flatbuffer(model_path)
         interpreter_cls, resolver_enum, load_delegate = _import_runtime(runtime)
         self.plan, self._runtime = plan, runtime
-        if plan.op_resolver == "auto":  # XNNPACK applied by default: its weight cache is not reachable
-            self.caches = (xnnpack_weight_cache(None, model_path, plan.name),)
+        # XNNPACK's weight cache is not reachable through this API (recorded off, whatever the resolver)
+        self.caches = (xnnpack_weight_cache(None, model_path, plan.name),)
         self.native_log: list[str] = []
         delegates = []
         with captured_native_stderr(self.native_log):
