@@ -79,6 +79,7 @@ def delegate_record(plan, model) -> dict:
         "flags": plan.flags,
         "op_resolver": plan.op_resolver,
         "coverage": model.coverage.as_dict(),
+        "cache": model.cache_record(),  # schema 3: cold/warm compile caches (runtime/cache.py)
     }
 
 
@@ -180,6 +181,7 @@ def prepare(rp, run_dir: str):
     the finished document of a sweep job that is skipped. Refusals here write nothing."""
     import dataclasses
 
+    from evalharness import cache_runs
     from evalharness.data.shard import Shard
     from evalharness.rundir.state import sweep_job_mode
     from evalharness.scoring import listed
@@ -200,6 +202,7 @@ def prepare(rp, run_dir: str):
             f"task={definition.name} reads no dataset samples, so dataset.shard.count>1 cannot split it; "
             f"shard {' or '.join(listed(lambda d: d.mergeable()))} runs"
         )
+    cache_runs.check(definition.start_up_passes(), rp.plan, HydraConfig.initialized())
     task = live_class(definition)(rp.task, rp.model, rp.dataset)
     if use_cache(rp.loop.cache) and task.cacheable:
         from evalharness.data.cache import CachedTask
@@ -257,16 +260,19 @@ class Ran(NamedTuple):
     model: object
     result: object
     reference: tuple | None  # (plan, model, loop result) of the reference pass, if the task has one
+    start_up: dict | None = None  # cold/warm passes (metrics.compile_cache), if the task asked for them
 
 
 def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
-    """The reference pass (if the task has one) and the measured loop."""
+    """The cold/warm passes and the reference pass (if the task has them) and the measured loop."""
+    from evalharness.cache_runs import measure
     from evalharness.loop import run_loop
     from evalharness.rundir.files import RunWriter
     from evalharness.runtime import load_model, plan_delegate
 
-    writer = RunWriter(run_dir, resume=bool(done))
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    start_up = measure(rp.definition.start_up_passes(), job_overrides(), run_dir)
+    writer = RunWriter(run_dir, resume=bool(done))
     reference = None
     if (ref_pass := task.reference_pass()) is not None:  # same inputs through a reference delegate first
         ref_plan = plan_delegate(ref_pass.delegate)
@@ -290,7 +296,7 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
         )
     finally:
         writer.close()
-    return Ran(writer, model, result, reference)
+    return Ran(writer, model, result, reference, start_up)
 
 
 def invalid_reasons(rp, checks: dict) -> list[str]:
@@ -320,6 +326,8 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
     warn_delegation(rp.plan, model.coverage)
     metrics = task.evaluator.compute()
     metrics.update(task.extra_metrics(reference and reference.inference_ms, result.inference_ms))
+    if ran.start_up:
+        metrics["compile_cache"] = ran.start_up
     metrics["num_images"] = len(task.samples)
     metrics["num_skipped"] = len(result.skipped)
     checks = result.checks.record([o.name for o in model.outputs])

@@ -1,8 +1,8 @@
 """``python -m evalharness.report``: diff two runs, tabulate a sweep, rescore a run.
 
     diff RUN_A RUN_B [--format text|markdown|json|html] [-o FILE] [--fail-if RULE]...
-                     [--allow-different-preprocessing] [--alpha 0.05] [--iou 0.5] [--min-score 0]
-                     [--max-rows 20]
+                     [--allow-different-preprocessing] [--allow-cache-mismatch] [--alpha 0.05]
+                     [--iou 0.5] [--min-score 0] [--max-rows 20]
     sweep MULTIRUN_DIR [--baseline KEY=VALUE]... [--out DIR]
     rescore RUN [--top-k K] [--backend NAME] [--format text|markdown|json] [-o FILE]
     merge RUN... --out DIR
@@ -19,7 +19,7 @@ import sys
 
 from evalharness.boundary import debug, report
 from evalharness.numbers import stable_json
-from evalharness.report import diff_view, gate, merge, rescore, sweep
+from evalharness.report import cache_states, diff_view, gate, merge, rescore, sweep
 from evalharness.report.diff import build_diff
 from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.rundir.reader import load_run
@@ -60,6 +60,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
                 + " and ".join(w.split(":")[0] for w in comp.warnings)
                 + "; pass --allow-different-preprocessing if that is the experiment"
             )
+    _check_cache_states(comp, rules, args.allow_cache_mismatch)
     doc = build_diff(a, b, comp, args.alpha, args.iou, args.min_score, args.margin)
     if rules:
         doc["gates"] = gate.evaluate(rules, doc)
@@ -72,6 +73,19 @@ def cmd_diff(args: argparse.Namespace) -> int:
     for g in failed:
         print(f"regression: {g['rule']}: {g['detail']}", file=sys.stderr)
     return EXIT_REGRESSION if failed else EXIT_OK
+
+
+def _check_cache_states(comp, rules: list, allowed: bool) -> None:
+    """Warn on a cache-state mismatch; refuse gating init/first-inference on it unless allowed."""
+    if comp.cache is None:
+        return
+    print(f"warning: {comp.cache}", file=sys.stderr)
+    names = cache_states.gated_on_cache([c.name for r in rules for c in (r, *r.also)])
+    if names and not allowed:
+        raise ReportError(
+            f"refusing to gate {', '.join(names)}: {comp.cache}; pass {cache_states.ALLOW_FLAG} "
+            "if comparing a cold with a warm start is the experiment"
+        )
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -112,6 +126,8 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--fail-if", action="append", default=[], metavar="RULE", help="e.g. 'top1<-0.005'")
     d.add_argument("--allow-different-preprocessing", action="store_true",
                    help="accept (and gate) runs whose preprocessing or label set differ")  # fmt: skip
+    d.add_argument(cache_states.ALLOW_FLAG, action="store_true",
+                   help="gate init/first-inference latency across different cache states")  # fmt: skip
     d.add_argument("--alpha", type=float, default=0.05, help="significance level of the paired tests")
     d.add_argument("--margin", type=float, default=0.01,
                    help="a change whose interval lies within +-margin is 'equivalent'")  # fmt: skip

@@ -49,6 +49,8 @@ def _comparability(doc: dict) -> Section:
     tag = "warning (acknowledged)" if c["acknowledged"] else "WARNING"
     notes = [f"refused: {r}" for r in c["refused"]] + [f"{tag}: {w}" for w in c["warnings"]]
     notes += [f"note: {n}" for n in c["notes"]]
+    if c.get("cache"):
+        notes.append(f"WARNING: {c['cache']}")
     return Section(
         "Comparability",
         notes=notes or ["same task, images, ground truth, preprocessing and label set"],

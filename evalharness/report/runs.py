@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from evalharness.boundary import debug
 from evalharness.errors import EvalHarnessError
+from evalharness.report.cache_states import cache_mismatch
 from evalharness.rundir.reader import Run, flatten
 
 # Input-tensor fields that belong to the model (float vs int8), not to the preprocessing recipe.
@@ -29,16 +30,18 @@ class Comparability:
     """Why two runs cannot be compared (``refused``) or should be compared with care (``warnings``).
 
     Refused (exit 2): a failed run, another task, other images (manifest hash), another number of
-    images, other ground truth: a per-image or metric diff would be meaningless. Warned: another
-    preprocessing recipe or label set (a legitimate experiment, but easy to do by mistake); gating
-    on such a pair needs ``--allow-different-preprocessing``. Notes: facts worth knowing (another
-    host, a partial run) that do not invalidate the comparison.
+    images, other ground truth: a per-image or metric diff would be meaningless. ``cache``: the
+    compile caches were in different states (init figures do not compare; gates on them refuse).
+    Warned: another preprocessing recipe or label set (a legitimate experiment, but easy to do by
+    mistake); gating on such a pair needs ``--allow-different-preprocessing``. Notes: facts worth
+    knowing (another host, a partial run) that do not invalidate the comparison.
     """
 
     refused: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     acknowledged: bool = False
+    cache: str | None = None  # compile caches in different states (report/cache_states.py)
 
     def as_dict(self) -> dict:
         return {
@@ -46,6 +49,7 @@ class Comparability:
             "warnings": self.warnings,
             "notes": self.notes,
             "acknowledged": self.acknowledged,
+            "cache": self.cache,
         }
 
 
@@ -86,6 +90,7 @@ def comparability(a: Run, b: Run, allow_different_preprocessing: bool = False) -
                 f"{run.metrics.get('num_scored')} of {run.metrics.get('num_images')} images scored; "
                 "per-image statistics cover the images both runs scored"
             )
+    c.cache = cache_mismatch(a, b)
     hosts = field_differences(a.prov("host"), b.prov("host"), ("hostname",))
     if hosts:
         c.notes.append("host differs (latency compares machines, not only delegates): " + "; ".join(hosts))

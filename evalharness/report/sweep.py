@@ -21,6 +21,7 @@ import re
 import yaml
 
 from evalharness.numbers import delta, fmt, fmt_pct, ratio, relative_pct
+from evalharness.report.cache_states import sweep_note
 from evalharness.report.quant_table import add_quant_columns, quant_sections
 from evalharness.report.runs import ReportError, definition_of
 from evalharness.report.sweep_pairs import (
@@ -205,6 +206,8 @@ def sections(multirun_dir: str, columns: list[str], rows: list[dict]) -> list[Se
     cells = [[_cell(c, r.get(c)) for c in columns] for r in rows]
     bad = sum(r["status"] not in ("complete",) for r in rows)
     notes = [f"{len(rows)} jobs, {bad} not complete; multirun dir {os.path.abspath(multirun_dir)}"]
+    cache_note = sweep_note([job["doc"] for job in collect(multirun_dir) if job["doc"] is not None])
+    notes += [cache_note] if cache_note else []
     return [Section("Runs", columns, cells, notes, key="sweep")]
 
 

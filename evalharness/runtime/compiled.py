@@ -23,6 +23,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from evalharness.errors import ConfigError, DelegateUnavailableError, EvalHarnessError
+from evalharness.runtime.cache import shader_cache, xnnpack_weight_cache
 from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.litert import captured_native_stderr, check_flatbuffer, graph_summary, runtime_info
@@ -96,19 +97,16 @@ class CompiledBuffersModel(Model):
             )
         return cls(model_path, plan)
 
-    def _options(self, accelerator: str, **vendor_options):
-        """LiteRT ``Options`` for ``accelerator`` (GPU | NPU), with the CPU for refused ops unless
-        require_full_delegation."""
+    def _options(self, accelerator: str, weight_cache: str = "", **vendor_options):
+        """LiteRT ``Options`` for ``accelerator`` (GPU | NPU | CPU), with the CPU for refused ops unless
+        require_full_delegation; ``weight_cache``: XNNPACK's packed-weight cache file."""
         from ai_edge_litert.options import CpuOptions, HardwareAccelerator, Options
 
         accel = HardwareAccelerator[accelerator]
         if not self.plan.require_full_delegation:
             accel |= HardwareAccelerator.CPU
-        return Options(
-            hardware_accelerators=accel,
-            cpu_options=CpuOptions(num_threads=max(self.plan.num_threads, 0)),
-            **vendor_options,
-        )
+        cpu = CpuOptions(num_threads=max(self.plan.num_threads, 0), xnnpack_weight_cache_path=weight_cache)
+        return Options(hardware_accelerators=accel, cpu_options=cpu, **vendor_options)
 
     def _compile(self, model_path: str, options, environment=None, source_path: str | None = None) -> None:
         """``source_path``: the undelegated graph when ``model_path`` is already compiled (AOT)."""
@@ -195,7 +193,9 @@ class CompiledGpuModel(CompiledBuffersModel):
         options = self._options(
             "GPU", gpu_options=GpuOptions(enforce_f32=not plan.flags.get("gpu_precision_loss_allowed", True))
         )
-        self._compile(model_path, options)
+        with shader_cache(plan.cache_dir, model_path, plan.name) as probe:
+            self.caches = (probe,)
+            self._compile(model_path, options)
         self.gpu = parse_gpu_log(self.native_log)
         if self.gpu["adapter"] is None:
             raise DelegateUnavailableError(
@@ -230,4 +230,32 @@ class CompiledGpuModel(CompiledBuffersModel):
             adapter=g["adapter"],
             software_renderer=g["software_renderer"],
             source="CompiledModel.is_fully_accelerated() and the GPU accelerator's own log",
+        )
+
+
+@BACKENDS.register("compiled_cpu")
+class CompiledCpuModel(CompiledBuffersModel):
+    """``delegate=cpu`` with ``delegate.cache_dir``: LiteRT's CompiledModel on its CPU accelerator
+    (XNNPACK), whose options carry XNNPACK's weight cache; the Interpreter API exposes none."""
+
+    timed_region = "run + output readback"
+    accelerator = "LiteRT's CompiledModel CPU accelerator"
+
+    def __init__(self, model_path: str, plan: DelegatePlan) -> None:
+        check_flatbuffer(model_path)
+        self.plan = plan
+        probe = xnnpack_weight_cache(plan.cache_dir, model_path, plan.name)
+        self.caches = (probe,)
+        self._compile(model_path, self._options("CPU", weight_cache=probe.path or ""))
+        total = sum(self.ops_by_type.values())
+        self.coverage = Coverage(
+            ops_total=total,
+            ops_delegated=None,
+            partitions=None,
+            fully_accelerated=bool(self._model.is_fully_accelerated()),
+            ops_on_cpu_by_type=None,
+            unsupported_ops=[],
+            adapter="CPU",
+            software_renderer=None,
+            source="LiteRT CompiledModel CPU accelerator (its per-op XNNPACK split is not reported)",
         )

@@ -81,6 +81,7 @@ class Model(abc.ABC):
     ``batch_size`` 0: the loop calls set_inputs / invoke / get_outputs per sample; > 0: it hands
     that many prepared samples at a time to :meth:`run_batch`. ``reported_latency`` / ``memory``:
     a runner's own figures (they replace host timing and RSS); ``device``: the phone it ran on.
+    ``caches``: the compile caches the load used (``runtime.cache``): init figures say cold or warm.
     """
 
     inputs: list[TensorInfo]
@@ -92,6 +93,11 @@ class Model(abc.ABC):
     reported_latency: dict | None = None
     memory: dict | None = None
     device: dict | None = None
+    caches: tuple = ()  # runtime.cache.CacheProbe per compile cache, created before the load
+
+    def cache_record(self) -> list[dict]:
+        """``provenance.delegate.cache``: each cache's location, size and cold/warm state, sized now."""
+        return [probe.record() for probe in self.caches]
 
     @classmethod
     @abc.abstractmethod

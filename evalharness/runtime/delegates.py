@@ -33,6 +33,11 @@ class DelegateSettings:
     name: str = "cpu"
     num_threads: int = 1
     require_full_delegation: bool = False
+    cache_dir: str = ""  # '' off; a folder: compile caches per model there (runtime/cache.py)
+
+
+# Delegates whose runtime exposes a cache to point at delegate.cache_dir (README: Compile caches).
+CACHE_DELEGATES = ("cpu", "gpu")
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,7 @@ class DelegatePlan:
     backend: str = "interpreter"  # the runtime/contract.py BACKENDS name: interpreter | compiled_gpu | adb
     require_full_delegation: bool = False
     flags: dict = field(default_factory=dict)
+    cache_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,12 +87,18 @@ def make_plan(cfg: DelegateSettings, op_resolver: str, **kw) -> DelegatePlan:
     """The plan every runner starts from: thread count checked, the delegate's flags recorded."""
     if cfg.num_threads < -1 or cfg.num_threads == 0:
         raise ConfigError(f"delegate.num_threads={cfg.num_threads}: use -1 (runtime decides) or >= 1")
+    if cfg.cache_dir and cfg.name not in CACHE_DELEGATES:
+        raise ConfigError(
+            f"delegate={cfg.name} has no compile cache evalharness can point at delegate.cache_dir "
+            f"(only {', '.join(CACHE_DELEGATES)}); leave delegate.cache_dir empty"
+        )
     return DelegatePlan(
         name=cfg.name,
         op_resolver=op_resolver,
         num_threads=cfg.num_threads,
         require_full_delegation=cfg.require_full_delegation,
         flags=FrozenDict(dataclasses.asdict(cfg)),
+        cache_dir=os.path.abspath(cfg.cache_dir) if cfg.cache_dir else None,
         **kw,
     )
 
@@ -101,8 +113,10 @@ def _register(name: str, schema: type = DelegateSettings):
 
 @_register("cpu")
 def _cpu(cfg: DelegateSettings) -> DelegatePlan:
-    """LiteRT's default CPU path: builtin kernels with XNNPACK applied by default."""
-    return make_plan(cfg, "auto")
+    """LiteRT's default CPU path: builtin kernels with XNNPACK applied by default. With
+    delegate.cache_dir, LiteRT's CompiledModel on the CPU: only its options carry XNNPACK's weight
+    cache (the Interpreter API has none)."""
+    return make_plan(cfg, "auto", backend="compiled_cpu" if cfg.cache_dir else "interpreter")
 
 
 @dataclass

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from evalharness.errors import DelegateUnavailableError, EvalHarnessError, ModelMismatchError
+from evalharness.runtime.cache import xnnpack_weight_cache
 from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.tensors import TensorInfo
@@ -179,6 +180,8 @@ class InterpreterModel(Model):
         check_flatbuffer(model_path)
         interpreter_cls, resolver_enum, load_delegate = _import_runtime(runtime)
         self.plan, self._runtime = plan, runtime
+        # XNNPACK's weight cache is not reachable through this API (recorded off, whatever the resolver)
+        self.caches = (xnnpack_weight_cache(None, model_path, plan.name),)
         self.native_log: list[str] = []
         delegates = []
         with captured_native_stderr(self.native_log):

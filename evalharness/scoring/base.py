@@ -104,6 +104,12 @@ class TaskDefinition:
         """Checks that fail a complete run (exit 1) although every sample was scored."""
         return []
 
+    def start_up_passes(self) -> str:
+        """Cold/warm start-ups the run measures again in child processes before its own loop
+        (cold | warm | both: evalharness/cache_runs.py, figures in ``metrics.compile_cache``);
+        ``as_found``: none, the caches are taken as found."""
+        return "as_found"
+
     # Reading results -----------------------------------------------------------------------------
     def summary_lines(self, doc: dict) -> list[str]:
         """The ``results.txt`` lines (and what the run prints) from a metrics.json document."""

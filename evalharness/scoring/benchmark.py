@@ -17,6 +17,24 @@ class BenchmarkSettings:
     min_secs: float = 1.0
     max_runs: int = 100000
     seed: int = 0
+    cache: str = "as_found"  # cold | warm | both: start-ups measured again in child processes
+
+
+def cache_lines(passes: dict | None) -> list[str]:
+    """The cold/warm lines of results.txt (nothing when the caches were taken as found)."""
+    if not passes:
+        return []
+    lines = [
+        f"{state.capitalize()} start ({p['run_dir']}), in us: Init: {p['init'] * 1e3:.0f}, "
+        f"First inference: {p['first_inference'] * 1e3:.0f}, Inference (avg): {p['inference_mean'] * 1e3:.1f}"
+        for state in ("cold", "warm")
+        if (p := passes[state])
+    ]
+    if r := passes["reduction_pct"]:
+        lines.append(
+            f"Cold -> warm reduction: init {r['init']:.1f} %, first inference {r['first_inference']:.1f} %"
+        )
+    return lines
 
 
 class RunCounter(Scorer):
@@ -43,6 +61,9 @@ class BenchmarkDefinition(TaskDefinition):
     def scorer(self, ground_truth=None) -> RunCounter:
         return RunCounter()
 
+    def start_up_passes(self) -> str:
+        return str(self.settings.get("cache", "as_found"))
+
     def summary_lines(self, doc: dict) -> list[str]:
         lat, mem = doc["latency_ms"], doc["memory_mb"]
         inf = {k: v * 1e3 for k, v in lat["inference"].items() if k != "count"}  # ms -> us
@@ -58,4 +79,5 @@ class BenchmarkDefinition(TaskDefinition):
             f"Memory footprint delta from the start of the tool (MB): init={mem['init_delta']:.3f} "
             f"overall={mem['overall_delta']:.3f}",
             f"Peak RSS (MB): {mem['peak_rss']:.3f}",
+            *cache_lines(doc["metrics"].get("compile_cache")),
         ]
