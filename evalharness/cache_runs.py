@@ -82,6 +82,7 @@ def _child_failed(expected: str, code: int, stderr: str, run_dir: str) -> EvalHa
 def run_pass(overrides: list[str], cache_dir: str, run_dir: str, expected: str) -> dict:
     """One pass in a child process; its figures and cache record, checked against ``expected``."""
     cmd = [sys.executable, "-m", "evalharness", *child_overrides(overrides, cache_dir, run_dir)]
+    print(f"task.cache: the {expected} pass, in a child process -> {run_dir}", file=sys.stderr, flush=True)
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise _child_failed(expected, done.returncode, done.stderr, run_dir)
