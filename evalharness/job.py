@@ -211,6 +211,14 @@ def prepare(rp, run_dir: str):
     return rp, quant, task, loop
 
 
+def use_resize(choice: str) -> None:
+    """``loop.resize``: the exact tool resize by LiteRT's reference kernel, or the numpy port."""
+    from evalharness.data.preprocess import set_exact_resize
+    from evalharness.runtime.native_resize import shared
+
+    set_exact_resize(shared() if choice == "native" else None)
+
+
 def run_plan(rp, run_dir: str) -> dict:
     """Run a validated plan into ``run_dir``; returns the metrics.json document.
 
@@ -222,6 +230,7 @@ def run_plan(rp, run_dir: str) -> dict:
     from evalharness.rundir.state import claim
 
     started = now()
+    use_resize(rp.loop.resize)
     prepared = prepare(rp, run_dir)
     if isinstance(prepared, dict):
         return prepared
@@ -365,6 +374,7 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
             else None,
             "workers": result.shape.record()["workers"] if result.shape else rp.loop.workers,
             "cache": task.cache.stats() if task.cache else None,
+            "resize": rp.loop.resize,
         },
         predictions_count=writer.count,
         artifacts=list(artifacts),

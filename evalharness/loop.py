@@ -53,6 +53,9 @@ class LoopSettings:
     # shape (0 = strictly sequential: nothing else runs while invoke() is timed).
     workers: int = field(default=1, metadata=bounds(0, 64))
     prefetch: int = field(default=4, metadata=bounds(1, 4096))
+    # the exact TFLite-tool resize: native = LiteRT's reference kernel (2x faster), numpy = the port;
+    # the same bits either way (tests/test_native_resize.py)
+    resize: str = field(default="native", metadata=bounds(choices=("native", "numpy")))
     # preprocessed-tensor cache: true | false | auto (= on in multiruns)
     cache: str = field(default="auto", metadata=bounds(choices=("auto", "true", "false")))
     # Outputs checks (evalharness/output_checks.py): a run whose scored outputs hold NaN/Inf, or are

@@ -141,9 +141,22 @@ def resize_bilinear_tflite(img: np.ndarray, out_h: int, out_w: int) -> np.ndarra
     return out.reshape(out_h, out_w, channels)
 
 
+_exact_resize = resize_bilinear_tflite  # what "tflite_bilinear" runs; see set_exact_resize
+
+
+def set_exact_resize(resize=None) -> None:
+    """Which implementation runs the tool's resize (None: the numpy port above). The run installs
+    LiteRT's own reference kernel (``loop.resize=native``, :mod:`evalharness.runtime.native_resize`);
+    data/ does not import the runtime, so it is handed in. Both give the same bits (tested), so the
+    choice is not part of the preprocessing's identity (caches and comparisons ignore it)."""
+    global _exact_resize
+    _exact_resize = resize or resize_bilinear_tflite
+
+
 def _resize(img: np.ndarray, height: int, width: int, method: str) -> np.ndarray:
     if method == "tflite_bilinear":
-        return resize_bilinear_tflite(img, height, width)
+        exact = _exact_resize if img.dtype == np.uint8 else resize_bilinear_tflite
+        return exact(img, height, width)
     resample = Image.BICUBIC if method == "pil_bicubic" else Image.BILINEAR
     resized = Image.fromarray(img).resize((width, height), resample)
     return np.asarray(resized, dtype=np.float32)

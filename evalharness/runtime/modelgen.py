@@ -25,7 +25,7 @@ import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
-__all__ = ["QuantSpec", "append_files", "constant_output_model"]
+__all__ = ["QuantSpec", "append_files", "constant_output_model", "resize_bilinear_model"]
 
 # (scale, zero_point) -> int8, or (scale, zero_point, "int8" | "uint8")
 QuantSpec = tuple[float, int] | tuple[float, int, str]
@@ -175,3 +175,23 @@ def append_files(path: str, files: dict[str, str | bytes]) -> str:
         for name, data in files.items():
             archive.writestr(name, data)
     return str(path)
+
+
+def resize_bilinear_model(path: str, channels: int, out_h: int, out_w: int) -> str:
+    """``uint8 [1, H, W, C] -> CAST -> float32 -> RESIZE_BILINEAR(out_h, out_w)``, any H and W (the
+    input's shape signature is dynamic): the TFLite tool's resize (align_corners=false,
+    half_pixel_centers=false) as a model, for :mod:`evalharness.runtime.native_resize`."""
+    g = _Graph()
+    inp = g.tensor("pixels", [1, 1, 1, channels], "uint8")
+    g.tensors[inp].shapeSignature = [1, -1, -1, channels]
+    x = g.tensor("pixels_f32", [1, 1, 1, channels], "float32")
+    g.tensors[x].shapeSignature = [1, -1, -1, channels]
+    cast = schema.CastOptionsT()
+    cast.inDataType, cast.outDataType = _TENSOR_TYPES["uint8"], _TENSOR_TYPES["float32"]
+    g.op(_OP.CAST, [inp], [x], _OPTS.CastOptions, cast)
+    size = g.tensor("size", [2], "int32", np.array([out_h, out_w], dtype=np.int32))
+    out = g.tensor("resized", [1, out_h, out_w, channels], "float32")
+    options = schema.ResizeBilinearOptionsT()
+    options.alignCorners, options.halfPixelCenters = False, False
+    g.op(_OP.RESIZE_BILINEAR, [x, size], [out], _OPTS.ResizeBilinearOptions, options)
+    return g.save(path, [inp], [out])

@@ -1,7 +1,7 @@
 """Throughput benchmark: is evalharness limited by the model, not by Python? (not a unit test)
 
     python tests/perf/bench_throughput.py [--images 1000] [--threads 2] [--repeats 3]
-        [--memory-images 50000] [--coco-images 5000] [--only classification|memory|coco]
+        [--memory-images 50000] [--coco-images 5000] [--only classification|memory|coco|resize]
 
 All figures are measured in this one run on this machine, MobileNet v2 quant, delegate=cpu:
 
@@ -12,6 +12,8 @@ All figures are measured in this one run on this machine, MobileNet v2 quant, de
   TFLite tool's numbers) and evalharness' exact preprocessing;
 - evalharness cold (no cache) with ``loop.shape=sequential``, ``pipelined`` and ``auto`` (the
   calibrated choice), ``--repeats`` times each in rotating order, and warm (preprocessed-tensor cache);
+- the exact resize, LiteRT's reference kernel (``loop.resize=native``, the default) vs the numpy
+  port, and decode / crop / resize / convert per image (val50, one thread);
 - peak RSS of a ``--memory-images`` run vs a 1000-image run (separate processes);
 - COCO scoring of a replicated val25 set with the SSD model's low-threshold detections (~128 per
   image, see ssd_low_threshold.py): pycocotools vs faster-coco-eval, stats compared;
@@ -100,8 +102,16 @@ def loop_shapes(data: Path, threads: int, repeats: int) -> dict[str, list[dict]]
 
 
 def classification(n: int, threads: int, repeats: int) -> None:
-    from evalharness.data.preprocess import PreprocessSpec, image_input_spec, preprocess_file
+    from evalharness.data.preprocess import (
+        PreprocessSpec,
+        image_input_spec,
+        preprocess_file,
+        set_exact_resize,
+    )
     from evalharness.runtime import load_model, plan_delegate
+    from evalharness.runtime.native_resize import shared
+
+    set_exact_resize(shared())  # the tool's default (loop.resize=native) for prep alone and naive exact
 
     model = load_model(
         str(ASSETS / "models" / f"{MODEL}.tflite"), plan_delegate({"name": "cpu", "num_threads": threads})
@@ -174,6 +184,51 @@ def classification(n: int, threads: int, repeats: int) -> None:
     same = all(d["metrics"] == reference for docs in [*shaped.values(), [warm]] for d in docs)
     print(f"metrics identical across shapes, repeats and the warm run: {same}")
     print("first auto run:", shaped["auto"][0]["provenance"]["thread_budget"]["loop"]["source"])
+
+
+def resize_parts(rounds: int = 4) -> None:
+    """Per image (val50, one thread): decode, crop, the exact resize (numpy port vs LiteRT's reference
+    kernel, same bits), conversion to the uint8 tensor; ``rounds`` passes over the 50 images."""
+    import numpy as np
+
+    from evalharness.data.decode import decode_rgb
+    from evalharness.data.preprocess import (
+        InputSpec,
+        PreprocessSpec,
+        central_crop,
+        resize_bilinear_tflite,
+        to_input_tensor,
+    )
+    from evalharness.runtime.native_resize import NativeBilinear
+
+    paths = sorted(str(p) for p in (ASSETS / "imagenet" / "val50").glob("*.JPEG"))
+    spec, inp, native = PreprocessSpec(), InputSpec(224, 224, 3, "uint8"), NativeBilinear()
+    steps = {"decode": 0.0, "crop": 0.0, "resize numpy": 0.0, "resize native": 0.0, "convert": 0.0}
+    same = True
+    for _ in range(rounds):
+        for path in paths:
+            t0 = time.perf_counter()
+            img = decode_rgb(path)
+            t1 = time.perf_counter()
+            crop = central_crop(img, spec.crop_fraction)
+            t2 = time.perf_counter()
+            port = resize_bilinear_tflite(crop, 224, 224)
+            t3 = time.perf_counter()
+            kernel = native(crop, 224, 224)
+            t4 = time.perf_counter()
+            to_input_tensor(kernel, spec, inp)
+            t5 = time.perf_counter()
+            for step, took in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4), strict=True):
+                steps[step] += took
+            same &= bool(np.array_equal(port.view(np.uint32), kernel.view(np.uint32)))
+    n = rounds * len(paths)
+    print(f"per image, {n} preparations (val50 x {rounds}, 224x224 uint8, one thread):")
+    for step, total in steps.items():
+        print(f"  {step:<14} {total * 1000 / n:6.3f} ms")
+    print(
+        f"native exact resize = {steps['resize numpy'] / steps['resize native']:.2f} x faster than the "
+        f"numpy port (each new image size included); bit-identical on all: {same}"
+    )
 
 
 def memory(small: int, big: int, threads: int) -> None:
@@ -255,8 +310,10 @@ def main() -> None:
     ap.add_argument("--bootstrap", type=int, default=1000, help="COCO bootstrap resamples")
     ap.add_argument("--repeats", type=int, default=3, help="paired cold runs per loop shape")
     ap.add_argument("--memory-images", type=int, default=50_000, help="images of the big peak-RSS run")
-    ap.add_argument("--only", choices=("classification", "memory", "coco"), help="run one part")
+    ap.add_argument("--only", choices=("classification", "memory", "coco", "resize"), help="run one part")
     args = ap.parse_args()
+    if args.only in (None, "resize"):
+        resize_parts()
     if args.only in (None, "classification"):
         classification(args.images, args.threads, args.repeats)
     if args.only in (None, "memory"):

@@ -1,0 +1,92 @@
+"""The exact TFLite-tool resize in native code: LiteRT's own reference ``RESIZE_BILINEAR`` kernel.
+
+The evaluation tool resizes with ``reference_ops::ResizeBilinear<float>`` (align_corners=false,
+half_pixel_centers=false); :func:`evalharness.data.preprocess.resize_bilinear_tflite` ports it to
+numpy and stays the oracle. Here the same kernel runs in LiteRT itself, on a one-op graph built with
+:mod:`evalharness.runtime.modelgen` (``uint8 -> CAST -> float32 -> RESIZE_BILINEAR``) and an
+Interpreter with ``OpResolverType.BUILTIN_REF``. Only the reference resolver may be used: the
+optimized builtin kernel rounds differently (it differs from the tool on every val50 crop), and
+XNNPACK would take the op over. The CAST is exact (every uint8 is a float32), so the float output
+equals the port's bit for bit (tests/test_native_resize.py: val50, COCO, odd sizes, 1-pixel crops,
+upscaling).
+
+One Interpreter per thread and output size (the loop may prepare inputs on worker threads); a new
+input size costs a ``resize_tensor_input`` + ``allocate_tensors`` (images come in many sizes).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+
+import numpy as np
+
+from evalharness.runtime.modelgen import resize_bilinear_model
+
+KERNEL = "LiteRT reference RESIZE_BILINEAR (BUILTIN_REF), float32"
+
+
+class _Resizer:
+    """One thread's interpreter for one (channels, out_h, out_w)."""
+
+    def __init__(self, path: str) -> None:
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+        self.interpreter = Interpreter(
+            model_path=path, experimental_op_resolver_type=OpResolverType.BUILTIN_REF, num_threads=1
+        )
+        self.input = self.interpreter.get_input_details()[0]["index"]
+        self.output = self.interpreter.get_output_details()[0]["index"]
+        self.shape: tuple[int, ...] | None = None
+
+    def __call__(self, img: np.ndarray) -> np.ndarray:
+        shape = (1, *img.shape)
+        if shape != self.shape:
+            self.interpreter.resize_tensor_input(self.input, shape, strict=True)
+            self.interpreter.allocate_tensors()
+            self.shape = shape
+        self.interpreter.set_tensor(self.input, np.ascontiguousarray(img)[None])
+        self.interpreter.invoke()
+        return self.interpreter.get_tensor(self.output)[0]
+
+
+class NativeBilinear:
+    """``resize(img, out_h, out_w)`` for uint8 H x W x C images, same result as the numpy port."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._models: dict[tuple[int, int, int], str] = {}
+        self._lock = threading.Lock()
+        self._dir = tempfile.TemporaryDirectory(prefix="evalharness-resize-")
+
+    def _model(self, key: tuple[int, int, int]) -> str:
+        with self._lock:
+            if key not in self._models:
+                channels, out_h, out_w = key
+                path = os.path.join(self._dir.name, f"resize_{channels}_{out_h}x{out_w}.tflite")
+                self._models[key] = resize_bilinear_model(path, channels, out_h, out_w)
+            return self._models[key]
+
+    def __call__(self, img: np.ndarray, out_h: int, out_w: int) -> np.ndarray:
+        if img.dtype != np.uint8 or img.ndim != 3:
+            raise ValueError(f"native resize takes uint8 H x W x C images, not {img.dtype} {img.shape}")
+        key = (int(img.shape[2]), int(out_h), int(out_w))
+        resizers = getattr(self._local, "resizers", None)
+        if resizers is None:
+            resizers = self._local.resizers = {}
+        resizer = resizers.get(key)
+        if resizer is None:
+            resizer = resizers[key] = _Resizer(self._model(key))
+        return resizer(img)
+
+
+_SHARED: NativeBilinear | None = None
+
+
+def shared() -> NativeBilinear:
+    """The process's native resize (its models are built once per output size)."""
+    global _SHARED
+    if _SHARED is None:
+        _SHARED = NativeBilinear()
+    return _SHARED
