@@ -375,6 +375,7 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
             "workers": result.shape.record()["workers"] if result.shape else rp.loop.workers,
             "cache": task.cache.stats() if task.cache else None,
             "resize": rp.loop.resize,
+            "batch": result.batch,
         },
         predictions_count=writer.count,
         artifacts=list(artifacts),

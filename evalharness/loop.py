@@ -28,7 +28,7 @@ import numpy as np
 from tqdm import tqdm
 
 from evalharness.boundary import debug, describe
-from evalharness.errors import DataError
+from evalharness.errors import ConfigError, DataError
 from evalharness.loop_shape import SHAPES, LoopShape, requested, shaped
 from evalharness.output_checks import OutputChecks
 from evalharness.schema import bounds
@@ -56,6 +56,9 @@ class LoopSettings:
     # the exact TFLite-tool resize: native = LiteRT's reference kernel (2x faster), numpy = the port;
     # the same bits either way (tests/test_native_resize.py)
     resize: str = field(default="native", metadata=bounds(choices=("native", "numpy")))
+    # samples per invoke: models with a dynamic batch (or a fixed one the graph lets resize); the last
+    # batch is padded with its last sample and the padding's outputs dropped
+    batch_size: int = field(default=1, metadata=bounds(1, 4096))
     # preprocessed-tensor cache: true | false | auto (= on in multiruns)
     cache: str = field(default="auto", metadata=bounds(choices=("auto", "true", "false")))
     # Outputs checks (evalharness/output_checks.py): a run whose scored outputs hold NaN/Inf, or are
@@ -77,6 +80,8 @@ class LoopResult:
     timed_region: str = "invoke() only"
     memory_mb: dict = field(default_factory=dict)
     resumed: int = 0  # samples restored from an interrupted earlier session
+    batch: dict | None = None  # loop.batch_size: {"size", "how", "padded"} (throughput.batch)
+    padded: int = 0  # padding samples invoked in the last batch, their outputs dropped
     wall_s: float = 0.0  # wall-clock time of the sample loop (after model load), for throughput
     error: BaseException | None = None
     checks: OutputChecks = field(default_factory=OutputChecks)
@@ -170,39 +175,70 @@ def _usable(task: Task, sample, tensors, settings: LoopSettings, result: LoopRes
     return False
 
 
-def _run_each(task: Task, model, record, settings: LoopSettings, result: LoopResult, items, bar) -> None:
-    """In-process models: one timed invoke per sample (plus the first-sample warm-up)."""
+def _chunks(task: Task, items, size: int, settings: LoopSettings, result: LoopResult, bar) -> Iterator[list]:
+    """Usable (sample, tensors) in lists of up to ``size``; a strict stop hands over the samples
+    before the bad one first (they count, as in an unbatched run), then raises."""
+    chunk: list = []
+    try:
+        for sample, tensors in items:
+            bar.update()
+            if _usable(task, sample, tensors, settings, result):
+                chunk.append((sample, tensors))
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+    except DataError:
+        if chunk:
+            yield chunk
+        raise
+    if chunk:
+        yield chunk
+
+
+def _stacked(chunk: list, size: int) -> list[np.ndarray]:
+    """One tensor per input holding the chunk's samples, padded to ``size`` by repeating the last
+    sample (a real input: the padded invoke costs what a full one does; its outputs are dropped)."""
+    rows = [tensors for _, tensors in chunk] + [chunk[-1][1]] * (size - len(chunk))
+    return [np.concatenate(column) for column in zip(*rows, strict=True)]
+
+
+def _run_each(
+    task: Task, model, record, settings: LoopSettings, result: LoopResult, chunks, size: int
+) -> None:
+    """In-process models: one timed invoke per ``size`` samples (plus the first invoke's warm-up).
+    With size > 1 each sample's latency is the batch's invoke time divided by ``size``."""
     first_outputs = None
-    for sample, tensors in items:
-        bar.update()
-        if not _usable(task, sample, tensors, settings, result):
-            continue
+    for chunk in chunks:
+        tensors = chunk[0][1] if size == 1 else _stacked(chunk, size)
         model.set_inputs(tensors)
         if result.first_inference_ms is None:
             result.first_inference_ms = _timed_invoke(model)
             first_outputs = model.get_outputs()
             result.warmup_ms = [_timed_invoke(model) for _ in range(settings.warmup_runs)]
-        latency = _timed_invoke(model)
-        result.inference_ms.append(latency)
+        latency = _timed_invoke(model) / size
         outputs = model.get_outputs()
-        result.checks.add(tensors, outputs)
         if first_outputs is not None:
             result.first_output_repeatable = all(
                 np.array_equal(a, b) for a, b in zip(first_outputs, outputs, strict=True)
             )
             first_outputs = None
-        prediction = task.evaluator.update(sample, outputs)
-        if prediction is not None:
-            record({**prediction, "latency_ms": latency})
+        per_sample = [outputs] if size == 1 else [[o[j : j + 1] for o in outputs] for j in range(len(chunk))]
+        result.padded += size - len(chunk)
+        for (sample, sample_tensors), out in zip(chunk, per_sample, strict=True):
+            result.inference_ms.append(latency)
+            result.checks.add(sample_tensors, out)
+            prediction = task.evaluator.update(sample, out)
+            if prediction is not None:
+                record({**prediction, "latency_ms": latency})
 
 
-def _run_batched(task: Task, model, record, settings: LoopSettings, result: LoopResult, items, bar) -> None:
+def _run_batched(
+    task: Task, model, record, settings: LoopSettings, result: LoopResult, chunks, size: int
+) -> None:
     """Batch runners (runner=adb): up to ``model.batch_size`` prepared samples go to the device in one
     round trip. Each prediction's latency_ms is the device's figure for that sample; the run's
     latency block is the runner's own standard benchmark (``model.reported_latency``), not host timing."""
-    chunk: list = []
-
-    def flush() -> None:
+    for chunk in chunks:
         outputs = model.run_batch([tensors for _, tensors in chunk])
         for (sample, tensors), (out, latency) in zip(chunk, outputs, strict=True):
             result.inference_ms.append(latency)
@@ -210,21 +246,18 @@ def _run_batched(task: Task, model, record, settings: LoopSettings, result: Loop
             prediction = task.evaluator.update(sample, out)
             if prediction is not None:
                 record({**prediction, "latency_ms": latency})
-        chunk.clear()
 
-    try:
-        for sample, tensors in items:
-            bar.update()
-            if _usable(task, sample, tensors, settings, result):
-                chunk.append((sample, tensors))
-            if len(chunk) >= model.batch_size:
-                flush()
-    except DataError:  # strict stop: the samples before the bad one still count, as in a host run
-        if chunk:
-            flush()
-        raise
-    if chunk:
-        flush()
+
+def batching(model, size: int) -> str:
+    """``loop.batch_size``: how the model takes ``size`` samples per invoke (error: it cannot)."""
+    if size == 1:
+        return "one sample per invoke"
+    if model.batch_size:
+        raise ConfigError(
+            f"loop.batch_size={size}: this runner sends samples to the device in its own batches "
+            f"({model.batch_size} per round trip); use loop.batch_size=1"
+        )
+    return model.set_batch(size)
 
 
 def run_loop(
@@ -249,6 +282,12 @@ def run_loop(
     rss_init = current_rss_mb()
     result.timed_region = model.timed_region
     result.reported_latency = model.reported_latency  # runners that time on the device
+    size = settings.batch_size
+    result.batch = {"size": size, "how": batching(model, size), "padded": 0}
+    if size > 1:
+        result.timed_region = (
+            f"{model.timed_region}, of {size} samples at once; per sample: divided by {size}"
+        )
     task.bind(model.inputs, model.outputs)
     task.evaluator.reset()
     finished = set()
@@ -272,7 +311,8 @@ def run_loop(
             result.shape,
         )
         run = _run_batched if model.batch_size else _run_each
-        run(task, model, record, settings, result, items, bar)
+        chunk = model.batch_size or size
+        run(task, model, record, settings, result, _chunks(task, items, chunk, settings, result, bar), size)
     except (KeyboardInterrupt, Exception) as exc:  # whatever stops the loop, the scored samples count
         if debug() and not isinstance(exc, KeyboardInterrupt | DataError):
             raise
@@ -282,6 +322,7 @@ def run_loop(
     finally:
         bar.close()
         result.wall_s = time.perf_counter() - loop_start
+        result.batch["padded"] = result.padded
         peak = peak_rss_mb()
         result.memory_mb = model.memory or {
             "rss_before_load": rss_before,

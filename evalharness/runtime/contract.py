@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from evalharness.errors import ModelMismatchError
 from evalharness.registry import Registry
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.tensors import TensorInfo
@@ -107,6 +108,14 @@ class Model(abc.ABC):
     @abc.abstractmethod
     def runtime_info(self) -> dict:
         """``provenance.runtime``: ``{"name", "package", "version"}`` of what ran the model."""
+
+    def set_batch(self, size: int) -> str:
+        """Take ``size`` samples per invoke (``loop.batch_size``); returns how, for the record.
+        ``inputs``/``outputs`` keep describing one sample. A backend that cannot says so (exit 2)."""
+        raise ModelMismatchError(
+            f"loop.batch_size={size}: the {type(self).__name__} backend runs one sample per invoke; "
+            "use loop.batch_size=1"
+        )
 
     @abc.abstractmethod
     def set_inputs(self, tensors: list[np.ndarray]) -> None: ...

@@ -179,7 +179,7 @@ class InterpreterModel(Model):
     def __init__(self, model_path: str, plan: DelegatePlan, runtime: str = "litert") -> None:
         check_flatbuffer(model_path)
         interpreter_cls, resolver_enum, load_delegate = _import_runtime(runtime)
-        self.plan, self._runtime = plan, runtime
+        self.plan, self._runtime, self.model_path = plan, runtime, model_path
         # XNNPACK's weight cache is not reachable through this API (recorded off, whatever the resolver)
         self.caches = (xnnpack_weight_cache(None, model_path, plan.name),)
         self.native_log: list[str] = []
@@ -230,6 +230,34 @@ class InterpreterModel(Model):
 
     def runtime_info(self) -> dict:
         return runtime_info(self._runtime)
+
+    def set_batch(self, size: int) -> str:
+        """Every input resized to ``size`` samples: a dynamic batch (shape signature -1) strictly,
+        a fixed one where the graph allows it (a RESHAPE to a fixed shape refuses: exit 2)."""
+        details = self._interpreter.get_input_details()
+        signatures = [int(d["shape_signature"][0]) if len(d["shape_signature"]) else 1 for d in details]
+        dynamic = all(s == -1 for s in signatures)
+        how = "dynamic batch" if dynamic else f"fixed batch {max(signatures)} resized"
+        try:
+            for d in details:
+                self._interpreter.resize_tensor_input(d["index"], [size, *d["shape"][1:]], strict=False)
+            with captured_native_stderr(self.native_log):
+                self._interpreter.allocate_tensors()
+        except (ValueError, RuntimeError) as exc:
+            raise ModelMismatchError(
+                f"loop.batch_size={size}: {self.model_path} does not run {size} samples per invoke (input "
+                f"batch {signatures[0]} in its shape signature; {' '.join(str(exc).split())}); "
+                "use loop.batch_size=1"
+            ) from None
+        unbatched = [
+            d["name"] for d in self._interpreter.get_output_details() if d["shape"][:1].tolist() != [size]
+        ]
+        if unbatched:
+            raise ModelMismatchError(
+                f"loop.batch_size={size}: {self.model_path}'s outputs {unbatched} do not carry the batch "
+                "on their first axis, so samples cannot be told apart; use loop.batch_size=1"
+            )
+        return f"{how} to {size}"
 
     def set_inputs(self, tensors: list[np.ndarray]) -> None:
         for info, value in zip(self.inputs, tensors, strict=True):
