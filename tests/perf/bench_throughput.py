@@ -1,7 +1,7 @@
 """Throughput benchmark: is evalharness limited by the model, not by Python? (not a unit test)
 
     python tests/perf/bench_throughput.py [--images 1000] [--threads 2] [--repeats 3]
-        [--memory-images 50000] [--coco-images 5000] [--only classification|memory|coco|resize]
+        [--memory-images 50000] [--coco-images 5000] [--only classification|memory|coco|resize|batch]
 
 All figures are measured in this one run on this machine, MobileNet v2 quant, delegate=cpu:
 
@@ -14,6 +14,8 @@ All figures are measured in this one run on this machine, MobileNet v2 quant, de
   calibrated choice), ``--repeats`` times each in rotating order, and warm (preprocessed-tensor cache);
 - the exact resize, LiteRT's reference kernel (``loop.resize=native``, the default) vs the numpy
   port, and decode / crop / resize / convert per image (val50, one thread);
+- batched invoke (``loop.batch_size``) 1 vs 8 on MobileNet-EdgeTPU (dynamic batch), pure and cold,
+  against the batch-1 pure-invoke ceiling;
 - peak RSS of a ``--memory-images`` run vs a 1000-image run (separate processes);
 - COCO scoring of a replicated val25 set with the SSD model's low-threshold detections (~128 per
   image, see ssd_low_threshold.py): pycocotools vs faster-coco-eval, stats compared;
@@ -43,14 +45,14 @@ from repeated_dataset import make_dataset, overrides  # noqa: E402
 MODEL = "mobilenet_v2_1.0_224_quant"
 
 
-def run_app(data: Path, threads: int, *extra: str) -> dict:
+def run_app(data: Path, threads: int, *extra: str, model: str = MODEL) -> dict:
     """python -m evalharness in a fresh process (its own peak RSS); returns metrics.json."""
     with tempfile.TemporaryDirectory() as out:
         cmd = [
             sys.executable,
             "-m",
             "evalharness",
-            f"model={MODEL}",
+            f"model={model}",
             f"paths.models_dir={ASSETS / 'models'}",
             *overrides(data),
             f"delegate.num_threads={threads}",
@@ -186,6 +188,51 @@ def classification(n: int, threads: int, repeats: int) -> None:
     print("first auto run:", shaped["auto"][0]["provenance"]["thread_budget"]["loop"]["source"])
 
 
+BATCH_MODEL = "mobilenet_edgetpu_224_1.0_uint8"  # dynamic batch; EfficientNet-Lite0 also takes one
+
+
+def batches(n: int, threads: int, size: int = 8) -> None:
+    """Batch 1 vs ``size`` on the model with a dynamic batch: pure invoke per image (the batch-1
+    ceiling and the batched one), and cold runs with loop.batch_size 1 and ``size``, paired."""
+    import numpy as np
+
+    from evalharness.runtime import load_model, plan_delegate
+
+    path = str(ASSETS / "models" / f"{BATCH_MODEL}.tflite")
+    pure = {}
+    for b in (1, size):
+        model = load_model(path, plan_delegate({"name": "cpu", "num_threads": threads}))
+        if b > 1:
+            model.set_batch(b)
+        x = np.random.default_rng(0).integers(0, 256, (b, *model.inputs[0].shape[1:]), dtype=np.uint8)
+        model.set_inputs([x])
+        model.invoke()
+        start = time.perf_counter()
+        for _ in range(max(n // b, 1)):
+            model.set_inputs([x])
+            model.invoke()
+        pure[b] = max(n // b, 1) * b / (time.perf_counter() - start)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = make_dataset(Path(tmp), n)
+        runs = {b: [] for b in (1, size)}
+        for order in ((1, size), (size, 1)):
+            for b in order:
+                extra = ("loop.cache=false", f"loop.batch_size={b}")
+                runs[b].append(run_app(data, threads, *extra, model=BATCH_MODEL))
+    print(f"{BATCH_MODEL}, {n} images, threads={threads}:")
+    print(f"pure invoke, batch 1 (the ceiling)    {pure[1]:8.1f} img/s")
+    ratio = pure[size] / pure[1]
+    print(f"pure invoke, batch {size}                {pure[size]:8.1f} img/s = {ratio:.3f} x batch 1")
+    for b, docs in runs.items():
+        figures = [ips(d) for d in docs]
+        print(
+            f"cold, loop.batch_size={b:<3}             {' / '.join(f'{f:.1f}' for f in figures)} img/s "
+            f"= {max(figures) / pure[1]:.3f} x the batch-1 ceiling"
+        )
+    same = runs[size][0]["metrics"] == runs[1][0]["metrics"]
+    print(f"metrics identical batch 1 and {size}: {same}")
+
+
 def resize_parts(rounds: int = 4) -> None:
     """Per image (val50, one thread): decode, crop, the exact resize (numpy port vs LiteRT's reference
     kernel, same bits), conversion to the uint8 tensor; ``rounds`` passes over the 50 images."""
@@ -310,12 +357,17 @@ def main() -> None:
     ap.add_argument("--bootstrap", type=int, default=1000, help="COCO bootstrap resamples")
     ap.add_argument("--repeats", type=int, default=3, help="paired cold runs per loop shape")
     ap.add_argument("--memory-images", type=int, default=50_000, help="images of the big peak-RSS run")
-    ap.add_argument("--only", choices=("classification", "memory", "coco", "resize"), help="run one part")
+    ap.add_argument("--batch-images", type=int, default=400, help="images of the batch 1 vs 8 runs")
+    ap.add_argument(
+        "--only", choices=("classification", "memory", "coco", "resize", "batch"), help="run one part"
+    )
     args = ap.parse_args()
     if args.only in (None, "resize"):
         resize_parts()
     if args.only in (None, "classification"):
         classification(args.images, args.threads, args.repeats)
+    if args.only in (None, "batch"):
+        batches(args.batch_images, args.threads)
     if args.only in (None, "memory"):
         memory(1000, args.memory_images, args.threads)
     if args.only in (None, "coco"):
