@@ -16,7 +16,6 @@ from conftest import ASSETS, VAL50, run_inprocess
 from PIL import Image
 
 from evalharness.data import preprocess as pp
-from evalharness.data.decode import decode_rgb
 from evalharness.runtime.native_resize import NativeBilinear
 
 NATIVE = NativeBilinear()
@@ -84,19 +83,29 @@ def test_odd_sizes_upscaling_and_one_pixel(in_hw, out_hw):
     assert same_bits(pp.resize_bilinear_tflite(img, *out_hw), NATIVE(img, *out_hw))
 
 
-def test_grayscale_rgba_and_one_pixel_crops(tmp_path):
-    rng = np.random.default_rng(7)
-    gray = tmp_path / "gray.png"
-    Image.fromarray(rng.integers(0, 256, (37, 53), dtype=np.uint8), "L").save(gray)
-    rgba = tmp_path / "rgba.png"
-    Image.fromarray(rng.integers(0, 256, (41, 29, 4), dtype=np.uint8), "RGBA").save(rgba)
-    tiny = tmp_path / "tiny.png"
-    Image.fromarray(rng.integers(0, 256, (2, 3, 3), dtype=np.uint8)).save(tiny)
-    spec, inp = pp.PreprocessSpec(crop_fraction=0.1), pp.InputSpec(224, 224, 3, "uint8")
-    assert pp.central_crop(decode_rgb(str(tiny)), 0.1).shape[:2] == (1, 1)  # a 1-pixel crop
-    for path in (gray, rgba, tiny):
-        expected, got = both(lambda p=path: pp.preprocess_file(str(p), spec, inp))
-        assert same_bits(expected, got), path.name
+@pytest.mark.parametrize("mode", ["L", "LA", "RGBA", "P", "CMYK", "I;16", "RGB"])
+@pytest.mark.parametrize("size", [(1, 1), (1, 9), (9, 1), (61, 47)])
+def test_image_modes_and_tiny_images(mode, size, tmp_path):
+    """Every mode the decoder converts to RGB, at 1-pixel and 1-wide sizes: the same tensor."""
+    rng = np.random.default_rng(sum(size) + len(mode))
+    rgb = Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
+    image = rgb.convert(mode) if mode != "I;16" else rgb.convert("L").convert("I;16")
+    path = tmp_path / f"img.{'tiff' if mode == 'CMYK' else 'png'}"
+    image.save(path)
+    inp = pp.InputSpec(224, 224, 3, "uint8")
+    for spec in (pp.PreprocessSpec(crop_fraction=0.1), pp.PreprocessSpec(crop="short_side_padded")):
+        expected, got = both(lambda s=spec: pp.preprocess_file(str(path), s, inp))
+        assert same_bits(expected, got), (mode, size, spec.crop)
+
+
+def test_one_pixel_crop_and_strided_views():
+    img = np.random.default_rng(7).integers(0, 256, (2, 3, 3), dtype=np.uint8)
+    crop = pp.central_crop(img, 0.1)
+    assert crop.shape[:2] == (1, 1)
+    assert same_bits(pp.resize_bilinear_tflite(crop, 224, 224), NATIVE(crop, 224, 224))
+    big = np.random.default_rng(8).integers(0, 256, (90, 70, 3), dtype=np.uint8)
+    view = big[5:80:2, 3:60:3]  # not contiguous
+    assert same_bits(pp.resize_bilinear_tflite(view, 33, 17), NATIVE(view, 33, 17))
 
 
 def test_threads_each_get_their_own_interpreter():
