@@ -73,6 +73,13 @@ class _Graph:
         self.operators.append(op)
 
     def save(self, path: str, inputs: list[int], outputs: list[int]) -> str:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(self.serialize(inputs, outputs))
+        return str(path)
+
+    def serialize(self, inputs: list[int], outputs: list[int]) -> bytes:
+        """The model's flatbuffer bytes (an Interpreter takes them as ``model_content``)."""
         sub = schema.SubGraphT()
         sub.tensors, sub.operators, sub.inputs, sub.outputs = self.tensors, self.operators, inputs, outputs
         sub.name = "main"
@@ -86,10 +93,7 @@ class _Graph:
             model.operatorCodes.append(oc)
         builder = flatbuffers.Builder(1024)
         builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(builder.Output())
-        return str(path)
+        return bytes(builder.Output())
 
 
 def _quant_spec(spec: QuantSpec) -> tuple[float, int, str]:
@@ -177,7 +181,7 @@ def append_files(path: str, files: dict[str, str | bytes]) -> str:
     return str(path)
 
 
-def resize_bilinear_model(path: str, channels: int, out_h: int, out_w: int) -> str:
+def resize_bilinear_model(channels: int, out_h: int, out_w: int) -> bytes:
     """``uint8 [1, H, W, C] -> CAST -> float32 -> RESIZE_BILINEAR(out_h, out_w)``, any H and W (the
     input's shape signature is dynamic): the TFLite tool's resize (align_corners=false,
     half_pixel_centers=false) as a model, for :mod:`evalharness.runtime.native_resize`."""
@@ -194,4 +198,4 @@ def resize_bilinear_model(path: str, channels: int, out_h: int, out_w: int) -> s
     options = schema.ResizeBilinearOptionsT()
     options.alignCorners, options.halfPixelCenters = False, False
     g.op(_OP.RESIZE_BILINEAR, [x, size], [out], _OPTS.ResizeBilinearOptions, options)
-    return g.save(path, [inp], [out])
+    return g.serialize([inp], [out])

@@ -16,25 +16,21 @@ input size costs a ``resize_tensor_input`` + ``allocate_tensors`` (images come i
 
 from __future__ import annotations
 
-import os
-import tempfile
 import threading
 
 import numpy as np
 
 from evalharness.runtime.modelgen import resize_bilinear_model
 
-KERNEL = "LiteRT reference RESIZE_BILINEAR (BUILTIN_REF), float32"
-
 
 class _Resizer:
     """One thread's interpreter for one (channels, out_h, out_w)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, model: bytes) -> None:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
         self.interpreter = Interpreter(
-            model_path=path, experimental_op_resolver_type=OpResolverType.BUILTIN_REF, num_threads=1
+            model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF, num_threads=1
         )
         self.input = self.interpreter.get_input_details()[0]["index"]
         self.output = self.interpreter.get_output_details()[0]["index"]
@@ -56,16 +52,13 @@ class NativeBilinear:
 
     def __init__(self) -> None:
         self._local = threading.local()
-        self._models: dict[tuple[int, int, int], str] = {}
+        self._models: dict[tuple[int, int, int], bytes] = {}  # kept alive: the interpreters read them
         self._lock = threading.Lock()
-        self._dir = tempfile.TemporaryDirectory(prefix="evalharness-resize-")
 
-    def _model(self, key: tuple[int, int, int]) -> str:
+    def _model(self, key: tuple[int, int, int]) -> bytes:
         with self._lock:
             if key not in self._models:
-                channels, out_h, out_w = key
-                path = os.path.join(self._dir.name, f"resize_{channels}_{out_h}x{out_w}.tflite")
-                self._models[key] = resize_bilinear_model(path, channels, out_h, out_w)
+                self._models[key] = resize_bilinear_model(*key)
             return self._models[key]
 
     def __call__(self, img: np.ndarray, out_h: int, out_w: int) -> np.ndarray:
