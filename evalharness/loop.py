@@ -81,7 +81,6 @@ class LoopResult:
     memory_mb: dict = field(default_factory=dict)
     resumed: int = 0  # samples restored from an interrupted earlier session
     batch: dict | None = None  # loop.batch_size: {"size", "how", "padded"} (throughput.batch)
-    padded: int = 0  # padding samples invoked in the last batch, their outputs dropped
     wall_s: float = 0.0  # wall-clock time of the sample loop (after model load), for throughput
     error: BaseException | None = None
     checks: OutputChecks = field(default_factory=OutputChecks)
@@ -223,7 +222,7 @@ def _run_each(
             )
             first_outputs = None
         per_sample = [outputs] if size == 1 else [[o[j : j + 1] for o in outputs] for j in range(len(chunk))]
-        result.padded += size - len(chunk)
+        result.batch["padded"] += size - len(chunk)
         for (sample, sample_tensors), out in zip(chunk, per_sample, strict=True):
             result.inference_ms.append(latency)
             result.checks.add(sample_tensors, out)
@@ -322,7 +321,6 @@ def run_loop(
     finally:
         bar.close()
         result.wall_s = time.perf_counter() - loop_start
-        result.batch["padded"] = result.padded
         peak = peak_rss_mb()
         result.memory_mb = model.memory or {
             "rss_before_load": rss_before,
