@@ -40,22 +40,30 @@ delegate_lib = test_external_delegate.delegate_lib  # the fixture compiling the 
 two_output_model = test_external_delegate.two_output_model
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """(name) -> run directory, made once per module."""
+def memoized_runs(tmp_path_factory, common: list[str], keep_invalid: bool = False):
+    """(name, *overrides) -> run directory of ``common`` + overrides, made once per module;
+    ``keep_invalid``: a run stopped as invalid (NaN outputs, what explain is for) is kept."""
     made: dict[str, Path] = {}
 
     def get(name: str, *overrides: str) -> Path:
         if name not in made:
             run_dir = tmp_path_factory.mktemp(name) / "run"
             try:
-                run_inprocess([*VAL50, "loop.progress=false", *overrides], run_dir)
-            except RunStopped:  # an invalid run (NaN outputs) is what explain is for: it is kept
+                run_inprocess([*common, "loop.progress=false", *overrides], run_dir)
+            except RunStopped:
+                if not keep_invalid:
+                    raise
                 assert json.loads((run_dir / "metrics.json").read_text())["status"] == "invalid"
             made[name] = run_dir
         return made[name]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """(name, *overrides) -> a val50 run directory, made once per module."""
+    return memoized_runs(tmp_path_factory, VAL50, keep_invalid=True)
 
 
 def _explain(a: Path, b: Path, out: Path, *extra: str) -> dict:
@@ -255,18 +263,9 @@ PLANTED_SSD_OP = 10  # a CONV_2D of SSD MobileNet's feature extractor
 
 @pytest.fixture(scope="module")
 def coco_runs(tmp_path_factory):
-    """(name, overrides) -> a task=coco run of SSD MobileNet on COCO val25, made once per module."""
-    made: dict[str, Path] = {}
-
-    def get(name: str, *overrides: str) -> Path:
-        if name not in made:
-            run_dir = tmp_path_factory.mktemp(name) / "run"
-            common = ["task=coco", f"model={SSD}", f"paths.data_dir={ASSETS}", "dataset=coco_val25"]
-            run_inprocess([*common, "loop.progress=false", *overrides], run_dir)
-            made[name] = run_dir
-        return made[name]
-
-    return get
+    """(name, *overrides) -> a task=coco run of SSD MobileNet on COCO val25, made once per module."""
+    common = ["task=coco", f"model={SSD}", f"paths.data_dir={ASSETS}", "dataset=coco_val25"]
+    return memoized_runs(tmp_path_factory, common)
 
 
 def test_detector_cpu_vs_reference_restores_the_changed_boxes(coco_runs, tmp_path):
