@@ -151,9 +151,10 @@ def add_baseline(
     return [*(f"d_{m}" for m in metrics), "d_latency_p50_pct", "speedup_p50"]
 
 
-def sweep_table(multirun_dir: str, baseline: dict[str, str] | None = None) -> tuple[list[str], list[dict]]:
-    """(columns, rows) sorted by the varying parameters, then job number."""
-    jobs = collect(multirun_dir)
+def sweep_table(
+    multirun_dir: str, jobs: list[dict], baseline: dict[str, str] | None = None
+) -> tuple[list[str], list[dict]]:
+    """(columns, rows) of ``jobs`` (:func:`collect`) sorted by the varying parameters, then job number."""
     keys = varying_keys(jobs)
     rows = [job_row(j, keys) for j in jobs]
     rows.sort(key=lambda r: ([_natural(r[k]) for k in keys], _job_number(r["run"]), r["run"]))
@@ -202,11 +203,11 @@ def _cell(column: str, value) -> str:
     return fmt(value, ".4f", missing="")
 
 
-def sections(multirun_dir: str, columns: list[str], rows: list[dict]) -> list[Section]:
+def sections(multirun_dir: str, jobs: list[dict], columns: list[str], rows: list[dict]) -> list[Section]:
     cells = [[_cell(c, r.get(c)) for c in columns] for r in rows]
     bad = sum(r["status"] not in ("complete",) for r in rows)
     notes = [f"{len(rows)} jobs, {bad} not complete; multirun dir {os.path.abspath(multirun_dir)}"]
-    cache_note = sweep_note([job["doc"] for job in collect(multirun_dir) if job["doc"] is not None])
+    cache_note = sweep_note([job["doc"] for job in jobs if job["doc"] is not None])
     notes += [cache_note] if cache_note else []
     return [Section("Runs", columns, cells, notes, key="sweep")]
 
@@ -215,14 +216,14 @@ def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, 
     """Write sweep.csv/.md/.html into ``out`` (default: the multirun dir); returns paths and text."""
     from evalharness.report import html, plots
 
-    columns, rows = sweep_table(multirun_dir, baseline)
+    jobs = collect(multirun_dir)  # every run document read once, for the table, notes and figures
+    columns, rows = sweep_table(multirun_dir, jobs, baseline)
     out = out or multirun_dir
     title = f"evalharness sweep: {os.path.basename(os.path.normpath(multirun_dir))}"
-    secs = sections(multirun_dir, columns, rows)
+    secs = sections(multirun_dir, jobs, columns, rows)
     keys = columns[1 : columns.index("status")]
     if "quant" in keys:
         secs = [*quant_sections(multirun_dir, rows, keys), *secs]
-    jobs = collect(multirun_dir)
     labels = {r["run"]: _label(r, columns) for r in rows}
     secs += agreement_sections(jobs, lambda job: labels[job["run"]])
     figures = []
