@@ -42,7 +42,9 @@ class _Resizer:
             self.interpreter.resize_tensor_input(self.input, shape, strict=True)
             self.interpreter.allocate_tensors()
             self.shape = shape
-        self.interpreter.set_tensor(self.input, np.ascontiguousarray(img)[None])
+        # written straight into the input buffer: a crop is a strided view, so set_tensor would copy
+        # it twice (contiguous first); the temporary view is gone before invoke checks for one
+        self.interpreter.tensor(self.input)()[0] = img
         self.interpreter.invoke()
         return self.interpreter.get_tensor(self.output)[0]
 
