@@ -32,6 +32,7 @@ from evalharness.errors import ConfigError, DataError
 from evalharness.loop_shape import SHAPES, LoopShape, requested, shaped
 from evalharness.output_checks import OutputChecks
 from evalharness.schema import bounds
+from evalharness.scoring_blocks import ScoringBlocks
 from evalharness.tasks.base import Task
 from evalharness.timing import summarize
 
@@ -202,7 +203,7 @@ def _stacked(chunk: list, size: int) -> list[np.ndarray]:
 
 
 def _run_each(
-    task: Task, model, record, settings: LoopSettings, result: LoopResult, chunks, size: int
+    model, scoring: ScoringBlocks, settings: LoopSettings, result: LoopResult, chunks, size: int
 ) -> None:
     """In-process models: one timed invoke per ``size`` samples (plus the first invoke's warm-up).
     With size > 1 each sample's latency is the batch's invoke time divided by ``size``."""
@@ -224,15 +225,11 @@ def _run_each(
         per_sample = [outputs] if size == 1 else [[o[j : j + 1] for o in outputs] for j in range(len(chunk))]
         result.batch["padded"] += size - len(chunk)
         for (sample, sample_tensors), out in zip(chunk, per_sample, strict=True):
-            result.inference_ms.append(latency)
-            result.checks.add(sample_tensors, out)
-            prediction = task.evaluator.update(sample, out)
-            if prediction is not None:
-                record({**prediction, "latency_ms": latency})
+            scoring.add(sample, sample_tensors, out, latency)
 
 
 def _run_batched(
-    task: Task, model, record, settings: LoopSettings, result: LoopResult, chunks, size: int
+    model, scoring: ScoringBlocks, settings: LoopSettings, result: LoopResult, chunks, size: int
 ) -> None:
     """Batch runners (runner=adb): up to ``model.batch_size`` prepared samples go to the device in one
     round trip. Each prediction's latency_ms is the device's figure for that sample; the run's
@@ -240,11 +237,7 @@ def _run_batched(
     for chunk in chunks:
         outputs = model.run_batch([tensors for _, tensors in chunk])
         for (sample, tensors), (out, latency) in zip(chunk, outputs, strict=True):
-            result.inference_ms.append(latency)
-            result.checks.add(tensors, out)
-            prediction = task.evaluator.update(sample, out)
-            if prediction is not None:
-                record({**prediction, "latency_ms": latency})
+            scoring.add(sample, tensors, out, latency)
 
 
 def batching(model, size: int) -> str:
@@ -311,7 +304,11 @@ def run_loop(
         )
         run = _run_batched if model.batch_size else _run_each
         chunk = model.batch_size or size
-        run(task, model, record, settings, result, _chunks(task, items, chunk, settings, result, bar), size)
+        scoring = ScoringBlocks(task, record, result)
+        try:
+            run(model, scoring, settings, result, _chunks(task, items, chunk, settings, result, bar), size)
+        finally:  # whatever stops the loop, every invoked sample is scored
+            scoring.flush()
     except (KeyboardInterrupt, Exception) as exc:  # whatever stops the loop, the scored samples count
         if debug() and not isinstance(exc, KeyboardInterrupt | DataError):
             raise

@@ -27,8 +27,16 @@ class OutputChecks:
         self._outputs: list[dict] = []
 
     def add(self, inputs: list[np.ndarray], outputs: list[np.ndarray]) -> None:
+        self.add_inputs(inputs)
+        self.add_outputs(outputs)
+
+    def add_inputs(self, inputs: list[np.ndarray]) -> None:
+        """One sample's inputs (only their checksums, and only until two distinct ones are seen)."""
         if len(self._inputs) < 2:
             self._inputs.add(zlib.crc32(b"".join(_crc(a).to_bytes(4, "little") for a in inputs)))
+
+    def add_outputs(self, outputs: list[np.ndarray]) -> None:
+        """One sample's outputs (the sample count goes with them)."""
         if not self._outputs:
             self._outputs = [
                 {

@@ -19,6 +19,7 @@ from evalharness.loop import prepared
 from evalharness.loop_shape import (
     AUTO,
     CALIBRATION_SAMPLES,
+    MIN_PREP_SHARE,
     MIN_SAMPLES,
     PIPELINED,
     SEQUENTIAL,
@@ -77,6 +78,15 @@ def test_sequential_chosen_where_the_preparing_thread_slows_invoke_down():
     assert choice.shape == SEQUENTIAL, choice.source
     assert choice.calibration["median_ratio_pipelined_over_sequential"] > 1.0
     assert choice.record()["workers"] == 0
+
+
+def test_sequential_chosen_where_there_is_little_to_hide():
+    """Cached inputs: preparing is a small share of the cycle, so whatever the paired ratio says
+    (here pipelining hides the little there is on a free core), the run goes on sequentially."""
+    choice = requested(AUTO, 1)
+    assert _run(_Machine(prep_s=0.0, invoke_s=0.004), MIN_SAMPLES, choice) == list(range(MIN_SAMPLES))
+    assert choice.shape == SEQUENTIAL and "too little for pipelining to hide" in choice.source
+    assert choice.calibration["preparation_share"] < MIN_PREP_SHARE
 
 
 def test_short_runs_and_explicit_settings_skip_calibration():

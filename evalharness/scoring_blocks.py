@@ -1,0 +1,60 @@
+"""The loop's per-sample scoring, done in short blocks between invokes instead of after each one.
+
+Why: every ``invoke()`` sweeps the CPU caches (weights and activations stream through them), so the
+Python that follows it — output checks, the task's record, the predictions line — starts cold each
+time. Measured in the loop (MobileNet v2 quant, cached inputs, 2 cores): 0.25–0.38 ms of such work
+per sample against a 3.7 ms invoke, where the same code takes about 0.03 ms when it runs warm.
+Holding a few samples' outputs and scoring them one after the other pays the cold start once per
+block.
+
+Nothing else changes: every sample is scored in sample order, by the same code, with the same
+latency; the loop flushes the block whenever it stops (an interrupted run keeps every sample it
+invoked, as before). A block ends at :data:`BLOCK_SAMPLES` samples, at :data:`BLOCK_BYTES` of held
+outputs (a model with large outputs is scored sample by sample) or :data:`BLOCK_S` seconds after its
+first sample (a slow model's predictions reach the file as they did).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+BLOCK_SAMPLES = 64
+BLOCK_BYTES = 4 * 2**20
+BLOCK_S = 0.25
+
+
+class ScoringBlocks:
+    """``add`` each invoked sample; ``flush`` scores what is held (the loop calls it at the end)."""
+
+    def __init__(self, task, record: Callable[[dict], None], result) -> None:
+        self.task, self.record, self.result = task, record, result
+        self._held: list[tuple[object, list[np.ndarray], float]] = []
+        self._bytes = 0
+        self._started = 0.0
+
+    def add(self, sample, tensors: list[np.ndarray], outputs: list[np.ndarray], latency: float) -> None:
+        """One invoked sample. Its inputs are checked now (they are not held), its outputs later."""
+        self.result.checks.add_inputs(tensors)
+        if not self._held:
+            self._started = time.perf_counter()
+        self._held.append((sample, outputs, latency))
+        self._bytes += sum(o.nbytes for o in outputs)
+        if (
+            len(self._held) >= BLOCK_SAMPLES
+            or self._bytes >= BLOCK_BYTES
+            or time.perf_counter() - self._started >= BLOCK_S
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        held, self._held, self._bytes = self._held, [], 0
+        result, evaluator = self.result, self.task.evaluator
+        for sample, outputs, latency in held:
+            result.inference_ms.append(latency)
+            result.checks.add_outputs(outputs)
+            prediction = evaluator.update(sample, outputs)
+            if prediction is not None:
+                self.record({**prediction, "latency_ms": latency})
