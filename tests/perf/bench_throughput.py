@@ -11,7 +11,8 @@ All figures are measured in this one run on this machine, MobileNet v2 quant, de
 - naive loops, one image at a time (what a user would write): Pillow's bilinear resize (not the
   TFLite tool's numbers) and evalharness' exact preprocessing;
 - evalharness cold (no cache) with ``loop.shape=sequential``, ``pipelined`` and ``auto`` (the
-  calibrated choice), ``--repeats`` times each in rotating order, and warm (preprocessed-tensor cache);
+  calibrated choice), ``--repeats`` times each in rotating order, and warm (preprocessed-tensor
+  cache) in the same three shapes, each against pure invoke measured just before and after it;
 - the exact resize, LiteRT's reference kernel (``loop.resize=native``, the default) vs the numpy
   port, and decode / crop / resize / convert per image (val50, one thread);
 - batched invoke (``loop.batch_size``) 1 vs 8 on MobileNet-EdgeTPU (dynamic batch), pure and cold,
@@ -89,8 +90,37 @@ def timed_loop(model, paths, make) -> float:
     return len(paths) / (time.perf_counter() - start)
 
 
+def pure_invoke(model, tensors: list, n: int) -> tuple[float, float]:
+    """img/s of set_inputs + invoke() on pre-made tensors, and CPU ms per invoke (all threads,
+    XNNPACK's spin-waits included)."""
+    start, cpu = time.perf_counter(), time.process_time()
+    for k in range(n):
+        model.set_inputs([tensors[k % len(tensors)]])
+        model.invoke()
+    return n / (time.perf_counter() - start), (time.process_time() - cpu) * 1000 / n
+
+
+def warm_runs(data: Path, threads: int, repeats: int, cache: str, ceiling) -> dict[str, list]:
+    """Cached runs in each loop shape, rotating; each paired with the pure-invoke figure measured
+    just before and after it (``ceiling()``, their mean): a shared machine drifts within minutes."""
+    shapes = ("sequential", "pipelined", "auto")
+    runs: dict[str, list] = {s: [] for s in shapes}
+    for r in range(repeats):
+        for shape in shapes[r % 3 :] + shapes[: r % 3]:
+            before = ceiling()
+            doc = run_app(data, threads, "loop.cache=true", f"paths.cache_dir={cache}", f"loop.shape={shape}")
+            runs[shape].append((doc, (before + ceiling()) / 2))
+    return runs
+
+
 def ips(doc: dict) -> float:
     return doc["throughput"]["images_per_s"]
+
+
+def in_invoke(doc: dict) -> float:
+    """The share of a run's loop time spent in invoke(), both from that run: what the loop around the
+    interpreter costs, whatever the machine's speed that minute (not what a busy core costs invoke)."""
+    return ips(doc) * doc["latency_ms"]["inference"]["mean"] / 1000
 
 
 def loop_shapes(data: Path, threads: int, repeats: int) -> dict[str, list[dict]]:
@@ -126,12 +156,7 @@ def classification(n: int, threads: int, repeats: int) -> None:
         paths = sorted(str(p) for p in (data / "images").iterdir())
         tensors = [preprocess_file(p, spec, inp) for p in paths[:50]]
 
-        start, cpu = time.perf_counter(), time.process_time()
-        for k in range(n):
-            model.set_inputs([tensors[k % 50]])
-            model.invoke()
-        invoke_ips = n / (time.perf_counter() - start)
-        invoke_cpu_ms = (time.process_time() - cpu) * 1000 / n  # all threads, XNNPACK's spin-waits included
+        invoke_ips, invoke_cpu_ms = pure_invoke(model, tensors, n)
 
         start, cpu = time.perf_counter(), time.process_time()
         with ThreadPoolExecutor(os.cpu_count()) as pool:
@@ -144,7 +169,7 @@ def classification(n: int, threads: int, repeats: int) -> None:
         shaped = loop_shapes(data, threads, repeats)
         with tempfile.TemporaryDirectory() as cache:
             run_app(data, threads, "loop.cache=true", f"paths.cache_dir={cache}")
-            warm = run_app(data, threads, "loop.cache=true", f"paths.cache_dir={cache}")
+            warm = warm_runs(data, threads, repeats, cache, lambda: pure_invoke(model, tensors, n)[0])
 
     cpu_bound = (os.cpu_count() or 1) * 1000 / (invoke_cpu_ms + prep_cpu_ms)
     print(f"images={n} threads={threads} cpus={os.cpu_count()} repeats={repeats}")
@@ -180,10 +205,17 @@ def classification(n: int, threads: int, repeats: int) -> None:
         f"cold auto = {auto / cpu_bound:.3f} x CPU budget, {auto / invoke_ips:.3f} x pure invoke, "
         f"{auto / naive_pil:.3f} x naive Pillow loop, {auto / naive_exact:.3f} x naive exact loop"
     )
-    warm_ips = ips(warm)
-    print(f"warm cache {warm_ips:35.1f} img/s = {warm_ips / invoke_ips:.3f} x pure invoke")
+    for shape in ("sequential", "pipelined", "auto"):
+        docs = [d for d, _ in warm[shape]]
+        print(
+            f"warm cache, loop.shape={shape:<10}   {' / '.join(f'{ips(d):.1f}' for d in docs)} img/s = "
+            f"{' / '.join(f'{ips(d) / c:.3f}' for d, c in warm[shape])} x pure invoke measured around "
+            f"each (ran {', '.join(d['provenance']['thread_budget']['loop']['shape'] for d in docs)}); "
+            f"share of the loop's time in invoke() {' / '.join(f'{in_invoke(d):.3f}' for d in docs)}"
+        )
     reference = shaped["sequential"][0]["metrics"]
-    same = all(d["metrics"] == reference for docs in [*shaped.values(), [warm]] for d in docs)
+    warm_docs = [d for runs in warm.values() for d, _ in runs]
+    same = all(d["metrics"] == reference for docs in [*shaped.values(), warm_docs] for d in docs)
     print(f"metrics identical across shapes, repeats and the warm run: {same}")
     print("first auto run:", shaped["auto"][0]["provenance"]["thread_budget"]["loop"]["source"])
 
