@@ -2,10 +2,9 @@
 
 Why: every ``invoke()`` sweeps the CPU caches (weights and activations stream through them), so the
 Python that follows it — output checks, the task's record, the predictions line — starts cold each
-time. Measured in the loop (MobileNet v2 quant, cached inputs, 2 cores): 0.25–0.38 ms of such work
-per sample against a 3.7 ms invoke, where the same code takes about 0.03 ms when it runs warm.
-Holding a few samples' outputs and scoring them one after the other pays the cold start once per
-block.
+time. Measured in the loop (MobileNet v2 quant, cached inputs, 2 cores): 0.15–0.25 ms of such work
+per sample against a 3.7 ms invoke; scored one after the other in blocks, the same code takes
+0.05 ms a sample. Holding a few samples' outputs pays the cold start once per block.
 
 Nothing else changes: every sample is scored in sample order, by the same code, with the same
 latency; the loop flushes the block whenever it stops (an interrupted run keeps every sample it
