@@ -12,7 +12,8 @@ run sequentially (the first one carries the cold first invoke and the warm-up), 
 cycle time (from handing one prepared sample to the loop to handing it the next: invoke, scoring and
 whatever preparation the loop waited for) is measured. The shape whose paired blocks are faster in
 the median of the per-pair ratios runs the rest — unless preparing took under
-:data:`MIN_PREP_SHARE` of the sequential blocks' time (cached inputs), when sequential runs. Every
+:data:`MIN_PREP_SHARE` of the sequential blocks' time (cached inputs), when sequential runs; that
+is decided as soon as a sequential block shows it, so a cached run calibrates on 16 samples. Every
 calibration sample is scored like any other: both shapes produce the same tensors in the same
 order, so only the clock differs. Shorter runs keep
 the pipelined shape (the earlier default) and say why. ``loop.shape=sequential|pipelined``, or
@@ -116,38 +117,45 @@ def shaped(
             yield item
         if len(stamps) > 1:
             cycles[shape].append((stamps[-1] - stamps[0]) * 1e3 / (len(stamps) - 1))
-    seq_ms = sum(cycles[SEQUENTIAL]) * (BLOCK - 1)
-    _decide(choice, cycles, waited * 1e3 / seq_ms if seq_ms > 0 else 1.0)
+        if _preparation_share(cycles, waited) < MIN_PREP_SHARE:
+            break  # the first sequential block already says there is little to hide
+    _decide(choice, cycles, _preparation_share(cycles, waited))
     yield from prepare_items(it, choice.workers if choice.shape == PIPELINED else 0)
 
 
+def _preparation_share(cycles: dict[str, list[float]], waited_s: float) -> float:
+    """The share of the sequential blocks' time spent preparing (1.0 before any was measured)."""
+    seq_ms = sum(cycles[SEQUENTIAL]) * (BLOCK - 1)
+    return waited_s * 1e3 / seq_ms if seq_ms > 0 else 1.0
+
+
 def _decide(choice: LoopShape, cycles: dict[str, list[float]], prep_share: float) -> None:
-    pairs = list(zip(cycles[SEQUENTIAL], cycles[PIPELINED], strict=False))
-    ratios = [p / s for s, p in pairs if s > 0]
-    if not ratios:  # nothing measurable (the blocks ran dry): keep the default
+    seq_blocks, pipe_blocks = cycles[SEQUENTIAL], cycles[PIPELINED]
+    ratios = [p / s for s, p in zip(seq_blocks, pipe_blocks, strict=False) if s > 0]
+    samples = BLOCK * (len(seq_blocks) + len(pipe_blocks))
+    ratio = statistics.median(ratios) if ratios else None
+    if seq_blocks and prep_share < MIN_PREP_SHARE:
+        choice.shape = SEQUENTIAL
+        choice.source = (
+            f"calibrated on {samples} samples: preparation is {prep_share:.1%} of a sequential cycle "
+            f"({statistics.fmean(seq_blocks):.2f} ms/sample; cached inputs?), too little for pipelining "
+            "to hide: sequential"
+        )
+    elif ratio is None:  # nothing measurable (the blocks ran dry): keep the default
         choice.shape, choice.source = PIPELINED, "calibration measured nothing: pipelined by default"
         return
-    ratio = statistics.median(ratios)
-    seq, pipe = statistics.fmean(cycles[SEQUENTIAL]), statistics.fmean(cycles[PIPELINED])
-    source = (
-        f"calibrated on {2 * PAIRS * BLOCK} samples: pipelined {pipe:.2f} ms/sample vs "
-        f"sequential {seq:.2f} ms/sample (median paired ratio {ratio:.3f})"
-    )
-    if prep_share < MIN_PREP_SHARE:
-        choice.shape = SEQUENTIAL
-        source += (
-            f"; preparation is {prep_share:.1%} of a sequential cycle (cached inputs?), too little for "
-            "pipelining to hide: sequential"
-        )
     else:
         choice.shape = PIPELINED if ratio < 1.0 else SEQUENTIAL
-    choice.source = source
+        choice.source = (
+            f"calibrated on {samples} samples: pipelined {statistics.fmean(pipe_blocks):.2f} ms/sample "
+            f"vs sequential {statistics.fmean(seq_blocks):.2f} ms/sample (median paired ratio {ratio:.3f})"
+        )
     choice.calibration = {
         "preparation_share": round(prep_share, 4),
-        "samples": 2 * PAIRS * BLOCK,
+        "samples": samples,
         "block": BLOCK,
         "order": "ABBA",
         "sequential_ms_per_sample": [round(c, 4) for c in cycles[SEQUENTIAL]],
         "pipelined_ms_per_sample": [round(c, 4) for c in cycles[PIPELINED]],
-        "median_ratio_pipelined_over_sequential": round(ratio, 4),
+        "median_ratio_pipelined_over_sequential": None if ratio is None else round(ratio, 4),
     }

@@ -18,6 +18,7 @@ from repeated_dataset import make_dataset, overrides
 from evalharness.loop import prepared
 from evalharness.loop_shape import (
     AUTO,
+    BLOCK,
     CALIBRATION_SAMPLES,
     MIN_PREP_SHARE,
     MIN_SAMPLES,
@@ -81,12 +82,15 @@ def test_sequential_chosen_where_the_preparing_thread_slows_invoke_down():
 
 
 def test_sequential_chosen_where_there_is_little_to_hide():
-    """Cached inputs: preparing is a small share of the cycle, so whatever the paired ratio says
-    (here pipelining hides the little there is on a free core), the run goes on sequentially."""
+    """Cached inputs: preparing is a small share of the cycle, so the run goes on sequentially as soon
+    as the first sequential block shows it, without measuring pipelining (it could hide no more)."""
     choice = requested(AUTO, 1)
     assert _run(_Machine(prep_s=0.0, invoke_s=0.004), MIN_SAMPLES, choice) == list(range(MIN_SAMPLES))
     assert choice.shape == SEQUENTIAL and "too little for pipelining to hide" in choice.source
-    assert choice.calibration["preparation_share"] < MIN_PREP_SHARE
+    cal = choice.calibration
+    assert cal["preparation_share"] < MIN_PREP_SHARE
+    assert cal["samples"] == BLOCK and cal["pipelined_ms_per_sample"] == []  # decided after one block
+    assert cal["median_ratio_pipelined_over_sequential"] is None
 
 
 def test_short_runs_and_explicit_settings_skip_calibration():
