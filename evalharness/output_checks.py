@@ -11,13 +11,9 @@ session's samples are checked (a resumed run's earlier samples were checked when
 
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 
-
-def _crc(array: np.ndarray) -> int:
-    return zlib.crc32(np.ascontiguousarray(array).view(np.uint8).reshape(-1))
+from evalharness.checksum import crc32_array, crc32_bytes
 
 
 class OutputChecks:
@@ -33,7 +29,7 @@ class OutputChecks:
     def add_inputs(self, inputs: list[np.ndarray]) -> None:
         """One sample's inputs (only their checksums, and only until two distinct ones are seen)."""
         if len(self._inputs) < 2:
-            self._inputs.add(zlib.crc32(b"".join(_crc(a).to_bytes(4, "little") for a in inputs)))
+            self._inputs.add(crc32_bytes(b"".join(crc32_array(a).to_bytes(4, "little") for a in inputs)))
 
     def add_outputs(self, outputs: list[np.ndarray]) -> None:
         """One sample's outputs (the sample count goes with them)."""
@@ -55,7 +51,7 @@ class OutputChecks:
                 stats["nonfinite_values"] += bad
                 stats["nonfinite_samples"] += bad > 0
             stats["all_zero_samples"] += not out.any()
-            crc = _crc(out)
+            crc = crc32_array(out)
             if stats["crc"] is None:
                 stats["crc"] = crc
             elif crc != stats["crc"]:

@@ -14,15 +14,11 @@ import hashlib
 import json
 import os
 import shutil
-import zlib
 
 import numpy as np
 
+from evalharness.checksum import crc32_array, crc32_bytes
 from evalharness.rundir.files import atomic_write_text
-
-
-def _crc(arr: np.ndarray) -> int:
-    return zlib.crc32(np.ascontiguousarray(arr).view(np.uint8).reshape(-1))
 
 
 class TensorCache:
@@ -57,7 +53,7 @@ class TensorCache:
             self.misses += 1
             return None
         arr = self._tensors[i].copy()  # verified and served as one copy: a later write cannot change it
-        if zlib.crc32(arr.reshape(-1).view(np.uint8)) != int(self._crcs[i]):
+        if crc32_bytes(arr.reshape(-1).view(np.uint8)) != int(self._crcs[i]):
             self.filled[i] = 0
             self.corrupt += 1
             self.misses += 1
@@ -67,7 +63,7 @@ class TensorCache:
 
     def put(self, i: int, arr: np.ndarray) -> None:
         self.data[i] = arr
-        self.crc[i] = _crc(self.data[i])
+        self.crc[i] = crc32_array(self.data[i])
         self.filled[i] = 1  # set last: a kill before this line leaves the sample unfilled
 
     def flush(self) -> None:
