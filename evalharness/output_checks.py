@@ -22,10 +22,6 @@ class OutputChecks:
         self._inputs: set[int] = set()  # at most two distinct input checksums are kept
         self._outputs: list[dict] = []
 
-    def add(self, inputs: list[np.ndarray], outputs: list[np.ndarray]) -> None:
-        self.add_inputs(inputs)
-        self.add_outputs(outputs)
-
     def add_inputs(self, inputs: list[np.ndarray]) -> None:
         """One sample's inputs (only their checksums, and only until two distinct ones are seen)."""
         if len(self._inputs) < 2:

@@ -71,8 +71,10 @@ def test_nonfinite_outputs_are_invalid_and_files_stay_strict_json(tmp_path):
 def test_output_checks_count_per_output():
     checks = OutputChecks()
     a, b = np.zeros((1, 4), np.uint8), np.ones((1, 4), np.uint8)
-    checks.add([a], [np.array([0.0, np.nan], np.float32), np.zeros(3)])
-    checks.add([b], [np.array([1.0, 2.0], np.float32), np.zeros(3)])
+    checks.add_inputs([a])
+    checks.add_outputs([np.array([0.0, np.nan], np.float32), np.zeros(3)])
+    checks.add_inputs([b])
+    checks.add_outputs([np.array([1.0, 2.0], np.float32), np.zeros(3)])
     record = checks.record(["x", "y"])
     assert record["samples"] == 2 and record["distinct_inputs"]
     assert record["outputs"][0] | {"name": "x"} == {
@@ -85,6 +87,8 @@ def test_output_checks_count_per_output():
     assert record["outputs"][1]["all_zero_samples"] == 2 and record["outputs"][1]["same_for_every_input"]
     assert record["failed"] == ["x: nonfinite (1 of 2 samples)"]  # one constant output of two is normal
     both = OutputChecks()
-    both.add([a], [np.ones(2), np.zeros(3)])
-    both.add([b], [np.ones(2), np.zeros(3)])
+    both.add_inputs([a])
+    both.add_outputs([np.ones(2), np.zeros(3)])
+    both.add_inputs([b])
+    both.add_outputs([np.ones(2), np.zeros(3)])
     assert both.record(["x", "y"])["failed"] == ["x, y: same output for every input (2 samples)"]

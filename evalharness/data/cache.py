@@ -17,7 +17,7 @@ import shutil
 
 import numpy as np
 
-from evalharness.checksum import crc32_array, crc32_bytes
+from evalharness.checksum import crc32_array
 from evalharness.rundir.files import atomic_write_text
 
 
@@ -53,7 +53,7 @@ class TensorCache:
             self.misses += 1
             return None
         arr = self._tensors[i].copy()  # verified and served as one copy: a later write cannot change it
-        if crc32_bytes(arr.reshape(-1).view(np.uint8)) != int(self._crcs[i]):
+        if crc32_array(arr) != int(self._crcs[i]):
             self.filled[i] = 0
             self.corrupt += 1
             self.misses += 1

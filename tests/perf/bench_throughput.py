@@ -90,6 +90,16 @@ def timed_loop(model, paths, make) -> float:
     return len(paths) / (time.perf_counter() - start)
 
 
+SHAPES = ("sequential", "pipelined", "auto")
+
+
+def rotating(repeats: int):
+    """The loop shapes, ``repeats`` rounds, each round starting one shape later: paired runs whose
+    order does not favour one shape as the machine drifts."""
+    for r in range(repeats):
+        yield from SHAPES[r % 3 :] + SHAPES[: r % 3]
+
+
 def pure_invoke(model, tensors: list, n: int) -> tuple[float, float]:
     """img/s of set_inputs + invoke() on pre-made tensors, and CPU ms per invoke (all threads,
     XNNPACK's spin-waits included)."""
@@ -103,13 +113,11 @@ def pure_invoke(model, tensors: list, n: int) -> tuple[float, float]:
 def warm_runs(data: Path, threads: int, repeats: int, cache: str, ceiling) -> dict[str, list]:
     """Cached runs in each loop shape, rotating; each paired with the pure-invoke figure measured
     just before and after it (``ceiling()``, their mean): a shared machine drifts within minutes."""
-    shapes = ("sequential", "pipelined", "auto")
-    runs: dict[str, list] = {s: [] for s in shapes}
-    for r in range(repeats):
-        for shape in shapes[r % 3 :] + shapes[: r % 3]:
-            before = ceiling()
-            doc = run_app(data, threads, "loop.cache=true", f"paths.cache_dir={cache}", f"loop.shape={shape}")
-            runs[shape].append((doc, (before + ceiling()) / 2))
+    runs: dict[str, list] = {s: [] for s in SHAPES}
+    for shape in rotating(repeats):
+        before = ceiling()
+        doc = run_app(data, threads, "loop.cache=true", f"paths.cache_dir={cache}", f"loop.shape={shape}")
+        runs[shape].append((doc, (before + ceiling()) / 2))
     return runs
 
 
@@ -125,11 +133,9 @@ def in_invoke(doc: dict) -> float:
 
 def loop_shapes(data: Path, threads: int, repeats: int) -> dict[str, list[dict]]:
     """Cold runs (no cache) in each loop shape, ``repeats`` times in rotating order (paired)."""
-    shapes = ("sequential", "pipelined", "auto")
-    runs: dict[str, list[dict]] = {s: [] for s in shapes}
-    for r in range(repeats):
-        for shape in shapes[r % 3 :] + shapes[: r % 3]:
-            runs[shape].append(run_app(data, threads, f"loop.shape={shape}", "loop.cache=false"))
+    runs: dict[str, list[dict]] = {s: [] for s in SHAPES}
+    for shape in rotating(repeats):
+        runs[shape].append(run_app(data, threads, f"loop.shape={shape}", "loop.cache=false"))
     return runs
 
 
@@ -205,7 +211,7 @@ def classification(n: int, threads: int, repeats: int) -> None:
         f"cold auto = {auto / cpu_bound:.3f} x CPU budget, {auto / invoke_ips:.3f} x pure invoke, "
         f"{auto / naive_pil:.3f} x naive Pillow loop, {auto / naive_exact:.3f} x naive exact loop"
     )
-    for shape in ("sequential", "pipelined", "auto"):
+    for shape in SHAPES:
         docs = [d for d, _ in warm[shape]]
         print(
             f"warm cache, loop.shape={shape:<10}   {' / '.join(f'{ips(d):.1f}' for d in docs)} img/s = "
@@ -285,6 +291,7 @@ def resize_parts(rounds: int = 4) -> None:
     spec, inp, native = PreprocessSpec(), InputSpec(224, 224, 3, "uint8"), NativeBilinear()
     steps = {"decode": 0.0, "crop": 0.0, "resize numpy": 0.0, "resize native": 0.0, "convert": 0.0}
     same = True
+
     def timed(resize, crop):
         start = time.perf_counter()
         out = resize(crop, 224, 224)
