@@ -17,10 +17,10 @@ import sys
 
 from PIL import Image
 
+from evalharness.core.errors import EvalHarnessError
 from evalharness.data.manifest import dataset_identity, sha256_file
-from evalharness.errors import EvalHarnessError
-from evalharness.metrics import load_annotations
-from evalharness.tasks.coco import list_coco_samples
+from evalharness.stats.coco_eval import load_annotations
+from evalharness.tasks.coco.live import list_coco_samples
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""``python -m evalharness``: the thin entry point. Hydra composes the config; :mod:`evalharness.job`
+"""``python -m evalharness``: the thin entry point. Hydra composes the config; :mod:`evalharness.run.job`
 validates it into a plan and runs it; here user errors become exit codes.
 
 A user error (bad config, missing file, unavailable delegate, model that does not fit the task)
@@ -19,10 +19,10 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from evalharness.boundary import EXIT_STOPPED, EXIT_USER_ERROR, debug, describe, report
-from evalharness.errors import RunStopped
-from evalharness.job import run
-from evalharness.paths import CONF_DIR, bundled, model_stem
+from evalharness.core.boundary import EXIT_STOPPED, EXIT_USER_ERROR, debug, describe, report
+from evalharness.core.errors import RunStopped
+from evalharness.core.paths import CONF_DIR, bundled, model_stem
+from evalharness.run.job import run
 from evalharness.rundir.document import holds_run
 
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
@@ -103,7 +103,7 @@ def plain_key(arg: str) -> str:
 def rewrite_overrides(args: list[str]) -> list[str]:
     """The spellings a user tries, made into Hydra's: ``model.preprocess=<preset>`` is the
     ``model/preprocess`` group; ``model.path=X`` without ``model=`` selects the ``file`` preset (the
-    run is named after X and its settings come from the file, see ``evalharness.model_settings``)."""
+    run is named after X and its settings come from the file, see ``evalharness.run.model_settings``)."""
     presets = {p.stem for d in conf_dirs(args) for p in (d / "model" / "preprocess").glob("*.yaml")}
     out = []
     for arg in args:
@@ -118,10 +118,10 @@ def rewrite_overrides(args: list[str]) -> list[str]:
 
 
 def main() -> None:
-    from evalharness.launchers import missing_launcher_plugin
+    from evalharness.run.launchers import missing_launcher_plugin
 
     if sys.argv[1:2] == ["inspect"]:  # `evalharness inspect MODEL`: python -m evalharness.inspect
-        from evalharness.inspect import main as inspect_main
+        from evalharness.inspect.facts import main as inspect_main
 
         sys.exit(inspect_main(sys.argv[2:]))
     sys.argv[1:] = rewrite_overrides(sys.argv[1:])

@@ -17,8 +17,8 @@ import shutil
 
 import numpy as np
 
-from evalharness.checksum import crc32_array
-from evalharness.rundir.files import atomic_write_text
+from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.checksum import crc32_array
 
 
 class TensorCache:

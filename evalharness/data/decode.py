@@ -16,8 +16,8 @@ import warnings
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from evalharness.errors import DataError
-from evalharness.fileguard import file_error_reason
+from evalharness.core.errors import DataError
+from evalharness.core.fileguard import file_error_reason
 
 # Decompression-bomb guard: decode_rgb refuses a larger image from its header, before any pixel is
 # decoded. The value is Pillow's own default limit (~89.5 Mpixel; 10k x 10k is refused, a 48 MP

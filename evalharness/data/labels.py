@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from evalharness.errors import ConfigError, DataError, ModelMismatchError
-from evalharness.fileguard import refuse_special_file
+from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
+from evalharness.core.fileguard import refuse_special_file
 
 _FIX_LABELS = "pass the label file that matches the model (model.labels=...)"
 # model.labels=auto (the ``file`` model preset) left unresolved: the model file carries no labels

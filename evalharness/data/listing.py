@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from evalharness.errors import DataError
-from evalharness.fileguard import file_error_reason
+from evalharness.core.errors import DataError
+from evalharness.core.fileguard import file_error_reason
 
 
 def list_entries(folder: Path, unscored: Counter | None = None) -> Iterator[tuple[str, int | str]]:

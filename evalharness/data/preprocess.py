@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
+from evalharness.core.errors import ConfigError, ModelMismatchError
 from evalharness.data.decode import decode_rgb
-from evalharness.errors import ConfigError, ModelMismatchError
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalharness.core.errors import ConfigError
 from evalharness.data.manifest import samples_identity
-from evalharness.errors import ConfigError
 
 SCHEMES = ("interleaved", "contiguous")
 

@@ -12,14 +12,14 @@ import argparse
 import os
 import sys
 
-from evalharness.errors import EvalHarnessError
+from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.errors import EvalHarnessError
+from evalharness.core.numbers import stable_json
+from evalharness.core.tables import render_text
 from evalharness.explain.core import explain
-from evalharness.explain.location import HTML_FILE, explain_dir
 from evalharness.explain.render import model_explorer, render_html, sections, summary
-from evalharness.numbers import stable_json
-from evalharness.rundir.files import atomic_write_text
+from evalharness.report.explain_location import HTML_FILE, explain_dir
 from evalharness.rundir.reader import load_run
-from evalharness.tables import render_text
 
 EXIT_USER_ERROR = 2
 

@@ -9,7 +9,7 @@
   letterbox to original-image pixels), so the images explain picks as changed are those the run
   comparison listed, and "restored" means "no box lost, none new".
 
-Beside that yes/no, each image gets the decoded comparison of :mod:`evalharness.scoring.decoded`
+Beside that yes/no, each image gets the decoded comparison of :mod:`evalharness.stats.decoded`
 (top-5 overlap and score change; or matched-box IoU, class agreement, score change).
 """
 
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from evalharness.decoders.base import build_decoder
 from evalharness.explain.sides import ExplainError, Side
 from evalharness.explain.trace import Dequantizer
-from evalharness.scoring.decoded import boxes_agree, compare_boxes, compare_classes
-from evalharness.tasks.decoders import build_decoder
+from evalharness.stats.decoded import boxes_agree, compare_boxes, compare_classes
 
 
 class Answers:

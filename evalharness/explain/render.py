@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 
-from evalharness.numbers import fmt
+from evalharness.core.numbers import fmt
+from evalharness.core.tables import Section
 from evalharness.report import html, plots
-from evalharness.tables import Section
 
 SNR_CAP = 120.0  # |dB| shown in Model Explorer for identical tensors (+inf) and NaN outputs (-inf)
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from evalharness.core.errors import EvalHarnessError
 from evalharness.data.preprocess import InputSpec, PreprocessSpec, preprocess_file, spec_from_config
-from evalharness.errors import EvalHarnessError
 from evalharness.report.runs import MODEL_INPUT_FIELDS, comparability, field_differences
 from evalharness.rundir.reader import Run
 from evalharness.runtime import DelegatePlan, Model, load_model, plan_delegate

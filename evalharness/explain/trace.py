@@ -17,9 +17,9 @@ import math
 
 import numpy as np
 
+from evalharness.core.tensors import TensorInfo
 from evalharness.explain.sides import Side
 from evalharness.runtime.subgraph import ModelGraph
-from evalharness.runtime.tensors import TensorInfo
 
 
 class Dequantizer:

@@ -15,7 +15,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from evalharness.errors import EvalHarnessError
+from evalharness.core.errors import EvalHarnessError
 
 log = logging.getLogger("evalharness.report")
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalharness.boundary import debug, report
-from evalharness.numbers import stable_json
+from evalharness.core.boundary import debug, report
+from evalharness.core.numbers import stable_json
+from evalharness.core.tables import render_markdown, render_text
 from evalharness.report import cache_states, diff_view, gate, merge, rescore, sweep
 from evalharness.report.diff import build_diff
 from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.rundir.reader import load_run
-from evalharness.tables import render_markdown, render_text
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 

@@ -4,13 +4,13 @@ The renderers (terminal, Markdown, HTML, JSON) and the gate all read this dict, 
 a table is the number a ``--fail-if`` rule tests. Rows named here (``top1``, ``AP50``,
 ``latency_p50``, ``size_bytes``, ``coverage``, ...) are the metric names of the gate grammar. What
 is compared image by image, and the verdict, come from the task's definition
-(:mod:`evalharness.scoring`): nothing here knows a task by name.
+(:mod:`evalharness.tasks.discovery`): nothing here knows a task by name.
 """
 
 from __future__ import annotations
 
-from evalharness.numbers import delta, ratio, relative_pct
-from evalharness.report.latency_stats import run_speedups
+from evalharness.core.numbers import delta, ratio, relative_pct
+from evalharness.report.latency import run_speedups
 from evalharness.report.runs import Comparability, definition_of, malformed
 from evalharness.rundir.reader import Run
 

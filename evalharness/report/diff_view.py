@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
-from evalharness.numbers import fmt, fmt_pct
-from evalharness.report import latency_stats
+from evalharness.core.numbers import fmt, fmt_pct
+from evalharness.core.tables import Section
 from evalharness.report.runs import definition_of
-from evalharness.tables import Section
+from evalharness.stats import speedup
 
 
 def title(doc: dict) -> str:
@@ -78,7 +78,7 @@ def _latency(doc: dict) -> Section:
         for r in doc["latency"]
     ]
     notes = ["ms; timed region invoke() only; speed-up = A / B (> 1: B is faster)"]
-    notes += latency_stats.notes(doc)
+    notes += speedup.notes(doc)
     return Section("Latency", ["stat", "A", "B", "delta %", "speed-up"], rows, notes, key="latency")
 
 
@@ -111,7 +111,7 @@ def _explain_link(doc: dict) -> str:
     """A link to ``python -m evalharness.explain``'s page for these runs, when it was made."""
     from html import escape
 
-    from evalharness.explain.location import HTML_FILE, explain_dir
+    from evalharness.report.explain_location import HTML_FILE, explain_dir
 
     if not (doc["a"].get("dir") and doc["b"].get("dir")):
         return ""

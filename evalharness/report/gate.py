@@ -43,7 +43,7 @@ import operator
 import re
 from dataclasses import dataclass
 
-from evalharness.numbers import delta, fmt, fmt_pct, relative_pct
+from evalharness.core.numbers import delta, fmt, fmt_pct, relative_pct
 from evalharness.report.diff import quantities
 from evalharness.report.runs import ReportError
 

@@ -11,8 +11,8 @@ import io
 import os
 from html import escape
 
+from evalharness.core.tables import Section, numeric_columns
 from evalharness.report.plots import MISSING_NOTE
-from evalharness.tables import Section, numeric_columns
 
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; }

@@ -25,8 +25,8 @@ from evalharness.report.runs import ReportError, definition_of, malformed
 from evalharness.rundir.document import has_document, run_document, write_run
 from evalharness.rundir.files import RESULTS_FILE, RunWriter
 from evalharness.rundir.reader import Run, dig, load_run
-from evalharness.scoring import and_list, listed
-from evalharness.timing import summarize
+from evalharness.stats.latency import summarize
+from evalharness.tasks.discovery import and_list, listed
 
 PROCESS_LATENCY = ("init", "first_inference", "warmup", "inference")
 # provenance fields every shard of one evaluation must share

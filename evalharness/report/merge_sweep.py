@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from evalharness.errors import EvalHarnessError
+from evalharness.core.errors import EvalHarnessError
 from evalharness.report.merge import merge_loaded
 from evalharness.report.runs import ReportError
 from evalharness.report.sweep import collect

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 
-from evalharness.errors import EvalHarnessError
-from evalharness.numbers import delta, fmt
+from evalharness.core.errors import EvalHarnessError
+from evalharness.core.numbers import delta, fmt
+from evalharness.core.tables import Section
 from evalharness.rundir.reader import load_run
-from evalharness.scoring.paired import classification_diff, format_p
-from evalharness.tables import Section
+from evalharness.stats.paired import classification_diff, format_p
 
 FLOAT = "none"
 QUANT_COLUMNS = ("d_top1_vs_float", "d_top5_vs_float", "top1_agreement", "mcnemar_p")

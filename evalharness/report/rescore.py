@@ -8,11 +8,11 @@ ranks; ``--backend`` scores detections with another COCO backend.
 
 from __future__ import annotations
 
+from evalharness.core.tables import Section
 from evalharness.report.runs import ReportError, definition_of, malformed
 from evalharness.rundir.document import metrics_for_schema
 from evalharness.rundir.reader import Run, flatten
-from evalharness.scoring import and_list, listed
-from evalharness.tables import Section
+from evalharness.tasks.discovery import and_list, listed
 
 
 def recompute(run: Run, top_k: int | None = None, backend: str | None = None) -> dict:

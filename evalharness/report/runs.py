@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 
-from evalharness.boundary import debug
-from evalharness.errors import EvalHarnessError
+from evalharness.core.boundary import debug
+from evalharness.core.errors import EvalHarnessError
 from evalharness.report.cache_states import cache_mismatch
 from evalharness.rundir.reader import Run, flatten
 
@@ -106,7 +106,7 @@ def definition_of(run: Run | dict):
 
     A run made with a plug-in task needs that plug-in importable here too; the error says how.
     """
-    from evalharness.scoring import PLUGINS_ENV, task_definitions
+    from evalharness.tasks.discovery import PLUGINS_ENV, task_definitions
 
     task = run.task if isinstance(run, Run) else run.get("task")
     settings = run.task_settings if isinstance(run, Run) else {}

@@ -20,7 +20,9 @@ import re
 
 import yaml
 
-from evalharness.numbers import delta, fmt, fmt_pct, ratio, relative_pct
+from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.numbers import delta, fmt, fmt_pct, ratio, relative_pct
+from evalharness.core.tables import Section, render_markdown, render_text
 from evalharness.report.cache_states import sweep_note
 from evalharness.report.quant_table import add_quant_columns, quant_sections
 from evalharness.report.runs import ReportError, definition_of
@@ -30,9 +32,8 @@ from evalharness.report.sweep_pairs import (
     latency_samples,
     pareto_front,
 )
-from evalharness.rundir.files import METRICS_FILE, atomic_write_text
+from evalharness.rundir.files import METRICS_FILE
 from evalharness.rundir.reader import Run, load_run
-from evalharness.tables import Section, render_markdown, render_text
 
 VALUE_COLUMNS = ("latency_mean_ms", "latency_p50_ms", "size_MB", "coverage", "num_scored")
 SPECS = {

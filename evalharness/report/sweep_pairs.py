@@ -9,11 +9,11 @@ image apart. The matrix says which pairs really differ (the task's own agreement
 
 from __future__ import annotations
 
-from evalharness.numbers import fmt
-from evalharness.report.latency_stats import samples
+from evalharness.core.numbers import fmt
+from evalharness.core.tables import Section
+from evalharness.report.latency import samples
 from evalharness.report.runs import definition_of
-from evalharness.scoring.paired import format_p
-from evalharness.tables import Section
+from evalharness.stats.paired import format_p
 
 INTERVAL_METRICS = ("top1", "top5", "AP", "AP50")
 

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
-import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
-from evalharness.fileguard import refuse_special_file
+from evalharness.core.atomic_io import (
+    atomic_write_chunks,
+    atomic_write_text,
+    dumps,
+    no_nan,
+    strict_json_line,
+)
+from evalharness.core.fileguard import refuse_special_file
 
 log = logging.getLogger("evalharness")
 
@@ -26,69 +31,6 @@ RESULTS_FILE = "results.txt"
 STATE_FILE = "run_state.json"
 RUN_FILES = (METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE)
 FLUSH_S = 0.1  # the longest a written prediction line waits in the buffer (a hard kill's loss)
-
-
-def atomic_write_text(path: str, text: str) -> None:
-    atomic_write_chunks(path, (text,))
-
-
-def atomic_write_bytes(path: str, data: bytes) -> None:
-    atomic_write_chunks(path, (data,))
-
-
-def atomic_write_chunks(path: str, chunks: Iterable[str | bytes]) -> None:
-    """Write ``chunks`` to a temporary file, fsync, rename: a reader sees the old file or the new one."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual file mode
-        with os.fdopen(fd, "wb") as f:
-            for chunk in chunks:
-                f.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def dumps(doc: dict) -> str:
-    """Deterministic JSON: sorted keys, 2-space indent, no NaN (written as null)."""
-    return json.dumps(_no_nan(doc), indent=2, sort_keys=True, allow_nan=False) + "\n"
-
-
-def strict_json_line(record: dict) -> str:
-    """One record as a line of strict JSON; the walk that nulls NaN/Inf runs only for a record
-    that holds one (the common record goes straight to the encoder)."""
-    try:
-        return json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
-    except ValueError:
-        return json.dumps(_no_nan(record), sort_keys=True, allow_nan=False) + "\n"
-
-
-def _no_nan(value):
-    """Strict JSON values: NaN and +-Inf (which JSON cannot hold) become null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _no_nan(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_no_nan(v) for v in value]
-    return value
 
 
 def read_predictions(path: str, repair: bool = False) -> list[dict]:
@@ -187,7 +129,7 @@ class RunWriter:
         if isinstance(obj, Iterator):
             atomic_write_chunks(path, _json_array_chunks(obj))
         else:
-            atomic_write_text(path, json.dumps(_no_nan(obj), separators=(",", ":"), allow_nan=False) + "\n")
+            atomic_write_text(path, json.dumps(no_nan(obj), separators=(",", ":"), allow_nan=False) + "\n")
         return path
 
     def write_results(self, lines: list[str]) -> str:
@@ -200,5 +142,5 @@ def _json_array_chunks(rows: Iterator) -> Iterator[str]:
     """Same bytes as ``json.dumps(list(rows), separators=(",", ":"))``, one row at a time."""
     yield "["
     for i, row in enumerate(rows):
-        yield ("," if i else "") + json.dumps(_no_nan(row), separators=(",", ":"), allow_nan=False)
+        yield ("," if i else "") + json.dumps(no_nan(row), separators=(",", ":"), allow_nan=False)
     yield "]\n"

@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from evalharness.errors import DataError, EvalHarnessError
-from evalharness.fileguard import refuse_special_file
+from evalharness.core.errors import DataError, EvalHarnessError
+from evalharness.core.fileguard import refuse_special_file
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE
 
 

@@ -20,17 +20,10 @@ from __future__ import annotations
 import json
 import os
 
-from evalharness.errors import ConfigError, EvalHarnessError
-from evalharness.fileguard import refuse_special_file
-from evalharness.rundir.files import (
-    METRICS_FILE,
-    PREDICTIONS_FILE,
-    RUN_FILES,
-    STATE_FILE,
-    atomic_write_text,
-    dumps,
-    read_predictions,
-)
+from evalharness.core.atomic_io import atomic_write_text, dumps
+from evalharness.core.errors import ConfigError, EvalHarnessError
+from evalharness.core.fileguard import refuse_special_file
+from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RUN_FILES, STATE_FILE, read_predictions
 from evalharness.rundir.reader import flatten
 
 VOLATILE = ("loop",)  # config groups that may change between sessions of one run

@@ -4,19 +4,19 @@
 or ``android``'s adb) turns it into a :class:`DelegatePlan` (pure Python, no runtime import, so
 unavailable delegates fail before anything loads); the backend registered for ``plan.backend``
 loads the model as a :class:`Model` (``contract``). Plug-in modules register themselves and are
-imported here on first use, never just to validate a config.
+imported on first use (lazy registries), never just to validate a config.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evalharness.registry import Registry
+from evalharness.core.registry import Registry
+from evalharness.core.schema import FrozenDict
+from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan, check_delegate
 from evalharness.runtime.runners import RUNNERS, Runner
-from evalharness.runtime.tensors import TensorInfo
-from evalharness.schema import FrozenDict
 
 __all__ = [
     "Coverage",
@@ -32,17 +32,12 @@ __all__ = [
 
 
 def runners() -> Registry[Runner]:
-    """Every runner (``host`` lives in runners.py; the others register when imported here)."""
-    from evalharness.runtime.android import device_runner  # noqa: F401 - registers runner=adb
-
+    """Every runner (``host`` lives in runners.py; the others are imported when first named)."""
     return RUNNERS
 
 
 def backends() -> Registry[type[Model]]:
-    """Every backend, by the ``DelegatePlan.backend`` name it serves."""
-    from evalharness.runtime import compiled, litert, npu  # noqa: F401 - compiled_gpu, interpreter, compiled_npu
-    from evalharness.runtime.android import runner  # noqa: F401 - registers adb
-
+    """Every backend, by the ``DelegatePlan.backend`` name it serves (imported when first named)."""
     return BACKENDS
 
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from evalharness.errors import ConfigError, DelegateUnavailableError, EvalHarnessError
+from evalharness.core.errors import ConfigError, DelegateUnavailableError, EvalHarnessError
 from evalharness.runtime.cache import shader_cache, xnnpack_weight_cache
 from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evalharness.errors import ModelMismatchError
-from evalharness.registry import Registry
+from evalharness.core.errors import ModelMismatchError
+from evalharness.core.registry import Registry
+from evalharness.core.schema import freeze, thaw
+from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.delegates import DelegatePlan
-from evalharness.runtime.tensors import TensorInfo
-from evalharness.schema import freeze, thaw
 
 
 @dataclass(frozen=True, eq=False)  # eq: Mapping's, so a Coverage equals its metrics.json dict
@@ -131,4 +131,12 @@ class Model(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} runs one sample at a time (batch_size=0)")
 
 
-BACKENDS: Registry[type[Model]] = Registry("backend")
+BACKENDS: Registry[type[Model]] = Registry("backend", base=Model)
+for _name, _reference in {
+    "interpreter": "evalharness.runtime.litert:InterpreterModel",
+    "compiled_gpu": "evalharness.runtime.compiled:CompiledGpuModel",
+    "compiled_cpu": "evalharness.runtime.compiled:CompiledCpuModel",
+    "compiled_npu": "evalharness.runtime.npu:CompiledNpuModel",
+    "adb": "evalharness.runtime.android.backend:AdbModel",
+}.items():
+    BACKENDS.register_lazy(_name, _reference)

@@ -18,11 +18,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from evalharness.errors import DelegateUnavailableError, EvalHarnessError, ModelMismatchError
+from evalharness.core.errors import DelegateUnavailableError, EvalHarnessError, ModelMismatchError
+from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.cache import xnnpack_weight_cache
 from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan
-from evalharness.runtime.tensors import TensorInfo
 
 RUNTIME_PACKAGES = {"litert": "ai-edge-litert", "tensorflow": "tensorflow"}
 

@@ -32,7 +32,7 @@ from ai_edge_litert import schema_py_generated as schema
 from flatbuffers import number_types as nt
 from flatbuffers.table import Table
 
-from evalharness.errors import ConfigError
+from evalharness.core.errors import ConfigError
 
 __all__ = ["ModelFile", "TensorSummary", "read_model_file"]
 

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from evalharness.errors import DelegateUnavailableError, EvalHarnessError
+from evalharness.core.errors import DelegateUnavailableError, EvalHarnessError
 from evalharness.runtime.compiled import CompiledBuffersModel
 from evalharness.runtime.contract import BACKENDS, Coverage
 from evalharness.runtime.delegates import DelegatePlan, parse_options

@@ -19,9 +19,9 @@ import os
 import time
 from collections.abc import Mapping
 
+from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
+from evalharness.core.errors import DelegateUnavailableError
 from evalharness.data.manifest import cached_record, sha256_file
-from evalharness.errors import DelegateUnavailableError
-from evalharness.rundir.files import atomic_write_bytes, atomic_write_text
 
 AOT_SOC = "LNL"
 

@@ -2,7 +2,7 @@
 
 The only module that imports ``ai_edge_quantizer`` (optional extra ``[quant]``). It maps the
 recipe names of ``conf/quant/*.yaml`` to the quantizer's recipes and returns the variant's bytes;
-caching, calibration data and provenance live in :mod:`evalharness.quant`.
+caching, calibration data and provenance live in :mod:`evalharness.run.variants`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from importlib import metadata
 
 import numpy as np
 
-from evalharness.errors import ConfigError, EvalHarnessError
+from evalharness.core.errors import ConfigError, EvalHarnessError
 
 # recipe name (conf/quant/*.yaml) -> what it does
 RECIPES = {

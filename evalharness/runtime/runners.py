@@ -1,8 +1,8 @@
 """Runners: where a checked delegate config runs, each with its own settings schema.
 
 Planning a delegate is the delegate's business; WHERE it runs is the runner's. ``host`` (this
-process) asks the delegate's own plan function; ``adb`` (runtime/android/device_runner.py) plans
-for benchmark_model on a phone. A runner checks its config group with :mod:`evalharness.schema`
+process) asks the delegate's own plan function; ``adb`` (runtime/android/runner.py) plans
+for benchmark_model on a phone. A runner checks its config group with :mod:`evalharness.core.schema`
 before anything is loaded or touched. No runtime import here.
 """
 
@@ -12,9 +12,9 @@ import abc
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from evalharness.registry import Registry
+from evalharness.core.registry import Registry
+from evalharness.core.schema import FrozenDict, check
 from evalharness.runtime.delegates import DELEGATES, DelegatePlan, DelegateSettings
-from evalharness.schema import FrozenDict, check
 
 
 class Runner(abc.ABC):
@@ -32,7 +32,8 @@ class Runner(abc.ABC):
         """How to load the checked delegate config here (unavailable -> an error now)."""
 
 
-RUNNERS: Registry[Runner] = Registry("runner")
+RUNNERS: Registry[Runner] = Registry("runner", base=Runner)
+RUNNERS.register_lazy("adb", "evalharness.runtime.android.runner")  # registers itself when imported
 
 
 @dataclass

@@ -22,7 +22,7 @@ import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
-from evalharness.errors import ModelMismatchError
+from evalharness.core.errors import ModelMismatchError
 
 __all__ = ["GraphOp", "ModelGraph"]
 

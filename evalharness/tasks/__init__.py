@@ -1,24 +1,8 @@
-"""Live tasks: ``load_tasks()`` maps each task definition's name to its live class."""
+"""Tasks: one folder per task, its definition and its live half side by side.
 
-from __future__ import annotations
-
-import importlib
-
-from evalharness.registry import Registry
-
-
-def load_tasks() -> Registry:
-    """Name -> live task class, for every task definition found (see :mod:`evalharness.scoring`)."""
-    from evalharness.scoring import task_definitions
-
-    live: Registry = Registry("task")
-    definitions = task_definitions()
-    for name in definitions.names():
-        live.register(name)(live_class(definitions.get(name)))
-    return live
-
-
-def live_class(definition) -> type:
-    """The live task class a definition names (``module:Class``), imported on demand."""
-    module, _, attr = definition.live.partition(":")
-    return getattr(importlib.import_module(module), attr)
+``tasks/<task>/definition.py`` (config schema, abilities, the pure records -> metrics scorer, summary
+lines, diff comparisons; never imports ``runtime/`` or a live half, so reports run anywhere) and
+``tasks/<task>/live.py`` (samples, input preparation, outputs -> records). The contracts are
+:mod:`evalharness.tasks.definition` and :mod:`evalharness.tasks.live`; discovery is
+:mod:`evalharness.tasks.discovery`.
+"""

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evalharness.scoring.base import Scorer, TaskDefinition, register
-from evalharness.scoring.paired import pair_by_id
-from evalharness.tables import Section
+from evalharness.core.tables import Section
+from evalharness.stats.paired import pair_by_id
+from evalharness.tasks.definition import Scorer, TaskDefinition, register
 
 
 @dataclass

@@ -7,7 +7,7 @@ import os
 
 from evalharness.data.preprocess import image_input_spec, preprocess_file, spec_from_config
 from evalharness.data.shard import Shard, select_samples, sharded_identity
-from evalharness.tasks.base import RecordEvaluator, Task
+from evalharness.tasks.live import RecordEvaluator, Task
 
 
 class _Evaluator(RecordEvaluator):

@@ -1,6 +1,6 @@
 """Android phones over adb (``runner=adb``): TFLite's ``benchmark_model`` runs the model on the device.
 
-``device_runner`` is the ``adb`` runner (its settings and delegate plans); ``benchmark_model`` maps
+``runner`` is the ``adb`` runner (its settings and delegate plans); ``benchmark_model`` maps
 our delegate config to its registrar flags and parses its log; ``adb`` wraps the adb client;
-``runner`` is the ``adb`` backend, the model object the run loop drives in batches.
+``backend`` is the ``adb`` backend, the model object the run loop drives in batches.
 """

@@ -12,7 +12,7 @@ import re
 import shutil
 import subprocess
 
-from evalharness.errors import EvalHarnessError
+from evalharness.core.errors import EvalHarnessError
 
 _RC = re.compile(r"^RC=(\d+)\s*$", re.M)
 _PROP = re.compile(r"^\[([^\]]+)\]: \[(.*)\]\s*$", re.M)

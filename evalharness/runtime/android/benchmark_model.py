@@ -10,23 +10,9 @@ from __future__ import annotations
 import math
 import re
 
-from evalharness.errors import ConfigError, DelegateUnavailableError, EvalHarnessError
+from evalharness.core.errors import DelegateUnavailableError, EvalHarnessError
 from evalharness.runtime.contract import Coverage
-from evalharness.runtime.delegates import DelegatePlan
-
-# delegate name -> (name benchmark_model prints in "Explicitly applied X delegate", Replacing-line tag)
-APPLIED_AS = {
-    "xnnpack": ("XNNPACK", "xnnpack"),
-    "gpu": ("GPU", "gpu"),
-    "nnapi": ("NNAPI", "nnapi"),
-    "hexagon": ("Hexagon", "hexagon"),
-    "external": ("External", ""),
-}
-ON_DEVICE = ("cpu", "reference", *APPLIED_AS)
-NNAPI_PREFERENCES = ("", "fast_single_answer", "sustained_speed", "low_power", "undefined")
-NNAPI_PRIORITIES = ("", "default", "low", "medium", "high")
-GPU_BACKENDS = ("", "cl", "gl")
-SERIALIZABLE = ("gpu", "nnapi")  # delegates that honour --delegate_serialize_dir/_token
+from evalharness.runtime.delegates import DELEGATES, DelegatePlan, OnDevice, kind_of
 
 _UNCONSUMED = re.compile(r"Unconsumed cmdline flags:\s*(.*\S)")
 _APPLIED = re.compile(
@@ -57,66 +43,24 @@ _MEM_DELTA = re.compile(
 _MEM_PEAK = re.compile(rf"Overall peak memory footprint \(MB\) via periodic monitoring: {_NUM}")
 
 
-def _flag(value) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
+def on_device(plan: DelegatePlan) -> OnDevice:
+    """How benchmark_model runs the plan's delegate (declared beside the delegate's kind)."""
+    found = kind_of(plan).on_device
+    if found is None:
+        valid = [n for n in DELEGATES.names() if DELEGATES.get(n).on_device is not None]
+        raise DelegateUnavailableError(
+            f"delegate={plan.name} does not run on an Android phone through benchmark_model "
+            f"(runner=adb); valid there: {', '.join(valid)}"
+        )
+    return found
 
 
 def device_flags(plan: DelegatePlan) -> list[str]:
     """benchmark_model registrar flags for the plan (1:1 with our delegate config names)."""
-    f = plan.flags
     out = [f"--num_threads={plan.num_threads}"]
     if plan.require_full_delegation:
         out.append("--require_full_delegation=true")
-    if plan.name == "reference":
-        if f.get("op_resolver") not in ("auto", "builtin_without_default_delegates"):
-            raise ConfigError(
-                f"delegate=reference op_resolver={f.get('op_resolver')!r} is host-only; on the device "
-                "the reference is builtin kernels without XNNPACK (op_resolver=auto)"
-            )
-        out.append("--use_xnnpack=false")
-    elif plan.name == "xnnpack":
-        out += ["--use_xnnpack=true", f"--xnnpack_force_fp16={_flag(f['xnnpack_force_fp16'])}"]
-    elif plan.name == "gpu":
-        _one_of("gpu_backend", f["gpu_backend"], GPU_BACKENDS)
-        out += [
-            "--use_gpu=true",
-            f"--gpu_precision_loss_allowed={_flag(f['gpu_precision_loss_allowed'])}",
-            f"--gpu_experimental_enable_quant={_flag(f['gpu_experimental_enable_quant'])}",
-        ]
-        out += [f"--gpu_backend={f['gpu_backend']}"] if f["gpu_backend"] else []
-    elif plan.name == "nnapi":
-        _one_of("nnapi_execution_preference", f["nnapi_execution_preference"], NNAPI_PREFERENCES)
-        _one_of("nnapi_execution_priority", f["nnapi_execution_priority"], NNAPI_PRIORITIES)
-        out += ["--use_nnapi=true"]
-        for key in ("nnapi_accelerator_name", "nnapi_execution_preference", "nnapi_execution_priority"):
-            out += [f"--{key}={f[key]}"] if f[key] else []
-        out += [
-            f"--disable_nnapi_cpu={_flag(f['disable_nnapi_cpu'])}",
-            f"--nnapi_allow_fp16={_flag(f['nnapi_allow_fp16'])}",
-        ]
-        if f["max_delegated_partitions"]:
-            out.append(f"--max_delegated_partitions={f['max_delegated_partitions']}")
-    elif plan.name == "hexagon":
-        out += ["--use_hexagon=true", f"--hexagon_lib_path={f['hexagon_lib_path']}"]
-    elif plan.name == "external":
-        path = f["external_delegate_path"]
-        if not path.startswith("/"):
-            raise ConfigError(
-                "delegate=external with runner=adb: external_delegate_path must be the library's path "
-                f"ON THE PHONE (absolute, e.g. /data/local/tmp/libdelegate.so), not {path!r}"
-            )
-        out.append(f"--external_delegate_path={path}")
-        if f["external_delegate_options"]:
-            out.append(f"--external_delegate_options={f['external_delegate_options']}")
-    return out
-
-
-def _one_of(key: str, value: str, valid: tuple[str, ...]) -> None:
-    if value not in valid:
-        raise ConfigError(
-            f"delegate.{key}={value!r} is not a benchmark_model value; "
-            f"valid: {', '.join(v for v in valid if v)}"
-        )
+    return out + on_device(plan).flags(plan.flags)
 
 
 def _number(text: str) -> float | None:
@@ -215,8 +159,7 @@ def check_log(log: str, plan: DelegatePlan) -> dict:
     info = parse_delegation(log)
     wanted = plan.flags.get("nnapi_accelerator_name")
     if (
-        plan.name == "nnapi"
-        and wanted
+        wanted
         and info["accelerators"] is not None
         and wanted not in info["accelerators"]
     ):
@@ -224,9 +167,9 @@ def check_log(log: str, plan: DelegatePlan) -> dict:
             f"NNAPI accelerator {wanted!r} is not on this device; "
             f"available: {', '.join(info['accelerators'])}"
         )
-    if plan.name not in APPLIED_AS:
+    label = on_device(plan).applied_as
+    if not label:
         return info
-    label = APPLIED_AS[plan.name][0]
     if info["not_applied"]:
         raise DelegateUnavailableError(
             f"delegate={plan.name}: benchmark_model applied the {label} delegate but it took no node of the "
@@ -245,8 +188,8 @@ def check_log(log: str, plan: DelegatePlan) -> dict:
 
 def coverage(info: dict, plan: DelegatePlan, ops_total: int) -> Coverage:
     """The delegation coverage from the Replacing line of the requested delegate."""
-    tag = APPLIED_AS.get(plan.name, ("", "xnnpack"))[1]
-    if plan.name == "reference":
+    tag = on_device(plan).replacing_tag
+    if tag is None:
         lines = []
     else:
         lines = [

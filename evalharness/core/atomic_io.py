@@ -1,0 +1,75 @@
+"""Files written whole, atomically (temp file, fsync, rename): a reader sees the old file or the
+new one, never half of either. Every file evalharness writes whole goes through here; JSON is
+deterministic (sorted keys) and strict (NaN and Inf written as null).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    atomic_write_chunks(path, (text,))
+
+
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    atomic_write_chunks(path, (data,))
+
+
+def atomic_write_chunks(path: str, chunks: Iterable[str | bytes]) -> None:
+    """Write ``chunks`` to a temporary file, fsync, rename: a reader sees the old file or the new one."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual file mode
+        with os.fdopen(fd, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def dumps(doc: dict) -> str:
+    """Deterministic JSON: sorted keys, 2-space indent, no NaN (written as null)."""
+    return json.dumps(no_nan(doc), indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def strict_json_line(record: dict) -> str:
+    """One record as a line of strict JSON; the walk that nulls NaN/Inf runs only for a record
+    that holds one (the common record goes straight to the encoder)."""
+    try:
+        return json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
+    except ValueError:
+        return json.dumps(no_nan(record), sort_keys=True, allow_nan=False) + "\n"
+
+
+def no_nan(value):
+    """Strict JSON values: NaN and +-Inf (which JSON cannot hold) become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: no_nan(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [no_nan(v) for v in value]
+    return value

@@ -1,0 +1,77 @@
+"""The one error boundary of every entry point: a failure is one ``error:`` line, never a traceback.
+
+``python -m evalharness`` (each job of a multirun too), ``python -m evalharness.report`` and the
+other command-line tools hand whatever escapes them to :func:`describe`, which turns it into one
+line naming the key or file and the fix: evalharness' own errors as they are, Hydra's and
+OmegaConf's (override grammar, unknown option, type conversion) reduced to their first line, OS
+errors (missing, unreadable, a directory where a file belongs, a loop of links, a full disk) named
+by file. Anything else is a bug: its line says so. ``EVALHARNESS_DEBUG=1`` re-raises instead, with
+the traceback.
+
+Exit codes: :data:`EXIT_USER_ERROR` (2) for every failure before a run produced results,
+:data:`EXIT_STOPPED` (1) once a run has written its metrics.json (partial, failed or invalid).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+
+EXIT_OK, EXIT_STOPPED, EXIT_USER_ERROR = 0, 1, 2
+DEBUG_ENV = "EVALHARNESS_DEBUG"
+
+_OS_HINTS = {
+    errno.ENOENT: "check the path",
+    errno.EACCES: "check its permissions",
+    errno.EPERM: "check its permissions",
+    errno.EISDIR: "it is a directory; give a file",
+    errno.ENOTDIR: "a part of the path is a file; give a directory",
+    errno.ELOOP: "the path is a loop of symbolic links",
+    errno.ENOSPC: "the disk is full; free space or choose another directory",
+    errno.EROFS: "the file system is read-only; choose another directory",
+    errno.ENAMETOOLONG: "the path is too long",
+    errno.EEXIST: "it exists already; choose another path",
+}
+
+
+def debug() -> bool:
+    """Tracebacks wanted (``EVALHARNESS_DEBUG=1``)."""
+    return os.environ.get(DEBUG_ENV, "") not in ("", "0")
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a user: what is wrong, where, and (when known) how to fix it."""
+    from evalharness.core.errors import EvalHarnessError
+
+    if isinstance(exc, EvalHarnessError):
+        return _first_line(exc) or type(exc).__name__
+    module = type(exc).__module__ or ""
+    if module.startswith(("hydra", "omegaconf")):
+        return f"config: {_compose_error(exc)}"
+    if isinstance(exc, OSError):
+        where = f" {exc.filename!r}" if exc.filename else ""
+        hint = _OS_HINTS.get(exc.errno or -1)
+        reason = exc.strerror or _first_line(exc) or type(exc).__name__
+        return f"{reason}:{where}" + (f" ({hint})" if hint else "")
+    return f"internal error ({type(exc).__name__}: {_first_line(exc)}); {DEBUG_ENV}=1 shows the traceback"
+
+
+def _compose_error(exc: BaseException) -> str:
+    """Hydra's multi-line messages on one line: the problem, then any listed options comma-separated."""
+    text = str(exc).split("See https://")[0].split("Config search path:")[0]
+    text = text or str(exc.__cause__ or "") or type(exc).__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 2:  # "Could not find 'x'" / "Available options in 'x':" / one option a line
+        return f"{lines[0]} {lines[1]} {', '.join(lines[2:])}"
+    return " ".join(lines)
+
+
+def report(exc: BaseException) -> None:
+    """Print the one ``error:`` line of ``exc`` on stderr."""
+    print(f"error: {describe(exc)}", file=sys.stderr)

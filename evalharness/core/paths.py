@@ -1,0 +1,33 @@
+"""Locate ``conf/`` and the bundled sample whether evalharness runs from a checkout or an install.
+
+In the repository they sit at the top level (``conf/``, ``datasets/sample/``); ``pip install .``
+copies them into the package (``evalharness/conf``, ``evalharness/bundled``). Nothing here
+depends on the current working directory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parents[1]  # evalharness/
+
+
+def _locate(installed: str, checkout: str) -> Path:
+    inside = _PACKAGE / installed
+    return inside if inside.is_dir() else _PACKAGE.parent / checkout
+
+
+CONF_DIR = _locate("conf", "conf")
+BUNDLED_DIR = _locate("bundled", "datasets/sample")
+
+
+def bundled(relative: str) -> str:
+    """OmegaConf resolver ``${bundled:file}``: absolute path of a file of the bundled sample."""
+    return str(BUNDLED_DIR / relative)
+
+
+def model_stem(path: str) -> str:
+    """OmegaConf resolver ``${model_stem:path}``: a model file's name without ``.tflite`` (the run's
+    model name when only ``model.path`` is given)."""
+    return os.path.splitext(os.path.basename(str(path)))[0] or "model"

@@ -1,0 +1,113 @@
+"""The one registry style for every plug-in kind: tasks, backends, delegates, runners, decoders,
+ground-truth formats.
+
+A name maps to an object registered by decorator, or lazily to ``"module:object"`` so that naming a
+plug-in costs no import until it is used (a report lists tasks without loading a runtime). Outside
+plug-ins come from the entry-point group ``evalharness.<kind>s`` of an installed package. Every
+object is checked against the kind's base class when it is first resolved, and a name that is not
+there is one :class:`ConfigError` listing the valid names and the closest one, as lm-eval-harness
+does. A plug-in whose module fails to import is an error naming the plug-in and its module, never an
+"internal error".
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.metadata
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+from evalharness.core.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def load_object(reference: str, what: str) -> object:
+    """``"package.module:attr"`` imported; ``what`` names the plug-in in the error if it fails."""
+    module, _, attr = reference.partition(":")
+    try:
+        found = importlib.import_module(module)
+        return getattr(found, attr) if attr else found
+    except ImportError as exc:
+        raise ConfigError(f"{what}: module {module!r} cannot be imported: {exc}") from None
+    except AttributeError:
+        raise ConfigError(f"{what}: module {module!r} has no {attr!r}") from None
+
+
+class Registry(Generic[T]):
+    """``kind`` names the plug-in kind in messages (``unknown delegate 'gpux'``); ``base``: the class
+    every entry must be (an instance of, or a subclass of); ``entry_points``: the entry-point group of
+    outside plug-ins (default ``evalharness.<kind>s``; ``None`` for none)."""
+
+    def __init__(self, kind: str, base: type | None = None, entry_points: str | None = "") -> None:
+        self.kind = kind
+        self.base = base
+        self.group = f"evalharness.{kind.replace(' ', '_')}s" if entry_points == "" else entry_points
+        self._items: dict[str, T] = {}
+        self._lazy: dict[str, str] = {}
+        self._entry_points_read = False
+
+    def register(self, name: str) -> Callable[[T], T]:
+        def add(obj: T) -> T:
+            if name in self._items:
+                raise ValueError(f"{self.kind} {name!r} registered twice")
+            self._lazy.pop(name, None)
+            self._items[name] = self._checked(name, obj)
+            return obj
+
+        return add
+
+    def register_lazy(self, name: str, reference: str) -> None:
+        """``name`` served by ``"module:object"``, imported the first time ``name`` is asked for (a
+        module that registers ``name`` itself when imported may give ``"module"`` alone)."""
+        if name in self._items or name in self._lazy:
+            raise ValueError(f"{self.kind} {name!r} registered twice")
+        self._lazy[name] = reference
+
+    def get(self, name: str) -> T:
+        self._read_entry_points()
+        if name not in self._items and name in self._lazy:
+            self._resolve(name)
+        try:
+            return self._items[name]
+        except (KeyError, TypeError):
+            valid = ", ".join(self.names())
+            close = difflib.get_close_matches(str(name), self.names(), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"unknown {self.kind} {name!r}; valid: {valid}.{hint}") from None
+
+    def names(self) -> list[str]:
+        self._read_entry_points()
+        return sorted({*self._items, *self._lazy})
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def _resolve(self, name: str) -> None:
+        reference = self._lazy[name]
+        obj = load_object(reference, f"{self.kind} {name!r}")
+        if name not in self._items:  # "module:object" (a module that registered itself is done)
+            if ":" not in reference:
+                raise ConfigError(f"{self.kind} {name!r}: module {reference!r} did not register it")
+            self._lazy.pop(name, None)
+            self._items[name] = self._checked(name, obj)
+
+    def _checked(self, name: str, obj: T) -> T:
+        base = self.base
+        if base is not None and not (
+            isinstance(obj, base) or (isinstance(obj, type) and issubclass(obj, base))
+        ):
+            raise ConfigError(f"{self.kind} {name!r} is {obj!r}, not a {base.__name__}")
+        return obj
+
+    def _read_entry_points(self) -> None:
+        if self._entry_points_read or not self.group:
+            return
+        self._entry_points_read = True
+        for ep in importlib.metadata.entry_points(group=self.group):
+            if ep.name not in self._items and ep.name not in self._lazy:
+                self._lazy[ep.name] = ep.value

@@ -1,0 +1,144 @@
+"""One way to check settings: a plug-in declares a dataclass beside its code, :func:`check` applies it.
+
+Every plug-in (task, delegate, output decoder, runner) and every core config group is checked the
+same way, so the same mistake gives the same one ``ConfigError`` line wherever it is made: an
+unknown key, a wrong type or a missing mandatory value (``???``) names ``<where>.<key>``. What comes
+back is frozen (:class:`FrozenDict`, tuples for lists): a validated setting is never edited in
+place; a derived value (thread budget, quantized variant) is a new value in the plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from evalharness.core.errors import ConfigError
+
+
+class FrozenDict(dict):
+    """A dict that refuses to change after construction (JSON-serialisable like any dict)."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("a validated setting is immutable; derive a new value instead")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse
+
+    def __reduce__(self):
+        return (FrozenDict, (dict(self),))
+
+    def __hash__(self):  # type: ignore[override]
+        return hash(tuple(sorted(self.items(), key=lambda kv: str(kv[0]))))
+
+
+def freeze(value):
+    """Deep-frozen copy: dicts -> FrozenDict, lists -> tuples."""
+    if isinstance(value, Mapping):
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value):
+    """Plain, mutable JSON-like copy of a frozen value (dicts and lists)."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+def one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def field_names(schema: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(schema)]
+
+
+def check_keys(schema: type, node: Mapping, where: str, what: str = "key") -> None:
+    """Unknown keys of ``node`` -> one ConfigError listing the valid ones (and the closest match)."""
+    valid = field_names(schema)
+    unknown = sorted(set(node) - set(valid))
+    if unknown:
+        close = difflib.get_close_matches(str(unknown[0]), valid, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(
+            f"{where}: unknown {what}(s) {', '.join(map(str, unknown))}; valid: {', '.join(valid)}.{hint}"
+        )
+
+
+def check(schema: type, node: Mapping | None, where: str) -> FrozenDict:
+    """``node`` merged onto the dataclass ``schema``, type-checked and checked against each field's
+    declared bounds (:func:`bounds`); frozen plain values.
+
+    ``where`` names the place for the error line (``config group 'task'``, ``decoder yolo``).
+    """
+    node = dict(node or {})
+    try:
+        base = _writable(OmegaConf.structured(schema))
+        merged = OmegaConf.merge(base, node)
+        container = OmegaConf.to_container(merged, resolve=True, throw_on_missing=True)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"{where}: {one_line(exc)}") from None
+    check_bounds(schema, container, where)
+    return freeze(container)
+
+
+def bounds(low: float | None = None, high: float | None = None, choices: tuple = (), **kind) -> dict:
+    """Field metadata a schema declares: ``field(default=4, metadata=bounds(1))``: the value must be
+    >= ``low``, <= ``high``, one of ``choices``. ``kind``: what the value is (``path="file"`` or
+    ``"dir"``, ``text=True``) so checks and the generated fault tests know how to attack it."""
+    meta = {k: v for k, v in (("low", low), ("high", high)) if v is not None}
+    if choices:
+        meta["choices"] = tuple(choices)
+    return {**meta, **kind}
+
+
+def _choice(value):
+    """YAML reads ``true`` as a boolean that a ``str`` field then holds as 'True': compare lower-case."""
+    return value.lower() if isinstance(value, str) else value
+
+
+def check_bounds(schema: type, values: Mapping, where: str) -> None:
+    """Each field's declared bounds (see :func:`bounds`), nested dataclasses included."""
+    hints = typing.get_type_hints(schema)
+    for f in dataclasses.fields(schema):
+        value = values.get(f.name)
+        if dataclasses.is_dataclass(hints.get(f.name)) and isinstance(value, Mapping):
+            check_bounds(hints[f.name], value, f"{where} ({f.name})")
+            continue
+        meta = f.metadata
+        if value is None or not meta:
+            continue
+        problem = None
+        if "choices" in meta and _choice(value) not in meta["choices"]:
+            problem = f"use one of {', '.join(map(str, meta['choices']))}"
+        elif "low" in meta and isinstance(value, int | float) and value < meta["low"]:
+            problem = f"must be >= {meta['low']}"
+        elif "high" in meta and isinstance(value, int | float) and value > meta["high"]:
+            problem = f"must be <= {meta['high']}"
+        if problem:
+            raise ConfigError(f"{where}: {f.name}={value!r}: {problem}")
+
+
+def _writable(node):
+    """Clear the read-only flag a frozen dataclass (and each frozen nested one) sets: they may serve
+    as schemas too (e.g. ``PreprocessSpec``, ``LoopSettings``)."""
+    if isinstance(node, DictConfig):
+        OmegaConf.set_readonly(node, False)
+        for key in node:
+            _writable(node._get_node(key))
+    return node
+
+
+def instantiate(schema: type, node: Mapping | None, where: str) -> Any:
+    """The dataclass ``schema`` built from the checked ``node`` (for plug-ins that keep an object)."""
+    checked = check(schema, node, where)
+    return schema(**{k: thaw(v) for k, v in checked.items()})

@@ -1,0 +1,2 @@
+"""``evalharness inspect MODEL``: what a ``.tflite`` file is, what evalharness would make of it, and
+what each delegate on this host really takes (:mod:`evalharness.inspect.facts`)."""

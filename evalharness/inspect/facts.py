@@ -1,0 +1,169 @@
+"""``python -m evalharness.inspect MODEL`` (``evalharness inspect MODEL``): what a .tflite file is,
+what evalharness would make of it, and what each delegate on this host really takes.
+
+Static lint tools guess delegate support from op lists; this prepares the model for real with every
+registered delegate (``runtime.delegates.DELEGATES``, so a backend added later is listed without
+touching this file) and reports the coverage the runtime measured, or the delegate's own error.
+Delegates this host cannot run are listed with what is missing. ``--json``: the same as one object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import json
+import os
+import sys
+
+from omegaconf import OmegaConf
+
+from evalharness.core.errors import EvalHarnessError
+from evalharness.core.paths import CONF_DIR, model_stem
+from evalharness.data.preprocess import image_layout
+from evalharness.run.model_settings import infer_model_settings
+
+EXIT_USER_ERROR = 2
+
+
+def _preset(path) -> dict:
+    return OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else {}
+
+
+def inferred_configuration(path: str, info) -> dict:
+    """The ``file`` model preset as a run with only ``model.path`` would fill it (nothing written)."""
+    model = {
+        "name": model_stem(path),
+        "path": path,
+        "labels": "auto",
+        "preprocess": _preset(CONF_DIR / "model" / "preprocess" / "tflite_tool.yaml"),
+        "decoder": None,
+        "class_map": "coco91",
+        "from_file": True,
+    }
+    model, sources = infer_model_settings(model, [f"model.path={path}"], None)
+    image = info.inputs[0].shape if len(info.inputs) == 1 else None
+    if model["decoder"]:
+        kind = "detector"
+    elif len(info.outputs) == 1 and len(info.outputs[0].shape) in (1, 2):
+        kind = "classifier"
+    else:
+        kind = "unknown: give model.decoder (detectors) or use a task that needs no decoding"
+    return {
+        "kind": kind,
+        "layout": image_layout(image, "auto") if image else None,
+        "settings": {k: v for k, v in model.items() if k != "from_file"},
+        "settings_source": sources,
+    }
+
+
+def delegate_defaults(name: str) -> dict:
+    """The delegate's own preset (conf/delegate/<name>.yaml) on one thread, or just its name."""
+    return {**_preset(CONF_DIR / "delegate" / f"{name}.yaml"), "name": name, "num_threads": 1}
+
+
+def delegate_report(path: str, name: str) -> dict:
+    """Prepare ``path`` with delegate ``name``: measured coverage, or why it could not."""
+    from evalharness.runtime import load_model, plan_delegate
+
+    try:
+        plan = plan_delegate(delegate_defaults(name))
+    except EvalHarnessError as exc:
+        return {"status": "unavailable", "reason": str(exc).splitlines()[0]}
+    try:
+        model = load_model(path, plan)
+    except EvalHarnessError as exc:
+        return {"status": "error", "error": str(exc).splitlines()[0]}
+    except Exception as exc:  # noqa: BLE001 - a runtime's own failure is the answer here, not a crash
+        return {"status": "error", "error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"}
+    return {"status": "prepared", "coverage": model.coverage.as_dict()}
+
+
+@contextlib.contextmanager
+def native_output_to_stderr():
+    """The runtime's native INFO lines go to fd 1 on some paths: keep stdout for the report (JSON)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        ctypes.CDLL(None).fflush(None)  # C stdio buffers flushed while fd 1 is still stderr
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def inspect_model(path: str, delegates: list[str] | None = None) -> dict:
+    from evalharness.runtime.delegates import DELEGATES
+    from evalharness.runtime.model_file import read_model_file
+
+    info = read_model_file(path)
+    names = delegates if delegates is not None else DELEGATES.names()
+    return {
+        "path": os.path.abspath(path),
+        "bytes": os.path.getsize(path),
+        **info.summary(),
+        "inferred": inferred_configuration(path, info),
+        "delegates": _prepare_all(path, names),
+    }
+
+
+def _prepare_all(path: str, names: list[str]) -> dict:
+    with native_output_to_stderr():
+        return {name: delegate_report(path, name) for name in names}
+
+
+def _tensor_line(t: dict) -> str:
+    q = t["quantization"]
+    quant = f" scale={q['scale']:.6g} zero_point={q['zero_point']}" if q["scale"] else ""
+    return f"  {t['name']}: {t['shape']} {t['dtype']}{quant}"
+
+
+def _delegate_line(name: str, r: dict) -> str:
+    if r["status"] != "prepared":
+        return f"  {name}: {r['status']}: {r.get('reason') or r.get('error')}"
+    c = r["coverage"]
+    took = "?" if c["ops_delegated"] is None else c["ops_delegated"]
+    on_cpu = c.get("ops_on_cpu_by_type") or c.get("unsupported_ops") or {}
+    parts = "?" if c["partitions"] is None else c["partitions"]
+    on_cpu = on_cpu or "none"
+    return f"  {name}: {took}/{c['ops_total']} ops delegated, {parts} partition(s); on CPU: {on_cpu}"
+
+
+def render_text(doc: dict) -> list[str]:
+    labels = doc["labels"]
+    inferred = doc["inferred"]
+    lines = [f"{doc['path']} ({doc['bytes']} bytes, {doc['converter'] or 'converter unknown'})", "inputs:"]
+    lines += [_tensor_line(t) for t in doc["inputs"]] + ["outputs:"]
+    lines += [_tensor_line(t) for t in doc["outputs"]]
+    lines += [
+        f"metadata buffers: {', '.join(doc['metadata_buffers']) or 'none'}",
+        f"metadata: {doc['metadata'] or 'none'}",
+        "labels: " + (f"{labels['count']} from {labels['source']}" if labels else "none in the file"),
+        f"normalization: {doc['normalization'] or 'none in the file'}",
+        f"attached files: {', '.join(doc['attached_files']) or 'none'}",
+        f"ultralytics: {doc['ultralytics'] or 'none'}",
+        "ops: " + ", ".join(f"{k} {v}" for k, v in doc["op_histogram"].items()),
+        f"inferred: {inferred['kind']}, input layout {inferred['layout']}",
+    ]
+    for key, value in inferred["settings"].items():
+        lines.append(f"  {key}: {value}  [{inferred['settings_source'].get(key, 'preset')}]")
+    lines.append("delegates (prepared for real on this host):")
+    lines += [_delegate_line(name, r) for name, r in doc["delegates"].items()]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="evalharness inspect", description=__doc__.splitlines()[0])
+    parser.add_argument("model", help="a .tflite file")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.add_argument("--delegate", action="append", help="only these delegates (repeatable)")
+    args = parser.parse_args(argv)
+    try:
+        doc = inspect_model(args.model, args.delegate)
+    except EvalHarnessError as exc:
+        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    print(json.dumps(doc, indent=2, sort_keys=True) if args.json else "\n".join(render_text(doc)))
+    return 0
+

@@ -1,0 +1,1 @@
+"""The one run loop: input pipeline, invoke, every clock, output checks, scoring in blocks."""

@@ -1,0 +1,329 @@
+"""The one run loop: iteration, progress, warm-up and every timing figure.
+
+Timing is honest by construction: only ``invoke()`` sits inside the timed region (decode,
+preprocessing and copying tensors in or out are outside it), and every figure comes from one
+clock (``time.perf_counter``). Sequence for N samples:
+
+1. load the model (``init_ms``), let the task check the model fits (before any image is read);
+2. sample 0: first ``invoke()`` (``first_inference_ms``), then ``warmup_runs`` more invokes on the
+   same input (``warmup``);
+3. every sample 0..N-1: one timed invoke (``inference``, N values) whose outputs are scored.
+
+Sample 0 is invoked again in step 3 so that its scored output comes from a warm interpreter, and
+the run records whether it equals the first output (a nondeterministic delegate shows up here).
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from array import array
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+from tqdm import tqdm
+
+from evalharness.core.boundary import debug, describe
+from evalharness.core.errors import ConfigError, DataError
+from evalharness.core.schema import bounds
+from evalharness.loop.blocks import ScoringBlocks
+from evalharness.loop.checks import OutputChecks
+from evalharness.loop.shape import SHAPES, LoopShape, requested, shaped
+from evalharness.stats.latency import summarize
+from evalharness.tasks.live import Task
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """The ``loop`` config group (also its schema: :func:`evalharness.core.schema.check` applies it)."""
+
+    warmup_runs: int = field(default=1, metadata=bounds(0))
+    strict: bool = True  # first bad sample stops the run (True) or is skipped and counted (False)
+    progress: bool = True
+    resume: bool = False  # continue an interrupted run in the same run directory
+    overwrite: bool = False  # replace a run already in the run directory
+    # auto: measure on this machine whether preparing inputs on other threads while invoke() runs
+    # (pipelined) beats preparing them in turn (sequential); see evalharness/loop/shape.py
+    shape: str = field(default="auto", metadata=bounds(choices=SHAPES))
+    # Threads preparing inputs ahead of invoke() in the pipelined shape, at most `prefetch` samples
+    # ahead (bounded memory, results in sample order). Given on the command line it chooses the
+    # shape (0 = strictly sequential: nothing else runs while invoke() is timed).
+    workers: int = field(default=1, metadata=bounds(0, 64))
+    prefetch: int = field(default=4, metadata=bounds(1, 4096))
+    # the exact TFLite-tool resize: native = LiteRT's reference kernel (2x faster), numpy = the port;
+    # the same bits either way (tests/test_native_resize.py)
+    resize: str = field(default="native", metadata=bounds(choices=("native", "numpy")))
+    # samples per invoke: models with a dynamic batch (or a fixed one the graph lets resize); the last
+    # batch is padded with its last sample and the padding's outputs dropped
+    batch_size: int = field(default=1, metadata=bounds(1, 4096))
+    # preprocessed-tensor cache: true | false | auto (= on in multiruns)
+    cache: str = field(default="auto", metadata=bounds(choices=("auto", "true", "false")))
+    # Outputs checks (evalharness/loop/checks.py): a run whose scored outputs hold NaN/Inf, or are
+    # the same for every input, is ``invalid`` (exit 1) unless allowed here.
+    allow_nonfinite: bool = False
+    allow_constant_outputs: bool = False
+
+
+@dataclass
+class LoopResult:
+    status: str = "complete"  # complete | partial
+    stop_reason: str | None = None
+    init_ms: float = 0.0
+    first_inference_ms: float | None = None
+    warmup_ms: list[float] = field(default_factory=list)
+    inference_ms: array = field(default_factory=lambda: array("d"))  # 8 bytes a sample, however many
+    skipped: list[dict] = field(default_factory=list)
+    first_output_repeatable: bool | None = None
+    timed_region: str = "invoke() only"
+    memory_mb: dict = field(default_factory=dict)
+    resumed: int = 0  # samples restored from an interrupted earlier session
+    batch: dict | None = None  # loop.batch_size: {"size", "how", "padded"} (throughput.batch)
+    wall_s: float = 0.0  # wall-clock time of the sample loop (after model load), for throughput
+    error: BaseException | None = None
+    checks: OutputChecks = field(default_factory=OutputChecks)
+    reported_latency: dict | None = None  # a runner's own latency figures (runner=adb), not host timing
+    shape: LoopShape | None = None  # sequential or pipelined preparation, and why
+
+    def latency(self) -> dict:
+        if self.reported_latency is not None:
+            return {**self.reported_latency, "timed_region": self.timed_region}
+        return {
+            "init": self.init_ms,
+            "first_inference": self.first_inference_ms,
+            "warmup": summarize(self.warmup_ms),
+            "inference": summarize(self.inference_ms),
+            "timed_region": self.timed_region,
+        }
+
+
+def current_rss_mb() -> float:
+    """Resident set size now (Linux /proc; 0.0 where unavailable)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far.
+
+    Linux: ``VmHWM`` of /proc/self/status, the peak of this process image. Not ``ru_maxrss``: Linux
+    carries the parent's RSS over fork + exec into it, so a run started by a 400 MB process would
+    report 400 MB. Elsewhere ``ru_maxrss`` (KiB on Linux/BSD, bytes on macOS).
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return maxrss / 2**20 if sys.platform == "darwin" else maxrss / 1024
+
+
+def prepared(task: Task, samples: Iterable, workers: int, prefetch: int) -> Iterator[tuple[object, object]]:
+    """(sample, tensors or the DataError preparing it raised), in sample order.
+
+    With workers > 0 a bounded window of ``prefetch`` samples is prepared ahead on a thread pool;
+    consuming the futures in submission order keeps results deterministic whatever the timing.
+    """
+
+    def attempt(sample):
+        try:
+            return task.prepare(sample)
+        except DataError as exc:
+            return exc
+
+    if workers <= 0:
+        for sample in samples:
+            yield sample, attempt(sample)
+        return
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prepare")
+    try:
+        it, window = iter(samples), deque()
+        for sample in it:
+            window.append((sample, pool.submit(attempt, sample)))
+            if len(window) >= max(prefetch, 1):
+                head, future = window.popleft()
+                yield head, future.result()
+        while window:
+            head, future = window.popleft()
+            yield head, future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _timed_invoke(model) -> float:
+    start = time.perf_counter()
+    model.invoke()
+    return (time.perf_counter() - start) * 1e3
+
+
+def _usable(task: Task, sample, tensors, settings: LoopSettings, result: LoopResult) -> bool:
+    """False for a sample whose preparation failed and is skipped (strict: the error stops the run)."""
+    if not isinstance(tensors, DataError):
+        return True
+    if settings.strict:
+        raise tensors
+    result.skipped.append({"sample": task.sample_id(sample), "reason": str(tensors)})
+    return False
+
+
+def _chunks(task: Task, items, size: int, settings: LoopSettings, result: LoopResult, bar) -> Iterator[list]:
+    """Usable (sample, tensors) in lists of up to ``size``; a strict stop hands over the samples
+    before the bad one first (they count, as in an unbatched run), then raises."""
+    chunk: list = []
+    try:
+        for sample, tensors in items:
+            bar.update()
+            if _usable(task, sample, tensors, settings, result):
+                chunk.append((sample, tensors))
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+    except DataError:
+        if chunk:
+            yield chunk
+        raise
+    if chunk:
+        yield chunk
+
+
+def _stacked(chunk: list, size: int) -> list[np.ndarray]:
+    """One tensor per input holding the chunk's samples, padded to ``size`` by repeating the last
+    sample (a real input: the padded invoke costs what a full one does; its outputs are dropped)."""
+    rows = [tensors for _, tensors in chunk] + [chunk[-1][1]] * (size - len(chunk))
+    return [np.concatenate(column) for column in zip(*rows, strict=True)]
+
+
+def _run_each(
+    model, scoring: ScoringBlocks, settings: LoopSettings, result: LoopResult, chunks, size: int
+) -> None:
+    """In-process models: one timed invoke per ``size`` samples (plus the first invoke's warm-up).
+    With size > 1 each sample's latency is the batch's invoke time divided by ``size``."""
+    first_outputs = None
+    for chunk in chunks:
+        tensors = chunk[0][1] if size == 1 else _stacked(chunk, size)
+        model.set_inputs(tensors)
+        if result.first_inference_ms is None:
+            result.first_inference_ms = _timed_invoke(model)
+            first_outputs = model.get_outputs()
+            result.warmup_ms = [_timed_invoke(model) for _ in range(settings.warmup_runs)]
+        latency = _timed_invoke(model) / size
+        outputs = model.get_outputs()
+        if first_outputs is not None:
+            result.first_output_repeatable = all(
+                np.array_equal(a, b) for a, b in zip(first_outputs, outputs, strict=True)
+            )
+            first_outputs = None
+        per_sample = [outputs] if size == 1 else [[o[j : j + 1] for o in outputs] for j in range(len(chunk))]
+        result.batch["padded"] += size - len(chunk)
+        for (sample, sample_tensors), out in zip(chunk, per_sample, strict=True):
+            scoring.add(sample, sample_tensors, out, latency)
+
+
+def _run_batched(
+    model, scoring: ScoringBlocks, settings: LoopSettings, result: LoopResult, chunks, size: int
+) -> None:
+    """Batch runners (runner=adb): up to ``model.batch_size`` prepared samples go to the device in one
+    round trip. Each prediction's latency_ms is the device's figure for that sample; the run's
+    latency block is the runner's own standard benchmark (``model.reported_latency``), not host timing."""
+    for chunk in chunks:
+        outputs = model.run_batch([tensors for _, tensors in chunk])
+        for (sample, tensors), (out, latency) in zip(chunk, outputs, strict=True):
+            scoring.add(sample, tensors, out, latency)
+
+
+def batching(model, size: int) -> str:
+    """``loop.batch_size``: how the model takes ``size`` samples per invoke (error: it cannot)."""
+    if size == 1:
+        return "one sample per invoke"
+    if model.batch_size:
+        raise ConfigError(
+            f"loop.batch_size={size}: this runner sends samples to the device in its own batches "
+            f"({model.batch_size} per round trip); use loop.batch_size=1"
+        )
+    return model.set_batch(size)
+
+
+def run_loop(
+    task: Task,
+    load_model: Callable[[], object],
+    record: Callable[[dict], None],
+    settings: LoopSettings,
+    done: list[dict] | None = None,
+) -> tuple[object, LoopResult]:
+    """Run ``task`` on the model from ``load_model``; each prediction goes to ``record`` at once.
+
+    ``done``: prediction records of an interrupted earlier session of this run. They are restored
+    into the evaluator (``restore``), their samples are not run again, and their per-invoke latencies
+    (``latency_ms`` in each record) join this session's, so a resumed run ends with the metrics of an
+    uninterrupted one.
+    """
+    result = LoopResult()
+    rss_before = current_rss_mb()
+    start = time.perf_counter()
+    model = load_model()
+    result.init_ms = (time.perf_counter() - start) * 1e3
+    rss_init = current_rss_mb()
+    result.timed_region = model.timed_region
+    result.reported_latency = model.reported_latency  # runners that time on the device
+    size = settings.batch_size
+    result.batch = {"size": size, "how": batching(model, size), "padded": 0}
+    if size > 1:
+        result.timed_region = (
+            f"{model.timed_region}, of {size} samples at once; per sample: divided by {size}"
+        )
+    task.bind(model.inputs, model.outputs)
+    task.evaluator.reset()
+    finished = set()
+    for rec in done or ():
+        task.evaluator.restore(rec)
+        finished.add(rec["id"])
+        result.inference_ms.append(rec["latency_ms"])
+    result.resumed = len(finished)
+    todo = (s for s in task.samples if not finished or task.sample_id(s) not in finished)
+    total = max(len(task.samples) - len(finished), 0)
+    bar = tqdm(total=total, desc=task.name, unit="img", disable=not settings.progress, leave=False)
+    loop_start = time.perf_counter()
+    try:
+        result.shape = requested(settings.shape, settings.workers)
+        if model.batch_size and result.shape.shape == "auto":  # a runner's round trips, not invoke cycles
+            result.shape = LoopShape("pipelined", settings.workers, "the runner batches samples")
+        items = shaped(
+            lambda samples, workers: prepared(task, samples, workers, settings.prefetch),
+            todo,
+            total,
+            result.shape,
+        )
+        run = _run_batched if model.batch_size else _run_each
+        chunk = model.batch_size or size
+        scoring = ScoringBlocks(task, record, result)
+        try:
+            run(model, scoring, settings, result, _chunks(task, items, chunk, settings, result, bar), size)
+        finally:  # whatever stops the loop, every invoked sample is scored
+            scoring.flush()
+    except (KeyboardInterrupt, Exception) as exc:  # whatever stops the loop, the scored samples count
+        if debug() and not isinstance(exc, KeyboardInterrupt | DataError):
+            raise
+        result.status = "partial"
+        result.stop_reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else describe(exc)
+        result.error = exc
+    finally:
+        bar.close()
+        result.wall_s = time.perf_counter() - loop_start
+        peak = peak_rss_mb()
+        result.memory_mb = model.memory or {
+            "rss_before_load": rss_before,
+            "init_delta": rss_init - rss_before,
+            "overall_delta": max(peak, rss_init) - rss_before,
+            "peak_rss": peak,
+            "note": "RSS deltas from before model load; peak is the process's (Python + data + model)",
+        }
+    return model, result

@@ -1,0 +1,163 @@
+"""``model.path=X.tflite`` alone: the model settings the file itself carries, and where each came from.
+
+``python -m evalharness model.path=X`` selects the ``file`` model preset (``conf/model/file.yaml``:
+``from_file: true``, ``labels: auto``, the name = the file's stem). Then, for what the command line
+did not set:
+
+- ``labels``: the label file the TFLite metadata associates with the output (TF-Hub, Model Maker:
+  ``imagenet_labels.txt``, ``labels_without_background.txt``), or Ultralytics' ``names``; extracted
+  to ``<paths.cache_dir>/model_files/<sha256>/`` so the run records a real file and its hash;
+- ``preprocess.mean/std``: the input's ``NormalizationOptions``;
+- Ultralytics exports: ``decoder: yolo``, ``class_map`` (``coco80`` for the 80 COCO names, else
+  ``labels``) and letterbox preprocessing (the ``yolo_letterbox`` preset);
+- a graph ending in ``TFLite_Detection_PostProcess``: ``decoder: ssd_postprocess``.
+
+A command-line value always wins; where it contradicts the file a warning says so. Every setting's
+origin (``command line``, ``model file``, ``preset``) goes to ``provenance.model.settings_source``.
+Labels nothing provides stay ``auto`` and reading them is one error naming ``model.labels``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+
+from omegaconf import OmegaConf
+
+from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.paths import CONF_DIR
+from evalharness.data.labels import LABELS_AUTO
+
+log = logging.getLogger("evalharness")
+
+SETTINGS = ("name", "path", "labels", "preprocess", "decoder", "class_map")
+COMMAND_LINE, MODEL_FILE, PRESET = "command line", "model file", "preset"
+COCO80_FIRST = ("person", "bicycle", "car", "motorcycle", "airplane")
+YOLO_DECODER = {"name": "yolo", "conf_threshold": 0.001, "iou_threshold": 0.7, "max_detections": 300}
+YOLO_NMS_DECODER = {"name": "yolo_nms", "conf_threshold": 0.0, "max_detections": 300}
+SSD_DECODER = {"name": "ssd_postprocess", "score_threshold": 0.0}
+
+
+def given_on_command_line(overrides: list[str]) -> set[str]:
+    """Model settings the user wrote (``model.labels=…`` -> ``labels``; ``model/preprocess=…`` and
+    ``model.preprocess.mean=…`` -> ``preprocess`` and ``preprocess.mean``)."""
+    given = set()
+    for item in overrides:
+        key = item.split("=", 1)[0].lstrip("+~")
+        for prefix in ("model.", "model/"):
+            if key.startswith(prefix):
+                parts = key[len(prefix) :].replace("/", ".").split(".")
+                given.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+    return given
+
+
+def infer_model_settings(model: dict, overrides: list[str], cache_dir: str | None) -> tuple[dict, dict]:
+    """(model group with what the file says filled in, {setting: source}). Only for ``from_file``;
+    ``cache_dir`` None: a dry run that extracts no label file."""
+    given = given_on_command_line(overrides)
+    sources = {k: COMMAND_LINE if k in given else PRESET for k in SETTINGS}
+    if not model.get("from_file"):
+        return model, sources
+    sources["name"] = COMMAND_LINE if "name" in given else MODEL_FILE
+    from evalharness.runtime.model_file import read_model_file  # only now: validating loads no runtime
+
+    info = read_model_file(model["path"])
+    model = {**model, "preprocess": dict(model.get("preprocess") or {})}
+    _labels(model, info, given, sources, cache_dir)
+    _normalization(model, info, given, sources)
+    _detector(model, info, given, sources)
+    return model, sources
+
+
+def _labels(model: dict, info, given: set, sources: dict, cache_dir: str | None) -> None:
+    names = (info.ultralytics or {}).get("names")
+    lines, what = info.labels, info.label_file
+    if not lines and isinstance(names, dict) and names:
+        lines = [names.get(i, "") for i in range(max(names) + 1)]
+        what = "Ultralytics names"
+    if model["labels"] != LABELS_AUTO:  # given on the command line: it wins, but not silently
+        if lines and _read_lines(model["labels"]) not in (None, lines):
+            log.warning(
+                "model.labels=%s wins over the %d labels the model file carries (%s), which differ",
+                model["labels"],
+                len(lines),
+                what,
+            )
+        return
+    if not lines:
+        model["labels"] = LABELS_AUTO
+        sources["labels"] = "none: the model file carries no labels"
+        return
+    if cache_dir is None:  # a dry run (evalharness inspect): say where the labels would come from
+        model["labels"], sources["labels"] = f"<in the model file: {what}>", f"{MODEL_FILE} ({what})"
+        return
+    with open(info.path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    target = os.path.join(os.path.expanduser(cache_dir), "model_files", digest, os.path.basename(what))
+    if what == "Ultralytics names":
+        target = os.path.join(os.path.dirname(target), "ultralytics_names.txt")
+    atomic_write_text(target, "\n".join(lines) + "\n")
+    model["labels"] = target
+    sources["labels"] = f"{MODEL_FILE} ({what})"
+
+
+def _read_lines(path: str) -> list[str] | None:
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return f.read().rstrip().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None  # the task reports an unreadable label file with its own error
+
+
+def _normalization(model: dict, info, given: set, sources: dict) -> None:
+    norm = info.normalization
+    if not norm or not norm["mean"] or not norm["std"]:
+        return
+    mean = [float(v) for v in norm["mean"]] * (3 if len(norm["mean"]) == 1 else 1)
+    std = [float(v) for v in norm["std"]] * (3 if len(norm["std"]) == 1 else 1)
+    pre = model["preprocess"]
+    mine = {"mean", "std"} & {k.removeprefix("preprocess.") for k in given if k.startswith("preprocess.")}
+    if mine or "preprocess" in given:
+        if [float(v) for v in pre.get("mean", [])] != mean or [float(v) for v in pre.get("std", [])] != std:
+            log.warning(
+                "model.preprocess mean/std from the command line (%s / %s) win over the model "
+                "file's normalization (%s / %s)",
+                pre.get("mean"),
+                pre.get("std"),
+                mean,
+                std,
+            )
+        return
+    pre["mean"], pre["std"] = mean, std
+    sources["preprocess"] = f"{PRESET} (crop, resize), {MODEL_FILE} (mean/std: NormalizationOptions)"
+
+
+def _preset(name: str) -> dict:
+    return OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / "preprocess" / f"{name}.yaml"))
+
+
+def _detector(model: dict, info, given: set, sources: dict) -> None:
+    meta = info.ultralytics or {}
+    if meta.get("task") == "detect":
+        nms_inside = (
+            len(info.outputs) == 1 and len(info.outputs[0].shape) == 3 and info.outputs[0].shape[2] == 6
+        )
+        if "decoder" not in given:
+            model["decoder"] = dict(YOLO_NMS_DECODER if nms_inside else YOLO_DECODER)
+            layout = "[1, N, 6] output: NMS inside" if nms_inside else "raw head"
+            sources["decoder"] = f"{MODEL_FILE} (Ultralytics task: detect, {layout})"
+        if "class_map" not in given:
+            names = [meta.get("names", {}).get(i) for i in range(5)]
+            coco80 = len(meta.get("names", {})) == 80 and tuple(names) == COCO80_FIRST
+            model["class_map"] = "coco80" if coco80 else "labels"
+            sources["class_map"] = f"{MODEL_FILE} (Ultralytics names)"
+        if "preprocess" not in given:
+            model["preprocess"] = {**model["preprocess"], **_preset("yolo_letterbox")}
+            sources["preprocess"] = f"{MODEL_FILE} (Ultralytics export: yolo_letterbox)"
+    elif "TFLite_Detection_PostProcess" in info.op_histogram and "decoder" not in given:
+        model["decoder"] = dict(SSD_DECODER)
+        sources["decoder"] = f"{MODEL_FILE} (TFLite_Detection_PostProcess op)"
+        if "preprocess" not in given:  # SSD exports take the whole image stretched (TFLite's coco tool)
+            model["preprocess"] = {**model["preprocess"], **_preset("detection_stretch")}
+            sources["preprocess"] = f"{MODEL_FILE} (TFLite_Detection_PostProcess op: detection_stretch)"

@@ -1,0 +1,190 @@
+"""Compose -> validate -> an immutable :class:`RunPlan`: the one description of what a run will do.
+
+Each group's YAML is checked against a dataclass with :func:`evalharness.core.schema.check`: the core
+groups' schemas are here; the task's comes from its definition (:mod:`evalharness.tasks.discovery`), the
+delegate's and the runner's from the runtime (``runtime/delegates.py``, ``runtime/runners.py``).
+So a typo'd key, a wrong type or a missing mandatory value (``???``) is one ``ConfigError`` line
+naming the key, before any file is read. Defaults live in ``conf/``; the dataclasses only say what
+may be there. Derived values (the thread budget, a quantized variant) make a new plan
+(:meth:`RunPlan.replace`); nothing edits a validated value in place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from evalharness.core.errors import ConfigError
+from evalharness.core.schema import FrozenDict, check, freeze, one_line, thaw
+from evalharness.data.preprocess import PreprocessSpec
+from evalharness.loop.engine import LoopSettings
+from evalharness.loop.shape import given_workers
+from evalharness.run.model_settings import infer_model_settings
+from evalharness.run.thread_budget import thread_budget
+from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
+from evalharness.tasks.discovery import task_definitions
+
+
+@dataclass
+class ModelSchema:
+    name: str = "???"
+    path: str = "???"
+    labels: str = "???"
+    preprocess: PreprocessSpec = field(default_factory=PreprocessSpec)
+    decoder: Any = None  # detectors: {name: ssd_postprocess | yolo, ...decoder parameters}
+    class_map: str = "coco91"  # detectors: coco91 | coco80 | labels (model class -> COCO category id)
+    from_file: bool = False  # conf/model/file.yaml: fill unset settings from the file (model_settings)
+
+
+@dataclass
+class ShardSchema:  # evalharness.data.shard: which part of the sample list this run scores
+    index: int = 0
+    count: int = 1
+    scheme: str = "interleaved"  # interleaved | contiguous
+
+
+@dataclass
+class DatasetSchema:
+    name: str = "???"
+    root: str = "???"
+    ground_truth: Any = None
+    format: str = "auto"
+    class_names: Any = None
+    synset_words: Any = None
+    devkit_meta: Any = None
+    annotations: Any = None  # COCO instances JSON (task=coco)
+    shard: ShardSchema = field(default_factory=ShardSchema)
+
+
+@dataclass
+class RuntimeSchema:
+    name: str = "litert"
+
+
+@dataclass
+class QuantSchema:  # conf/quant: a post-training-quantized variant of the float model (run/variants.py)
+    name: str = "none"
+    recipe: Any = None  # ai-edge-quantizer recipe (evalharness/runtime/quantize.py RECIPES); null = float
+    io_dtype: Any = None  # integer recipes: the I/O type they make (int8 | int16)
+    integer_input: Any = None  # model.preprocess.integer_input for a variant with integer inputs
+    calibration: Any = None  # {name, roots: [folders], num_images}; calibrated recipes only
+
+
+@dataclass
+class PathsSchema:
+    models_dir: str = "models"
+    data_dir: str = "data"
+    cache_dir: str = "~/.cache/evalharness"
+
+
+SCHEMAS = {
+    "model": ModelSchema,
+    "dataset": DatasetSchema,
+    "runtime": RuntimeSchema,
+    "loop": LoopSettings,
+    "paths": PathsSchema,
+    "quant": QuantSchema,
+}
+CACHE_SETTINGS = ("auto", "true", "false")
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything a run will do, validated and frozen (FrozenDict groups)."""
+
+    task: FrozenDict
+    model: FrozenDict
+    dataset: FrozenDict
+    runtime: FrozenDict
+    loop: LoopSettings
+    plan: DelegatePlan
+    paths: FrozenDict
+    resolved: FrozenDict  # the whole config after derived values (recorded in metrics.json, run_state)
+    definition: Any  # the task's TaskDefinition instance (scorer, abilities, summary lines)
+    quant: FrozenDict = field(default_factory=lambda: freeze({"name": "none", "recipe": None}))
+    runner: FrozenDict = field(default_factory=lambda: freeze({"name": "host"}))
+    thread_budget: FrozenDict = field(default_factory=FrozenDict)
+    # setting -> where its value came from: command line | model file | preset
+    model_sources: FrozenDict = field(default_factory=FrozenDict)
+
+    def replace(self, **changes) -> RunPlan:
+        """A new plan with ``changes`` (group values are frozen on the way in)."""
+        frozen = {
+            k: v if isinstance(v, LoopSettings | DelegatePlan) else freeze(v) for k, v in changes.items()
+        }
+        return dataclasses.replace(self, **frozen)
+
+    def config(self) -> dict:
+        """The resolved config as plain JSON values, for the run files."""
+        return thaw(self.resolved)
+
+
+def loop_settings(node: FrozenDict, overrides: list[str]) -> LoopSettings:
+    """The loop group as settings; ``loop.workers`` on the command line chooses the loop shape."""
+    values = thaw(node)
+    values["shape"] = given_workers(str(values["shape"]).lower(), values["workers"], overrides)
+    return LoopSettings(**values)
+
+
+def check_group(group: str, node: dict) -> FrozenDict:
+    """One core group (already resolved) checked against its schema."""
+    return check(SCHEMAS[group], node, f"config group '{group}'")
+
+
+def validate(cfg: DictConfig, launcher: dict | None = None, overrides: list[str] | None = None) -> RunPlan:
+    """Check every group of a composed config, apply the thread budget and plan the delegate
+    (unavailable -> error now). ``launcher``: a multirun's ``hydra.launcher`` config (None: single run);
+    ``overrides``: the job's command-line overrides (what the user set wins over the model file)."""
+    groups_expected = (*SCHEMAS, "task", "delegate", "runner")
+    missing = [g for g in groups_expected if g not in cfg]
+    if missing:
+        raise ConfigError(f"config is missing group(s): {', '.join(missing)}")
+    unknown = sorted(set(cfg) - set(groups_expected) - {"hydra"})
+    if unknown:
+        raise ConfigError(
+            f"config: unknown top-level key(s) {', '.join(unknown)}; the groups are "
+            f"{', '.join(sorted(groups_expected))} (e.g. loop.{unknown[0]}=...)"
+        )
+    try:  # resolve against the whole config: groups interpolate ${paths.*} and ${bundled:...}
+        resolved = OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"config: {one_line(exc)}") from None
+    model, sources = infer_model_settings(
+        dict(resolved["model"]), list(overrides or []), resolved["paths"]["cache_dir"]
+    )
+    resolved = {**resolved, "model": model}
+    groups = {g: check_group(g, resolved[g]) for g in SCHEMAS}
+    if str(groups["loop"]["cache"]).lower() not in CACHE_SETTINGS:
+        raise ConfigError(
+            f"loop.cache={groups['loop']['cache']!r}: use true, false or auto (on in multiruns)"
+        )
+    definition_class = task_definitions().get(resolved["task"].get("name"))
+    task = check(definition_class.schema, resolved["task"], "config group 'task'")
+    delegate = dict(resolved["delegate"])
+    if "???" in delegate.values():
+        missing = [k for k, v in delegate.items() if v == "???"]
+        raise ConfigError(f"config group 'delegate': missing value(s) for {', '.join(missing)}")
+    threads, budget = thread_budget(delegate.get("num_threads", 1), launcher)
+    delegate["num_threads"] = threads
+    resolved = {**resolved, "delegate": delegate}
+    runner = check_runner(resolved["runner"], definition_class.latency_only)
+    plan = plan_delegate(delegate, runner=runner["name"])
+    return RunPlan(
+        task=task,
+        model=groups["model"],
+        dataset=groups["dataset"],
+        runtime=groups["runtime"],
+        loop=loop_settings(groups["loop"], overrides or []),
+        plan=plan,
+        paths=groups["paths"],
+        resolved=freeze(resolved),
+        definition=definition_class(task),
+        quant=groups["quant"],
+        runner=runner,
+        thread_budget=freeze(budget),
+        model_sources=freeze(sources),
+    )

@@ -1,0 +1,128 @@
+"""Cold and warm start-up as measured figures: the same run repeated in child processes.
+
+A start-up is cold or warm only across processes (a driver's in-memory caches survive within one),
+so each measured pass is ``python -m evalharness`` again, with this run's overrides, its own run
+directory under this run's (``cache_cold/``, ``cache_warm/``), and ``delegate.cache_dir`` pointing
+at ``compile_cache/``, a folder this run creates empty: the first pass finds it empty (cold), the
+next finds what the first left (warm). Each pass must record the state it was meant to have (its
+``provenance.delegate.cache``); otherwise its figures would not be what they claim and the run
+stops with an error naming the state found. The passes' figures go in the parent's
+``metrics.compile_cache`` (README: Compile caches).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from evalharness.core.boundary import EXIT_USER_ERROR
+from evalharness.core.errors import ConfigError, EvalHarnessError, RunStopped
+from evalharness.core.numbers import relative_pct
+from evalharness.runtime.cache import shader_cache_disabled
+from evalharness.runtime.delegates import compile_cache_kinds
+
+MODES = ("as_found", "cold", "warm", "both")
+PASS_DIRS = {"cold": "cache_cold", "warm": "cache_warm"}
+CACHE_FOLDER = "compile_cache"
+# Overrides a pass sets itself (its caches, its run directory, no resume or progress bar).
+_OWN_KEYS = (
+    "task.cache=", "delegate.cache_dir=", "hydra.run.dir=", "hydra.sweep.dir=",
+    "loop.resume=", "loop.overwrite=", "loop.progress=",
+)  # fmt: skip
+
+
+def check(mode: str, plan, command_line: bool) -> None:
+    """Refuse, before anything runs, a mode that does not exist, a delegate whose caches the passes
+    cannot make cold and then warm, or a run without a command line for the passes to repeat."""
+    if mode not in MODES:
+        raise ConfigError(f"task.cache={mode!r}; valid: {', '.join(MODES)}")
+    if mode == "as_found":
+        return
+    if not command_line:
+        raise ConfigError(
+            f"task.cache={mode} repeats the command line in child processes; run it with "
+            "python -m evalharness (this config was composed without one)"
+        )
+    if plan.name not in compile_cache_kinds():
+        raise ConfigError(
+            f"task.cache={mode} needs a compile cache to empty and fill; delegate={plan.name} has none "
+            f"evalharness can point at (only {', '.join(compile_cache_kinds())}); use task.cache=as_found"
+        )
+    if plan.shader_cache and shader_cache_disabled():
+        raise ConfigError(
+            f"task.cache={mode} with MESA_SHADER_CACHE_DISABLE set: the driver caches nothing, so no "
+            "pass can be warm; unset MESA_SHADER_CACHE_DISABLE or use task.cache=as_found"
+        )
+
+
+def child_overrides(overrides: list[str], cache_dir: str, run_dir: str) -> list[str]:
+    """This run's overrides for one pass: caches taken over, its own run directory."""
+    kept = [o for o in overrides if not o.lstrip("+~").startswith(_OWN_KEYS)]
+    return [
+        *kept,
+        "task.cache=as_found",
+        f"delegate.cache_dir={cache_dir}",
+        f"hydra.run.dir={run_dir}",
+        "loop.progress=false",
+    ]
+
+
+def _child_failed(expected: str, code: int, stderr: str, run_dir: str) -> EvalHarnessError:
+    """The parent's error for a pass that failed: a user error stays one (exit 2), anything else
+    (a partial or invalid pass, a crash) stops the run (exit 1); the pass's own error line is kept."""
+    errors = [line[len("error:") :].strip() for line in stderr.splitlines() if line.startswith("error:")]
+    why = errors[-1] if errors else f"no error line; its output is in {run_dir}"
+    message = f"task.cache: the {expected} pass failed (exit {code}): {why}"
+    return EvalHarnessError(message) if code == EXIT_USER_ERROR else RunStopped(message)
+
+
+def run_pass(overrides: list[str], cache_dir: str, run_dir: str, expected: str) -> dict:
+    """One pass in a child process; its figures and cache record, checked against ``expected``."""
+    cmd = [sys.executable, "-m", "evalharness", *child_overrides(overrides, cache_dir, run_dir)]
+    print(f"task.cache: the {expected} pass, in a child process -> {run_dir}", file=sys.stderr, flush=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise _child_failed(expected, done.returncode, done.stderr, run_dir)
+    with open(os.path.join(run_dir, "metrics.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    caches = doc["provenance"]["delegate"]["cache"]
+    found = sorted({c["state"] for c in caches})
+    if found != [expected]:
+        raise RunStopped(
+            f"task.cache: the {expected} pass found its caches {', '.join(found) or 'absent'} "
+            f"({run_dir}/metrics.json): its figures would not be {expected} ones"
+        )
+    lat = doc["latency_ms"]
+    return {
+        "run_dir": os.path.basename(run_dir),
+        "state": expected,
+        "init": lat["init"],
+        "first_inference": lat["first_inference"],
+        "inference_mean": lat["inference"]["mean"],
+        "cache_bytes": sum(c["bytes_after"] for c in caches),
+    }
+
+
+def measure(mode: str, overrides: list[str], run_dir: str) -> dict | None:
+    """``mode`` cold | warm | both: the passes' figures and the cold -> warm reduction (%), for
+    ``metrics.compile_cache``; None for ``as_found`` (no pass)."""
+    if mode == "as_found":
+        return None
+    cache_dir = os.path.join(run_dir, CACHE_FOLDER)
+    for folder in (CACHE_FOLDER, *PASS_DIRS.values()):  # fresh and empty, whatever a rerun left
+        shutil.rmtree(os.path.join(run_dir, folder), ignore_errors=True)
+    cold = run_pass(overrides, cache_dir, os.path.join(run_dir, PASS_DIRS["cold"]), "cold")
+    result: dict = {"mode": mode, "cache_dir": CACHE_FOLDER, "cold": None, "warm": None}
+    result["reduction_pct"] = None
+    if mode in ("cold", "both"):
+        result["cold"] = cold
+    if mode in ("warm", "both"):
+        result["warm"] = run_pass(overrides, cache_dir, os.path.join(run_dir, PASS_DIRS["warm"]), "warm")
+    if mode == "both":
+        result["reduction_pct"] = {
+            k: -relative_pct(cold[k], result["warm"][k]) for k in ("init", "first_inference")
+        }
+    return result

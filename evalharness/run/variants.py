@@ -1,0 +1,177 @@
+"""``quant=<variant>``: derive a quantized variant of the float model, cached, and run that instead.
+
+The variant is built by :mod:`evalharness.runtime.quantize` (ai-edge-quantizer) and cached under
+``<paths.cache_dir>/quant/<key>/`` where the key hashes the source model's sha256, the recipe, the
+quantizer version and, for calibrated recipes, the calibration manifest (relative name + sha256 of
+every image) and the preprocessing that turns those images into tensors. A changed calibration set
+is a new key, so it rebuilds; an identical one is a cache hit. Files are written atomically (temp
+file + rename), and a cached model whose sha256 no longer matches its record is rebuilt.
+
+Calibration images must be disjoint from the evaluation set: an image of the evaluation folder
+(``dataset.root``) with the same file name or the same bytes (sha256) as a calibration image is an
+error before anything is built. Tasks that feed random tensors (benchmark, inference_diff) have no
+evaluation images, so nothing can overlap. Both manifests go into ``provenance.model.quant``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
+from evalharness.core.errors import ConfigError, DataError
+from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
+from evalharness.data.listing import list_images
+from evalharness.data.manifest import cached_record, manifest_hash, sha256_file
+from evalharness.data.preprocess import InputSpec, preprocess_file, spec_from_config
+
+IO_DTYPES = {"static_wi8_ai8": "int8", "static_wi8_ai16": "int16"}  # what ai-edge-quantizer emits
+
+
+def calibration_files(cal: dict) -> list[tuple[str, Path]]:
+    """(manifest key, path) of the calibration images: every root listed, first ``num_images`` kept."""
+    roots = cal.get("roots") or []
+    if not roots:
+        raise ConfigError("quant.calibration.roots is empty; give one or more image folders")
+    files: list[tuple[str, Path]] = []
+    for i, root in enumerate(roots):
+        if not Path(root).is_dir():
+            raise DataError(f"quant.calibration.roots[{i}]={root} is not a directory")
+        files += [(f"{i}/{name}", Path(root, name)) for name in list_images(Path(root), DEFAULT_EXTENSIONS)]
+    num = int(cal.get("num_images") or 0)
+    files = files[:num] if num > 0 else files
+    if not files:
+        raise DataError(f"quant.calibration.roots {roots}: no images ({', '.join(DEFAULT_EXTENSIONS)})")
+    return files
+
+
+def refuse_overlap(calibration: list[dict], eval_root: str) -> dict:
+    """The eval folder's manifest; DataError if any of its images shares a name or bytes with calibration."""
+    names = list_images(Path(eval_root), DEFAULT_EXTENSIONS) if Path(eval_root).is_dir() else []
+    images = {name: Path(eval_root, name) for name in names}
+    by_name = {Path(c["key"]).name: c for c in calibration}
+    by_hash = {c["sha256"]: c for c in calibration}
+    sizes = {c["bytes"] for c in calibration}
+    for name, path in sorted(images.items()):
+        clash = by_name.get(name)
+        if clash is None and path.stat().st_size in sizes:  # hash only what could be equal
+            clash = by_hash.get(sha256_file(str(path)))
+        if clash is not None:
+            raise DataError(
+                f"quant: calibration image {clash['path']} is also in the evaluation set ({path}); "
+                "calibration and evaluation images must be disjoint: set quant.calibration.roots"
+            )
+    entries = [(name, str(path)) for name, path in images.items()]
+    return {
+        "root": os.path.abspath(eval_root),
+        "count": len(entries),
+        "manifest_sha256": manifest_hash(entries),
+        "manifest_kind": "relative path + size",
+        "overlap_checked_by": "file name, and sha256 of same-size files",
+    }
+
+
+def _calibration_record(cal: dict, reads_dataset: bool, eval_root: str) -> tuple[dict, list[Path]]:
+    files = calibration_files(cal)
+    entries = [
+        {"key": key, "path": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(str(path))}
+        for key, path in files
+    ]
+    record = {
+        "name": cal.get("name"),
+        "roots": [os.path.abspath(r) for r in cal["roots"]],
+        "count": len(entries),
+        "manifest_sha256": manifest_hash([(e["key"], e["path"]) for e in entries], content=True),
+        "manifest_kind": "relative path + sha256",
+        "files": [{"key": e["key"], "sha256": e["sha256"]} for e in entries],
+    }
+    if not reads_dataset:
+        record["eval_set"] = None  # random input tensors: no evaluation image to overlap with
+    else:
+        record["eval_set"] = refuse_overlap(entries, eval_root)
+    return record, [path for _, path in files]
+
+
+def _calibration_tensors(paths: list[Path], model_path: str, preprocess: dict) -> list:
+    from evalharness.runtime.quantize import float_input
+
+    _, _, shape, dtype = float_input(model_path)
+    if len(shape) != 4 or dtype != "float32":
+        raise ConfigError(f"quant: {model_path} input {list(shape)} {dtype} is not a float NHWC image")
+    inp = InputSpec(shape[1], shape[2], shape[3], "float32")
+    spec = spec_from_config(preprocess)
+    return [preprocess_file(str(p), spec, inp) for p in paths]
+
+
+def prepare_variant(
+    quant: dict, model: dict, dataset: dict, reads_dataset: bool, cache_dir: str
+) -> dict | None:
+    """Build or reuse the variant and point ``model['path']`` at it; returns ``provenance.model.quant``.
+
+    ``model`` is the caller's own scratch copy of the model settings (the run plan gets a new value
+    made from it); ``reads_dataset``: the task scores dataset images (so calibration must not overlap
+    them). ``quant=none`` returns None and changes nothing.
+    """
+    recipe = quant.get("recipe")
+    if not recipe:
+        return None
+    from evalharness.runtime.quantize import CALIBRATED, check_recipe, quantize, quantizer_version
+
+    check_recipe(recipe)
+    io_dtype = quant.get("io_dtype")
+    if io_dtype and io_dtype != IO_DTYPES.get(recipe):
+        raise ConfigError(
+            f"quant.io_dtype={io_dtype}: ai-edge-quantizer recipe {recipe} makes "
+            f"{IO_DTYPES.get(recipe, 'float32')} inputs/outputs; other I/O types are not supported yet"
+        )
+    source = model["path"]
+    if not os.path.isfile(source):
+        raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
+    source_sha = sha256_file(source)
+    calibration, paths = (None, [])
+    if recipe in CALIBRATED:
+        if not quant.get("calibration"):
+            raise ConfigError(f"quant={quant['name']}: recipe {recipe} needs quant.calibration")
+        calibration, paths = _calibration_record(quant["calibration"], reads_dataset, dataset.get("root", ""))
+    key = {
+        "source_sha256": source_sha,
+        "recipe": recipe,
+        "quantizer": quantizer_version(),
+        "calibration_manifest_sha256": calibration and calibration["manifest_sha256"],
+        "calibration_preprocess": calibration and model.get("preprocess"),
+    }
+    key_text = json.dumps(key, sort_keys=True)
+    digest = hashlib.sha256(key_text.encode()).hexdigest()[:24]
+    folder = os.path.join(os.path.expanduser(cache_dir), "quant", digest)
+    record = cached_record(folder, "variant.json", key_text)
+    cache = "hit"
+    if record is None:
+        cache, started = "built", time.perf_counter()
+        tensors = _calibration_tensors(paths, source, model.get("preprocess")) if calibration else None
+        data, recipe_ops = quantize(source, recipe, tensors)
+        os.makedirs(folder, exist_ok=True)
+        atomic_write_bytes(os.path.join(folder, "model.tflite"), data)
+        record = {
+            "key": key_text,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "bytes": len(data),
+            "recipe_ops": recipe_ops,
+            "build_s": round(time.perf_counter() - started, 3),
+        }
+        atomic_write_text(os.path.join(folder, "variant.json"), json.dumps(record, indent=1))
+    model["path"] = os.path.join(folder, "model.tflite")
+    if quant.get("integer_input") and IO_DTYPES.get(recipe):
+        model["preprocess"] = {**(model.get("preprocess") or {}), "integer_input": quant["integer_input"]}
+    return {
+        "name": quant["name"],
+        "recipe": recipe,
+        "recipe_ops": record["recipe_ops"],
+        "quantizer": {"name": "ai-edge-quantizer", "version": key["quantizer"]},
+        "source": {"path": os.path.abspath(source), "sha256": source_sha, "bytes": os.path.getsize(source)},
+        "variant_sha256": record["sha256"],
+        "cache": {"status": cache, "dir": folder, "build_s": record["build_s"]},
+        "calibration": calibration,
+    }

@@ -1,0 +1,382 @@
+"""COCO box-detection metrics from in-memory dicts, scored by pycocotools (or faster-coco-eval).
+
+The numbers are the official ones: ``COCOeval(gt, dt, "bbox")`` with default params, so a report can
+be compared with any published COCO table. This module only adds what the reference tools lack for a
+harness: no re-reading of files, checked inputs with one-line errors instead of asserts, zero
+detections scored as 0 instead of crashing, silenced prints, and per-class AP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import math
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from evalharness.core.errors import ConfigError, DataError
+from evalharness.core.fileguard import refuse_special_file
+from evalharness.core.registry import Registry
+
+COCO_STAT_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
+# (kind, IoU label, area, maxDets) of each line COCOeval.summarize() prints, in COCO_STAT_NAMES order.
+_SUMMARY_ROWS = (
+    ("AP", "0.50:0.95", "all", 100),
+    ("AP", "0.50", "all", 100),
+    ("AP", "0.75", "all", 100),
+    ("AP", "0.50:0.95", "small", 100),
+    ("AP", "0.50:0.95", "medium", 100),
+    ("AP", "0.50:0.95", "large", 100),
+    ("AR", "0.50:0.95", "all", 1),
+    ("AR", "0.50:0.95", "all", 10),
+    ("AR", "0.50:0.95", "all", 100),
+    ("AR", "0.50:0.95", "small", 100),
+    ("AR", "0.50:0.95", "medium", 100),
+    ("AR", "0.50:0.95", "large", 100),
+)
+_TOP_KEYS = ("images", "annotations", "categories")
+_ANNOTATION_KEYS = ("id", "image_id", "category_id", "bbox", "area", "iscrowd")
+_DETECTION_KEYS = ("image_id", "category_id", "bbox", "score")
+_DETECTION_KEY_SET = frozenset(_DETECTION_KEYS)
+_NUMBER_TYPES = {int, float}  # exact types: bool (an int subclass) and strings are refused
+_FORMAT_HINT = "COCO instances format: https://cocodataset.org/#format-data"
+
+# A backend scores (gt, detections, image_ids) and returns (12 stats, eval["precision"], its catIds,
+# the per-image matching as a coco_bootstrap.Matching, or None where the backend keeps none).
+Backend = Callable[[dict, list, list], tuple[np.ndarray, np.ndarray, list]]
+EVALUATORS: Registry[Backend] = Registry("COCO evaluator", entry_points=None)
+
+
+def load_annotations(path: str | Path, image_keys: tuple[str, ...] = ("id",)) -> dict:
+    """A COCO instances JSON, checked so that a bad file fails here, by name, not deep in pycocotools.
+
+    ``image_keys``: what every image must have; a caller that reads the images from disk passes
+    :data:`IMAGE_FILE_KEYS`.
+    """
+    path = Path(path)
+    refuse_special_file(path, "COCO annotation file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(
+            f"COCO annotation file {path} not found; give the path of an instances_*.json"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read COCO annotation file {path} ({exc}); check the file") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"COCO annotation file {path} is not valid JSON ({exc}); re-export or re-download it"
+        ) from None
+    check_annotations(data, str(path), image_keys)
+    return data
+
+
+IMAGE_FILE_KEYS = ("id", "file_name", "width", "height")  # what reading an image from disk needs
+
+
+def check_annotations(
+    gt: object, source: str = "ground truth", image_keys: tuple[str, ...] = ("id",)
+) -> None:
+    """Raise DataError naming ``source``, the entry and what is wrong, before pycocotools sees it.
+
+    pycocotools would KeyError on a missing key, and silently drop or duplicate boxes on the rest:
+    an annotation of an unknown image or category, duplicate ids, a malformed box.
+    """
+    if not isinstance(gt, dict):
+        raise DataError(f"{source} is a JSON {type(gt).__name__}, not an object; {_FORMAT_HINT}")
+    missing = [key for key in _TOP_KEYS if not isinstance(gt.get(key), list)]
+    if missing:
+        raise DataError(f"{source} has no list {missing[0]!r} (needs {', '.join(_TOP_KEYS)}); {_FORMAT_HINT}")
+    ids = {}
+    for section, keys in (
+        ("images", image_keys),
+        ("categories", ("id", "name")),
+        ("annotations", _ANNOTATION_KEYS),
+    ):
+        seen: set = set()
+        for index, item in enumerate(gt[section]):
+            absent = [key for key in keys if not isinstance(item, dict) or key not in item]
+            if absent:
+                raise DataError(f"{source}: {section}[{index}] lacks {absent[0]!r}; {_FORMAT_HINT}")
+            problem = _id_problem(item["id"], seen)
+            if problem:
+                raise DataError(f"{source}: {section}[{index}] has {problem}; {_FORMAT_HINT}")
+            seen.add(item["id"])
+            problem = _image_problem(item) if section == "images" else None
+            problem = _annotation_problem(item, ids) if section == "annotations" else problem
+            if problem:
+                raise DataError(f"{source}: {section}[{index}] has {problem}; {_FORMAT_HINT}")
+        ids[section] = seen
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _id_problem(value: object, seen: set) -> str | None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return f"id {value!r}, not an integer"
+    return f"id {value} a second time (ids must be unique)" if value in seen else None
+
+
+def _image_problem(image: dict) -> str | None:
+    """width/height, where given, must be positive integers; file_name a non-empty string."""
+    for key in ("width", "height"):
+        value = image.get(key)
+        if key in image and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+            return f"{key} {value!r}, not a positive integer"
+    if "file_name" in image and not (isinstance(image["file_name"], str) and image["file_name"]):
+        return f"file_name {image['file_name']!r}, not a file name"
+    return None
+
+
+def _annotation_problem(ann: dict, ids: dict[str, set]) -> str | None:
+    for key, section, what in (("image_id", "images", "image"), ("category_id", "categories", "category")):
+        value = ann[key]
+        if not isinstance(value, int) or isinstance(value, bool) or value not in ids[section]:
+            return f"{key} {value!r}, which is the id of no {what} in {section!r}"
+    bbox = ann["bbox"]
+    if not (isinstance(bbox, list) and len(bbox) == 4 and all(_is_number(v) for v in bbox)):
+        return f"bbox {bbox!r}; a box is [x, y, width, height], 4 finite numbers"
+    if bbox[2] < 0 or bbox[3] < 0:
+        return f"bbox {bbox!r} with a negative width or height"
+    if not _is_number(ann["area"]) or ann["area"] < 0:
+        return f"area {ann['area']!r}, not a number >= 0"
+    if ann["iscrowd"] not in (0, 1):
+        return f"iscrowd {ann['iscrowd']!r}; use 0 or 1"
+    return None
+
+
+def _finite_numbers(values, n: int) -> bool:
+    return (
+        isinstance(values, list | tuple)
+        and len(values) == n
+        and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values)
+    )
+
+
+def evaluated_subset(
+    gt: dict, detections: list[dict], image_ids: list[int] | None = None
+) -> tuple[list, list]:
+    """(sorted image ids to score, the detections on them), after checking detections against ``gt``.
+
+    A detection on an image or category the ground truth lacks is an error rather than silently
+    dropped: it means the results were made for another annotation file or with a shifted label map.
+    """
+    known = {image["id"] for image in gt["images"]}
+    categories = {category["id"] for category in gt["categories"]}
+    if not _plainly_valid(detections, known, categories):
+        _raise_first_bad_detection(detections, known, categories)
+    if image_ids is None:
+        ids = sorted(known)
+    else:
+        ids = sorted(set(image_ids))
+        if not ids:
+            raise DataError("image_ids is empty; pass None to score every ground-truth image, or some ids")
+        unknown = [image_id for image_id in ids if image_id not in known]
+        if unknown:
+            raise DataError(
+                f"image id {unknown[0]} of image_ids is not in the ground truth; pass ids of its images"
+            )
+    chosen = set(ids)
+    if image_ids is None or {det["image_id"] for det in detections} <= chosen:
+        return ids, detections
+    return ids, [det for det in detections if det["image_id"] in chosen]
+
+
+def _plainly_valid(detections: list[dict], known: set, categories: set) -> bool:
+    """Every detection well formed, checked with set and array operations (the common case, fast).
+
+    False only means "look closer": ``_raise_first_bad_detection`` then names the first offender.
+    """
+    if not all(type(det) is dict and det.keys() >= _DETECTION_KEY_SET for det in detections):
+        return False
+    if not all(type(det["bbox"]) in (list, tuple) and len(det["bbox"]) == 4 for det in detections):
+        return False
+    if not {type(v) for det in detections for v in det["bbox"]} <= _NUMBER_TYPES:
+        return False
+    if not {type(det["score"]) for det in detections} <= _NUMBER_TYPES:
+        return False
+    values = np.array([[*det["bbox"], det["score"]] for det in detections], dtype=np.float64)
+    return (
+        bool(np.isfinite(values).all())
+        and {det["image_id"] for det in detections} <= known
+        and {det["category_id"] for det in detections} <= categories
+    )
+
+
+def _raise_first_bad_detection(detections: list[dict], known: set, categories: set) -> None:
+    for index, det in enumerate(detections):
+        absent = [key for key in _DETECTION_KEYS if not isinstance(det, dict) or key not in det]
+        if absent:
+            raise DataError(
+                f"detection #{index} lacks {absent[0]!r}; COCO results need {', '.join(_DETECTION_KEYS)}"
+            )
+        if not _finite_numbers(det["bbox"], 4) or not _finite_numbers([det["score"]], 1):
+            raise DataError(
+                f"detection #{index} has bbox {det['bbox']!r} / score {det['score']!r}; COCO results need "
+                "[x, y, width, height] and a score, all finite numbers"
+            )
+        if det["image_id"] not in known:
+            raise DataError(
+                f"detection #{index} is on image_id {det['image_id']}, which is not an image of the ground "
+                "truth; score detections against the annotation file they were made for"
+            )
+        if det["category_id"] not in categories:
+            raise DataError(
+                f"detection #{index} has category_id {det['category_id']}, which is not a ground-truth "
+                "category; map model classes to the annotation file's category ids"
+            )
+
+
+def evaluate_bbox(
+    gt: dict,
+    detections: list[dict],
+    backend: str = "pycocotools",
+    image_ids: list[int] | None = None,
+    keep_matching: bool = False,
+) -> dict:
+    """COCO bbox stats, per-class AP and the summary text; ``image_ids`` scores only those images.
+
+    ``keep_matching``: also return ``matching`` (a :class:`~evalharness.stats.coco_bootstrap.Matching`)
+    for the bootstrap; a backend that keeps no per-image matching has it made by pycocotools'
+    ``evaluate()`` (once).
+
+    ``num_detections`` counts the detections on the scored images. ``per_class`` covers every
+    ground-truth category: AP/AP50 at area=all, maxDets=100, None where the scored images hold no
+    non-crowd box of it (pycocotools' -1), and ``num_gt`` counts those non-crowd boxes.
+    """
+    run = EVALUATORS.get(backend)
+    check_annotations(gt)
+    ids, dets = evaluated_subset(gt, detections, image_ids)
+    stats, precision, cat_ids, matching = run(gt, dets, ids, keep_matching)
+    if keep_matching and matching is None:
+        matching = _pycocotools(gt, dets, ids, evaluate_only=True)
+    return {
+        **({"matching": matching} if keep_matching else {}),
+        "backend": backend,
+        "stats": {name: float(value) for name, value in zip(COCO_STAT_NAMES, stats, strict=True)},
+        "per_class": _per_class(gt, ids, precision, cat_ids),
+        "num_detections": len(dets),
+        "num_images": len(ids),
+        "summary": format_summary(stats),
+    }
+
+
+def format_summary(stats) -> list[str]:
+    """The 12 lines COCOeval.summarize() prints, character for character, for any backend."""
+    lines = []
+    for (kind, iou, area, max_dets), value in zip(_SUMMARY_ROWS, stats, strict=True):
+        title = "Average Precision" if kind == "AP" else "Average Recall"
+        where = f"IoU={iou:<9} | area={area:>6s} | maxDets={max_dets:>3d}"
+        lines.append(f" {title:<18} ({kind}) @[ {where} ] = {value:0.3f}")
+    return lines
+
+
+def _per_class(gt: dict, image_ids: list, precision: np.ndarray, cat_ids: list) -> dict:
+    """AP (IoU .50:.95) and AP50 per category from eval["precision"][T, R, K, area=all, maxDets=100]."""
+    chosen = set(image_ids)
+    num_gt = Counter(
+        ann["category_id"] for ann in gt["annotations"] if ann["image_id"] in chosen and not ann["iscrowd"]
+    )
+    names = {category["id"]: category["name"] for category in gt["categories"]}
+    out = {}
+    for k, cat_id in enumerate(cat_ids):
+        cat_id = int(cat_id)
+        curves = precision[:, :, k, 0, -1]
+        out[str(cat_id)] = {
+            "name": names[cat_id],
+            "AP": _mean_valid(curves),
+            "AP50": _mean_valid(curves[0]),
+            "num_gt": num_gt[cat_id],
+        }
+    return out
+
+
+def _mean_valid(values: np.ndarray) -> float | None:
+    """Mean over entries > -1, as summarize() averages; None when pycocotools would say -1."""
+    valid = values[values > -1]
+    return float(np.mean(valid)) if valid.size else None
+
+
+def _own_copy(gt: dict, detections: list[dict]) -> tuple[dict, list[dict]]:
+    """Copies of the dicts the COCO tools write into (ignore flags, ids, areas): callers' stay intact."""
+    gt = {**gt, "annotations": [dict(ann) for ann in gt["annotations"]]}
+    return gt, [dict(det) for det in detections]
+
+
+def _score(
+    coco_cls: type,
+    make_eval: Callable,
+    gt: dict,
+    detections: list[dict],
+    image_ids: list,
+    evaluate_only: bool = False,
+    keep_matching: bool = False,
+):
+    """evaluate/accumulate/summarize with a COCO class pair, stdout captured, zero detections allowed.
+
+    ``keep_matching``: also return the per-image matching (pycocotools' evaluator only);
+    ``evaluate_only``: stop after ``evaluate()`` and return only that matching."""
+    from evalharness.stats.coco_bootstrap import Matching
+
+    gt, detections = _own_copy(gt, detections)
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco_gt = coco_cls()
+        coco_gt.dataset = gt
+        coco_gt.createIndex()
+        if detections:
+            coco_dt = coco_gt.loadRes(detections)
+        else:  # pycocotools' loadRes([]) raises IndexError; build the same empty result set by hand
+            coco_dt = coco_cls()
+            coco_dt.dataset = {
+                "images": list(gt["images"]),
+                "categories": copy.deepcopy(gt["categories"]),
+                "annotations": [],
+            }
+            coco_dt.createIndex()
+        evaluator = make_eval(coco_gt, coco_dt)
+        evaluator.params.imgIds = list(image_ids)
+        evaluator.evaluate()
+        if evaluate_only:
+            return Matching.from_evaluator(evaluator)
+        evaluator.accumulate()
+        evaluator.summarize()
+    stats = np.asarray(evaluator.stats, dtype=float)[: len(COCO_STAT_NAMES)]
+    matching = Matching.from_evaluator(evaluator) if keep_matching else None
+    return stats, np.asarray(evaluator.eval["precision"]), list(evaluator.params.catIds), matching
+
+
+@EVALUATORS.register("pycocotools")
+def _pycocotools(
+    gt: dict, detections: list[dict], image_ids: list, keep_matching: bool = False, evaluate_only=False
+):
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    make_eval = lambda g, d: COCOeval(g, d, "bbox")  # noqa: E731
+    return _score(COCO, make_eval, gt, detections, image_ids, evaluate_only, keep_matching)
+
+
+@EVALUATORS.register("faster_coco_eval")
+def _faster_coco_eval(gt: dict, detections: list[dict], image_ids: list, keep_matching: bool = False):
+    """Matching is not kept (faster-coco-eval's evalImgs differ): evaluate_bbox asks pycocotools."""
+    try:
+        from faster_coco_eval import COCO, COCOeval_faster
+    except ImportError:
+        raise ConfigError(
+            "COCO metric backend 'faster_coco_eval' needs the faster-coco-eval package; "
+            "pip install 'evalharness[faster]' or use backend 'pycocotools'"
+        ) from None
+
+    def make_eval(coco_gt, coco_dt):
+        return COCOeval_faster(coco_gt, coco_dt, "bbox", print_function=lambda *args, **kwargs: None)
+
+    return _score(COCO, make_eval, gt, detections, image_ids)

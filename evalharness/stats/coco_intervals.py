@@ -1,0 +1,46 @@
+"""Uncertainty of COCO figures: image-level bootstrap intervals of AP, AP50, AP75 and per-class AP,
+and the paired bootstrap of the AP change between two runs on the same images.
+
+Both re-accumulate pycocotools' per-image matching with resampling weights
+(:mod:`evalharness.stats.coco_bootstrap`), never re-running COCOeval per resample. The resamples
+are seeded (``bootstrap_seed``), so a rescore or a merge of shards recomputes the same interval, and
+a paired diff draws the same images for both runs.
+"""
+
+from __future__ import annotations
+
+from evalharness.stats.intervals import bootstrap_p, percentile_interval, resample_weights
+
+BOOTSTRAP_STATS = ("AP", "AP50", "AP75")
+
+
+def bootstrap_intervals(matching, resamples: int, seed: int, confidence: float) -> dict:
+    """Percentile intervals of AP, AP50, AP75 and per-class AP over image-level resamples."""
+    values = matching.resampled(resample_weights(len(matching.img_ids), resamples, seed))
+    per_class = {
+        str(cat): percentile_interval(values["per_class"][:, k], confidence)
+        for k, cat in enumerate(matching.cat_ids)
+    }
+    return {
+        "method": "bootstrap",
+        "confidence": confidence,
+        "resamples": resamples,
+        "seed": seed,
+        **{name: percentile_interval(values[name], confidence) for name in BOOTSTRAP_STATS},
+        "per_class_AP": per_class,
+    }
+
+
+def paired_ap_bootstrap(matching_a, matching_b, resamples: int, seed: int, confidence: float) -> dict:
+    """ΔAP (B − A) per stat with its paired interval and two-sided bootstrap p: each resample draws
+    the same images for both runs (their image lists must be equal)."""
+    if list(matching_a.img_ids) != list(matching_b.img_ids):
+        raise ValueError("paired bootstrap needs both runs scored on the same images")
+    weights = resample_weights(len(matching_a.img_ids), resamples, seed)
+    a, b = matching_a.resampled(weights), matching_b.resampled(weights)
+    out = {"method": "paired bootstrap", "confidence": confidence, "resamples": resamples, "seed": seed}
+    for name in BOOTSTRAP_STATS:
+        deltas = b[name] - a[name]
+        out[name] = {"interval": percentile_interval(deltas, confidence), "p": bootstrap_p(deltas)}
+    return out
+

@@ -1,0 +1,138 @@
+"""Image-by-image comparison of two classification runs and McNemar's exact test.
+
+Two runs on the same images are paired samples: an accuracy delta alone cannot say whether B differs
+from A beyond chance, but the discordant pairs (right in one run, wrong in the other) can. The exact
+McNemar test is a two-sided binomial test with p = 1/2 on those pairs, computed here with integer
+arithmetic so it has no dependency and no rounding before the final division.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from evalharness.stats.intervals import CONFIDENCE, POWER, images_needed_paired, paired_difference
+
+TOP_OVERLAP = 5  # top-5 overlap: the usual second ImageNet figure
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts (A right/B wrong, B right/A wrong)."""
+    n = a_only + b_only
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(a_only, b_only) + 1))
+    return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
+
+
+def format_p(p: float) -> str:
+    return f"{p:.2f}" if p >= 0.01 else f"{p:.2g}"
+
+
+def _correct(pred: dict) -> bool:
+    return pred.get("rank") == 0
+
+
+def pair_by_id(preds_a: list[dict], preds_b: list[dict]) -> tuple[list[tuple[dict, dict]], int, int]:
+    """(A, B) prediction pairs for the images both runs scored, in id order, + counts only in A / B."""
+    by_a = {p["id"]: p for p in preds_a}
+    by_b = {p["id"]: p for p in preds_b}
+    common = sorted(set(by_a) & set(by_b))
+    return [(by_a[i], by_b[i]) for i in common], len(by_a) - len(common), len(by_b) - len(common)
+
+
+def classification_diff(preds_a: list[dict], preds_b: list[dict], same_label_file: bool) -> dict:
+    """Top-1 changes, agreement, top-5 overlap and McNemar on paired correctness.
+
+    Predictions are compared by output index when both runs used the same label file, else by label
+    text (a 1000-class and a 1001-class model index the same class differently).
+    """
+    pairs, only_a, only_b = pair_by_id(preds_a, preds_b)
+    key = "topk" if same_label_file else "topk_labels"
+    changes, agree, overlap, both_right = [], 0, 0.0, 0
+    counts = {"regression": 0, "improvement": 0, "changed": 0}
+    for a, b in pairs:
+        same_top1 = a[key][:1] == b[key][:1]
+        agree += same_top1
+        both_right += _correct(a) and _correct(b)
+        k = min(TOP_OVERLAP, len(a[key]), len(b[key]))
+        overlap += len(set(a[key][:k]) & set(b[key][:k])) / k if k else 0.0
+        if same_top1 and _correct(a) == _correct(b):
+            continue
+        kind = _change_kind(_correct(a), _correct(b))
+        counts[kind] += 1
+        changes.append(
+            {
+                "id": a["id"],
+                "kind": kind,
+                "label": a.get("label"),
+                "a_top1": _top1_label(a),
+                "b_top1": _top1_label(b),
+                "a_rank": a.get("rank"),
+                "b_rank": b.get("rank"),
+            }
+        )
+    n = len(pairs)
+    p = mcnemar_exact(counts["regression"], counts["improvement"])
+    a_only, b_only = counts["regression"], counts["improvement"]
+    neither = n - both_right - a_only - b_only
+    change = (b_only - a_only) / n if n else None
+    return {
+        "paired_images": n,
+        "only_in_a": only_a,
+        "only_in_b": only_b,
+        "top1_agreement": agree / n if n else None,
+        "top5_overlap": overlap / n if n else None,
+        "regressions": counts["regression"],
+        "improvements": counts["improvement"],
+        "changed_both_wrong": counts["changed"],
+        "discordant": counts["regression"] + counts["improvement"],
+        "mcnemar_p": p,
+        "delta_top1": change,
+        "delta_top1_interval": paired_difference(both_right, a_only, b_only, neither),
+        "images_needed": images_needed_paired(n, a_only + b_only, change) if n else None,
+        "top1_changes": changes,
+    }
+
+
+def _change_kind(a_right: bool, b_right: bool) -> str:
+    if a_right and not b_right:
+        return "regression"
+    if b_right and not a_right:
+        return "improvement"
+    return "changed"
+
+
+def _top1_label(pred: dict) -> str | None:
+    labels = pred.get("topk_labels") or []
+    return labels[0] if labels else None
+
+
+def verdict(diff: dict, alpha: float, margin: float = 0.01) -> str:
+    """One line a reader can act on: is B's top-1 different from A's beyond chance, and if not, is
+    that because they are equivalent (the change's interval lies within ±margin) or because there are
+    too few images to tell (then: how many would detect a change of the observed size)?"""
+    p, n = diff["mcnemar_p"], diff["discordant"]
+    detail = f"McNemar p={format_p(p)}, {n} discordant: {diff['regressions']} A right->B wrong, "
+    detail += f"{diff['improvements']} A wrong->B right"
+    interval = diff.get("delta_top1_interval")  # diffs made before the paired interval lack it
+    change = ""
+    if interval is not None:
+        change = f"; Δtop-1 {diff['delta_top1']:+.4f}, {CONFIDENCE:.0%} interval "
+        change += f"[{interval[0]:+.4f}, {interval[1]:+.4f}]"
+    if n == 0 or p >= alpha:
+        head = f"B is not significantly different from A ({detail}; alpha={alpha:g}){change}"
+        if interval is None:
+            return head
+        if -margin <= interval[0] and interval[1] <= margin:
+            return f"{head}: equivalent within ±{margin:g}"
+        needed = diff.get("images_needed")
+        size = (
+            f"~{needed} paired images would detect a change of {diff['delta_top1']:+.4f} "
+            f"with {POWER:.0%} power"
+            if needed
+            else "no change observed"
+        )
+        return f"{head}: no difference detected at this size, not shown equivalent within ±{margin:g}; {size}"
+    direction = "worse" if diff["regressions"] > diff["improvements"] else "better"
+    return f"B is significantly {direction} than A on top-1 ({detail}; alpha={alpha:g}){change}"

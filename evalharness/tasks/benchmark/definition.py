@@ -1,0 +1,83 @@
+"""benchmark_model's figures: the task's config and ``results.txt`` lines; it scores nothing.
+
+Timing and memory come from the run loop like every other task; the records only count the runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evalharness.tasks.definition import Scorer, TaskDefinition, register
+
+
+@dataclass
+class BenchmarkSettings:
+    name: str = "benchmark"
+    num_runs: int = 50
+    min_secs: float = 1.0
+    max_runs: int = 100000
+    seed: int = 0
+    cache: str = "as_found"  # cold | warm | both: start-ups measured again in child processes
+
+
+def cache_lines(passes: dict | None) -> list[str]:
+    """The cold/warm lines of results.txt (nothing when the caches were taken as found)."""
+    if not passes:
+        return []
+    lines = [
+        f"{state.capitalize()} start ({p['run_dir']}), in us: Init: {p['init'] * 1e3:.0f}, "
+        f"First inference: {p['first_inference'] * 1e3:.0f}, Inference (avg): {p['inference_mean'] * 1e3:.1f}"
+        for state in ("cold", "warm")
+        if (p := passes[state])
+    ]
+    if r := passes["reduction_pct"]:
+        lines.append(
+            f"Cold -> warm reduction: init {r['init']:.1f} %, first inference {r['first_inference']:.1f} %"
+        )
+    return lines
+
+
+class RunCounter(Scorer):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def add(self, record: dict) -> None:
+        self.count += 1
+
+    def result(self) -> dict:
+        return {"num_scored": self.count}
+
+
+@register
+class BenchmarkDefinition(TaskDefinition):
+    name = "benchmark"
+    schema = BenchmarkSettings
+    live = "evalharness.tasks.benchmark.live:BenchmarkTask"
+    listing_order = 3
+    reads_dataset = False  # one seeded random input
+    writes_predictions = False
+    latency_only = True
+
+    def scorer(self, ground_truth=None) -> RunCounter:
+        return RunCounter()
+
+    def start_up_passes(self) -> str:
+        return str(self.settings.get("cache", "as_found"))
+
+    def summary_lines(self, doc: dict) -> list[str]:
+        lat, mem = doc["latency_ms"], doc["memory_mb"]
+        inf = {k: v * 1e3 for k, v in lat["inference"].items() if k != "count"}  # ms -> us
+        warmup_us = lat["warmup"].get("mean", 0.0) * 1e3
+        return [
+            f"Model size: {doc['provenance']['model']['bytes'] / 2**20:.3f} MB",
+            f"Inference timings in us: Init: {lat['init'] * 1e3:.0f}, "
+            f"First inference: {lat['first_inference'] * 1e3:.0f}, Warmup (avg): {warmup_us:.0f}, "
+            f"Inference (avg): {inf['mean']:.1f}",
+            f"count={lat['inference']['count']} min={inf['min']:.0f} max={inf['max']:.0f} "
+            f"avg={inf['mean']:.1f} std={inf['std']:.0f} p50={inf['p50']:.0f} p90={inf['p90']:.0f} "
+            f"p99={inf['p99']:.0f}",
+            f"Memory footprint delta from the start of the tool (MB): init={mem['init_delta']:.3f} "
+            f"overall={mem['overall_delta']:.3f}",
+            f"Peak RSS (MB): {mem['peak_rss']:.3f}",
+            *cache_lines(doc["metrics"].get("compile_cache")),
+        ]

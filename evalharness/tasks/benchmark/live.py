@@ -1,0 +1,78 @@
+"""benchmark_model's figures, live half: init, first inference, warm-up, inference statistics, memory.
+
+The same seeded random input (as ``inference_diff`` draws it) is invoked ``num_runs`` times, and
+more until ``min_secs`` have passed (benchmark_model's two stopping rules, whichever is later, capped
+at ``max_runs``). Timing and memory come from the run loop like every other task; this task only
+supplies the input and prints the figures in benchmark_model's line format.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import numpy as np
+
+from evalharness.core.errors import ConfigError
+from evalharness.core.tensors import TensorInfo
+from evalharness.tasks.inference_diff.live import seed_tool_inputs
+from evalharness.tasks.live import RecordEvaluator, Task
+
+
+class Runs:
+    """Run indices until both ``num_runs`` and ``min_secs`` are reached (at most ``max_runs``)."""
+
+    def __init__(self, num_runs: int, min_secs: float, max_runs: int) -> None:
+        self.num_runs, self.min_secs, self.max_runs = num_runs, min_secs, max_runs
+
+    def __len__(self) -> int:
+        return self.num_runs
+
+    def __iter__(self) -> Iterator[int]:
+        start, i = time.perf_counter(), 0
+        while i < self.max_runs and (i < self.num_runs or time.perf_counter() - start < self.min_secs):
+            yield i
+            i += 1
+
+
+class _Counter(RecordEvaluator):
+    def record(self, sample: int, outputs: list[np.ndarray]) -> dict:
+        return {"id": f"run{sample}"}  # counted, never written (nothing to score)
+
+
+class BenchmarkTask(Task):
+    name = "benchmark"
+
+    def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+        self.settings = task
+        num_runs, max_runs = int(task.get("num_runs", 50)), int(task.get("max_runs", 100000))
+        min_secs = float(task.get("min_secs", 1.0))
+        if num_runs < 1 or min_secs < 0 or max_runs < num_runs:
+            raise ConfigError(
+                f"task: need num_runs >= 1, min_secs >= 0, max_runs >= num_runs (got "
+                f"{num_runs}, {min_secs}, {max_runs})"
+            )
+        self.seed = int(task.get("seed", 0))
+        self.samples = Runs(num_runs, min_secs, max_runs)
+        self.evaluator = _Counter(self.definition.scorer)
+        self._tensors: list[np.ndarray] = []
+
+    def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
+        rng = np.random.default_rng(self.seed)
+        self._tensors = [seed_tool_inputs(rng, info) for info in inputs]
+
+    def sample_id(self, sample: int) -> str:
+        return f"run{sample}"
+
+    def prepare(self, sample: int) -> list[np.ndarray]:
+        return self._tensors
+
+    def provenance(self) -> dict:
+        return {
+            "dataset": {
+                "name": "random",
+                "count": self.samples.num_runs,
+                "seed": self.seed,
+                "min_secs": self.samples.min_secs,
+            }
+        }

@@ -1,0 +1,232 @@
+"""COCO bbox mAP: a detector's outputs -> COCO results -> pycocotools' 12 stats.
+
+The model preset names an output decoder (``tasks.decoders``) and a class map; boxes come back
+normalised to the model input and are mapped to original pixels through the preprocessing's own
+inverse (stretch or letterbox). Results are ordered image by image in ascending image id, each
+image's detections in model output order: pycocotools sorts scores with a stable sort, so this
+order decides ties.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
+from evalharness.core.tensors import TensorInfo
+from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
+from evalharness.data.listing import list_images, warn_unscored
+from evalharness.data.manifest import optional_sha256
+from evalharness.data.preprocess import (
+    detection_geometry,
+    detection_input,
+    image_input_spec,
+    preprocessing_provenance,
+    spec_from_config,
+)
+from evalharness.data.shard import Shard, select_samples, sharded_identity
+from evalharness.decoders.base import DECODERS, build_decoder
+from evalharness.stats.coco_eval import IMAGE_FILE_KEYS, load_annotations
+from evalharness.tasks.live import RecordEvaluator, Task, image_cache_key
+
+CLASS_MAPS = ("coco91", "coco80", "labels")
+
+
+@dataclass(frozen=True)
+class CocoSample:
+    path: str
+    key: str  # file_name as in the annotations
+    image_id: int
+    width: int
+    height: int
+
+
+def unannotated_files(annotations: dict, root: str) -> Counter:
+    """Files directly in ``root`` that no annotation names, by reason (they are never scored)."""
+    unscored: Counter = Counter()
+    named = {img["file_name"] for img in annotations["images"]}
+    images = list_images(Path(root), DEFAULT_EXTENSIONS, unscored)
+    unscored["image not in the annotations"] += sum(name not in named for name in images)
+    return +unscored
+
+
+def list_coco_samples(annotations: dict, root: str, annotations_path: str) -> list[CocoSample]:
+    """Every annotated image, ascending image id; an annotated image missing on disk is an error."""
+    if not os.path.isdir(root):
+        raise DataError(f"image directory not found: {root} (set dataset.root=...)")
+    samples, missing = [], []
+    for img in sorted(annotations["images"], key=lambda i: int(i["id"])):
+        path = os.path.join(root, img["file_name"])
+        if not os.path.isfile(path):
+            missing.append(img["file_name"])
+            continue
+        samples.append(
+            CocoSample(path, img["file_name"], int(img["id"]), int(img["width"]), int(img["height"]))
+        )
+    if missing:
+        raise DataError(
+            f"{len(missing)} image(s) listed in {annotations_path} are not in {root} (first: {missing[0]}); "
+            "point dataset.root at the images of these annotations"
+        )
+    if not samples:
+        raise DataError(f"{annotations_path} lists no images")
+    return samples
+
+
+def category_map(class_map: str, annotations: dict, labels_path: str | None) -> dict[int, int]:
+    """Model class index (0-based) -> COCO category id, for categories the annotations define.
+
+    Classes that map to no annotated category (placeholder ids of 90-id label maps) are left out:
+    their detections are counted as ``num_unmapped_detections``, never scored.
+    """
+    cats = sorted(int(c["id"]) for c in annotations["categories"])
+    if class_map == "coco91":  # 90-id label maps with placeholders: category id = class + 1
+        return {c - 1: c for c in cats if 1 <= c <= 90}
+    if class_map == "coco80":  # 80 contiguous classes in ascending category-id order
+        return dict(enumerate(cats))
+    if class_map == "labels":  # model label file line i+1 (line 0 = background/???) by category name
+        from evalharness.data.labels import read_label_file
+
+        by_name = {c["name"]: int(c["id"]) for c in annotations["categories"]}
+        lines = read_label_file(labels_path)
+        return {i - 1: by_name[name] for i, name in enumerate(lines) if name in by_name}
+    raise ConfigError(f"model.class_map={class_map!r}; valid: {', '.join(CLASS_MAPS)}")
+
+
+class CocoEvaluator(RecordEvaluator):
+    """One image's detections, mapped to COCO categories in original pixels, as its record."""
+
+    def __init__(self, task: CocoTask) -> None:
+        self.task = task
+        super().__init__(lambda: task.definition.scorer(task.annotations))
+
+    def record(self, sample: CocoSample, outputs: list[np.ndarray]) -> dict:
+        t = self.task
+        dets = t.decoder.decode(outputs)
+        geometry = detection_geometry(sample.width, sample.height, t.spec, t.input)
+        boxes = geometry.to_original(dets.boxes)
+        cats = [t.categories.get(int(cls)) for cls in dets.classes]
+        keep = np.array([cat is not None for cat in cats], dtype=bool)
+        t.class_counts.update(int(cls) for cls in dets.classes)
+        xywh = np.concatenate([boxes[:, :2], boxes[:, 2:] - boxes[:, :2]], axis=1)[keep]
+        kept_cats = [cat for cat in cats if cat is not None]
+        scores = np.asarray(dets.scores)[keep]
+        return {
+            "id": sample.key,
+            "image_id": sample.image_id,
+            "detections": [
+                [cat, score, *box]
+                for cat, score, box in zip(kept_cats, scores.tolist(), xywh.tolist(), strict=True)
+            ],
+            "unmapped": len(cats) - len(kept_cats),
+        }
+
+
+class CocoTask(Task):
+    name = "coco"
+    cacheable = True
+
+    def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+        self.settings = task
+        self.model_path = model["path"]
+        decoder_cfg = dict(model.get("decoder") or {})
+        if not decoder_cfg.get("name"):
+            raise ConfigError(
+                f"model {model.get('name')!r} has no output decoder: task=coco needs a detector preset "
+                f"(model.decoder.name={'|'.join(DECODERS.names())}); is this a classifier? use task=imagenet"
+            )
+        self.decoder = build_decoder(decoder_cfg.pop("name"), decoder_cfg)
+        self.spec = spec_from_config(model.get("preprocess"))
+        self.dataset = dataset
+        ann_path = dataset.get("annotations")
+        if not ann_path:
+            raise ConfigError(
+                "task=coco needs dataset.annotations=<instances JSON> (e.g. dataset=coco_sample)"
+            )
+        self.annotations = load_annotations(ann_path, image_keys=IMAGE_FILE_KEYS)
+        samples = list_coco_samples(self.annotations, dataset["root"], ann_path)
+        self.unscored = unannotated_files(self.annotations, dataset["root"])
+        warn_unscored(dataset["root"], self.unscored)
+        self.shard = Shard.from_config(dataset)
+        self.samples, self.full_samples = select_samples(
+            samples, int(task.get("num_images", 0)), self.shard, ann_path
+        )
+        self.class_map = model.get("class_map", "coco91")
+        self.labels_path = model.get("labels")
+        self.categories = category_map(self.class_map, self.annotations, self.labels_path)
+        self.evaluator = None
+        self.input = None
+        self.class_counts: Counter = Counter()  # model class index -> detections this session
+
+    def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
+        if len(inputs) != 1:
+            raise ModelMismatchError(
+                f"{self.model_path}: {len(inputs)} inputs; a detector here has one image input"
+            )
+        i = inputs[0]
+        self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
+        self.decoder.bind(outputs, (self.input.height, self.input.width), self.model_path)
+        self.evaluator = CocoEvaluator(self)
+
+    def cache_key(self) -> dict:
+        return image_cache_key(self)
+
+    def sample_files(self) -> Iterator[str]:
+        return (s.path for s in self.samples)
+
+    def failed_checks(self) -> list[str]:
+        """Most detections mapping to no annotated category means the class map is wrong (AP would be
+        a silent near-zero): fail, naming ``model.class_map``, what the model produced and what the
+        annotations use. Counted over this session's detections."""
+        produced = sum(self.class_counts.values())
+        unmapped = {c: n for c, n in self.class_counts.items() if c not in self.categories}
+        limit = float(self.settings.get("max_unmapped_fraction", 0.5))
+        if not produced or sum(unmapped.values()) / produced <= limit:
+            return []
+        top = ", ".join(str(c) for c, _ in sorted(unmapped.items(), key=lambda kv: -kv[1])[:8])
+        ids = sorted(int(c["id"]) for c in self.annotations["categories"])
+        return [
+            f"{sum(unmapped.values())} of {produced} detections (over task.max_unmapped_fraction={limit:g}) "
+            f"have a class that model.class_map={self.class_map} maps to no annotated category "
+            f"(model classes {top}; annotation category ids {ids[0]}..{ids[-1]}); check model.class_map"
+        ]
+
+    def sample_id(self, sample: CocoSample) -> str:
+        return sample.key
+
+    def prepare(self, sample: CocoSample) -> list[np.ndarray]:
+        tensor, geometry = detection_input(sample.path, self.spec, self.input)
+        if (geometry.orig_w, geometry.orig_h) != (sample.width, sample.height):
+            raise DataError(
+                f"{sample.path}: image is {geometry.orig_w}x{geometry.orig_h} but the annotations say "
+                f"{sample.width}x{sample.height}; boxes would be mapped wrongly"
+            )
+        return [tensor]
+
+    def provenance(self) -> dict:
+        d = self.dataset
+        return {
+            "dataset": {
+                "name": d.get("name"),
+                "format": "coco",
+                "root": d["root"],
+                **sharded_identity(self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path)),
+                "ground_truth": d.get("annotations"),
+                "ground_truth_sha256": optional_sha256(d.get("annotations")),
+                "unscored": dict(sorted(self.unscored.items())),
+            },
+            "labels": {
+                "class_map": self.class_map,
+                "path": self.labels_path,
+                "sha256": optional_sha256(self.labels_path),
+                "categories": len(self.annotations["categories"]),
+            },
+            "preprocessing": preprocessing_provenance(self.spec, self.input),
+            "decoder": {"name": type(self.decoder).__name__, "notes": self.decoder.notes},
+        }
+

@@ -1,0 +1,175 @@
+"""ILSVRC-style top-1..K classification: its config, records -> top-K accuracy, paired top-1 diff.
+
+A record (one predictions.jsonl line) holds the image ``id``, the true output index
+``label_index``, the ranked output indices ``topk`` (and their labels and scores). Accuracy is
+recounted from ``topk`` and ``label_index`` alone, so the live run, ``rescore`` and ``merge`` give the
+same numbers bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evalharness.core.errors import EvalHarnessError
+from evalharness.core.numbers import fmt
+from evalharness.core.tables import Section, more_rows
+from evalharness.rundir.reader import Run
+from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines, wilson
+from evalharness.stats.paired import classification_diff, format_p, verdict
+from evalharness.tasks.definition import Scorer, TaskDefinition, register
+
+CHANGE_TEXT = {
+    "regression": "A right -> B wrong",
+    "improvement": "A wrong -> B right",
+    "changed": "both wrong, prediction changed",
+}
+
+
+@dataclass
+class ImageNetSettings:
+    name: str = "imagenet"
+    top_k: int = 10  # report Top-1..Top-k
+    num_images: int = 0  # first N images in sorted file-name order; 0 = all
+
+
+class TopKScorer(Scorer):
+    """Top-1..K hits from each record's ``topk`` and ``label_index``."""
+
+    def __init__(self, top_k: int) -> None:
+        self.top_k = top_k
+        self.hits = [0] * top_k
+        self.count = 0
+
+    def add(self, record: dict) -> None:
+        top = record["topk"][: self.top_k]
+        if record["label_index"] in top:
+            for rank in range(top.index(record["label_index"]), self.top_k):
+                self.hits[rank] += 1
+        self.count += 1
+
+    def result(self) -> dict:
+        n, k = self.count, self.top_k
+        metrics = {f"top{i + 1}": (float(self.hits[i]) / n if n else 0.0) for i in range(k)}
+        metrics["correct"] = {f"top{i + 1}": self.hits[i] for i in range(k)}
+        metrics["num_scored"] = n
+        metrics["intervals"] = {
+            "method": "wilson",
+            "confidence": CONFIDENCE,
+            **{f"top{i + 1}": wilson(self.hits[i], n) for i in range(k)},
+        }
+        return metrics
+
+
+def short(label: str | None) -> str:
+    """The first synonym of an ImageNet label ("tabby, tabby cat" -> "tabby"): tables stay readable."""
+    return "n/a" if label is None else label.split(",")[0]
+
+
+@register
+class ImageNetDefinition(TaskDefinition):
+    name = "imagenet"
+    schema = ImageNetSettings
+    live = "evalharness.tasks.imagenet.live:ImageNetTask"
+    listing_order = 0
+    sample_key = "id"
+    can_resume = True
+    rescorable = True
+    comparison = "classification"
+    sweep_metrics = ("top1", "top5")
+    thumbnails = ("flips", "Thumbnails: top-1 changes")
+
+    def scorer(self, ground_truth=None, top_k: int | None = None) -> TopKScorer:
+        return TopKScorer(top_k or int(self.settings.get("top_k", 10)))
+
+    def rescorer(self, runs: list[Run], records: list[dict], top_k=None, backend=None) -> Scorer:
+        """K = what every record stores (the live run's K), or ``--top-k`` below it."""
+        if backend is not None:
+            raise EvalHarnessError(f"--backend applies to detection runs, not to task {self.name}")
+        stored = min((len(r["topk"]) for r in records), default=0)
+        k = stored if top_k is None else top_k
+        if not 1 <= k <= stored:
+            raise EvalHarnessError(f"--top-k {k}: the predictions store top-{stored}; give 1..{stored}")
+        return self.scorer(top_k=k)
+
+    def summary_lines(self, doc: dict) -> list[str]:
+        """``Top-k Accuracy: x`` for k = 1..K, as TFLite's imagenet tool prints them."""
+        metrics = doc["metrics"]
+        ks = range(1, len(metrics["correct"]) + 1)
+        lines = [f"Top-{k} Accuracy: {metrics[f'top{k}']:g}" for k in ks]
+        intervals = metrics.get("intervals") or {}
+        how = f"{intervals.get('method')}, {metrics['num_scored']} images"
+        return lines + interval_lines(intervals, how, [(f"top-{k}", intervals.get(f"top{k}")) for k in ks])
+
+    def headline(self, metrics: dict) -> dict[str, float]:
+        tops = sorted(
+            (k for k in metrics if k.startswith("top") and k[3:].isdigit()), key=lambda k: int(k[3:])
+        )
+        return {k: metrics[k] for k in tops}
+
+    def compare(self, a: Run, b: Run, options) -> dict:
+        same_labels = a.prov("labels.sha256") == b.prov("labels.sha256")
+        return classification_diff(a.predictions, b.predictions, same_labels)
+
+    def agreement(self, a: Run, b: Run) -> dict:
+        c = self.compare(a, b, {})
+        return {"name": "top-1 agreement", "value": c["top1_agreement"], "p": c["mcnemar_p"]}
+
+    def verdict(self, diff: dict) -> str:
+        return verdict(diff[self.comparison], diff["alpha"], diff.get("equivalence_margin", 0.01))
+
+    def pairwise(self, comparison: dict) -> dict[str, float]:
+        """As the base, plus ``top1_ci_low``/``top1_ci_high``: the paired interval of Δtop-1."""
+        values = super().pairwise(comparison)
+        if comparison.get("delta_top1_interval"):
+            values["top1_ci_low"], values["top1_ci_high"] = comparison["delta_top1_interval"]
+        return values
+
+    def diff_sections(self, c: dict, max_rows: int) -> list[Section]:
+        stats = [
+            ["paired images", fmt(c["paired_images"])],
+            ["only in A / only in B", f"{c['only_in_a']} / {c['only_in_b']}"],
+            ["top-1 agreement", fmt(c["top1_agreement"], ".4f")],
+            ["mean top-5 overlap", fmt(c["top5_overlap"], ".4f")],
+            ["A right -> B wrong (regressions)", fmt(c["regressions"])],
+            ["A wrong -> B right (improvements)", fmt(c["improvements"])],
+            ["both wrong, top-1 changed", fmt(c["changed_both_wrong"])],
+            ["McNemar exact p (two-sided)", format_p(c["mcnemar_p"])],
+        ]
+        if "delta_top1" in c:  # diffs made since the paired interval exists
+            stats += [
+                ["top-1 change B - A", fmt(c["delta_top1"], "+.4f")],
+                [
+                    f"{CONFIDENCE:.0%} paired interval (Newcombe)",
+                    fmt_interval(c["delta_top1_interval"], "+.4f"),
+                ],
+                ["images for 80 % power at this change", fmt(c["images_needed"])],
+            ]
+        changes = c["top1_changes"]
+        rows = [
+            [ch["id"], short(ch["label"]), short(ch["a_top1"]), short(ch["b_top1"]), CHANGE_TEXT[ch["kind"]]]
+            for ch in changes[:max_rows]
+        ]
+        notes = [
+            "labels: first synonym only (full text in --format json)",
+            *more_rows(len(changes), max_rows),
+        ]
+        return [
+            Section("Paired top-1", ["", "value"], stats, key="paired"),
+            Section(
+                f"Top-1 changes ({len(changes)})",
+                ["image", "label", "A top-1", "B top-1", "change"],
+                rows,
+                notes,
+                key="flips",
+            ),
+        ]
+
+    def changed_samples(self, c: dict) -> list[tuple[str, str]]:
+        return [
+            (
+                ch["id"],
+                f"{CHANGE_TEXT[ch['kind']]}; truth {short(ch['label'])}; A {short(ch['a_top1'])}; "
+                f"B {short(ch['b_top1'])}",
+            )
+            for ch in c["top1_changes"]
+        ]

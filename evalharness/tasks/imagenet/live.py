@@ -1,0 +1,147 @@
+"""ILSVRC-2012 top-1..K accuracy, with the preprocessing of TFLite's imagenet evaluation tool.
+
+Ground-truth labels are matched to model outputs by label text (see ``data.labels``), so 1001-way
+outputs with a background class and 1000-way outputs both work with no assumed offset.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+import numpy as np
+
+from evalharness.core.errors import ConfigError, ModelMismatchError
+from evalharness.core.tensors import TensorInfo
+from evalharness.data.ground_truth import LabeledSample, load_ground_truth
+from evalharness.data.labels import LabelMatcher, read_label_file, stable_topk
+from evalharness.data.listing import warn_unscored
+from evalharness.data.manifest import optional_sha256
+from evalharness.data.preprocess import (
+    image_input_spec,
+    preprocess_file,
+    preprocessing_provenance,
+    spec_from_config,
+)
+from evalharness.data.shard import Shard, select_samples, sharded_identity
+from evalharness.tasks.imagenet.definition import TopKScorer
+from evalharness.tasks.live import RecordEvaluator, Task, image_cache_key
+
+
+def classification_output(outputs: list[TensorInfo], model_path: str) -> TensorInfo:
+    """The single score vector of a classifier: shape [1, N], [N] or [1, 1, 1, N]."""
+    if len(outputs) != 1:
+        shapes = [list(o.shape) for o in outputs]
+        raise ModelMismatchError(
+            f"{model_path}: {len(outputs)} outputs {shapes}; a classifier has one score vector "
+            "(is this a detector? use task=coco)"
+        )
+    out = outputs[0]
+    if out.shape[-1] < 2 or int(np.prod(out.shape)) != out.shape[-1]:
+        raise ModelMismatchError(
+            f"{model_path}: output shape {list(out.shape)} is not one score vector [1, N]"
+        )
+    return out
+
+
+class TopKEvaluator(RecordEvaluator):
+    """Top-1..K of each image; ranks raw scores with a stable sort (ties go to the lower index)."""
+
+    def __init__(self, top_k: int, output: TensorInfo, truth: dict[str, int], labels: list[str]) -> None:
+        self.top_k, self.output, self.truth, self.labels = top_k, output, truth, labels
+        super().__init__(lambda: TopKScorer(top_k))
+
+    def record(self, sample: LabeledSample, outputs: list[np.ndarray]) -> dict:
+        raw = outputs[0].reshape(-1)
+        top = stable_topk(raw, self.top_k)
+        truth = self.truth[sample.key]
+        where = np.flatnonzero(top == truth)
+        return {
+            "id": sample.key,
+            "label": sample.label,
+            "label_index": truth,
+            "topk": top.tolist(),
+            "topk_labels": [self.labels[i] for i in top],
+            "scores": np.asarray(self.output.dequantize(raw[top]), dtype=np.float64).tolist(),
+            "rank": int(where[0]) if where.size else None,
+        }
+
+
+class ImageNetTask(Task):
+    name = "imagenet"
+    cacheable = True
+
+    def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+        self.settings = task
+        self.top_k = int(task.get("top_k", 10))
+        if not 1 <= self.top_k <= 1000:
+            raise ConfigError(f"task.top_k={self.top_k} must be between 1 and 1000")
+        self.model_path = model["path"]
+        self.labels_path = model["labels"]
+        self.spec = spec_from_config(model.get("preprocess"))
+        self.dataset = dataset
+        self.unscored = Counter()
+        samples = load_ground_truth(
+            dataset.get("format", "auto"),
+            dataset["root"],
+            dataset.get("ground_truth"),
+            dataset.get("class_names"),
+            dataset.get("synset_words"),
+            dataset.get("devkit_meta"),
+            unscored=self.unscored,
+        )
+        warn_unscored(dataset["root"], self.unscored)
+        # As TFLite's tool: the first num_images in sorted file-name order; then this run's shard.
+        self.shard = Shard.from_config(dataset)
+        self.samples, self.full_samples = select_samples(
+            samples, int(task.get("num_images", 0)), self.shard, dataset["root"]
+        )
+        self.labels = read_label_file(self.labels_path)
+        self.matcher = LabelMatcher(self.labels, self.labels_path)
+        # Every ground-truth label must exist in the model's label file: fail before the loop.
+        self.truth = {s.key: self.matcher.index(s.label, s.occurrence) for s in self.samples}
+        self.evaluator = None
+        self.input = None
+
+    def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
+        if len(inputs) != 1:
+            raise ModelMismatchError(f"{self.model_path}: {len(inputs)} inputs; an image classifier has one")
+        i = inputs[0]
+        self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
+        out = classification_output(outputs, self.model_path)
+        self.matcher.check_output_size(out.shape[-1])
+        self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
+
+    def cache_key(self) -> dict:
+        return image_cache_key(self)
+
+    def sample_files(self) -> Iterator[str]:
+        return (s.path for s in self.samples)
+
+    def sample_id(self, sample: LabeledSample) -> str:
+        return sample.key
+
+    def prepare(self, sample: LabeledSample) -> list[np.ndarray]:
+        return [preprocess_file(sample.path, self.spec, self.input)]
+
+    def provenance(self) -> dict:
+        d = self.dataset
+        return {
+            "dataset": {
+                "name": d.get("name"),
+                "format": d.get("format", "auto"),
+                "root": d["root"],
+                **sharded_identity(self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path)),
+                "ground_truth": d.get("ground_truth"),
+                "ground_truth_sha256": optional_sha256(d.get("ground_truth")),
+                "class_names_sha256": optional_sha256(d.get("class_names")),
+                "synset_words_sha256": optional_sha256(d.get("synset_words")),
+                "unscored": dict(sorted(self.unscored.items())),
+            },
+            "labels": {
+                "path": self.labels_path,
+                "sha256": optional_sha256(self.labels_path),
+                "count": len(self.labels),
+            },
+            "preprocessing": preprocessing_provenance(self.spec, self.input),
+        }

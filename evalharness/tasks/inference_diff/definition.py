@@ -1,0 +1,205 @@
+"""TFLite's Inference Diff: its config, records (per-run output errors) -> per-output error and checks.
+
+A record holds one random-input run's comparison of every output with the reference pass: mean,
+max and p99 absolute error, cosine similarity, non-finite count and both outputs' largest magnitude.
+An average error hides the failures that matter, so named checks run per output: NaN/Inf in the
+test output, a silent all-near-zero output where the reference is not, and a cosine similarity to
+the reference below ``min_cosine``. A tripped check fails the run (``fail_on_check``).
+
+Beside the raw errors, outputs a decoder understands are compared decoded
+(:mod:`evalharness.stats.decoded`): a classifier's top-1/top-5 classes, a detector's boxes (IoU of
+matched boxes, class agreement, boxes lost and new, score change) under ``metrics.decoded``; a model
+no decoder understands says so there (``"no decoder: raw tensors only"``). The decoded comparison
+informs for a classifier (its score vector's cosine check stays the judge). A detector's
+post-processed outputs (boxes ordered by score, class ids) are judged decoded: there the raw
+``low_cosine`` check is recorded but informational (``metrics.informational_checks``: a near-tied
+box moving one place in the list reads as a huge raw error), and the decoded check fails the run
+when fewer than ``min_decoded_agreement`` of the boxes stayed (same box, same class). NaN/Inf and
+silent-zero checks stay on the raw tensors for every model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from evalharness.core.tables import Section
+from evalharness.rundir.reader import Run
+from evalharness.stats.decoded import DecodedScorer, failed_checks
+from evalharness.stats.decoded import summary as decoded_summary
+from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines, z_value
+from evalharness.tasks.definition import Scorer, TaskDefinition, register
+
+
+def mean_interval(values: np.ndarray, confidence: float = CONFIDENCE) -> list[float] | None:
+    """Normal interval of a mean over independent runs: mean ± z·sd/√n (sd with n-1); None below 2."""
+    if values.size < 2:
+        return None
+    half = z_value(confidence) * float(values.std(ddof=1)) / np.sqrt(values.size)
+    return [float(values.mean()) - half, float(values.mean()) + half]
+
+
+DECODED_IOU = 0.5  # a detector's boxes match at IoU >= this (COCO's AP50 threshold)
+
+
+@dataclass
+class InferenceDiffSettings:
+    name: str = "inference_diff"
+    num_runs: int = 50
+    seed: int = 0
+    min_cosine: float = 0.95
+    zero_tol: float = 1e-6
+    fail_on_check: bool = True
+    # a detector's reference boxes compared decoded: those scored >= this (random inputs give a
+    # detector a few confident boxes and many near-tied ones below ~0.15 that mean nothing)
+    decoded_min_score: float = 0.3
+    min_decoded_agreement: float = 0.9  # a detector: fewer boxes kept (same box and class) fails
+    reference_delegate: Any = None  # a delegate config (dict); default {name: reference, num_threads: 1}
+
+
+class OutputErrorScorer(Scorer):
+    """Per-output error statistics over the runs, and the named checks."""
+
+    def __init__(
+        self,
+        output_names: list[str],
+        min_cosine: float,
+        zero_tol: float,
+        decoded: DecodedScorer,
+        min_decoded_agreement: float = 0.9,
+    ) -> None:
+        self.names, self.min_cosine, self.zero_tol = list(output_names), min_cosine, zero_tol
+        self.per_output: list[list[dict]] = [[] for _ in self.names]
+        self.decoded, self.min_decoded_agreement = decoded, min_decoded_agreement
+
+    def add(self, record: dict) -> None:
+        for runs, stats in zip(self.per_output, record["outputs"], strict=True):
+            runs.append(stats)
+        if record.get("decoded") is not None:
+            self.decoded.add(record["id"], record["decoded"])
+
+    def result(self) -> dict:
+        outputs, failed, informational, intervals = [], [], [], {}
+        judged_decoded = {"low_cosine"} if self.decoded.kind == "detector" else set()
+        for name, runs in zip(self.names, self.per_output, strict=True):
+            avg = np.array([r["avg"] for r in runs], dtype=np.float64)
+            checks = {
+                "nan_or_inf": sum(r["nonfinite"] for r in runs) > 0,
+                "silent_zero": any(r["test_abs_max"] <= self.zero_tol < r["ref_abs_max"] for r in runs),
+                "low_cosine": min((r["cosine"] for r in runs), default=1.0) < self.min_cosine,
+            }
+            for check in (c for c, hit in checks.items() if hit):
+                (informational if check in judged_decoded else failed).append(f"{name}: {check}")
+            intervals[name] = mean_interval(avg)
+            outputs.append(
+                {
+                    "name": name,
+                    "avg_error": float(avg.mean()) if avg.size else None,
+                    "std_dev": float(avg.std()) if avg.size else None,
+                    "max_abs_error": max((r["max"] for r in runs), default=None),
+                    "p99_abs_error": max((r["p99"] for r in runs), default=None),
+                    "nonfinite": sum(r["nonfinite"] for r in runs),
+                    "min_cosine": min((r["cosine"] for r in runs), default=None),
+                    "checks": checks,
+                }
+            )
+        decoded = self.decoded.result()
+        return {
+            "num_scored": len(self.per_output[0]) if self.per_output else 0,
+            "outputs": outputs,
+            "failed_checks": failed + failed_checks(decoded, self.min_decoded_agreement),
+            "informational_checks": informational,
+            "decoded": decoded,
+            "intervals": {"method": "normal", "confidence": CONFIDENCE, "avg_error": intervals},
+        }
+
+
+@register
+class InferenceDiffDefinition(TaskDefinition):
+    name = "inference_diff"
+    schema = InferenceDiffSettings
+    live = "evalharness.tasks.inference_diff.live:InferenceDiffTask"
+    listing_order = 2
+    reads_dataset = False  # seeded random inputs
+    comparison = "output_errors"
+
+    def scorer(self, ground_truth: list[str] | None = None, decoded: str | None = None) -> OutputErrorScorer:
+        """``ground_truth``: the model's output names (the live run knows them once bound);
+        ``decoded``: how the outputs decode ('classifier', 'detector', None: no decoder)."""
+        s = self.settings
+        extra = (
+            {
+                "min_score": self.decoded_min_score(),
+                "iou_threshold": DECODED_IOU,
+                "match": "any class",
+                "min_agreement": float(s.get("min_decoded_agreement", 0.9)),
+            }
+            if decoded == "detector"
+            else {}
+        )
+        return OutputErrorScorer(
+            ground_truth or [],
+            float(s.get("min_cosine", 0.95)),
+            float(s.get("zero_tol", 1e-6)),
+            DecodedScorer(decoded, extra),
+            float(s.get("min_decoded_agreement", 0.9)),
+        )
+
+    def decoded_min_score(self) -> float:
+        return float(self.settings.get("decoded_min_score", 0.3))
+
+    def compare(self, a: Run, b: Run, options) -> dict:
+        """Per output: each run's mean error with its interval (runs made before schema 2: none)."""
+        rows = []
+        for side, run in (("a", a), ("b", b)):
+            intervals = ((run.metrics.get("intervals") or {}).get("avg_error")) or {}
+            for out in run.metrics.get("outputs") or []:
+                if side == "a":
+                    rows.append({"name": out["name"]})
+                row = next((r for r in rows if r["name"] == out["name"]), None)
+                if row is not None:
+                    row[side], row[f"{side}_interval"] = out["avg_error"], intervals.get(out["name"])
+        return {"outputs": rows, "decoded": {"a": a.metrics.get("decoded"), "b": b.metrics.get("decoded")}}
+
+    def diff_sections(self, comparison: dict, max_rows: int) -> list[Section]:
+        cells = [
+            [r["name"], f"{r.get('a', 0):.4g} {fmt_interval(r.get('a_interval'), '.4g')}",
+             f"{r.get('b', 0):.4g} {fmt_interval(r.get('b_interval'), '.4g')}"]
+            for r in comparison["outputs"]
+        ]  # fmt: skip
+        notes = [f"mean absolute error against the reference pass, {CONFIDENCE:.0%} interval over the runs"]
+        headers = ["output", "A avg_error", "B avg_error"]
+        sections = [Section("Output errors", headers, cells, notes, key="errors")]
+        decoded = comparison.get("decoded") or {}
+        if decoded.get("a") or decoded.get("b"):
+            rows = [[side.upper(), decoded_summary(decoded.get(side))] for side in ("a", "b")]
+            headers = ["run", "decoded answers against its reference pass"]
+            sections.append(Section("Decoded outputs", headers, rows, key="decoded"))
+        return sections
+
+    def failed_checks(self, metrics: dict) -> list[str]:
+        return list(metrics.get("failed_checks") or []) if self.settings.get("fail_on_check", True) else []
+
+    def summary_lines(self, doc: dict) -> list[str]:
+        metrics = doc["metrics"]
+        ref, test = metrics.get("reference_latency_us", {}), metrics.get("test_latency_us", {})
+        lines = [
+            f"Num evaluation runs: {metrics['num_scored']}",
+            f"Reference run latency: avg={ref.get('mean', 0):g}(us), std_dev={ref.get('std', 0):g}(us)",
+            f"Test run latency: avg={test.get('mean', 0):g}(us), std_dev={test.get('std', 0):g}(us)",
+        ]
+        for i, out in enumerate(metrics["outputs"]):
+            lines.append(f"OutputDiff[{i}]: avg_error={out['avg_error']:g}, std_dev={out['std_dev']:g}")
+        intervals = metrics.get("intervals") or {}
+        errors = intervals.get("avg_error") or {}
+        shown = [(f"OutputDiff[{i}]", errors.get(out["name"])) for i, out in enumerate(metrics["outputs"])]
+        lines += interval_lines(intervals, f"avg_error, {metrics['num_scored']} runs", shown)
+        lines.append(decoded_summary(metrics.get("decoded")))
+        if metrics.get("informational_checks"):
+            lines.append(
+                "Raw checks judged decoded instead (a detector's box lists): "
+                + "; ".join(metrics["informational_checks"])
+            )
+        return lines

@@ -1,0 +1,133 @@
+"""The live half of a task plug-in: samples in, records out (the definition in
+:mod:`evalharness.tasks.discovery` does the rest).
+
+Like detectron2's evaluators: ``reset / update / compute``. A task lists its samples, turns one
+sample into input tensors, and turns the model's outputs for it into a *record* (its predictions.jsonl
+line); the task definition's pure scorer turns records into metrics. The task never sees which
+runtime or delegate ran. Optional abilities are methods with defaults here, never ``hasattr`` probes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+
+from evalharness.core.tensors import TensorInfo
+from evalharness.data.manifest import samples_identity
+from evalharness.data.preprocess import preprocessing_provenance
+from evalharness.tasks.definition import Scorer
+from evalharness.tasks.discovery import definition_for
+
+
+class RecordEvaluator:
+    """``update`` makes a sample's record and hands it to the scorer; ``restore`` re-adds a record of
+    an earlier session (resume); ``compute`` is the scorer's result. Subclasses define ``record``."""
+
+    def __init__(self, make_scorer: Callable[[], Scorer]) -> None:
+        self._make_scorer = make_scorer
+        self.reset()
+
+    def reset(self) -> None:
+        self.scorer = self._make_scorer()
+
+    def record(self, sample: Any, outputs: list[np.ndarray]) -> dict:
+        raise NotImplementedError
+
+    def update(self, sample: Any, outputs: list[np.ndarray]) -> dict:
+        record = self.record(sample, outputs)
+        self.scorer.add(record)
+        return record
+
+    def restore(self, record: dict) -> None:
+        self.scorer.add(record)
+
+    def compute(self) -> dict:
+        return self.scorer.result()
+
+
+class ReferencePass:
+    """What the loop runs first when a task compares against a reference (inference_diff): the same
+    samples with another delegate, recording outputs instead of scoring them."""
+
+    name = "reference"
+    delegate: dict  # the reference delegate config
+    samples: Sequence[Any]
+    evaluator: RecordEvaluator
+
+    def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None: ...
+
+    def sample_id(self, sample: Any) -> str: ...
+
+    def prepare(self, sample: Any) -> list[np.ndarray]: ...
+
+
+class Task:
+    """Base class of live tasks. Subclasses set ``name``, ``settings`` (the task config group),
+    ``samples`` and ``evaluator`` (after ``bind``), and implement the four methods below."""
+
+    name: ClassVar[str]
+    settings: dict
+    samples: Sequence[Any]
+    evaluator: RecordEvaluator
+    # Ability: one input tensor per sample from a file dataset, identified by ``cache_key()`` (the
+    # tensor cache, data/cache.py, may serve it); ``cache`` is that cache when one serves the run.
+    cacheable: ClassVar[bool] = False
+    cache = None
+
+    @cached_property
+    def definition(self):
+        """The task's definition (scorer, summary lines, abilities) with this run's settings."""
+        return definition_for(self.name, self.settings)
+
+    def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
+        """Check the model fits the task (clear error before the loop) and prepare preprocessing."""
+        raise NotImplementedError
+
+    def sample_id(self, sample: Any) -> str:
+        """Stable identity of a sample (e.g. the image path relative to the dataset root)."""
+        raise NotImplementedError
+
+    def prepare(self, sample: Any) -> list[np.ndarray]:
+        """Decode and preprocess one sample into the model's input tensors."""
+        raise NotImplementedError
+
+    def provenance(self) -> dict:
+        """Dataset and preprocessing description for metrics.json."""
+        raise NotImplementedError
+
+    # Optional abilities ------------------------------------------------------------------------
+    def cache_key(self) -> dict:
+        """Identity of the prepared tensors, for ``cacheable`` tasks (called after ``bind``)."""
+        raise NotImplementedError
+
+    def sample_files(self) -> Iterable[str]:
+        """The files the samples are read from (checked unchanged when a run resumes), streamed."""
+        return ()
+
+    def reference_pass(self) -> ReferencePass | None:
+        """A pass over the same inputs with a reference delegate before the measured one, or None."""
+        return None
+
+    def extra_metrics(self, reference_ms: list[float] | None, test_ms: list[float]) -> dict:
+        """Metrics made from the loop's timing rather than from records (inference_diff's latencies)."""
+        return {}
+
+    def failed_checks(self) -> list[str]:
+        """Checks on what this session saw that fail a complete run (exit 1, metrics kept)."""
+        return []
+
+    def artifacts(self) -> dict[str, object]:
+        return self.definition.artifacts(self.evaluator.scorer)
+
+
+def image_cache_key(task) -> dict:
+    """Tensor-cache key of a file-image task: its images (manifest) and its preprocessing recipe,
+    including the bound input spec (shape, dtype, quantisation) the tensors were made for."""
+    return {
+        "task": task.name,
+        "manifest": samples_identity(task.samples, lambda s: (s.key, s.path))["manifest_sha256"],
+        "preprocessing": preprocessing_provenance(task.spec, task.input),
+    }

@@ -1,0 +1,147 @@
+"""The loop's shape is chosen from what the machine measures, never changes a result, and says why.
+
+The calibration is tested on simulated machines (sleeps stand in for invoke and preparation, and a
+core shared by both is simulated by an invoke that slows down while a preparation runs): a plumbing
+test of the decision, not a speed claim. The real-model figures are in benchmarks/bench_throughput.py.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from conftest import VAL50, run_inprocess
+from repeated_dataset import make_dataset, overrides
+
+from evalharness.loop.engine import prepared
+from evalharness.loop.shape import (
+    AUTO,
+    BLOCK,
+    CALIBRATION_SAMPLES,
+    MIN_PREP_SHARE,
+    MIN_SAMPLES,
+    PIPELINED,
+    SEQUENTIAL,
+    LoopShape,
+    given_workers,
+    requested,
+    shaped,
+)
+
+
+class _Machine:
+    """prepare(sample) sleeps ``prep_s``; consume() sleeps ``invoke_s``, or ``contended_s`` when a
+    preparation runs at the same time (its thread took a core the interpreter's threads needed)."""
+
+    def __init__(self, prep_s: float, invoke_s: float, contended_s: float | None = None) -> None:
+        self.prep_s, self.invoke_s = prep_s, invoke_s
+        self.contended_s = contended_s if contended_s is not None else invoke_s
+        self.busy = threading.Event()
+
+    def prepare(self, sample: int):
+        self.busy.set()
+        time.sleep(self.prep_s)
+        self.busy.clear()
+        return [sample]
+
+    def consume(self) -> None:
+        time.sleep(self.invoke_s / 4)  # the preparation started in the gap before this invoke
+        time.sleep(self.contended_s - self.invoke_s / 4 if self.busy.is_set() else self.invoke_s * 0.75)
+
+
+def _run(machine: _Machine, n: int, choice: LoopShape) -> list[int]:
+    seen = []
+    for sample, tensors in shaped(lambda s, w: prepared(machine, s, w, 4), range(n), n, choice):
+        assert tensors == [sample]
+        machine.consume()
+        seen.append(sample)
+    return seen
+
+
+def test_pipelined_chosen_where_preparation_hides_behind_invoke():
+    choice = requested(AUTO, 1)
+    n = MIN_SAMPLES + 5
+    assert _run(_Machine(prep_s=0.003, invoke_s=0.003), n, choice) == list(range(n))
+    assert choice.shape == PIPELINED and choice.source.startswith("calibrated on")
+    cal = choice.calibration
+    assert cal["samples"] == CALIBRATION_SAMPLES - 2
+    assert cal["median_ratio_pipelined_over_sequential"] < 0.8  # ~0.5 on this simulated machine
+    assert choice.record()["workers"] == 1
+
+
+def test_sequential_chosen_where_the_preparing_thread_slows_invoke_down():
+    choice = requested(AUTO, 1)
+    n = MIN_SAMPLES
+    machine = _Machine(prep_s=0.001, invoke_s=0.002, contended_s=0.008)
+    assert _run(machine, n, choice) == list(range(n))
+    assert choice.shape == SEQUENTIAL, choice.source
+    assert choice.calibration["median_ratio_pipelined_over_sequential"] > 1.0
+    assert choice.record()["workers"] == 0
+
+
+def test_sequential_chosen_where_there_is_little_to_hide():
+    """Cached inputs: preparing is a small share of the cycle, so the run goes on sequentially as soon
+    as the first sequential block shows it, without measuring pipelining (it could hide no more)."""
+    choice = requested(AUTO, 1)
+    assert _run(_Machine(prep_s=0.0, invoke_s=0.004), MIN_SAMPLES, choice) == list(range(MIN_SAMPLES))
+    assert choice.shape == SEQUENTIAL and "too little for pipelining to hide" in choice.source
+    cal = choice.calibration
+    assert cal["preparation_share"] < MIN_PREP_SHARE
+    assert cal["samples"] == BLOCK and cal["pipelined_ms_per_sample"] == []  # decided after one block
+    assert cal["median_ratio_pipelined_over_sequential"] is None
+
+
+def test_short_runs_and_explicit_settings_skip_calibration():
+    choice = requested(AUTO, 2)
+    assert _run(_Machine(0.0, 0.0), 10, choice) == list(range(10))
+    assert choice.shape == PIPELINED and "too few to calibrate" in choice.source
+    assert choice.calibration is None
+    assert requested(SEQUENTIAL, 3).record() == {
+        "shape": SEQUENTIAL, "workers": 0, "source": "loop.shape=sequential", "calibration": None,
+    }  # fmt: skip
+    assert requested(AUTO, 0).shape == SEQUENTIAL
+
+
+@pytest.mark.parametrize(
+    ("shape", "workers", "overrides", "expected"),
+    [
+        (AUTO, 0, ["loop.workers=0"], SEQUENTIAL),
+        (AUTO, 2, ["model=x", "loop.workers=2"], PIPELINED),
+        (AUTO, 2, ["loop.workers=2", "loop.shape=auto"], AUTO),  # both given: the shape wins
+        (AUTO, 1, [], AUTO),
+        (SEQUENTIAL, 1, ["loop.workers=1"], SEQUENTIAL),
+    ],
+)
+def test_loop_workers_on_the_command_line_chooses_the_shape(shape, workers, overrides, expected):
+    assert given_workers(shape, workers, overrides) == expected
+
+
+def test_a_run_records_its_shape(tmp_path):
+    run = tmp_path / "run"
+    run_inprocess([*VAL50, "model=mobilenet_v2_1.0_224_quant", "task.num_images=10"], run)
+    doc = json.loads((run / "metrics.json").read_text())
+    loop = doc["provenance"]["thread_budget"]["loop"]
+    assert loop["shape"] == PIPELINED and "too few to calibrate" in loop["source"]
+    assert doc["throughput"]["workers"] == loop["workers"] == 1
+
+
+def test_calibrated_run_predicts_exactly_as_the_sequential_one(tmp_path):
+    """A real model over 200 images: the calibration blocks and the chosen shape change no prediction."""
+    data = overrides(make_dataset(tmp_path / "data", 200))
+    preds, docs = {}, {}
+    for shape in ("sequential", "auto"):
+        run = tmp_path / shape
+        run_inprocess([*data, "delegate.num_threads=2", f"loop.shape={shape}"], run)
+        docs[shape] = json.loads((run / "metrics.json").read_text())
+        preds[shape] = [
+            {k: v for k, v in json.loads(line).items() if k != "latency_ms"}
+            for line in (run / "predictions.jsonl").read_text().splitlines()
+        ]
+    assert len(preds["auto"]) == 200 and preds["auto"] == preds["sequential"]
+    assert docs["auto"]["metrics"] == docs["sequential"]["metrics"]
+    loop = docs["auto"]["provenance"]["thread_budget"]["loop"]
+    assert loop["source"].startswith("calibrated on 96 samples") and loop["shape"] in (SEQUENTIAL, PIPELINED)
+    assert len(loop["calibration"]["sequential_ms_per_sample"]) == 3
+    assert docs["sequential"]["provenance"]["thread_budget"]["loop"]["source"] == "loop.shape=sequential"

@@ -1,0 +1,111 @@
+"""The loop scores samples in short blocks between invokes (evalharness/loop/blocks.py): every
+invoked sample is scored, in order, with its own latency, and whatever stops the loop, nothing
+invoked is lost. A plumbing test: a fake model and task stand in for the runtime and the evaluator
+(the real runs' predictions are compared across shapes in test_pipeline / test_loop_shape)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evalharness.loop import blocks as scoring_blocks
+from evalharness.loop.engine import LoopSettings, run_loop
+
+
+class _Model:
+    """Outputs the sample's number; ``on_invoke`` runs at each invoke, ``fail_at`` interrupts one."""
+
+    timed_region, reported_latency, batch_size, memory = "invoke() only", None, 0, None
+    inputs = outputs = ()
+
+    def __init__(self, on_invoke, output_bytes: int = 4, fail_at: int | None = None) -> None:
+        self.on_invoke, self.output_bytes, self.fail_at = on_invoke, output_bytes, fail_at
+        self.invokes, self.value = 0, 0
+
+    def set_inputs(self, tensors):
+        self.value = int(tensors[0][0])
+
+    def invoke(self):
+        self.invokes += 1
+        if self.invokes == self.fail_at:
+            raise KeyboardInterrupt
+        self.on_invoke()
+
+    def get_outputs(self):
+        out = np.zeros(self.output_bytes, np.uint8)
+        out[0] = self.value % 256
+        return [out]
+
+
+class _Evaluator:
+    def reset(self):
+        self.count = 0
+
+    def update(self, sample, outputs):
+        self.count += 1
+        return {"id": str(sample), "out": int(outputs[0][0])}
+
+
+class _Task:
+    name = "fake"
+
+    def __init__(self, n: int) -> None:
+        self.samples, self.evaluator = list(range(n)), _Evaluator()
+
+    def bind(self, inputs, outputs):
+        pass
+
+    def sample_id(self, sample):
+        return str(sample)
+
+    def prepare(self, sample):
+        return [np.array([sample], np.int64)]
+
+
+def _run(n: int, **model):
+    """(records in the order they reached the sink, how many had reached it at each invoke, result)."""
+    records, counts = [], []
+    fake = _Model(lambda: counts.append(len(records)), **model)
+    settings = LoopSettings(progress=False, shape="sequential", warmup_runs=0)
+    _, result = run_loop(_Task(n), lambda: fake, records.append, settings)
+    return records, counts, result
+
+
+def test_every_sample_scored_in_order_with_its_latency():
+    records, _, result = _run(150)
+    assert [r["id"] for r in records] == [str(i) for i in range(150)]
+    assert [r["out"] for r in records] == [i % 256 for i in range(150)]
+    assert len(result.inference_ms) == 150 and result.status == "complete"
+    assert [r["latency_ms"] for r in records] == list(result.inference_ms)
+    assert result.checks.samples == 150 and result.checks.record(["o"])["distinct_inputs"]
+
+
+def test_scoring_waits_for_a_block_then_catches_up():
+    _, counts, _ = _run(150)
+    # invoke 0 is the first inference (compared, not scored; no warm-up here), then one per sample
+    scored_before = counts[1:]
+    assert scored_before[63] == 0 and scored_before[64] == 64 and max(scored_before) == 128
+    assert all(b >= a for a, b in zip(scored_before, scored_before[1:], strict=False))
+
+
+def test_an_interrupted_loop_scores_every_invoked_sample():
+    records, _, result = _run(150, fail_at=42)  # the 41st sample's invoke is interrupted
+    assert result.status == "partial" and result.stop_reason == "interrupted"
+    assert [r["id"] for r in records] == [str(i) for i in range(40)] and len(result.inference_ms) == 40
+
+
+def test_large_outputs_are_scored_sample_by_sample():
+    _, counts, _ = _run(6, output_bytes=scoring_blocks.BLOCK_BYTES)
+    assert counts[1:] == [0, 1, 2, 3, 4, 5]
+
+
+def test_a_slow_model_is_scored_sample_by_sample(monkeypatch):
+    monkeypatch.setattr(scoring_blocks, "BLOCK_S", 0.0)
+    _, counts, _ = _run(6)
+    assert counts[1:] == [0, 1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("n", [1, 64, 65])
+def test_block_edges(n):
+    records, _, result = _run(n)
+    assert len(records) == n == len(result.inference_ms)
