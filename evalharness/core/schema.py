@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import typing
 from collections.abc import Mapping
 from typing import Any
@@ -142,3 +143,35 @@ def instantiate(schema: type, node: Mapping | None, where: str) -> Any:
     """The dataclass ``schema`` built from the checked ``node`` (for plug-ins that keep an object)."""
     checked = check(schema, node, where)
     return schema(**{k: thaw(v) for k, v in checked.items()})
+
+
+def extended(core: type, own: type | None) -> type:
+    """The dataclass of ``core``'s fields followed by ``own``'s: a config group whose fields a plug-in
+    adds to (a task's own ``dataset`` or ``model`` fields). Same defaults, same bounds."""
+    if own is None:
+        return core
+    return _extended(core, own)
+
+
+@functools.cache
+def _extended(core: type, own: type) -> type:
+    fields = []
+    for schema in (core, own):
+        hints = typing.get_type_hints(schema)
+        for f in dataclasses.fields(schema):
+            default = {"default": f.default} if f.default is not dataclasses.MISSING else {}
+            if f.default_factory is not dataclasses.MISSING:
+                default = {"default_factory": f.default_factory}
+            fields.append((f.name, hints[f.name], dataclasses.field(metadata=f.metadata, **default)))
+    return dataclasses.make_dataclass(f"{core.__name__}With{own.__name__}", fields)
+
+
+def check_extended(core: type, own: type | None, others: set[str], node: Mapping, where: str) -> FrozenDict:
+    """``node`` checked against ``core`` + ``own`` (:func:`extended`). Keys that only other plug-ins
+    declare (``others``: a model preset describes its model for every task) pass through unchecked;
+    a key nobody declares is the usual one-line error."""
+    schema = extended(core, own)
+    mine = set(field_names(schema))
+    passing = {k: v for k, v in node.items() if k in others and k not in mine}
+    checked = check(schema, {k: v for k, v in node.items() if k not in passing}, where)
+    return FrozenDict({**checked, **freeze(passing)})

@@ -1,11 +1,13 @@
 """The quantization tables of a ``quant=...`` sweep, in the shape of TFLite's model-optimization guide.
 
-Table 1: one row per (delegate, ..., variant): top-1/top-5, change against the float model
-(``quant=none`` with the same other parameters), latency mean/p50, size, delegation coverage, and,
-from the per-image predictions, top-1 agreement with the float model and the exact McNemar p of
-their paired correctness, so a 0.02 drop says whether it is beyond chance on this many images.
-Table 2: float vs int8 vs int16x8 (16-bit activations), one row per other-parameter group.
-Failed jobs stay in both tables with their error. Reads run files only (no runtime import).
+Table 1: one row per (delegate, ..., variant): the task's sweep metrics (its definition's
+``sweep_metrics``: top-1/top-5, AP/AP50, a plug-in's own), their change against the float model
+(``quant=none`` with the same other parameters), latency mean/p50, size, delegation coverage, and the
+task's own sample-by-sample agreement with the float model (``TaskDefinition.agreement``: top-1
+agreement with McNemar's exact p, the box-match rate, ...), so a 0.02 drop says whether it is beyond
+chance on this many samples. Table 2: float vs int8 vs int16x8 (16-bit activations), one row per
+other-parameter group. Failed jobs stay in both tables with their error. Reads run files and task
+definitions only (no runtime import).
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ import os
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import delta, fmt
 from evalharness.core.tables import Section
+from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import load_run
-from evalharness.stats.paired import classification_diff, format_p
+from evalharness.stats.paired import format_p
 
 FLOAT = "none"
-QUANT_COLUMNS = ("d_top1_vs_float", "d_top5_vs_float", "top1_agreement", "mcnemar_p")
 SCORED = ("complete", "partial")
 
 
@@ -34,38 +36,50 @@ def _float_row(rows: list[dict], row: dict, others: list[str]) -> dict | None:
     return None
 
 
-def _paired(load, a: dict, b: dict) -> dict | None:
-    """classification_diff of two jobs' predictions, or None when either has none to pair."""
-    try:
-        run_a, run_b = load(a["run"]), load(b["run"])
-        same_labels = run_a.prov("labels.sha256") == run_b.prov("labels.sha256")
-        return classification_diff(run_a.predictions, run_b.predictions, same_labels)
-    except (EvalHarnessError, KeyError):
-        return None
+class _Runs:
+    """Each float run is the base of several rows: read each run once."""
+
+    def __init__(self, multirun_dir: str) -> None:
+        self.dir, self.loaded = multirun_dir, {}
+
+    def __call__(self, name: str):
+        if name not in self.loaded:
+            self.loaded[name] = load_run(os.path.join(self.dir, name), name)
+        return self.loaded[name]
+
+
+def quant_metrics(definition) -> tuple[str, ...]:
+    """The metrics the quantization tables show: the task's sweep metrics."""
+    return tuple(definition.sweep_metrics)
 
 
 def add_quant_columns(multirun_dir: str, rows: list[dict], keys: list[str]) -> list[str]:
-    """Fill QUANT_COLUMNS in every scored row that has a scored float row with the same other values."""
+    """Change against the float row (``d_<metric>_vs_float``) and the task's agreement with it in
+    every scored row that has a scored float row with the same other values; returns the columns."""
     others = [k for k in keys if k != "quant"]
-    loaded: dict[str, object] = {}  # each float run is the base of several rows: read it once
-
-    def load(name: str):
-        if name not in loaded:
-            loaded[name] = load_run(os.path.join(multirun_dir, name), name)
-        return loaded[name]
-
+    load, columns = _Runs(multirun_dir), []
     for row in rows:
         base = _float_row(rows, row, others)
         if base is None or row["status"] not in SCORED or base["status"] not in SCORED:
             continue
-        row["d_top1_vs_float"] = delta(base.get("top1"), row.get("top1"))
-        row["d_top5_vs_float"] = delta(base.get("top5"), row.get("top5"))
-        paired = _paired(load, base, row) if "top1" in row else None
-        if paired and paired["paired_images"]:
-            row["top1_agreement"] = paired["top1_agreement"]
-            row["mcnemar_p"] = paired["mcnemar_p"]
-            row["paired_images"] = paired["paired_images"]
-    return list(QUANT_COLUMNS)
+        try:
+            run_float, run = load(base["run"]), load(row["run"])
+            definition = definition_of(run)
+        except EvalHarnessError:
+            continue
+        for metric in quant_metrics(definition):
+            row[f"d_{metric}_vs_float"] = delta(base.get(metric), row.get(metric))
+            columns.append(f"d_{metric}_vs_float")
+        try:
+            agreement = definition.agreement(run_float, run)
+        except (EvalHarnessError, KeyError):
+            agreement = None
+        if agreement and agreement.get("value") is not None:
+            value_key, p_key = definition.agreement_columns
+            row.update({value_key: agreement["value"], p_key: agreement.get("p")})
+            row.update(agreement_name=agreement["name"], paired_images=agreement.get("samples"))
+            columns += [value_key, p_key]
+    return list(dict.fromkeys(columns))
 
 
 def _num(value, spec: str) -> str:
@@ -76,49 +90,59 @@ def _error(row: dict) -> str:
     return "" if row["status"] == "complete" else f"{row['status']}: {row.get('error') or ''}".strip()
 
 
-def _table1(rows: list[dict], others: list[str]) -> Section:
-    headers = [*others, "variant", "top-1", "top-5", "Δ top-1 vs float", "Δ top-5 vs float"]
-    headers += ["latency mean ms", "latency p50 ms", "size MB", "coverage", "top-1 agreement"]
-    headers += ["McNemar p", "error"]
+def _scored_definition(multirun_dir: str, rows: list[dict]):
+    for r in rows:
+        if r["status"] in SCORED:
+            try:
+                return definition_of(load_run(os.path.join(multirun_dir, r["run"]), r["run"]))
+            except EvalHarnessError:
+                continue
+    return None
+
+
+def _table1(rows: list[dict], others: list[str], definition) -> Section:
+    metrics = quant_metrics(definition) if definition else ()
+    value_key, p_key = definition.agreement_columns if definition else ("agreement", "agreement_p")
+    agreement = next((r["agreement_name"] for r in rows if r.get("agreement_name")), "agreement")
+    headers = [*others, "variant", *metrics, *(f"Δ {m} vs float" for m in metrics)]
+    headers += ["latency mean ms", "latency p50 ms", "size MB", "coverage", agreement, "p", "error"]
+    numbers = [
+        *((m, ".4f") for m in metrics),
+        *((f"d_{m}_vs_float", "+.4f") for m in metrics),
+        ("latency_mean_ms", ".2f"),
+        ("latency_p50_ms", ".2f"),
+        ("size_MB", ".2f"),
+        ("coverage", ".3f"),
+        (value_key, ".4f"),
+    ]
     cells = []
     for r in sorted(rows, key=lambda r: ([str(r.get(k)) for k in others], _order(variant(r)))):
-        p = r.get("mcnemar_p")
+        p = r.get(p_key)
         cells.append(
             [
                 *(str(r.get(k)) for k in others),
                 variant(r),
-                *(_num(r.get(key), fmt) for key, fmt in _TABLE1_NUMBERS),
+                *(_num(r.get(key), spec) for key, spec in numbers),
                 format_p(p) if p is not None else "",
                 _error(r),
             ]
         )
     paired = {r["paired_images"] for r in rows if r.get("paired_images")}
     notes = [
-        "Δ, agreement and McNemar p are against the float model (quant=none) with the same other "
-        f"parameters, paired image by image ({', '.join(map(str, sorted(paired))) or 'no'} images); "
-        "McNemar: exact two-sided test on the images one model gets right and the other wrong."
+        "Δ and the agreement are against the float model (quant=none) with the same other parameters, "
+        f"paired sample by sample ({', '.join(map(str, sorted(paired))) or 'all scored'} samples); p: the "
+        "task's paired test of the agreement where it has one (classification: McNemar's exact "
+        "two-sided test on the images one model gets right and the other wrong)."
     ]
     return Section("Table 1: quantization variants", headers, cells, notes, key="quant")
 
 
-_TABLE1_NUMBERS = (  # (row key, format) of Table 1's numeric columns, in header order
-    ("top1", ".4f"),
-    ("top5", ".4f"),
-    ("d_top1_vs_float", "+.4f"),
-    ("d_top5_vs_float", "+.4f"),
-    ("latency_mean_ms", ".2f"),
-    ("latency_p50_ms", ".2f"),
-    ("size_MB", ".2f"),
-    ("coverage", ".3f"),
-    ("top1_agreement", ".4f"),
-)
-
-
-def _table2(rows: list[dict], others: list[str]) -> Section | None:
-    if not any(variant(r) == "int16x8" for r in rows):
+def _table2(rows: list[dict], others: list[str], definition) -> Section | None:
+    if definition is None or not quant_metrics(definition) or not any(variant(r) == "int16x8" for r in rows):
         return None
+    metric = quant_metrics(definition)[0]
     groups = sorted({tuple(str(r.get(k)) for k in others) for r in rows})
-    headers = [*others, "float top-1", "int8 top-1", "int16x8 top-1", "int16x8 Δ vs float"]
+    headers = [*others, f"float {metric}", f"int8 {metric}", f"int16x8 {metric}", "int16x8 Δ vs float"]
     headers += ["int8 p50 ms", "int16x8 p50 ms", "int16x8 error"]
     cells = []
     for g in groups:
@@ -128,12 +152,12 @@ def _table2(rows: list[dict], others: list[str]) -> Section | None:
             [
                 *g,
                 *(
-                    _num(row.get(key), fmt)
-                    for row, key, fmt in (
-                        (f, "top1", ".4f"),
-                        (i8, "top1", ".4f"),
-                        (i16, "top1", ".4f"),
-                        (i16, "d_top1_vs_float", "+.4f"),
+                    _num(row.get(key), spec)
+                    for row, key, spec in (
+                        (f, metric, ".4f"),
+                        (i8, metric, ".4f"),
+                        (i16, metric, ".4f"),
+                        (i16, f"d_{metric}_vs_float", "+.4f"),
                         (i8, "latency_p50_ms", ".2f"),
                         (i16, "latency_p50_ms", ".2f"),
                     )
@@ -164,7 +188,8 @@ def host_note(multirun_dir: str, rows: list[dict]) -> str:
 
 def quant_sections(multirun_dir: str, rows: list[dict], keys: list[str]) -> list[Section]:
     others = [k for k in keys if k != "quant"]
-    table1 = _table1(rows, others)
+    definition = _scored_definition(multirun_dir, rows)
+    table1 = _table1(rows, others, definition)
     table1.notes.append(host_note(multirun_dir, rows))
-    table2 = _table2(rows, others)
+    table2 = _table2(rows, others, definition)
     return [table1, *([table2] if table2 else [])]

@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from evalharness.core.errors import ConfigError
-from evalharness.core.schema import FrozenDict, check, freeze, one_line, thaw
+from evalharness.core.schema import FrozenDict, check, check_extended, field_names, freeze, one_line, thaw
 from evalharness.data.preprocess import PreprocessSpec
 from evalharness.loop.engine import LoopSettings
 from evalharness.loop.shape import given_workers
@@ -31,12 +31,16 @@ from evalharness.tasks.discovery import task_definitions
 
 @dataclass
 class ModelSchema:
+    """What every task reads of a model; a task adds its own fields (``model_schema`` of its
+    definition, e.g. COCO's ``class_map``)."""
+
     name: str = "???"
     path: str = "???"
     labels: str = "???"
     preprocess: PreprocessSpec = field(default_factory=PreprocessSpec)
-    decoder: Any = None  # detectors: {name: ssd_postprocess | yolo, ...decoder parameters}
-    class_map: str = "coco91"  # detectors: coco91 | coco80 | labels (model class -> COCO category id)
+    # how to read the outputs as answers (detectors: {name: ssd_postprocess | yolo, ...parameters});
+    # a model's own property, read by every task that decodes (coco, inference_diff, explain)
+    decoder: Any = None
     from_file: bool = False  # conf/model/file.yaml: fill unset settings from the file (model_settings)
 
 
@@ -49,14 +53,11 @@ class ShardSchema:  # evalharness.data.shard: which part of the sample list this
 
 @dataclass
 class DatasetSchema:
+    """What every dataset has; a task adds the fields it reads (``dataset_schema`` of its definition:
+    ImageNet's ground truth and class lists, COCO's annotations)."""
+
     name: str = "???"
     root: str = "???"
-    ground_truth: Any = None
-    format: str = "auto"
-    class_names: Any = None
-    synset_words: Any = None
-    devkit_meta: Any = None
-    annotations: Any = None  # COCO instances JSON (task=coco)
     shard: ShardSchema = field(default_factory=ShardSchema)
 
 
@@ -130,9 +131,28 @@ def loop_settings(node: FrozenDict, overrides: list[str]) -> LoopSettings:
     return LoopSettings(**values)
 
 
-def check_group(group: str, node: dict) -> FrozenDict:
-    """One core group (already resolved) checked against its schema."""
-    return check(SCHEMAS[group], node, f"config group '{group}'")
+TASK_EXTENDED = ("model", "dataset")  # core groups a task adds its own fields to
+
+
+def check_group(group: str, node: dict, definition: type | None = None) -> FrozenDict:
+    """One core group (already resolved) checked against its schema, plus the fields the task
+    ``definition`` declares for it; fields other tasks declare pass through unchecked."""
+    where = f"config group '{group}'"
+    if group not in TASK_EXTENDED:
+        return check(SCHEMAS[group], node, where)
+    definitions = task_definitions()
+    others = {
+        name
+        for task in definitions.names()
+        for name in field_names(getattr(definitions.get(task), f"{group}_schema") or _NoFields)
+    }
+    own = getattr(definition, f"{group}_schema", None)
+    return check_extended(SCHEMAS[group], own, others, node, where)
+
+
+@dataclass
+class _NoFields:
+    pass
 
 
 def validate(cfg: DictConfig, launcher: dict | None = None, overrides: list[str] | None = None) -> RunPlan:
@@ -157,12 +177,12 @@ def validate(cfg: DictConfig, launcher: dict | None = None, overrides: list[str]
         dict(resolved["model"]), list(overrides or []), resolved["paths"]["cache_dir"]
     )
     resolved = {**resolved, "model": model}
-    groups = {g: check_group(g, resolved[g]) for g in SCHEMAS}
+    definition_class = task_definitions().get(resolved["task"].get("name"))
+    groups = {g: check_group(g, resolved[g], definition_class) for g in SCHEMAS}
     if str(groups["loop"]["cache"]).lower() not in CACHE_SETTINGS:
         raise ConfigError(
             f"loop.cache={groups['loop']['cache']!r}: use true, false or auto (on in multiruns)"
         )
-    definition_class = task_definitions().get(resolved["task"].get("name"))
     task = check(definition_class.schema, resolved["task"], "config group 'task'")
     delegate = dict(resolved["delegate"])
     if "???" in delegate.values():

@@ -53,6 +53,11 @@ class TaskDefinition:
 
     name: ClassVar[str]
     schema: ClassVar[type]  # dataclass of the ``task`` config group (checked by evalharness.core.schema)
+    # dataclasses of the fields this task adds to the ``dataset`` and ``model`` groups (beyond the
+    # core's name/root/shard and name/path/labels/preprocess/decoder): every field a task reads is
+    # declared by the task, so the core config knows no task
+    dataset_schema: ClassVar[type | None] = None
+    model_schema: ClassVar[type | None] = None
     live: ClassVar[str]  # "module:Class" of the live half (evalharness.tasks.live.Task subclass)
     listing_order: ClassVar[int] = 100  # where the task appears when tasks are listed
 
@@ -68,6 +73,8 @@ class TaskDefinition:
     thumbnails: ClassVar[tuple[str, str] | None] = None  # (diff section key, heading) of changed samples
     # (diff section key, comparison field of rows with ``name`` and ``delta``, title): an HTML bar chart
     delta_figure: ClassVar[tuple[str, str, str] | None] = None
+    # (value, p) column names of :meth:`agreement` in a quantization sweep's table and csv
+    agreement_columns: ClassVar[tuple[str, str]] = ("agreement", "agreement_p")
     rescore_ignores: ClassVar[tuple[str, ...]] = ()  # metrics that echo settings (not recomputed values)
 
     @classmethod
@@ -144,8 +151,9 @@ class TaskDefinition:
         )
 
     def agreement(self, a: Run, b: Run) -> dict | None:
-        """Cheap image-by-image agreement of two runs on the same samples, for the sweep's N×N
-        matrix: ``{"name": ..., "value": fraction, "p": p-value or None}``; None: the task has none."""
+        """Cheap sample-by-sample agreement of two runs on the same samples, for the sweep's N×N
+        matrix and the quantization table: ``{"name": ..., "value": fraction, "p": p-value or None,
+        "samples": how many were paired (optional)}``; None: the task has none."""
         return None
 
     def pairwise(self, comparison: dict) -> dict[str, float]:

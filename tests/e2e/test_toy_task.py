@@ -1,5 +1,7 @@
-"""A task added from outside: two source files + one conf file (tests/toy_task/) get run, resume,
-shard + merge, rescore, diff and sweep, with no other module touched (architecture acceptance)."""
+"""A task added from outside: one folder (tests/plugins/toy_mse/: two source files + one conf file)
+gets run, resume, shard + merge, rescore, diff (+ gate), sweep and the quantization table, with no
+other module touched; its dataset field is its own (``dataset.targets``), declared by its
+definition (architecture acceptance)."""
 
 from __future__ import annotations
 
@@ -10,18 +12,20 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import MODELS
 
 from evalharness.core.paths import BUNDLED_DIR
 
-TOY = Path(__file__).parents[1] / "toy_task"
+PLUGINS = Path(__file__).parents[1] / "plugins"
+TOY = PLUGINS / "toy_mse"
 IMAGES = sorted(p.name for p in (BUNDLED_DIR / "images").iterdir())
 
 
 def _env() -> dict:
     return {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(TOY), os.environ.get("PYTHONPATH")])),
-        "EVALHARNESS_PLUGINS": "toy_mse_scoring",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGINS), os.environ.get("PYTHONPATH")])),
+        "EVALHARNESS_PLUGINS": "toy_mse.definition",
     }
 
 
@@ -34,7 +38,7 @@ def targets(tmp_path_factory) -> Path:
 
 
 def evalharness(targets: Path, cwd: Path, *args: str, multirun: bool = False) -> subprocess.CompletedProcess:
-    base = [f"hydra.searchpath=[file://{TOY / 'conf'}]", "task=toy_mse", f"task.targets={targets}"]
+    base = [f"hydra.searchpath=[file://{TOY / 'conf'}]", "task=toy_mse", f"dataset.targets={targets}"]
     mode = ["-m"] if multirun else []
     return subprocess.run(
         [sys.executable, "-m", "evalharness", *mode, *base, "loop.progress=false", *args],
@@ -137,3 +141,29 @@ def test_the_plugin_is_unknown_without_its_module(runs):
     )  # fmt: skip
     assert proc.returncode == 2 and "task 'toy_mse' has no definition here" in proc.stderr
     assert "EVALHARNESS_PLUGINS" in proc.stderr
+
+
+def test_the_dataset_field_is_the_plugins_own(targets, tmp_path):
+    """``dataset.targets`` is checked by the plug-in's declaration: missing, it is the usual one line."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalharness", f"hydra.searchpath=[file://{TOY / 'conf'}]", "task=toy_mse",
+         f"hydra.run.dir={tmp_path / 'run'}", "loop.progress=false"],
+        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "targets" in proc.stderr, proc.stderr
+    assert proc.stderr.count("error:") == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(not (MODELS / "efficientnet_lite0_fp32.tflite").is_file(), reason="shared assets")
+def test_quantization_table_shows_the_plugin_metric(targets, tmp_path):
+    pytest.importorskip("ai_edge_quantizer")
+    sweep_dir = tmp_path / "quant"
+    proc = evalharness(
+        targets, tmp_path, "quant=none,fp16", "model=efficientnet_lite0_fp32", f"paths.models_dir={MODELS}",
+        f"paths.cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={sweep_dir}", multirun=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    md = (sweep_dir / "sweep.md").read_text()
+    assert "Table 1: quantization variants" in md and "Δ mse vs float" in md and "same prediction" in md
+    header, *rows = (sweep_dir / "sweep.csv").read_text().splitlines()
+    assert "d_mse_vs_float" in header.split(",") and len(rows) == 2

@@ -9,6 +9,7 @@ annotation file, so a live run, ``rescore`` and a ``merge`` of shards score the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +25,18 @@ from evalharness.tasks.definition import Scorer, TaskDefinition, register
 
 RESULTS_FILE = "coco_results.json"
 COLUMNS = 7  # image_id, category_id, x, y, w, h, score
+
+
+@dataclass
+class CocoDataset:
+    annotations: Any = None  # COCO instances JSON
+
+
+@dataclass
+class CocoModel:
+    # model class -> COCO category id: coco91 (id = class + 1) | coco80 (the 80 contiguous classes) |
+    # labels (by the model's label text)
+    class_map: str = field(default="coco91", metadata=bounds(choices=("coco91", "coco80", "labels")))
 
 
 @dataclass
@@ -130,6 +143,8 @@ class CocoScorer(Scorer):
 class CocoDefinition(TaskDefinition):
     name = "coco"
     schema = CocoSettings
+    dataset_schema = CocoDataset
+    model_schema = CocoModel
     live = "evalharness.tasks.coco.live:CocoTask"
     listing_order = 1
     sample_key = "image_id"

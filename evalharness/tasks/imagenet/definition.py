@@ -9,6 +9,7 @@ same numbers bit for bit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import fmt
@@ -23,6 +24,17 @@ CHANGE_TEXT = {
     "improvement": "A wrong -> B right",
     "changed": "both wrong, prediction changed",
 }
+
+
+@dataclass
+class ImageNetDataset:
+    """The dataset fields classification reads (see :mod:`evalharness.data.ground_truth`)."""
+
+    ground_truth: Any = None  # val.txt | csv | label lines; none for imagefolder / devkit
+    format: str = "auto"  # auto | val_txt | devkit | imagefolder | label_lines | csv
+    class_names: Any = None  # class list in the ground truth's index order (val.txt)
+    synset_words: Any = None  # wnid -> text (imagefolder of wnid folders)
+    devkit_meta: Any = None  # the ILSVRC devkit's data/meta.mat
 
 
 @dataclass
@@ -69,6 +81,7 @@ def short(label: str | None) -> str:
 class ImageNetDefinition(TaskDefinition):
     name = "imagenet"
     schema = ImageNetSettings
+    dataset_schema = ImageNetDataset
     live = "evalharness.tasks.imagenet.live:ImageNetTask"
     listing_order = 0
     sample_key = "id"
@@ -76,6 +89,7 @@ class ImageNetDefinition(TaskDefinition):
     rescorable = True
     comparison = "classification"
     sweep_metrics = ("top1", "top5")
+    agreement_columns = ("top1_agreement", "mcnemar_p")
     thumbnails = ("flips", "Thumbnails: top-1 changes")
 
     def scorer(self, ground_truth=None, top_k: int | None = None) -> TopKScorer:
@@ -112,7 +126,12 @@ class ImageNetDefinition(TaskDefinition):
 
     def agreement(self, a: Run, b: Run) -> dict:
         c = self.compare(a, b, {})
-        return {"name": "top-1 agreement", "value": c["top1_agreement"], "p": c["mcnemar_p"]}
+        return {
+            "name": "top-1 agreement",
+            "value": c["top1_agreement"],
+            "p": c["mcnemar_p"],
+            "samples": c["paired_images"],
+        }
 
     def verdict(self, diff: dict) -> str:
         return verdict(diff[self.comparison], diff["alpha"], diff.get("equivalence_margin", 0.01))

@@ -27,11 +27,12 @@ class ToyMseTask(Task):
     def __init__(self, task: dict, model: dict, dataset: dict) -> None:
         self.settings, self.model_path, self.root = task, model["path"], dataset["root"]
         self.spec = spec_from_config(model.get("preprocess"))
-        with open(task["targets"], newline="") as f:
+        targets = dataset["targets"]
+        with open(targets, newline="") as f:
             rows = sorted((r["filename"], float(r["target"])) for r in csv.DictReader(f))
         listed = [(name, os.path.join(self.root, name), target) for name, target in rows]
         self.shard = Shard.from_config(dataset)
-        self.samples, self.full = select_samples(listed, task["num_images"], self.shard, task["targets"])
+        self.samples, self.full = select_samples(listed, task["num_images"], self.shard, targets)
 
     def bind(self, inputs, outputs) -> None:
         i = inputs[0]

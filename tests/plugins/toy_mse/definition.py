@@ -1,6 +1,7 @@
 """Toy task plug-in, definition half: mean squared error of a model's top score against per-file
-targets. With ``toy_mse_task.py`` and ``conf/task/toy_mse.yaml`` it is the whole task: run, resume,
-shard + merge, rescore, diff and sweep come from evalharness without touching any other module.
+targets. With ``live.py`` and ``conf/task/toy_mse.yaml`` it is the whole task: run, resume,
+shard + merge, rescore, diff (+ gate), sweep and the quantization table come from evalharness
+without touching any other module. Its own dataset field, ``dataset.targets``, is declared here.
 """
 
 from __future__ import annotations
@@ -15,8 +16,12 @@ from evalharness.tasks.definition import Scorer, TaskDefinition, register
 @dataclass
 class ToyMseSettings:
     name: str = "toy_mse"
-    targets: str = "???"  # CSV: filename,target
     num_images: int = 0
+
+
+@dataclass
+class ToyMseDataset:
+    targets: str = "???"  # CSV: filename,target
 
 
 class MseScorer(Scorer):
@@ -35,7 +40,8 @@ class MseScorer(Scorer):
 class ToyMseDefinition(TaskDefinition):
     name = "toy_mse"
     schema = ToyMseSettings
-    live = "toy_mse_task:ToyMseTask"
+    dataset_schema = ToyMseDataset
+    live = "toy_mse.live:ToyMseTask"
     sample_key = "id"
     can_resume = True
     rescorable = True
@@ -56,6 +62,12 @@ class ToyMseDefinition(TaskDefinition):
         changed = [pa["id"] for pa, pb in pairs if pa["prediction"] != pb["prediction"]]
         return {"paired_images": len(pairs), "only_in_a": only_a, "only_in_b": only_b,
                 "predictions_changed": len(changed), "changed": changed}  # fmt: skip
+
+    def agreement(self, a, b) -> dict:
+        c = self.compare(a, b, {})
+        same = c["paired_images"] - c["predictions_changed"]
+        return {"name": "same prediction", "value": same / c["paired_images"] if c["paired_images"] else None,
+                "p": None, "samples": c["paired_images"]}  # fmt: skip
 
     def verdict(self, diff: dict) -> str:
         return f"{diff[self.comparison]['predictions_changed']} prediction(s) changed"
