@@ -74,3 +74,28 @@ def test_rescore_reproduces_stored_coco_metrics_exactly(runs, capsys):
     assert code == 0 and doc["reproduced"], doc["mismatches"]
     assert {r["name"] for r in doc["headline"]} >= set(COCO_STAT_NAMES)
     assert doc["compared"] > 300  # 12 stats, per-class AP/AP50/num_gt, summary lines, TFLite-tool AP
+
+
+def test_quantization_table_of_a_coco_sweep_prints_ap_deltas(runs, tmp_path):
+    """The quantization table asks the COCO definition for its metrics and agreement. No float
+    detector is among the shared assets (no real int8 COCO variant can be built here), so two real
+    COCO runs are laid out as the jobs of a ``quant=none,fp16`` sweep: the report reads run files."""
+    import shutil
+
+    from evalharness.report.sweep import write_report
+
+    sweep = tmp_path / "sweep"
+    for i, (variant, delegate) in enumerate((("none", "reference"), ("fp16", "cpu"))):
+        job = sweep / f"{i}_coco_{variant}"
+        shutil.copytree(runs[delegate], job)
+        (job / ".hydra").mkdir(exist_ok=True)
+        (job / ".hydra" / "overrides.yaml").write_text(f"- quant={variant}\n- task=coco\n")
+    write_report(str(sweep))
+    md = (sweep / "sweep.md").read_text()
+    table = md.split("## Table 1: quantization variants")[1].split("\n\n")[1].splitlines()
+    assert table[0].startswith("| variant | AP | AP50 | Δ AP vs float | Δ AP50 vs float |")
+    ap = {v: json.loads((sweep / f"{i}_coco_{v}" / "metrics.json").read_text())["metrics"]["AP"]
+          for i, v in enumerate(("none", "fp16"))}  # fmt: skip
+    fp16 = next(line for line in table if line.startswith("| fp16 |")).split(" | ")
+    assert float(fp16[3]) == pytest.approx(ap["fp16"] - ap["none"], abs=1e-4) and float(fp16[3]) != 0
+    assert "box-match rate" in table[0]
