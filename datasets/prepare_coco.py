@@ -17,8 +17,9 @@ import sys
 
 from PIL import Image
 
+from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import EvalHarnessError
-from evalharness.data.manifest import dataset_identity, sha256_file
+from evalharness.data.manifest import dataset_identity
 from evalharness.stats.coco_eval import load_annotations
 from evalharness.tasks.coco.live import list_coco_samples
 

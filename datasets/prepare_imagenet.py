@@ -19,11 +19,12 @@ import json
 import os
 import sys
 
+from evalharness.core.checksum import optional_sha256
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.paths import bundled
 from evalharness.data.ground_truth import load_ground_truth
 from evalharness.data.labels import LabelMatcher, read_label_file
-from evalharness.data.manifest import dataset_identity, optional_sha256
+from evalharness.data.manifest import dataset_identity
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,5 @@
-"""CRC-32 of arrays: the value ``zlib.crc32`` gives, computed by ISA-L's folding kernel.
+"""Checksums: sha256 of files (content identity), and CRC-32 of arrays: the value ``zlib.crc32``
+gives, computed by ISA-L's folding kernel.
 
 Why not zlib: a cached run checks the CRC of every tensor it reads before that tensor is scored
 (150 KB for a 224×224×3 input), and zlib's table-driven CRC-32 took 0.04–0.07 ms of it — 1–2 % of a
@@ -9,8 +10,13 @@ the same polynomial with carry-less multiplies about ten times faster. The value
 
 from __future__ import annotations
 
+import hashlib
+import os
+
 import numpy as np
 from isal.isal_zlib import crc32 as _crc32
+
+_CHUNK = 1 << 20
 
 
 def crc32_bytes(data: bytes | memoryview | np.ndarray, value: int = 0) -> int:
@@ -21,3 +27,15 @@ def crc32_bytes(data: bytes | memoryview | np.ndarray, value: int = 0) -> int:
 def crc32_array(array: np.ndarray) -> int:
     """CRC-32 of an array's bytes in C order (any dtype, contiguous or not)."""
     return _crc32(np.ascontiguousarray(array).view(np.uint8).reshape(-1))
+
+
+def sha256_file(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def optional_sha256(path: str | None) -> str | None:
+    return sha256_file(path) if path and os.path.isfile(path) else None

@@ -31,3 +31,9 @@ def model_stem(path: str) -> str:
     """OmegaConf resolver ``${model_stem:path}``: a model file's name without ``.tflite`` (the run's
     model name when only ``model.path`` is given)."""
     return os.path.splitext(os.path.basename(str(path)))[0] or "model"
+
+
+def default_cache_dir() -> str:
+    """``paths.cache_dir``'s default (conf/paths/default.yaml), for callers that plan a delegate
+    without a composed config (explain, inspect)."""
+    return os.path.expanduser(os.environ.get("EVALHARNESS_CACHE") or "~/.cache/evalharness")

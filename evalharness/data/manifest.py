@@ -7,39 +7,11 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
+from evalharness.core.checksum import sha256_file
+
 T = TypeVar("T")
 
 _CHUNK = 1 << 20
-
-
-def sha256_file(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(_CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def optional_sha256(path: str | None) -> str | None:
-    return sha256_file(path) if path and os.path.isfile(path) else None
-
-
-def cached_record(
-    folder: str, record_name: str, key_text: str, artifact: str = "model.tflite"
-) -> dict | None:
-    """A cache folder's JSON record if it was built for ``key_text`` and its artifact is intact
-    (present, same sha256 as recorded); None means rebuild."""
-    import json
-
-    try:
-        with open(os.path.join(folder, record_name), encoding="utf-8") as f:
-            record = json.load(f)
-    except (OSError, ValueError):
-        return None
-    path = os.path.join(folder, artifact)
-    if record.get("key") != key_text or not os.path.isfile(path) or sha256_file(path) != record.get("sha256"):
-        return None
-    return record
 
 
 def manifest_hash(entries: Iterable[tuple[str, str]], content: bool = False, presorted: bool = False) -> str:

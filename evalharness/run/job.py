@@ -87,7 +87,7 @@ def delegate_record(plan, model) -> dict:
 def library_record(plan) -> dict | None:
     if not plan.external_path:
         return None
-    from evalharness.data.manifest import sha256_file
+    from evalharness.core.checksum import sha256_file
 
     return {
         "path": plan.external_path,
@@ -161,7 +161,8 @@ def record_config(run_dir: str, rp) -> None:
 def run_identity(rp, task, prov: dict) -> dict:
     """The bytes a result depends on, recorded when a run starts so that a resume can refuse to mix
     inputs that changed (see :mod:`evalharness.rundir.state`)."""
-    from evalharness.data.manifest import optional_sha256, stat_digest
+    from evalharness.core.checksum import optional_sha256
+    from evalharness.data.manifest import stat_digest
     from evalharness.runtime.litert import runtime_info
 
     dataset = prov.get("dataset") or {}

@@ -8,7 +8,7 @@ import socket
 import sys
 
 from evalharness import __version__
-from evalharness.data.manifest import sha256_file
+from evalharness.core.checksum import sha256_file
 
 # CPU features that change which kernels run (and so latency, sometimes results).
 _CPU_FLAGS = (

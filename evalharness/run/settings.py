@@ -192,7 +192,7 @@ def validate(cfg: DictConfig, launcher: dict | None = None, overrides: list[str]
     delegate["num_threads"] = threads
     resolved = {**resolved, "delegate": delegate}
     runner = check_runner(resolved["runner"], definition_class.latency_only)
-    plan = plan_delegate(delegate, runner=runner["name"])
+    plan = plan_delegate(delegate, runner=runner["name"], variant_dir=groups["paths"]["cache_dir"])
     return RunPlan(
         task=task,
         model=groups["model"],

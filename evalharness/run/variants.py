@@ -15,17 +15,15 @@ evaluation images, so nothing can overlap. Both manifests go into ``provenance.m
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import time
 from pathlib import Path
 
-from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
+from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import ConfigError, DataError
+from evalharness.core.variant_cache import cached_model
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.listing import list_images
-from evalharness.data.manifest import cached_record, manifest_hash, sha256_file
+from evalharness.data.manifest import manifest_hash
 from evalharness.data.preprocess import InputSpec, preprocess_file, spec_from_config
 
 IO_DTYPES = {"static_wi8_ai8": "int8", "static_wi8_ai16": "int16"}  # what ai-edge-quantizer emits
@@ -143,26 +141,14 @@ def prepare_variant(
         "calibration_manifest_sha256": calibration and calibration["manifest_sha256"],
         "calibration_preprocess": calibration and model.get("preprocess"),
     }
-    key_text = json.dumps(key, sort_keys=True)
-    digest = hashlib.sha256(key_text.encode()).hexdigest()[:24]
-    folder = os.path.join(os.path.expanduser(cache_dir), "quant", digest)
-    record = cached_record(folder, "variant.json", key_text)
-    cache = "hit"
-    if record is None:
-        cache, started = "built", time.perf_counter()
+
+    def build(folder: str) -> tuple[bytes, dict]:
         tensors = _calibration_tensors(paths, source, model.get("preprocess")) if calibration else None
         data, recipe_ops = quantize(source, recipe, tensors)
-        os.makedirs(folder, exist_ok=True)
-        atomic_write_bytes(os.path.join(folder, "model.tflite"), data)
-        record = {
-            "key": key_text,
-            "sha256": hashlib.sha256(data).hexdigest(),
-            "bytes": len(data),
-            "recipe_ops": recipe_ops,
-            "build_s": round(time.perf_counter() - started, 3),
-        }
-        atomic_write_text(os.path.join(folder, "variant.json"), json.dumps(record, indent=1))
-    model["path"] = os.path.join(folder, "model.tflite")
+        return data, {"recipe_ops": recipe_ops}
+
+    record = cached_model(cache_dir, "quant", key, build, record_name="variant.json")
+    model["path"] = record["path"]
     if quant.get("integer_input") and IO_DTYPES.get(recipe):
         model["preprocess"] = {**(model.get("preprocess") or {}), "integer_input": quant["integer_input"]}
     return {
@@ -172,6 +158,6 @@ def prepare_variant(
         "quantizer": {"name": "ai-edge-quantizer", "version": key["quantizer"]},
         "source": {"path": os.path.abspath(source), "sha256": source_sha, "bytes": os.path.getsize(source)},
         "variant_sha256": record["sha256"],
-        "cache": {"status": cache, "dir": folder, "build_s": record["build_s"]},
+        "cache": {"status": record["cache"], "dir": record["dir"], "build_s": record["build_s"]},
         "calibration": calibration,
     }

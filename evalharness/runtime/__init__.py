@@ -9,6 +9,7 @@ imported on first use (lazy registries), never just to validate a config.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from evalharness.core.registry import Registry
@@ -41,9 +42,11 @@ def backends() -> Registry[type[Model]]:
     return BACKENDS
 
 
-def plan_delegate(raw: Mapping, runner: str = "host") -> DelegatePlan:
-    """Check a delegate config (a plain dict from Hydra) and plan it for ``runner``."""
-    return runners().get(runner).plan(check_delegate(raw))
+def plan_delegate(raw: Mapping, runner: str = "host", variant_dir: str | None = None) -> DelegatePlan:
+    """Check a delegate config (a plain dict from Hydra) and plan it for ``runner``; ``variant_dir``:
+    the run's ``paths.cache_dir``, where a backend caches the model files it derives (AOT builds)."""
+    plan = runners().get(runner).plan(check_delegate(raw))
+    return dataclasses.replace(plan, variant_dir=variant_dir) if variant_dir else plan
 
 
 def check_runner(runner_cfg: Mapping, latency_only_task: bool) -> FrozenDict:

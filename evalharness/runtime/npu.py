@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from evalharness.core.errors import DelegateUnavailableError, EvalHarnessError
+from evalharness.core.paths import default_cache_dir
 from evalharness.runtime.compiled import CompiledBuffersModel
 from evalharness.runtime.contract import BACKENDS, Coverage
 from evalharness.runtime.delegates import DelegatePlan, parse_options
@@ -171,9 +172,13 @@ class CompiledNpuModel(CompiledBuffersModel):
         from evalharness.runtime.npu_aot import AOT_SOC, aot_compiled, compiled_graph
 
         self.aot = aot_compiled(
-            model_path, self.plan.flags, self.libraries["compiler_plugin_sha256"], self.openvino["version"]
+            model_path,
+            self.plan.flags,
+            self.libraries["compiler_plugin_sha256"],
+            self.openvino["version"],
+            self.plan.variant_dir or default_cache_dir(),
         )
-        self.compile_ms = self.aot["compile_ms"] if self.aot["cache"] == "built" else 0.0
+        self.compile_ms = round(self.aot["build_s"] * 1000, 3) if self.aot["cache"] == "built" else 0.0
         self._compile(self.aot["path"], options, environment=env, source_path=model_path)
         partitions, left = compiled_graph(self.aot["path"])
         total = sum(self.ops_by_type.values())

@@ -1,10 +1,10 @@
 """``delegate.npu_compile=aot``: compile ahead of time with ``ai_edge_litert.aot``, cached.
 
 The compiled model (the .tflite with the vendor's bytecode inside) is cached under
-``<EVALHARNESS_CACHE or ~/.cache/evalharness>/npu/<key>/`` like quantization variants: the key hashes
-the source model's sha256, the vendor, the plug-in options, the compiler plug-in's sha256 and the
-openvino and ai-edge-litert versions, so a sweep compiles once and a new plug-in or OpenVINO
-rebuilds. A cached file whose sha256 no longer matches its record is rebuilt.
+``<paths.cache_dir>/npu/<key>/`` like quantization variants (:mod:`evalharness.core.variant_cache`):
+the key hashes the source model's sha256, the vendor, the plug-in options, the compiler plug-in's
+sha256 and the openvino and ai-edge-litert versions, so a sweep compiles once and a new plug-in or
+OpenVINO rebuilds. A cached file whose sha256 no longer matches its record is rebuilt.
 
 AOT targets an Intel SoC (``LNL``: Lunar Lake's NPU4000; the graph backend decides the device the
 bytecode runs on, so ``device=cpu`` compiles here). Qualcomm's and MediaTek's AOT back-ends need the
@@ -13,22 +13,14 @@ SDKs their ``ai-edge-litert-sdk-*`` packages download at install time; they are 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import time
 from collections.abc import Mapping
 
-from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
+from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import DelegateUnavailableError
-from evalharness.data.manifest import cached_record, sha256_file
+from evalharness.core.variant_cache import cached_model
 
 AOT_SOC = "LNL"
-
-
-def cache_root() -> str:
-    """The same default as ``paths.cache_dir`` (the backend is not handed the run's paths)."""
-    return os.path.expanduser(os.environ.get("EVALHARNESS_CACHE") or "~/.cache/evalharness")
 
 
 def _plugin_flags(flags: Mapping) -> dict[str, str]:
@@ -75,8 +67,10 @@ def _compile(model_path: str, flags: Mapping, out_dir: str) -> bytes:
     return model.model_bytes
 
 
-def aot_compiled(model_path: str, flags: Mapping, plugin_sha256: str | None, openvino_version: str) -> dict:
-    """Path of the AOT-compiled model (built or reused) and its cache record."""
+def aot_compiled(
+    model_path: str, flags: Mapping, plugin_sha256: str | None, openvino_version: str, cache_dir: str
+) -> dict:
+    """Path of the AOT-compiled model under ``cache_dir`` (built or reused) and its cache record."""
     import importlib.metadata
 
     key = {
@@ -88,27 +82,15 @@ def aot_compiled(model_path: str, flags: Mapping, plugin_sha256: str | None, ope
         "openvino": openvino_version,
         "ai_edge_litert": importlib.metadata.version("ai-edge-litert"),
     }
-    key_text = json.dumps(key, sort_keys=True)
-    folder = os.path.join(cache_root(), "npu", hashlib.sha256(key_text.encode()).hexdigest()[:24])
-    path = os.path.join(folder, "model.tflite")
-    record = cached_record(folder, "compiled.json", key_text)
-    if record is not None:
-        return {**record, "path": path, "cache": "hit"}
-    started = time.perf_counter()
-    os.makedirs(folder, exist_ok=True)
-    data = _compile(model_path, flags, folder)
-    for name in os.listdir(folder):  # the tool's own output file: ours is written atomically below
-        if name.endswith(".tflite") and name != "model.tflite":
-            os.remove(os.path.join(folder, name))
-    atomic_write_bytes(path, data)
-    record = {
-        "key": key_text,
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "bytes": len(data),
-        "compile_ms": round((time.perf_counter() - started) * 1000, 3),
-    }
-    atomic_write_text(os.path.join(folder, "compiled.json"), json.dumps(record, indent=1))
-    return {**record, "path": path, "cache": "built"}
+
+    def build(folder: str) -> tuple[bytes, dict]:
+        data = _compile(model_path, flags, folder)
+        for name in os.listdir(folder):  # the tool's own output file: the cache writes ours atomically
+            if name.endswith(".tflite") and name != "model.tflite":
+                os.remove(os.path.join(folder, name))
+        return data, {}
+
+    return cached_model(cache_dir, "npu", key, build, record_name="compiled.json")
 
 
 def compiled_graph(path: str) -> tuple[int, dict[str, int]]:

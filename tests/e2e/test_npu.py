@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import importlib.metadata
 import json
+from pathlib import Path
 
 import pytest
 from conftest import ASSETS, MODELS, VAL50, run_cli, run_inprocess
@@ -260,6 +261,17 @@ def aot_run(tmp_path, cache, name: str, *extra: str):
         tmp_path,
         env={"EVALHARNESS_CACHE": str(cache)},
     )
+
+
+def test_aot_compiles_under_the_runs_paths_cache_dir(tmp_path):
+    """``paths.cache_dir`` is where the run's derived models go, the AOT build included."""
+    elsewhere, chosen = tmp_path / "env_cache", tmp_path / "chosen"
+    proc = aot_run(tmp_path, elsewhere, "aot", "delegate=npu_aot", f"paths.cache_dir={chosen}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads((tmp_path / "aot" / "metrics.json").read_text())
+    path = doc["provenance"]["delegate"]["coverage"]["npu"]["aot"]["path"]
+    assert path.startswith(str(chosen / "npu")) and Path(path).is_file()
+    assert not (elsewhere / "npu").exists()
 
 
 def test_aot_equals_jit_and_compiles_once(tmp_path):

@@ -22,9 +22,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import EvalHarnessError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo
-from evalharness.data.manifest import sha256_file
 from evalharness.runtime.android import benchmark_model as bm
 from evalharness.runtime.android.adb import Adb, tail
 from evalharness.runtime.contract import BACKENDS, Model

@@ -56,6 +56,7 @@ class DelegatePlan:
     cache_dir: str | None = None
     offloads: bool = True  # False: the CPU's own kernels (nothing to cover, nothing partial to warn of)
     shader_cache: bool = False  # the driver's shader cache is one of its compile caches (GPU)
+    variant_dir: str | None = None  # paths.cache_dir: where derived model files (AOT-compiled) are cached
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from evalharness.core.checksum import optional_sha256
 from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.listing import list_images, warn_unscored
-from evalharness.data.manifest import optional_sha256
 from evalharness.data.preprocess import (
     detection_geometry,
     detection_input,
