@@ -17,30 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["nms", "pairwise_iou"]
+from evalharness.stats.boxes import iou_matrix
+
+__all__ = ["nms"]
 
 _MIN_BLOCK, _MAX_BLOCK = 256, 1024  # candidates resolved per block
 _CHUNK = 4096  # columns per suppression pass, bounding temporaries to ~1024 x 4096
-
-
-def pairwise_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU matrix [len(a), len(b)] of xyxy boxes; 0 where the union is empty."""
-    ax1, ay1, ax2, ay2 = (np.ascontiguousarray(a[:, k])[:, None] for k in range(4))
-    bx1, by1, bx2, by2 = (np.ascontiguousarray(b[:, k])[None, :] for k in range(4))
-    inter = np.minimum(ax2, bx2)
-    inter -= np.maximum(ax1, bx1)
-    np.maximum(inter, 0, out=inter)
-    ih = np.minimum(ay2, by2)
-    ih -= np.maximum(ay1, by1)
-    np.maximum(ih, 0, out=ih)
-    inter *= ih
-    union = (ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1)
-    union -= inter
-    empty = union <= 0
-    union[empty] = 1
-    inter /= union
-    inter[empty] = 0
-    return inter
 
 
 class _Suppression:
@@ -50,7 +32,7 @@ class _Suppression:
         self.boxes, self.classes, self.threshold = boxes, classes, threshold
 
     def matrix(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        hit = pairwise_iou(self.boxes[rows], self.boxes[cols]) > self.threshold
+        hit = iou_matrix(self.boxes[rows], self.boxes[cols]) > self.threshold
         if self.classes is not None:
             hit &= self.classes[rows][:, None] == self.classes[cols][None, :]
         return hit

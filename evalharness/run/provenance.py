@@ -1,4 +1,5 @@
-"""Where a number came from: host, model and evalharness itself, for metrics.json."""
+"""Where a number came from, for metrics.json's provenance: host, model, delegate (its plan and what it
+really took), the task's data and evalharness itself."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 
 from evalharness import __version__
 from evalharness.core.checksum import sha256_file
+from evalharness.run.hydra_access import job_overrides
 
 # CPU features that change which kernels run (and so latency, sometimes results).
 _CPU_FLAGS = (
@@ -71,3 +73,50 @@ def model_info(path: str, inputs, outputs) -> dict:
 
 def tool_info() -> dict:
     return {"name": "evalharness", "version": __version__}
+
+
+def delegate_record(plan, model) -> dict:
+    """What metrics.json says about a delegate that ran: its plan and what it really took."""
+    return {
+        "name": plan.name,
+        "flags": plan.flags,
+        "op_resolver": plan.op_resolver,
+        "coverage": model.coverage.as_dict(),
+        "cache": model.cache_record(),  # schema 3: cold/warm compile caches (runtime/cache.py)
+    }
+
+
+def library_record(plan) -> dict | None:
+    if not plan.external_path:
+        return None
+    return {
+        "path": plan.external_path,
+        "sha256": sha256_file(plan.external_path),
+        "options": plan.external_options,
+    }
+
+
+def run_provenance(rp, task_provenance: dict, model, quant: dict, loop_shape=None) -> dict:
+    """``provenance`` of metrics.json: what ran (model, runtime, delegate and what it took, host,
+    device), on what (the task's dataset/labels/preprocessing) and with which config."""
+    return {
+        "model": {
+            "name": rp.model["name"],
+            "settings_source": rp.model_sources,
+            **model_info(rp.model["path"], model.inputs, model.outputs),
+            "quant": quant,
+        },
+        "runtime": model.runtime_info(),
+        "delegate": {
+            **delegate_record(rp.plan, model),
+            "library": library_record(rp.plan),
+            "native_log": model.native_log,
+        },
+        **task_provenance,
+        "host": host_info(),
+        **({"device": model.device} if model.device is not None else {}),  # runner=adb: the phone
+        "thread_budget": {**rp.thread_budget, "loop": loop_shape.record() if loop_shape else None},
+        "evalharness": tool_info(),
+        "config": rp.config(),
+        "overrides": job_overrides(),
+    }

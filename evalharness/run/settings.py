@@ -26,7 +26,7 @@ from evalharness.loop.shape import given_workers
 from evalharness.run.model_settings import infer_model_settings
 from evalharness.run.thread_budget import thread_budget
 from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
-from evalharness.tasks.discovery import task_definitions
+from evalharness.tasks.discovery import listed, task_definitions
 
 
 @dataclass
@@ -90,7 +90,6 @@ SCHEMAS = {
     "paths": PathsSchema,
     "quant": QuantSchema,
 }
-CACHE_SETTINGS = ("auto", "true", "false")
 
 
 @dataclass(frozen=True)
@@ -106,6 +105,7 @@ class RunPlan:
     paths: FrozenDict
     resolved: FrozenDict  # the whole config after derived values (recorded in metrics.json, run_state)
     definition: Any  # the task's TaskDefinition instance (scorer, abilities, summary lines)
+    reference_plan: DelegatePlan | None = None  # the delegate of a task's reference pass (inference_diff)
     quant: FrozenDict = field(default_factory=lambda: freeze({"name": "none", "recipe": None}))
     runner: FrozenDict = field(default_factory=lambda: freeze({"name": "host"}))
     thread_budget: FrozenDict = field(default_factory=FrozenDict)
@@ -155,10 +155,30 @@ class _NoFields:
     pass
 
 
-def validate(cfg: DictConfig, launcher: dict | None = None, overrides: list[str] | None = None) -> RunPlan:
-    """Check every group of a composed config, apply the thread budget and plan the delegate
-    (unavailable -> error now). ``launcher``: a multirun's ``hydra.launcher`` config (None: single run);
-    ``overrides``: the job's command-line overrides (what the user set wins over the model file)."""
+def check_task_needs(definition, dataset: FrozenDict, plan: DelegatePlan, command_line: bool) -> None:
+    """What the task needs of the other groups: samples to shard, a compile cache to empty."""
+    from evalharness.run.start_up import check as check_start_up
+
+    if not definition.reads_dataset and dataset["shard"]["count"] > 1:
+        raise ConfigError(
+            f"task={definition.name} reads no dataset samples, so dataset.shard.count>1 cannot split it; "
+            f"shard {' or '.join(listed(lambda d: d.mergeable()))} runs"
+        )
+    check_start_up(definition.start_up_passes(), plan, command_line)
+
+
+def validate(
+    cfg: DictConfig,
+    launcher: dict | None = None,
+    overrides: list[str] | None = None,
+    command_line: bool = False,
+) -> RunPlan:
+    """The one check of a composed config: every group against its schema (a task's own fields
+    included), the thread budget applied, the delegate and a task's reference delegate planned
+    (unavailable -> error now), what the task needs of the rest checked. Nothing that can refuse a
+    run is left for later. ``launcher``: a multirun's ``hydra.launcher`` config (None: single run);
+    ``overrides``: the job's command-line overrides (what the user set wins over the model file);
+    ``command_line``: the config came from ``python -m evalharness`` (child passes can repeat it)."""
     groups_expected = (*SCHEMAS, "task", "delegate", "runner")
     missing = [g for g in groups_expected if g not in cfg]
     if missing:
@@ -179,10 +199,6 @@ def validate(cfg: DictConfig, launcher: dict | None = None, overrides: list[str]
     resolved = {**resolved, "model": model}
     definition_class = task_definitions().get(resolved["task"].get("name"))
     groups = {g: check_group(g, resolved[g], definition_class) for g in SCHEMAS}
-    if str(groups["loop"]["cache"]).lower() not in CACHE_SETTINGS:
-        raise ConfigError(
-            f"loop.cache={groups['loop']['cache']!r}: use true, false or auto (on in multiruns)"
-        )
     task = check(definition_class.schema, resolved["task"], "config group 'task'")
     delegate = dict(resolved["delegate"])
     if "???" in delegate.values():
@@ -192,7 +208,12 @@ def validate(cfg: DictConfig, launcher: dict | None = None, overrides: list[str]
     delegate["num_threads"] = threads
     resolved = {**resolved, "delegate": delegate}
     runner = check_runner(resolved["runner"], definition_class.latency_only)
-    plan = plan_delegate(delegate, runner=runner["name"], variant_dir=groups["paths"]["cache_dir"])
+    cache_dir = groups["paths"]["cache_dir"]
+    plan = plan_delegate(delegate, runner=runner["name"], variant_dir=cache_dir)
+    definition = definition_class(task)
+    definition.check_settings()
+    check_task_needs(definition, groups["dataset"], plan, command_line)
+    reference = definition.reference_delegate()
     return RunPlan(
         task=task,
         model=groups["model"],
@@ -202,7 +223,8 @@ def validate(cfg: DictConfig, launcher: dict | None = None, overrides: list[str]
         plan=plan,
         paths=groups["paths"],
         resolved=freeze(resolved),
-        definition=definition_class(task),
+        definition=definition,
+        reference_plan=plan_delegate(reference, variant_dir=cache_dir) if reference else None,
         quant=groups["quant"],
         runner=runner,
         thread_budget=freeze(budget),

@@ -10,20 +10,47 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
+
 from evalharness.core.numbers import delta
 from evalharness.stats.paired import pair_by_id
 
 
+def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU matrix [len(a), len(b)] of x1, y1, x2, y2 boxes: the one IoU of evalharness (NMS, box
+    matching, the TFLite tool's AP). A box with x2 < x1 or y2 < y1 has no area; an empty union gives
+    0, as the tool's Box2D::IoU does. Computed in place, column blocks at a time by the callers that
+    need bounded memory (NMS)."""
+    a = np.asarray(a, dtype=np.float64).reshape(-1, 4)
+    b = np.asarray(b, dtype=np.float64).reshape(-1, 4)
+    ax1, ay1, ax2, ay2 = (np.ascontiguousarray(a[:, k])[:, None] for k in range(4))
+    bx1, by1, bx2, by2 = (np.ascontiguousarray(b[:, k])[None, :] for k in range(4))
+    inter = np.minimum(ax2, bx2)
+    inter -= np.maximum(ax1, bx1)
+    np.maximum(inter, 0, out=inter)
+    ih = np.minimum(ay2, by2)
+    ih -= np.maximum(ay1, by1)
+    np.maximum(ih, 0, out=ih)
+    inter *= ih
+    area_a = np.maximum(ax2 - ax1, 0) * np.maximum(ay2 - ay1, 0)
+    area_b = np.maximum(bx2 - bx1, 0) * np.maximum(by2 - by1, 0)
+    union = area_a + area_b
+    union -= inter
+    empty = union <= 0
+    union[empty] = 1
+    inter /= union
+    inter[empty] = 0
+    return inter
+
+
+def xyxy(boxes_xywh) -> np.ndarray:
+    """COCO x, y, w, h boxes as x1, y1, x2, y2 (float64)."""
+    boxes = np.asarray(boxes_xywh, dtype=np.float64).reshape(-1, 4)
+    return np.concatenate([boxes[:, :2], boxes[:, :2] + boxes[:, 2:]], axis=1)
+
+
 def iou_xywh(a: list[float], b: list[float]) -> float:
-    ax, ay, aw, ah = a
-    bx, by, bw, bh = b
-    iw = min(ax + aw, bx + bw) - max(ax, bx)
-    ih = min(ay + ah, by + bh) - max(ay, by)
-    if iw <= 0 or ih <= 0:
-        return 0.0
-    inter = iw * ih
-    union = aw * ah + bw * bh - inter
-    return inter / union if union > 0 else 0.0
+    return float(iou_matrix(xyxy([a]), xyxy([b]))[0, 0])
 
 
 def match_detections(dets_a: list, dets_b: list, iou: float = 0.5) -> tuple[list[tuple], int, int]:
@@ -40,10 +67,11 @@ def match_detections(dets_a: list, dets_b: list, iou: float = 0.5) -> tuple[list
     for row in sorted(dets_a, key=lambda r: -r[1]):
         candidates = free_b[row[0]]
         best, best_iou = None, iou
-        for index, other in enumerate(candidates):
-            value = iou_xywh(row[2:6], other[2:6])
-            if value >= best_iou and (best is None or value > best_iou):
-                best, best_iou = index, value
+        if candidates:
+            ious = iou_matrix(xyxy([row[2:6]]), xyxy([c[2:6] for c in candidates]))[0]
+            for index, value in enumerate(ious.tolist()):
+                if value >= best_iou and (best is None or value > best_iou):
+                    best, best_iou = index, value
         if best is not None:
             pairs.append((row, candidates.pop(best), best_iou))
     return pairs, len(dets_a) - len(pairs), len(dets_b) - len(pairs)

@@ -13,6 +13,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from evalharness.stats.boxes import iou_matrix
 from evalharness.stats.coco_eval import check_annotations, evaluated_subset
 
 IOU_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))  # the tool's default 0.5:0.05:0.95
@@ -100,19 +101,6 @@ def _outside(bbox, image: dict) -> bool:
     return y > height or x > width or y + h > height or x + w > width
 
 
-def _iou(dets: np.ndarray, truths: np.ndarray) -> np.ndarray:
-    """IoU matrix [D, G] of xyxy boxes; a zero union gives 0, as the tool's Box2D::IoU does."""
-    lo = np.maximum(dets[:, None, :2], truths[None, :, :2])
-    hi = np.minimum(dets[:, None, 2:], truths[None, :, 2:])
-    inter = np.prod(np.clip(hi - lo, 0, None), axis=2)
-
-    def area(b):
-        return np.prod(np.clip(b[:, 2:] - b[:, :2], 0, None), axis=1)
-
-    union = area(dets)[:, None] + area(truths)[None, :] - inter
-    return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
-
-
 def _class_ap(truths: list, preds: list, thresholds: np.ndarray) -> np.ndarray:
     """AP of one category at each threshold; 0 where it has no ground truth (the tool's NaN -> 0)."""
     if not truths:
@@ -128,7 +116,7 @@ def _class_ap(truths: list, preds: list, thresholds: np.ndarray) -> np.ndarray:
     hits = np.zeros((len(thresholds), len(preds)), dtype=bool)
     for image_id, ranks in pred_by_image.items():
         if image_id in truth_by_image:  # images match independently; score order within each is kept
-            ious = _iou(np.array([preds[r][2] for r in ranks]), np.array(truth_by_image[image_id]))
+            ious = iou_matrix(np.array([preds[r][2] for r in ranks]), np.array(truth_by_image[image_id]))
             hits[:, ranks] = _greedy_match(ious, thresholds)
     correct = np.cumsum(hits, axis=1)
     precision = correct / np.arange(1, len(preds) + 1)

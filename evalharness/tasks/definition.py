@@ -111,6 +111,15 @@ class TaskDefinition:
         """Checks that fail a complete run (exit 1) although every sample was scored."""
         return []
 
+    def check_settings(self) -> None:
+        """Refuse settings whose fields disagree with each other (a field's own bounds are in the
+        schema); called once, with the rest of the config's checks."""
+
+    def reference_delegate(self) -> Mapping | None:
+        """The delegate config of a reference pass the task runs first (the same inputs through a
+        golden path), planned with the rest of the settings; None: no reference pass."""
+        return None
+
     def start_up_passes(self) -> str:
         """Cold/warm start-ups the run measures again in child processes before its own loop
         (cold | warm | both: evalharness/run/start_up.py, figures in ``metrics.compile_cache``);

@@ -5,17 +5,19 @@ Timing and memory come from the run loop like every other task; the records only
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from evalharness.core.errors import ConfigError
+from evalharness.core.schema import bounds
 from evalharness.tasks.definition import Scorer, TaskDefinition, register
 
 
 @dataclass
 class BenchmarkSettings:
     name: str = "benchmark"
-    num_runs: int = 50
-    min_secs: float = 1.0
-    max_runs: int = 100000
+    num_runs: int = field(default=50, metadata=bounds(1))
+    min_secs: float = field(default=1.0, metadata=bounds(0.0))
+    max_runs: int = field(default=100000, metadata=bounds(1))
     seed: int = 0
     cache: str = "as_found"  # cold | warm | both: start-ups measured again in child processes
 
@@ -57,6 +59,11 @@ class BenchmarkDefinition(TaskDefinition):
     reads_dataset = False  # one seeded random input
     writes_predictions = False
     latency_only = True
+
+    def check_settings(self) -> None:
+        num_runs, max_runs = self.settings["num_runs"], self.settings["max_runs"]
+        if max_runs < num_runs:
+            raise ConfigError(f"task.max_runs={max_runs} must be >= task.num_runs={num_runs}")
 
     def scorer(self, ground_truth=None) -> RunCounter:
         return RunCounter()

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from evalharness.core.errors import ConfigError
 from evalharness.core.tensors import TensorInfo
 from evalharness.tasks.inference_diff.live import seed_tool_inputs
 from evalharness.tasks.live import RecordEvaluator, Task
@@ -45,15 +44,8 @@ class BenchmarkTask(Task):
 
     def __init__(self, task: dict, model: dict, dataset: dict) -> None:
         self.settings = task
-        num_runs, max_runs = int(task.get("num_runs", 50)), int(task.get("max_runs", 100000))
-        min_secs = float(task.get("min_secs", 1.0))
-        if num_runs < 1 or min_secs < 0 or max_runs < num_runs:
-            raise ConfigError(
-                f"task: need num_runs >= 1, min_secs >= 0, max_runs >= num_runs (got "
-                f"{num_runs}, {min_secs}, {max_runs})"
-            )
-        self.seed = int(task.get("seed", 0))
-        self.samples = Runs(num_runs, min_secs, max_runs)
+        self.seed = task["seed"]
+        self.samples = Runs(task["num_runs"], task["min_secs"], task["max_runs"])
         self.evaluator = _Counter(self.definition.scorer)
         self._tensors: list[np.ndarray] = []
 

@@ -8,11 +8,12 @@ same numbers bit for bit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import fmt
+from evalharness.core.schema import bounds
 from evalharness.core.tables import Section, more_rows
 from evalharness.rundir.reader import Run
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines, wilson
@@ -40,7 +41,7 @@ class ImageNetDataset:
 @dataclass
 class ImageNetSettings:
     name: str = "imagenet"
-    top_k: int = 10  # report Top-1..Top-k
+    top_k: int = field(default=10, metadata=bounds(1, 1000))  # report Top-1..Top-k
     num_images: int = 0  # first N images in sorted file-name order; 0 = all
 
 
@@ -93,7 +94,7 @@ class ImageNetDefinition(TaskDefinition):
     thumbnails = ("flips", "Thumbnails: top-1 changes")
 
     def scorer(self, ground_truth=None, top_k: int | None = None) -> TopKScorer:
-        return TopKScorer(top_k or int(self.settings.get("top_k", 10)))
+        return TopKScorer(top_k or int(self.settings["top_k"]))
 
     def rescorer(self, runs: list[Run], records: list[dict], top_k=None, backend=None) -> Scorer:
         """K = what every record stores (the live run's K), or ``--top-k`` below it."""

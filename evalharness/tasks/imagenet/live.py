@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from evalharness.core.checksum import optional_sha256
-from evalharness.core.errors import ConfigError, ModelMismatchError
+from evalharness.core.errors import ModelMismatchError
 from evalharness.core.tensors import TensorInfo
 from evalharness.data.ground_truth import LabeledSample, load_ground_truth
 from evalharness.data.labels import LabelMatcher, read_label_file, stable_topk
@@ -73,9 +73,7 @@ class ImageNetTask(Task):
 
     def __init__(self, task: dict, model: dict, dataset: dict) -> None:
         self.settings = task
-        self.top_k = int(task.get("top_k", 10))
-        if not 1 <= self.top_k <= 1000:
-            raise ConfigError(f"task.top_k={self.top_k} must be between 1 and 1000")
+        self.top_k = task["top_k"]
         self.model_path = model["path"]
         self.labels_path = model["labels"]
         self.spec = spec_from_config(model.get("preprocess"))

@@ -20,11 +20,12 @@ silent-zero checks stay on the raw tensors for every model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from evalharness.core.schema import bounds
 from evalharness.core.tables import Section
 from evalharness.rundir.reader import Run
 from evalharness.stats.decoded import DecodedScorer, failed_checks
@@ -47,15 +48,16 @@ DECODED_IOU = 0.5  # a detector's boxes match at IoU >= this (COCO's AP50 thresh
 @dataclass
 class InferenceDiffSettings:
     name: str = "inference_diff"
-    num_runs: int = 50
+    num_runs: int = field(default=50, metadata=bounds(1))
     seed: int = 0
-    min_cosine: float = 0.95
-    zero_tol: float = 1e-6
+    min_cosine: float = 0.95  # above 1 every run trips the check (how tests force one)
+    zero_tol: float = field(default=1e-6, metadata=bounds(0.0))
     fail_on_check: bool = True
     # a detector's reference boxes compared decoded: those scored >= this (random inputs give a
     # detector a few confident boxes and many near-tied ones below ~0.15 that mean nothing)
     decoded_min_score: float = 0.3
-    min_decoded_agreement: float = 0.9  # a detector: fewer boxes kept (same box and class) fails
+    # a detector: fewer boxes kept (same box and class) fails
+    min_decoded_agreement: float = field(default=0.9, metadata=bounds(0.0, 1.0))
     reference_delegate: Any = None  # a delegate config (dict); default {name: reference, num_threads: 1}
 
 
@@ -68,7 +70,7 @@ class OutputErrorScorer(Scorer):
         min_cosine: float,
         zero_tol: float,
         decoded: DecodedScorer,
-        min_decoded_agreement: float = 0.9,
+        min_decoded_agreement: float = field(default=0.9, metadata=bounds(0.0, 1.0)),
     ) -> None:
         self.names, self.min_cosine, self.zero_tol = list(output_names), min_cosine, zero_tol
         self.per_output: list[list[dict]] = [[] for _ in self.names]
@@ -124,6 +126,10 @@ class InferenceDiffDefinition(TaskDefinition):
     listing_order = 2
     reads_dataset = False  # seeded random inputs
     comparison = "output_errors"
+
+    def reference_delegate(self) -> dict:
+        """TFLite's builtin kernels on one thread unless ``task.reference_delegate`` says otherwise."""
+        return dict(self.settings.get("reference_delegate") or {"name": "reference", "num_threads": 1})
 
     def scorer(self, ground_truth: list[str] | None = None, decoded: str | None = None) -> OutputErrorScorer:
         """``ground_truth``: the model's output names (the live run knows them once bound);

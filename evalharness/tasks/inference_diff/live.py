@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from evalharness.core.errors import ConfigError, ModelMismatchError
+from evalharness.core.errors import ModelMismatchError
 from evalharness.core.tensors import TensorInfo
 from evalharness.decoders.base import build_decoder
 from evalharness.stats.decoded import compare_boxes, compare_classes
@@ -119,13 +119,8 @@ class InferenceDiffTask(Task):
 
     def __init__(self, task: dict, model: dict, dataset: dict) -> None:
         self.settings = task
-        self.num_runs = int(task.get("num_runs", 50))
-        if self.num_runs < 1:
-            raise ConfigError(f"task.num_runs={self.num_runs} must be >= 1")
-        self.seed = int(task.get("seed", 0))
-        self.reference_delegate = dict(
-            task.get("reference_delegate") or {"name": "reference", "num_threads": 1}
-        )
+        self.num_runs, self.seed = task["num_runs"], task["seed"]
+        self.reference_delegate = self.definition.reference_delegate()
         self.model_path = model["path"]
         self.decoder_config = dict(model.get("decoder") or {})
         self.decoder = None

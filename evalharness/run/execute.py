@@ -1,0 +1,60 @@
+"""The passes of a run after its directory is claimed: start-up passes (cold/warm caches), the
+reference pass of a task that compares against one, and the measured loop."""
+
+from __future__ import annotations
+
+import signal
+from typing import NamedTuple
+
+from evalharness.core.errors import EvalHarnessError
+from evalharness.run.hydra_access import job_overrides
+
+
+def _raise_interrupt(signum, frame):  # SIGTERM ends a run like Ctrl-C: partial results are kept
+    raise KeyboardInterrupt
+
+
+class Ran(NamedTuple):
+    """What the loops produced: the predictions writer, the measured pass, the reference pass."""
+
+    writer: object
+    model: object
+    result: object
+    reference: tuple | None  # (plan, model, loop result) of the reference pass, if the task has one
+    start_up: dict | None = None  # cold/warm passes (metrics.compile_cache), if the task asked for them
+
+
+def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
+    """The cold/warm passes and the reference pass (if the task has them) and the measured loop."""
+    from evalharness.loop.engine import run_loop
+    from evalharness.run.start_up import measure
+    from evalharness.rundir.files import RunWriter
+    from evalharness.runtime import load_model
+
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    start_up = measure(rp.definition.start_up_passes(), job_overrides(), run_dir)
+    writer = RunWriter(run_dir, resume=bool(done))
+    reference = None
+    if (ref_pass := task.reference_pass()) is not None:  # same inputs through a reference delegate first
+        ref_plan = rp.reference_plan  # planned with the run's settings, before the directory was claimed
+        ref_model, ref_result = run_loop(
+            ref_pass,
+            lambda: load_model(rp.model["path"], ref_plan, rp.runtime["name"]),
+            lambda record: None,
+            rp.loop,
+        )
+        if ref_result.status != "complete":
+            raise EvalHarnessError(f"reference pass stopped early: {ref_result.stop_reason}")
+        reference = (ref_plan, ref_model, ref_result)
+    keep = writer.append if rp.definition.writes_predictions else (lambda record: None)
+    try:
+        model, result = run_loop(
+            task,
+            lambda: load_model(rp.model["path"], rp.plan, rp.runtime["name"], rp.runner),
+            keep,
+            loop,
+            done,
+        )
+    finally:
+        writer.close()
+    return Ran(writer, model, result, reference, start_up)

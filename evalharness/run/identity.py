@@ -1,0 +1,38 @@
+"""The bytes a result depends on (model, delegate library, runtime, labels, ground truth, the
+sample files), recorded when a run starts: a resume refuses changed inputs, and a run whose inputs
+changed while it ran is ``invalid``."""
+
+from __future__ import annotations
+
+from evalharness.run.provenance import library_record
+from evalharness.rundir.state import identity_differences
+
+
+def run_identity(rp, task, prov: dict) -> dict:
+    """The bytes a result depends on, recorded when a run starts so that a resume can refuse to mix
+    inputs that changed (see :mod:`evalharness.rundir.state`)."""
+    from evalharness.core.checksum import optional_sha256
+    from evalharness.data.manifest import stat_digest
+    from evalharness.runtime.litert import runtime_info
+
+    dataset = prov.get("dataset") or {}
+    library = library_record(rp.plan)
+    return {
+        "model_sha256": optional_sha256(rp.model["path"]),  # not a file: the load says so
+        "delegate_library_sha256": library and library["sha256"],
+        "runtime_version": runtime_info(rp.runtime["name"])["version"],
+        "labels_sha256": (prov.get("labels") or {}).get("sha256"),
+        "ground_truth_sha256": dataset.get("ground_truth_sha256"),
+        "dataset_manifest_sha256": dataset.get("manifest_sha256"),
+        "dataset_files_stat": stat_digest(task.sample_files()),
+    }
+
+
+def moved_inputs(rp, task, prov: dict, identity: dict) -> list[str]:
+    """What changed on disk while the run ran (the model file, the sample files): such a result
+    mixes two inputs and is ``invalid``."""
+
+    now_ = run_identity(rp, task, prov)
+    watched = ("model_sha256", "dataset_files_stat", "labels_sha256", "ground_truth_sha256")
+    changed = identity_differences({k: identity[k] for k in watched}, {k: now_[k] for k in watched})
+    return [f"{', '.join(changed)} changed while the run ran"] if changed else []

@@ -1,0 +1,54 @@
+"""Everything before the run directory is claimed: the quantized variant, the live task (its
+samples listed), the tensor cache, the resize implementation. A refusal here writes nothing."""
+
+from __future__ import annotations
+
+from evalharness.run.hydra_access import is_multirun, use_cache
+
+
+def with_quantized_variant(rp):
+    """(plan running the quantized variant, ``provenance.model.quant``); ``quant=none``: unchanged."""
+    from evalharness.core.schema import thaw
+    from evalharness.run.variants import prepare_variant
+
+    model = thaw(rp.model)
+    record = prepare_variant(
+        thaw(rp.quant), model, rp.dataset, rp.definition.reads_dataset, rp.paths["cache_dir"]
+    )
+    if record is None:
+        return rp, {"name": rp.quant["name"], "recipe": None}
+    return rp.replace(model=model), record
+
+
+def prepare(rp, run_dir: str):
+    """Everything before the run directory is claimed: (plan, quant record, task, loop settings), or
+    the finished document of a sweep job that is skipped. Refusals here write nothing."""
+    import dataclasses
+
+    from evalharness.rundir.state import sweep_job_mode
+    from evalharness.tasks.discovery import live_class
+
+    definition, loop = rp.definition, rp.loop
+    if is_multirun() and not (loop.resume or loop.overwrite):
+        # a re-run sweep skips complete jobs (before any set-up) and resumes partial ones
+        mode, finished = sweep_job_mode(run_dir, rp.config(), definition.can_resume)
+        if mode == "skip":
+            print(f"skipped: {run_dir} already holds a complete run of this config")
+            return finished
+        if mode in ("resume", "overwrite"):
+            loop = dataclasses.replace(loop, **{mode: True})
+    rp, quant = with_quantized_variant(rp)
+    task = live_class(definition)(rp.task, rp.model, rp.dataset)
+    if use_cache(rp.loop.cache) and task.cacheable:
+        from evalharness.data.cache import CachedTask
+
+        task = CachedTask(task, rp.paths["cache_dir"])
+    return rp, quant, task, loop
+
+
+def use_resize(choice: str) -> None:
+    """``loop.resize``: the exact tool resize by LiteRT's reference kernel, or the numpy port."""
+    from evalharness.data.preprocess import set_exact_resize
+    from evalharness.runtime.native_resize import shared
+
+    set_exact_resize(shared() if choice == "native" else None)

@@ -1,0 +1,134 @@
+"""What a finished loop becomes: scored metrics, output checks and moved inputs that make a run
+``invalid``, the metrics.json document and results.txt, and the exit class (RunStopped) of a run
+that did not complete or failed a check."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from omegaconf import OmegaConf
+
+from evalharness.core.errors import RunStopped
+from evalharness.run.execute import Ran
+from evalharness.run.hydra_access import job_overrides
+from evalharness.run.identity import moved_inputs
+from evalharness.run.provenance import delegate_record, run_provenance
+from evalharness.rundir.document import now
+
+log = logging.getLogger("evalharness")
+
+
+def warn_delegation(plan, coverage) -> None:
+    """Partial delegation and software 'GPUs' are legitimate results, but never silent ones."""
+    device = coverage.get("device") or {}
+    if device.get("software_renderer"):
+        log.warning(
+            "delegate=%s ran on a SOFTWARE renderer (%s): its latency is not a hardware GPU's",
+            plan.name,
+            device.get("adapter"),
+        )
+    if not plan.offloads or coverage["ops_delegated"] == coverage["ops_total"]:
+        return
+    delegated = coverage["ops_delegated"]
+    log.warning(
+        "delegate=%s took %s of %d ops (on CPU: %s). Partially delegated graphs can be slower than "
+        "the CPU alone.",
+        plan.name,
+        "an unknown number" if delegated is None else delegated,
+        coverage["ops_total"],
+        coverage.get("ops_on_cpu_by_type") or coverage.get("unsupported_ops"),
+    )
+
+
+def record_config(run_dir: str, rp) -> None:
+    """``.hydra/config.yaml`` (the resolved config) and ``.hydra/overrides.yaml``, written only once
+    the run has claimed its directory (Hydra's own copies are off: conf/hydra/default.yaml)."""
+    from evalharness.core.atomic_io import atomic_write_text
+
+    folder = os.path.join(run_dir, ".hydra")
+    atomic_write_text(os.path.join(folder, "config.yaml"), OmegaConf.to_yaml(OmegaConf.create(rp.config())))
+    atomic_write_text(
+        os.path.join(folder, "overrides.yaml"), OmegaConf.to_yaml(OmegaConf.create(job_overrides()))
+    )
+
+
+def invalid_reasons(rp, checks: dict) -> list[str]:
+    """Output checks that make the run ``invalid`` unless the loop settings allow them."""
+    from evalharness.loop.checks import failures
+
+    return failures(checks, not rp.loop.allow_nonfinite, not rp.loop.allow_constant_outputs)
+
+
+def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
+    """Score, build and write the run's files; raise RunStopped when it did not complete."""
+    from evalharness.rundir.document import run_document, write_run
+
+    definition, writer, model, result = rp.definition, ran.writer, ran.model, ran.result
+    reference = ran.reference[2] if ran.reference else None
+    warn_delegation(rp.plan, model.coverage)
+    metrics = task.evaluator.compute()
+    metrics.update(task.extra_metrics(reference and reference.inference_ms, result.inference_ms))
+    if ran.start_up:
+        metrics["compile_cache"] = ran.start_up
+    metrics["num_images"] = len(task.samples)
+    metrics["num_skipped"] = len(result.skipped)
+    checks = result.checks.record([o.name for o in model.outputs])
+    prov = task.provenance()  # once: its hashes and file manifest serve the identity check and the record
+    invalid = [*invalid_reasons(rp, checks), *moved_inputs(rp, task, prov, identity)]
+    status, stop_reason = result.status, result.stop_reason
+    if invalid and status == "complete":
+        status, stop_reason = "invalid", "; ".join(invalid)
+    for problem in checks["failed"]:
+        log.warning("output check: %s", problem)
+    artifacts = task.artifacts()
+    extra = {}
+    if ran.reference is not None:
+        ref_plan, ref_model, _ = ran.reference
+        extra["reference"] = {
+            "delegate": delegate_record(ref_plan, ref_model),
+            "latency_ms": reference.latency(),
+        }
+    doc = run_document(
+        task=definition.name,
+        status=status,
+        stop_reason=stop_reason,
+        started_at=started,
+        finished_at=now(),
+        metrics=metrics,
+        latency_ms=result.latency(),
+        memory_mb=result.memory_mb,
+        skipped=result.skipped,
+        first_output_repeatable=result.first_output_repeatable,
+        resumed_samples=result.resumed,
+        throughput={
+            "loop_wall_s": result.wall_s,
+            "images_per_s": (len(result.inference_ms) - result.resumed) / result.wall_s
+            if result.wall_s
+            else None,
+            "workers": result.shape.record()["workers"] if result.shape else rp.loop.workers,
+            "cache": task.cache.stats() if task.cache else None,
+            "resize": rp.loop.resize,
+            "batch": result.batch,
+        },
+        predictions_count=writer.count,
+        artifacts=list(artifacts),
+        provenance=run_provenance(rp, prov, model, quant, result.shape),
+        output_checks=checks,
+        **extra,
+    )
+    lines = definition.summary_lines(doc)
+    if status == "invalid":
+        lines = [f"INVALID: {stop_reason}", *lines]
+    path = write_run(writer, doc, lines, artifacts)
+    for line in lines:
+        print(line)
+    print(f"metrics: {path}")
+    if status == "invalid":
+        raise RunStopped(f"run is invalid ({stop_reason}); its numbers are in {path} but not to be trusted")
+    if status != "complete":
+        raise RunStopped(f"run stopped early ({stop_reason}); partial results in {path}")
+    failed = [*definition.failed_checks(metrics), *task.failed_checks()]
+    if failed:
+        raise RunStopped(f"{definition.name}: check(s) failed: {'; '.join(failed)} ({path})")
+    return doc
