@@ -13,8 +13,6 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.core.fileguard import refuse_special_file
 
@@ -107,35 +105,3 @@ class LabelMatcher:
             )
 
 
-def stable_topk(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest scores, best first; equal scores rank the lower index first.
-
-    Quantized models emit many equal uint8 scores, so tie order decides top-1 and must not depend
-    on the sort algorithm. The array is never negated (uint8 would wrap): a stable ascending sort of
-    the reversed array, read backwards, is the stable descending order. NaN ranks last.
-    """
-    x = np.asarray(scores)
-    if x.ndim != 1:
-        raise ValueError(f"stable_topk needs a 1-D array, got shape {x.shape}")
-    if x.dtype.kind not in "biuf":
-        raise ValueError(f"stable_topk needs real numeric scores, got dtype {x.dtype}")
-    if k < 0:
-        raise ValueError(f"stable_topk needs k >= 0, got {k}")
-    if x.dtype.kind == "f":
-        # Floats negate safely: lexsort (stable) by NaN-ness, then descending score, then index, so
-        # NaN ranks after every number, -inf included.
-        nan = np.isnan(x)
-        order = np.lexsort((-np.where(nan, 0, x), nan))
-    else:
-        n = x.shape[0]
-        order = (n - 1) - np.argsort(x[::-1], kind="stable")[::-1]
-    return order[:k].astype(np.int64, copy=False)
-
-
-def topk_hits(topk_indices: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """hits[i, j]: truth[i] is among the first j+1 predictions; accuracy@K = hits[:, K-1].mean()."""
-    top = np.asarray(topk_indices)
-    want = np.asarray(truth)
-    if top.ndim != 2 or want.ndim != 1 or top.shape[0] != want.shape[0]:
-        raise ValueError(f"topk_hits needs [N, K] and [N], got {top.shape} and {want.shape}")
-    return np.logical_or.accumulate(top == want[:, None], axis=1)

@@ -20,7 +20,7 @@ import numpy as np
 from evalharness.decoders.base import build_decoder
 from evalharness.explain.sides import ExplainError, Side
 from evalharness.explain.trace import Dequantizer
-from evalharness.stats.decoded import boxes_agree, compare_boxes, compare_classes
+from evalharness.stats.decoded import boxes_agree, compare_boxes, compare_classes, top_classes
 
 
 class Answers:
@@ -55,13 +55,13 @@ class Answers:
     def same(self, a, b) -> bool:
         if self.kind == "detector":
             return boxes_agree(a, b, self.min_score, self.iou)
-        return int(np.argmax(a)) == int(np.argmax(b))
+        return top_classes(a, 1) == top_classes(b, 1)
 
     def label(self, answer):
         """What the images table shows as the answer: the top-1 class, or the number of boxes."""
         if self.kind == "detector":
             return sum(1 for r in answer if r[1] >= self.min_score)
-        return int(np.argmax(answer))
+        return top_classes(answer, 1)[0]
 
     def compare(self, a, b) -> dict:
         if self.kind == "detector":

@@ -33,8 +33,23 @@ RUN_FILES = (METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE)
 FLUSH_S = 0.1  # the longest a written prediction line waits in the buffer (a hard kill's loss)
 
 
+def parse_predictions(data: bytes) -> tuple[list[dict], int | None, int]:
+    """The one parser of predictions.jsonl: (records up to the first line that is not a complete
+    JSON object, that line's number or None, the byte offset where it starts). Blank lines are
+    skipped; a last line without its newline counts as torn."""
+    records, end = [], 0
+    for number, line in enumerate(data.splitlines(keepends=True), start=1):
+        record = _record(line) if line.endswith(b"\n") else None
+        if record is None and line.strip():
+            return records, number, end
+        if record is not None and record is not _BLANK:
+            records.append(record)
+        end += len(line)
+    return records, None, end
+
+
 def read_predictions(path: str, repair: bool = False) -> list[dict]:
-    """Records of a predictions.jsonl up to its first torn line.
+    """Records of a predictions.jsonl up to its first torn line (for a resume).
 
     A hard kill can cut the last line; a crash of the disk or of a copy can damage one anywhere.
     Everything from the first line that is not a complete JSON object on is dropped (the samples it
@@ -46,24 +61,17 @@ def read_predictions(path: str, repair: bool = False) -> list[dict]:
     refuse_special_file(path, "predictions file")
     with open(path, "rb") as f:
         data = f.read()
-    records, end = [], 0
-    for number, line in enumerate(data.splitlines(keepends=True), start=1):
-        record = _record(line) if line.endswith(b"\n") else None
-        if record is None:
-            if line.strip():
-                dropped = data[end:].count(b"\n") + (not data.endswith(b"\n"))
-                log.warning(
-                    "%s: line %d is torn; resuming from the %d records before it (%d line(s) dropped, "
-                    "their samples run again)",
-                    path,
-                    number,
-                    len(records),
-                    dropped,
-                )
-            break
-        if record is not _BLANK:
-            records.append(record)
-        end += len(line)
+    records, torn, end = parse_predictions(data)
+    if torn is not None:
+        dropped = data[end:].count(b"\n") + (not data.endswith(b"\n"))
+        log.warning(
+            "%s: line %d is torn; resuming from the %d records before it (%d line(s) dropped, "
+            "their samples run again)",
+            path,
+            torn,
+            len(records),
+            dropped,
+        )
     if repair and end < len(data):
         with open(path, "r+b") as f:
             f.truncate(end)

@@ -13,7 +13,7 @@ from functools import cached_property
 
 from evalharness.core.errors import DataError, EvalHarnessError
 from evalharness.core.fileguard import refuse_special_file
-from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE
+from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, parse_predictions
 
 
 class RunDirError(EvalHarnessError):
@@ -111,20 +111,16 @@ def _refuse_special(path: str, label: str) -> None:
 def read_jsonl(path: str, label: str) -> list[dict]:
     """Every line of a finished run's predictions.jsonl, each a JSON object (else one error line)."""
     _refuse_special(path, label)
-    records = []
     try:
-        with open(path, encoding="utf-8") as f:
-            for number, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                record = json.loads(line)
-                if not isinstance(record, dict):
-                    raise RunDirError(f"run {label}: {path} line {number} is not a JSON object")
-                records.append(record)
+        with open(path, "rb") as f:
+            data = f.read()
     except FileNotFoundError:
         raise RunDirError(f"run {label}: predictions file {path} not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except OSError as exc:
         raise RunDirError(f"run {label}: cannot read {path} ({exc})") from None
+    records, bad, _ = parse_predictions(data if data.endswith(b"\n") or not data else data + b"\n")
+    if bad is not None:
+        raise RunDirError(f"run {label}: {path} line {bad} is not a complete JSON object")
     return records
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from evalharness.core.ranking import stable_topk
 from evalharness.stats.boxes import match_detections
 
 NO_DECODER = "no decoder: raw tensors only"
@@ -28,9 +29,9 @@ TOP_K = 5
 
 
 def top_classes(scores: np.ndarray, k: int = TOP_K) -> list[int]:
-    """The k highest-scoring class indices, highest first (ties: lowest index first, as argmax)."""
-    flat = np.asarray(scores, dtype=np.float64).ravel()
-    return [int(i) for i in np.argsort(-flat, kind="stable")[:k]]
+    """The k highest-scoring class indices, highest first (ties: lowest index first, as argmax;
+    NaN last): :func:`evalharness.core.ranking.stable_topk`."""
+    return stable_topk(np.asarray(scores).ravel(), k).tolist()
 
 
 def compare_classes(ref: np.ndarray, test: np.ndarray, k: int = TOP_K) -> dict:

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from evalharness.core.errors import DataError, ModelMismatchError
-from evalharness.data.labels import LabelMatcher, read_label_file, read_synset_words, stable_topk, topk_hits
+from evalharness.core.ranking import stable_topk, topk_hits
+from evalharness.data.labels import LabelMatcher, read_label_file, read_synset_words
 
 REPO = Path(__file__).resolve().parents[2]
 ASSETS = REPO.parent / "shared" / "assets"

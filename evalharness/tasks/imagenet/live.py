@@ -13,9 +13,10 @@ import numpy as np
 
 from evalharness.core.checksum import optional_sha256
 from evalharness.core.errors import ModelMismatchError
+from evalharness.core.ranking import stable_topk
 from evalharness.core.tensors import TensorInfo
 from evalharness.data.ground_truth import LabeledSample, load_ground_truth
-from evalharness.data.labels import LabelMatcher, read_label_file, stable_topk
+from evalharness.data.labels import LabelMatcher, read_label_file
 from evalharness.data.listing import warn_unscored
 from evalharness.data.preprocess import (
     image_input_spec,

@@ -22,9 +22,9 @@ from hypothesis.extra import numpy as hnp
 from PIL import Image
 
 from evalharness.core.errors import DataError
+from evalharness.core.ranking import stable_topk, topk_hits
 from evalharness.core.tensors import TensorInfo
 from evalharness.data.ground_truth import LabeledSample
-from evalharness.data.labels import stable_topk, topk_hits
 from evalharness.data.preprocess import (
     CROPS,
     RESIZES,
