@@ -128,7 +128,7 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
         raise RunStopped(f"run is invalid ({stop_reason}); its numbers are in {path} but not to be trusted")
     if status != "complete":
         raise RunStopped(f"run stopped early ({stop_reason}); partial results in {path}")
-    failed = [*definition.failed_checks(metrics), *task.failed_checks()]
+    failed = definition.failed_checks(metrics)
     if failed:
         raise RunStopped(f"{definition.name}: check(s) failed: {'; '.join(failed)} ({path})")
     return doc

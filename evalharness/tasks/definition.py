@@ -108,8 +108,10 @@ class TaskDefinition:
         return {}
 
     def failed_checks(self, metrics: dict) -> list[str]:
-        """Checks that fail a complete run (exit 1) although every sample was scored."""
-        return []
+        """Checks that fail a complete run (exit 1) although every sample was scored: the one place a
+        run's failed checks are read, from its metrics (``metrics.failed_checks``, made by the scorer
+        or by the live half's ``extra_metrics``)."""
+        return list(metrics.get("failed_checks") or [])
 
     def check_settings(self) -> None:
         """Refuse settings whose fields disagree with each other (a field's own bounds are in the

@@ -112,12 +112,10 @@ class Task:
         return None
 
     def extra_metrics(self, reference_ms: list[float] | None, test_ms: list[float]) -> dict:
-        """Metrics made from the loop's timing rather than from records (inference_diff's latencies)."""
+        """Metrics made from the loop's timing or from what this session saw rather than from records
+        (inference_diff's latencies; a check that fails the run goes under ``failed_checks``, which
+        the definition's :meth:`~evalharness.tasks.definition.TaskDefinition.failed_checks` reads)."""
         return {}
-
-    def failed_checks(self) -> list[str]:
-        """Checks on what this session saw that fail a complete run (exit 1, metrics kept)."""
-        return []
 
     def artifacts(self) -> dict[str, object]:
         return self.definition.artifacts(self.evaluator.scorer)

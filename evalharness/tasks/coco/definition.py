@@ -154,7 +154,9 @@ class CocoDefinition(TaskDefinition):
     sweep_metrics = ("AP", "AP50")
     thumbnails = ("changed_images", "Thumbnails: changed boxes")
     delta_figure = ("per_class", "per_class", "Per-class AP change (B - A)")
-    rescore_ignores = ("backend",)  # rescore --backend scores with another backend on purpose
+    # rescore --backend scores with another backend on purpose; the unmapped-class check counts what
+    # the live session's decoder produced, which the records keep only as scored boxes
+    rescore_ignores = ("backend", "failed_checks")
 
     def scorer(self, ground_truth=None, backend: str | None = None) -> CocoScorer:
         s = self.settings

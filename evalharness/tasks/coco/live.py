@@ -179,7 +179,11 @@ class CocoTask(Task):
     def sample_files(self) -> Iterator[str]:
         return (s.path for s in self.samples)
 
-    def failed_checks(self) -> list[str]:
+    def extra_metrics(self, reference_ms: list[float] | None, test_ms: list[float]) -> dict:
+        failed = self.unmapped_check()
+        return {"failed_checks": failed} if failed else {}
+
+    def unmapped_check(self) -> list[str]:
         """Most detections mapping to no annotated category means the class map is wrong (AP would be
         a silent near-zero): fail, naming ``model.class_map``, what the model produced and what the
         annotations use. Counted over this session's detections."""

@@ -186,7 +186,7 @@ class InferenceDiffDefinition(TaskDefinition):
         return sections
 
     def failed_checks(self, metrics: dict) -> list[str]:
-        return list(metrics.get("failed_checks") or []) if self.settings.get("fail_on_check", True) else []
+        return super().failed_checks(metrics) if self.settings["fail_on_check"] else []
 
     def summary_lines(self, doc: dict) -> list[str]:
         metrics = doc["metrics"]
