@@ -50,7 +50,7 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
     try:
         model, result = run_loop(
             task,
-            lambda: load_model(rp.model["path"], rp.plan, rp.runtime["name"], rp.runner),
+            lambda: load_model(rp.model["path"], rp.delegate_plan, rp.runtime["name"], rp.runner),
             keep,
             loop,
             done,

@@ -16,7 +16,7 @@ def run_identity(rp, task, prov: dict) -> dict:
     from evalharness.runtime.litert import runtime_info
 
     dataset = prov.get("dataset") or {}
-    library = library_record(rp.plan)
+    library = library_record(rp.delegate_plan)
     return {
         "model_sha256": optional_sha256(rp.model["path"]),  # not a file: the load says so
         "delegate_library_sha256": library and library["sha256"],

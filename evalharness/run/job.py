@@ -31,10 +31,10 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     from evalharness.run.settings import validate
 
     rp = validate(cfg, multirun_launcher(), job_overrides(), command_line=HydraConfig.initialized())
-    return run_plan(rp, run_dir)
+    return run_settings(rp, run_dir)
 
 
-def run_plan(rp, run_dir: str) -> dict:
+def run_settings(rp, run_dir: str) -> dict:
     """Run a validated plan into ``run_dir``; returns the metrics.json document.
 
     Before the directory is claimed a failure writes nothing there; after, a failure before the loop

@@ -108,8 +108,8 @@ def run_provenance(rp, task_provenance: dict, model, quant: dict, loop_shape=Non
         },
         "runtime": model.runtime_info(),
         "delegate": {
-            **delegate_record(rp.plan, model),
-            "library": library_record(rp.plan),
+            **delegate_record(rp.delegate_plan, model),
+            "library": library_record(rp.delegate_plan),
             "native_log": model.native_log,
         },
         **task_provenance,

@@ -66,7 +66,7 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
 
     definition, writer, model, result = rp.definition, ran.writer, ran.model, ran.result
     reference = ran.reference[2] if ran.reference else None
-    warn_delegation(rp.plan, model.coverage)
+    warn_delegation(rp.delegate_plan, model.coverage)
     metrics = task.evaluator.compute()
     metrics.update(task.extra_metrics(reference and reference.inference_ms, result.inference_ms))
     if ran.start_up:

@@ -1,4 +1,4 @@
-"""Compose -> validate -> an immutable :class:`RunPlan`: the one description of what a run will do.
+"""Compose -> validate -> an immutable :class:`RunSettings`: the one description of what a run will do.
 
 Each group's YAML is checked against a dataclass with :func:`evalharness.core.schema.check`: the core
 groups' schemas are here; the task's comes from its definition (:mod:`evalharness.tasks.discovery`), the
@@ -6,7 +6,7 @@ delegate's and the runner's from the runtime (``runtime/delegates.py``, ``runtim
 So a typo'd key, a wrong type or a missing mandatory value (``???``) is one ``ConfigError`` line
 naming the key, before any file is read. Defaults live in ``conf/``; the dataclasses only say what
 may be there. Derived values (the thread budget, a quantized variant) make a new plan
-(:meth:`RunPlan.replace`); nothing edits a validated value in place.
+(:meth:`RunSettings.replace`); nothing edits a validated value in place.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ SCHEMAS = {
 
 
 @dataclass(frozen=True)
-class RunPlan:
+class RunSettings:
     """Everything a run will do, validated and frozen (FrozenDict groups)."""
 
     task: FrozenDict
@@ -101,7 +101,7 @@ class RunPlan:
     dataset: FrozenDict
     runtime: FrozenDict
     loop: LoopSettings
-    plan: DelegatePlan
+    delegate_plan: DelegatePlan  # how the configured delegate loads here (runtime.delegates)
     paths: FrozenDict
     resolved: FrozenDict  # the whole config after derived values (recorded in metrics.json, run_state)
     definition: Any  # the task's TaskDefinition instance (scorer, abilities, summary lines)
@@ -112,7 +112,7 @@ class RunPlan:
     # setting -> where its value came from: command line | model file | preset
     model_sources: FrozenDict = field(default_factory=FrozenDict)
 
-    def replace(self, **changes) -> RunPlan:
+    def replace(self, **changes) -> RunSettings:
         """A new plan with ``changes`` (group values are frozen on the way in)."""
         frozen = {
             k: v if isinstance(v, LoopSettings | DelegatePlan) else freeze(v) for k, v in changes.items()
@@ -172,7 +172,7 @@ def validate(
     launcher: dict | None = None,
     overrides: list[str] | None = None,
     command_line: bool = False,
-) -> RunPlan:
+) -> RunSettings:
     """The one check of a composed config: every group against its schema (a task's own fields
     included), the thread budget applied, the delegate and a task's reference delegate planned
     (unavailable -> error now), what the task needs of the rest checked. Nothing that can refuse a
@@ -214,13 +214,13 @@ def validate(
     definition.check_settings()
     check_task_needs(definition, groups["dataset"], plan, command_line)
     reference = definition.reference_delegate()
-    return RunPlan(
+    return RunSettings(
         task=task,
         model=groups["model"],
         dataset=groups["dataset"],
         runtime=groups["runtime"],
         loop=loop_settings(groups["loop"], overrides or []),
-        plan=plan,
+        delegate_plan=plan,
         paths=groups["paths"],
         resolved=freeze(resolved),
         definition=definition,

@@ -40,9 +40,9 @@ def test_each_delegate_config_validates_or_names_whats_missing(delegate):
         assert len(str(info.value).splitlines()) == 1
     else:
         rc = validate(cfg)
-        assert rc.plan.name == delegate
+        assert rc.delegate_plan.name == delegate
         try:
-            assert load_model(rc.model["path"], rc.plan).coverage["ops_total"] == 31
+            assert load_model(rc.model["path"], rc.delegate_plan).coverage["ops_total"] == 31
         except DelegateUnavailableError as exc:  # gpu on a host without a Vulkan driver
             assert delegate == "gpu" and "Vulkan" in str(exc)
 
@@ -64,7 +64,7 @@ def test_each_model_preset_composes_and_its_task_instantiates(model):
     instance = live_class(task_definitions().get(rc.task["name"]))(rc.task, rc.model, rc.dataset)
     if not Path(rc.model["path"]).is_file():
         pytest.skip(f"{rc.model['path']} is not among the shared assets (preset for the user's own export)")
-    loaded = load_model(rc.model["path"], rc.plan)
+    loaded = load_model(rc.model["path"], rc.delegate_plan)
     instance.bind(loaded.inputs, loaded.outputs)  # the preset's model fits its task
 
 
