@@ -60,8 +60,18 @@ class Run:
 
     @cached_property
     def predictions(self) -> list[dict]:
-        rel = (self.doc.get("predictions") or {}).get("path") or PREDICTIONS_FILE
-        return read_jsonl(os.path.join(self.dir, rel), self.label)
+        """The run's records; as many as its metrics.json says it wrote, or an error naming both
+        (a file emptied or cut after the run would otherwise compare as fewer samples)."""
+        recorded = self.doc.get("predictions") or {}
+        path = os.path.join(self.dir, recorded.get("path") or PREDICTIONS_FILE)
+        records = read_jsonl(path, self.label)
+        count = recorded.get("count")
+        if isinstance(count, int) and not isinstance(count, bool) and count != len(records):
+            raise RunDirError(
+                f"run {self.label}: {path} holds {len(records)} records but its {METRICS_FILE} says the run "
+                f"wrote {count}; the file changed after the run: restore it or run again"
+            )
+        return records
 
     def artifact(self, name: str):
         path = os.path.join(self.dir, name)

@@ -100,7 +100,6 @@ def test_quantization_sweep_on_val50_cpu(tmp_path):
     assert abs(rows["int8"]["d_top1_vs_float"]) <= 0.04
     for r in rows.values():
         assert r["top1"] is not None and r["latency_p50_ms"] > 0 and r["coverage"] is not None
-    assert rows["int16x8"]["latency_p50_ms"] > 5 * rows["int8"]["latency_p50_ms"]  # reference kernels
     md = (sweep["dir"] / "sweep.md").read_text()
     assert "Table 1: quantization variants" in md and "Table 2: int16 activations" in md
     assert "features:" in md and "Table 1" in (sweep["dir"] / "sweep.html").read_text()
@@ -114,6 +113,8 @@ def test_quantization_sweep_on_val50_cpu(tmp_path):
     assert docs["none"]["provenance"]["model"]["quant"] == {"name": "none", "recipe": None}
     assert quant["calibration"]["count"] == 9 and quant["calibration"]["eval_set"]["count"] == 50
     assert docs["int8"]["provenance"]["model"]["inputs"][0]["dtype"] == "int8"
+    # 16-bit activations (their reference kernels' speed is a benchmark's figure: benchmarks/bench_quant.py)
+    assert docs["int16x8"]["provenance"]["model"]["inputs"][0]["dtype"] == "int16"
 
 
 def test_failed_job_appears_in_the_quant_table_with_its_error(tmp_path):

@@ -1,8 +1,12 @@
 """Every ``report`` subcommand against every file of a run directory damaged in every way, and bad
-output paths: the exit code is 0, 1 or 2, at most one ``error:`` line, never a traceback."""
+output paths: at most one ``error:`` line, never a traceback. A damaged file the command reads
+(metrics.json, predictions.jsonl) is a user error (exit 2) naming it; damage to a file no report
+reads (results.txt, run_state.json) changes nothing (exit 0); ``sweep`` tabulates a job whose
+record it cannot read as not complete."""
 
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 import signal
@@ -66,6 +70,9 @@ def _check(code: int, err: str) -> None:
     assert "internal error" not in err, err
 
 
+READ = (METRICS_FILE, PREDICTIONS_FILE)  # what diff, rescore and merge read of a run
+
+
 @pytest.mark.parametrize("name", FILES)
 @pytest.mark.parametrize("how", DAMAGE)
 def test_every_subcommand_on_a_damaged_run(good, tmp_path, capsys, name, how):
@@ -77,9 +84,22 @@ def test_every_subcommand_on_a_damaged_run(good, tmp_path, capsys, name, how):
         ("diff", bad, good, "--format", "json"),
         ("rescore", bad),
         ("merge", bad, "--out", tmp_path / "merged"),
-        ("sweep", tmp_path),
     ):
-        _check(*_report(capsys, *args))
+        code, err = _report(capsys, *args)
+        _check(code, err)
+        if name in READ:
+            assert code == 2 and name in err, (args[0], err)
+        else:
+            assert code == 0, (args[0], err)
+    code, err = _report(capsys, "sweep", tmp_path)
+    _check(code, err)
+    rows = {r["run"]: r for r in csv.DictReader((tmp_path / "sweep.csv").open())} if code == 0 else {}
+    if name == METRICS_FILE:  # the job's record is unreadable: never a complete row
+        assert code == 2 or rows["bad"]["status"] != "complete", err
+    elif name == PREDICTIONS_FILE:  # the sweep's per-image views read the predictions
+        assert code == 2 and name in err, err
+    else:
+        assert code == 0 and rows["bad"]["status"] == "complete", err
 
 
 @pytest.mark.parametrize("kind", ["missing", "file", "fifo", "symlink_loop", "parent_is_file"])

@@ -132,8 +132,11 @@ def test_crop_resize_and_convert_give_the_model_tensor(
 
 
 def test_crop_that_rounds_to_nothing():
+    """A central crop of a 1-pixel-tall image rounds to no rows: still the model's size, every value
+    from the image (no uninitialised memory, no NaN)."""
     spec = PreprocessSpec(crop_fraction=0.4)
-    crop_and_resize(np.zeros((1, 5, 3), np.uint8), spec, InputSpec(8, 8, 3, "uint8"))
+    out = crop_and_resize(np.full((1, 5, 3), 7, np.uint8), spec, InputSpec(8, 8, 3, "uint8"))
+    assert out.shape == (8, 8, 3) and np.all(np.isfinite(out)) and np.all(out == 7)
 
 
 # --- decoding -----------------------------------------------------------------------------------
