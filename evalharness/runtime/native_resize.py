@@ -7,7 +7,7 @@ numpy and stays the oracle. Here the same kernel runs in LiteRT itself, on a one
 Interpreter with ``OpResolverType.BUILTIN_REF``. Only the reference resolver may be used: the
 optimized builtin kernel rounds differently (it differs from the tool on every val50 crop), and
 XNNPACK would take the op over. The CAST is exact (every uint8 is a float32), so the float output
-equals the port's bit for bit (tests/test_native_resize.py: val50, COCO, odd sizes, 1-pixel crops,
+equals the port's bit for bit (tests/e2e/test_native_resize.py: val50, COCO, odd sizes, 1-pixel crops,
 upscaling).
 
 One Interpreter per thread and output size (the loop may prepare inputs on worker threads); a new

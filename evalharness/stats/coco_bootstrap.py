@@ -18,7 +18,7 @@ class that share a score come out as the whole group repeated w times (a, b, a, 
 times (a, a, b, b); the two orders give different intermediate precision points when the group
 mixes a match and a miss. Such groups (common with quantized scores) are laid out tiled for the
 largest weight drawn, each tile counted when its copy is drawn; every other detection carries its
-image's weight. ``tests/test_stats_coco.py`` checks the result against pycocotools run on the
+image's weight. ``tests/e2e/test_stats_coco.py`` checks the result against pycocotools run on the
 duplicated images, to 1e-9.
 """
 

@@ -54,7 +54,7 @@ COCO_DATASETS = {"coco_sample", "coco_val2017", "coco_val25", "coco_val5"}
 @pytest.mark.parametrize("model", [m for m in _options("model") if "/" not in m])
 def test_each_model_preset_composes_and_its_task_instantiates(model):
     task = ["task=coco"] if model in DETECTORS else []
-    if model == "file":  # any file: model.path is the one mandatory value (tests/test_model_file.py)
+    if model == "file":  # any file: model.path is the one mandatory value (tests/e2e/test_model_file.py)
         with pytest.raises(ConfigError, match="model.path"):
             validate(compose_config([f"model={model}"]))
         return

@@ -69,7 +69,7 @@ class BenchmarkDefinition(TaskDefinition):
         return RunCounter()
 
     def start_up_passes(self) -> str:
-        return str(self.settings.get("cache", "as_found"))
+        return str(self.settings["cache"])
 
     def summary_lines(self, doc: dict) -> list[str]:
         lat, mem = doc["latency_ms"], doc["memory_mb"]

@@ -154,9 +154,9 @@ class CocoTask(Task):
         warn_unscored(dataset["root"], self.unscored)
         self.shard = Shard.from_config(dataset)
         self.samples, self.full_samples = select_samples(
-            samples, int(task.get("num_images", 0)), self.shard, ann_path
+            samples, task["num_images"], self.shard, ann_path
         )
-        self.class_map = model.get("class_map", "coco91")
+        self.class_map = model["class_map"]
         self.labels_path = model.get("labels")
         self.categories = category_map(self.class_map, self.annotations, self.labels_path)
         self.evaluator = None
@@ -189,7 +189,7 @@ class CocoTask(Task):
         annotations use. Counted over this session's detections."""
         produced = sum(self.class_counts.values())
         unmapped = {c: n for c, n in self.class_counts.items() if c not in self.categories}
-        limit = float(self.settings.get("max_unmapped_fraction", 0.5))
+        limit = self.settings["max_unmapped_fraction"]
         if not produced or sum(unmapped.values()) / produced <= limit:
             return []
         top = ", ".join(str(c) for c, _ in sorted(unmapped.items(), key=lambda kv: -kv[1])[:8])

@@ -81,7 +81,7 @@ class ImageNetTask(Task):
         self.dataset = dataset
         self.unscored = Counter()
         samples = load_ground_truth(
-            dataset.get("format", "auto"),
+            dataset["format"],
             dataset["root"],
             dataset.get("ground_truth"),
             dataset.get("class_names"),
@@ -93,7 +93,7 @@ class ImageNetTask(Task):
         # As TFLite's tool: the first num_images in sorted file-name order; then this run's shard.
         self.shard = Shard.from_config(dataset)
         self.samples, self.full_samples = select_samples(
-            samples, int(task.get("num_images", 0)), self.shard, dataset["root"]
+            samples, task["num_images"], self.shard, dataset["root"]
         )
         self.labels = read_label_file(self.labels_path)
         self.matcher = LabelMatcher(self.labels, self.labels_path)
