@@ -1,11 +1,11 @@
 """Checksums: sha256 of files (content identity), and CRC-32 of arrays: the value ``zlib.crc32``
 gives, computed by ISA-L's folding kernel.
 
-Why not zlib: a cached run checks the CRC of every tensor it reads before that tensor is scored
-(150 KB for a 224×224×3 input), and zlib's table-driven CRC-32 took 0.04–0.07 ms of it — 1–2 % of a
-3.7 ms invoke, the largest piece of a warm loop's own time. ISA-L (the ``isal`` package) computes
-the same polynomial with carry-less multiplies about ten times faster. The values are identical
-(tests compare them with zlib on many sizes and alignments), so caches written with zlib stay valid.
+Why not zlib: a cached run checks the CRC of every tensor it reads before that tensor is scored, and
+zlib's table-driven CRC-32 was the largest piece of a warm loop's own time (figures: the README's
+*Throughput*). ISA-L (the ``isal`` package) computes the same polynomial with carry-less multiplies,
+much faster. The values are identical (tests compare them with zlib on many sizes and alignments),
+so caches written with zlib stay valid.
 """
 
 from __future__ import annotations

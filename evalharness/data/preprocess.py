@@ -114,7 +114,7 @@ def resize_bilinear_tflite(img: np.ndarray, out_h: int, out_w: int) -> np.ndarra
     every step in float32 and summed left to right, so the result matches the kernel bit for bit.
     Speed without changing a bit: pixels are gathered whole (one C-byte item each) in the source
     dtype, and weights are laid out per row / per (column, channel) so each multiply runs over long
-    contiguous rows instead of broadcasting over a 3-long channel axis (4x faster than that).
+    contiguous rows instead of broadcasting over a 3-long channel axis.
     """
     src = np.asarray(img)
     channels = src.shape[2]

@@ -2,9 +2,8 @@
 
 Why: every ``invoke()`` sweeps the CPU caches (weights and activations stream through them), so the
 Python that follows it — output checks, the task's record, the predictions line — starts cold each
-time. Measured in the loop (MobileNet v2 quant, cached inputs, 2 cores): 0.15–0.25 ms of such work
-per sample against a 3.7 ms invoke; scored one after the other in blocks, the same code takes
-0.05 ms a sample. Holding a few samples' outputs pays the cold start once per block.
+time; scored one after the other in blocks, the same code runs warm (the README's *Throughput*
+gives the measured figures). Holding a few samples' outputs pays the cold start once per block.
 
 Nothing else changes: every sample is scored in sample order, by the same code, with the same
 latency; the loop flushes the block whenever it stops (an interrupted run keeps every sample it

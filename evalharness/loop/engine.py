@@ -54,7 +54,7 @@ class LoopSettings:
     # shape (0 = strictly sequential: nothing else runs while invoke() is timed).
     workers: int = field(default=1, metadata=bounds(0, 64))
     prefetch: int = field(default=4, metadata=bounds(1, 4096))
-    # the exact TFLite-tool resize: native = LiteRT's reference kernel (2x faster), numpy = the port;
+    # the exact TFLite-tool resize: native = LiteRT's reference kernel (faster), numpy = the port;
     # the same bits either way (tests/e2e/test_native_resize.py)
     resize: str = field(default="native", metadata=bounds(choices=("native", "numpy")))
     # samples per invoke: models with a dynamic batch (or a fixed one the graph lets resize); the last

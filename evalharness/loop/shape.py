@@ -2,9 +2,9 @@
 
 Preparing the next image on another thread while ``invoke()`` runs (pipelined) hides decode and
 preprocessing when a core is free, but where the interpreter's own threads already use every core
-the preparing thread takes a core from them and every invoke gets slower: on one 2-core machine
-pipelining lost to sequential preparation, on another it won by 42 %. No fixed rule is right on
-both, so ``loop.shape=auto`` measures.
+the preparing thread takes a core from them and every invoke gets slower: pipelining lost to
+sequential preparation on one 2-core machine and won clearly on another (the README's *Throughput*).
+No fixed rule is right on both, so ``loop.shape=auto`` measures.
 
 Calibration (``auto``, runs of at least :data:`MIN_SAMPLES` samples): after :data:`SETTLE` samples
 run sequentially (the first one carries the cold first invoke and the warm-up), blocks of
@@ -38,9 +38,9 @@ PAIRS = 3  # paired blocks per shape
 CALIBRATION_SAMPLES = SETTLE + 2 * PAIRS * BLOCK
 MIN_SAMPLES = 2 * CALIBRATION_SAMPLES  # below this, calibrating is most of the run: not worth it
 # Pipelining can save at most the preparation's share of a sequential cycle. Below this share (a
-# cached run's tensor reads) that saving is inside the calibration's block-to-block noise (5-25 %
-# measured on a shared 2-core VM), while a preparing thread costs invoke time wherever the
-# interpreter's threads fill the cores (10 % there): sequential, without trusting the ratio.
+# cached run's tensor reads) that saving is inside the calibration's block-to-block noise, while a
+# preparing thread costs invoke time wherever the interpreter's threads fill the cores: sequential,
+# without trusting the ratio (the README's *Throughput* gives the measured noise and cost).
 MIN_PREP_SHARE = 0.05
 
 
