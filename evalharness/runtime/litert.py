@@ -1,4 +1,4 @@
-"""LiteRT / tf.lite interpreter backend: the one module that imports the runtime packages.
+"""LiteRT / tf.lite interpreter backend: the Interpreter API (``runtime=litert`` or ``tensorflow``).
 
 Delegation coverage is derived from the interpreter's own graph after delegation: each
 ``DELEGATE`` node replaced a convex set of original nodes, recovered by walking back from the
