@@ -19,8 +19,8 @@ from PIL import Image
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import EvalHarnessError
+from evalharness.data.coco_annotations import load_annotations
 from evalharness.data.manifest import dataset_identity
-from evalharness.stats.coco_eval import load_annotations
 from evalharness.tasks.coco.live import list_coco_samples
 
 

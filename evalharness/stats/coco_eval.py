@@ -11,17 +11,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
-import json
-import math
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
 from evalharness.core.errors import ConfigError, DataError
-from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.registry import Registry
+from evalharness.data.coco_annotations import check_annotations, finite_numbers
 
 COCO_STAT_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
 # (kind, IoU label, area, maxDets) of each line COCOeval.summarize() prints, in COCO_STAT_NAMES order.
@@ -39,156 +36,14 @@ _SUMMARY_ROWS = (
     ("AR", "0.50:0.95", "medium", 100),
     ("AR", "0.50:0.95", "large", 100),
 )
-_TOP_KEYS = ("images", "annotations", "categories")
-_ANNOTATION_KEYS = ("id", "image_id", "category_id", "bbox", "area", "iscrowd")
 _DETECTION_KEYS = ("image_id", "category_id", "bbox", "score")
 _DETECTION_KEY_SET = frozenset(_DETECTION_KEYS)
 _NUMBER_TYPES = {int, float}  # exact types: bool (an int subclass) and strings are refused
-_FORMAT_HINT = "COCO instances format: https://cocodataset.org/#format-data"
 
 # A backend scores (gt, detections, image_ids) and returns (12 stats, eval["precision"], its catIds,
 # the per-image matching as a coco_bootstrap.Matching, or None where the backend keeps none).
 Backend = Callable[[dict, list, list], tuple[np.ndarray, np.ndarray, list]]
 EVALUATORS: Registry[Backend] = Registry("COCO evaluator", entry_points=None)
-
-
-def load_annotations(path: str | Path, image_keys: tuple[str, ...] = ("id",)) -> dict:
-    """A COCO instances JSON, checked so that a bad file fails here, by name, not deep in pycocotools.
-
-    ``image_keys``: what every image must have; a caller that reads the images from disk passes
-    :data:`IMAGE_FILE_KEYS`.
-    """
-    path = Path(path)
-    refuse_special_file(path, "COCO annotation file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(
-            f"COCO annotation file {path} not found; give the path of an instances_*.json"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read COCO annotation file {path} ({exc}); check the file") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(
-            f"COCO annotation file {path} is not valid JSON ({exc}); re-export or re-download it"
-        ) from None
-    check_annotations(data, str(path), image_keys)
-    return data
-
-
-IMAGE_FILE_KEYS = ("id", "file_name", "width", "height")  # what reading an image from disk needs
-
-
-def check_annotations(
-    gt: object, source: str = "ground truth", image_keys: tuple[str, ...] = ("id",)
-) -> None:
-    """Raise DataError naming ``source``, the entry and what is wrong, before pycocotools sees it.
-
-    pycocotools would KeyError on a missing key, and silently drop or duplicate boxes on the rest:
-    an annotation of an unknown image or category, duplicate ids, a malformed box.
-    """
-    if not isinstance(gt, dict):
-        raise DataError(f"{source} is a JSON {type(gt).__name__}, not an object; {_FORMAT_HINT}")
-    missing = [key for key in _TOP_KEYS if not isinstance(gt.get(key), list)]
-    if missing:
-        raise DataError(f"{source} has no list {missing[0]!r} (needs {', '.join(_TOP_KEYS)}); {_FORMAT_HINT}")
-    ids = {}
-    for section, keys in (
-        ("images", image_keys),
-        ("categories", ("id", "name")),
-        ("annotations", _ANNOTATION_KEYS),
-    ):
-        seen: set = set()
-        for index, item in enumerate(gt[section]):
-            absent = [key for key in keys if not isinstance(item, dict) or key not in item]
-            if absent:
-                raise DataError(f"{source}: {section}[{index}] lacks {absent[0]!r}; {_FORMAT_HINT}")
-            problem = _id_problem(item["id"], seen)
-            if problem:
-                raise DataError(f"{source}: {section}[{index}] has {problem}; {_FORMAT_HINT}")
-            seen.add(item["id"])
-            problem = _image_problem(item) if section == "images" else None
-            problem = _annotation_problem(item, ids) if section == "annotations" else problem
-            if problem:
-                raise DataError(f"{source}: {section}[{index}] has {problem}; {_FORMAT_HINT}")
-        ids[section] = seen
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _id_problem(value: object, seen: set) -> str | None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        return f"id {value!r}, not an integer"
-    return f"id {value} a second time (ids must be unique)" if value in seen else None
-
-
-def _image_problem(image: dict) -> str | None:
-    """width/height, where given, must be positive integers; file_name a non-empty string."""
-    for key in ("width", "height"):
-        value = image.get(key)
-        if key in image and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
-            return f"{key} {value!r}, not a positive integer"
-    if "file_name" in image and not (isinstance(image["file_name"], str) and image["file_name"]):
-        return f"file_name {image['file_name']!r}, not a file name"
-    return None
-
-
-def _annotation_problem(ann: dict, ids: dict[str, set]) -> str | None:
-    for key, section, what in (("image_id", "images", "image"), ("category_id", "categories", "category")):
-        value = ann[key]
-        if not isinstance(value, int) or isinstance(value, bool) or value not in ids[section]:
-            return f"{key} {value!r}, which is the id of no {what} in {section!r}"
-    bbox = ann["bbox"]
-    if not (isinstance(bbox, list) and len(bbox) == 4 and all(_is_number(v) for v in bbox)):
-        return f"bbox {bbox!r}; a box is [x, y, width, height], 4 finite numbers"
-    if bbox[2] < 0 or bbox[3] < 0:
-        return f"bbox {bbox!r} with a negative width or height"
-    if not _is_number(ann["area"]) or ann["area"] < 0:
-        return f"area {ann['area']!r}, not a number >= 0"
-    if ann["iscrowd"] not in (0, 1):
-        return f"iscrowd {ann['iscrowd']!r}; use 0 or 1"
-    return None
-
-
-def _finite_numbers(values, n: int) -> bool:
-    return (
-        isinstance(values, list | tuple)
-        and len(values) == n
-        and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values)
-    )
-
-
-def evaluated_subset(
-    gt: dict, detections: list[dict], image_ids: list[int] | None = None
-) -> tuple[list, list]:
-    """(sorted image ids to score, the detections on them), after checking detections against ``gt``.
-
-    A detection on an image or category the ground truth lacks is an error rather than silently
-    dropped: it means the results were made for another annotation file or with a shifted label map.
-    """
-    known = {image["id"] for image in gt["images"]}
-    categories = {category["id"] for category in gt["categories"]}
-    if not _plainly_valid(detections, known, categories):
-        _raise_first_bad_detection(detections, known, categories)
-    if image_ids is None:
-        ids = sorted(known)
-    else:
-        ids = sorted(set(image_ids))
-        if not ids:
-            raise DataError("image_ids is empty; pass None to score every ground-truth image, or some ids")
-        unknown = [image_id for image_id in ids if image_id not in known]
-        if unknown:
-            raise DataError(
-                f"image id {unknown[0]} of image_ids is not in the ground truth; pass ids of its images"
-            )
-    chosen = set(ids)
-    if image_ids is None or {det["image_id"] for det in detections} <= chosen:
-        return ids, detections
-    return ids, [det for det in detections if det["image_id"] in chosen]
 
 
 def _plainly_valid(detections: list[dict], known: set, categories: set) -> bool:
@@ -219,7 +74,7 @@ def _raise_first_bad_detection(detections: list[dict], known: set, categories: s
             raise DataError(
                 f"detection #{index} lacks {absent[0]!r}; COCO results need {', '.join(_DETECTION_KEYS)}"
             )
-        if not _finite_numbers(det["bbox"], 4) or not _finite_numbers([det["score"]], 1):
+        if not finite_numbers(det["bbox"], 4) or not finite_numbers([det["score"]], 1):
             raise DataError(
                 f"detection #{index} has bbox {det['bbox']!r} / score {det['score']!r}; COCO results need "
                 "[x, y, width, height] and a score, all finite numbers"
@@ -380,3 +235,32 @@ def _faster_coco_eval(gt: dict, detections: list[dict], image_ids: list, keep_ma
         return COCOeval_faster(coco_gt, coco_dt, "bbox", print_function=lambda *args, **kwargs: None)
 
     return _score(COCO, make_eval, gt, detections, image_ids)
+
+
+def evaluated_subset(
+    gt: dict, detections: list[dict], image_ids: list[int] | None = None
+) -> tuple[list, list]:
+    """(sorted image ids to score, the detections on them), after checking detections against ``gt``.
+
+    A detection on an image or category the ground truth lacks is an error rather than silently
+    dropped: it means the results were made for another annotation file or with a shifted label map.
+    """
+    known = {image["id"] for image in gt["images"]}
+    categories = {category["id"] for category in gt["categories"]}
+    if not _plainly_valid(detections, known, categories):
+        _raise_first_bad_detection(detections, known, categories)
+    if image_ids is None:
+        ids = sorted(known)
+    else:
+        ids = sorted(set(image_ids))
+        if not ids:
+            raise DataError("image_ids is empty; pass None to score every ground-truth image, or some ids")
+        unknown = [image_id for image_id in ids if image_id not in known]
+        if unknown:
+            raise DataError(
+                f"image id {unknown[0]} of image_ids is not in the ground truth; pass ids of its images"
+            )
+    chosen = set(ids)
+    if image_ids is None or {det["image_id"] for det in detections} <= chosen:
+        return ids, detections
+    return ids, [det for det in detections if det["image_id"] in chosen]

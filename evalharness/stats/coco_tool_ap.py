@@ -13,8 +13,9 @@ from collections import defaultdict
 
 import numpy as np
 
+from evalharness.data.coco_annotations import check_annotations
 from evalharness.stats.boxes import iou_matrix
-from evalharness.stats.coco_eval import check_annotations, evaluated_subset
+from evalharness.stats.coco_eval import evaluated_subset
 
 IOU_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))  # the tool's default 0.5:0.05:0.95
 NUM_RECALL_POINTS = 100  # ObjectDetectionAveragePrecisionParams.num_recall_points default: 101 levels

@@ -27,9 +27,9 @@ from conftest import ASSETS, MODELS, run_cli, run_inprocess
 
 from evalharness.core.errors import ConfigError, DataError, EvalHarnessError, ModelMismatchError
 from evalharness.core.paths import BUNDLED_DIR
+from evalharness.data.coco_annotations import IMAGE_FILE_KEYS, check_annotations, load_annotations
 from evalharness.data.ground_truth import load_ground_truth
 from evalharness.runtime.modelgen import constant_output_model
-from evalharness.stats.coco_eval import IMAGE_FILE_KEYS, check_annotations, load_annotations
 
 VAL50 = ASSETS / "imagenet" / "val50"
 CANOE, CHOW = "ILSVRC2012_val_00000347.JPEG", "ILSVRC2012_val_00000355.JPEG"

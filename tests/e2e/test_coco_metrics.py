@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from evalharness.core.errors import ConfigError, DataError
-from evalharness.stats.coco_eval import COCO_STAT_NAMES, evaluate_bbox, load_annotations
+from evalharness.data.coco_annotations import load_annotations
+from evalharness.stats.coco_eval import COCO_STAT_NAMES, evaluate_bbox
 from evalharness.stats.coco_tool_ap import IOU_THRESHOLDS, tflite_tool_ap
 
 ASSETS = Path(__file__).resolve().parents[2].parent / "shared" / "assets"

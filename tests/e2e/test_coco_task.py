@@ -9,8 +9,9 @@ import pytest
 from conftest import ASSETS, EXPECTED, MODELS, run_inprocess
 
 from evalharness.core.errors import ConfigError, ModelMismatchError
+from evalharness.data.coco_annotations import load_annotations
 from evalharness.data.preprocess import InputSpec, PreprocessSpec, detection_geometry
-from evalharness.stats.coco_eval import COCO_STAT_NAMES, evaluate_bbox, load_annotations
+from evalharness.stats.coco_eval import COCO_STAT_NAMES, evaluate_bbox
 
 SSD = "ssd_mobilenet_v1_coco_quant_postprocess"
 COCO = ["task=coco", f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}"]

@@ -175,7 +175,7 @@ class CocoDefinition(TaskDefinition):
     def load_ground_truth(self, run: Run) -> dict:
         """The annotation file the run recorded, refused if it changed since (sha256)."""
         from evalharness.core.checksum import sha256_file
-        from evalharness.stats.coco_eval import load_annotations
+        from evalharness.data.coco_annotations import load_annotations
 
         path = run.prov("dataset.ground_truth")
         if not path:

@@ -20,6 +20,7 @@ import numpy as np
 from evalharness.core.checksum import optional_sha256
 from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo
+from evalharness.data.coco_annotations import IMAGE_FILE_KEYS, load_annotations
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.listing import list_images, warn_unscored
 from evalharness.data.preprocess import (
@@ -31,7 +32,6 @@ from evalharness.data.preprocess import (
 )
 from evalharness.data.shard import Shard, select_samples, sharded_identity
 from evalharness.decoders.base import DECODERS, build_decoder
-from evalharness.stats.coco_eval import IMAGE_FILE_KEYS, load_annotations
 from evalharness.tasks.live import RecordEvaluator, Task, image_cache_key
 
 CLASS_MAPS = ("coco91", "coco80", "labels")

@@ -20,7 +20,8 @@ GRAPH = ImportGraph(PACKAGE)
 # Rooms from the bottom up: a room imports only rooms on lower floors (the entry imports anything).
 FLOORS = [
     ("core",),
-    ("stats", "rundir", "data"),
+    ("rundir", "data"),
+    ("stats",),
     ("decoders", "runtime"),
     ("tasks",),
     ("loop", "report"),
