@@ -58,7 +58,8 @@ class InferenceDiffSettings:
     decoded_min_score: float = 0.3
     # a detector: fewer boxes kept (same box and class) fails
     min_decoded_agreement: float = field(default=0.9, metadata=bounds(0.0, 1.0))
-    reference_delegate: Any = None  # a delegate config (dict); default {name: reference, num_threads: 1}
+    # a delegate config: TFLite's builtin kernels on one thread, as the seed tool's reference
+    reference_delegate: Any = field(default_factory=lambda: {"name": "reference", "num_threads": 1})
 
 
 class OutputErrorScorer(Scorer):
@@ -128,8 +129,7 @@ class InferenceDiffDefinition(TaskDefinition):
     comparison = "output_errors"
 
     def reference_delegate(self) -> dict:
-        """TFLite's builtin kernels on one thread unless ``task.reference_delegate`` says otherwise."""
-        return dict(self.settings.get("reference_delegate") or {"name": "reference", "num_threads": 1})
+        return dict(self.settings["reference_delegate"])
 
     def scorer(self, ground_truth: list[str] | None = None, decoded: str | None = None) -> OutputErrorScorer:
         """``ground_truth``: the model's output names (the live run knows them once bound);
