@@ -45,7 +45,7 @@ def main() -> None:
             f"dataset.ground_truth={data / 'labels.csv'}",
             "dataset.format=csv",
             "delegate.num_threads=auto",
-            "loop.cache=false",
+            "loop.tensor_cache=false",
             "loop.progress=false",
         ]
         n = args.workers

@@ -116,7 +116,8 @@ def warm_runs(data: Path, threads: int, repeats: int, cache: str, ceiling) -> di
     runs: dict[str, list] = {s: [] for s in SHAPES}
     for shape in rotating(repeats):
         before = ceiling()
-        doc = run_app(data, threads, "loop.cache=true", f"paths.cache_dir={cache}", f"loop.shape={shape}")
+        cached = ("loop.tensor_cache=true", f"paths.cache_dir={cache}")
+        doc = run_app(data, threads, *cached, f"loop.shape={shape}")
         runs[shape].append((doc, (before + ceiling()) / 2))
     return runs
 
@@ -135,7 +136,7 @@ def loop_shapes(data: Path, threads: int, repeats: int) -> dict[str, list[dict]]
     """Cold runs (no cache) in each loop shape, ``repeats`` times in rotating order (paired)."""
     runs: dict[str, list[dict]] = {s: [] for s in SHAPES}
     for shape in rotating(repeats):
-        runs[shape].append(run_app(data, threads, f"loop.shape={shape}", "loop.cache=false"))
+        runs[shape].append(run_app(data, threads, f"loop.shape={shape}", "loop.tensor_cache=false"))
     return runs
 
 
@@ -174,7 +175,7 @@ def classification(n: int, threads: int, repeats: int) -> None:
         naive_exact = timed_loop(model, paths, lambda p: preprocess_file(p, spec, inp))
         shaped = loop_shapes(data, threads, repeats)
         with tempfile.TemporaryDirectory() as cache:
-            run_app(data, threads, "loop.cache=true", f"paths.cache_dir={cache}")
+            run_app(data, threads, "loop.tensor_cache=true", f"paths.cache_dir={cache}")
             warm = warm_runs(data, threads, repeats, cache, lambda: pure_invoke(model, tensors, n)[0])
 
     cpu_bound = (os.cpu_count() or 1) * 1000 / (invoke_cpu_ms + prep_cpu_ms)
@@ -255,7 +256,7 @@ def batches(n: int, threads: int, size: int = 8) -> None:
         runs = {b: [] for b in (1, size)}
         for order in ((1, size), (size, 1)):
             for b in order:
-                extra = ("loop.cache=false", f"loop.batch_size={b}")
+                extra = ("loop.tensor_cache=false", f"loop.batch_size={b}")
                 runs[b].append(run_app(data, threads, *extra, model=BATCH_MODEL))
     print(f"{BATCH_MODEL}, {n} images, threads={threads}:")
     print(f"pure invoke, batch 1 (the ceiling)    {pure[1]:8.1f} img/s")
@@ -335,7 +336,7 @@ def memory(small: int, big: int, threads: int) -> None:
     for n in (small, big):
         with tempfile.TemporaryDirectory() as tmp:
             data = make_dataset(Path(tmp), n)
-            doc = run_app(data, threads, "loop.cache=false")
+            doc = run_app(data, threads, "loop.tensor_cache=false")
             peaks[n] = (doc["memory_mb"]["peak_rss"], ips(doc))
     (s_rss, s_ips), (b_rss, b_ips) = peaks[small], peaks[big]
     print(

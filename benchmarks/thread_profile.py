@@ -79,7 +79,7 @@ def main() -> None:
             sys.executable, "-m", "evalharness", f"model={MODEL}", f"paths.models_dir={ASSETS / 'models'}",
             f"dataset.root={data / 'images'}", f"dataset.ground_truth={data / 'labels.csv'}",
             "dataset.format=csv", f"delegate.num_threads={args.threads}", f"loop.workers={args.workers}",
-            "loop.progress=false", "loop.cache=false", f"hydra.run.dir={Path(tmp) / 'run'}",
+            "loop.progress=false", "loop.tensor_cache=false", f"hydra.run.dir={Path(tmp) / 'run'}",
         ]  # fmt: skip
         subprocess.run(cmd, check=True, capture_output=True)
         summarize(raw)

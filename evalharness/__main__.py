@@ -119,13 +119,18 @@ def rewrite_overrides(args: list[str]) -> list[str]:
 
 def main() -> None:
     from evalharness.run.launchers import missing_launcher_plugin
+    from evalharness.run.renamed_keys import renamed_override
 
     if sys.argv[1:2] == ["inspect"]:  # `evalharness inspect MODEL`: python -m evalharness.inspect
         from evalharness.inspect.facts import main as inspect_main
 
         sys.exit(inspect_main(sys.argv[2:]))
     sys.argv[1:] = rewrite_overrides(sys.argv[1:])
-    problem = check_group_options(sys.argv[1:]) or missing_launcher_plugin(sys.argv[1:])
+    problem = (
+        renamed_override(sys.argv[1:])
+        or check_group_options(sys.argv[1:])
+        or missing_launcher_plugin(sys.argv[1:])
+    )
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)

@@ -61,7 +61,7 @@ class LoopSettings:
     # batch is padded with its last sample and the padding's outputs dropped
     batch_size: int = field(default=1, metadata=bounds(1, 4096))
     # preprocessed-tensor cache: true | false | auto (= on in multiruns)
-    cache: str = field(default="auto", metadata=bounds(choices=("auto", "true", "false")))
+    tensor_cache: str = field(default="auto", metadata=bounds(choices=("auto", "true", "false")))
     # Outputs checks (evalharness/loop/checks.py): a run whose scored outputs hold NaN/Inf, or are
     # the same for every input, is ``invalid`` (exit 1) unless allowed here.
     allow_nonfinite: bool = False

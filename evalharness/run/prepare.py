@@ -39,7 +39,7 @@ def prepare(rp, run_dir: str):
             loop = dataclasses.replace(loop, **{mode: True})
     rp, quant = with_quantized_variant(rp)
     task = live_class(definition)(rp.task, rp.model, rp.dataset)
-    if use_cache(rp.loop.cache) and task.cacheable:
+    if use_cache(rp.loop.tensor_cache) and task.cacheable:
         from evalharness.data.cache import CachedTask
 
         task = CachedTask(task, rp.paths["cache_dir"])

@@ -24,6 +24,7 @@ from evalharness.data.preprocess import PreprocessSpec
 from evalharness.loop.engine import LoopSettings
 from evalharness.loop.shape import given_workers
 from evalharness.run.model_settings import infer_model_settings
+from evalharness.run.renamed_keys import renamed_in_group
 from evalharness.run.thread_budget import thread_budget
 from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
 from evalharness.tasks.discovery import listed, task_definitions
@@ -138,6 +139,8 @@ def check_group(group: str, node: dict, definition: type | None = None) -> Froze
     """One core group (already resolved) checked against its schema, plus the fields the task
     ``definition`` declares for it; fields other tasks declare pass through unchecked."""
     where = f"config group '{group}'"
+    if old := renamed_in_group(group, node):
+        raise ConfigError(old)
     if group not in TASK_EXTENDED:
         return check(SCHEMAS[group], node, where)
     definitions = task_definitions()
@@ -199,6 +202,9 @@ def validate(
     resolved = {**resolved, "model": model}
     definition_class = task_definitions().get(resolved["task"].get("name"))
     groups = {g: check_group(g, resolved[g], definition_class) for g in SCHEMAS}
+    for group in ("task", "delegate"):
+        if old := renamed_in_group(group, resolved[group]):
+            raise ConfigError(old)
     task = check(definition_class.schema, resolved["task"], "config group 'task'")
     delegate = dict(resolved["delegate"])
     if "???" in delegate.values():

@@ -2,7 +2,7 @@
 
 A start-up is cold or warm only across processes (a driver's in-memory caches survive within one),
 so each measured pass is ``python -m evalharness`` again, with this run's overrides, its own run
-directory under this run's (``cache_cold/``, ``cache_warm/``), and ``delegate.cache_dir`` pointing
+directory under this run's (``cache_cold/``, ``cache_warm/``), and ``delegate.compile_cache_dir`` pointing
 at ``compile_cache/``, a folder this run creates empty: the first pass finds it empty (cold), the
 next finds what the first left (warm). Each pass must record the state it was meant to have (its
 ``provenance.delegate.cache``); otherwise its figures would not be what they claim and the run
@@ -29,7 +29,7 @@ PASS_DIRS = {"cold": "cache_cold", "warm": "cache_warm"}
 CACHE_FOLDER = "compile_cache"
 # Overrides a pass sets itself (its caches, its run directory, no resume or progress bar).
 _OWN_KEYS = (
-    "task.cache=", "delegate.cache_dir=", "hydra.run.dir=", "hydra.sweep.dir=",
+    "task.start_up=", "delegate.compile_cache_dir=", "hydra.run.dir=", "hydra.sweep.dir=",
     "loop.resume=", "loop.overwrite=", "loop.progress=",
 )  # fmt: skip
 
@@ -38,23 +38,23 @@ def check(mode: str, plan, command_line: bool) -> None:
     """Refuse, before anything runs, a mode that does not exist, a delegate whose caches the passes
     cannot make cold and then warm, or a run without a command line for the passes to repeat."""
     if mode not in MODES:
-        raise ConfigError(f"task.cache={mode!r}; valid: {', '.join(MODES)}")
+        raise ConfigError(f"task.start_up={mode!r}; valid: {', '.join(MODES)}")
     if mode == "as_found":
         return
     if not command_line:
         raise ConfigError(
-            f"task.cache={mode} repeats the command line in child processes; run it with "
+            f"task.start_up={mode} repeats the command line in child processes; run it with "
             "python -m evalharness (this config was composed without one)"
         )
     if plan.name not in compile_cache_kinds():
         raise ConfigError(
-            f"task.cache={mode} needs a compile cache to empty and fill; delegate={plan.name} has none "
-            f"evalharness can point at (only {', '.join(compile_cache_kinds())}); use task.cache=as_found"
+            f"task.start_up={mode} needs a compile cache to empty and fill; delegate={plan.name} has none "
+            f"evalharness can point at (only {', '.join(compile_cache_kinds())}); use task.start_up=as_found"
         )
     if plan.shader_cache and shader_cache_disabled():
         raise ConfigError(
-            f"task.cache={mode} with MESA_SHADER_CACHE_DISABLE set: the driver caches nothing, so no "
-            "pass can be warm; unset MESA_SHADER_CACHE_DISABLE or use task.cache=as_found"
+            f"task.start_up={mode} with MESA_SHADER_CACHE_DISABLE set: the driver caches nothing, so no "
+            "pass can be warm; unset MESA_SHADER_CACHE_DISABLE or use task.start_up=as_found"
         )
 
 
@@ -63,8 +63,8 @@ def child_overrides(overrides: list[str], cache_dir: str, run_dir: str) -> list[
     kept = [o for o in overrides if not o.lstrip("+~").startswith(_OWN_KEYS)]
     return [
         *kept,
-        "task.cache=as_found",
-        f"delegate.cache_dir={cache_dir}",
+        "task.start_up=as_found",
+        f"delegate.compile_cache_dir={cache_dir}",
         f"hydra.run.dir={run_dir}",
         "loop.progress=false",
     ]
@@ -75,14 +75,14 @@ def _child_failed(expected: str, code: int, stderr: str, run_dir: str) -> EvalHa
     (a partial or invalid pass, a crash) stops the run (exit 1); the pass's own error line is kept."""
     errors = [line[len("error:") :].strip() for line in stderr.splitlines() if line.startswith("error:")]
     why = errors[-1] if errors else f"no error line; its output is in {run_dir}"
-    message = f"task.cache: the {expected} pass failed (exit {code}): {why}"
+    message = f"task.start_up: the {expected} pass failed (exit {code}): {why}"
     return EvalHarnessError(message) if code == EXIT_USER_ERROR else RunStopped(message)
 
 
 def run_pass(overrides: list[str], cache_dir: str, run_dir: str, expected: str) -> dict:
     """One pass in a child process; its figures and cache record, checked against ``expected``."""
     cmd = [sys.executable, "-m", "evalharness", *child_overrides(overrides, cache_dir, run_dir)]
-    print(f"task.cache: the {expected} pass, in a child process -> {run_dir}", file=sys.stderr, flush=True)
+    print(f"task.start_up: the {expected} pass, in a child process -> {run_dir}", file=sys.stderr, flush=True)
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise _child_failed(expected, done.returncode, done.stderr, run_dir)
@@ -92,7 +92,7 @@ def run_pass(overrides: list[str], cache_dir: str, run_dir: str, expected: str) 
     found = sorted({c["state"] for c in caches})
     if found != [expected]:
         raise RunStopped(
-            f"task.cache: the {expected} pass found its caches {', '.join(found) or 'absent'} "
+            f"task.start_up: the {expected} pass found its caches {', '.join(found) or 'absent'} "
             f"({run_dir}/metrics.json): its figures would not be {expected} ones"
         )
     lat = doc["latency_ms"]

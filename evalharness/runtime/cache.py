@@ -11,7 +11,7 @@ BEFORE it loads the model; the probe sizes the cache then, and again when the ru
 - ``warm``: entries were there and the cache did not grow during the run (all found);
 - ``partial``: entries were there but the run added some (a shared cache that held other models').
 
-``delegate.cache_dir`` makes the caches per model (``<cache_dir>/<model sha256[:16]>-<delegate>/``),
+``delegate.compile_cache_dir`` makes the caches per model (``<cache_dir>/<model sha256[:16]>-<delegate>/``),
 so cold and warm are exact for that model. Pure Python: no runtime import.
 """
 
@@ -88,7 +88,7 @@ def _listdir(path: str) -> list[str]:
 
 
 def model_key(model_path: str, delegate: str) -> str:
-    """The per-model folder name under ``delegate.cache_dir``: model sha256[:16] and the delegate."""
+    """The per-model folder name under ``delegate.compile_cache_dir``: model sha256[:16] and the delegate."""
     digest = hashlib.sha256()
     with open(model_path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -130,7 +130,7 @@ def shader_cache(cache_dir: str | None, model_path: str, delegate: str) -> Itera
     saved = os.environ.get("MESA_SHADER_CACHE_DIR")
     os.environ["MESA_SHADER_CACHE_DIR"] = base
     try:
-        yield CacheProbe("mesa_shader_cache", "gpu", base, "delegate.cache_dir", disabled)
+        yield CacheProbe("mesa_shader_cache", "gpu", base, "delegate.compile_cache_dir", disabled)
     finally:
         if saved is None:
             os.environ.pop("MESA_SHADER_CACHE_DIR", None)
@@ -143,4 +143,4 @@ def xnnpack_weight_cache(cache_dir: str | None, model_path: str, delegate: str) 
     if not cache_dir:
         return CacheProbe("xnnpack_weight_cache", "cpu", None, "not used")
     path = os.path.join(model_cache_dir(cache_dir, model_path, delegate), "xnnpack_weights.bin")
-    return CacheProbe("xnnpack_weight_cache", "cpu", path, "delegate.cache_dir")
+    return CacheProbe("xnnpack_weight_cache", "cpu", path, "delegate.compile_cache_dir")

@@ -193,7 +193,7 @@ class CompiledGpuModel(CompiledBuffersModel):
         options = self._options(
             "GPU", gpu_options=GpuOptions(enforce_f32=not plan.flags.get("gpu_precision_loss_allowed", True))
         )
-        with shader_cache(plan.cache_dir, model_path, plan.name) as probe:
+        with shader_cache(plan.compile_cache_dir, model_path, plan.name) as probe:
             self.caches = (probe,)
             self._compile(model_path, options)
         self.gpu = parse_gpu_log(self.native_log)
@@ -235,7 +235,7 @@ class CompiledGpuModel(CompiledBuffersModel):
 
 @BACKENDS.register("compiled_cpu")
 class CompiledCpuModel(CompiledBuffersModel):
-    """``delegate=cpu`` with ``delegate.cache_dir``: LiteRT's CompiledModel on its CPU accelerator
+    """``delegate=cpu`` with ``delegate.compile_cache_dir``: LiteRT's CompiledModel on its CPU accelerator
     (XNNPACK), whose options carry XNNPACK's weight cache; the Interpreter API exposes none."""
 
     timed_region = "run + output readback"
@@ -244,7 +244,7 @@ class CompiledCpuModel(CompiledBuffersModel):
     def __init__(self, model_path: str, plan: DelegatePlan) -> None:
         check_flatbuffer(model_path)
         self.plan = plan
-        probe = xnnpack_weight_cache(plan.cache_dir, model_path, plan.name)
+        probe = xnnpack_weight_cache(plan.compile_cache_dir, model_path, plan.name)
         self.caches = (probe,)
         self._compile(model_path, self._options("CPU", weight_cache=probe.path or ""))
         total = sum(self.ops_by_type.values())

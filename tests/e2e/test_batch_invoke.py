@@ -12,7 +12,7 @@ import json
 import pytest
 from conftest import VAL50, run_cli, run_inprocess
 
-COMMON = [*VAL50, "loop.progress=false", "loop.cache=false"]
+COMMON = [*VAL50, "loop.progress=false", "loop.tensor_cache=false"]
 
 
 def _predictions(run_dir) -> list[dict]:

@@ -17,7 +17,7 @@ def _run(tmp_path, name, cache_dir, *extra) -> tuple[dict, list[dict]]:
             *VAL50,
             "model=mobilenet_v2_1.0_224_quant",
             "task.num_images=8",
-            "loop.cache=true",
+            "loop.tensor_cache=true",
             f"paths.cache_dir={cache_dir}",
             *extra,
         ],
@@ -32,7 +32,7 @@ def _run(tmp_path, name, cache_dir, *extra) -> tuple[dict, list[dict]]:
 
 def test_cached_runs_equal_uncached_and_hit(tmp_path):
     cache = tmp_path / "cache"
-    _, plain = _run(tmp_path, "plain", cache, "loop.cache=false")
+    _, plain = _run(tmp_path, "plain", cache, "loop.tensor_cache=false")
     cold, first = _run(tmp_path, "cold", cache)
     warm, second = _run(tmp_path, "warm", cache, "delegate=reference")
     assert cold["throughput"]["cache"]["misses"] == 8 and warm["throughput"]["cache"]["hits"] == 8

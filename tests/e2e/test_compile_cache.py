@@ -25,7 +25,7 @@ def _states(doc: dict) -> list[str]:
 
 def test_cache_both_on_cpu_measures_a_cold_then_a_warm_pass(tmp_path):
     run = tmp_path / "run"
-    proc = run_cli([*BENCH, "task.cache=both", f"hydra.run.dir={run}"], cwd=tmp_path)
+    proc = run_cli([*BENCH, "task.start_up=both", f"hydra.run.dir={run}"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     passes = json.loads((run / "metrics.json").read_text())["metrics"]["compile_cache"]
     assert (passes["mode"], passes["cold"]["state"], passes["warm"]["state"]) == ("both", "cold", "warm")
@@ -49,7 +49,8 @@ def test_cache_cold_runs_one_pass_into_an_emptied_cache(tmp_path):
     run = tmp_path / "run"
     (run / "compile_cache").mkdir(parents=True)
     (run / "compile_cache" / "left_by_an_earlier_run").write_text("x")
-    proc = run_cli([*BENCH, "task.cache=cold", f"hydra.run.dir={run}", "loop.overwrite=true"], cwd=tmp_path)
+    args = [*BENCH, "task.start_up=cold", f"hydra.run.dir={run}", "loop.overwrite=true"]
+    proc = run_cli(args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     passes = json.loads((run / "metrics.json").read_text())["metrics"]["compile_cache"]
     assert passes["cold"]["state"] == "cold" and passes["warm"] is None and passes["reduction_pct"] is None
@@ -61,7 +62,7 @@ def test_cache_cold_runs_one_pass_into_an_emptied_cache(tmp_path):
     ("extra", "env", "needs"),
     [
         (["delegate=reference"], {}, "delegate=reference has none"),
-        (["task.cache=lukewarm"], {}, "task.cache='lukewarm'; valid: as_found, cold, warm, both"),
+        (["task.start_up=lukewarm"], {}, "task.start_up='lukewarm'; valid: as_found, cold, warm, both"),
         (["delegate=gpu"], {"MESA_SHADER_CACHE_DISABLE": "true"}, "unset MESA_SHADER_CACHE_DISABLE"),
     ],
 )
@@ -69,7 +70,7 @@ def test_passes_that_cannot_be_cold_then_warm_are_refused_before_anything_runs(t
     if "delegate=gpu" in extra and NO_VULKAN:
         pytest.skip(NO_VULKAN)
     run = tmp_path / "run"
-    proc = run_cli([*BENCH, "task.cache=both", *extra, f"hydra.run.dir={run}"], cwd=tmp_path, env=env)
+    proc = run_cli([*BENCH, "task.start_up=both", *extra, f"hydra.run.dir={run}"], cwd=tmp_path, env=env)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert proc.returncode == 2 and len(errors) == 1 and needs in errors[0], proc.stderr
     assert "Traceback" not in proc.stderr and not (run / "cache_cold").exists()
@@ -77,7 +78,7 @@ def test_passes_that_cannot_be_cold_then_warm_are_refused_before_anything_runs(t
 
 def test_passes_need_a_command_line_to_repeat(tmp_path):
     with pytest.raises(ConfigError, match="repeats the command line in child processes"):
-        run_inprocess([*BENCH, "task.cache=both"], tmp_path)
+        run_inprocess([*BENCH, "task.start_up=both"], tmp_path)
 
 
 def test_a_failing_pass_keeps_its_exit_class_and_error_line(tmp_path):
@@ -87,15 +88,15 @@ def test_a_failing_pass_keeps_its_exit_class_and_error_line(tmp_path):
     assert not isinstance(err.value, RunStopped)
     stopped = cache_runs._child_failed("warm", 1, "log line\nerror: run stopped early (SIGTERM)\n", "d")
     assert isinstance(stopped, RunStopped)
-    assert str(stopped) == "task.cache: the warm pass failed (exit 1): run stopped early (SIGTERM)"
+    assert str(stopped) == "task.start_up: the warm pass failed (exit 1): run stopped early (SIGTERM)"
     crashed = cache_runs._child_failed("cold", -11, "Segmentation fault\n", "d")
     assert isinstance(crashed, RunStopped) and "exit -11): no error line; its output is in d" in str(crashed)
 
 
 def test_cache_dir_round_trip_gives_identical_predictions(tmp_path):
-    """delegate.cache_dir on the CPU: the first run fills XNNPACK's weight cache, the second reads it;
+    """delegate.compile_cache_dir on the CPU: the first run fills XNNPACK's weight cache, the second reads it;
     the outputs do not change (the init it saves is in the README's table)."""
-    base = [*VAL50, "task.num_images=8", f"delegate.cache_dir={tmp_path / 'caches'}"]
+    base = [*VAL50, "task.num_images=8", f"delegate.compile_cache_dir={tmp_path / 'caches'}"]
     docs, preds = [], []
     for name in ("first", "second"):
         docs.append(run_inprocess(base, tmp_path / name))
@@ -113,7 +114,7 @@ def test_report_diff_warns_and_refuses_gates_across_shader_cache_states(tmp_path
     off = tmp_path / "disabled"
     proc = run_cli([*gpu, f"hydra.run.dir={off}"], cwd=tmp_path, env={"MESA_SHADER_CACHE_DISABLE": "true"})
     assert proc.returncode == 0, proc.stderr
-    warm = [*gpu, f"delegate.cache_dir={tmp_path / 'caches'}"]
+    warm = [*gpu, f"delegate.compile_cache_dir={tmp_path / 'caches'}"]
     for name in ("fill", "warm"):
         proc = run_cli([*warm, f"hydra.run.dir={tmp_path / name}"], cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
@@ -141,10 +142,11 @@ def test_report_diff_warns_and_refuses_gates_across_shader_cache_states(tmp_path
 
 
 def test_sweep_table_warns_when_its_jobs_ran_with_different_cache_states(tmp_path):
-    """Two jobs sharing one delegate.cache_dir: the first fills it (cold), the second finds it (warm)."""
+    """Two jobs sharing one delegate.compile_cache_dir: the first fills it (cold), the second finds
+    it (warm)."""
     sweep_dir = tmp_path / "multirun"
     proc = run_cli(
-        ["-m", *BENCH, "task.seed=0,1", f"delegate.cache_dir={tmp_path / 'caches'}",
+        ["-m", *BENCH, "task.seed=0,1", f"delegate.compile_cache_dir={tmp_path / 'caches'}",
          "hydra/callbacks=sweep_report", f"hydra.sweep.dir={sweep_dir}"],
         cwd=tmp_path,
     )  # fmt: skip

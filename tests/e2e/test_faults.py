@@ -43,7 +43,7 @@ PATHS = {
     "runner.adb": "file",
     "delegate.external_delegate_path": "file",
     "delegate.edgetpu_library": "file",
-    "delegate.cache_dir": "dir",
+    "delegate.compile_cache_dir": "dir",
 }
 # free text, names chosen from a registry, or nested settings: attacked with a junk value
 TEXT = {
@@ -56,7 +56,8 @@ TEXT = {
     "delegate.edgetpu_device", "delegate.npu_vendor", "delegate.device", "delegate.performance_mode",
     "delegate.openvino_config", "delegate.npu_compile", "model.preprocess.crop", "model.preprocess.resize",
     "model.preprocess.channel_order", "model.preprocess.integer_input", "model.preprocess.layout",
-    "dataset.shard.scheme", "loop.cache", "task.cache", "model.preprocess.mean", "model.preprocess.std",
+    "dataset.shard.scheme", "loop.tensor_cache", "task.start_up", "model.preprocess.mean",
+    "model.preprocess.std",
 }  # fmt: skip
 BAD_PATHS = ("missing", "dir_for_file", "file_for_dir", "fifo", "symlink_loop", "empty_file")
 BASE = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "loop.progress=false"]

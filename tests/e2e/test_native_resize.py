@@ -144,7 +144,7 @@ def _predictions(run_dir) -> list[dict]:
 
 def test_run_predictions_identical_native_and_numpy(tmp_path):
     """A real run on val50 (MobileNet v2 quant) predicts the same with either resize, and says which."""
-    common = [*VAL50, "model=mobilenet_v2_1.0_224_quant", "loop.progress=false", "loop.cache=false"]
+    common = [*VAL50, "model=mobilenet_v2_1.0_224_quant", "loop.progress=false", "loop.tensor_cache=false"]
     docs = {r: run_inprocess([*common, f"loop.resize={r}"], tmp_path / r) for r in ("native", "numpy")}
     assert [docs[r]["throughput"]["resize"] for r in ("native", "numpy")] == ["native", "numpy"]
     assert docs["native"]["metrics"] == docs["numpy"]["metrics"]

@@ -46,7 +46,8 @@ def test_run_dir_under_a_file_is_one_error_line(tmp_path):
 
 def test_cache_dir_that_is_a_file_is_one_error_line(tmp_path):
     (tmp_path / "cache").write_text("")
-    args = [f"paths.cache_dir={tmp_path / 'cache'}", "loop.cache=true", f"hydra.run.dir={tmp_path / 'run'}"]
+    args = [f"paths.cache_dir={tmp_path / 'cache'}", "loop.tensor_cache=true"]
+    args.append(f"hydra.run.dir={tmp_path / 'run'}")
     proc = run_cli(args, tmp_path)
     assert proc.returncode == 2 and len(_errors(proc)) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "cache" in _errors(proc)[0]

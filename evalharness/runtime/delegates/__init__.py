@@ -37,7 +37,7 @@ class DelegateSettings:
     name: str = "cpu"
     num_threads: int = 1
     require_full_delegation: bool = False
-    cache_dir: str = ""  # '' off; a folder: compile caches per model there (runtime/cache.py)
+    compile_cache_dir: str = ""  # '' off; a folder: compile caches per model there (runtime/cache.py)
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class DelegatePlan:
     backend: str = "interpreter"  # the runtime/contract.py BACKENDS name: interpreter | compiled_gpu | adb
     require_full_delegation: bool = False
     flags: dict = field(default_factory=dict)
-    cache_dir: str | None = None
+    compile_cache_dir: str | None = None  # delegate.compile_cache_dir (absolute), or None
     offloads: bool = True  # False: the CPU's own kernels (nothing to cover, nothing partial to warn of)
     shader_cache: bool = False  # the driver's shader cache is one of its compile caches (GPU)
     variant_dir: str | None = None  # paths.cache_dir: where derived model files (AOT-compiled) are cached
@@ -127,10 +127,10 @@ def make_plan(cfg: DelegateSettings, op_resolver: str, **kw) -> DelegatePlan:
     """The plan every runner starts from: thread count checked, the delegate's flags recorded."""
     if cfg.num_threads < -1 or cfg.num_threads == 0:
         raise ConfigError(f"delegate.num_threads={cfg.num_threads}: use -1 (runtime decides) or >= 1")
-    if cfg.cache_dir and not DELEGATES.get(cfg.name).compile_cache:
+    if cfg.compile_cache_dir and not DELEGATES.get(cfg.name).compile_cache:
         raise ConfigError(
-            f"delegate={cfg.name} has no compile cache evalharness can point at delegate.cache_dir "
-            f"(only {', '.join(compile_cache_kinds())}); leave delegate.cache_dir empty"
+            f"delegate={cfg.name} has no compile cache evalharness can point at delegate.compile_cache_dir "
+            f"(only {', '.join(compile_cache_kinds())}); leave delegate.compile_cache_dir empty"
         )
     return DelegatePlan(
         name=cfg.name,
@@ -138,7 +138,7 @@ def make_plan(cfg: DelegateSettings, op_resolver: str, **kw) -> DelegatePlan:
         num_threads=cfg.num_threads,
         require_full_delegation=cfg.require_full_delegation,
         flags=FrozenDict(dataclasses.asdict(cfg)),
-        cache_dir=os.path.abspath(cfg.cache_dir) if cfg.cache_dir else None,
+        compile_cache_dir=os.path.abspath(cfg.compile_cache_dir) if cfg.compile_cache_dir else None,
         **kw,
     )
 

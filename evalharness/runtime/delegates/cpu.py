@@ -17,9 +17,10 @@ def _bool(value) -> str:
 @register("cpu", compile_cache=True, on_device=OnDevice(flags=lambda f: []))
 def _cpu(cfg: DelegateSettings) -> DelegatePlan:
     """LiteRT's default CPU path: builtin kernels with XNNPACK applied by default. With
-    delegate.cache_dir, LiteRT's CompiledModel on the CPU: only its options carry XNNPACK's weight
-    cache (the Interpreter API has none)."""
-    return make_plan(cfg, "auto", backend="compiled_cpu" if cfg.cache_dir else "interpreter", offloads=False)
+    delegate.compile_cache_dir, LiteRT's CompiledModel on the CPU: only its options carry XNNPACK's
+    weight cache (the Interpreter API has none)."""
+    backend = "compiled_cpu" if cfg.compile_cache_dir else "interpreter"
+    return make_plan(cfg, "auto", backend=backend, offloads=False)
 
 
 @dataclass

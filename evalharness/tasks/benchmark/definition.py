@@ -19,7 +19,7 @@ class BenchmarkSettings:
     min_secs: float = field(default=1.0, metadata=bounds(0.0))
     max_runs: int = field(default=100000, metadata=bounds(1))
     seed: int = 0
-    cache: str = "as_found"  # cold | warm | both: start-ups measured again in child processes
+    start_up: str = "as_found"  # cold | warm | both: start-ups measured again in child processes
 
 
 def cache_lines(passes: dict | None) -> list[str]:
@@ -69,7 +69,7 @@ class BenchmarkDefinition(TaskDefinition):
         return RunCounter()
 
     def start_up_passes(self) -> str:
-        return str(self.settings["cache"])
+        return str(self.settings["start_up"])
 
     def summary_lines(self, doc: dict) -> list[str]:
         lat, mem = doc["latency_ms"], doc["memory_mb"]

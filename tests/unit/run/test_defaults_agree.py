@@ -54,3 +54,13 @@ def test_loop_conf_and_schema_agree():
 @pytest.mark.parametrize("name", runners().names())
 def test_runner_conf_and_schema_agree(name):
     _agree(runners().get(name).settings, _yaml(CONF_DIR / "runner" / f"{name}.yaml"))
+
+
+@pytest.mark.parametrize("old", ["loop.cache", "task.cache", "delegate.cache_dir"])
+def test_a_renamed_key_is_refused_with_its_new_name(old):
+    from evalharness.run.renamed_keys import RENAMED, renamed_in_group, renamed_override
+
+    assert RENAMED[old] in renamed_override(["model=x", f"+{old}=true"])
+    group, _, leaf = old.partition(".")
+    assert RENAMED[old] in renamed_in_group(group, {leaf: True, "name": "x"})
+    assert renamed_override([f"{RENAMED[old]}=true"]) is None
