@@ -81,6 +81,10 @@ def _groups():
     definitions = task_definitions()
     for name in definitions.names():
         yield [f"task={name}"], "task", definitions.get(name).schema
+        for group in ("dataset", "model"):  # the fields a task adds to the core groups
+            own = getattr(definitions.get(name), f"{group}_schema")
+            if own is not None:
+                yield [f"task={name}"], group, own
     for name in DELEGATES.names():
         yield [f"delegate={name}"], "delegate", DELEGATES.get(name).schema
     registry = runners()
