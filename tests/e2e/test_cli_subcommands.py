@@ -96,3 +96,14 @@ def test_plugin_task_keys_are_checked_too(tmp_path):
     assert "valid for task=toy_mse" in line and "Did you mean 'num_images'?" in line
     line = _one_error_line(run_cli([*base, "dataset.target=x.csv"], cwd=tmp_path, env=env))
     assert "Did you mean 'targets'?" in line
+
+
+def test_unknown_key_in_a_config_file_names_the_closest_too():
+    from evalharness.core.errors import ConfigError
+    from evalharness.core.schema import check
+    from evalharness.tasks.discovery import task_definitions
+
+    schema = task_definitions().get("imagenet").schema
+    expected = r"unknown key\(s\) num_image; valid: .*Did you mean 'num_images'\?"
+    with pytest.raises(ConfigError, match=expected):
+        check(schema, {"name": "imagenet", "num_image": 5}, "config group 'task'")
