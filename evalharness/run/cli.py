@@ -31,6 +31,7 @@ SUBCOMMANDS = {  # name -> one line (the dispatch itself is in evalharness/__mai
 }
 _SEARCHPATH = re.compile(r"^[+]?hydra\.searchpath=\[(?P<paths>.*)\]$")
 _CHOICE = re.compile(r"^[+]?(?P<group>task|delegate|runner)=(?P<value>[^()\[\]{}*]*)$")
+_OTHER_CONFIG = ("--config-name", "-cn", "--config-path", "-cp", "--config-dir", "-cd")
 _KEY = re.compile(r"^(?:\+\+|\+)?(?P<key>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)=")
 
 
@@ -202,7 +203,7 @@ def unknown_key(args: list[str]) -> str | None:
     declares (with the valid keys and the closest one), or None. Options it cannot name (a sweep
     expression, an unknown option) are left to the usual checks."""
     keys = [m.group("key") for a in args if (m := _KEY.match(a))]
-    if not keys:
+    if not keys or any(a.startswith(_OTHER_CONFIG) for a in args):  # defaults not conf/config.yaml's
         return None
     chosen, dirs = _chosen(args), conf_dirs(args)
     for key in keys:
