@@ -12,7 +12,6 @@ import difflib
 import os
 import re
 import sys
-from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -22,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from evalharness.core.boundary import EXIT_STOPPED, EXIT_USER_ERROR, debug, describe, report
 from evalharness.core.errors import RunStopped
 from evalharness.core.paths import CONF_DIR, bundled, model_stem
+from evalharness.run.cli import conf_dirs, help_text, unknown_key
 from evalharness.run.job import run
 from evalharness.rundir.document import holds_run
 
@@ -29,7 +29,7 @@ OmegaConf.register_new_resolver("bundled", bundled, replace=True)
 OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)
 
 _failed_jobs: list[str] = []
-__all__ = ["main", "run"]
+__all__ = ["conf_dirs", "main", "run"]
 
 
 def _write_failure(run_dir: str, cfg: DictConfig, message: str) -> None:
@@ -66,17 +66,6 @@ def _app(cfg: DictConfig) -> None:
 
 
 _GROUP_OVERRIDE = re.compile(r"^[+]?(?P<group>[A-Za-z_][\w/]*)=(?P<value>[^()\[\]{}*]*)$")
-_SEARCHPATH = re.compile(r"^[+]?hydra\.searchpath=\[(?P<paths>.*)\]$")
-
-
-def conf_dirs(args: list[str]) -> list[Path]:
-    """conf/ and the ``file://`` folders of a ``hydra.searchpath=[...]`` override (plug-in configs)."""
-    extra = []
-    for arg in args:
-        if m := _SEARCHPATH.match(arg):
-            paths = (p.strip().strip("'\"") for p in m.group("paths").split(","))
-            extra += [Path(p.removeprefix("file://")) for p in paths if p.startswith("file://")]
-    return [CONF_DIR, *extra]
 
 
 def check_group_options(args: list[str]) -> str | None:
@@ -117,18 +106,41 @@ def rewrite_overrides(args: list[str]) -> list[str]:
     return out
 
 
+def _report():
+    from evalharness.report.cli import main as report_main
+
+    return report_main
+
+
+def _explain():
+    from evalharness.explain.__main__ import main as explain_main
+
+    return explain_main
+
+
+def _inspect():
+    from evalharness.inspect.facts import main as inspect_main
+
+    return inspect_main
+
+
+SUBCOMMANDS = {"report": _report, "explain": _explain, "inspect": _inspect}  # one line each: run/cli.py
+
+
 def main() -> None:
     from evalharness.run.launchers import missing_launcher_plugin
     from evalharness.run.renamed_keys import renamed_override
 
-    if sys.argv[1:2] == ["inspect"]:  # `evalharness inspect MODEL`: python -m evalharness.inspect
-        from evalharness.inspect.facts import main as inspect_main
-
-        sys.exit(inspect_main(sys.argv[2:]))
+    if sys.argv[1:2] and sys.argv[1] in SUBCOMMANDS:  # `evalharness report|explain|inspect ...`
+        sys.exit(SUBCOMMANDS[sys.argv[1]]()(sys.argv[2:]))
+    if {"--help", "-h"} & set(sys.argv[1:]):
+        print(help_text(sys.argv[1:]))
+        sys.exit(0)
     sys.argv[1:] = rewrite_overrides(sys.argv[1:])
     problem = (
         renamed_override(sys.argv[1:])
         or check_group_options(sys.argv[1:])
+        or unknown_key(sys.argv[1:])
         or missing_launcher_plugin(sys.argv[1:])
     )
     if problem:

@@ -82,6 +82,7 @@ def check(schema: type, node: Mapping | None, where: str) -> FrozenDict:
     ``where`` names the place for the error line (``config group 'task'``, ``decoder yolo``).
     """
     node = dict(node or {})
+    check_keys(schema, node, where)  # an unknown key: the valid ones and the closest (a config file too)
     try:
         base = _writable(OmegaConf.structured(schema))
         merged = OmegaConf.merge(base, node)

@@ -1,0 +1,215 @@
+"""The first screen of ``evalharness``: its own short help, and one line naming the closest key for
+a ``group.key=value`` override that the chosen task, delegate or runner does not read.
+
+Hydra would say "Could not override 'task.num_image'. To append to your config use +task.num_image=5"
+(and with the ``+``, "Key 'num_image' not in 'ImageNetSettings'"). Here every ``group.key`` override
+is compared, before Hydra composes, with the schema of that group for the options the command line
+selects (defaults from ``conf/config.yaml``): the task's ``schema`` (and the fields it adds to
+``dataset`` and ``model``), the delegate's flags (:func:`evalharness.runtime.delegates.check_delegate`
+words a flag that another delegate reads), the runner's settings, the core groups'. Plug-in tasks
+(``EVALHARNESS_PLUGINS`` + ``hydra.searchpath``) are checked in the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+import typing
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from evalharness.core.errors import ConfigError, EvalHarnessError
+from evalharness.core.paths import CONF_DIR
+from evalharness.core.schema import extended, field_names
+
+SUBCOMMANDS = {  # name -> one line (the dispatch itself is in evalharness/__main__.py)
+    "report": "diff two runs, tabulate a sweep, rescore or merge runs (evalharness report -h)",
+    "explain": "why did the answer change between two runs (evalharness explain -h)",
+    "inspect": "what a .tflite file is and what each delegate here takes (evalharness inspect -h)",
+}
+_SEARCHPATH = re.compile(r"^[+]?hydra\.searchpath=\[(?P<paths>.*)\]$")
+_CHOICE = re.compile(r"^[+]?(?P<group>task|delegate|runner)=(?P<value>[^()\[\]{}*]*)$")
+_OTHER_CONFIG = ("--config-name", "-cn", "--config-path", "-cp", "--config-dir", "-cd")
+_KEY = re.compile(r"^(?:\+\+|\+)?(?P<key>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)=")
+
+
+def conf_dirs(args: list[str]) -> list[Path]:
+    """conf/ and the ``file://`` folders of a ``hydra.searchpath=[...]`` override (plug-in configs)."""
+    extra = []
+    for arg in args:
+        if m := _SEARCHPATH.match(arg):
+            paths = (p.strip().strip("'\"") for p in m.group("paths").split(","))
+            extra += [Path(p.removeprefix("file://")) for p in paths if p.startswith("file://")]
+    return [CONF_DIR, *extra]
+
+
+def _defaults() -> dict[str, str]:
+    """group -> default option, from conf/config.yaml's defaults list."""
+    entries = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml")).get("defaults", [])
+    return {k: str(v) for e in entries if isinstance(e, dict) for k, v in e.items()}
+
+
+def config_groups(dirs: list[Path]) -> dict[str, list[str]]:
+    """Every config group (a folder of conf/, nested ones as ``a/b``) -> its options, sorted."""
+    groups: dict[str, set[str]] = {}
+    for d in dirs:
+        for path in d.rglob("*.yaml"):
+            if path.parent != d:
+                groups.setdefault(path.parent.relative_to(d).as_posix(), set()).add(path.stem)
+    return {g: sorted(options) for g, options in sorted(groups.items())}
+
+
+def help_text(args: list[str]) -> str:
+    """``evalharness --help``: the subcommands and the config groups with their options."""
+    defaults = _defaults()
+    groups = config_groups(conf_dirs(args))
+    width = max(map(len, [*groups, *SUBCOMMANDS])) + 2
+    lines = [
+        "usage: evalharness [-m] [GROUP=OPTION ...] [GROUP.KEY=VALUE ...]   run (-m: a sweep, OPTION=a,b)",
+        "       evalharness {report,explain,inspect} ...",
+        "",
+        "subcommands:",
+        *(f"  {name:<{width}}{line}" for name, line in SUBCOMMANDS.items()),
+        "",
+        "config groups (conf/; * = default):",
+    ]
+    for group, options in groups.items():
+        marked = [f"{o}*" if defaults.get(group) == o else o for o in options]
+        lines.append(f"  {group:<{width}}{', '.join(marked)}")
+    lines += [
+        "",
+        "GROUP.KEY=VALUE sets one setting (e.g. task.num_images=10, delegate.num_threads=2); a key the",
+        "chosen task, delegate or runner does not read is an error naming the closest one.",
+        "Hydra's own help: evalharness --hydra-help (its flags), --cfg job (the composed config).",
+    ]
+    return "\n".join(lines)
+
+
+def _chosen(args: list[str]) -> dict[str, list[str] | None]:
+    """task, delegate, runner -> the options the command line selects (None: a sweep expression)."""
+    defaults = _defaults()
+    chosen: dict[str, list[str] | None] = {g: [defaults.get(g, "")] for g in ("task", "delegate", "runner")}
+    for arg in args:
+        if m := _CHOICE.match(arg):
+            chosen[m.group("group")] = [v.strip() for v in m.group("value").split(",") if v.strip()]
+        elif re.match(r"^[+]?(task|delegate|runner)=", arg):
+            chosen[arg.lstrip("+").split("=", 1)[0]] = None
+    return chosen
+
+
+def _name_in(group: str, option: str, dirs: list[Path]) -> str:
+    """The ``name`` an option's config file gives its group (usually the option itself)."""
+    for d in reversed(dirs):
+        path = d / group / f"{option}.yaml"
+        if path.is_file():
+            cfg = OmegaConf.load(path)
+            node = cfg.get(group) if isinstance(cfg.get(group), typing.Mapping) else cfg
+            return str(node.get("name", option))
+    return option
+
+
+def _unknown(schema: type, parts: list[str]) -> tuple[int, type] | None:
+    """Where ``parts`` leaves ``schema`` (index of the unknown part, the dataclass there), or None."""
+    for i, part in enumerate(parts):
+        if not dataclasses.is_dataclass(schema):
+            return None  # a free-form value (Any, a dict): nothing to check below it
+        if part not in field_names(schema):
+            return i, schema
+        schema = typing.get_type_hints(schema).get(part)
+    return None
+
+
+def _message(
+    key: str, parts: list[str], schema: type, where: str, tolerated: set[str] = frozenset()
+) -> str | None:
+    found = _unknown(schema, parts)
+    if not found or (found[0] == 0 and parts[0] in tolerated):
+        return None
+    i, node = found
+    valid = [f for f in field_names(node) if f != "name"]
+    close = difflib.get_close_matches(parts[i], valid, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    return f"{key}: unknown key; valid for {where}: {', '.join(valid) or 'none (name only)'}.{hint}"
+
+
+def _delegate_problem(key: str, parts: list[str], name: str) -> str | None:
+    from evalharness.runtime.delegates import DELEGATES, check_delegate
+
+    kind = DELEGATES.get(name)
+    if len(parts) == 1 and parts[0] not in kind.flags:
+        try:  # a flag another delegate reads: check_delegate's own words ("does not read ...")
+            check_delegate({"name": name, parts[0]: object()})
+        except ConfigError as exc:
+            if "does not read" in str(exc):
+                return str(exc)
+    return _message(key, parts, kind.schema, f"delegate={name}")
+
+
+def _problem(key: str, chosen: dict, dirs: list[Path]) -> str | None:
+    from evalharness.run.settings import SCHEMAS
+    from evalharness.runtime.runners import RUNNERS
+    from evalharness.tasks.discovery import task_definitions
+
+    group, *parts = key.split(".")
+    options = chosen.get(group, [None]) if group in chosen else [None]
+    for option in options or []:
+        name = option and _name_in(group, option, dirs)
+        if group == "delegate":
+            problem = _delegate_problem(key, parts, name)
+        elif group == "runner":
+            problem = _message(key, parts, RUNNERS.get(name).settings, f"runner={name}")
+        elif group == "task":
+            problem = _message(key, parts, task_definitions().get(name).schema, f"task={name}")
+        elif group in ("model", "dataset"):
+            return _task_group_problem(key, group, parts, chosen, dirs)
+        elif group in SCHEMAS:
+            problem = _message(key, parts, SCHEMAS[group], group)
+        else:
+            return None  # hydra.*, an unknown top-level key: validation names those
+        if problem:
+            return problem
+    return None
+
+
+def _task_group_problem(key: str, group: str, parts: list[str], chosen: dict, dirs: list[Path]) -> str | None:
+    """``model``/``dataset``: the core fields plus the chosen task's; other tasks' fields pass (as in
+    run/settings.check_group: a preset describes its model or dataset for every task)."""
+    from evalharness.run.settings import SCHEMAS
+    from evalharness.tasks.discovery import task_definitions
+
+    definitions = task_definitions()
+    others = {
+        f
+        for t in definitions.names()
+        for f in field_names(getattr(definitions.get(t), f"{group}_schema") or _None)
+    }
+    for option in chosen["task"] or []:
+        name = _name_in("task", option, dirs)
+        own = getattr(definitions.get(name), f"{group}_schema", None)
+        if problem := _message(key, parts, extended(SCHEMAS[group], own), f"{group} (task={name})", others):
+            return problem
+    return None
+
+
+@dataclasses.dataclass
+class _None:
+    pass
+
+
+def unknown_key(args: list[str]) -> str | None:
+    """The one-line error for the first ``group.key=value`` override no schema of the chosen options
+    declares (with the valid keys and the closest one), or None. Options it cannot name (a sweep
+    expression, an unknown option) are left to the usual checks."""
+    keys = [m.group("key") for a in args if (m := _KEY.match(a))]
+    if not keys or any(a.startswith(_OTHER_CONFIG) for a in args):  # defaults not conf/config.yaml's
+        return None
+    chosen, dirs = _chosen(args), conf_dirs(args)
+    for key in keys:
+        try:
+            if problem := _problem(key, chosen, dirs):
+                return problem
+        except EvalHarnessError:
+            return None  # an unknown task/delegate/runner or plug-in: its own check says so
+    return None
