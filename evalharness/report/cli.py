@@ -1,11 +1,12 @@
 """``python -m evalharness.report``: diff two runs, tabulate a sweep, rescore a run.
 
-    diff RUN_A RUN_B [--format text|markdown|json|html] [-o FILE] [--fail-if RULE]...
+    diff RUN_A RUN_B [--format text|markdown|md|json|html] [-o FILE] [--fail-if RULE]...
                      [--allow-different-preprocessing] [--allow-cache-mismatch] [--alpha 0.05]
                      [--iou 0.5] [--min-score 0] [--max-rows 20]
-    sweep MULTIRUN_DIR [--baseline KEY=VALUE]... [--out DIR]
+    sweep MULTIRUN_DIR [--baseline KEY=VALUE]... [--out DIR] [--format text|md]
     rescore RUN [--top-k K] [--backend NAME] [--format text|markdown|json] [-o FILE]
     merge RUN... --out DIR
+    export RUN [--format csv|json] [-o FILE]
 
 A run is its output directory or its metrics.json. Exit status: 0 fine; 1 a ``--fail-if`` rule was
 violated (diff) or the stored metrics were not reproduced (rescore); 2 usage error or runs that
@@ -20,7 +21,7 @@ import sys
 from evalharness.core.boundary import debug, report
 from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_markdown, render_text
-from evalharness.report import cache_states, diff_view, gate, merge, rescore, sweep
+from evalharness.report import cache_states, diff_view, export, gate, markdown, merge, rescore, sweep
 from evalharness.report.diff import build_diff
 from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.rundir.reader import load_run
@@ -66,6 +67,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         doc["gates"] = gate.evaluate(rules, doc)
     if args.format == "html":
         text = diff_view.render_html(doc, args.max_rows)
+    elif args.format == "md":
+        text = markdown.render_diff(doc, diff_view.sections(doc, args.max_rows))
     else:
         text = _render(doc, args.format, diff_view.title(doc), diff_view.sections(doc, args.max_rows))
     _emit(text, args.output)
@@ -90,9 +93,12 @@ def _check_cache_states(comp, rules: list, allowed: bool) -> None:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     report = sweep.write_report(args.multirun_dir, args.out, sweep.parse_baseline(args.baseline))
-    sys.stdout.write(report["text"])
+    if args.format == "md":  # stdout is the comment; the files written are said on stderr
+        sys.stdout.write(markdown.render_sweep(report["columns"], report["rows"], report["sections"]))
+    else:
+        sys.stdout.write(report["text"])
     for path in report["paths"].values():
-        print(f"wrote {path}")
+        print(f"wrote {path}", file=sys.stderr if args.format == "md" else sys.stdout)
     return EXIT_OK
 
 
@@ -115,13 +121,25 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    text = export.render(load_run(args.run, "RUN"), args.format)
+    if args.output:
+        export.write(text, args.output)
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m evalharness.report", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("diff", help="compare run B against run A, image by image")
     d.add_argument("run_a", metavar="RUN_A", help="baseline run: output dir or metrics.json")
     d.add_argument("run_b", metavar="RUN_B", help="candidate run: output dir or metrics.json")
-    d.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text")
+    d.add_argument("--format", choices=("text", "markdown", "md", "json", "html"), default="text",
+                   help="md: a pull-request comment (gate and verdict first, long lists folded); "
+                   "markdown: every section as a heading")  # fmt: skip
     d.add_argument("-o", "--output", help="write the report here instead of stdout")
     d.add_argument("--fail-if", action="append", default=[], metavar="RULE", help="e.g. 'top1<-0.005'")
     d.add_argument("--allow-different-preprocessing", action="store_true",
@@ -139,6 +157,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("multirun_dir", metavar="MULTIRUN_DIR")
     s.add_argument("--baseline", action="append", default=[], metavar="KEY=VALUE", help="e.g. delegate=cpu")
     s.add_argument("--out", help="directory for the report files (default: MULTIRUN_DIR)")
+    s.add_argument("--format", choices=("text", "md"), default="text",
+                   help="what stdout gets: the terminal table, or md: a pull-request comment")  # fmt: skip
     s.set_defaults(func=cmd_sweep)
     r = sub.add_parser("rescore", help="recompute a run's metrics from its stored predictions")
     r.add_argument("run", metavar="RUN")
@@ -151,6 +171,19 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("runs", metavar="RUN", nargs="+", help="every shard's run directory or metrics.json")
     m.add_argument("--out", required=True, help="directory for the merged run")
     m.set_defaults(func=cmd_merge)
+    e = sub.add_parser(
+        "export",
+        help="a run's predictions, one row per sample, with its headline metrics (csv or json)",
+        description="One row per sample from the run's predictions. Nested objects become dotted "
+        "columns (a.b); lists stay one cell: JSON arrays in json, JSON-encoded text in csv (empty cell = "
+        "null). csv adds the headline metrics as metric.<name> columns (the same on every row); json is "
+        '{"run", "metrics", "columns", "rows"}. Never overwrites a file inside a run directory.',
+    )
+    e.add_argument("run", metavar="RUN", help="run directory or its metrics.json")
+    e.add_argument("--format", choices=export.FORMATS, default="csv",
+                   help="csv: lists JSON-encoded in their cell; json: lists as arrays")  # fmt: skip
+    e.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
+    e.set_defaults(func=cmd_export)
     return p
 
 

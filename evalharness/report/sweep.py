@@ -254,7 +254,13 @@ def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, 
     for name in FILES:
         paths[name] = os.path.join(out, name)
         atomic_write_text(paths[name], texts[name])
-    return {"paths": paths, "text": render_text(title, secs), "rows": rows, "columns": columns}
+    return {
+        "paths": paths,
+        "text": render_text(title, secs),
+        "rows": rows,
+        "columns": columns,
+        "sections": secs,
+    }
 
 
 def _label(row: dict, columns: list[str]) -> str:

@@ -1,0 +1,119 @@
+"""``report export RUN --format csv|json``: a run's per-sample predictions as one row per sample, with
+its headline metrics, for spreadsheets and notebooks.
+
+Rows are the run's prediction records as :func:`evalharness.rundir.reader.load_run` reads them (never
+re-parsed here). A nested object becomes dotted columns (``a.b``); a list stays one cell: a JSON
+array in the json export, JSON-encoded text in the csv (``[3, 7, 12]``, parse it with ``json.loads``).
+CSV cells: text as is, null (and NaN) empty, every other value as JSON (numbers round-trip exactly).
+The csv carries the headline metrics as ``metric.<name>`` columns, the same on every row; the json
+export is ``{"run": ..., "metrics": ..., "columns": [...], "rows": [...]}``.
+
+Written atomically (:mod:`evalharness.core.atomic_io`), and never over a file of a run directory.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+
+from evalharness.core.atomic_io import atomic_write_text, dumps, no_nan
+from evalharness.report.runs import ReportError, definition_of
+from evalharness.rundir.files import METRICS_FILE
+from evalharness.rundir.reader import Run
+
+FORMATS = ("csv", "json")
+METRIC_PREFIX = "metric."
+
+
+def flat_record(record: dict, prefix: str = "") -> dict:
+    """Dotted key -> value; lists (and empty objects) stay whole, as one value."""
+    out = {}
+    for key, value in record.items():
+        if isinstance(value, dict) and value:
+            out.update(flat_record(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def rows_of(run: Run) -> tuple[list[str], list[dict]]:
+    """(columns in first-seen order, one flat row per prediction record)."""
+    definition = definition_of(run)
+    if not definition.writes_predictions:
+        raise ReportError(
+            f"run {run.label}: task {run.task} writes no per-sample predictions; nothing to export "
+            f"(its metrics are in {os.path.join(run.dir, METRICS_FILE)})"
+        )
+    rows = [flat_record(no_nan(r)) for r in run.predictions]
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    return columns, rows
+
+
+def headline(run: Run) -> dict:
+    return no_nan(definition_of(run).headline(run.metrics))
+
+
+def csv_cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def to_csv(run: Run) -> str:
+    columns, rows = rows_of(run)
+    metrics = headline(run)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([*columns, *(METRIC_PREFIX + m for m in metrics)])
+    constant = [csv_cell(v) for v in metrics.values()]
+    for row in rows:
+        writer.writerow([*(csv_cell(row.get(c)) for c in columns), *constant])
+    return buf.getvalue()
+
+
+def to_json(run: Run) -> str:
+    columns, rows = rows_of(run)
+    about = {
+        "dir": run.dir,
+        "task": run.task,
+        "status": run.status,
+        "model": run.prov("model.name"),
+        "delegate": run.prov("delegate.name"),
+        "num_scored": run.metrics.get("num_scored"),
+    }
+    return dumps({"run": about, "metrics": headline(run), "columns": columns, "rows": rows})
+
+
+def render(run: Run, fmt: str) -> str:
+    return to_csv(run) if fmt == "csv" else to_json(run)
+
+
+def run_dir_of(path: str) -> str | None:
+    """The run directory ``path`` lies in (a directory up the path holding a metrics.json), or None."""
+    directory = os.path.dirname(os.path.realpath(path))
+    while True:
+        if os.path.isfile(os.path.join(directory, METRICS_FILE)):
+            return directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+def write(text: str, output: str) -> None:
+    """Write ``text`` to ``output`` atomically; refuse to replace any file of a run directory."""
+    if os.path.isdir(output):
+        raise ReportError(
+            f"-o {output} is a directory; give a file name, e.g. {os.path.join(output, 'run.csv')}"
+        )
+    run_dir = run_dir_of(output)
+    if run_dir is not None and os.path.lexists(output):
+        raise ReportError(
+            f"-o {output}: refusing to overwrite a file of the run directory {run_dir}; "
+            "give a new file name or a path outside it"
+        )
+    atomic_write_text(output, text)

@@ -1,0 +1,199 @@
+"""``--format md``: a ``report diff`` or ``report sweep`` as a pull-request comment.
+
+A reviewer reads the first line (the gate's outcome and the verdict), a compact table of the
+headline numbers, and opens the rest on demand: every long list (per-class rows, changed images,
+per-output rows, the full tables) sits in a ``<details>`` block. Every number is read from the diff
+document or the sweep's rows as ``report diff`` / ``report sweep`` made them: the paired intervals
+are the ones the ``--fail-if`` rules test (:func:`evalharness.report.diff.quantities`), never
+recomputed here. ``--format markdown`` stays the full document (every section as a heading).
+"""
+
+from __future__ import annotations
+
+import html
+
+from evalharness.core.numbers import fmt
+from evalharness.core.tables import Section, numeric_columns
+from evalharness.report.diff import quantities
+from evalharness.report.runs import definition_of
+from evalharness.report.sweep import VALUE_COLUMNS
+
+DASH = "—"
+
+
+def cell(text: str) -> str:
+    """One table cell: one line, no raw ``|`` (escaped), no HTML tag (``<`` as an entity)."""
+    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;")
+
+
+def table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """A GitHub table; every row has the header's number of cells."""
+    width = len(headers)
+    rows = [[*r[:width], *[""] * (width - len(r))] for r in rows]
+    right = numeric_columns(rows, width)
+    out = ["| " + " | ".join(cell(h) for h in headers) + " |"]
+    out.append("|" + "|".join("---:" if r else "---" for r in right) + "|")
+    out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def details(summary: str, body: list[str]) -> list[str]:
+    """A collapsed block; the blank lines let GitHub render the Markdown inside it."""
+    return [
+        "<details>",
+        f"<summary>{html.escape(summary, quote=False)}</summary>",
+        "",
+        *body,
+        "",
+        "</details>",
+    ]
+
+
+def section_body(s: Section) -> list[str]:
+    out = table(s.headers, s.rows) if s.headers else []
+    if s.notes:
+        out += [""] if out else []
+        out += [f"{cell(n)}  " for n in s.notes]
+    return out
+
+
+def _summary(s: Section) -> str:
+    count = f" ({len(s.rows)} rows)" if s.headers and f"({len(s.rows)})" not in s.title else ""
+    return s.title + count
+
+
+# report diff ------------------------------------------------------------------------------------
+def gate_line(gates: list[dict] | None) -> str:
+    """``**Gate: passed** (2 rules)`` or ``**Gate: FAILED** — rule: detail; ...``; "" without rules."""
+    if not gates:
+        return ""
+    failed = [g for g in gates if g["failed"]]
+    n = f"{len(gates)} rule{'s' if len(gates) != 1 else ''}"
+    if not failed:
+        return f"**Gate: passed** ({n})"
+    why = "; ".join(f"`{g['rule']}`: {g['detail']}" for g in failed)
+    return f"**Gate: FAILED** ({len(failed)} of {n}) — {why}"
+
+
+def top_line(doc: dict) -> str:
+    """The one line a reviewer reads: the gate's outcome (when rules were given) and the verdict."""
+    verdict = f"**Verdict:** {' '.join(str(doc['verdict']).split())}"
+    gate = gate_line(doc.get("gates"))
+    return f"{gate} · {verdict}" if gate else verdict
+
+
+def _run_name(run: dict) -> str:
+    return f"`{run['model']} @ {run['delegate']}`"
+
+
+def headline_rows(doc: dict) -> list[list[str]]:
+    """The task's key metrics and every metric with a paired interval: A, B, B - A, interval, p."""
+    definition = definition_of(doc)
+    _, pairwise = quantities(doc)
+    key = set(definition.sweep_metrics)
+    rows = []
+    for r in doc["metrics"]:
+        name = r["name"]
+        low, high = pairwise.get(f"{name}_ci_low"), pairwise.get(f"{name}_ci_high")
+        if name not in key and low is None:
+            continue
+        interval = DASH if low is None or high is None else f"[{low:+.4f}, {high:+.4f}]"
+        p = pairwise.get(f"{name}_p")
+        rows.append(
+            [name, fmt(r["a"], ".4f"), fmt(r["b"], ".4f"), fmt(r["delta"], "+.4f"), interval,
+             DASH if p is None else fmt(p, ".3g")]
+        )  # fmt: skip
+    return rows
+
+
+def speed_rows(doc: dict) -> list[list[str]]:
+    """invoke() p50 and mean: A, B (ms), speed-up A / B and its bootstrap interval from the document."""
+    boot = (doc.get("latency_speedup") or {}).get("stats") or {}
+    latency = {r["name"]: r for r in doc["latency"]}
+    rows = []
+    for stat in ("p50", "mean"):
+        r = latency.get(f"latency_{stat}")
+        if r is None or (r["a"] is None and r["b"] is None):
+            continue
+        interval = (boot.get(stat) or {}).get("interval")
+        shown = DASH if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}]"
+        if interval is not None and boot[stat]["noise"]:
+            shown += " noise"
+        rows.append(
+            [f"latency {stat} (ms)", fmt(r["a"], ".3f"), fmt(r["b"], ".3f"), fmt(r["speedup"], ".3f"), shown]
+        )
+    return rows
+
+
+def render_diff(doc: dict, sections: list[Section]) -> str:
+    """The diff as a PR comment. ``sections``: :func:`evalharness.report.diff_view.sections` of ``doc``."""
+    a, b = doc["a"], doc["b"]
+    out = [top_line(doc), ""]
+    out.append(
+        f"A = {_run_name(a)} → B = {_run_name(b)} · task {doc['task']} · {fmt(b.get('num_scored'))} samples"
+    )
+    c = doc["comparability"]
+    warnings = [*c["refused"], *c["warnings"], *([c["cache"]] if c.get("cache") else [])]
+    out += ["", *(f"> **Warning:** {cell(w)}  " for w in warnings)] if warnings else []
+    heads = headline_rows(doc)
+    if heads:
+        out += ["", *table(["metric", "A", "B", "Δ (B − A)", "95 % paired interval", "p"], heads)]
+    speed = speed_rows(doc)
+    if speed:
+        out += ["", *table(["speed", "A", "B", "speed-up A / B", "95 % bootstrap interval"], speed)]
+    if doc.get("gates"):
+        rows = [[g["rule"], g["detail"], "**FAIL**" if g["failed"] else "ok"] for g in doc["gates"]]
+        out += ["", *table(["gate (--fail-if)", "tested", "result"], rows)]
+    for s in sections:
+        if s.key in ("verdict", "gates"):
+            continue
+        out += ["", *details(_summary(s), section_body(s))]
+    return "\n".join(out) + "\n"
+
+
+# report sweep -----------------------------------------------------------------------------------
+def sweep_line(rows: list[dict]) -> str:
+    bad = [r for r in rows if r["status"] != "complete"]
+    line = f"**Sweep: {len(rows)} jobs, {len(rows) - len(bad)} complete**"
+    if bad:
+        line += " — not complete: " + "; ".join(f"`{r['run']}` {r['status']}" for r in bad)
+    return line
+
+
+def sweep_compact(columns: list[str], rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Parameters, status, each key metric with its interval, its change against the baseline,
+    latency p50 and the speed-up: the sweep's rows as ``report sweep`` made them."""
+    params = columns[1 : columns.index("status")]
+    metrics = []
+    for c in columns[columns.index("status") + 1 :]:  # the task's metrics come first, then the rest
+        if c.endswith(("_ci_low", "_ci_high")) or c in VALUE_COLUMNS:
+            break
+        metrics.append(c)
+    deltas = [c for c in columns if c.startswith("d_") and c[2:] in metrics]
+    speed = [c for c in ("latency_p50_ms", "speedup_p50") if c in columns]
+    headers = [*(params or ["run"]), "status", *metrics, *(f"Δ {c[2:]}" for c in deltas), *speed]
+    out = []
+    for r in rows:
+        cells = [str(r.get(p) if r.get(p) is not None else DASH) for p in (params or ["run"])]
+        cells.append(r["status"])
+        for m in metrics:
+            value, low, high = r.get(m), r.get(f"{m}_ci_low"), r.get(f"{m}_ci_high")
+            shown = fmt(value, ".4f", missing=DASH)
+            cells.append(
+                shown + (f" [{low:.4f}, {high:.4f}]" if low is not None and high is not None else "")
+            )
+        cells += [fmt(r.get(d), "+.4f", missing=DASH) for d in deltas]
+        cells += [fmt(r.get(c), ".3f", missing=DASH) for c in speed]
+        out.append(cells)
+    return headers, out
+
+
+def render_sweep(columns: list[str], rows: list[dict], sections: list[Section]) -> str:
+    """The sweep as a PR comment: one status line, the compact table, the rest in details blocks."""
+    headers, cells = sweep_compact(columns, rows)
+    out = [sweep_line(rows), "", *table(headers, cells)]
+    if any(c.startswith("d_latency") for c in columns):
+        out += ["", "Δ: change against the baseline job; speed-up = the baseline's p50 / this job's p50."]
+    for s in sections:
+        out += ["", *details(_summary(s), section_body(s))]
+    return "\n".join(out) + "\n"
