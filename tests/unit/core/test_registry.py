@@ -1,0 +1,93 @@
+"""The one registry style: lazy ``module:object`` entries, a base-class check, did-you-mean, and a
+plug-in whose module fails to import named as that plug-in."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from evalharness.core.errors import ConfigError
+from evalharness.core.registry import Registry
+
+
+class Base:
+    pass
+
+
+class Good(Base):
+    pass
+
+
+@pytest.fixture
+def module(monkeypatch):
+    """A throw-away module ``fake_plugins`` holding Good and a non-Base object."""
+    mod = types.ModuleType("fake_plugins")
+    mod.Good, mod.bad = Good, object()
+    monkeypatch.setitem(sys.modules, "fake_plugins", mod)
+    return mod
+
+
+def test_lazy_entries_are_named_before_they_are_imported(module):
+    reg: Registry = Registry("widget", base=Base, entry_points=None)
+    reg.register_lazy("good", "fake_plugins:Good")
+    assert reg.names() == ["good"] and "good" in reg
+    assert reg.get("good") is Good
+
+
+def test_a_typo_lists_the_valid_names_and_the_closest(module):
+    reg: Registry = Registry("widget", base=Base, entry_points=None)
+    reg.register_lazy("good", "fake_plugins:Good")
+    reg.register("other")(Good)
+    want = r"unknown widget 'goood'; valid: good, other\. Did you mean 'good'\?"
+    with pytest.raises(ConfigError, match=want):
+        reg.get("goood")
+
+
+def test_an_entry_that_is_not_of_the_base_class_is_refused(module):
+    reg: Registry = Registry("widget", base=Base, entry_points=None)
+    reg.register_lazy("bad", "fake_plugins:bad")
+    with pytest.raises(ConfigError, match=r"widget 'bad' is .*not a Base"):
+        reg.get("bad")
+    with pytest.raises(ConfigError, match="not a Base"):
+        reg.register("direct")(object())
+
+
+def test_a_plugin_module_that_fails_to_import_is_named():
+    reg: Registry = Registry("widget", entry_points=None)
+    reg.register_lazy("missing", "no_such_module_anywhere:Thing")
+    want = r"widget 'missing': module 'no_such_module_anywhere' cannot be imported"
+    with pytest.raises(ConfigError, match=want):
+        reg.get("missing")
+
+
+def test_a_module_that_does_not_register_the_name_is_an_error(module):
+    reg: Registry = Registry("widget", entry_points=None)
+    reg.register_lazy("silent", "fake_plugins")  # a module that should register "silent" itself
+    with pytest.raises(ConfigError, match="did not register it"):
+        reg.get("silent")
+
+
+def test_a_name_registered_twice_is_a_programming_error():
+    reg: Registry = Registry("widget", entry_points=None)
+    reg.register("a")(Good)
+    with pytest.raises(ValueError):
+        reg.register("a")(Good)
+    with pytest.raises(ValueError):
+        reg.register_lazy("a", "x:y")
+
+
+def test_entry_points_add_lazy_names(monkeypatch):
+    class EntryPoint:
+        name, value = "from_ep", "fake_plugins:Good"
+
+    calls = []
+
+    def entry_points(group):
+        calls.append(group)
+        return [EntryPoint()]
+
+    monkeypatch.setattr("importlib.metadata.entry_points", entry_points)
+    reg: Registry = Registry("widget")
+    assert "from_ep" in reg.names() and calls == ["evalharness.widgets"]
