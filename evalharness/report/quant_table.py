@@ -12,13 +12,10 @@ definitions only (no runtime import).
 
 from __future__ import annotations
 
-import os
-
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import delta, fmt
 from evalharness.core.tables import Section
 from evalharness.report.runs import definition_of
-from evalharness.rundir.reader import load_run
 from evalharness.stats.paired import format_p
 
 FLOAT = "none"
@@ -36,16 +33,9 @@ def _float_row(rows: list[dict], row: dict, others: list[str]) -> dict | None:
     return None
 
 
-class _Runs:
-    """Each float run is the base of several rows: read each run once."""
-
-    def __init__(self, multirun_dir: str) -> None:
-        self.dir, self.loaded = multirun_dir, {}
-
-    def __call__(self, name: str):
-        if name not in self.loaded:
-            self.loaded[name] = load_run(os.path.join(self.dir, name), name)
-        return self.loaded[name]
+def runs_of(jobs: list[dict]) -> dict:
+    """Job name -> its run (:func:`evalharness.report.sweep.collect` read each document once)."""
+    return {job["run"]: job["doc"] for job in jobs if job["doc"] is not None}
 
 
 def quant_metrics(definition) -> tuple[str, ...]:
@@ -53,17 +43,17 @@ def quant_metrics(definition) -> tuple[str, ...]:
     return tuple(definition.sweep_metrics)
 
 
-def add_quant_columns(multirun_dir: str, rows: list[dict], keys: list[str]) -> list[str]:
+def add_quant_columns(jobs: list[dict], rows: list[dict], keys: list[str]) -> list[str]:
     """Change against the float row (``d_<metric>_vs_float``) and the task's agreement with it in
     every scored row that has a scored float row with the same other values; returns the columns."""
     others = [k for k in keys if k != "quant"]
-    load, columns = _Runs(multirun_dir), []
+    runs, columns = runs_of(jobs), []
     for row in rows:
         base = _float_row(rows, row, others)
         if base is None or row["status"] not in SCORED or base["status"] not in SCORED:
             continue
+        run_float, run = runs[base["run"]], runs[row["run"]]
         try:
-            run_float, run = load(base["run"]), load(row["run"])
             definition = definition_of(run)
         except EvalHarnessError:
             continue
@@ -90,11 +80,11 @@ def _error(row: dict) -> str:
     return "" if row["status"] == "complete" else f"{row['status']}: {row.get('error') or ''}".strip()
 
 
-def _scored_definition(multirun_dir: str, rows: list[dict]):
+def _scored_definition(runs: dict, rows: list[dict]):
     for r in rows:
         if r["status"] in SCORED:
             try:
-                return definition_of(load_run(os.path.join(multirun_dir, r["run"]), r["run"]))
+                return definition_of(runs[r["run"]])
             except EvalHarnessError:
                 continue
     return None
@@ -176,20 +166,21 @@ def _order(name: str) -> tuple:
     return (ORDER.index(name), "") if name in ORDER else (len(ORDER), name)
 
 
-def host_note(multirun_dir: str, rows: list[dict]) -> str:
+def host_note(runs: dict, rows: list[dict]) -> str:
     """Which CPU ran the sweep: int8 speed depends on it (VNNI, dot-product instructions)."""
     for r in rows:
         if r["status"] in SCORED:
-            run = load_run(os.path.join(multirun_dir, r["run"]), r["run"])
+            run = runs[r["run"]]
             features = run.prov("host.cpu_features") or []
             return f"host CPU: {run.prov('host.cpu', '?')}; features: {', '.join(features) or 'none listed'}"
     return "host CPU: unknown (no job completed)"
 
 
-def quant_sections(multirun_dir: str, rows: list[dict], keys: list[str]) -> list[Section]:
+def quant_sections(jobs: list[dict], rows: list[dict], keys: list[str]) -> list[Section]:
     others = [k for k in keys if k != "quant"]
-    definition = _scored_definition(multirun_dir, rows)
+    runs = runs_of(jobs)
+    definition = _scored_definition(runs, rows)
     table1 = _table1(rows, others, definition)
-    table1.notes.append(host_note(multirun_dir, rows))
+    table1.notes.append(host_note(runs, rows))
     table2 = _table2(rows, others, definition)
     return [table1, *([table2] if table2 else [])]

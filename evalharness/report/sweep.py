@@ -152,9 +152,7 @@ def add_baseline(
     return [*(f"d_{m}" for m in metrics), "d_latency_p50_pct", "speedup_p50"]
 
 
-def sweep_table(
-    multirun_dir: str, jobs: list[dict], baseline: dict[str, str] | None = None
-) -> tuple[list[str], list[dict]]:
+def sweep_table(jobs: list[dict], baseline: dict[str, str] | None = None) -> tuple[list[str], list[dict]]:
     """(columns, rows) of ``jobs`` (:func:`collect`) sorted by the varying parameters, then job number."""
     keys = varying_keys(jobs)
     rows = [job_row(j, keys) for j in jobs]
@@ -163,7 +161,7 @@ def sweep_table(
     metrics += add_interval_columns(jobs, rows, metrics)
     extra = add_baseline(rows, keys, baseline, metrics) if baseline else []
     if "quant" in keys:  # a quantization sweep: change, agreement and McNemar against the float job
-        extra += add_quant_columns(multirun_dir, rows, keys)
+        extra += add_quant_columns(jobs, rows, keys)
     return ["run", *keys, "status", *metrics, *VALUE_COLUMNS, *extra, "error"], rows
 
 
@@ -218,13 +216,13 @@ def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, 
     from evalharness.report import html, plots
 
     jobs = collect(multirun_dir)  # every run document read once, for the table, notes and figures
-    columns, rows = sweep_table(multirun_dir, jobs, baseline)
+    columns, rows = sweep_table(jobs, baseline)
     out = out or multirun_dir
     title = f"evalharness sweep: {os.path.basename(os.path.normpath(multirun_dir))}"
     secs = sections(multirun_dir, jobs, columns, rows)
     keys = columns[1 : columns.index("status")]
     if "quant" in keys:
-        secs = [*quant_sections(multirun_dir, rows, keys), *secs]
+        secs = [*quant_sections(jobs, rows, keys), *secs]
     labels = {r["run"]: _label(r, columns) for r in rows}
     secs += agreement_sections(jobs, lambda job: labels[job["run"]])
     figures = []
