@@ -176,26 +176,16 @@ def _problem(key: str, chosen: dict, dirs: list[Path]) -> str | None:
 def _task_group_problem(key: str, group: str, parts: list[str], chosen: dict, dirs: list[Path]) -> str | None:
     """``model``/``dataset``: the core fields plus the chosen task's; other tasks' fields pass (as in
     run/settings.check_group: a preset describes its model or dataset for every task)."""
-    from evalharness.run.settings import SCHEMAS
+    from evalharness.run.settings import SCHEMAS, task_fields
     from evalharness.tasks.discovery import task_definitions
 
-    definitions = task_definitions()
-    others = {
-        f
-        for t in definitions.names()
-        for f in field_names(getattr(definitions.get(t), f"{group}_schema") or _None)
-    }
+    definitions, others = task_definitions(), task_fields(group)
     for option in chosen["task"] or []:
         name = _name_in("task", option, dirs)
         own = getattr(definitions.get(name), f"{group}_schema", None)
         if problem := _message(key, parts, extended(SCHEMAS[group], own), f"{group} (task={name})", others):
             return problem
     return None
-
-
-@dataclasses.dataclass
-class _None:
-    pass
 
 
 def unknown_key(args: list[str]) -> str | None:

@@ -135,27 +135,21 @@ def loop_settings(node: FrozenDict, overrides: list[str]) -> LoopSettings:
 TASK_EXTENDED = ("model", "dataset")  # core groups a task adds its own fields to
 
 
+def task_fields(group: str) -> set[str]:
+    """The fields some task adds to the core group ``group`` (``model`` or ``dataset``)."""
+    definitions = task_definitions()
+    schemas = (getattr(definitions.get(task), f"{group}_schema") for task in definitions.names())
+    return {name for schema in schemas if schema is not None for name in field_names(schema)}
+
+
 def check_group(group: str, node: dict, definition: type | None = None) -> FrozenDict:
     """One core group (already resolved) checked against its schema, plus the fields the task
     ``definition`` declares for it; fields other tasks declare pass through unchecked."""
     where = f"config group '{group}'"
-    if old := renamed_in_group(group, node):
-        raise ConfigError(old)
     if group not in TASK_EXTENDED:
         return check(SCHEMAS[group], node, where)
-    definitions = task_definitions()
-    others = {
-        name
-        for task in definitions.names()
-        for name in field_names(getattr(definitions.get(task), f"{group}_schema") or _NoFields)
-    }
     own = getattr(definition, f"{group}_schema", None)
-    return check_extended(SCHEMAS[group], own, others, node, where)
-
-
-@dataclass
-class _NoFields:
-    pass
+    return check_extended(SCHEMAS[group], own, task_fields(group), node, where)
 
 
 def check_task_needs(definition, dataset: FrozenDict, plan: DelegatePlan, command_line: bool) -> None:
@@ -200,11 +194,11 @@ def validate(
         dict(resolved["model"]), list(overrides or []), resolved["paths"]["cache_dir"]
     )
     resolved = {**resolved, "model": model}
+    for group, node in resolved.items():  # a renamed key in a config file: refused with its new name
+        if isinstance(node, dict) and (old := renamed_in_group(group, node)):
+            raise ConfigError(old)
     definition_class = task_definitions().get(resolved["task"].get("name"))
     groups = {g: check_group(g, resolved[g], definition_class) for g in SCHEMAS}
-    for group in ("task", "delegate"):
-        if old := renamed_in_group(group, resolved[group]):
-            raise ConfigError(old)
     task = check(definition_class.schema, resolved["task"], "config group 'task'")
     delegate = dict(resolved["delegate"])
     if "???" in delegate.values():
