@@ -10,12 +10,12 @@ approximation. Runs that cannot be paired this way are refused with the reason (
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import EvalHarnessError
 from evalharness.data.preprocess import InputSpec, PreprocessSpec, preprocess_file, spec_from_config
 from evalharness.report.runs import MODEL_INPUT_FIELDS, comparability, field_differences
@@ -66,19 +66,11 @@ class Side:
         return results
 
 
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def open_side(run: Run, label: str, workdir: str) -> Side:
     path, recorded = run.prov("model.path"), run.prov("model.sha256")
     if not path or not os.path.isfile(path):
         raise ExplainError(f"run {run.label}: model file {path!r} (provenance.model.path) not found")
-    if recorded and _sha256(path) != recorded:
+    if recorded and sha256_file(path) != recorded:
         raise ExplainError(
             f"run {run.label}: {path} changed since the run (sha256 differs from provenance.model.sha256); "
             "explain needs the model the run used"

@@ -18,9 +18,10 @@ so cold and warm are exact for that model. Pure Python: no runtime import.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Iterator
+
+from evalharness.core.checksum import sha256_file
 
 _TRUE = ("1", "true", "yes", "y")  # Mesa's env_var_as_boolean
 
@@ -89,11 +90,7 @@ def _listdir(path: str) -> list[str]:
 
 def model_key(model_path: str, delegate: str) -> str:
     """The per-model folder name under ``delegate.compile_cache_dir``: model sha256[:16] and the delegate."""
-    digest = hashlib.sha256()
-    with open(model_path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return f"{digest.hexdigest()[:16]}-{delegate}"
+    return f"{sha256_file(model_path)[:16]}-{delegate}"
 
 
 def model_cache_dir(cache_dir: str, model_path: str, delegate: str) -> str:
