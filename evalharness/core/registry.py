@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Generic, TypeVar
 
 from evalharness.core.errors import ConfigError
@@ -38,15 +38,24 @@ def load_object(reference: str, what: str) -> object:
 class Registry(Generic[T]):
     """``kind`` names the plug-in kind in messages (``unknown delegate 'gpux'``); ``base``: the class
     every entry must be (an instance of, or a subclass of); ``entry_points``: the entry-point group of
-    outside plug-ins (default ``evalharness.<kind>s``; ``None`` for none)."""
+    outside plug-ins (default ``evalharness.<kind>s``; ``None`` for none); ``lazy``: the built-in
+    names, each -> ``"module:object"`` (or the module that registers it), see :meth:`register_lazy`."""
 
-    def __init__(self, kind: str, base: type | None = None, entry_points: str | None = "") -> None:
+    def __init__(
+        self,
+        kind: str,
+        base: type | None = None,
+        entry_points: str | None = "",
+        lazy: Mapping[str, str] | None = None,
+    ) -> None:
         self.kind = kind
         self.base = base
         self.group = f"evalharness.{kind.replace(' ', '_')}s" if entry_points == "" else entry_points
         self._items: dict[str, T] = {}
         self._lazy: dict[str, str] = {}
         self._entry_points_read = False
+        for name, reference in (lazy or {}).items():
+            self.register_lazy(name, reference)
 
     def register(self, name: str) -> Callable[[T], T]:
         def add(obj: T) -> T:

@@ -61,9 +61,13 @@ class GroundTruthRequest:
 Label = tuple[str, int]  # (label text, occurrence)
 _S = TypeVar("_S", bound=Sized)
 Reader = Callable[[GroundTruthRequest], list[LabeledSample]]
-FORMATS: Registry[Reader] = Registry("ground-truth format", entry_points=None)
-for _name in ("val_txt", "devkit", "imagefolder", "label_lines", "csv"):
-    FORMATS.register_lazy(_name, "evalharness.data.label_formats")  # the readers register themselves
+FORMATS: Registry[Reader] = Registry(
+    "ground-truth format",
+    entry_points=None,  # the readers of evalharness.data.label_formats register themselves
+    lazy=dict.fromkeys(
+        ("val_txt", "devkit", "imagefolder", "label_lines", "csv"), "evalharness.data.label_formats"
+    ),
+)
 
 
 def load_ground_truth(

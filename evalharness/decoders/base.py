@@ -43,15 +43,6 @@ class Detections:
         ]
 
 
-DECODERS: Registry = Registry("output decoder", base=None)
-for _name, _reference in {
-    "ssd_postprocess": "evalharness.decoders.ssd:SsdPostprocessDecoder",
-    "yolo": "evalharness.decoders.yolo:YoloDecoder",
-    "yolo_nms": "evalharness.decoders.yolo_nms:YoloNmsDecoder",
-}.items():
-    DECODERS.register_lazy(_name, _reference)
-
-
 def build_decoder(name: str, params: dict | None = None):
     """The decoder ``name`` with ``params`` checked against its fields (one-line ConfigError)."""
     cls = DECODERS.get(name)
@@ -100,4 +91,12 @@ class Decoder:
         return [np.asarray(info.dequantize(v), dtype=np.float64) for info, v in pairs]
 
 
-DECODERS.base = Decoder  # every decoder extends the bound-state base (checked when first named)
+DECODERS: Registry = Registry(
+    "output decoder",
+    base=Decoder,
+    lazy={
+        "ssd_postprocess": "evalharness.decoders.ssd:SsdPostprocessDecoder",
+        "yolo": "evalharness.decoders.yolo:YoloDecoder",
+        "yolo_nms": "evalharness.decoders.yolo_nms:YoloNmsDecoder",
+    },
+)

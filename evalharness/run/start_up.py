@@ -22,7 +22,7 @@ from evalharness.core.boundary import EXIT_USER_ERROR
 from evalharness.core.errors import ConfigError, EvalHarnessError, RunStopped
 from evalharness.core.numbers import relative_pct
 from evalharness.runtime.cache import shader_cache_disabled
-from evalharness.runtime.delegates import compile_cache_kinds
+from evalharness.runtime.delegates import compile_cache_kinds, kind_of
 
 MODES = ("as_found", "cold", "warm", "both")
 PASS_DIRS = {"cold": "cache_cold", "warm": "cache_warm"}
@@ -46,7 +46,7 @@ def check(mode: str, plan, command_line: bool) -> None:
             f"task.start_up={mode} repeats the command line in child processes; run it with "
             "python -m evalharness (this config was composed without one)"
         )
-    if plan.name not in compile_cache_kinds():
+    if not kind_of(plan).compile_cache:
         raise ConfigError(
             f"task.start_up={mode} needs a compile cache to empty and fill; delegate={plan.name} has none "
             f"evalharness can point at (only {', '.join(compile_cache_kinds())}); use task.start_up=as_found"

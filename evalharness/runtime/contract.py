@@ -131,12 +131,14 @@ class Model(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} runs one sample at a time (batch_size=0)")
 
 
-BACKENDS: Registry[type[Model]] = Registry("backend", base=Model)
-for _name, _reference in {
-    "interpreter": "evalharness.runtime.litert:InterpreterModel",
-    "compiled_gpu": "evalharness.runtime.compiled:CompiledGpuModel",
-    "compiled_cpu": "evalharness.runtime.compiled:CompiledCpuModel",
-    "compiled_npu": "evalharness.runtime.npu:CompiledNpuModel",
-    "adb": "evalharness.runtime.android.backend:AdbModel",
-}.items():
-    BACKENDS.register_lazy(_name, _reference)
+BACKENDS: Registry[type[Model]] = Registry(
+    "backend",
+    base=Model,
+    lazy={
+        "interpreter": "evalharness.runtime.litert:InterpreterModel",
+        "compiled_gpu": "evalharness.runtime.compiled:CompiledGpuModel",
+        "compiled_cpu": "evalharness.runtime.compiled:CompiledCpuModel",
+        "compiled_npu": "evalharness.runtime.npu:CompiledNpuModel",
+        "adb": "evalharness.runtime.android.backend:AdbModel",
+    },
+)

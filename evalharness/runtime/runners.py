@@ -32,8 +32,10 @@ class Runner(abc.ABC):
         """How to load the checked delegate config here (unavailable -> an error now)."""
 
 
-RUNNERS: Registry[Runner] = Registry("runner", base=Runner)
-RUNNERS.register_lazy("adb", "evalharness.runtime.android.runner")  # registers itself when imported
+# runner=adb registers itself when its module is imported
+RUNNERS: Registry[Runner] = Registry(
+    "runner", base=Runner, lazy={"adb": "evalharness.runtime.android.runner"}
+)
 
 
 @dataclass

@@ -88,16 +88,18 @@ class DelegateKind:
         return field_names(self.schema)
 
 
-DELEGATES: Registry[DelegateKind] = Registry("delegate", base=DelegateKind)
-for _module, _names in {
+_KIND_MODULES = {  # module of this package -> the delegates it registers when imported
     "cpu": ("cpu", "reference", "xnnpack"),
     "external": ("external", "edgetpu"),
     "gpu": ("gpu",),
     "npu": ("npu", "npu_aot"),
     "mobile": ("nnapi", "hexagon", "coreml"),
-}.items():
-    for _name in _names:
-        DELEGATES.register_lazy(_name, f"{__name__}.{_module}")
+}
+DELEGATES: Registry[DelegateKind] = Registry(
+    "delegate",
+    base=DelegateKind,
+    lazy={name: f"{__name__}.{module}" for module, names in _KIND_MODULES.items() for name in names},
+)
 CPU_CHOICES = "pick delegate=cpu|xnnpack|reference"
 
 
