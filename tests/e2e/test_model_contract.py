@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import subprocess
 import sys
@@ -16,7 +15,6 @@ from evalharness.core.paths import bundled
 from evalharness.runtime import Coverage, Model, backends, check_runner, load_model, plan_delegate, runners
 from evalharness.runtime.android import benchmark_model as bm
 
-RUNTIME = Path(__file__).resolve().parents[2] / "evalharness" / "runtime"
 SAMPLES = Path(__file__).resolve().parents[1] / "fake_android" / "samples"
 LAYOUT = {  # provenance.delegate.coverage in metrics.json
     "ops_total",
@@ -104,39 +102,3 @@ def test_validating_a_config_loads_no_backend():
     cwd = Path(__file__).resolve().parents[1]
     out = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
-
-
-def _imports(path: Path) -> set[str]:
-    """Modules a file imports anywhere (lazy imports inside functions too), as dotted names."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            names.update(f"{node.module}.{a.name}" for a in node.names)
-    return names
-
-
-def _module(path: Path) -> str:
-    parts = path.relative_to(RUNTIME.parent.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def test_delegates_know_no_runner():
-    for module in (RUNTIME / "delegates").glob("*.py"):
-        assert not any(".android" in name for name in _imports(module)), module.name
-
-
-def test_no_import_cycle_in_the_runtime():
-    modules = {_module(p): p for p in RUNTIME.rglob("*.py")}
-    graph = {m: {i for i in _imports(p) if i in modules and i != m} for m, p in modules.items()}
-
-    def reaches(start: str, goal: str, seen: set[str]) -> bool:
-        for nxt in graph[start] - seen:
-            seen.add(nxt)
-            if nxt == goal or reaches(nxt, goal, seen):
-                return True
-        return False
-
-    assert [m for m in graph if reaches(m, m, set())] == []

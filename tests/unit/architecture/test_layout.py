@@ -75,6 +75,19 @@ def test_definitions_stats_and_reports_never_reach_the_runtime_or_a_live_half():
     assert offenders == []
 
 
+def test_delegates_know_no_runner():
+    """A delegate plans; where it runs is the runner's business (the runtime's cycles are the
+    package's: :func:`test_no_import_cycles`)."""
+    offenders = sorted(
+        f"{name} -> {target}"
+        for name in GRAPH.modules
+        if name.startswith("evalharness.runtime.delegates")
+        for target in GRAPH.reachable(name)
+        if target.startswith(("evalharness.runtime.android", "evalharness.runtime.runners"))
+    )
+    assert offenders == []
+
+
 def test_only_the_runtime_imports_vendor_packages():
     offenders = []
     for name, path in GRAPH.modules.items():
