@@ -16,26 +16,39 @@ cannot be compared (one ``error:`` line on stderr). The rule grammar is in :mod:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
+from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.boundary import debug, report
 from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_markdown, render_text
 from evalharness.report import cache_states, diff_view, export, gate, markdown, merge, rescore, sweep
 from evalharness.report.diff import build_diff
 from evalharness.report.runs import ReportError, comparability, definition_of
+from evalharness.rundir.document import run_dir_of
 from evalharness.rundir.reader import load_run
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 
 
 def _emit(text: str, output: str | None) -> None:
-    if output:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
-        print(f"wrote {output}", file=sys.stderr)
-    else:
+    """A report's text on stdout, or written atomically to ``output``, never over a run's own file."""
+    if not output:
         sys.stdout.write(text)
+        return
+    if os.path.isdir(output):
+        raise ReportError(
+            f"-o {output} is a directory; give a file name, e.g. {os.path.join(output, 'report.txt')}"
+        )
+    run_dir = run_dir_of(output)
+    if run_dir is not None and os.path.lexists(output):
+        raise ReportError(
+            f"-o {output}: refusing to overwrite a file of the run directory {run_dir}; "
+            "give a new file name or a path outside it"
+        )
+    atomic_write_text(output, text)
+    print(f"wrote {output}", file=sys.stderr)
 
 
 def _render(doc: dict, fmt: str, title: str, sections) -> str:
@@ -122,12 +135,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    text = export.render(load_run(args.run, "RUN"), args.format)
-    if args.output:
-        export.write(text, args.output)
-        print(f"wrote {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+    _emit(export.render(load_run(args.run, "RUN"), args.format), args.output)
     return EXIT_OK
 
 

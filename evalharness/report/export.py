@@ -18,7 +18,7 @@ import io
 import json
 import os
 
-from evalharness.core.atomic_io import atomic_write_text, dumps, no_nan
+from evalharness.core.atomic_io import dumps, no_nan
 from evalharness.report.runs import ReportError, definition_of
 from evalharness.rundir.files import METRICS_FILE
 from evalharness.rundir.reader import Run
@@ -90,30 +90,3 @@ def to_json(run: Run) -> str:
 
 def render(run: Run, fmt: str) -> str:
     return to_csv(run) if fmt == "csv" else to_json(run)
-
-
-def run_dir_of(path: str) -> str | None:
-    """The run directory ``path`` lies in (a directory up the path holding a metrics.json), or None."""
-    directory = os.path.dirname(os.path.realpath(path))
-    while True:
-        if os.path.isfile(os.path.join(directory, METRICS_FILE)):
-            return directory
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return None
-        directory = parent
-
-
-def write(text: str, output: str) -> None:
-    """Write ``text`` to ``output`` atomically; refuse to replace any file of a run directory."""
-    if os.path.isdir(output):
-        raise ReportError(
-            f"-o {output} is a directory; give a file name, e.g. {os.path.join(output, 'run.csv')}"
-        )
-    run_dir = run_dir_of(output)
-    if run_dir is not None and os.path.lexists(output):
-        raise ReportError(
-            f"-o {output}: refusing to overwrite a file of the run directory {run_dir}; "
-            "give a new file name or a path outside it"
-        )
-    atomic_write_text(output, text)

@@ -117,3 +117,15 @@ def has_document(run_dir: str) -> bool:
 def holds_run(run_dir: str) -> bool:
     """A run (finished, interrupted or failed) already claimed ``run_dir``."""
     return has_document(run_dir) or os.path.exists(os.path.join(run_dir, STATE_FILE))
+
+
+def run_dir_of(path: str) -> str | None:
+    """The run directory ``path`` lies in (the nearest directory up its path that a run claimed),
+    or None: what writes outside a run must never replace one of its files."""
+    directory = os.path.dirname(os.path.realpath(path))
+    while not holds_run(directory):
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+    return directory

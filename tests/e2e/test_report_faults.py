@@ -124,3 +124,16 @@ def test_bad_run_and_output_paths(good, tmp_path, capsys, kind):
         ("sweep", good.parent, "--out", target),
     ):
         _check(*_report(capsys, *args))
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_no_report_output_replaces_a_file_of_a_run(good, tmp_path, capsys, name):
+    """Every report command's ``-o`` goes through one writer, which never replaces a run's file."""
+    run = tmp_path / "run"
+    shutil.copytree(good, run)
+    before = (run / name).read_bytes()
+    for args in (("diff", run, run, "-o", run / name), ("rescore", run, "-o", run / name)):
+        code, err = _report(capsys, *args)
+        _check(code, err)
+        assert code == 2 and "refusing to overwrite" in err, err
+    assert (run / name).read_bytes() == before
