@@ -152,6 +152,12 @@ def render_diff(doc: dict, sections: list[Section]) -> str:
 
 
 # report sweep -----------------------------------------------------------------------------------
+BASELINE_NOTE = (
+    "Δ: change against the baseline job, in brackets its paired 95 % interval (the one `report diff` "
+    "gives for the pair); speed-up = the baseline's p50 / this job's p50."
+)
+
+
 def sweep_line(rows: list[dict]) -> str:
     bad = [r for r in rows if r["status"] != "complete"]
     line = f"**Sweep: {len(rows)} jobs, {len(rows) - len(bad)} complete**"
@@ -176,16 +182,18 @@ def sweep_compact(columns: list[str], rows: list[dict]) -> tuple[list[str], list
     for r in rows:
         cells = [str(r.get(p) if r.get(p) is not None else DASH) for p in (params or ["run"])]
         cells.append(r["status"])
-        for m in metrics:
-            value, low, high = r.get(m), r.get(f"{m}_ci_low"), r.get(f"{m}_ci_high")
-            shown = fmt(value, ".4f", missing=DASH)
-            cells.append(
-                shown + (f" [{low:.4f}, {high:.4f}]" if low is not None and high is not None else "")
-            )
-        cells += [fmt(r.get(d), "+.4f", missing=DASH) for d in deltas]
-        cells += [fmt(r.get(c), ".3f", missing=DASH) for c in speed]
+        cells += [_with_interval(r, m, ".4f") for m in metrics]
+        cells += [_with_interval(r, d, "+.4f") for d in deltas]
+        cells += [_with_interval(r, c, ".3f") for c in speed]
         out.append(cells)
     return headers, out
+
+
+def _with_interval(row: dict, column: str, spec: str) -> str:
+    """``value [low, high]`` where the row holds the column's interval (a Δ's is the paired one)."""
+    low, high = row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high")
+    shown = fmt(row.get(column), spec, missing=DASH)
+    return shown + (f" [{low:{spec}}, {high:{spec}}]" if low is not None and high is not None else "")
 
 
 def render_sweep(columns: list[str], rows: list[dict], sections: list[Section]) -> str:
@@ -193,7 +201,7 @@ def render_sweep(columns: list[str], rows: list[dict], sections: list[Section]) 
     headers, cells = sweep_compact(columns, rows)
     out = [sweep_line(rows), "", *table(headers, cells)]
     if any(c.startswith("d_latency") for c in columns):
-        out += ["", "Δ: change against the baseline job; speed-up = the baseline's p50 / this job's p50."]
+        out += ["", BASELINE_NOTE]
     for s in sections:
         out += ["", *details(_summary(s), section_body(s))]
     return "\n".join(out) + "\n"

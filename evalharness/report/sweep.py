@@ -24,8 +24,9 @@ from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.numbers import delta, fmt, fmt_pct, ratio, relative_pct
 from evalharness.core.tables import Section, render_markdown, render_text
 from evalharness.report.cache_states import sweep_note
+from evalharness.report.diff import build_diff, quantities
 from evalharness.report.quant_table import add_quant_columns, quant_sections
-from evalharness.report.runs import ReportError, definition_of
+from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.report.sweep_pairs import (
     add_interval_columns,
     agreement_sections,
@@ -129,9 +130,12 @@ def _baseline_row(rows: list[dict], row: dict, baseline: dict, others: list[str]
 
 
 def add_baseline(
-    rows: list[dict], keys: list[str], baseline: dict[str, str], metrics: list[str]
+    jobs: list[dict], rows: list[dict], keys: list[str], baseline: dict[str, str], metrics: list[str]
 ) -> list[str]:
-    """Add d_<metric>, d_latency_p50_pct and speedup_p50 to every row that has a baseline row."""
+    """Add d_<metric>, d_latency_p50_pct and speedup_p50 to every row that has a baseline row, and
+    the paired interval of each change (``d_<metric>_ci_low/high``) where the two runs are on the
+    same images: taken from :func:`baseline_pairwise`, never from the two runs' own intervals (the
+    difference of two intervals' bounds is no interval of the difference)."""
     unknown = [k for k in baseline if k not in keys]
     if unknown:
         raise ReportError(
@@ -141,6 +145,7 @@ def add_baseline(
         spec = ",".join(f"{k}={v}" for k, v in baseline.items())
         raise ReportError(f"--baseline {spec}: no job of this sweep has these values")
     others = [k for k in keys if k not in baseline]
+    runs = {j["run"]: j["doc"] for j in jobs}
     for row in rows:
         base = _baseline_row(rows, row, baseline, others)
         if base is None or row["status"] not in SCORED:
@@ -149,7 +154,24 @@ def add_baseline(
             row[f"d_{m}"] = delta(base.get(m), row.get(m))
         row["d_latency_p50_pct"] = relative_pct(base["latency_p50_ms"], row["latency_p50_ms"])
         row["speedup_p50"] = ratio(base["latency_p50_ms"], row["latency_p50_ms"])
-    return [*(f"d_{m}" for m in metrics), "d_latency_p50_pct", "speedup_p50"]
+        paired = {} if base is row else baseline_pairwise(runs[base["run"]], runs[row["run"]])
+        for name, value in paired.items():
+            if name.endswith(("_ci_low", "_ci_high")):
+                row[name if name.startswith("speedup_") else f"d_{name}"] = value
+    changes = [*(f"d_{m}" for m in metrics), "speedup_p50"]
+    bounds = [f"{c}_ci_{end}" for c in changes for end in ("low", "high")]
+    intervals = [c for c in bounds if any(c in r for r in rows)]
+    return [*(f"d_{m}" for m in metrics), "d_latency_p50_pct", "speedup_p50", *intervals]
+
+
+def baseline_pairwise(base: Run, run: Run) -> dict[str, float]:
+    """The gate quantities of ``report diff BASE RUN`` with its default options (paired intervals of
+    each change, McNemar or bootstrap p): the same code, so a sweep row and the diff of the same
+    pair print the same interval. Empty where the pair is not comparable image by image."""
+    comp = comparability(base, run)
+    if comp.refused:
+        return {}
+    return quantities(build_diff(base, run, comp))[1]
 
 
 def sweep_table(jobs: list[dict], baseline: dict[str, str] | None = None) -> tuple[list[str], list[dict]]:
@@ -158,8 +180,8 @@ def sweep_table(jobs: list[dict], baseline: dict[str, str] | None = None) -> tup
     rows = [job_row(j, keys) for j in jobs]
     rows.sort(key=lambda r: ([_natural(r[k]) for k in keys], _job_number(r["run"]), r["run"]))
     metrics = metric_columns(jobs, rows)
+    extra = add_baseline(jobs, rows, keys, baseline, metrics) if baseline else []
     metrics += add_interval_columns(jobs, rows, metrics)
-    extra = add_baseline(rows, keys, baseline, metrics) if baseline else []
     if "quant" in keys:  # a quantization sweep: change, agreement and McNemar against the float job
         extra += add_quant_columns(jobs, rows, keys)
     return ["run", *keys, "status", *metrics, *VALUE_COLUMNS, *extra, "error"], rows

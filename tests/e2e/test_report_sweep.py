@@ -84,6 +84,18 @@ def test_baseline_adds_change_columns(sweep, capsys, tmp_path):
     assert float(ref["speedup_p50"]) == pytest.approx(
         float(cpu["latency_p50_ms"]) / float(ref["latency_p50_ms"])
     )
+    # The change's interval is the paired one of `report diff` on the same pair, never the
+    # difference of the two runs' own interval bounds.
+    code, out, _ = report(capsys, "diff", sweep_dir / cpu["run"], sweep_dir / ref["run"], "--format", "json")
+    paired = json.loads(out)["classification"]
+    assert code == 0 and [float(ref["d_top1_ci_low"]), float(ref["d_top1_ci_high"])] == pytest.approx(
+        paired["delta_top1_interval"], abs=1e-9
+    )
+    assert float(ref["d_top1_ci_low"]) <= float(ref["d_top1"]) <= float(ref["d_top1_ci_high"])
+    assert cpu["d_top1_ci_low"] == "" and float(ref["speedup_p50_ci_low"]) > 0
+    md_args = ("--out", tmp_path / "md", "--format", "md", "--baseline", "delegate=cpu")
+    code, md, _ = report(capsys, "sweep", sweep_dir, *md_args)
+    assert code == 0 and f"{float(ref['d_top1']):+.4f} [{float(ref['d_top1_ci_low']):+.4f}, " in md
     code, _, err = report(capsys, "sweep", sweep_dir, "--out", tmp_path, "--baseline", "delegate=xnnpack")
     assert code == 2 and "no job of this sweep has these values" in err
     code, _, err = report(capsys, "sweep", sweep_dir, "--out", tmp_path, "--baseline", "runtime=litert")
