@@ -20,8 +20,15 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
     atomic_write_chunks(path, (data,))
 
 
-def atomic_write_chunks(path: str, chunks: Iterable[str | bytes]) -> None:
-    """Write ``chunks`` to a temporary file, fsync, rename: a reader sees the old file or the new one."""
+def atomic_create_text(path: str, text: str) -> None:
+    """Like :func:`atomic_write_text`, but only where ``path`` does not exist yet: of two writers
+    racing for one path, exactly one wins and the other gets :class:`FileExistsError`."""
+    atomic_write_chunks(path, (text,), exclusive=True)
+
+
+def atomic_write_chunks(path: str, chunks: Iterable[str | bytes], exclusive: bool = False) -> None:
+    """Write ``chunks`` to a temporary file, fsync, rename: a reader sees the old file or the new one.
+    ``exclusive``: link instead of rename, which refuses an existing ``path`` atomically."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
@@ -32,7 +39,11 @@ def atomic_write_chunks(path: str, chunks: Iterable[str | bytes]) -> None:
                 f.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        if exclusive:
+            os.link(tmp, path)
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)

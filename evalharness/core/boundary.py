@@ -14,9 +14,12 @@ Exit codes: :data:`EXIT_USER_ERROR` (2) for every failure before a run produced 
 
 from __future__ import annotations
 
+import argparse
 import errno
 import os
 import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 EXIT_OK, EXIT_STOPPED, EXIT_USER_ERROR = 0, 1, 2
 DEBUG_ENV = "EVALHARNESS_DEBUG"
@@ -75,3 +78,27 @@ def _compose_error(exc: BaseException) -> str:
 def report(exc: BaseException) -> None:
     """Print the one ``error:`` line of ``exc`` on stderr."""
     print(f"error: {describe(exc)}", file=sys.stderr)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse keeping the contract: a usage mistake is one ``error:`` line with the way out, not
+    argparse's usage block followed by ``prog: error: ...``. Subcommand parsers inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {self.prog}: {message}; see {self.prog} --help", file=sys.stderr)
+        sys.exit(EXIT_USER_ERROR)
+
+
+def guarded(body: Callable[[], int | None]) -> int:
+    """Run an entry point's ``body`` inside the boundary and return its exit code: whatever escapes
+    it (an OS error on an output path, a damaged input, a bug) is one ``error:`` line and exit 2.
+    Every command-line tool of the package enters through here or through ``__main__``'s own app."""
+    try:
+        return body() or EXIT_OK
+    except SystemExit as exc:  # argparse's --help (0) and usage errors (2) keep their code
+        return exc.code if isinstance(exc.code, int) else EXIT_USER_ERROR
+    except Exception as exc:
+        if debug():
+            raise
+        report(exc)
+        return EXIT_USER_ERROR

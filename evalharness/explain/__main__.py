@@ -8,11 +8,11 @@ Exit 0 done; 2 user error (runs not comparable, no shared graph, missing model),
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.boundary import ArgumentParser, guarded
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_text
@@ -21,30 +21,26 @@ from evalharness.explain.render import model_explorer, render_html, sections, su
 from evalharness.report.explain_location import HTML_FILE, explain_dir
 from evalharness.rundir.reader import load_run
 
-EXIT_USER_ERROR = 2
-
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m evalharness.explain", description=__doc__.splitlines()[0]
-    )
+    return guarded(lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = ArgumentParser(prog="python -m evalharness.explain", description=__doc__.splitlines()[0])
     parser.add_argument("run_a", help="reference run directory (A)")
     parser.add_argument("run_b", help="run whose changed answers to explain (B)")
     parser.add_argument("--out", help="output folder (default: explain_<A>_vs_<B> beside B)")
     parser.add_argument("--max-changed", type=int, default=10, help="changed images to explain (default 10)")
     parser.add_argument("--controls", type=int, help="unchanged images to compare with (default: as many)")
     args = parser.parse_args(argv)
-    try:
-        a, b = load_run(args.run_a, "A"), load_run(args.run_b, "B")
-        out = args.out or explain_dir(a.dir, b.dir)
-        if os.path.exists(os.path.join(out, "explain.json")):
-            raise EvalHarnessError(f"{out}/explain.json exists; remove it or pass --out DIR")
-        if args.max_changed < 1 or (args.controls is not None and args.controls < 0):
-            raise EvalHarnessError("--max-changed must be >= 1 and --controls >= 0")
-        doc = explain(a, b, args.max_changed, args.controls)
-    except EvalHarnessError as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return EXIT_USER_ERROR
+    a, b = load_run(args.run_a, "A"), load_run(args.run_b, "B")
+    out = args.out or explain_dir(a.dir, b.dir)
+    if os.path.exists(os.path.join(out, "explain.json")):
+        raise EvalHarnessError(f"{out}/explain.json exists; remove it or pass --out DIR")
+    if args.max_changed < 1 or (args.controls is not None and args.controls < 0):
+        raise EvalHarnessError("--max-changed must be >= 1 and --controls >= 0")
+    doc = explain(a, b, args.max_changed, args.controls)
     text = render_text("evalharness explain: why did the answer change?", sections(doc))
     atomic_write_text(os.path.join(out, "explain.json"), stable_json(doc))
     atomic_write_text(os.path.join(out, "explain.txt"), text)
@@ -53,7 +49,6 @@ def main(argv: list[str] | None = None) -> int:
     print(summary(doc))
     print(f"explain: {out}/explain.json (.txt, .html, model_explorer.json)")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

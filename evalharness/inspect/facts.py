@@ -9,7 +9,6 @@ Delegates this host cannot run are listed with what is missing. ``--json``: the 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import ctypes
 import json
@@ -18,12 +17,11 @@ import sys
 
 from omegaconf import OmegaConf
 
+from evalharness.core.boundary import ArgumentParser, guarded
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.paths import CONF_DIR, model_stem
 from evalharness.data.preprocess import image_layout
 from evalharness.run.model_settings import infer_model_settings
-
-EXIT_USER_ERROR = 2
 
 
 def _preset(path) -> dict:
@@ -154,16 +152,16 @@ def render_text(doc: dict) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="evalharness inspect", description=__doc__.splitlines()[0])
+    return guarded(lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = ArgumentParser(prog="evalharness inspect", description=__doc__.splitlines()[0])
     parser.add_argument("model", help="a .tflite file")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument("--delegate", action="append", help="only these delegates (repeatable)")
     args = parser.parse_args(argv)
-    try:
-        doc = inspect_model(args.model, args.delegate)
-    except EvalHarnessError as exc:
-        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return EXIT_USER_ERROR
+    doc = inspect_model(args.model, args.delegate)
     print(json.dumps(doc, indent=2, sort_keys=True) if args.json else "\n".join(render_text(doc)))
     return 0
 

@@ -20,7 +20,7 @@ import os
 import sys
 
 from evalharness.core.atomic_io import atomic_write_text
-from evalharness.core.boundary import debug, report
+from evalharness.core.boundary import ArgumentParser, guarded
 from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_markdown, render_text
 from evalharness.report import cache_states, diff_view, export, gate, markdown, merge, rescore, sweep
@@ -29,7 +29,7 @@ from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.rundir.document import run_dir_of
 from evalharness.rundir.reader import load_run
 
-EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_REGRESSION = 0, 1
 
 
 def _emit(text: str, output: str | None) -> None:
@@ -140,7 +140,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m evalharness.report", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m evalharness.report", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("diff", help="compare run B against run A, image by image")
     d.add_argument("run_a", metavar="RUN_A", help="baseline run: output dir or metrics.json")
@@ -196,15 +196,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parser().parse_args(argv)
-    try:
-        code = args.func(args)
-    except Exception as exc:  # the error boundary: one line, no traceback (EVALHARNESS_DEBUG=1 for one)
-        if debug():
-            raise
-        report(exc)
-        code = EXIT_USAGE
-    sys.exit(code)
+    def body() -> int:
+        args = parser().parse_args(argv)
+        return args.func(args)
+
+    sys.exit(guarded(body))
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def run_settings(rp, run_dir: str) -> dict:
     far it got and :class:`RunStopped` (exit 1) is raised when it did not complete.
     """
     from evalharness.rundir.document import write_failure
-    from evalharness.rundir.state import claim
+    from evalharness.rundir.state import claim, release
 
     started = now()
     use_resize(rp.loop.resize)
@@ -60,20 +60,23 @@ def run_settings(rp, run_dir: str) -> dict:
         overwrite=loop.overwrite,
         can_resume=definition.can_resume,
     )
-    record_config(run_dir, rp)
     try:
-        ran = execute(rp, task, loop, done, run_dir)
-    except Exception as exc:
-        write_failure(run_dir, describe(exc), rp.config(), job_overrides())
-        raise
-    try:
-        return record_run(rp, task, quant, started, ran, identity)
-    except RunStopped:
-        raise
-    except Exception as exc:
-        if debug():
+        record_config(run_dir, rp)
+        try:
+            ran = execute(rp, task, loop, done, run_dir)
+        except Exception as exc:
+            write_failure(run_dir, describe(exc), rp.config(), job_overrides())
             raise
-        write_failure(run_dir, describe(exc), rp.config(), job_overrides())
-        raise RunStopped(f"the run could not be recorded: {describe(exc)}") from exc
+        try:
+            return record_run(rp, task, quant, started, ran, identity)
+        except RunStopped:
+            raise
+        except Exception as exc:
+            if debug():
+                raise
+            write_failure(run_dir, describe(exc), rp.config(), job_overrides())
+            raise RunStopped(f"the run could not be recorded: {describe(exc)}") from exc
+    finally:
+        release(run_dir)
 
 

@@ -53,14 +53,19 @@ def given_on_command_line(overrides: list[str]) -> set[str]:
 
 
 def infer_model_settings(model: dict, overrides: list[str], cache_dir: str | None) -> tuple[dict, dict]:
-    """(model group with what the file says filled in, {setting: source}). Only for ``from_file``;
-    ``cache_dir`` None: a dry run that extracts no label file."""
+    """(model group with what the file says filled in, {setting: source}). Every model file is
+    checked here, at validation, by the one guard (:mod:`evalharness.runtime.model_guard`); what the
+    file says is read only for ``from_file``. ``cache_dir`` None: a dry run that extracts no label
+    file."""
+    from evalharness.runtime.model_file import read_model_file
+    from evalharness.runtime.model_guard import read_model_bytes
+
     given = given_on_command_line(overrides)
     sources = {k: COMMAND_LINE if k in given else PRESET for k in SETTINGS}
-    if not model.get("from_file"):
+    if not model.get("from_file"):  # a preset's file goes through the same guard before any reader
+        read_model_bytes(model["path"])
         return model, sources
     sources["name"] = COMMAND_LINE if "name" in given else MODEL_FILE
-    from evalharness.runtime.model_file import read_model_file  # only now: validating loads no runtime
 
     info = read_model_file(model["path"])
     model = {**model, "preprocess": dict(model.get("preprocess") or {})}

@@ -3,8 +3,10 @@
 :func:`run_document` fixes the document's keys (``schema_version`` 3; the README lists them), so the
 live run and ``report merge`` cannot drift apart; :func:`failure_document` is the record a failed
 job leaves so that sweeps list it instead of dropping it. :func:`write_run` writes a finished run's
-files in the order that keeps the directory valid at every instant: artifacts and ``results.txt``
-first, ``metrics.json`` (the commit point) last.
+files in the order that keeps the directory valid at every instant: artifacts first, then
+``metrics.json`` (the commit point), then ``results.txt``, the human-readable lines of that same
+document: a write that fails (a full disk) can never leave a printed accuracy beside a record that
+does not hold it, and a failure record removes any ``results.txt`` an earlier session left.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import datetime as dt
 import os
 from collections.abc import Mapping
 
-from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, STATE_FILE, RunWriter
+from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE, RunWriter
 
 SCHEMA_VERSION = 3
 # metrics keys each schema version added (2: confidence intervals; 3 adds no metric, only
@@ -99,14 +101,19 @@ def failure_document(message: str, config: dict, overrides: list[str]) -> dict:
 
 
 def write_run(writer: RunWriter, doc: dict, lines: list[str], artifacts: Mapping[str, object]) -> str:
-    """Artifacts, results.txt, then metrics.json (atomic each); returns the metrics.json path."""
+    """Artifacts, metrics.json, then results.txt (atomic each); returns the metrics.json path."""
     for name, obj in artifacts.items():
         writer.write_json(name, obj)
+    path = writer.write_metrics(doc)
     writer.write_results(lines)
-    return writer.write_metrics(doc)
+    return path
 
 
 def write_failure(run_dir: str, message: str, config: dict, overrides: list[str]) -> str:
+    """The failure record; a ``results.txt`` already there (its figures now unfounded) goes first."""
+    stale = os.path.join(run_dir, RESULTS_FILE)
+    if os.path.lexists(stale):
+        os.unlink(stale)
     return RunWriter(run_dir).write_metrics(failure_document(message, config, overrides))
 
 

@@ -12,15 +12,19 @@ dataset manifest and the files' sizes and modification times). A later start in 
   changed on disk since is named), the finished predictions are read back up to the first torn line
   and the loop continues with the samples that have none.
 
-Every refusal happens before anything is written into the directory.
+Every refusal happens before anything is written into the directory. The claim is atomic: the
+process holds an exclusive lock on the directory from the claim until the run is recorded
+(:func:`release`), and a new run's ``run_state.json`` is created only where none exists, so two runs
+started into one directory at the same moment can never both proceed.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 
-from evalharness.core.atomic_io import atomic_write_text, dumps
+from evalharness.core.atomic_io import atomic_create_text, dumps
 from evalharness.core.errors import ConfigError, EvalHarnessError
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RUN_FILES, STATE_FILE, read_predictions
@@ -69,6 +73,50 @@ def claim(
     run_dir: str, config: dict, identity: dict, *, resume: bool, overwrite: bool, can_resume: bool
 ) -> list[dict]:
     """Claim ``run_dir`` for this run; returns the prediction records to resume from (or [])."""
+    _lock(run_dir)
+    try:
+        return _claim(run_dir, config, identity, resume=resume, overwrite=overwrite, can_resume=can_resume)
+    except BaseException:
+        release(run_dir)
+        raise
+
+
+_HELD: dict[str, int] = {}  # run directory -> the descriptor holding its lock
+
+
+def _lock(run_dir: str) -> None:
+    """Hold ``run_dir`` exclusively until :func:`release`: another process claiming it is refused.
+    A file system without directory locks (some network mounts) leaves the exclusive create of
+    ``run_state.json`` as the only guard."""
+    os.makedirs(run_dir, exist_ok=True)
+    key = os.path.realpath(run_dir)
+    if key in _HELD:
+        return
+    fd = os.open(run_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise EvalHarnessError(
+            f"{run_dir} is in use by another running evalharness process; wait for it to end or "
+            "choose another hydra.run.dir"
+        ) from None
+    except OSError:
+        os.close(fd)
+        return
+    _HELD[key] = fd
+
+
+def release(run_dir: str) -> None:
+    """Let go of ``run_dir`` (the run is recorded, or its claim failed)."""
+    fd = _HELD.pop(os.path.realpath(run_dir), None)
+    if fd is not None:
+        os.close(fd)
+
+
+def _claim(
+    run_dir: str, config: dict, identity: dict, *, resume: bool, overwrite: bool, can_resume: bool
+) -> list[dict]:
     config = _stable(config)
     recorded, doc = _recorded(run_dir)
     if recorded is not None:
@@ -109,7 +157,12 @@ def claim(
             f"loop.resume=true but {run_dir} holds no run; "
             "set hydra.run.dir to the interrupted run's directory"
         )
-    atomic_write_text(os.path.join(run_dir, STATE_FILE), dumps({"config": config, "identity": identity}))
+    try:
+        atomic_create_text(os.path.join(run_dir, STATE_FILE), dumps({"config": config, "identity": identity}))
+    except FileExistsError:
+        raise EvalHarnessError(
+            f"{run_dir} was claimed by another run at the same moment; choose another hydra.run.dir"
+        ) from None
     return []
 
 

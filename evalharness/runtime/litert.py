@@ -23,6 +23,7 @@ from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.cache import xnnpack_weight_cache
 from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan
+from evalharness.runtime.model_guard import read_model_bytes
 
 RUNTIME_PACKAGES = {"litert": "ai-edge-litert", "tensorflow": "tensorflow"}
 
@@ -84,15 +85,8 @@ def _delegate_failure(exc: Exception) -> str:
 
 
 def check_flatbuffer(model_path: str) -> None:
-    """A clear error for a missing file or a file that is not a TFLite flatbuffer ("TFL3")."""
-    if os.path.isdir(model_path):
-        raise EvalHarnessError(f"{model_path} is a directory; set model.path=<the .tflite file>")
-    if not os.path.isfile(model_path):
-        raise EvalHarnessError(f"model file not found: {model_path} (set model.path=...)")
-    with open(model_path, "rb") as f:
-        head = f.read(8)
-    if len(head) < 8 or head[4:8] != b"TFL3":
-        raise ModelMismatchError(f"{model_path}: not a TFLite flatbuffer (no 'TFL3' identifier)")
+    """Before a loader sees the file: the one model-file guard (missing, special, damaged: one error)."""
+    read_model_bytes(model_path)
 
 
 def check_delegate_library(path: str) -> None:

@@ -33,6 +33,7 @@ from flatbuffers import number_types as nt
 from flatbuffers.table import Table
 
 from evalharness.core.errors import ConfigError
+from evalharness.runtime.model_guard import read_model_bytes
 
 __all__ = ["ModelFile", "TensorSummary", "read_model_file"]
 
@@ -93,14 +94,9 @@ class ModelFile:
 
 
 def read_model_file(path: str) -> ModelFile:
-    """Parse ``path``; a file that is not a TFLite flatbuffer is one ConfigError naming it."""
-    try:
-        with open(path, "rb") as f:
-            buf = f.read()
-    except OSError as exc:
-        raise ConfigError(f"model.path={path}: cannot read the model file ({exc.strerror})") from None
-    if len(buf) < 8 or buf[4:8] != b"TFL3":
-        raise ConfigError(f"model.path={path}: not a .tflite flatbuffer (no TFL3 identifier)")
+    """Parse ``path`` (through :func:`read_model_bytes`: a file that is not a whole TFLite flatbuffer
+    is one ConfigError naming it)."""
+    buf = read_model_bytes(path)
     model = schema.Model.GetRootAsModel(buf, 0)
     graph = model.Subgraphs(0)
     tensors = lambda ids: [_tensor(graph.Tensors(int(i))) for i in ids]  # noqa: E731

@@ -23,6 +23,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from evalharness.core.errors import ModelMismatchError
+from evalharness.runtime.model_guard import read_model_bytes
 
 __all__ = ["GraphOp", "ModelGraph"]
 
@@ -44,8 +45,7 @@ class ModelGraph:
     """A parsed model (object API) that writes sub-models of itself."""
 
     def __init__(self, path: str) -> None:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = read_model_bytes(path, "model")
         self._model = schema.ModelT.InitFromPackedBuf(bytearray(raw), 0)
         for buf in self._model.buffers:  # data stored after the flatbuffer (offset/size): inline it
             if getattr(buf, "offset", 0) > 1:

@@ -78,7 +78,7 @@ def test_detector_fed_to_imagenet_is_rejected_before_the_loop(tmp_path):
 def test_file_that_is_not_a_model(tmp_path):
     bogus = tmp_path / "model.tflite"
     bogus.write_bytes(b"definitely not a flatbuffer")
-    with pytest.raises(ModelMismatchError, match="not a TFLite flatbuffer"):
+    with pytest.raises(ConfigError, match="not a .tflite flatbuffer"):
         run_inprocess([f"model.path={bogus}"], tmp_path / "run")
 
 
