@@ -44,6 +44,11 @@ def load_annotations(path: str | Path, image_keys: tuple[str, ...] = ("id",)) ->
             f"COCO annotation file {path} is not valid JSON ({exc}); re-export or re-download it"
         ) from None
     check_annotations(data, str(path), image_keys)
+    if not any(not a["iscrowd"] for a in data["annotations"]):
+        raise DataError(
+            f"COCO annotation file {path} holds no box to score against (no annotation, or only crowd "
+            "regions): AP would be undefined; give the instances file with the boxes"
+        )
     return data
 
 
@@ -83,6 +88,20 @@ def check_annotations(
             if problem:
                 raise DataError(f"{source}: {section}[{index}] has {problem}; {_FORMAT_HINT}")
         ids[section] = seen
+    if "file_name" in image_keys:
+        _one_id_per_file(gt["images"], source)
+
+
+def _one_id_per_file(images: list[dict], source: str) -> None:
+    """Two image ids naming one file would score that file twice (its boxes and its detections)."""
+    first: dict[str, int] = {}
+    for image in images:
+        other = first.setdefault(image["file_name"], image["id"])
+        if other != image["id"]:
+            raise DataError(
+                f"{source}: images {other} and {image['id']} name one file {image['file_name']!r}; "
+                f"it would be scored twice; keep one entry per file. {_FORMAT_HINT}"
+            )
 
 
 def _is_number(value: object) -> bool:

@@ -179,6 +179,9 @@ def merge_loaded(runs: list[Run], out_dir: str) -> dict:
         "num_images": runs[0].prov("dataset.shard.full_count"),
         "num_skipped": sum(run.metrics.get("num_skipped", 0) for run in runs),
     }
+    problems = definition.result_problems(metrics)
+    if problems:
+        raise ReportError(f"the merged result is not a score: {'; '.join(problems)}")
     artifacts = definition.artifacts(scorer)
     doc = merged_document(runs, preds, metrics, sorted(artifacts))
     writer = RunWriter(out_dir)

@@ -76,6 +76,7 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
     checks = result.checks.record([o.name for o in model.outputs])
     prov = task.provenance()  # once: its hashes and file manifest serve the identity check and the record
     invalid = [*invalid_reasons(rp, checks), *moved_inputs(rp, task, prov, identity)]
+    invalid += definition.result_problems(metrics)
     status, stop_reason = result.status, result.stop_reason
     if invalid and status == "complete":
         status, stop_reason = "invalid", "; ".join(invalid)

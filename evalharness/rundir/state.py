@@ -151,7 +151,7 @@ def _claim(
                     f"cannot resume {run_dir}: {', '.join(moved)} changed since the interrupted run; "
                     "a resumed result would mix both (loop.overwrite=true starts over)"
                 )
-            return read_predictions(os.path.join(run_dir, PREDICTIONS_FILE), repair=True)
+            return _each_sample_once(os.path.join(run_dir, PREDICTIONS_FILE))
     elif resume:
         raise EvalHarnessError(
             f"loop.resume=true but {run_dir} holds no run; "
@@ -164,6 +164,21 @@ def _claim(
             f"{run_dir} was claimed by another run at the same moment; choose another hydra.run.dir"
         ) from None
     return []
+
+
+def _each_sample_once(path: str) -> list[dict]:
+    """The records a resume restores, each sample once: a line repeated by a copy or an edit would
+    count its sample twice (more scored than listed), so it is refused before anything is written."""
+    records, seen = read_predictions(path, repair=True), set()
+    for number, record in enumerate(records, start=1):
+        key = json.dumps(record.get("id"), sort_keys=True)
+        if key in seen:
+            raise EvalHarnessError(
+                f"cannot resume: {path} record {number} is sample {record.get('id')!r} a second time; "
+                "remove the repeated line or start over (loop.overwrite=true)"
+            )
+        seen.add(key)
+    return records
 
 
 def _recorded_identity(run_dir: str) -> dict:

@@ -107,6 +107,29 @@ class TaskDefinition:
         """Extra run files made from the scored records (name -> JSON object or row iterator)."""
         return {}
 
+    def fractions(self, metrics: dict) -> list[str]:
+        """Headline metrics that are fractions: a value outside [0, 1] (COCO's −1) is undefined."""
+        return []
+
+    def result_problems(self, metrics: dict) -> list[str]:
+        """Invariants of a result, checked where one is made (a run, a resume, a merge): never more
+        samples scored than listed, and every fraction in [0, 1] — a value outside is undefined and
+        the run ``invalid``, never a score."""
+        problems = []
+        scored, listed = metrics.get("num_scored"), metrics.get("num_images")
+        if isinstance(scored, int) and isinstance(listed, int) and scored > listed:
+            problems.append(f"{scored} samples scored of {listed} listed: a sample was counted twice")
+        outside = [
+            f"{name} {metrics[name]}"
+            for name in self.fractions(metrics)
+            if isinstance(metrics.get(name), int | float) and not 0 <= metrics[name] <= 1
+        ]
+        if outside:
+            problems.append(f"{', '.join(outside)}: undefined, not in [0, 1]{self.undefined_hint}")
+        return problems
+
+    undefined_hint = ""
+
     def failed_checks(self, metrics: dict) -> list[str]:
         """Checks that fail a complete run (exit 1) although every sample was scored: the one place a
         run's failed checks are read, from its metrics (``metrics.failed_checks``, made by the scorer

@@ -221,6 +221,11 @@ class CocoDefinition(TaskDefinition):
             values["tflite_AP"] = metrics["tflite_tool"].get("AP")
         return values
 
+    undefined_hint = ": the scored images hold no annotation box (pycocotools' -1)"
+
+    def fractions(self, metrics: dict) -> list[str]:
+        return ["AP", "AP50", "AP75"]
+
     def compare(self, a: Run, b: Run, options) -> dict:
         det = detection_diff(a.predictions, b.predictions, options["iou"], options["min_score"])
         det["per_class"] = per_class_deltas(

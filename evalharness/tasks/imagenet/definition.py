@@ -121,6 +121,9 @@ class ImageNetDefinition(TaskDefinition):
         )
         return {k: metrics[k] for k in tops}
 
+    def fractions(self, metrics: dict) -> list[str]:
+        return list(self.headline(metrics))
+
     def compare(self, a: Run, b: Run, options) -> dict:
         same_labels = a.prov("labels.sha256") == b.prov("labels.sha256")
         return classification_diff(a.predictions, b.predictions, same_labels)
