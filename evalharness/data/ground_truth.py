@@ -37,7 +37,9 @@ class LabeledSample:
     root: str  # absolute image root, one string shared by the samples of a dataset
     key: str  # path relative to the image root, posix separators: stable identity of the sample
     label: str  # ground-truth label TEXT, e.g. "tench, Tinca tinca"
-    occurrence: int = 0  # rank among classes with the same text in the dataset's class list
+    # rank among classes with the same text in the dataset's class list; None: the text alone (a csv,
+    # a folder name), which must then name one class of the model's label list
+    occurrence: int | None = None
 
     @property
     def path(self) -> str:
@@ -58,7 +60,7 @@ class GroundTruthRequest:
     unscored: Counter = field(default_factory=Counter)  # files under root not taken, by reason
 
 
-Label = tuple[str, int]  # (label text, occurrence)
+Label = tuple[str, int | None]  # (label text, occurrence or None: the text alone)
 _S = TypeVar("_S", bound=Sized)
 Reader = Callable[[GroundTruthRequest], list[LabeledSample]]
 FORMATS: Registry[Reader] = Registry(

@@ -110,7 +110,7 @@ def _read_imagefolder(req: GroundTruthRequest) -> list[LabeledSample]:
         source, wnids = _wnid_labels(req, f"imagefolder {req.root} (class dirs are WordNet ids)")
         labels = {d.name: _by_wnid(wnids, source, d.name, f"class dir {d}") for d in dirs}
     else:
-        labels = {d.name: (d.name, 0) for d in dirs}
+        labels = {d.name: (d.name, None) for d in dirs}
     root = _root(req)
     samples = [
         _sample(root, f"{d.name}/{name}", labels[d.name])
@@ -164,7 +164,7 @@ def _read_label_lines(req: GroundTruthRequest) -> list[LabeledSample]:
             "images; label_lines needs one line per image in sorted file-name order"
         )
     root = _root(req)
-    return [_sample(root, name, (text, 0)) for name, text in zip(images, texts, strict=True)]
+    return [_sample(root, name, (text, None)) for name, text in zip(images, texts, strict=True)]
 
 
 @FORMATS.register("csv")
@@ -239,6 +239,6 @@ def _csv_labeler(req: GroundTruthRequest, gt: Path, header: list[str]) -> Callab
         return by_index
     if text_col is not None:
         labels: dict[str, Label] = {}  # one label tuple per class, not one per row
-        return lambda row, where: labels.setdefault(row[text_col], (row[text_col], 0))
+        return lambda row, where: labels.setdefault(row[text_col], (row[text_col], None))
     source, wnids = _wnid_labels(req, f"csv ground truth {gt} with a wnid column")
     return lambda row, where: _by_wnid(wnids, source, row["wnid"], where)

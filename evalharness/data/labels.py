@@ -81,7 +81,9 @@ class LabelMatcher:
     def from_file(cls, labels_path: str | Path) -> LabelMatcher:
         return cls(read_label_file(labels_path), labels_path)
 
-    def index(self, label: str, occurrence: int = 0) -> int:
+    def index(self, label: str, occurrence: int | None = None) -> int:
+        """The output index of ``label``; ``occurrence`` None (a text with no class list to rank it)
+        must name one line: a text the label file holds twice is refused, never the first taken."""
         positions = self._positions.get(label)
         if positions is None:
             close = difflib.get_close_matches(label, list(self._positions), n=1)
@@ -90,6 +92,15 @@ class LabelMatcher:
                 f"ground-truth label {label!r} is not in labels file {self.labels_path}{hint}; "
                 f"{_FIX_LABELS} or fix the dataset's class names"
             )
+        if occurrence is None:
+            if len(positions) > 1:
+                lines = " and ".join(str(i + 1) for i in positions)
+                raise ModelMismatchError(
+                    f"ground-truth label {label!r} is on lines {lines} of labels file {self.labels_path}: "
+                    "the text alone cannot tell them apart; give a csv class_index or wnid column "
+                    "with the dataset's class list (dataset.synset_words or dataset.class_names)"
+                )
+            return positions[0]
         if not 0 <= occurrence < len(positions):
             raise ModelMismatchError(
                 f"ground-truth label {label!r} (occurrence {occurrence}) appears only {len(positions)} "

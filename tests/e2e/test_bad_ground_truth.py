@@ -146,14 +146,15 @@ def test_class_list_with_a_duplicated_label(tmp_path, no_image_read):
     )
 
 
-def test_text_only_label_repeated_in_the_model_labels_means_its_first_occurrence(tmp_path):
+def test_text_only_label_repeated_in_the_model_labels_is_refused_naming_both_lines(tmp_path):
+    """'crane' is the bird (line 136) and the machine (line 519): a text alone cannot say which, so
+    the run is refused instead of scoring against the first (class_index or wnid tells them apart)."""
     root = folder(tmp_path / "data", "a.JPEG")
     gt = write(tmp_path / "gt.csv", "filename,label\na.JPEG,crane\n")
-    run_inprocess(csv_run(root, gt), tmp_path / "run")
-    (prediction,) = (
-        json.loads(line) for line in (tmp_path / "run/predictions.jsonl").read_text().splitlines()
-    )
-    assert prediction["label_index"] == 135  # the bird; the machine (518) needs class_index or wnid
+    refused = "'crane' is on lines 136 and 519 of labels file .*class_index"
+    with pytest.raises(ModelMismatchError, match=refused):
+        run_inprocess(csv_run(root, gt), tmp_path / "run")
+    assert not (tmp_path / "run" / "predictions.jsonl").exists()
 
 
 def test_model_file_given_as_the_label_file(tmp_path):
