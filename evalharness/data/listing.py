@@ -17,6 +17,8 @@ from pathlib import Path
 from evalharness.core.errors import DataError
 from evalharness.core.fileguard import file_error_reason
 
+log = logging.getLogger("evalharness")
+
 
 def list_entries(folder: Path, unscored: Counter | None = None) -> Iterator[tuple[str, int | str]]:
     """(name, st_mode following links, or why stat failed) of each non-dot entry of ``folder``, in
@@ -34,12 +36,29 @@ def list_entries(folder: Path, unscored: Counter | None = None) -> Iterator[tupl
     if unscored is not None and len(visible) < len(names):
         unscored["hidden"] += len(names) - len(visible)
     del names
+    undecodable = [name for name in visible if not _utf8(name)]
+    if undecodable:  # no run record, manifest or predictions line can name it: left out, by name
+        visible = [name for name in visible if _utf8(name)]
+        example = os.fsencode(os.path.join(folder, undecodable[0]))
+        reason = f"file name not UTF-8 (e.g. {example!r}: rename it)"
+        if unscored is not None:
+            unscored[reason] += len(undecodable)
+        else:
+            log.warning("%s: %d left out, %s", folder, len(undecodable), reason)
     for name in visible:
         path = os.path.join(folder, name)
         try:
             yield name, os.stat(path).st_mode
         except OSError as exc:
             yield name, file_error_reason(exc, Path(path))
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # os.listdir decodes undecodable bytes to lone surrogates
+        return False
+    return True
 
 
 def refuse(path: Path, reason: str) -> DataError:

@@ -81,3 +81,20 @@ def test_a_repeated_prediction_line_is_refused_on_resume(tmp_path):
         run_inprocess(["task.num_images=3", "loop.resume=true"], tmp_path)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
 
+
+
+def test_a_file_name_that_is_not_utf8_is_left_out_by_name(tmp_path):
+    """No predictions line, manifest or report can name it: it is not scored, and the run says so."""
+    folder = tmp_path / "data" / "tabby, tabby cat"
+    folder.mkdir(parents=True)
+    image = (ASSETS / "images").glob("*.jpg").__next__()
+    (folder / "ok.jpg").write_bytes(image.read_bytes())
+    with open(bytes(folder) + b"/\xffcat.jpg", "wb") as f:
+        f.write(image.read_bytes())
+    run = tmp_path / "run"
+    proc = run_cli(["dataset=imagefolder", f"dataset.root={tmp_path / 'data'}", f"hydra.run.dir={run}"],
+                   cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((run / "metrics.json").read_text())
+    assert doc["metrics"]["num_scored"] == 1 and "file name not UTF-8" in proc.stdout + proc.stderr
+    assert "\\\\xffcat.jpg" in json.dumps(doc["provenance"]["dataset"])
