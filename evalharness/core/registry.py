@@ -23,14 +23,25 @@ from evalharness.core.errors import ConfigError
 T = TypeVar("T")
 
 
+def import_plugin(module: str, what: str):
+    """Import a plug-in's module; whatever its import raises (a missing dependency, a bug at its top
+    level) is one error naming ``what`` and the module, not an internal error of evalharness."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError(f"{what}: module {module!r} cannot be imported: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - any failure of a plug-in's own code is the plug-in's
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+        message = f"{what}: module {module!r} failed on import ({reason}); fix or remove it"
+        raise ConfigError(message) from None
+
+
 def load_object(reference: str, what: str) -> object:
     """``"package.module:attr"`` imported; ``what`` names the plug-in in the error if it fails."""
     module, _, attr = reference.partition(":")
+    found = import_plugin(module, what)
     try:
-        found = importlib.import_module(module)
         return getattr(found, attr) if attr else found
-    except ImportError as exc:
-        raise ConfigError(f"{what}: module {module!r} cannot be imported: {exc}") from None
     except AttributeError:
         raise ConfigError(f"{what}: module {module!r} has no {attr!r}") from None
 

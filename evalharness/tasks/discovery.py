@@ -15,7 +15,7 @@ import os
 import pkgutil
 
 import evalharness.tasks as tasks_package
-from evalharness.core.errors import ConfigError
+from evalharness.core.registry import import_plugin, load_object
 
 PLUGINS_ENV = "EVALHARNESS_PLUGINS"
 ENTRY_POINTS = "evalharness.plugins"
@@ -39,13 +39,7 @@ def task_definitions():
             if info.ispkg:
                 importlib.import_module(f"{tasks_package.__name__}.{info.name}.definition")
         for module in plugin_modules():
-            try:
-                importlib.import_module(module)
-            except ImportError as exc:
-                raise ConfigError(
-                    f"plug-in module {module!r} (from {PLUGINS_ENV} or the {ENTRY_POINTS} entry points) "
-                    f"cannot be imported: {exc}"
-                ) from None
+            import_plugin(module, f"plug-in (from {PLUGINS_ENV} or the {ENTRY_POINTS} entry points)")
         _loaded = True
     return DEFINITIONS
 
@@ -69,5 +63,4 @@ def and_list(names: list[str]) -> str:
 def live_class(definition) -> type:
     """The live task class a definition names (``module:Class``), imported on demand: only a job
     calls this, so reports never import a live half."""
-    module, _, attr = definition.live.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return load_object(definition.live, f"task {definition.name}'s live half")

@@ -62,6 +62,16 @@ def test_a_plugin_module_that_fails_to_import_is_named():
         reg.get("missing")
 
 
+def test_a_plugin_module_whose_own_code_fails_on_import_is_named(tmp_path, monkeypatch):
+    (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('its own bug')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg: Registry = Registry("widget", entry_points=None)
+    reg.register_lazy("broken", "broken_plugin:Thing")
+    want = r"widget 'broken': module 'broken_plugin' failed on import \(RuntimeError: its own bug\)"
+    with pytest.raises(ConfigError, match=want):
+        reg.get("broken")
+
+
 def test_a_module_that_does_not_register_the_name_is_an_error(module):
     reg: Registry = Registry("widget", entry_points=None)
     reg.register_lazy("silent", "fake_plugins")  # a module that should register "silent" itself
