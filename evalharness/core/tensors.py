@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from evalharness.core.errors import ModelMismatchError
+
 
 @dataclass(frozen=True)
 class TensorInfo:
@@ -30,3 +32,13 @@ class TensorInfo:
         d = asdict(self)
         d["shape"] = list(self.shape)
         return d
+
+
+def require_real(outputs: list[TensorInfo], model_path: str, what: str) -> None:
+    """Outputs a task ranks or decodes must be real numbers: a bool or complex tensor would be
+    ranked by an order that means nothing, or crash inside top-k. One error naming the output."""
+    for out in outputs:
+        if np.dtype(out.dtype).kind not in "iuf":
+            raise ModelMismatchError(
+                f"{model_path}: output {out.name!r} is {out.dtype}, not real numbers; {what}"
+            )

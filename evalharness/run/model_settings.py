@@ -58,12 +58,13 @@ def infer_model_settings(model: dict, overrides: list[str], cache_dir: str | Non
     file says is read only for ``from_file``. ``cache_dir`` None: a dry run that extracts no label
     file."""
     from evalharness.runtime.model_file import read_model_file
-    from evalharness.runtime.model_guard import read_model_bytes
+    from evalharness.runtime.model_guard import read_model_bytes, refuse_dynamic_inputs
 
     given = given_on_command_line(overrides)
     sources = {k: COMMAND_LINE if k in given else PRESET for k in SETTINGS}
-    if not model.get("from_file"):  # a preset's file goes through the same guard before any reader
-        read_model_bytes(model["path"])
+    # every model file, a preset's too, goes through the one guard before any reader sees it
+    refuse_dynamic_inputs(read_model_bytes(model["path"]), f"model.path={model['path']}")
+    if not model.get("from_file"):
         return model, sources
     sources["name"] = COMMAND_LINE if "name" in given else MODEL_FILE
 

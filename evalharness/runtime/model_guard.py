@@ -18,7 +18,7 @@ import struct
 
 from ai_edge_litert import schema_py_generated as schema
 
-from evalharness.core.errors import ConfigError
+from evalharness.core.errors import ConfigError, ModelMismatchError
 from evalharness.core.fileguard import file_error_reason
 
 # Flatbuffers address 2 GiB; a model over that keeps its weights after the flatbuffer (Buffer.offset).
@@ -131,3 +131,20 @@ def _walk_graph(graph, buffers: int, codes: int) -> str | None:
 def _indices(length: int, get) -> list:
     return list(get()) if length else []
 
+
+
+def refuse_dynamic_inputs(buf: bytes, where: str) -> None:
+    """An input whose height, width or channels the file leaves open (-1 in its shape signature) has
+    a placeholder of 1 in its shape: fed as it stands, a run would score 1x1 images. Refused; a
+    dynamic batch (the first dimension) is fine."""
+    graph = schema.Model.GetRootAsModel(buf, 0).Subgraphs(0)
+    for i in _indices(graph.InputsLength(), graph.InputsAsNumpy):
+        tensor = graph.Tensors(int(i))
+        signature = [int(d) for d in tensor.ShapeSignatureAsNumpy()] if tensor.ShapeSignatureLength() else []
+        if any(d < 0 for d in signature[1:]):
+            name = (tensor.Name() or b"").decode(errors="replace")
+            raise ModelMismatchError(
+                f"{where}: input {name!r} has a dynamic size {signature} (-1 in the file's shape "
+                "signature); evalharness feeds the size the file fixes, never a placeholder: export "
+                "the model with a fixed input height and width"
+            )

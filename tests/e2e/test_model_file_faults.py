@@ -21,7 +21,7 @@ import pytest
 from ai_edge_litert import schema_py_generated as schema
 from conftest import MODELS, compose_config, run_cli, run_inprocess
 
-from evalharness.core.errors import EvalHarnessError
+from evalharness.core.errors import EvalHarnessError, ModelMismatchError
 from evalharness.inspect.facts import main as inspect_main
 from evalharness.run.settings import validate
 
@@ -139,3 +139,33 @@ def test_explain_of_runs_whose_model_was_damaged_since(tmp_path):
     )
     assert proc.returncode == 2
     assert_one_error_line(proc.stderr, model)
+
+
+def _dynamic_size_copy(folder) -> str:
+    """The real model with its input's height and width left open, as a dynamic-size export has it
+    (shape [1, 1, 1, 3], signature [1, -1, -1, 3])."""
+    model = schema.ModelT.InitFromPackedBuf(bytearray(SOURCE.read_bytes()), 0)
+    graph = model.subgraphs[0]
+    tensor = graph.tensors[graph.inputs[0]]
+    tensor.shape, tensor.shapeSignature = [1, 1, 1, 3], [1, -1, -1, 3]
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    path = folder / "dynamic.tflite"
+    path.write_bytes(bytes(builder.Output()))
+    return str(path)
+
+
+def test_an_input_of_dynamic_size_is_refused_not_fed_placeholders(tmp_path):
+    path = _dynamic_size_copy(tmp_path)
+    for overrides in (["model=file", f"model.path={path}"], [PRESET, f"model.path={path}"]):
+        with pytest.raises(ModelMismatchError, match=r"has a dynamic size \[1, -1, -1, 3\]"):
+            validate(compose_config(overrides))
+
+
+@pytest.mark.parametrize("dtype", ["bool", "complex64"])
+def test_outputs_that_are_not_real_numbers_are_never_ranked(dtype):
+    from evalharness.core.tensors import TensorInfo
+    from evalharness.tasks.imagenet.live import classification_output
+
+    with pytest.raises(ModelMismatchError, match=f"output 'scores' is {dtype}, not real numbers"):
+        classification_output([TensorInfo("scores", 0, (1, 1001), dtype)], "m.tflite")

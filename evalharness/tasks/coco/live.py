@@ -19,7 +19,7 @@ import numpy as np
 
 from evalharness.core.checksum import optional_sha256
 from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
-from evalharness.core.tensors import TensorInfo
+from evalharness.core.tensors import TensorInfo, require_real
 from evalharness.data.coco_annotations import IMAGE_FILE_KEYS, load_annotations
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.listing import list_images, warn_unscored
@@ -170,6 +170,7 @@ class CocoTask(Task):
             )
         i = inputs[0]
         self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
+        require_real(outputs, self.model_path, "a detector's boxes and scores are real numbers")
         self.decoder.bind(outputs, (self.input.height, self.input.width), self.model_path)
         self.evaluator = CocoEvaluator(self)
 

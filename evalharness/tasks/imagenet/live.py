@@ -14,7 +14,7 @@ import numpy as np
 from evalharness.core.checksum import optional_sha256
 from evalharness.core.errors import ModelMismatchError
 from evalharness.core.ranking import stable_topk
-from evalharness.core.tensors import TensorInfo
+from evalharness.core.tensors import TensorInfo, require_real
 from evalharness.data.ground_truth import LabeledSample, load_ground_truth
 from evalharness.data.labels import LabelMatcher, read_label_file
 from evalharness.data.listing import warn_unscored
@@ -38,6 +38,7 @@ def classification_output(outputs: list[TensorInfo], model_path: str) -> TensorI
             "(is this a detector? use task=coco)"
         )
     out = outputs[0]
+    require_real(outputs, model_path, "a classifier's scores are real numbers")
     if out.shape[-1] < 2 or int(np.prod(out.shape)) != out.shape[-1]:
         raise ModelMismatchError(
             f"{model_path}: output shape {list(out.shape)} is not one score vector [1, N]"
