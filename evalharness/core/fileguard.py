@@ -24,9 +24,16 @@ def file_error_reason(exc: OSError, path: str | os.PathLike) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
-def refuse_special_file(path: str | os.PathLike, what: str) -> None:
-    """Before a text or JSON file is opened: a FIFO, device or socket would block or never end, so
-    it is refused by name (a missing file or a directory is left to the reader's own message)."""
+# What a reader takes whole into memory (labels, ground truth, annotations, a run's metrics.json and
+# predictions): a larger file is a wrong path (a video, a disk image), not data to try.
+READ_WHOLE_LIMIT = 4 << 30
+
+
+def refuse_special_file(path: str | os.PathLike, what: str, limit: int = READ_WHOLE_LIMIT) -> None:
+    """Before a file is read whole: a FIFO, device or socket would block or never end, and a file
+    over ``limit`` bytes would fill the memory, so either is refused by name (a missing file or a
+    directory is left to the reader's own message). Every reader of a user-given or run-directory
+    file asks here first."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -35,3 +42,5 @@ def refuse_special_file(path: str | os.PathLike, what: str) -> None:
         raise DataError(f"{what} {path}: {file_error_reason(exc, path)}; check the path") from None
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         raise DataError(f"{what} {path} is not a regular file (FIFO, device or socket); pass the file itself")
+    if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+        raise DataError(f"{what} {path} is {st.st_size} bytes, over the {limit} read whole; check the path")

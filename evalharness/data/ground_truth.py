@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from evalharness.core.errors import ConfigError, DataError
+from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.registry import Registry
 from evalharness.data.labels import read_label_file, read_synset_words
 from evalharness.data.listing import list_images
@@ -180,6 +181,7 @@ def _lines(path: Path, skip_blank: bool = True) -> Iterator[tuple[int, str, list
 def _require(value: Path | None, option: str, why: str) -> Path:
     if value is None:
         raise ConfigError(f"{why} needs dataset.{option}=<file>; set it")
+    refuse_special_file(value, f"dataset.{option}")  # a FIFO would block the reader, not be "missing"
     if not value.is_file():
         raise DataError(f"dataset.{option} file not found: {value}; set dataset.{option}=<file>")
     return value

@@ -21,6 +21,7 @@ import re
 import yaml
 
 from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.numbers import delta, fmt, fmt_pct, ratio, relative_pct
 from evalharness.core.tables import Section, render_markdown, render_text
 from evalharness.report.cache_states import sweep_note
@@ -57,6 +58,7 @@ def job_params(job_dir: str, run: Run | None) -> dict[str, str]:
     path = os.path.join(job_dir, ".hydra", "overrides.yaml")
     overrides = run.prov("overrides", []) if run else []
     if os.path.isfile(path):
+        refuse_special_file(path, "overrides file")
         try:
             with open(path, encoding="utf-8") as f:
                 overrides = yaml.safe_load(f) or []
