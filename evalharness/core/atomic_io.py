@@ -28,7 +28,21 @@ def atomic_create_text(path: str, text: str) -> None:
 
 def atomic_write_chunks(path: str, chunks: Iterable[str | bytes], exclusive: bool = False) -> None:
     """Write ``chunks`` to a temporary file, fsync, rename: a reader sees the old file or the new one.
-    ``exclusive``: link instead of rename, which refuses an existing ``path`` atomically."""
+    ``exclusive``: link instead of rename, which refuses an existing ``path`` atomically. An OS
+    error (a full or read-only file system) names ``path``, not the temporary file the user never
+    gave."""
+    try:
+        _write_chunks(path, chunks, exclusive)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        temporary = exc.filename is None or os.path.basename(str(exc.filename)).startswith(".tmp-")
+        if not temporary:
+            raise
+        raise type(exc)(exc.errno, exc.strerror, path) from None
+
+
+def _write_chunks(path: str, chunks: Iterable[str | bytes], exclusive: bool) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)

@@ -19,6 +19,7 @@ from evalharness.core.tables import render_text
 from evalharness.explain.core import explain
 from evalharness.explain.render import model_explorer, render_html, sections, summary
 from evalharness.report.explain_location import HTML_FILE, explain_dir
+from evalharness.report.outputs import check_output_dir
 from evalharness.rundir.reader import load_run
 
 
@@ -36,6 +37,7 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     a, b = load_run(args.run_a, "A"), load_run(args.run_b, "B")
     out = args.out or explain_dir(a.dir, b.dir)
+    check_output_dir(out, [a, b])
     if os.path.exists(os.path.join(out, "explain.json")):
         raise EvalHarnessError(f"{out}/explain.json exists; remove it or pass --out DIR")
     if args.max_changed < 1 or (args.controls is not None and args.controls < 0):

@@ -16,7 +16,6 @@ cannot be compared (one ``error:`` line on stderr). The rule grammar is in :mod:
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from evalharness.core.atomic_io import atomic_write_text
@@ -25,28 +24,20 @@ from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_markdown, render_text
 from evalharness.report import cache_states, diff_view, export, gate, markdown, merge, rescore, sweep
 from evalharness.report.diff import build_diff
+from evalharness.report.outputs import check_output_file
 from evalharness.report.runs import ReportError, comparability, definition_of
-from evalharness.rundir.document import run_dir_of
-from evalharness.rundir.reader import load_run
+from evalharness.rundir.reader import Run, load_run
 
 EXIT_OK, EXIT_REGRESSION = 0, 1
 
 
-def _emit(text: str, output: str | None) -> None:
-    """A report's text on stdout, or written atomically to ``output``, never over a run's own file."""
+def _emit(text: str, output: str | None, runs: list[Run]) -> None:
+    """A report's text on stdout, or written atomically to ``output``, never over what ``runs`` are
+    made of (:mod:`evalharness.report.outputs`)."""
     if not output:
         sys.stdout.write(text)
         return
-    if os.path.isdir(output):
-        raise ReportError(
-            f"-o {output} is a directory; give a file name, e.g. {os.path.join(output, 'report.txt')}"
-        )
-    run_dir = run_dir_of(output)
-    if run_dir is not None and os.path.lexists(output):
-        raise ReportError(
-            f"-o {output}: refusing to overwrite a file of the run directory {run_dir}; "
-            "give a new file name or a path outside it"
-        )
+    check_output_file(output, runs)
     atomic_write_text(output, text)
     print(f"wrote {output}", file=sys.stderr)
 
@@ -84,7 +75,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         text = markdown.render_diff(doc, diff_view.sections(doc, args.max_rows))
     else:
         text = _render(doc, args.format, diff_view.title(doc), diff_view.sections(doc, args.max_rows))
-    _emit(text, args.output)
+    _emit(text, args.output, [a, b])
     failed = [g for g in doc.get("gates", []) if g["failed"]]
     for g in failed:
         print(f"regression: {g['rule']}: {g['detail']}", file=sys.stderr)
@@ -118,7 +109,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_rescore(args: argparse.Namespace) -> int:
     run = load_run(args.run, "RUN")
     doc = rescore.rescore(run, args.top_k, args.backend)
-    _emit(_render(doc, args.format, f"evalharness rescore: {run.name}", rescore.sections(doc)), args.output)
+    text = _render(doc, args.format, f"evalharness rescore: {run.name}", rescore.sections(doc))
+    _emit(text, args.output, [run])
     return EXIT_OK if doc["reproduced"] else EXIT_REGRESSION
 
 
@@ -135,7 +127,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    _emit(export.render(load_run(args.run, "RUN"), args.format), args.output)
+    run = load_run(args.run, "RUN")
+    _emit(export.render(run, args.format), args.output, [run])
     return EXIT_OK
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from evalharness.report.outputs import check_output_dir
 from evalharness.report.runs import ReportError, definition_of, malformed
 from evalharness.rundir.document import has_document, run_document, write_run
 from evalharness.rundir.files import RESULTS_FILE, RunWriter
@@ -170,6 +171,7 @@ def merge_loaded(runs: list[Run], out_dir: str) -> dict:
     runs = check_shards(runs)
     if has_document(out_dir):
         raise ReportError(f"{out_dir} already holds a run; choose another --out")
+    check_output_dir(out_dir, runs)
     definition = definition_of(runs[0])
     with malformed(*runs):
         preds = merged_predictions(runs)

@@ -26,6 +26,7 @@ from evalharness.core.numbers import delta, fmt, fmt_pct, ratio, relative_pct
 from evalharness.core.tables import Section, render_markdown, render_text
 from evalharness.report.cache_states import sweep_note
 from evalharness.report.diff import build_diff, quantities
+from evalharness.report.outputs import check_output_dir
 from evalharness.report.quant_table import add_quant_columns, quant_sections
 from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.report.sweep_pairs import (
@@ -242,6 +243,7 @@ def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, 
     jobs = collect(multirun_dir)  # every run document read once, for the table, notes and figures
     columns, rows = sweep_table(jobs, baseline)
     out = out or multirun_dir
+    check_output_dir(out, [j["doc"] for j in jobs if j["doc"] is not None])
     title = f"evalharness sweep: {os.path.basename(os.path.normpath(multirun_dir))}"
     secs = sections(multirun_dir, jobs, columns, rows)
     keys = columns[1 : columns.index("status")]
