@@ -35,6 +35,9 @@ from evalharness.data.ground_truth import (
 from evalharness.data.labels import WNID, read_label_file
 from evalharness.data.listing import list_entries, list_images, not_read, refuse, suffix
 
+# First lines of a model label file that name no class of the data ("background" and its spellings).
+BACKGROUND_LINES = ("background", "__background__", "unused background", "???", "none")
+
 
 @FORMATS.register("val_txt")
 def _read_val_txt(req: GroundTruthRequest) -> list[LabeledSample]:
@@ -226,6 +229,12 @@ def _csv_labeler(req: GroundTruthRequest, gt: Path, header: list[str]) -> Callab
     has_list = req.class_names is not None or req.synset_words is not None
     if "class_index" in header and (has_list or (text_col is None and "wnid" not in header)):
         source, classes = _class_list(req, f"csv ground truth {gt} with a class_index column")
+        if text_col is None and classes and classes[0][0].strip().lower() in BACKGROUND_LINES:
+            raise DataError(
+                f"class list {source} starts with {classes[0][0]!r}: csv ground truth {gt} by class_index "
+                "alone would count it as class 0 and shift every label of a 0-based csv by one; pass "
+                "the class names without it, or add a label column (checked against the index)"
+            )
 
         def by_index(row: dict[str, str], where: str) -> Label:
             label = _by_index(classes, source, row["class_index"], where)

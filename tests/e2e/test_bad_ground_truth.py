@@ -364,3 +364,15 @@ def test_unknown_group_option_is_a_user_error_exit_2(tmp_path):
     proc = run_cli(["delegate=xnnpak"], cwd=tmp_path)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert proc.returncode == 2 and len(errors) == 1 and "xnnpack" in errors[0]
+
+
+def test_class_index_csv_against_a_class_list_with_a_background_line_is_refused(tmp_path):
+    """The 1001-line model label file as the class list of a 0-based class_index csv would shift every
+    label by one (the val.txt reader refuses this by count; a csv may have any number of classes)."""
+    root = folder(tmp_path / "data", "a.JPEG")
+    gt = write(tmp_path / "gt.csv", "filename,class_index\na.JPEG,281\n")
+    labels = BUNDLED_DIR / "imagenet_labels_1001.txt"
+    with pytest.raises(DataError, match="starts with 'background'.*shift every label"):
+        run_inprocess([*csv_run(root, gt), f"dataset.class_names={labels}"], tmp_path / "run")
+    run_inprocess([*csv_run(root, gt), f"dataset.class_names={BUNDLED_DIR / 'imagenet_classes.txt'}"],
+                  tmp_path / "ok")  # fmt: skip
