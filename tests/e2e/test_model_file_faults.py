@@ -11,6 +11,7 @@ flipped at random places; a wrong file identifier; a model with no subgraph.
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import subprocess
@@ -169,3 +170,16 @@ def test_outputs_that_are_not_real_numbers_are_never_ranked(dtype):
 
     with pytest.raises(ModelMismatchError, match=f"output 'scores' is {dtype}, not real numbers"):
         classification_output([TensorInfo("scores", 0, (1, 1001), dtype)], "m.tflite")
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_a_model_that_is_a_fifo_or_a_device_never_blocks(special, tmp_path, capsys):
+    path = tmp_path / "model.tflite"
+    if special == "fifo":
+        os.mkfifo(path)
+    else:
+        path = special
+    assert inspect_main([str(path)]) == 2
+    assert_one_error_line(capsys.readouterr().err, path)
+    with pytest.raises(EvalHarnessError, match="not a regular file"):
+        validate(compose_config(["model=file", f"model.path={path}"]))

@@ -98,3 +98,22 @@ def test_a_file_name_that_is_not_utf8_is_left_out_by_name(tmp_path):
     doc = json.loads((run / "metrics.json").read_text())
     assert doc["metrics"]["num_scored"] == 1 and "file name not UTF-8" in proc.stdout + proc.stderr
     assert "\\\\xffcat.jpg" in json.dumps(doc["provenance"]["dataset"])
+
+
+def test_file_names_with_newlines_tabs_or_250_characters_are_scored_and_read_back(tmp_path, capsys):
+    from evalharness.report import cli
+
+    folder = tmp_path / "data" / "tabby, tabby cat"
+    folder.mkdir(parents=True)
+    image = next((ASSETS / "images").glob("*.jpg")).read_bytes()
+    names = ["new\nline.jpg", "tab\there.jpg", "x" * 250 + ".jpg"]
+    for name in names:
+        (folder / name).write_bytes(image)
+    run = tmp_path / "run"
+    run_inprocess(["dataset=imagefolder", f"dataset.root={tmp_path / 'data'}"], run)
+    ids = [json.loads(line)["id"] for line in (run / "predictions.jsonl").read_text().splitlines()]
+    assert sorted(ids) == sorted(f"tabby, tabby cat/{n}" for n in names)
+    for argv in (["rescore", str(run)], ["export", str(run), "--format", "json"]):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(argv)
+        assert exit_info.value.code == 0, capsys.readouterr().err
