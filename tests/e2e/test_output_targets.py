@@ -87,24 +87,18 @@ def assert_refused(code: int, err: str, target) -> None:
     assert "Traceback" not in err and "internal error" not in err, err
 
 
-@pytest.mark.parametrize("target", FILE_TARGETS)
-@pytest.mark.parametrize("command", FILE_COMMANDS)
-def test_file_outputs(world, command, target, capsys):
-    before = snapshot(world)
-    path = FILE_TARGETS[target](world)
-    assert_refused(*run_command(FILE_COMMANDS[command](world, path), capsys), path)
-    assert snapshot(world) == before
-    assert not (world["inputs"] / "images" / "report.txt").exists()
+CASES = [("file", c, t) for c in FILE_COMMANDS for t in FILE_TARGETS]
+CASES += [("folder", c, t) for c in DIR_COMMANDS for t in DIR_TARGETS]
 
 
-@pytest.mark.parametrize("target", DIR_TARGETS)
-@pytest.mark.parametrize("command", DIR_COMMANDS)
-def test_folder_outputs(world, command, target, capsys):
+@pytest.mark.parametrize("kind, command, target", CASES)
+def test_wrong_output_targets(world, kind, command, target, capsys):
+    commands, targets = (FILE_COMMANDS, FILE_TARGETS) if kind == "file" else (DIR_COMMANDS, DIR_TARGETS)
     before = snapshot(world)
-    path = DIR_TARGETS[target](world)
-    assert_refused(*run_command(DIR_COMMANDS[command](world, path), capsys), path)
+    path = targets[target](world)
+    assert_refused(*run_command(commands[command](world, path), capsys), path)
     assert snapshot(world) == before
-    assert not (world["inputs"] / "images" / "reports").exists()
+    assert not any((world["inputs"] / "images" / n).exists() for n in ("report.txt", "reports"))
 
 
 @pytest.fixture(params=["full", "read-only"])
