@@ -10,13 +10,14 @@ default ``coco_val2017_manifest.json`` in the current directory) and prints the 
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import sys
 
 from PIL import Image
 
+from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.boundary import ArgumentParser, guarded
 from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import EvalHarnessError
 from evalharness.data.coco_annotations import load_annotations
@@ -25,26 +26,26 @@ from evalharness.tasks.coco.live import list_coco_samples
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    return guarded(lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", required=True, help="directory of val2017 JPEGs")
     ap.add_argument("--annotations", required=True, help="instances_val2017.json (or any subset)")
     ap.add_argument("--out", default="coco_val2017_manifest.json")
     ap.add_argument("--skip-size-check", action="store_true", help="do not open every image (faster)")
     args = ap.parse_args(argv)
-    try:
-        gt = load_annotations(args.annotations)
-        samples = list_coco_samples(gt, args.images, args.annotations)
-        if not args.skip_size_check:
-            for s in samples:
-                with Image.open(s.path) as img:
-                    if img.size != (s.width, s.height):
-                        raise EvalHarnessError(
-                            f"{s.path}: {img.size[0]}x{img.size[1]} but the annotations say "
-                            f"{s.width}x{s.height}"
-                        )
-    except EvalHarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    gt = load_annotations(args.annotations)
+    samples = list_coco_samples(gt, args.images, args.annotations)
+    if not args.skip_size_check:
+        for s in samples:
+            with Image.open(s.path) as img:
+                if img.size != (s.width, s.height):
+                    raise EvalHarnessError(
+                        f"{s.path}: {img.size[0]}x{img.size[1]} but the annotations say "
+                        f"{s.width}x{s.height}"
+                    )
     per_image = collections.Counter(a["image_id"] for a in gt["annotations"])
     manifest = {
         **dataset_identity([(s.key, s.path) for s in samples]),
@@ -54,8 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         "images_without_annotations": sum(1 for s in samples if per_image[s.image_id] == 0),
         "categories": len(gt["categories"]),
     }
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=2, sort_keys=True)
+    atomic_write_text(args.out, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     print(f"{len(samples)} images, {manifest['annotations']} annotations; manifest written to {args.out}")
     print(
         f"run: python -m evalharness task=coco dataset=coco_val2017 dataset.root={args.images} "

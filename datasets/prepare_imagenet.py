@@ -13,14 +13,14 @@ prints the override line to use with ``dataset=ilsvrc2012_val``. Nothing is down
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import os
 import sys
 
+from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.boundary import ArgumentParser, guarded
 from evalharness.core.checksum import optional_sha256
-from evalharness.core.errors import EvalHarnessError
 from evalharness.core.paths import bundled
 from evalharness.data.ground_truth import load_ground_truth
 from evalharness.data.labels import LabelMatcher, read_label_file
@@ -28,7 +28,11 @@ from evalharness.data.manifest import dataset_identity
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    return guarded(lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", required=True, help="directory of ILSVRC2012_val_*.JPEG")
     ap.add_argument("--ground-truth", help="val.txt, devkit ground truth, label lines or CSV")
     ap.add_argument("--format", default="auto")
@@ -39,16 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--content-hash", action="store_true", help="hash file contents, not sizes (slow)")
     ap.add_argument("--out", default="imagenet_val_manifest.json", help="where to write the manifest")
     args = ap.parse_args(argv)
-    try:
-        samples = load_ground_truth(
-            args.format, args.root, args.ground_truth, args.class_names, args.synset_words, args.devkit_meta
-        )
-        matcher = LabelMatcher(read_label_file(args.labels), args.labels)
-        for s in samples:
-            matcher.index(s.label, s.occurrence)
-    except EvalHarnessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    samples = load_ground_truth(
+        args.format, args.root, args.ground_truth, args.class_names, args.synset_words, args.devkit_meta
+    )
+    matcher = LabelMatcher(read_label_file(args.labels), args.labels)
+    for s in samples:
+        matcher.index(s.label, s.occurrence)
     manifest = {
         **dataset_identity([(s.key, s.path) for s in samples], content=args.content_hash),
         "ground_truth": os.path.abspath(args.ground_truth) if args.ground_truth else None,
@@ -57,8 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         "per_class": dict(sorted(collections.Counter(s.label for s in samples).items())),
     }
     out = args.out
-    with open(out, "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=2, sort_keys=True)
+    atomic_write_text(out, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     print(f"{len(samples)} images, {manifest['classes']} classes; manifest written to {out}")
     print(
         f"run: python -m evalharness dataset=ilsvrc2012_val dataset.root={os.path.abspath(args.root)} "
