@@ -14,6 +14,7 @@ says (a failed, invalid or partial run included, with that status), whichever la
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -147,10 +148,8 @@ class TrackingCallback(Callback):
         except Exception as exc:  # noqa: BLE001 - a tracking error never changes the run's exit code
             message = _warn(f"run {run_dir}", exc)
             record = store.record(status="failed", error=message) if store else {"status": "failed"}
-            try:
+            with contextlib.suppress(OSError):
                 write_record(run_dir, {**record, "error": message})
-            except OSError:
-                pass
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Attach the sweep's table, HTML and the index to the parent and close it: FAILED when a job

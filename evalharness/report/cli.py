@@ -6,9 +6,12 @@
     sweep MULTIRUN_DIR [--baseline KEY=VALUE]... [--out DIR] [--format text|md]
     rescore RUN [--top-k K] [--backend NAME] [--format text|markdown|json] [-o FILE]
     merge RUN... --out DIR
-    export RUN [--format csv|json] [-o FILE]
+    export RUN [--format csv|json|parquet] [-o FILE]
+    index DIR [-o FILE] [--max-pairs N]
 
-A run is its output directory or its metrics.json. Exit status: 0 fine; 1 a ``--fail-if`` rule was
+A run is its output directory, its metrics.json, or ``mlflow:<run_id>`` (a tracked run, downloaded
+from ``MLFLOW_TRACKING_URI`` or the default store beside outputs/; a parent run is a sweep).
+Exit status: 0 fine; 1 a ``--fail-if`` rule was
 violated (diff) or the stored metrics were not reproduced (rescore); 2 usage error or runs that
 cannot be compared (one ``error:`` line on stderr). The rule grammar is in :mod:`.gate`.
 """
@@ -18,18 +21,39 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 
 from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.boundary import debug, report
 from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_markdown, render_text
-from evalharness.report import cache_states, diff_view, export, gate, markdown, merge, rescore, sweep
+from evalharness.report import (
+    cache_states,
+    diff_view,
+    export,
+    gate,
+    markdown,
+    merge,
+    mlflow_store,
+    rescore,
+    sweep,
+)
 from evalharness.report.diff import build_diff
 from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.rundir.document import run_dir_of
 from evalharness.rundir.reader import load_run
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
+_downloads: list[tempfile.TemporaryDirectory] = []  # mlflow:<run_id> copies, removed when the command ends
+
+
+def local(spec: str) -> str:
+    """A run (or sweep) as a directory: ``mlflow:<run_id>`` is downloaded into a temporary one."""
+    if not mlflow_store.is_source(spec):
+        return spec
+    if not _downloads:
+        _downloads.append(tempfile.TemporaryDirectory(prefix="evalharness-mlflow-"))
+    return mlflow_store.download(spec, _downloads[0].name)
 
 
 def _emit(text: str, output: str | None) -> None:
@@ -61,7 +85,7 @@ def _render(doc: dict, fmt: str, title: str, sections) -> str:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     rules = [gate.parse_rule(r) for r in args.fail_if]
-    a, b = load_run(args.run_a, "A"), load_run(args.run_b, "B")
+    a, b = load_run(local(args.run_a), "A"), load_run(local(args.run_b), "B")
     comp = comparability(a, b, args.allow_different_preprocessing)
     if comp.refused:
         raise ReportError("runs are not comparable: " + "; ".join(comp.refused))
@@ -105,7 +129,10 @@ def _check_cache_states(comp, rules: list, allowed: bool) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    report = sweep.write_report(args.multirun_dir, args.out, sweep.parse_baseline(args.baseline))
+    out = args.out
+    if mlflow_store.is_source(args.multirun_dir) and not out:  # not into the temporary copy
+        out = f"sweep_{args.multirun_dir[len(mlflow_store.SOURCE_PREFIX):]}"
+    report = sweep.write_report(local(args.multirun_dir), out, sweep.parse_baseline(args.baseline))
     if args.format == "md":  # stdout is the comment; the files written are said on stderr
         sys.stdout.write(markdown.render_sweep(report["columns"], report["rows"], report["sections"]))
     else:
@@ -143,8 +170,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m evalharness.report", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("diff", help="compare run B against run A, image by image")
-    d.add_argument("run_a", metavar="RUN_A", help="baseline run: output dir or metrics.json")
-    d.add_argument("run_b", metavar="RUN_B", help="candidate run: output dir or metrics.json")
+    d.add_argument("run_a", metavar="RUN_A", help="baseline run: run dir, metrics.json or mlflow:<run_id>")
+    d.add_argument("run_b", metavar="RUN_B", help="candidate run: run dir, metrics.json or mlflow:<run_id>")
     d.add_argument("--format", choices=("text", "markdown", "md", "json", "html"), default="text",
                    help="md: a pull-request comment (gate and verdict first, long lists folded); "
                    "markdown: every section as a heading")  # fmt: skip
@@ -162,7 +189,8 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--max-rows", type=int, default=20, help="rows per per-image table (json: all)")
     d.set_defaults(func=cmd_diff)
     s = sub.add_parser("sweep", help="tabulate a multirun: sweep.csv, sweep.md, sweep.html")
-    s.add_argument("multirun_dir", metavar="MULTIRUN_DIR")
+    s.add_argument("multirun_dir", metavar="MULTIRUN_DIR",
+                   help="or mlflow:<parent run id> (--out default: ./sweep_<id>)")  # fmt: skip
     s.add_argument("--baseline", action="append", default=[], metavar="KEY=VALUE", help="e.g. delegate=cpu")
     s.add_argument("--out", help="directory for the report files (default: MULTIRUN_DIR)")
     s.add_argument("--format", choices=("text", "md"), default="text",
@@ -204,6 +232,9 @@ def main(argv: list[str] | None = None) -> None:
             raise
         report(exc)
         code = EXIT_USAGE
+    finally:
+        while _downloads:
+            _downloads.pop().cleanup()
     sys.exit(code)
 
 

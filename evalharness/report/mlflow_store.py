@@ -137,6 +137,7 @@ def download(spec: str, into: str) -> str:
     if not run_id:
         raise ReportError(f"{spec!r}: give mlflow:<run_id> (the id MLflow shows, or tracking.json records)")
     uri = os.environ.get("MLFLOW_TRACKING_URI") or tracking.store_uri({"uri": None})[0]
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # stderr keeps its one line
     try:
         c = client(uri)
         found = c.get_run(run_id)

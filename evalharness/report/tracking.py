@@ -163,7 +163,11 @@ def run_files(run: Run) -> list[tuple[str, str]]:
     """(path, artifact folder) of every file worth keeping with the tracked run: metrics.json,
     results.txt, the predictions and the run's artifacts, any HTML report, .hydra's config and overrides
     (which ``report sweep`` reads back)."""
-    names = ["metrics.json", "results.txt", (run.doc.get("predictions") or {}).get("path") or "predictions.jsonl"]
+    names = [
+        "metrics.json",
+        "results.txt",
+        (run.doc.get("predictions") or {}).get("path") or "predictions.jsonl",
+    ]
     names += [a for a in run.doc.get("artifacts") or [] if isinstance(a, str)]
     names += sorted(n for n in os.listdir(run.dir) if n.endswith(".html"))
     out = [(os.path.join(run.dir, n), "") for n in dict.fromkeys(names)]
