@@ -166,6 +166,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_index(args: argparse.Namespace) -> int:
+    from evalharness.report.index import write_index
+
+    done = write_index(args.dir, args.output, args.max_pairs)
+    print(f"wrote {done['path']}: {done['runs']} runs, {len(done['diffs'])} diffs ready to open")
+    return EXIT_OK
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m evalharness.report", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -220,6 +228,18 @@ def parser() -> argparse.ArgumentParser:
                    help="csv: lists JSON-encoded in their cell; json: lists as arrays")  # fmt: skip
     e.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
     e.set_defaults(func=cmd_export)
+    i = sub.add_parser(
+        "index",
+        help="one HTML page listing every run under DIR, filterable, with pre-rendered diffs to compare",
+        description="Lists every run (a folder with metrics.json) under DIR: task, model, delegate, quant, "
+        "status, headline metric, date, links to its files. Tick two comparable runs to open the diff "
+        "report diff A B --format html writes; those diffs are rendered into index_diffs/ beside the "
+        "page (at most --max-pairs, kept while newer than both runs).",
+    )
+    i.add_argument("dir", metavar="DIR", help="folder holding the runs, e.g. outputs/")
+    i.add_argument("-o", "--output", metavar="FILE", help="the page (default: DIR/index.html)")
+    i.add_argument("--max-pairs", type=int, default=50, help="diffs rendered beforehand (0: none)")
+    i.set_defaults(func=cmd_index)
     return p
 
 
