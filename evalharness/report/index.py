@@ -228,6 +228,12 @@ for (const r of rows) {
     compare();
   });
 }
+// index.html#compare=ID_A,ID_B ticks that pair on load: a link to one comparison
+for (const id of (new URLSearchParams(location.hash.slice(1)).get('compare') || '').split(',')) {
+  const r = rows.find((x) => x.dataset.id === id);
+  if (r) { r.querySelector('input').checked = true; chosen.push(r); }
+}
+compare();
 document.getElementById('filter').addEventListener('input', filter);
 document.getElementById('status').addEventListener('change', filter);
 """

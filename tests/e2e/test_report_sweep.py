@@ -102,13 +102,15 @@ def test_failed_jobs_are_listed_not_dropped(tmp_path):
     assert "1 not complete" in (sweep_dir / "sweep.md").read_text()
 
 
-def dump_dom(page, tmp_path) -> str:
-    """The DOM headless Chromium builds from ``page``; fails on a crash or a script error."""
+def dump_dom(page, tmp_path, fragment: str = "") -> str:
+    """The DOM headless Chromium builds from ``page`` (+ a ``#fragment``); fails on a crash or a script
+    error."""
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("chromium is not on PATH (apt-get install -y chromium): HTML not rendered")
+    profile = f"--user-data-dir={tmp_path / 'chromium'}"
     proc = subprocess.run(
-        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium'}", "--dump-dom", page.as_uri()],
+        [chromium, *CHROMIUM_FLAGS, profile, "--dump-dom", page.as_uri() + fragment],
         capture_output=True,
         text=True,
         timeout=120,

@@ -105,7 +105,7 @@ def check_tracked_sweep(proc, sweep_dir: Path, client: MlflowClient) -> dict:
         a.path for a in client.list_artifacts(parent.info.run_id)
     }
     ids = {}
-    for job in sorted(p for p in sweep_dir.iterdir() if p.is_dir()):
+    for job in sorted(p.parent for p in sweep_dir.glob("*/metrics.json")):
         record = json.loads((job / "tracking.json").read_text())
         assert record["status"] == "logged" and record["parent_run_id"] == parent.info.run_id
         tracked = client.get_run(record["run_id"])
