@@ -23,7 +23,7 @@ import os
 import sys
 import tempfile
 
-from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
 from evalharness.core.boundary import debug, report
 from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_markdown, render_text
@@ -56,7 +56,7 @@ def local(spec: str) -> str:
     return mlflow_store.download(spec, _downloads[0].name)
 
 
-def _emit(text: str, output: str | None) -> None:
+def _emit(text: str | bytes, output: str | None) -> None:
     """A report's text on stdout, or written atomically to ``output``, never over a run's own file."""
     if not output:
         sys.stdout.write(text)
@@ -71,7 +71,10 @@ def _emit(text: str, output: str | None) -> None:
             f"-o {output}: refusing to overwrite a file of the run directory {run_dir}; "
             "give a new file name or a path outside it"
         )
-    atomic_write_text(output, text)
+    if isinstance(text, bytes):
+        atomic_write_bytes(output, text)
+    else:
+        atomic_write_text(output, text)
     print(f"wrote {output}", file=sys.stderr)
 
 
@@ -162,6 +165,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.format in export.BINARY and not args.output:
+        raise ReportError(f"--format {args.format} writes a binary file: give -o FILE.{args.format}")
     _emit(export.render(load_run(args.run, "RUN"), args.format), args.output)
     return EXIT_OK
 
@@ -217,7 +222,7 @@ def parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_merge)
     e = sub.add_parser(
         "export",
-        help="a run's predictions, one row per sample, with its headline metrics (csv or json)",
+        help="a run's predictions, one row per sample, with its headline metrics (csv, json, parquet)",
         description="One row per sample from the run's predictions. Nested objects become dotted "
         "columns (a.b); lists stay one cell: JSON arrays in json, JSON-encoded text in csv (empty cell = "
         "null). csv adds the headline metrics as metric.<name> columns (the same on every row); json is "
@@ -225,7 +230,8 @@ def parser() -> argparse.ArgumentParser:
     )
     e.add_argument("run", metavar="RUN", help="run directory or its metrics.json")
     e.add_argument("--format", choices=export.FORMATS, default="csv",
-                   help="csv: lists JSON-encoded in their cell; json: lists as arrays")  # fmt: skip
+                   help="csv: lists JSON-encoded in their cell; json: lists as arrays; parquet (pyarrow): "
+                   "typed columns, needs -o")  # fmt: skip
     e.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
     e.set_defaults(func=cmd_export)
     i = sub.add_parser(
