@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import sys
+import threading
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -104,10 +105,29 @@ def _warn(what: str, exc: BaseException) -> str:
     return message
 
 
+_warming: dict[str, threading.Thread] = {}  # module state, not the callback's: callbacks are pickled
+
+
+def _warm(settings) -> None:
+    from evalharness.report.mlflow_store import Store
+
+    with contextlib.suppress(Exception):  # a failure here is met again, and reported, at job end
+        Store(settings).experiment()
+
+
 class TrackingCallback(Callback):
     """Each job's run -> an MLflow run; a multirun -> a parent run whose children are its jobs. The
     parent's id travels in ``<sweep dir>/tracking.json``, so jobs in other processes (joblib,
-    submitit, Ray) find it too; each run dir gets a ``tracking.json`` saying where it was logged."""
+    submitit, Ray) find it too; each run dir gets a ``tracking.json`` saying where it was logged.
+
+    Importing MLflow and opening its store costs seconds, once per process: ``on_job_start`` does it
+    in a background thread while the run runs, so a job's end waits only for its own logging."""
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        settings = tracking_settings(config)
+        if settings is not None and "store" not in _warming:
+            _warming["store"] = threading.Thread(target=_warm, args=(settings,), daemon=True)
+            _warming["store"].start()
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from evalharness.report.mlflow_store import Store, write_record
@@ -135,6 +155,8 @@ class TrackingCallback(Callback):
         run_dir = str(config.hydra.runtime.output_dir)
         if settings is None or not has_document(run_dir):
             return
+        if "store" in _warming:
+            _warming["store"].join()
         multirun = config.hydra.mode is not None and str(config.hydra.mode).endswith("MULTIRUN")
         parent = _parent(str(config.hydra.sweep.dir)) if multirun else None
         name = os.path.basename(run_dir) if multirun else os.path.relpath(run_dir)
