@@ -45,7 +45,8 @@ print(opened, *times)
 def sweep(cwd: Path, jobs: int, tracking: str, name: str) -> float:
     values = ",".join(str(1 + i % 5) for i in range(jobs))  # jobs over the bundled 5 images
     cmd = [sys.executable, "-m", "evalharness", "-m", f"task.num_images={values}", f"tracking={tracking}",
-           "loop.progress=false", f"hydra.sweep.dir={cwd / name}", "hydra.callbacks.sweep_report.index=null"]  # fmt: skip
+           "loop.progress=false", f"hydra.sweep.dir={cwd / name}",
+           "hydra.callbacks.sweep_report.index=null"]  # fmt: skip
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     elapsed = time.perf_counter() - start

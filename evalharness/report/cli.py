@@ -32,6 +32,7 @@ from evalharness.report import (
     diff_view,
     export,
     gate,
+    index,
     markdown,
     merge,
     mlflow_store,
@@ -172,9 +173,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from evalharness.report.index import write_index
-
-    done = write_index(args.dir, args.output, args.max_pairs)
+    done = index.write_index(args.dir, args.output, args.max_pairs)
     print(f"wrote {done['path']}: {done['runs']} runs, {len(done['diffs'])} diffs ready to open")
     return EXIT_OK
 
@@ -234,17 +233,11 @@ def parser() -> argparse.ArgumentParser:
                    "typed columns, needs -o")  # fmt: skip
     e.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
     e.set_defaults(func=cmd_export)
-    i = sub.add_parser(
-        "index",
-        help="one HTML page listing every run under DIR, filterable, with pre-rendered diffs to compare",
-        description="Lists every run (a folder with metrics.json) under DIR: task, model, delegate, quant, "
-        "status, headline metric, date, links to its files. Tick two comparable runs to open the diff "
-        "report diff A B --format html writes; those diffs are rendered into index_diffs/ beside the "
-        "page (at most --max-pairs, kept while newer than both runs).",
-    )
+    index_help = "one HTML page of every run under DIR (filter; tick two comparable runs to open their diff)"
+    i = sub.add_parser("index", help=index_help, description=index.__doc__.split("\n\n")[0])
     i.add_argument("dir", metavar="DIR", help="folder holding the runs, e.g. outputs/")
     i.add_argument("-o", "--output", metavar="FILE", help="the page (default: DIR/index.html)")
-    i.add_argument("--max-pairs", type=int, default=50, help="diffs rendered beforehand (0: none)")
+    i.add_argument("--max-pairs", type=int, default=index.MAX_PAIRS, help="diffs made beforehand (0: none)")
     i.set_defaults(func=cmd_index)
     return p
 
