@@ -10,6 +10,7 @@ Hydra callback's business (:mod:`.callback`).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -125,12 +126,17 @@ def run_metrics(run: Run) -> dict[str, float]:
     return {k: n for k, v in out.items() if (n := _number(v)) is not None}
 
 
+def _key(name: str) -> str:
+    """A config key as a tracker key: the characters MLflow accepts (a map's own keys may hold others)."""
+    return re.sub(r"[^\w\-./ ]", "_", name)
+
+
 def run_params(run: Run) -> dict[str, str]:
     """The validated run settings (``provenance.config``), flattened to dotted keys, plus the job's
     overrides; a failed record's config is the composed one it could not validate."""
-    config = run.prov("config") or run.doc.get("config") or {}
-    params = {k: "" if v is None else str(v) for k, v in flatten(config).items()}
-    overrides = run.prov("overrides") or run.doc.get("overrides") or []
+    config = run.prov("config") or {}
+    params = {_key(k): "" if v is None else str(v) for k, v in flatten(config).items()}
+    overrides = run.prov("overrides") or []
     params["overrides"] = " ".join(map(str, overrides))
     return params
 
