@@ -108,11 +108,15 @@ def _warn(what: str, exc: BaseException) -> str:
 _warming: dict[str, threading.Thread] = {}  # module state, not the callback's: callbacks are pickled
 
 
-def _warm(settings) -> None:
+def _multirun(config: DictConfig) -> bool:
+    return str(config.hydra.mode).endswith("MULTIRUN")
+
+
+def _warm(settings, announce: bool) -> None:
     from evalharness.report.mlflow_store import Store
 
     with contextlib.suppress(Exception):  # a failure here is met again, and reported, at job end
-        Store(settings).experiment()
+        Store(settings, announce=announce).experiment()
 
 
 class TrackingCallback(Callback):
@@ -126,7 +130,8 @@ class TrackingCallback(Callback):
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         settings = tracking_settings(config)
         if settings is not None and "store" not in _warming:
-            _warming["store"] = threading.Thread(target=_warm, args=(settings,), daemon=True)
+            announce = not _multirun(config)  # a multirun's parent said it once for every job
+            _warming["store"] = threading.Thread(target=_warm, args=(settings, announce), daemon=True)
             _warming["store"].start()
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -157,12 +162,12 @@ class TrackingCallback(Callback):
             return
         if "store" in _warming:
             _warming["store"].join()
-        multirun = config.hydra.mode is not None and str(config.hydra.mode).endswith("MULTIRUN")
+        multirun = _multirun(config)
         parent = _parent(str(config.hydra.sweep.dir)) if multirun else None
         name = os.path.basename(run_dir) if multirun else os.path.relpath(run_dir)
         store = None
         try:
-            store = Store(settings)
+            store = Store(settings, announce=not multirun)
             run = load_run(run_dir, name)
             run_id = store.log_run(run, name, parent)
             write_record(run_dir, store.record(run_id=run_id, parent_run_id=parent, status="logged"))
@@ -189,7 +194,7 @@ class TrackingCallback(Callback):
             failed = sum(j["doc"] is None or j["doc"].status != "complete" for j in jobs)
             names = ("sweep.csv", "sweep.md", "sweep.html", "index.html")
             files = [p for n in names if os.path.isfile(p := os.path.join(sweep_dir, n))]
-            Store(settings).end_parent(parent, failed, files)
+            Store(settings, announce=False).end_parent(parent, failed, files)
         except Exception as exc:  # noqa: BLE001 - tracking never fails a sweep
             _warn("the multirun's parent run", exc)
 

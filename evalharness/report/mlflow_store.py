@@ -59,10 +59,10 @@ def _announce(text: str) -> None:
 class Store:
     """The configured MLflow store: the validated ``tracking`` settings and the resolved URI."""
 
-    def __init__(self, settings, cwd: str | None = None):
+    def __init__(self, settings, cwd: str | None = None, announce: bool = True):
         self.settings = settings
         self.uri, self.assumed = tracking.store_uri(settings, cwd)
-        if self.assumed:
+        if self.assumed and announce:
             _announce(self.assumed)  # the assumption, once per process, and recorded in tracking.json
         base = cwd or os.getcwd()
         self.artifacts = None if settings.get("uri") else os.path.join(os.path.abspath(base), "mlruns")
