@@ -63,6 +63,9 @@ def test_callback_writes_the_sweep_table(sweep):
     assert float(table[0]["size_MB"]) == 0.525598 and float(table[1]["coverage"]) == 0
     assert all(0 <= float(r["top1"]) <= 1 and float(r["latency_p50_ms"]) > 0 for r in table)
     assert "| mobilenet_v2_1.0_224_quant | reference | complete |" in (sweep_dir / "sweep.md").read_text()
+    # report export's per-run columns too, by the same names
+    assert [c for c in table[0] if c.startswith("metric.")] == [f"metric.top{k}" for k in range(1, 11)]
+    assert all(r["metric.top1"] == r["top1"] for r in table)
 
 
 def test_report_sweep_reproduces_the_callback_files(sweep, capsys, tmp_path):
