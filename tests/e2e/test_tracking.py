@@ -35,37 +35,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def server_process(tmp_path_factory):
-    """A real tracking server on a free port: SQLite backend, artifacts proxied into tmp. Started when
-    the module starts, so it boots while the tests before the one that needs it run."""
-    where = tmp_path_factory.mktemp("mlflow-server")
-    port = free_port()
-    cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-           "--workers", "1", "--backend-store-uri", f"sqlite:///{where / 'server.db'}",
-           "--artifacts-destination", str(where / "artifacts")]  # fmt: skip
-    with (where / "server.log").open("w") as log:
-        proc = subprocess.Popen(cmd, cwd=where, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        yield proc, f"http://127.0.0.1:{port}", where / "server.log"
-        os.killpg(proc.pid, signal.SIGKILL)  # the server and the workers it started, by this group's id
-        proc.wait(timeout=30)
-
-
-@pytest.fixture
-def server(server_process):
-    proc, uri, log = server_process
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{uri}/health", timeout=2) as r:
-                if r.status == 200:
-                    return uri
-        except OSError:
-            pass
-        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-        time.sleep(0.5)
-
-
 def dataset_with_a_bad_last_image(directory: Path) -> list[str]:
     """The bundled 5 images plus an undecodable 6th (last in file-name order): ``task.num_images=0``
     reaches it and stops (strict): a failure at run time, after validation; the other jobs never do."""
@@ -78,12 +47,67 @@ def dataset_with_a_bad_last_image(directory: Path) -> list[str]:
     return [f"dataset.root={images}", f"dataset.ground_truth={labels}", "task.num_images=3,5,5,0"]
 
 
-def sweep(tmp_path: Path, *tracking: str):
-    sweep_dir = tmp_path / "multirun"
-    args = ["-m", *dataset_with_a_bad_last_image(tmp_path), "tracking=mlflow",
+def sweep_args(tmp_path: Path, *tracking: str) -> list[str]:
+    return ["-m", *dataset_with_a_bad_last_image(tmp_path), "tracking=mlflow",
             f"tracking.experiment={EXPERIMENT}", *tracking, "hydra/callbacks=sweep_report",
-            f"hydra.sweep.dir={sweep_dir}"]  # fmt: skip
-    return run_cli(args, cwd=tmp_path), sweep_dir
+            f"hydra.sweep.dir={tmp_path / 'multirun'}"]  # fmt: skip
+
+
+class Cli:
+    """``python -m evalharness ARGS`` started now, its output in files (no pipe to fill), awaited later:
+    the module's commands run side by side, each process on its own core."""
+
+    def __init__(self, args: list[str], cwd: Path):
+        self.cwd, self.out, self.err = cwd, (cwd / "stdout").open("w"), (cwd / "stderr").open("w")
+        cmd = [sys.executable, "-m", "evalharness", *args, "loop.progress=false"]
+        self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=self.out, stderr=self.err, text=True)
+
+    def wait(self) -> subprocess.CompletedProcess:
+        code = self.proc.wait(timeout=300)
+        self.out.close()
+        self.err.close()
+        out, err = ((self.cwd / n).read_text() for n in ("stdout", "stderr"))
+        return subprocess.CompletedProcess(self.proc.args, code, out, err)
+
+
+def wait_for(uri: str, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{uri}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def tracked(tmp_path_factory):
+    """A real tracking server on a free port (SQLite backend, artifacts proxied into tmp) and, side by
+    side with its start, the sweep into the default local store and a run whose server is down; then
+    the sweep into the server once it answers. -> {name: (CompletedProcess, its folder)}, server uri."""
+    where = tmp_path_factory.mktemp("mlflow-server")
+    uri = f"http://127.0.0.1:{free_port()}"
+    cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", uri.rsplit(":", 1)[1],
+           "--workers", "1", "--backend-store-uri", f"sqlite:///{where / 'server.db'}",
+           "--artifacts-destination", str(where / "artifacts")]  # fmt: skip
+    with (where / "server.log").open("w") as log:
+        server = subprocess.Popen(cmd, cwd=where, stdout=log, stderr=log, start_new_session=True)
+        try:
+            local, dead, remote = (tmp_path_factory.mktemp(n) for n in ("local", "dead", "remote"))
+            started = {
+                "local": (Cli(sweep_args(local), local), local),
+                "dead": (Cli(["tracking=mlflow", f"tracking.uri=http://127.0.0.1:{free_port()}",
+                              "tracking.retries=0", "tracking.timeout_s=2"], dead), dead),  # fmt: skip
+            }
+            wait_for(uri, server, where / "server.log")
+            started["remote"] = (Cli(sweep_args(remote, f"tracking.uri={uri}"), remote), remote)
+            yield {name: (cli.wait(), folder) for name, (cli, folder) in started.items()}, uri
+        finally:
+            os.killpg(server.pid, signal.SIGKILL)  # the server and the workers it started, by its group id
+            server.wait(timeout=30)
 
 
 def check_tracked_sweep(proc, sweep_dir: Path, client: MlflowClient) -> dict:
@@ -135,13 +159,12 @@ def check_tracked_sweep(proc, sweep_dir: Path, client: MlflowClient) -> dict:
     return ids
 
 
-def test_sweep_tracked_in_the_default_local_store(tmp_path):
-    proc, sweep_dir = sweep(tmp_path)
-    assert (
-        proc.stderr.count(f"tracking: tracking.uri not set: MLflow store sqlite:///{tmp_path}/mlflow.db") == 1
-    )
-    check_tracked_sweep(proc, sweep_dir, MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}"))
-    assert (tmp_path / "mlruns").is_dir()  # artifacts beside the store, not in a job's working dir
+def test_sweep_tracked_in_the_default_local_store(tracked):
+    proc, folder = tracked[0]["local"]
+    assumed = f"tracking: tracking.uri not set: MLflow store sqlite:///{folder}/mlflow.db"
+    assert proc.stderr.count(assumed) == 1
+    check_tracked_sweep(proc, folder / "multirun", MlflowClient(f"sqlite:///{folder / 'mlflow.db'}"))
+    assert (folder / "mlruns").is_dir()  # artifacts beside the store, not in a job's working dir
 
 
 def test_a_malformed_uri_is_one_error_line_before_the_run(tmp_path):
@@ -153,20 +176,19 @@ def test_a_malformed_uri_is_one_error_line_before_the_run(tmp_path):
     assert proc.returncode == 2 and "tracking=none logs nothing" in proc.stderr
 
 
-def test_an_unreachable_server_is_a_warning_not_a_failed_run(tmp_path):
-    dead = f"http://127.0.0.1:{free_port()}"
-    proc = run_cli(["tracking=mlflow", f"tracking.uri={dead}", "tracking.retries=0", "tracking.timeout_s=2"],
-                   cwd=tmp_path)  # fmt: skip
+def test_an_unreachable_server_is_a_warning_not_a_failed_run(tracked):
+    proc, folder = tracked[0]["dead"]
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "warning: tracking: run" in proc.stderr and "error:" not in proc.stderr
-    (record,) = tmp_path.glob("outputs/**/tracking.json")
+    (record,) = folder.glob("outputs/**/tracking.json")
     assert json.loads(record.read_text())["status"] == "failed"
 
 
-def test_sweep_tracked_on_a_real_server_and_read_back_by_run_id(server, tmp_path, capsys, monkeypatch):
-    proc, sweep_dir = sweep(tmp_path, f"tracking.uri={server}")
+def test_sweep_tracked_on_a_real_server_and_read_back_by_run_id(tracked, tmp_path, capsys, monkeypatch):
+    (proc, folder), server = tracked[0]["remote"], tracked[1]
+    sweep_dir = folder / "multirun"
     ids = check_tracked_sweep(proc, sweep_dir, MlflowClient(server))
-    assert not (tmp_path / "mlflow.db").exists()  # a server given: no local store made
+    assert not (folder / "mlflow.db").exists()  # a server given: no local store made
     first, second = sorted(ids)[1:3]  # the repeated measurement: two comparable runs
     monkeypatch.setenv("MLFLOW_TRACKING_URI", server)
     by_dir = report(capsys, "diff", sweep_dir / first, sweep_dir / second, "--format", "json")
