@@ -10,10 +10,10 @@
     index DIR [-o FILE] [--max-pairs N]
 
 A run is its output directory, its metrics.json, or ``mlflow:<run_id>`` (a tracked run, downloaded
-from ``MLFLOW_TRACKING_URI`` or the default store beside outputs/; a parent run is a sweep).
-Exit status: 0 fine; 1 a ``--fail-if`` rule was
-violated (diff) or the stored metrics were not reproduced (rescore); 2 usage error or runs that
-cannot be compared (one ``error:`` line on stderr). The rule grammar is in :mod:`.gate`.
+from ``MLFLOW_TRACKING_URI`` or the default store beside outputs/; a parent run is a sweep). Exit
+status: 0 fine; 1 a ``--fail-if`` rule was violated (diff) or the stored metrics were not reproduced
+(rescore); 2 usage error or runs that cannot be compared (one ``error:`` line on stderr). The rule
+grammar is in :mod:`.gate`.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    run = load_run(args.run, "RUN")
+    run = load_run(local(args.run), "RUN")
     doc = rescore.rescore(run, args.top_k, args.backend)
     _emit(_render(doc, args.format, f"evalharness rescore: {run.name}", rescore.sections(doc)), args.output)
     return EXIT_OK if doc["reproduced"] else EXIT_REGRESSION
@@ -168,11 +168,13 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     if args.format in export.BINARY and not args.output:
         raise ReportError(f"--format {args.format} writes a binary file: give -o FILE.{args.format}")
-    _emit(export.render(load_run(args.run, "RUN"), args.format), args.output)
+    _emit(export.render(load_run(local(args.run), "RUN"), args.format), args.output)
     return EXIT_OK
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    if args.max_pairs < 0:
+        raise ReportError(f"--max-pairs {args.max_pairs}: give 0 (no diffs rendered) or more")
     done = index.write_index(args.dir, args.output, args.max_pairs)
     print(f"wrote {done['path']}: {done['runs']} runs, {len(done['diffs'])} diffs ready to open")
     return EXIT_OK

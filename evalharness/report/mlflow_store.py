@@ -137,6 +137,11 @@ def download(spec: str, into: str) -> str:
     if not run_id:
         raise ReportError(f"{spec!r}: give mlflow:<run_id> (the id MLflow shows, or tracking.json records)")
     uri = os.environ.get("MLFLOW_TRACKING_URI") or tracking.store_uri({"uri": None})[0]
+    if uri.startswith("sqlite:///") and not os.path.isfile(uri[len("sqlite:///") :]):  # reading makes none
+        raise ReportError(
+            f"{spec}: no MLflow store at {uri}; run this where tracking=mlflow ran, or set "
+            "MLFLOW_TRACKING_URI to the store that logged it"
+        )
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # stderr keeps its one line
     try:
         c = client(uri)
