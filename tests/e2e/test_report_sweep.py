@@ -63,6 +63,9 @@ def test_callback_writes_the_sweep_table(sweep):
     assert float(table[0]["size_MB"]) == 0.525598 and float(table[1]["coverage"]) == 0
     assert all(0 <= float(r["top1"]) <= 1 and float(r["latency_p50_ms"]) > 0 for r in table)
     assert "| mobilenet_v2_1.0_224_quant | reference | complete |" in (sweep_dir / "sweep.md").read_text()
+    # the callback refreshed the run index (the sweep dir's own: it lies outside outputs/)
+    assert f"run index: {sweep_dir / 'index.html'}" in proc.stdout
+    assert (sweep_dir / "index.html").read_text().count('<tr data-id="') == 4
     # report export's per-run columns too, by the same names
     assert [c for c in table[0] if c.startswith("metric.")] == [f"metric.top{k}" for k in range(1, 11)]
     assert all(r["metric.top1"] == r["top1"] for r in table)

@@ -176,6 +176,14 @@ def test_a_malformed_uri_is_one_error_line_before_the_run(tmp_path):
     assert proc.returncode == 2 and "tracking=none logs nothing" in proc.stderr
 
 
+def test_reading_back_an_unknown_store_is_one_error_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    code, _, err = report(capsys, "diff", "mlflow:abc", "mlflow:def")
+    assert code == 2 and err.count("error:") == 1 and "no MLflow store at sqlite:///" in err
+    assert not (tmp_path / "mlflow.db").exists()  # reading makes no store
+
+
 def test_an_unreachable_server_is_a_warning_not_a_failed_run(tracked):
     proc, folder = tracked[0]["dead"]
     assert proc.returncode == 0, proc.stderr[-2000:]
