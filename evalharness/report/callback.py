@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import sys
-import threading
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -105,18 +104,8 @@ def _warn(what: str, exc: BaseException) -> str:
     return message
 
 
-_warming: dict[str, threading.Thread] = {}  # module state, not the callback's: callbacks are pickled
-
-
 def _multirun(config: DictConfig) -> bool:
     return str(config.hydra.mode).endswith("MULTIRUN")
-
-
-def _warm(settings, announce: bool) -> None:
-    from evalharness.report.mlflow_store import Store
-
-    with contextlib.suppress(Exception):  # a failure here is met again, and reported, at job end
-        Store(settings, announce=announce).experiment()
 
 
 class TrackingCallback(Callback):
@@ -124,15 +113,8 @@ class TrackingCallback(Callback):
     parent's id travels in ``<sweep dir>/tracking.json``, so jobs in other processes (joblib,
     submitit, Ray) find it too; each run dir gets a ``tracking.json`` saying where it was logged.
 
-    Importing MLflow and opening its store costs seconds, once per process: ``on_job_start`` does it
-    in a background thread while the run runs, so a job's end waits only for its own logging."""
-
-    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
-        settings = tracking_settings(config)
-        if settings is not None and "store" not in _warming:
-            announce = not _multirun(config)  # a multirun's parent said it once for every job
-            _warming["store"] = threading.Thread(target=_warm, args=(settings, announce), daemon=True)
-            _warming["store"].start()
+    MLflow is imported and its store opened once per process, after the run (never beside it: a
+    second thread importing while the run imports could hand either a half-initialised module)."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from evalharness.report.mlflow_store import Store, write_record
@@ -160,8 +142,6 @@ class TrackingCallback(Callback):
         run_dir = str(config.hydra.runtime.output_dir)
         if settings is None or not has_document(run_dir):
             return
-        if "store" in _warming:
-            _warming["store"].join()
         multirun = _multirun(config)
         parent = _parent(str(config.hydra.sweep.dir)) if multirun else None
         name = os.path.basename(run_dir) if multirun else os.path.relpath(run_dir)
