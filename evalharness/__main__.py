@@ -29,6 +29,7 @@ OmegaConf.register_new_resolver("bundled", bundled, replace=True)
 OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)
 
 _failed_jobs: list[str] = []
+_exit_codes: list[int] = []  # a single run's code, returned after Hydra's job-end callbacks (tracking)
 __all__ = ["conf_dirs", "main", "run"]
 
 
@@ -62,7 +63,7 @@ def _app(cfg: DictConfig) -> None:
             _failed_jobs.append(f"{hc.job.num}: {message}")
             return
         print(f"error: {message}", file=sys.stderr)
-        sys.exit(EXIT_STOPPED if stopped else EXIT_USER_ERROR)
+        _exit_codes.append(EXIT_STOPPED if stopped else EXIT_USER_ERROR)  # sys.exit here would skip them
 
 
 _GROUP_OVERRIDE = re.compile(r"^[+]?(?P<group>[A-Za-z_][\w/]*)=(?P<value>[^()\[\]{}*]*)$")
@@ -154,6 +155,8 @@ def main() -> None:
             raise
         report(exc)
         sys.exit(EXIT_USER_ERROR)
+    if _exit_codes:
+        sys.exit(_exit_codes[-1])
     if _failed_jobs:
         print(f"error: {len(_failed_jobs)} job(s) failed: " + "; ".join(_failed_jobs), file=sys.stderr)
         sys.exit(EXIT_STOPPED)

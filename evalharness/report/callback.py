@@ -1,30 +1,47 @@
-"""Hydra callback: write the sweep report when a multirun ends, so every sweep leaves its table.
+"""Hydra callbacks: the sweep report and the run index when a multirun ends, and experiment tracking.
 
-It first merges the shard runs of the sweep (``merge_shards``, see :mod:`.merge_sweep`), so the
-report lists each merged run too. Enabled by ``conf/hydra/callbacks/sweep_report.yaml``
-(``hydra/callbacks=sweep_report`` on the command line, or in the defaults of
-``conf/hydra/default.yaml``). A report that cannot be written
-is a warning, never a failed sweep: the runs themselves are intact.
+:class:`SweepReportCallback` first merges the shard runs of the sweep (``merge_shards``, see
+:mod:`.merge_sweep`), so the report lists each merged run too, then refreshes the index page of every
+run (:mod:`.index`). :class:`TrackingCallback` logs each job's run directory to MLflow once the job
+has written it (``tracking=mlflow``; a no-op with ``tracking=none``), a multirun as a parent run with
+one child per job. Both are enabled by ``conf/hydra/callbacks/sweep_report.yaml`` (in the defaults of
+``conf/hydra/default.yaml``); ``~hydra/callbacks`` disables them. A report, an index or a tracked run
+that cannot be written is a warning, never a failed job or sweep: the runs themselves are intact.
+
+Tracking reads the run's files after the job, not the live run: what it logs is what metrics.json
+says (a failed, invalid or partial run included, with that status), whichever launcher ran the job.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
+import sys
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
+from evalharness.core.boundary import describe
 from evalharness.core.errors import EvalHarnessError
 
 log = logging.getLogger("evalharness.report")
 
 
 class SweepReportCallback(Callback):
-    def __init__(self, baseline: list[str] | None = None, out: str | None = None, merge_shards: bool = True):
+    def __init__(
+        self,
+        baseline: list[str] | None = None,
+        out: str | None = None,
+        merge_shards: bool = True,
+        index: str | None = "outputs",
+    ):
         self.baseline = list(baseline or [])
         self.out = out
         self.merge_shards = merge_shards
+        self.index = index
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from evalharness.report.sweep import parse_baseline, write_report
@@ -34,10 +51,23 @@ class SweepReportCallback(Callback):
             self._merge(sweep_dir)
         try:
             report = write_report(sweep_dir, self.out, parse_baseline(self.baseline))
+            print(f"sweep report: {report['paths']['sweep.md']}")
         except (EvalHarnessError, OSError) as exc:
             log.warning("sweep report not written: %s", exc)
-            return
-        print(f"sweep report: {report['paths']['sweep.md']}")
+        if self.index:
+            self._index(sweep_dir)
+
+    def _index(self, sweep_dir: str) -> None:
+        """The index of ``index`` (outputs/) when the sweep lies under it, else of the sweep dir."""
+        from evalharness.report.index import write_index
+
+        root = os.path.abspath(self.index)
+        if not os.path.abspath(sweep_dir).startswith(root + os.sep):
+            root = sweep_dir
+        try:
+            print(f"run index: {write_index(root)['path']}")
+        except (EvalHarnessError, OSError) as exc:
+            log.warning("run index not written: %s", exc)
 
     @staticmethod
     def _merge(sweep_dir: str) -> None:
@@ -53,3 +83,107 @@ class SweepReportCallback(Callback):
             print(f"merged shards: {path}")
         for problem in problems:
             log.warning("shard runs not merged: %s", problem)
+
+
+def tracking_settings(config: DictConfig):
+    """The validated ``tracking`` group, or None when off or invalid (the job's validation has already
+    said why: a second line here would repeat it)."""
+    from evalharness.report.tracking import check_tracking
+
+    node = OmegaConf.select(config, "tracking")
+    try:
+        settings = check_tracking(OmegaConf.to_container(node, resolve=True) if node is not None else None)
+    except Exception:  # noqa: BLE001 - reported by run/settings.validate in the job
+        return None
+    return settings if settings["name"] != "none" else None
+
+
+def _warn(what: str, exc: BaseException) -> str:
+    message = describe(exc)
+    print(f"warning: tracking: {what} not logged: {message}", file=sys.stderr)
+    return message
+
+
+def _multirun(config: DictConfig) -> bool:
+    return str(config.hydra.mode).endswith("MULTIRUN")
+
+
+class TrackingCallback(Callback):
+    """Each job's run -> an MLflow run; a multirun -> a parent run whose children are its jobs. The
+    parent's id travels in ``<sweep dir>/tracking.json``, so jobs in other processes (joblib,
+    submitit, Ray) find it too; each run dir gets a ``tracking.json`` saying where it was logged.
+
+    MLflow is imported and its store opened once per process, after the run (never beside it: a
+    second thread importing while the run imports could hand either a half-initialised module)."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from evalharness.report.mlflow_store import Store, write_record
+
+        settings = tracking_settings(config)
+        if settings is None:
+            return
+        sweep_dir = str(config.hydra.sweep.dir)
+        overrides = [str(o) for o in config.hydra.overrides.task]
+        try:
+            store = Store(settings)
+            params = {f"sweep.{o.split('=', 1)[0]}": o.split("=", 1)[-1] for o in overrides}
+            tags = {"evalharness.sweep_dir": os.path.abspath(sweep_dir), "evalharness.kind": "multirun"}
+            run_id = store.start_parent(os.path.basename(os.path.normpath(sweep_dir)), params, tags)
+            write_record(sweep_dir, store.record(run_id=run_id, status="logged"))
+        except Exception as exc:  # noqa: BLE001 - tracking never fails a sweep
+            _warn("the multirun's parent run", exc)
+
+    def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
+        from evalharness.report.mlflow_store import Store, write_record
+        from evalharness.rundir.document import has_document
+        from evalharness.rundir.reader import load_run
+
+        settings = tracking_settings(config)
+        run_dir = str(config.hydra.runtime.output_dir)
+        if settings is None or not has_document(run_dir):
+            return
+        multirun = _multirun(config)
+        parent = _parent(str(config.hydra.sweep.dir)) if multirun else None
+        name = os.path.basename(run_dir) if multirun else os.path.relpath(run_dir)
+        store = None
+        try:
+            store = Store(settings, announce=not multirun)
+            run = load_run(run_dir, name)
+            run_id = store.log_run(run, name, parent)
+            write_record(run_dir, store.record(run_id=run_id, parent_run_id=parent, status="logged"))
+            print(f"tracked: mlflow run {run_id} ({store.uri})")
+        except Exception as exc:  # noqa: BLE001 - a tracking error never changes the run's exit code
+            message = _warn(f"run {run_dir}", exc)
+            record = store.record(status="failed", error=message) if store else {"status": "failed"}
+            with contextlib.suppress(OSError):
+                write_record(run_dir, {**record, "error": message})
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """Attach the sweep's table, HTML and the index to the parent and close it: FAILED when a job
+        did not complete (as the multirun's exit code 1 says)."""
+        from evalharness.report.mlflow_store import Store
+        from evalharness.report.sweep import collect
+
+        settings = tracking_settings(config)
+        sweep_dir = str(config.hydra.sweep.dir)
+        parent = _parent(sweep_dir)
+        if settings is None or parent is None:
+            return
+        try:
+            jobs = collect(sweep_dir)
+            failed = sum(j["doc"] is None or j["doc"].status != "complete" for j in jobs)
+            names = ("sweep.csv", "sweep.md", "sweep.html", "index.html")
+            files = [p for n in names if os.path.isfile(p := os.path.join(sweep_dir, n))]
+            Store(settings, announce=False).end_parent(parent, failed, files)
+        except Exception as exc:  # noqa: BLE001 - tracking never fails a sweep
+            _warn("the multirun's parent run", exc)
+
+
+def _parent(sweep_dir: str) -> str | None:
+    from evalharness.report.tracking import TRACKING_FILE
+
+    try:
+        with open(os.path.join(sweep_dir, TRACKING_FILE), encoding="utf-8") as f:
+            return json.load(f).get("run_id")
+    except (OSError, ValueError):
+        return None

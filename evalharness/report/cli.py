@@ -6,39 +6,67 @@
     sweep MULTIRUN_DIR [--baseline KEY=VALUE]... [--out DIR] [--format text|md]
     rescore RUN [--top-k K] [--backend NAME] [--format text|markdown|json] [-o FILE]
     merge RUN... --out DIR
-    export RUN [--format csv|json] [-o FILE]
+    export RUN [--format csv|json|parquet] [-o FILE]
+    index DIR [-o FILE] [--max-pairs N]
 
-A run is its output directory or its metrics.json. Exit status: 0 fine; 1 a ``--fail-if`` rule was
-violated (diff) or the stored metrics were not reproduced (rescore); 2 usage error or runs that
-cannot be compared (one ``error:`` line on stderr). The rule grammar is in :mod:`.gate`.
+A run is its output directory, its metrics.json, or ``mlflow:<run_id>`` (a tracked run, downloaded
+from ``MLFLOW_TRACKING_URI`` or the default store beside outputs/; a parent run is a sweep). Exit
+status: 0 fine; 1 a ``--fail-if`` rule was violated (diff) or the stored metrics were not reproduced
+(rescore); 2 usage error or runs that cannot be compared (one ``error:`` line on stderr). The rule
+grammar is in :mod:`.gate`.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 
-from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
 from evalharness.core.boundary import ArgumentParser, guarded
 from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_markdown, render_text
-from evalharness.report import cache_states, diff_view, export, gate, markdown, merge, rescore, sweep
+from evalharness.report import (
+    cache_states,
+    diff_view,
+    export,
+    gate,
+    index,
+    markdown,
+    merge,
+    mlflow_store,
+    rescore,
+    sweep,
+)
 from evalharness.report.diff import build_diff
 from evalharness.report.outputs import check_output_file
 from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.rundir.reader import Run, load_run
 
 EXIT_OK, EXIT_REGRESSION = 0, 1
+_downloads: list[tempfile.TemporaryDirectory] = []  # mlflow:<run_id> copies, removed when the command ends
 
 
-def _emit(text: str, output: str | None, runs: list[Run]) -> None:
+def local(spec: str) -> str:
+    """A run (or sweep) as a directory: ``mlflow:<run_id>`` is downloaded into a temporary one."""
+    if not mlflow_store.is_source(spec):
+        return spec
+    if not _downloads:
+        _downloads.append(tempfile.TemporaryDirectory(prefix="evalharness-mlflow-"))
+    return mlflow_store.download(spec, _downloads[0].name)
+
+
+def _emit(text: str | bytes, output: str | None, runs: list[Run]) -> None:
     """A report's text on stdout, or written atomically to ``output``, never over what ``runs`` are
     made of (:mod:`evalharness.report.outputs`)."""
     if not output:
         sys.stdout.write(text)
         return
     check_output_file(output, runs)
-    atomic_write_text(output, text)
+    if isinstance(text, bytes):
+        atomic_write_bytes(output, text)
+    else:
+        atomic_write_text(output, text)
     print(f"wrote {output}", file=sys.stderr)
 
 
@@ -52,7 +80,7 @@ def _render(doc: dict, fmt: str, title: str, sections) -> str:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     rules = [gate.parse_rule(r) for r in args.fail_if]
-    a, b = load_run(args.run_a, "A"), load_run(args.run_b, "B")
+    a, b = load_run(local(args.run_a), "A"), load_run(local(args.run_b), "B")
     comp = comparability(a, b, args.allow_different_preprocessing)
     if comp.refused:
         raise ReportError("runs are not comparable: " + "; ".join(comp.refused))
@@ -96,7 +124,10 @@ def _check_cache_states(comp, rules: list, allowed: bool) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    report = sweep.write_report(args.multirun_dir, args.out, sweep.parse_baseline(args.baseline))
+    out = args.out
+    if mlflow_store.is_source(args.multirun_dir) and not out:  # not into the temporary copy
+        out = f"sweep_{args.multirun_dir[len(mlflow_store.SOURCE_PREFIX):]}"
+    report = sweep.write_report(local(args.multirun_dir), out, sweep.parse_baseline(args.baseline))
     if args.format == "md":  # stdout is the comment; the files written are said on stderr
         sys.stdout.write(markdown.render_sweep(report["columns"], report["rows"], report["sections"]))
     else:
@@ -107,7 +138,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    run = load_run(args.run, "RUN")
+    run = load_run(local(args.run), "RUN")
     doc = rescore.rescore(run, args.top_k, args.backend)
     text = _render(doc, args.format, f"evalharness rescore: {run.name}", rescore.sections(doc))
     _emit(text, args.output, [run])
@@ -127,8 +158,18 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    run = load_run(args.run, "RUN")
+    if args.format in export.BINARY and not args.output:
+        raise ReportError(f"--format {args.format} writes a binary file: give -o FILE.{args.format}")
+    run = load_run(local(args.run), "RUN")
     _emit(export.render(run, args.format), args.output, [run])
+    return EXIT_OK
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    if args.max_pairs < 0:
+        raise ReportError(f"--max-pairs {args.max_pairs}: give 0 (no diffs rendered) or more")
+    done = index.write_index(args.dir, args.output, args.max_pairs)
+    print(f"wrote {done['path']}: {done['runs']} runs, {len(done['diffs'])} diffs ready to open")
     return EXIT_OK
 
 
@@ -136,8 +177,8 @@ def parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="python -m evalharness.report", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("diff", help="compare run B against run A, image by image")
-    d.add_argument("run_a", metavar="RUN_A", help="baseline run: output dir or metrics.json")
-    d.add_argument("run_b", metavar="RUN_B", help="candidate run: output dir or metrics.json")
+    d.add_argument("run_a", metavar="RUN_A", help="baseline run: run dir, metrics.json or mlflow:<run_id>")
+    d.add_argument("run_b", metavar="RUN_B", help="candidate run: run dir, metrics.json or mlflow:<run_id>")
     d.add_argument("--format", choices=("text", "markdown", "md", "json", "html"), default="text",
                    help="md: a pull-request comment (gate and verdict first, long lists folded); "
                    "markdown: every section as a heading")  # fmt: skip
@@ -155,7 +196,8 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--max-rows", type=int, default=20, help="rows per per-image table (json: all)")
     d.set_defaults(func=cmd_diff)
     s = sub.add_parser("sweep", help="tabulate a multirun: sweep.csv, sweep.md, sweep.html")
-    s.add_argument("multirun_dir", metavar="MULTIRUN_DIR")
+    s.add_argument("multirun_dir", metavar="MULTIRUN_DIR",
+                   help="or mlflow:<parent run id> (--out default: ./sweep_<id>)")  # fmt: skip
     s.add_argument("--baseline", action="append", default=[], metavar="KEY=VALUE", help="e.g. delegate=cpu")
     s.add_argument("--out", help="directory for the report files (default: MULTIRUN_DIR)")
     s.add_argument("--format", choices=("text", "md"), default="text",
@@ -174,7 +216,7 @@ def parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_merge)
     e = sub.add_parser(
         "export",
-        help="a run's predictions, one row per sample, with its headline metrics (csv or json)",
+        help="a run's predictions, one row per sample, with its headline metrics (csv, json, parquet)",
         description="One row per sample from the run's predictions. Nested objects become dotted "
         "columns (a.b); lists stay one cell: JSON arrays in json, JSON-encoded text in csv (empty cell = "
         "null). csv adds the headline metrics as metric.<name> columns (the same on every row); json is "
@@ -182,16 +224,27 @@ def parser() -> argparse.ArgumentParser:
     )
     e.add_argument("run", metavar="RUN", help="run directory or its metrics.json")
     e.add_argument("--format", choices=export.FORMATS, default="csv",
-                   help="csv: lists JSON-encoded in their cell; json: lists as arrays")  # fmt: skip
+                   help="csv: lists JSON-encoded in their cell; json: lists as arrays; parquet (pyarrow): "
+                   "typed columns, needs -o")  # fmt: skip
     e.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
     e.set_defaults(func=cmd_export)
+    index_help = "one HTML page of every run under DIR (filter; tick two comparable runs to open their diff)"
+    i = sub.add_parser("index", help=index_help, description=index.__doc__.split("\n\n")[0])
+    i.add_argument("dir", metavar="DIR", help="folder holding the runs, e.g. outputs/")
+    i.add_argument("-o", "--output", metavar="FILE", help="the page (default: DIR/index.html)")
+    i.add_argument("--max-pairs", type=int, default=index.MAX_PAIRS, help="diffs made beforehand (0: none)")
+    i.set_defaults(func=cmd_index)
     return p
 
 
 def main(argv: list[str] | None = None) -> None:
     def body() -> int:
-        args = parser().parse_args(argv)
-        return args.func(args)
+        try:
+            args = parser().parse_args(argv)
+            return args.func(args)
+        finally:
+            while _downloads:
+                _downloads.pop().cleanup()
 
     sys.exit(guarded(body))
 

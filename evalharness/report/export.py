@@ -1,4 +1,4 @@
-"""``report export RUN --format csv|json``: a run's per-sample predictions as one row per sample, with
+"""``report export RUN --format csv|json|parquet``: a run's per-sample predictions as one row per sample, with
 its headline metrics, for spreadsheets and notebooks.
 
 Rows are the run's prediction records as :func:`evalharness.rundir.reader.load_run` reads them (never
@@ -6,7 +6,9 @@ re-parsed here). A nested object becomes dotted columns (``a.b``); a list stays 
 array in the json export, JSON-encoded text in the csv (``[3, 7, 12]``, parse it with ``json.loads``).
 CSV cells: text as is, null (and NaN) empty, every other value as JSON (numbers round-trip exactly).
 The csv carries the headline metrics as ``metric.<name>`` columns, the same on every row; the json
-export is ``{"run": ..., "metrics": ..., "columns": [...], "rows": [...]}``.
+export is ``{"run": ..., "metrics": ..., "columns": [...], "rows": [...]}``. The parquet export (with
+pyarrow installed) has the csv's columns with their own types: lists stay lists, and a column whose
+values Arrow cannot hold in one type (mixed kinds) is JSON-encoded text as in the csv.
 
 Written atomically (:mod:`evalharness.core.atomic_io`), and never over a file of a run directory.
 """
@@ -23,7 +25,8 @@ from evalharness.report.runs import ReportError, definition_of
 from evalharness.rundir.files import METRICS_FILE
 from evalharness.rundir.reader import Run
 
-FORMATS = ("csv", "json")
+FORMATS = ("csv", "json", "parquet")
+BINARY = ("parquet",)  # written to a file (-o), never to a terminal
 METRIC_PREFIX = "metric."
 
 
@@ -88,5 +91,29 @@ def to_json(run: Run) -> str:
     return dumps({"run": about, "metrics": headline(run), "columns": columns, "rows": rows})
 
 
-def render(run: Run, fmt: str) -> str:
+def to_parquet(run: Run) -> bytes:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ReportError("--format parquet needs pyarrow: pip install pyarrow (or --format csv)") from None
+    columns, rows = rows_of(run)
+    table = {c: _arrow_column(pa, [r.get(c) for r in rows]) for c in columns}
+    for name, value in headline(run).items():
+        table[METRIC_PREFIX + name] = pa.array([value] * len(rows))
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(table), sink)
+    return sink.getvalue().to_pybytes()
+
+
+def _arrow_column(pa, values: list):
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed kinds in one column: the csv's JSON text
+        return pa.array([v if v is None or isinstance(v, str) else csv_cell(v) for v in values])
+
+
+def render(run: Run, fmt: str) -> str | bytes:
+    if fmt == "parquet":
+        return to_parquet(run)
     return to_csv(run) if fmt == "csv" else to_json(run)

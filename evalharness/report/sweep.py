@@ -269,7 +269,7 @@ def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, 
         svg = plots.latency_distributions(distributions)
         figures.append(html.figure_html("Latency distributions", svg, plots.DISTRIBUTION_NOTE))
     texts = {
-        "sweep.csv": to_csv(columns, rows),
+        "sweep.csv": to_csv(*with_export_columns(jobs, columns, rows)),
         "sweep.md": render_markdown(title, secs),
         "sweep.html": html.page(title, secs, {"sweep": figures}),
     }
@@ -285,6 +285,21 @@ def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, 
         "columns": columns,
         "sections": secs,
     }
+
+
+def with_export_columns(jobs: list[dict], columns: list[str], rows: list[dict]) -> tuple[list, list]:
+    """The csv's columns plus ``report export``'s per-run ones (``metric.<name>``, every headline
+    metric), so a sweep table and the exports of its runs join on the same names."""
+    from evalharness.report.export import METRIC_PREFIX, headline
+
+    docs = {j["run"]: j["doc"] for j in jobs}
+    values = {
+        r["run"]: headline(run) if (run := docs.get(r["run"])) and run.task and run.status in SCORED else {}
+        for r in rows
+    }
+    extra = [METRIC_PREFIX + m for m in dict.fromkeys(m for v in values.values() for m in v)]
+    prefixed = [{**r, **{METRIC_PREFIX + m: v for m, v in values[r["run"]].items()}} for r in rows]
+    return [*columns, *extra], prefixed
 
 
 def _label(row: dict, columns: list[str]) -> str:

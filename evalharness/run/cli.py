@@ -30,7 +30,8 @@ SUBCOMMANDS = {  # name -> one line (the dispatch itself is in evalharness/__mai
     "inspect": "what a .tflite file is and what each delegate here takes (evalharness inspect -h)",
 }
 _SEARCHPATH = re.compile(r"^[+]?hydra\.searchpath=\[(?P<paths>.*)\]$")
-_CHOICE = re.compile(r"^[+]?(?P<group>task|delegate|runner)=(?P<value>[^()\[\]{}*]*)$")
+_CHOICE = re.compile(r"^[+]?(?P<group>task|delegate|runner|tracking)=(?P<value>[^()\[\]{}*]*)$")
+_CHOSEN = ("task", "delegate", "runner", "tracking")  # groups whose option decides which keys are valid
 _OTHER_CONFIG = ("--config-name", "-cn", "--config-path", "-cp", "--config-dir", "-cd")
 _KEY = re.compile(r"^(?:\+\+|\+)?(?P<key>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)=")
 
@@ -90,11 +91,11 @@ def help_text(args: list[str]) -> str:
 def _chosen(args: list[str]) -> dict[str, list[str] | None]:
     """task, delegate, runner -> the options the command line selects (None: a sweep expression)."""
     defaults = _defaults()
-    chosen: dict[str, list[str] | None] = {g: [defaults.get(g, "")] for g in ("task", "delegate", "runner")}
+    chosen: dict[str, list[str] | None] = {g: [defaults.get(g, "")] for g in _CHOSEN}
     for arg in args:
         if m := _CHOICE.match(arg):
             chosen[m.group("group")] = [v.strip() for v in m.group("value").split(",") if v.strip()]
-        elif re.match(r"^[+]?(task|delegate|runner)=", arg):
+        elif re.match(r"^[+]?(task|delegate|runner|tracking)=", arg):
             chosen[arg.lstrip("+").split("=", 1)[0]] = None
     return chosen
 
@@ -162,6 +163,8 @@ def _problem(key: str, chosen: dict, dirs: list[Path]) -> str | None:
             problem = _message(key, parts, RUNNERS.get(name).settings, f"runner={name}")
         elif group == "task":
             problem = _message(key, parts, task_definitions().get(name).schema, f"task={name}")
+        elif group == "tracking":
+            problem = _tracking_problem(key, parts, name)
         elif group in ("model", "dataset"):
             return _task_group_problem(key, group, parts, chosen, dirs)
         elif group in SCHEMAS:
@@ -171,6 +174,16 @@ def _problem(key: str, chosen: dict, dirs: list[Path]) -> str | None:
         if problem:
             return problem
     return None
+
+
+def _tracking_problem(key: str, parts: list[str], name: str | None) -> str | None:
+    from evalharness.report.tracking import TRACKERS
+
+    if name not in TRACKERS:
+        return None  # an unknown option: the group-option check names it
+    if name == "none" and parts and parts[0] != "name":
+        return f"{key}: tracking=none logs nothing and reads no settings; add tracking=mlflow"
+    return _message(key, parts, TRACKERS[name], f"tracking={name}")
 
 
 def _task_group_problem(key: str, group: str, parts: list[str], chosen: dict, dirs: list[Path]) -> str | None:

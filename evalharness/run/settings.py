@@ -23,6 +23,7 @@ from evalharness.core.schema import FrozenDict, check, check_extended, field_nam
 from evalharness.data.preprocess import PreprocessSpec
 from evalharness.loop.engine import LoopSettings
 from evalharness.loop.shape import given_workers
+from evalharness.report.tracking import check_tracking
 from evalharness.run.model_settings import infer_model_settings
 from evalharness.run.renamed_keys import renamed_in_group
 from evalharness.run.thread_budget import thread_budget
@@ -112,6 +113,7 @@ class RunSettings:
     thread_budget: FrozenDict = field(default_factory=FrozenDict)
     # setting -> where its value came from: command line | model file | preset
     model_sources: FrozenDict = field(default_factory=FrozenDict)
+    tracking: FrozenDict = field(default_factory=lambda: freeze({"name": "none"}))  # report/callback.py logs
 
     def replace(self, **changes) -> RunSettings:
         """A new plan with ``changes`` (group values are frozen on the way in)."""
@@ -176,8 +178,8 @@ def validate(
     run is left for later. ``launcher``: a multirun's ``hydra.launcher`` config (None: single run);
     ``overrides``: the job's command-line overrides (what the user set wins over the model file);
     ``command_line``: the config came from ``python -m evalharness`` (child passes can repeat it)."""
-    groups_expected = (*SCHEMAS, "task", "delegate", "runner")
-    missing = [g for g in groups_expected if g not in cfg]
+    groups_expected = (*SCHEMAS, "task", "delegate", "runner", "tracking")
+    missing = [g for g in groups_expected if g not in cfg and g != "tracking"]
     if missing:
         raise ConfigError(f"config is missing group(s): {', '.join(missing)}")
     unknown = sorted(set(cfg) - set(groups_expected) - {"hydra"})
@@ -200,6 +202,7 @@ def validate(
     definition_class = task_definitions().get(resolved["task"].get("name"))
     groups = {g: check_group(g, resolved[g], definition_class) for g in SCHEMAS}
     task = check(definition_class.schema, resolved["task"], "config group 'task'")
+    tracking = check_tracking(resolved.get("tracking"))
     delegate = dict(resolved["delegate"])
     if "???" in delegate.values():
         missing = [k for k, v in delegate.items() if v == "???"]
@@ -229,4 +232,5 @@ def validate(
         runner=runner,
         thread_budget=freeze(budget),
         model_sources=freeze(sources),
+        tracking=tracking,
     )

@@ -21,6 +21,7 @@ from conftest import ASSETS, MODELS, compose_config
 
 from evalharness.core.boundary import describe
 from evalharness.core.errors import RunStopped
+from evalharness.report.tracking import TRACKERS
 from evalharness.run.settings import SCHEMAS
 from evalharness.runtime import runners
 from evalharness.runtime.delegates import DELEGATES
@@ -57,7 +58,7 @@ TEXT = {
     "delegate.openvino_config", "delegate.npu_compile", "model.preprocess.crop", "model.preprocess.resize",
     "model.preprocess.channel_order", "model.preprocess.integer_input", "model.preprocess.layout",
     "dataset.shard.scheme", "loop.tensor_cache", "task.start_up", "model.preprocess.mean",
-    "model.preprocess.std",
+    "model.preprocess.std", "tracking.name", "tracking.uri", "tracking.experiment",
 }  # fmt: skip
 BAD_PATHS = ("missing", "dir_for_file", "file_for_dir", "fifo", "symlink_loop", "empty_file")
 BASE = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "loop.progress=false"]
@@ -90,6 +91,7 @@ def _groups():
     registry = runners()
     for name in registry.names():
         yield [f"runner={name}"], "runner", registry.get(name).settings
+    yield ["tracking=mlflow"], "tracking", TRACKERS["mlflow"]
 
 
 def _keys() -> dict[str, tuple[list[str], type, dict]]:
@@ -108,7 +110,7 @@ def _cases():
         if (
             key.endswith(".name")
             and key.count(".") == 1
-            and key.split(".")[0] in ("task", "delegate", "runner")
+            and key.split(".")[0] in ("task", "delegate", "runner", "tracking")
         ):
             select = []
         if kind is bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 import shutil
 
@@ -146,6 +147,15 @@ def expected_cell(value) -> str:
     return "" if value is None else value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
+def pandas_value(value):
+    """A cell as plain Python: pandas gives arrays (of arrays) for lists, NaN for a null number."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, list):
+        return [pandas_value(v) for v in value]
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
 @pytest.mark.parametrize("which", ["val50", "coco"])
 def test_export_reads_back_as_the_runs_predictions(which, request, tmp_path, capsys):
     run_dir = request.getfixturevalue(which)["cpu"]
@@ -169,6 +179,20 @@ def test_export_reads_back_as_the_runs_predictions(which, request, tmp_path, cap
     doc = json.loads(out)
     assert code == 0 and doc["rows"] == records and doc["metrics"] == headline
     assert doc["run"]["task"] == run.task and doc["columns"] == list(rows[0])[: len(doc["columns"])]
+
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    code, _, err = report(capsys, "export", run_dir, "--format", "parquet", "-o", tmp_path / "run.parquet")
+    assert code == 0, err
+    frame = pd.read_parquet(tmp_path / "run.parquet")
+    assert list(frame.columns) == list(rows[0])
+    for row, record in zip(frame.to_dict("records"), records, strict=True):
+        plain = {k: pandas_value(v) for k, v in row.items()}  # pandas: a null in a number column is NaN
+        assert {k: plain[k] for k in record} == record
+        metrics = {k.removeprefix(METRIC_PREFIX): v for k, v in plain.items() if k.startswith(METRIC_PREFIX)}
+        assert metrics == headline
+    code, _, err = report(capsys, "export", run_dir, "--format", "parquet")
+    assert code == 2 and err.count("error:") == 1 and "give -o FILE.parquet" in err
 
 
 def test_export_never_overwrites_a_run_file(val50, tmp_path, capsys):

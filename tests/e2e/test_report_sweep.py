@@ -63,6 +63,12 @@ def test_callback_writes_the_sweep_table(sweep):
     assert float(table[0]["size_MB"]) == 0.525598 and float(table[1]["coverage"]) == 0
     assert all(0 <= float(r["top1"]) <= 1 and float(r["latency_p50_ms"]) > 0 for r in table)
     assert "| mobilenet_v2_1.0_224_quant | reference | complete |" in (sweep_dir / "sweep.md").read_text()
+    # the callback refreshed the run index (the sweep dir's own: it lies outside outputs/)
+    assert f"run index: {sweep_dir / 'index.html'}" in proc.stdout
+    assert (sweep_dir / "index.html").read_text().count('<tr data-id="') == 4
+    # report export's per-run columns too, by the same names
+    assert [c for c in table[0] if c.startswith("metric.")] == [f"metric.top{k}" for k in range(1, 11)]
+    assert all(r["metric.top1"] == r["top1"] for r in table)
 
 
 def test_report_sweep_reproduces_the_callback_files(sweep, capsys, tmp_path):
@@ -114,13 +120,15 @@ def test_failed_jobs_are_listed_not_dropped(tmp_path):
     assert "1 not complete" in (sweep_dir / "sweep.md").read_text()
 
 
-def dump_dom(page, tmp_path) -> str:
-    """The DOM headless Chromium builds from ``page``; fails on a crash or a script error."""
+def dump_dom(page, tmp_path, fragment: str = "") -> str:
+    """The DOM headless Chromium builds from ``page`` (+ a ``#fragment``); fails on a crash or a script
+    error."""
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("chromium is not on PATH (apt-get install -y chromium): HTML not rendered")
+    profile = f"--user-data-dir={tmp_path / 'chromium'}"
     proc = subprocess.run(
-        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium'}", "--dump-dom", page.as_uri()],
+        [chromium, *CHROMIUM_FLAGS, profile, "--dump-dom", page.as_uri() + fragment],
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,0 +1,169 @@
+"""The MLflow side of tracking: one client per process, a run directory logged as an MLflow run, a
+multirun's parent run, and ``mlflow:<run_id>`` read back into a temporary run directory.
+
+Only :class:`mlflow.tracking.MlflowClient` is used (no fluent ``mlflow.start_run`` state), so a
+multirun's jobs in one process never share an "active run" by accident, and a child is a child by
+its ``mlflow.parentRunId`` tag. What is logged comes from :mod:`.tracking` (the run's own files).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+
+from evalharness.core.atomic_io import atomic_write_text, dumps
+from evalharness.report import tracking
+from evalharness.report.runs import ReportError
+from evalharness.rundir.reader import Run, load_run
+
+SOURCE_PREFIX = "mlflow:"
+PARENT_TAG = "mlflow.parentRunId"
+BATCH = 100  # MLflow's limit on params (and tags) per log_batch call
+
+
+@functools.lru_cache(maxsize=4)
+def client(uri: str, timeout_s: int = 30, retries: int = 2):
+    """One client per store and process (opening a SQLite store checks its schema: once is enough).
+    A server that does not answer costs ``retries`` x ``timeout_s``, not MLflow's minutes of retries."""
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(timeout_s)
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = str(retries)
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+@functools.lru_cache(maxsize=16)
+def experiment_id(uri: str, name: str, artifacts: str | None, timeout_s: int = 30, retries: int = 2) -> str:
+    """The experiment ``name``, made on first use; in the default store its artifacts go beside the
+    database (``artifacts``), not into the working directory of whichever process made it first."""
+    c = client(uri, timeout_s, retries)
+    found = c.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    try:
+        return c.create_experiment(name, artifact_location=artifacts)
+    except Exception:  # noqa: BLE001 - another job of the sweep made it meanwhile
+        found = c.get_experiment_by_name(name)
+        if found is None:
+            raise
+        return found.experiment_id
+
+
+@functools.lru_cache(maxsize=4)
+def _announce(text: str) -> None:
+    print(f"tracking: {text}", file=sys.stderr)
+
+
+class Store:
+    """The configured MLflow store: the validated ``tracking`` settings and the resolved URI."""
+
+    def __init__(self, settings, cwd: str | None = None, announce: bool = True):
+        self.settings = settings
+        self.uri, self.assumed = tracking.store_uri(settings, cwd)
+        if self.assumed and announce:
+            _announce(self.assumed)  # the assumption, once per process, and recorded in tracking.json
+        base = cwd or os.getcwd()
+        self.artifacts = None if settings.get("uri") else os.path.join(os.path.abspath(base), "mlruns")
+        self.timing = (int(settings["timeout_s"]), int(settings["retries"]))
+
+    @property
+    def client(self):
+        return client(self.uri, *self.timing)
+
+    def experiment(self) -> str:
+        return experiment_id(self.uri, self.settings["experiment"], self.artifacts, *self.timing)
+
+    def record(self, **fields) -> dict:
+        return {"backend": "mlflow", "uri": self.uri, "assumed": self.assumed, **fields}
+
+    def start_parent(self, name: str, params: dict[str, str], tags: dict[str, str]) -> str:
+        run = self.client.create_run(self.experiment(), run_name=name, tags=tags)
+        self._params(run.info.run_id, params)
+        return run.info.run_id
+
+    def end_parent(self, run_id: str, failed: int, files: list[str]) -> None:
+        for path in files:
+            self.client.log_artifact(run_id, path)
+        self.client.set_tag(run_id, "evalharness.failed_jobs", str(failed))
+        self.client.set_terminated(run_id, "FAILED" if failed else "FINISHED")
+
+    def log_run(self, run: Run, name: str, parent: str | None) -> str:
+        """One run directory as one MLflow run (a child of ``parent``); returns its run id. The run
+        is created RUNNING and ends with the run's own status, so an interrupted log never reads as
+        a good run."""
+        from mlflow.entities import Metric
+
+        tags = tracking.run_tags(run, run.dir)
+        if parent:
+            tags[PARENT_TAG] = parent
+        if self.assumed:
+            tags["evalharness.tracking_store"] = self.assumed
+        made = self.client.create_run(self.experiment(), run_name=name, tags=tags)
+        run_id = made.info.run_id
+        stamp = int(time.time() * 1000)
+        metrics = [Metric(k, v, stamp, 0) for k, v in tracking.run_metrics(run).items()]
+        self.client.log_batch(run_id, metrics=metrics)
+        self._params(run_id, tracking.run_params(run))
+        if self.settings["artifacts"]:
+            for path, folder in tracking.run_files(run):
+                self.client.log_artifact(run_id, path, folder or None)
+        self.client.set_terminated(run_id, tracking.run_status(run)[0])
+        return run_id
+
+    def _params(self, run_id: str, params: dict[str, str]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k[:250], v[:6000]) for k, v in params.items()]
+        for i in range(0, len(items), BATCH):
+            self.client.log_batch(run_id, params=items[i : i + BATCH])
+
+
+def write_record(directory: str, record: dict) -> None:
+    """``tracking.json`` beside a run's files (or in a sweep dir): where it was tracked, or why not."""
+    atomic_write_text(os.path.join(directory, tracking.TRACKING_FILE), dumps(record))
+
+
+def is_source(spec: str) -> bool:
+    return str(spec).startswith(SOURCE_PREFIX)
+
+
+def download(spec: str, into: str) -> str:
+    """``mlflow:<run_id>`` -> a directory under ``into`` holding the run's logged files (a child run),
+    or one folder per child (a parent run: a multirun dir ``report sweep`` reads). The store is
+    ``MLFLOW_TRACKING_URI``, else the default beside outputs/ in the working directory."""
+    run_id = spec[len(SOURCE_PREFIX) :].strip()
+    if not run_id:
+        raise ReportError(f"{spec!r}: give mlflow:<run_id> (the id MLflow shows, or tracking.json records)")
+    uri = os.environ.get("MLFLOW_TRACKING_URI") or tracking.store_uri({"uri": None})[0]
+    if uri.startswith("sqlite:///") and not os.path.isfile(uri[len("sqlite:///") :]):  # reading makes none
+        raise ReportError(
+            f"{spec}: no MLflow store at {uri}; run this where tracking=mlflow ran, or set "
+            "MLFLOW_TRACKING_URI to the store that logged it"
+        )
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # stderr keeps its one line
+    try:
+        c = client(uri)
+        found = c.get_run(run_id)
+        children = c.search_runs([found.info.experiment_id], f"tags.`{PARENT_TAG}` = '{run_id}'")
+        target = os.path.join(into, run_id)
+        if not children:
+            c.download_artifacts(run_id, "", target)
+            return _checked(target, spec, uri)
+        for child in children:
+            name = child.info.run_name or child.info.run_id
+            c.download_artifacts(child.info.run_id, "", os.path.join(target, name))
+        return target
+    except ReportError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any store failure is one line naming the run and store
+        raise ReportError(
+            f"{spec}: cannot read it from the MLflow store {uri} ({type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:160]}); set MLFLOW_TRACKING_URI to the store that logged it"
+        ) from None
+
+
+def _checked(target: str, spec: str, uri: str) -> str:
+    load_run(target, spec)  # a run logged without artifacts: say so here, not as a missing file later
+    return target

@@ -1,0 +1,181 @@
+"""What a run tells an experiment tracker: the ``tracking`` group's settings and the pure mapping of a
+run directory to params, metrics, tags and a status.
+
+Everything here reads the run's own files (its metrics.json through :mod:`evalharness.rundir.reader`),
+never the live run: a tracker sees what ``report diff`` sees, so a tracked number equals the one in
+metrics.json by construction. The MLflow calls are in :mod:`.mlflow_store`; when they happen is the
+Hydra callback's business (:mod:`.callback`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+from evalharness.core.errors import ConfigError
+from evalharness.core.schema import FrozenDict, bounds, check
+from evalharness.report.runs import definition_of
+from evalharness.rundir.reader import Run, flatten
+
+TRACKING_FILE = "tracking.json"  # beside a run's files and in a sweep dir: where its tracked run is
+DEFAULT_DB = "mlflow.db"  # MLflow's own default store name, so `mlflow ui` in that directory finds it
+DEFAULT_ARTIFACTS = "mlruns"  # MLflow's own default artifact folder beside it
+URI_SCHEMES = ("http", "https", "sqlite", "file", "postgresql", "mysql", "mssql", "databricks")
+
+
+@dataclass
+class NoTracking:  # conf/tracking/none.yaml: nothing is logged anywhere but the run directory
+    name: str = "none"
+
+
+@dataclass
+class MlflowTracking:  # conf/tracking/mlflow.yaml
+    name: str = "mlflow"
+    uri: Any = None  # null: sqlite:///<launch dir>/mlflow.db (beside outputs/); http(s)://host:port a server
+    experiment: str = "evalharness"
+    artifacts: bool = True  # log metrics.json, results.txt, predictions and the run's other files
+    timeout_s: int = field(default=30, metadata=bounds(1, 600))  # per HTTP request to a server
+    retries: int = field(default=2, metadata=bounds(0, 10))  # per HTTP request to a server
+
+
+TRACKERS = {"none": NoTracking, "mlflow": MlflowTracking}
+
+
+def check_tracking(node: Any) -> FrozenDict:
+    """The ``tracking`` group checked like every other group: its schema, then the store URI's form
+    (a malformed one is a user error before the run, not a lost record after it)."""
+    node = dict(node or {})
+    name = node.get("name", "none")
+    if name not in TRACKERS:
+        raise ConfigError(f"config group 'tracking': name={name!r}: use one of {', '.join(TRACKERS)}")
+    settings = check(TRACKERS[name], node, f"config group 'tracking' (tracking={name})")
+    uri = settings.get("uri")
+    if uri is not None:
+        parsed = urlparse(str(uri))
+        scheme = parsed.scheme.split("+")[0]
+        if scheme not in URI_SCHEMES or (scheme in ("http", "https") and not parsed.netloc):
+            raise ConfigError(
+                f"tracking.uri={uri!r}: not a tracking store URI; give http(s)://host:port (a server), "
+                f"sqlite:///path/{DEFAULT_DB}, or null for sqlite:///<launch dir>/{DEFAULT_DB}"
+            )
+    if name == "mlflow":
+        import importlib.util
+
+        if importlib.util.find_spec("mlflow") is None:
+            raise ConfigError("tracking=mlflow needs MLflow: pip install 'evalharness[mlflow]'")
+    return settings
+
+
+def store_uri(settings, cwd: str | None = None) -> tuple[str, str | None]:
+    """(tracking URI, assumption): the configured one, or the default SQLite file in the launch
+    directory, whose choice is returned as the sentence to print and record."""
+    if settings.get("uri"):
+        return str(settings["uri"]), None
+    where = os.path.abspath(cwd or os.getcwd())
+    uri = f"sqlite:///{os.path.join(where, DEFAULT_DB)}"
+    return uri, (
+        f"tracking.uri not set: MLflow store {uri} (artifacts in {os.path.join(where, DEFAULT_ARTIFACTS)}), "
+        f"beside outputs/; `mlflow ui` in {where} shows it"
+    )
+
+
+def run_status(run: Run) -> tuple[str, str]:
+    """(MLflow run status, evalharness status): only a complete run is FINISHED. One stopped by an
+    interrupt is KILLED; partial (stopped by an error), invalid and failed runs are FAILED."""
+    status = run.status
+    if status == "complete":
+        return "FINISHED", status
+    if status == "partial" and run.doc.get("stop_reason") == "interrupted":
+        return "KILLED", status
+    return "FAILED", status
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def run_metrics(run: Run) -> dict[str, float]:
+    """The figures a tracker charts: headline metrics, their interval ends (``<m>_ci_low/high``, as
+    the sweep table names them), latency statistics, throughput, delegation coverage."""
+    if run.status == "failed" or not run.task:
+        return {}
+    out: dict[str, Any] = dict(definition_of(run).headline(run.metrics))
+    for name, value in (run.metrics.get("intervals") or {}).items():
+        if isinstance(value, list | tuple) and len(value) == 2:
+            out[f"{name}_ci_low"], out[f"{name}_ci_high"] = value
+    for key in ("num_images", "num_scored", "num_skipped"):
+        out[key] = run.metrics.get(key)
+    latency = run.doc.get("latency_ms") or {}
+    for stat, value in (latency.get("inference") or {}).items():
+        out[f"latency_{stat}_ms" if stat != "count" else "latency_count"] = value
+    out["latency_init_ms"] = latency.get("init")
+    out["latency_first_inference_ms"] = latency.get("first_inference")
+    throughput = run.doc.get("throughput") or {}
+    out["images_per_s"] = throughput.get("images_per_s")
+    out["loop_wall_s"] = throughput.get("loop_wall_s")
+    coverage = run.prov("delegate.coverage") or {}
+    out["coverage"] = coverage.get("fraction")
+    for key in ("ops_total", "ops_delegated", "partitions"):
+        out[key] = coverage.get(key)
+    out["model_bytes"] = run.prov("model.bytes")
+    return {k: n for k, v in out.items() if (n := _number(v)) is not None}
+
+
+def _key(name: str) -> str:
+    """A config key as a tracker key: the characters MLflow accepts (a map's own keys may hold others)."""
+    return re.sub(r"[^\w\-./ ]", "_", name)
+
+
+def run_params(run: Run) -> dict[str, str]:
+    """The validated run settings (``provenance.config``), flattened to dotted keys, plus the job's
+    overrides; a failed record's config is the composed one it could not validate."""
+    config = run.prov("config") or {}
+    params = {_key(k): "" if v is None else str(v) for k, v in flatten(config).items()}
+    overrides = run.prov("overrides") or []
+    params["overrides"] = " ".join(map(str, overrides))
+    return params
+
+
+def run_tags(run: Run, run_dir: str) -> dict[str, str]:
+    """Identity a tracker filters on: what was run (model/library sha256, runtime versions) and how
+    it ended (``evalharness.status``, the stop reason or error)."""
+    _, status = run_status(run)
+    tags = {
+        "evalharness.status": status,
+        "evalharness.task": run.task or "",
+        "evalharness.run_dir": os.path.abspath(run_dir),
+        "model.name": run.prov("model.name"),
+        "model.sha256": run.prov("model.sha256"),
+        "model.quant": run.prov("model.quant.name"),
+        "delegate.name": run.prov("delegate.name"),
+        "delegate.library.sha256": run.prov("delegate.library.sha256"),
+        "runtime.name": run.prov("runtime.name"),
+        "runtime.package": run.prov("runtime.package"),
+        "runtime.version": run.prov("runtime.version"),
+        "evalharness.version": run.prov("evalharness.version"),
+        "dataset.manifest_sha256": run.prov("dataset.manifest_sha256"),
+        "host": run.prov("host.hostname"),
+        "evalharness.stop_reason": run.doc.get("stop_reason") or run.doc.get("error"),
+    }
+    return {k: str(v) for k, v in tags.items() if v not in (None, "")}
+
+
+def run_files(run: Run) -> list[tuple[str, str]]:
+    """(path, artifact folder) of every file worth keeping with the tracked run: metrics.json,
+    results.txt, the predictions and the run's artifacts, any HTML report, .hydra's config and overrides
+    (which ``report sweep`` reads back)."""
+    names = [
+        "metrics.json",
+        "results.txt",
+        (run.doc.get("predictions") or {}).get("path") or "predictions.jsonl",
+    ]
+    names += [a for a in run.doc.get("artifacts") or [] if isinstance(a, str)]
+    names += sorted(n for n in os.listdir(run.dir) if n.endswith(".html"))
+    out = [(os.path.join(run.dir, n), "") for n in dict.fromkeys(names)]
+    out += [(os.path.join(run.dir, ".hydra", n), ".hydra") for n in ("config.yaml", "overrides.yaml")]
+    return [(path, folder) for path, folder in out if os.path.isfile(path)]
