@@ -33,10 +33,33 @@ def coco(tmp_path_factory) -> dict:
     return make_runs(tmp_path_factory, COCO, {d: [f"delegate={d}"] for d in ("reference", "cpu")})
 
 
+def rendered_tables(text: str) -> list[list[int]]:
+    """The tables a real CommonMark + GFM-tables renderer (markdown-it-py) finds: per table, the
+    cell count of each row. A broken table renders as a paragraph and is simply not found."""
+    from markdown_it import MarkdownIt
+
+    tables, row = [], None
+    for token in MarkdownIt("commonmark").enable("table").parse(text):
+        if token.type == "table_open":
+            tables.append([])
+        elif token.type == "tr_open":
+            row = 0
+        elif token.type in ("th_open", "td_open"):
+            row += 1
+        elif token.type == "tr_close":
+            tables[-1].append(row)
+    return tables
+
+
 def check_markdown(text: str) -> dict[str, str]:
-    """Structure GitHub needs (no Markdown parser is installed here): tables whose rows all have the
-    header's cell count and no raw ``|`` in a cell, after a blank line; balanced ``<details>`` blocks
-    with a summary and a blank line before their Markdown. Returns {summary: body} of the blocks."""
+    """Structure GitHub needs: tables whose rows all have the header's cell count and no raw ``|``
+    in a cell, after a blank line, each one rendered as a table by markdown-it-py; balanced
+    ``<details>`` blocks with a summary and a blank line before their Markdown. Returns
+    {summary: body} of the blocks."""
+    tables = rendered_tables(text)
+    found = sum(1 for a, b in zip(text.splitlines(), text.splitlines()[1:], strict=False)
+                if a.startswith("|") and DELIMITER.match(b))  # fmt: skip
+    assert len(tables) == found and all(len(set(t)) == 1 for t in tables), tables
     lines = text.splitlines()
     assert text.endswith("\n") and lines[0].strip() and lines[1] == ""
     i, depth, blocks, current = 0, 0, {}, None
