@@ -53,19 +53,16 @@ def given_on_command_line(overrides: list[str]) -> set[str]:
 
 
 def infer_model_settings(model: dict, overrides: list[str], cache_dir: str | None) -> tuple[dict, dict]:
-    """(model group with what the file says filled in, {setting: source}). Every model file is
-    checked here, at validation, by the one guard (:mod:`evalharness.runtime.model_guard`); what the
-    file says is read only for ``from_file``. ``cache_dir`` None: a dry run that extracts no label
-    file."""
+    """(model group with what the file says filled in, {setting: source}). Only for ``from_file``
+    (its file checked by :func:`check_model_file` first); ``cache_dir`` None: a dry run that extracts
+    no label file."""
     from evalharness.runtime.model_file import read_model_file
-    from evalharness.runtime.model_guard import read_model_bytes, refuse_dynamic_inputs
 
     given = given_on_command_line(overrides)
     sources = {k: COMMAND_LINE if k in given else PRESET for k in SETTINGS}
-    # every model file, a preset's too, goes through the one guard before any reader sees it
-    refuse_dynamic_inputs(read_model_bytes(model["path"]), f"model.path={model['path']}")
-    if not model.get("from_file"):
+    if not model.get("from_file"):  # a preset's file is checked once its settings are (check_model_file)
         return model, sources
+    check_model_file(model["path"])
     sources["name"] = COMMAND_LINE if "name" in given else MODEL_FILE
 
     info = read_model_file(model["path"])
@@ -74,6 +71,14 @@ def infer_model_settings(model: dict, overrides: list[str], cache_dir: str | Non
     _normalization(model, info, given, sources)
     _detector(model, info, given, sources)
     return model, sources
+
+
+def check_model_file(path: str) -> None:
+    """Every model file, a preset's too, through the one guard before any reader sees it: special
+    files, size, a damaged flatbuffer and an input of dynamic size refused by key and file."""
+    from evalharness.runtime.model_guard import read_model_bytes, refuse_dynamic_inputs
+
+    refuse_dynamic_inputs(read_model_bytes(path), f"model.path={path}")
 
 
 def _labels(model: dict, info, given: set, sources: dict, cache_dir: str | None) -> None:

