@@ -49,6 +49,8 @@ class CocoSettings:
     max_unmapped_fraction: float = field(default=0.5, metadata=bounds(0.0, 1.0))
     bootstrap_resamples: int = 1000  # image-level resamples of the AP intervals; 0 = no intervals
     bootstrap_seed: int = 0  # the resamples' seed: rescore, merge and diff redraw the same images
+    # metrics.analysis: per-class table, PR curves, F1-optimal threshold, confusion matrix, TIDE
+    analysis: bool = True
 
 
 class DetectionStore:
@@ -77,6 +79,13 @@ class DetectionStore:
     def __len__(self) -> int:
         return self._count
 
+    def blocks(self):
+        """(image_id, (n, 6) array of category_id, score, x, y, w, h) per added image with detections,
+        in the order added."""
+        for block in self._per_image:
+            if len(block):
+                yield int(block[0, 0]), block[:, [1, 6, 2, 3, 4, 5]]
+
     def rows(self):
         """COCO result dicts (image_id, category_id, bbox, score) in the order they were added."""
         for block in self._per_image:
@@ -91,10 +100,16 @@ class DetectionStore:
 
 class CocoScorer(Scorer):
     def __init__(
-        self, annotations: dict, backend: str, tflite_tool: bool, resamples: int = 0, seed: int = 0
+        self,
+        annotations: dict,
+        backend: str,
+        tflite_tool: bool,
+        resamples: int = 0,
+        seed: int = 0,
+        analysis: bool = False,
     ) -> None:
         self.annotations, self.backend, self.tflite_tool = annotations, backend, tflite_tool
-        self.resamples, self.seed = resamples, seed
+        self.resamples, self.seed, self.analysis = resamples, seed, analysis
         self.detections = DetectionStore()
         self.image_ids: list[int] = []
         self.unmapped = 0
@@ -110,7 +125,12 @@ class CocoScorer(Scorer):
 
         results = list(self.detections.rows())  # pycocotools scores from one list; freed on return
         scored = evaluate_bbox(
-            self.annotations, results, self.backend, self.image_ids, keep_matching=self.resamples > 0
+            self.annotations,
+            results,
+            self.backend,
+            self.image_ids,
+            keep_matching=self.resamples > 0,
+            analysis=self.analysis,
         )
         metrics = {
             **scored["stats"],
@@ -127,6 +147,10 @@ class CocoScorer(Scorer):
             metrics["intervals"] = bootstrap_intervals(
                 scored["matching"], self.resamples, self.seed, CONFIDENCE
             )
+        if self.analysis:
+            from evalharness.stats.detection_analysis import analyse
+
+            metrics["analysis"] = analyse(self.annotations, scored, self.detections.blocks, self.image_ids)
         return metrics
 
     def matching(self):
@@ -165,6 +189,7 @@ class CocoDefinition(TaskDefinition):
             backend or s.get("backend", "pycocotools"),
             s.get("tflite_tool_ap", True),
             *self._bootstrap(),
+            analysis=bool(s.get("analysis", False)),
         )
 
     def _bootstrap(self) -> tuple[int, int]:
@@ -196,7 +221,10 @@ class CocoDefinition(TaskDefinition):
         first = runs[0]
         stored = first.metrics.get("backend") or self.settings.get("backend", "pycocotools")
         tflite = "tflite_tool" in first.metrics  # score what the run reported
-        return CocoScorer(self.load_ground_truth(first), backend or stored, tflite, *self._bootstrap())
+        analysis = "analysis" in first.metrics
+        return CocoScorer(
+            self.load_ground_truth(first), backend or stored, tflite, *self._bootstrap(), analysis=analysis
+        )
 
     def artifacts(self, scorer: CocoScorer) -> dict[str, object]:
         """The standard COCO results JSON, re-scorable by any COCO tool."""
