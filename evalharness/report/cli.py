@@ -2,7 +2,7 @@
 
     diff RUN_A RUN_B [--format text|markdown|md|json|html] [-o FILE] [--fail-if RULE]...
                      [--allow-different-preprocessing] [--allow-cache-mismatch] [--alpha 0.05]
-                     [--iou 0.5] [--min-score 0] [--max-rows 20]
+                     [--iou 0.5] [--min-score 0] [--max-rows 20] [--figures DIR]
     sweep MULTIRUN_DIR [--baseline KEY=VALUE]... [--out DIR] [--format text|md]
     rescore RUN [--top-k K] [--backend NAME] [--format text|markdown|json] [-o FILE]
     merge RUN... --out DIR
@@ -85,10 +85,29 @@ def cmd_diff(args: argparse.Namespace) -> int:
     else:
         text = _render(doc, args.format, diff_view.title(doc), diff_view.sections(doc, args.max_rows))
     _emit(text, args.output)
+    if args.figures:
+        _write_figures(doc, args.figures)
     failed = [g for g in doc.get("gates", []) if g["failed"]]
     for g in failed:
         print(f"regression: {g['rule']}: {g['detail']}", file=sys.stderr)
     return EXIT_REGRESSION if failed else EXIT_OK
+
+
+def _write_figures(doc: dict, directory: str) -> None:
+    """The task's figures of the diff as SVG + PNG files; never inside a run directory."""
+    from evalharness.report import analysis_view, plots
+
+    run_dir = run_dir_of(os.path.join(directory, "figure.svg"))
+    if run_dir is not None:
+        raise ReportError(f"--figures {directory} lies in the run directory {run_dir}; give a directory outside it")
+    definition = definition_of(doc)
+    paired = doc.get(definition.comparison) if definition.comparison else None
+    specs = definition.figures(paired) if paired else []
+    paths = analysis_view.write_files(specs, directory)
+    if specs and not paths:
+        print(f"warning: no figures written: {plots.MISSING_NOTE}", file=sys.stderr)
+    for path in paths:
+        print(f"wrote {path}", file=sys.stderr)
 
 
 def _check_cache_states(comp, rules: list, allowed: bool) -> None:
@@ -160,6 +179,7 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--iou", type=float, default=0.5, help="IoU to match A's and B's boxes (detection)")
     d.add_argument("--min-score", type=float, default=0.0, help="ignore detections below this score")
     d.add_argument("--max-rows", type=int, default=20, help="rows per per-image table (json: all)")
+    d.add_argument("--figures", metavar="DIR", help="also write the figures as SVG and PNG files here")
     d.set_defaults(func=cmd_diff)
     s = sub.add_parser("sweep", help="tabulate a multirun: sweep.csv, sweep.md, sweep.html")
     s.add_argument("multirun_dir", metavar="MULTIRUN_DIR")

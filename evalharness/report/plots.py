@@ -81,7 +81,8 @@ def latency_summary(runs: list[tuple[str, dict]]) -> str | None:
 
 
 def class_deltas(rows: list[dict], limit: int = 25) -> str | None:
-    """Horizontal bars of per-class AP change (B - A), largest |delta| first."""
+    """Horizontal bars of per-class AP change (B - A), largest |delta| first; the paired interval as
+    a whisker where the row has one (``paired.interval``)."""
     rows = [r for r in rows if r["delta"] is not None][:limit]
     matplotlib, fig = _figure(len(rows))
     if fig is None:
@@ -90,6 +91,11 @@ def class_deltas(rows: list[dict], limit: int = 25) -> str | None:
     labels = [r["name"] for r in reversed(rows)]
     values = [r["delta"] for r in reversed(rows)]
     ax.barh(range(len(rows)), values, color=["#54a24b" if v >= 0 else "#e45756" for v in values])
+    for y, r in enumerate(reversed(rows)):
+        interval = (r.get("paired") or {}).get("interval")
+        if interval:
+            ax.errorbar([r["delta"]], [y], xerr=[[r["delta"] - interval[0]], [interval[1] - r["delta"]]],
+                        color="#333", capsize=2, linewidth=0.8)  # fmt: skip
     ax.set_yticks(range(len(rows)), labels)
     ax.axvline(0, color="#333", linewidth=0.8)
     ax.set_xlabel("AP change, B - A")

@@ -174,6 +174,12 @@ class TaskDefinition:
     def diff_sections(self, comparison: dict, max_rows: int) -> list[Section]:
         return []
 
+    def figures(self, comparison: dict) -> list[dict]:
+        """Plots of the comparison for the HTML report and ``report diff --figures``: dicts with
+        ``after`` (section key), ``kind`` (curves | bars | matrix: see
+        :mod:`evalharness.report.analysis_view`), ``name`` (file stem), ``title`` and the data."""
+        return []
+
     def changed_samples(self, comparison: dict) -> list[tuple[str, str]]:
         """(sample id, caption) of the samples whose answer changed, for thumbnails."""
         return []

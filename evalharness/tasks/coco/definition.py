@@ -21,6 +21,7 @@ from evalharness.rundir.reader import Run
 from evalharness.stats.boxes import detection_diff, per_class_deltas
 from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, bootstrap_intervals, paired_ap_bootstrap
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines
+from evalharness.tasks.coco import analysis
 from evalharness.tasks.definition import Scorer, TaskDefinition, register
 
 RESULTS_FILE = "coco_results.json"
@@ -239,7 +240,8 @@ class CocoDefinition(TaskDefinition):
             lines.append(f"TFLite-tool AP (0.5:0.95, 101-point, no area ranges): {ap:.6f}")
         intervals = metrics.get("intervals") or {}  # schema 2 on, bootstrap_resamples > 0
         how = f"image bootstrap, B={intervals.get('resamples')}, seed {intervals.get('seed')}"
-        return lines + interval_lines(intervals, how, [(n, intervals.get(n)) for n in BOOTSTRAP_STATS])
+        lines += interval_lines(intervals, how, [(n, intervals.get(n)) for n in BOOTSTRAP_STATS])
+        return lines + analysis.summary_lines(metrics)
 
     def headline(self, metrics: dict) -> dict[str, float]:
         from evalharness.stats.coco_eval import COCO_STAT_NAMES
@@ -256,7 +258,14 @@ class CocoDefinition(TaskDefinition):
         )
         resamples, seed = self._bootstrap()
         if resamples > 0:
-            det["paired_bootstrap"] = self._paired_bootstrap(a, b, resamples, seed)
+            det["paired_bootstrap"] = boot = self._paired_bootstrap(a, b, resamples, seed)
+            for row in det["per_class"]:
+                row["paired"] = (boot.get("per_class") or {}).get(str(row["category_id"]))
+        if "analysis" in a.metrics or "analysis" in b.metrics:
+            ids = [r["image_id"] for r in a.predictions]
+            det["analysis"] = analysis.compare(
+                a.metrics, b.metrics, self.load_ground_truth(a), a.predictions, b.predictions, ids
+            )
         return det
 
     def agreement(self, a: Run, b: Run) -> dict:
@@ -334,11 +343,7 @@ class CocoDefinition(TaskDefinition):
              fmt(r["mean_iou"], ".3f")]
             for r in d["changed_images"][:max_rows]
         ]  # fmt: skip
-        classes = [
-            [f"{r['name']} ({r['category_id']})", fmt(r["a"], ".4f"), fmt(r["b"], ".4f"),
-             fmt(r["delta"], "+.4f"), str(r["num_gt"])]
-            for r in d["per_class"][:max_rows]
-        ]  # fmt: skip
+        classes = [analysis.per_class_cells(r) for r in d["per_class"][:max_rows]]
         boot = d.get("paired_bootstrap")
         if boot:
             stats += [
@@ -361,12 +366,19 @@ class CocoDefinition(TaskDefinition):
             ),
             Section(
                 "Per-class AP (largest |delta| first)",
-                ["class", "A", "B", "delta", "gt boxes"],
+                ["class", "A", "B", "delta", "paired interval", "p", "gt boxes"],
                 classes,
-                more_rows(len(d["per_class"]), max_rows),
+                [
+                    f"{CONFIDENCE:.0%} paired bootstrap interval and p of ΔAP (the resamples of ΔAP above)",
+                    *more_rows(len(d["per_class"]), max_rows),
+                ],
                 key="per_class",
             ),
+            *analysis.sections(d, max_rows),
         ]
+
+    def figures(self, d: dict) -> list[dict]:
+        return analysis.figures(d)
 
     def changed_samples(self, d: dict) -> list[tuple[str, str]]:
         return [
