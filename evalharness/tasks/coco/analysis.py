@@ -13,9 +13,15 @@ from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section, more_rows
 from evalharness.stats.detection_analysis import BACKGROUND, IOU, confusion, confusion_pairs
 from evalharness.stats.intervals import fmt_interval
+from evalharness.stats.paired import holm
 from evalharness.stats.tide import MAIN, NAMES, tide_delta, tide_line
 
 TOP = 5  # classes and confusions named in results.txt
+PER_CLASS_NOTES = (
+    "paired interval and p: the paired bootstrap of ΔAP above (same image resamples), per class; "
+    "a class's figures come from the resamples that hold it, so with few gt boxes they are coarse",
+    "p (Holm): adjusted for the number of classes tested (Holm-Bonferroni step-down)",
+)
 
 
 def summary_lines(metrics: dict) -> list[str]:
@@ -139,12 +145,35 @@ def _points(value, spec: str = ".2f") -> str:
     return fmt(None if value is None else 100 * value, spec)
 
 
-def per_class_cells(row: dict) -> list[str]:
+def attach_paired(rows: list[dict], boot: dict) -> None:
+    """Each per-class ΔAP row gets ``paired``: its interval and p from the paired bootstrap of ΔAP
+    (the same resamples), and ``p_holm``, p adjusted by Holm over the classes tested."""
+    per_class, floor = boot.get("per_class") or {}, 1 / boot["resamples"]
+    for row in rows:
+        found = per_class.get(str(row["category_id"]))
+        row["paired"] = dict(found) if found else None
+    tested = [r for r in rows if r["paired"] and r["paired"]["p"] is not None]
+    # a bootstrap p of 0 is "below 1/B": Holm is given 1/B there, an upper bound (marked <=)
+    adjusted = holm([max(r["paired"]["p"], floor) for r in tested])
+    for row, p in zip(tested, adjusted, strict=True):
+        row["paired"]["p_holm"] = p
+        row["paired"]["p_holm_bound"] = row["paired"]["p"] < floor
+
+
+def per_class_cells(row: dict, resamples: int | None) -> list[str]:
     """One row of the per-class ΔAP table: the paired bootstrap interval and p beside the delta."""
     boot = row.get("paired") or {}
     return [f"{row['name']} ({row['category_id']})", fmt(row["a"], ".4f"), fmt(row["b"], ".4f"),
-            fmt(row["delta"], "+.4f"), fmt_interval(boot.get("interval"), "+.4f"), fmt(boot.get("p"), ".3g"),
+            fmt(row["delta"], "+.4f"), fmt_interval(boot.get("interval"), "+.4f"),
+            _p(boot.get("p"), resamples), ("<=" if boot.get("p_holm_bound") else "") + fmt(boot.get("p_holm"), ".3g"),
             str(row["num_gt"])]  # fmt: skip
+
+
+def _p(p: float | None, resamples: int | None) -> str:
+    """A bootstrap p of 0 is below the resolution of B resamples, not zero."""
+    if p == 0 and resamples:
+        return f"<{1 / resamples:.2g}"
+    return fmt(p, ".3g")
 
 
 def figures(d: dict) -> list[dict]:

@@ -259,8 +259,7 @@ class CocoDefinition(TaskDefinition):
         resamples, seed = self._bootstrap()
         if resamples > 0:
             det["paired_bootstrap"] = boot = self._paired_bootstrap(a, b, resamples, seed)
-            for row in det["per_class"]:
-                row["paired"] = (boot.get("per_class") or {}).get(str(row["category_id"]))
+            analysis.attach_paired(det["per_class"], boot)
         if "analysis" in a.metrics or "analysis" in b.metrics:
             ids = [r["image_id"] for r in a.predictions]
             det["analysis"] = analysis.compare(
@@ -343,7 +342,8 @@ class CocoDefinition(TaskDefinition):
              fmt(r["mean_iou"], ".3f")]
             for r in d["changed_images"][:max_rows]
         ]  # fmt: skip
-        classes = [analysis.per_class_cells(r) for r in d["per_class"][:max_rows]]
+        resamples = (d.get("paired_bootstrap") or {}).get("resamples")
+        classes = [analysis.per_class_cells(r, resamples) for r in d["per_class"][:max_rows]]
         boot = d.get("paired_bootstrap")
         if boot:
             stats += [
@@ -366,12 +366,9 @@ class CocoDefinition(TaskDefinition):
             ),
             Section(
                 "Per-class AP (largest |delta| first)",
-                ["class", "A", "B", "delta", "paired interval", "p", "gt boxes"],
+                ["class", "A", "B", "delta", "paired interval", "p", "p (Holm)", "gt boxes"],
                 classes,
-                [
-                    f"{CONFIDENCE:.0%} paired bootstrap interval and p of ΔAP (the resamples of ΔAP above)",
-                    *more_rows(len(d["per_class"]), max_rows),
-                ],
+                [*analysis.PER_CLASS_NOTES, *more_rows(len(d["per_class"]), max_rows)],
                 key="per_class",
             ),
             *analysis.sections(d, max_rows),
