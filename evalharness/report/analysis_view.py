@@ -109,7 +109,12 @@ def write_files(specs: list[dict], directory: str) -> list[str]:
         for ext in ("svg", "png"):
             path = os.path.join(directory, f"{spec['name']}.{ext}")
             with matplotlib.rc_context({"svg.hashsalt": "evalharness"}):
-                fig.savefig(path, format=ext, metadata={"Date": None} if ext == "svg" else None,
-                            bbox_inches="tight", dpi=150)  # fmt: skip
+                fig.savefig(
+                    path,
+                    format=ext,
+                    metadata={"Date": None} if ext == "svg" else None,
+                    bbox_inches="tight",
+                    dpi=150,
+                )
             paths.append(path)
     return paths

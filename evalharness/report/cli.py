@@ -99,7 +99,9 @@ def _write_figures(doc: dict, directory: str) -> None:
 
     run_dir = run_dir_of(os.path.join(directory, "figure.svg"))
     if run_dir is not None:
-        raise ReportError(f"--figures {directory} lies in the run directory {run_dir}; give a directory outside it")
+        raise ReportError(
+            f"--figures {directory} lies in the run directory {run_dir}; give a directory outside it"
+        )
     definition = definition_of(doc)
     paired = doc.get(definition.comparison) if definition.comparison else None
     specs = definition.figures(paired) if paired else []

@@ -48,10 +48,15 @@ class PerClassCounter:
 
     def result(self) -> dict:
         rows = [
-            {"label": label, "images": n, "correct": self.hits[label], "top1": self.hits[label] / n,
-             "interval": wilson(self.hits[label], n)}
+            {
+                "label": label,
+                "images": n,
+                "correct": self.hits[label],
+                "top1": self.hits[label] / n,
+                "interval": wilson(self.hits[label], n),
+            }
             for label, n in self.images.items()
-        ]  # fmt: skip
+        ]
         rows.sort(key=lambda r: (r["top1"], -r["images"], r["label"]))
         top = sorted(self.confusions.items(), key=lambda kv: (-kv[1], kv[0]))[:CONFUSIONS_KEPT]
         return {
@@ -78,10 +83,19 @@ def per_class_changes(preds_a: list[dict], preds_b: list[dict], alpha: float) ->
     rows = []
     for label, (both, a_only, b_only, neither) in cells.items():
         n = both + a_only + b_only + neither
-        rows.append({"label": label, "images": n, "a_top1": (both + a_only) / n, "b_top1": (both + b_only) / n,
-                     "delta": (b_only - a_only) / n, "a_only": a_only, "b_only": b_only,
-                     "interval": paired_difference(both, a_only, b_only, neither),
-                     "p": mcnemar_exact(a_only, b_only)})  # fmt: skip
+        rows.append(
+            {
+                "label": label,
+                "images": n,
+                "a_top1": (both + a_only) / n,
+                "b_top1": (both + b_only) / n,
+                "delta": (b_only - a_only) / n,
+                "a_only": a_only,
+                "b_only": b_only,
+                "interval": paired_difference(both, a_only, b_only, neither),
+                "p": mcnemar_exact(a_only, b_only),
+            }
+        )
     for row, adjusted in zip(rows, holm([r["p"] for r in rows]), strict=True):
         row["p_holm"] = adjusted
     rows.sort(key=lambda r: (r["p_holm"], -abs(r["delta"]), r["label"]))
@@ -105,10 +119,15 @@ def confusion_changes(preds_a: list[dict], preds_b: list[dict]) -> list[dict]:
             if record.get("label") is not None and not _correct(record) and _top1(record) is not None:
                 side[(record["label"], _top1(record))] += 1
     rows = [
-        {"truth": t, "predicted": p, "a": counts[0][(t, p)], "b": counts[1][(t, p)],
-         "delta": counts[1][(t, p)] - counts[0][(t, p)]}
+        {
+            "truth": t,
+            "predicted": p,
+            "a": counts[0][(t, p)],
+            "b": counts[1][(t, p)],
+            "delta": counts[1][(t, p)] - counts[0][(t, p)],
+        }
         for t, p in set(counts[0]) | set(counts[1])
         if counts[0][(t, p)] != counts[1][(t, p)]
-    ]  # fmt: skip
+    ]
     rows.sort(key=lambda r: (-abs(r["delta"]), r["truth"], r["predicted"]))
     return rows

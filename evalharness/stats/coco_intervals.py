@@ -45,7 +45,9 @@ def paired_ap_bootstrap(matching_a, matching_b, resamples: int, seed: int, confi
         out[name] = _paired(deltas, confidence)
     if list(matching_a.cat_ids) == list(matching_b.cat_ids):  # same ground truth: always, once comparable
         deltas = b["per_class"] - a["per_class"]
-        out["per_class"] = {str(cat): _paired(deltas[:, k], confidence) for k, cat in enumerate(matching_a.cat_ids)}
+        out["per_class"] = {
+            str(cat): _paired(deltas[:, k], confidence) for k, cat in enumerate(matching_a.cat_ids)
+        }
     return out
 
 

@@ -72,8 +72,15 @@ def f1_threshold(matching) -> dict:
     scores = matching.det_score[counted]
     hit = matching.matched[0][counted]
     num_gt = int(matching.gt_count.sum())
-    out = {"iou": IOU, "num_gt": num_gt, "score_threshold": None, "precision": None, "recall": None,
-           "f1": None, "detections_kept": 0}  # fmt: skip
+    out = {
+        "iou": IOU,
+        "num_gt": num_gt,
+        "score_threshold": None,
+        "precision": None,
+        "recall": None,
+        "f1": None,
+        "detections_kept": 0,
+    }
     if scores.size == 0 or num_gt == 0:
         return out
     order = np.argsort(-scores, kind="mergesort")
@@ -160,8 +167,16 @@ def _crowd_cover(boxes: np.ndarray, crowds: list[dict]) -> np.ndarray | None:
         return None
     det = xyxy(boxes)
     crowd = xyxy([c["bbox"] for c in crowds])
-    w = np.clip(np.minimum(det[:, None, 2], crowd[None, :, 2]) - np.maximum(det[:, None, 0], crowd[None, :, 0]), 0, None)
-    h = np.clip(np.minimum(det[:, None, 3], crowd[None, :, 3]) - np.maximum(det[:, None, 1], crowd[None, :, 1]), 0, None)
+    w = np.clip(
+        np.minimum(det[:, None, 2], crowd[None, :, 2]) - np.maximum(det[:, None, 0], crowd[None, :, 0]),
+        0,
+        None,
+    )
+    h = np.clip(
+        np.minimum(det[:, None, 3], crowd[None, :, 3]) - np.maximum(det[:, None, 1], crowd[None, :, 1]),
+        0,
+        None,
+    )
     area = np.maximum(boxes[:, 2] * boxes[:, 3], 1e-300)
     return (w * h / area[:, None]).max(axis=1)
 
@@ -169,11 +184,16 @@ def _crowd_cover(boxes: np.ndarray, crowds: list[dict]) -> np.ndarray | None:
 def confusion_pairs(cells: list, names: dict[int, str], limit: int | None = None) -> list[dict]:
     """Off-diagonal cells, largest first: what was taken for what (background included)."""
     rows = [
-        {"truth": g, "predicted": p, "truth_name": names.get(g, "background"),
-         "predicted_name": names.get(p, "background"), "count": n}
+        {
+            "truth": g,
+            "predicted": p,
+            "truth_name": names.get(g, "background"),
+            "predicted_name": names.get(p, "background"),
+            "count": n,
+        }
         for g, p, n in cells
         if g != p
-    ]  # fmt: skip
+    ]
     rows.sort(key=lambda r: (-r["count"], r["truth"], r["predicted"]))
     return rows[:limit] if limit else rows
 
@@ -191,5 +211,7 @@ def analyse(gt: dict, scored: dict, blocks, image_ids: list[int], tide: bool = T
         "pr_curves": pr_curves(acc["precision"]),
         "f1": f1,
         "confusion": confusion(gt, blocks, image_ids, f1["score_threshold"]),
-        "tide": tide_breakdown(gt, blocks, image_ids) if tide else {"available": False, "reason": "task.tide=false"},
+        "tide": tide_breakdown(gt, blocks, image_ids)
+        if tide
+        else {"available": False, "reason": "task.tide=false"},
     }

@@ -99,8 +99,15 @@ def tide_delta(a: dict | None, b: dict | None) -> list[dict]:
         key = "dAP" if name in MAIN else "special_dAP"
         va = (a or {}).get(key, {}).get(name) if (a or {}).get("available") else None
         vb = (b or {}).get(key, {}).get(name) if (b or {}).get("available") else None
-        rows.append({"type": name, "name": NAMES[name], "a": va, "b": vb,
-                     "delta": None if va is None or vb is None else vb - va})  # fmt: skip
+        rows.append(
+            {
+                "type": name,
+                "name": NAMES[name],
+                "a": va,
+                "b": vb,
+                "delta": None if va is None or vb is None else vb - va,
+            }
+        )
     return rows
 
 

@@ -72,27 +72,44 @@ def compare(a_metrics: dict, b_metrics: dict, ground_truth: dict, preds_a, preds
     counts = []
     for preds in (preds_a, preds_b):
         blocks = lambda p=preds: ((r["image_id"], r["detections"]) for r in p if r.get("detections"))  # noqa: E731
-        counts.append({(g, d): n for g, d, n in confusion(ground_truth, blocks, image_ids, threshold)["cells"]})
+        counts.append(
+            {(g, d): n for g, d, n in confusion(ground_truth, blocks, image_ids, threshold)["cells"]}
+        )
     names = {c["id"]: c["name"] for c in ground_truth["categories"]}
     changes = []
     for key in sorted(set(counts[0]) | set(counts[1])):
         na, nb = counts[0].get(key, 0), counts[1].get(key, 0)
         if key[0] != key[1] and na != nb:
-            changes.append({"truth": key[0], "predicted": key[1], "truth_name": names.get(key[0], "background"),
-                            "predicted_name": names.get(key[1], "background"), "a": na, "b": nb,
-                            "delta": nb - na})  # fmt: skip
+            changes.append(
+                {
+                    "truth": key[0],
+                    "predicted": key[1],
+                    "truth_name": names.get(key[0], "background"),
+                    "predicted_name": names.get(key[1], "background"),
+                    "a": na,
+                    "b": nb,
+                    "delta": nb - na,
+                }
+            )
     changes.sort(key=lambda r: (-abs(r["delta"]), r["truth"], r["predicted"]))
     fa, fb = aa["f1"], ab["f1"]
     return {
         **out,
         "tide": tide_delta(aa.get("tide"), ab.get("tide")),
-        "tide_reason": [t.get("reason") for t in (aa.get("tide"), ab.get("tide")) if not (t or {}).get("available")],
+        "tide_reason": [
+            t.get("reason") for t in (aa.get("tide"), ab.get("tide")) if not (t or {}).get("available")
+        ],
         "f1": {"a": fa, "b": fb, "threshold_shift": _minus(fb["score_threshold"], fa["score_threshold"])},
-        "confusion": {"score_threshold": threshold, "iou": IOU, "background": BACKGROUND, "changes": changes,
-                      "a": [[*k, n] for k, n in sorted(counts[0].items())],
-                      "b": [[*k, n] for k, n in sorted(counts[1].items())]},
+        "confusion": {
+            "score_threshold": threshold,
+            "iou": IOU,
+            "background": BACKGROUND,
+            "changes": changes,
+            "a": [[*k, n] for k, n in sorted(counts[0].items())],
+            "b": [[*k, n] for k, n in sorted(counts[1].items())],
+        },
         "pr_curves": {"a": aa["pr_curves"], "b": ab["pr_curves"]},
-    }  # fmt: skip
+    }
 
 
 def _minus(b, a):
@@ -106,9 +123,16 @@ def sections(d: dict, max_rows: int) -> list[Section]:
         return []
     if "tide" not in an:
         missing = " and ".join(s.upper() for s in ("a", "b") if not an["recorded"][s])
-        return [Section("Error analysis", notes=[f"not recorded in run {missing} (made before it, or "
-                                                 "task.analysis=false): rerun or rescore to compare"],
-                        key="analysis")]  # fmt: skip
+        return [
+            Section(
+                "Error analysis",
+                notes=[
+                    f"not recorded in run {missing} (made before it, or "
+                    "task.analysis=false): rerun or rescore to compare"
+                ],
+                key="analysis",
+            )
+        ]
     tide_rows = [
         [r["name"], _points(r["a"]), _points(r["b"]), _points(r["delta"], "+.2f")] for r in an["tide"]
     ]
@@ -121,24 +145,50 @@ def sections(d: dict, max_rows: int) -> list[Section]:
     fa, fb = an["f1"]["a"], an["f1"]["b"]
     f1_rows = [
         [label, fmt(fa[key], spec), fmt(fb[key], spec), fmt(_minus(fb[key], fa[key]), "+" + spec)]
-        for label, key, spec in (("score threshold", "score_threshold", ".4g"), ("precision", "precision", ".4f"),
-                                 ("recall", "recall", ".4f"), ("F1", "f1", ".4f"))
-    ]  # fmt: skip
+        for label, key, spec in (
+            ("score threshold", "score_threshold", ".4g"),
+            ("precision", "precision", ".4f"),
+            ("recall", "recall", ".4f"),
+            ("F1", "f1", ".4f"),
+        )
+    ]
     c = an["confusion"]
     changes = [
-        [f"{_name(r['truth_name'])} -> {_name(r['predicted_name'])}", str(r["a"]), str(r["b"]), f"{r['delta']:+d}"]
+        [
+            f"{_name(r['truth_name'])} -> {_name(r['predicted_name'])}",
+            str(r["a"]),
+            str(r["b"]),
+            f"{r['delta']:+d}",
+        ]
         for r in c["changes"][:max_rows]
     ]
     return [
-        Section("TIDE error breakdown (dAP50 points)", ["error type", "A", "B", "delta (B-A)"], tide_rows,
-                tide_notes, key="tide"),
-        Section("F1-optimal score threshold", ["", "A", "B", "delta (B-A)"], f1_rows,
-                [f"each run's own F1-optimal threshold, IoU {IOU:g}, all classes pooled"], key="f1"),
-        Section(f"Confusion pairs that changed ({len(c['changes'])})", ["truth -> detected", "A", "B", "delta"],
-                changes, [f"both runs counted at A's F1-optimal score threshold {fmt(c['score_threshold'], '.4g')}, "
-                          f"IoU {IOU:g}; [background]: no object (row) / not found (column)",
-                          *more_rows(len(c["changes"]), max_rows)], key="confusion"),
-    ]  # fmt: skip
+        Section(
+            "TIDE error breakdown (dAP50 points)",
+            ["error type", "A", "B", "delta (B-A)"],
+            tide_rows,
+            tide_notes,
+            key="tide",
+        ),
+        Section(
+            "F1-optimal score threshold",
+            ["", "A", "B", "delta (B-A)"],
+            f1_rows,
+            [f"each run's own F1-optimal threshold, IoU {IOU:g}, all classes pooled"],
+            key="f1",
+        ),
+        Section(
+            f"Confusion pairs that changed ({len(c['changes'])})",
+            ["truth -> detected", "A", "B", "delta"],
+            changes,
+            [
+                f"both runs counted at A's F1-optimal score threshold {fmt(c['score_threshold'], '.4g')}, "
+                f"IoU {IOU:g}; [background]: no object (row) / not found (column)",
+                *more_rows(len(c["changes"]), max_rows),
+            ],
+            key="confusion",
+        ),
+    ]
 
 
 def _points(value, spec: str = ".2f") -> str:
@@ -163,10 +213,16 @@ def attach_paired(rows: list[dict], boot: dict) -> None:
 def per_class_cells(row: dict, resamples: int | None) -> list[str]:
     """One row of the per-class ΔAP table: the paired bootstrap interval and p beside the delta."""
     boot = row.get("paired") or {}
-    return [f"{row['name']} ({row['category_id']})", fmt(row["a"], ".4f"), fmt(row["b"], ".4f"),
-            fmt(row["delta"], "+.4f"), fmt_interval(boot.get("interval"), "+.4f"),
-            _p(boot.get("p"), resamples), ("<=" if boot.get("p_holm_bound") else "") + fmt(boot.get("p_holm"), ".3g"),
-            str(row["num_gt"])]  # fmt: skip
+    return [
+        f"{row['name']} ({row['category_id']})",
+        fmt(row["a"], ".4f"),
+        fmt(row["b"], ".4f"),
+        fmt(row["delta"], "+.4f"),
+        fmt_interval(boot.get("interval"), "+.4f"),
+        _p(boot.get("p"), resamples),
+        ("<=" if boot.get("p_holm_bound") else "") + fmt(boot.get("p_holm"), ".3g"),
+        str(row["num_gt"]),
+    ]
 
 
 def _p(p: float | None, resamples: int | None) -> str:
@@ -182,17 +238,42 @@ def figures(d: dict) -> list[dict]:
     out = []
     if "pr_curves" in an:
         for iou in ("IoU=0.50", "IoU=0.50:0.95"):
-            series = [(side.upper(), an["pr_curves"][side][iou]) for side in ("a", "b") if an["pr_curves"][side][iou]]
-            out.append({"after": "f1", "kind": "curves", "name": f"pr_{iou[4:].replace(':', '-')}",
-                        "title": f"Precision-recall, all classes, {iou}", "x": "recall", "y": "precision",
-                        "series": series})  # fmt: skip
+            series = [
+                (side.upper(), an["pr_curves"][side][iou])
+                for side in ("a", "b")
+                if an["pr_curves"][side][iou]
+            ]
+            out.append(
+                {
+                    "after": "f1",
+                    "kind": "curves",
+                    "name": f"pr_{iou[4:].replace(':', '-')}",
+                    "title": f"Precision-recall, all classes, {iou}",
+                    "x": "recall",
+                    "y": "precision",
+                    "series": series,
+                }
+            )
     if an.get("tide") and any(r["a"] is not None for r in an["tide"]):
         rows = [r for r in an["tide"] if r["type"] in MAIN]
-        out.append({"after": "tide", "kind": "bars", "name": "tide", "title": "TIDE dAP50 points per error type",
-                    "labels": [NAMES[r["type"]] for r in rows],
-                    "series": [(s.upper(), [100 * (r[s] or 0.0) for r in rows]) for s in ("a", "b")]})  # fmt: skip
+        out.append(
+            {
+                "after": "tide",
+                "kind": "bars",
+                "name": "tide",
+                "title": "TIDE dAP50 points per error type",
+                "labels": [NAMES[r["type"]] for r in rows],
+                "series": [(s.upper(), [100 * (r[s] or 0.0) for r in rows]) for s in ("a", "b")],
+            }
+        )
     if "confusion" in an:
-        out.append({"after": "confusion", "kind": "matrix", "name": "confusion",
-                    "title": "Confusion matrix (truth rows, detected columns; 0 = background)",
-                    "sides": [("A", an["confusion"]["a"]), ("B", an["confusion"]["b"])]})  # fmt: skip
+        out.append(
+            {
+                "after": "confusion",
+                "kind": "matrix",
+                "name": "confusion",
+                "title": "Confusion matrix (truth rows, detected columns; 0 = background)",
+                "sides": [("A", an["confusion"]["a"]), ("B", an["confusion"]["b"])],
+            }
+        )
     return out

@@ -228,7 +228,8 @@ def _analysis_sections(c: dict, max_rows: int) -> list[Section]:
     pc = c["per_class"]
     rows = [
         [short(r["label"]), str(r["images"]), fmt(r["a_top1"], ".3f"), fmt(r["b_top1"], ".3f"),
-         fmt(r["delta"], "+.3f"), fmt_interval(r["interval"], "+.3f"), format_p(r["p"]), format_p(r["p_holm"])]
+         fmt(r["delta"], "+.3f"), fmt_interval(r["interval"], "+.3f"), format_p(r["p"]),
+         format_p(r["p_holm"])]
         for r in pc["changed"][:max_rows]
     ]  # fmt: skip
     significant = ", ".join(short(r["label"]) for r in pc["significant"]) or "none"
@@ -247,7 +248,8 @@ def _analysis_sections(c: dict, max_rows: int) -> list[Section]:
         Section(f"Classes whose top-1 changed ({len(pc['changed'])})",
                 ["class", "images", "A top-1", "B top-1", "delta", "paired interval", "p", "p (Holm)"],
                 rows, notes, key="per_class"),
-        Section(f"Confusion pairs that changed ({len(changes)})", ["truth -> top-1", "A", "B", "delta"], pairs,
+        Section(f"Confusion pairs that changed ({len(changes)})",
+                ["truth -> top-1", "A", "B", "delta"], pairs,
                 ["wrong top-1 answers counted per (true class, predicted class) on the paired images",
                  *more_rows(len(changes), max_rows)], key="confusion"),
     ]  # fmt: skip
