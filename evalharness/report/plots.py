@@ -93,9 +93,9 @@ def class_deltas(rows: list[dict], limit: int = 25) -> str | None:
     ax.barh(range(len(rows)), values, color=["#54a24b" if v >= 0 else "#e45756" for v in values])
     for y, r in enumerate(reversed(rows)):
         interval = (r.get("paired") or {}).get("interval")
-        if interval:
-            ax.errorbar([r["delta"]], [y], xerr=[[r["delta"] - interval[0]], [interval[1] - r["delta"]]],
-                        color="#333", capsize=2, linewidth=0.8)  # fmt: skip
+        if interval:  # a percentile interval need not contain the point: drawn as a line, not an error bar
+            ax.hlines(y, interval[0], interval[1], color="#333", linewidth=0.8)
+            ax.plot(interval, [y, y], "|", color="#333", markersize=5)
     ax.set_yticks(range(len(rows)), labels)
     ax.axvline(0, color="#333", linewidth=0.8)
     ax.set_xlabel("AP change, B - A")

@@ -248,7 +248,7 @@ def figures(d: dict) -> list[dict]:
                     "after": "f1",
                     "kind": "curves",
                     "name": f"pr_{iou[4:].replace(':', '-')}",
-                    "title": f"Precision-recall, all classes, {iou}",
+                    "title": f"Precision-recall, all classes, {iou} (mean over classes)",
                     "x": "recall",
                     "y": "precision",
                     "series": series,
