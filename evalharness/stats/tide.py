@@ -63,7 +63,12 @@ def tide_breakdown(gt: dict, blocks, image_ids: list[int]) -> dict:
         if image_id in chosen:
             for cat, score, x, y, w, h in rows.tolist():
                 preds.add_detection(image_id, int(cat), score, [x, y, w, h])
-    tide = TIDE(pos_threshold=POS_THRESHOLD, background_threshold=BACKGROUND_THRESHOLD, mode=TIDE.BOX)
+    import matplotlib  # a dependency of tidecv
+
+    # TIDE() styles matplotlib globally for its own plots (seaborn whitegrid, dpi 150): restored on
+    # exit, or every later figure of the process (a sweep's report, say) would change with it
+    with matplotlib.rc_context():
+        tide = TIDE(pos_threshold=POS_THRESHOLD, background_threshold=BACKGROUND_THRESHOLD, mode=TIDE.BOX)
     try:
         run = tide.evaluate(truth, preds, name="run")
         main, special = tide.get_main_errors()["run"], tide.get_special_errors()["run"]
