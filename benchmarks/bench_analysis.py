@@ -14,7 +14,6 @@ more work per box.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import defaultdict
@@ -25,24 +24,6 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO.parent / "shared" / "assets"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-
-def replicated(n_images: int, min_score: float, per_image: int) -> tuple[dict, list[dict]]:
-    from ssd_low_threshold import detect
-
-    gt = json.loads((ASSETS / "coco/instances_val25.json").read_text())
-    model = str(ASSETS / "models/ssd_mobilenet_v1_coco_quant_postprocess.tflite")
-    dets, _ = detect(model, gt["images"], ASSETS / "coco/val25", min_score, per_image)
-    big = {**gt, "images": [], "annotations": []}
-    results, ann_id = [], 1
-    for r in range(-(-n_images // len(gt["images"]))):
-        offset = (r + 1) * 10_000_000
-        big["images"] += [{**im, "id": im["id"] + offset} for im in gt["images"]]
-        for a in gt["annotations"]:
-            big["annotations"].append({**a, "id": ann_id, "image_id": a["image_id"] + offset})
-            ann_id += 1
-        results += [{**d, "image_id": d["image_id"] + offset} for d in dets]
-    return big, results
 
 
 def timed(label: str, timings: dict, fn, *args):
@@ -62,7 +43,9 @@ def main() -> None:
     ap.add_argument("--per-image", type=int, default=128)
     ap.add_argument("--min-score", type=float, default=0.01)
     args = ap.parse_args()
-    gt, results = replicated(args.images, args.min_score, args.per_image)
+    from ssd_low_threshold import replicated_val25
+
+    gt, results, _, _ = replicated_val25(ASSETS, args.images, args.min_score, args.per_image)
     per_image = defaultdict(list)
     for d in results:
         per_image[d["image_id"]].append([d["category_id"], d["score"], *d["bbox"]])
