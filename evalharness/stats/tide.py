@@ -35,10 +35,8 @@ NAMES = {
 INSTALL_HINT = "pip install 'evalharness[analysis]'"
 
 
-def tide_breakdown(gt: dict, blocks, image_ids: list[int]) -> dict:
-    """dAP per error type (AP fractions, 0..1 like every AP of a run) and counts, or
-    ``{"available": False, "reason": ...}``. ``blocks()``: (image_id, (n, 6) array of category,
-    score, x, y, w, h) per image."""
+def _evaluate(gt: dict, blocks, image_ids: list[int]):
+    """(tidecv module, TIDE, its run) on these images, or a dict saying why there is none."""
     try:
         import tidecv
         from tidecv import TIDE
@@ -70,10 +68,26 @@ def tide_breakdown(gt: dict, blocks, image_ids: list[int]) -> dict:
     with matplotlib.rc_context():
         tide = TIDE(pos_threshold=POS_THRESHOLD, background_threshold=BACKGROUND_THRESHOLD, mode=TIDE.BOX)
     try:
-        run = tide.evaluate(truth, preds, name="run")
+        return tidecv, tide, tide.evaluate(truth, preds, name="run")
+    except FAILURES as exc:
+        return {"available": False, "reason": f"tidecv failed on these detections: {exc!r}"}
+
+
+FAILURES = (ArithmeticError, ValueError, IndexError, KeyError, RuntimeError)
+
+
+def tide_breakdown(gt: dict, blocks, image_ids: list[int]) -> dict:
+    """dAP per error type (AP fractions, 0..1 like every AP of a run) and counts, or
+    ``{"available": False, "reason": ...}``. ``blocks()``: (image_id, (n, 6) array of category,
+    score, x, y, w, h) per image."""
+    evaluated = _evaluate(gt, blocks, image_ids)
+    if isinstance(evaluated, dict):
+        return evaluated
+    tidecv, tide, run = evaluated
+    try:
         main, special = tide.get_main_errors()["run"], tide.get_special_errors()["run"]
         counts = {error.short_name: n for error, n in run.count_errors().items()}
-    except (ArithmeticError, ValueError, IndexError, KeyError, RuntimeError) as exc:
+    except FAILURES as exc:
         return {"available": False, "reason": f"tidecv failed on these detections: {exc!r}"}
     return {
         "available": True,
@@ -86,6 +100,20 @@ def tide_breakdown(gt: dict, blocks, image_ids: list[int]) -> dict:
         "special_dAP": {name: special[name] / 100 for name in SPECIAL},
         "counts": {name: counts.get(name, 0) for name in MAIN},
     }
+
+
+def errors_per_image(gt: dict, blocks, image_ids: list[int]) -> dict:
+    """TIDE's error type counts per image ({image_id: {type: n}}), or ``{"available": False, ...}``.
+    TIDE types every error within its own image, so a subset of images gets the same labels as the
+    whole set (only the dAP figures need every image)."""
+    evaluated = _evaluate(gt, blocks, image_ids)
+    if isinstance(evaluated, dict):
+        return evaluated
+    counts: dict = {image_id: dict.fromkeys(MAIN, 0) for image_id in image_ids}
+    for error in evaluated[2].errors:
+        owner = getattr(error, "pred", None) or error.gt
+        counts[owner["image"]][error.short_name] += 1
+    return {"available": True, "per_image": counts}
 
 
 def _version() -> str:

@@ -9,12 +9,14 @@ here has code of its own.
 
 from __future__ import annotations
 
+import numpy as np
+
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section, more_rows
 from evalharness.stats.detection_analysis import BACKGROUND, IOU, confusion, confusion_pairs
 from evalharness.stats.intervals import fmt_interval
 from evalharness.stats.paired import holm
-from evalharness.stats.tide import MAIN, NAMES, tide_delta, tide_line
+from evalharness.stats.tide import MAIN, NAMES, errors_per_image, tide_delta, tide_line
 
 TOP = 5  # classes and confusions named in results.txt
 PER_CLASS_NOTES = (
@@ -277,3 +279,38 @@ def figures(d: dict) -> list[dict]:
             }
         )
     return out
+
+
+def label_changed_images(rows: list[dict], ground_truth: dict, preds_a: list, preds_b: list) -> str | None:
+    """Give each changed image's row ``error_types``: TIDE's error counts of B minus A's on that
+    image (e.g. ``{"Loc": 1, "Bkg": -1}``: a box that moved off its object), typed by tidecv on the
+    changed images alone; returns why not, when tidecv cannot."""
+    image_of = {r["id"]: r["image_id"] for r in preds_a}
+    ids = [image_of[r["id"]] for r in rows]
+    wanted, per_side = set(ids), []
+    for preds in (preds_a, preds_b):
+
+        def blocks(p=preds):
+            return ((r["image_id"], np.asarray(r["detections"], dtype=np.float64).reshape(-1, 6))
+                    for r in p if r["image_id"] in wanted and r.get("detections"))  # fmt: skip
+
+        found = errors_per_image(ground_truth, blocks, ids)
+        if not found["available"]:
+            return found["reason"]
+        per_side.append(found["per_image"])
+    for row, image_id in zip(rows, ids, strict=True):
+        a, b = per_side[0][image_id], per_side[1][image_id]
+        row["error_types"] = {t: b[t] - a[t] for t in MAIN if b[t] != a[t]}
+    return None
+
+
+def error_text(row: dict) -> str:
+    """``Loc +1, Bkg -1`` (B - A), ``same counts`` or ``n/a`` (not typed)."""
+    if "error_types" not in row:
+        return "n/a"
+    return ", ".join(f"{t} {n:+d}" for t, n in row["error_types"].items()) or "same counts"
+
+
+def changed_caption(row: dict) -> str:
+    """A changed image's caption (thumbnails, ``explain``): boxes lost and new, and the error types."""
+    return f"{row['only_a']} box(es) only in A, {row['only_b']} only in B; errors B-A: {error_text(row)}"

@@ -253,6 +253,11 @@ class CocoDefinition(TaskDefinition):
 
     def compare(self, a: Run, b: Run, options) -> dict:
         det = detection_diff(a.predictions, b.predictions, options["iou"], options["min_score"])
+        if det["changed_images"]:
+            why = analysis.label_changed_images(
+                det["changed_images"], self.load_ground_truth(a), a.predictions, b.predictions
+            )
+            det["error_types_note"] = why or "TIDE error types (tidecv) of B minus A on the image"
         det["per_class"] = per_class_deltas(
             a.metrics.get("per_class") or {}, b.metrics.get("per_class") or {}
         )
@@ -339,7 +344,7 @@ class CocoDefinition(TaskDefinition):
         ]
         images = [
             [r["id"], str(r["a"]), str(r["b"]), str(r["matched"]), str(r["only_a"]), str(r["only_b"]),
-             fmt(r["mean_iou"], ".3f")]
+             fmt(r["mean_iou"], ".3f"), analysis.error_text(r)]
             for r in d["changed_images"][:max_rows]
         ]  # fmt: skip
         resamples = (d.get("paired_bootstrap") or {}).get("resamples")
@@ -359,9 +364,9 @@ class CocoDefinition(TaskDefinition):
             ),
             Section(
                 f"Images with changed boxes ({len(d['changed_images'])})",
-                ["image", "A", "B", "matched", "only A", "only B", "mean IoU"],
+                ["image", "A", "B", "matched", "only A", "only B", "mean IoU", "error types"],
                 images,
-                more_rows(len(d["changed_images"]), max_rows),
+                [f"error types: {d.get('error_types_note')}", *more_rows(len(d["changed_images"]), max_rows)],
                 key="changed_images",
             ),
             Section(
@@ -378,7 +383,4 @@ class CocoDefinition(TaskDefinition):
         return analysis.figures(d)
 
     def changed_samples(self, d: dict) -> list[tuple[str, str]]:
-        return [
-            (r["id"], f"{r['only_a']} box(es) only in A, {r['only_b']} only in B")
-            for r in d["changed_images"]
-        ]
+        return [(r["id"], analysis.changed_caption(r)) for r in d["changed_images"]]
