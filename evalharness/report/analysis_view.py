@@ -18,19 +18,27 @@ MATRIX_CLASSES = 25  # the matrix shows the categories with the most counts; the
 
 
 def _curves(spec: dict):
-    matplotlib, fig = plots._sized_figure(5.5, 4.0)
+    """``panels``: (title, [(label, ys over x = 0..1 evenly)]) each, up to 3 per row."""
+    panels = spec["panels"]
+    cols = min(len(panels), 3)
+    rows = -(-len(panels) // cols)
+    matplotlib, fig = plots._sized_figure(5.0 * cols if cols > 1 else 5.5, 3.6 * rows)
     if fig is None:
         return None, None
-    ax = fig.add_subplot()
-    for (label, ys), colour in zip(spec["series"], COLOURS, strict=False):
-        xs = [i / (len(ys) - 1) for i in range(len(ys))] if len(ys) > 1 else [0.0]
-        ax.plot(xs, ys, label=label, color=colour)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel(spec["x"])
-    ax.set_ylabel(spec["y"])
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    for n, (title, series) in enumerate(panels):
+        ax = fig.add_subplot(rows, cols, n + 1)
+        for (label, ys), colour in zip(series, COLOURS, strict=False):
+            xs = [i / (len(ys) - 1) for i in range(len(ys))] if len(ys) > 1 else [0.0]
+            ax.plot(xs, ys, label=label, color=colour)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel(spec["x"], fontsize=8)
+        ax.set_ylabel(spec["y"], fontsize=8)
+        if title:
+            ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
     return matplotlib, fig
 
 
@@ -80,7 +88,12 @@ def _matrix(spec: dict):
     return matplotlib, fig
 
 
-BUILDERS = {"curves": _curves, "bars": _bars, "matrix": _matrix}
+BUILDERS = {
+    "curves": _curves,
+    "bars": _bars,
+    "matrix": _matrix,
+    "class_deltas": lambda spec: plots.class_deltas_figure(spec["rows"]),
+}
 
 
 def svg(spec: dict) -> str | None:
@@ -94,7 +107,8 @@ def blocks(specs: list[dict]) -> dict[str, list[str]]:
 
     out: dict[str, list[str]] = {}
     for spec in specs:
-        out.setdefault(spec["after"], []).append(html.figure_html(spec["title"], svg(spec)))
+        if spec.get("html", True):  # False: the page draws it otherwise (a file only)
+            out.setdefault(spec["after"], []).append(html.figure_html(spec["title"], svg(spec)))
     return out
 
 

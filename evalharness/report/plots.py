@@ -83,10 +83,16 @@ def latency_summary(runs: list[tuple[str, dict]]) -> str | None:
 def class_deltas(rows: list[dict], limit: int = 25) -> str | None:
     """Horizontal bars of per-class AP change (B - A), largest |delta| first; the paired interval as
     a whisker where the row has one (``paired.interval``)."""
+    matplotlib, fig = class_deltas_figure(rows, limit)
+    return None if fig is None else _svg(matplotlib, fig, "classes")
+
+
+def class_deltas_figure(rows: list[dict], limit: int = 25):
+    """(matplotlib, the figure of :func:`class_deltas`), or (None, None) without matplotlib."""
     rows = [r for r in rows if r["delta"] is not None][:limit]
     matplotlib, fig = _figure(len(rows))
     if fig is None:
-        return None
+        return None, None
     ax = fig.add_subplot()
     labels = [r["name"] for r in reversed(rows)]
     values = [r["delta"] for r in reversed(rows)]
@@ -100,7 +106,7 @@ def class_deltas(rows: list[dict], limit: int = 25) -> str | None:
     ax.axvline(0, color="#333", linewidth=0.8)
     ax.set_xlabel("AP change, B - A")
     ax.grid(axis="x", alpha=0.3)
-    return _svg(matplotlib, fig, "classes")
+    return matplotlib, fig
 
 
 def scatter(

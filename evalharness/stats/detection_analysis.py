@@ -19,6 +19,7 @@ from evalharness.stats.boxes import iou_matrix, xyxy
 
 IOU = 0.5  # the IoU of the F1 threshold, the confusion matrix and TIDE (index 0 of 0.50:0.05:0.95)
 BACKGROUND = 0  # the confusion matrix's background "category" (no COCO category has id 0)
+TIDE_OFF = "turned off (task.tide=false)"
 
 
 def per_class_table(per_class: dict, recall: np.ndarray, cat_ids: list, matching) -> list[dict]:
@@ -59,6 +60,22 @@ def pr_curves(precision: np.ndarray) -> dict:
         valid = (values > -1).all(axis=(0, 1))
         out[name] = [round(float(v), 6) for v in values[:, :, valid].mean(axis=(0, 2))] if valid.any() else []
     return out
+
+
+def per_class_curves(precision: np.ndarray, cat_ids: list, names: dict) -> dict:
+    """Each category's precision at the 101 recall thresholds, at IoU .50 and averaged over
+    .50:.95 (``pr_curves.json`` of a run; categories without ground truth left out)."""
+    classes = {}
+    for k, cat in enumerate(cat_ids):
+        values = precision[:, :, k, 0, -1]  # (T, R)
+        if (values <= -1).any():
+            continue
+        classes[str(int(cat))] = {
+            "name": names[int(cat)],
+            "IoU=0.50": [round(float(v), 6) for v in values[0]],
+            "IoU=0.50:0.95": [round(float(v), 6) for v in values.mean(axis=0)],
+        }
+    return {"recall": [round(r / 100, 2) for r in range(101)], "classes": classes}
 
 
 def f1_threshold(matching) -> dict:
@@ -211,7 +228,5 @@ def analyse(gt: dict, scored: dict, blocks, image_ids: list[int], tide: bool = T
         "pr_curves": pr_curves(acc["precision"]),
         "f1": f1,
         "confusion": confusion(gt, blocks, image_ids, f1["score_threshold"]),
-        "tide": tide_breakdown(gt, blocks, image_ids)
-        if tide
-        else {"available": False, "reason": "task.tide=false"},
+        "tide": tide_breakdown(gt, blocks, image_ids) if tide else {"available": False, "reason": TIDE_OFF},
     }

@@ -61,8 +61,8 @@ def test_gate_on_ap_and_unmatched_boxes(runs, capsys):
 
 
 def test_html_has_latency_per_class_and_analysis_plots(runs, capsys, tmp_path):
-    """Latency, per-class ΔAP, two PR curves, TIDE bars and the confusion matrices, rendered by the
-    real browser; the same figures as SVG + PNG files with --figures."""
+    """Latency, per-class ΔAP, all-class and per-class PR curves at two IoUs, TIDE bars and the
+    confusion matrices, rendered by the real browser; the figures as SVG + PNG files (--figures)."""
     from test_report_sweep import dump_dom
 
     target, figures = tmp_path / "coco.html", tmp_path / "figures"
@@ -71,15 +71,24 @@ def test_html_has_latency_per_class_and_analysis_plots(runs, capsys, tmp_path):
     )
     assert code == 0 and "wrote " in err
     page = target.read_text()
-    assert page.count("<svg") == 6 and "Per-class AP change (B - A)" in page
+    assert page.count("<svg") == 8 and "Per-class AP change (B - A)" in page
     assert 'id="latency-' in page and 'id="classes-' in page and 'id="tide-' in page  # ids prefixed per plot
     dom = dump_dom(target, tmp_path)
     for key in ("per_class", "tide", "f1", "confusion", "verdict"):
         assert f'<section id="{key}">' in dom
     assert "Precision-recall, all classes, IoU=0.50" in dom and "TIDE dAP50 points per error type" in dom
-    names = sorted(p.name for p in figures.iterdir())
-    assert names == sorted(
-        f"{n}.{e}" for n in ("confusion", "pr_0.50", "pr_0.50-0.95", "tide") for e in ("png", "svg")
+    assert "the classes whose AP changed most" in dom and "errors B-A: " in dom  # thumbnails say the types
+    stems = (
+        "confusion",
+        "per_class_delta_ap",
+        "pr_0.50",
+        "pr_0.50-0.95",
+        "pr_classes_0.50",
+        "pr_classes_0.50-0.95",
+        "tide",
+    )
+    assert sorted(p.name for p in figures.iterdir()) == sorted(
+        f"{n}.{e}" for n in stems for e in ("png", "svg")
     )
 
 

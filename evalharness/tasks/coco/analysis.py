@@ -19,6 +19,8 @@ from evalharness.stats.paired import holm
 from evalharness.stats.tide import MAIN, NAMES, errors_per_image, tide_delta, tide_line
 
 TOP = 5  # classes and confusions named in results.txt
+CURVE_CLASSES = 6  # per-class PR curves drawn in a diff: the classes whose AP changed most
+CURVES_FILE = "pr_curves.json"  # a run's per-class PR curves (beside metrics.json)
 PER_CLASS_NOTES = (
     "paired interval and p: the paired bootstrap of ΔAP above (same image resamples), per class; "
     "a class's figures come from the resamples that hold it, so with few gt boxes they are coarse",
@@ -62,10 +64,14 @@ def _name(name: str) -> str:
     return "[background]" if name == "background" else name
 
 
-def compare(a_metrics: dict, b_metrics: dict, ground_truth: dict, preds_a, preds_b, image_ids) -> dict:
-    """Between two runs: TIDE of A, B and Δ per type, the F1 threshold shift, and both confusion
-    matrices at A's F1-optimal threshold (one threshold, so a changed count is a changed model, not a
-    moved threshold) with the pairs that changed most."""
+def compare(a, b, ground_truth: dict, per_class: list[dict]) -> dict:
+    """Between runs ``a`` and ``b`` (:class:`~evalharness.rundir.reader.Run`): TIDE of A, B and Δ per
+    type, the F1 threshold shift, both confusion matrices at A's F1-optimal threshold (one threshold,
+    so a changed count is a changed model, not a moved threshold) with the pairs that changed most,
+    and the PR curves of the classes whose AP changed most (``per_class``: rows by |ΔAP|)."""
+    a_metrics, b_metrics = a.metrics, b.metrics
+    preds_a, preds_b = a.predictions, b.predictions
+    image_ids = [r["image_id"] for r in preds_a]
     aa, ab = a_metrics.get("analysis"), b_metrics.get("analysis")
     out = {"recorded": {"a": aa is not None, "b": ab is not None}}
     if aa is None or ab is None:
@@ -111,7 +117,29 @@ def compare(a_metrics: dict, b_metrics: dict, ground_truth: dict, preds_a, preds
             "b": [[*k, n] for k, n in sorted(counts[1].items())],
         },
         "pr_curves": {"a": aa["pr_curves"], "b": ab["pr_curves"]},
+        "class_curves": _class_curves(a, b, [r["category_id"] for r in per_class[:CURVE_CLASSES]]),
     }
+
+
+def _class_curves(a, b, categories: list[int]) -> list[dict]:
+    """The per-class PR curves of A and B (their ``pr_curves.json``) of ``categories``, where both
+    runs wrote them."""
+    import json
+    import os
+
+    curves = []
+    for run in (a, b):
+        path = os.path.join(run.dir or "", CURVES_FILE)
+        if not os.path.isfile(path):
+            return []
+        with open(path, encoding="utf-8") as f:
+            curves.append(json.load(f)["classes"])
+    return [
+        {"category_id": cat, "name": curves[0][str(cat)]["name"], "a": curves[0][str(cat)],
+         "b": curves[1][str(cat)]}
+        for cat in categories
+        if str(cat) in curves[0] and str(cat) in curves[1]
+    ]
 
 
 def _minus(b, a):
@@ -253,9 +281,25 @@ def figures(d: dict) -> list[dict]:
                     "title": f"Precision-recall, all classes, {iou} (mean over classes)",
                     "x": "recall",
                     "y": "precision",
-                    "series": series,
+                    "panels": [("", series)],
                 }
             )
+            if an.get("class_curves"):
+                panels = [
+                    (f"{c['name']} ({c['category_id']})", [("A", c["a"][iou]), ("B", c["b"][iou])])
+                    for c in an["class_curves"]
+                ]
+                out.append(
+                    {
+                        "after": "f1",
+                        "kind": "curves",
+                        "name": f"pr_classes_{iou[4:].replace(':', '-')}",
+                        "title": f"Precision-recall, {iou}, the classes whose AP changed most",
+                        "x": "recall",
+                        "y": "precision",
+                        "panels": panels,
+                    }
+                )
     if an.get("tide") and any(r["a"] is not None for r in an["tide"]):
         rows = [r for r in an["tide"] if r["type"] in MAIN]
         out.append(
@@ -268,6 +312,9 @@ def figures(d: dict) -> list[dict]:
                 "series": [(s.upper(), [100 * (r[s] or 0.0) for r in rows]) for s in ("a", "b")],
             }
         )
+    if d.get("per_class"):  # drawn in the HTML by the definition's delta_figure; here as a file too
+        out.append({"after": "per_class", "kind": "class_deltas", "name": "per_class_delta_ap", "html": False,
+                    "title": "Per-class AP change (B - A)", "rows": d["per_class"]})  # fmt: skip
     if "confusion" in an:
         out.append(
             {

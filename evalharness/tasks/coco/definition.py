@@ -20,11 +20,13 @@ from evalharness.core.tables import Section, more_rows
 from evalharness.rundir.reader import Run
 from evalharness.stats.boxes import detection_diff, per_class_deltas
 from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, bootstrap_intervals, paired_ap_bootstrap
+from evalharness.stats.detection_analysis import TIDE_OFF
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines
 from evalharness.tasks.coco import analysis
 from evalharness.tasks.definition import Scorer, TaskDefinition, register
 
 RESULTS_FILE = "coco_results.json"
+CURVES_FILE = analysis.CURVES_FILE  # per-class PR curves of metrics.analysis (too long for metrics.json)
 COLUMNS = 7  # image_id, category_id, x, y, w, h, score
 
 
@@ -52,6 +54,7 @@ class CocoSettings:
     bootstrap_seed: int = 0  # the resamples' seed: rescore, merge and diff redraw the same images
     # metrics.analysis: per-class table, PR curves, F1-optimal threshold, confusion matrix, TIDE
     analysis: bool = True
+    tide: bool = True  # TIDE's breakdown in the analysis (tidecv: the analysis' one costly part)
 
 
 class DetectionStore:
@@ -108,12 +111,14 @@ class CocoScorer(Scorer):
         resamples: int = 0,
         seed: int = 0,
         analysis: bool = False,
+        tide: bool = True,
     ) -> None:
         self.annotations, self.backend, self.tflite_tool = annotations, backend, tflite_tool
-        self.resamples, self.seed, self.analysis = resamples, seed, analysis
+        self.resamples, self.seed, self.analysis, self.tide = resamples, seed, analysis, tide
         self.detections = DetectionStore()
         self.image_ids: list[int] = []
         self.unmapped = 0
+        self.curves: dict | None = None  # per-class PR curves, made by result() with the analysis
 
     def add(self, record: dict) -> None:
         self.detections.add(record["image_id"], record["detections"])
@@ -149,9 +154,13 @@ class CocoScorer(Scorer):
                 scored["matching"], self.resamples, self.seed, CONFIDENCE
             )
         if self.analysis:
-            from evalharness.stats.detection_analysis import analyse
+            from evalharness.stats.detection_analysis import analyse, per_class_curves
 
-            metrics["analysis"] = analyse(self.annotations, scored, self.detections.blocks, self.image_ids)
+            blocks, ids = self.detections.blocks, self.image_ids
+            metrics["analysis"] = analyse(self.annotations, scored, blocks, ids, self.tide)
+            names = {c["id"]: c["name"] for c in self.annotations["categories"]}
+            acc = scored["accumulated"]
+            self.curves = per_class_curves(acc["precision"], acc["cat_ids"], names)
         return metrics
 
     def matching(self):
@@ -191,6 +200,7 @@ class CocoDefinition(TaskDefinition):
             s.get("tflite_tool_ap", True),
             *self._bootstrap(),
             analysis=bool(s.get("analysis", False)),
+            tide=bool(s.get("tide", True)),
         )
 
     def _bootstrap(self) -> tuple[int, int]:
@@ -223,13 +233,15 @@ class CocoDefinition(TaskDefinition):
         stored = first.metrics.get("backend") or self.settings.get("backend", "pycocotools")
         tflite = "tflite_tool" in first.metrics  # score what the run reported
         analysis = "analysis" in first.metrics
+        tide = (first.metrics.get("analysis") or {}).get("tide", {}).get("reason") != TIDE_OFF
         return CocoScorer(
-            self.load_ground_truth(first), backend or stored, tflite, *self._bootstrap(), analysis=analysis
+            self.load_ground_truth(first), backend or stored, tflite, *self._bootstrap(), analysis, tide
         )
 
     def artifacts(self, scorer: CocoScorer) -> dict[str, object]:
-        """The standard COCO results JSON, re-scorable by any COCO tool."""
-        return {RESULTS_FILE: scorer.detections.rows()}
+        """The standard COCO results JSON, re-scorable by any COCO tool; the per-class PR curves."""
+        curves = {CURVES_FILE: scorer.curves} if scorer.curves else {}
+        return {RESULTS_FILE: scorer.detections.rows(), **curves}
 
     def summary_lines(self, doc: dict) -> list[str]:
         """COCOeval.summarize()'s 12 lines, then the TFLite-tool AP when it was computed."""
@@ -266,10 +278,7 @@ class CocoDefinition(TaskDefinition):
             det["paired_bootstrap"] = boot = self._paired_bootstrap(a, b, resamples, seed)
             analysis.attach_paired(det["per_class"], boot)
         if "analysis" in a.metrics or "analysis" in b.metrics:
-            ids = [r["image_id"] for r in a.predictions]
-            det["analysis"] = analysis.compare(
-                a.metrics, b.metrics, self.load_ground_truth(a), a.predictions, b.predictions, ids
-            )
+            det["analysis"] = analysis.compare(a, b, self.load_ground_truth(a), det["per_class"])
         return det
 
     def agreement(self, a: Run, b: Run) -> dict:
