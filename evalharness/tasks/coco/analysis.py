@@ -79,10 +79,8 @@ def compare(a, b, ground_truth: dict, per_class: list[dict]) -> dict:
     threshold = aa["f1"]["score_threshold"]
     counts = []
     for preds in (preds_a, preds_b):
-        blocks = lambda p=preds: ((r["image_id"], r["detections"]) for r in p if r.get("detections"))  # noqa: E731
-        counts.append(
-            {(g, d): n for g, d, n in confusion(ground_truth, blocks, image_ids, threshold)["cells"]}
-        )
+        cells = confusion(ground_truth, _blocks(preds), image_ids, threshold)["cells"]
+        counts.append({(g, d): n for g, d, n in cells})
     names = {c["id"]: c["name"] for c in ground_truth["categories"]}
     changes = []
     for key in sorted(set(counts[0]) | set(counts[1])):
@@ -140,6 +138,17 @@ def _class_curves(a, b, categories: list[int]) -> list[dict]:
         for cat in categories
         if str(cat) in curves[0] and str(cat) in curves[1]
     ]
+
+
+def _blocks(records: list[dict], wanted: set | None = None):
+    """``blocks()`` of a run's records: (image_id, (n, 6) array of category, score, x, y, w, h)."""
+
+    def blocks():
+        for r in records:
+            if r.get("detections") and (wanted is None or r["image_id"] in wanted):
+                yield r["image_id"], np.asarray(r["detections"], dtype=np.float64).reshape(-1, 6)
+
+    return blocks
 
 
 def _minus(b, a):
@@ -336,12 +345,7 @@ def label_changed_images(rows: list[dict], ground_truth: dict, preds_a: list, pr
     ids = [image_of[r["id"]] for r in rows]
     wanted, per_side = set(ids), []
     for preds in (preds_a, preds_b):
-
-        def blocks(p=preds):
-            return ((r["image_id"], np.asarray(r["detections"], dtype=np.float64).reshape(-1, 6))
-                    for r in p if r["image_id"] in wanted and r.get("detections"))  # fmt: skip
-
-        found = errors_per_image(ground_truth, blocks, ids)
+        found = errors_per_image(ground_truth, _blocks(preds, wanted), ids)
         if not found["available"]:
             return found["reason"]
         per_side.append(found["per_image"])
