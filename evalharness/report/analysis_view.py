@@ -22,7 +22,7 @@ def _curves(spec: dict):
     panels = spec["panels"]
     cols = min(len(panels), 3)
     rows = -(-len(panels) // cols)
-    matplotlib, fig = plots._sized_figure(5.0 * cols if cols > 1 else 5.5, 3.6 * rows)
+    matplotlib, fig = plots._sized_figure(3.4 * cols if cols > 1 else 5.5, (2.9 if cols > 1 else 4.0) * rows)
     if fig is None:
         return None, None
     for n, (title, series) in enumerate(panels):
