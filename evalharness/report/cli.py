@@ -61,6 +61,8 @@ def _render(doc: dict, fmt: str, title: str, sections) -> str:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     rules = [gate.parse_rule(r) for r in args.fail_if]
+    if args.figures:
+        _check_figures_dir(args.figures)
     a, b = load_run(args.run_a, "A"), load_run(args.run_b, "B")
     comp = comparability(a, b, args.allow_different_preprocessing)
     if comp.refused:
@@ -93,15 +95,19 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_REGRESSION if failed else EXIT_OK
 
 
-def _write_figures(doc: dict, directory: str) -> None:
-    """The task's figures of the diff as SVG + PNG files; never inside a run directory."""
-    from evalharness.report import analysis_view, plots
-
+def _check_figures_dir(directory: str) -> None:
+    """Refused before any work: figures are never written inside a run directory."""
     run_dir = run_dir_of(os.path.join(directory, "figure.svg"))
     if run_dir is not None:
         raise ReportError(
             f"--figures {directory} lies in the run directory {run_dir}; give a directory outside it"
         )
+
+
+def _write_figures(doc: dict, directory: str) -> None:
+    """The task's figures of the diff as SVG + PNG files."""
+    from evalharness.report import analysis_view, plots
+
     definition = definition_of(doc)
     paired = doc.get(definition.comparison) if definition.comparison else None
     specs = definition.figures(paired) if paired else []
