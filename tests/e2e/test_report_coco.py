@@ -90,6 +90,8 @@ def test_html_has_latency_per_class_and_analysis_plots(runs, capsys, tmp_path):
     assert sorted(p.name for p in figures.iterdir()) == sorted(
         f"{n}.{e}" for n in stems for e in ("png", "svg")
     )
+    code, out, err = report(capsys, "diff", runs["reference"], runs["cpu"], "--figures", runs["cpu"] / "figs")
+    assert (code, out) == (2, "") and err.startswith("error: --figures ") and err.count("\n") == 1
 
 
 def _tidecv_on_files(run_dir):
