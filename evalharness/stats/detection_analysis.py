@@ -218,7 +218,7 @@ def confusion_pairs(cells: list, names: dict[int, str], limit: int | None = None
 def analyse(gt: dict, scored: dict, blocks, image_ids: list[int], tide: bool = True) -> dict:
     """The whole per-run analysis (``metrics.analysis`` of a detection run) from ``evaluate_bbox(...,
     analysis=True)``'s result and ``blocks()``, the run's per-image detections (see :func:`confusion`)."""
-    from evalharness.stats.tide import tide_breakdown
+    from evalharness.stats.tide import absent, tide_breakdown
 
     acc = scored["accumulated"]
     f1 = f1_threshold(acc["matching"])
@@ -228,5 +228,5 @@ def analyse(gt: dict, scored: dict, blocks, image_ids: list[int], tide: bool = T
         "pr_curves": pr_curves(acc["precision"]),
         "f1": f1,
         "confusion": confusion(gt, blocks, image_ids, f1["score_threshold"]),
-        "tide": tide_breakdown(gt, blocks, image_ids) if tide else {"available": False, "reason": TIDE_OFF},
+        "tide": tide_breakdown(gt, blocks, image_ids) if tide else absent(TIDE_OFF),
     }

@@ -82,15 +82,16 @@ def tide_breakdown(gt: dict, blocks, image_ids: list[int]) -> dict:
     score, x, y, w, h) per image."""
     evaluated = _evaluate(gt, blocks, image_ids)
     if isinstance(evaluated, dict):
-        return evaluated
+        return absent(evaluated["reason"])
     tidecv, tide, run = evaluated
     try:
         main, special = tide.get_main_errors()["run"], tide.get_special_errors()["run"]
         counts = {error.short_name: n for error, n in run.count_errors().items()}
     except FAILURES as exc:
-        return {"available": False, "reason": f"tidecv failed on these detections: {exc!r}"}
+        return absent(f"tidecv failed on these detections: {exc!r}")
     return {
         "available": True,
+        "reason": None,
         "package": f"tidecv {getattr(tidecv, '__version__', None) or _version()}",
         "pos_threshold": POS_THRESHOLD,
         "background_threshold": BACKGROUND_THRESHOLD,
@@ -99,6 +100,23 @@ def tide_breakdown(gt: dict, blocks, image_ids: list[int]) -> dict:
         "dAP": {name: main[name] / 100 for name in MAIN},
         "special_dAP": {name: special[name] / 100 for name in SPECIAL},
         "counts": {name: counts.get(name, 0) for name in MAIN},
+    }
+
+
+def absent(reason: str) -> dict:
+    """The record of a run without TIDE: the same keys as with it (a run's keys are fixed by its
+    schema version), every figure None, and why."""
+    return {
+        "available": False,
+        "reason": reason,
+        "package": None,
+        "pos_threshold": POS_THRESHOLD,
+        "background_threshold": BACKGROUND_THRESHOLD,
+        "max_dets": MAX_DETS,
+        "AP50": None,
+        "dAP": dict.fromkeys(MAIN),
+        "special_dAP": dict.fromkeys(SPECIAL),
+        "counts": dict.fromkeys(MAIN),
     }
 
 
