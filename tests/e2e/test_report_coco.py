@@ -96,9 +96,11 @@ def test_html_has_latency_per_class_and_analysis_plots(runs, capsys, tmp_path):
 
 def _tidecv_on_files(run_dir):
     """tidecv's own loaders on the annotation file and the run's coco_results.json."""
+    import matplotlib
     from tidecv import TIDE, datasets
 
-    tide = TIDE()
+    with matplotlib.rc_context():  # TIDE() restyles matplotlib globally: later tests' SVGs would change
+        tide = TIDE()
     tide.evaluate(
         datasets.COCO(str(ASSETS / "coco/instances_val25.json")),
         datasets.COCOResult(str(run_dir / "coco_results.json")),
