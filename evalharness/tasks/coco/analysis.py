@@ -167,7 +167,7 @@ def sections(d: dict, max_rows: int) -> list[Section]:
                 "Error analysis",
                 notes=[
                     f"not recorded in run {missing} (made before it, or "
-                    "task.analysis=false): rerun or rescore to compare"
+                    "task.analysis=false): rerun it to compare"
                 ],
                 key="analysis",
             )
