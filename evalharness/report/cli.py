@@ -5,6 +5,7 @@
                      [--iou 0.5] [--min-score 0] [--max-rows 20] [--figures DIR]
     sweep MULTIRUN_DIR [--baseline KEY=VALUE]... [--out DIR] [--format text|md]
     rescore RUN [--top-k K] [--backend NAME] [--format text|markdown|json] [-o FILE]
+    analysis RUN [--format text|markdown|html] [-o FILE] [--figures DIR] [--max-rows 20]
     merge RUN... --out DIR
     export RUN [--format csv|json] [-o FILE]
 
@@ -106,11 +107,14 @@ def _check_figures_dir(directory: str) -> None:
 
 def _write_figures(doc: dict, directory: str) -> None:
     """The task's figures of the diff as SVG + PNG files."""
-    from evalharness.report import analysis_view, plots
-
     definition = definition_of(doc)
     paired = doc.get(definition.comparison) if definition.comparison else None
-    specs = definition.figures(paired) if paired else []
+    _write_specs(definition.figures(paired) if paired else [], directory)
+
+
+def _write_specs(specs: list[dict], directory: str) -> None:
+    from evalharness.report import analysis_view, plots
+
     paths = analysis_view.write_files(specs, directory)
     if specs and not paths:
         print(f"warning: no figures written: {plots.MISSING_NOTE}", file=sys.stderr)
@@ -129,6 +133,25 @@ def _check_cache_states(comp, rules: list, allowed: bool) -> None:
             f"refusing to gate {', '.join(names)}: {comp.cache}; pass {cache_states.ALLOW_FLAG} "
             "if comparing a cold with a warm start is the experiment"
         )
+
+
+def cmd_analysis(args: argparse.Namespace) -> int:
+    """One run's error analysis: tables (text, markdown) or one HTML page with its figures."""
+    from evalharness.report import analysis_view, html
+
+    if args.figures:
+        _check_figures_dir(args.figures)
+    run = load_run(args.run, "RUN")
+    sections, specs = definition_of(run).run_analysis(run, args.max_rows)
+    title = f"evalharness analysis: {run.prov('model.name')} @ {run.prov('delegate.name')} ({run.dir})"
+    if args.format == "html":
+        text = html.page(title, sections, analysis_view.blocks(specs))
+    else:
+        text = _render({}, args.format, title, sections)
+    _emit(text, args.output)
+    if args.figures:
+        _write_specs(specs, args.figures)
+    return EXIT_OK
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -196,6 +219,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=("text", "md"), default="text",
                    help="what stdout gets: the terminal table, or md: a pull-request comment")  # fmt: skip
     s.set_defaults(func=cmd_sweep)
+    an = sub.add_parser("analysis", help="one run's error analysis: per class, confusions, F1, TIDE, curves")
+    an.add_argument("run", metavar="RUN", help="run directory or its metrics.json")
+    an.add_argument("--format", choices=("text", "markdown", "html"), default="text")
+    an.add_argument("-o", "--output", help="write the report here instead of stdout")
+    an.add_argument("--figures", metavar="DIR", help="also write the figures as SVG and PNG files here")
+    an.add_argument("--max-rows", type=int, default=20, help="rows per table")
+    an.set_defaults(func=cmd_analysis)
     r = sub.add_parser("rescore", help="recompute a run's metrics from its stored predictions")
     r.add_argument("run", metavar="RUN")
     r.add_argument("--top-k", type=int, help="rescore top-1..K (K <= the stored K)")

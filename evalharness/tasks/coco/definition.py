@@ -391,5 +391,10 @@ class CocoDefinition(TaskDefinition):
     def figures(self, d: dict) -> list[dict]:
         return analysis.figures(d)
 
+    def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict]]:
+        from evalharness.tasks.coco.run_analysis import sections_and_figures
+
+        return sections_and_figures(run, CURVES_FILE, max_rows)
+
     def changed_samples(self, d: dict) -> list[tuple[str, str]]:
         return [(r["id"], analysis.changed_caption(r)) for r in d["changed_images"]]

@@ -194,6 +194,25 @@ class ImageNetDefinition(TaskDefinition):
             ),
         ]
 
+    def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict]]:
+        a = run.metrics.get("analysis")
+        if not a:
+            raise EvalHarnessError(
+                f"run {run.label} records no metrics.analysis (made before schema 4); rerun it"
+            )
+        rows = [[short(r["label"]), str(r["images"]), str(r["correct"]), fmt(r["top1"], ".3f"),
+                 fmt_interval(r["interval"], ".3f")] for r in a["per_class"][:max_rows]]  # fmt: skip
+        pairs = [
+            [f"{short(r['truth'])} -> {short(r['predicted'])}", str(r["count"])] for r in a["confusions"]
+        ]
+        return [
+            Section(f"Per-class top-1 ({a['classes_present']} classes present, lowest first)",
+                    ["class", "images", "correct", "top-1", f"{CONFIDENCE:.0%} interval (Wilson)"], rows,
+                    more_rows(len(a["per_class"]), max_rows), key="per_class"),
+            Section("Commonest confusions", ["truth -> top-1", "count"], pairs,
+                    [f"{a['confusions_total']} wrong top-1 answers in all"], key="confusion"),
+        ], []  # fmt: skip
+
     def changed_samples(self, c: dict) -> list[tuple[str, str]]:
         return [
             (
