@@ -155,6 +155,12 @@ def test_diff_names_the_changed_confusions_and_tests_each_class(runs, capsys):
     assert "cradle -> diaper    0  1     +1" in text and "after the correction: none" in text
 
 
+def test_one_runs_per_class_table_has_wilson_intervals(runs, capsys):
+    code, text, _ = report(capsys, "analysis", runs["cpu"], "--max-rows", "3")
+    assert code == 0 and "Per-class top-1 (47 classes present, lowest first)" in text
+    assert "[0.000, 0.793]" in text and "cradle -> diaper" in text  # Wilson of 0/1; a confusion
+
+
 def test_html_report_embeds_plot_and_thumbnails(runs, capsys, tmp_path):
     target = tmp_path / "diff.html"
     code, _, _ = report(capsys, "diff", runs["reference"], runs["cpu"], "--format", "html", "-o", target)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import ASSETS, MODELS
@@ -92,6 +93,19 @@ def test_html_has_latency_per_class_and_analysis_plots(runs, capsys, tmp_path):
     )
     code, out, err = report(capsys, "diff", runs["reference"], runs["cpu"], "--figures", runs["cpu"] / "figs")
     assert (code, out) == (2, "") and err.startswith("error: --figures ") and err.count("\n") == 1
+
+
+def test_one_runs_analysis_renders_in_the_browser(runs, capsys, tmp_path):
+    from test_report_sweep import dump_dom
+
+    target = tmp_path / "run.html"
+    code, _, _ = report(capsys, "analysis", runs["cpu"], "--format", "html", "-o", target)
+    assert code == 0 and target.read_text().count("<svg") == 7  # 2 + 2 PR curves, AP bars, TIDE, matrix
+    dom = dump_dom(target, tmp_path)
+    for key in ("per_class", "f1", "confusion", "tide"):
+        assert f'<section id="{key}">' in dom
+    code, text, _ = report(capsys, "analysis", runs["cpu"])
+    assert re.search(r"person -> background +52\n", text) and re.search(r"missed +12.02 +110\n", text)
 
 
 def _tidecv_on_files(run_dir):
