@@ -346,24 +346,11 @@ def memory(small: int, big: int, threads: int) -> None:
 
 
 def coco(n_images: int, resamples: int) -> None:
-    from ssd_low_threshold import detect
+    from ssd_low_threshold import replicated_val25
 
     from evalharness.stats.coco_eval import COCO_STAT_NAMES, evaluate_bbox
 
-    gt = json.loads((ASSETS / "coco/instances_val25.json").read_text())
-    model = str(ASSETS / "models/ssd_mobilenet_v1_coco_quant_postprocess.tflite")
-    dets, decode_error = detect(model, gt["images"], ASSETS / "coco/val25", 0.01, 128)
-    reps = -(-n_images // len(gt["images"]))
-    big = {**gt, "images": [], "annotations": []}
-    results = []
-    ann_id = 1
-    for r in range(reps):
-        offset = (r + 1) * 10_000_000
-        big["images"] += [{**im, "id": im["id"] + offset} for im in gt["images"]]
-        for a in gt["annotations"]:
-            big["annotations"].append({**a, "id": ann_id, "image_id": a["image_id"] + offset})
-            ann_id += 1
-        results += [{**d, "image_id": d["image_id"] + offset} for d in dets]
+    big, results, per_image, decode_error = replicated_val25(ASSETS, n_images)
     timings, stats = {}, {}
     for backend in ("pycocotools", "faster_coco_eval"):
         start = time.perf_counter()
@@ -372,7 +359,7 @@ def coco(n_images: int, resamples: int) -> None:
     worst = max(abs(stats["pycocotools"][k] - stats["faster_coco_eval"][k]) for k in COCO_STAT_NAMES)
     print(
         f"COCO scoring: {len(big['images'])} images, {len(results)} detections (SSD raw outputs, "
-        f"score > 0.01, {len(dets) / len(gt['images']):.0f}/image; decoding check {decode_error:.1e}), "
+        f"score > 0.01, {per_image:.0f}/image; decoding check {decode_error:.1e}), "
         f"AP {stats['pycocotools']['AP']:.4f}"
     )
     print(

@@ -68,6 +68,24 @@ def detect(model_path: str, images: list[dict], image_dir: Path, min_score: floa
     return results, worst
 
 
+def replicated_val25(assets: Path, n_images: int, min_score: float = 0.01, per_image: int = 128):
+    """val25 and its detections repeated under fresh image ids to at least ``n_images`` images:
+    (ground truth, COCO results, detections per val25 image, the decoding check's worst error)."""
+    gt = json.loads((assets / "coco/instances_val25.json").read_text())
+    model = str(assets / "models/ssd_mobilenet_v1_coco_quant_postprocess.tflite")
+    dets, decode_error = detect(model, gt["images"], assets / "coco/val25", min_score, per_image)
+    big = {**gt, "images": [], "annotations": []}
+    results, ann_id = [], 1
+    for r in range(-(-n_images // len(gt["images"]))):
+        offset = (r + 1) * 10_000_000
+        big["images"] += [{**im, "id": im["id"] + offset} for im in gt["images"]]
+        for a in gt["annotations"]:
+            big["annotations"].append({**a, "id": ann_id, "image_id": a["image_id"] + offset})
+            ann_id += 1
+        results += [{**d, "image_id": d["image_id"] + offset} for d in dets]
+    return big, results, len(dets) / len(gt["images"]), decode_error
+
+
 def check_decoding(interp: Interpreter, boxes: np.ndarray) -> float:
     """Largest distance from a box of the model's own output to the nearest decoded anchor box."""
     out = interp.get_output_details()

@@ -25,9 +25,13 @@ DEFAULT_CONTROLS = 5  # unchanged images traced when no answer changed (the erro
 COMPARE_OPTIONS = {"alpha": 0.05, "iou": 0.5, "min_score": 0.0}
 
 
-def pick_images(a: Run, b: Run, max_changed: int, controls: int | None) -> tuple[list[str], list[str], int]:
-    """(changed ids, control ids, changed in all): up to ``max_changed`` changed images and as
-    many unchanged ones (``controls`` of them when given, e.g. when nothing changed)."""
+def pick_images(
+    a: Run, b: Run, max_changed: int, controls: int | None
+) -> tuple[list[str], list[str], int, dict[str, str]]:
+    """(changed ids, control ids, changed in all, the task's caption of each changed image): up to
+    ``max_changed`` changed images and as many unchanged ones (``controls`` of them when given, e.g.
+    when nothing changed). The captions say what changed in the runs (for a detector: boxes lost and
+    new, and the TIDE error types of B minus A)."""
     definition = definition_of(a)
     key = definition.sample_key
     if not key or not definition.writes_predictions:
@@ -35,18 +39,19 @@ def pick_images(a: Run, b: Run, max_changed: int, controls: int | None) -> tuple
             f"task {a.task!r} records no per-image answers; explain needs per-image predictions"
         )
     comparison = definition.compare(a, b, COMPARE_OPTIONS) or {}
-    every = [sample_id for sample_id, _ in definition.changed_samples(comparison)]
+    captions = dict(definition.changed_samples(comparison))
+    every = list(captions)
     changed = every[:max_changed]
     wanted = controls if controls is not None else (len(changed) or DEFAULT_CONTROLS)
     in_b = {r.get("id") for r in b.predictions}  # the paired comparisons' key: the file under the root
     unchanged = [r["id"] for r in a.predictions if r.get("id") in in_b and r["id"] not in set(changed)]
-    return changed, unchanged[:wanted], len(every)
+    return changed, unchanged[:wanted], len(every), captions
 
 
 def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) -> dict:
     """The explanation document (explain.json) of B's answers against A's."""
     started = time.perf_counter()
-    changed, control, total = pick_images(a, b, max_changed, controls)
+    changed, control, total, captions = pick_images(a, b, max_changed, controls)
     ids = changed + control
     with tempfile.TemporaryDirectory(prefix="evalharness-explain-") as work:
         side_a, side_b = open_side(a, "A", work), open_side(b, "B", work)
@@ -84,6 +89,7 @@ def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) 
         {
             "id": ids[i],
             "group": "changed" if i < len(changed) else "control",
+            "change": captions.get(ids[i]),
             f"a_{label}": answers_a.label(a_answers[i]),
             f"b_{label}": answers_b.label(b_answers[i]),
             "reproduced": not same[i] if i < len(changed) else same[i],

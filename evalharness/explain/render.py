@@ -156,14 +156,20 @@ def _images(doc: dict) -> tuple[list[str], list[list[str]], str]:
             "over matched boxes); restored: B's boxes equal A's (same class, IoU >= "
             f"{o['iou']}, none lost or new) with ops 0..split, or only the culprit op's output, from A"
         )
-        return headers, [_detector_row(i) for i in doc["images"]], note
+        return headers, [_detector_row(i) for i in doc["images"]], note + _change_note(doc)
     headers = ["image", "group", "A top-1 (score)", "B top-1 (score)", "B score of A's", "top-5 overlap",
                restored, "re-run agrees with the runs"]  # fmt: skip
     note = (
         "scores in the output's real units; restored: A's top-1 back with ops 0..split, or only the "
         "culprit op's output, taken from A"
     )
-    return headers, [_classifier_row(i) for i in doc["images"]], note
+    return headers, [_classifier_row(i) for i in doc["images"]], note + _change_note(doc)
+
+
+def _change_note(doc: dict) -> str:
+    """What changed on each changed image, in the runs' own comparison (report diff's caption)."""
+    said = [f"{i['id']}: {i['change']}" for i in doc["images"] if i.get("change")]
+    return "; in the runs (report diff): " + "; ".join(said) if said else ""
 
 
 def _restored(d: dict) -> str:

@@ -2,9 +2,10 @@
 
     diff RUN_A RUN_B [--format text|markdown|md|json|html] [-o FILE] [--fail-if RULE]...
                      [--allow-different-preprocessing] [--allow-cache-mismatch] [--alpha 0.05]
-                     [--iou 0.5] [--min-score 0] [--max-rows 20]
+                     [--iou 0.5] [--min-score 0] [--max-rows 20] [--figures DIR]
     sweep MULTIRUN_DIR [--baseline KEY=VALUE]... [--out DIR] [--format text|md]
     rescore RUN [--top-k K] [--backend NAME] [--format text|markdown|json] [-o FILE]
+    analysis RUN [--format text|markdown|html] [-o FILE] [--figures DIR] [--max-rows 20]
     merge RUN... --out DIR
     export RUN [--format csv|json|parquet] [-o FILE]
     index DIR [-o FILE] [--max-pairs N]
@@ -19,6 +20,7 @@ grammar is in :mod:`.gate`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 
@@ -39,8 +41,9 @@ from evalharness.report import (
     sweep,
 )
 from evalharness.report.diff import build_diff
-from evalharness.report.outputs import check_output_file
+from evalharness.report.outputs import check_output_dir, check_output_file
 from evalharness.report.runs import ReportError, comparability, definition_of
+from evalharness.rundir.document import run_dir_of
 from evalharness.rundir.reader import Run, load_run
 
 EXIT_OK, EXIT_REGRESSION = 0, 1
@@ -81,6 +84,8 @@ def _render(doc: dict, fmt: str, title: str, sections) -> str:
 def cmd_diff(args: argparse.Namespace) -> int:
     rules = [gate.parse_rule(r) for r in args.fail_if]
     a, b = load_run(local(args.run_a), "A"), load_run(local(args.run_b), "B")
+    if args.figures:
+        _check_figures_dir(args.figures, [a, b])
     comp = comparability(a, b, args.allow_different_preprocessing)
     if comp.refused:
         raise ReportError("runs are not comparable: " + "; ".join(comp.refused))
@@ -104,10 +109,40 @@ def cmd_diff(args: argparse.Namespace) -> int:
     else:
         text = _render(doc, args.format, diff_view.title(doc), diff_view.sections(doc, args.max_rows))
     _emit(text, args.output, [a, b])
+    if args.figures:
+        _write_figures(doc, args.figures)
     failed = [g for g in doc.get("gates", []) if g["failed"]]
     for g in failed:
         print(f"regression: {g['rule']}: {g['detail']}", file=sys.stderr)
     return EXIT_REGRESSION if failed else EXIT_OK
+
+
+def _check_figures_dir(directory: str, runs: list[Run]) -> None:
+    """Refused before any work: figures are never written inside a run directory, nor onto what the
+    runs read (:func:`evalharness.report.outputs.check_output_dir`)."""
+    run_dir = run_dir_of(os.path.join(directory, "figure.svg"))
+    if run_dir is not None:
+        raise ReportError(
+            f"--figures {directory} lies in the run directory {run_dir}; give a directory outside it"
+        )
+    check_output_dir(directory, runs, "--figures")
+
+
+def _write_figures(doc: dict, directory: str) -> None:
+    """The task's figures of the diff as SVG + PNG files."""
+    definition = definition_of(doc)
+    paired = doc.get(definition.comparison) if definition.comparison else None
+    _write_specs(definition.figures(paired) if paired else [], directory)
+
+
+def _write_specs(specs: list[dict], directory: str) -> None:
+    from evalharness.report import analysis_view, plots
+
+    paths = analysis_view.write_files(specs, directory)
+    if specs and not paths:
+        print(f"warning: no figures written: {plots.MISSING_NOTE}", file=sys.stderr)
+    for path in paths:
+        print(f"wrote {path}", file=sys.stderr)
 
 
 def _check_cache_states(comp, rules: list, allowed: bool) -> None:
@@ -121,6 +156,25 @@ def _check_cache_states(comp, rules: list, allowed: bool) -> None:
             f"refusing to gate {', '.join(names)}: {comp.cache}; pass {cache_states.ALLOW_FLAG} "
             "if comparing a cold with a warm start is the experiment"
         )
+
+
+def cmd_analysis(args: argparse.Namespace) -> int:
+    """One run's error analysis: tables (text, markdown) or one HTML page with its figures."""
+    from evalharness.report import analysis_view, html
+
+    run = load_run(local(args.run), "RUN")
+    if args.figures:
+        _check_figures_dir(args.figures, [run])
+    sections, specs = definition_of(run).run_analysis(run, args.max_rows)
+    title = f"evalharness analysis: {run.prov('model.name')} @ {run.prov('delegate.name')} ({run.dir})"
+    if args.format == "html":
+        text = html.page(title, sections, analysis_view.blocks(specs))
+    else:
+        text = _render({}, args.format, title, sections)
+    _emit(text, args.output, [run])
+    if args.figures:
+        _write_specs(specs, args.figures)
+    return EXIT_OK
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -194,6 +248,7 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--iou", type=float, default=0.5, help="IoU to match A's and B's boxes (detection)")
     d.add_argument("--min-score", type=float, default=0.0, help="ignore detections below this score")
     d.add_argument("--max-rows", type=int, default=20, help="rows per per-image table (json: all)")
+    d.add_argument("--figures", metavar="DIR", help="also write the figures as SVG and PNG files here")
     d.set_defaults(func=cmd_diff)
     s = sub.add_parser("sweep", help="tabulate a multirun: sweep.csv, sweep.md, sweep.html")
     s.add_argument("multirun_dir", metavar="MULTIRUN_DIR",
@@ -203,6 +258,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--format", choices=("text", "md"), default="text",
                    help="what stdout gets: the terminal table, or md: a pull-request comment")  # fmt: skip
     s.set_defaults(func=cmd_sweep)
+    an = sub.add_parser("analysis", help="one run's error analysis: per class, confusions, F1, TIDE, curves")
+    an.add_argument("run", metavar="RUN", help="run directory or its metrics.json")
+    an.add_argument("--format", choices=("text", "markdown", "html"), default="text")
+    an.add_argument("-o", "--output", help="write the report here instead of stdout")
+    an.add_argument("--figures", metavar="DIR", help="also write the figures as SVG and PNG files here")
+    an.add_argument("--max-rows", type=int, default=20, help="rows per table")
+    an.set_defaults(func=cmd_analysis)
     r = sub.add_parser("rescore", help="recompute a run's metrics from its stored predictions")
     r.add_argument("run", metavar="RUN")
     r.add_argument("--top-k", type=int, help="rescore top-1..K (K <= the stored K)")

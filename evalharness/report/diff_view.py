@@ -89,7 +89,7 @@ def _gates(gates: list[dict]) -> Section:
 
 def render_html(doc: dict, max_rows: int = 20) -> str:
     """The diff as one HTML page: the tables plus latency and per-class plots and thumbnails."""
-    from evalharness.report import html, plots
+    from evalharness.report import analysis_view, html, plots
 
     runs = [(f"{r['label']}: {_name(r)}", _inference(doc, r["label"].lower())) for r in (doc["a"], doc["b"])]
     after = {
@@ -100,6 +100,9 @@ def render_html(doc: dict, max_rows: int = 20) -> str:
     if paired is not None and definition.delta_figure:
         key, field, heading = definition.delta_figure
         after[key] = [html.figure_html(heading, plots.class_deltas(paired[field]))]
+    if paired is not None:
+        for key, figures in analysis_view.blocks(definition.figures(paired)).items():
+            after[key] = after.get(key, []) + figures
     if paired is not None and definition.thumbnails:
         key, heading = definition.thumbnails
         after[key] = [_thumbnails(doc, definition.changed_samples(paired)[:max_rows], heading)]

@@ -24,6 +24,7 @@ th { background: #f4f4f4; }
 p.note { color: #555; margin: .3em 0; }
 .fail { color: #b00; font-weight: bold; }
 figure { margin: 1em 0; } figcaption { color: #555; font-size: .9em; }
+figure.plot svg { max-width: 100%; height: auto; }
 .thumbs { display: flex; flex-wrap: wrap; gap: 1em; }
 .thumbs figure { margin: 0; width: 10em; overflow-wrap: anywhere; }
 .thumbs img { max-width: 10em; border: 1px solid #ccc; }

@@ -81,20 +81,32 @@ def latency_summary(runs: list[tuple[str, dict]]) -> str | None:
 
 
 def class_deltas(rows: list[dict], limit: int = 25) -> str | None:
-    """Horizontal bars of per-class AP change (B - A), largest |delta| first."""
+    """Horizontal bars of per-class AP change (B - A), largest |delta| first; the paired interval as
+    a whisker where the row has one (``paired.interval``)."""
+    matplotlib, fig = class_deltas_figure(rows, limit)
+    return None if fig is None else _svg(matplotlib, fig, "classes")
+
+
+def class_deltas_figure(rows: list[dict], limit: int = 25):
+    """(matplotlib, the figure of :func:`class_deltas`), or (None, None) without matplotlib."""
     rows = [r for r in rows if r["delta"] is not None][:limit]
     matplotlib, fig = _figure(len(rows))
     if fig is None:
-        return None
+        return None, None
     ax = fig.add_subplot()
     labels = [r["name"] for r in reversed(rows)]
     values = [r["delta"] for r in reversed(rows)]
     ax.barh(range(len(rows)), values, color=["#54a24b" if v >= 0 else "#e45756" for v in values])
+    for y, r in enumerate(reversed(rows)):
+        interval = (r.get("paired") or {}).get("interval")
+        if interval:  # a percentile interval need not contain the point: drawn as a line, not an error bar
+            ax.hlines(y, interval[0], interval[1], color="#333", linewidth=0.8)
+            ax.plot(interval, [y, y], "|", color="#333", markersize=5)
     ax.set_yticks(range(len(rows)), labels)
     ax.axvline(0, color="#333", linewidth=0.8)
     ax.set_xlabel("AP change, B - A")
     ax.grid(axis="x", alpha=0.3)
-    return _svg(matplotlib, fig, "classes")
+    return matplotlib, fig
 
 
 def scatter(

@@ -1,6 +1,6 @@
 """The one builder of ``metrics.json``: a live run, a resumed run, a merge and a failure all use it.
 
-:func:`run_document` fixes the document's keys (``schema_version`` 3; the README lists them), so the
+:func:`run_document` fixes the document's keys (``schema_version`` 4; the README lists them), so the
 live run and ``report merge`` cannot drift apart; :func:`failure_document` is the record a failed
 job leaves so that sweeps list it instead of dropping it. :func:`write_run` writes a finished run's
 files in the order that keeps the directory valid at every instant: artifacts first, then
@@ -17,11 +17,12 @@ from collections.abc import Mapping
 
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE, RunWriter
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # metrics keys each schema version added (2: confidence intervals; 3 adds no metric, only
-# provenance.delegate.cache, the compile caches' cold/warm record). A document of an older version
-# lacks them: a rescore does not count them as mismatches, a merge of older shards leaves them out.
-METRICS_ADDED = {2: ("intervals",)}
+# provenance.delegate.cache, the compile caches' cold/warm record; 4: the error analysis). A
+# document of an older version lacks them: a rescore does not count them as mismatches, a merge of
+# older shards leaves them out.
+METRICS_ADDED = {2: ("intervals",), 4: ("analysis",)}
 # Fields whose value is a map with run-dependent keys (delegate flags, op types, the config); every
 # other key of metrics.json is fixed by SCHEMA_VERSION for a given task.
 MAP_FIELDS = (

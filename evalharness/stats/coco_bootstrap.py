@@ -49,8 +49,11 @@ class Matching:
     gt_count: np.ndarray  # (K, N) non-ignored ground truth per category and image
 
     @classmethod
-    def from_evaluator(cls, evaluator) -> Matching:
-        """From a COCOeval after ``evaluate()`` (params.imgIds sorted, as evaluate() leaves them)."""
+    def from_evaluator(cls, evaluator, trim: bool = True) -> Matching:
+        """From a COCOeval after ``evaluate()`` (params.imgIds sorted, as evaluate() leaves them).
+
+        ``trim=False`` keeps every detection (the error analysis counts the false positives after a
+        category's last true positive; the bootstrap never needs them)."""
         p = evaluator.params
         cat_ids, img_ids = list(p.catIds), list(p.imgIds)
         n_img, n_area = len(img_ids), len(p.areaRng)
@@ -92,7 +95,7 @@ class Matching:
             ignored=np.concatenate([b[3] for b in blocks], 1) if blocks else empty_flags,
             gt_count=gt_count,
         )
-        return whole.trimmed()
+        return whole.trimmed() if trim else whole
 
     def _tie_groups(self) -> np.ndarray:
         """Group number of each detection: one image's same-class same-score neighbours share one."""

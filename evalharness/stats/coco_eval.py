@@ -41,8 +41,9 @@ _DETECTION_KEY_SET = frozenset(_DETECTION_KEYS)
 _NUMBER_TYPES = {int, float}  # exact types: bool (an int subclass) and strings are refused
 
 # A backend scores (gt, detections, image_ids) and returns (12 stats, eval["precision"], its catIds,
-# the per-image matching as a coco_bootstrap.Matching, or None where the backend keeps none).
-Backend = Callable[[dict, list, list], tuple[np.ndarray, np.ndarray, list]]
+# the per-image matching as an untrimmed coco_bootstrap.Matching, or None where the backend keeps
+# none, and eval["recall"]).
+Backend = Callable[[dict, list, list], tuple[np.ndarray, np.ndarray, list, object, np.ndarray]]
 EVALUATORS: Registry[Backend] = Registry("COCO evaluator", entry_points=None)
 
 
@@ -97,12 +98,15 @@ def evaluate_bbox(
     backend: str = "pycocotools",
     image_ids: list[int] | None = None,
     keep_matching: bool = False,
+    analysis: bool = False,
 ) -> dict:
     """COCO bbox stats, per-class AP and the summary text; ``image_ids`` scores only those images.
 
     ``keep_matching``: also return ``matching`` (a :class:`~evalharness.stats.coco_bootstrap.Matching`)
     for the bootstrap; a backend that keeps no per-image matching has it made by pycocotools'
-    ``evaluate()`` (once).
+    ``evaluate()`` (once). ``analysis``: also return ``accumulated`` (the backend's
+    ``eval["precision"]``, ``eval["recall"]``, catIds and the untrimmed matching) for
+    :mod:`evalharness.stats.detection_analysis`.
 
     ``num_detections`` counts the detections on the scored images. ``per_class`` covers every
     ground-truth category: AP/AP50 at area=all, maxDets=100, None where the scored images hold no
@@ -111,11 +115,16 @@ def evaluate_bbox(
     run = EVALUATORS.get(backend)
     check_annotations(gt)
     ids, dets = evaluated_subset(gt, detections, image_ids)
-    stats, precision, cat_ids, matching = run(gt, dets, ids, keep_matching)
-    if keep_matching and matching is None:
+    stats, precision, cat_ids, matching, recall = run(gt, dets, ids, keep_matching or analysis)
+    if (keep_matching or analysis) and matching is None:
         matching = _pycocotools(gt, dets, ids, evaluate_only=True)
+    extra = {"matching": matching.trimmed()} if keep_matching else {}
+    if analysis:
+        extra["accumulated"] = {
+            "precision": precision, "recall": recall, "cat_ids": cat_ids, "matching": matching
+        }  # fmt: skip
     return {
-        **({"matching": matching} if keep_matching else {}),
+        **extra,
         "backend": backend,
         "stats": {name: float(value) for name, value in zip(COCO_STAT_NAMES, stats, strict=True)},
         "per_class": _per_class(gt, ids, precision, cat_ids),
@@ -201,12 +210,13 @@ def _score(
         evaluator.params.imgIds = list(image_ids)
         evaluator.evaluate()
         if evaluate_only:
-            return Matching.from_evaluator(evaluator)
+            return Matching.from_evaluator(evaluator, trim=False)
         evaluator.accumulate()
         evaluator.summarize()
     stats = np.asarray(evaluator.stats, dtype=float)[: len(COCO_STAT_NAMES)]
-    matching = Matching.from_evaluator(evaluator) if keep_matching else None
-    return stats, np.asarray(evaluator.eval["precision"]), list(evaluator.params.catIds), matching
+    matching = Matching.from_evaluator(evaluator, trim=False) if keep_matching else None
+    precision, recall = np.asarray(evaluator.eval["precision"]), np.asarray(evaluator.eval["recall"])
+    return stats, precision, list(evaluator.params.catIds), matching, recall
 
 
 @EVALUATORS.register("pycocotools")

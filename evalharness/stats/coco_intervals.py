@@ -32,8 +32,9 @@ def bootstrap_intervals(matching, resamples: int, seed: int, confidence: float) 
 
 
 def paired_ap_bootstrap(matching_a, matching_b, resamples: int, seed: int, confidence: float) -> dict:
-    """ΔAP (B − A) per stat with its paired interval and two-sided bootstrap p: each resample draws
-    the same images for both runs (their image lists must be equal)."""
+    """ΔAP (B − A) per stat, and per category (``per_class``, by category id), with its paired
+    interval and two-sided bootstrap p: each resample draws the same images for both runs (their
+    image lists must be equal)."""
     if list(matching_a.img_ids) != list(matching_b.img_ids):
         raise ValueError("paired bootstrap needs both runs scored on the same images")
     weights = resample_weights(len(matching_a.img_ids), resamples, seed)
@@ -41,6 +42,15 @@ def paired_ap_bootstrap(matching_a, matching_b, resamples: int, seed: int, confi
     out = {"method": "paired bootstrap", "confidence": confidence, "resamples": resamples, "seed": seed}
     for name in BOOTSTRAP_STATS:
         deltas = b[name] - a[name]
-        out[name] = {"interval": percentile_interval(deltas, confidence), "p": bootstrap_p(deltas)}
+        out[name] = _paired(deltas, confidence)
+    if list(matching_a.cat_ids) == list(matching_b.cat_ids):  # same ground truth: always, once comparable
+        deltas = b["per_class"] - a["per_class"]
+        out["per_class"] = {
+            str(cat): _paired(deltas[:, k], confidence) for k, cat in enumerate(matching_a.cat_ids)
+        }
     return out
+
+
+def _paired(deltas, confidence: float) -> dict:
+    return {"interval": percentile_interval(deltas, confidence), "p": bootstrap_p(deltas)}
 

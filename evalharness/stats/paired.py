@@ -136,3 +136,17 @@ def verdict(diff: dict, alpha: float, margin: float = 0.01) -> str:
         return f"{head}: no difference detected at this size, not shown equivalent within ±{margin:g}; {size}"
     direction = "worse" if diff["regressions"] > diff["improvements"] else "better"
     return f"B is significantly {direction} than A on top-1 ({detail}; alpha={alpha:g}){change}"
+
+
+def holm(p_values: list[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment (family-wise error rate, no independence assumed) of the tests
+    made together, e.g. one per class: adjusted p_(i) = max over j <= i of min(1, (m − j + 1) p_(j)),
+    m = the number of p-values given (None entries are no test and are left None)."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    m = len(tested)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(tested):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out

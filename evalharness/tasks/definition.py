@@ -197,6 +197,17 @@ class TaskDefinition:
     def diff_sections(self, comparison: dict, max_rows: int) -> list[Section]:
         return []
 
+    def figures(self, comparison: dict) -> list[dict]:
+        """Plots of the comparison for the HTML report and ``report diff --figures``: dicts with
+        ``after`` (section key), ``kind`` (curves | bars | matrix: see
+        :mod:`evalharness.report.analysis_view`), ``name`` (file stem), ``title`` and the data."""
+        return []
+
+    def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict]]:
+        """One run's ``metrics.analysis`` as (sections, figure specs as :meth:`figures` makes them)
+        for ``report analysis``; a task without one says so."""
+        raise EvalHarnessError(f"task {self.name} records no per-run analysis")
+
     def changed_samples(self, comparison: dict) -> list[tuple[str, str]]:
         """(sample id, caption) of the samples whose answer changed, for thumbnails."""
         return []

@@ -31,7 +31,7 @@ def test_default_run_uses_bundled_sample(tmp_path):
     metrics_path = Path(lines[-1].removeprefix("metrics: "))
     assert metrics_path.is_relative_to(tmp_path / "outputs/imagenet/mobilenet_v1_0.25_128_quant/cpu")
     doc = json.loads(metrics_path.read_text())
-    assert doc["schema_version"] == 3 and doc["status"] == "complete"  # 2: intervals, 3: cache (README)
+    assert doc["schema_version"] == 4 and doc["status"] == "complete"  # 2: intervals, 3: cache, 4: analysis
     assert doc["provenance"]["model"]["sha256"] == (
         "cb273c23ee76374b05b9583177e28aa19744858a7679c56a250e83d0333da785"
     )

@@ -40,7 +40,7 @@ def test_results_file_is_standard_and_rescorable(val25):
     gt = load_annotations(ASSETS / "coco/instances_val25.json")
     rescored = evaluate_bbox(gt, results)
     assert rescored["stats"] == {n: doc["metrics"][n] for n in COCO_STAT_NAMES}
-    assert doc["artifacts"] == ["coco_results.json"]
+    assert doc["artifacts"] == ["coco_results.json", "pr_curves.json"]  # the second: per-class PR curves
 
 
 def test_streamed_results_file_matches_per_image_records(val25):

@@ -286,6 +286,9 @@ def test_detector_cpu_vs_reference_restores_the_changed_boxes(coco_runs, tmp_pat
     assert all(i["decoded"]["restored_at_split"] for i in changed)
     text = (tmp_path / "out" / "explain.txt").read_text()
     assert "A boxes" in text and "matched any class at IoU >= 0.5" in text
+    # each changed image labelled with TIDE's error types (B - A), as report diff labels it
+    assert all("errors B-A: " in i["change"] for i in changed) and "in the runs (report diff)" in text
+    assert any(t in i["change"] for i in changed for t in ("Loc ", "Cls ", "Bkg ", "Both ", "Miss "))
 
 
 def test_detector_with_perturbed_weights_names_that_op(coco_runs, tmp_path):

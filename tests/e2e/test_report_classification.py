@@ -129,6 +129,38 @@ def test_different_preprocessing_warns_and_blocks_gating_until_allowed(runs, cap
     assert (code, err) == (0, "") and "warning (acknowledged): preprocessing differs" in out
 
 
+def test_diff_names_the_changed_confusions_and_tests_each_class(runs, capsys):
+    """val50: cradle -> diaper appears, coho's wrong answer moves; no class survives Holm's correction."""
+    code, out, _ = report(capsys, "diff", runs["reference"], runs["cpu"], "--format", "json")
+    cls = json.loads(out)["classification"]
+    pairs = {
+        (r["truth"].split(",")[0], r["predicted"].split(",")[0]): r["delta"] for r in cls["confusion_changes"]
+    }
+    assert pairs == {("cradle", "diaper"): 1, ("coho", "gar"): 1, ("coho", "barracouta"): -1}
+    per_class = cls["per_class"]
+    assert per_class["correction"] == "holm" and per_class["significant"] == []
+    [cradle] = per_class["changed"]
+    assert (cradle["label"].split(",")[0], cradle["a_only"], cradle["b_only"], cradle["p"]) == (
+        "cradle",
+        1,
+        0,
+        1.0,
+    )
+    metrics = json.loads((runs["cpu"] / "metrics.json").read_text())["metrics"]
+    rows = metrics["analysis"]["per_class"]
+    assert (
+        sum(r["images"] for r in rows) == 50 and sum(r["correct"] for r in rows) == metrics["correct"]["top1"]
+    )
+    code, text, _ = report(capsys, "diff", runs["reference"], runs["cpu"])
+    assert "cradle -> diaper    0  1     +1" in text and "after the correction: none" in text
+
+
+def test_one_runs_per_class_table_has_wilson_intervals(runs, capsys):
+    code, text, _ = report(capsys, "analysis", runs["cpu"], "--max-rows", "3")
+    assert code == 0 and "Per-class top-1 (47 classes present, lowest first)" in text
+    assert "[0.000, 0.793]" in text and "cradle -> diaper" in text  # Wilson of 0/1; a confusion
+
+
 def test_html_report_embeds_plot_and_thumbnails(runs, capsys, tmp_path):
     target = tmp_path / "diff.html"
     code, _, _ = report(capsys, "diff", runs["reference"], runs["cpu"], "--format", "html", "-o", target)
@@ -144,10 +176,11 @@ def test_rescore_reproduces_stored_imagenet_metrics(runs, capsys):
     code, out, _ = report(capsys, "rescore", runs["cpu"], "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["reproduced"] and doc["mismatches"] == []
-    # top1..top10, correct.top1..top10, num_scored; schema 2: intervals.method/confidence/top1..top10
-    assert doc["compared"] == 33
+    # top1..top10, correct.top1..top10, num_scored; schema 2: intervals.method/confidence/top1..top10;
+    # schema 4: analysis.per_class/classes_present/confusions/confusions_total
+    assert doc["compared"] == 37
     code, out, _ = report(capsys, "rescore", runs["cpu"], "--top-k", "5")
-    assert code == 0 and "reproduced: all 18 recomputed values equal" in out  # 11 + 7 interval fields
+    assert code == 0 and "reproduced: all 22 recomputed values equal" in out  # 11 + 7 interval + 4 analysis
     code, _, err = report(capsys, "rescore", runs["cpu"], "--top-k", "11")
     assert code == 2 and "store top-10" in err
 
@@ -159,4 +192,4 @@ def test_rescore_reports_a_tampered_number(runs, capsys, tmp_path):
     doc["metrics"]["top1"] = 0.78
     (tampered / "metrics.json").write_text(json.dumps(doc))
     code, out, _ = report(capsys, "rescore", tampered)
-    assert code == 1 and "NOT reproduced: 1 of 33 values differ" in out and "0.78" in out  # schema 2: 33
+    assert code == 1 and "NOT reproduced: 1 of 37 values differ" in out and "0.78" in out  # schema 4: 37

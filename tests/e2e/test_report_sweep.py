@@ -150,7 +150,7 @@ def test_sweep_and_diff_html_render_in_headless_chromium(sweep, capsys, tmp_path
     code, _, _ = report(capsys, "diff", jobs[0], jobs[1], "--format", "html", "-o", target)
     assert code == 0
     dom = dump_dom(target, tmp_path)
-    for key in ("runs", "metrics", "latency", "paired", "flips", "verdict"):
+    for key in ("runs", "metrics", "latency", "paired", "per_class", "confusion", "flips", "verdict"):
         assert f'<section id="{key}">' in dom
     assert dom.count("<svg") == 1 and "B is not significantly different from A" in dom
 

@@ -20,10 +20,13 @@ from evalharness.core.tables import Section, more_rows
 from evalharness.rundir.reader import Run
 from evalharness.stats.boxes import detection_diff, per_class_deltas
 from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, bootstrap_intervals, paired_ap_bootstrap
+from evalharness.stats.detection_analysis import TIDE_OFF
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines
+from evalharness.tasks.coco import analysis
 from evalharness.tasks.definition import Scorer, TaskDefinition, register
 
 RESULTS_FILE = "coco_results.json"
+CURVES_FILE = analysis.CURVES_FILE  # per-class PR curves of metrics.analysis (too long for metrics.json)
 COLUMNS = 7  # image_id, category_id, x, y, w, h, score
 
 
@@ -49,6 +52,9 @@ class CocoSettings:
     max_unmapped_fraction: float = field(default=0.5, metadata=bounds(0.0, 1.0))
     bootstrap_resamples: int = 1000  # image-level resamples of the AP intervals; 0 = no intervals
     bootstrap_seed: int = 0  # the resamples' seed: rescore, merge and diff redraw the same images
+    # metrics.analysis: per-class table, PR curves, F1-optimal threshold, confusion matrix, TIDE
+    analysis: bool = True
+    tide: bool = True  # TIDE's breakdown in the analysis (tidecv: the analysis' one costly part)
 
 
 class DetectionStore:
@@ -77,6 +83,13 @@ class DetectionStore:
     def __len__(self) -> int:
         return self._count
 
+    def blocks(self):
+        """(image_id, (n, 6) array of category_id, score, x, y, w, h) per added image with detections,
+        in the order added."""
+        for block in self._per_image:
+            if len(block):
+                yield int(block[0, 0]), block[:, [1, 6, 2, 3, 4, 5]]
+
     def rows(self):
         """COCO result dicts (image_id, category_id, bbox, score) in the order they were added."""
         for block in self._per_image:
@@ -91,13 +104,21 @@ class DetectionStore:
 
 class CocoScorer(Scorer):
     def __init__(
-        self, annotations: dict, backend: str, tflite_tool: bool, resamples: int = 0, seed: int = 0
+        self,
+        annotations: dict,
+        backend: str,
+        tflite_tool: bool,
+        resamples: int = 0,
+        seed: int = 0,
+        analysis: bool = False,
+        tide: bool = True,
     ) -> None:
         self.annotations, self.backend, self.tflite_tool = annotations, backend, tflite_tool
-        self.resamples, self.seed = resamples, seed
+        self.resamples, self.seed, self.analysis, self.tide = resamples, seed, analysis, tide
         self.detections = DetectionStore()
         self.image_ids: list[int] = []
         self.unmapped = 0
+        self.curves: dict | None = None  # per-class PR curves, made by result() with the analysis
 
     def add(self, record: dict) -> None:
         self.detections.add(record["image_id"], record["detections"])
@@ -110,7 +131,12 @@ class CocoScorer(Scorer):
 
         results = list(self.detections.rows())  # pycocotools scores from one list; freed on return
         scored = evaluate_bbox(
-            self.annotations, results, self.backend, self.image_ids, keep_matching=self.resamples > 0
+            self.annotations,
+            results,
+            self.backend,
+            self.image_ids,
+            keep_matching=self.resamples > 0,
+            analysis=self.analysis,
         )
         metrics = {
             **scored["stats"],
@@ -127,6 +153,14 @@ class CocoScorer(Scorer):
             metrics["intervals"] = bootstrap_intervals(
                 scored["matching"], self.resamples, self.seed, CONFIDENCE
             )
+        if self.analysis:
+            from evalharness.stats.detection_analysis import analyse, per_class_curves
+
+            blocks, ids = self.detections.blocks, self.image_ids
+            metrics["analysis"] = analyse(self.annotations, scored, blocks, ids, self.tide)
+            names = {c["id"]: c["name"] for c in self.annotations["categories"]}
+            acc = scored["accumulated"]
+            self.curves = per_class_curves(acc["precision"], acc["cat_ids"], names)
         return metrics
 
     def matching(self):
@@ -165,6 +199,8 @@ class CocoDefinition(TaskDefinition):
             backend or s.get("backend", "pycocotools"),
             s.get("tflite_tool_ap", True),
             *self._bootstrap(),
+            analysis=bool(s.get("analysis", False)),
+            tide=bool(s.get("tide", True)),
         )
 
     def _bootstrap(self) -> tuple[int, int]:
@@ -196,11 +232,16 @@ class CocoDefinition(TaskDefinition):
         first = runs[0]
         stored = first.metrics.get("backend") or self.settings.get("backend", "pycocotools")
         tflite = "tflite_tool" in first.metrics  # score what the run reported
-        return CocoScorer(self.load_ground_truth(first), backend or stored, tflite, *self._bootstrap())
+        analysis = "analysis" in first.metrics
+        tide = (first.metrics.get("analysis") or {}).get("tide", {}).get("reason") != TIDE_OFF
+        return CocoScorer(
+            self.load_ground_truth(first), backend or stored, tflite, *self._bootstrap(), analysis, tide
+        )
 
     def artifacts(self, scorer: CocoScorer) -> dict[str, object]:
-        """The standard COCO results JSON, re-scorable by any COCO tool."""
-        return {RESULTS_FILE: scorer.detections.rows()}
+        """The standard COCO results JSON, re-scorable by any COCO tool; the per-class PR curves."""
+        curves = {CURVES_FILE: scorer.curves} if scorer.curves else {}
+        return {RESULTS_FILE: scorer.detections.rows(), **curves}
 
     def summary_lines(self, doc: dict) -> list[str]:
         """COCOeval.summarize()'s 12 lines, then the TFLite-tool AP when it was computed."""
@@ -211,7 +252,8 @@ class CocoDefinition(TaskDefinition):
             lines.append(f"TFLite-tool AP (0.5:0.95, 101-point, no area ranges): {ap:.6f}")
         intervals = metrics.get("intervals") or {}  # schema 2 on, bootstrap_resamples > 0
         how = f"image bootstrap, B={intervals.get('resamples')}, seed {intervals.get('seed')}"
-        return lines + interval_lines(intervals, how, [(n, intervals.get(n)) for n in BOOTSTRAP_STATS])
+        lines += interval_lines(intervals, how, [(n, intervals.get(n)) for n in BOOTSTRAP_STATS])
+        return lines + analysis.summary_lines(metrics)
 
     def headline(self, metrics: dict) -> dict[str, float]:
         from evalharness.stats.coco_eval import COCO_STAT_NAMES
@@ -228,12 +270,20 @@ class CocoDefinition(TaskDefinition):
 
     def compare(self, a: Run, b: Run, options) -> dict:
         det = detection_diff(a.predictions, b.predictions, options["iou"], options["min_score"])
+        if det["changed_images"]:
+            why = analysis.label_changed_images(
+                det["changed_images"], self.load_ground_truth(a), a.predictions, b.predictions
+            )
+            det["error_types_note"] = why or "TIDE error types (tidecv) of B minus A on the image"
         det["per_class"] = per_class_deltas(
             a.metrics.get("per_class") or {}, b.metrics.get("per_class") or {}
         )
         resamples, seed = self._bootstrap()
         if resamples > 0:
-            det["paired_bootstrap"] = self._paired_bootstrap(a, b, resamples, seed)
+            det["paired_bootstrap"] = boot = self._paired_bootstrap(a, b, resamples, seed)
+            analysis.attach_paired(det["per_class"], boot)
+        if "analysis" in a.metrics or "analysis" in b.metrics:
+            det["analysis"] = analysis.compare(a, b, self.load_ground_truth(a), det["per_class"])
         return det
 
     def agreement(self, a: Run, b: Run) -> dict:
@@ -308,14 +358,11 @@ class CocoDefinition(TaskDefinition):
         ]
         images = [
             [r["id"], str(r["a"]), str(r["b"]), str(r["matched"]), str(r["only_a"]), str(r["only_b"]),
-             fmt(r["mean_iou"], ".3f")]
+             fmt(r["mean_iou"], ".3f"), analysis.error_text(r)]
             for r in d["changed_images"][:max_rows]
         ]  # fmt: skip
-        classes = [
-            [f"{r['name']} ({r['category_id']})", fmt(r["a"], ".4f"), fmt(r["b"], ".4f"),
-             fmt(r["delta"], "+.4f"), str(r["num_gt"])]
-            for r in d["per_class"][:max_rows]
-        ]  # fmt: skip
+        resamples = (d.get("paired_bootstrap") or {}).get("resamples")
+        classes = [analysis.per_class_cells(r, resamples) for r in d["per_class"][:max_rows]]
         boot = d.get("paired_bootstrap")
         if boot:
             stats += [
@@ -331,22 +378,28 @@ class CocoDefinition(TaskDefinition):
             ),
             Section(
                 f"Images with changed boxes ({len(d['changed_images'])})",
-                ["image", "A", "B", "matched", "only A", "only B", "mean IoU"],
+                ["image", "A", "B", "matched", "only A", "only B", "mean IoU", "error types"],
                 images,
-                more_rows(len(d["changed_images"]), max_rows),
+                [f"error types: {d.get('error_types_note')}", *more_rows(len(d["changed_images"]), max_rows)],
                 key="changed_images",
             ),
             Section(
                 "Per-class AP (largest |delta| first)",
-                ["class", "A", "B", "delta", "gt boxes"],
+                ["class", "A", "B", "delta", "paired interval", "p", "p (Holm)", "gt boxes"],
                 classes,
-                more_rows(len(d["per_class"]), max_rows),
+                [*analysis.PER_CLASS_NOTES, *more_rows(len(d["per_class"]), max_rows)],
                 key="per_class",
             ),
+            *analysis.sections(d, max_rows),
         ]
 
+    def figures(self, d: dict) -> list[dict]:
+        return analysis.figures(d)
+
+    def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict]]:
+        from evalharness.tasks.coco.run_analysis import sections_and_figures
+
+        return sections_and_figures(run, CURVES_FILE, max_rows)
+
     def changed_samples(self, d: dict) -> list[tuple[str, str]]:
-        return [
-            (r["id"], f"{r['only_a']} box(es) only in A, {r['only_b']} only in B")
-            for r in d["changed_images"]
-        ]
+        return [(r["id"], analysis.changed_caption(r)) for r in d["changed_images"]]

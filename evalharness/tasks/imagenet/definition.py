@@ -16,6 +16,7 @@ from evalharness.core.numbers import fmt
 from evalharness.core.schema import bounds
 from evalharness.core.tables import Section, more_rows
 from evalharness.rundir.reader import Run
+from evalharness.stats.classification_analysis import PerClassCounter, confusion_changes, per_class_changes
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines, wilson
 from evalharness.stats.paired import classification_diff, format_p, verdict
 from evalharness.tasks.definition import Scorer, TaskDefinition, register
@@ -52,8 +53,10 @@ class TopKScorer(Scorer):
         self.top_k = top_k
         self.hits = [0] * top_k
         self.count = 0
+        self.per_class = PerClassCounter()
 
     def add(self, record: dict) -> None:
+        self.per_class.add(record)
         top = record["topk"][: self.top_k]
         if record["label_index"] in top:
             for rank in range(top.index(record["label_index"]), self.top_k):
@@ -70,6 +73,7 @@ class TopKScorer(Scorer):
             "confidence": CONFIDENCE,
             **{f"top{i + 1}": wilson(self.hits[i], n) for i in range(k)},
         }
+        metrics["analysis"] = self.per_class.result()
         return metrics
 
 
@@ -113,7 +117,8 @@ class ImageNetDefinition(TaskDefinition):
         lines = [f"Top-{k} Accuracy: {metrics[f'top{k}']:g}" for k in ks]
         intervals = metrics.get("intervals") or {}
         how = f"{intervals.get('method')}, {metrics['num_scored']} images"
-        return lines + interval_lines(intervals, how, [(f"top-{k}", intervals.get(f"top{k}")) for k in ks])
+        lines += interval_lines(intervals, how, [(f"top-{k}", intervals.get(f"top{k}")) for k in ks])
+        return lines + _analysis_lines(metrics.get("analysis"))
 
     def headline(self, metrics: dict) -> dict[str, float]:
         tops = sorted(
@@ -126,7 +131,11 @@ class ImageNetDefinition(TaskDefinition):
 
     def compare(self, a: Run, b: Run, options) -> dict:
         same_labels = a.prov("labels.sha256") == b.prov("labels.sha256")
-        return classification_diff(a.predictions, b.predictions, same_labels)
+        c = classification_diff(a.predictions, b.predictions, same_labels)
+        if options.get("alpha") is not None:  # report diff (a sweep's agreement needs none of this)
+            c["per_class"] = per_class_changes(a.predictions, b.predictions, options["alpha"])
+            c["confusion_changes"] = confusion_changes(a.predictions, b.predictions)
+        return c
 
     def agreement(self, a: Run, b: Run) -> dict:
         c = self.compare(a, b, {})
@@ -178,6 +187,7 @@ class ImageNetDefinition(TaskDefinition):
         ]
         return [
             Section("Paired top-1", ["", "value"], stats, key="paired"),
+            *_analysis_sections(c, max_rows),
             Section(
                 f"Top-1 changes ({len(changes)})",
                 ["image", "label", "A top-1", "B top-1", "change"],
@@ -186,6 +196,25 @@ class ImageNetDefinition(TaskDefinition):
                 key="flips",
             ),
         ]
+
+    def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict]]:
+        a = run.metrics.get("analysis")
+        if not a:
+            raise EvalHarnessError(
+                f"run {run.label} records no metrics.analysis (made before schema 4); rerun it"
+            )
+        rows = [[short(r["label"]), str(r["images"]), str(r["correct"]), fmt(r["top1"], ".3f"),
+                 fmt_interval(r["interval"], ".3f")] for r in a["per_class"][:max_rows]]  # fmt: skip
+        pairs = [
+            [f"{short(r['truth'])} -> {short(r['predicted'])}", str(r["count"])] for r in a["confusions"]
+        ]
+        return [
+            Section(f"Per-class top-1 ({a['classes_present']} classes present, lowest first)",
+                    ["class", "images", "correct", "top-1", f"{CONFIDENCE:.0%} interval (Wilson)"], rows,
+                    more_rows(len(a["per_class"]), max_rows), key="per_class"),
+            Section("Commonest confusions", ["truth -> top-1", "count"], pairs,
+                    [f"{a['confusions_total']} wrong top-1 answers in all"], key="confusion"),
+        ], []  # fmt: skip
 
     def changed_samples(self, c: dict) -> list[tuple[str, str]]:
         return [
@@ -196,3 +225,53 @@ class ImageNetDefinition(TaskDefinition):
             )
             for ch in c["top1_changes"]
         ]
+
+
+def _analysis_lines(analysis: dict | None) -> list[str]:
+    """results.txt: the weakest classes and the commonest confusions (runs since schema 4)."""
+    if not analysis:
+        return []
+    worst = ", ".join(
+        f"{short(r['label'])} {r['correct']}/{r['images']}" for r in analysis["per_class"][:5]
+    )
+    confused = ", ".join(
+        f"{short(r['truth'])} -> {short(r['predicted'])} {r['count']}" for r in analysis["confusions"][:5]
+    )
+    return [
+        f"Per-class top-1, {analysis['classes_present']} classes present; lowest: {worst}",
+        f"Commonest confusions (truth -> top-1): {confused or 'none'}",
+    ]
+
+
+def _analysis_sections(c: dict, max_rows: int) -> list[Section]:
+    """Per-class paired changes (Holm-adjusted) and the confusion pairs that changed."""
+    if "per_class" not in c:
+        return []
+    pc = c["per_class"]
+    rows = [
+        [short(r["label"]), str(r["images"]), fmt(r["a_top1"], ".3f"), fmt(r["b_top1"], ".3f"),
+         fmt(r["delta"], "+.3f"), fmt_interval(r["interval"], "+.3f"), format_p(r["p"]),
+         format_p(r["p_holm"])]
+        for r in pc["changed"][:max_rows]
+    ]  # fmt: skip
+    significant = ", ".join(short(r["label"]) for r in pc["significant"]) or "none"
+    notes = [
+        f"per true class: Newcombe's {CONFIDENCE:.0%} paired interval and McNemar's exact p (as above); "
+        f"p (Holm): adjusted over the {pc['classes_tested']} classes present (Holm-Bonferroni)",
+        f"classes changed significantly at alpha={pc['alpha']:g} after the correction: {significant}",
+        *more_rows(len(pc["changed"]), max_rows),
+    ]
+    changes = c["confusion_changes"]
+    pairs = [
+        [f"{short(r['truth'])} -> {short(r['predicted'])}", str(r["a"]), str(r["b"]), f"{r['delta']:+d}"]
+        for r in changes[:max_rows]
+    ]
+    return [
+        Section(f"Classes whose top-1 changed ({len(pc['changed'])})",
+                ["class", "images", "A top-1", "B top-1", "delta", "paired interval", "p", "p (Holm)"],
+                rows, notes, key="per_class"),
+        Section(f"Confusion pairs that changed ({len(changes)})",
+                ["truth -> top-1", "A", "B", "delta"], pairs,
+                ["wrong top-1 answers counted per (true class, predicted class) on the paired images",
+                 *more_rows(len(changes), max_rows)], key="confusion"),
+    ]  # fmt: skip

@@ -1,0 +1,176 @@
+"""TIDE's error breakdown of a detection run, computed by ``tidecv`` (Bolya et al., ECCV 2020), the
+reference implementation.
+
+AP says how much was lost, TIDE says to what: each false positive and missed object is assigned one
+error type (classification, localisation, both, duplicate, background, missed), and each type's
+dAP is the AP50 gained when the errors of that type alone are fixed. Fixes interact, so the six
+do not sum to 100 − AP; the two "special" figures (all false positives / all false negatives fixed)
+bound them.
+
+``tidecv`` is an optional dependency (``pip install 'evalharness[analysis]'``: it pulls OpenCV,
+pandas and seaborn for its own plots). Without it, or when it fails, the record says so and why:
+never a silent absence. The detections and ground truth are handed to it in memory in the form
+its own COCO loaders build (a crowd box is an ignore region of its class; images without
+annotations still count, their detections are background errors), boxes only. Its AP50 is its own
+(per-class AP averaged with its own interpolation), not pycocotools': both are recorded, never mixed.
+"""
+
+from __future__ import annotations
+
+POS_THRESHOLD = 0.5  # IoU of a true positive (TIDE's default; the COCO AP50 threshold)
+BACKGROUND_THRESHOLD = 0.1  # IoU below which a false positive is background (TIDE's default)
+MAX_DETS = 100  # detections per image TIDE keeps (its COCO setting)
+MAIN = ("Cls", "Loc", "Both", "Dupe", "Bkg", "Miss")
+SPECIAL = ("FalsePos", "FalseNeg")
+NAMES = {
+    "Cls": "classification",
+    "Loc": "localisation",
+    "Both": "both (cls + loc)",
+    "Dupe": "duplicate",
+    "Bkg": "background",
+    "Miss": "missed",
+    "FalsePos": "all false positives",
+    "FalseNeg": "all false negatives",
+}
+INSTALL_HINT = "pip install 'evalharness[analysis]'"
+
+
+def _evaluate(gt: dict, blocks, image_ids: list[int]):
+    """(tidecv module, TIDE, its run) on these images, or a dict saying why there is none."""
+    try:
+        import tidecv
+        from tidecv import TIDE
+        from tidecv.data import Data
+    except ImportError as exc:
+        return {"available": False, "reason": f"tidecv is not installed ({exc}); {INSTALL_HINT}"}
+    chosen = set(image_ids)
+    truth, preds = Data("ground truth", max_dets=MAX_DETS), Data("detections", max_dets=MAX_DETS)
+    for category in gt["categories"]:
+        truth.add_class(category["id"], category["name"])
+    for image in gt["images"]:
+        if image["id"] in chosen:
+            truth.add_image(image["id"], image.get("file_name"))
+    for ann in gt["annotations"]:
+        if ann["image_id"] not in chosen:
+            continue
+        if ann.get("iscrowd"):
+            truth.add_ignore_region(ann["image_id"], ann["category_id"], list(ann["bbox"]))
+        else:
+            truth.add_ground_truth(ann["image_id"], ann["category_id"], list(ann["bbox"]))
+    for image_id, rows in blocks():
+        if image_id in chosen:
+            for cat, score, x, y, w, h in rows.tolist():
+                preds.add_detection(image_id, int(cat), score, [x, y, w, h])
+    import matplotlib  # a dependency of tidecv
+
+    # TIDE() styles matplotlib globally for its own plots (seaborn whitegrid, dpi 150): restored on
+    # exit, or every later figure of the process (a sweep's report, say) would change with it
+    with matplotlib.rc_context():
+        tide = TIDE(pos_threshold=POS_THRESHOLD, background_threshold=BACKGROUND_THRESHOLD, mode=TIDE.BOX)
+    try:
+        return tidecv, tide, tide.evaluate(truth, preds, name="run")
+    except FAILURES as exc:
+        return {"available": False, "reason": f"tidecv failed on these detections: {exc!r}"}
+
+
+FAILURES = (ArithmeticError, ValueError, IndexError, KeyError, RuntimeError)
+
+
+def tide_breakdown(gt: dict, blocks, image_ids: list[int]) -> dict:
+    """dAP per error type (AP fractions, 0..1 like every AP of a run) and counts, or
+    ``{"available": False, "reason": ...}``. ``blocks()``: (image_id, (n, 6) array of category,
+    score, x, y, w, h) per image."""
+    evaluated = _evaluate(gt, blocks, image_ids)
+    if isinstance(evaluated, dict):
+        return absent(evaluated["reason"])
+    tidecv, tide, run = evaluated
+    try:
+        main, special = tide.get_main_errors()["run"], tide.get_special_errors()["run"]
+        counts = {error.short_name: n for error, n in run.count_errors().items()}
+    except FAILURES as exc:
+        return absent(f"tidecv failed on these detections: {exc!r}")
+    return {
+        "available": True,
+        "reason": None,
+        "package": f"tidecv {getattr(tidecv, '__version__', None) or _version()}",
+        "pos_threshold": POS_THRESHOLD,
+        "background_threshold": BACKGROUND_THRESHOLD,
+        "max_dets": MAX_DETS,
+        "AP50": run.ap / 100,
+        "dAP": {name: main[name] / 100 for name in MAIN},
+        "special_dAP": {name: special[name] / 100 for name in SPECIAL},
+        "counts": {name: counts.get(name, 0) for name in MAIN},
+    }
+
+
+def absent(reason: str) -> dict:
+    """The record of a run without TIDE: the same keys as with it (a run's keys are fixed by its
+    schema version), every figure None, and why."""
+    return {
+        "available": False,
+        "reason": reason,
+        "package": None,
+        "pos_threshold": POS_THRESHOLD,
+        "background_threshold": BACKGROUND_THRESHOLD,
+        "max_dets": MAX_DETS,
+        "AP50": None,
+        "dAP": dict.fromkeys(MAIN),
+        "special_dAP": dict.fromkeys(SPECIAL),
+        "counts": dict.fromkeys(MAIN),
+    }
+
+
+def errors_per_image(gt: dict, blocks, image_ids: list[int]) -> dict:
+    """TIDE's error type counts per image ({image_id: {type: n}}), or ``{"available": False, ...}``.
+    TIDE types every error within its own image, so a subset of images gets the same labels as the
+    whole set (only the dAP figures need every image)."""
+    evaluated = _evaluate(gt, blocks, image_ids)
+    if isinstance(evaluated, dict):
+        return evaluated
+    counts: dict = {image_id: dict.fromkeys(MAIN, 0) for image_id in image_ids}
+    for error in evaluated[2].errors:
+        owner = getattr(error, "pred", None) or error.gt
+        counts[owner["image"]][error.short_name] += 1
+    return {"available": True, "per_image": counts}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tidecv")
+    except PackageNotFoundError:
+        return "unknown version"
+
+
+def tide_delta(a: dict | None, b: dict | None) -> list[dict]:
+    """Per error type: A's and B's dAP and B − A (rows for every type; None where a side has none)."""
+    rows = []
+    for name in (*MAIN, *SPECIAL):
+        key = "dAP" if name in MAIN else "special_dAP"
+        va = (a or {}).get(key, {}).get(name) if (a or {}).get("available") else None
+        vb = (b or {}).get(key, {}).get(name) if (b or {}).get("available") else None
+        rows.append(
+            {
+                "type": name,
+                "name": NAMES[name],
+                "a": va,
+                "b": vb,
+                "delta": None if va is None or vb is None else vb - va,
+            }
+        )
+    return rows
+
+
+def tide_line(tide: dict | None) -> str:
+    """One results.txt line: the dAP of each type in AP points, or why there is none."""
+    if not tide:
+        return "TIDE: not recorded (run made before the error analysis)"
+    if not tide.get("available"):
+        return f"TIDE: not computed: {tide['reason']}"
+    main = " ".join(f"{n} {100 * tide['dAP'][n]:.2f}" for n in MAIN)
+    special = " ".join(f"{n} {100 * tide['special_dAP'][n]:.2f}" for n in SPECIAL)
+    return (
+        f"TIDE dAP in AP50 points ({tide['package']}, IoU pos {tide['pos_threshold']:g} / background "
+        f"{tide['background_threshold']:g}; its own AP50 {100 * tide['AP50']:.2f}): {main}; {special}"
+    )
