@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import fmt
 from evalharness.core.schema import bounds
@@ -23,11 +21,11 @@ from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, bootstrap_interval
 from evalharness.stats.detection_analysis import TIDE_OFF
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines
 from evalharness.tasks.coco import analysis
+from evalharness.tasks.coco.store import DetectionStore
 from evalharness.tasks.definition import Scorer, TaskDefinition, register
 
 RESULTS_FILE = "coco_results.json"
 CURVES_FILE = analysis.CURVES_FILE  # per-class PR curves of metrics.analysis (too long for metrics.json)
-COLUMNS = 7  # image_id, category_id, x, y, w, h, score
 
 
 @dataclass
@@ -55,51 +53,6 @@ class CocoSettings:
     # metrics.analysis: per-class table, PR curves, F1-optimal threshold, confusion matrix, TIDE
     analysis: bool = True
     tide: bool = True  # TIDE's breakdown in the analysis (tidecv: the analysis' one costly part)
-
-
-class DetectionStore:
-    """A run's detections held compactly: one small float64 array per image, not a dict per box.
-
-    A 5,000-image run at ~100 detections per image is 500k boxes: as Python dicts that is ~250 MB,
-    as arrays ~28 MB. Rows become COCO result dicts only when scored (pycocotools needs them all at
-    once) or streamed into ``coco_results.json``. float64 keeps every value exactly as recorded.
-    """
-
-    def __init__(self) -> None:
-        self._per_image: list[np.ndarray] = []
-        self._count = 0
-
-    def add(self, image_id: int, rows: list) -> None:
-        """One image's ``[category_id, score, x, y, w, h]`` rows, in output order."""
-        n = len(rows)
-        block = np.empty((n, COLUMNS), dtype=np.float64)
-        block[:, 0] = image_id
-        if n:
-            given = np.asarray(rows, dtype=np.float64).reshape(n, 6)
-            block[:, 1], block[:, 6], block[:, 2:6] = given[:, 0], given[:, 1], given[:, 2:6]
-        self._per_image.append(block)
-        self._count += n
-
-    def __len__(self) -> int:
-        return self._count
-
-    def blocks(self):
-        """(image_id, (n, 6) array of category_id, score, x, y, w, h) per added image with detections,
-        in the order added."""
-        for block in self._per_image:
-            if len(block):
-                yield int(block[0, 0]), block[:, [1, 6, 2, 3, 4, 5]]
-
-    def rows(self):
-        """COCO result dicts (image_id, category_id, bbox, score) in the order they were added."""
-        for block in self._per_image:
-            for image_id, cat, x, y, w, h, score in block.tolist():
-                yield {
-                    "image_id": int(image_id),
-                    "category_id": int(cat),
-                    "bbox": [x, y, w, h],
-                    "score": score,
-                }
 
 
 class CocoScorer(Scorer):
