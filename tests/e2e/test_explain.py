@@ -264,7 +264,7 @@ PLANTED_SSD_OP = 10  # a CONV_2D of SSD MobileNet's feature extractor
 @pytest.fixture(scope="module")
 def coco_runs(tmp_path_factory):
     """(name, *overrides) -> a task=coco run of SSD MobileNet on COCO val25, made once per module."""
-    common = ["task=coco", f"model={SSD}", f"paths.data_dir={ASSETS}", "dataset=coco_val25"]
+    common = ["task=coco", f"model={SSD}", f"paths.data_dir={ASSETS}", "dataset=coco_val25", "task.tide=true"]
     return memoized_runs(tmp_path_factory, common)
 
 

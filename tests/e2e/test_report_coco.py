@@ -12,6 +12,7 @@ from test_report_classification import make_runs, report
 from evalharness.stats.coco_eval import COCO_STAT_NAMES
 
 COCO = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "task=coco", "dataset=coco_val25"]
+COCO += ["task.tide=true"]  # TIDE is opt-in
 
 
 @pytest.fixture(scope="module")

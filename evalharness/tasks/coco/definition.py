@@ -52,7 +52,7 @@ class CocoSettings:
     bootstrap_seed: int = 0  # the resamples' seed: rescore, merge and diff redraw the same images
     # metrics.analysis: per-class table, PR curves, F1-optimal threshold, confusion matrix, TIDE
     analysis: bool = True
-    tide: bool = True  # TIDE's breakdown in the analysis (tidecv: the analysis' one costly part)
+    tide: bool = False  # TIDE's breakdown (tidecv): opt in, the analysis' one costly part
 
 
 class CocoScorer(Scorer):
