@@ -23,7 +23,7 @@ from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.cache import xnnpack_weight_cache
 from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan
-from evalharness.runtime.model_guard import read_model_bytes
+from evalharness.runtime.model_guard import check_model_file
 
 RUNTIME_PACKAGES = {"litert": "ai-edge-litert", "tensorflow": "tensorflow"}
 
@@ -86,7 +86,7 @@ def _delegate_failure(exc: Exception) -> str:
 
 def check_flatbuffer(model_path: str) -> None:
     """Before a loader sees the file: the one model-file guard (missing, special, damaged: one error)."""
-    read_model_bytes(model_path)
+    check_model_file(model_path)
 
 
 def check_delegate_library(path: str) -> None:

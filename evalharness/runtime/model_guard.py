@@ -33,6 +33,23 @@ _DAMAGED = (
 
 def read_model_bytes(path: str, key: str = "model.path") -> bytes:
     """The bytes of the model at ``path``, or one :class:`ConfigError` naming ``key`` and the file."""
+    where, stamp = f"{key}={path}", _stamp(path, key)
+    buf = _read(path, where)
+    if stamp not in _CHECKED:  # validation, each load and explain read one file: walked once
+        check_model_bytes(buf, where)
+        _CHECKED.add(stamp)
+    return buf
+
+
+def check_model_file(path: str, key: str = "model.path") -> None:
+    """:func:`read_model_bytes` for a caller that needs no bytes (a backend about to load the file):
+    a file already walked unchanged is not read again."""
+    if _stamp(path, key) not in _CHECKED:
+        read_model_bytes(path, key)
+
+
+def _stamp(path: str, key: str) -> tuple[str, int, int]:
+    """(real path, size, mtime) of a regular model file within the size bound, else the error."""
     where = f"{key}={path}"
     try:
         st = os.stat(path)
@@ -44,16 +61,15 @@ def read_model_bytes(path: str, key: str = "model.path") -> bytes:
         raise ConfigError(f"{where} is not a regular file (FIFO, device or socket); give the .tflite itself")
     if st.st_size > MAX_MODEL_BYTES:
         raise ConfigError(f"{where} is {st.st_size} bytes, over the {MAX_MODEL_BYTES} a model may have here")
+    return os.path.realpath(path), st.st_size, st.st_mtime_ns
+
+
+def _read(path: str, where: str) -> bytes:
     try:
         with open(path, "rb") as f:
-            buf = f.read(MAX_MODEL_BYTES + 1)
+            return f.read(MAX_MODEL_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read the model file ({file_error_reason(exc, path)})") from None
-    stamp = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
-    if stamp not in _CHECKED:  # validation, each load and explain read one file: walked once
-        check_model_bytes(buf, where)
-        _CHECKED.add(stamp)
-    return buf
 
 
 def check_model_bytes(buf: bytes, where: str) -> None:
