@@ -23,15 +23,19 @@ class Runs:
 
     def __init__(self, num_runs: int, min_secs: float, max_runs: int) -> None:
         self.num_runs, self.min_secs, self.max_runs = num_runs, min_secs, max_runs
+        self.ran = 0
 
     def __len__(self) -> int:
-        return self.num_runs
+        """``num_runs`` until the runs are made, then how many were (``min_secs`` may add runs):
+        the run records as many samples listed as it scored."""
+        return max(self.num_runs, self.ran)
 
     def __iter__(self) -> Iterator[int]:
         start, i = time.perf_counter(), 0
         while i < self.max_runs and (i < self.num_runs or time.perf_counter() - start < self.min_secs):
             yield i
             i += 1
+            self.ran = i
 
 
 class _Counter(RecordEvaluator):
