@@ -6,7 +6,7 @@ The target (issue 20): explaining 10 changed images of a 66-op model takes <= 2 
 CPU-side delegates. Ten changed images are made by a planted defect (MobileNet v2 quant with one
 CONV_2D's weights replaced, as tests/e2e/test_explain.py does), both runs on delegate=cpu; the ratio
 printed is measured / 120 s. ``--gpu``: also EfficientNet-Lite0 delegate=gpu (lavapipe here) vs
-cpu on 10 control images (nothing changes: the error curve only), for the README's figure.
+cpu on 10 control images (nothing changes: the error curve only), for the figure in docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Why: every ``invoke()`` sweeps the CPU caches (weights and activations stream through them), so the
 Python that follows it — output checks, the task's record, the predictions line — starts cold each
-time; scored one after the other in blocks, the same code runs warm (the README's *Throughput*
+time; scored one after the other in blocks, the same code runs warm (docs/benchmarks.md, *Throughput*,
 gives the measured figures). Holding a few samples' outputs pays the cold start once per block.
 
 Nothing else changes: every sample is scored in sample order, by the same code, with the same

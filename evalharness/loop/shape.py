@@ -3,7 +3,7 @@
 Preparing the next image on another thread while ``invoke()`` runs (pipelined) hides decode and
 preprocessing when a core is free, but where the interpreter's own threads already use every core
 the preparing thread takes a core from them and every invoke gets slower: pipelining lost to
-sequential preparation on one 2-core machine and won clearly on another (the README's *Throughput*).
+sequential preparation on one 2-core machine and won clearly on another (docs/benchmarks.md, *Throughput*).
 No fixed rule is right on both, so ``loop.shape=auto`` measures.
 
 Calibration (``auto``, runs of at least :data:`MIN_SAMPLES` samples): after :data:`SETTLE` samples
@@ -40,7 +40,7 @@ MIN_SAMPLES = 2 * CALIBRATION_SAMPLES  # below this, calibrating is most of the 
 # Pipelining can save at most the preparation's share of a sequential cycle. Below this share (a
 # cached run's tensor reads) that saving is inside the calibration's block-to-block noise, while a
 # preparing thread costs invoke time wherever the interpreter's threads fill the cores: sequential,
-# without trusting the ratio (the README's *Throughput* gives the measured noise and cost).
+# without trusting the ratio (docs/benchmarks.md, *Throughput* gives the measured noise and cost).
 MIN_PREP_SHARE = 0.05
 
 

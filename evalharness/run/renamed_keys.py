@@ -1,4 +1,4 @@
-"""Config keys that were renamed so that each word means one thing (the README's *Changes*): the
+"""Config keys that were renamed so that each word means one thing (docs/changes.md): the
 old spelling is refused with the new one, on the command line and in a config file alike, never
 silently read or ignored."""
 

@@ -7,7 +7,7 @@ at ``compile_cache/``, a folder this run creates empty: the first pass finds it 
 next finds what the first left (warm). Each pass must record the state it was meant to have (its
 ``provenance.delegate.cache``); otherwise its figures would not be what they claim and the run
 stops with an error naming the state found. The passes' figures go in the parent's
-``metrics.compile_cache`` (README: Compile caches).
+``metrics.compile_cache`` (docs/tasks/benchmark.md: Compile caches).
 """
 
 from __future__ import annotations

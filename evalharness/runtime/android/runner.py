@@ -45,7 +45,7 @@ class AdbRunner(Runner):
         if not binary:
             raise ConfigError(
                 "runner=adb needs runner.benchmark_binary=/path/to/android_aarch64_benchmark_model "
-                "(TFLite's benchmark_model built for Android; see README 'Android phones')"
+                "(TFLite's benchmark_model built for Android; see docs/android.md)"
             )
         if not os.path.isfile(binary):
             raise ConfigError(f"runner.benchmark_binary not found: {binary}")

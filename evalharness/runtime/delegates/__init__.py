@@ -108,7 +108,7 @@ def kind_of(plan: DelegatePlan) -> DelegateKind:
 
 
 def compile_cache_kinds() -> list[str]:
-    """Delegates whose runtime exposes a compile cache (README: Compile caches)."""
+    """Delegates whose runtime exposes a compile cache (docs/tasks/benchmark.md: Compile caches)."""
     return [n for n in DELEGATES.names() if DELEGATES.get(n).compile_cache]
 
 
