@@ -2,8 +2,8 @@
 gives, computed by ISA-L's folding kernel.
 
 Why not zlib: a cached run checks the CRC of every tensor it reads before that tensor is scored, and
-zlib's table-driven CRC-32 was the largest piece of a warm loop's own time (figures:
-docs/benchmarks.md, *Throughput*). ISA-L (the ``isal`` package) computes the same polynomial with carry-less multiplies,
+zlib's table-driven CRC-32 was the largest piece of a warm loop's own time (figures: docs/benchmarks.md,
+*Throughput*). ISA-L (the ``isal`` package) computes the same polynomial with carry-less multiplies,
 much faster. The values are identical (tests compare them with zlib on many sizes and alignments),
 so caches written with zlib stay valid.
 """

@@ -1,6 +1,6 @@
 """The one builder of ``metrics.json``: a live run, a resumed run, a merge and a failure all use it.
 
-:func:`run_document` fixes the document's keys (``schema_version`` 4; the README lists them), so the
+:func:`run_document` fixes the document's keys (``schema_version`` 4; docs/output-files.md lists them), so the
 live run and ``report merge`` cannot drift apart; :func:`failure_document` is the record a failed
 job leaves so that sweeps list it instead of dropping it. :func:`write_run` writes a finished run's
 files in the order that keeps the directory valid at every instant: artifacts first, then
