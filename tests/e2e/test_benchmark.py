@@ -27,11 +27,13 @@ def test_benchmark_prints_and_writes_every_figure(tmp_path):
 
 def test_runs_honour_num_runs_and_min_secs():
     assert list(Runs(3, 0.0, 10)) == [0, 1, 2]
-    start, seen = time.perf_counter(), []
-    for i in Runs(2, 0.15, 1000):
+    start, seen, runs = time.perf_counter(), [], Runs(2, 0.15, 1000)
+    assert len(runs) == 2  # before: the progress bar's total
+    for i in runs:
         seen.append(i)
         time.sleep(0.02)
     assert len(seen) > 2 and time.perf_counter() - start >= 0.15
+    assert len(runs) == len(seen)  # after: as many listed as run (else the run is "invalid")
     assert len(list(Runs(1, 60.0, 5))) == 5  # max_runs caps min_secs
 
 
