@@ -68,3 +68,22 @@ def test_mkdocs_build_strict(tmp_path):
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert "WARNING" not in proc.stderr, proc.stderr[-4000:]
     assert (tmp_path / "site" / "index.html").is_file()
+
+
+GROUP_CHOICE = re.compile(
+    r"(?<![\w./+~-])(task|model|dataset|delegate|quant|runner|runtime|tracking|model/preprocess)=([\w.,-]+)"
+)
+
+
+def test_presets_named_in_command_blocks_exist():
+    """``group=option`` in any command block, runnable or not, names an option of conf/<group>/ (a
+    block that cannot run here still must not send a reader to a preset that does not exist)."""
+    unknown = []
+    for b in all_blocks():
+        if not b.is_command or "hydra.searchpath" in b.text:  # a plug-in's own conf folder
+            continue
+        for group, options in GROUP_CHOICE.findall(b.text):
+            for option in filter(None, options.split(",")):
+                if not (REPO / "conf" / group / f"{option}.yaml").is_file():
+                    unknown.append(f"{b.where}: {group}={option}")
+    assert unknown == []
