@@ -208,6 +208,11 @@ class CocoDefinition(TaskDefinition):
         lines += interval_lines(intervals, how, [(n, intervals.get(n)) for n in BOOTSTRAP_STATS])
         return lines + analysis.summary_lines(metrics)
 
+    def headline_accuracy(self, metrics: dict) -> tuple[str, float, list | None, str]:
+        intervals = metrics.get("intervals") or {}
+        how = f"percentile bootstrap over images, B={intervals.get('resamples')}: asymmetric by nature"
+        return "AP@[.5:.95]", metrics["AP"], intervals.get("AP"), how
+
     def headline(self, metrics: dict) -> dict[str, float]:
         from evalharness.stats.coco_eval import COCO_STAT_NAMES
 
