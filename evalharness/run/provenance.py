@@ -108,7 +108,7 @@ def model_assumptions(rp) -> list[dict]:
             "what": "model.preprocess",
             "assumed": f"mean {pre.get('mean')}, std {pre.get('std')}, {pre.get('crop')} crop",
             "why": "the model file carries no normalization metadata",
-            "fix": "model.preprocess=efficientnet|torchvision|tflite_tool|... (evalharness --help lists them)",
+            "fix": "model.preprocess=efficientnet|torchvision|tflite_tool|... (see evalharness --help)",
         }
     ]
 
