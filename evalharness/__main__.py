@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from evalharness.core.boundary import EXIT_STOPPED, EXIT_USER_ERROR, debug, describe, report
 from evalharness.core.errors import RunStopped
 from evalharness.core.native_output import VERBOSE_ENV, failure_tail, quiet_native_output, silence_teardown
-from evalharness.core.paths import CONF_DIR, bundled, model_stem
+from evalharness.core.paths import CONF_DIR, bundled, model_stem, quant_tag
 from evalharness.run.cli import conf_dirs, help_text, unknown_key
 from evalharness.run.job import run
 from evalharness.rundir.document import holds_run, now
@@ -29,6 +29,7 @@ from evalharness.rundir.files import keep_native_log
 
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
 OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)
+OmegaConf.register_new_resolver("quant_tag", quant_tag, replace=True)
 
 _failed_jobs: list[str] = []
 _exit_codes: list[int] = []  # a single run's code, returned after Hydra's job-end callbacks (tracking)
