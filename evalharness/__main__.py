@@ -20,13 +20,16 @@ from omegaconf import DictConfig, OmegaConf
 
 from evalharness.core.boundary import EXIT_STOPPED, EXIT_USER_ERROR, debug, describe, report
 from evalharness.core.errors import RunStopped
-from evalharness.core.paths import CONF_DIR, bundled, model_stem
+from evalharness.core.native_output import VERBOSE_ENV, failure_tail, quiet_native_output, silence_teardown
+from evalharness.core.paths import CONF_DIR, bundled, model_stem, quant_tag
 from evalharness.run.cli import conf_dirs, help_text, unknown_key
 from evalharness.run.job import run
-from evalharness.rundir.document import holds_run
+from evalharness.rundir.document import holds_run, now
+from evalharness.rundir.files import keep_native_log
 
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
 OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)
+OmegaConf.register_new_resolver("quant_tag", quant_tag, replace=True)
 
 _failed_jobs: list[str] = []
 _exit_codes: list[int] = []  # a single run's code, returned after Hydra's job-end callbacks (tracking)
@@ -49,21 +52,29 @@ def _app(cfg: DictConfig) -> None:
     """One job, inside the error boundary: a failure is one line (exit 2 before results, 1 after)."""
     hc = HydraConfig.get()
     run_dir = hc.runtime.output_dir
+    native: list[str] = []  # what native libraries print on fd 2: the run's native.log
+    started, ours = now(), True
     try:
-        run(cfg, run_dir)
+        with quiet_native_output(native):
+            run(cfg, run_dir)
     except Exception as exc:
         if debug():
             raise
         message = describe(exc)
         stopped = isinstance(exc, RunStopped)
-        if not stopped and not holds_run(run_dir):  # a fresh job dir records why it failed; a run
+        ours = stopped or not holds_run(run_dir)
+        if not stopped and ours:  # a fresh job dir records why it failed; a run
             _write_failure(run_dir, cfg, message)  # already there is never touched by a refusal
+        where = keep_native_log(run_dir, native, started) if ours else None
+        tail = failure_tail(native, where)
         if hc.mode == RunMode.MULTIRUN:
-            print(f"job {hc.job.num} failed: {message}", file=sys.stderr)
+            print(f"job {hc.job.num} failed: {message}", *tail, sep="\n", file=sys.stderr)
             _failed_jobs.append(f"{hc.job.num}: {message}")
             return
-        print(f"error: {message}", file=sys.stderr)
+        print(f"error: {message}", *tail, sep="\n", file=sys.stderr)
         _exit_codes.append(EXIT_STOPPED if stopped else EXIT_USER_ERROR)  # sys.exit here would skip them
+        return
+    keep_native_log(run_dir, native, started)
 
 
 _GROUP_OVERRIDE = re.compile(r"^[+]?(?P<group>[A-Za-z_][\w/]*)=(?P<value>[^()\[\]{}*]*)$")
@@ -125,6 +136,20 @@ def _inspect():
     return inspect_main
 
 
+def _quietly(command, args: list[str]) -> int:
+    """A subcommand with native output held back; shown (its tail) only when the command fails."""
+    native: list[str] = []
+    code = 1
+    try:
+        with quiet_native_output(native):
+            code = command(args)
+    finally:
+        if code:
+            for line in failure_tail(native, None):
+                print(line, file=sys.stderr)
+    return code
+
+
 SUBCOMMANDS = {"report": _report, "explain": _explain, "inspect": _inspect}  # one line each: run/cli.py
 
 
@@ -132,8 +157,13 @@ def main() -> None:
     from evalharness.run.launchers import missing_launcher_plugin
     from evalharness.run.renamed_keys import renamed_override
 
+    if {"-v", "--verbose"} & set(sys.argv[1:]):  # native runtime output live, as it is printed
+        os.environ[VERBOSE_ENV] = "1"
+        sys.argv[1:] = [a for a in sys.argv[1:] if a not in ("-v", "--verbose")]
     if sys.argv[1:2] and sys.argv[1] in SUBCOMMANDS:  # `evalharness report|explain|inspect ...`
-        sys.exit(SUBCOMMANDS[sys.argv[1]]()(sys.argv[2:]))
+        code = _quietly(SUBCOMMANDS[sys.argv[1]](), sys.argv[2:])
+        silence_teardown()
+        sys.exit(code)
     if {"--help", "-h"} & set(sys.argv[1:]):
         print(help_text(sys.argv[1:]))
         sys.exit(0)
@@ -155,6 +185,7 @@ def main() -> None:
             raise
         report(exc)
         sys.exit(EXIT_USER_ERROR)
+    silence_teardown()
     if _exit_codes:
         sys.exit(_exit_codes[-1])
     if _failed_jobs:

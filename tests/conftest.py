@@ -13,7 +13,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from evalharness.core.paths import CONF_DIR, bundled, model_stem
+from evalharness.core.paths import CONF_DIR, bundled, model_stem, quant_tag
 
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO.parent / "shared" / "assets"
@@ -29,6 +29,7 @@ VAL50 = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "dataset=imag
 
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
 OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)
+OmegaConf.register_new_resolver("quant_tag", quant_tag, replace=True)
 # Multiruns turn the tensor cache on: keep the tests' cache out of the user's home.
 os.environ.setdefault("EVALHARNESS_CACHE", tempfile.mkdtemp(prefix="evalharness-test-cache-"))
 
@@ -89,3 +90,12 @@ def val50_runs(tmp_path_factory) -> dict:
         return cache[model, delegate]
 
     return get
+
+
+def task_lines(run_dir: Path) -> list[str]:
+    """A run's results.txt without the summary block that heads it (report/summary.py): the task's
+    own lines, as TFLite's tools print them."""
+    lines = (Path(run_dir) / "results.txt").read_text().splitlines()
+    if lines and lines[0].startswith("== summary"):
+        lines = lines[lines.index("") + 1 :]
+    return lines

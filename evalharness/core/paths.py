@@ -33,6 +33,12 @@ def model_stem(path: str) -> str:
     return os.path.splitext(os.path.basename(str(path)))[0] or "model"
 
 
+def quant_tag(name) -> str:
+    """OmegaConf resolver ``${quant_tag:${quant.name}}``: ``_int8`` for a quantized variant, nothing
+    for the float model, so a quantization sweep's job directories say which variant each holds."""
+    return "" if name in (None, "none") else f"_{name}"
+
+
 def default_cache_dir() -> str:
     """``paths.cache_dir``'s default (conf/paths/default.yaml), for callers that plan a delegate
     without a composed config (explain, inspect)."""

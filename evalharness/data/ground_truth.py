@@ -62,6 +62,10 @@ class GroundTruthRequest:
 
 
 Label = tuple[str, int | None]  # (label text, occurrence or None: the text alone)
+# The label "text" of a sample whose ground truth is a bare class index (a csv's class_index with no
+# class list to name it): ``occurrence`` then holds that index, scored against the model's output
+# index (plus the background offset the task detects or is given), never matched by text.
+INDEX_LABEL = "\x00class_index"
 _S = TypeVar("_S", bound=Sized)
 Reader = Callable[[GroundTruthRequest], list[LabeledSample]]
 FORMATS: Registry[Reader] = Registry(
@@ -221,6 +225,13 @@ def _by_wnid(wnids: dict[str, Label], source: Path, wnid: str, where: str) -> La
             "that covers the dataset"
         )
     return wnids[wnid]
+
+
+def bare_index(index: str, where: str) -> Label:
+    """A class index with no class list: kept as the index itself (see :data:`INDEX_LABEL`)."""
+    if not _is_int(index) or int(index) < 0:
+        raise DataError(f"{where}: class index {index!r} is not a whole number >= 0; fix the row")
+    return INDEX_LABEL, int(index)
 
 
 def _by_index(classes: list[Label], source: Path, index: str, where: str) -> Label:

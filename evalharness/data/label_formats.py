@@ -31,6 +31,7 @@ from evalharness.data.ground_truth import (
     _sample,
     _with_occurrence,
     _wnid_labels,
+    bare_index,
 )
 from evalharness.data.labels import WNID, read_label_file
 from evalharness.data.listing import list_entries, list_images, not_read, refuse, suffix
@@ -227,7 +228,9 @@ def _csv_labeler(req: GroundTruthRequest, gt: Path, header: list[str]) -> Callab
     """
     text_col = next((c for c in ("class_name", "label") if c in header), None)
     has_list = req.class_names is not None or req.synset_words is not None
-    if "class_index" in header and (has_list or (text_col is None and "wnid" not in header)):
+    if "class_index" in header and not has_list and text_col is None and "wnid" not in header:
+        return lambda row, where: bare_index(row["class_index"], where)
+    if "class_index" in header and has_list:
         source, classes = _class_list(req, f"csv ground truth {gt} with a class_index column")
         if text_col is None and classes and classes[0][0].strip().lower() in BACKGROUND_LINES:
             raise DataError(

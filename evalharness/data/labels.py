@@ -9,19 +9,23 @@ the k-th one in the model's label list, which is what ``occurrence`` carries.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.core.fileguard import refuse_special_file
+from evalharness.core.paths import BUNDLED_DIR
 
 _FIX_LABELS = "pass the label file that matches the model (model.labels=...)"
 # model.labels=auto (the ``file`` model preset) left unresolved: the model file carries no labels
 LABELS_AUTO = "auto"
 NO_LABELS = (
     "model.labels: the model file carries no label file in its metadata; give model.labels=<text file, "
-    "one class name per line, line i = output i>"
+    "one class name per line, line i = output i> (an ImageNet classifier: the lists shipped with "
+    "evalharness, {bundled}imagenet_classes.txt for 1000 outputs, {bundled}imagenet_labels_1001.txt "
+    "for 1001 with background first)"
 )
 WNID = re.compile(r"n\d{8}")  # WordNet id of an ImageNet synset, e.g. n01440764
 
@@ -32,7 +36,7 @@ def read_label_file(path: str | Path, what: str = "label file") -> list[str]:
     Inner blank lines are kept so that line numbers stay class indices.
     """
     if str(path) == LABELS_AUTO:
-        raise ConfigError(NO_LABELS)
+        raise ConfigError(NO_LABELS.format(bundled=os.path.join(BUNDLED_DIR, "")))
     refuse_special_file(path, what)
     try:
         text = Path(path).read_text(encoding="utf-8-sig")

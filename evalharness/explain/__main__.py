@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = ArgumentParser(prog="python -m evalharness.explain", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="evalharness explain", description=__doc__.splitlines()[0])
     parser.add_argument("run_a", help="reference run directory (A)")
     parser.add_argument("run_b", help="run whose changed answers to explain (B)")
     parser.add_argument("--out", help="output folder (default: explain_<A>_vs_<B> beside B)")

@@ -51,8 +51,10 @@ class ScoringBlocks:
         held, self._held, self._bytes = self._held, [], 0
         result, evaluator = self.result, self.task.evaluator
         for sample, outputs, latency in held:
+            start = time.perf_counter()
             result.inference_ms.append(latency)
             result.checks.add_outputs(outputs)
             prediction = evaluator.update(sample, outputs)
             if prediction is not None:
                 self.record({**prediction, "latency_ms": latency})
+            result.postprocess_s.append(time.perf_counter() - start)

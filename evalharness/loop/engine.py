@@ -87,6 +87,23 @@ class LoopResult:
     checks: OutputChecks = field(default_factory=OutputChecks)
     reported_latency: dict | None = None  # a runner's own latency figures (runner=adb), not host timing
     shape: LoopShape | None = None  # sequential or pipelined preparation, and why
+    # Seconds per sample outside invoke(): preparing its inputs (on the preparing threads when
+    # pipelined) and scoring its outputs; appends are atomic under the GIL, so threads share them
+    prepare_s: array = field(default_factory=lambda: array("d"))
+    postprocess_s: array = field(default_factory=lambda: array("d"))
+
+    def stage_ms(self) -> dict:
+        """Mean milliseconds per sample of each stage (None: no sample measured in this session)."""
+
+        def mean_ms(values: array) -> float | None:
+            return sum(values) * 1e3 / len(values) if values else None
+
+        invoked = self.inference_ms[self.resumed :]
+        return {
+            "preprocess": mean_ms(self.prepare_s),
+            "invoke": sum(invoked) / len(invoked) if invoked else None,
+            "postprocess": mean_ms(self.postprocess_s),
+        }
 
     def latency(self) -> dict:
         if self.reported_latency is not None:
@@ -127,18 +144,25 @@ def peak_rss_mb() -> float:
     return maxrss / 2**20 if sys.platform == "darwin" else maxrss / 1024
 
 
-def prepared(task: Task, samples: Iterable, workers: int, prefetch: int) -> Iterator[tuple[object, object]]:
-    """(sample, tensors or the DataError preparing it raised), in sample order.
+def prepared(
+    task: Task, samples: Iterable, workers: int, prefetch: int, spent: array | None = None
+) -> Iterator[tuple[object, object]]:
+    """(sample, tensors or the DataError preparing it raised), in sample order; each preparation's
+    seconds are appended to ``spent``.
 
     With workers > 0 a bounded window of ``prefetch`` samples is prepared ahead on a thread pool;
     consuming the futures in submission order keeps results deterministic whatever the timing.
     """
 
     def attempt(sample):
+        start = time.perf_counter()
         try:
             return task.prepare(sample)
         except DataError as exc:
             return exc
+        finally:
+            if spent is not None:
+                spent.append(time.perf_counter() - start)
 
     if workers <= 0:
         for sample in samples:
@@ -297,7 +321,7 @@ def run_loop(
         if model.batch_size and result.shape.shape == "auto":  # a runner's round trips, not invoke cycles
             result.shape = LoopShape("pipelined", settings.workers, "the runner batches samples")
         items = shaped(
-            lambda samples, workers: prepared(task, samples, workers, settings.prefetch),
+            lambda samples, workers: prepared(task, samples, workers, settings.prefetch, result.prepare_s),
             todo,
             total,
             result.shape,

@@ -228,7 +228,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="python -m evalharness.report", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="evalharness report", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("diff", help="compare run B against run A, image by image")
     d.add_argument("run_a", metavar="RUN_A", help="baseline run: run dir, metrics.json or mlflow:<run_id>")
@@ -246,7 +246,12 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--margin", type=float, default=0.01,
                    help="a change whose interval lies within +-margin is 'equivalent'")  # fmt: skip
     d.add_argument("--iou", type=float, default=0.5, help="IoU to match A's and B's boxes (detection)")
-    d.add_argument("--min-score", type=float, default=0.0, help="ignore detections below this score")
+    d.add_argument(
+        "--min-score",
+        type=float,
+        default=None,
+        help="detectors: ignore boxes below this score (default: run A's F1-optimal threshold, else 0.5)",
+    )
     d.add_argument("--max-rows", type=int, default=20, help="rows per per-image table (json: all)")
     d.add_argument("--figures", metavar="DIR", help="also write the figures as SVG and PNG files here")
     d.set_defaults(func=cmd_diff)

@@ -71,7 +71,7 @@ def build_diff(
     comp: Comparability,
     alpha: float = 0.05,
     iou: float = 0.5,
-    min_score: float = 0.0,
+    min_score: float | None = None,
     margin: float = 0.01,
 ) -> dict:
     """The full comparison of two comparable runs (``comp.refused`` must be empty).
@@ -84,7 +84,7 @@ def build_diff(
 
 
 def _build_diff(
-    definition, a: Run, b: Run, comp, alpha: float, iou: float, min_score: float, margin: float
+    definition, a: Run, b: Run, comp, alpha: float, iou: float, min_score: float | None, margin: float
 ) -> dict:
     doc = {
         "a": run_summary(a),

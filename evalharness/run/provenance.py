@@ -96,6 +96,23 @@ def library_record(plan) -> dict | None:
     }
 
 
+def model_assumptions(rp) -> list[dict]:
+    """What the run took for granted about the model: the preprocessing of a file given by path
+    whose metadata holds no normalization (its preset's default, which may be wrong for it)."""
+    sources = rp.model_sources or {}
+    if sources.get("path") != "command line" or sources.get("preprocess") != "preset":
+        return []
+    pre = rp.model.get("preprocess") or {}
+    return [
+        {
+            "what": "model.preprocess",
+            "assumed": f"mean {pre.get('mean')}, std {pre.get('std')}, {pre.get('crop')} crop",
+            "why": "the model file carries no normalization metadata",
+            "fix": "model.preprocess=efficientnet|torchvision|tflite_tool|... (see evalharness --help)",
+        }
+    ]
+
+
 def run_provenance(rp, task_provenance: dict, model, quant: dict, loop_shape=None) -> dict:
     """``provenance`` of metrics.json: what ran (model, runtime, delegate and what it took, host,
     device), on what (the task's dataset/labels/preprocessing) and with which config."""
@@ -113,6 +130,7 @@ def run_provenance(rp, task_provenance: dict, model, quant: dict, loop_shape=Non
             "native_log": model.native_log,
         },
         **task_provenance,
+        "assumptions": [*model_assumptions(rp), *task_provenance.get("assumptions", [])],
         "host": host_info(),
         **({"device": model.device} if model.device is not None else {}),  # runner=adb: the phone
         "thread_budget": {**rp.thread_budget, "loop": loop_shape.record() if loop_shape else None},

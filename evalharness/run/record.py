@@ -10,6 +10,7 @@ import os
 from omegaconf import OmegaConf
 
 from evalharness.core.errors import RunStopped
+from evalharness.report.summary import summary_block
 from evalharness.run.execute import Ran
 from evalharness.run.hydra_access import job_overrides
 from evalharness.run.identity import moved_inputs
@@ -111,6 +112,8 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
             "cache": task.cache.stats() if task.cache else None,
             "resize": rp.loop.resize,
             "batch": result.batch,
+            # mean ms per image of each stage; preprocess overlaps invoke when pipelined
+            "per_image_ms": result.stage_ms(),
         },
         predictions_count=writer.count,
         artifacts=list(artifacts),
@@ -121,8 +124,9 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
     lines = definition.summary_lines(doc)
     if status == "invalid":
         lines = [f"INVALID: {stop_reason}", *lines]
-    path = write_run(writer, doc, lines, artifacts)
-    for line in lines:
+    block = summary_block(doc, writer.run_dir)
+    path = write_run(writer, doc, [*block, "", *lines], artifacts)
+    for line in [*lines, *block]:
         print(line)
     print(f"metrics: {path}")
     if status == "invalid":

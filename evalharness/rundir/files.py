@@ -22,6 +22,7 @@ from evalharness.core.atomic_io import (
     strict_json_line,
 )
 from evalharness.core.fileguard import refuse_special_file
+from evalharness.core.native_output import NATIVE_LOG
 
 log = logging.getLogger("evalharness")
 
@@ -152,3 +153,18 @@ def _json_array_chunks(rows: Iterator) -> Iterator[str]:
     for i, row in enumerate(rows):
         yield ("," if i else "") + json.dumps(no_nan(row), separators=(",", ":"), allow_nan=False)
     yield "]\n"
+
+
+def keep_native_log(run_dir: str, lines: list[str], session: str) -> str | None:
+    """Add this session's native runtime output to the run's ``native.log`` (a resumed run keeps
+    each session's, headed by when it started); returns its path, or None when there was none."""
+    if not lines or not os.path.isdir(run_dir):
+        return None
+    path = os.path.join(run_dir, NATIVE_LOG)
+    refuse_special_file(path, "the run's native.log")
+    before = ""
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            before = f.read()
+    atomic_write_text(path, before + f"# session started {session}\n" + "\n".join(lines) + "\n")
+    return path

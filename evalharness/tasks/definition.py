@@ -156,6 +156,16 @@ class TaskDefinition:
         """The ``results.txt`` lines (and what the run prints) from a metrics.json document."""
         return [f"{k}: {v:g}" for k, v in self.headline(doc.get("metrics") or {}).items()]
 
+    def headline_accuracy(self, metrics: dict) -> tuple[str, float, list | None, str] | None:
+        """The figure a run's summary leads with: (name, value, its interval or None, how that
+        interval was made); None for a task that measures speed only."""
+        values = {} if self.latency_only else self.headline(metrics)
+        if not values:
+            return None
+        name, value = next(iter(values.items()))
+        intervals = metrics.get("intervals") or {}
+        return name, value, intervals.get(name), str(intervals.get("method") or "")
+
     def headline(self, metrics: dict) -> dict[str, float]:
         """Per-run metrics in display order, by the names ``--fail-if`` rules use."""
         return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from conftest import run_inprocess
+from conftest import run_inprocess, task_lines
 
 from evalharness.tasks.benchmark.live import Runs
 
@@ -17,7 +17,7 @@ def test_benchmark_prints_and_writes_every_figure(tmp_path):
         assert lat["inference"][key] > 0 or key == "std"
     assert lat["init"] > 0 and lat["first_inference"] > 0
     assert mem["init_delta"] >= 0 and mem["peak_rss"] > 0 and mem["overall_delta"] >= mem["init_delta"] - 1
-    lines = (tmp_path / "results.txt").read_text().splitlines()
+    lines = task_lines(tmp_path)
     assert lines[0] == "Model size: 0.501 MB"
     assert lines[1].startswith("Inference timings in us: Init: ") and "Warmup (avg): " in lines[1]
     assert lines[2].startswith("count=20 min=") and " p99=" in lines[2]

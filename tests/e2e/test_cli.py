@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,19 @@ def test_default_run_uses_bundled_sample(tmp_path):
     assert doc["provenance"]["model"]["sha256"] == (
         "cb273c23ee76374b05b9583177e28aa19744858a7679c56a250e83d0333da785"
     )
-    assert (metrics_path.parent / "results.txt").read_text().splitlines() == lines[:-1]
+    # the summary block ends what the terminal shows and heads results.txt, above the same lines
+    start = lines.index(next(line for line in lines if line.startswith("== summary: imagenet")))
+    block, detail = lines[start:-1], lines[:start]
+    heads = [line.split(":")[0].strip() for line in block[1:]]
+    assert heads == ["Accuracy", "Speed", "Delegate", "Status", "Run"]
+    assert "top-1 0.6000, 95% interval [0.2307, 0.8824] (Wilson" in block[1]
+    speed = r"ms preprocess, [\d.]+ ms invoke \(p50 [\d.]+\), [\d.]+ ms postprocess per image"
+    assert re.search(speed, block[2])
+    assert "29/31 ops delegated in 2 partition(s)" in block[3] and "device: CPU" in block[3]
+    assert block[4].endswith("complete") and block[5].endswith(str(metrics_path.parent))
+    assert (metrics_path.parent / "results.txt").read_text().splitlines() == [*block, "", *detail]
+    stages = doc["throughput"]["per_image_ms"]
+    assert all(stages[k] > 0 for k in ("preprocess", "invoke", "postprocess"))
 
 
 def test_multirun_cpu_and_reference_have_same_schema_and_dataset(tmp_path):

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import ASSETS, EXPECTED, MODELS, run_inprocess
+from conftest import ASSETS, EXPECTED, MODELS, run_inprocess, task_lines
 
 from evalharness.core.errors import ConfigError, ModelMismatchError
 from evalharness.data.coco_annotations import load_annotations
@@ -83,7 +83,7 @@ def test_default_coco_run_uses_bundled_sample(tmp_path):
     doc = run_inprocess(["task=coco", f"paths.models_dir={MODELS}"], tmp_path)
     assert doc["provenance"]["dataset"]["name"] == "coco_sample" and doc["metrics"]["num_scored"] == 4
     assert doc["provenance"]["model"]["name"] == SSD
-    assert (tmp_path / "results.txt").read_text().startswith(" Average Precision  (AP) @[ IoU=0.50:0.95")
+    assert task_lines(tmp_path)[0].startswith(" Average Precision  (AP) @[ IoU=0.50:0.95")
 
 
 def test_classifier_to_coco_is_rejected_before_any_image(tmp_path, monkeypatch):

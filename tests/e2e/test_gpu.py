@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ASSETS, CLASSIFIERS, MODELS, VAL50, run_inprocess
+from conftest import ASSETS, CLASSIFIERS, MODELS, VAL50, run_inprocess, task_lines
 
 from evalharness.core.errors import DelegateUnavailableError
 from evalharness.runtime.compiled import check_vulkan, parse_gpu_log
@@ -123,7 +123,7 @@ def float_diff(tmp_path_factory):
             ],
             run_dir,
         )
-        return doc, (run_dir / "results.txt").read_text().splitlines()
+        return doc, task_lines(run_dir)
 
     return run
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import test_external_delegate
-from conftest import ASSETS, MODELS, run_cli, run_inprocess
+from conftest import ASSETS, MODELS, run_cli, run_inprocess, task_lines
 from PIL import Image
 from test_explain import EFFNET, MNV2, PLANTED_ADD, perturbed_copy
 
@@ -67,7 +67,7 @@ def test_cpu_vs_reference_on_quantized_model(tmp_path):
     assert 0.98 < out["min_cosine"] < 1.0 and not doc["metrics"]["failed_checks"]
     assert doc["reference"]["delegate"]["op_resolver"] == "builtin_without_default_delegates"
     assert doc["reference"]["delegate"]["coverage"]["ops_delegated"] == 0
-    lines = (tmp_path / "results.txt").read_text().splitlines()
+    lines = task_lines(tmp_path)
     assert re.fullmatch(r"Reference run latency: avg=[\d.e+]+\(us\), std_dev=[\d.e+]+\(us\)", lines[1])
     assert re.fullmatch(r"OutputDiff\[0\]: avg_error=[\d.e+-]+, std_dev=[\d.e+-]+", lines[3])
 
@@ -99,7 +99,7 @@ def test_decoded_classifier_cpu_vs_reference(tmp_path):
     assert decoded["changed_runs"] == [r["id"] for r in _records(tmp_path) if not r["decoded"]["agree"]]
     assert 0.6 <= decoded["top5_overlap"]["min"] <= decoded["top5_overlap"]["mean"] <= 1.0
     assert 0.0 < decoded["abs_score_change"]["max"] <= 0.1  # a few uint8 steps of 1/256
-    last = (tmp_path / "results.txt").read_text().splitlines()[-1]
+    last = task_lines(tmp_path)[-1]
     assert last.startswith(f"Decoded (classifier): top-1 agreement {decoded['top1_agree']}/20")
 
 
@@ -124,7 +124,7 @@ def test_decoded_detector_agrees_where_the_raw_class_tensor_cannot(tmp_path):
     records = [r["decoded"] for r in _records(tmp_path)]
     assert decoded["lost"] == sum(r["lost"] for r in records)
     assert decoded["new"] == sum(r["new"] for r in records)
-    results = (tmp_path / "results.txt").read_text()
+    results = "\n".join(task_lines(tmp_path))
     assert "Decoded (detector" in results and "Raw checks judged decoded instead" in results
 
 
@@ -186,7 +186,7 @@ def test_no_decoder_says_raw_tensors_only(two_output_model, tmp_path):
         run_inprocess(overrides, tmp_path)
     doc = json.loads((tmp_path / "metrics.json").read_text())
     assert doc["metrics"]["decoded"] == {"kind": "none", "note": "no decoder: raw tensors only"}
-    assert (tmp_path / "results.txt").read_text().splitlines()[-1] == "Decoded: no decoder: raw tensors only"
+    assert task_lines(tmp_path)[-1] == "Decoded: no decoder: raw tensors only"
 
 
 def test_box_comparison_matches_any_class_and_thresholds_the_reference_only():

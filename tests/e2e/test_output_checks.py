@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import run_cli, task_lines
 
 from evalharness.core.paths import BUNDLED_DIR
 from evalharness.loop.checks import OutputChecks
@@ -46,7 +46,7 @@ def test_same_output_for_every_image_is_invalid_not_a_score(tmp_path, constant):
     assert proc.returncode == 1 and doc["status"] == "invalid" and "Traceback" not in proc.stderr
     assert "same output for every input" in doc["stop_reason"]
     assert doc["output_checks"]["outputs"][0]["same_for_every_input"] is True
-    assert (tmp_path / "run" / "results.txt").read_text().startswith("INVALID: ")
+    assert task_lines(tmp_path / "run")[0].startswith("INVALID: ")
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "invalid" in errors[0]
 

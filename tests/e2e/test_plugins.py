@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import MODELS
+from conftest import MODELS, task_lines
 
 from evalharness.core.paths import BUNDLED_DIR
 
@@ -108,11 +108,11 @@ def test_run_scores_with_the_plugin_scorer(plugin, runs):
     if plugin is TOY_MSE:
         want = sum((p["prediction"] - p["target"]) ** 2 for p in preds) / len(preds)
         assert doc["metrics"]["mse"] == pytest.approx(want, rel=1e-12) and doc["metrics"]["mse"] > 0
-        assert (runs["cpu"] / "results.txt").read_text() == f"MSE: {doc['metrics']['mse']:.6g}\n"
+        assert task_lines(runs["cpu"]) == [f"MSE: {doc['metrics']['mse']:.6g}"]
     else:  # the plug-in's decoder made every box: 0.5 x 0.5, centred vertically
         assert all(p["box"][3] - p["box"][1] == pytest.approx(0.5) for p in preds)
         assert 0 < doc["metrics"]["mean_iou"] <= 1 and doc["metrics"]["num_scored"] == len(IMAGES)
-        assert (runs["cpu"] / "results.txt").read_text().startswith("mean IoU: ")
+        assert task_lines(runs["cpu"])[0].startswith("mean IoU: ")
 
 
 def test_resume_after_a_hard_kill_equals_the_whole_run(plugin, runs, data_file, tmp_path):
@@ -139,7 +139,7 @@ def test_shards_merge_into_the_unsharded_metrics(plugin, runs, data_file, tmp_pa
     assert proc.returncode == 0, proc.stderr
     merged = _doc(tmp_path / "merged")
     assert merged["metrics"] == _doc(runs["cpu"])["metrics"] and merged["merged"]["shards"] == 2
-    assert (tmp_path / "merged" / "results.txt").read_text() == (runs["cpu"] / "results.txt").read_text()
+    assert task_lines(tmp_path / "merged") == task_lines(runs["cpu"])
 
 
 def test_rescore_reproduces_the_plugin_metrics(plugin, runs):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ASSETS, run_cli, run_inprocess
+from conftest import ASSETS, run_cli, run_inprocess, task_lines
 
 from evalharness.core.errors import EvalHarnessError
 
@@ -66,7 +66,7 @@ def test_an_undefined_ap_makes_the_run_invalid_not_a_score(tmp_path):
     assert proc.returncode == 1
     doc = json.loads((run / "metrics.json").read_text())
     assert doc["status"] == "invalid" and "AP -1.0, AP50 -1.0, AP75 -1.0: undefined" in doc["stop_reason"]
-    assert (run / "results.txt").read_text().startswith("INVALID: ")
+    assert task_lines(run)[0].startswith("INVALID: ")
 
 
 def test_a_repeated_prediction_line_is_refused_on_resume(tmp_path):

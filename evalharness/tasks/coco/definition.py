@@ -126,6 +126,10 @@ class CocoScorer(Scorer):
         ]
 
 
+# TFLite's coco evaluation tool's AP: its own recipe, a second opinion beside COCO's AP above
+TOOL_AP_LABEL = "TFLite tool's AP, a secondary figure (0.5:0.95, 101-point, no area ranges)"
+
+
 @register
 class CocoDefinition(TaskDefinition):
     name = "coco"
@@ -202,11 +206,16 @@ class CocoDefinition(TaskDefinition):
         lines = list(metrics["summary"])
         if "tflite_tool" in metrics:
             ap = metrics["tflite_tool"]["AP"]
-            lines.append(f"TFLite-tool AP (0.5:0.95, 101-point, no area ranges): {ap:.6f}")
+            lines.append(f"{TOOL_AP_LABEL}: {ap:.6f}")
         intervals = metrics.get("intervals") or {}  # schema 2 on, bootstrap_resamples > 0
         how = f"image bootstrap, B={intervals.get('resamples')}, seed {intervals.get('seed')}"
         lines += interval_lines(intervals, how, [(n, intervals.get(n)) for n in BOOTSTRAP_STATS])
         return lines + analysis.summary_lines(metrics)
+
+    def headline_accuracy(self, metrics: dict) -> tuple[str, float, list | None, str]:
+        intervals = metrics.get("intervals") or {}
+        how = f"percentile bootstrap over images, B={intervals.get('resamples')}: asymmetric by nature"
+        return "AP@[.5:.95]", metrics["AP"], intervals.get("AP"), how
 
     def headline(self, metrics: dict) -> dict[str, float]:
         from evalharness.stats.coco_eval import COCO_STAT_NAMES
@@ -221,8 +230,21 @@ class CocoDefinition(TaskDefinition):
     def fractions(self, metrics: dict) -> list[str]:
         return ["AP", "AP50", "AP75"]
 
+    @staticmethod
+    def diff_score_threshold(a: Run, given: float | None) -> tuple[float, str]:
+        """The score from which boxes count as a detector's answer in a diff: given, else what run
+        A would ship (its F1-optimal threshold), never every box down to 0 unasked."""
+        if given is not None:
+            return given, "--min-score"
+        f1 = ((a.metrics.get("analysis") or {}).get("f1") or {}).get("score_threshold")
+        if f1 is not None:
+            return float(f1), "run A's F1-optimal score threshold"
+        return 0.5, "default: run A records no F1-optimal threshold"
+
     def compare(self, a: Run, b: Run, options) -> dict:
-        det = detection_diff(a.predictions, b.predictions, options["iou"], options["min_score"])
+        min_score, source = self.diff_score_threshold(a, options.get("min_score"))
+        det = detection_diff(a.predictions, b.predictions, options["iou"], min_score)
+        det["min_score_source"] = source
         if det["changed_images"]:
             why = analysis.label_changed_images(
                 det["changed_images"], self.load_ground_truth(a), a.predictions, b.predictions
@@ -327,7 +349,11 @@ class CocoDefinition(TaskDefinition):
             ]
         return [
             Section(
-                "Boxes", ["", "value"], stats, [f"detections with score >= {d['min_score']:g}"], key="boxes"
+                "Boxes",
+                ["", "value"],
+                stats,
+                [f"detections with score >= {d['min_score']:g} ({d.get('min_score_source', '--min-score')})"],
+                key="boxes",
             ),
             Section(
                 f"Images with changed boxes ({len(d['changed_images'])})",

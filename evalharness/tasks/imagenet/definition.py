@@ -37,6 +37,9 @@ class ImageNetDataset:
     class_names: Any = None  # class list in the ground truth's index order (val.txt)
     synset_words: Any = None  # wnid -> text (imagefolder of wnid folders)
     devkit_meta: Any = None  # the ILSVRC devkit's data/meta.mat
+    # a csv's class_index without a class list is scored by index: model output = index + offset;
+    # auto: 1 when the model's label file starts with a background line, else 0 (printed, recorded)
+    label_offset: str = field(default="auto", metadata=bounds(choices=("auto", "0", "1")))
 
 
 @dataclass
@@ -119,6 +122,10 @@ class ImageNetDefinition(TaskDefinition):
         how = f"{intervals.get('method')}, {metrics['num_scored']} images"
         lines += interval_lines(intervals, how, [(f"top-{k}", intervals.get(f"top{k}")) for k in ks])
         return lines + _analysis_lines(metrics.get("analysis"))
+
+    def headline_accuracy(self, metrics: dict) -> tuple[str, float, list | None, str]:
+        interval = (metrics.get("intervals") or {}).get("top1")
+        return "top-1", metrics["top1"], interval, "Wilson score interval of a proportion"
 
     def headline(self, metrics: dict) -> dict[str, float]:
         tops = sorted(

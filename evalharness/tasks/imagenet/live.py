@@ -1,7 +1,10 @@
 """ILSVRC-2012 top-1..K accuracy, with the preprocessing of TFLite's imagenet evaluation tool.
 
 Ground-truth labels are matched to model outputs by label text (see ``data.labels``), so 1001-way
-outputs with a background class and 1000-way outputs both work with no assumed offset.
+outputs with a background class and 1000-way outputs both work with no assumed offset. A ground
+truth of bare class indices (a csv's class_index, no class list) is scored by index: the offset of a
+background first line is detected from the model's label file or given (``dataset.label_offset``),
+printed in the run's summary and recorded, never applied silently.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from evalharness.core.checksum import optional_sha256
 from evalharness.core.errors import ModelMismatchError
 from evalharness.core.ranking import stable_topk
 from evalharness.core.tensors import TensorInfo, require_real
-from evalharness.data.ground_truth import LabeledSample, load_ground_truth
+from evalharness.data.ground_truth import INDEX_LABEL, LabeledSample, load_ground_truth
+from evalharness.data.label_formats import BACKGROUND_LINES
 from evalharness.data.labels import LabelMatcher, read_label_file
-from evalharness.data.listing import warn_unscored
+from evalharness.data.listing import own_files_scored, warn_unscored
 from evalharness.data.preprocess import (
     image_input_spec,
     preprocess_file,
@@ -60,13 +64,17 @@ class TopKEvaluator(RecordEvaluator):
         where = np.flatnonzero(top == truth)
         return {
             "id": sample.key,
-            "label": sample.label,
+            # a bare class index is named by the model's own label of the output it maps to
+            "label": self.labels[truth] if sample.label == INDEX_LABEL else sample.label,
             "label_index": truth,
             "topk": top.tolist(),
             "topk_labels": [self.labels[i] for i in top],
             "scores": np.asarray(self.output.dequantize(raw[top]), dtype=np.float64).tolist(),
             "rank": int(where[0]) if where.size else None,
         }
+
+
+DATASET_FILES = ("ground_truth", "class_names", "synset_words", "devkit_meta")
 
 
 class ImageNetTask(Task):
@@ -90,26 +98,63 @@ class ImageNetTask(Task):
             dataset.get("devkit_meta"),
             unscored=self.unscored,
         )
+        own_files_scored(dataset["root"], self.unscored, [dataset.get(k) for k in DATASET_FILES])
         warn_unscored(dataset["root"], self.unscored)
         # As TFLite's tool: the first num_images in sorted file-name order; then this run's shard.
         self.shard = Shard.from_config(dataset)
         self.samples, self.full_samples = select_samples(
             samples, task["num_images"], self.shard, dataset["root"]
         )
-        self.labels = read_label_file(self.labels_path)
-        self.matcher = LabelMatcher(self.labels, self.labels_path)
-        # Every ground-truth label must exist in the model's label file: fail before the loop.
-        self.truth = {s.key: self.matcher.index(s.label, s.occurrence) for s in self.samples}
+        # labels are read once the model's outputs are known (bind): a detector is told to use
+        # task=coco before anything about its labels
+        self.labels: list[str] = []
+        self.assumptions: list[dict] = []
+        self.truth: dict[str, int] = {}
         self.evaluator = None
         self.input = None
+
+    def _index_offset(self, given) -> int | None:
+        """The output index of class index 0 when the ground truth is bare indices (else None)."""
+        if not any(s.label == INDEX_LABEL for s in self.samples):
+            return None
+        first = self.labels[0].strip()
+        if str(given) != "auto":
+            return int(given)
+        offset = int(first.lower() in BACKGROUND_LINES)
+        why = (
+            f"line 1 of the model's labels is {first!r}: class index i is output i+1"
+            if offset
+            else f"line 1 of the model's labels is {first!r} (no background line): class index i is output i"
+        )
+        self.assumptions.append(
+            {"what": "dataset.label_offset", "assumed": offset, "why": why, "fix": "dataset.label_offset=0|1"}
+        )
+        return offset
+
+    def _truth_index(self, sample: LabeledSample) -> int:
+        if sample.label != INDEX_LABEL:
+            return self.matcher.index(sample.label, sample.occurrence)
+        index = sample.occurrence + self.offset
+        if not 0 <= index < len(self.labels):
+            raise ModelMismatchError(
+                f"ground-truth class index {sample.occurrence} ({sample.key}) + offset {self.offset} is "
+                f"outside the model's {len(self.labels)} labels ({self.labels_path}); give the model's "
+                "own label file (model.labels=...) or dataset.label_offset=0|1"
+            )
+        return index
 
     def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
         if len(inputs) != 1:
             raise ModelMismatchError(f"{self.model_path}: {len(inputs)} inputs; an image classifier has one")
         i = inputs[0]
         self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
-        out = classification_output(outputs, self.model_path)
+        out = classification_output(outputs, self.model_path)  # a detector is told task=coco first
+        self.labels = read_label_file(self.labels_path)
+        self.matcher = LabelMatcher(self.labels, self.labels_path)
         self.matcher.check_output_size(out.shape[-1])
+        self.offset = self._index_offset(self.dataset.get("label_offset", "auto"))
+        # Every ground-truth label must exist in the model's label file: fail before any image is read.
+        self.truth = {s.key: self._truth_index(s) for s in self.samples}
         self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
 
     def cache_key(self) -> dict:
@@ -144,4 +189,5 @@ class ImageNetTask(Task):
                 "count": len(self.labels),
             },
             "preprocessing": preprocessing_provenance(self.spec, self.input),
+            "assumptions": self.assumptions,
         }

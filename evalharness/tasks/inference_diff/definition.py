@@ -185,6 +185,10 @@ class InferenceDiffDefinition(TaskDefinition):
             sections.append(Section("Decoded outputs", headers, rows, key="decoded"))
         return sections
 
+    def headline_accuracy(self, metrics: dict) -> None:
+        """No accuracy: the task's own lines give each output's error against the reference."""
+        return None
+
     def failed_checks(self, metrics: dict) -> list[str]:
         return super().failed_checks(metrics) if self.settings["fail_on_check"] else []
 

@@ -1,0 +1,103 @@
+"""Native runtime output (LiteRT, Vulkan, OpenVINO logging on file descriptor 2) kept off the terminal.
+
+Native libraries write straight to fds 1 and 2, around Python: a successful GPU run used to end in
+a dozen ``INFO:``/``WARNING:`` lines, some saying ``ERROR``, that meant nothing to the user. Inside
+:func:`quiet_native_output` both go to a temporary file while Python's own streams (``sys.stdout``,
+``sys.stderr`` and every logging handler writing to them: warnings, the progress bar, error lines)
+keep the terminal. What native code printed is handed back as lines for the run's ``native.log``
+and for the tail shown when a run fails. ``-v`` (or ``EVALHARNESS_VERBOSE=1``) turns all of this off.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+VERBOSE_ENV = "EVALHARNESS_VERBOSE"
+NATIVE_LOG = "native.log"
+
+
+def verbose() -> bool:
+    return os.environ.get(VERBOSE_ENV, "") not in ("", "0")
+
+
+def _stream_handlers(stream) -> list[logging.StreamHandler]:
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    return [
+        h
+        for lg in loggers
+        if isinstance(lg, logging.Logger)
+        for h in lg.handlers
+        if isinstance(h, logging.StreamHandler) and h.stream is stream
+    ]
+
+
+@contextmanager
+def quiet_native_output(sink: list[str]) -> Iterator[None]:
+    """Native writes to fd 1 and fd 2 inside the block go to ``sink`` (one string per non-blank
+    line); Python's ``sys.stdout``/``sys.stderr`` and the logging handlers on them keep the terminal."""
+    if verbose():
+        yield
+        return
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        swapped = [_swap(fd, name, tmp.fileno()) for fd, name in ((1, "stdout"), (2, "stderr"))]
+        try:
+            yield
+        finally:
+            for restore in reversed(swapped):
+                restore()
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace")
+            sink.extend(line for line in text.splitlines() if line.strip())
+
+
+def _swap(fd: int, name: str, target: int):
+    """Point ``fd`` at ``target`` and ``sys.<name>`` (and its logging handlers) at a copy of what
+    ``fd`` was; returns the function that undoes both."""
+    python_stream = getattr(sys, name)
+    python_stream.flush()
+    saved = os.dup(fd)
+    buffering = 1 if os.isatty(saved) or fd == 2 else -1
+    terminal = os.fdopen(os.dup(saved), "w", buffering=buffering, encoding="utf-8", errors="backslashreplace")
+    handlers = _stream_handlers(python_stream)
+    os.dup2(target, fd)
+    setattr(sys, name, terminal)
+    for handler in handlers:
+        handler.setStream(terminal)
+
+    def restore() -> None:
+        terminal.flush()
+        os.dup2(saved, fd)
+        os.close(saved)
+        setattr(sys, name, python_stream)
+        for handler in handlers:
+            handler.setStream(python_stream)
+        terminal.close()
+
+    return restore
+
+
+def silence_teardown() -> None:
+    """Native libraries log again as the process exits (accelerators destroyed, ...): from here on
+    fd 2 is discarded. Called last, once every line meant for the user is out."""
+    if verbose():
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+def failure_tail(lines: list[str], where: str | None, count: int = 8) -> list[str]:
+    """What a failed command shows of the native output: its last lines that are not routine
+    chatter, indented under the ``error:`` line, and where the rest is."""
+    loud = [line for line in lines if not line.startswith(("INFO:", "I0", "I1"))][-count:]
+    if not loud:
+        return []
+    head = f"  native runtime output (last {len(loud)} lines" + (f"; all in {where})" if where else ")")
+    return [head + ":", *(f"    {line}" for line in loud)]

@@ -1,0 +1,49 @@
+"""Native writes to fds 1/2 are held back; Python's own streams keep the terminal."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from evalharness.core.native_output import VERBOSE_ENV, failure_tail, quiet_native_output
+
+
+def test_native_lines_go_to_the_sink_python_lines_to_the_terminal(capfd, monkeypatch):
+    monkeypatch.delenv(VERBOSE_ENV, raising=False)
+    handler = logging.StreamHandler(sys.stderr)
+    logger = logging.getLogger("evalharness.test_native")
+    logger.addHandler(handler)
+    sink: list[str] = []
+    try:
+        with quiet_native_output(sink):
+            os.write(2, b"INFO: [native.cc:1] chatter\n")
+            os.write(1, b"native on stdout\n")
+            print("python says", file=sys.stderr)
+            print("python stdout")
+            logger.warning("logged")
+    finally:
+        logger.removeHandler(handler)
+    out, err = capfd.readouterr()
+    assert sink == ["INFO: [native.cc:1] chatter", "native on stdout"]
+    assert "python says" in err and "logged" in err and "python stdout" in out
+    assert "chatter" not in err + out and "native on stdout" not in out
+    assert handler.stream is sys.stderr  # restored
+
+
+def test_verbose_lets_native_output_through(capfd, monkeypatch):
+    monkeypatch.setenv(VERBOSE_ENV, "1")
+    sink: list[str] = []
+    with quiet_native_output(sink):
+        os.write(2, b"native\n")
+    assert sink == [] and "native" in capfd.readouterr().err
+
+
+def test_failure_tail_skips_routine_chatter():
+    lines = ["INFO: a", "WARNING: b", "ERROR: c"]
+    assert failure_tail(lines, "/run/native.log") == [
+        "  native runtime output (last 2 lines; all in /run/native.log):",
+        "    WARNING: b",
+        "    ERROR: c",
+    ]
+    assert failure_tail(["INFO: only"], None) == []
