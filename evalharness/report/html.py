@@ -21,6 +21,8 @@ section { overflow-x: auto; } table { border-collapse: collapse; margin: .5em 0;
 th, td { padding: .2em .7em; border-bottom: 1px solid #eee; text-align: left; }
 .num { text-align: right; }
 th { background: #f4f4f4; }
+td:first-child, th:first-child { position: sticky; left: 0; background: #fff; z-index: 1; }
+th:first-child { background: #f4f4f4; }
 p.note { color: #555; margin: .3em 0; }
 .fail { color: #b00; font-weight: bold; }
 figure { margin: 1em 0; } figcaption { color: #555; font-size: .9em; }

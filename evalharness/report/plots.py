@@ -139,12 +139,38 @@ def scatter(
         ax.legend(fontsize=7, loc="lower right")
     if min(xs) > 0 and max(xs) / min(xs) > 20:  # 1 ms CPU runs next to 500 ms fallbacks: log scale
         ax.set_xscale("log")
-    for label, x, y in points:
-        ax.annotate(label, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    _place_labels(ax, fig, points)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     return _svg(matplotlib, fig, "scatter")
+
+
+LABEL_OFFSETS = ((4, 4), (4, -11), (-4, 4), (-4, -11), (4, 14), (4, -21), (-4, 14), (-4, -21))
+
+
+def _place_labels(ax, fig, points: list[tuple[str, float, float]], fontsize: int = 7) -> None:
+    """Each point's label at the first of :data:`LABEL_OFFSETS` where its box (estimated from the
+    text length) overlaps no label placed before: runs of a sweep often sit close together, and
+    labels drawn all up-right of their points printed over each other."""
+    ax.autoscale_view()
+    to_px = ax.transData.transform
+    char_w, line_h = fontsize * 0.6 * fig.dpi / 72, fontsize * 1.2 * fig.dpi / 72
+    taken: list[tuple[float, float, float, float]] = []
+    for label, x, y in sorted(points, key=lambda p: (p[1], p[2])):
+        px, py = to_px((x, y))
+        width = char_w * len(label)
+        for dx, dy in LABEL_OFFSETS:
+            sx, sy = dx * fig.dpi / 72, dy * fig.dpi / 72
+            left = px + sx if dx > 0 else px + sx - width
+            box = (left, py + sy, left + width, py + sy + line_h)
+            if not any(b[0] < box[2] and box[0] < b[2] and b[1] < box[3] and box[1] < b[3] for b in taken):
+                break
+        taken.append(box)
+        ax.annotate(
+            label, (x, y), textcoords="offset points", xytext=(dx, dy), fontsize=fontsize,
+            ha="left" if dx > 0 else "right",
+        )  # fmt: skip
 
 
 def error_curve(series: dict[str, list[float | None]], ylabel: str, mark: int | None = None) -> str | None:
