@@ -120,7 +120,8 @@ class ImageNetDefinition(TaskDefinition):
         lines = [f"Top-{k} Accuracy: {metrics[f'top{k}']:g}" for k in ks]
         intervals = metrics.get("intervals") or {}
         how = f"{intervals.get('method')}, {metrics['num_scored']} images"
-        lines += interval_lines(intervals, how, [(f"top-{k}", intervals.get(f"top{k}")) for k in ks])
+        shown = [k for k in ks if k in (1, 5)] or list(ks)[:1]  # the rest are in metrics.intervals
+        lines += interval_lines(intervals, how, [(f"top-{k}", intervals.get(f"top{k}")) for k in shown])
         return lines + _analysis_lines(metrics.get("analysis"))
 
     def headline_accuracy(self, metrics: dict) -> tuple[str, float, list | None, str]:
