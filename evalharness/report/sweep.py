@@ -46,6 +46,8 @@ SPECS = {
     "coverage": ".3f",
     "num_scored": "d",
 }
+BENCHMARK_COLUMNS = ("init_ms", "first_inference_ms", "peak_rss_MB")  # latency-only tasks' rows
+SPECS.update(dict.fromkeys(BENCHMARK_COLUMNS, ".3f"))
 FILES = ("sweep.csv", "sweep.md", "sweep.html")
 SCORED = ("complete", "partial")  # statuses with metrics
 
@@ -122,6 +124,13 @@ def job_row(job: dict, keys: list[str]) -> dict:
     if run.task:
         metrics = definition_of(run).sweep_metrics
         row.update({m: run.metrics.get(m) for m in metrics if isinstance(run.metrics.get(m), float)})
+        if definition_of(run).latency_only:  # benchmark_model's other figures: start-up and memory
+            latency, memory = run.doc.get("latency_ms") or {}, run.doc.get("memory_mb") or {}
+            row.update(
+                init_ms=latency.get("init"),
+                first_inference_ms=latency.get("first_inference"),
+                peak_rss_MB=memory.get("peak_rss"),
+            )
     return row
 
 
@@ -187,6 +196,7 @@ def sweep_table(jobs: list[dict], baseline: dict[str, str] | None = None) -> tup
     metrics += add_interval_columns(jobs, rows, metrics)
     if "quant" in keys:  # a quantization sweep: change, agreement and McNemar against the float job
         extra += add_quant_columns(jobs, rows, keys)
+    extra += [c for c in BENCHMARK_COLUMNS if any(r.get(c) is not None for r in rows)]
     return ["run", *keys, "status", *metrics, *VALUE_COLUMNS, *extra, "error"], rows
 
 
