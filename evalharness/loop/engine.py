@@ -25,13 +25,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
-from tqdm import tqdm
 
 from evalharness.core.boundary import debug, describe
 from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.schema import bounds
 from evalharness.loop.blocks import ScoringBlocks
 from evalharness.loop.checks import OutputChecks
+from evalharness.loop.progress import progress_bar
 from evalharness.loop.shape import SHAPES, LoopShape, requested, shaped
 from evalharness.stats.latency import summarize
 from evalharness.tasks.live import Task
@@ -314,7 +314,7 @@ def run_loop(
     result.resumed = len(finished)
     todo = (s for s in task.samples if not finished or task.sample_id(s) not in finished)
     total = max(len(task.samples) - len(finished), 0)
-    bar = tqdm(total=total, desc=task.name, unit="img", disable=not settings.progress, leave=False)
+    bar = progress_bar(task, total, settings.progress)
     loop_start = time.perf_counter()
     try:
         result.shape = requested(settings.shape, settings.workers)

@@ -25,6 +25,11 @@ class Runs:
         self.num_runs, self.min_secs, self.max_runs = num_runs, min_secs, max_runs
         self.ran = 0
 
+    @property
+    def time_bound_s(self) -> float | None:
+        """The loop's progress counts seconds when the clock, not ``num_runs``, bounds the runs."""
+        return self.min_secs if self.min_secs > 0 else None
+
     def __len__(self) -> int:
         """``num_runs`` until the runs are made, then how many were (``min_secs`` may add runs):
         the run records as many samples listed as it scored."""

@@ -1,0 +1,33 @@
+"""The run loop's progress bar: samples done of the listed ones, or seconds of a time-bounded run."""
+
+from __future__ import annotations
+
+import time
+
+from tqdm import tqdm
+
+
+class _SecondsBar:
+    """A progress bar counting seconds: a sample source bounded by time (``time_bound_s``, the
+    benchmark's ``min_secs``) makes as many samples as the clock allows, so a count would say 0/50
+    and then run to 4,029."""
+
+    def __init__(self, seconds: float, desc: str, disable: bool) -> None:
+        self.start = time.perf_counter()
+        fmt = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} s"
+        self.bar = tqdm(total=seconds, desc=desc, disable=disable, leave=False, bar_format=fmt)
+
+    def update(self) -> None:
+        self.bar.n = min(time.perf_counter() - self.start, self.bar.total)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def progress_bar(task, total: int, shown: bool):
+    """Samples done of ``total``, or seconds of a time-bounded sample source."""
+    seconds = getattr(task.samples, "time_bound_s", None)
+    if seconds:
+        return _SecondsBar(seconds, task.name, not shown)
+    return tqdm(total=total, desc=task.name, unit="img", disable=not shown, leave=False)
