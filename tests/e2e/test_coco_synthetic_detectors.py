@@ -8,6 +8,8 @@ geometry, the decoder, the class map and pycocotools, so any mapping error shows
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from conftest import ASSETS, one_coco_image, run_inprocess
@@ -117,3 +119,39 @@ def test_faster_coco_eval_backend_equals_pycocotools(tmp_path):
     assert b["backend"] == "faster_coco_eval"
     for name in ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl"):
         assert b[name] == pytest.approx(a[name], abs=1e-12), name
+
+
+def test_yolo_int8_against_a_perturbed_copy_names_the_error_types(tmp_path, one_image, capsys):
+    """A YOLO int8 head and a copy with planted errors (two boxes shifted by half their width, one
+    class swapped, one object dropped): ``report diff`` gives per-class ΔAP with its paired
+    interval and TIDE's Δ per error type, where localisation, classification and missed grow."""
+    from test_report_classification import report
+
+    pytest.importorskip("tidecv")
+    ann_path, anns, cats = one_image
+    good = _yolo_rows(anns, cats)
+    bad = good.copy()
+    bad[:2, 0] += 0.5 * bad[:2, 2]  # localisation
+    wrong = cats.index(anns[2]["category_id"])
+    bad[2, 4 + wrong], bad[2, 4 + (wrong + 1) % 80] = 0.0, 0.9  # classification
+    bad[3, 4:] = 0.0  # missed
+    runs = {}
+    for name, head in (("int8", good), ("perturbed", bad)):
+        model = constant_output_model(
+            str(tmp_path / f"{name}.tflite"), [head[None]], output_quant=[(1.5, -128)],
+            input_shape=(1, 320, 320, 3), input_dtype="float32",
+        )  # fmt: skip
+        runs[name] = tmp_path / name
+        run_inprocess(
+            ["task=coco", f"model.path={model}", f"dataset.root={ASSETS / 'coco/val25'}",
+             f"dataset.annotations={ann_path}", "task.tflite_tool_ap=false", "task.tide=true", *YOLO],
+            runs[name],
+        )  # fmt: skip
+    capsys.readouterr()  # the runs' own lines
+    code, out, _ = report(capsys, "diff", runs["int8"], runs["perturbed"], "--format", "json")
+    det = json.loads(out)["detection"]
+    tide = {row["type"]: row for row in det["analysis"]["tide"]}
+    assert all(tide[t]["delta"] > 0 for t in ("Loc", "Cls", "Miss")), tide
+    moved = [row for row in det["per_class"] if row["delta"]]
+    assert moved and all(row["paired"]["interval"] is not None for row in moved)
+    assert det["min_score_source"] == "run A's F1-optimal score threshold"
