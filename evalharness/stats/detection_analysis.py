@@ -215,11 +215,19 @@ def confusion_pairs(cells: list, names: dict[int, str], limit: int | None = None
     return rows[:limit] if limit else rows
 
 
-def analyse(gt: dict, scored: dict, blocks, image_ids: list[int], tide: bool = True) -> dict:
-    """The whole per-run analysis (``metrics.analysis`` of a detection run) from ``evaluate_bbox(...,
-    analysis=True)``'s result and ``blocks()``, the run's per-image detections (see :func:`confusion`)."""
+def _tide(tide, gt: dict, blocks, image_ids: list[int]) -> dict:
     from evalharness.stats.tide import absent, tide_breakdown
 
+    if callable(tide):
+        return tide()
+    return tide_breakdown(gt, blocks, image_ids) if tide else absent(TIDE_OFF)
+
+
+def analyse(gt: dict, scored: dict, blocks, image_ids: list[int], tide=True) -> dict:
+    """The whole per-run analysis (``metrics.analysis`` of a detection run) from ``evaluate_bbox(...,
+    analysis=True)``'s result and ``blocks()``, the run's per-image detections (see :func:`confusion`).
+    ``tide``: compute TIDE here (True), not at all (False), or the function that waits for the
+    breakdown started beside the scoring (:func:`evalharness.stats.tide.tide_in_background`)."""
     acc = scored["accumulated"]
     f1 = f1_threshold(acc["matching"])
     return {
@@ -228,5 +236,5 @@ def analyse(gt: dict, scored: dict, blocks, image_ids: list[int], tide: bool = T
         "pr_curves": pr_curves(acc["precision"]),
         "f1": f1,
         "confusion": confusion(gt, blocks, image_ids, f1["score_threshold"]),
-        "tide": tide_breakdown(gt, blocks, image_ids) if tide else absent(TIDE_OFF),
+        "tide": _tide(tide, gt, blocks, image_ids),
     }

@@ -103,6 +103,36 @@ def tide_breakdown(gt: dict, blocks, image_ids: list[int]) -> dict:
     }
 
 
+def tide_in_background(gt: dict, blocks, image_ids: list[int]):
+    """Start :func:`tide_breakdown` in a child process and return the function that waits for it.
+
+    tidecv is pure Python and single-threaded, as is pycocotools' scoring: run one beside the
+    other and the breakdown costs the time its child takes to start, not its whole pass (on the
+    cores the invoke loop has just left idle). Spawned, not forked: a fresh interpreter inherits none
+    of the runtime's threads. A worker that dies is recorded as TIDE's absence, with why."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    chosen = set(image_ids)
+    data = [(image_id, rows) for image_id, rows in blocks() if image_id in chosen]
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    future = pool.submit(_breakdown_of, gt, data, list(image_ids))
+
+    def finish() -> dict:
+        try:
+            return future.result()
+        except Exception as exc:  # noqa: BLE001 - the child's failure is the record's reason
+            return absent(f"TIDE's worker process failed: {exc!r}")
+        finally:
+            pool.shutdown(wait=True)
+
+    return finish
+
+
+def _breakdown_of(gt: dict, data: list, image_ids: list[int]) -> dict:
+    return tide_breakdown(gt, lambda: iter(data), image_ids)
+
+
 def absent(reason: str) -> dict:
     """The record of a run without TIDE: the same keys as with it (a run's keys are fixed by its
     schema version), every figure None, and why."""

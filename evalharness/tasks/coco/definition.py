@@ -83,6 +83,11 @@ class CocoScorer(Scorer):
         from evalharness.stats.coco_tool_ap import tflite_tool_ap
 
         results = list(self.detections.rows())  # pycocotools scores from one list; freed on return
+        tide = self.tide
+        if self.analysis and self.tide:  # TIDE's pass runs beside pycocotools', in a child process
+            from evalharness.stats.tide import tide_in_background
+
+            tide = tide_in_background(self.annotations, self.detections.blocks, self.image_ids)
         scored = evaluate_bbox(
             self.annotations,
             results,
@@ -110,7 +115,7 @@ class CocoScorer(Scorer):
             from evalharness.stats.detection_analysis import analyse, per_class_curves
 
             blocks, ids = self.detections.blocks, self.image_ids
-            metrics["analysis"] = analyse(self.annotations, scored, blocks, ids, self.tide)
+            metrics["analysis"] = analyse(self.annotations, scored, blocks, ids, tide)
             names = {c["id"]: c["name"] for c in self.annotations["categories"]}
             acc = scored["accumulated"]
             self.curves = per_class_curves(acc["precision"], acc["cat_ids"], names)
