@@ -21,7 +21,9 @@ def runs(tmp_path_factory) -> dict:
 
 
 def test_detection_diff_per_class_and_per_image(runs, capsys):
-    code, out, _ = report(capsys, "diff", runs["reference"], runs["cpu"], "--format", "json")
+    code, out, _ = report(
+        capsys, "diff", runs["reference"], runs["cpu"], "--format", "json", "--min-score", "0"
+    )
     assert code == 0
     doc = json.loads(out)
     names = [r["name"] for r in doc["metrics"]]
@@ -42,6 +44,13 @@ def test_detection_diff_per_class_and_per_image(runs, capsys):
 
     code, text, _ = report(capsys, "diff", runs["reference"], runs["cpu"])
     assert "Per-class AP (largest |delta| first)" in text and "Images with changed boxes" in text
+    # by default boxes count from what A would ship, its F1-optimal threshold, said in the table
+    code, out, _ = report(capsys, "diff", runs["reference"], runs["cpu"], "--format", "json")
+    shipped = json.loads(out)["detection"]
+    assert shipped["min_score"] > 0 and shipped["min_score_source"] == "run A's F1-optimal score threshold"
+    assert shipped["detections"]["a"] < boxes["a"] and len(shipped["changed_images"]) < len(
+        det["changed_images"]
+    )
 
 
 def test_a_run_against_itself_matches_every_box(runs, capsys):
