@@ -313,8 +313,16 @@ def with_export_columns(jobs: list[dict], columns: list[str], rows: list[dict]) 
 
 
 def _label(row: dict, columns: list[str]) -> str:
+    """A run's name in matrices and plots: its varying values, a file by its stem (``model.path``
+    given as a full path made every label a path)."""
     params = columns[1 : columns.index("status")]
-    return ", ".join(str(row[k]) for k in params) or row["run"]
+    return ", ".join(_short(k, row[k]) for k in params) or row["run"]
+
+
+def _short(key: str, value) -> str:
+    if key.endswith(".path") and isinstance(value, str) and "/" in value:
+        return os.path.splitext(os.path.basename(value))[0]
+    return str(value)
 
 
 def parse_baseline(items: list[str]) -> dict[str, str]:
