@@ -66,6 +66,10 @@ class LoopSettings:
     # the same for every input, is ``invalid`` (exit 1) unless allowed here.
     allow_nonfinite: bool = False
     allow_constant_outputs: bool = False
+    # per-op time and placement after the measured loop (any task; runtime/op_profile.py), each op
+    # timed over `op_profile_repeats` invokes as its own sub-model on the run's delegate
+    op_profile: bool = False
+    op_profile_repeats: int = field(default=20, metadata=bounds(1, 10000))
 
 
 @dataclass

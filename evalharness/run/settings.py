@@ -166,6 +166,18 @@ def check_task_needs(definition, dataset: FrozenDict, plan: DelegatePlan, comman
     check_start_up(definition.start_up_passes(), plan, command_line)
 
 
+def check_op_profile(wanted: bool, batch_size: int, runner: str) -> None:
+    """The op profile cuts sub-models and runs them on this host, one sample at a time."""
+    if wanted and batch_size > 1:
+        raise ConfigError(
+            f"loop.op_profile times one sample per invoke: use loop.batch_size=1, not {batch_size}"
+        )
+    if wanted and runner != "host":
+        raise ConfigError(
+            f"loop.op_profile runs sub-models on this host: use runner=host, not runner={runner}"
+        )
+
+
 def validate(
     cfg: DictConfig,
     launcher: dict | None = None,
@@ -216,6 +228,8 @@ def validate(
     definition = definition_class(task)
     definition.check_settings()
     check_task_needs(definition, groups["dataset"], plan, command_line)
+    loop = loop_settings(groups["loop"], overrides or [])
+    check_op_profile(loop.op_profile or definition.op_profile(), loop.batch_size, runner["name"])
     if not groups["model"].get("from_file"):  # a file given alone was checked before it was read
         check_model_file(groups["model"]["path"])
     reference = definition.reference_delegate()
@@ -224,7 +238,7 @@ def validate(
         model=groups["model"],
         dataset=groups["dataset"],
         runtime=groups["runtime"],
-        loop=loop_settings(groups["loop"], overrides or []),
+        loop=loop,
         delegate_plan=plan,
         paths=groups["paths"],
         resolved=freeze(resolved),

@@ -1,0 +1,148 @@
+"""The op profile as people read it: the short top-N table, the CSV, and per-type speed-ups between
+two profiled runs (``report diff``). Pure functions of ``metrics.op_profile`` (the record written by
+``runtime/op_profile.py``); nothing here runs a model."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from evalharness.core.tables import Section
+
+CSV_FILE = "op_profile.csv"
+EXPLORER_FILE = "op_profile.model_explorer.json"
+CSV_COLUMNS = ("index", "type", "name", "backend", "mean_ms", "median_ms", "min_ms", "std_ms", "count")
+
+
+def top_lines(record: dict, n: int = 10) -> list[str]:
+    """The costliest ``n`` ops, the roll-ups per type and backend, and the sum check, as text lines."""
+    ops = sorted(record["ops"], key=lambda o: -o["median_ms"])[:n]
+    total = record["sum_median_ms"] or 1.0
+    lines = [f"Op profile ({record['source']}), top {len(ops)} of {len(record['ops'])} ops by median time:"]
+    lines.append(f"  {'#':>4} {'type':<22} {'backend':<16} {'median ms':>10} {'share':>6}  name")
+    for o in ops:
+        lines.append(
+            f"  {o['index']:>4} {o['type']:<22} {str(o['backend']):<16} {o['median_ms']:>10.3f} "
+            f"{o['median_ms'] / total:>6.1%}  {o['name'][:48]}"
+        )
+    for key, label in (("by_type", "per op type"), ("by_backend", "per backend")):
+        parts = [f"{name} {g['count']}x {g['ms']:.3f} ms" for name, g in list(record[key].items())[:6]]
+        lines.append(f"  {label}: " + "; ".join(parts))
+    p = record["placements"]
+    lines.append(
+        f"  per-op medians sum to {record['sum_median_ms']:.3f} ms vs whole invoke median "
+        f"{record['invoke']['median_ms']:.3f} ms (x{record['sum_over_invoke']:.3f}, within "
+        f"{record['tolerance']:.0%}: {'yes' if record['adds_up'] else 'no'}); placements vs coverage: "
+        f"{p['ops_delegated_by_profile']} vs {p['ops_delegated_by_coverage']} delegated "
+        f"({'agree' if p['agree'] else 'unknown' if p['agree'] is None else 'DISAGREE'})"
+    )
+    if record.get("note"):
+        lines.append(f"  why not: {record['note']}")
+    return lines
+
+
+def csv_text(record: dict) -> str:
+    """One row per op (execution order), the columns of :data:`CSV_COLUMNS`."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for o in record["ops"]:
+        writer.writerow([o[c] if not isinstance(o[c], float) else f"{o[c]:.6f}" for c in CSV_COLUMNS])
+    return out.getvalue()
+
+
+def model_explorer(record: dict) -> dict:
+    """Model Explorer node data: median ms per node (keyed by the op's output tensor name, as
+    ``explain``'s), the backend in the node's label colour."""
+    colours = {}
+    palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")
+    for name in record["by_backend"]:
+        colours[name] = palette[len(colours) % len(palette)]
+    return {
+        "results": {
+            o["name"]: {
+                "value": round(o["median_ms"], 6),
+                "label": str(o["backend"]),
+                "bgColor": colours.get(str(o["backend"])),
+            }
+            for o in record["ops"]
+        },
+        "gradient": [{"stop": 0, "bgColor": "#f7f7f7"}, {"stop": 1, "bgColor": "#d62728"}],
+    }
+
+
+def speedups(a: dict | None, b: dict | None) -> dict | None:
+    """Per op type (and per op, where both runs profiled the same graph): A's time / B's time
+    (> 1: B faster), medians. None unless both runs carry an op profile."""
+    if not a or not b:
+        return None
+    by_type = {}
+    for name, ga in a["by_type"].items():
+        gb = b["by_type"].get(name)
+        if gb:
+            by_type[name] = {
+                "a_ms": ga["ms"],
+                "b_ms": gb["ms"],
+                "speedup": ga["ms"] / gb["ms"] if gb["ms"] else None,
+            }
+    same_graph = [(o["index"], o["type"]) for o in a["ops"]] == [(o["index"], o["type"]) for o in b["ops"]]
+    per_op = None
+    if same_graph:
+        per_op = [
+            {
+                "index": oa["index"],
+                "type": oa["type"],
+                "a_ms": oa["median_ms"],
+                "b_ms": ob["median_ms"],
+                "speedup": oa["median_ms"] / ob["median_ms"] if ob["median_ms"] else None,
+                "a_backend": oa["backend"],
+                "b_backend": ob["backend"],
+            }
+            for oa, ob in zip(a["ops"], b["ops"], strict=True)
+        ]
+    return {
+        "by_type": by_type,
+        "ops": per_op,
+        "same_graph": same_graph,
+        "sources": [a["source"], b["source"]],
+    }
+
+
+def diff_section(doc: dict, n: int = 10) -> list[Section]:
+    """``report diff``'s op-profile section: per-type speed-ups, then the ops that moved most."""
+    sp = doc.get("op_profile")
+    if not sp:
+        return []
+    rows = [
+        [name, f"{r['a_ms']:.3f}", f"{r['b_ms']:.3f}", _x(r["speedup"])] for name, r in sp["by_type"].items()
+    ]
+    sections = [
+        Section(
+            "Op profile: per op type (median ms, speed-up = A/B)", ["op type", "A", "B", "speed-up"], rows
+        )
+    ]
+    if sp["ops"]:
+        moved = sorted((o for o in sp["ops"] if o["speedup"]), key=lambda o: -abs(o["a_ms"] - o["b_ms"]))[:n]
+        sections.append(
+            Section(
+                "Op profile: ops whose time moved most",
+                ["#", "type", "A backend", "B backend", "A", "B", "speed-up"],
+                [
+                    [
+                        str(o["index"]),
+                        o["type"],
+                        str(o["a_backend"]),
+                        str(o["b_backend"]),
+                        f"{o['a_ms']:.3f}",
+                        f"{o['b_ms']:.3f}",
+                        _x(o["speedup"]),
+                    ]
+                    for o in moved
+                ],
+            )
+        )
+    return sections
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
