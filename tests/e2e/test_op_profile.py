@@ -1,0 +1,88 @@
+"""The per-op profile on real models: per-op times against the whole invoke, placements against the
+coverage record, the CSV and Model Explorer files, and ``report diff`` per-type speed-ups.
+
+Lean on purpose (few repeats): the acceptance figures on whole models, EfficientNet-Lite0 on the
+GPU included, come from ``benchmarks/bench_op_profile.py`` (docs/performance.md)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from conftest import MODELS, run_inprocess
+from test_report_classification import report
+
+from evalharness.core.errors import DelegateUnavailableError
+from evalharness.runtime import load_model, plan_delegate
+from evalharness.runtime.compiled import check_vulkan
+from evalharness.runtime.op_profile import profile_ops
+from evalharness.runtime.subgraph import ModelGraph
+
+MNV2 = [
+    f"paths.models_dir={MODELS}",
+    "model=mobilenet_v2_1.0_224_quant",
+    "task=benchmark",
+    "task.num_runs=5",
+    "task.min_secs=0",
+    "task.op_profile=true",
+    "loop.op_profile_repeats=3",
+]
+
+
+def _agrees_or_says_why(profile: dict) -> None:
+    assert profile["placements"]["agree"] is True, profile["placements"]
+    assert profile["adds_up"] == (abs(profile["sum_over_invoke"] - 1) <= profile["tolerance"])
+    assert profile["adds_up"] or "sum to" in profile["note"]
+
+
+@pytest.fixture(scope="module")
+def cpu_runs(tmp_path_factory) -> dict:
+    dirs = {}
+    for threads in (1, 2):
+        dirs[threads] = tmp_path_factory.mktemp(f"t{threads}")
+        run_inprocess([*MNV2, f"delegate.num_threads={threads}"], dirs[threads])
+    return dirs
+
+
+def test_cpu_profile_sums_places_and_writes(cpu_runs):
+    run = cpu_runs[2]
+    profile = json.loads((run / "metrics.json").read_text())["metrics"]["op_profile"]
+    _agrees_or_says_why(profile)
+    assert profile["placements"]["ops_delegated_by_coverage"] == 64  # XNNPACK: all but 2 of 66
+    assert set(profile["by_backend"]) == {"XNNPACK", "builtin kernel"}
+    assert profile["source"].startswith("sub-model timing")
+    rows = list(csv.DictReader((run / "op_profile.csv").open()))
+    assert [int(r["index"]) for r in rows] == list(range(66))
+    assert sum(float(r["median_ms"]) for r in rows) == pytest.approx(profile["sum_median_ms"], rel=1e-4)
+    explorer = json.loads((run / "op_profile.model_explorer.json").read_text())
+    assert len(explorer["results"]) == 66
+    assert "Op profile (sub-model timing" in (run / "results.txt").read_text()
+
+
+def test_diff_of_two_profiled_runs_gives_per_type_speedups(cpu_runs, capsys):
+    code, out, _ = report(capsys, "diff", cpu_runs[1], cpu_runs[2], "--format", "json")
+    assert code == 0
+    ops = json.loads(out)["op_profile"]
+    assert ops["same_graph"] and len(ops["ops"]) == 66
+    assert ops["by_type"]["CONV_2D"]["speedup"] > 0
+    code, out, _ = report(capsys, "diff", cpu_runs[1], cpu_runs[2])
+    assert "Op profile: per op type" in out
+
+
+def test_gpu_profile_of_efficientnet_lite0s_first_ops(tmp_path):
+    """The first 6 ops of EfficientNet-Lite0 (the whole model takes minutes on lavapipe)."""
+    try:
+        check_vulkan()
+    except DelegateUnavailableError as exc:
+        pytest.skip(str(exc))
+    path = ModelGraph(str(MODELS / "efficientnet_lite0_fp32.tflite")).write(
+        str(tmp_path / "cut.tflite"), 0, 6
+    )
+    plan = plan_delegate({"name": "gpu", "use_gpu": True})
+    whole = load_model(path, plan)
+    image = np.random.default_rng(0).random(whole.inputs[0].shape, dtype=np.float32)
+    profile = profile_ops(path, lambda p: load_model(p, plan), whole, [image], repeats=3)
+    _agrees_or_says_why(profile)
+    assert set(profile["by_backend"]) == {"GPU"} and profile["placement_source"] == "each op's own sub-model"
