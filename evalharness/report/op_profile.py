@@ -11,7 +11,18 @@ from evalharness.core.tables import Section
 
 CSV_FILE = "op_profile.csv"
 EXPLORER_FILE = "op_profile.model_explorer.json"
-CSV_COLUMNS = ("index", "type", "name", "backend", "mean_ms", "median_ms", "min_ms", "std_ms", "count")
+CSV_COLUMNS = (
+    "index",
+    "type",
+    "name",
+    "backend",
+    "mean_ms",
+    "median_ms",
+    "min_ms",
+    "max_ms",
+    "std_ms",
+    "count",
+)
 
 
 def top_lines(record: dict, n: int = 10) -> list[str]:

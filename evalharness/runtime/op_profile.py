@@ -51,6 +51,7 @@ def _stats(times: Sequence[float]) -> dict:
         "mean_ms": float(a.mean()),
         "median_ms": float(np.median(a)),
         "min_ms": float(a.min()),
+        "max_ms": float(a.max()),
         "std_ms": float(a.std()),
         "count": int(a.size),
     }
@@ -79,36 +80,34 @@ def profile_ops(
 ) -> dict:
     """Per-op times and placements of ``model_path``.
 
-    ``load(path) -> Model`` loads a file with the run's plan; ``whole`` is the run's loaded model
-    (its invoke time is measured here too, interleaved with nothing else, in the same minute);
-    ``inputs`` one prepared sample."""
+    ``load(path) -> Model`` loads a file with the run's plan; ``whole`` is the run's loaded model,
+    whose invoke time is measured before, between and after the ops (a shared machine's speed
+    drifts within the minute a profile takes); ``inputs`` one prepared sample."""
     graph = ModelGraph(model_path)
+    step = max(1, len(graph.ops) // repeats)  # whole invokes spread between the ops, too
     with tempfile.TemporaryDirectory(prefix="evalharness-opprof-", dir=folder) as tmp:
         acts = _activations(graph, load, inputs, tmp)
-        whole_before = _timed(whole, inputs, repeats)
+        whole_times = _timed(whole, inputs, repeats)
         ops = []
         for op in graph.ops:
-            model = load(
-                graph.write(
-                    os.path.join(tmp, f"op{op.index}.tflite"), op.index, op.index + 1, list(op.outputs)
-                )
+            path = graph.write(
+                os.path.join(tmp, f"op{op.index}.tflite"), op.index, op.index + 1, list(op.outputs)
             )
+            model = load(path)
             tensors = [acts[info.index] for info in model.inputs]
+            times = _timed(model, tensors, repeats)
             ops.append(
-                {
-                    "index": op.index,
-                    "type": op.type,
-                    "name": op.name,
-                    "own_placement": _placement(model),
-                    **_stats(_timed(model, tensors, repeats)),
-                }
+                {"index": op.index, "type": op.type, "name": op.name, "own_placement": _placement(model)}
+                | _stats(times)
             )
             del model
-        whole_after = _timed(whole, inputs, repeats)
+            if op.index % step == step - 1:
+                whole_times += _timed(whole, inputs, 1)
+        whole_times += _timed(whole, inputs, repeats)
     graph_placements = whole.op_placements()
     for op in ops:
         op["backend"] = graph_placements[op["index"]] if graph_placements else op["own_placement"]
-    invoke = _stats([*whole_before, *whole_after])
+    invoke = _stats(whole_times)
     placements = check_placements(ops, whole.coverage.as_dict(), whole.placement[1])
     return summarise(ops, invoke, placements, graph_placements is not None, repeats)
 
@@ -126,7 +125,8 @@ def summarise(ops: list[dict], invoke: dict, placements: dict, from_graph: bool,
     if not adds_up:
         note = (
             f"per-op medians sum to {total:.3f} ms vs {invoke['median_ms']:.3f} ms per whole invoke "
-            f"(x{ratio:.2f}): each op's sub-model pays one invoke's fixed cost and its own input and "
+            f"(x{ratio:.2f}; the whole invoke ranged {invoke['min_ms']:.3f}..{invoke['max_ms']:.3f} ms "
+            f"meanwhile): each op's sub-model pays one invoke's fixed cost and its own input and "
             f"output traffic (on an accelerator: upload and readback; at most {overhead:.3f} ms, the "
             f"cheapest op's time) that the whole graph pays once ({len(ops)} ops), and ops the "
             "delegate fuses or keeps on the device in the whole graph run alone"

@@ -17,6 +17,7 @@ def _ops(times: list[float], backends: list[str]) -> list[dict]:
             "mean_ms": t,
             "median_ms": t,
             "min_ms": t,
+            "max_ms": t,
             "std_ms": 0.0,
             "count": 3,
         }
@@ -27,7 +28,14 @@ def _ops(times: list[float], backends: list[str]) -> list[dict]:
 def _record(times, backends, invoke_ms, delegated):
     ops = _ops(times, backends)
     placements = check_placements(ops, {"ops_delegated": delegated}, "builtin kernel")
-    invoke = {"mean_ms": invoke_ms, "median_ms": invoke_ms, "min_ms": invoke_ms, "std_ms": 0.0, "count": 6}
+    invoke = {
+        "mean_ms": invoke_ms,
+        "median_ms": invoke_ms,
+        "min_ms": invoke_ms,
+        "max_ms": invoke_ms,
+        "std_ms": 0.0,
+        "count": 6,
+    }
     return summarise(ops, invoke, placements, True, 3)
 
 
