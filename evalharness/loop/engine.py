@@ -68,6 +68,9 @@ class LoopSettings:
     allow_constant_outputs: bool = False
     # per-op time and placement after the measured loop (any task; runtime/op_profile.py), each op
     # timed over `op_profile_repeats` invokes as its own sub-model on the run's delegate
+    # off | auto | PxT: the run as P processes x T interpreter threads over shards, merged exactly
+    # (evalharness/run/parallel.py; auto measures the splits of the cores)
+    parallel: str = "off"
     op_profile: bool = False
     op_profile_repeats: int = field(default=20, metadata=bounds(1, 10000))
 

@@ -25,6 +25,7 @@ from evalharness.loop.engine import LoopSettings
 from evalharness.loop.shape import given_workers
 from evalharness.report.tracking import check_tracking
 from evalharness.run.model_settings import check_model_file, infer_model_settings
+from evalharness.run.parallel import check as check_parallel
 from evalharness.run.renamed_keys import renamed_in_group
 from evalharness.run.thread_budget import thread_budget
 from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
@@ -230,6 +231,7 @@ def validate(
     check_task_needs(definition, groups["dataset"], plan, command_line)
     loop = loop_settings(groups["loop"], overrides or [])
     check_op_profile(loop.op_profile or definition.op_profile(), loop.batch_size, runner["name"])
+    check_parallel(loop.parallel, definition, groups["dataset"]["shard"]["count"], command_line)
     if not groups["model"].get("from_file"):  # a file given alone was checked before it was read
         check_model_file(groups["model"]["path"])
     reference = definition.reference_delegate()
