@@ -1,0 +1,56 @@
+"""loop.parallel's pure parts: the setting, the candidate splits, the shard processes' overrides."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalharness.core.errors import ConfigError
+from evalharness.run.parallel import candidates, check, parse, shard_overrides
+
+
+def test_parse_accepts_off_auto_and_p_by_t_only():
+    assert parse("off") == "off" and parse("AUTO") == "auto" and parse("2x1") == (2, 1)
+    for bad in ("3", "0x2", "2x", "x2", "two"):
+        with pytest.raises(ConfigError, match="use off, auto or PxT"):
+            parse(bad)
+
+
+def test_candidates_split_the_cores_exactly():
+    assert candidates(2) == [(1, 2), (2, 1)]
+    assert candidates(16) == [(1, 16), (2, 8), (4, 4), (8, 2), (16, 1)]
+    assert candidates(1) == [(1, 1)]
+
+
+def test_shard_overrides_replace_what_the_parent_sets():
+    given = ["model=m", "loop.parallel=auto", "delegate.num_threads=4", "dataset.shard.count=1", "+x=1"]
+    out = shard_overrides(given, 2, 1, 1, "/r/parallel/shard_1")
+    assert out == [
+        "model=m",
+        "+x=1",
+        "loop.parallel=off",
+        "dataset.shard.count=2",
+        "dataset.shard.index=1",
+        "delegate.num_threads=1",
+        "hydra.run.dir=/r/parallel/shard_1",
+        "loop.progress=false",
+    ]
+
+
+class _Task:
+    name = "t"
+
+    def __init__(self, mergeable: bool) -> None:
+        self._mergeable = mergeable
+
+    def mergeable(self) -> bool:
+        return self._mergeable
+
+
+def test_check_refuses_what_cannot_be_sharded_and_merged():
+    check("off", _Task(False), 4, False)  # off: nothing to check
+    with pytest.raises(ConfigError, match="cannot be split into shards"):
+        check("auto", _Task(False), 1, True)
+    with pytest.raises(ConfigError, match="drop dataset.shard.count=2"):
+        check("2x1", _Task(True), 2, True)
+    with pytest.raises(ConfigError, match="repeats the command line"):
+        check("2x1", _Task(True), 1, False)
