@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import io
 
-from evalharness.core.tables import Section
+from evalharness.core.tables import Section, render_text
 
 CSV_FILE = "op_profile.csv"
 EXPLORER_FILE = "op_profile.model_explorer.json"
@@ -25,31 +25,44 @@ CSV_COLUMNS = (
 )
 
 
-def top_lines(record: dict, n: int = 10) -> list[str]:
-    """The costliest ``n`` ops, the roll-ups per type and backend, and the sum check, as text lines."""
-    ops = sorted(record["ops"], key=lambda o: -o["median_ms"])[:n]
+def run_sections(record: dict, n: int = 10) -> list[Section]:
+    """One run's op profile as tables: the costliest ``n`` ops, per op type, per backend, and the
+    sum and placement checks as notes (``results.txt``, ``report analysis`` in every format)."""
     total = record["sum_median_ms"] or 1.0
-    lines = [f"Op profile ({record['source']}), top {len(ops)} of {len(record['ops'])} ops by median time:"]
-    lines.append(f"  {'#':>4} {'type':<22} {'backend':<16} {'median ms':>10} {'share':>6}  name")
-    for o in ops:
-        lines.append(
-            f"  {o['index']:>4} {o['type']:<22} {str(o['backend']):<16} {o['median_ms']:>10.3f} "
-            f"{o['median_ms'] / total:>6.1%}  {o['name'][:48]}"
-        )
-    for key, label in (("by_type", "per op type"), ("by_backend", "per backend")):
-        parts = [f"{name} {g['count']}x {g['ms']:.3f} ms" for name, g in list(record[key].items())[:6]]
-        lines.append(f"  {label}: " + "; ".join(parts))
+    ops = sorted(record["ops"], key=lambda o: -o["median_ms"])[:n]
+    top = [
+        [str(o["index"]), o["type"], str(o["backend"]), f"{o['median_ms']:.3f}",
+         f"{o['median_ms'] / total:.1%}", o["name"][:48]]
+        for o in ops
+    ]  # fmt: skip
     p = record["placements"]
-    lines.append(
-        f"  per-op medians sum to {record['sum_median_ms']:.3f} ms vs whole invoke median "
+    verdict = "agree" if p["agree"] else "unknown" if p["agree"] is None else "DISAGREE"
+    notes = [
+        f"source: {record['source']}; placement from {record['placement_source']}",
+        f"per-op medians sum to {record['sum_median_ms']:.3f} ms vs whole invoke median "
         f"{record['invoke']['median_ms']:.3f} ms (x{record['sum_over_invoke']:.3f}, within "
-        f"{record['tolerance']:.0%}: {'yes' if record['adds_up'] else 'no'}); placements vs coverage: "
-        f"{p['ops_delegated_by_profile']} vs {p['ops_delegated_by_coverage']} delegated "
-        f"({'agree' if p['agree'] else 'unknown' if p['agree'] is None else 'DISAGREE'})"
-    )
-    if record.get("note"):
-        lines.append(f"  why not: {record['note']}")
-    return lines
+        f"{record['tolerance']:.0%}: {'yes' if record['adds_up'] else 'no'})",
+        f"placements vs coverage: {p['ops_delegated_by_profile']} vs {p['ops_delegated_by_coverage']} "
+        f"delegated ({verdict})",
+        *([f"why not: {record['note']}"] if record.get("note") else []),
+    ]
+    return [
+        Section(f"Op profile: top {len(ops)} of {len(record['ops'])} ops by median time",
+                ["#", "type", "backend", "median ms", "share", "name"], top, key="op-profile"),
+        _rollup("Op profile: per op type", "op type", record["by_type"]),
+        _rollup("Op profile: per backend", "backend", record["by_backend"], notes),
+    ]  # fmt: skip
+
+
+def _rollup(title: str, what: str, groups: dict, notes: list[str] | None = None) -> Section:
+    ranked = sorted(groups.items(), key=lambda kv: -kv[1]["ms"])  # metrics.json stores keys sorted
+    rows = [[name, str(g["count"]), f"{g['ms']:.3f}", f"{g['share']:.1%}"] for name, g in ranked]
+    return Section(title, [what, "ops", "median ms", "share"], rows, notes or [])
+
+
+def top_lines(record: dict, n: int = 10) -> list[str]:
+    """The op profile's lines in ``results.txt`` and on the terminal."""
+    return render_text("Op profile", run_sections(record, n)).splitlines()
 
 
 def csv_text(record: dict) -> str:
@@ -125,7 +138,8 @@ def diff_section(doc: dict, n: int = 10) -> list[Section]:
     if not sp:
         return []
     rows = [
-        [name, f"{r['a_ms']:.3f}", f"{r['b_ms']:.3f}", _x(r["speedup"])] for name, r in sp["by_type"].items()
+        [name, f"{r['a_ms']:.3f}", f"{r['b_ms']:.3f}", _x(r["speedup"])]
+        for name, r in sorted(sp["by_type"].items(), key=lambda kv: -kv[1]["a_ms"])
     ]
     sections = [
         Section(

@@ -58,7 +58,7 @@ def test_cpu_profile_sums_places_and_writes(cpu_runs):
     assert sum(float(r["median_ms"]) for r in rows) == pytest.approx(profile["sum_median_ms"], rel=1e-4)
     explorer = json.loads((run / "op_profile.model_explorer.json").read_text())
     assert len(explorer["results"]) == 66
-    assert "Op profile (sub-model timing" in (run / "results.txt").read_text()
+    assert "source: sub-model timing" in (run / "results.txt").read_text()
 
 
 def test_diff_of_two_profiled_runs_gives_per_type_speedups(cpu_runs, capsys):
@@ -69,6 +69,8 @@ def test_diff_of_two_profiled_runs_gives_per_type_speedups(cpu_runs, capsys):
     assert ops["by_type"]["CONV_2D"]["speedup"] > 0
     code, out, _ = report(capsys, "diff", cpu_runs[1], cpu_runs[2])
     assert "Op profile: per op type" in out
+    code, out, _ = report(capsys, "analysis", cpu_runs[2], "--format", "html")  # benchmark: the profile only
+    assert code == 0 and "Op profile: top 20 of 66 ops" in out and "Op profile: per backend" in out
 
 
 def test_gpu_profile_of_efficientnet_lite0s_first_ops(tmp_path):
