@@ -4,6 +4,7 @@ reference pass of a task that compares against one, and the measured loop."""
 from __future__ import annotations
 
 import signal
+import sys
 from typing import NamedTuple
 
 from evalharness.core.errors import EvalHarnessError
@@ -59,8 +60,11 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
     finally:
         writer.close()
     profile = None
-    if (rp.loop.op_profile or rp.definition.op_profile()) and result.status == "complete":
-        profile = op_profile(rp, task, model)
+    if rp.loop.op_profile or rp.definition.op_profile():
+        if result.status == "complete":
+            profile = op_profile(rp, task, model)
+        else:  # never silently absent: the run's figures stop where the loop stopped
+            print(f"op profile skipped: the run did not complete ({result.stop_reason})", file=sys.stderr)
     return Ran(writer, model, result, reference, start_up, profile)
 
 

@@ -19,9 +19,11 @@ candidate); the record (``provenance.parallel``) says so and keeps every candida
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -34,14 +36,15 @@ from evalharness.report.runs import ReportError
 from evalharness.run.start_up import child_failed
 from evalharness.run.thread_budget import available_cores
 from evalharness.rundir.document import has_document
-from evalharness.rundir.files import METRICS_FILE, RESULTS_FILE
+from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE
 
 OFF, AUTO = "off", "auto"
 _GIVEN = re.compile(r"^(\d+)x(\d+)$")
 # Overrides a shard process sets itself.
+# (loop.resume / loop.overwrite pass through: an interrupted parallel run resumes shard by shard.)
 _OWN_KEYS = (
     "loop.parallel=", "dataset.shard.", "delegate.num_threads=", "hydra.run.dir=", "hydra.sweep.dir=",
-    "loop.resume=", "loop.overwrite=", "loop.progress=",
+    "loop.progress=",
 )  # fmt: skip
 SHARDS_DIR = "parallel"
 WINDOW_S, ROUNDS = 0.5, 2
@@ -155,12 +158,16 @@ def run_parallel(rp, run_dir: str, overrides: list[str]) -> dict:
     """Choose P × T, run the shard processes at once, merge them into ``run_dir``."""
     from evalharness.report.merge import merge_runs
 
-    if has_document(run_dir):
-        raise ConfigError(
-            f"loop.parallel writes a new run: {run_dir} already holds one; choose another hydra.run.dir"
-        )
+    _take_over(run_dir, rp.loop.resume, rp.loop.overwrite)
     cores = available_cores()
     asked = parse(rp.loop.parallel)
+    prior = sorted(glob.glob(os.path.join(run_dir, SHARDS_DIR, "shard_*")))
+    if rp.loop.resume and prior and (asked == AUTO or asked[0] != len(prior)):
+        raise ConfigError(
+            f"loop.parallel={rp.loop.parallel} with loop.resume=true: the interrupted run has "
+            f"{len(prior)} shards in {os.path.join(run_dir, SHARDS_DIR)}; give its split, "
+            f"loop.parallel={len(prior)}xT"
+        )
     record: dict = {"requested": str(rp.loop.parallel), "cores": cores}
     if asked == AUTO:
         cal = calibrate(rp.model["path"], rp.delegate_plan, rp.runtime["name"], cores)
@@ -171,31 +178,64 @@ def run_parallel(rp, run_dir: str, overrides: list[str]) -> dict:
     print(f"loop.parallel: {p} process(es) x {t} thread(s) ({record['source']})", file=sys.stderr, flush=True)
     dirs = [os.path.join(run_dir, SHARDS_DIR, f"shard_{i}") for i in range(p)]
     start = time.perf_counter()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "evalharness", *shard_overrides(overrides, p, i, t, d)],
+    todo = [i for i, d in enumerate(dirs) if not (rp.loop.resume and _status(d) == "complete")]
+    procs = {
+        i: subprocess.Popen(
+            [sys.executable, "-m", "evalharness", *shard_overrides(overrides, p, i, t, dirs[i])],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for i, d in enumerate(dirs)
-    ]
-    errors = [proc.communicate()[1] for proc in procs]
+        for i in todo
+    }
+    errors = {i: proc.communicate()[1] for i, proc in procs.items()}
     wall = time.perf_counter() - start
-    for i, (proc, err) in enumerate(zip(procs, errors, strict=True)):
+    for i, proc in procs.items():
         if proc.returncode != 0:
-            raise child_failed(f"loop.parallel: shard {i} of {p}", proc.returncode, err, dirs[i])
+            raise child_failed(f"loop.parallel: shard {i} of {p}", proc.returncode, errors[i], dirs[i])
     images = sum(_count(d) for d in dirs)
     record |= {"processes": p, "threads_per_process": t, "wall_s": wall, "images_per_s": images / wall}
+    if rp.loop.resume:  # part of the samples ran in an earlier session: no one-session throughput
+        record |= {"images_per_s": None, "resumed": True, "shards_run_now": todo}
     record["shards"] = [os.path.relpath(d, run_dir) for d in dirs]
     try:
         doc = merge_runs(dirs, run_dir, {"parallel": record})
     except ReportError as exc:
         raise RunStopped(f"loop.parallel: the shards could not be merged: {exc}") from None
-    print(f"loop.parallel: {images} samples in {wall:.1f} s = {images / wall:.1f} /s over {p} process(es)")
+    rate = "resumed" if rp.loop.resume else f"{images / wall:.1f} /s"
+    print(f"loop.parallel: {images} samples, {wall:.1f} s in this session ({rate}) over {p} process(es)")
     with open(os.path.join(run_dir, RESULTS_FILE), encoding="utf-8") as f:
         print(f.read(), end="")
     return doc
+
+
+def _take_over(run_dir: str, resume: bool, overwrite: bool) -> None:
+    """A run already in ``run_dir``: replaced (overwrite, its shards too), continued (resume: the
+    parent's own record goes, the shards resume), else refused, as a single run's claim does."""
+    status = _status(run_dir)
+    if status is None:
+        return
+    if not (resume or overwrite):
+        raise ConfigError(
+            f"{run_dir} already holds a {status} run; loop.resume=true continues it, "
+            "loop.overwrite=true replaces it, or choose another hydra.run.dir"
+        )
+    if resume and not overwrite and status == "complete":
+        raise ConfigError(
+            f"{run_dir} holds a complete run: nothing to resume (loop.overwrite=true redoes it)"
+        )
+    for name in (METRICS_FILE, RESULTS_FILE, PREDICTIONS_FILE):
+        if os.path.exists(os.path.join(run_dir, name)):
+            os.unlink(os.path.join(run_dir, name))
+    if overwrite:
+        shutil.rmtree(os.path.join(run_dir, SHARDS_DIR), ignore_errors=True)
+
+
+def _status(run_dir: str) -> str | None:
+    if not has_document(run_dir):
+        return None
+    with open(os.path.join(run_dir, METRICS_FILE), encoding="utf-8") as f:
+        return str(json.load(f).get("status", "unknown"))
 
 
 def _count(shard_dir: str) -> int:
