@@ -25,5 +25,12 @@ def test_parallel_auto_chooses_a_split_and_merges_to_the_single_run(tmp_path, va
     }
     assert doc["merged"]["processes"] == par["processes"] == len(par["shards"])
     assert "loop.parallel: " in proc.stderr and "Top-1 Accuracy" in proc.stdout
-    again = run_cli([*VAL50, f"model={MODEL}", "loop.parallel=2x1", f"hydra.run.dir={out}"], cwd=tmp_path)
-    assert again.returncode == 2 and "already holds one" in again.stderr
+    split = f"loop.parallel={par['processes']}x{par['threads_per_process']}"
+    (out / "metrics.json").unlink()  # cut off after the shards finished, before the merge
+    resumed = run_cli(
+        [*VAL50, f"model={MODEL}", split, "loop.resume=true", f"hydra.run.dir={out}"], cwd=tmp_path
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    doc = json.loads((out / "metrics.json").read_text())
+    assert doc["metrics"] == single["metrics"] and doc["provenance"]["parallel"]["images_per_s"] is None
+    assert doc["provenance"]["parallel"]["shards_run_now"] == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evalharness.core.errors import ConfigError
-from evalharness.run.parallel import candidates, check, parse, shard_overrides
+from evalharness.run.parallel import _take_over, candidates, check, parse, shard_overrides
 
 
 def test_parse_accepts_off_auto_and_p_by_t_only():
@@ -54,3 +54,18 @@ def test_check_refuses_what_cannot_be_sharded_and_merged():
         check("2x1", _Task(True), 2, True)
     with pytest.raises(ConfigError, match="repeats the command line"):
         check("2x1", _Task(True), 1, False)
+
+
+def test_a_run_already_there_is_refused_continued_or_replaced_like_a_single_run(tmp_path):
+    (tmp_path / "parallel" / "shard_0").mkdir(parents=True)
+    (tmp_path / "metrics.json").write_text('{"status": "complete"}')
+    with pytest.raises(ConfigError, match="already holds a complete run; loop.resume=true"):
+        _take_over(str(tmp_path), resume=False, overwrite=False)
+    with pytest.raises(ConfigError, match="nothing to resume"):
+        _take_over(str(tmp_path), resume=True, overwrite=False)
+    (tmp_path / "metrics.json").write_text('{"status": "partial"}')
+    _take_over(str(tmp_path), resume=True, overwrite=False)  # the parent's record goes, shards stay
+    assert not (tmp_path / "metrics.json").exists() and (tmp_path / "parallel" / "shard_0").is_dir()
+    (tmp_path / "metrics.json").write_text('{"status": "complete"}')
+    _take_over(str(tmp_path), resume=False, overwrite=True)
+    assert not (tmp_path / "metrics.json").exists() and not (tmp_path / "parallel").exists()
