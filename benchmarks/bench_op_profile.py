@@ -1,6 +1,6 @@
 """Op profile acceptance figures on whole models (not a unit test; minutes on lavapipe):
 
-    python benchmarks/bench_op_profile.py [--repeats 10] [--only cpu|gpu]
+    python benchmarks/bench_op_profile.py [--repeats 10] [--only cpu|gpu] [--threads 2]
 
 MobileNet v2 quant on delegate=cpu (2 threads) and EfficientNet-Lite0 float32 on delegate=gpu
 (Mesa lavapipe where no GPU exists): per-op medians summed against the whole invoke's median
@@ -24,8 +24,8 @@ from evalharness.runtime.op_profile import profile_ops
 
 MODELS = Path(__file__).resolve().parents[2] / "shared" / "assets" / "models"
 CASES = {
-    "cpu": ("mobilenet_v2_1.0_224_quant.tflite", {"name": "cpu", "num_threads": 2}),
-    "gpu": ("efficientnet_lite0_fp32.tflite", {"name": "gpu", "use_gpu": True, "num_threads": 2}),
+    "cpu": ("mobilenet_v2_1.0_224_quant.tflite", {"name": "cpu"}),
+    "gpu": ("efficientnet_lite0_fp32.tflite", {"name": "gpu", "use_gpu": True}),
 }
 
 
@@ -33,11 +33,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--only", choices=sorted(CASES))
+    parser.add_argument("--threads", type=int, default=2, help="delegate.num_threads (default 2)")
     args = parser.parse_args()
     for name, (model, delegate) in CASES.items():
         if args.only and name != args.only:
             continue
         path = str(MODELS / model)
+        delegate = {**delegate, "num_threads": args.threads}
         plan = plan_delegate(delegate)
         start = time.perf_counter()
         whole = load_model(path, plan)
@@ -49,7 +51,10 @@ def main() -> int:
             for i in whole.inputs
         ]
         profile = profile_ops(path, lambda p, plan=plan: load_model(p, plan), whole, inputs, args.repeats)
-        print(f"== {model} on delegate={delegate['name']} ({time.perf_counter() - start:.0f} s)")
+        print(
+            f"== {model} on delegate={delegate['name']}, {args.threads} thread(s) "
+            f"({time.perf_counter() - start:.0f} s)"
+        )
         print("\n".join(top_lines(profile, 5)))
     return 0
 

@@ -41,7 +41,8 @@ def run_sections(record: dict, n: int = 10) -> list[Section]:
         f"source: {record['source']}; placement from {record['placement_source']}",
         f"per-op medians sum to {record['sum_median_ms']:.3f} ms vs whole invoke median "
         f"{record['invoke']['median_ms']:.3f} ms (x{record['sum_over_invoke']:.3f}, within "
-        f"{record['tolerance']:.0%}: {'yes' if record['adds_up'] else 'no'})",
+        f"{record['tolerance']:.0%}: {'yes' if record['adds_up'] else 'no'}); against its process CPU "
+        f"time {record['invoke']['cpu_median_ms']:.3f} ms: x{record['sum_over_invoke_cpu']:.3f}",
         f"placements vs coverage: {p['ops_delegated_by_profile']} vs {p['ops_delegated_by_coverage']} "
         f"delegated ({verdict})",
         *([f"why not: {record['note']}"] if record.get("note") else []),
