@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 
 import numpy as np
 from tqdm import tqdm
@@ -134,11 +135,16 @@ def peak_rss_mb() -> float:
     return maxrss / 2**20 if sys.platform == "darwin" else maxrss / 1024
 
 
-def prepared(task: Task, samples: Iterable, workers: int, prefetch: int) -> Iterator[tuple[object, object]]:
+def prepared(
+    task: Task, samples: Iterable, workers: int, prefetch: int, phased: bool = False
+) -> Iterator[tuple[object, object]]:
     """(sample, tensors or the DataError preparing it raised), in sample order.
 
     With workers > 0 a bounded window of ``prefetch`` samples is prepared ahead on a thread pool;
     consuming the futures in submission order keeps results deterministic whatever the timing.
+    ``phased``: the window (at least ``workers`` samples) is prepared on all ``workers`` threads at
+    once and only then handed out, so no preparation runs while the interpreter's threads do: the
+    cores alternate between all preparing and all invoking (``loop.shape=phased``).
     """
 
     def attempt(sample):
@@ -152,6 +158,15 @@ def prepared(task: Task, samples: Iterable, workers: int, prefetch: int) -> Iter
             yield sample, attempt(sample)
         return
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prepare")
+    if phased:
+        try:
+            it = iter(samples)
+            while chunk := list(islice(it, max(prefetch, workers))):
+                ready = list(pool.map(attempt, chunk))  # the whole phase, before any of it is invoked
+                yield from zip(chunk, ready, strict=True)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return
     try:
         it, window = iter(samples), deque()
         for sample in it:
@@ -304,7 +319,9 @@ def run_loop(
         if model.batch_size and result.shape.shape == "auto":  # a runner's round trips, not invoke cycles
             result.shape = LoopShape("pipelined", settings.workers, "the runner batches samples")
         items = shaped(
-            lambda samples, workers: prepared(task, samples, workers, settings.prefetch),
+            lambda samples, workers, phased=False: prepared(
+                task, samples, workers, settings.prefetch, phased
+            ),
             todo,
             total,
             result.shape,
