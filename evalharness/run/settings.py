@@ -167,8 +167,14 @@ def check_task_needs(definition, dataset: FrozenDict, plan: DelegatePlan, comman
     check_start_up(definition.start_up_passes(), plan, command_line)
 
 
-def check_op_profile(wanted: bool, batch_size: int, runner: str) -> None:
-    """The op profile cuts sub-models and runs them on this host, one sample at a time."""
+def check_op_profile(wanted: bool, batch_size: int, runner: str, parallel: str) -> None:
+    """The op profile cuts sub-models and runs them on this host, one sample at a time, in the
+    run's own process (a merge of shard runs rescores their records and keeps no profile)."""
+    if wanted and str(parallel).lower() != "off":
+        raise ConfigError(
+            f"loop.op_profile with loop.parallel={parallel}: the merged run would keep no profile; "
+            "profile with loop.parallel=off (the per-op times do not depend on the split)"
+        )
     if wanted and batch_size > 1:
         raise ConfigError(
             f"loop.op_profile times one sample per invoke: use loop.batch_size=1, not {batch_size}"
@@ -230,7 +236,9 @@ def validate(
     definition.check_settings()
     check_task_needs(definition, groups["dataset"], plan, command_line)
     loop = loop_settings(groups["loop"], overrides or [])
-    check_op_profile(loop.op_profile or definition.op_profile(), loop.batch_size, runner["name"])
+    check_op_profile(
+        loop.op_profile or definition.op_profile(), loop.batch_size, runner["name"], loop.parallel
+    )
     check_parallel(loop.parallel, definition, groups["dataset"]["shard"]["count"], command_line)
     if not groups["model"].get("from_file"):  # a file given alone was checked before it was read
         check_model_file(groups["model"]["path"])

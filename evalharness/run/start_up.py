@@ -30,7 +30,7 @@ CACHE_FOLDER = "compile_cache"
 # Overrides a pass sets itself (its caches, its run directory, no resume or progress bar).
 _OWN_KEYS = (
     "task.start_up=", "delegate.compile_cache_dir=", "hydra.run.dir=", "hydra.sweep.dir=",
-    "loop.resume=", "loop.overwrite=", "loop.progress=",
+    "loop.resume=", "loop.overwrite=", "loop.progress=", "loop.op_profile=", "task.op_profile=",
 )  # fmt: skip
 
 
@@ -67,6 +67,7 @@ def child_overrides(overrides: list[str], cache_dir: str, run_dir: str) -> list[
         f"delegate.compile_cache_dir={cache_dir}",
         f"hydra.run.dir={run_dir}",
         "loop.progress=false",
+        "loop.op_profile=false",  # a pass measures start-up; the profile is the parent's
     ]
 
 

@@ -69,3 +69,17 @@ def test_a_run_already_there_is_refused_continued_or_replaced_like_a_single_run(
     (tmp_path / "metrics.json").write_text('{"status": "complete"}')
     _take_over(str(tmp_path), resume=False, overwrite=True)
     assert not (tmp_path / "metrics.json").exists() and not (tmp_path / "parallel").exists()
+
+
+def test_op_profile_is_refused_where_it_could_not_be_kept_or_run():
+    from evalharness.run.settings import check_op_profile
+
+    check_op_profile(True, 1, "host", "off")
+    check_op_profile(False, 8, "adb", "auto")  # not asked for: nothing to refuse
+    for args, words in (
+        ((True, 1, "host", "2x1"), "the merged run would keep no profile"),
+        ((True, 8, "host", "off"), "use loop.batch_size=1"),
+        ((True, 1, "adb", "off"), "use runner=host"),
+    ):
+        with pytest.raises(ConfigError, match=words):
+            check_op_profile(*args)
