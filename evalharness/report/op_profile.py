@@ -98,9 +98,12 @@ def model_explorer(record: dict) -> dict:
 
 def speedups(a: dict | None, b: dict | None) -> dict | None:
     """Per op type (and per op, where both runs profiled the same graph): A's time / B's time
-    (> 1: B faster), medians. None unless both runs carry an op profile."""
-    if not a or not b:
+    (> 1: B faster), medians. None when neither run carries an op profile; ``only`` names the one
+    that does when only one does (said in the diff, never silently dropped)."""
+    if not a and not b:
         return None
+    if not a or not b:
+        return {"only": "A" if a else "B"}
     by_type = {}
     for name, ga in a["by_type"].items():
         gb = b["by_type"].get(name)
@@ -138,6 +141,11 @@ def diff_section(doc: dict, n: int = 10) -> list[Section]:
     sp = doc.get("op_profile")
     if not sp:
         return []
+    if "only" in sp:
+        note = (
+            f"only run {sp['only']} has an op profile: profile both (loop.op_profile=true) to compare per op"
+        )
+        return [Section("Op profile", notes=[note], key="op-profile-diff")]
     rows = [
         [name, f"{r['a_ms']:.3f}", f"{r['b_ms']:.3f}", _x(r["speedup"])]
         for name, r in sorted(sp["by_type"].items(), key=lambda kv: -kv[1]["a_ms"])

@@ -64,7 +64,8 @@ def test_speedups_per_type_and_per_op_only_for_the_same_graph():
     b = _record([1.0, 1.0], ["XNNPACK"] * 2, 2.0, 2)
     sp = speedups(a, b)
     assert sp["by_type"]["CONV_2D"]["speedup"] == 4.0 and sp["ops"][0]["speedup"] == 2.0
-    assert speedups(a, None) is None
+    assert speedups(None, None) is None and speedups(a, None) == {"only": "A"}
+    assert "only run A has an op profile" in diff_section({"op_profile": {"only": "A"}})[0].notes[0]
     other = _record([1.0, 1.0, 1.0], ["XNNPACK"] * 3, 3.0, 3)
     assert speedups(a, other)["ops"] is None
     titles = [s.title for s in diff_section({"op_profile": sp})]
