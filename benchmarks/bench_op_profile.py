@@ -6,7 +6,7 @@ MobileNet v2 quant on delegate=cpu (2 threads) and EfficientNet-Lite0 float32 on
 (Mesa lavapipe where no GPU exists): per-op medians summed against the whole invoke's median
 measured in the same minute, placements against the coverage record, per backend and per type.
 The tests (tests/e2e/test_op_profile.py) check the same on fewer repeats and, on the GPU, on the
-first 6 ops only.
+first 4 ops only.
 """
 
 from __future__ import annotations

@@ -38,16 +38,14 @@ def _agrees_or_says_why(profile: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def cpu_runs(tmp_path_factory) -> dict:
-    dirs = {}
-    for threads in (1, 2):
-        dirs[threads] = tmp_path_factory.mktemp(f"t{threads}")
-        run_inprocess([*MNV2, f"delegate.num_threads={threads}"], dirs[threads])
-    return dirs
+def cpu_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("mnv2")
+    run_inprocess([*MNV2, "delegate.num_threads=2"], run)
+    return run
 
 
-def test_cpu_profile_sums_places_and_writes(cpu_runs):
-    run = cpu_runs[2]
+def test_cpu_profile_sums_places_and_writes(cpu_run):
+    run = cpu_run
     profile = json.loads((run / "metrics.json").read_text())["metrics"]["op_profile"]
     _agrees_or_says_why(profile)
     assert profile["placements"]["ops_delegated_by_coverage"] == 64  # XNNPACK: all but 2 of 66
@@ -61,26 +59,28 @@ def test_cpu_profile_sums_places_and_writes(cpu_runs):
     assert "source: sub-model timing" in (run / "results.txt").read_text()
 
 
-def test_diff_of_two_profiled_runs_gives_per_type_speedups(cpu_runs, capsys):
-    code, out, _ = report(capsys, "diff", cpu_runs[1], cpu_runs[2], "--format", "json")
+def test_diff_of_two_profiled_runs_gives_per_type_speedups(cpu_run, capsys):
+    """The run against itself: every per-type and per-op speed-up is exactly 1 (the arithmetic and
+    the plumbing; real speed-ups between runs are in docs/performance.md)."""
+    code, out, _ = report(capsys, "diff", cpu_run, cpu_run, "--format", "json")
     assert code == 0
     ops = json.loads(out)["op_profile"]
     assert ops["same_graph"] and len(ops["ops"]) == 66
-    assert ops["by_type"]["CONV_2D"]["speedup"] > 0
-    code, out, _ = report(capsys, "diff", cpu_runs[1], cpu_runs[2])
+    assert {r["speedup"] for r in ops["by_type"].values()} == {1.0}
+    code, out, _ = report(capsys, "diff", cpu_run, cpu_run)
     assert "Op profile: per op type" in out
-    code, out, _ = report(capsys, "analysis", cpu_runs[2], "--format", "html")  # benchmark: the profile only
+    code, out, _ = report(capsys, "analysis", cpu_run, "--format", "html")  # benchmark: the profile only
     assert code == 0 and "Op profile: top 20 of 66 ops" in out and "Op profile: per backend" in out
 
 
 def test_gpu_profile_of_efficientnet_lite0s_first_ops(tmp_path):
-    """The first 6 ops of EfficientNet-Lite0 (the whole model takes minutes on lavapipe)."""
+    """The first 4 ops of EfficientNet-Lite0 (the whole model takes minutes on lavapipe)."""
     try:
         check_vulkan()
     except DelegateUnavailableError as exc:
         pytest.skip(str(exc))
     path = ModelGraph(str(MODELS / "efficientnet_lite0_fp32.tflite")).write(
-        str(tmp_path / "cut.tflite"), 0, 6
+        str(tmp_path / "cut.tflite"), 0, 4
     )
     plan = plan_delegate({"name": "gpu", "use_gpu": True})
     whole = load_model(path, plan)
