@@ -60,10 +60,17 @@ def parse(value: str) -> tuple[int, int] | str:
     raise ConfigError(f"loop.parallel={value!r}: use off, auto or PxT (processes x threads, e.g. 2x1)")
 
 
-def check(value: str, definition, shard_count: int, command_line: bool) -> None:
-    """Refuse, before anything runs, what cannot be split into shards and merged back."""
-    if parse(value) == OFF:
+def check(value: str, definition, shard_count: int, command_line: bool, accelerator: bool = False) -> None:
+    """Refuse, before anything runs, what cannot be split into shards and merged back, and ``auto``
+    for a delegate that runs on an accelerator (it splits CPU cores, which an accelerator is not)."""
+    asked = parse(value)
+    if asked == OFF:
         return
+    if asked == AUTO and accelerator:
+        raise ConfigError(
+            "loop.parallel=auto splits this machine's CPU cores between interpreters; the delegate runs "
+            "on an accelerator: give the split, e.g. loop.parallel=2x1, or use loop.parallel=off"
+        )
     if not definition.mergeable():
         raise ConfigError(
             f"loop.parallel={value}: task={definition.name} cannot be split into shards and merged "

@@ -239,7 +239,8 @@ def validate(
     check_op_profile(
         loop.op_profile or definition.op_profile(), loop.batch_size, runner["name"], loop.parallel
     )
-    check_parallel(loop.parallel, definition, groups["dataset"]["shard"]["count"], command_line)
+    accelerator = plan.offloads and not plan.expects_xnnpack  # XNNPACK offloads onto the CPU's cores
+    check_parallel(loop.parallel, definition, groups["dataset"]["shard"]["count"], command_line, accelerator)
     if not groups["model"].get("from_file"):  # a file given alone was checked before it was read
         check_model_file(groups["model"]["path"])
     reference = definition.reference_delegate()

@@ -54,6 +54,9 @@ def test_check_refuses_what_cannot_be_sharded_and_merged():
         check("2x1", _Task(True), 2, True)
     with pytest.raises(ConfigError, match="repeats the command line"):
         check("2x1", _Task(True), 1, False)
+    with pytest.raises(ConfigError, match="the delegate runs on an accelerator"):
+        check("auto", _Task(True), 1, True, accelerator=True)
+    check("2x1", _Task(True), 1, True, accelerator=True)  # an explicit split is the user's to give
 
 
 def test_a_run_already_there_is_refused_continued_or_replaced_like_a_single_run(tmp_path):
