@@ -10,9 +10,10 @@ All figures are measured in this one run on this machine, MobileNet v2 quant, de
   per image) that bounds any cold run;
 - naive loops, one image at a time (what a user would write): Pillow's bilinear resize (not the
   TFLite tool's numbers) and evalharness' exact preprocessing;
-- evalharness cold (no cache) with ``loop.shape=sequential``, ``pipelined`` and ``auto`` (the
-  calibrated choice), ``--repeats`` times each in rotating order, and warm (preprocessed-tensor
-  cache) in the same three shapes, each against pure invoke measured just before and after it;
+- evalharness cold (no cache) with ``loop.shape=sequential``, ``pipelined``, ``auto`` (the
+  calibrated choice) and ``phased`` (prepare a window on every core, then invoke it), ``--repeats``
+  times each in rotating order, and warm (preprocessed-tensor cache) in the same shapes, each
+  against pure invoke measured just before and after it;
 - the exact resize, LiteRT's reference kernel (``loop.resize=native``, the default) vs the numpy
   port, and decode / crop / resize / convert per image (val50, one thread);
 - batched invoke (``loop.batch_size``) 1 vs 8 on MobileNet-EdgeTPU (dynamic batch), pure and cold,
@@ -90,14 +91,14 @@ def timed_loop(model, paths, make) -> float:
     return len(paths) / (time.perf_counter() - start)
 
 
-SHAPES = ("sequential", "pipelined", "auto")
+SHAPES = ("sequential", "pipelined", "auto", "phased")
 
 
 def rotating(repeats: int):
     """The loop shapes, ``repeats`` rounds, each round starting one shape later: paired runs whose
     order does not favour one shape as the machine drifts."""
     for r in range(repeats):
-        yield from SHAPES[r % 3 :] + SHAPES[: r % 3]
+        yield from SHAPES[r % len(SHAPES) :] + SHAPES[: r % len(SHAPES)]
 
 
 def pure_invoke(model, tensors: list, n: int) -> tuple[float, float]:
@@ -206,6 +207,14 @@ def classification(n: int, threads: int, repeats: int) -> None:
     print(
         f"auto vs the better shape: best {best['auto'] / better:.3f} x, per repeat "
         f"{', '.join(f'{r:.3f}' for r in paired)}"
+    )
+    phased = [
+        ips(f) / max(ips(s), ips(p))
+        for f, s, p in zip(shaped["phased"], shaped["sequential"], shaped["pipelined"], strict=True)
+    ]
+    print(
+        f"cold phased = {best['phased'] / cpu_bound:.3f} x CPU budget; vs the better of sequential and "
+        f"pipelined: best {best['phased'] / better:.3f} x, per repeat {', '.join(f'{r:.3f}' for r in phased)}"
     )
     auto = best["auto"]
     print(

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 
 import numpy as np
 
@@ -66,6 +67,13 @@ class LoopSettings:
     # the same for every input, is ``invalid`` (exit 1) unless allowed here.
     allow_nonfinite: bool = False
     allow_constant_outputs: bool = False
+    # per-op time and placement after the measured loop (any task; runtime/op_profile.py), each op
+    # timed over `op_profile_repeats` invokes as its own sub-model on the run's delegate
+    # off | auto | PxT: the run as P processes x T interpreter threads over shards, merged exactly
+    # (evalharness/run/parallel.py; auto measures the splits of the cores)
+    parallel: str = "off"
+    op_profile: bool = False
+    op_profile_repeats: int = field(default=20, metadata=bounds(1, 10000))
 
 
 @dataclass
@@ -145,13 +153,21 @@ def peak_rss_mb() -> float:
 
 
 def prepared(
-    task: Task, samples: Iterable, workers: int, prefetch: int, spent: array | None = None
+    task: Task,
+    samples: Iterable,
+    workers: int,
+    prefetch: int,
+    phased: bool = False,
+    spent: array | None = None,
 ) -> Iterator[tuple[object, object]]:
     """(sample, tensors or the DataError preparing it raised), in sample order; each preparation's
     seconds are appended to ``spent``.
 
     With workers > 0 a bounded window of ``prefetch`` samples is prepared ahead on a thread pool;
     consuming the futures in submission order keeps results deterministic whatever the timing.
+    ``phased``: the window (at least ``workers`` samples) is prepared on all ``workers`` threads at
+    once and only then handed out, so no preparation runs while the interpreter's threads do: the
+    cores alternate between all preparing and all invoking (``loop.shape=phased``).
     """
 
     def attempt(sample):
@@ -169,6 +185,15 @@ def prepared(
             yield sample, attempt(sample)
         return
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prepare")
+    if phased:
+        try:
+            it = iter(samples)
+            while chunk := list(islice(it, max(prefetch, workers))):
+                ready = list(pool.map(attempt, chunk))  # the whole phase, before any of it is invoked
+                yield from zip(chunk, ready, strict=True)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return
     try:
         it, window = iter(samples), deque()
         for sample in it:
@@ -321,7 +346,9 @@ def run_loop(
         if model.batch_size and result.shape.shape == "auto":  # a runner's round trips, not invoke cycles
             result.shape = LoopShape("pipelined", settings.workers, "the runner batches samples")
         items = shaped(
-            lambda samples, workers: prepared(task, samples, workers, settings.prefetch, result.prepare_s),
+            lambda samples, workers, phased=False: prepared(
+                task, samples, workers, settings.prefetch, phased, result.prepare_s
+            ),
             todo,
             total,
             result.shape,

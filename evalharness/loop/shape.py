@@ -24,14 +24,15 @@ The choice, where it came from and the calibration figures go in ``provenance.th
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 
-SEQUENTIAL, PIPELINED, AUTO = "sequential", "pipelined", "auto"
-SHAPES = (AUTO, SEQUENTIAL, PIPELINED)
+SEQUENTIAL, PIPELINED, AUTO, PHASED = "sequential", "pipelined", "auto", "phased"
+SHAPES = (AUTO, SEQUENTIAL, PIPELINED, PHASED)
 SETTLE = 2  # samples run sequentially before calibrating (cold first invoke + warm-up)
 BLOCK = 16  # samples per calibration block
 PAIRS = 3  # paired blocks per shape
@@ -49,14 +50,14 @@ class LoopShape:
     """What the loop did: the shape of (most of) the run, why, and the calibration's figures."""
 
     shape: str
-    workers: int  # preparing threads of the pipelined shape (0 when sequential)
+    workers: int  # preparing threads of the pipelined and phased shapes (0 when sequential)
     source: str
     calibration: dict | None = None
 
     def record(self) -> dict:
         return {
             "shape": self.shape,
-            "workers": self.workers if self.shape == PIPELINED else 0,
+            "workers": self.workers if self.shape in (PIPELINED, PHASED) else 0,
             "source": self.source,
             "calibration": self.calibration,
         }
@@ -64,6 +65,10 @@ class LoopShape:
 
 def requested(shape: str, workers: int) -> LoopShape:
     """The shape the settings ask for before anything is measured (``auto`` stays ``auto``)."""
+    if shape == PHASED:  # a phase prepares on every core this process may use
+        return LoopShape(
+            PHASED, len(os.sched_getaffinity(0)), "loop.shape=phased: one preparing thread per core"
+        )
     if shape != AUTO:
         return LoopShape(shape, workers if shape == PIPELINED else 0, f"loop.shape={shape}")
     if workers <= 0:
@@ -81,13 +86,16 @@ def given_workers(shape: str, workers: int, overrides: list[str]) -> str:
 
 
 def shaped(
-    prepare_items: Callable[[Iterable, int], Iterator],
+    prepare_items: Callable[..., Iterator],
     samples: Iterable,
     total: int,
     choice: LoopShape,
 ) -> Iterator:
-    """``prepare_items(samples, workers)`` in the chosen shape; with ``auto``, calibrate first and
+    """``prepare_items(samples, workers[, phased])`` in the chosen shape; with ``auto``, calibrate first and
     set ``choice.shape``, ``choice.source`` and ``choice.calibration`` on the way."""
+    if choice.shape == PHASED:
+        yield from prepare_items(samples, choice.workers, True)
+        return
     if choice.shape != AUTO:
         yield from prepare_items(samples, choice.workers if choice.shape == PIPELINED else 0)
         return

@@ -26,6 +26,7 @@ import tempfile
 
 from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
 from evalharness.core.boundary import ArgumentParser, guarded
+from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_markdown, render_text
 from evalharness.report import (
@@ -41,6 +42,7 @@ from evalharness.report import (
     sweep,
 )
 from evalharness.report.diff import build_diff
+from evalharness.report.op_profile import run_sections as op_profile_sections
 from evalharness.report.outputs import check_output_dir, check_output_file
 from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.rundir.document import run_dir_of
@@ -165,7 +167,15 @@ def cmd_analysis(args: argparse.Namespace) -> int:
     run = load_run(local(args.run), "RUN")
     if args.figures:
         _check_figures_dir(args.figures, [run])
-    sections, specs = definition_of(run).run_analysis(run, args.max_rows)
+    profile = run.metrics.get("op_profile")
+    try:
+        sections, specs = definition_of(run).run_analysis(run, args.max_rows)
+    except EvalHarnessError:
+        if not profile:  # nothing else to show: the task's own "records no analysis" stands
+            raise
+        sections, specs = [], []
+    if profile:
+        sections = [*sections, *op_profile_sections(profile, args.max_rows)]
     title = f"evalharness analysis: {run.prov('model.name')} @ {run.prov('delegate.name')} ({run.dir})"
     if args.format == "html":
         text = html.page(title, sections, analysis_view.blocks(specs))
@@ -180,7 +190,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     out = args.out
     if mlflow_store.is_source(args.multirun_dir) and not out:  # not into the temporary copy
-        out = f"sweep_{args.multirun_dir[len(mlflow_store.SOURCE_PREFIX):]}"
+        out = f"sweep_{args.multirun_dir[len(mlflow_store.SOURCE_PREFIX) :]}"
     report = sweep.write_report(local(args.multirun_dir), out, sweep.parse_baseline(args.baseline))
     if args.format == "md":  # stdout is the comment; the files written are said on stderr
         sys.stdout.write(markdown.render_sweep(report["columns"], report["rows"], report["sections"]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from evalharness.core.numbers import delta, ratio, relative_pct
 from evalharness.report.latency import run_speedups
+from evalharness.report.op_profile import speedups as op_speedups
 from evalharness.report.runs import Comparability, definition_of, malformed
 from evalharness.rundir.reader import Run
 
@@ -98,6 +99,8 @@ def _build_diff(
         "equivalence_margin": margin,
         "latency_speedup": run_speedups(a, b),
     }
+    if (ops := op_speedups(a.metrics.get("op_profile"), b.metrics.get("op_profile"))) is not None:
+        doc["op_profile"] = ops
     paired = definition.compare(a, b, {"alpha": alpha, "iou": iou, "min_score": min_score})
     if paired is not None:
         doc[definition.comparison] = paired

@@ -6,6 +6,7 @@ import os
 
 from evalharness.core.numbers import fmt, fmt_pct
 from evalharness.core.tables import Section
+from evalharness.report.op_profile import diff_section as op_profile_sections
 from evalharness.report.runs import definition_of
 from evalharness.stats import speedup
 
@@ -22,6 +23,7 @@ def sections(doc: dict, max_rows: int = 20) -> list[Section]:
     out = [_runs(doc), _comparability(doc), _value_table("Metrics", "metrics", doc["metrics"], ".4f", "+.4f")]
     out.append(_latency(doc))
     out.append(_value_table("Model and delegation", "model", doc["model"], ".6g", "+.6g"))
+    out += op_profile_sections(doc, max_rows)
     definition = definition_of(doc)
     if definition.comparison in doc:
         out += definition.diff_sections(doc[definition.comparison], max_rows)

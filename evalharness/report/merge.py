@@ -159,14 +159,15 @@ def _all_or_none(values) -> bool | None:
     return None if None in values else all(values)
 
 
-def merge_runs(paths: list[str], out_dir: str) -> dict:
-    """Merge the shard runs at ``paths`` into a run directory ``out_dir``; returns its metrics.json."""
+def merge_runs(paths: list[str], out_dir: str, provenance: dict | None = None) -> dict:
+    """Merge the shard runs at ``paths`` into a run directory ``out_dir``; returns its metrics.json.
+    ``provenance``: blocks added to the merged provenance (``loop.parallel``'s record)."""
     if len(paths) < 1:
         raise ReportError("merge needs the run directories of every shard")
-    return merge_loaded([load_run(p, f"shard{i}") for i, p in enumerate(paths)], out_dir)
+    return merge_loaded([load_run(p, f"shard{i}") for i, p in enumerate(paths)], out_dir, provenance)
 
 
-def merge_loaded(runs: list[Run], out_dir: str) -> dict:
+def merge_loaded(runs: list[Run], out_dir: str, provenance: dict | None = None) -> dict:
     """Merge already loaded shard runs into ``out_dir`` (see :func:`merge_runs`)."""
     runs = check_shards(runs)
     if has_document(out_dir):
@@ -186,6 +187,7 @@ def merge_loaded(runs: list[Run], out_dir: str) -> dict:
         raise ReportError(f"the merged result is not a score: {'; '.join(problems)}")
     artifacts = definition.artifacts(scorer)
     doc = merged_document(runs, preds, metrics, sorted(artifacts))
+    doc["provenance"].update(provenance or {})
     writer = RunWriter(out_dir)
     for rec in preds:
         writer.append(rec)

@@ -4,6 +4,7 @@ reference pass of a task that compares against one, and the measured loop."""
 from __future__ import annotations
 
 import signal
+import sys
 from typing import NamedTuple
 
 from evalharness.core.errors import EvalHarnessError
@@ -22,6 +23,7 @@ class Ran(NamedTuple):
     result: object
     reference: tuple | None  # (plan, model, loop result) of the reference pass, if the task has one
     start_up: dict | None = None  # cold/warm passes (metrics.compile_cache), if the task asked for them
+    op_profile: dict | None = None  # per-op time and placement (metrics.op_profile), if asked for
 
 
 def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
@@ -57,4 +59,26 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
         )
     finally:
         writer.close()
-    return Ran(writer, model, result, reference, start_up)
+    profile = None
+    if rp.loop.op_profile or rp.definition.op_profile():
+        if result.status == "complete":
+            profile = op_profile(rp, task, model)
+        else:  # never silently absent: the run's figures stop where the loop stopped
+            print(f"op profile skipped: the run did not complete ({result.stop_reason})", file=sys.stderr)
+    return Ran(writer, model, result, reference, start_up, profile)
+
+
+def op_profile(rp, task, model) -> dict:
+    """Each op of the run's model timed as its own sub-model on the run's delegate, fed the first
+    sample (after the measured loop, so it cannot disturb the loop's figures)."""
+    from evalharness.runtime import load_model
+    from evalharness.runtime.op_profile import profile_ops
+
+    inputs = task.prepare(next(iter(task.samples)))
+    return profile_ops(
+        rp.model["path"],
+        lambda path: load_model(path, rp.delegate_plan, rp.runtime["name"]),
+        model,
+        inputs,
+        repeats=rp.loop.op_profile_repeats,
+    )

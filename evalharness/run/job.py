@@ -19,6 +19,8 @@ from evalharness.core.errors import RunStopped
 from evalharness.run.execute import execute
 from evalharness.run.hydra_access import job_overrides, multirun_launcher
 from evalharness.run.identity import run_identity
+from evalharness.run.parallel import parse as parse_parallel
+from evalharness.run.parallel import run_parallel
 from evalharness.run.prepare import prepare, use_resize
 from evalharness.run.record import record_config, record_run
 from evalharness.rundir.document import now
@@ -31,6 +33,8 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     from evalharness.run.settings import validate
 
     rp = validate(cfg, multirun_launcher(), job_overrides(), command_line=HydraConfig.initialized())
+    if parse_parallel(rp.loop.parallel) != "off":
+        return run_parallel(rp, run_dir, job_overrides())
     return run_settings(rp, run_dir)
 
 

@@ -4,12 +4,14 @@ that did not complete or failed a check."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 
 from omegaconf import OmegaConf
 
 from evalharness.core.errors import RunStopped
+from evalharness.report.op_profile import top_lines as op_profile_lines
 from evalharness.report.summary import summary_block
 from evalharness.run.execute import Ran
 from evalharness.run.hydra_access import job_overrides
@@ -61,6 +63,15 @@ def invalid_reasons(rp, checks: dict) -> list[str]:
     return failures(checks, not rp.loop.allow_nonfinite, not rp.loop.allow_constant_outputs)
 
 
+def write_op_profile(run_dir: str, profile: dict) -> None:
+    """``op_profile.csv`` (one row per op) and ``op_profile.model_explorer.json`` (node data)."""
+    from evalharness.core.atomic_io import atomic_write_text
+    from evalharness.report.op_profile import CSV_FILE, EXPLORER_FILE, csv_text, model_explorer
+
+    atomic_write_text(os.path.join(run_dir, CSV_FILE), csv_text(profile))
+    atomic_write_text(os.path.join(run_dir, EXPLORER_FILE), json.dumps(model_explorer(profile), indent=1))
+
+
 def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
     """Score, build and write the run's files; raise RunStopped when it did not complete."""
     from evalharness.rundir.document import run_document, write_run
@@ -72,6 +83,8 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
     metrics.update(task.extra_metrics(reference and reference.inference_ms, result.inference_ms))
     if ran.start_up:
         metrics["compile_cache"] = ran.start_up
+    if ran.op_profile:
+        metrics["op_profile"] = ran.op_profile
     metrics["num_images"] = len(task.samples)
     metrics["num_skipped"] = len(result.skipped)
     checks = result.checks.record([o.name for o in model.outputs])
@@ -124,6 +137,9 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
     lines = definition.summary_lines(doc)
     if status == "invalid":
         lines = [f"INVALID: {stop_reason}", *lines]
+    if ran.op_profile:
+        write_op_profile(writer.run_dir, ran.op_profile)
+        lines += op_profile_lines(ran.op_profile)
     block = summary_block(doc, writer.run_dir)
     path = write_run(writer, doc, [*block, "", *lines], artifacts)
     for line in [*lines, *block]:

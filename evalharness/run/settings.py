@@ -25,6 +25,7 @@ from evalharness.loop.engine import LoopSettings
 from evalharness.loop.shape import given_workers
 from evalharness.report.tracking import check_tracking
 from evalharness.run.model_settings import check_model_file, infer_model_settings
+from evalharness.run.parallel import check as check_parallel
 from evalharness.run.renamed_keys import renamed_in_group
 from evalharness.run.thread_budget import thread_budget
 from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
@@ -166,6 +167,24 @@ def check_task_needs(definition, dataset: FrozenDict, plan: DelegatePlan, comman
     check_start_up(definition.start_up_passes(), plan, command_line)
 
 
+def check_op_profile(wanted: bool, batch_size: int, runner: str, parallel: str) -> None:
+    """The op profile cuts sub-models and runs them on this host, one sample at a time, in the
+    run's own process (a merge of shard runs rescores their records and keeps no profile)."""
+    if wanted and str(parallel).lower() != "off":
+        raise ConfigError(
+            f"loop.op_profile with loop.parallel={parallel}: the merged run would keep no profile; "
+            "profile with loop.parallel=off (the per-op times do not depend on the split)"
+        )
+    if wanted and batch_size > 1:
+        raise ConfigError(
+            f"loop.op_profile times one sample per invoke: use loop.batch_size=1, not {batch_size}"
+        )
+    if wanted and runner != "host":
+        raise ConfigError(
+            f"loop.op_profile runs sub-models on this host: use runner=host, not runner={runner}"
+        )
+
+
 def validate(
     cfg: DictConfig,
     launcher: dict | None = None,
@@ -216,6 +235,12 @@ def validate(
     definition = definition_class(task)
     definition.check_settings()
     check_task_needs(definition, groups["dataset"], plan, command_line)
+    loop = loop_settings(groups["loop"], overrides or [])
+    check_op_profile(
+        loop.op_profile or definition.op_profile(), loop.batch_size, runner["name"], loop.parallel
+    )
+    accelerator = plan.offloads and not plan.expects_xnnpack  # XNNPACK offloads onto the CPU's cores
+    check_parallel(loop.parallel, definition, groups["dataset"]["shard"]["count"], command_line, accelerator)
     if not groups["model"].get("from_file"):  # a file given alone was checked before it was read
         check_model_file(groups["model"]["path"])
     reference = definition.reference_delegate()
@@ -224,7 +249,7 @@ def validate(
         model=groups["model"],
         dataset=groups["dataset"],
         runtime=groups["runtime"],
-        loop=loop_settings(groups["loop"], overrides or []),
+        loop=loop,
         delegate_plan=plan,
         paths=groups["paths"],
         resolved=freeze(resolved),

@@ -30,7 +30,7 @@ CACHE_FOLDER = "compile_cache"
 # Overrides a pass sets itself (its caches, its run directory, no resume or progress bar).
 _OWN_KEYS = (
     "task.start_up=", "delegate.compile_cache_dir=", "hydra.run.dir=", "hydra.sweep.dir=",
-    "loop.resume=", "loop.overwrite=", "loop.progress=",
+    "loop.resume=", "loop.overwrite=", "loop.progress=", "loop.op_profile=", "task.op_profile=",
 )  # fmt: skip
 
 
@@ -67,15 +67,16 @@ def child_overrides(overrides: list[str], cache_dir: str, run_dir: str) -> list[
         f"delegate.compile_cache_dir={cache_dir}",
         f"hydra.run.dir={run_dir}",
         "loop.progress=false",
+        "loop.op_profile=false",  # a pass measures start-up; the profile is the parent's
     ]
 
 
-def _child_failed(expected: str, code: int, stderr: str, run_dir: str) -> EvalHarnessError:
-    """The parent's error for a pass that failed: a user error stays one (exit 2), anything else
-    (a partial or invalid pass, a crash) stops the run (exit 1); the pass's own error line is kept."""
+def child_failed(what: str, code: int, stderr: str, run_dir: str) -> EvalHarnessError:
+    """The parent's error for a child process that failed: a user error stays one (exit 2), anything
+    else (a partial or invalid child, a crash) stops the run (exit 1); the child's error line is kept."""
     errors = [line[len("error:") :].strip() for line in stderr.splitlines() if line.startswith("error:")]
     why = errors[-1] if errors else f"no error line; its output is in {run_dir}"
-    message = f"task.start_up: the {expected} pass failed (exit {code}): {why}"
+    message = f"{what} failed (exit {code}): {why}"
     return EvalHarnessError(message) if code == EXIT_USER_ERROR else RunStopped(message)
 
 
@@ -85,7 +86,7 @@ def run_pass(overrides: list[str], cache_dir: str, run_dir: str, expected: str) 
     print(f"task.start_up: the {expected} pass, in a child process -> {run_dir}", file=sys.stderr, flush=True)
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise _child_failed(expected, done.returncode, done.stderr, run_dir)
+        raise child_failed(f"task.start_up: the {expected} pass", done.returncode, done.stderr, run_dir)
     with open(os.path.join(run_dir, "metrics.json"), encoding="utf-8") as f:
         doc = json.load(f)
     caches = doc["provenance"]["delegate"]["cache"]

@@ -182,6 +182,7 @@ class CompiledGpuModel(CompiledBuffersModel):
 
     timed_region = "run + output readback (GPU completion is only observable through readback)"
     accelerator = "the LiteRT GPU accelerator"
+    placement = ("GPU", "CPU (XNNPACK)")
 
     def __init__(self, model_path: str, plan: DelegatePlan) -> None:
         check_flatbuffer(model_path)
@@ -240,6 +241,7 @@ class CompiledCpuModel(CompiledBuffersModel):
 
     timed_region = "run + output readback"
     accelerator = "LiteRT's CompiledModel CPU accelerator"
+    placement = ("XNNPACK (CompiledModel CPU)", "CPU")
 
     def __init__(self, model_path: str, plan: DelegatePlan) -> None:
         check_flatbuffer(model_path)

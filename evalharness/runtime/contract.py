@@ -95,6 +95,13 @@ class Model(abc.ABC):
     memory: dict | None = None
     device: dict | None = None
     caches: tuple = ()  # runtime.cache.CacheProbe per compile cache, created before the load
+    # what ran an op (op profile): (taken by the delegate or accelerator, left on the CPU)
+    placement: tuple[str, str] = ("delegate", "CPU")
+
+    def op_placements(self) -> list[str] | None:
+        """What ran each op of the original graph, where the loaded graph tells; None where the
+        backend reports counts only (the op profile then asks each op's own sub-model)."""
+        return None
 
     def cache_record(self) -> list[dict]:
         """``provenance.delegate.cache``: each cache's location, size and cold/warm state, sized now."""

@@ -116,8 +116,9 @@ def _tensor_info(d: dict) -> TensorInfo:
     )
 
 
-def delegation_coverage(ops: list[dict]) -> Coverage:
-    """Ops delegated / total, partitions and op types left on the CPU, from the delegated graph."""
+def delegated_ops(ops: list[dict]) -> tuple[dict, list, set[int]]:
+    """The original ops by index, the DELEGATE nodes, and the original ops those nodes replaced
+    (walked back from each node's outputs to its inputs)."""
     original = {o["index"]: o for o in ops if o["op_name"] != "DELEGATE"}
     delegate_nodes = [o for o in ops if o["op_name"] == "DELEGATE"]
     producer = {int(t): idx for idx, o in original.items() for t in o["outputs"]}
@@ -131,6 +132,12 @@ def delegation_coverage(ops: list[dict]) -> Coverage:
                 continue
             covered.add(producer[tensor])
             frontier.extend(int(t) for t in original[producer[tensor]]["inputs"] if t >= 0)
+    return original, delegate_nodes, covered
+
+
+def delegation_coverage(ops: list[dict]) -> Coverage:
+    """Ops delegated / total, partitions and op types left on the CPU, from the delegated graph."""
+    original, delegate_nodes, covered = delegated_ops(ops)
     left = collections.Counter(o["op_name"] for idx, o in original.items() if idx not in covered)
     return Coverage(
         ops_total=len(original),
@@ -165,6 +172,8 @@ def graph_summary(model_path: str, runtime: str = "litert") -> tuple[list, list,
 @BACKENDS.register("interpreter")
 class InterpreterModel(Model):
     """A loaded model: tensor details, set/invoke/get, and what the delegate really took."""
+
+    placement = ("XNNPACK", "builtin kernel")
 
     @classmethod
     def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> Model:
@@ -207,7 +216,14 @@ class InterpreterModel(Model):
         self.inputs = [_tensor_info(d) for d in self._interpreter.get_input_details()]
         self.outputs = [_tensor_info(d) for d in self._interpreter.get_output_details()]
         self.coverage = delegation_coverage(self._interpreter._get_ops_details())
+        if plan.external_path:
+            self.placement = (f"delegate {os.path.basename(plan.external_path)}", "builtin kernel")
         self._check_delegation(model_path)
+
+    def op_placements(self) -> list[str]:
+        """Per op of the original graph: taken by a DELEGATE node of the interpreter's own graph."""
+        original, _, covered = delegated_ops(self._interpreter._get_ops_details())
+        return [self.placement[0] if i in covered else self.placement[1] for i in sorted(original)]
 
     def _check_delegation(self, model_path: str) -> None:
         cov = self.coverage

@@ -126,6 +126,7 @@ class CompiledNpuModel(CompiledBuffersModel):
     """A model JIT-compiled by a vendor compiler plug-in and run by its dispatch library."""
 
     accelerator = "LiteRT's NPU accelerator"
+    placement = ("NPU partition", "CPU (XNNPACK)")
 
     def __init__(self, model_path: str, plan: DelegatePlan) -> None:
         check_flatbuffer(model_path)

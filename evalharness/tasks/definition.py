@@ -145,6 +145,11 @@ class TaskDefinition:
         golden path), planned with the rest of the settings; None: no reference pass."""
         return None
 
+    def op_profile(self) -> bool:
+        """The task asks for the per-op profile itself (task=benchmark task.op_profile=true);
+        ``loop.op_profile`` asks for it on any task."""
+        return False
+
     def start_up_passes(self) -> str:
         """Cold/warm start-ups the run measures again in child processes before its own loop
         (cold | warm | both: evalharness/run/start_up.py, figures in ``metrics.compile_cache``);

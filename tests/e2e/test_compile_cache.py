@@ -86,10 +86,12 @@ def test_a_failing_pass_keeps_its_exit_class_and_error_line(tmp_path):
     with pytest.raises(Exception, match=r"the cold pass failed \(exit 2\): .*no_such\.tflite") as err:
         cache_runs.run_pass([*BENCH, "model.path=no_such.tflite"], str(tmp_path / "c"), str(tmp_path), "cold")
     assert not isinstance(err.value, RunStopped)
-    stopped = cache_runs._child_failed("warm", 1, "log line\nerror: run stopped early (SIGTERM)\n", "d")
+    stopped = cache_runs.child_failed(
+        "task.start_up: the warm pass", 1, "log line\nerror: run stopped early (SIGTERM)\n", "d"
+    )
     assert isinstance(stopped, RunStopped)
     assert str(stopped) == "task.start_up: the warm pass failed (exit 1): run stopped early (SIGTERM)"
-    crashed = cache_runs._child_failed("cold", -11, "Segmentation fault\n", "d")
+    crashed = cache_runs.child_failed("task.start_up: the cold pass", -11, "Segmentation fault\n", "d")
     assert isinstance(crashed, RunStopped) and "exit -11): no error line; its output is in d" in str(crashed)
 
 

@@ -20,6 +20,7 @@ class BenchmarkSettings:
     max_runs: int = field(default=100000, metadata=bounds(1))
     seed: int = 0
     start_up: str = "as_found"  # cold | warm | both: start-ups measured again in child processes
+    op_profile: bool = False  # per-op time and placement after the loop (same as loop.op_profile)
 
 
 def cache_lines(passes: dict | None) -> list[str]:
@@ -67,6 +68,9 @@ class BenchmarkDefinition(TaskDefinition):
 
     def scorer(self, ground_truth=None) -> RunCounter:
         return RunCounter()
+
+    def op_profile(self) -> bool:
+        return bool(self.settings["op_profile"])
 
     def start_up_passes(self) -> str:
         return str(self.settings["start_up"])

@@ -1,0 +1,84 @@
+"""loop.parallel: does ``auto`` choose the better split of the cores? (not a unit test)
+
+    python benchmarks/bench_parallel.py [--images 400] [--repeats 2] [--model mobilenet_v2_1.0_224_quant]
+
+Cold runs (no tensor cache) of val50 repeated to ``--images``, MobileNet v2 quant by default, every
+processes x threads split of this machine's cores given explicitly (on 2 cores: 1x2 and 2x1), in
+rounds whose order reverses each time (ABBA...: paired against the machine's drift), then
+``loop.parallel=auto`` once per round. Throughput is the whole command's samples / wall-clock
+(process starts, loads, merge included), the figure a user waits for. Prints each split's figures,
+the ratio of the best to the other, what auto chose and its calibration, the load average, and
+whether every run's metrics are identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ASSETS = REPO.parent / "shared" / "assets"
+sys.path.insert(0, str(REPO / "tests"))
+from repeated_dataset import make_dataset, overrides  # noqa: E402
+
+from evalharness.run.parallel import candidates  # noqa: E402
+from evalharness.run.thread_budget import available_cores  # noqa: E402
+
+
+def run(data: Path, out: Path, model: str, parallel: str) -> tuple[float, dict]:
+    cmd = [
+        sys.executable, "-m", "evalharness", f"model={model}", f"paths.models_dir={ASSETS / 'models'}",
+        *overrides(data), "loop.tensor_cache=false", "loop.progress=false", f"loop.parallel={parallel}",
+        f"hydra.run.dir={out}",
+    ]  # fmt: skip
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    return wall, json.loads((out / "metrics.json").read_text())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--images", type=int, default=400)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--model", default="mobilenet_v2_1.0_224_quant")
+    args = ap.parse_args()
+    splits = [f"{p}x{t}" for p, t in candidates(available_cores())]
+    figures: dict[str, list[float]] = {s: [] for s in [*splits, "auto"]}
+    chosen, metrics = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        data = make_dataset(Path(tmp) / "data", args.images)
+        k = 0
+        for r in range(args.repeats):
+            for split in [*(splits if r % 2 == 0 else splits[::-1]), "auto"]:
+                k += 1
+                wall, doc = run(data, Path(tmp) / f"run{k}", args.model, split)
+                figures[split].append(args.images / wall)
+                metrics.append(doc["metrics"])
+                if split == "auto":
+                    par = doc["provenance"]["parallel"]
+                    chosen.append((f"{par['processes']}x{par['threads_per_process']}", par["calibration"]))
+    print(f"{args.images} images, {args.model}, {available_cores()} cores, load average {os.getloadavg()}")
+    for split, values in figures.items():
+        print(
+            f"loop.parallel={split:<5} " + " / ".join(f"{v:.1f}" for v in values) + " img/s (whole command)"
+        )
+    means = {s: sum(figures[s]) / len(figures[s]) for s in splits}
+    best = max(means, key=means.get)
+    for s in splits:
+        if s != best:
+            print(f"{best} / {s} = {means[best] / means[s]:.3f} (mean over paired rounds)")
+    for split, cal in chosen:
+        rates = ", ".join(f"{k} {sum(v) / len(v):.1f}" for k, v in cal["invokes_per_s"].items())
+        print(f"auto chose {split} (calibration invokes/s: {rates}); better split in this run: {best}")
+    print(f"metrics identical across every run: {all(m == metrics[0] for m in metrics)}")
+
+
+if __name__ == "__main__":
+    main()

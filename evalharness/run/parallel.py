@@ -1,0 +1,250 @@
+"""``loop.parallel``: one run as P processes × T interpreter threads over P shards, merged exactly.
+
+On a machine with many cores one interpreter rarely scales to all of them (XNNPACK's threads wait
+on each other between ops, and input preparation needs cores too); several interpreters over
+shards of the sample list can. ``loop.parallel=PxT`` runs P child processes (``python -m
+evalharness`` again, with this run's overrides, ``dataset.shard.index=i``,
+``dataset.shard.count=P``, ``delegate.num_threads=T``), each into ``parallel/shard_i/`` of this run,
+and merges them into this run's directory with ``report merge``'s own code: the metrics are the
+task's scorer over every record, so they equal an unsharded run's.
+
+``auto`` chooses among P × T = the cores this process may use (``os.sched_getaffinity``): on 2
+cores 1×2 and 2×1. Each candidate runs P interpreters of T threads invoking concurrently (one
+Python thread each; ``invoke`` releases the GIL) on a seeded input for a short window, in rounds
+whose order reverses each time (ABBA…) so a machine's drift favours none; the best invoke
+throughput wins. Input preparation is not part of that measure (it is the same work in every
+candidate); the record (``provenance.parallel``) says so and keeps every candidate's figures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+from evalharness.core.errors import ConfigError, RunStopped
+from evalharness.report.runs import ReportError
+from evalharness.run.start_up import child_failed
+from evalharness.run.thread_budget import available_cores
+from evalharness.rundir.document import has_document
+from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE
+
+OFF, AUTO = "off", "auto"
+_GIVEN = re.compile(r"^(\d+)x(\d+)$")
+# Overrides a shard process sets itself.
+# (loop.resume / loop.overwrite pass through: an interrupted parallel run resumes shard by shard.)
+_OWN_KEYS = (
+    "loop.parallel=", "dataset.shard.", "delegate.num_threads=", "hydra.run.dir=", "hydra.sweep.dir=",
+    "loop.progress=",
+)  # fmt: skip
+SHARDS_DIR = "parallel"
+WINDOW_S, ROUNDS = 0.5, 2
+
+
+def parse(value: str) -> tuple[int, int] | str:
+    """``off``, ``auto`` or (processes, threads) from ``PxT``; anything else is a ConfigError."""
+    text = str(value).strip().lower()
+    if text in (OFF, AUTO):
+        return text
+    if (m := _GIVEN.match(text)) and int(m.group(1)) >= 1 and int(m.group(2)) >= 1:
+        return int(m.group(1)), int(m.group(2))
+    raise ConfigError(f"loop.parallel={value!r}: use off, auto or PxT (processes x threads, e.g. 2x1)")
+
+
+def check(value: str, definition, shard_count: int, command_line: bool, accelerator: bool = False) -> None:
+    """Refuse, before anything runs, what cannot be split into shards and merged back, and ``auto``
+    for a delegate that runs on an accelerator (it splits CPU cores, which an accelerator is not)."""
+    asked = parse(value)
+    if asked == OFF:
+        return
+    if asked == AUTO and accelerator:
+        raise ConfigError(
+            "loop.parallel=auto splits this machine's CPU cores between interpreters; the delegate runs "
+            "on an accelerator: give the split, e.g. loop.parallel=2x1, or use loop.parallel=off"
+        )
+    if not definition.mergeable():
+        raise ConfigError(
+            f"loop.parallel={value}: task={definition.name} cannot be split into shards and merged "
+            "(no per-sample records in dataset order); use loop.parallel=off"
+        )
+    if shard_count > 1:
+        raise ConfigError(
+            f"loop.parallel={value} shards the run itself: drop dataset.shard.count={shard_count} "
+            "or use loop.parallel=off"
+        )
+    if not command_line:
+        raise ConfigError(
+            f"loop.parallel={value} repeats the command line in child processes; run it with "
+            "python -m evalharness (this config was composed without one)"
+        )
+
+
+def candidates(cores: int) -> list[tuple[int, int]]:
+    """(processes, threads) with processes × threads = ``cores``, fewest processes first."""
+    return [(p, cores // p) for p in range(1, cores + 1) if cores % p == 0]
+
+
+def _throughput(models: list, window: float) -> float:
+    """Invokes per second of ``models`` invoked concurrently, one Python thread each."""
+    counts = [0] * len(models)
+    stop = time.perf_counter() + window
+
+    def loop(k: int) -> None:
+        while time.perf_counter() < stop:
+            models[k].invoke()
+            counts[k] += 1
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=loop, args=(k,)) for k in range(len(models))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(counts) / (time.perf_counter() - start)
+
+
+def calibrate(model_path: str, plan, runtime: str, cores: int) -> dict:
+    """Each candidate's invoke throughput, ABBA rounds; the best one chosen."""
+    from evalharness.runtime import load_model
+
+    options = candidates(cores)
+    loaded = {}
+    for p, t in options:
+        threaded = dataclasses.replace(plan, num_threads=t)
+        models = [load_model(model_path, threaded, runtime) for _ in range(p)]
+        rng = np.random.default_rng(0)
+        for m in models:
+            m.set_inputs([_seeded(rng, info) for info in m.inputs])
+            m.invoke()
+        loaded[(p, t)] = models
+    figures: dict[str, list[float]] = {f"{p}x{t}": [] for p, t in options}
+    for r in range(ROUNDS):
+        for p, t in options if r % 2 == 0 else reversed(options):
+            figures[f"{p}x{t}"].append(_throughput(loaded[(p, t)], WINDOW_S))
+    best = max(options, key=lambda c: float(np.mean(figures[f"{c[0]}x{c[1]}"])))
+    return {
+        "choice": best,
+        "invokes_per_s": figures,
+        "source": (
+            f"auto: invoke throughput of each processes x threads split of {cores} cores, "
+            f"{ROUNDS} rounds of {WINDOW_S} s in alternating order (input preparation not included)"
+        ),
+    }
+
+
+def _seeded(rng, info) -> np.ndarray:
+    if np.issubdtype(np.dtype(info.dtype), np.integer):
+        limits = np.iinfo(info.dtype)
+        return rng.integers(limits.min, int(limits.max) + 1, info.shape).astype(info.dtype)
+    return rng.random(info.shape, dtype=np.float32).astype(info.dtype)
+
+
+def shard_overrides(overrides: list[str], p: int, i: int, t: int, shard_dir: str) -> list[str]:
+    kept = [o for o in overrides if not o.lstrip("+~").startswith(_OWN_KEYS)]
+    return [
+        *kept,
+        "loop.parallel=off",
+        f"dataset.shard.count={p}",
+        f"dataset.shard.index={i}",
+        f"delegate.num_threads={t}",
+        f"hydra.run.dir={shard_dir}",
+        "loop.progress=false",
+    ]
+
+
+def run_parallel(rp, run_dir: str, overrides: list[str]) -> dict:
+    """Choose P × T, run the shard processes at once, merge them into ``run_dir``."""
+    from evalharness.report.merge import merge_runs
+
+    _take_over(run_dir, rp.loop.resume, rp.loop.overwrite)
+    cores = available_cores()
+    asked = parse(rp.loop.parallel)
+    prior = sorted(glob.glob(os.path.join(run_dir, SHARDS_DIR, "shard_*")))
+    if rp.loop.resume and prior and (asked == AUTO or asked[0] != len(prior)):
+        raise ConfigError(
+            f"loop.parallel={rp.loop.parallel} with loop.resume=true: the interrupted run has "
+            f"{len(prior)} shards in {os.path.join(run_dir, SHARDS_DIR)}; give its split, "
+            f"loop.parallel={len(prior)}xT"
+        )
+    record: dict = {"requested": str(rp.loop.parallel), "cores": cores}
+    if asked == AUTO:
+        cal = calibrate(rp.model["path"], rp.delegate_plan, rp.runtime["name"], cores)
+        (p, t), record["source"] = cal.pop("choice"), cal.pop("source")
+        record["calibration"] = cal
+    else:
+        (p, t), record["source"] = asked, "explicit"
+    print(f"loop.parallel: {p} process(es) x {t} thread(s) ({record['source']})", file=sys.stderr, flush=True)
+    dirs = [os.path.join(run_dir, SHARDS_DIR, f"shard_{i}") for i in range(p)]
+    start = time.perf_counter()
+    todo = [i for i, d in enumerate(dirs) if not (rp.loop.resume and _status(d) == "complete")]
+    procs = {
+        i: subprocess.Popen(
+            [sys.executable, "-m", "evalharness", *shard_overrides(overrides, p, i, t, dirs[i])],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in todo
+    }
+    errors = {i: proc.communicate()[1] for i, proc in procs.items()}
+    wall = time.perf_counter() - start
+    for i, proc in procs.items():
+        if proc.returncode != 0:
+            raise child_failed(f"loop.parallel: shard {i} of {p}", proc.returncode, errors[i], dirs[i])
+    images = sum(_count(d) for d in dirs)
+    record |= {"processes": p, "threads_per_process": t, "wall_s": wall, "images_per_s": images / wall}
+    if rp.loop.resume:  # part of the samples ran in an earlier session: no one-session throughput
+        record |= {"images_per_s": None, "resumed": True, "shards_run_now": todo}
+    record["shards"] = [os.path.relpath(d, run_dir) for d in dirs]
+    try:
+        doc = merge_runs(dirs, run_dir, {"parallel": record})
+    except ReportError as exc:
+        raise RunStopped(f"loop.parallel: the shards could not be merged: {exc}") from None
+    rate = "resumed" if rp.loop.resume else f"{images / wall:.1f} /s"
+    print(f"loop.parallel: {images} samples, {wall:.1f} s in this session ({rate}) over {p} process(es)")
+    with open(os.path.join(run_dir, RESULTS_FILE), encoding="utf-8") as f:
+        print(f.read(), end="")
+    return doc
+
+
+def _take_over(run_dir: str, resume: bool, overwrite: bool) -> None:
+    """A run already in ``run_dir``: replaced (overwrite, its shards too), continued (resume: the
+    parent's own record goes, the shards resume), else refused, as a single run's claim does."""
+    status = _status(run_dir)
+    if status is None:
+        return
+    if not (resume or overwrite):
+        raise ConfigError(
+            f"{run_dir} already holds a {status} run; loop.resume=true continues it, "
+            "loop.overwrite=true replaces it, or choose another hydra.run.dir"
+        )
+    if resume and not overwrite and status == "complete":
+        raise ConfigError(
+            f"{run_dir} holds a complete run: nothing to resume (loop.overwrite=true redoes it)"
+        )
+    for name in (METRICS_FILE, RESULTS_FILE, PREDICTIONS_FILE):
+        if os.path.exists(os.path.join(run_dir, name)):
+            os.unlink(os.path.join(run_dir, name))
+    if overwrite:
+        shutil.rmtree(os.path.join(run_dir, SHARDS_DIR), ignore_errors=True)
+
+
+def _status(run_dir: str) -> str | None:
+    if not has_document(run_dir):
+        return None
+    with open(os.path.join(run_dir, METRICS_FILE), encoding="utf-8") as f:
+        return str(json.load(f).get("status", "unknown"))
+
+
+def _count(shard_dir: str) -> int:
+    with open(os.path.join(shard_dir, METRICS_FILE), encoding="utf-8") as f:
+        return int(json.load(f)["predictions"]["count"])

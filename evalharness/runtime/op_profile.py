@@ -1,0 +1,181 @@
+"""Per-op time and placement: each op cut out as its own model and timed on the run's delegate.
+
+Why sub-models and not the runtime's profiler: the LiteRT 2.3 wheel's Python API reaches neither.
+The ``Interpreter`` takes ``experimental_force_delegate_node_profiling`` but offers no way to attach
+a profiler (``tflite::Interpreter::SetProfiler`` is not exported by any library of the wheel), and
+``libLiteRt.so``'s profiler C API (``LiteRtCompiledModelGetProfiler``, ``LiteRtGetProfilerEvents``)
+needs the ``LiteRtCompiledModel`` handle and the runtime option ``enable_profiling``, neither of
+which the ``CompiledModel`` wrapper passes through. So the source is recorded as
+``sub-model timing`` (:data:`SOURCE`), and the record checks itself: the per-op times' sum against
+the whole model's invoke time measured in the same minute, and the placements against the
+coverage record.
+
+Each op runs in a model holding only that op (``runtime.subgraph.ModelGraph.write``), fed the real
+activations of one whole-graph run (every activation exposed as an output), loaded through
+``load_model`` with the run's own delegate plan: the same backend, threads and delegate flags.
+An op's time therefore includes one invoke's fixed overhead (and, on an accelerator, its output
+readback), which the whole graph pays once: the sum runs above the invoke time by about
+``ops × overhead``; the record gives that overhead, measured on the cheapest op.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from evalharness.runtime.subgraph import ModelGraph
+
+SOURCE = "sub-model timing (no runtime profiler reachable through the LiteRT Python API)"
+TOLERANCE = 0.10  # |sum / invoke - 1| the record accepts as "per-op times add up"
+
+
+def _timed(model, tensors: list[np.ndarray], repeats: int, cpu: list[float] | None = None) -> list[float]:
+    """``repeats`` invoke times (ms) after one untimed warm-up invoke; ``cpu`` gets the process's
+    CPU time (ms, all its threads) of each timed invoke."""
+    model.set_inputs(tensors)
+    model.invoke()
+    times = []
+    for _ in range(repeats):
+        used, start = time.process_time(), time.perf_counter()
+        model.invoke()
+        times.append((time.perf_counter() - start) * 1e3)
+        if cpu is not None:
+            cpu.append((time.process_time() - used) * 1e3)
+    return times
+
+
+def _stats(times: Sequence[float]) -> dict:
+    a = np.asarray(times, dtype=np.float64)
+    return {
+        "mean_ms": float(a.mean()),
+        "median_ms": float(np.median(a)),
+        "min_ms": float(a.min()),
+        "max_ms": float(a.max()),
+        "std_ms": float(a.std()),
+        "count": int(a.size),
+    }
+
+
+def _activations(graph: ModelGraph, load, inputs: list[np.ndarray], folder: str) -> dict[int, np.ndarray]:
+    """Every tensor of one whole-graph run, by its original index (the exposed model keeps them)."""
+    model = load(graph.write_exposed(os.path.join(folder, "exposed.tflite")))
+    model.set_inputs(inputs)
+    model.invoke()
+    values = {info.index: value for info, value in zip(model.inputs, inputs, strict=True)}
+    values.update({info.index: value for info, value in zip(model.outputs, model.get_outputs(), strict=True)})
+    return values
+
+
+def _placement(model) -> str | None:
+    """What ran a one-op model, from its own coverage record (None: the backend does not say)."""
+    delegated = model.coverage["ops_delegated"]
+    if delegated is None:
+        return None
+    return model.placement[0] if delegated >= 1 else model.placement[1]
+
+
+def profile_ops(
+    model_path: str, load, whole, inputs: list[np.ndarray], repeats: int = 20, folder: str | None = None
+) -> dict:
+    """Per-op times and placements of ``model_path``.
+
+    ``load(path) -> Model`` loads a file with the run's plan; ``whole`` is the run's loaded model,
+    whose invoke time is measured before, between and after the ops (a shared machine's speed
+    drifts within the minute a profile takes); ``inputs`` one prepared sample."""
+    graph = ModelGraph(model_path)
+    step = max(1, len(graph.ops) // repeats)  # whole invokes spread between the ops, too
+    with tempfile.TemporaryDirectory(prefix="evalharness-opprof-", dir=folder) as tmp:
+        acts = _activations(graph, load, inputs, tmp)
+        whole_cpu: list[float] = []
+        whole_times = _timed(whole, inputs, repeats, whole_cpu)
+        ops = []
+        for op in graph.ops:
+            path = graph.write(
+                os.path.join(tmp, f"op{op.index}.tflite"), op.index, op.index + 1, list(op.outputs)
+            )
+            model = load(path)
+            tensors = [acts[info.index] for info in model.inputs]
+            times = _timed(model, tensors, repeats)
+            ops.append(
+                {"index": op.index, "type": op.type, "name": op.name, "own_placement": _placement(model)}
+                | _stats(times)
+            )
+            del model
+            if op.index % step == step - 1:
+                whole_times += _timed(whole, inputs, 1, whole_cpu)
+        whole_times += _timed(whole, inputs, repeats, whole_cpu)
+    graph_placements = whole.op_placements()
+    for op in ops:
+        op["backend"] = graph_placements[op["index"]] if graph_placements else op["own_placement"]
+    invoke = _stats(whole_times) | {"cpu_median_ms": float(np.median(whole_cpu))}
+    placements = check_placements(ops, whole.coverage.as_dict(), whole.placement[1])
+    return summarise(ops, invoke, placements, graph_placements is not None, repeats)
+
+
+def summarise(ops: list[dict], invoke: dict, placements: dict, from_graph: bool, repeats: int) -> dict:
+    """The record: per op, roll-ups per type and backend, the sum check and the placement check.
+
+    Medians, not means: on a shared machine a few slow invokes move a mean by more than the
+    tolerance, and the sum check compares two such figures."""
+    total = sum(o["median_ms"] for o in ops)
+    ratio = total / invoke["median_ms"] if invoke["median_ms"] else None
+    overhead = min((o["min_ms"] for o in ops), default=0.0)
+    adds_up = ratio is not None and abs(ratio - 1) <= TOLERANCE
+    note = None
+    if not adds_up:
+        note = (
+            f"per-op medians sum to {total:.3f} ms vs {invoke['median_ms']:.3f} ms per whole invoke "
+            f"(x{ratio:.2f}; the whole invoke ranged {invoke['min_ms']:.3f}..{invoke['max_ms']:.3f} ms "
+            f"meanwhile): each op's sub-model pays one invoke's fixed cost and its own input and "
+            f"output traffic (on an accelerator: upload and readback; at most {overhead:.3f} ms, the "
+            f"cheapest op's time) that the whole graph pays once ({len(ops)} ops), and ops the "
+            "delegate fuses or keeps on the device in the whole graph run alone; on a busy machine the "
+            "whole invoke also waits for the CPU (it spans many scheduler slices, a one-op invoke few): "
+            f"its process CPU time was {invoke['cpu_median_ms']:.3f} ms per invoke (median, all threads)"
+        )
+    return {
+        "source": SOURCE,
+        "placement_source": "the loaded graph's delegate nodes" if from_graph else "each op's own sub-model",
+        "repeats": repeats,
+        "invoke": invoke,
+        "sum_median_ms": total,
+        "sum_mean_ms": sum(o["mean_ms"] for o in ops),
+        "sum_over_invoke": ratio,
+        # the sum against the whole invoke's process CPU time (all threads): with one thread the
+        # work itself, which waiting for a busy machine's CPU does not inflate
+        "sum_over_invoke_cpu": total / invoke["cpu_median_ms"] if invoke["cpu_median_ms"] else None,
+        "adds_up": adds_up,
+        "tolerance": TOLERANCE,
+        "note": note,
+        "placements": placements,
+        "by_type": rollup(ops, "type", total),
+        "by_backend": rollup(ops, "backend", total),
+        "ops": ops,
+    }
+
+
+def rollup(ops: list[dict], key: str, total: float) -> dict:
+    """Count, summed median time and share of the sum per value of ``key``, costliest first."""
+    groups: dict[str, dict] = {}
+    for op in ops:
+        g = groups.setdefault(str(op[key]), {"count": 0, "ms": 0.0})
+        g["count"] += 1
+        g["ms"] += op["median_ms"]
+    for g in groups.values():
+        g["share"] = g["ms"] / total if total else None
+    return dict(sorted(groups.items(), key=lambda kv: -kv[1]["ms"]))
+
+
+def check_placements(ops: list[dict], coverage: dict, fallback: str) -> dict:
+    """Do the per-op placements count what the coverage record says the delegate took?
+    ``fallback``: the backend's name for "left on the CPU"."""
+    delegated = coverage.get("ops_delegated")
+    placed = None
+    if ops and all(o["backend"] is not None for o in ops):
+        placed = sum(1 for o in ops if o["backend"] != fallback)
+    agree = None if delegated is None or placed is None else placed == delegated
+    return {"ops_delegated_by_coverage": delegated, "ops_delegated_by_profile": placed, "agree": agree}

@@ -1,0 +1,88 @@
+"""loop.parallel's pure parts: the setting, the candidate splits, the shard processes' overrides."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalharness.core.errors import ConfigError
+from evalharness.run.parallel import _take_over, candidates, check, parse, shard_overrides
+
+
+def test_parse_accepts_off_auto_and_p_by_t_only():
+    assert parse("off") == "off" and parse("AUTO") == "auto" and parse("2x1") == (2, 1)
+    for bad in ("3", "0x2", "2x", "x2", "two"):
+        with pytest.raises(ConfigError, match="use off, auto or PxT"):
+            parse(bad)
+
+
+def test_candidates_split_the_cores_exactly():
+    assert candidates(2) == [(1, 2), (2, 1)]
+    assert candidates(16) == [(1, 16), (2, 8), (4, 4), (8, 2), (16, 1)]
+    assert candidates(1) == [(1, 1)]
+
+
+def test_shard_overrides_replace_what_the_parent_sets():
+    given = ["model=m", "loop.parallel=auto", "delegate.num_threads=4", "dataset.shard.count=1", "+x=1"]
+    out = shard_overrides(given, 2, 1, 1, "/r/parallel/shard_1")
+    assert out == [
+        "model=m",
+        "+x=1",
+        "loop.parallel=off",
+        "dataset.shard.count=2",
+        "dataset.shard.index=1",
+        "delegate.num_threads=1",
+        "hydra.run.dir=/r/parallel/shard_1",
+        "loop.progress=false",
+    ]
+
+
+class _Task:
+    name = "t"
+
+    def __init__(self, mergeable: bool) -> None:
+        self._mergeable = mergeable
+
+    def mergeable(self) -> bool:
+        return self._mergeable
+
+
+def test_check_refuses_what_cannot_be_sharded_and_merged():
+    check("off", _Task(False), 4, False)  # off: nothing to check
+    with pytest.raises(ConfigError, match="cannot be split into shards"):
+        check("auto", _Task(False), 1, True)
+    with pytest.raises(ConfigError, match="drop dataset.shard.count=2"):
+        check("2x1", _Task(True), 2, True)
+    with pytest.raises(ConfigError, match="repeats the command line"):
+        check("2x1", _Task(True), 1, False)
+    with pytest.raises(ConfigError, match="the delegate runs on an accelerator"):
+        check("auto", _Task(True), 1, True, accelerator=True)
+    check("2x1", _Task(True), 1, True, accelerator=True)  # an explicit split is the user's to give
+
+
+def test_a_run_already_there_is_refused_continued_or_replaced_like_a_single_run(tmp_path):
+    (tmp_path / "parallel" / "shard_0").mkdir(parents=True)
+    (tmp_path / "metrics.json").write_text('{"status": "complete"}')
+    with pytest.raises(ConfigError, match="already holds a complete run; loop.resume=true"):
+        _take_over(str(tmp_path), resume=False, overwrite=False)
+    with pytest.raises(ConfigError, match="nothing to resume"):
+        _take_over(str(tmp_path), resume=True, overwrite=False)
+    (tmp_path / "metrics.json").write_text('{"status": "partial"}')
+    _take_over(str(tmp_path), resume=True, overwrite=False)  # the parent's record goes, shards stay
+    assert not (tmp_path / "metrics.json").exists() and (tmp_path / "parallel" / "shard_0").is_dir()
+    (tmp_path / "metrics.json").write_text('{"status": "complete"}')
+    _take_over(str(tmp_path), resume=False, overwrite=True)
+    assert not (tmp_path / "metrics.json").exists() and not (tmp_path / "parallel").exists()
+
+
+def test_op_profile_is_refused_where_it_could_not_be_kept_or_run():
+    from evalharness.run.settings import check_op_profile
+
+    check_op_profile(True, 1, "host", "off")
+    check_op_profile(False, 8, "adb", "auto")  # not asked for: nothing to refuse
+    for args, words in (
+        ((True, 1, "host", "2x1"), "the merged run would keep no profile"),
+        ((True, 8, "host", "off"), "use loop.batch_size=1"),
+        ((True, 1, "adb", "off"), "use runner=host"),
+    ):
+        with pytest.raises(ConfigError, match=words):
+            check_op_profile(*args)
