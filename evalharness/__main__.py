@@ -125,25 +125,34 @@ def _inspect():
     return inspect_main
 
 
-SUBCOMMANDS = {"report": _report, "explain": _explain, "inspect": _inspect}  # one line each: run/cli.py
+def _compare():
+    from evalharness.run.compare import main as compare_main
+
+    return lambda argv: compare_main(argv, precheck)
 
 
-def main() -> None:
+# one line each: run/cli.py
+SUBCOMMANDS = {"report": _report, "explain": _explain, "inspect": _inspect, "compare": _compare}
+
+
+def precheck(args: list[str]) -> tuple[list[str], str | None]:
+    """The overrides as Hydra will get them, and the one-line problem found before composing."""
     from evalharness.run.launchers import missing_launcher_plugin
     from evalharness.run.renamed_keys import renamed_override
 
+    args = rewrite_overrides(args)
+    checks = (renamed_override, check_group_options, unknown_key, missing_launcher_plugin)
+    problem = next((found for found in (c(args) for c in checks) if found), None)
+    return args, problem
+
+
+def main() -> None:
     if sys.argv[1:2] and sys.argv[1] in SUBCOMMANDS:  # `evalharness report|explain|inspect ...`
         sys.exit(SUBCOMMANDS[sys.argv[1]]()(sys.argv[2:]))
     if {"--help", "-h"} & set(sys.argv[1:]):
         print(help_text(sys.argv[1:]))
         sys.exit(0)
-    sys.argv[1:] = rewrite_overrides(sys.argv[1:])
-    problem = (
-        renamed_override(sys.argv[1:])
-        or check_group_options(sys.argv[1:])
-        or unknown_key(sys.argv[1:])
-        or missing_launcher_plugin(sys.argv[1:])
-    )
+    sys.argv[1:], problem = precheck(sys.argv[1:])
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)

@@ -40,7 +40,7 @@ class InterleaveSettings:
     block_secs: float = field(default=0.1, metadata=bounds(0.001, 60.0))  # target duration of one block
     min_secs: float = field(default=1.0, metadata=bounds(0.0))  # timed invokes per candidate, at least
     min_invokes: int = field(default=50, metadata=bounds(1))  # per candidate, at least
-    max_cv: float = field(default=0.15, metadata=bounds(0.0))  # of a candidate's block means, at most
+    max_cv: float = field(default=0.25, metadata=bounds(0.0))  # of a candidate's block means, at most
     max_secs: float = field(default=120.0, metadata=bounds(0.0))  # the whole measurement's cap
     warmup: int = field(default=3, metadata=bounds(0))  # untimed invokes of each candidate first
 
