@@ -91,9 +91,10 @@ def measure(
     before = thermal()
     n = len(invokers)
     blocks, samples = [[] for _ in range(n)], [[] for _ in range(n)]
-    rounds, started = 0, clock()
+    rounds, started, sequence = 0, clock(), []
     while True:
         for i in range(n) if rounds % 2 == 0 else reversed(range(n)):
+            sequence.append(i)
             times = []
             for _ in range(per_block[i]):
                 t0 = clock()
@@ -115,6 +116,7 @@ def measure(
         "order": "ABBA: forward on even rounds, reversed on odd ones",
         "rounds": rounds,
         "invokes_per_block": per_block,
+        "block_order": sequence,
         "thermal": {"before": before, "after": after, "throttled": hot},
         "measurements": measurements,
         "comparisons": [compare_pair(measurements[0], m) for m in measurements],

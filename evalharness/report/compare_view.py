@@ -115,8 +115,8 @@ def _speed(i: int, cand: dict, row: dict, measurement: dict | None) -> dict:
     index = cand.get("measured")
     if measurement is not None and index is not None and i == 0:
         m = measurement["measurements"][0]
-        return {"speed": "baseline", "speed_source": "interleaved", "latency_p50_ms": m["latency_ms"].get("p50"),
-                "valid": m["valid"], "problems": m["problems"]}  # fmt: skip
+        return {"speed": "baseline", "speed_source": "interleaved", "valid": m["valid"],
+                "latency_p50_ms": m["latency_ms"].get("p50"), "problems": m["problems"]}  # fmt: skip
     if measurement is not None and index is not None:
         comp = measurement["comparisons"][index]
         m = measurement["measurements"][index]

@@ -118,21 +118,47 @@ def last_error(out: str) -> str | None:
 
 
 def gather(out: str, key: str, values: list[str]) -> list[dict]:
-    """Each candidate's job of the multirun: ``{"name", "value", "run", "status", "error"}``."""
+    """Each candidate's job of the multirun: ``{"name", "value", "run", "status", "error", "params"}``,
+    by job number (Hydra numbers a sweep's jobs in the order of the values; a job's recorded
+    overrides may spell a value otherwise, ``false`` as ``False``)."""
     from evalharness.report.sweep import collect
 
-    jobs = {j["params"].get(key): j for j in collect(out)} if os.path.isdir(out) else {}
+    jobs = {}
+    for job in collect(out) if _has_jobs(out) else []:
+        head = job["run"].split("_", 1)[0]
+        if head.isdigit():
+            jobs[int(head)] = job
     found = []
-    for value in values:
-        job = jobs.get(value)
+    for number, value in enumerate(values):
+        job = jobs.get(number)
         run = job["doc"] if job else None
         status = run.status if run is not None else "missing"
         error = (run.doc.get("error") or run.doc.get("stop_reason")) if run is not None else None
         if run is None:
             error = f"no metrics.json (see {os.path.join(out, RUNS_LOG)})"
         found.append({"name": _name(value), "value": value, "run": run, "status": status,
-                      "error": error if status != "complete" else None})  # fmt: skip
+                      "error": error if status != "complete" else None,
+                      "params": job["params"] if job else {}})  # fmt: skip
     return found
+
+
+def _has_jobs(out: str) -> bool:
+    return os.path.isdir(out) and any(os.path.isdir(os.path.join(out, n, ".hydra")) for n in os.listdir(out))
+
+
+def check_out(out: str, key: str, values: list[str]) -> None:
+    """An ``--out`` reused for the same candidates resumes (complete jobs are skipped); for others it
+    would mix two comparisons' job numbers: refused."""
+    import json
+
+    path = os.path.join(out, FILES[0])
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            before = json.load(f)
+        if before.get("key") != key or before.get("candidates") != values:
+            raise ConfigError(f"--out {out} holds a comparison of other candidates; give a new directory")
+    elif _has_jobs(out):
+        raise ConfigError(f"--out {out} holds runs that are no comparison; give a new directory")
 
 
 def _name(value: str) -> str:
@@ -173,6 +199,7 @@ def compare(args, precheck: Callable[[list[str]], tuple[list[str], str | None]])
     settings = InterleaveSettings(**check(InterleaveSettings, _given(args), "compare options"))
     plans = validate_candidates(overrides, index, key, values)
     out = args.out or os.path.join("outputs", "compare", _now())
+    check_out(out, key, values)
     print(f"compare {key}: {', '.join(values)} -> {out} (runs' output: {os.path.join(out, RUNS_LOG)})")
     code = run_candidates(overrides, out)
     candidates = gather(out, key, values)
@@ -190,7 +217,8 @@ def write(out: str, key: str, values: list[str], candidates: list[dict], measure
     title = f"evalharness compare: {key}={','.join(values)}"
     text = render_text(title, [section])
     try:
-        sweep.write_report(out, None, {key: values[0]})
+        first = candidates[0]["params"].get(key, values[0])  # as the job recorded it
+        sweep.write_report(out, None, {key: first})
     except Exception as exc:  # noqa: BLE001 - the table stands without the sweep files
         print(f"warning: sweep files not written: {describe(exc)}", file=sys.stderr)
     doc = {"key": key, "candidates": values, "rows": table, "interleaved": measurement}
