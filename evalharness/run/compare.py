@@ -170,25 +170,30 @@ def _name(value: str) -> str:
 def interleaved(plans: list, candidates: list[dict], settings: InterleaveSettings) -> dict | None:
     """The interleaved measurement of the complete candidates (the first among them), or None."""
     from evalharness.loop.interleave import measure
-    from evalharness.run.prepare import with_quantized_variant
-    from evalharness.runtime import load_model
-    from evalharness.tasks.inference_diff.live import seed_tool_inputs
 
     chosen = [i for i, c in enumerate(candidates) if c["status"] == "complete"]
     if len(chosen) < 2 or chosen[0] != 0:
         return None
-    invokers = []
-    for i in chosen:
-        rp, _ = with_quantized_variant(plans[i])
-        if rp.runner.get("name", "host") != "host":
-            return None  # a phone times its own invokes (benchmark_model): not interleaved here
-        model = load_model(rp.model["path"], rp.delegate_plan, rp.runtime["name"], rp.runner)
-        rng = np.random.default_rng(0)
-        model.set_inputs([seed_tool_inputs(rng, info) for info in model.inputs])
-        invokers.append(model.invoke)
+    if any(plans[i].runner.get("name", "host") != "host" for i in chosen):
+        return None  # a phone times its own invokes (benchmark_model): not interleaved here
+    invokers = [invoker(plans[i]) for i in chosen]
     for position, i in enumerate(chosen):
         candidates[i]["measured"] = position
     return measure(invokers, settings)
+
+
+def invoker(rp) -> Callable[[], None]:
+    """One timed call of a candidate: its model (the quantized variant a run uses) loaded here, with
+    the seeded random input benchmark_model and ``task=benchmark`` use set once."""
+    from evalharness.run.prepare import with_quantized_variant
+    from evalharness.runtime import load_model
+    from evalharness.tasks.inference_diff.live import seed_tool_inputs
+
+    rp, _ = with_quantized_variant(rp)
+    model = load_model(rp.model["path"], rp.delegate_plan, rp.runtime["name"], rp.runner)
+    rng = np.random.default_rng(0)
+    model.set_inputs([seed_tool_inputs(rng, info) for info in model.inputs])
+    return model.invoke
 
 
 def compare(args, precheck: Callable[[list[str]], tuple[list[str], str | None]]) -> int:
