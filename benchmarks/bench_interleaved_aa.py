@@ -27,20 +27,20 @@ from omegaconf import OmegaConf  # noqa: E402
 
 from evalharness.core.paths import bundled, model_stem  # noqa: E402
 from evalharness.loop.interleave import InterleaveSettings, measure  # noqa: E402
-from evalharness.run.compare import invoker, validate_candidates  # noqa: E402
+from evalharness.run.compare import loader, validate_candidates  # noqa: E402
 
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
 OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)
 
 
-def one(model: str, threads: list[str]) -> dict:
+def one(model: str, threads: list[str], **settings) -> dict:
     """One interleaved comparison: candidate 0 against candidate 1 (delegate.num_threads values)."""
     models = f"paths.models_dir={ASSETS / 'models'}"
     overrides = [models, f"model={model}", "delegate=cpu", "delegate.num_threads=x"]
     plans = []
     for n in threads:  # validate_candidates refuses a value given twice (compare does): one at a time
         plans += validate_candidates(overrides, 3, "delegate.num_threads", [n])
-    found = measure([invoker(rp) for rp in plans], InterleaveSettings())
+    found = measure([loader(rp) for rp in plans], InterleaveSettings(**settings))
     return {"comparison": found["comparisons"][1], "valid": [m["valid"] for m in found["measurements"]],
             "cv": [m["cv"] for m in found["measurements"]], "rounds": found["rounds"]}  # fmt: skip
 

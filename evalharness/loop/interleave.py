@@ -42,7 +42,8 @@ class InterleaveSettings:
     min_invokes: int = field(default=50, metadata=bounds(1))  # per candidate, at least
     max_cv: float = field(default=0.25, metadata=bounds(0.0))  # of a candidate's block means, at most
     max_secs: float = field(default=120.0, metadata=bounds(0.0))  # the whole measurement's cap
-    warmup: int = field(default=3, metadata=bounds(0))  # untimed invokes of each candidate first
+    warmup: int = field(default=3, metadata=bounds(0))  # untimed invokes of each candidate after a load
+    rounds_per_load: int = field(default=2, metadata=bounds(0, 10000))  # even; 0: one load for all
 
 
 def read_thermal(root: Path = THERMAL_ROOT) -> dict:
@@ -78,21 +79,33 @@ def throttled(before: dict, after: dict) -> list[str]:
 
 
 def measure(
-    invokers: Sequence[Callable[[], None]],
+    loaders: Sequence[Callable[[], Callable[[], None]]],
     settings: InterleaveSettings = InterleaveSettings(),
     clock: Callable[[], float] = time.perf_counter,
     thermal: Callable[[], dict] = read_thermal,
 ) -> dict:
-    """Interleave ``invokers`` (one call = one timed invoke of a candidate, inputs already set) and
-    return ``{"settings", "order", "rounds", "thermal", "measurements", "comparisons"}``: one
-    measurement per candidate (block means in ms, invoke statistics, validity) and each candidate's
-    speed-up over the first."""
+    """Interleave the candidates and return ``{"settings", "order", "rounds", "thermal",
+    "measurements", "comparisons"}``: one measurement per candidate (block means in ms, invoke
+    statistics, validity) and each candidate's speed-up over the first. ``loaders[i]()`` loads
+    candidate i afresh and returns its invoke (one call = one timed invoke, inputs already set): every
+    ``rounds_per_load`` rounds each candidate is loaded again (untimed, then warmed up), because two
+    loads of the same model in one process can differ in speed for as long as they live (measured in
+    docs/compare.md), so one load per candidate would make a lasting difference of two loads look
+    like a difference of the candidates."""
+    step = settings.rounds_per_load or 2
+    if step % 2:
+        raise ValueError("rounds_per_load must be even (whole ABBA cycles) or 0")
+    invokers = [load() for load in loaders]
     per_block = [_calibrate(invoke, settings, clock) for invoke in invokers]
     before = thermal()
     n = len(invokers)
     blocks, samples = [[] for _ in range(n)], [[] for _ in range(n)]
-    rounds, started, sequence = 0, clock(), []
+    rounds, started, sequence, loads = 0, clock(), [], 1
     while True:
+        if rounds and settings.rounds_per_load and rounds % settings.rounds_per_load == 0:
+            invokers = [load() for load in loaders]
+            _warm(invokers, settings)
+            loads += 1
         for i in range(n) if rounds % 2 == 0 else reversed(range(n)):
             sequence.append(i)
             times = []
@@ -103,7 +116,7 @@ def measure(
             blocks[i].append(float(np.mean(times)))
             samples[i] += times
         rounds += 1
-        if rounds % 2:
+        if rounds % step:
             continue
         enough = all(sum(s) / 1e3 >= settings.min_secs and len(s) >= settings.min_invokes for s in samples)
         if (rounds >= settings.rounds and enough) or clock() - started >= settings.max_secs:
@@ -111,16 +124,24 @@ def measure(
     after = thermal()
     hot = throttled(before, after)
     measurements = [_measurement(b, s, settings, hot) for b, s in zip(blocks, samples, strict=True)]
+    unit = settings.rounds_per_load or 1
     return {
         "settings": asdict(settings),
         "order": "ABBA: forward on even rounds, reversed on odd ones",
         "rounds": rounds,
+        "loads": loads,
         "invokes_per_block": per_block,
         "block_order": sequence,
         "thermal": {"before": before, "after": after, "throttled": hot},
         "measurements": measurements,
-        "comparisons": [compare_pair(measurements[0], m) for m in measurements],
+        "comparisons": [compare_pair(measurements[0], m, unit) for m in measurements],
     }
+
+
+def _warm(invokers: list[Callable[[], None]], settings: InterleaveSettings) -> None:
+    for invoke in invokers:
+        for _ in range(settings.warmup):
+            invoke()
 
 
 def _calibrate(invoke: Callable[[], None], settings: InterleaveSettings, clock) -> int:
@@ -156,9 +177,10 @@ def _measurement(blocks: list[float], samples: list[float], settings: Interleave
     }
 
 
-def compare_pair(base: dict, cand: dict) -> dict:
-    """The candidate's speed-up over the base (>1: faster) with its paired interval and one word."""
-    found = paired_block_speedup(base["block_means_ms"], cand["block_means_ms"])
+def compare_pair(base: dict, cand: dict, unit: int = 1) -> dict:
+    """The candidate's speed-up over the base (>1: faster) with its paired interval and one word;
+    ``unit``: rounds per load (one paired observation per load of the two)."""
+    found = paired_block_speedup(base["block_means_ms"], cand["block_means_ms"], unit)
     if base is cand:
         return {**found, "verdict": "baseline"}
     if not (base["valid"] and cand["valid"]):

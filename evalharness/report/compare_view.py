@@ -158,8 +158,9 @@ def section(key: str, table: list[dict], measurement: dict | None, out_dir: str)
         s = measurement["settings"]
         notes.append(
             f"speed-up: first ÷ candidate invoke time, interleaved in one process ({measurement['rounds']} "
-            f"rounds of ~{s['block_secs']:g} s blocks, ABBA order); 95% Student-t interval on the per-round "
-            "log ratios; p50 ms from the interleaved invokes"
+            f"rounds of ~{s['block_secs']:g} s blocks, ABBA order, each candidate loaded afresh every "
+            f"{s['rounds_per_load']} rounds); 95% Student-t interval on the log ratios per load; p50 ms "
+            "from the interleaved invokes"
         )
         thermal = measurement["thermal"]
         notes.append(

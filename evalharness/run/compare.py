@@ -176,24 +176,28 @@ def interleaved(plans: list, candidates: list[dict], settings: InterleaveSetting
         return None
     if any(plans[i].runner.get("name", "host") != "host" for i in chosen):
         return None  # a phone times its own invokes (benchmark_model): not interleaved here
-    invokers = [invoker(plans[i]) for i in chosen]
+    loaders = [loader(plans[i]) for i in chosen]
     for position, i in enumerate(chosen):
         candidates[i]["measured"] = position
-    return measure(invokers, settings)
+    return measure(loaders, settings)
 
 
-def invoker(rp) -> Callable[[], None]:
-    """One timed call of a candidate: its model (the quantized variant a run uses) loaded here, with
-    the seeded random input benchmark_model and ``task=benchmark`` use set once."""
+def loader(rp) -> Callable[[], Callable[[], None]]:
+    """Loads a candidate afresh (the quantized variant its run used) and returns one timed call of
+    it, with the seeded random input benchmark_model and ``task=benchmark`` use, set once."""
     from evalharness.run.prepare import with_quantized_variant
     from evalharness.runtime import load_model
     from evalharness.tasks.inference_diff.live import seed_tool_inputs
 
     rp, _ = with_quantized_variant(rp)
-    model = load_model(rp.model["path"], rp.delegate_plan, rp.runtime["name"], rp.runner)
-    rng = np.random.default_rng(0)
-    model.set_inputs([seed_tool_inputs(rng, info) for info in model.inputs])
-    return model.invoke
+
+    def load() -> Callable[[], None]:
+        model = load_model(rp.model["path"], rp.delegate_plan, rp.runtime["name"], rp.runner)
+        rng = np.random.default_rng(0)
+        model.set_inputs([seed_tool_inputs(rng, info) for info in model.inputs])
+        return model.invoke
+
+    return load
 
 
 def compare(args, precheck: Callable[[list[str]], tuple[list[str], str | None]]) -> int:
@@ -202,6 +206,8 @@ def compare(args, precheck: Callable[[list[str]], tuple[list[str], str | None]])
         raise ConfigError(problem)
     index, key, values = swept(overrides)
     settings = InterleaveSettings(**check(InterleaveSettings, _given(args), "compare options"))
+    if settings.rounds_per_load % 2:
+        raise ConfigError(f"--rounds-per-load {settings.rounds_per_load}: give an even number (or 0)")
     plans = validate_candidates(overrides, index, key, values)
     out = args.out or os.path.join("outputs", "compare", _now())
     check_out(out, key, values)

@@ -14,17 +14,22 @@ class FakeClock:
     slow drift of the whole machine that interleaving must cancel."""
 
     def __init__(self, drift: float = 0.0) -> None:
-        self.now, self.drift, self.calls = 0.0, drift, []
+        self.now, self.drift, self.calls, self.loads = 0.0, drift, [], []
 
     def __call__(self) -> float:
         return self.now
 
-    def invoker(self, name: str, cost: float):
-        def invoke() -> None:
-            self.calls.append(name)
-            self.now += cost * (1 + self.drift * self.now)
+    def loader(self, name: str, cost: float):
+        def load():
+            self.loads.append(name)
 
-        return invoke
+            def invoke() -> None:
+                self.calls.append(name)
+                self.now += cost * (1 + self.drift * self.now)
+
+            return invoke
+
+        return load
 
 
 NO_THERMAL = {"source": "none", "exposed": False, "zones_c": {}, "cooling": {}}
@@ -32,12 +37,12 @@ def _cold() -> dict:
     return NO_THERMAL
 
 
-QUICK = InterleaveSettings(rounds=4, block_secs=0.01, min_secs=0.0, min_invokes=1, warmup=1)
+QUICK = InterleaveSettings(rounds=4, block_secs=0.01, min_secs=0, min_invokes=1, warmup=1, rounds_per_load=0)
 
 
 def test_blocks_alternate_abba_and_the_speedup_survives_a_drift():
     clock = FakeClock(drift=0.5)  # the machine slows by half per second of the measurement
-    found = measure([clock.invoker("A", 0.002), clock.invoker("B", 0.001)], QUICK, clock, lambda: NO_THERMAL)
+    found = measure([clock.loader("A", 0.002), clock.loader("B", 0.001)], QUICK, clock, lambda: NO_THERMAL)
     assert found["block_order"] == [0, 1, 1, 0, 0, 1, 1, 0]
     per_block = found["invokes_per_block"]
     expected = "".join("AB"[i] * per_block[i] for i in found["block_order"])
@@ -48,10 +53,20 @@ def test_blocks_alternate_abba_and_the_speedup_survives_a_drift():
     assert found["rounds"] == 4 and found["thermal"]["throttled"] == []
 
 
+def test_candidates_are_loaded_again_every_rounds_per_load_and_each_load_is_one_observation():
+    clock = FakeClock()
+    settings = InterleaveSettings(rounds=6, block_secs=0.01, min_secs=0, min_invokes=1, rounds_per_load=2)
+    found = measure([clock.loader("A", 0.002), clock.loader("B", 0.001)], settings, clock, _cold)
+    assert found["rounds"] == 6 and found["loads"] == 3 and clock.loads == ["A", "B"] * 3
+    assert found["comparisons"][1]["units"] == 3 and "per-load" in found["comparisons"][1]["method"]
+    with pytest.raises(ValueError, match="even"):
+        measure([clock.loader("A", 1)], InterleaveSettings(rounds_per_load=3), clock, _cold)
+
+
 def test_rounds_are_added_until_the_minimum_duration_and_count_are_met():
     clock = FakeClock()
     settings = InterleaveSettings(rounds=2, block_secs=0.01, min_secs=0.5, min_invokes=10, warmup=0)
-    found = measure([clock.invoker("A", 0.001), clock.invoker("B", 0.001)], settings, clock, _cold)
+    found = measure([clock.loader("A", 0.001), clock.loader("B", 0.001)], settings, clock, _cold)
     assert found["rounds"] % 2 == 0
     assert all(m["timed_secs"] >= 0.5 and m["valid"] for m in found["measurements"])
 
@@ -59,7 +74,7 @@ def test_rounds_are_added_until_the_minimum_duration_and_count_are_met():
 def test_an_invalid_measurement_makes_the_comparison_say_so():
     clock = FakeClock()
     settings = InterleaveSettings(rounds=2, block_secs=0.01, min_secs=0.0, min_invokes=10_000, max_secs=0.1)
-    found = measure([clock.invoker("A", 0.001), clock.invoker("B", 0.002)], settings, clock, _cold)
+    found = measure([clock.loader("A", 0.001), clock.loader("B", 0.002)], settings, clock, _cold)
     assert not found["measurements"][1]["valid"]
     assert "min_invokes" in found["measurements"][1]["problems"][0]
     assert found["comparisons"][1]["verdict"] == "invalid" and "min_invokes" in found["comparisons"][1]["why"]
