@@ -17,6 +17,7 @@ import argparse
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,34 +34,40 @@ OmegaConf.register_new_resolver("bundled", bundled, replace=True)
 OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)
 
 
-def one(model: str, threads: list[str], **settings) -> dict:
-    """One interleaved comparison: candidate 0 against candidate 1 (delegate.num_threads values)."""
+def one(model: str, threads: list[str], key: str = "delegate.num_threads", **settings) -> dict:
+    """One interleaved comparison: candidate 0 against candidate 1 (values of ``key``)."""
     models = f"paths.models_dir={ASSETS / 'models'}"
-    overrides = [models, f"model={model}", "delegate=cpu", "delegate.num_threads=x"]
+    fixed = {"model": model, "delegate": "cpu", "delegate.num_threads": "2"}
+    overrides = [models, *(f"{k}={v}" for k, v in fixed.items() if k != key), f"{key}=x"]
     plans = []
     for n in threads:  # validate_candidates refuses a value given twice (compare does): one at a time
-        plans += validate_candidates(overrides, 3, "delegate.num_threads", [n])
+        plans += validate_candidates(overrides, len(overrides) - 1, key, [n])
     found = measure([loader(rp) for rp in plans], InterleaveSettings(**settings))
     return {"comparison": found["comparisons"][1], "valid": [m["valid"] for m in found["measurements"]],
             "cv": [m["cv"] for m in found["measurements"]], "rounds": found["rounds"]}  # fmt: skip
 
 
-def series(name: str, model: str, threads: list[str], repeats: int) -> None:
-    flagged = invalid = 0
+def series(name: str, model: str, values: list[str], repeats: int, key: str = "delegate.num_threads") -> None:
+    flagged = significant = invalid = 0
+    verdicts = Counter()
     speedups, cvs = [], []
     started = time.perf_counter()
     for _ in range(repeats):
-        r = one(model, threads)
+        r = one(model, values, key)
         c = r["comparison"]
-        flagged += c["significant"]
+        flagged += c["verdict"] in ("faster", "slower")
+        verdicts[c["verdict"]] += 1
+        significant += c["significant"]
         invalid += not all(r["valid"])
         speedups.append(c["speedup"])
         cvs += r["cv"]
     took = time.perf_counter() - started
     print(
-        f"{name}: {flagged}/{repeats} flagged significant, {invalid}/{repeats} with an invalid measurement; "
+        f"{name}: {flagged}/{repeats} flagged faster/slower ({significant}/{repeats} intervals excluding 1, "
+        f"invalid ones included), {invalid}/{repeats} with an invalid measurement; "
         f"speed-up min {min(speedups):.3f} median {sorted(speedups)[len(speedups) // 2]:.3f} "
-        f"max {max(speedups):.3f}; block CV median {sorted(cvs)[len(cvs) // 2]:.3f}; {took:.0f} s"
+        f"max {max(speedups):.3f}; block CV median {sorted(cvs)[len(cvs) // 2]:.3f}; {took:.0f} s; "
+        f"verdicts: {dict(verdicts)}"
     )
 
 
@@ -68,10 +75,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--model", default="mobilenet_v2_1.0_224_quant")
+    p.add_argument("--also-models", action="store_true", help="a third series: a small model against --model")
     args = p.parse_args()
     print(f"model {args.model}, delegate=cpu, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     series("A/A (2 threads vs 2 threads)", args.model, ["2", "2"], args.repeats)
     series("real (1 thread vs 2 threads)", args.model, ["1", "2"], args.repeats)
+    if args.also_models:
+        small = "mobilenet_v1_0.25_128_quant"
+        series(f"real ({small} vs {args.model})", args.model, [small, args.model], args.repeats, "model")
     print(f"load average after {os.getloadavg()[0]:.2f}")
 
 
