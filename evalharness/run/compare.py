@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from evalharness.core.atomic_io import atomic_write_text
-from evalharness.core.boundary import EXIT_OK, EXIT_STOPPED, ArgumentParser, describe, guarded
+from evalharness.core.boundary import EXIT_OK, EXIT_STOPPED, ArgumentParser, debug, describe, guarded
 from evalharness.core.errors import ConfigError
 from evalharness.core.numbers import stable_json
 from evalharness.core.schema import check
@@ -216,7 +216,14 @@ def compare(args, precheck: Callable[[list[str]], tuple[list[str], str | None]])
     candidates = gather(out, key, values)
     if code not in (EXIT_OK, EXIT_STOPPED) and all(c["run"] is None for c in candidates):
         raise ConfigError(last_error(out) or f"the runs did not start; see {os.path.join(out, RUNS_LOG)}")
-    measurement = None if args.no_interleave else interleaved(plans, candidates, settings)
+    measurement = None
+    if not args.no_interleave:
+        try:
+            measurement = interleaved(plans, candidates, settings)
+        except Exception as exc:  # the runs are done: their table is still printed, without speed-ups
+            if debug():
+                raise
+            print(f"warning: no speed-up column: measurement failed: {describe(exc)}", file=sys.stderr)
     return write(out, key, values, candidates, measurement)
 
 
