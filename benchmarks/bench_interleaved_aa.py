@@ -48,23 +48,23 @@ def one(model: str, threads: list[str], key: str = "delegate.num_threads", **set
 
 
 def series(name: str, model: str, values: list[str], repeats: int, key: str = "delegate.num_threads") -> None:
-    flagged = significant = invalid = 0
+    flagged = significant = invalid = 0  # significant: flagged with both measurements valid
     verdicts = Counter()
     speedups, cvs = [], []
     started = time.perf_counter()
     for _ in range(repeats):
         r = one(model, values, key)
         c = r["comparison"]
-        flagged += c["verdict"] in ("faster", "slower")
+        flagged += c["significant"]
         verdicts[c["verdict"]] += 1
-        significant += c["significant"]
+        significant += c["significant"] and all(r["valid"])
         invalid += not all(r["valid"])
         speedups.append(c["speedup"])
         cvs += r["cv"]
     took = time.perf_counter() - started
     print(
-        f"{name}: {flagged}/{repeats} flagged faster/slower ({significant}/{repeats} intervals excluding 1, "
-        f"invalid ones included), {invalid}/{repeats} with an invalid measurement; "
+        f"{name}: {flagged}/{repeats} flagged significant (interval excludes 1; {significant} of them with "
+        f"valid measurements), {invalid}/{repeats} with an invalid measurement; "
         f"speed-up min {min(speedups):.3f} median {sorted(speedups)[len(speedups) // 2]:.3f} "
         f"max {max(speedups):.3f}; block CV median {sorted(cvs)[len(cvs) // 2]:.3f}; {took:.0f} s; "
         f"verdicts: {dict(verdicts)}"

@@ -11,8 +11,9 @@ Each candidate's measurement carries its own validity, as MLPerf's loadgen marks
 invokes reach a minimum duration and count (rounds are added, two at a time, until they do, up to a
 cap), the coefficient of variation of its block means stays under a bound, and no CPU cooling device
 throttled during the measurement (``/sys/class/thermal`` where the platform exposes it; the record
-says when it does not). A comparison that involves an invalid measurement says so instead of
-"faster" or "slower".
+says when it does not). A comparison that involves an invalid measurement says so beside its word
+("slower (invalid)"): the interval is still computed from what was measured, the reader is told the
+conditions were not met.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ class InterleaveSettings:
     rounds: int = field(default=10, metadata=bounds(2, 10000))  # at least this many (rounded up to even)
     block_secs: float = field(default=0.1, metadata=bounds(0.001, 60.0))  # target duration of one block
     min_secs: float = field(default=1.0, metadata=bounds(0.0))  # timed invokes per candidate, at least
-    min_invokes: int = field(default=50, metadata=bounds(1))  # per candidate, at least
+    min_invokes: int = field(default=20, metadata=bounds(1))  # per candidate, at least
     max_cv: float = field(default=0.25, metadata=bounds(0.0))  # of a candidate's block means, at most
-    max_secs: float = field(default=120.0, metadata=bounds(0.0))  # the whole measurement's cap
+    max_secs: float = field(default=60.0, metadata=bounds(0.0))  # the whole measurement's cap (loads too)
     warmup: int = field(default=3, metadata=bounds(0))  # untimed invokes of each candidate after a load
     rounds_per_load: int = field(default=2, metadata=bounds(0, 10000))  # even; 0: one load for all
 
@@ -95,7 +96,9 @@ def measure(
     step = settings.rounds_per_load or 2
     if step % 2:
         raise ValueError("rounds_per_load must be even (whole ABBA cycles) or 0")
+    load_started = clock()
     invokers = [load() for load in loaders]
+    load_secs = clock() - load_started
     per_block = [_calibrate(invoke, settings, clock) for invoke in invokers]
     before = thermal()
     n = len(invokers)
@@ -103,8 +106,10 @@ def measure(
     rounds, started, sequence, loads = 0, clock(), [], 1
     while True:
         if rounds and settings.rounds_per_load and rounds % settings.rounds_per_load == 0:
+            load_started = clock()
             invokers = [load() for load in loaders]
             _warm(invokers, settings)
+            load_secs += clock() - load_started
             loads += 1
         for i in range(n) if rounds % 2 == 0 else reversed(range(n)):
             sequence.append(i)
@@ -130,6 +135,7 @@ def measure(
         "order": "ABBA: forward on even rounds, reversed on odd ones",
         "rounds": rounds,
         "loads": loads,
+        "load_secs": load_secs,
         "invokes_per_block": per_block,
         "block_order": sequence,
         "thermal": {"before": before, "after": after, "throttled": hot},
@@ -182,11 +188,12 @@ def compare_pair(base: dict, cand: dict, unit: int = 1) -> dict:
     ``unit``: rounds per load (one paired observation per load of the two)."""
     found = paired_block_speedup(base["block_means_ms"], cand["block_means_ms"], unit)
     if base is cand:
-        return {**found, "verdict": "baseline"}
-    if not (base["valid"] and cand["valid"]):
-        who = [f"{side}: {'; '.join(m['problems'])}" for side, m in (("base", base), ("this", cand))
-               if not m["valid"]]  # fmt: skip
-        return {**found, "verdict": "invalid", "why": ", ".join(who)}
-    if not found["significant"]:
-        return {**found, "verdict": "no difference"}
-    return {**found, "verdict": "faster" if found["speedup"] > 1 else "slower"}
+        return {**found, "verdict": "baseline", "valid": base["valid"]}
+    word = "no difference"
+    if found["significant"]:
+        word = "faster" if found["speedup"] > 1 else "slower"
+    if base["valid"] and cand["valid"]:
+        return {**found, "verdict": word, "valid": True}
+    who = [f"{side}: {'; '.join(m['problems'])}" for side, m in (("first", base), ("this", cand))
+           if not m["valid"]]  # fmt: skip
+    return {**found, "verdict": f"{word} (invalid)", "valid": False, "why": ", ".join(who)}

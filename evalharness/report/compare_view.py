@@ -159,8 +159,8 @@ def section(key: str, table: list[dict], measurement: dict | None, out_dir: str)
         notes.append(
             f"speed-up: first ÷ candidate invoke time, interleaved in one process ({measurement['rounds']} "
             f"rounds of ~{s['block_secs']:g} s blocks, ABBA order, each candidate loaded afresh every "
-            f"{s['rounds_per_load']} rounds); 95% Student-t interval on the log ratios per load; p50 ms "
-            "from the interleaved invokes"
+            f"{s['rounds_per_load']} rounds, {measurement['load_secs']:.1f} s of loading); 95% Student-t "
+            "interval on the log ratios per load; p50 ms from the interleaved invokes"
         )
         thermal = measurement["thermal"]
         notes.append(
@@ -172,7 +172,7 @@ def section(key: str, table: list[dict], measurement: dict | None, out_dir: str)
     else:
         notes.append("speed-up: not measured (interleaving off or no second complete candidate)")
     for row in table:
-        for name in ("error", "accuracy_detail", "speed_detail"):
+        for name in ("error", "accuracy_detail"):
             if row.get(name) and (name != "accuracy_detail" or row.get("accuracy") == "not comparable"):
                 notes.append(f"{row['candidate']}: {row[name]}")
         if row.get("problems"):

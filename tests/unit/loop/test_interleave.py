@@ -77,7 +77,9 @@ def test_an_invalid_measurement_makes_the_comparison_say_so():
     found = measure([clock.loader("A", 0.001), clock.loader("B", 0.002)], settings, clock, _cold)
     assert not found["measurements"][1]["valid"]
     assert "min_invokes" in found["measurements"][1]["problems"][0]
-    assert found["comparisons"][1]["verdict"] == "invalid" and "min_invokes" in found["comparisons"][1]["why"]
+    comparison = found["comparisons"][1]
+    assert comparison["verdict"] == "slower (invalid)" and not comparison["valid"]
+    assert "this: " in comparison["why"] and "min_invokes" in comparison["why"]
 
 
 def test_throttling_is_read_from_cooling_devices(tmp_path):
