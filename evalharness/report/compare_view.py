@@ -26,9 +26,9 @@ COLUMNS = ["candidate", "status", "metric", "value", "Δ vs first [95% paired]",
 WORDS = (  # the task's verdict line -> one word (report/diff's own decision, in its own words)
     ("significantly better", "better"),
     ("significantly worse", "worse"),
+    ("no difference detected", "no difference detected"),  # before "equivalent": "not shown equivalent"
     ("equivalent within", "equivalent"),
     ("same boxes", "same"),
-    ("no difference detected", "no difference detected"),
 )
 
 

@@ -14,8 +14,8 @@ from evalharness.stats.speedup import paired_block_speedup
         ("B is significantly worse than A on top-1 (McNemar p=0.01 ...)", -0.1, "worse"),
         ("B is significantly better than A on top-1 (McNemar p=0.01 ...)", 0.1, "better"),
         ("B is not significantly different from A (...): equivalent within ±0.01", 0.0, "equivalent"),
-        ("B is not significantly different from A (...): no difference detected at this size, ...", 0.02,
-         "no difference detected"),
+        ("B is not significantly different from A (...): no difference detected at this size, not shown "
+         "equivalent within ±0.01; ~40 paired images would detect ...", 0.02, "no difference detected"),
         ("B's AP differs from A's by -0.0300 (...) (significant: paired bootstrap ΔAP ...)", -0.03, "worse"),
         ("B detects the same boxes as A (AP 0.3000, mean IoU 1.0000)", 0.0, "same"),
         ("something else", None, "—"),
