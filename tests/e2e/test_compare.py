@@ -13,9 +13,10 @@ import pytest
 from conftest import ASSETS, MODELS
 
 from evalharness.__main__ import precheck
+from evalharness.report.cli import main as report_main
 from evalharness.run.compare import main as compare_main
 
-QUICK = ["--rounds", "2", "--min-invokes", "1", "--min-secs", "0", "--block-secs", "0.02"]
+QUICK = ["--rounds", "4", "--min-invokes", "1", "--min-secs", "0", "--block-secs", "0.01"]
 COMMON = [f"paths.models_dir={MODELS}", "loop.progress=false"]
 
 
@@ -24,7 +25,7 @@ def _cli(args: list[str], cwd) -> subprocess.CompletedProcess:
                           text=True, timeout=300)  # fmt: skip
 
 
-def test_compare_table_uses_report_diffs_paired_interval(tmp_path):
+def test_compare_table_uses_report_diffs_paired_interval(tmp_path, capsys):
     out = tmp_path / "cmp"
     done = _cli(["compare", "delegate=cpu,gpu", *COMMON, "--out", str(out), *QUICK], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -35,9 +36,10 @@ def test_compare_table_uses_report_diffs_paired_interval(tmp_path):
     assert gpu["speed_source"] == "interleaved" and gpu["speedup_interval"] is not None
     assert doc["interleaved"]["block_order"][:4] == [0, 1, 1, 0]
     runs = sorted(p for p in out.iterdir() if (p / "metrics.json").is_file())
-    diff = _cli(["report", "diff", str(runs[0]), str(runs[1]), "--format", "json"], tmp_path)
-    assert diff.returncode == 0, diff.stderr
-    paired = json.loads(diff.stdout)["classification"]["delta_top1_interval"]
+    with pytest.raises(SystemExit) as exited:  # `evalharness report diff A B --format json`
+        report_main(["diff", str(runs[0]), str(runs[1]), "--format", "json"])
+    assert exited.value.code == 0
+    paired = json.loads(capsys.readouterr().out)["classification"]["delta_top1_interval"]
     assert gpu["delta_interval"] == pytest.approx(paired, abs=0)
     shown = f"[{paired[0]:+.4f}, {paired[1]:+.4f}]"
     assert shown in done.stdout  # the table prints the same interval
@@ -73,7 +75,8 @@ def test_a_candidate_that_stops_is_a_row_and_exit_1(tmp_path):
     (root / "gt.csv").write_text('filename,label\na_parrot.jpg,"macaw"\nb_empty.jpg,"macaw"\n')
     ground = [f"dataset.root={root}", f"dataset.ground_truth={root / 'gt.csv'}", "dataset.format=csv"]
     out = tmp_path / "cmp"
-    done = _cli(["compare", "loop.strict=false,true", *ground, *COMMON, "--out", str(out), *QUICK], tmp_path)
+    args = ["compare", "loop.strict=false,true", *ground, *COMMON, "--out", str(out), "--no-interleave"]
+    done = _cli(args, tmp_path)
     assert done.returncode == 1, done.stderr[-2000:]
     rows = json.loads((out / "compare.json").read_text())["rows"]
     assert [r["status"] for r in rows] == ["complete", "partial"]
