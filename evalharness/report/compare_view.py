@@ -147,6 +147,16 @@ def cells(row: dict) -> list[str]:
             fmt(row.get("latency_p50_ms"), ".3f", missing="—"), row.get("coverage", "—")]  # fmt: skip
 
 
+def _loads(measurement: dict) -> str:
+    took = f"{measurement['load_secs']:.1f} s of loading"
+    if measurement["rounds_per_load"]:
+        return f"each candidate loaded afresh every {measurement['rounds_per_load']} rounds, {took}"
+    limit = measurement["settings"]["max_load_secs"]
+    if measurement["settings"]["rounds_per_load"]:
+        return f"loaded once: loading took {took.split(' of')[0]} > max_load_secs {limit:g}"
+    return f"loaded once, {took}"
+
+
 def section(key: str, table: list[dict], measurement: dict | None, out_dir: str) -> Section:
     notes = [
         f"candidates: {key}=…; Δ and speed-up against the first ({table[0]['candidate']}); run dirs and "
@@ -158,9 +168,9 @@ def section(key: str, table: list[dict], measurement: dict | None, out_dir: str)
         s = measurement["settings"]
         notes.append(
             f"speed-up: first ÷ candidate invoke time, interleaved in one process ({measurement['rounds']} "
-            f"rounds of ~{s['block_secs']:g} s blocks, ABBA order, each candidate loaded afresh every "
-            f"{s['rounds_per_load']} rounds, {measurement['load_secs']:.1f} s of loading); 95% Student-t "
-            "interval on the log ratios per load; p50 ms from the interleaved invokes"
+            f"rounds of ~{s['block_secs']:g} s blocks, ABBA order, {_loads(measurement)}); 95% Student-t "
+            f"interval on the log ratios per {'load' if measurement['rounds_per_load'] else 'round'}; "
+            "p50 ms from the interleaved invokes"
         )
         thermal = measurement["thermal"]
         notes.append(
