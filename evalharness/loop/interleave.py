@@ -45,7 +45,7 @@ class InterleaveSettings:
     max_secs: float = field(default=60.0, metadata=bounds(0.0))  # the whole measurement's cap (loads too)
     warmup: int = field(default=3, metadata=bounds(0))  # untimed invokes of each candidate after a load
     rounds_per_load: int = field(default=2, metadata=bounds(0, 10000))  # even; 0: one load for all
-    max_load_secs: float = field(default=1.0, metadata=bounds(0.0))  # a slower first load: no reloads
+    max_load_secs: float = field(default=1.0, metadata=bounds(0.0))  # slower first load + warm-up: no reload
 
 
 def read_thermal(root: Path = THERMAL_ROOT) -> dict:
@@ -101,6 +101,7 @@ def measure(
         raise ValueError("rounds_per_load must be even (whole ABBA cycles) or 0")
     load_started = clock()
     invokers = [load() for load in loaders]
+    _warm(invokers, settings)  # a GPU compiles on its first invoke: part of what a reload costs
     load_secs = clock() - load_started
     per_load = settings.rounds_per_load if load_secs <= settings.max_load_secs else 0
     per_block = [_calibrate(invoke, settings, clock) for invoke in invokers]
@@ -156,9 +157,7 @@ def _warm(invokers: list[Callable[[], None]], settings: InterleaveSettings) -> N
 
 
 def _calibrate(invoke: Callable[[], None], settings: InterleaveSettings, clock) -> int:
-    """Invokes per block so a block lasts about ``block_secs`` (after the untimed warm-up)."""
-    for _ in range(settings.warmup):
-        invoke()
+    """Invokes per block so a block lasts about ``block_secs`` (timed once, after the warm-up)."""
     t0 = clock()
     invoke()
     one = max(clock() - t0, 1e-6)
