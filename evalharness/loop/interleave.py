@@ -95,7 +95,8 @@ def measure(
     docs/compare.md), so one load per candidate would make a lasting difference of two loads look
     like a difference of the candidates. Where loading them all takes over ``max_load_secs`` (a GPU
     compiling its shaders on a software renderer: ~6 s), they are loaded once and each round is one
-    observation; the record says so (``rounds_per_load`` 0)."""
+    observation; the record says so (``rounds_per_load`` 0). A reload that takes longer is the last
+    one (the rounds still pair up by ``rounds_per_load``)."""
     step = settings.rounds_per_load or 2
     if step % 2:
         raise ValueError("rounds_per_load must be even (whole ABBA cycles) or 0")
@@ -104,18 +105,20 @@ def measure(
     _warm(invokers, settings)  # a GPU compiles on its first invoke: part of what a reload costs
     load_secs = clock() - load_started
     per_load = settings.rounds_per_load if load_secs <= settings.max_load_secs else 0
+    reloading = bool(per_load)
     per_block = [_calibrate(invoke, settings, clock) for invoke in invokers]
     before = thermal()
     n = len(invokers)
     blocks, samples = [[] for _ in range(n)], [[] for _ in range(n)]
     rounds, started, sequence, loads = 0, clock(), [], 1
     while True:
-        if rounds and per_load and rounds % per_load == 0:
+        if rounds and reloading and rounds % per_load == 0:
             load_started = clock()
             invokers = [load() for load in loaders]
             _warm(invokers, settings)
             load_secs += clock() - load_started
             loads += 1
+            reloading = clock() - load_started <= settings.max_load_secs  # a slow reload: the last one
         for i in range(n) if rounds % 2 == 0 else reversed(range(n)):
             sequence.append(i)
             times = []

@@ -63,6 +63,20 @@ def test_candidates_are_loaded_again_every_rounds_per_load_and_each_load_is_one_
         measure([clock.loader("A", 1)], InterleaveSettings(rounds_per_load=3), clock, _cold)
 
 
+def test_a_slow_load_stops_the_reloading():
+    clock = FakeClock()
+    slow = clock.loader("B", 0.001)
+
+    def b_load():  # the first load is quick, every later one takes 5 s (a GPU compiling again)
+        if clock.loads.count("B"):
+            clock.now += 5.0
+        return slow()
+
+    settings = InterleaveSettings(rounds=8, block_secs=0.01, min_secs=0, min_invokes=1, max_secs=1000)
+    found = measure([clock.loader("A", 0.001), b_load], settings, clock, _cold)
+    assert found["loads"] == 2 and found["rounds"] == 8 and found["rounds_per_load"] == 2
+
+
 def test_rounds_are_added_until_the_minimum_duration_and_count_are_met():
     clock = FakeClock()
     settings = InterleaveSettings(rounds=2, block_secs=0.01, min_secs=0.5, min_invokes=10, warmup=0)
