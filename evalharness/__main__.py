@@ -136,6 +136,12 @@ def _inspect():
     return inspect_main
 
 
+def _compare():
+    from evalharness.run.compare import main as compare_main
+
+    return lambda argv: compare_main(argv, precheck)
+
+
 def _quietly(command, args: list[str]) -> int:
     """A subcommand with native output held back; shown (its tail) only when the command fails."""
     native: list[str] = []
@@ -150,13 +156,22 @@ def _quietly(command, args: list[str]) -> int:
     return code
 
 
-SUBCOMMANDS = {"report": _report, "explain": _explain, "inspect": _inspect}  # one line each: run/cli.py
+# one line each: run/cli.py
+SUBCOMMANDS = {"report": _report, "explain": _explain, "inspect": _inspect, "compare": _compare}
 
 
-def main() -> None:
+def precheck(args: list[str]) -> tuple[list[str], str | None]:
+    """The overrides as Hydra will get them, and the one-line problem found before composing."""
     from evalharness.run.launchers import missing_launcher_plugin
     from evalharness.run.renamed_keys import renamed_override
 
+    args = rewrite_overrides(args)
+    checks = (renamed_override, check_group_options, unknown_key, missing_launcher_plugin)
+    problem = next((found for found in (c(args) for c in checks) if found), None)
+    return args, problem
+
+
+def main() -> None:
     if {"-v", "--verbose"} & set(sys.argv[1:]):  # native runtime output live, as it is printed
         os.environ[VERBOSE_ENV] = "1"
         sys.argv[1:] = [a for a in sys.argv[1:] if a not in ("-v", "--verbose")]
@@ -167,13 +182,7 @@ def main() -> None:
     if {"--help", "-h"} & set(sys.argv[1:]):
         print(help_text(sys.argv[1:]))
         sys.exit(0)
-    sys.argv[1:] = rewrite_overrides(sys.argv[1:])
-    problem = (
-        renamed_override(sys.argv[1:])
-        or check_group_options(sys.argv[1:])
-        or unknown_key(sys.argv[1:])
-        or missing_launcher_plugin(sys.argv[1:])
-    )
+    sys.argv[1:], problem = precheck(sys.argv[1:])
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)

@@ -28,6 +28,7 @@ SUBCOMMANDS = {  # name -> one line (the dispatch itself is in evalharness/__mai
     "report": "diff two runs, tabulate a sweep, rescore or merge runs (evalharness report -h)",
     "explain": "why did the answer change between two runs (evalharness explain -h)",
     "inspect": "what a .tflite file is and what each delegate here takes (evalharness inspect -h)",
+    "compare": "run candidates (delegate=cpu,gpu), one table: Δ accuracy, speed-up (evalharness compare -h)",
 }
 _SEARCHPATH = re.compile(r"^[+]?hydra\.searchpath=\[(?P<paths>.*)\]$")
 _CHOICE = re.compile(r"^[+]?(?P<group>task|delegate|runner|tracking)=(?P<value>[^()\[\]{}*]*)$")
@@ -69,7 +70,7 @@ def help_text(args: list[str]) -> str:
     width = max(map(len, [*groups, *SUBCOMMANDS])) + 2
     lines = [
         "usage: evalharness [-m] [GROUP=OPTION ...] [GROUP.KEY=VALUE ...]   run (-m: a sweep, OPTION=a,b)",
-        "       evalharness {report,explain,inspect} ...",
+        "       evalharness {report,explain,inspect,compare} ...",
         "",
         "subcommands:",
         *(f"  {name:<{width}}{line}" for name, line in SUBCOMMANDS.items()),

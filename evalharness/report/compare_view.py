@@ -1,0 +1,190 @@
+"""The one table of ``evalharness compare``: each candidate's accuracy, its change against the first
+candidate with the paired interval and a verdict word, its speed-up with an interval, coverage, status.
+
+Every accuracy change comes from :func:`evalharness.report.diff.build_diff` with ``report diff``'s
+default options, through :func:`evalharness.report.diff.quantities` (what ``--fail-if`` rules and
+``report sweep --baseline`` read): the interval printed here is the one ``report diff FIRST OTHER``
+prints, never one derived from the runs' own intervals. The verdict word is read from the task's
+own verdict line (the McNemar or paired-bootstrap decision ``report diff`` states), not decided again.
+The speed-up comes from the interleaved measurement when there is one (``measurement``: the dict of
+:func:`evalharness.loop.interleave.measure`), else from the runs' own invokes (``report diff``'s
+bootstrap on two separate runs), and the table says which.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+from evalharness.core.numbers import fmt
+from evalharness.core.tables import Section
+from evalharness.report.diff import build_diff, quantities
+from evalharness.report.runs import comparability, definition_of
+from evalharness.rundir.reader import Run
+
+COLUMNS = ["candidate", "status", "metric", "value", "Δ vs first [95% paired]", "accuracy",
+           "speed-up [95%]", "speed", "p50 ms", "coverage"]  # fmt: skip
+WORDS = (  # the task's verdict line -> one word (report/diff's own decision, in its own words)
+    ("significantly better", "better"),
+    ("significantly worse", "worse"),
+    ("no difference detected", "no difference detected"),  # before "equivalent": "not shown equivalent"
+    ("equivalent within", "equivalent"),
+    ("same boxes", "same"),
+)
+
+
+def short_name(value: str) -> str:
+    """A candidate as a reader names it: a model path by its file stem, anything else as given."""
+    return PurePath(value).stem if "/" in value or value.endswith(".tflite") else value
+
+
+def verdict_word(sentence: str, change: float | None) -> str:
+    for phrase, word in WORDS:
+        if phrase in sentence:
+            return word
+    if sentence.startswith("significant") or ": significant" in sentence or "significant:" in sentence:
+        return "better" if (change or 0) > 0 else "worse"
+    return "—"
+
+
+def accuracy_change(base: Run, run: Run) -> dict:
+    """``report diff BASE RUN``'s verdict and pairwise quantities (default options), or why none."""
+    comp = comparability(base, run)
+    if comp.refused:
+        return {"refused": "; ".join(comp.refused)}
+    doc = build_diff(base, run, comp)
+    return {"verdict": doc["verdict"], "pairwise": quantities(doc)[1], "warnings": comp.warnings}
+
+
+def coverage_cell(run: Run) -> str:
+    cov = run.prov("delegate.coverage") or {}
+    if cov.get("ops_total") is None:
+        return "n/a"
+    done = cov.get("ops_delegated")
+    text = f"{'?' if done is None else done}/{cov['ops_total']} ops"
+    if cov.get("partitions"):
+        text += f", {cov['partitions']} part."
+    if (cov.get("device") or {}).get("software_renderer"):
+        text += " (software renderer)"
+    return text
+
+
+def rows(candidates: list[dict], measurement: dict | None) -> list[dict]:
+    """One row per candidate: ``{"name", "run": Run | None, "status", "error"}`` in, the figures out
+    (``measured``: index of the candidate in ``measurement``'s list, None when it was not measured)."""
+    base = candidates[0]["run"]
+    metric = _metric(candidates)
+    out = []
+    for i, cand in enumerate(candidates):
+        run: Run | None = cand["run"]
+        row = {"candidate": cand["name"], "status": cand["status"], "error": cand.get("error")}
+        row["metric"] = metric
+        if run is not None and cand["status"] in ("complete", "partial"):
+            row["value"] = run.metrics.get(metric) if metric else None
+            row["latency_p50_ms"] = ((run.doc.get("latency_ms") or {}).get("inference") or {}).get("p50")
+            row["coverage"] = coverage_cell(run)
+            if i and candidates[0]["status"] == cand["status"] == "complete":
+                row.update(_change(base, run, metric))
+        row.update(_speed(i, cand, row, measurement))
+        out.append(row)
+    return out
+
+
+def _metric(candidates: list[dict]) -> str | None:
+    for cand in candidates:
+        if cand["run"] is not None and cand["run"].task:
+            metrics = definition_of(cand["run"]).sweep_metrics
+            return metrics[0] if metrics else None
+    return None
+
+
+def _change(base: Run, run: Run, metric: str | None) -> dict:
+    found = accuracy_change(base, run)
+    if "refused" in found:
+        return {"accuracy": "not comparable", "accuracy_detail": found["refused"]}
+    pairwise = found["pairwise"]
+    value = {"accuracy_detail": found["verdict"]}
+    if metric and base.metrics.get(metric) is not None and run.metrics.get(metric) is not None:
+        value["delta"] = run.metrics[metric] - base.metrics[metric]
+    if metric and f"{metric}_ci_low" in pairwise:
+        value["delta_interval"] = [pairwise[f"{metric}_ci_low"], pairwise[f"{metric}_ci_high"]]
+    value["accuracy"] = verdict_word(found["verdict"], value.get("delta"))
+    return value
+
+
+def _speed(i: int, cand: dict, row: dict, measurement: dict | None) -> dict:
+    index = cand.get("measured")
+    if measurement is not None and index is not None and i == 0:
+        m = measurement["measurements"][0]
+        return {"speed": "baseline", "speed_source": "interleaved", "valid": m["valid"],
+                "latency_p50_ms": m["latency_ms"].get("p50"), "problems": m["problems"]}  # fmt: skip
+    if measurement is not None and index is not None:
+        comp = measurement["comparisons"][index]
+        m = measurement["measurements"][index]
+        out = {"speedup": comp["speedup"], "speedup_interval": comp["interval"], "speed": comp["verdict"],
+               "speed_source": "interleaved", "latency_p50_ms": m["latency_ms"].get("p50"),
+               "valid": m["valid"], "problems": m["problems"]}  # fmt: skip
+        if comp.get("why"):
+            out["speed_detail"] = comp["why"]
+        return out
+    if i == 0:
+        return {"speed": "baseline" if row.get("latency_p50_ms") is not None else "—"}
+    return {"speed": "not measured", "speed_source": None}
+
+
+def cells(row: dict) -> list[str]:
+    interval = row.get("delta_interval")
+    delta = fmt(row.get("delta"), "+.4f", missing="")
+    if interval:
+        delta += f" [{interval[0]:+.4f}, {interval[1]:+.4f}]"
+    speed = fmt(row.get("speedup"), ".3f", missing="")
+    if row.get("speedup_interval"):
+        low, high = row["speedup_interval"]
+        speed += f" [{low:.3f}, {high:.3f}]"
+    accuracy = row.get("accuracy", "baseline" if row.get("value") is not None and not delta else "—")
+    value = fmt(row.get("value"), ".4f", missing="—")
+    return [row["candidate"], row["status"], row.get("metric") or "—", value, delta or "—", accuracy,
+            speed or "—", row.get("speed", "—"),
+            fmt(row.get("latency_p50_ms"), ".3f", missing="—"), row.get("coverage", "—")]  # fmt: skip
+
+
+def _loads(measurement: dict) -> str:
+    took = f"{measurement['load_secs']:.1f} s of loading"
+    if measurement["rounds_per_load"]:
+        return f"each candidate loaded afresh every {measurement['rounds_per_load']} rounds, {took}"
+    limit = measurement["settings"]["max_load_secs"]
+    if measurement["settings"]["rounds_per_load"]:
+        return f"loaded once: loading took {took.split(' of')[0]} > max_load_secs {limit:g}"
+    return f"loaded once, {took}"
+
+
+def section(key: str, table: list[dict], measurement: dict | None, out_dir: str) -> Section:
+    notes = [
+        f"candidates: {key}=…; Δ and speed-up against the first ({table[0]['candidate']}); run dirs and "
+        f"sweep.csv/.md/.html in {out_dir}",
+        "Δ: the paired interval and verdict of `evalharness report diff FIRST CANDIDATE` (same code, "
+        "default options: alpha 0.05, margin 0.01)",
+    ]
+    if measurement is not None:
+        s = measurement["settings"]
+        notes.append(
+            f"speed-up: first ÷ candidate invoke time, interleaved in one process ({measurement['rounds']} "
+            f"rounds of ~{s['block_secs']:g} s blocks, ABBA order, {_loads(measurement)}); 95% Student-t "
+            f"interval on the log ratios per {'load' if measurement['rounds_per_load'] else 'round'}; "
+            "p50 ms from the interleaved invokes"
+        )
+        thermal = measurement["thermal"]
+        notes.append(
+            f"thermal: {thermal['before']['source']} " + (
+                f"read before and after; throttled: {', '.join(thermal['throttled']) or 'no'}"
+                if thermal["before"]["exposed"] else "not exposed on this machine (throttling not checked)"
+            )
+        )  # fmt: skip
+    else:
+        notes.append("speed-up: not measured (interleaving off or no second complete candidate)")
+    for row in table:
+        for name in ("error", "accuracy_detail"):
+            if row.get(name) and (name != "accuracy_detail" or row.get("accuracy") == "not comparable"):
+                notes.append(f"{row['candidate']}: {row[name]}")
+        if row.get("problems"):
+            notes.append(f"{row['candidate']}: measurement invalid: {'; '.join(row['problems'])}")
+    return Section("Compare", COLUMNS, [cells(r) for r in table], notes, key="compare")
