@@ -21,6 +21,7 @@ from evalharness.run.hydra_access import job_overrides, multirun_launcher
 from evalharness.run.identity import run_identity
 from evalharness.run.prepare import prepare, use_resize
 from evalharness.run.record import record_config, record_run
+from evalharness.run.repair_view import write_repair
 from evalharness.rundir.document import now
 
 log = logging.getLogger("evalharness")
@@ -62,6 +63,7 @@ def run_settings(rp, run_dir: str) -> dict:
     )
     try:
         record_config(run_dir, rp)
+        write_repair(run_dir, quant)
         try:
             ran = execute(rp, task, loop, done, run_dir)
         except Exception as exc:
