@@ -14,7 +14,6 @@ equals the recorded one bit for bit (1 when it does not).
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import platform
@@ -154,14 +153,13 @@ def environment() -> dict:
         except metadata.PackageNotFoundError:
             versions[package] = None
     native = []
-    try:
-        import ai_edge_litert
-
-        root = os.path.dirname(ai_edge_litert.__file__)
-        for path in sorted(glob.glob(os.path.join(root, "**", "*.so*"), recursive=True)):
-            native.append({"file": os.path.relpath(path, root), "sha256": sha256_file(path)})
-    except ImportError:  # pragma: no cover - the explanation itself needed it
-        pass
+    try:  # the installed files of the runtime's package (no import: only runtime/ imports it)
+        files = metadata.files("ai-edge-litert") or []
+    except metadata.PackageNotFoundError:
+        files = []
+    for f in sorted(files, key=str):
+        if ".so" in f.name:
+            native.append({"file": str(f), "sha256": sha256_file(str(f.locate()))})
     return {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
