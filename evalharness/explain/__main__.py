@@ -20,6 +20,7 @@ from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_text
 from evalharness.explain.core import explain
+from evalharness.explain.explorer import explanation_data, write_all
 from evalharness.explain.render import model_explorer, render_html, sections, summary
 from evalharness.report.explain_location import HTML_FILE, explain_dir
 from evalharness.report.outputs import check_output_dir
@@ -65,8 +66,9 @@ def _main(argv: list[str] | None) -> int:
     atomic_write_text(os.path.join(out, "explain.txt"), text)
     atomic_write_text(os.path.join(out, HTML_FILE), render_html(doc))
     atomic_write_text(os.path.join(out, "model_explorer.json"), stable_json(model_explorer(doc)))
+    write_all(os.path.join(out, "model_explorer"), explanation_data(doc, doc["graph"]))
     print(summary(doc))
-    print(f"explain: {out}/explain.json (.txt, .html, model_explorer.json)")
+    print(f"explain: {out}/explain.json (.txt, .html, model_explorer.json, model_explorer/)")
     if doc.get("bundle"):
         made = doc["bundle"]
         print(

@@ -132,6 +132,7 @@ def explain(
         },
         "images": images,
         "changed_total": total,
+        "graph": side_a.graph.name,
         "ops": rows,
         "op_types": op_types(rows, (bisect or {}).get("culprits") or []),
         "first_nonfinite": nonfinite,

@@ -105,8 +105,8 @@ def _why(doc: dict) -> str:
     fixed = [str(c["op"])]
     for c in more:
         text += (
-            f"; with op{'s' if len(fixed) > 1 else ''} {', '.join(fixed)} on A's path, op {c['op']} "
-            f"{ops[c['op']]['type']} brings back {len(c['restores'])} more"
+            f"; with op{'s' if len(fixed) > 1 else ''} {', '.join(fixed)} fixed (A's kernel on B's path), "
+            f"op {c['op']} {ops[c['op']]['type']} brings back {len(c['restores'])} more"
         )
         fixed.append(str(c["op"]))
     if b.get("unexplained"):
@@ -185,8 +185,8 @@ def _culprit_table(b: dict, ops: list[dict]) -> Section:
         for c in b["culprits"]
     ]
     notes = [
-        "each round keeps the culprits before it on A's path and takes the op that brings back most "
-        "of the answers still changed",
+        "each round fixes the culprits before it (A's kernel runs them on B's path) and takes the op "
+        "whose fix brings back most of the answers still changed",
         f"unexplained by any one more op: {', '.join(b['unexplained']) or 'none'}",
     ]
     return Section(

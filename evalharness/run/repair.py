@@ -201,6 +201,7 @@ def repair_variant(rp, quant: dict, model: dict) -> dict:
     ``model`` at it; returns ``provenance.model.quant`` (with ``repair``)."""
     from evalharness.run.repair_view import print_repair
     from evalharness.runtime.quantize import needs_calibration, quantizer_version
+    from evalharness.runtime.subgraph import ModelGraph
 
     started = time.perf_counter()
     source = model["path"]
@@ -270,6 +271,8 @@ def repair_variant(rp, quant: dict, model: dict) -> dict:
         "build_s": round(s.build_s, 2),
         "wall_s": round(time.perf_counter() - started, 2),
         "quantizer": quantizer_version(),
+        "graph": ModelGraph(source).name,
+        "quantized_ops": sorted(s.ops),
         "recipe_file": recipe_path,
         "reuse": _reuse(quant, recipe_path, found["calibration"]),
     }

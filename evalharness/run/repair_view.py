@@ -158,7 +158,7 @@ def failed_checks(quant: dict | None) -> list[str]:
 
 def write_repair(run_dir: str, record: dict | None) -> None:
     """``<run_dir>/repair/``: the recipe (reusable with quant.recipe=FILE), the whole record, the
-    tables as text and Markdown."""
+    tables as text and Markdown, and Model Explorer node data of which ops stayed in float."""
     if not record or not record.get("repair"):
         return
     from evalharness.core.atomic_io import atomic_write_text
@@ -169,3 +169,16 @@ def write_repair(run_dir: str, record: dict | None) -> None:
     atomic_write_text(os.path.join(folder, "repair.json"), stable_json(record))
     atomic_write_text(os.path.join(folder, "frontier.txt"), render_text(TITLE, sections(record)))
     atomic_write_text(os.path.join(folder, "frontier.md"), render_markdown(TITLE, sections(record)))
+    explorer = float_ops_data(record["repair"])
+    atomic_write_text(os.path.join(folder, "model_explorer_float_ops.json"), stable_json(explorer))
+
+
+def float_ops_data(r: dict) -> dict:
+    """Model Explorer node data (``ModelNodeData``, nodes by op index, as its TFLite adapter names
+    them) of the repair on the float model's graph: 1 = kept in float, 0 = quantized, for every op the
+    recipe quantizes."""
+    kept = {o["op"] for o in r["chosen"]["float_ops"]}
+    results = {str(op): {"value": 1 if op in kept else 0} for op in r["quantized_ops"]}
+    gradient = [{"stop": 0, "bgColor": "#9ecae1"}, {"stop": 1, "bgColor": "#fd8d3c"}]
+    name = "kept in float (1) / quantized (0)"
+    return {r["graph"]: {"name": name, "results": results, "gradient": gradient}}

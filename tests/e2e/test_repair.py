@@ -60,7 +60,7 @@ def test_planted_bad_scale_is_the_one_op_kept_in_float_and_the_recipe_rebuilds_i
     # the calibration set: its size and source recorded
     assert {c["source"]: c["count"] for c in r["calibrations"].values()} == {"roots": 9, "dataset": 12}
     files = {p.name for p in (tmp_path / "r1" / "repair").iterdir()}
-    assert files == {"recipe.json", "repair.json", "frontier.txt", "frontier.md"}
+    assert files == {"recipe.json", "repair.json", "frontier.txt", "frontier.md", "model_explorer_float_ops.json"}  # noqa: E501
     recipe = tmp_path / "r1" / "repair" / "recipe.json"
     assert json.loads(recipe.read_text()) == quant["recipe_ops"]
     assert "Frontier (search part)" in (tmp_path / "r1" / "repair" / "frontier.txt").read_text()
