@@ -215,6 +215,12 @@ def repair_variant(rp, quant: dict, model: dict) -> dict:
     root = rp.dataset.get("root", "")
     with tempfile.TemporaryDirectory(prefix="evalharness-repair-") as work:
         s = Search(rp, quant, task_model, split, work)
+        print(
+            f"repair: quant={quant['name']}, {target_text(quant, definition.repair_metric)}: searching on "
+            f"{len(s.part)} images ({len(s.ops)} quantized ops: roughly {len(s.ops) + 4} model evaluations, "
+            "each one variant built and scored)",
+            flush=True,
+        )
         labels = []
         if needs_calibration(quant["recipe"]):
             configured = quant.get("calibration") or DATASET_CALIBRATION

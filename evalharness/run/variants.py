@@ -69,7 +69,8 @@ def check_quant(quant, definition, dataset) -> None:
         check_recipe(recipe)
     if repair and definition.repair_metric is None:
         raise ConfigError(
-            f"quant.max_drop: task={definition.name} has no headline metric a drop can be bounded on"
+            f"quant.max_drop: task={definition.name} offers no repair (its definition names no "
+            "repair_metric with a paired comparison of records; classification does)"
         )
     if (repair or from_dataset(quant)) and recipe:
         what = "quant.max_drop" if repair else "quant/calibration=dataset"
