@@ -11,18 +11,63 @@ sharding mean the same thing for every task. The list being sharded is the task'
 
 A shard's metrics.json records the shard and the identity (count + manifest hash) of the whole
 list it was cut from, so ``report merge`` can prove that the shards it joins cover it exactly once.
+
+A :class:`Split` (derived by ``quant.max_drop`` or a calibration drawn from the dataset, never set
+by hand) comes between the two: the list cut to ``num_images`` is split into a *search* part (what
+a quantized variant is calibrated and searched on) and the *held-out* rest, and a run sees one
+part only, so what it reports on never served to build the model.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from evalharness.core.errors import ConfigError
 from evalharness.data.manifest import samples_identity
 
 SCHEMES = ("interleaved", "contiguous")
+PARTS = ("search", "held_out")
+
+
+@dataclass(frozen=True)
+class Split:
+    """The search part (``fraction`` of the list, spread as ``scheme`` says) and the held-out rest.
+
+    ``interleaved``: position i is in the search part when ceil((i + 1) * fraction) moves past
+    ceil(i * fraction), in exact arithmetic (fraction 0.5: every other image, starting with the
+    first; 0.25: positions 0, 4, 8, ...); ``contiguous``: the first round(n * fraction) positions."""
+
+    fraction: float = 0.5
+    scheme: str = "interleaved"
+    part: str = "held_out"
+
+    @classmethod
+    def from_config(cls, raw) -> Split | None:
+        if not raw:
+            return None
+        split = cls(float(raw["fraction"]), str(raw.get("scheme", "interleaved")), str(raw["part"]))
+        if not 0 < split.fraction < 1 or split.scheme not in SCHEMES or split.part not in PARTS:
+            raise ConfigError(f"dataset split {raw!r}: fraction in (0, 1), scheme {SCHEMES}, part {PARTS}")
+        return split
+
+    def in_search(self, n: int) -> list[bool]:
+        if self.scheme == "contiguous":
+            cut = round(n * self.fraction)
+            return [i < cut for i in range(n)]
+        f = Fraction(repr(self.fraction))
+        return [math.ceil((i + 1) * f) > math.ceil(i * f) for i in range(n)]
+
+    def take(self, items: Sequence[Any]) -> list:
+        want = self.part == "search"
+        flags = self.in_search(len(items))
+        return [item for item, searched in zip(items, flags, strict=True) if searched == want]
+
+    def record(self) -> dict:
+        return {"fraction": self.fraction, "scheme": self.scheme, "part": self.part}
 
 
 @dataclass(frozen=True)
@@ -30,11 +75,17 @@ class Shard:
     index: int = 0
     count: int = 1
     scheme: str = "interleaved"
+    split: Split | None = None  # applied before the shard: see Split
 
     @classmethod
     def from_config(cls, dataset: dict) -> Shard:
         raw = dataset.get("shard") or {}
-        shard = cls(int(raw.get("index", 0)), int(raw.get("count", 1)), str(raw.get("scheme", "interleaved")))
+        shard = cls(
+            int(raw.get("index", 0)),
+            int(raw.get("count", 1)),
+            str(raw.get("scheme", "interleaved")),
+            Split.from_config(dataset.get("split")),
+        )
         if shard.count < 1:
             raise ConfigError(f"dataset.shard.count={shard.count}: use 1 (no sharding) or more")
         if not 0 <= shard.index < shard.count:
@@ -55,7 +106,8 @@ class Shard:
 
 
 def select_samples(samples: Sequence[Any], num_images: int, shard: Shard, source: str) -> tuple[list, list]:
-    """(this run's samples, the whole list they were cut from): first ``num_images``, then the shard.
+    """(this run's samples, the whole list they were cut from): first ``num_images``, then the split's
+    part (when the run has a split), then the shard.
 
     ``source`` names where the samples come from, for the error message.
     """
@@ -64,6 +116,13 @@ def select_samples(samples: Sequence[Any], num_images: int, shard: Shard, source
             f"task.num_images={num_images} but {source} has {len(samples)} images; use 0 for all"
         )
     full = list(samples[:num_images] if num_images else samples)
+    if shard.split is not None:
+        full = shard.split.take(full)
+        if not full:
+            raise ConfigError(
+                f"the {shard.split.part} part of a split at fraction {shard.split.fraction} of "
+                f"{source} is empty; use more images (task.num_images) or another quant.search.fraction"
+            )
     selected = shard.take(full)
     if not selected:
         raise ConfigError(
@@ -80,8 +139,10 @@ def sharded_identity(
     the whole (unsharded) list. ``entry`` maps a sample to its (dataset-relative key, path)."""
     mine = samples_identity(selected, entry)
     whole = mine if shard.count == 1 else samples_identity(full, entry)
+    split = {"split": shard.split.record()} if shard.split is not None else {}
     return {
         **mine,
+        **split,
         "shard": {
             "index": shard.index,
             "count": shard.count,

@@ -7,6 +7,14 @@ search finds the smallest such k that restores all of them (about log2(ops) comp
 that more of A never restores fewer, and reports the count it measured at the k it found). Then,
 for every op j up to that k, B's whole path with op j's output taken from A (a suffix from j+1 fed
 B's tensors except op j's): the op that restores most changed images alone is the culprit.
+
+More than one culprit (:meth:`Bisection.rounds`): an op is *fixed* by running A's kernel for it on
+B's path (A's single-op sub-model fed B's tensors, requantized both ways where the types differ),
+which restores only the answers that op's own difference changes: taking an op's output from A
+would also carry every difference made before it, so in a chain the last faulty op would take the
+credit for all of them. Each round fixes the op that brings back most of the answers still changed
+(with the culprits before it fixed: B's path cut into segments at the fixed ops), until every
+changed answer is back or no single op brings one more back (those stay unexplained).
 """
 
 from __future__ import annotations
@@ -39,8 +47,10 @@ class Bisection:
         b_acts: list[dict],
         changed: list[int],
         a_answers: list,
+        swap=None,
     ):
         self.b, self.answers, self.a_acts, self.b_acts = b, answers, a_acts, b_acts
+        self.swap = swap  # (op, B's tensors per image) -> that op's outputs by A's kernel, as B's tensors
         self.changed, self.a_answers = changed, a_answers
         self.n = len(b.graph.ops)
         self.trials: dict[int, int] = {}
@@ -94,4 +104,54 @@ class Bisection:
             restored = self.single_op(j)
             if restored:
                 found.append((j, restored))
+        return found
+
+    def restored_with(self, fixed: list[int]) -> list[int]:
+        """Changed images restored when the ops ``fixed`` run A's kernel (``swap``; without one:
+        take A's outputs) and every other op runs on B's path: B's trace up to the first of them,
+        then one segment (a sub-model exposing every output it makes) between each and the next."""
+        graph, fixed = self.b.graph, sorted(fixed)
+        values = [dict(self.b_acts[i]) for i in self.changed]
+        for at, f in enumerate(fixed):
+            if self.swap is not None:
+                for v, o in zip(values, self.swap(f, values), strict=True):
+                    v.update(o)
+            else:
+                for v, i in zip(values, self.changed, strict=True):
+                    v.update({t: self.a_acts[i][t] for t in graph.ops[f].outputs})
+            stop = fixed[at + 1] if at + 1 < len(fixed) else self.n
+            if f + 1 >= stop:
+                continue
+            made = [t for op in graph.ops[f + 1 : stop] for t in op.outputs if t >= 0]
+            model = self.b.load(
+                f"seg{f + 1}_{stop}", lambda p, a=f + 1, b=stop, o=made: graph.write(p, a, b, o)
+            )
+            crossing = [info.index for info in model.inputs]
+            outs = self.b.run_model(model, [{t: v[t] for t in crossing} for v in values])
+            for v, o in zip(values, outs, strict=True):
+                v.update(o)
+        return self._count([self.answers.of(v) for v in values])
+
+    def rounds(self, upto: int, weight, limit: int = 5) -> list[dict]:
+        """Culprits fixed one after another: each round, the op 0..upto that (with the culprits so far
+        fixed) brings back most of the changed answers still wrong (ties: ``weight(op)``, the larger
+        first); at most ``limit`` rounds."""
+        fixed: list[int] = []
+        back: set[int] = set()
+        found = []
+        while len(back) < len(self.changed) and len(fixed) < limit:
+            best = None
+            for j in range(upto + 1):
+                if j in fixed:
+                    continue
+                got = set(self.restored_with([*fixed, j]))
+                key = (len(got - back), weight(j))
+                if got - back and (best is None or key > best[0]):
+                    best = (key, j, got)
+            if best is None:
+                break
+            _, j, got = best
+            found.append({"op": j, "restores": sorted(got - back), "restored_total": len(got)})
+            fixed.append(j)
+            back = got
         return found

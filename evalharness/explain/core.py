@@ -16,8 +16,16 @@ import time
 
 from evalharness.explain.answers import Answers
 from evalharness.explain.bisect import Bisection, saturated_ties
+from evalharness.explain.rollup import first_nonfinite, op_types
 from evalharness.explain.sides import ExplainError, check_pair, input_tensors, open_side
-from evalharness.explain.trace import Dequantizer, full_trace, local_outputs, op_errors, translate
+from evalharness.explain.trace import (
+    Dequantizer,
+    full_trace,
+    kernel_swap,
+    local_outputs,
+    op_errors,
+    translate,
+)
 from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import Run
 
@@ -48,8 +56,11 @@ def pick_images(
     return changed, unchanged[:wanted], len(every), captions
 
 
-def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) -> dict:
-    """The explanation document (explain.json) of B's answers against A's."""
+def explain(
+    a: Run, b: Run, max_changed: int = 10, controls: int | None = None, bundle: str | None = None
+) -> dict:
+    """The explanation document (explain.json) of B's answers against A's; ``bundle``: also write
+    the repro bundle there (:mod:`evalharness.explain.bundle`)."""
     started = time.perf_counter()
     changed, control, total, captions = pick_images(a, b, max_changed, controls)
     ids = changed + control
@@ -79,7 +90,21 @@ def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) 
             deq_a,
             deq_b,
         )
-        bisect = _bisect(side_b, answers_b, a_fed, b_acts, reproduced, a_answers, ids, rows)
+        swap = kernel_swap(side_a, tensor_map, deq_a, deq_b)
+        bisect = _bisect(side_b, answers_b, a_fed, b_acts, reproduced, a_answers, ids, rows, swap)
+        nonfinite = first_nonfinite(side_a.graph, tensor_map, a_acts, b_acts, ids, rows)
+        made = None
+        if bundle is not None:
+            from types import SimpleNamespace
+
+            from evalharness.explain.bundle import write_bundle
+
+            ctx = SimpleNamespace(
+                side_a=side_a, side_b=side_b, a_acts=a_acts, a_fed=a_fed, a_answers=a_answers,
+                b_answers=b_answers, answers_a=answers_a, answers_b=answers_b, reproduced=reproduced, ids=ids,
+            )  # fmt: skip
+            first = ((bisect or {}).get("culprits") or [{}])[0].get("op")
+            made = write_bundle(bundle, ctx, first)
         compilations = side_a.compilations + side_b.compilations
         decoded = [answers_b.compare(x, y) for x, y in zip(a_answers, b_answers, strict=True)]
     label = "top1" if answers_b.kind == "classifier" else "boxes"
@@ -107,8 +132,12 @@ def explain(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) 
         },
         "images": images,
         "changed_total": total,
+        "graph": side_a.graph.name,
         "ops": rows,
+        "op_types": op_types(rows, (bisect or {}).get("culprits") or []),
+        "first_nonfinite": nonfinite,
         "bisection": bisect,
+        "bundle": made,
         "compilations": compilations,
         "seconds": round(time.perf_counter() - started, 2),
     }
@@ -153,25 +182,38 @@ def _run_identity(side) -> dict:
     }
 
 
-def _bisect(side_b, answers_b, a_acts, b_acts, reproduced, a_answers, ids, rows) -> dict | None:
+def _bisect(side_b, answers_b, a_acts, b_acts, reproduced, a_answers, ids, rows, swap) -> dict | None:
     if not reproduced:
         return None
-    search = Bisection(side_b, answers_b, a_acts, b_acts, reproduced, a_answers)
+    search = Bisection(side_b, answers_b, a_acts, b_acts, reproduced, a_answers, swap)
     k, restored = search.split_point()
-    found = search.culprits(len(rows) - 1 if k is None else k)
+    upto = len(rows) - 1 if k is None else k
+    found = search.culprits(upto)
 
-    def weight(item):  # most images restored, then the op with the lowest local SNR on them
-        j, imgs = item
-        snr = rows[j]["changed"]["local"]["snr_db"]
-        return (len(imgs), -(math.inf if snr is None else snr))  # -inf (NaN outputs) ranks first
+    def snr(j: int) -> float:  # ties: the op with the lowest local SNR on the changed images first
+        value = rows[j]["changed"]["local"]["snr_db"]
+        return -(math.inf if value is None else value)  # -inf (NaN outputs) ranks first
 
-    found.sort(key=weight, reverse=True)
+    found.sort(key=lambda item: (len(item[1]), snr(item[0])), reverse=True)
+    ranked = search.rounds(upto, snr)
+    explained = {i for c in ranked for i in c["restores"]}
     return {
         "changed": len(reproduced),
         "split_op": k,
         "restored_at_split": [ids[i] for i in restored],
         "trials": {str(t): n for t, n in sorted(search.trials.items())},
-        "culprits": [{"op": j, "restores": [ids[i] for i in imgs]} for j, imgs in found],
+        "culprits": [
+            {
+                "op": c["op"],
+                "round": n + 1,
+                "restores": [ids[i] for i in c["restores"]],
+                "restored_total": c["restored_total"],
+                "restores_alone": [ids[i] for i in dict(found).get(c["op"], [])],
+            }
+            for n, c in enumerate(ranked)
+        ],
+        "alone": [{"op": j, "restores": [ids[i] for i in imgs]} for j, imgs in found],
+        "unexplained": [ids[i] for i in reproduced if i not in explained],
         "output_saturated": [ids[i] for i in saturated_ties(side_b, b_acts, reproduced)]
         if answers_b.kind == "classifier"
         else [],

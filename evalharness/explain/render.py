@@ -39,6 +39,18 @@ def culprit(doc: dict) -> dict | None:
 
 def summary(doc: dict) -> str:
     """The one sentence that answers "why did the answer change?"."""
+    first = doc.get("first_nonfinite")
+    if first:  # NaN mode: where B's path first goes non-finite while A's stays finite
+        how = (
+            "its own kernel makes them from A's finite inputs"
+            if first["own"]
+            else "it inherits them (its kernel is finite on A's inputs)"
+        )
+        head = (
+            f"NaN mode: op {first['op']} {first['type']} is the first whose output on B's path is not "
+            f"finite (NaN/inf) while A's is, on {len(first['images'])} image(s); {how}; "
+        )
+        return head + _why(doc)
     bad = [r for r in doc["ops"] if any((r[g]["local"]["nonfinite"] or 0) for g in ("changed", "controls"))]
     head = (
         f"op {bad[0]['index']} {bad[0]['type']} is the first whose output on B's path is not finite "
@@ -83,12 +95,23 @@ def _why(doc: dict) -> str:
         return text + "; no single op restores any of them alone (the change builds up over several ops)"
     row = ops[c["op"]]
     snr = {(g, k): _db(_snr(row, g, k)) for g in ("changed", "controls") for k in ("local", "accumulated")}
-    return (
+    text = (
         f"{text}; op {row['index']} {row['type']} '{_short(row['name'], 80)}' carries "
         f"{len(c['restores'])} of them: local SNR {snr['changed', 'local']} dB on changed images vs "
         f"{snr['controls', 'local']} dB on controls (accumulated {snr['changed', 'accumulated']} vs "
         f"{snr['controls', 'accumulated']} dB)"
     )
+    more = b["culprits"][1:]
+    fixed = [str(c["op"])]
+    for c in more:
+        text += (
+            f"; with op{'s' if len(fixed) > 1 else ''} {', '.join(fixed)} fixed (A's kernel on B's path), "
+            f"op {c['op']} {ops[c['op']]['type']} brings back {len(c['restores'])} more"
+        )
+        fixed.append(str(c["op"]))
+    if b.get("unexplained"):
+        text += f"; {len(b['unexplained'])} stay unexplained by any one more op"
+    return text
 
 
 def sections(doc: dict, max_ops: int | None = None) -> list[Section]:
@@ -121,6 +144,8 @@ def sections(doc: dict, max_ops: int | None = None) -> list[Section]:
             )
         )
         ops = doc["ops"]
+        if "alone" in b:  # explanations since the multi-culprit search
+            out.append(_culprit_table(b, ops))
         rows = [
             [
                 str(c["op"]),
@@ -130,18 +155,68 @@ def sections(doc: dict, max_ops: int | None = None) -> list[Section]:
                 _db(_snr(ops[c["op"]], "changed", "local")),
                 _db(_snr(ops[c["op"]], "controls", "local")),
             ]
-            for c in b["culprits"]
+            for c in b.get("alone", b["culprits"])
         ]
         out.append(
             Section(
                 "Ops that restore changed answers alone (op's output taken from A)",
                 ["op", "type", "name", "restores", "local SNR changed", "local SNR controls"],
                 rows,
-                key="explain-culprits",
+                key="explain-alone",
             )
         )
+    if doc.get("op_types"):
+        out.append(_type_table(doc["op_types"]))
     out.append(_op_table(doc, max_ops))
     return out
+
+
+def _culprit_table(b: dict, ops: list[dict]) -> Section:
+    rows = [
+        [
+            str(c["round"]),
+            str(c["op"]),
+            ops[c["op"]]["type"],
+            _short(ops[c["op"]]["name"]),
+            str(len(c["restores"])),
+            f"{c['restored_total']}/{b['changed']}",
+            ", ".join(c["restores"][:4]) + (" ..." if len(c["restores"]) > 4 else ""),
+        ]
+        for c in b["culprits"]
+    ]
+    notes = [
+        "each round fixes the culprits before it (A's kernel runs them on B's path) and takes the op "
+        "whose fix brings back most of the answers still changed",
+        f"unexplained by any one more op: {', '.join(b['unexplained']) or 'none'}",
+    ]
+    return Section(
+        "Culprits, ranked (each fixed before the next is sought)",
+        ["round", "op", "type", "name", "restores", "restored so far", "images"],
+        rows,
+        notes,
+        key="explain-culprits",
+    )
+
+
+def _type_table(types: list[dict]) -> Section:
+    rows = [
+        [
+            t["type"],
+            str(t["ops"]),
+            str(t["culprits"]),
+            str(t["restores"]),
+            _db(t["local_snr_min"]),
+            _db(t["local_snr_median"]),
+        ]
+        for t in types
+    ]
+    group = types[0]["group"] if types else "changed"
+    return Section(
+        "By op type",
+        ["type", "ops", "culprits", "answers restored", f"local SNR min ({group})", "median"],
+        rows,
+        key="explain-types",
+    )
 
 
 def _images(doc: dict) -> tuple[list[str], list[list[str]], str]:
@@ -225,19 +300,32 @@ def _op_table(doc: dict, max_ops: int | None) -> Section:
             _db(_snr(r, "controls", "accumulated")),
             fmt(r["controls"]["accumulated"]["max_abs"], ".4g"),
             fmt(r["controls"]["accumulated"]["cosine"], ".5f"),
+            _own(r),
         ]
         for r in ops
     ]
     return Section(
         "Per-op error of B against A (SNR in dB)",
-        ["op", "type", "name", "local chg", "local ctl", "accum chg", "accum ctl", "max abs ctl", "cos ctl"],
+        ["op", "type", "name", "local chg", "local ctl", "accum chg", "accum ctl", "max abs ctl", "cos ctl",
+         "own share"],
         rows,
         [
             "local: B's kernel for the op alone, fed A's inputs; accum: B's whole path; * the culprit",
             "chg: changed images; ctl: control images; inf: identical",
+            "own share: of the op's accumulated error power, the part its own kernel makes (local / "
+            "accumulated noise; the rest is inherited from the ops before it), changed images (controls "
+            "where none changed)",
         ],
         key="explain-ops",
-    )
+    )  # fmt: skip
+
+
+def _own(row: dict) -> str:
+    for group in ("changed", "controls"):
+        split = (row.get(group) or {}).get("split")
+        if split:
+            return fmt(split["own"], ".2f")
+    return "n/a"
 
 
 def render_html(doc: dict) -> str:

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from evalharness.core.tensors import TensorInfo
+from evalharness.explain.rollup import own_share
 from evalharness.explain.sides import Side
 from evalharness.runtime.subgraph import ModelGraph
 
@@ -72,6 +73,38 @@ def translate(
             fed[u] = acts[t] if same else deq_b.quantize(u, deq_a(t, acts[t]))
         out.append(fed)
     return out
+
+
+def kernel_swap(side_a: Side, tensor_map: dict[int, int], deq_a: Dequantizer, deq_b: Dequantizer):
+    """``swap(op, values)``: op's outputs by A's kernel (A's single-op sub-model) fed B's tensors
+    (``values``: B's tensor index -> value, per image), as B's tensors: each value requantized where
+    the two sides' types or scales differ (a float op run inside an int8 path)."""
+
+    def same(t: int, u: int) -> bool:
+        return deq_a.dtypes.get(t) == deq_b.dtypes.get(u) and deq_a.params.get(t) == deq_b.params.get(u)
+
+    def swap(j: int, values: list[dict]) -> list[dict]:
+        graph = side_a.graph
+        op = graph.ops[j]
+        model = side_a.load(f"op{j}", lambda p: graph.write(p, j, j + 1, list(op.outputs)))
+        deq_a.learn(model)
+        feeds = []
+        for v in values:
+            feed = {}
+            for info in model.inputs:
+                t, u = info.index, tensor_map[info.index]
+                feed[t] = v[u] if same(t, u) else deq_a.quantize(t, deq_b(u, v[u]))
+            feeds.append(feed)
+        outs = []
+        for o in side_a.run_model(model, feeds):
+            mapped = {}
+            for t in op.outputs:
+                u = tensor_map[t]
+                mapped[u] = o[t] if same(t, u) else deq_b.quantize(u, deq_a(t, o[t]))
+            outs.append(mapped)
+        return outs
+
+    return swap
 
 
 def local_outputs(side: Side, a_fed: list[dict], deq: Dequantizer) -> list[list[dict[int, np.ndarray]]]:
@@ -140,13 +173,14 @@ def op_errors(
         row = {"index": op.index, "type": op.type, "name": op.name, "tensor": graph.tensor_name(t)}
         for group, images in groups.items():
             ref = [deq_a(t, a_acts[i][t]) for i in images]
+            local = error_stats(
+                [(r, deq_b(u, b_local[op.index][i][u])) for r, i in zip(ref, images, strict=True)]
+            )
+            accumulated = error_stats([(r, deq_b(u, b_acts[i][u])) for r, i in zip(ref, images, strict=True)])
             row[group] = {
-                "local": error_stats(
-                    [(r, deq_b(u, b_local[op.index][i][u])) for r, i in zip(ref, images, strict=True)]
-                ),
-                "accumulated": error_stats(
-                    [(r, deq_b(u, b_acts[i][u])) for r, i in zip(ref, images, strict=True)]
-                ),
+                "local": local,
+                "accumulated": accumulated,
+                "split": own_share(local["snr_db"], accumulated["snr_db"]),
             }
         rows.append(row)
     return rows

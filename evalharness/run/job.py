@@ -23,6 +23,7 @@ from evalharness.run.parallel import parse as parse_parallel
 from evalharness.run.parallel import run_parallel
 from evalharness.run.prepare import prepare, use_resize
 from evalharness.run.record import record_config, record_run
+from evalharness.run.repair_view import write_repair
 from evalharness.rundir.document import now
 
 log = logging.getLogger("evalharness")
@@ -66,6 +67,7 @@ def run_settings(rp, run_dir: str) -> dict:
     )
     try:
         record_config(run_dir, rp)
+        write_repair(run_dir, quant)
         try:
             ran = execute(rp, task, loop, done, run_dir)
         except Exception as exc:

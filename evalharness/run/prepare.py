@@ -7,17 +7,33 @@ from evalharness.run.hydra_access import is_multirun, use_cache
 
 
 def with_quantized_variant(rp):
-    """(plan running the quantized variant, ``provenance.model.quant``); ``quant=none``: unchanged."""
-    from evalharness.core.schema import thaw
-    from evalharness.run.variants import prepare_variant
+    """(plan running the quantized variant, ``provenance.model.quant``); ``quant=none``: unchanged.
 
-    model = thaw(rp.model)
-    record = prepare_variant(
-        thaw(rp.quant), model, rp.dataset, rp.definition.reads_dataset, rp.paths["cache_dir"]
-    )
+    A repair (``quant.max_drop``) or calibration drawn from the dataset splits the dataset: the plan
+    then lists the held-out part only (``dataset.split``, :class:`evalharness.data.shard.Split`)."""
+    from evalharness.core.schema import thaw
+    from evalharness.run.variants import from_dataset, prepare_variant, repair_requested, split_of
+
+    model, quant, dataset = thaw(rp.model), thaw(rp.quant), thaw(rp.dataset)
+    split = split_of(quant)
+    if split is not None:
+        dataset["split"] = {**split, "part": "held_out"}
+    if split is not None and repair_requested(quant):
+        from evalharness.run.repair import repair_variant
+
+        record = repair_variant(rp, quant, model)
+    else:
+        files = None
+        if split is not None and from_dataset(quant):
+            from evalharness.run.repair_eval import Part
+
+            files = Part(rp, model, split, "search").files()
+        record = prepare_variant(
+            quant, model, dataset, rp.definition.reads_dataset, rp.paths["cache_dir"], files
+        )
     if record is None:
         return rp, {"name": rp.quant["name"], "recipe": None}
-    return rp.replace(model=model), record
+    return rp.replace(model=model, dataset=dataset), record
 
 
 def prepare(rp, run_dir: str):

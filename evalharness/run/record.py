@@ -17,6 +17,7 @@ from evalharness.run.execute import Ran
 from evalharness.run.hydra_access import job_overrides
 from evalharness.run.identity import moved_inputs
 from evalharness.run.provenance import delegate_record, run_provenance
+from evalharness.run.repair_view import failed_checks
 from evalharness.rundir.document import now
 
 log = logging.getLogger("evalharness")
@@ -86,6 +87,8 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
     if ran.op_profile:
         metrics["op_profile"] = ran.op_profile
     metrics["num_images"] = len(task.samples)
+    if repair_failed := failed_checks(quant):  # quant.max_drop could not be held: exit 1
+        metrics["failed_checks"] = [*(metrics.get("failed_checks") or []), *repair_failed]
     metrics["num_skipped"] = len(result.skipped)
     checks = result.checks.record([o.name for o in model.outputs])
     prov = task.provenance()  # once: its hashes and file manifest serve the identity check and the record

@@ -19,7 +19,16 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from evalharness.core.errors import ConfigError
-from evalharness.core.schema import FrozenDict, check, check_extended, field_names, freeze, one_line, thaw
+from evalharness.core.schema import (
+    FrozenDict,
+    bounds,
+    check,
+    check_extended,
+    field_names,
+    freeze,
+    one_line,
+    thaw,
+)
 from evalharness.data.preprocess import PreprocessSpec
 from evalharness.loop.engine import LoopSettings
 from evalharness.loop.shape import given_workers
@@ -28,6 +37,7 @@ from evalharness.run.model_settings import check_model_file, infer_model_setting
 from evalharness.run.parallel import check as check_parallel
 from evalharness.run.renamed_keys import renamed_in_group
 from evalharness.run.thread_budget import thread_budget
+from evalharness.run.variants import check_quant
 from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
 from evalharness.tasks.discovery import listed, task_definitions
 
@@ -70,12 +80,22 @@ class RuntimeSchema:
 
 
 @dataclass
+class SearchSchema:  # the dataset split of quant.max_drop / quant/calibration=dataset (data/shard.py Split)
+    fraction: float = 0.5  # share of the images the variant is searched (and may be calibrated) on
+    scheme: str = field(default="interleaved", metadata=bounds(choices=("interleaved", "contiguous")))
+
+
+@dataclass
 class QuantSchema:  # conf/quant: a post-training-quantized variant of the float model (run/variants.py)
     name: str = "none"
-    recipe: Any = None  # ai-edge-quantizer recipe (evalharness/runtime/quantize.py RECIPES); null = float
+    recipe: Any = None  # ai-edge-quantizer recipe (runtime/quantize.py RECIPES) or a JSON file; null: float
     io_dtype: Any = None  # integer recipes: the I/O type they make (int8 | int16)
     integer_input: Any = None  # model.preprocess.integer_input for a variant with integer inputs
-    calibration: Any = None  # {name, roots: [folders], num_images}; calibrated recipes only
+    calibration: Any = None  # {name, source: roots | dataset, roots: [folders], num_images}; calibrated only
+    # accuracy-aware repair (run/repair.py): the most the headline metric may drop, absolute or relative
+    max_drop: float | None = field(default=None, metadata=bounds(0, 1))
+    max_drop_relative: float | None = field(default=None, metadata=bounds(0, 1))
+    search: SearchSchema = field(default_factory=SearchSchema)
 
 
 @dataclass
@@ -241,6 +261,7 @@ def validate(
     )
     accelerator = plan.offloads and not plan.expects_xnnpack  # XNNPACK offloads onto the CPU's cores
     check_parallel(loop.parallel, definition, groups["dataset"]["shard"]["count"], command_line, accelerator)
+    check_quant(groups["quant"], definition, groups["dataset"])
     if not groups["model"].get("from_file"):  # a file given alone was checked before it was read
         check_model_file(groups["model"]["path"])
     reference = definition.reference_delegate()

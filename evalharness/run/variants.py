@@ -11,10 +11,19 @@ Calibration images must be disjoint from the evaluation set: an image of the eva
 (``dataset.root``) with the same file name or the same bytes (sha256) as a calibration image is an
 error before anything is built. Tasks that feed random tensors (benchmark, inference_diff) have no
 evaluation images, so nothing can overlap. Both manifests go into ``provenance.model.quant``.
+``quant/calibration=dataset`` draws the calibration images from the dataset itself: the dataset is
+then split (``quant.search``, :class:`evalharness.data.shard.Split`) and the run reports on the
+held-out part only, as it does when ``quant.max_drop`` searches a variant (:mod:`evalharness.run.repair`).
+
+``quant.recipe`` is a recipe name or the quantizer's JSON recipe file (what ``quant.max_drop``
+writes); a recipe file is keyed by the sha256 of its canonical JSON, so the file a repair wrote,
+given back, hits the variant the repair cached, and built afresh gives the same bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -29,8 +38,68 @@ from evalharness.data.preprocess import InputSpec, preprocess_file, spec_from_co
 IO_DTYPES = {"static_wi8_ai8": "int8", "static_wi8_ai16": "int16"}  # what ai-edge-quantizer emits
 
 
-def calibration_files(cal: dict) -> list[tuple[str, Path]]:
-    """(manifest key, path) of the calibration images: every root listed, first ``num_images`` kept."""
+def repair_requested(quant) -> bool:
+    return quant.get("max_drop") is not None or quant.get("max_drop_relative") is not None
+
+
+def from_dataset(quant) -> bool:
+    return (quant.get("calibration") or {}).get("source") == "dataset"
+
+
+def split_of(quant) -> dict | None:
+    """The dataset split a quant setting implies (a repair search, or calibration drawn from the
+    dataset), without its part; None: the run sees the whole list."""
+    if not quant.get("recipe") or not (repair_requested(quant) or from_dataset(quant)):
+        return None
+    return {"fraction": float(quant["search"]["fraction"]), "scheme": quant["search"]["scheme"]}
+
+
+def check_quant(quant, definition, dataset) -> None:
+    """Rules between the quant fields and the rest of the config (exit 2 before anything runs)."""
+    repair = repair_requested(quant)
+    if repair and quant.get("max_drop") is not None and quant.get("max_drop_relative") is not None:
+        raise ConfigError("quant.max_drop and quant.max_drop_relative: give one (absolute or relative drop)")
+    recipe = quant.get("recipe")
+    if (repair or from_dataset(quant)) and not recipe:
+        what = "quant.max_drop" if repair else "quant/calibration=dataset"
+        raise ConfigError(f"{what} needs a quantized variant: quant=int8 or int16x8 (quant={quant['name']})")
+    if recipe:
+        from evalharness.runtime.quantize import check_recipe
+
+        check_recipe(recipe)
+    if repair and definition.repair_metric is None:
+        raise ConfigError(
+            f"quant.max_drop: task={definition.name} offers no repair (its definition names no "
+            "repair_metric with a paired comparison of records; classification does)"
+        )
+    if (repair or from_dataset(quant)) and recipe:
+        what = "quant.max_drop" if repair else "quant/calibration=dataset"
+        if not definition.reads_dataset:
+            raise ConfigError(f"{what}: task={definition.name} reads no dataset to split")
+        if not 0 < float(quant["search"]["fraction"]) < 1:
+            raise ConfigError(f"quant.search.fraction={quant['search']['fraction']}: use a value in (0, 1)")
+        if dataset["shard"]["count"] > 1:
+            raise ConfigError(f"{what} splits the dataset: use dataset.shard.count=1")
+
+
+def recipe_key(recipe: str | list) -> dict:
+    """What the cache key says of a recipe: a name, or the sha256 of a recipe list's canonical JSON."""
+    if isinstance(recipe, str):
+        return {"recipe": recipe}
+    text = json.dumps(recipe, sort_keys=True, separators=(",", ":"))
+    return {"recipe_sha256": hashlib.sha256(text.encode()).hexdigest()}
+
+
+def calibration_files(cal: dict, dataset_files: list[str] | None = None) -> list[tuple[str, Path]]:
+    """(manifest key, path) of the calibration images: every root listed (or the dataset's search
+    part, ``source: dataset``), first ``num_images`` kept."""
+    if cal.get("source") == "dataset":
+        files = [(f"dataset/{os.path.basename(f)}", Path(f)) for f in dataset_files or []]
+        num = int(cal.get("num_images") or 0)
+        files = files[:num] if num > 0 else files
+        if not files:
+            raise DataError("quant.calibration source=dataset: the dataset's search part has no image files")
+        return files
     roots = cal.get("roots") or []
     if not roots:
         raise ConfigError("quant.calibration.roots is empty; give one or more image folders")
@@ -72,15 +141,20 @@ def refuse_overlap(calibration: list[dict], eval_root: str) -> dict:
     }
 
 
-def _calibration_record(cal: dict, reads_dataset: bool, eval_root: str) -> tuple[dict, list[Path]]:
-    files = calibration_files(cal)
+def calibration_record(
+    cal: dict, reads_dataset: bool, eval_root: str, dataset_files: list[str] | None = None
+) -> tuple[dict, list[Path]]:
+    """(``provenance.model.quant.calibration``, image paths): manifest, source, size, and the
+    evaluation set it was checked disjoint from."""
+    files = calibration_files(cal, dataset_files)
     entries = [
         {"key": key, "path": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(str(path))}
         for key, path in files
     ]
     record = {
         "name": cal.get("name"),
-        "roots": [os.path.abspath(r) for r in cal["roots"]],
+        "source": cal.get("source") or "roots",
+        "roots": [os.path.abspath(r) for r in cal.get("roots") or []],
         "count": len(entries),
         "manifest_sha256": manifest_hash([(e["key"], e["path"]) for e in entries], content=True),
         "manifest_kind": "relative path + sha256",
@@ -88,12 +162,14 @@ def _calibration_record(cal: dict, reads_dataset: bool, eval_root: str) -> tuple
     }
     if not reads_dataset:
         record["eval_set"] = None  # random input tensors: no evaluation image to overlap with
+    elif record["source"] == "dataset":  # the run's own samples are the split's held-out part
+        record["eval_set"] = {"disjoint_by": "split: calibration from the search part, evaluation held out"}
     else:
         record["eval_set"] = refuse_overlap(entries, eval_root)
     return record, [path for _, path in files]
 
 
-def _calibration_tensors(paths: list[Path], model_path: str, preprocess: dict) -> list:
+def calibration_tensors(paths: list[Path], model_path: str, preprocess: dict) -> list:
     from evalharness.runtime.quantize import float_input
 
     _, _, shape, dtype = float_input(model_path)
@@ -105,22 +181,28 @@ def _calibration_tensors(paths: list[Path], model_path: str, preprocess: dict) -
 
 
 def prepare_variant(
-    quant: dict, model: dict, dataset: dict, reads_dataset: bool, cache_dir: str
+    quant: dict,
+    model: dict,
+    dataset: dict,
+    reads_dataset: bool,
+    cache_dir: str,
+    dataset_files: list[str] | None = None,
 ) -> dict | None:
     """Build or reuse the variant and point ``model['path']`` at it; returns ``provenance.model.quant``.
 
     ``model`` is the caller's own scratch copy of the model settings (the run plan gets a new value
     made from it); ``reads_dataset``: the task scores dataset images (so calibration must not overlap
-    them). ``quant=none`` returns None and changes nothing.
+    them); ``dataset_files``: the search part's image files (calibration ``source: dataset``).
+    ``quant=none`` returns None and changes nothing.
     """
     recipe = quant.get("recipe")
     if not recipe:
         return None
-    from evalharness.runtime.quantize import CALIBRATED, check_recipe, quantize, quantizer_version
+    from evalharness.runtime.quantize import check_recipe, is_recipe_file, needs_calibration, recipe_ops
 
     check_recipe(recipe)
     io_dtype = quant.get("io_dtype")
-    if io_dtype and io_dtype != IO_DTYPES.get(recipe):
+    if io_dtype and not is_recipe_file(recipe) and io_dtype != IO_DTYPES.get(recipe):
         raise ConfigError(
             f"quant.io_dtype={io_dtype}: ai-edge-quantizer recipe {recipe} makes "
             f"{IO_DTYPES.get(recipe, 'float32')} inputs/outputs; other I/O types are not supported yet"
@@ -128,36 +210,55 @@ def prepare_variant(
     source = model["path"]
     if not os.path.isfile(source):
         raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
-    source_sha = sha256_file(source)
     calibration, paths = (None, [])
-    if recipe in CALIBRATED:
+    if needs_calibration(recipe):
         if not quant.get("calibration"):
             raise ConfigError(f"quant={quant['name']}: recipe {recipe} needs quant.calibration")
-        calibration, paths = _calibration_record(quant["calibration"], reads_dataset, dataset.get("root", ""))
+        calibration, paths = calibration_record(
+            quant["calibration"], reads_dataset, dataset.get("root", ""), dataset_files
+        )
+    ops = recipe_ops(recipe) if is_recipe_file(recipe) else recipe
+    built = build_variant(source, ops, calibration, paths, model.get("preprocess"), cache_dir)
+    record = built.pop("_cached")
+    model["path"] = record["path"]
+    if quant.get("integer_input"):  # applies to integer inputs only: a float-I/O variant is unchanged
+        model["preprocess"] = {**(model.get("preprocess") or {}), "integer_input": quant["integer_input"]}
+    out = {"name": quant["name"], "recipe": recipe, **built}
+    if is_recipe_file(recipe):
+        out["recipe_file"] = {"path": os.path.abspath(recipe), **recipe_key(ops)}
+    return out
+
+
+def build_variant(
+    source: str, recipe, calibration: dict | None, paths: list[Path], preprocess, cache_dir: str
+) -> dict:
+    """The variant of ``source`` made by ``recipe`` (a name or a recipe list), calibrated with that
+    recipe on ``paths``, cached: the one way a variant is built (a run, a recipe file given back,
+    the variant a repair chose)."""
+    from evalharness.runtime.quantize import quantize, quantizer_version
+
+    source_sha = sha256_file(source)
     key = {
         "source_sha256": source_sha,
-        "recipe": recipe,
+        **recipe_key(recipe),
         "quantizer": quantizer_version(),
         "calibration_manifest_sha256": calibration and calibration["manifest_sha256"],
-        "calibration_preprocess": calibration and model.get("preprocess"),
+        "calibration_preprocess": calibration and preprocess,
     }
 
     def build(folder: str) -> tuple[bytes, dict]:
-        tensors = _calibration_tensors(paths, source, model.get("preprocess")) if calibration else None
+        tensors = calibration_tensors(paths, source, preprocess) if calibration else None
         data, recipe_ops = quantize(source, recipe, tensors)
         return data, {"recipe_ops": recipe_ops}
 
     record = cached_model(cache_dir, "quant", key, build, record_name="variant.json")
-    model["path"] = record["path"]
-    if quant.get("integer_input") and IO_DTYPES.get(recipe):
-        model["preprocess"] = {**(model.get("preprocess") or {}), "integer_input": quant["integer_input"]}
     return {
-        "name": quant["name"],
-        "recipe": recipe,
         "recipe_ops": record["recipe_ops"],
         "quantizer": {"name": "ai-edge-quantizer", "version": key["quantizer"]},
         "source": {"path": os.path.abspath(source), "sha256": source_sha, "bytes": os.path.getsize(source)},
         "variant_sha256": record["sha256"],
+        "variant_bytes": record["bytes"],
         "cache": {"status": record["cache"], "dir": record["dir"], "build_s": record["build_s"]},
         "calibration": calibration,
+        "_cached": record,
     }

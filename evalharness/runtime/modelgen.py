@@ -25,7 +25,13 @@ import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
-__all__ = ["QuantSpec", "append_files", "constant_output_model", "resize_bilinear_model"]
+__all__ = [
+    "QuantSpec",
+    "append_files",
+    "constant_output_model",
+    "conv_classifier_model",
+    "resize_bilinear_model",
+]
 
 # (scale, zero_point) -> int8, or (scale, zero_point, "int8" | "uint8")
 QuantSpec = tuple[float, int] | tuple[float, int, str]
@@ -78,14 +84,22 @@ class _Graph:
             f.write(self.serialize(inputs, outputs))
         return str(path)
 
-    def serialize(self, inputs: list[int], outputs: list[int]) -> bytes:
-        """The model's flatbuffer bytes (an Interpreter takes them as ``model_content``)."""
+    def serialize(self, inputs: list[int], outputs: list[int], signature: bool = False) -> bytes:
+        """The model's flatbuffer bytes (an Interpreter takes them as ``model_content``);
+        ``signature``: with a ``serving_default`` signature (what ai-edge-quantizer calibrates)."""
         sub = schema.SubGraphT()
         sub.tensors, sub.operators, sub.inputs, sub.outputs = self.tensors, self.operators, inputs, outputs
         sub.name = "main"
         model = schema.ModelT()
         model.version, model.description = 3, "evalharness modelgen"
         model.subgraphs, model.buffers = [sub], self.buffers
+        if signature:
+            sig = schema.SignatureDefT()
+            sig.signatureKey, sig.subgraphIndex = "serving_default", 0
+            sig.inputs, sig.outputs = (
+                [_tensor_map(self.tensors[t].name, t) for t in ts] for ts in (inputs, outputs)
+            )
+            model.signatureDefs = [sig]
         model.operatorCodes = []
         for code in sorted(self.opcodes, key=self.opcodes.get):
             oc = schema.OperatorCodeT()
@@ -94,6 +108,12 @@ class _Graph:
         builder = flatbuffers.Builder(1024)
         builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
         return bytes(builder.Output())
+
+
+def _tensor_map(name: str, index: int):
+    m = schema.TensorMapT()
+    m.name, m.tensorIndex = name, index
+    return m
 
 
 def _quant_spec(spec: QuantSpec) -> tuple[float, int, str]:
@@ -199,3 +219,55 @@ def resize_bilinear_model(channels: int, out_h: int, out_w: int) -> bytes:
     options.alignCorners, options.halfPixelCenters = False, False
     g.op(_OP.RESIZE_BILINEAR, [x, size], [out], _OPTS.ResizeBilinearOptions, options)
     return g.serialize([inp], [out])
+
+
+def conv_classifier_model(
+    path: str,
+    convs: Sequence[tuple[np.ndarray, np.ndarray, bool]],
+    fc: tuple[np.ndarray, np.ndarray],
+    size: int = 8,
+) -> str:
+    """A float classifier whose every weight the caller chooses (returns ``path``)::
+
+        x -> CONV_2D 1x1 (w_i [out, 1, 1, in], b_i [out], ReLU if relu_i) ... -> MEAN over H, W
+          -> FULLY_CONNECTED (w [classes, channels], b [classes]) -> logits [1, classes]
+
+    One float32 input ``[1, size, size, C]`` and a ``serving_default`` signature, so ai-edge-quantizer
+    can calibrate and quantize it: tests plant a defect in one op's weights (a scale that int8
+    cannot hold) and know which op it is (op i = conv i, then MEAN, then FULLY_CONNECTED)."""
+    g = _Graph()
+    channels = int(np.asarray(convs[0][0]).shape[-1]) if convs else int(np.asarray(fc[0]).shape[1])
+    x = inp = g.tensor("input", [1, size, size, channels], "float32")
+    for i, (w, b, relu) in enumerate(convs):
+        w, b = np.asarray(w, np.float32), np.asarray(b, np.float32)
+        weights = g.tensor(f"conv{i}_weights", w.shape, "float32", w)
+        bias = g.tensor(f"conv{i}_bias", b.shape, "float32", b)
+        y = g.tensor(f"conv{i}", [1, size, size, w.shape[0]], "float32")
+        options = schema.Conv2DOptionsT()
+        options.padding, options.strideW, options.strideH = schema.Padding.VALID, 1, 1
+        options.dilationWFactor = options.dilationHFactor = 1
+        options.fusedActivationFunction = (
+            schema.ActivationFunctionType.RELU if relu else schema.ActivationFunctionType.NONE
+        )
+        g.op(_OP.CONV_2D, [x, weights, bias], [y], _OPTS.Conv2DOptions, options)
+        x, channels = y, w.shape[0]
+    axes = g.tensor("mean_axes", [2], "int32", np.array([1, 2], np.int32))
+    pooled = g.tensor("pooled", [1, channels], "float32")
+    reducer = schema.ReducerOptionsT()
+    reducer.keepDims = False
+    g.op(_OP.MEAN, [x, axes], [pooled], _OPTS.ReducerOptions, reducer)
+    w, b = np.asarray(fc[0], np.float32), np.asarray(fc[1], np.float32)
+    weights = g.tensor("fc_weights", w.shape, "float32", w)
+    bias = g.tensor("fc_bias", b.shape, "float32", b)
+    logits = g.tensor("logits", [1, w.shape[0]], "float32")
+    g.op(
+        _OP.FULLY_CONNECTED,
+        [pooled, weights, bias],
+        [logits],
+        _OPTS.FullyConnectedOptions,
+        schema.FullyConnectedOptionsT(),
+    )
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(g.serialize([inp], [logits], signature=True))
+    return str(path)

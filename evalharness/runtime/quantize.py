@@ -3,18 +3,28 @@
 The only module that imports ``ai_edge_quantizer`` (optional extra ``[quant]``). It maps the
 recipe names of ``conf/quant/*.yaml`` to the quantizer's recipes and returns the variant's bytes;
 caching, calibration data and provenance live in :mod:`evalharness.run.variants`.
+
+A recipe is either a name of :data:`RECIPES` or the quantizer's own JSON recipe (a list of op
+configs, ``quant.recipe=FILE``: what ``quant.max_drop`` writes). Ops are kept in float by the
+quantizer's per-op selection: one ``no_quantize`` entry per op whose regex matches exactly that op's
+scope (its output tensor names joined by ``;``, as the quantizer scopes ops), after the base entries
+(the quantizer applies the last matching entry). :class:`VariantBuilder` calibrates once and builds
+many variants of one model from that calibration (the repair search).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
+import re
 from importlib import metadata
 
 import numpy as np
 
 from evalharness.core.errors import ConfigError, EvalHarnessError
+from evalharness.core.fileguard import file_error_reason, refuse_special_file
 
 # recipe name (conf/quant/*.yaml) -> what it does
 RECIPES = {
@@ -53,9 +63,103 @@ def _recipe(name: str):
     return getattr(recipe, name)()
 
 
+def is_recipe_file(name: str) -> bool:
+    """``quant.recipe`` names a JSON recipe file (a path) rather than one of :data:`RECIPES`."""
+    return name not in RECIPES and (name.endswith(".json") or "/" in name or "\\" in name)
+
+
 def check_recipe(name: str) -> None:
-    if name not in RECIPES:
-        raise ConfigError(f"quant.recipe={name!r}: unknown; valid: {', '.join(RECIPES)}")
+    if is_recipe_file(name):
+        load_recipe_file(name)
+    elif name not in RECIPES:
+        raise ConfigError(
+            f"quant.recipe={name!r}: unknown; valid: {', '.join(RECIPES)}, or a recipe .json file"
+        )
+
+
+def load_recipe_file(path: str) -> list[dict]:
+    """The quantizer's JSON recipe in ``path`` (a list of op configs), checked by the quantizer's own
+    recipe manager; a missing, unreadable or malformed file is a ConfigError (exit 2)."""
+    refuse_special_file(path, "quant.recipe")
+    try:
+        with open(path, encoding="utf-8") as f:
+            recipe = json.load(f)
+    except OSError as exc:
+        raise ConfigError(f"quant.recipe={path}: {file_error_reason(exc, path)}") from None
+    except ValueError as exc:
+        raise ConfigError(f"quant.recipe={path}: not JSON ({exc})") from None
+    keys = ("regex", "operation", "algorithm_key")
+    if not isinstance(recipe, list) or not recipe or not all(
+        isinstance(e, dict) and all(k in e for k in keys) for e in recipe
+    ):
+        raise ConfigError(
+            f"quant.recipe={path}: not an ai-edge-quantizer recipe (a non-empty list of op configs with "
+            f"{', '.join(keys)})"
+        )
+    quantizer_version()
+    from ai_edge_quantizer import recipe_manager
+
+    try:
+        recipe_manager.RecipeManager().load_quantization_recipe(recipe)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"quant.recipe={path}: the quantizer refuses it: {exc}") from None
+    return recipe
+
+
+def recipe_ops(recipe: str | list) -> list[dict]:
+    """The JSON recipe (list of op configs) of a recipe name, a recipe file, or a recipe list."""
+    if isinstance(recipe, list):
+        return recipe
+    if is_recipe_file(recipe):
+        return load_recipe_file(recipe)
+    check_recipe(recipe)
+    quantizer_version()
+    return json.loads(json.dumps(_recipe(recipe)))
+
+
+def needs_calibration(recipe: str | list) -> bool:
+    """The recipe quantizes activations statically (it needs calibration images)."""
+    if isinstance(recipe, str) and not is_recipe_file(recipe):
+        return recipe in CALIBRATED
+    from ai_edge_quantizer import recipe_manager
+
+    manager = recipe_manager.RecipeManager()
+    manager.load_quantization_recipe(recipe_ops(recipe))
+    return bool(manager.need_calibration())
+
+
+def keep_float(recipe: list[dict], scopes: list[str]) -> list[dict]:
+    """``recipe`` with the ops of ``scopes`` kept in float (``no_quantize``, exact scope match)."""
+    extra = [
+        {"regex": "^" + re.escape(scope) + "$", "operation": "*", "algorithm_key": "no_quantize"}
+        for scope in scopes
+    ]
+    return [*recipe, *extra]
+
+
+def quantized_ops(model_path: str, recipe: list[dict]) -> list[tuple[int, str, str]]:
+    """(op index, op type, scope) of the ops ``recipe`` quantizes, as the quantizer scopes and
+    selects them (its recipe manager: the last matching entry wins; unsupported ops stay float)."""
+    from ai_edge_quantizer import algorithm_manager, recipe_manager
+    from ai_edge_quantizer.utils import tfl_flatbuffer_utils as tfl
+
+    manager = recipe_manager.RecipeManager()
+    manager.load_quantization_recipe(recipe)
+    model = tfl.read_model(model_path)
+    if len(model.subgraphs) != 1:
+        raise EvalHarnessError(f"quant: {model_path} has {len(model.subgraphs)} subgraphs; repair needs one")
+    sub, codes = model.subgraphs[0], model.operatorCodes
+    found = []
+    for i, op in enumerate(sub.operators):
+        code = codes[op.opcodeIndex].builtinCode
+        name = tfl.TFL_OP_CODE_TO_NAME.get(code)
+        if name is None:
+            continue
+        scope = tfl.get_op_scope(op, sub.tensors)
+        algorithm, _ = manager.get_quantization_configs(name, scope)
+        if algorithm != algorithm_manager.AlgorithmName.NO_QUANTIZE:
+            found.append((i, str(name.value if hasattr(name, "value") else name), scope))
+    return found
 
 
 def float_input(model_path: str) -> tuple[str, str, tuple[int, ...], str]:
@@ -73,25 +177,62 @@ def float_input(model_path: str) -> tuple[str, str, tuple[int, ...], str]:
     return key, sig["inputs"][0], tuple(int(s) for s in detail["shape"]), np.dtype(detail["dtype"]).name
 
 
-def quantize(model_path: str, recipe_name: str, calibration: list[np.ndarray] | None) -> tuple[bytes, list]:
-    """The quantized model's bytes and the exact recipe (list of op configs) that made it."""
-    check_recipe(recipe_name)
-    quantizer_version()
-    from ai_edge_quantizer import quantizer
+def quantize(
+    model_path: str, recipe_name: str | list, calibration: list[np.ndarray] | None
+) -> tuple[bytes, list]:
+    """The quantized model's bytes and the exact recipe (list of op configs) that made it.
+    ``recipe_name``: a name of :data:`RECIPES`, a recipe file, or a recipe list; calibrated with
+    that recipe (what a ``quant.recipe=FILE`` run does)."""
+    builder = VariantBuilder(model_path, recipe_name, calibration)
+    return builder.build(builder.recipe)
 
-    q = quantizer.Quantizer(model_path, _recipe(recipe_name))
-    calibration_result = None
-    # The quantizer logs and prints progress bars; keep the run's output to our own lines.
+
+class VariantBuilder:
+    """Variants of one float model from one calibration: ``recipe`` calibrates (once, here), and
+    :meth:`build` quantizes any recipe with that result (a recipe that keeps ops in float needs a
+    subset of the base recipe's tensor ranges)."""
+
+    def __init__(self, model_path: str, recipe: str | list, calibration: list[np.ndarray] | None) -> None:
+        self.model_path, self.recipe = model_path, recipe_ops(recipe)
+        self.calibration_result = None
+        from ai_edge_quantizer import quantizer
+
+        q = quantizer.Quantizer(model_path, self.recipe)
+        with _quiet():
+            if q.need_calibration:
+                if not calibration:
+                    raise EvalHarnessError(f"quant: recipe {_label(recipe)} needs calibration images")
+                key, name, shape, dtype = float_input(model_path)
+                data = [{name: np.asarray(t, dtype=dtype).reshape(shape)} for t in calibration]
+                self.calibration_result = q.calibrate({key: data}, num_threads=1)
+
+    def build(self, recipe: list[dict]) -> tuple[bytes, list]:
+        from ai_edge_quantizer import quantizer
+
+        q = quantizer.Quantizer(self.model_path, recipe)
+        with _quiet():
+            try:
+                result = q.quantize(
+                    self.calibration_result, enable_progress_bar=False, enable_progress_report=False
+                )
+            except (ValueError, RuntimeError, KeyError) as exc:
+                where = self.model_path
+                raise EvalHarnessError(f"quant: ai-edge-quantizer failed on {where}: {exc}") from None
+        return bytes(result.quantized_model), json.loads(json.dumps(list(result.recipe)))
+
+
+def _label(recipe) -> str:
+    return recipe if isinstance(recipe, str) else "(recipe list)"
+
+
+@contextlib.contextmanager
+def _quiet():
+    """The quantizer logs and prints progress bars; keep the run's output to our own lines."""
     logging.getLogger("absl").setLevel(logging.ERROR)
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-        if q.need_calibration:
-            if not calibration:
-                raise EvalHarnessError(f"quant: recipe {recipe_name} needs calibration images; none given")
-            key, name, shape, dtype = float_input(model_path)
-            data = [{name: np.asarray(t, dtype=dtype).reshape(shape)} for t in calibration]
-            calibration_result = q.calibrate({key: data}, num_threads=1)
-        try:
-            result = q.quantize(calibration_result, enable_progress_bar=False, enable_progress_report=False)
-        except (ValueError, RuntimeError) as exc:
-            raise EvalHarnessError(f"quant: ai-edge-quantizer failed on {model_path}: {exc}") from None
-    return bytes(result.quantized_model), list(result.recipe)
+    previous = logging.root.manager.disable
+    logging.disable(logging.INFO)  # its "Serializing model..." goes to the root logger (Hydra's handlers)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        logging.disable(previous)

@@ -58,6 +58,9 @@ class ModelGraph:
             )
         sub = self._model.subgraphs[0]
         self._sub = sub
+        # the subgraph's name: Model Explorer's id for the graph (its TFLite adapter names each op's
+        # node by the op's index in execution order)
+        self.name = _decode(sub.name) or "main"
         self.inputs = tuple(int(t) for t in sub.inputs)
         self.outputs = tuple(int(t) for t in sub.outputs)
         codes = self._model.operatorCodes
@@ -157,5 +160,10 @@ class ModelGraph:
 
 
 def _name(tensor) -> str:
-    name = tensor.name
+    return _decode(tensor.name)
+
+
+def _decode(name) -> str:
+    if name is None:
+        return ""
     return name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)

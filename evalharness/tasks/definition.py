@@ -76,6 +76,9 @@ class TaskDefinition:
     # (value, p) column names of :meth:`agreement` in a quantization sweep's table and csv
     agreement_columns: ClassVar[tuple[str, str]] = ("agreement", "agreement_p")
     rescore_ignores: ClassVar[tuple[str, ...]] = ()  # metrics that echo settings (not recomputed values)
+    # the headline metric ``quant.max_drop`` bounds (higher is better), with :meth:`paired_records`;
+    # None: the task's quantized variants cannot be repaired
+    repair_metric: ClassVar[str | None] = None
 
     @classmethod
     def mergeable(cls) -> bool:
@@ -226,3 +229,9 @@ class TaskDefinition:
     def changed_samples(self, comparison: dict) -> list[tuple[str, str]]:
         """(sample id, caption) of the samples whose answer changed, for thumbnails."""
         return []
+
+    def paired_records(self, records_a: list[dict], records_b: list[dict]) -> dict:
+        """``repair_metric`` of B minus A with its paired interval, from two passes' records on the
+        same samples, by the code ``report diff`` uses for two runs: ``{"delta", "interval",
+        "method", "changed"}`` (``changed``: how many samples' answers differ)."""
+        raise EvalHarnessError(f"task {self.name} has no paired comparison of records")

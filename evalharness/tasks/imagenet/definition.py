@@ -99,6 +99,7 @@ class ImageNetDefinition(TaskDefinition):
     sweep_metrics = ("top1", "top5")
     agreement_columns = ("top1_agreement", "mcnemar_p")
     thumbnails = ("flips", "Thumbnails: top-1 changes")
+    repair_metric = "top1"
 
     def scorer(self, ground_truth=None, top_k: int | None = None) -> TopKScorer:
         return TopKScorer(top_k or int(self.settings["top_k"]))
@@ -144,6 +145,17 @@ class ImageNetDefinition(TaskDefinition):
             c["per_class"] = per_class_changes(a.predictions, b.predictions, options["alpha"])
             c["confusion_changes"] = confusion_changes(a.predictions, b.predictions)
         return c
+
+    def paired_records(self, records_a: list[dict], records_b: list[dict]) -> dict:
+        c = classification_diff(records_a, records_b, True)  # one label file: the same model's variants
+        return {
+            "delta": c["delta_top1"],
+            "interval": c["delta_top1_interval"],
+            "method": f"Newcombe paired {CONFIDENCE:.0%} (as report diff)",
+            "changed": len(c["top1_changes"]),
+            "paired": c["paired_images"],
+            "mcnemar_p": c["mcnemar_p"],
+        }
 
     def agreement(self, a: Run, b: Run) -> dict:
         c = self.compare(a, b, {})

@@ -1,0 +1,211 @@
+"""``explain … --bundle DIR``: the smallest sub-model that still makes B's answer differ from A's, with
+everything needed to show it again, and ``--replay DIR`` that does.
+
+The cut starts at the culprit: ops s..end of each side's model (``a.tflite``, ``b.tflite``; the same
+bytes when A and B ran one model on two paths), fed A's tensors crossing into op s (made B's type
+where B's differs). The reduce pass moves s later while A's sub-model still gives A's answer and
+B's still another on at least one changed image, so ops that do not matter to the change are
+dropped from the front; the graph's outputs stay (the answer is made there). The bundle holds the
+input tensors, both sides' output tensors, the environment (runtime versions, both delegates'
+settings, hashes of the runtime's and a delegate's libraries) and one replay command; the replay
+loads both sub-models on their recorded paths, feeds the inputs, and exits 0 only if every output
+equals the recorded one bit for bit (1 when it does not).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+
+import numpy as np
+
+from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
+from evalharness.core.checksum import sha256_file
+from evalharness.core.errors import EvalHarnessError
+from evalharness.core.numbers import stable_json
+from evalharness.explain.sides import ExplainError
+
+BUNDLE = "bundle.json"
+
+
+def _suffix(side, start: int, feeds: list[dict]) -> tuple[list, list[dict]]:
+    """(the sub-model's input tensor indices, its outputs per feed) for ops start..end on ``side``."""
+    graph = side.graph
+    model = side.load(f"bundle{start}", lambda p: graph.write(p, start, len(graph.ops)))
+    crossing = [info.index for info in model.inputs]
+    return crossing, side.run_model(model, [{t: f[t] for t in crossing} for f in feeds])
+
+
+def reproduces(ctx, start: int, images: list[int]) -> list[int]:
+    """Changed images on which ops start..end give A's answer on A's path and another on B's."""
+    a_feeds = [ctx.a_acts[i] for i in images]
+    b_feeds = [ctx.a_fed[i] for i in images]
+    _, a_out = _suffix(ctx.side_a, start, a_feeds)
+    _, b_out = _suffix(ctx.side_b, start, b_feeds)
+    found = []
+    for i, ao, bo in zip(images, a_out, b_out, strict=True):
+        want = ctx.a_answers[i]
+        if ctx.answers_a.same(want, ctx.answers_a.of({**ctx.a_acts[i], **ao})) and not ctx.answers_b.same(
+            want, ctx.answers_b.of({**ctx.a_fed[i], **bo})
+        ):
+            found.append(i)
+    return found
+
+
+def reduce(ctx, culprit: int, images: list[int]) -> tuple[int, list[int]]:
+    """(first op of the smallest suffix that still reproduces the change, the images it does on)."""
+    n = len(ctx.side_b.graph.ops)
+    start, kept = culprit, reproduces(ctx, culprit, images)
+    while not kept and start > 0:  # the culprit alone does not: take earlier ops in
+        start -= 1
+        kept = reproduces(ctx, start, images)
+    if not kept:
+        raise ExplainError("nothing to bundle: no cut of B's model changes an answer fed A's tensors")
+    while start + 1 < n:
+        later = reproduces(ctx, start + 1, kept)
+        if not later:
+            break
+        start, kept = start + 1, later
+    return start, kept
+
+
+def write_bundle(folder: str, ctx, culprit: int | None) -> dict:
+    """Write the bundle of the reproduced changed images into ``folder``; returns its summary."""
+    if not ctx.reproduced:
+        raise ExplainError("nothing to bundle: no changed answer was reproduced")
+    start, images = reduce(ctx, culprit if culprit is not None else 0, ctx.reproduced)
+    n = len(ctx.side_b.graph.ops)
+    os.makedirs(folder, exist_ok=True)
+    sides, arrays = {}, {}
+    for label, side, feeds in (("A", ctx.side_a, ctx.a_acts), ("B", ctx.side_b, ctx.a_fed)):
+        path = os.path.join(folder, f"{label.lower()}.tflite")
+        side.graph.write(path, start, n)
+        crossing, outs = _suffix(side, start, [feeds[i] for i in images])
+        for k, (i, out) in enumerate(zip(images, outs, strict=True)):
+            for p, t in enumerate(crossing):
+                arrays[f"{label}_img{k}_in{p}"] = feeds[i][t]
+            for p, value in enumerate(out.values()):
+                arrays[f"{label}_img{k}_out{p}"] = value
+        run = side.run
+        sides[label] = {
+            "model": os.path.basename(path),
+            "model_sha256": sha256_file(path),
+            "source_model": run.prov("model.path"),
+            "source_sha256": run.prov("model.sha256"),
+            "delegate": run.prov("config.delegate") or run.prov("delegate.flags"),
+            "runner": run.prov("config.runner") or {"name": "host"},
+            "runtime": side.runtime,
+            "op_resolver": side.plan.op_resolver,
+            "libraries": _libraries(run.prov("config.delegate") or {}),
+        }
+    buffer = _npz(arrays)
+    atomic_write_bytes(os.path.join(folder, "tensors.npz"), buffer)
+    ids = [ctx.ids[i] for i in images]
+    label_a, label_b = ctx.answers_a.label, ctx.answers_b.label
+    changed = [
+        {"id": ctx.ids[i], "a": label_a(ctx.a_answers[i]), "b": label_b(ctx.b_answers[i])} for i in images
+    ]
+    doc = {
+        "kind": "evalharness explain bundle",
+        "ops": {"model": n, "bundle": n - start, "first": start, "culprit": culprit},
+        "images": ids,
+        "changed": changed,
+        "sides": sides,
+        "environment": environment(),
+        "replay": f"python -m evalharness.explain --replay {os.path.abspath(folder)}",
+    }
+    atomic_write_text(os.path.join(folder, BUNDLE), stable_json(doc))
+    return {
+        "dir": os.path.abspath(folder),
+        "ops": doc["ops"],
+        "images": len(ids),
+        "replay": doc["replay"],
+    }
+
+
+def _npz(arrays: dict) -> bytes:
+    import io
+
+    out = io.BytesIO()
+    np.savez(out, **arrays)
+    return out.getvalue()
+
+
+def _libraries(delegate: dict) -> list[dict]:
+    """sha256 of the files a delegate's settings name (an external delegate's library)."""
+    found = []
+    for key, value in sorted(delegate.items()):
+        if isinstance(value, str) and os.path.isfile(value):
+            found.append({"setting": key, "path": value, "sha256": sha256_file(value)})
+    return found
+
+
+def environment() -> dict:
+    """Versions of what ran both sides, and the hashes of the runtime's native libraries."""
+    from importlib import metadata
+
+    versions = {}
+    for package in ("evalharness", "ai-edge-litert", "numpy", "ai-edge-quantizer", "tensorflow"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    native = []
+    try:  # the installed files of the runtime's package (no import: only runtime/ imports it)
+        files = metadata.files("ai-edge-litert") or []
+    except metadata.PackageNotFoundError:
+        files = []
+    for f in sorted(files, key=str):
+        if ".so" in f.name:
+            native.append({"file": str(f), "sha256": sha256_file(str(f.locate()))})
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "packages": versions,
+        "litert_native_libraries": native,
+    }
+
+
+def replay(folder: str) -> int:
+    """Run the bundle's two sub-models again; 0 when every output equals the recorded bit for bit."""
+    from evalharness.runtime import load_model, plan_delegate
+
+    path = os.path.join(folder, BUNDLE)
+    if not os.path.isfile(path):
+        raise EvalHarnessError(f"--replay {folder}: no {BUNDLE} there (made by explain --bundle DIR)")
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    tensors = np.load(os.path.join(folder, "tensors.npz"))
+    mismatched, differ = [], 0
+    outputs = {}
+    for label, side in doc["sides"].items():
+        plan = plan_delegate(side["delegate"], side["runner"].get("name", "host"))
+        model = load_model(os.path.join(folder, side["model"]), plan, side["runtime"], side["runner"])
+        for k in range(len(doc["images"])):
+            model.set_inputs([tensors[f"{label}_img{k}_in{p}"] for p in range(len(model.inputs))])
+            model.invoke()
+            got = model.get_outputs()
+            outputs[label, k] = got
+            for p, value in enumerate(got):
+                want = tensors[f"{label}_img{k}_out{p}"]
+                nan = value.dtype.kind == "f"
+                if value.shape != want.shape or not np.array_equal(value, want, equal_nan=nan):
+                    mismatched.append(f"{label} image {doc['images'][k]} output {p}")
+    for k in range(len(doc["images"])):
+        a, b = outputs.get(("A", k)), outputs.get(("B", k))
+        if a is not None and b is not None:
+            differ += any(x.shape != y.shape or not np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    ops = doc["ops"]
+    if mismatched:
+        first = mismatched[0]
+        print(f"replay: NOT reproduced: {len(mismatched)} output(s) differ from the bundle's ({first}, ...)")
+        return 1
+    print(
+        f"replay: reproduced exactly: {len(doc['images'])} image(s), both sides' outputs equal the "
+        f"bundle's bit for bit; B's differ from A's on {differ}; sub-model of {ops['bundle']} op(s) (ops "
+        f"{ops['first']}-{ops['model'] - 1} of {ops['model']})"
+    )
+    return 0

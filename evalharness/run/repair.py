@@ -1,0 +1,329 @@
+"""``quant.max_drop``: the fewest ops kept in float that hold the headline metric within the drop.
+
+Like NNCF's ``quantize_with_accuracy_control`` and Polygraphy's ``debug precision``, for a
+``.tflite`` quantized by ai-edge-quantizer, on real data, with a paired test:
+
+1. **Split**: the dataset (after ``task.num_images``) is split (``quant.search``, default every other
+   image); the search below sees only the search part, the run reports on the held-out rest.
+2. **Calibration first**: the float model, the variant as configured (its calibration set, size and
+   source recorded) and, when that set is not the dataset's, the same recipe calibrated on the
+   search part: the frontier's first rows say how much of the drop a better calibration alone
+   recovers. The better of the two is the base of the search.
+3. **Ranking by measured float fallback**: for every op the base quantizes, the base with that op
+   alone kept in float (the quantizer's per-op ``no_quantize``), scored on the search part: the
+   metric it gets back, then (ties: most ops restore no answer alone) the gain in SNR of its
+   outputs against the float model's, in dB.
+   Chosen over explain's per-op local error because it measures the action itself: keeping an op
+   in float also moves the quantize/dequantize pair around it (the tensor between two int8 ops
+   stays int8 whichever op is float), which a per-op local error does not see, and its effect is
+   read at the model's output, where the answer is made. It costs one build (~0.15 s for
+   EfficientNet-Lite0, calibration reused) and one pass over the search part per op.
+4. **Fewest ops**: the smallest k whose top-k ops in float hold the drop (k = 1, 2, 4, ... until
+   it holds, then a binary search below, which assumes more float never holds worse; and every
+   ranked op in float: if even that fails, the answer is "cannot", exit 1 with the frontier), then
+   each chosen op tried back in int8, lowest ranked first, and left there when the drop still holds.
+5. **Held out**: the chosen recipe (the base recipe + one ``no_quantize`` entry per op) is written
+   as the quantizer's JSON, the variant built from it exactly as ``quant.recipe=FILE`` builds it
+   (calibrated with that recipe, cached), and evaluated with the float model on the held-out part:
+   Δ with the paired interval ``report diff`` computes (the task's ``paired_records``).
+
+The search's variants are built from one calibration per set (:class:`VariantBuilder`); the final
+one is built again the ordinary way and its sha256 compared with the searched one (recorded).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import tempfile
+import time
+
+from evalharness.core.errors import DataError
+from evalharness.core.schema import thaw
+from evalharness.run.repair_eval import Evaluation, Part, snr_db
+from evalharness.run.variants import build_variant, calibration_record, calibration_tensors, split_of
+
+# quant/calibration=dataset (conf/quant/calibration/dataset.yaml): the search part, every image
+DATASET_CALIBRATION = {"name": "dataset", "source": "dataset", "roots": [], "num_images": 0}
+
+
+class Search:
+    """Candidate variants of one float model, each scored once on the search part against the float
+    model (memoized by calibration and the set of ops kept in float)."""
+
+    def __init__(self, rp, quant: dict, model: dict, split: dict, work: str) -> None:
+        from evalharness.runtime.quantize import quantized_ops, recipe_ops
+
+        self.definition, self.work, self.quant = rp.definition, work, quant
+        self.source = model["path"]
+        self.part = Part(rp, model, split, "search")
+        self.float = self.part.evaluate(self.source, keep_outputs=True)
+        self.base = recipe_ops(quant["recipe"])
+        self.ops = {i: (kind, scope) for i, kind, scope in quantized_ops(self.source, self.base)}
+        self.allowed = allowed_drop(quant, self.float.metric)
+        self.builders: dict[str, object] = {}
+        self.calibrations: dict[str, tuple[dict | None, list]] = {}
+        self.seen: dict[tuple, dict] = {}
+        self.build_s = 0.0
+
+    def add_calibration(self, label: str, cal: dict | None, float_preprocess, dataset_root: str) -> None:
+        from evalharness.runtime.quantize import VariantBuilder
+
+        record, paths = (None, [])
+        if cal is not None:
+            record, paths = calibration_record(cal, True, dataset_root, self.part.files())
+        tensors = calibration_tensors(paths, self.source, float_preprocess) if record else None
+        started = time.perf_counter()
+        self.builders[label] = VariantBuilder(self.source, self.base, tensors)
+        self.build_s += time.perf_counter() - started
+        self.calibrations[label] = (record, paths)
+
+    def recipe(self, ops) -> list[dict]:
+        from evalharness.runtime.quantize import keep_float
+
+        return keep_float(self.base, [self.ops[i][1] for i in sorted(ops)])
+
+    def candidate(self, calibration: str, ops) -> dict:
+        key = (calibration, tuple(sorted(ops)))
+        if key in self.seen:
+            return self.seen[key]
+        started = time.perf_counter()
+        data, _ = self.builders[calibration].build(self.recipe(ops))
+        self.build_s += time.perf_counter() - started
+        path = os.path.join(self.work, f"candidate_{len(self.seen)}.tflite")
+        with open(path, "wb") as f:
+            f.write(data)
+        row = self.row(self.part.evaluate(path, keep_outputs=True), data)
+        row.update(calibration=calibration, float_ops=list(key[1]))
+        os.remove(path)
+        self.seen[key] = row
+        return row
+
+    def row(self, ev: Evaluation, data: bytes | None = None) -> dict:
+        paired = self.definition.paired_records(self.float.records, ev.records)
+        drop = self.float.metric - ev.metric
+        return {
+            "metric": ev.metric,
+            "drop": drop,
+            "holds": drop <= self.allowed + 1e-12,
+            "delta": paired["delta"],
+            "interval": paired["interval"],
+            "changed": paired["changed"],
+            "snr_db": snr_db(self.float.outputs, ev.outputs),
+            "bytes": ev.bytes,
+            "p50_ms": ev.p50_ms,
+            "coverage": ev.coverage,
+            "sha256": hashlib.sha256(data).hexdigest() if data is not None else None,
+        }
+
+
+def allowed_drop(quant: dict, float_metric: float) -> float:
+    if quant.get("max_drop") is not None:
+        return float(quant["max_drop"])
+    return float(quant["max_drop_relative"]) * float_metric
+
+
+def target_text(quant: dict, metric: str) -> str:
+    if quant.get("max_drop") is not None:
+        return f"{metric} drop <= {quant['max_drop']:g} (absolute)"
+    return f"{metric} drop <= {quant['max_drop_relative']:g} of the float model's (relative)"
+
+
+def _better(a: dict, b: dict) -> bool:
+    """``a`` is a better base than ``b``: holds, then higher metric, then higher output SNR."""
+    return (a["holds"], a["metric"], a["snr_db"]) > (b["holds"], b["metric"], b["snr_db"])
+
+
+def search(s: Search, calibrations: list[str]) -> dict:
+    """The frontier, the ranking and the chosen float ops (see the module docstring)."""
+    frontier = [{**s.row(s.float), "step": "float model", "calibration": None, "float_ops": None}]
+    for label in calibrations:
+        frontier.append({**s.candidate(label, ()), "step": f"calibration: {label}"})
+    base = frontier[1]
+    for row in frontier[2:]:
+        base = row if _better(row, base) else base
+    cal = base["calibration"]
+    out = {"frontier": frontier, "calibration": cal, "ranking": [], "status": "met", "chosen": base}
+    if base["holds"]:
+        return out
+    singles = [{**s.candidate(cal, (i,)), "op": i} for i in sorted(s.ops)]
+    gain = [(row["metric"], row["snr_db"] - base["snr_db"], -row["op"], row) for row in singles]
+    ranked = [row for *_, row in sorted(gain, key=lambda g: g[:3], reverse=True)]
+    out["ranking"] = [
+        {"op": r["op"], "type": s.ops[r["op"]][0], "snr_gain_db": r["snr_db"] - base["snr_db"], **_brief(r)}
+        for r in ranked
+    ]
+    order = [r["op"] for r in ranked]
+
+    def prefix(k: int) -> dict:
+        row = s.candidate(cal, order[:k])
+        return {**row, "step": f"top {k} ranked in float"}
+
+    n, tried = len(order), {}
+    k = 1
+    while k < n:  # galloping: 1, 2, 4, ... ops in float until the drop holds, then every op
+        tried[k] = prefix(k)
+        if tried[k]["holds"]:
+            break
+        k *= 2
+    tried[n] = prefix(n)
+    if not tried[n]["holds"]:
+        best = min([base, *tried.values()], key=lambda r: (r["drop"], len(r["float_ops"])))
+        out.update(frontier=frontier + [tried[k] for k in sorted(tried)], status="cannot", chosen=best)
+        return out
+    hi = min(k for k, row in tried.items() if row["holds"])
+    lo = max([0, *(k for k in tried if k < hi)])
+    while hi - lo > 1:  # the smallest prefix that holds, between the last that failed and the first that held
+        mid = (lo + hi) // 2
+        tried[mid] = prefix(mid)
+        lo, hi = (lo, mid) if tried[mid]["holds"] else (mid, hi)
+    kept = list(order[:hi])
+    for op in reversed(order[:hi]):  # lowest ranked first: back to int8 when the drop still holds
+        trial = [o for o in kept if o != op]
+        if trial and s.candidate(cal, trial)["holds"]:
+            kept = trial
+    chosen, kept = s.candidate(cal, kept), sorted(kept)
+    rows = [tried[k] for k in sorted(tried)]
+    rows = [{**r, "step": r["step"] + ": chosen"} if r["float_ops"] == kept else r for r in rows]
+    if all(r["float_ops"] != kept for r in rows):
+        rows.append({**chosen, "step": f"chosen: {len(kept)} of top {hi} kept after trying each back"})
+    out.update(frontier=frontier + rows, chosen=chosen)
+    return out
+
+
+def _brief(row: dict) -> dict:
+    return {k: row[k] for k in ("metric", "drop", "snr_db")}
+
+
+def repair_variant(rp, quant: dict, model: dict) -> dict:
+    """Search the variant, build and cache the chosen one, score it on the held-out part, point
+    ``model`` at it; returns ``provenance.model.quant`` (with ``repair``)."""
+    from evalharness.run.repair_view import print_repair
+    from evalharness.runtime.quantize import needs_calibration, quantizer_version
+    from evalharness.runtime.subgraph import ModelGraph
+
+    started = time.perf_counter()
+    source = model["path"]
+    if not os.path.isfile(source):
+        raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
+    split, definition = split_of(quant), rp.definition
+    float_preprocess = thaw(model.get("preprocess"))
+    task_model = dict(model)
+    if quant.get("integer_input"):  # integer inputs only: the float model's float input is unchanged
+        task_model["preprocess"] = {**(float_preprocess or {}), "integer_input": quant["integer_input"]}
+    root = rp.dataset.get("root", "")
+    with tempfile.TemporaryDirectory(prefix="evalharness-repair-") as work:
+        s = Search(rp, quant, task_model, split, work)
+        print(
+            f"repair: quant={quant['name']}, {target_text(quant, definition.repair_metric)}: searching on "
+            f"{len(s.part)} images ({len(s.ops)} quantized ops: roughly {len(s.ops) + 4} model evaluations, "
+            "each one variant built and scored)",
+            flush=True,
+        )
+        labels = []
+        if needs_calibration(quant["recipe"]):
+            configured = quant.get("calibration") or DATASET_CALIBRATION
+            labels.append(_label(configured))
+            s.add_calibration(labels[0], configured, float_preprocess, root)
+            if configured.get("source") != "dataset":
+                labels.append(_label(DATASET_CALIBRATION))
+                s.add_calibration(labels[1], DATASET_CALIBRATION, float_preprocess, root)
+        else:
+            labels.append("none")
+            s.add_calibration("none", None, float_preprocess, root)
+        found = search(s, labels)
+        chosen = found["chosen"]
+        recipe = s.recipe(chosen["float_ops"])
+        cal_record, cal_paths = s.calibrations[found["calibration"]]
+        built = build_variant(source, recipe, cal_record, cal_paths, float_preprocess, rp.paths["cache_dir"])
+        cached = built.pop("_cached")
+        held = Part(rp, task_model, split, "held_out")
+        held_float, held_variant = held.evaluate(source), held.evaluate(cached["path"])
+    paired = definition.paired_records(held_float.records, held_variant.records)
+    drop = held_float.metric - held_variant.metric
+    recipe_path = os.path.join(cached["dir"], "recipe.json")
+    _write_recipe(recipe_path, recipe)
+    model["path"] = cached["path"]
+    model["preprocess"] = task_model.get("preprocess")
+    repair = {
+        "status": found["status"],
+        "metric": definition.repair_metric,
+        "target": target_text(quant, definition.repair_metric),
+        "allowed_drop": s.allowed,
+        "split": {**split, "search": len(s.part), "held_out": len(held)},
+        "float_search": s.float.metric,
+        "frontier": found["frontier"],
+        "ranking": found["ranking"],
+        "chosen": {
+            "float_ops": [
+                {"op": i, "type": s.ops[i][0], "scope": s.ops[i][1]} for i in chosen["float_ops"]
+            ],
+            "calibration": found["calibration"],
+            "searched_sha256": chosen["sha256"],
+            "rebuilt_sha256": built["variant_sha256"],
+            "same_bytes": chosen["sha256"] == built["variant_sha256"],
+        },
+        "held_out": {
+            "images": len(held),
+            "float": held_float.metric,
+            "variant": held_variant.metric,
+            "drop": drop,
+            "holds": drop <= allowed_drop(quant, held_float.metric) + 1e-12,
+            **{k: paired[k] for k in ("delta", "interval", "method", "changed", "mcnemar_p")},
+        },
+        "calibrations": {label: s.calibrations[label][0] for label in labels},
+        "evaluations": {"search": s.part.evaluations, "held_out": held.evaluations},
+        "build_s": round(s.build_s, 2),
+        "wall_s": round(time.perf_counter() - started, 2),
+        "quantizer": quantizer_version(),
+        "graph": ModelGraph(source).name,
+        "quantized_ops": sorted(s.ops),
+        "recipe_file": recipe_path,
+        "reuse": _reuse(quant, recipe_path, found["calibration"]),
+    }
+    record = {"name": quant["name"], "recipe": quant["recipe"], **built, "recipe_ops": recipe}
+    record["repair"] = finite(repair)
+    print_repair(record)
+    return record
+
+
+def _label(cal: dict) -> str:
+    if cal.get("source") == "dataset":
+        return "dataset search part"
+    return f"{cal.get('name') or 'roots'} (quant.calibration.roots)"
+
+
+def _reuse(quant: dict, recipe_path: str, chosen: str) -> list[str]:
+    """The overrides that build this variant again (bit for bit) from the recipe file, beside the
+    run's other settings (model, dataset, and the same quant.calibration unless it says otherwise)."""
+    parts = [f"quant={quant['name']}", f"quant.recipe={recipe_path}"]
+    if chosen == _label(DATASET_CALIBRATION):
+        configured = quant.get("calibration") or {}
+        num = configured.get("num_images") or 0 if configured.get("source") == "dataset" else 0
+        parts += [
+            "quant/calibration=dataset",
+            f"quant.calibration.num_images={num}",
+            f"quant.search.fraction={quant['search']['fraction']:g}",
+            f"quant.search.scheme={quant['search']['scheme']}",
+        ]
+    return parts
+
+
+def _write_recipe(path: str, recipe: list[dict]) -> None:
+    import json
+
+    from evalharness.core.atomic_io import atomic_write_text
+
+    atomic_write_text(path, json.dumps(recipe, indent=1) + "\n")
+
+
+def finite(value):
+    """JSON-safe copy: inf/-inf SNRs (identical outputs, NaN outputs) as the strings "inf"/"-inf"."""
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return "inf" if value > 0 else ("-inf" if value < 0 else None)
+    return value

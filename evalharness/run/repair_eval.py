@@ -1,0 +1,120 @@
+"""One part of a split dataset (search or held-out) and the scoring of a model file on it, as a run
+scores it: the task's own live half lists the samples, prepares the inputs and makes the records,
+its scorer makes the metrics, the run's delegate and runtime invoke. No run directory: this is what
+``quant.max_drop`` evaluates each candidate variant with (:mod:`evalharness.run.repair`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from evalharness.core.schema import thaw
+
+
+@dataclass
+class Evaluation:
+    """One model scored on one part: its records, its headline metric, its real-valued outputs
+    (kept when asked, for the output error against the float model), speed, size and coverage."""
+
+    metric: float
+    metrics: dict
+    records: list[dict]
+    p50_ms: float | None
+    coverage: dict
+    bytes: int
+    outputs: np.ndarray | None = field(default=None, repr=False)
+
+
+def with_split(dataset, split: dict, part: str) -> dict:
+    return {**thaw(dataset), "split": {**split, "part": part}}
+
+
+class Part:
+    """The samples of one part, and the models evaluated on them (inputs prepared once per input
+    spec: the float model's and every integer-input variant's)."""
+
+    def __init__(self, rp, model: dict, split: dict, part: str) -> None:
+        from evalharness.tasks.discovery import live_class
+
+        self.rp, self.part = rp, part
+        self.task = live_class(rp.definition)(rp.task, model, with_split(rp.dataset, split, part))
+        self._inputs: dict[str, list] = {}
+        self.evaluations = 0
+
+    def __len__(self) -> int:
+        return len(self.task.samples)
+
+    def files(self) -> list[str]:
+        return [str(f) for f in self.task.sample_files()]
+
+    def ids(self) -> list[str]:
+        return [self.task.sample_id(s) for s in self.task.samples]
+
+    def evaluate(self, path: str, keep_outputs: bool = False) -> Evaluation:
+        import os
+
+        from evalharness.runtime import load_model
+
+        rp, task = self.rp, self.task
+        model = load_model(path, rp.delegate_plan, rp.runtime["name"], rp.runner)
+        task.bind(model.inputs, model.outputs)
+        key = json.dumps(task.cache_key(), sort_keys=True, default=str) if task.cacheable else None
+        inputs = self._inputs.get(key) if key else None
+        if inputs is None:
+            inputs = [task.prepare(s) for s in task.samples]
+            if key:
+                self._inputs[key] = inputs
+        outputs, times = _invoke_all(model, inputs)
+        records, real = [], []
+        for sample, outs in zip(task.samples, outputs, strict=True):
+            records.append(task.evaluator.update(sample, outs))
+            if keep_outputs:
+                pairs = zip(model.outputs, outs, strict=True)
+                values = [np.asarray(i.dequantize(o), np.float32).ravel() for i, o in pairs]
+                real.append(np.concatenate(values))
+        metrics = task.evaluator.compute()
+        self.evaluations += 1
+        cov = model.coverage
+        return Evaluation(
+            metric=float(metrics[rp.definition.repair_metric]),
+            metrics=rp.definition.headline(metrics),
+            records=records,
+            p50_ms=statistics.median(times) if times else None,
+            coverage={"ops_delegated": cov.ops_delegated, "ops_total": cov.ops_total},
+            bytes=os.path.getsize(path),
+            outputs=np.stack(real) if keep_outputs else None,
+        )
+
+
+def _invoke_all(model, inputs: list) -> tuple[list[list[np.ndarray]], list[float]]:
+    """Outputs per input and invoke times (ms; one warm-up invoke first, not timed)."""
+    if model.batch_size:
+        done = model.run_batch(inputs)
+        return [o for o, _ in done], [t for _, t in done if t is not None]
+    model.set_inputs(inputs[0])
+    model.invoke()
+    outputs, times = [], []
+    for x in inputs:
+        model.set_inputs(x)
+        started = time.perf_counter()
+        model.invoke()
+        times.append((time.perf_counter() - started) * 1e3)
+        outputs.append([np.array(o, copy=True) for o in model.get_outputs()])
+    return outputs, times
+
+
+def snr_db(reference: np.ndarray, other: np.ndarray) -> float:
+    """Pooled SNR of ``other`` against ``reference`` (dB; inf when equal, -inf when not finite)."""
+    if not np.all(np.isfinite(other)):
+        return -math.inf
+    noise = float(np.sum((reference.astype(np.float64) - other) ** 2))
+    signal = float(np.sum(reference.astype(np.float64) ** 2))
+    if noise == 0:
+        return math.inf
+    return -math.inf if signal == 0 else 10 * math.log10(signal / noise)

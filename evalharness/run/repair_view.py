@@ -1,0 +1,184 @@
+"""A repair as people read it (``provenance.model.quant.repair``): the frontier table, the ranking,
+the held-out result, printed when the search ends and written into the run directory
+(``repair/``: ``recipe.json``, ``repair.json``, ``frontier.txt``, ``frontier.md``)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from evalharness.core.numbers import fmt
+from evalharness.core.tables import Section, render_markdown, render_text
+from evalharness.stats.intervals import fmt_interval
+
+TITLE = "evalharness quant.max_drop: the fewest ops in float that hold the drop"
+RANKED_SHOWN = 10
+
+
+def _db(value) -> str:
+    if isinstance(value, str):
+        return value
+    return fmt(value, ".1f")
+
+
+def _ops(ops: list[int] | None, width: int = 6) -> str:
+    if ops is None:
+        return "all (the float model)"
+    if not ops:
+        return "none"
+    shown = ", ".join(str(o) for o in ops[:width])
+    return shown + (f", … (+{len(ops) - width})" if len(ops) > width else "")
+
+
+def _coverage(c: dict) -> str:
+    if c.get("ops_delegated") is None:
+        return "n/a"
+    return f"{c['ops_delegated']}/{c['ops_total']}"
+
+
+def sections(record: dict) -> list[Section]:
+    r = record["repair"]
+    metric = r["metric"]
+    rows = [
+        [
+            row["step"],
+            "all" if row["float_ops"] is None else str(len(row["float_ops"])),
+            _ops(row["float_ops"]),
+            fmt(row["metric"], ".4f"),
+            fmt(row["delta"], "+.4f"),
+            fmt_interval(row["interval"], "+.4f"),
+            _db(row["snr_db"]),
+            fmt(row["bytes"] / 1e3, ".1f"),
+            fmt(row["p50_ms"], ".3f"),
+            _coverage(row["coverage"]),
+            "yes" if row["holds"] else "no",
+        ]
+        for row in r["frontier"]
+    ]
+    split = r["split"]
+    cal_rows = [row for row in r["frontier"] if row["step"].startswith("calibration")]
+    notes = [
+        f"search part: {split['search']} images (fraction {split['fraction']:g}, {split['scheme']}); float "
+        f"{metric} {r['float_search']:.4f}; target: {r['target']} (allowed {r['allowed_drop']:.4f})",
+        "Δ: variant − float on the search part with the paired 95% interval of report diff; SNR: the "
+        "outputs against the float model's; p50: invoke() on the search part; coverage: ops the "
+        "run's delegate took",
+    ]
+    cals = r["calibrations"]
+    for label, cal in cals.items():
+        if cal:
+            notes.append(f"calibration '{label}': {cal['count']} images, source {cal['source']}")
+    if len(cal_rows) > 1:
+        first, second = cal_rows[:2]
+        notes.append(
+            f"better calibration alone: {metric} {first['metric']:.4f} -> {second['metric']:.4f} "
+            f"({second['metric'] - first['metric']:+.4f} of the {r['float_search'] - first['metric']:+.4f} "
+            f"drop recovered) before any op goes back to float; the search used "
+            f"'{r['chosen']['calibration']}'"
+        )
+    headers = [*FRONTIER_HEADERS, metric, f"Δ {metric}", "95% interval", "SNR dB", "size kB", "p50 ms"]
+    out = [Section("Frontier (search part)", [*headers, "coverage", "holds"], rows, notes, key="frontier")]
+    if r["ranking"]:
+        ranked = [
+            [str(x["op"]), x["type"], _db(x["snr_gain_db"]), fmt(x["metric"], ".4f")]
+            for x in r["ranking"][:RANKED_SHOWN]
+        ]
+        out.append(
+            Section(
+                f"Ops ranked by measured float fallback ({len(r['ranking'])} quantized ops)",
+                ["op", "type", "SNR gain dB", f"{metric} alone in float"],
+                ranked,
+                [f"first {min(RANKED_SHOWN, len(r['ranking']))} shown; all in repair.json"],
+                key="ranking",
+            )
+        )
+    h = r["held_out"]
+    chosen = r["chosen"]
+    ops = ", ".join(f"op {o['op']} {o['type']}" for o in chosen["float_ops"]) or "none"
+    out.append(
+        Section(
+            f"Held out ({h['images']} images, never searched on)",
+            ["", "value"],
+            [
+                ["ops kept in float", ops],
+                [f"float {metric}", fmt(h["float"], ".4f")],
+                [f"variant {metric}", fmt(h["variant"], ".4f")],
+                [f"Δ {metric} (variant − float)", fmt(h["delta"], "+.4f")],
+                ["95% paired interval", fmt_interval(h["interval"], "+.4f")],
+                ["answers changed", str(h["changed"])],
+                ["drop within the target", "yes" if h["holds"] else "no"],
+            ],
+            [
+                f"interval: {h['method']}",
+                f"recipe: {r['recipe_file']} (same bytes as the searched variant: {chosen['same_bytes']})",
+                f"again: {' '.join(r['reuse'])} (other settings as this run's)",
+                f"{r['evaluations']['search']} model evaluations on the search part, "
+                f"{r['evaluations']['held_out']} on the held-out part; {r['wall_s']:.1f} s",
+            ],
+            key="held_out",
+        )
+    )
+    return out
+
+
+FRONTIER_HEADERS = ["step", "float ops", "ops"]
+
+
+def summary(record: dict) -> str:
+    r = record["repair"]
+    h, metric = r["held_out"], r["metric"]
+    n = len(r["chosen"]["float_ops"])
+    if r["status"] == "cannot":
+        return (
+            f"repair: cannot hold {r['target']} on the search part even with every quantized op in "
+            "float (what stays quantized then is the model's integer input/output and the calibrated "
+            f"ranges they carry); best found: {n} op(s) in float, held-out {metric} {h['variant']:.4f} vs "
+            f"float {h['float']:.4f} ({h['delta']:+.4f}, 95% paired interval "
+            f"{fmt_interval(h['interval'], '+.4f')})"
+        )
+    return (
+        f"repair: {n} op(s) kept in float hold {r['target']}; held-out {metric} {h['variant']:.4f} vs "
+        f"float {h['float']:.4f} ({h['delta']:+.4f}, 95% paired interval "
+        f"{fmt_interval(h['interval'], '+.4f')}, {h['images']} images)"
+    )
+
+
+def print_repair(record: dict) -> None:
+    print(render_text(TITLE, sections(record)), end="")
+    print(summary(record))
+
+
+def failed_checks(quant: dict | None) -> list[str]:
+    """The run's failed check when the drop could not be held (exit 1)."""
+    r = (quant or {}).get("repair")
+    if not r or r["status"] != "cannot":
+        return []
+    return [f"quant repair: {r['target']} cannot be held even with every quantized op in float"]
+
+
+def write_repair(run_dir: str, record: dict | None) -> None:
+    """``<run_dir>/repair/``: the recipe (reusable with quant.recipe=FILE), the whole record, the
+    tables as text and Markdown, and Model Explorer node data of which ops stayed in float."""
+    if not record or not record.get("repair"):
+        return
+    from evalharness.core.atomic_io import atomic_write_text
+    from evalharness.core.numbers import stable_json
+
+    folder = os.path.join(run_dir, "repair")
+    atomic_write_text(os.path.join(folder, "recipe.json"), json.dumps(record["recipe_ops"], indent=1) + "\n")
+    atomic_write_text(os.path.join(folder, "repair.json"), stable_json(record))
+    atomic_write_text(os.path.join(folder, "frontier.txt"), render_text(TITLE, sections(record)))
+    atomic_write_text(os.path.join(folder, "frontier.md"), render_markdown(TITLE, sections(record)))
+    explorer = float_ops_data(record["repair"])
+    atomic_write_text(os.path.join(folder, "model_explorer_float_ops.json"), stable_json(explorer))
+
+
+def float_ops_data(r: dict) -> dict:
+    """Model Explorer node data (``ModelNodeData``, nodes by op index, as its TFLite adapter names
+    them) of the repair on the float model's graph: 1 = kept in float, 0 = quantized, for every op the
+    recipe quantizes."""
+    kept = {o["op"] for o in r["chosen"]["float_ops"]}
+    results = {str(op): {"value": 1 if op in kept else 0} for op in r["quantized_ops"]}
+    gradient = [{"stop": 0, "bgColor": "#9ecae1"}, {"stop": 1, "bgColor": "#fd8d3c"}]
+    name = "kept in float (1) / quantized (0)"
+    return {r["graph"]: {"name": name, "results": results, "gradient": gradient}}
