@@ -113,7 +113,9 @@ def test_hydra_group_sets_run_dirs():
         cfg = compose(config_name="config", return_hydra_config=True)
     hydra = OmegaConf.to_container(cfg.hydra, resolve=False)
     assert hydra["run"]["dir"].startswith("outputs/${task.name}/${model.name}/${delegate.name}/")
-    assert hydra["sweep"]["subdir"] == "${hydra.job.num}_${task.name}_${model.name}_${delegate.name}"
+    # a quantized variant's job directory says so (quant_tag: "_int8", nothing for the float model)
+    subdir = "${hydra.job.num}_${task.name}_${model.name}${quant_tag:${quant.name}}_${delegate.name}"
+    assert hydra["sweep"]["subdir"] == subdir
     assert hydra["job"]["chdir"] is False
 
 
