@@ -83,8 +83,9 @@ def native_output_to_stderr():
     sys.stdout.flush()
     saved = os.dup(1)
     os.dup2(2, 1)
-    try:
-        yield
+    try:  # Python-level prints of the runtime's own wrappers too (sys.stdout need not be fd 1)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
     finally:
         ctypes.CDLL(None).fflush(None)  # C stdio buffers flushed while fd 1 is still stderr
         os.dup2(saved, 1)
