@@ -21,6 +21,13 @@ VERBOSE_ENV = "EVALHARNESS_VERBOSE"
 NATIVE_LOG = "native.log"
 
 
+ROUTINE = ("INFO:", "I0", "I1")  # native chatter a successful run prints (INFO, glog's I0000 lines)
+
+
+def routine(line: str) -> bool:
+    return line.startswith(ROUTINE)
+
+
 def verbose() -> bool:
     return os.environ.get(VERBOSE_ENV, "") not in ("", "0")
 
@@ -96,7 +103,7 @@ def silence_teardown() -> None:
 def failure_tail(lines: list[str], where: str | None, count: int = 8) -> list[str]:
     """What a failed command shows of the native output: its last lines that are not routine
     chatter, indented under the ``error:`` line, and where the rest is."""
-    loud = [line for line in lines if not line.startswith(("INFO:", "I0", "I1"))][-count:]
+    loud = [line for line in lines if not routine(line)][-count:]
     if not loud:
         return []
     head = f"  native runtime output (last {len(loud)} lines" + (f"; all in {where})" if where else ")")

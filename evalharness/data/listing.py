@@ -110,11 +110,11 @@ def own_files_scored(root: str, unscored: Counter, files) -> None:
     """The dataset's own files lying among its images (a labels.csv beside the photos) are read, not
     left out: they leave the ``unscored`` count."""
     for file in filter(None, files):
-        path = Path(file)
-        if path.parent.resolve() == Path(root).resolve() and unscored[not_read(path.name)] > 0:
-            unscored[not_read(path.name)] -= 1
-            if not unscored[not_read(path.name)]:
-                del unscored[not_read(path.name)]
+        path, reason = Path(file), not_read(Path(file).name)
+        if path.parent.resolve() == Path(root).resolve() and unscored[reason] > 0:
+            unscored[reason] -= 1
+            if not unscored[reason]:
+                del unscored[reason]
 
 
 def warn_unscored(root: str, unscored: Counter) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from evalharness.core.errors import DelegateUnavailableError, EvalHarnessError, ModelMismatchError
+from evalharness.core.native_output import routine
 from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.cache import xnnpack_weight_cache
 from evalharness.runtime.contract import BACKENDS, Coverage, Model
@@ -70,7 +71,7 @@ def captured_native_stderr(sink: list[str]):
             lines = [line for line in text.splitlines() if line.strip()]
             sink.extend(lines)
             # Echo what is not routine chatter (INFO / I0000-style lines stay in metrics.json only).
-            loud = [line for line in lines if not line.startswith(("INFO:", "I0", "I1"))]
+            loud = [line for line in lines if not routine(line)]
             if loud:
                 os.write(2, ("\n".join(loud) + "\n").encode())
 
