@@ -3,8 +3,10 @@
     python benchmarks/bench_op_profile.py [--repeats 10] [--only cpu|gpu] [--threads 2]
 
 MobileNet v2 quant on delegate=cpu (2 threads) and EfficientNet-Lite0 float32 on delegate=gpu
-(Mesa lavapipe where no GPU exists): per-op medians summed against the whole invoke's median
-measured in the same minute, placements against the coverage record, per backend and per type.
+(Mesa lavapipe where no GPU exists): per-op medians summed against the invoke's median, placements
+against the coverage record, per backend and per type. The CPU's figures come from LiteRT's own
+profiler (the ops' events inside the invokes they are summed against); the GPU's from sub-model
+timing, since the WebGPU accelerator does not implement profiling (the record says so).
 The tests (tests/e2e/test_op_profile.py) check the same on fewer repeats and, on the GPU, on the
 first 4 ops only.
 """
@@ -50,7 +52,9 @@ def main() -> int:
             else rng.random(i.shape, np.float32)
             for i in whole.inputs
         ]
-        profile = profile_ops(path, lambda p, plan=plan: load_model(p, plan), whole, inputs, args.repeats)
+        profile = profile_ops(
+            path, lambda p, plan=plan: load_model(p, plan), whole, inputs, args.repeats, plan=plan
+        )
         print(
             f"== {model} on delegate={delegate['name']}, {args.threads} thread(s) "
             f"({time.perf_counter() - start:.0f} s)"

@@ -133,12 +133,17 @@ def in_invoke(doc: dict) -> float:
     return ips(doc) * doc["latency_ms"]["inference"]["mean"] / 1000
 
 
-def loop_shapes(data: Path, threads: int, repeats: int) -> dict[str, list[dict]]:
-    """Cold runs (no cache) in each loop shape, ``repeats`` times in rotating order (paired)."""
+def loop_shapes(data: Path, threads: int, repeats: int, budget) -> tuple[dict[str, list[dict]], dict]:
+    """Cold runs (no cache) in each loop shape, ``repeats`` times in rotating order (paired); and
+    for each run the CPU budget measured just before and after it (``budget()``, their mean): the
+    machine's speed drifts between minutes, so a run is judged against its own minute's budget."""
     runs: dict[str, list[dict]] = {s: [] for s in SHAPES}
+    budgets: dict[str, list[float]] = {s: [] for s in SHAPES}
     for shape in rotating(repeats):
+        before = budget()
         runs[shape].append(run_app(data, threads, f"loop.shape={shape}", "loop.tensor_cache=false"))
-    return runs
+        budgets[shape].append((before + budget()) / 2)
+    return runs, budgets
 
 
 def classification(n: int, threads: int, repeats: int) -> None:
@@ -174,7 +179,12 @@ def classification(n: int, threads: int, repeats: int) -> None:
 
         naive_pil = timed_loop(model, paths, lambda p: naive_pillow(p, inp.height, inp.width))
         naive_exact = timed_loop(model, paths, lambda p: preprocess_file(p, spec, inp))
-        shaped = loop_shapes(data, threads, repeats)
+        cores = os.cpu_count() or 1
+
+        def budget(k: int = 300) -> float:  # img/s: cores / CPU ms of (invoke + preparation)
+            return cores * 1000 / (pure_invoke(model, tensors, k)[1] + prep_cpu_ms)
+
+        shaped, budgets = loop_shapes(data, threads, repeats, budget)
         with tempfile.TemporaryDirectory() as cache:
             run_app(data, threads, "loop.tensor_cache=true", f"paths.cache_dir={cache}")
             warm = warm_runs(data, threads, repeats, cache, lambda: pure_invoke(model, tensors, n)[0])
@@ -221,6 +231,13 @@ def classification(n: int, threads: int, repeats: int) -> None:
         f"cold auto = {auto / cpu_bound:.3f} x CPU budget, {auto / invoke_ips:.3f} x pure invoke, "
         f"{auto / naive_pil:.3f} x naive Pillow loop, {auto / naive_exact:.3f} x naive exact loop"
     )
+    for shape in SHAPES:
+        local = [ips(d) / b for d, b in zip(shaped[shape], budgets[shape], strict=True)]
+        print(
+            f"cold {shape} / CPU budget measured around each run: best {max(local):.3f} x, per repeat "
+            f"{', '.join(f'{r:.3f}' for r in local)} "
+            f"(budgets {' / '.join(f'{b:.1f}' for b in budgets[shape])} img/s)"
+        )
     for shape in SHAPES:
         docs = [d for d, _ in warm[shape]]
         print(

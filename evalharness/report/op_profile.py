@@ -16,6 +16,7 @@ CSV_COLUMNS = (
     "type",
     "name",
     "backend",
+    "kernel",
     "mean_ms",
     "median_ms",
     "min_ms",
@@ -30,29 +31,44 @@ def run_sections(record: dict, n: int = 10) -> list[Section]:
     sum and placement checks as notes (``results.txt``, ``report analysis`` in every format)."""
     total = record["sum_median_ms"] or 1.0
     ops = sorted(record["ops"], key=lambda o: -o["median_ms"])[:n]
+    kernels = any(o.get("kernel") for o in record["ops"])  # the runtime's profiler names each kernel
     top = [
-        [str(o["index"]), o["type"], str(o["backend"]), f"{o['median_ms']:.3f}",
-         f"{o['median_ms'] / total:.1%}", o["name"][:48]]
+        [_index(o), o["type"], str(o["backend"]), f"{o['median_ms']:.3f}",
+         f"{o['median_ms'] / total:.1%}", *([o.get("kernel") or ""] if kernels else []), o["name"][:48]]
         for o in ops
     ]  # fmt: skip
     p = record["placements"]
     verdict = "agree" if p["agree"] else "unknown" if p["agree"] is None else "DISAGREE"
     notes = [
         f"source: {record['source']}; placement from {record['placement_source']}",
-        f"per-op medians sum to {record['sum_median_ms']:.3f} ms vs whole invoke median "
-        f"{record['invoke']['median_ms']:.3f} ms (x{record['sum_over_invoke']:.3f}, within "
-        f"{record['tolerance']:.0%}: {'yes' if record['adds_up'] else 'no'}); against its process CPU "
-        f"time {record['invoke']['cpu_median_ms']:.3f} ms: x{record['sum_over_invoke_cpu']:.3f}",
+        _sum_line(record),
         f"placements vs coverage: {p['ops_delegated_by_profile']} vs {p['ops_delegated_by_coverage']} "
         f"delegated ({verdict})",
         *([f"why not: {record['note']}"] if record.get("note") else []),
+        *([f"speed: {record['speed_note']}"] if record.get("speed_note") else []),
     ]
     return [
         Section(f"Op profile: top {len(ops)} of {len(record['ops'])} ops by median time",
-                ["#", "type", "backend", "median ms", "share", "name"], top, key="op-profile"),
+                ["#", "type", "backend", "median ms", "share", *(["kernel"] if kernels else []), "name"],
+                top, key="op-profile"),
         _rollup("Op profile: per op type", "op type", record["by_type"]),
         _rollup("Op profile: per backend", "backend", record["by_backend"], notes),
     ]  # fmt: skip
+
+
+def _sum_line(record: dict) -> str:
+    paired = record.get("sum_basis") == "per invoke"
+    basis = "each invoke's op events over its own time (median)" if paired else "per-op medians over it"
+    return (
+        f"per-op medians sum to {record['sum_median_ms']:.3f} ms, invoke median "
+        f"{record['invoke']['median_ms']:.3f} ms; {basis}: x{record['sum_over_invoke']:.3f}, within "
+        f"{record['tolerance']:.0%}: {'yes' if record['adds_up'] else 'no'}; against the invoke's process "
+        f"CPU time {record['invoke']['cpu_median_ms']:.3f} ms: x{record['sum_over_invoke_cpu']:.3f}"
+    )
+
+
+def _index(op: dict) -> str:
+    return "-" if op["index"] is None else str(op["index"])
 
 
 def _rollup(title: str, what: str, groups: dict, notes: list[str] | None = None) -> Section:
@@ -72,7 +88,8 @@ def csv_text(record: dict) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for o in record["ops"]:
-        writer.writerow([o[c] if not isinstance(o[c], float) else f"{o[c]:.6f}" for c in CSV_COLUMNS])
+        values = [o.get(c) for c in CSV_COLUMNS]
+        writer.writerow(["" if v is None else f"{v:.6f}" if isinstance(v, float) else v for v in values])
     return out.getvalue()
 
 

@@ -81,4 +81,5 @@ def op_profile(rp, task, model) -> dict:
         model,
         inputs,
         repeats=rp.loop.op_profile_repeats,
+        plan=rp.delegate_plan,
     )

@@ -103,6 +103,11 @@ class Model(abc.ABC):
         backend reports counts only (the op profile then asks each op's own sub-model)."""
         return None
 
+    def partition_nodes(self) -> list[list[int]] | None:
+        """Per delegate partition, in run order, the original ops it replaced (ascending); None where
+        the backend does not tell (the runtime profile then maps partitions by node order alone)."""
+        return None
+
     def cache_record(self) -> list[dict]:
         """``provenance.delegate.cache``: each cache's location, size and cold/warm state, sized now."""
         return [probe.record() for probe in self.caches]

@@ -118,22 +118,31 @@ def _tensor_info(d: dict) -> TensorInfo:
 
 
 def delegated_ops(ops: list[dict]) -> tuple[dict, list, set[int]]:
-    """The original ops by index, the DELEGATE nodes, and the original ops those nodes replaced
-    (walked back from each node's outputs to its inputs)."""
+    """The original ops by index, the DELEGATE nodes, and the original ops those nodes replaced."""
+    original, delegate_nodes, members = partitions(ops)
+    return original, delegate_nodes, set().union(*members)
+
+
+def partitions(ops: list[dict]) -> tuple[dict, list, list[list[int]]]:
+    """The original ops by index, the DELEGATE nodes (by index: the order the interpreter created
+    them, which is the order it runs them), and for each the original ops it replaced, ascending
+    (walked back from the node's outputs to its inputs)."""
     original = {o["index"]: o for o in ops if o["op_name"] != "DELEGATE"}
-    delegate_nodes = [o for o in ops if o["op_name"] == "DELEGATE"]
+    delegate_nodes = sorted((o for o in ops if o["op_name"] == "DELEGATE"), key=lambda o: o["index"])
     producer = {int(t): idx for idx, o in original.items() for t in o["outputs"]}
-    covered: set[int] = set()
+    members = []
     for node in delegate_nodes:
         stop = {int(t) for t in node["inputs"]}
         frontier = [int(t) for t in node["outputs"]]
+        covered: set[int] = set()
         while frontier:
             tensor = frontier.pop()
             if tensor in stop or tensor not in producer or producer[tensor] in covered:
                 continue
             covered.add(producer[tensor])
             frontier.extend(int(t) for t in original[producer[tensor]]["inputs"] if t >= 0)
-    return original, delegate_nodes, covered
+        members.append(sorted(covered))
+    return original, delegate_nodes, members
 
 
 def delegation_coverage(ops: list[dict]) -> Coverage:
@@ -225,6 +234,10 @@ class InterpreterModel(Model):
         """Per op of the original graph: taken by a DELEGATE node of the interpreter's own graph."""
         original, _, covered = delegated_ops(self._interpreter._get_ops_details())
         return [self.placement[0] if i in covered else self.placement[1] for i in sorted(original)]
+
+    def partition_nodes(self) -> list[list[int]]:
+        """Per DELEGATE node, in the order the interpreter runs them: the original ops it replaced."""
+        return partitions(self._interpreter._get_ops_details())[2]
 
     def _check_delegation(self, model_path: str) -> None:
         cov = self.coverage

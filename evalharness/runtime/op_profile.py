@@ -1,18 +1,17 @@
-"""Per-op time and placement: each op cut out as its own model and timed on the run's delegate.
+"""Per-op time and placement: the runtime's own profiler where it answers, else each op cut out as
+its own model and timed on the run's delegate.
 
-Why sub-models and not the runtime's profiler: the LiteRT 2.3 wheel's Python API reaches neither.
-The ``Interpreter`` takes ``experimental_force_delegate_node_profiling`` but offers no way to attach
-a profiler (``tflite::Interpreter::SetProfiler`` is not exported by any library of the wheel), and
-``libLiteRt.so``'s profiler C API (``LiteRtCompiledModelGetProfiler``, ``LiteRtGetProfilerEvents``)
-needs the ``LiteRtCompiledModel`` handle and the runtime option ``enable_profiling``, neither of
-which the ``CompiledModel`` wrapper passes through. So the source is recorded as
-``sub-model timing`` (:data:`SOURCE`), and the record checks itself: the per-op times' sum against
-the whole model's invoke time measured in the same minute, and the placements against the
-coverage record.
+Source of truth, in order: LiteRT's profiler (``runtime/native_profile.py``: the C API of the
+wheel's ``libLiteRt.so``, a compiled model of the run's file on the run's hardware and threads) for
+the CPU kinds; sub-model timing where that profiler cannot answer (an accelerator without profiling,
+e.g. WebGPU's "Profile is not implemented"; a phone; an external delegate). The record names its
+source and, for sub-model timing, why the profiler was not used. Either way it checks itself: the
+per-op times' sum against the invoke time, and the placements against the coverage record.
 
-Each op runs in a model holding only that op (``runtime.subgraph.ModelGraph.write``), fed the real
-activations of one whole-graph run (every activation exposed as an output), loaded through
-``load_model`` with the run's own delegate plan: the same backend, threads and delegate flags.
+With sub-model timing, each op runs in a model holding only that op
+(``runtime.subgraph.ModelGraph.write``), fed the real activations of one whole-graph run (every
+activation exposed as an output), loaded through ``load_model`` with the run's own delegate plan:
+the same backend, threads and delegate flags.
 An op's time therefore includes one invoke's fixed overhead (and, on an accelerator, its output
 readback), which the whole graph pays once: the sum runs above the invoke time by about
 ``ops × overhead``; the record gives that overhead, measured on the cheapest op.
@@ -27,10 +26,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from evalharness.runtime.native_profile import SOURCE as NATIVE_SOURCE
+from evalharness.runtime.native_profile import ProfilerUnavailable, runtime_profile
 from evalharness.runtime.subgraph import ModelGraph
 
-SOURCE = "sub-model timing (no runtime profiler reachable through the LiteRT Python API)"
+SOURCE = "sub-model timing"
 TOLERANCE = 0.10  # |sum / invoke - 1| the record accepts as "per-op times add up"
+SAME_SPEED = 1.25  # profiled invoke / the run's invoke within [1/x, x]: the profile timed the run's speed
 
 
 def _timed(model, tensors: list[np.ndarray], repeats: int, cpu: list[float] | None = None) -> list[float]:
@@ -79,14 +81,28 @@ def _placement(model) -> str | None:
 
 
 def profile_ops(
-    model_path: str, load, whole, inputs: list[np.ndarray], repeats: int = 20, folder: str | None = None
+    model_path: str,
+    load,
+    whole,
+    inputs: list[np.ndarray],
+    repeats: int = 20,
+    folder: str | None = None,
+    plan=None,
 ) -> dict:
     """Per-op times and placements of ``model_path``.
 
     ``load(path) -> Model`` loads a file with the run's plan; ``whole`` is the run's loaded model,
     whose invoke time is measured before, between and after the ops (a shared machine's speed
-    drifts within the minute a profile takes); ``inputs`` one prepared sample."""
+    drifts within the minute a profile takes); ``inputs`` one prepared sample; ``plan`` the run's
+    delegate plan (the runtime's profiler rebuilds the model with it)."""
     graph = ModelGraph(model_path)
+    if plan is not None:
+        try:
+            return _from_runtime(graph, model_path, plan, whole, inputs, repeats)
+        except ProfilerUnavailable as e:
+            why = f"the runtime's profiler was not used: {e}"
+    else:
+        why = "the runtime's profiler was not asked (no delegate plan)"
     step = max(1, len(graph.ops) // repeats)  # whole invokes spread between the ops, too
     with tempfile.TemporaryDirectory(prefix="evalharness-opprof-", dir=folder) as tmp:
         acts = _activations(graph, load, inputs, tmp)
@@ -113,38 +129,119 @@ def profile_ops(
         op["backend"] = graph_placements[op["index"]] if graph_placements else op["own_placement"]
     invoke = _stats(whole_times) | {"cpu_median_ms": float(np.median(whole_cpu))}
     placements = check_placements(ops, whole.coverage.as_dict(), whole.placement[1])
-    return summarise(ops, invoke, placements, graph_placements is not None, repeats)
+    placement_source = "the loaded graph's delegate nodes" if graph_placements else "each op's own sub-model"
+    return summarise(ops, invoke, placements, placement_source, repeats, f"{SOURCE} ({why})", _submodel_note)
 
 
-def summarise(ops: list[dict], invoke: dict, placements: dict, from_graph: bool, repeats: int) -> dict:
+def _from_runtime(
+    graph: ModelGraph, model_path: str, plan, whole, inputs: list[np.ndarray], repeats: int
+) -> dict:
+    """The record from the runtime's profiler; the run's own model is timed around it, so the record
+    shows whether profiling changed the speed (``profiled_over_run_invoke``)."""
+    run_times = _timed(whole, inputs, repeats)
+    by_index = {info.index: value for info, value in zip(whole.inputs, inputs, strict=True)}
+    got = runtime_profile(model_path, plan, by_index, len(graph.ops), repeats, whole.partition_nodes())
+    run_times += _timed(whole, inputs, repeats)
+    delegated, builtin = whole.placement
+    ops = []
+    for j, first in enumerate(got["per_invoke"][0]):
+        node = first.get("node")
+        op = graph.ops[node] if node is not None and node < len(graph.ops) else None
+        ops.append(
+            {
+                "index": node,
+                "type": op.type if op else first["kernel"],
+                "name": op.name if op else f"partition {first.get('partition')} op {first.get('position')}",
+                "kernel": first["kernel"],
+                "backend": delegated if "partition" in first else builtin,
+            }
+            | _stats([rows[j]["ms"] for rows in got["per_invoke"]])
+        )
+    invoke = _stats(got["walls_ms"]) | {"cpu_median_ms": float(np.median(got["cpu_ms"]))}
+    run_invoke = _stats(run_times)
+    invoke["run_median_ms"] = run_invoke["median_ms"]
+    invoke["profiled_over_run_invoke"] = (
+        invoke["median_ms"] / run_invoke["median_ms"] if run_invoke["median_ms"] else None
+    )
+    if got["invoke_events_ms"]:
+        invoke["event_median_ms"] = float(np.median(got["invoke_events_ms"]))
+    placements = check_placements(ops, whole.coverage.as_dict(), builtin)
+    source = f"{NATIVE_SOURCE}; {got['hardware']}"
+    if not got["nodes_mapped"]:
+        source += "; delegate operators not mapped to graph nodes (their count or order differs)"
+    sums = [sum(r["ms"] for r in rows) for rows in got["per_invoke"]]
+    paired = float(np.median([s / w for s, w in zip(sums, got["walls_ms"], strict=True)]))
+    record = summarise(
+        ops, invoke, placements, "the runtime's profile events", repeats, source, _runtime_note, paired
+    )
+    record["nodes_mapped"] = got["nodes_mapped"]
+    speed = invoke["profiled_over_run_invoke"]
+    record["speed_note"] = None
+    if speed is not None and not 1 / SAME_SPEED <= speed <= SAME_SPEED:
+        record["speed_note"] = (
+            f"the profiled compiled model's invoke took x{speed:.2f} the run's own "
+            f"({invoke['median_ms']:.3f} vs {invoke['run_median_ms']:.3f} ms, medians, timed around the "
+            "profile): same graph and placements, but the CompiledModel's CPU path runs its kernels at "
+            "another speed here, so the per-op shares hold and the absolute times are not the run's"
+        )
+    return record
+
+
+def _submodel_note(total: float, ratio: float, invoke: dict, ops: list[dict]) -> str:
+    overhead = min((o["min_ms"] for o in ops), default=0.0)
+    return (
+        f"per-op medians sum to {total:.3f} ms vs {invoke['median_ms']:.3f} ms per whole invoke "
+        f"(x{ratio:.2f}; the whole invoke ranged {invoke['min_ms']:.3f}..{invoke['max_ms']:.3f} ms "
+        f"meanwhile): each op's sub-model pays one invoke's fixed cost and its own input and "
+        f"output traffic (on an accelerator: upload and readback; at most {overhead:.3f} ms, the "
+        f"cheapest op's time) that the whole graph pays once ({len(ops)} ops), and ops the "
+        "delegate fuses or keeps on the device in the whole graph run alone; on a busy machine the "
+        "whole invoke also waits for the CPU (it spans many scheduler slices, a one-op invoke few): "
+        f"its process CPU time was {invoke['cpu_median_ms']:.3f} ms per invoke (median, all threads)"
+    )
+
+
+def _runtime_note(total: float, ratio: float, invoke: dict, ops: list[dict]) -> str:
+    inner = invoke.get("event_median_ms")
+    within = f"; the interpreter's own Invoke event took {inner:.3f} ms of it" if inner is not None else ""
+    return (
+        f"an invoke's op events sum to x{ratio:.2f} of its time (median over invokes; per-op medians "
+        f"{total:.3f} ms, invoke median {invoke['median_ms']:.3f} ms{within}): the events time the "
+        "ops only; the rest is the runtime's fixed work per invoke (buffer registration and sync, "
+        "the interpreter's loop), which weighs most on a small model"
+    )
+
+
+def summarise(
+    ops: list[dict],
+    invoke: dict,
+    placements: dict,
+    placement_source: str,
+    repeats: int,
+    source: str,
+    why_not,
+    paired: float | None = None,
+) -> dict:
     """The record: per op, roll-ups per type and backend, the sum check and the placement check.
 
     Medians, not means: on a shared machine a few slow invokes move a mean by more than the
-    tolerance, and the sum check compares two such figures."""
+    tolerance, and the sum check compares two such figures. ``paired``: where each invoke's op
+    times are known together (the runtime's profiler), the median over invokes of their sum over
+    that same invoke's time, which a preemption landing in one op cannot tilt; it is then the
+    sum check's figure (``sum_basis``)."""
     total = sum(o["median_ms"] for o in ops)
-    ratio = total / invoke["median_ms"] if invoke["median_ms"] else None
-    overhead = min((o["min_ms"] for o in ops), default=0.0)
+    ratio = paired if paired is not None else total / invoke["median_ms"] if invoke["median_ms"] else None
     adds_up = ratio is not None and abs(ratio - 1) <= TOLERANCE
-    note = None
-    if not adds_up:
-        note = (
-            f"per-op medians sum to {total:.3f} ms vs {invoke['median_ms']:.3f} ms per whole invoke "
-            f"(x{ratio:.2f}; the whole invoke ranged {invoke['min_ms']:.3f}..{invoke['max_ms']:.3f} ms "
-            f"meanwhile): each op's sub-model pays one invoke's fixed cost and its own input and "
-            f"output traffic (on an accelerator: upload and readback; at most {overhead:.3f} ms, the "
-            f"cheapest op's time) that the whole graph pays once ({len(ops)} ops), and ops the "
-            "delegate fuses or keeps on the device in the whole graph run alone; on a busy machine the "
-            "whole invoke also waits for the CPU (it spans many scheduler slices, a one-op invoke few): "
-            f"its process CPU time was {invoke['cpu_median_ms']:.3f} ms per invoke (median, all threads)"
-        )
+    note = None if adds_up or ratio is None else why_not(total, ratio, invoke, ops)
     return {
-        "source": SOURCE,
-        "placement_source": "the loaded graph's delegate nodes" if from_graph else "each op's own sub-model",
+        "source": source,
+        "placement_source": placement_source,
         "repeats": repeats,
         "invoke": invoke,
         "sum_median_ms": total,
         "sum_mean_ms": sum(o["mean_ms"] for o in ops),
         "sum_over_invoke": ratio,
+        "sum_basis": "per invoke" if paired is not None else "medians",
         # the sum against the whole invoke's process CPU time (all threads): with one thread the
         # work itself, which waiting for a busy machine's CPU does not inflate
         "sum_over_invoke_cpu": total / invoke["cpu_median_ms"] if invoke["cpu_median_ms"] else None,

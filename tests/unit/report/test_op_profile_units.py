@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evalharness.report.op_profile import csv_text, diff_section, speedups, top_lines
-from evalharness.runtime.op_profile import check_placements, summarise
+from evalharness.runtime.op_profile import _submodel_note, check_placements, summarise
 
 
 def _ops(times: list[float], backends: list[str]) -> list[dict]:
@@ -37,7 +37,9 @@ def _record(times, backends, invoke_ms, delegated):
         "std_ms": 0.0,
         "count": 6,
     }
-    return summarise(ops, invoke, placements, True, 3)
+    return summarise(
+        ops, invoke, placements, "the loaded graph's delegate nodes", 3, "sub-model timing", _submodel_note
+    )
 
 
 def test_sum_within_tolerance_needs_no_note_and_a_miss_says_why():
@@ -52,7 +54,7 @@ def test_sum_within_tolerance_needs_no_note_and_a_miss_says_why():
     }
     assert list(bad["by_type"]) == ["CONV_2D", "ADD"] and bad["by_type"]["ADD"]["count"] == 2
     assert "DISAGREE" in "\n".join(top_lines(bad)) and "why not:" in "\n".join(top_lines(bad))
-    assert csv_text(bad).splitlines()[0].startswith("index,type,name,backend,mean_ms")
+    assert csv_text(bad).splitlines()[0].startswith("index,type,name,backend,kernel,mean_ms")
 
 
 def test_unknown_coverage_is_unknown_not_agreement():
