@@ -15,8 +15,6 @@ the run records whether it equals the first output (a nondeterministic delegate 
 
 from __future__ import annotations
 
-import resource
-import sys
 import time
 from array import array
 from collections import deque
@@ -32,9 +30,11 @@ from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.schema import bounds
 from evalharness.loop.blocks import ScoringBlocks
 from evalharness.loop.checks import OutputChecks
+from evalharness.loop.memory import current_rss_mb, peak_rss_mb
 from evalharness.loop.progress import progress_bar
 from evalharness.loop.shape import SHAPES, LoopShape, requested, shaped
 from evalharness.stats.latency import summarize
+from evalharness.stats.validity import Rule, blocks_of, judge, throttled, verdict
 from evalharness.tasks.live import Task
 
 
@@ -68,7 +68,8 @@ class LoopSettings:
     allow_nonfinite: bool = False
     allow_constant_outputs: bool = False
     # per-op time and placement after the measured loop (any task; runtime/op_profile.py), each op
-    # timed over `op_profile_repeats` invokes as its own sub-model on the run's delegate
+    # from the runtime's own profiler over `op_profile_repeats` invokes (else each op timed as its own
+    # sub-model on the run's delegate; the record says which)
     # off | auto | PxT: the run as P processes x T interpreter threads over shards, merged exactly
     # (evalharness/run/parallel.py; auto measures the splits of the cores)
     parallel: str = "off"
@@ -95,6 +96,9 @@ class LoopResult:
     checks: OutputChecks = field(default_factory=OutputChecks)
     reported_latency: dict | None = None  # a runner's own latency figures (runner=adb), not host timing
     shape: LoopShape | None = None  # sequential or pipelined preparation, and why
+    # thermal snapshots bracketing the timed invokes ({"before", "after"}: the runner's own when it
+    # times on its device, else the loop's), for the latency's validity
+    thermal: dict = field(default_factory=dict)
     # Seconds per sample outside invoke(): preparing its inputs (on the preparing threads when
     # pipelined) and scoring its outputs; appends are atomic under the GIL, so threads share them
     prepare_s: array = field(default_factory=lambda: array("d"))
@@ -113,6 +117,26 @@ class LoopResult:
             "postprocess": mean_ms(self.postprocess_s),
         }
 
+    def validity(self, rule: Rule) -> dict | None:
+        """Was this session's latency a valid measurement (``stats/validity.py``)? None: no invoke
+        timed. Its duration is the loop's wall-clock, what ``task=benchmark``'s ``min_secs`` counts."""
+        before, after = self.thermal.get("before") or {}, self.thermal.get("after") or {}
+        hot = throttled(before, after)
+        if self.reported_latency is not None:  # a device tool's summary: count and mean, no blocks
+            inference = self.reported_latency.get("inference") or {}
+            count, mean = inference.get("count"), inference.get("mean")
+            if not count or mean is None:
+                return None
+            found = verdict(count * mean / 1e3, count, None, rule, hot, cv_measured=False)
+        else:
+            samples = self.inference_ms[self.resumed :]
+            if not samples:
+                return None
+            found = judge(blocks_of(samples, rule.block_secs), samples, rule, hot, secs=self.wall_s)
+        exposed = bool(before.get("exposed"))
+        return found | {"thermal": {"source": before.get("source"), "exposed": exposed, "throttled": hot,
+                                    "before": before, "after": after}}  # fmt: skip
+
     def latency(self) -> dict:
         if self.reported_latency is not None:
             return {**self.reported_latency, "timed_region": self.timed_region}
@@ -123,33 +147,6 @@ class LoopResult:
             "inference": summarize(self.inference_ms),
             "timed_region": self.timed_region,
         }
-
-
-def current_rss_mb() -> float:
-    """Resident set size now (Linux /proc; 0.0 where unavailable)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * resource.getpagesize() / 2**20
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far.
-
-    Linux: ``VmHWM`` of /proc/self/status, the peak of this process image. Not ``ru_maxrss``: Linux
-    carries the parent's RSS over fork + exec into it, so a run started by a 400 MB process would
-    report 400 MB. Elsewhere ``ru_maxrss`` (KiB on Linux/BSD, bytes on macOS).
-    """
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except (OSError, IndexError, ValueError):
-        pass
-    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return maxrss / 2**20 if sys.platform == "darwin" else maxrss / 1024
 
 
 def prepared(
@@ -340,6 +337,7 @@ def run_loop(
     todo = (s for s in task.samples if not finished or task.sample_id(s) not in finished)
     total = max(len(task.samples) - len(finished), 0)
     bar = progress_bar(task, total, settings.progress)
+    result.thermal = dict(model.latency_thermal or {"before": model.thermal()})
     loop_start = time.perf_counter()
     try:
         result.shape = requested(settings.shape, settings.workers)
@@ -369,6 +367,8 @@ def run_loop(
     finally:
         bar.close()
         result.wall_s = time.perf_counter() - loop_start
+        if model.latency_thermal is None:
+            result.thermal["after"] = model.thermal()
         peak = peak_rss_mb()
         result.memory_mb = model.memory or {
             "rss_before_load": rss_before,

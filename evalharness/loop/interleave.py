@@ -21,16 +21,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from evalharness.core.schema import bounds
+from evalharness.runtime.thermal import read_thermal
 from evalharness.stats.latency import summarize
 from evalharness.stats.speedup import paired_block_speedup
-
-THERMAL_ROOT = Path("/sys/class/thermal")
-THROTTLING = ("processor", "cpufreq", "cpu")  # cooling device types that slow the CPU down
+from evalharness.stats.validity import Rule, judge, throttled
 
 
 @dataclass(frozen=True)
@@ -46,38 +44,6 @@ class InterleaveSettings:
     warmup: int = field(default=3, metadata=bounds(0))  # untimed invokes of each candidate after a load
     rounds_per_load: int = field(default=2, metadata=bounds(0, 10000))  # even; 0: one load for all
     max_load_secs: float = field(default=1.0, metadata=bounds(0.0))  # slower first load + warm-up: no reload
-
-
-def read_thermal(root: Path = THERMAL_ROOT) -> dict:
-    """Temperatures (°C by zone type) and CPU cooling devices' states, or ``exposed: False``."""
-    zones, cooling = {}, {}
-    for zone in sorted(root.glob("thermal_zone*")):
-        kind, temp = _read(zone / "type"), _read(zone / "temp")
-        if kind is not None and temp is not None and temp.lstrip("-").isdigit():
-            zones[f"{kind} ({zone.name})"] = int(temp) / 1000
-    for dev in sorted(root.glob("cooling_device*")):
-        kind, state, top = _read(dev / "type"), _read(dev / "cur_state"), _read(dev / "max_state")
-        if kind is not None and state is not None and state.isdigit():
-            most = int(top) if top and top.isdigit() else None
-            cooling[f"{kind} ({dev.name})"] = {"state": int(state), "max": most}
-    return {"source": str(root), "exposed": bool(zones or cooling), "zones_c": zones, "cooling": cooling}
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
-
-
-def throttled(before: dict, after: dict) -> list[str]:
-    """CPU cooling devices active at the start or the end of the measurement."""
-    found = []
-    for snap in (before, after):
-        for name, dev in snap.get("cooling", {}).items():
-            if dev["state"] > 0 and name.lower().startswith(THROTTLING) and name not in found:
-                found.append(name)
-    return found
 
 
 def measure(
@@ -168,25 +134,12 @@ def _calibrate(invoke: Callable[[], None], settings: InterleaveSettings, clock) 
 
 
 def _measurement(blocks: list[float], samples: list[float], settings: InterleaveSettings, hot) -> dict:
-    means = np.asarray(blocks)
-    cv = float(means.std(ddof=1) / means.mean()) if means.size > 1 and means.mean() > 0 else None
-    secs = sum(samples) / 1e3
-    problems = []
-    if secs < settings.min_secs:
-        problems.append(f"timed {secs:.2f} s < min_secs {settings.min_secs:g}")
-    if len(samples) < settings.min_invokes:
-        problems.append(f"{len(samples)} invokes < min_invokes {settings.min_invokes}")
-    if cv is None or cv > settings.max_cv:
-        problems.append(f"block CV {cv if cv is None else round(cv, 3)} > max_cv {settings.max_cv:g}")
-    if hot:
-        problems.append(f"throttled ({', '.join(hot)})")
+    rule = Rule(settings.min_secs, settings.min_invokes, settings.max_cv, settings.block_secs)
+    verdict = judge(blocks, samples, rule, hot)
     return {
         "block_means_ms": blocks,
         "latency_ms": summarize(samples),
-        "timed_secs": secs,
-        "cv": cv,
-        "valid": not problems,
-        "problems": problems,
+        **{k: verdict[k] for k in ("timed_secs", "cv", "valid", "problems")},
     }
 
 

@@ -14,6 +14,7 @@ from evalharness.report.latency import run_speedups
 from evalharness.report.op_profile import speedups as op_speedups
 from evalharness.report.runs import Comparability, definition_of, malformed
 from evalharness.rundir.reader import Run
+from evalharness.stats.validity import compact
 
 LATENCY_STATS = ("mean", "p50", "p90", "p99", "min", "max")
 
@@ -98,6 +99,9 @@ def _build_diff(
         "alpha": alpha,
         "equivalence_margin": margin,
         "latency_speedup": run_speedups(a, b),
+        "latency_validity": {
+            side: compact((r.doc.get("latency_ms") or {}).get("validity")) for side, r in (("a", a), ("b", b))
+        },
     }
     if (ops := op_speedups(a.metrics.get("op_profile"), b.metrics.get("op_profile"))) is not None:
         doc["op_profile"] = ops

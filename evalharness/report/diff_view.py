@@ -9,6 +9,7 @@ from evalharness.core.tables import Section
 from evalharness.report.op_profile import diff_section as op_profile_sections
 from evalharness.report.runs import definition_of
 from evalharness.stats import speedup
+from evalharness.stats.validity import comparison_notes
 
 
 def title(doc: dict) -> str:
@@ -81,6 +82,7 @@ def _latency(doc: dict) -> Section:
     ]
     notes = ["ms; timed region invoke() only; speed-up = A / B (> 1: B is faster)"]
     notes += speedup.notes(doc)
+    notes += comparison_notes(doc.get("latency_validity") or {})
     return Section("Latency", ["stat", "A", "B", "delta %", "speed-up"], rows, notes, key="latency")
 
 

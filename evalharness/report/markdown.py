@@ -17,6 +17,7 @@ from evalharness.core.tables import Section, numeric_columns
 from evalharness.report.diff import quantities
 from evalharness.report.runs import definition_of
 from evalharness.report.sweep import VALUE_COLUMNS
+from evalharness.stats.validity import comparison_notes
 
 DASH = "—"
 
@@ -141,6 +142,7 @@ def render_diff(doc: dict, sections: list[Section]) -> str:
     speed = speed_rows(doc)
     if speed:
         out += ["", *table(["speed", "A", "B", "speed-up A / B", "95 % bootstrap interval"], speed)]
+        out += [f"> **Warning:** {cell(n)}  " for n in comparison_notes(doc.get("latency_validity") or {})]
     if doc.get("gates"):
         rows = [[g["rule"], g["detail"], "**FAIL**" if g["failed"] else "ok"] for g in doc["gates"]]
         out += ["", *table(["gate (--fail-if)", "tested", "result"], rows)]

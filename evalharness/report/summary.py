@@ -18,7 +18,14 @@ HEADING = "== summary"
 def summary_block(doc: dict, run_dir: str | None = None) -> list[str]:
     """``== summary`` and its lines: what ran, accuracy, speed, delegate, status, run directory."""
     lines = [f"{HEADING}: {_what_ran(doc)}"]
-    for line in (_accuracy(doc), _speed(doc), _delegate(doc), *_assumed(doc), _status(doc)):
+    for line in (
+        _accuracy(doc),
+        _speed(doc),
+        _latency_validity(doc),
+        _delegate(doc),
+        *_assumed(doc),
+        _status(doc),
+    ):
         if line:
             lines.append(line)
     if run_dir:
@@ -81,6 +88,16 @@ def _speed(doc: dict) -> str | None:
     if shape.get("shape") == "pipelined" and stages.get("preprocess") is not None:
         text += " (preprocess overlaps invoke)"
     return text
+
+
+def _latency_validity(doc: dict) -> str | None:
+    """Said only when the invoke latencies are not a valid measurement (too short, too few, too
+    noisy, throttled: ``latency_ms.validity``), so a speed read off a 5-image run is not trusted."""
+    validity = (doc.get("latency_ms") or {}).get("validity")
+    if not validity or validity.get("valid"):
+        return None
+    text = "  Latency:  not a valid measurement (" + "; ".join(validity["problems"]) + ")"
+    return text + ("" if definition_of(doc).latency_only else "; task=benchmark measures latency")
 
 
 def _delegate(doc: dict) -> str | None:

@@ -69,8 +69,9 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
 
 
 def op_profile(rp, task, model) -> dict:
-    """Each op of the run's model timed as its own sub-model on the run's delegate, fed the first
-    sample (after the measured loop, so it cannot disturb the loop's figures)."""
+    """Per-op time and placement of the run's model on the run's delegate (the runtime's profiler,
+    else sub-model timing), fed the first sample (after the measured loop, so it cannot disturb the
+    loop's figures)."""
     from evalharness.runtime import load_model
     from evalharness.runtime.op_profile import profile_ops
 

@@ -114,7 +114,7 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
         started_at=started,
         finished_at=now(),
         metrics=metrics,
-        latency_ms=result.latency(),
+        latency_ms={**result.latency(), "validity": result.validity(definition.latency_rule())},
         memory_mb=result.memory_mb,
         skipped=result.skipped,
         first_output_repeatable=result.first_output_repeatable,

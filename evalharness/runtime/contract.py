@@ -19,6 +19,7 @@ from evalharness.core.registry import Registry
 from evalharness.core.schema import freeze, thaw
 from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.delegates import DelegatePlan
+from evalharness.runtime.thermal import read_thermal
 
 
 @dataclass(frozen=True, eq=False)  # eq: Mapping's, so a Coverage equals its metrics.json dict
@@ -97,6 +98,13 @@ class Model(abc.ABC):
     caches: tuple = ()  # runtime.cache.CacheProbe per compile cache, created before the load
     # what ran an op (op profile): (taken by the delegate or accelerator, left on the CPU)
     placement: tuple[str, str] = ("delegate", "CPU")
+    # thermal snapshots around a runner's own latency run ({"before", "after"}; runner=adb), else None:
+    # the loop's own snapshots bracket the timed invokes
+    latency_thermal: dict | None = None
+
+    def thermal(self) -> dict:
+        """The thermal state of the machine that runs the model (``runtime/thermal.py``); never raises."""
+        return read_thermal()
 
     def op_placements(self) -> list[str] | None:
         """What ran each op of the original graph, where the loaded graph tells; None where the

@@ -19,6 +19,7 @@ from evalharness.core.errors import EvalHarnessError
 from evalharness.core.registry import Registry
 from evalharness.core.tables import Section
 from evalharness.rundir.reader import Run, flatten
+from evalharness.stats.validity import Rule
 
 DEFINITIONS: Registry[type[TaskDefinition]] = Registry("task")
 
@@ -147,6 +148,11 @@ class TaskDefinition:
         """The delegate config of a reference pass the task runs first (the same inputs through a
         golden path), planned with the rest of the settings; None: no reference pass."""
         return None
+
+    def latency_rule(self) -> Rule:
+        """What makes the run's invoke latencies a valid measurement (``latency_ms.validity``);
+        the defaults are ``evalharness compare``'s."""
+        return Rule()
 
     def op_profile(self) -> bool:
         """The task asks for the per-op profile itself (task=benchmark task.op_profile=true);

@@ -55,6 +55,10 @@ def test_nnapi_on_the_phone_scores_like_the_host_cpu_run_and_diffs(phone, tmp_pa
     model = "model=mobilenet_v2_1.0_224_quant"
     host, device = tmp_path / "host", tmp_path / "phone_run"
     host_doc = run_inprocess([*VAL50, model, "delegate=cpu"], host)
+    cooling = Path(os.environ["FAKE_ADB_ROOT"], "sys/class/thermal/cooling_device0")
+    cooling.mkdir(parents=True)
+    for name, text in (("type", "Processor"), ("cur_state", "1"), ("max_state", "3")):
+        (cooling / name).write_text(text + "\n")
     doc = run_inprocess([*VAL50, model, "delegate=nnapi", *phone, "runner.batch_size=16"], device)
     tops = [f"top{k}" for k in range(1, 11)]
     assert [doc["metrics"][t] for t in tops] == [host_doc["metrics"][t] for t in tops]
@@ -73,6 +77,11 @@ def test_nnapi_on_the_phone_scores_like_the_host_cpu_run_and_diffs(phone, tmp_pa
         and lat["timed_region"].startswith("benchmark_model")
     )
     assert {"p5", "p50", "p95"} <= set(lat["inference"]) and doc["memory_mb"]["peak"] > 0
+    # the phone's thermal state around benchmark_model's latency run, read through adb: throttled
+    validity = lat["validity"]
+    assert validity["thermal"]["source"] == "adb FAKE0001" and validity["thermal"]["exposed"]
+    assert validity["thermal"]["throttled"] == ["Processor (cooling_device0)"] and not validity["valid"]
+    assert "throttled (Processor (cooling_device0))" in validity["problems"] and not validity["cv_checked"]
     capsys.readouterr()
     with pytest.raises(SystemExit) as code:
         cli.main(["diff", str(host), str(device), "--format", "json"])

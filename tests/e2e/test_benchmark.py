@@ -23,6 +23,11 @@ def test_benchmark_prints_and_writes_every_figure(tmp_path):
     assert lines[2].startswith("count=20 min=") and " p99=" in lines[2]
     assert lines[3].startswith("Memory footprint delta from the start of the tool (MB): init=")
     assert not (tmp_path / "predictions.jsonl").exists()  # nothing to score, nothing written
+    # the task's own stopping rules are its latency's validity rules (CV and throttling as everywhere)
+    validity = lat["validity"]
+    assert validity["rule"]["min_invokes"] == 20 and validity["rule"]["min_secs"] == 0
+    assert validity["invokes"] == 20 and validity["duration_basis"] == "wall-clock"
+    assert validity["valid"] == (validity["problems"] == []) and "thermal" in validity
 
 
 def test_runs_honour_num_runs_and_min_secs():

@@ -47,6 +47,11 @@ def test_own_folder_with_class_indices_matches_the_preset_run(tmp_path):
     assert own["provenance"]["dataset"]["unscored"] == {}  # the csv beside the images is read, not left out
     summary = (tmp_path / "own" / "results.txt").read_text().splitlines()
     assert any(line.startswith("  Assumed:  dataset.label_offset = 1") for line in summary)
+    # 6 invokes are no latency measurement: the record and the summary say so, the run is complete
+    validity = own["latency_ms"]["validity"]
+    assert not validity["valid"] and "6 invokes < min_invokes 20" in validity["problems"]
+    (latency,) = [line for line in summary if line.startswith("  Latency:  not a valid measurement")]
+    assert latency.endswith("task=benchmark measures latency") and own["status"] == "complete"
 
 
 def test_detector_under_the_classification_task_is_told_task_coco(tmp_path):

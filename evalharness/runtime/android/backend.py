@@ -30,6 +30,7 @@ from evalharness.runtime.android.adb import Adb, tail
 from evalharness.runtime.contract import BACKENDS, Model
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.litert import check_flatbuffer, graph_summary
+from evalharness.runtime.thermal import from_listing, listing_command
 
 log = logging.getLogger("evalharness")
 _BEGIN, _END = "=== begin ", "=== end "
@@ -98,10 +99,20 @@ class AdbModel(Model):
         self.flags = [f"--graph={self._model_name}", *bm.device_flags(plan)]
         if runner["delegate_serialize"] and bm.on_device(plan).serializable:
             self.flags += ["--delegate_serialize_dir=cache", f"--delegate_serialize_token={model_sha[:16]}"]
+        before = self.thermal()
         self.native_log = self._latency_run(sum(ops.values()))
+        self.latency_thermal = {"before": before, "after": self.thermal()}
 
     def runtime_info(self) -> dict:
         return self._runtime
+
+    def thermal(self) -> dict:
+        """The phone's /sys/class/thermal, listed through one ``adb shell``."""
+        try:
+            text, _ = self.adb.shell(listing_command(), check=False)
+        except EvalHarnessError as e:  # a lost device: said in the snapshot, the run goes on
+            return {"source": f"adb {self.device['serial']}", "exposed": False, "error": str(e)}
+        return from_listing(text, f"adb {self.device['serial']}")
 
     def set_inputs(self, tensors: list[np.ndarray]) -> None:
         self._pending = list(tensors)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from evalharness.core.errors import ConfigError
 from evalharness.core.schema import bounds
+from evalharness.stats.validity import Rule
 from evalharness.tasks.definition import Scorer, TaskDefinition, register
 
 
@@ -71,6 +72,11 @@ class BenchmarkDefinition(TaskDefinition):
 
     def op_profile(self) -> bool:
         return bool(self.settings["op_profile"])
+
+    def latency_rule(self) -> Rule:
+        """The task's own stopping rules are its validity's: at least ``num_runs`` invokes over at
+        least ``min_secs`` (the CV and throttling bounds as everywhere)."""
+        return Rule(min_secs=float(self.settings["min_secs"]), min_invokes=int(self.settings["num_runs"]))
 
     def start_up_passes(self) -> str:
         return str(self.settings["start_up"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalharness.loop.interleave import InterleaveSettings, measure, read_thermal, throttled
+from evalharness.loop.interleave import InterleaveSettings, measure
 from evalharness.stats.intervals import t_value
 from evalharness.stats.speedup import paired_block_speedup
 
@@ -94,18 +94,6 @@ def test_an_invalid_measurement_makes_the_comparison_say_so():
     comparison = found["comparisons"][1]
     assert comparison["verdict"] == "slower (invalid)" and not comparison["valid"]
     assert "this: " in comparison["why"] and "min_invokes" in comparison["why"]
-
-
-def test_throttling_is_read_from_cooling_devices(tmp_path):
-    zone, dev = tmp_path / "thermal_zone0", tmp_path / "cooling_device0"
-    zone.mkdir(), dev.mkdir()
-    (zone / "type").write_text("x86_pkg_temp\n"), (zone / "temp").write_text("51000\n")
-    for name, text in (("type", "Processor"), ("cur_state", "2"), ("max_state", "3")):
-        (dev / name).write_text(text + "\n")
-    snap = read_thermal(tmp_path)
-    assert snap["exposed"] and snap["zones_c"] == {"x86_pkg_temp (thermal_zone0)": 51.0}
-    assert throttled(snap, snap) == ["Processor (cooling_device0)"]
-    assert read_thermal(tmp_path / "absent")["exposed"] is False
 
 
 def test_paired_speedup_interval_is_t_on_log_ratios():

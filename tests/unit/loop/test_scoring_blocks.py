@@ -17,6 +17,10 @@ class _Model:
 
     timed_region, reported_latency, batch_size, memory = "invoke() only", None, 0, None
     inputs = outputs = ()
+    latency_thermal = None
+
+    def thermal(self):
+        return {"exposed": False}
 
     def __init__(self, on_invoke, output_bytes: int = 4, fail_at: int | None = None) -> None:
         self.on_invoke, self.output_bytes, self.fail_at = on_invoke, output_bytes, fail_at
