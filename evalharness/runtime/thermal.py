@@ -28,17 +28,18 @@ def read_thermal(root: str | Path = ROOT) -> dict:
 
 
 def listing_command(root: str = ROOT) -> str:
-    """A POSIX shell command printing ``relative-path<TAB>content`` for each readable file."""
-    globs = " ".join(f"{root}/{d}*/{f}" for d in ("thermal_zone", "cooling_device") for f in _FILES)
+    """A POSIX shell command printing ``path<TAB>content`` for each readable file, paths relative
+    to ``root``; nothing where the folder does not exist."""
+    globs = " ".join(f"{d}*/{f}" for d in ("thermal_zone", "cooling_device") for f in _FILES)
     show = 'printf "%s\\t%s\\n" "$f" "$(cat "$f" 2>/dev/null)"'
-    return f'for f in {globs}; do [ -r "$f" ] && {show}; done; true'
+    return f'cd {root} 2>/dev/null && for f in {globs}; do [ -r "$f" ] && {show}; done; true'
 
 
-def from_listing(text: str, source: str, root: str = ROOT) -> dict:
+def from_listing(text: str, source: str) -> dict:
     """The snapshot from :func:`listing_command`'s output (``\\r\\n`` from older adb included)."""
     entries = {}
     for line in text.replace("\r", "").splitlines():
         path, sep, value = line.partition("\t")
-        if sep and path.startswith(root + "/"):
-            entries[path[len(root) + 1 :]] = value.strip()
+        if sep and path.startswith(("thermal_zone", "cooling_device")):
+            entries[path] = value.strip()
     return snapshot(entries, source)

@@ -30,7 +30,7 @@ def test_the_shell_listing_gives_the_same_snapshot(tmp_path):
     root = str(_fake_root(tmp_path))
     done = subprocess.run(["sh", "-c", listing_command(root)], capture_output=True, text=True, check=True)
     text = done.stdout
-    snap = from_listing(text.replace("\n", "\r\n"), "adb", root)
+    snap = from_listing(text.replace("\n", "\r\n"), "adb")
     local = read_thermal(root)
     assert (snap["zones_c"], snap["cooling"], snap["source"]) == (local["zones_c"], local["cooling"], "adb")
     assert from_listing("", "adb")["exposed"] is False
