@@ -115,6 +115,10 @@ def run_metrics(run: Run) -> dict[str, float]:
         out[f"latency_{stat}_ms" if stat != "count" else "latency_count"] = value
     out["latency_init_ms"] = latency.get("init")
     out["latency_first_inference_ms"] = latency.get("first_inference")
+    validity = latency.get("validity") or {}
+    if "valid" in validity:  # 1: the latencies are a valid measurement (stats/validity.py)
+        out["latency_valid"] = float(bool(validity["valid"]))
+        out["latency_block_cv"] = validity.get("cv")
     throughput = run.doc.get("throughput") or {}
     out["images_per_s"] = throughput.get("images_per_s")
     out["loop_wall_s"] = throughput.get("loop_wall_s")

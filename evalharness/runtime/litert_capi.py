@@ -266,8 +266,8 @@ class ProfiledModel:
         elapsed = (time.perf_counter() - start) * 1e3, (time.process_time() - used) * 1e3
         if status != 0:
             raise ProfilerUnavailable(
-                f"a profiled invoke failed (LiteRtStatus {status}); the accelerator's own message is in "
-                "native.log (the WebGPU accelerator answers 'UNIMPLEMENTED: Profile is not implemented')"
+                f"a profiled invoke failed (LiteRtStatus {status}; the runtime's own message is in "
+                "native.log: the WebGPU accelerator's is 'UNIMPLEMENTED: Profile is not implemented')"
             )
         return elapsed
 

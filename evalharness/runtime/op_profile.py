@@ -101,6 +101,8 @@ def profile_ops(
             return _from_runtime(graph, model_path, plan, whole, inputs, repeats)
         except ProfilerUnavailable as e:
             why = f"the runtime's profiler was not used: {e}"
+        except Exception as e:  # an optional path: whatever breaks in it, the profile falls back and says so
+            why = f"the runtime's profiler was not used: it failed ({type(e).__name__}: {e})"
     else:
         why = "the runtime's profiler was not asked (no delegate plan)"
     step = max(1, len(graph.ops) // repeats)  # whole invokes spread between the ops, too

@@ -96,6 +96,10 @@ def test_metrics_are_the_run_documents_figures(tmp_path):
         "model_bytes": 1000.0,
     }  # fmt: skip
     assert run_metrics(run(tmp_path, status="failed", metrics=None)) == {}
+    validity = {"valid": False, "cv": 0.31, "problems": ["block CV 0.31 > max_cv 0.25"]}
+    latency = {**DOC["latency_ms"], "validity": validity}
+    charted = run_metrics(run(tmp_path, latency_ms=latency))
+    assert (charted["latency_valid"], charted["latency_block_cv"]) == (0.0, 0.31)
 
 
 def test_params_tags_and_files(tmp_path):
