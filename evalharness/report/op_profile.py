@@ -57,14 +57,22 @@ def run_sections(record: dict, n: int = 10) -> list[Section]:
 
 
 def _sum_line(record: dict) -> str:
-    paired = record.get("sum_basis") == "per invoke"
-    basis = "each invoke's op events over its own time (median)" if paired else "per-op medians over it"
-    return (
-        f"per-op medians sum to {record['sum_median_ms']:.3f} ms, invoke median "
-        f"{record['invoke']['median_ms']:.3f} ms; {basis}: x{record['sum_over_invoke']:.3f}, within "
-        f"{record['tolerance']:.0%}: {'yes' if record['adds_up'] else 'no'}; against the invoke's process "
-        f"CPU time {record['invoke']['cpu_median_ms']:.3f} ms: x{record['sum_over_invoke_cpu']:.3f}"
+    invoke, basis = record["invoke"], record.get("sum_basis") or "medians"
+    text = (
+        f"per-op medians sum to {record['sum_median_ms']:.3f} ms, invoke median {invoke['median_ms']:.3f} ms"
     )
+    if basis == "medians":
+        text += f"; per-op medians over it: x{record['sum_over_invoke']:.3f}"
+    else:
+        runtime = invoke.get("runtime_median_ms")
+        over = "the runtime's own time of it" if runtime is not None else "its wall-clock"
+        text += f" (the runtime's own {runtime:.3f} ms)" if runtime is not None else ""
+        text += f"; each invoke's op events over {over} (median): x{record['sum_over_invoke']:.3f}"
+    text += f", within {record['tolerance']:.0%}: {'yes' if record['adds_up'] else 'no'}"
+    if invoke.get("sum_over_wall") is not None and basis != "per invoke, wall-clock":
+        text += f"; over the wall-clock: x{invoke['sum_over_wall']:.3f}"
+    cpu = record["sum_over_invoke_cpu"]
+    return text + f"; against the invoke's process CPU time {invoke['cpu_median_ms']:.3f} ms: x{cpu:.3f}"
 
 
 def _index(op: dict) -> str:

@@ -52,13 +52,17 @@ def plan_options(plan) -> tuple[int, str]:
     raise ProfilerUnavailable(f"delegate={plan.name} does not run on this host's LiteRT CompiledModel")
 
 
-def op_events(events: list[tuple[str, int, float, int]]) -> tuple[list[dict], float | None]:
+def op_events(events: list[tuple[str, int, float, int]]) -> tuple[list[dict], float | None, float | None]:
     """The op events of one invoke as rows in run order (builtin: ``node``; delegate: ``partition``
-    and ``position`` in it), and the interpreter's own "Invoke" event (ms) when it reported one."""
-    rows, partition, last, invoke = [], -1, None, None
+    and ``position`` in it); the interpreter's own "Invoke" event (ms); and the runtime's whole time
+    for the run: that event plus LiteRT's own steps around it (``LiteRT::Run[...]``: buffer
+    registration and sync). None where the profiler reported no Invoke event."""
+    rows, partition, last, invoke, around = [], -1, None, None, 0.0
     for tag, kind, ms, meta in events:
         if kind == _INVOKE and tag == "Invoke" and invoke is None:
             invoke = ms
+        elif kind == _INVOKE and tag.startswith("LiteRT::Run"):
+            around += ms
         elif kind == _OPERATOR:
             rows.append({"kernel": tag, "ms": ms, "node": int(meta)})
             last = None
@@ -67,7 +71,7 @@ def op_events(events: list[tuple[str, int, float, int]]) -> tuple[list[dict], fl
                 partition += 1
             last = meta
             rows.append({"kernel": tag, "ms": ms, "partition": partition, "position": int(meta)})
-    return rows, invoke
+    return rows, invoke, None if invoke is None else invoke + around
 
 
 def map_to_nodes(rows: list[dict], n_ops: int, partitions: list[list[int]] | None = None) -> bool:
@@ -112,20 +116,22 @@ def runtime_profile(
     """``repeats`` profiled invokes (after one unprofiled warm-up) of ``model_path`` under ``plan``.
 
     ``inputs``: the prepared sample by original tensor index. Returns the per-invoke wall times,
-    the interpreter's Invoke event times, and per op (mapped to original nodes where possible) its
+    the interpreter's Invoke event times, the runtime's own time of each run (None where it did not
+    report it), and per op (mapped to original nodes where possible) its
     kernel, placement kind and times. ``partitions``: see :func:`map_to_nodes`."""
     compiled = ProfiledModel(model_path, *plan_options(plan), inputs)
     try:
         compiled.invoke()
-        walls, cpus, invokes, per_invoke = [], [], [], []
+        walls, cpus, invokes, runtimes, per_invoke = [], [], [], [], []
         for _ in range(repeats):
             (wall, cpu), events = compiled.profile_one()
-            rows, invoke = op_events(events)
+            rows, invoke, runtime = op_events(events)
             if not rows:
                 raise ProfilerUnavailable("the runtime's profiler recorded no op event for this plan")
             walls.append(wall)
             cpus.append(cpu)
             invokes.append(invoke)
+            runtimes.append(runtime)
             per_invoke.append(rows)
     finally:
         compiled.close()
@@ -142,6 +148,7 @@ def runtime_profile(
         "walls_ms": walls,
         "cpu_ms": cpus,
         "invoke_events_ms": [v for v in invokes if v is not None],
+        "runtime_ms": runtimes if None not in runtimes else None,
         "per_invoke": per_invoke,
         "nodes_mapped": mapped,
     }

@@ -40,12 +40,13 @@ def test_default_run_uses_bundled_sample(tmp_path):
     start = lines.index(next(line for line in lines if line.startswith("== summary: imagenet")))
     block, detail = lines[start:-1], lines[:start]
     heads = [line.split(":")[0].strip() for line in block[1:]]
-    assert heads == ["Accuracy", "Speed", "Delegate", "Status", "Run"]
+    assert heads == ["Accuracy", "Speed", "Latency", "Delegate", "Status", "Run"]
+    assert "5 invokes < min_invokes 20" in block[3]  # 5 photos are no latency measurement, and it says so
     assert "top-1 0.6000, 95% interval [0.2307, 0.8824] (Wilson" in block[1]
     speed = r"ms preprocess, [\d.]+ ms invoke \(p50 [\d.]+\), [\d.]+ ms postprocess per image"
     assert re.search(speed, block[2])
-    assert "29/31 ops delegated in 2 partition(s)" in block[3] and "device: CPU" in block[3]
-    assert block[4].endswith("complete") and block[5].endswith(str(metrics_path.parent))
+    assert "29/31 ops delegated in 2 partition(s)" in block[4] and "device: CPU" in block[4]
+    assert block[5].endswith("complete") and block[6].endswith(str(metrics_path.parent))
     assert (metrics_path.parent / "results.txt").read_text().splitlines() == [*block, "", *detail]
     stages = doc["throughput"]["per_image_ms"]
     assert all(stages[k] > 0 for k in ("preprocess", "invoke", "postprocess"))
