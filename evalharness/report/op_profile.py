@@ -56,21 +56,28 @@ def run_sections(record: dict, n: int = 10) -> list[Section]:
     ]  # fmt: skip
 
 
+_BASES = {  # the sum check's denominator, as the sum line names it
+    "per invoke, the interpreter's Invoke": ("event_median_ms", "the interpreter's Invoke event"),
+    "per invoke, LiteRT's run": ("runtime_median_ms", "LiteRT's whole run"),
+    "per invoke, wall-clock": ("median_ms", "the wall-clock around the call"),
+}
+
+
 def _sum_line(record: dict) -> str:
     invoke, basis = record["invoke"], record.get("sum_basis") or "medians"
     text = (
         f"per-op medians sum to {record['sum_median_ms']:.3f} ms, invoke median {invoke['median_ms']:.3f} ms"
     )
-    if basis == "medians":
-        text += f"; per-op medians over it: x{record['sum_over_invoke']:.3f}"
+    if basis in _BASES:
+        key, name = _BASES[basis]
+        ratio = record["sum_over_invoke"]
+        text += f"; each invoke's op events over {name} ({invoke[key]:.3f} ms), median: x{ratio:.3f}"
     else:
-        runtime = invoke.get("runtime_median_ms")
-        over = "the runtime's own time of it" if runtime is not None else "its wall-clock"
-        text += f" (the runtime's own {runtime:.3f} ms)" if runtime is not None else ""
-        text += f"; each invoke's op events over {over} (median): x{record['sum_over_invoke']:.3f}"
+        text += f"; per-op medians over it: x{record['sum_over_invoke']:.3f}"
     text += f", within {record['tolerance']:.0%}: {'yes' if record['adds_up'] else 'no'}"
-    if invoke.get("sum_over_wall") is not None and basis != "per invoke, wall-clock":
-        text += f"; over the wall-clock: x{invoke['sum_over_wall']:.3f}"
+    for key, name in (("sum_over_runtime", "LiteRT's whole run"), ("sum_over_wall", "the wall-clock")):
+        if invoke.get(key) is not None and _BASES.get(basis, ("", name))[1] != name:
+            text += f"; over {name}: x{invoke[key]:.3f}"
     cpu = record["sum_over_invoke_cpu"]
     return text + f"; against the invoke's process CPU time {invoke['cpu_median_ms']:.3f} ms: x{cpu:.3f}"
 

@@ -147,7 +147,7 @@ def runtime_profile(
         "hardware": "GPU" if plan.backend == "compiled_gpu" else "CPU",
         "walls_ms": walls,
         "cpu_ms": cpus,
-        "invoke_events_ms": [v for v in invokes if v is not None],
+        "invoke_events_ms": invokes if None not in invokes else None,
         "runtime_ms": runtimes if None not in runtimes else None,
         "per_invoke": per_invoke,
         "nodes_mapped": mapped,

@@ -27,7 +27,7 @@ MNV2 = [
     "task.num_runs=5",
     "task.min_secs=0",
     "task.op_profile=true",
-    "loop.op_profile_repeats=3",
+    "loop.op_profile_repeats=10",
 ]
 
 
@@ -50,9 +50,12 @@ def test_cpu_profile_sums_places_and_writes(cpu_run):
     _agrees_or_says_why(profile)
     assert profile["placements"]["ops_delegated_by_coverage"] == 64  # XNNPACK: all but 2 of 66
     assert set(profile["by_backend"]) == {"XNNPACK", "builtin kernel"}
-    # the runtime's own profiler times the CPU kinds, inside the invokes it measures: the sum must hold
+    # the runtime's own profiler times the CPU kinds: its op events lie inside the interpreter's Invoke
+    # event of the same invoke, so their sum cannot exceed it; how close it comes (within 10 % on a
+    # quiet machine) is a speed figure, printed by benchmarks/bench_op_profile.py, not asserted here
     assert profile["source"].startswith("LiteRT runtime profiler") and profile["nodes_mapped"]
-    assert profile["adds_up"], profile["note"]
+    assert profile["sum_basis"] == "per invoke, the interpreter's Invoke"
+    assert 0.5 < profile["sum_over_invoke"] <= 1.01, profile["note"]
     rows = list(csv.DictReader((run / "op_profile.csv").open()))
     assert [int(r["index"]) for r in rows] == list(range(66))
     assert rows[0]["kernel"].startswith("Convolution (NHWC, QU8)") and rows[-1]["kernel"] == "SOFTMAX"
