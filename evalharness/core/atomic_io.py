@@ -89,12 +89,16 @@ def strict_json_line(record: dict) -> str:
         return json.dumps(no_nan(record), sort_keys=True, allow_nan=False) + "\n"
 
 
-def no_nan(value):
-    """Strict JSON values: NaN and +-Inf (which JSON cannot hold) become null."""
+def no_nan(value, inf_as_text: bool = False):
+    """Strict JSON values: NaN and +-Inf (which JSON cannot hold) become null; with ``inf_as_text``
+    +-Inf become the strings "inf" / "-inf" (where infinity means something, e.g. an SNR of
+    identical outputs)."""
     if isinstance(value, float) and not math.isfinite(value):
+        if inf_as_text and math.isinf(value):
+            return "inf" if value > 0 else "-inf"
         return None
     if isinstance(value, dict):
-        return {k: no_nan(v) for k, v in value.items()}
+        return {k: no_nan(v, inf_as_text) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [no_nan(v) for v in value]
+        return [no_nan(v, inf_as_text) for v in value]
     return value

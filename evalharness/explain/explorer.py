@@ -24,6 +24,7 @@ import os
 
 from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.numbers import stable_json
+from evalharness.report.node_data import node_data
 
 SNR_CAP = 120.0
 LOW_IS_BAD = [
@@ -40,12 +41,6 @@ def _snr(value) -> float:
     if not math.isfinite(value):
         return math.copysign(SNR_CAP, value)
     return round(min(max(value, -SNR_CAP), SNR_CAP), 3)
-
-
-def node_data(graph: str, values: dict[int, float], gradient: list[dict], name: str) -> dict:
-    """``ModelNodeData`` JSON of one quantity: ``values`` by op index."""
-    results = {str(op): {"value": value} for op, value in sorted(values.items())}
-    return {graph: {"name": name, "results": results, "gradient": gradient}}
 
 
 def explanation_data(doc: dict, graph: str) -> dict[str, dict]:

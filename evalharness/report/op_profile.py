@@ -75,8 +75,12 @@ def _sum_line(record: dict) -> str:
     else:
         text += f"; per-op medians over it: x{record['sum_over_invoke']:.3f}"
     text += f", within {record['tolerance']:.0%}: {'yes' if record['adds_up'] else 'no'}"
-    for key, name in (("sum_over_runtime", "LiteRT's whole run"), ("sum_over_wall", "the wall-clock")):
-        if invoke.get(key) is not None and _BASES.get(basis, ("", name))[1] != name:
+    others = (
+        ("sum_over_runtime", "per invoke, LiteRT's run", "LiteRT's whole run"),
+        ("sum_over_wall", "per invoke, wall-clock", "the wall-clock"),
+    )
+    for key, other, name in others:  # the same ratio over the spans that are not the check's
+        if invoke.get(key) is not None and basis != other:
             text += f"; over {name}: x{invoke[key]:.3f}"
     cpu = record["sum_over_invoke_cpu"]
     return text + f"; against the invoke's process CPU time {invoke['cpu_median_ms']:.3f} ms: x{cpu:.3f}"

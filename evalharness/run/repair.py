@@ -34,15 +34,21 @@ one is built again the ordinary way and its sha256 compared with the searched on
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import tempfile
 import time
 
+from evalharness.core.atomic_io import no_nan
 from evalharness.core.errors import DataError
 from evalharness.core.schema import thaw
 from evalharness.run.repair_eval import Evaluation, Part, snr_db
-from evalharness.run.variants import build_variant, calibration_record, calibration_tensors, split_of
+from evalharness.run.variants import (
+    build_variant,
+    calibration_record,
+    calibration_tensors,
+    split_of,
+    with_integer_input,
+)
 
 # quant/calibration=dataset (conf/quant/calibration/dataset.yaml): the search part, every image
 DATASET_CALIBRATION = {"name": "dataset", "source": "dataset", "roots": [], "num_images": 0}
@@ -106,7 +112,7 @@ class Search:
         return {
             "metric": ev.metric,
             "drop": drop,
-            "holds": drop <= self.allowed + 1e-12,
+            "holds": holds(drop, self.allowed),
             "delta": paired["delta"],
             "interval": paired["interval"],
             "changed": paired["changed"],
@@ -122,6 +128,11 @@ def allowed_drop(quant: dict, float_metric: float) -> float:
     if quant.get("max_drop") is not None:
         return float(quant["max_drop"])
     return float(quant["max_drop_relative"]) * float_metric
+
+
+def holds(drop: float, allowed: float) -> bool:
+    """The drop is within the target (a float's last bit of rounding is not a miss)."""
+    return drop <= allowed + 1e-12
 
 
 def target_text(quant: dict, metric: str) -> str:
@@ -199,7 +210,7 @@ def _brief(row: dict) -> dict:
 def repair_variant(rp, quant: dict, model: dict) -> dict:
     """Search the variant, build and cache the chosen one, score it on the held-out part, point
     ``model`` at it; returns ``provenance.model.quant`` (with ``repair``)."""
-    from evalharness.run.repair_view import print_repair
+    from evalharness.run.repair_view import print_repair, write_recipe
     from evalharness.runtime.quantize import needs_calibration, quantizer_version
     from evalharness.runtime.subgraph import ModelGraph
 
@@ -210,8 +221,8 @@ def repair_variant(rp, quant: dict, model: dict) -> dict:
     split, definition = split_of(quant), rp.definition
     float_preprocess = thaw(model.get("preprocess"))
     task_model = dict(model)
-    if quant.get("integer_input"):  # integer inputs only: the float model's float input is unchanged
-        task_model["preprocess"] = {**(float_preprocess or {}), "integer_input": quant["integer_input"]}
+    if quant.get("integer_input"):  # the float model's float input is unchanged
+        task_model["preprocess"] = with_integer_input(float_preprocess, quant)
     root = rp.dataset.get("root", "")
     with tempfile.TemporaryDirectory(prefix="evalharness-repair-") as work:
         s = Search(rp, quant, task_model, split, work)
@@ -243,7 +254,7 @@ def repair_variant(rp, quant: dict, model: dict) -> dict:
     paired = definition.paired_records(held_float.records, held_variant.records)
     drop = held_float.metric - held_variant.metric
     recipe_path = os.path.join(cached["dir"], "recipe.json")
-    _write_recipe(recipe_path, recipe)
+    write_recipe(recipe_path, recipe)
     model["path"] = cached["path"]
     model["preprocess"] = task_model.get("preprocess")
     repair = {
@@ -256,9 +267,7 @@ def repair_variant(rp, quant: dict, model: dict) -> dict:
         "frontier": found["frontier"],
         "ranking": found["ranking"],
         "chosen": {
-            "float_ops": [
-                {"op": i, "type": s.ops[i][0], "scope": s.ops[i][1]} for i in chosen["float_ops"]
-            ],
+            "float_ops": [{"op": i, "type": s.ops[i][0], "scope": s.ops[i][1]} for i in chosen["float_ops"]],
             "calibration": found["calibration"],
             "searched_sha256": chosen["sha256"],
             "rebuilt_sha256": built["variant_sha256"],
@@ -269,7 +278,7 @@ def repair_variant(rp, quant: dict, model: dict) -> dict:
             "float": held_float.metric,
             "variant": held_variant.metric,
             "drop": drop,
-            "holds": drop <= allowed_drop(quant, held_float.metric) + 1e-12,
+            "holds": holds(drop, allowed_drop(quant, held_float.metric)),
             **{k: paired[k] for k in ("delta", "interval", "method", "changed", "mcnemar_p")},
         },
         "calibrations": {label: s.calibrations[label][0] for label in labels},
@@ -283,7 +292,7 @@ def repair_variant(rp, quant: dict, model: dict) -> dict:
         "reuse": _reuse(quant, recipe_path, found["calibration"]),
     }
     record = {"name": quant["name"], "recipe": quant["recipe"], **built, "recipe_ops": recipe}
-    record["repair"] = finite(repair)
+    record["repair"] = no_nan(repair, inf_as_text=True)  # inf SNR: identical outputs, -inf: NaN ones
     print_repair(record)
     return record
 
@@ -308,22 +317,3 @@ def _reuse(quant: dict, recipe_path: str, chosen: str) -> list[str]:
             f"quant.search.scheme={quant['search']['scheme']}",
         ]
     return parts
-
-
-def _write_recipe(path: str, recipe: list[dict]) -> None:
-    import json
-
-    from evalharness.core.atomic_io import atomic_write_text
-
-    atomic_write_text(path, json.dumps(recipe, indent=1) + "\n")
-
-
-def finite(value):
-    """JSON-safe copy: inf/-inf SNRs (identical outputs, NaN outputs) as the strings "inf"/"-inf"."""
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return "inf" if value > 0 else ("-inf" if value < 0 else None)
-    return value

@@ -9,6 +9,7 @@ import os
 
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section, render_markdown, render_text
+from evalharness.report.node_data import node_data
 from evalharness.stats.intervals import fmt_interval
 
 TITLE = "evalharness quant.max_drop: the fewest ops in float that hold the drop"
@@ -165,7 +166,7 @@ def write_repair(run_dir: str, record: dict | None) -> None:
     from evalharness.core.numbers import stable_json
 
     folder = os.path.join(run_dir, "repair")
-    atomic_write_text(os.path.join(folder, "recipe.json"), json.dumps(record["recipe_ops"], indent=1) + "\n")
+    write_recipe(os.path.join(folder, "recipe.json"), record["recipe_ops"])
     atomic_write_text(os.path.join(folder, "repair.json"), stable_json(record))
     atomic_write_text(os.path.join(folder, "frontier.txt"), render_text(TITLE, sections(record)))
     atomic_write_text(os.path.join(folder, "frontier.md"), render_markdown(TITLE, sections(record)))
@@ -173,12 +174,18 @@ def write_repair(run_dir: str, record: dict | None) -> None:
     atomic_write_text(os.path.join(folder, "model_explorer_float_ops.json"), stable_json(explorer))
 
 
+def write_recipe(path: str, recipe: list[dict]) -> None:
+    """The quantizer's JSON recipe as ``quant.recipe=FILE`` reads it back."""
+    from evalharness.core.atomic_io import atomic_write_text
+
+    atomic_write_text(path, json.dumps(recipe, indent=1) + "\n")
+
+
 def float_ops_data(r: dict) -> dict:
     """Model Explorer node data (``ModelNodeData``, nodes by op index, as its TFLite adapter names
     them) of the repair on the float model's graph: 1 = kept in float, 0 = quantized, for every op the
     recipe quantizes."""
     kept = {o["op"] for o in r["chosen"]["float_ops"]}
-    results = {str(op): {"value": 1 if op in kept else 0} for op in r["quantized_ops"]}
+    values = {op: 1 if op in kept else 0 for op in r["quantized_ops"]}
     gradient = [{"stop": 0, "bgColor": "#9ecae1"}, {"stop": 1, "bgColor": "#fd8d3c"}]
-    name = "kept in float (1) / quantized (0)"
-    return {r["graph"]: {"name": name, "results": results, "gradient": gradient}}
+    return node_data(r["graph"], values, gradient, "kept in float (1) / quantized (0)")

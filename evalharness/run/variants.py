@@ -46,6 +46,14 @@ def from_dataset(quant) -> bool:
     return (quant.get("calibration") or {}).get("source") == "dataset"
 
 
+def with_integer_input(preprocess: dict | None, quant) -> dict | None:
+    """The model's preprocessing with ``quant.integer_input``, which applies to integer inputs only
+    (a variant whose input stays float is fed as the float model is)."""
+    if not quant.get("integer_input"):
+        return preprocess
+    return {**(preprocess or {}), "integer_input": quant["integer_input"]}
+
+
 def split_of(quant) -> dict | None:
     """The dataset split a quant setting implies (a repair search, or calibration drawn from the
     dataset), without its part; None: the run sees the whole list."""
@@ -60,8 +68,9 @@ def check_quant(quant, definition, dataset) -> None:
     if repair and quant.get("max_drop") is not None and quant.get("max_drop_relative") is not None:
         raise ConfigError("quant.max_drop and quant.max_drop_relative: give one (absolute or relative drop)")
     recipe = quant.get("recipe")
-    if (repair or from_dataset(quant)) and not recipe:
-        what = "quant.max_drop" if repair else "quant/calibration=dataset"
+    splits = repair or from_dataset(quant)
+    what = "quant.max_drop" if repair else "quant/calibration=dataset"
+    if splits and not recipe:
         raise ConfigError(f"{what} needs a quantized variant: quant=int8 or int16x8 (quant={quant['name']})")
     if recipe:
         from evalharness.runtime.quantize import check_recipe
@@ -72,8 +81,7 @@ def check_quant(quant, definition, dataset) -> None:
             f"quant.max_drop: task={definition.name} offers no repair (its definition names no "
             "repair_metric with a paired comparison of records; classification does)"
         )
-    if (repair or from_dataset(quant)) and recipe:
-        what = "quant.max_drop" if repair else "quant/calibration=dataset"
+    if splits:  # a recipe is set by now
         if not definition.reads_dataset:
             raise ConfigError(f"{what}: task={definition.name} reads no dataset to split")
         if not 0 < float(quant["search"]["fraction"]) < 1:
@@ -221,8 +229,8 @@ def prepare_variant(
     built = build_variant(source, ops, calibration, paths, model.get("preprocess"), cache_dir)
     record = built.pop("_cached")
     model["path"] = record["path"]
-    if quant.get("integer_input"):  # applies to integer inputs only: a float-I/O variant is unchanged
-        model["preprocess"] = {**(model.get("preprocess") or {}), "integer_input": quant["integer_input"]}
+    if quant.get("integer_input"):
+        model["preprocess"] = with_integer_input(model.get("preprocess"), quant)
     out = {"name": quant["name"], "recipe": recipe, **built}
     if is_recipe_file(recipe):
         out["recipe_file"] = {"path": os.path.abspath(recipe), **recipe_key(ops)}

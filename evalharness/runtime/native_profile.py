@@ -117,8 +117,8 @@ def runtime_profile(
 
     ``inputs``: the prepared sample by original tensor index. Returns the per-invoke wall times,
     the interpreter's Invoke event times, the runtime's own time of each run (None where it did not
-    report it), and per op (mapped to original nodes where possible) its
-    kernel, placement kind and times. ``partitions``: see :func:`map_to_nodes`."""
+    report it), and each invoke's op rows in run order, the same sequence every time (the first
+    invoke's mapped to original nodes where possible). ``partitions``: see :func:`map_to_nodes`."""
     compiled = ProfiledModel(model_path, *plan_options(plan), inputs)
     try:
         compiled.invoke()
@@ -136,13 +136,9 @@ def runtime_profile(
     finally:
         compiled.close()
     shapes = {tuple(r.get("node", r.get("partition")) for r in rows) for rows in per_invoke}
-    if len({len(rows) for rows in per_invoke}) != 1 or len(shapes) != 1:
+    if len(shapes) != 1:
         raise ProfilerUnavailable("the profiled invokes reported different op sequences")
-    mapped = map_to_nodes(per_invoke[0], n_ops, partitions)
-    for rows in per_invoke[1:]:
-        for first, row in zip(per_invoke[0], rows, strict=True):
-            if "node" in first:
-                row["node"] = first["node"]
+    mapped = map_to_nodes(per_invoke[0], n_ops, partitions)  # the first invoke's rows name every row
     return {
         "hardware": "GPU" if plan.backend == "compiled_gpu" else "CPU",
         "walls_ms": walls,

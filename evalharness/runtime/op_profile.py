@@ -160,10 +160,9 @@ def _from_runtime(
             | _stats([rows[j]["ms"] for rows in got["per_invoke"]])
         )
     invoke = _stats(got["walls_ms"]) | {"cpu_median_ms": float(np.median(got["cpu_ms"]))}
-    run_invoke = _stats(run_times)
-    invoke["run_median_ms"] = run_invoke["median_ms"]
+    invoke["run_median_ms"] = float(np.median(run_times))
     invoke["profiled_over_run_invoke"] = (
-        invoke["median_ms"] / run_invoke["median_ms"] if run_invoke["median_ms"] else None
+        invoke["median_ms"] / invoke["run_median_ms"] if invoke["run_median_ms"] else None
     )
     placements = check_placements(ops, whole.coverage.as_dict(), builtin)
     source = f"{NATIVE_SOURCE}; {got['hardware']}"
@@ -188,10 +187,16 @@ def _from_runtime(
         invoke["event_median_ms"] = float(np.median(got["invoke_events_ms"]))
         basis, paired = "per invoke, the interpreter's Invoke", over(got["invoke_events_ms"])
     record = summarise(
-        ops, invoke, placements, "the runtime's profile events", repeats, source, _runtime_note, paired
+        ops,
+        invoke,
+        placements,
+        "the runtime's profile events",
+        repeats,
+        source,
+        _runtime_note,
+        (basis, paired),
     )
     record["nodes_mapped"] = got["nodes_mapped"]
-    record["sum_basis"] = basis
     speed = invoke["profiled_over_run_invoke"]
     record["speed_note"] = None
     if speed is not None and not 1 / SAME_SPEED <= speed <= SAME_SPEED:
@@ -236,17 +241,17 @@ def summarise(
     repeats: int,
     source: str,
     why_not,
-    paired: float | None = None,
+    paired: tuple[str, float] | None = None,
 ) -> dict:
     """The record: per op, roll-ups per type and backend, the sum check and the placement check.
 
     Medians, not means: on a shared machine a few slow invokes move a mean by more than the
     tolerance, and the sum check compares two such figures. ``paired``: where each invoke's op
-    times are known together (the runtime's profiler), the median over invokes of their sum over
-    that same invoke's time, which a preemption landing in one op cannot tilt; it is then the
-    sum check's figure (``sum_basis``)."""
+    times are known together (the runtime's profiler), ``(sum_basis, ratio)``: the median over
+    invokes of their sum over that same invoke's time, which a preemption landing in one op cannot
+    tilt; it is then the sum check's figure."""
     total = sum(o["median_ms"] for o in ops)
-    ratio = paired if paired is not None else total / invoke["median_ms"] if invoke["median_ms"] else None
+    basis, ratio = paired or ("medians", total / invoke["median_ms"] if invoke["median_ms"] else None)
     adds_up = ratio is not None and abs(ratio - 1) <= TOLERANCE
     note = None if adds_up or ratio is None else why_not(total, ratio, invoke, ops)
     return {
@@ -257,7 +262,7 @@ def summarise(
         "sum_median_ms": total,
         "sum_mean_ms": sum(o["mean_ms"] for o in ops),
         "sum_over_invoke": ratio,
-        "sum_basis": "per invoke" if paired is not None else "medians",
+        "sum_basis": basis,
         # the sum against the whole invoke's process CPU time (all threads): with one thread the
         # work itself, which waiting for a busy machine's CPU does not inflate
         "sum_over_invoke_cpu": total / invoke["cpu_median_ms"] if invoke["cpu_median_ms"] else None,

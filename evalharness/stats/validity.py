@@ -5,7 +5,7 @@ minimum duration and count, the coefficient of variation of its block means (con
 grouped into blocks of about ``block_secs``) stays under a bound, and no CPU cooling device was
 throttling at its start or end (where the platform exposes its thermal state; the record says when
 it does not). ``evalharness compare`` judges each candidate with it; every run judges its own
-invoke latencies with it (``metrics.json`` ``latency_validity``), and ``report diff`` says when a
+invoke latencies with it (``latency_ms.validity`` in ``metrics.json``), and ``report diff`` says when a
 speed-up comes from a measurement that is not valid. Pure functions of the measured numbers and of
 thermal snapshots read elsewhere (``runtime/thermal.py``)."""
 
@@ -65,11 +65,14 @@ def blocks_of(samples_ms: Sequence[float], block_secs: float) -> list[float]:
     """Means of consecutive invokes grouped until a group's summed time reaches ``block_secs`` (a
     last group shorter than half a block joins the one before it)."""
     groups: list[list[float]] = [[]]
+    filled = 0.0  # the last group's summed time
     for value in samples_ms:
-        if sum(groups[-1]) >= block_secs * 1e3:
+        if filled >= block_secs * 1e3:
             groups.append([])
+            filled = 0.0
         groups[-1].append(value)
-    if len(groups) > 1 and sum(groups[-1]) < block_secs * 500:
+        filled += value
+    if len(groups) > 1 and filled < block_secs * 500:
         tail = groups.pop()
         groups[-1] += tail
     return [float(np.mean(g)) for g in groups if g]
