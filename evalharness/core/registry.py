@@ -1,13 +1,19 @@
-"""The one registry style for every plug-in kind: tasks, backends, delegates, runners, decoders,
-ground-truth formats.
+"""The one registry style and the one discovery path for every plug-in kind: tasks, backends,
+delegates, runners, decoders, ground-truth formats, COCO evaluators, trackers.
 
 A name maps to an object registered by decorator, or lazily to ``"module:object"`` so that naming a
-plug-in costs no import until it is used (a report lists tasks without loading a runtime). Outside
-plug-ins come from the entry-point group ``evalharness.<kind>s`` of an installed package. Every
-object is checked against the kind's base class when it is first resolved, and a name that is not
-there is one :class:`ConfigError` listing the valid names and the closest one, as lm-eval-harness
-does. A plug-in whose module fails to import is an error naming the plug-in and its module, never an
-"internal error".
+plug-in costs no import until it is used (a report lists tasks without loading a runtime). A kind
+whose built-ins are folders (tasks: ``tasks/<task>/definition.py``) names its package, and the
+folders are listed here, so a new built-in is a new folder and nothing else names it.
+
+Outside plug-ins of every kind arrive by one path, :func:`discover_plugins`: the modules named in
+``EVALHARNESS_PLUGINS`` (comma-separated; for a checkout that is not installed) and those of the
+``evalharness.plugins`` entry-point group of installed packages are imported once, before any
+registry answers, and each registers whatever it provides with the kind's ``register`` decorator.
+Every object is checked against the kind's base class when it is first resolved, and a name that
+is not there is one :class:`ConfigError` listing the valid names and the closest one, as
+lm-eval-harness does. A plug-in whose module fails to import is an error naming the plug-in and its
+module, never an "internal error".
 """
 
 from __future__ import annotations
@@ -15,12 +21,18 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata
+import os
+import pkgutil
 from collections.abc import Callable, Iterator, Mapping
 from typing import Generic, TypeVar
 
 from evalharness.core.errors import ConfigError
 
 T = TypeVar("T")
+
+PLUGINS_ENV = "EVALHARNESS_PLUGINS"
+ENTRY_POINTS = "evalharness.plugins"
+_discovered = False
 
 
 def import_plugin(module: str, what: str):
@@ -46,25 +58,46 @@ def load_object(reference: str, what: str) -> object:
         raise ConfigError(f"{what}: module {module!r} has no {attr!r}") from None
 
 
+def plugin_modules() -> list[str]:
+    """Module names of the plug-ins outside evalharness, in the order they are imported."""
+    named = [m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()]
+    installed = [ep.value for ep in importlib.metadata.entry_points(group=ENTRY_POINTS)]
+    return list(dict.fromkeys([*named, *installed]))
+
+
+def discover_plugins() -> None:
+    """Import every outside plug-in module once (the one discovery path); each registers itself."""
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True  # set first: a plug-in that asks a registry while importing does not recurse
+    for module in plugin_modules():
+        import_plugin(module, f"plug-in (from {PLUGINS_ENV} or the {ENTRY_POINTS} entry points)")
+
+
 class Registry(Generic[T]):
     """``kind`` names the plug-in kind in messages (``unknown delegate 'gpux'``); ``base``: the class
-    every entry must be (an instance of, or a subclass of); ``entry_points``: the entry-point group of
-    outside plug-ins (default ``evalharness.<kind>s``; ``None`` for none); ``lazy``: the built-in
-    names, each -> ``"module:object"`` (or the module that registers it), see :meth:`register_lazy`."""
+    every entry must be (an instance of, or a subclass of); ``lazy``: the built-in names, each ->
+    ``"module:object"`` (or the module that registers it), see :meth:`register_lazy`; ``package``
+    and ``module``: built-ins as folders, each subpackage of ``package`` registering itself from its
+    ``module`` (tasks: ``evalharness.tasks`` + ``definition``), imported when a name is first asked.
+    ``plugins=False``: a kind closed to outside plug-ins (its names are a fixed vocabulary)."""
 
     def __init__(
         self,
         kind: str,
         base: type | None = None,
-        entry_points: str | None = "",
         lazy: Mapping[str, str] | None = None,
+        package: str | None = None,
+        module: str = "definition",
+        plugins: bool = True,
     ) -> None:
         self.kind = kind
         self.base = base
-        self.group = f"evalharness.{kind.replace(' ', '_')}s" if entry_points == "" else entry_points
+        self.plugins = plugins
         self._items: dict[str, T] = {}
         self._lazy: dict[str, str] = {}
-        self._entry_points_read = False
+        self._folders = (package, module) if package else None
         for name, reference in (lazy or {}).items():
             self.register_lazy(name, reference)
 
@@ -86,7 +119,7 @@ class Registry(Generic[T]):
         self._lazy[name] = reference
 
     def get(self, name: str) -> T:
-        self._read_entry_points()
+        self._discover()
         if name not in self._items and name in self._lazy:
             self._resolve(name)
         try:
@@ -98,7 +131,7 @@ class Registry(Generic[T]):
             raise ConfigError(f"unknown {self.kind} {name!r}; valid: {valid}.{hint}") from None
 
     def names(self) -> list[str]:
-        self._read_entry_points()
+        self._discover()
         return sorted({*self._items, *self._lazy})
 
     def __contains__(self, name: object) -> bool:
@@ -124,10 +157,14 @@ class Registry(Generic[T]):
             raise ConfigError(f"{self.kind} {name!r} is {obj!r}, not a {base.__name__}")
         return obj
 
-    def _read_entry_points(self) -> None:
-        if self._entry_points_read or not self.group:
-            return
-        self._entry_points_read = True
-        for ep in importlib.metadata.entry_points(group=self.group):
-            if ep.name not in self._items and ep.name not in self._lazy:
-                self._lazy[ep.name] = ep.value
+    def _discover(self) -> None:
+        """Built-in folders listed and outside plug-ins imported, once, before the first answer."""
+        if self._folders:
+            package, module = self._folders
+            self._folders = None
+            found = importlib.import_module(package)
+            for info in pkgutil.iter_modules(found.__path__):
+                if info.ispkg:
+                    import_plugin(f"{package}.{info.name}.{module}", f"{self.kind} {info.name!r}")
+        if self.plugins:
+            discover_plugins()

@@ -69,8 +69,7 @@ INDEX_LABEL = "\x00class_index"
 _S = TypeVar("_S", bound=Sized)
 Reader = Callable[[GroundTruthRequest], list[LabeledSample]]
 FORMATS: Registry[Reader] = Registry(
-    "ground-truth format",
-    entry_points=None,  # the readers of evalharness.data.label_formats register themselves
+    "ground-truth format",  # the readers of evalharness.data.label_formats register themselves
     lazy=dict.fromkeys(
         ("val_txt", "devkit", "imagefolder", "label_lines", "csv"), "evalharness.data.label_formats"
     ),

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from evalharness.core.errors import ConfigError
+from evalharness.core.registry import Registry
 from evalharness.core.schema import FrozenDict, bounds, check
 from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import Run, flatten
@@ -41,7 +42,11 @@ class MlflowTracking:  # conf/tracking/mlflow.yaml
     retries: int = field(default=2, metadata=bounds(0, 10))  # per HTTP request to a server
 
 
-TRACKERS = {"none": NoTracking, "mlflow": MlflowTracking}
+# The tracking group's options: name -> its settings (the MLflow calls live in .mlflow_store). A tracker
+# from a plug-in registers its settings here and its store beside them.
+TRACKERS: Registry[type] = Registry("tracker")
+TRACKERS.register("none")(NoTracking)
+TRACKERS.register("mlflow")(MlflowTracking)
 
 
 def check_tracking(node: Any) -> FrozenDict:
@@ -51,7 +56,7 @@ def check_tracking(node: Any) -> FrozenDict:
     name = node.get("name", "none")
     if name not in TRACKERS:
         raise ConfigError(f"config group 'tracking': name={name!r}: use one of {', '.join(TRACKERS)}")
-    settings = check(TRACKERS[name], node, f"config group 'tracking' (tracking={name})")
+    settings = check(TRACKERS.get(name), node, f"config group 'tracking' (tracking={name})")
     uri = settings.get("uri")
     if uri is not None:
         parsed = urlparse(str(uri))

@@ -184,7 +184,7 @@ def _tracking_problem(key: str, parts: list[str], name: str | None) -> str | Non
         return None  # an unknown option: the group-option check names it
     if name == "none" and parts and parts[0] != "name":
         return f"{key}: tracking=none logs nothing and reads no settings; add tracking=mlflow"
-    return _message(key, parts, TRACKERS[name], f"tracking={name}")
+    return _message(key, parts, TRACKERS.get(name), f"tracking={name}")
 
 
 def _task_group_problem(key: str, group: str, parts: list[str], chosen: dict, dirs: list[Path]) -> str | None:

@@ -44,7 +44,7 @@ _NUMBER_TYPES = {int, float}  # exact types: bool (an int subclass) and strings 
 # the per-image matching as an untrimmed coco_bootstrap.Matching, or None where the backend keeps
 # none, and eval["recall"]).
 Backend = Callable[[dict, list, list], tuple[np.ndarray, np.ndarray, list, object, np.ndarray]]
-EVALUATORS: Registry[Backend] = Registry("COCO evaluator", entry_points=None)
+EVALUATORS: Registry[Backend] = Registry("COCO evaluator")
 
 
 def _plainly_valid(detections: list[dict], known: set, categories: set) -> bool:

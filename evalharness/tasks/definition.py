@@ -21,7 +21,7 @@ from evalharness.core.tables import Section
 from evalharness.rundir.reader import Run, flatten
 from evalharness.stats.validity import Rule
 
-DEFINITIONS: Registry[type[TaskDefinition]] = Registry("task")
+DEFINITIONS: Registry[type[TaskDefinition]] = Registry("task", package="evalharness.tasks")
 
 
 def register(cls: type[TaskDefinition]) -> type[TaskDefinition]:

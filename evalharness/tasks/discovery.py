@@ -1,46 +1,23 @@
 """Task definitions (see :mod:`evalharness.tasks.definition`), found by discovery, never by a list.
 
-:func:`task_definitions` imports the ``definition`` module of every task folder of this package
-(``tasks/<task>/definition.py``; never its live half), the modules named in the
-``EVALHARNESS_PLUGINS`` environment variable (comma-separated) and those of the
-``evalharness.plugins`` entry-point group; each registers its definitions as it is imported. So a
+The registry lists the task folders of this package (``tasks/<task>/definition.py``; never a live
+half) and imports the outside plug-ins through the one discovery path of every plug-in kind
+(:func:`evalharness.core.registry.discover_plugins`: ``EVALHARNESS_PLUGINS`` and the
+``evalharness.plugins`` entry-point group); each definition registers itself as it is imported. So a
 new task is a new folder here (or an installed plug-in): nothing else names it.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
-import os
-import pkgutil
+from evalharness.core.registry import PLUGINS_ENV, load_object
 
-import evalharness.tasks as tasks_package
-from evalharness.core.registry import import_plugin, load_object
-
-PLUGINS_ENV = "EVALHARNESS_PLUGINS"
-ENTRY_POINTS = "evalharness.plugins"
-_loaded = False
-
-
-def plugin_modules() -> list[str]:
-    """Module names of the plug-ins outside this package, in the order they are imported."""
-    named = [m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()]
-    installed = [ep.value for ep in importlib.metadata.entry_points(group=ENTRY_POINTS)]
-    return list(dict.fromkeys([*named, *installed]))
+__all__ = ["PLUGINS_ENV", "and_list", "definition_for", "listed", "live_class", "task_definitions"]
 
 
 def task_definitions():
-    """The registry of task definitions (name -> TaskDefinition class), every plug-in imported."""
-    global _loaded
+    """The registry of task definitions (name -> TaskDefinition class)."""
     from evalharness.tasks.definition import DEFINITIONS
 
-    if not _loaded:
-        for info in pkgutil.iter_modules(tasks_package.__path__):
-            if info.ispkg:
-                importlib.import_module(f"{tasks_package.__name__}.{info.name}.definition")
-        for module in plugin_modules():
-            import_plugin(module, f"plug-in (from {PLUGINS_ENV} or the {ENTRY_POINTS} entry points)")
-        _loaded = True
     return DEFINITIONS
 
 

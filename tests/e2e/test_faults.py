@@ -91,7 +91,7 @@ def _groups():
     registry = runners()
     for name in registry.names():
         yield [f"runner={name}"], "runner", registry.get(name).settings
-    yield ["tracking=mlflow"], "tracking", TRACKERS["mlflow"]
+    yield ["tracking=mlflow"], "tracking", TRACKERS.get("mlflow")
 
 
 def _keys() -> dict[str, tuple[list[str], type, dict]]:

@@ -48,7 +48,7 @@ def run(tmp_path, **changes) -> Run:
 
 def test_the_mlflow_conf_file_states_the_schema_defaults():
     conf = yaml.safe_load((CONF_DIR / "tracking" / "mlflow.yaml").read_text())
-    defaults = {f.name: f.default for f in dataclasses.fields(TRACKERS["mlflow"])}
+    defaults = {f.name: f.default for f in dataclasses.fields(TRACKERS.get("mlflow"))}
     assert conf == defaults
     assert yaml.safe_load((CONF_DIR / "tracking" / "none.yaml").read_text()) == {"name": "none"}
 
@@ -56,7 +56,7 @@ def test_the_mlflow_conf_file_states_the_schema_defaults():
 @pytest.mark.parametrize(
     "node,message",
     [
-        ({"name": "wandb"}, "name='wandb': use one of none, mlflow"),
+        ({"name": "wandb"}, "name='wandb': use one of mlflow, none"),
         ({"name": "none", "uri": "http://x:1"}, "unknown key(s) uri; valid: name"),
         ({"name": "mlflow", "uri": "localhost:5000"}, "not a tracking store URI"),
         ({"name": "mlflow", "uri": "http://"}, "not a tracking store URI"),
