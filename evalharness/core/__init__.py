@@ -1,3 +1,5 @@
 """The core every room stands on: errors, the one registry style, settings schemas, the file guard,
-checksums, number formatting, tables and the error boundary of every entry point. Imports nothing
-else of evalharness."""
+checksums, number formatting, tables and the error boundary of every entry point.
+
+May import: nothing else of evalharness.
+"""

@@ -2,4 +2,6 @@
 
 ``python -m evalharness.explain RUN_A RUN_B``: see :mod:`evalharness.explain.core`. It loads
 models, so it lives beside the runtime, not in ``report/`` (which never imports it).
+
+May import: core, rundir, data, stats, decoders, runtime, tasks, loop, report.
 """

@@ -5,6 +5,8 @@ or ``android``'s adb) turns it into a :class:`DelegatePlan` (pure Python, no run
 unavailable delegates fail before anything loads); the backend registered for ``plan.backend``
 loads the model as a :class:`Model` (``contract``). Plug-in modules register themselves and are
 imported on first use (lazy registries), never just to validate a config.
+
+May import: core, rundir, data, stats.
 """
 
 from __future__ import annotations

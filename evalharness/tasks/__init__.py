@@ -5,4 +5,6 @@ lines, diff comparisons; never imports ``runtime/`` or a live half, so reports r
 ``tasks/<task>/live.py`` (samples, input preparation, outputs -> records). The contracts are
 :mod:`evalharness.tasks.definition` and :mod:`evalharness.tasks.live`; discovery is
 :mod:`evalharness.tasks.discovery`.
-"""
+
+May import: core, rundir, data, stats, decoders, runtime. A definition never reaches ``runtime/`` or
+a live half; a live half may."""
