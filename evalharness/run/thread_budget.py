@@ -72,7 +72,7 @@ class Limit:
     """The most threads (or processes) this process may ask for at once, and what set it."""
 
     bound: int
-    because: str  # the binding limit, in words: "8 per core x 2 core(s)", "cgroup pids.max 512 - 500 in use", ...
+    because: str  # the binding limit in words: "8 per core x 2 core(s)", "cgroup pids.max 512 - 500 in use"
     cores: int
     pids_left: int | None  # None: no cgroup pids limit found
     nproc: int | None  # None: RLIMIT_NPROC unlimited
