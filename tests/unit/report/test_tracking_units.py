@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
+import time
 
 import pytest
 import yaml
 
-from evalharness.core.errors import ConfigError
+from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.paths import CONF_DIR
+from evalharness.report.mlflow_store import _Guarded
 from evalharness.report.tracking import (
     TRACKERS,
+    TrackingFailed,
+    bounded,
     check_tracking,
     run_files,
     run_metrics,
@@ -117,3 +122,48 @@ def test_params_tags_and_files(tmp_path):
     assert [(p.rsplit("/", 1)[-1], f) for p, f in run_files(r)] == [
         ("metrics.json", ""), ("predictions.jsonl", ""), ("report.html", ""), ("overrides.yaml", ".hydra")
     ]
+
+
+def test_bounded_returns_what_the_step_returns():
+    assert bounded(lambda: 42, 5, threading.Event()) == 42
+
+
+def test_bounded_gives_up_after_timeout_and_tells_the_step_to_stop():
+    cancelled, release = threading.Event(), threading.Event()
+    start = time.monotonic()
+    with pytest.raises(TrackingFailed, match=r"^timed out after 0.2 s \(tracking.timeout_s\)$"):
+        bounded(lambda: release.wait(30), 0.2, cancelled)
+    assert time.monotonic() - start < 5 and cancelled.is_set()
+    release.set()  # the abandoned worker ends
+
+
+def test_a_backends_own_error_is_one_line_and_ours_pass_through():
+    def fails():
+        raise RuntimeError("sqlite3.OperationalError\n  unable to open database file")
+
+    with pytest.raises(TrackingFailed, match=r"^RuntimeError: sqlite3.OperationalError unable to open"):
+        bounded(fails, 5, threading.Event())
+
+    def ours():
+        raise DataError("already one line")
+
+    with pytest.raises(DataError, match="already one line"):
+        bounded(ours, 5, threading.Event())
+
+
+def test_an_abandoned_step_logs_nothing_more():
+    calls, cancelled = [], threading.Event()
+
+    class Client:
+        uri = "sqlite:///x"
+
+        def log_batch(self, *args):
+            calls.append(args)
+
+    guarded = _Guarded(Client(), cancelled)
+    guarded.log_batch(1)
+    assert guarded.uri == "sqlite:///x" and calls == [(1,)]
+    cancelled.set()
+    with pytest.raises(TrackingFailed, match="timed out"):
+        guarded.log_batch(2)
+    assert calls == [(1,)]
