@@ -210,16 +210,16 @@ def check_counts(limit: Limit, threads: int, loop: LoopSettings, reference: dict
     """The thread and process counts beside ``delegate.num_threads`` against the machine's bound
     (run/thread_budget.py): the preparing threads, both together, the parallel split, the reference
     delegate's threads."""
-    check_count("loop.workers", loop.workers, loop.workers, limit)
+    check_count(f"loop.workers={loop.workers}", loop.workers, limit)
     both = (limit.cores if threads == -1 else threads) + loop.workers  # -1: the runtime takes every core
-    check_count("delegate.num_threads + loop.workers", f"{threads} + {loop.workers}", both, limit)
+    check_count(f"delegate.num_threads={threads} with loop.workers={loop.workers}", both, limit)
     asked = parse_parallel(loop.parallel)
     if asked != "off":
         p, t = (limit.cores, 1) if asked == "auto" else asked  # auto splits the cores: P x T = cores
-        check_count("loop.parallel", loop.parallel, p * t, limit)
+        check_count(f"loop.parallel={loop.parallel}", p * t, limit)
     if reference and str(reference.get("num_threads", 1)).lstrip("-").isdigit():
         wanted = int(reference["num_threads"])
-        check_count("task.reference_delegate.num_threads", wanted, max(wanted, 1), limit)
+        check_count(f"task.reference_delegate.num_threads={wanted}", max(wanted, 1), limit)
 
 
 def validate(
@@ -274,6 +274,7 @@ def validate(
     definition.check_settings()
     check_task_needs(definition, groups["dataset"], plan, command_line)
     loop = loop_settings(groups["loop"], overrides or [])
+    check_counts(limit, threads, loop, definition.reference_delegate())
     check_op_profile(
         loop.op_profile or definition.op_profile(), loop.batch_size, runner["name"], loop.parallel
     )
@@ -283,7 +284,6 @@ def validate(
     if not groups["model"].get("from_file"):  # a file given alone was checked before it was read
         check_model_file(groups["model"]["path"])
     reference = definition.reference_delegate()
-    check_counts(limit, threads, loop, reference)
     return RunSettings(
         task=task,
         model=groups["model"],

@@ -153,11 +153,12 @@ def machine_limit() -> Limit:
     return Limit(max(bound, 1), because, cores, pids[0] if pids else None, nproc)
 
 
-def check_count(key: str, value, count: int, limit: Limit) -> None:
-    """``key=value`` asks for ``count`` threads or processes at once: refused above the bound."""
+def check_count(setting: str, count: int, limit: Limit) -> None:
+    """``setting`` (``key=value``, as the user wrote it) asks for ``count`` threads or processes
+    at once: refused above the bound."""
     if count > limit.bound:
         raise ConfigError(
-            f"{key}={value}: {count} threads/processes at once is above this machine's bound of "
+            f"{setting}: {count} threads/processes at once is above this machine's bound of "
             f"{limit.bound} ({limit.because}); use at most {limit.bound}"
         )
 
@@ -188,7 +189,7 @@ def thread_budget(requested, launcher: dict | None, limit: Limit | None = None) 
                 f"delegate.num_threads={requested!r}: use an integer (-1: the runtime decides) or auto"
             ) from None
     used = cores if threads == -1 else threads  # -1: the runtime picks, assume every core
-    check_count("delegate.num_threads", requested, used, limit)
+    check_count(f"delegate.num_threads={requested}", used, limit)
     over = used > (share or cores) if workers is None else workers * used > cores
     if over:
         log.warning(
