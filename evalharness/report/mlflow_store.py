@@ -17,6 +17,7 @@ import time
 from evalharness.core.atomic_io import atomic_write_text, dumps
 from evalharness.report import tracking
 from evalharness.report.runs import ReportError
+from evalharness.report.tracking_limit import TrackingFailed, bounded
 from evalharness.rundir.reader import Run, load_run
 
 SOURCE_PREFIX = "mlflow:"
@@ -29,7 +30,7 @@ def client(uri: str, timeout_s: int = 30, retries: int = 2):
     """One client per store and process (opening a SQLite store checks its schema: once is enough).
     ``timeout_s`` and ``retries`` go to MLflow's own settings where it has them: each HTTP request
     to a server, and the attempts of its SQL engine at a store it cannot open (a module constant,
-    10 attempts and ~100 s of back-off otherwise); :func:`tracking.bounded` holds the rest."""
+    10 attempts and ~100 s of back-off otherwise); :func:`.tracking_limit.bounded` holds the rest."""
     os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(timeout_s)
     os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = str(retries)
     from mlflow.store.db import utils as db_utils
@@ -89,7 +90,7 @@ class Store:
 
     def _bounded(self, step, *args):
         """One logging step, at most ``tracking.timeout_s`` of wall time whatever MLflow does."""
-        return tracking.bounded(lambda: step(*args), self.timing[0], self.cancelled)
+        return bounded(lambda: step(*args), self.timing[0], self.cancelled)
 
     def record(self, **fields) -> dict:
         return {"backend": "mlflow", "uri": self.uri, "assumed": self.assumed, **fields}
@@ -147,7 +148,7 @@ class Store:
 
 def _stop_if(cancelled: threading.Event) -> None:
     if cancelled.is_set():
-        raise tracking.TrackingFailed("timed out (tracking.timeout_s)")
+        raise TrackingFailed("timed out (tracking.timeout_s)")
 
 
 class _Guarded:

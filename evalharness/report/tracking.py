@@ -6,24 +6,18 @@ never the live run: a tracker sees what ``report diff`` sees, so a tracked numbe
 metrics.json by construction. The MLflow calls are in :mod:`.mlflow_store`; when they happen is the
 Hydra callback's business (:mod:`.callback`).
 
-Whatever a backend does inside (MLflow's SQL engine retries a store it cannot open for minutes, a
-server may never answer), :func:`bounded` holds each logging step to ``tracking.timeout_s`` of wall
-time: the step runs in a daemon thread that is abandoned, and told to stop at its next call, when
-the time is up. A thread, not a child process: the run's own state is not needed in the worker, and
-an abandoned daemon thread neither delays the process's exit nor changes the run directory.
+Each logging step is held to ``tracking.timeout_s`` of wall time by :mod:`.tracking_limit`.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from evalharness.core.errors import ConfigError, EvalHarnessError
+from evalharness.core.errors import ConfigError
 from evalharness.core.schema import FrozenDict, bounds, check
 from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import Run, flatten
@@ -191,34 +185,3 @@ def run_files(run: Run) -> list[tuple[str, str]]:
     out = [(os.path.join(run.dir, n), "") for n in dict.fromkeys(names)]
     out += [(os.path.join(run.dir, ".hydra", n), ".hydra") for n in ("config.yaml", "overrides.yaml")]
     return [(path, folder) for path, folder in out if os.path.isfile(path)]
-
-
-class TrackingFailed(EvalHarnessError):
-    """A tracker that did not take a run: timed out, or its backend's own error in one line."""
-
-
-def bounded(call: Callable[[], Any], timeout_s: float, cancelled: threading.Event) -> Any:
-    """``call()`` in a daemon thread, waited for at most ``timeout_s``; then ``cancelled`` is set
-    (the backend's calls check it, so the abandoned thread stops at its next one) and
-    :class:`TrackingFailed` says so. A backend's own error comes back as one line."""
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=work, name="evalharness-tracking", daemon=True)
-    worker.start()
-    worker.join(timeout_s)
-    if worker.is_alive():
-        cancelled.set()
-        raise TrackingFailed(f"timed out after {timeout_s:g} s (tracking.timeout_s)")
-    error = box.get("error")
-    if isinstance(error, EvalHarnessError):
-        raise error
-    if error is not None:
-        text = " ".join(str(error).split())[:200]
-        raise TrackingFailed(f"{type(error).__name__}: {text}" if text else type(error).__name__) from None
-    return box.get("value")

@@ -16,8 +16,6 @@ from evalharness.core.paths import CONF_DIR
 from evalharness.report.mlflow_store import _Guarded
 from evalharness.report.tracking import (
     TRACKERS,
-    TrackingFailed,
-    bounded,
     check_tracking,
     run_files,
     run_metrics,
@@ -26,6 +24,7 @@ from evalharness.report.tracking import (
     run_tags,
     store_uri,
 )
+from evalharness.report.tracking_limit import TrackingFailed, bounded
 from evalharness.rundir.reader import Run
 
 DOC = {
