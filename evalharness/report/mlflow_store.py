@@ -9,6 +9,7 @@ its ``mlflow.parentRunId`` tag. What is logged comes from :mod:`.tracking` (the 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import sys
 import threading
@@ -23,6 +24,7 @@ from evalharness.rundir.reader import Run, load_run
 SOURCE_PREFIX = "mlflow:"
 PARENT_TAG = "mlflow.parentRunId"
 BATCH = 100  # MLflow's limit on params (and tags) per log_batch call
+BACKEND_LOGGERS = ("mlflow", "sqlalchemy", "alembic")  # silenced once a step is abandoned
 
 
 @functools.lru_cache(maxsize=4)
@@ -89,8 +91,15 @@ class Store:
         _stop_if(self.cancelled)
 
     def _bounded(self, step, *args):
-        """One logging step, at most ``tracking.timeout_s`` of wall time whatever MLflow does."""
-        return bounded(lambda: step(*args), self.timing[0], self.cancelled)
+        """One logging step, at most ``tracking.timeout_s`` of wall time whatever MLflow does. An
+        abandoned step's thread may still be inside MLflow, which logs its retries to stderr: those
+        loggers are silenced, so the thread never holds stderr's lock while the process exits."""
+        try:
+            return bounded(lambda: step(*args), self.timing[0], self.cancelled)
+        finally:
+            if self.cancelled.is_set():
+                for name in BACKEND_LOGGERS:
+                    logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
     def record(self, **fields) -> dict:
         return {"backend": "mlflow", "uri": self.uri, "assumed": self.assumed, **fields}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import threading
 import time
 
@@ -13,7 +14,7 @@ import yaml
 
 from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.paths import CONF_DIR
-from evalharness.report.mlflow_store import _Guarded
+from evalharness.report.mlflow_store import BACKEND_LOGGERS, Store, _Guarded
 from evalharness.report.tracking import (
     TRACKERS,
     check_tracking,
@@ -166,3 +167,21 @@ def test_an_abandoned_step_logs_nothing_more():
     with pytest.raises(TrackingFailed, match="timed out"):
         guarded.log_batch(2)
     assert calls == [(1,)]
+
+
+def test_an_abandoned_step_silences_the_backends_loggers(tmp_path):
+    settings = {"name": "mlflow", "uri": f"sqlite:///{tmp_path}/m.db", "experiment": "e", "artifacts": False,
+                "timeout_s": 1, "retries": 0}  # fmt: skip
+    store, release = Store(settings), threading.Event()
+    store.timing = (0.2, 0)
+    before = {name: logging.getLogger(name).level for name in BACKEND_LOGGERS}
+    try:
+        assert store._bounded(lambda: "ok") == "ok" and not store.cancelled.is_set()
+        assert logging.getLogger("mlflow").level == before["mlflow"]
+        with pytest.raises(TrackingFailed, match="timed out after 0.2 s"):
+            store._bounded(release.wait, 30)
+        assert all(logging.getLogger(n).level > logging.CRITICAL for n in BACKEND_LOGGERS)
+    finally:
+        release.set()
+        for name, level in before.items():
+            logging.getLogger(name).setLevel(level)
