@@ -9,28 +9,37 @@ its ``mlflow.parentRunId`` tag. What is logged comes from :mod:`.tracking` (the 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import sys
+import threading
 import time
 
 from evalharness.core.atomic_io import atomic_write_text, dumps
 from evalharness.report import tracking
 from evalharness.report.runs import ReportError
+from evalharness.report.tracking_limit import TrackingFailed, bounded
 from evalharness.rundir.reader import Run, load_run
 
 SOURCE_PREFIX = "mlflow:"
 PARENT_TAG = "mlflow.parentRunId"
 BATCH = 100  # MLflow's limit on params (and tags) per log_batch call
+BACKEND_LOGGERS = ("mlflow", "sqlalchemy", "alembic")  # silenced once a step is abandoned
 
 
 @functools.lru_cache(maxsize=4)
 def client(uri: str, timeout_s: int = 30, retries: int = 2):
     """One client per store and process (opening a SQLite store checks its schema: once is enough).
-    A server that does not answer costs ``retries`` x ``timeout_s``, not MLflow's minutes of retries."""
+    ``timeout_s`` and ``retries`` go to MLflow's own settings where it has them: each HTTP request
+    to a server, and the attempts of its SQL engine at a store it cannot open (a module constant,
+    10 attempts and ~100 s of back-off otherwise); :func:`.tracking_limit.bounded` holds the rest."""
     os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(timeout_s)
     os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = str(retries)
+    from mlflow.store.db import utils as db_utils
     from mlflow.tracking import MlflowClient
 
+    if hasattr(db_utils, "MAX_RETRY_COUNT"):
+        db_utils.MAX_RETRY_COUNT = retries + 1
     return MlflowClient(tracking_uri=uri)
 
 
@@ -68,31 +77,57 @@ class Store:
         self.artifacts = None if settings.get("uri") else os.path.join(os.path.abspath(base), "mlruns")
         self.timing = (int(settings["timeout_s"]), int(settings["retries"]))
 
+        self.cancelled = threading.Event()  # set when a step ran out of time: its thread stops
+
     @property
     def client(self):
-        return client(self.uri, *self.timing)
+        return _Guarded(client(self.uri, *self.timing), self.cancelled)
 
     def experiment(self) -> str:
+        self._check()
         return experiment_id(self.uri, self.settings["experiment"], self.artifacts, *self.timing)
+
+    def _check(self) -> None:
+        _stop_if(self.cancelled)
+
+    def _bounded(self, step, *args):
+        """One logging step, at most ``tracking.timeout_s`` of wall time whatever MLflow does. An
+        abandoned step's thread may still be inside MLflow, which logs its retries to stderr: those
+        loggers are silenced, so the thread never holds stderr's lock while the process exits."""
+        try:
+            return bounded(lambda: step(*args), self.timing[0], self.cancelled)
+        finally:
+            if self.cancelled.is_set():
+                for name in BACKEND_LOGGERS:
+                    logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
     def record(self, **fields) -> dict:
         return {"backend": "mlflow", "uri": self.uri, "assumed": self.assumed, **fields}
 
     def start_parent(self, name: str, params: dict[str, str], tags: dict[str, str]) -> str:
+        return self._bounded(self._start_parent, name, params, tags)
+
+    def end_parent(self, run_id: str, failed: int, files: list[str]) -> None:
+        self._bounded(self._end_parent, run_id, failed, files)
+
+    def log_run(self, run: Run, name: str, parent: str | None) -> str:
+        """One run directory as one MLflow run (a child of ``parent``); returns its run id."""
+        return self._bounded(self._log_run, run, name, parent)
+
+    def _start_parent(self, name: str, params: dict[str, str], tags: dict[str, str]) -> str:
         run = self.client.create_run(self.experiment(), run_name=name, tags=tags)
         self._params(run.info.run_id, params)
         return run.info.run_id
 
-    def end_parent(self, run_id: str, failed: int, files: list[str]) -> None:
+    def _end_parent(self, run_id: str, failed: int, files: list[str]) -> None:
         for path in files:
             self.client.log_artifact(run_id, path)
         self.client.set_tag(run_id, "evalharness.failed_jobs", str(failed))
         self.client.set_terminated(run_id, "FAILED" if failed else "FINISHED")
 
-    def log_run(self, run: Run, name: str, parent: str | None) -> str:
-        """One run directory as one MLflow run (a child of ``parent``); returns its run id. The run
-        is created RUNNING and ends with the run's own status, so an interrupted log never reads as
-        a good run."""
+    def _log_run(self, run: Run, name: str, parent: str | None) -> str:
+        """The MLflow calls of :meth:`log_run`. The run is created RUNNING and ends with the run's
+        own status, so an interrupted log never reads as a good run."""
         from mlflow.entities import Metric
 
         tags = tracking.run_tags(run, run.dir)
@@ -118,6 +153,30 @@ class Store:
         items = [Param(k[:250], v[:6000]) for k, v in params.items()]
         for i in range(0, len(items), BATCH):
             self.client.log_batch(run_id, params=items[i : i + BATCH])
+
+
+def _stop_if(cancelled: threading.Event) -> None:
+    if cancelled.is_set():
+        raise TrackingFailed("timed out (tracking.timeout_s)")
+
+
+class _Guarded:
+    """An MLflow client whose every call first checks that its step has not run out of time, so an
+    abandoned worker logs nothing more once ``tracking.json`` says the step failed."""
+
+    def __init__(self, inner, cancelled: threading.Event):
+        self._inner, self._cancelled = inner, cancelled
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            _stop_if(self._cancelled)
+            return attr(*args, **kwargs)
+
+        return call
 
 
 def write_record(directory: str, record: dict) -> None:

@@ -5,6 +5,8 @@ Everything here reads the run's own files (its metrics.json through :mod:`evalha
 never the live run: a tracker sees what ``report diff`` sees, so a tracked number equals the one in
 metrics.json by construction. The MLflow calls are in :mod:`.mlflow_store`; when they happen is the
 Hydra callback's business (:mod:`.callback`).
+
+Each logging step is held to ``tracking.timeout_s`` of wall time by :mod:`.tracking_limit`.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ class MlflowTracking:  # conf/tracking/mlflow.yaml
     uri: Any = None  # null: sqlite:///<launch dir>/mlflow.db (beside outputs/); http(s)://host:port a server
     experiment: str = "evalharness"
     artifacts: bool = True  # log metrics.json, results.txt, predictions and the run's other files
-    timeout_s: int = field(default=30, metadata=bounds(1, 600))  # per HTTP request to a server
-    retries: int = field(default=2, metadata=bounds(0, 10))  # per HTTP request to a server
+    timeout_s: int = field(default=30, metadata=bounds(1, 600))  # wall time to log one run, at most
+    retries: int = field(default=2, metadata=bounds(0, 10))  # per request to a server or SQL store
 
 
 # The tracking group's options: name -> its settings (the MLflow calls live in .mlflow_store). A tracker

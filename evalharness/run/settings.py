@@ -35,8 +35,9 @@ from evalharness.loop.shape import given_workers
 from evalharness.report.tracking import check_tracking
 from evalharness.run.model_settings import check_model_file, infer_model_settings
 from evalharness.run.parallel import check as check_parallel
+from evalharness.run.parallel import parse as parse_parallel
 from evalharness.run.renamed_keys import renamed_in_group
-from evalharness.run.thread_budget import thread_budget
+from evalharness.run.thread_budget import Limit, check_count, machine_limit, thread_budget
 from evalharness.run.variants import check_quant
 from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
 from evalharness.tasks.discovery import listed, task_definitions
@@ -205,6 +206,22 @@ def check_op_profile(wanted: bool, batch_size: int, runner: str, parallel: str) 
         )
 
 
+def check_counts(limit: Limit, threads: int, loop: LoopSettings, reference: dict | None) -> None:
+    """The thread and process counts beside ``delegate.num_threads`` against the machine's bound
+    (run/thread_budget.py): the preparing threads, both together, the parallel split, the reference
+    delegate's threads."""
+    check_count(f"loop.workers={loop.workers}", loop.workers, limit)
+    both = (limit.cores if threads == -1 else threads) + loop.workers  # -1: the runtime takes every core
+    check_count(f"delegate.num_threads={threads} with loop.workers={loop.workers}", both, limit)
+    asked = parse_parallel(loop.parallel)
+    if asked != "off":
+        p, t = (limit.cores, 1) if asked == "auto" else asked  # auto splits the cores: P x T = cores
+        check_count(f"loop.parallel={loop.parallel}", p * t, limit)
+    if reference and str(reference.get("num_threads", 1)).lstrip("-").isdigit():
+        wanted = int(reference["num_threads"])
+        check_count(f"task.reference_delegate.num_threads={wanted}", max(wanted, 1), limit)
+
+
 def validate(
     cfg: DictConfig,
     launcher: dict | None = None,
@@ -246,7 +263,8 @@ def validate(
     if "???" in delegate.values():
         missing = [k for k, v in delegate.items() if v == "???"]
         raise ConfigError(f"config group 'delegate': missing value(s) for {', '.join(missing)}")
-    threads, budget = thread_budget(delegate.get("num_threads", 1), launcher)
+    limit = machine_limit()
+    threads, budget = thread_budget(delegate.get("num_threads", 1), launcher, limit)
     delegate["num_threads"] = threads
     resolved = {**resolved, "delegate": delegate}
     runner = check_runner(resolved["runner"], definition_class.latency_only)
@@ -256,6 +274,7 @@ def validate(
     definition.check_settings()
     check_task_needs(definition, groups["dataset"], plan, command_line)
     loop = loop_settings(groups["loop"], overrides or [])
+    check_counts(limit, threads, loop, definition.reference_delegate())
     check_op_profile(
         loop.op_profile or definition.op_profile(), loop.batch_size, runner["name"], loop.parallel
     )

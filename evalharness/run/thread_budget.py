@@ -14,17 +14,29 @@ An explicit ``num_threads`` is kept, but when workers × threads exceeds the cor
 and metrics.json records ``oversubscribed: true``. Either way ``provenance.thread_budget`` records
 cores, workers, the threads used and where they came from. The presets keep ``num_threads: 1`` (the
 TFLite evaluation tools' default), so a single run's figures do not depend on the machine's size.
+
+Every thread or process count a run asks for is also bounded by what the machine grants
+(:func:`machine_limit`): at most ``OVERSUBSCRIBE`` threads per core this process may run on, and no
+more than the cgroup's pids limit leaves (``pids.max - pids.current``, cgroup v2 or v1, every
+ancestor's) nor ``RLIMIT_NPROC``. Above it a run would fail part-way (a thread that cannot start,
+then a crash inside the runtime), so validation refuses it, naming the key, the value and the bound
+(:func:`check_count`); the bound is recorded in ``provenance.thread_budget.bound``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import resource
+from dataclasses import asdict, dataclass
 
 from evalharness.core.errors import ConfigError
 
 log = logging.getLogger("evalharness")
 AUTO = "auto"
+OVERSUBSCRIBE = 8  # threads per core: above 1 a warning (oversubscribed), above this refused
+CGROUP_ROOT = "/sys/fs/cgroup"
+PROC_CGROUP = "/proc/self/cgroup"
 
 
 def available_cores() -> int:
@@ -55,12 +67,110 @@ def launcher_share(launcher: dict | None, cores: int) -> tuple[str, int | None, 
     return name, None, None
 
 
-def thread_budget(requested, launcher: dict | None) -> tuple[int, dict]:
+@dataclass(frozen=True)
+class Limit:
+    """The most threads (or processes) this process may ask for at once, and what set it."""
+
+    bound: int
+    because: str  # the binding limit in words: "8 per core x 2 core(s)", "cgroup pids.max 512 - 500 in use"
+    cores: int
+    pids_left: int | None  # None: no cgroup pids limit found
+    nproc: int | None  # None: RLIMIT_NPROC unlimited
+
+    def record(self) -> dict:
+        return asdict(self)
+
+
+def _read_int(path: str) -> int | None:
+    """An integer file of the cgroup fs; None for ``max``, a missing or unreadable file."""
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            text = f.read(64).strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _cgroup_dirs(root: str, proc_cgroup: str) -> list[str]:
+    """The pids controller's directories of this process, innermost first up to the root: cgroup
+    v2 (``0::/path``) under ``root``, v1 (``N:...pids...:/path``) under ``root/pids``."""
+    found = []
+    try:
+        with open(proc_cgroup, encoding="utf-8", errors="replace") as f:
+            lines = f.read(65536).splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if controllers == "" or "pids" in controllers.split(","):
+            found.append((os.path.join(root, "pids") if controllers else root, path.strip("/")))
+    found += [(root, ""), (os.path.join(root, "pids"), "")]  # no /proc: the namespace's own root
+    dirs: list[str] = []
+    for base, path in found:
+        parts = path.split("/") if path else []
+        for depth in range(len(parts), -1, -1):
+            d = os.path.join(base, *parts[:depth])
+            if d not in dirs and os.path.isfile(os.path.join(d, "pids.max")):
+                dirs.append(d)
+    return dirs
+
+
+def pids_left(root: str = CGROUP_ROOT, proc_cgroup: str = PROC_CGROUP) -> tuple[int, str] | None:
+    """(tasks the cgroup still allows, the words), the tightest of this cgroup and its ancestors;
+    None where no pids limit applies."""
+    best = None
+    for d in _cgroup_dirs(root, proc_cgroup):
+        limit = _read_int(os.path.join(d, "pids.max"))
+        if limit is None:
+            continue
+        used = _read_int(os.path.join(d, "pids.current")) or 0
+        left = max(limit - used, 0)
+        if best is None or left < best[0]:
+            best = (left, f"cgroup pids.max {limit} - {used} in use ({d})")
+    return best
+
+
+def nproc_limit() -> int | None:
+    """``RLIMIT_NPROC`` (processes and threads of this user), None when unlimited."""
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
+    except (AttributeError, ValueError, OSError):
+        return None
+    return None if soft == resource.RLIM_INFINITY or soft < 0 else int(soft)
+
+
+def machine_limit() -> Limit:
+    """The one bound on thread and process counts: cores x OVERSUBSCRIBE, the cgroup's pids left,
+    RLIMIT_NPROC, whichever is lowest (at least 1)."""
+    cores = available_cores()
+    pids, nproc = pids_left(), nproc_limit()
+    options = [(OVERSUBSCRIBE * cores, f"{OVERSUBSCRIBE} per core x {cores} core(s)")]
+    if pids is not None:
+        options.append(pids)
+    if nproc is not None:
+        options.append((nproc, f"RLIMIT_NPROC {nproc}"))
+    bound, because = min(options, key=lambda o: o[0])
+    return Limit(max(bound, 1), because, cores, pids[0] if pids else None, nproc)
+
+
+def check_count(setting: str, count: int, limit: Limit) -> None:
+    """``setting`` (``key=value``, as the user wrote it) asks for ``count`` threads or processes
+    at once: refused above the bound."""
+    if count > limit.bound:
+        raise ConfigError(
+            f"{setting}: {count} threads/processes at once is above this machine's bound of "
+            f"{limit.bound} ({limit.because}); use at most {limit.bound}"
+        )
+
+
+def thread_budget(requested, launcher: dict | None, limit: Limit | None = None) -> tuple[int, dict]:
     """(threads to use, the record for metrics.json) for ``delegate.num_threads=requested``.
 
-    ``launcher``: the multirun's ``hydra.launcher`` config (None for a single run). Nothing is
-    edited: the caller puts the threads into a new plan.
+    ``launcher``: the multirun's ``hydra.launcher`` config (None for a single run); ``limit``: the
+    machine's bound (:func:`machine_limit` when not given). Nothing is edited: the caller puts the
+    threads into a new plan.
     """
+    limit = limit or machine_limit()
     cores = available_cores()
     name, workers, share = launcher_share(launcher, cores)
     if str(requested).lower() == AUTO:
@@ -79,6 +189,7 @@ def thread_budget(requested, launcher: dict | None) -> tuple[int, dict]:
                 f"delegate.num_threads={requested!r}: use an integer (-1: the runtime decides) or auto"
             ) from None
     used = cores if threads == -1 else threads  # -1: the runtime picks, assume every core
+    check_count(f"delegate.num_threads={requested}", used, limit)
     over = used > (share or cores) if workers is None else workers * used > cores
     if over:
         log.warning(
@@ -96,4 +207,5 @@ def thread_budget(requested, launcher: dict | None) -> tuple[int, dict]:
         "num_threads": threads,
         "source": source,
         "oversubscribed": over,
+        "bound": limit.record(),
     }

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import threading
+import time
 
 import pytest
 import yaml
 
-from evalharness.core.errors import ConfigError
+from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.paths import CONF_DIR
+from evalharness.report.mlflow_store import BACKEND_LOGGERS, Store, _Guarded
 from evalharness.report.tracking import (
     TRACKERS,
     check_tracking,
@@ -21,6 +25,7 @@ from evalharness.report.tracking import (
     run_tags,
     store_uri,
 )
+from evalharness.report.tracking_limit import TrackingFailed, bounded
 from evalharness.rundir.reader import Run
 
 DOC = {
@@ -117,3 +122,66 @@ def test_params_tags_and_files(tmp_path):
     assert [(p.rsplit("/", 1)[-1], f) for p, f in run_files(r)] == [
         ("metrics.json", ""), ("predictions.jsonl", ""), ("report.html", ""), ("overrides.yaml", ".hydra")
     ]
+
+
+def test_bounded_returns_what_the_step_returns():
+    assert bounded(lambda: 42, 5, threading.Event()) == 42
+
+
+def test_bounded_gives_up_after_timeout_and_tells_the_step_to_stop():
+    cancelled, release = threading.Event(), threading.Event()
+    start = time.monotonic()
+    with pytest.raises(TrackingFailed, match=r"^timed out after 0.2 s \(tracking.timeout_s\)$"):
+        bounded(lambda: release.wait(30), 0.2, cancelled)
+    assert time.monotonic() - start < 5 and cancelled.is_set()
+    release.set()  # the abandoned worker ends
+
+
+def test_a_backends_own_error_is_one_line_and_ours_pass_through():
+    def fails():
+        raise RuntimeError("sqlite3.OperationalError\n  unable to open database file")
+
+    with pytest.raises(TrackingFailed, match=r"^RuntimeError: sqlite3.OperationalError unable to open"):
+        bounded(fails, 5, threading.Event())
+
+    def ours():
+        raise DataError("already one line")
+
+    with pytest.raises(DataError, match="already one line"):
+        bounded(ours, 5, threading.Event())
+
+
+def test_an_abandoned_step_logs_nothing_more():
+    calls, cancelled = [], threading.Event()
+
+    class Client:
+        uri = "sqlite:///x"
+
+        def log_batch(self, *args):
+            calls.append(args)
+
+    guarded = _Guarded(Client(), cancelled)
+    guarded.log_batch(1)
+    assert guarded.uri == "sqlite:///x" and calls == [(1,)]
+    cancelled.set()
+    with pytest.raises(TrackingFailed, match="timed out"):
+        guarded.log_batch(2)
+    assert calls == [(1,)]
+
+
+def test_an_abandoned_step_silences_the_backends_loggers(tmp_path):
+    settings = {"name": "mlflow", "uri": f"sqlite:///{tmp_path}/m.db", "experiment": "e", "artifacts": False,
+                "timeout_s": 1, "retries": 0}  # fmt: skip
+    store, release = Store(settings), threading.Event()
+    store.timing = (0.2, 0)
+    before = {name: logging.getLogger(name).level for name in BACKEND_LOGGERS}
+    try:
+        assert store._bounded(lambda: "ok") == "ok" and not store.cancelled.is_set()
+        assert logging.getLogger("mlflow").level == before["mlflow"]
+        with pytest.raises(TrackingFailed, match="timed out after 0.2 s"):
+            store._bounded(release.wait, 30)
+        assert all(logging.getLogger(n).level > logging.CRITICAL for n in BACKEND_LOGGERS)
+    finally:
+        release.set()
+        for name, level in before.items():
+            logging.getLogger(name).setLevel(level)
