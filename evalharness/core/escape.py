@@ -12,12 +12,16 @@ documents keep the true text:
   :func:`md_code`); :class:`Markdown` marks the markup a report writes itself;
 - CSV: a text cell starting with ``=``, ``+``, ``-``, ``@``, tab or CR gets a leading ``'``, so a
   spreadsheet never runs it as a formula (:func:`csv_text`); numbers are not text and stay numbers;
+  a cell's line break never splits its row (:func:`csv_lines`);
 - HTML: :func:`html.escape`, as the HTML pages do.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import re
+from collections.abc import Iterable
 
 _CONTROLS = [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
 
@@ -78,7 +82,7 @@ def md_code(text) -> Markdown:
     """A code span holding any text: its fence one backtick longer than the longest run of
     backticks inside, padded with a space where the text starts or ends with a backtick or space
     (CommonMark strips one each side). Controls visible, one line."""
-    flat = terminal(_SPACE.sub(" ", str(text)), keep="")
+    flat = terminal(_SPACE.sub(" ", str(text)).strip(), keep="")
     longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if flat[:1] in ("`", " ") or flat[-1:] in ("`", " ") else ""
@@ -92,3 +96,14 @@ def csv_text(text: str) -> str:
     """A CSV text cell a spreadsheet shows as text: a leading ``'`` where it starts like a formula
     (``=``, ``+``, ``-``, ``@``, tab, CR). Call it on text only: numbers stay numbers."""
     return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def csv_lines(rows: Iterable[list[str]]) -> str:
+    """Rows as CSV, one ``\\n`` line each; a cell holding a newline or a CR is quoted (the csv
+    module quotes only the characters of its line terminator, so a bare CR would split a row)."""
+    out = []
+    for row in rows:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\r\n").writerow(row)
+        out.append(buf.getvalue()[:-2] + "\n")
+    return "".join(out)

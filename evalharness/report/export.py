@@ -17,13 +17,11 @@ Written atomically (:mod:`evalharness.core.atomic_io`), and never over a file of
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 
 from evalharness.core.atomic_io import dumps, no_nan
-from evalharness.core.escape import csv_text
+from evalharness.core.escape import csv_lines, csv_text
 from evalharness.report.runs import ReportError, definition_of
 from evalharness.rundir.files import METRICS_FILE
 from evalharness.rundir.reader import Run
@@ -72,13 +70,13 @@ def csv_cell(value) -> str:
 def to_csv(run: Run) -> str:
     columns, rows = rows_of(run)
     metrics = headline(run)
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([csv_text(c) for c in [*columns, *(METRIC_PREFIX + m for m in metrics)]])
     constant = [csv_cell(v) for v in metrics.values()]
-    for row in rows:
-        writer.writerow([*(csv_cell(row.get(c)) for c in columns), *constant])
-    return buf.getvalue()
+    return csv_lines(
+        [
+            [csv_text(c) for c in [*columns, *(METRIC_PREFIX + m for m in metrics)]],
+            *([*(csv_cell(row.get(c)) for c in columns), *constant] for row in rows),
+        ]
+    )
 
 
 def to_json(run: Run) -> str:
