@@ -44,7 +44,7 @@ class _Format(argparse.Action):
         setattr(namespace, self.dest, canonical(value))
 
 
-def add_format(parser: argparse.ArgumentParser, can: tuple[str, ...], default: str, help: str = "") -> None:
+def add_format(parser: argparse.ArgumentParser, can: tuple[str, ...], default: str, note: str = "") -> None:
     """``--format`` taking any name of :data:`NAMES`; ``can``: the (canonical) formats this command
     produces."""
     parser.add_argument(
@@ -53,6 +53,6 @@ def add_format(parser: argparse.ArgumentParser, can: tuple[str, ...], default: s
         can=can,
         choices=tuple(NAMES),
         default=default,
-        metavar="{" + ",".join(n for n in NAMES if canonical(n) in can) + "}",
-        help=f"{shown(can)} (default {default})" + (f"; {help}" if help else ""),
+        metavar="{" + ",".join(n for c in can for n in NAMES if canonical(n) == c) + "}",
+        help=f"{shown(can)} (default {default})" + (f"; {note}" if note else ""),
     )
