@@ -80,12 +80,13 @@ def md_heading(text) -> str:
 
 def md_code(text) -> Markdown:
     """A code span holding any text: its fence one backtick longer than the longest run of
-    backticks inside, padded with a space where the text starts or ends with a backtick or space
-    (CommonMark strips one each side). Controls visible, one line."""
+    backticks inside, padded with a space where the text starts or ends with a backtick (CommonMark
+    strips one each side). Controls visible, one line; no text, no span."""
     flat = terminal(_SPACE.sub(" ", str(text)).strip(), keep="")
-    longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if flat[:1] in ("`", " ") or flat[-1:] in ("`", " ") else ""
+    if not flat:
+        return Markdown("")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
+    pad = " " if flat[0] == "`" or flat[-1] == "`" else ""
     return Markdown(f"{fence}{pad}{flat}{pad}{fence}")
 
 

@@ -80,6 +80,7 @@ def test_markdown_line_starts_and_headings():
 )
 def test_code_span_fence_is_longer_than_any_backtick_run(text, span):
     assert md_code(text) == span and isinstance(md_code(text), Markdown)
+    assert md_code(" \n") == ""
 
 
 def test_csv_text_neutralises_formula_starts_only():
