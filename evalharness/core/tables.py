@@ -1,13 +1,17 @@
-"""Tables as data (title, headers, rows of text cells) rendered as terminal text or Markdown.
+"""Tables as data (title, headers, rows of text cells) and their rendering as terminal text.
 
-Every report builds its sections once and hands them to a renderer, so the terminal, Markdown and
-HTML versions of a report cannot disagree.
+Every report builds its sections once and hands them to a renderer — :func:`render_text` here,
+:mod:`evalharness.core.markdown`, :mod:`evalharness.report.html` — so the terminal, Markdown and
+HTML versions of a report cannot disagree. Text is escaped by the renderer, for its medium
+(:mod:`evalharness.core.escape`): a label's ESC sequence is shown, never run by the terminal.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from evalharness.core.escape import terminal
 
 _NUMBER = re.compile(r"^[+-]?(\d[\d.,]*(e[+-]?\d+)?%?|inf|n/a|)$")
 
@@ -22,12 +26,15 @@ class Section:
 
 
 def render_text(title: str, sections: list[Section]) -> str:
+    """The report as terminal text: aligned tables, every text with its controls shown."""
+    title = terminal(title, keep="")
     out = [title, "=" * len(title)]
     for s in sections:
-        out += ["", s.title, "-" * len(s.title)]
+        heading = terminal(s.title, keep="")
+        out += ["", heading, "-" * len(heading)]
         if s.headers:
-            out += _aligned([s.headers, *s.rows])
-        out += s.notes
+            out += _aligned([[terminal(c, keep="") for c in row] for row in [s.headers, *s.rows]])
+        out += [terminal(n) for n in s.notes]
     return "\n".join(out) + "\n"
 
 
@@ -49,25 +56,6 @@ def _aligned(table: list[list[str]]) -> list[str]:
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return lines
-
-
-def render_markdown(title: str, sections: list[Section]) -> str:
-    out = [f"# {title}"]
-    for s in sections:
-        out += ["", f"## {s.title}", ""]
-        if s.headers:
-            out.append(_md_row(s.headers))
-            right = numeric_columns(s.rows, len(s.headers))
-            out.append("|" + "|".join("---:" if r else "---" for r in right) + "|")
-            out += [_md_row(r) for r in s.rows]
-            if s.notes:
-                out.append("")
-        out += [f"{note}  " for note in s.notes]
-    return "\n".join(out) + "\n"
-
-
-def _md_row(cells: list[str]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
 def more_rows(total: int, shown: int) -> list[str]:

@@ -120,6 +120,7 @@ def write_files(specs: list[dict], directory: str) -> list[str]:
         if fig is None:
             return []
         os.makedirs(directory, exist_ok=True)
+        plots.controls_shown(fig)
         for ext in ("svg", "png"):
             path = os.path.join(directory, f"{spec['name']}.{ext}")
             with matplotlib.rc_context({"svg.hashsalt": "evalharness"}):

@@ -1,9 +1,9 @@
 """``python -m evalharness.report``: diff two runs, tabulate a sweep, rescore a run.
 
-    diff RUN_A RUN_B [--format text|markdown|md|json|html] [-o FILE] [--fail-if RULE]...
+    diff RUN_A RUN_B [--format text|markdown|json|html] [-o FILE] [--fail-if RULE]...
                      [--allow-different-preprocessing] [--allow-cache-mismatch] [--alpha 0.05]
                      [--iou 0.5] [--min-score 0] [--max-rows 20] [--figures DIR]
-    sweep MULTIRUN_DIR [--baseline KEY=VALUE]... [--out DIR] [--format text|md]
+    sweep MULTIRUN_DIR [--baseline KEY=VALUE]... [--out DIR] [--format text|markdown]
     rescore RUN [--top-k K] [--backend NAME] [--format text|markdown|json] [-o FILE]
     analysis RUN [--format text|markdown|html] [-o FILE] [--figures DIR] [--max-rows 20]
     merge RUN... --out DIR
@@ -27,8 +27,9 @@ import tempfile
 from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
 from evalharness.core.boundary import ArgumentParser, guarded
 from evalharness.core.errors import EvalHarnessError
+from evalharness.core.markdown import render_markdown
 from evalharness.core.numbers import stable_json
-from evalharness.core.tables import render_markdown, render_text
+from evalharness.core.tables import render_text
 from evalharness.report import (
     cache_states,
     diff_view,
@@ -42,6 +43,7 @@ from evalharness.report import (
     sweep,
 )
 from evalharness.report.diff import build_diff
+from evalharness.report.formats import add_format
 from evalharness.report.op_profile import run_sections as op_profile_sections
 from evalharness.report.outputs import check_output_dir, check_output_file
 from evalharness.report.runs import ReportError, comparability, definition_of
@@ -106,7 +108,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         doc["gates"] = gate.evaluate(rules, doc)
     if args.format == "html":
         text = diff_view.render_html(doc, args.max_rows)
-    elif args.format == "md":
+    elif args.format == "markdown":
         text = markdown.render_diff(doc, diff_view.sections(doc, args.max_rows))
     else:
         text = _render(doc, args.format, diff_view.title(doc), diff_view.sections(doc, args.max_rows))
@@ -192,12 +194,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if mlflow_store.is_source(args.multirun_dir) and not out:  # not into the temporary copy
         out = f"sweep_{args.multirun_dir[len(mlflow_store.SOURCE_PREFIX) :]}"
     report = sweep.write_report(local(args.multirun_dir), out, sweep.parse_baseline(args.baseline))
-    if args.format == "md":  # stdout is the comment; the files written are said on stderr
+    if args.format == "markdown":  # stdout is the comment; the files written are said on stderr
         sys.stdout.write(markdown.render_sweep(report["columns"], report["rows"], report["sections"]))
     else:
         sys.stdout.write(report["text"])
     for path in report["paths"].values():
-        print(f"wrote {path}", file=sys.stderr if args.format == "md" else sys.stdout)
+        print(f"wrote {path}", file=sys.stderr if args.format == "markdown" else sys.stdout)
     return EXIT_OK
 
 
@@ -243,9 +245,8 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("diff", help="compare run B against run A, image by image")
     d.add_argument("run_a", metavar="RUN_A", help="baseline run: run dir, metrics.json or mlflow:<run_id>")
     d.add_argument("run_b", metavar="RUN_B", help="candidate run: run dir, metrics.json or mlflow:<run_id>")
-    d.add_argument("--format", choices=("text", "markdown", "md", "json", "html"), default="text",
-                   help="md: a pull-request comment (gate and verdict first, long lists folded); "
-                   "markdown: every section as a heading")  # fmt: skip
+    add_format(d, ("text", "markdown", "json", "html"), "text",
+               "markdown: a pull-request comment (gate and verdict first, long lists folded)")  # fmt: skip
     d.add_argument("-o", "--output", help="write the report here instead of stdout")
     d.add_argument("--fail-if", action="append", default=[], metavar="RULE", help="e.g. 'top1<-0.005'")
     d.add_argument("--allow-different-preprocessing", action="store_true",
@@ -270,12 +271,12 @@ def parser() -> argparse.ArgumentParser:
                    help="or mlflow:<parent run id> (--out default: ./sweep_<id>)")  # fmt: skip
     s.add_argument("--baseline", action="append", default=[], metavar="KEY=VALUE", help="e.g. delegate=cpu")
     s.add_argument("--out", help="directory for the report files (default: MULTIRUN_DIR)")
-    s.add_argument("--format", choices=("text", "md"), default="text",
-                   help="what stdout gets: the terminal table, or md: a pull-request comment")  # fmt: skip
+    add_format(s, ("text", "markdown"), "text",
+               "what stdout gets: the terminal table, or a pull-request comment")  # fmt: skip
     s.set_defaults(func=cmd_sweep)
     an = sub.add_parser("analysis", help="one run's error analysis: per class, confusions, F1, TIDE, curves")
     an.add_argument("run", metavar="RUN", help="run directory or its metrics.json")
-    an.add_argument("--format", choices=("text", "markdown", "html"), default="text")
+    add_format(an, ("text", "markdown", "html"), "text")
     an.add_argument("-o", "--output", help="write the report here instead of stdout")
     an.add_argument("--figures", metavar="DIR", help="also write the figures as SVG and PNG files here")
     an.add_argument("--max-rows", type=int, default=20, help="rows per table")
@@ -284,7 +285,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("run", metavar="RUN")
     r.add_argument("--top-k", type=int, help="rescore top-1..K (K <= the stored K)")
     r.add_argument("--backend", help="COCO metric backend (default: the run's)")
-    r.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    add_format(r, ("text", "markdown", "json"), "text")
     r.add_argument("-o", "--output", help="write the report here instead of stdout")
     r.set_defaults(func=cmd_rescore)
     m = sub.add_parser("merge", help="join the shard runs of one evaluation into one run (exact metrics)")
@@ -300,9 +301,9 @@ def parser() -> argparse.ArgumentParser:
         '{"run", "metrics", "columns", "rows"}. Never overwrites a file inside a run directory.',
     )
     e.add_argument("run", metavar="RUN", help="run directory or its metrics.json")
-    e.add_argument("--format", choices=export.FORMATS, default="csv",
-                   help="csv: lists JSON-encoded in their cell; json: lists as arrays; parquet (pyarrow): "
-                   "typed columns, needs -o")  # fmt: skip
+    add_format(e, export.FORMATS, "csv",
+               "csv: lists JSON-encoded in their cell; json: lists as arrays; parquet (pyarrow): "
+               "typed columns, needs -o")  # fmt: skip
     e.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
     e.set_defaults(func=cmd_export)
     index_help = "one HTML page of every run under DIR (filter; tick two comparable runs to open their diff)"

@@ -4,7 +4,9 @@ its headline metrics, for spreadsheets and notebooks.
 Rows are the run's prediction records as :func:`evalharness.rundir.reader.load_run` reads them (never
 re-parsed here). A nested object becomes dotted columns (``a.b``); a list stays one cell: a JSON
 array in the json export, JSON-encoded text in the csv (``[3, 7, 12]``, parse it with ``json.loads``).
-CSV cells: text as is, null (and NaN) empty, every other value as JSON (numbers round-trip exactly).
+CSV cells: text as is — but a text starting like a formula (``=``, ``+``, ``-``, ``@``, tab, CR) gets a
+leading ``'`` (:func:`evalharness.core.escape.csv_text`) —, null (and NaN) empty, every other value as
+JSON (numbers round-trip exactly).
 The csv carries the headline metrics as ``metric.<name>`` columns, the same on every row; the json
 export is ``{"run": ..., "metrics": ..., "columns": [...], "rows": [...]}``. The parquet export (with
 pyarrow installed) has the csv's columns with their own types: lists stay lists, and a column whose
@@ -15,12 +17,11 @@ Written atomically (:mod:`evalharness.core.atomic_io`), and never over a file of
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 
 from evalharness.core.atomic_io import dumps, no_nan
+from evalharness.core.escape import csv_lines, csv_text
 from evalharness.report.runs import ReportError, definition_of
 from evalharness.rundir.files import METRICS_FILE
 from evalharness.rundir.reader import Run
@@ -62,20 +63,20 @@ def csv_cell(value) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
-        return value
+        return csv_text(value)
     return json.dumps(value, sort_keys=True)
 
 
 def to_csv(run: Run) -> str:
     columns, rows = rows_of(run)
     metrics = headline(run)
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([*columns, *(METRIC_PREFIX + m for m in metrics)])
     constant = [csv_cell(v) for v in metrics.values()]
-    for row in rows:
-        writer.writerow([*(csv_cell(row.get(c)) for c in columns), *constant])
-    return buf.getvalue()
+    return csv_lines(
+        [
+            [csv_text(c) for c in [*columns, *(METRIC_PREFIX + m for m in metrics)]],
+            *([*(csv_cell(row.get(c)) for c in columns), *constant] for row in rows),
+        ]
+    )
 
 
 def to_json(run: Run) -> str:

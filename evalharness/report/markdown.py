@@ -1,19 +1,21 @@
-"""``--format md``: a ``report diff`` or ``report sweep`` as a pull-request comment.
+"""``--format markdown`` (or ``md``): a ``report diff`` or ``report sweep`` as a pull-request comment.
 
 A reviewer reads the first line (the gate's outcome and the verdict), a compact table of the
 headline numbers, and opens the rest on demand: every long list (per-class rows, changed images,
 per-output rows, the full tables) sits in a ``<details>`` block. Every number is read from the diff
 document or the sweep's rows as ``report diff`` / ``report sweep`` made them: the paired intervals
 are the ones the ``--fail-if`` rules test (:func:`evalharness.report.diff.quantities`), never
-recomputed here. ``--format markdown`` stays the full document (every section as a heading).
+recomputed here. Built with the one Markdown renderer (:mod:`evalharness.core.markdown`): every
+text from a file (model and label names, rules, verdicts) is escaped there, markup written here is
+:class:`~evalharness.core.escape.Markdown`.
 """
 
 from __future__ import annotations
 
-import html
-
+from evalharness.core.escape import Markdown, md_code, md_text
+from evalharness.core.markdown import details, section_body, table
 from evalharness.core.numbers import fmt
-from evalharness.core.tables import Section, numeric_columns
+from evalharness.core.tables import Section
 from evalharness.report.diff import quantities
 from evalharness.report.runs import definition_of
 from evalharness.report.sweep import VALUE_COLUMNS
@@ -22,45 +24,13 @@ from evalharness.stats.validity import comparison_notes
 DASH = "—"
 
 
-def cell(text: str) -> str:
-    """One table cell: one line, no raw ``|`` (escaped), no HTML tag (``<`` as an entity)."""
-    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;")
-
-
-def table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    """A GitHub table; every row has the header's number of cells."""
-    width = len(headers)
-    rows = [[*r[:width], *[""] * (width - len(r))] for r in rows]
-    right = numeric_columns(rows, width)
-    out = ["| " + " | ".join(cell(h) for h in headers) + " |"]
-    out.append("|" + "|".join("---:" if r else "---" for r in right) + "|")
-    out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
-    return out
-
-
-def details(summary: str, body: list[str]) -> list[str]:
-    """A collapsed block; the blank lines let GitHub render the Markdown inside it."""
-    return [
-        "<details>",
-        f"<summary>{html.escape(summary, quote=False)}</summary>",
-        "",
-        *body,
-        "",
-        "</details>",
-    ]
-
-
-def section_body(s: Section) -> list[str]:
-    out = table(s.headers, s.rows) if s.headers else []
-    if s.notes:
-        out += [""] if out else []
-        out += [f"{cell(n)}  " for n in s.notes]
-    return out
-
-
 def _summary(s: Section) -> str:
     count = f" ({len(s.rows)} rows)" if s.headers and f"({len(s.rows)})" not in s.title else ""
     return s.title + count
+
+
+def _warnings(lines: list[str]) -> list[str]:
+    return [f"> **Warning:** {md_text(w)}  " for w in lines]
 
 
 # report diff ------------------------------------------------------------------------------------
@@ -72,19 +42,19 @@ def gate_line(gates: list[dict] | None) -> str:
     n = f"{len(gates)} rule{'s' if len(gates) != 1 else ''}"
     if not failed:
         return f"**Gate: passed** ({n})"
-    why = "; ".join(f"`{g['rule']}`: {g['detail']}" for g in failed)
+    why = "; ".join(f"{md_code(g['rule'])}: {md_text(g['detail'])}" for g in failed)
     return f"**Gate: FAILED** ({len(failed)} of {n}) — {why}"
 
 
 def top_line(doc: dict) -> str:
     """The one line a reviewer reads: the gate's outcome (when rules were given) and the verdict."""
-    verdict = f"**Verdict:** {' '.join(str(doc['verdict']).split())}"
+    verdict = f"**Verdict:** {md_text(doc['verdict'])}"
     gate = gate_line(doc.get("gates"))
     return f"{gate} · {verdict}" if gate else verdict
 
 
 def _run_name(run: dict) -> str:
-    return f"`{run['model']} @ {run['delegate']}`"
+    return md_code(f"{run['model']} @ {run['delegate']}")
 
 
 def headline_rows(doc: dict) -> list[list[str]]:
@@ -131,20 +101,21 @@ def render_diff(doc: dict, sections: list[Section]) -> str:
     a, b = doc["a"], doc["b"]
     out = [top_line(doc), ""]
     out.append(
-        f"A = {_run_name(a)} → B = {_run_name(b)} · task {doc['task']} · {fmt(b.get('num_scored'))} samples"
+        f"A = {_run_name(a)} → B = {_run_name(b)} · task {md_text(doc['task'])} · "
+        f"{fmt(b.get('num_scored'))} samples"
     )
     c = doc["comparability"]
     warnings = [*c["refused"], *c["warnings"], *([c["cache"]] if c.get("cache") else [])]
-    out += ["", *(f"> **Warning:** {cell(w)}  " for w in warnings)] if warnings else []
+    out += ["", *_warnings(warnings)] if warnings else []
     heads = headline_rows(doc)
     if heads:
         out += ["", *table(["metric", "A", "B", "Δ (B − A)", "95 % paired interval", "p"], heads)]
     speed = speed_rows(doc)
     if speed:
         out += ["", *table(["speed", "A", "B", "speed-up A / B", "95 % bootstrap interval"], speed)]
-        out += [f"> **Warning:** {cell(n)}  " for n in comparison_notes(doc.get("latency_validity") or {})]
+        out += _warnings(comparison_notes(doc.get("latency_validity") or {}))
     if doc.get("gates"):
-        rows = [[g["rule"], g["detail"], "**FAIL**" if g["failed"] else "ok"] for g in doc["gates"]]
+        rows = [[g["rule"], g["detail"], Markdown("**FAIL**") if g["failed"] else "ok"] for g in doc["gates"]]
         out += ["", *table(["gate (--fail-if)", "tested", "result"], rows)]
     for s in sections:
         if s.key in ("verdict", "gates"):
@@ -164,7 +135,7 @@ def sweep_line(rows: list[dict]) -> str:
     bad = [r for r in rows if r["status"] != "complete"]
     line = f"**Sweep: {len(rows)} jobs, {len(rows) - len(bad)} complete**"
     if bad:
-        line += " — not complete: " + "; ".join(f"`{r['run']}` {r['status']}" for r in bad)
+        line += " — not complete: " + "; ".join(f"{md_code(r['run'])} {md_text(r['status'])}" for r in bad)
     return line
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import re
 
+from evalharness.core.escape import terminal
+
 MISSING_NOTE = "plots need matplotlib: pip install 'evalharness[report]'"
 DISTRIBUTION_NOTE = (
     "Drawn from every run's per-invoke samples (latency_ms of each predictions.jsonl line): box "
@@ -31,12 +33,31 @@ def _matplotlib():
     return matplotlib, Figure
 
 
+def controls_shown(fig) -> None:
+    """Every text of the figure — titles, labels, legends, tick labels — with its control characters
+    shown (:func:`evalharness.core.escape.terminal`): class and model names come from files, and a
+    glyph matplotlib cannot draw is echoed raw in its warning on stderr (and is no valid SVG text)."""
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):  # tick labels given as text are made when drawn
+            formatter = axis.get_major_formatter()
+            if isinstance(formatter, FixedFormatter):
+                formatter.seq = [terminal(s) for s in formatter.seq]
+            elif isinstance(formatter, FuncFormatter):  # set_yticks(ticks, labels)
+                formatter.func = lambda x, pos=None, made=formatter.func: terminal(made(x, pos))
+    for text in fig.findobj(Text):
+        text.set_text(terminal(text.get_text()))
+
+
 def _svg(matplotlib, fig, prefix: str) -> str:
     """The figure as an inline ``<svg>`` whose element ids start with ``prefix``.
 
     Several SVGs share one HTML page, and matplotlib numbers ids per figure (``patch_1``, clip
     paths): prefixing keeps every id unique on the page.
     """
+    controls_shown(fig)
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": "evalharness", "svg.fonttype": "none"}):
         fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")

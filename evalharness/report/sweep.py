@@ -13,17 +13,17 @@ the per-invoke samples, when matplotlib is installed).
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 import re
 
 import yaml
 
 from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.escape import csv_lines, csv_text
 from evalharness.core.fileguard import refuse_special_file
+from evalharness.core.markdown import render_markdown
 from evalharness.core.numbers import delta, fmt, fmt_pct, ratio, relative_pct
-from evalharness.core.tables import Section, render_markdown, render_text
+from evalharness.core.tables import Section, render_text
 from evalharness.report.cache_states import sweep_note
 from evalharness.report.diff import build_diff, quantities
 from evalharness.report.outputs import check_output_dir
@@ -212,17 +212,16 @@ def metric_columns(jobs: list[dict], rows: list[dict]) -> list[str]:
 
 
 def to_csv(columns: list[str], rows: list[dict]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
-    for r in rows:
-        writer.writerow([_csv_cell(r.get(c)) for c in columns])
-    return buf.getvalue()
+    return csv_lines(
+        [[csv_text(c) for c in columns], *([_csv_cell(r.get(c)) for c in columns] for r in rows)]
+    )
 
 
 def _csv_cell(value) -> str:
     if value is None:
         return ""
+    if isinstance(value, str):
+        return csv_text(value)
     return format(value, ".10g") if isinstance(value, float) else str(value)
 
 

@@ -26,9 +26,10 @@ import numpy as np
 from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.boundary import EXIT_OK, EXIT_STOPPED, ArgumentParser, debug, describe, guarded
 from evalharness.core.errors import ConfigError
+from evalharness.core.markdown import render_markdown
 from evalharness.core.numbers import stable_json
 from evalharness.core.schema import check
-from evalharness.core.tables import render_markdown, render_text
+from evalharness.core.tables import render_text
 from evalharness.loop.interleave import InterleaveSettings
 
 RUNS_LOG = "runs.log"

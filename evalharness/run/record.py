@@ -11,6 +11,7 @@ import os
 from omegaconf import OmegaConf
 
 from evalharness.core.errors import RunStopped
+from evalharness.core.escape import terminal
 from evalharness.report.op_profile import top_lines as op_profile_lines
 from evalharness.report.summary import summary_block
 from evalharness.run.execute import Ran
@@ -144,6 +145,9 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
         write_op_profile(writer.run_dir, ran.op_profile)
         lines += op_profile_lines(ran.op_profile)
     block = summary_block(doc, writer.run_dir)
+    # model, label and file names come from files: their control characters shown, never run by the
+    # terminal, and results.txt holds what the terminal showed
+    lines, block = [terminal(x) for x in lines], [terminal(x) for x in block]
     path = write_run(writer, doc, [*block, "", *lines], artifacts)
     for line in [*lines, *block]:
         print(line)

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import os
 
+from evalharness.core.markdown import render_markdown
 from evalharness.core.numbers import fmt
-from evalharness.core.tables import Section, render_markdown, render_text
+from evalharness.core.tables import Section, render_text
 from evalharness.report.node_data import node_data
 from evalharness.stats.intervals import fmt_interval
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import MODELS, task_lines
 
+from evalharness.core.escape import md_text
 from evalharness.core.paths import BUNDLED_DIR
 
 PLUGINS = Path(__file__).parents[1] / "plugins"
@@ -204,7 +205,7 @@ def test_quantization_table_shows_the_plugin_metric(plugin, data_file, tmp_path)
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     md = (sweep_dir / "sweep.md").read_text()
-    assert "Table 1: quantization variants" in md and plugin.agreement in md
+    assert "Table 1: quantization variants" in md and md_text(plugin.agreement) in md  # escaped for Markdown
     assert all(f"Δ {m} vs float" in md for m in plugin.metrics)
     header, *rows = (sweep_dir / "sweep.csv").read_text().splitlines()
     assert {f"d_{m}_vs_float" for m in plugin.metrics} <= set(header.split(",")) and len(rows) == 2

@@ -14,6 +14,7 @@ import pytest
 from conftest import ASSETS, MODELS, VAL50
 from test_report_classification import FLIPPED, MODEL, make_runs, report
 
+from evalharness.core.escape import md_text
 from evalharness.report.export import METRIC_PREFIX
 from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import load_run
@@ -115,13 +116,13 @@ def test_classification_diff_md_gate_line_first_and_changes_folded(val50, capsys
     )
     assert code == 1 and err.startswith("regression: top1<-0.005")
     first = md.splitlines()[0]
-    assert first.startswith("**Gate: FAILED** (1 of 2 rules) — `top1<-0.005`: top1 0.76 -> 0.74")
-    assert first.endswith(f"**Verdict:** {doc['verdict']}")
+    assert first.startswith("**Gate: FAILED** (1 of 2 rules) — `top1<-0.005`: top1 0.76 -&gt; 0.74")
+    assert first.endswith(f"**Verdict:** {md_text(doc['verdict'])}")
     blocks = check_markdown(md)
     low, high = doc["classification"]["delta_top1_interval"]  # the diff's own interval, as shown
     assert cells(md, "top1") == ["top1", "0.7600", "0.7400", "-0.0200", f"[{low:+.4f}, {high:+.4f}]", "—"]
     changes = blocks["Top-1 changes (2)"]
-    assert all(image in changes for image in FLIPPED) and "A right -> B wrong" in changes
+    assert all(image in changes for image in FLIPPED) and "A right -&gt; B wrong" in changes
     assert "ILSVRC2012_val" not in md.split("<details>")[0]  # the per-image list is folded
     assert "| top1_ci_high&lt;-0.005 |" in md and md.count("**FAIL**") == 1
 
@@ -129,7 +130,7 @@ def test_classification_diff_md_gate_line_first_and_changes_folded(val50, capsys
     assert code == 0 and md.startswith("**Gate: passed** (1 rule) · **Verdict:** B is not significantly")
     check_markdown(md)
     code, md, _ = report(capsys, "diff", a, b, "--format", "md")
-    assert code == 0 and md.splitlines()[0] == f"**Verdict:** {doc['verdict']}" and "Gate" not in md
+    assert code == 0 and md.splitlines()[0] == f"**Verdict:** {md_text(doc['verdict'])}" and "Gate" not in md
     check_markdown(md)
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from evalharness.report.markdown import cell, details, gate_line, table
+from evalharness.core.markdown import cell, details, table
+from evalharness.report.markdown import gate_line
 
 
 def test_cells_are_one_line_without_raw_pipes_or_tags():
     assert cell("a | b\nc") == "a \\| b c"
-    assert cell("top1<-0.005 <script>") == "top1&lt;-0.005 &lt;script>"
+    assert cell("top1<-0.005 <script>") == "top1&lt;-0.005 &lt;script&gt;"
 
 
 def test_every_row_gets_the_headers_cell_count():
@@ -34,5 +35,5 @@ def test_gate_line():
     assert gate_line([ok, ok]) == "**Gate: passed** (2 rules)"
     assert (
         gate_line([ok, bad])
-        == "**Gate: FAILED** (1 of 2 rules) — `AP<-0.01`: AP 0.267 -> 0.236 (change -0.031)"
+        == "**Gate: FAILED** (1 of 2 rules) — `AP<-0.01`: AP 0.267 -&gt; 0.236 (change -0.031)"
     )
