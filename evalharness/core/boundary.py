@@ -16,12 +16,27 @@ from __future__ import annotations
 
 import argparse
 import errno
+import logging
 import os
 import sys
 from collections.abc import Callable
 from typing import NoReturn
 
+from evalharness.core.escape import terminal
+
 EXIT_OK, EXIT_STOPPED, EXIT_USER_ERROR = 0, 1, 2
+
+
+class _TerminalSafe(logging.Filter):
+    """Every line of evalharness' log (warnings quote file names and labels) with its control
+    characters shown: the one escape of log output, installed where every entry point starts."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = terminal(record.getMessage()), None
+        return True
+
+
+logging.getLogger("evalharness").addFilter(_TerminalSafe())
 DEBUG_ENV = "EVALHARNESS_DEBUG"
 
 _OS_HINTS = {
@@ -49,7 +64,12 @@ def _first_line(text: str) -> str:
 
 
 def describe(exc: BaseException) -> str:
-    """One line for a user: what is wrong, where, and (when known) how to fix it."""
+    """One line for a user: what is wrong, where, and (when known) how to fix it. A message may quote
+    a file name or a file's text: its control characters are shown, never sent to the terminal."""
+    return terminal(_describe(exc), keep="")
+
+
+def _describe(exc: BaseException) -> str:
     from evalharness.core.errors import EvalHarnessError
 
     if isinstance(exc, EvalHarnessError):

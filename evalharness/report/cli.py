@@ -27,6 +27,7 @@ import tempfile
 from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
 from evalharness.core.boundary import ArgumentParser, guarded
 from evalharness.core.errors import EvalHarnessError
+from evalharness.core.escape import terminal
 from evalharness.core.markdown import render_markdown
 from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_text
@@ -95,7 +96,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise ReportError("runs are not comparable: " + "; ".join(comp.refused))
     if not comp.acknowledged:
         for warning in comp.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
+            print(terminal(f"warning: {warning}"), file=sys.stderr)
         if rules and comp.warnings:
             raise ReportError(
                 "refusing to gate runs whose "
@@ -153,7 +154,7 @@ def _check_cache_states(comp, rules: list, allowed: bool) -> None:
     """Warn on a cache-state mismatch; refuse gating init/first-inference on it unless allowed."""
     if comp.cache is None:
         return
-    print(f"warning: {comp.cache}", file=sys.stderr)
+    print(terminal(f"warning: {comp.cache}"), file=sys.stderr)
     names = cache_states.gated_on_cache([c.name for r in rules for c in (r, *r.also)])
     if names and not allowed:
         raise ReportError(
@@ -214,7 +215,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 def cmd_merge(args: argparse.Namespace) -> int:
     doc = merge.merge_runs(args.runs, args.out)
     for line in definition_of(doc).summary_lines(doc):
-        print(line)
+        print(terminal(line))
     info = doc["merged"]
     print(
         f"merged {info['shards']} shards ({info['processes']} processes on {info['host_count']} host(s)): "

@@ -15,6 +15,7 @@ import datetime as dt
 import os
 from collections.abc import Mapping
 
+from evalharness.core.escape import terminal
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE, RunWriter
 
 SCHEMA_VERSION = 4
@@ -102,11 +103,13 @@ def failure_document(message: str, config: dict, overrides: list[str]) -> dict:
 
 
 def write_run(writer: RunWriter, doc: dict, lines: list[str], artifacts: Mapping[str, object]) -> str:
-    """Artifacts, metrics.json, then results.txt (atomic each); returns the metrics.json path."""
+    """Artifacts, metrics.json, then results.txt (atomic each); returns the metrics.json path.
+    results.txt is what a terminal shows (``cat``): label texts and file names in it show their
+    control characters, by the one terminal escaping."""
     for name, obj in artifacts.items():
         writer.write_json(name, obj)
     path = writer.write_metrics(doc)
-    writer.write_results(lines)
+    writer.write_results([terminal(line) for line in lines])
     return path
 
 
