@@ -136,11 +136,12 @@ def test_thread_budget_divides_cores_and_flags_oversubscription(monkeypatch):
 
 def test_a_launcher_without_its_plugin_is_one_line_naming_the_extra(monkeypatch):
     from evalharness.run import launchers
+    from evalharness.run.overrides import parse
 
     monkeypatch.setattr(launchers, "_installed", lambda module: False)
-    assert launchers.missing_launcher_plugin(["-m", "hydra/launcher=slurm"]) == (
+    assert launchers.missing_launcher_plugin(parse(["hydra/launcher=slurm"])) == (
         "hydra/launcher=slurm needs the hydra_submitit_launcher plugin: pip install 'evalharness[launchers]'"
     )
-    assert launchers.missing_launcher_plugin(["hydra/launcher=basic", "delegate=cpu"]) is None
+    assert launchers.missing_launcher_plugin(parse(["hydra/launcher=basic", "delegate=cpu"])) is None
     monkeypatch.undo()
-    assert launchers.missing_launcher_plugin(["hydra/launcher=joblib"]) is None  # installed with [dev]
+    assert launchers.missing_launcher_plugin(parse(["hydra/launcher=joblib"])) is None  # installed with [dev]
