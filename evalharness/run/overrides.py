@@ -38,7 +38,7 @@ def split(args: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """Hydra's flags (its own parser's namespace) and the override strings, as Hydra will split them."""
     parser = get_args_parser()
     parser.error = _refuse  # one line, not argparse's usage block
-    flags, _ = parser.parse_known_args(args)
+    flags = parser.parse_args(args)  # as strict as Hydra's own reading, one line where it has many
     return flags, list(flags.overrides)
 
 
