@@ -3,7 +3,8 @@ validates it into a plan and runs it; here user errors become exit codes.
 
 A user error (bad config, missing file, unavailable delegate, model that does not fit the task)
 is printed as one ``error:`` line and exits 2 without a traceback; a run that stops part-way
-still writes ``metrics.json`` with ``status: partial`` and exits 1.
+still writes ``metrics.json`` with ``status: partial`` and exits 1. ``evalharness SUBCOMMAND ...``
+is one of :data:`SUBCOMMANDS` (the one table, for dispatch and ``--help``), each ``main(argv) -> int``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ is compared, before Hydra composes, with the schema of that group for the option
 selects (defaults from ``conf/config.yaml``): the task's ``schema`` (and the fields it adds to
 ``dataset`` and ``model``), the delegate's flags (:func:`evalharness.runtime.delegates.check_delegate`
 words a flag that another delegate reads), the runner's settings, the core groups'. Plug-in tasks
-(``EVALHARNESS_PLUGINS`` + ``hydra.searchpath``) are checked in the same way.
+(``EVALHARNESS_PLUGINS`` + ``hydra.searchpath``) are checked in the same way. :func:`precheck` runs
+every check made before composing on the overrides as Hydra's grammar reads them
+(:mod:`evalharness.run.overrides`); ``evalharness compare`` runs it on its overrides too.
 """
 
 from __future__ import annotations
