@@ -21,7 +21,7 @@ from evalharness.core.boundary import ArgumentParser, guarded
 from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import EvalHarnessError
 from evalharness.data.coco_annotations import load_annotations
-from evalharness.data.manifest import dataset_identity
+from evalharness.data.manifest import samples_identity
 from evalharness.tasks.coco.live import list_coco_samples
 
 
@@ -48,7 +48,7 @@ def _main(argv: list[str] | None) -> int:
                     )
     per_image = collections.Counter(a["image_id"] for a in gt["annotations"])
     manifest = {
-        **dataset_identity([(s.key, s.path) for s in samples]),
+        **samples_identity(samples, lambda s: (s.key, s.path)),
         "annotations_sha256": sha256_file(args.annotations),
         "annotations": len(gt["annotations"]),
         "crowd_annotations": sum(1 for a in gt["annotations"] if a.get("iscrowd")),

@@ -24,7 +24,7 @@ from evalharness.core.checksum import optional_sha256
 from evalharness.core.paths import bundled
 from evalharness.data.ground_truth import load_ground_truth
 from evalharness.data.labels import LabelMatcher, read_label_file
-from evalharness.data.manifest import dataset_identity
+from evalharness.data.manifest import samples_identity
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,7 +50,7 @@ def _main(argv: list[str] | None) -> int:
     for s in samples:
         matcher.index(s.label, s.occurrence)
     manifest = {
-        **dataset_identity([(s.key, s.path) for s in samples], content=args.content_hash),
+        **samples_identity(samples, lambda s: (s.key, s.path), content=args.content_hash),
         "ground_truth": os.path.abspath(args.ground_truth) if args.ground_truth else None,
         "ground_truth_sha256": optional_sha256(args.ground_truth),
         "classes": len({(s.label, s.occurrence) for s in samples}),

@@ -30,12 +30,3 @@ def stable_topk(scores: np.ndarray, k: int) -> np.ndarray:
         n = x.shape[0]
         order = (n - 1) - np.argsort(x[::-1], kind="stable")[::-1]
     return order[:k].astype(np.int64, copy=False)
-
-
-def topk_hits(topk_indices: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """hits[i, j]: truth[i] is among the first j+1 predictions; accuracy@K = hits[:, K-1].mean()."""
-    top = np.asarray(topk_indices)
-    want = np.asarray(truth)
-    if top.ndim != 2 or want.ndim != 1 or top.shape[0] != want.shape[0]:
-        raise ValueError(f"topk_hits needs [N, K] and [N], got {top.shape} and {want.shape}")
-    return np.logical_or.accumulate(top == want[:, None], axis=1)

@@ -32,17 +32,12 @@ def manifest_hash(entries: Iterable[tuple[str, str]], content: bool = False, pre
     return digest.hexdigest()
 
 
-def dataset_identity(entries: list[tuple[str, str]], content: bool = False) -> dict:
-    """The provenance fields that prove two runs saw the same samples: count + manifest hash."""
-    return samples_identity(entries, lambda e: e, content)
-
-
 def samples_identity(
     samples: Sequence[T], entry: Callable[[T], tuple[str, str]], content: bool = False
 ) -> dict:
-    """:func:`dataset_identity` of ``samples`` (``entry``: sample -> (key, path)) without a list of
-    every entry: samples already in key order (the usual case) stream; others are visited in key
-    order through a list of positions."""
+    """The provenance fields that prove two runs saw the same samples: count + manifest hash of
+    ``samples`` (``entry``: sample -> (key, path)), without a list of every entry: samples already
+    in key order (the usual case) stream; others are visited in key order through a list of positions."""
     n = len(samples)
     ordered = all(entry(samples[i]) <= entry(samples[i + 1]) for i in range(n - 1))
     order = range(n) if ordered else sorted(range(n), key=lambda i: entry(samples[i]))

@@ -1,14 +1,4 @@
-"""``python -m evalharness.report``: diff two runs, tabulate a sweep, rescore a run.
-
-    diff RUN_A RUN_B [--format text|markdown|json|html] [-o FILE] [--fail-if RULE]...
-                     [--allow-different-preprocessing] [--allow-cache-mismatch] [--alpha 0.05]
-                     [--iou 0.5] [--min-score 0] [--max-rows 20] [--figures DIR]
-    sweep MULTIRUN_DIR [--baseline KEY=VALUE]... [--out DIR] [--format text|markdown]
-    rescore RUN [--top-k K] [--backend NAME] [--format text|markdown|json] [-o FILE]
-    analysis RUN [--format text|markdown|html] [-o FILE] [--figures DIR] [--max-rows 20]
-    merge RUN... --out DIR
-    export RUN [--format csv|json|parquet] [-o FILE]
-    index DIR [-o FILE] [--max-pairs N]
+"""``evalharness report SUBCOMMAND``: reports on run directories (``-h``: each subcommand's usage).
 
 A run is its output directory, its metrics.json, or ``mlflow:<run_id>`` (a tracked run, downloaded
 from ``MLFLOW_TRACKING_URI`` or the default store beside outputs/; a parent run is a sweep). Exit
@@ -241,8 +231,12 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="evalharness report", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
+    p = ArgumentParser(
+        prog="evalharness report",
+        description=__doc__.split("\n\n")[1].replace(":mod:`.gate`", "docs/reports.md").replace("``", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
     d = sub.add_parser("diff", help="compare run B against run A, image by image")
     d.add_argument("run_a", metavar="RUN_A", help="baseline run: run dir, metrics.json or mlflow:<run_id>")
     d.add_argument("run_b", metavar="RUN_B", help="candidate run: run dir, metrics.json or mlflow:<run_id>")
@@ -313,10 +307,21 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("-o", "--output", metavar="FILE", help="the page (default: DIR/index.html)")
     i.add_argument("--max-pairs", type=int, default=index.MAX_PAIRS, help="diffs made beforehand (0: none)")
     i.set_defaults(func=cmd_index)
+    p.epilog = _usages(sub)
     return p
 
 
-def main(argv: list[str] | None = None) -> None:
+def _usages(sub: argparse._SubParsersAction) -> str:
+    """Every subcommand's usage line, from its own parser (nothing written by hand can drift)."""
+    usages = [parser.format_usage().removeprefix("usage: ").rstrip() for parser in sub.choices.values()]
+    return "subcommands and their options (SUBCOMMAND -h for each option's meaning):\n" + "\n".join(
+        "  " + u.replace("\n", "\n  ") for u in usages
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``evalharness report ...``: the subcommand contract, ``main(argv) -> int``."""
+
     def body() -> int:
         try:
             args = parser().parse_args(argv)
@@ -325,8 +330,8 @@ def main(argv: list[str] | None = None) -> None:
             while _downloads:
                 _downloads.pop().cleanup()
 
-    sys.exit(guarded(body))
+    return guarded(body)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -7,44 +7,28 @@ is compared, before Hydra composes, with the schema of that group for the option
 selects (defaults from ``conf/config.yaml``): the task's ``schema`` (and the fields it adds to
 ``dataset`` and ``model``), the delegate's flags (:func:`evalharness.runtime.delegates.check_delegate`
 words a flag that another delegate reads), the runner's settings, the core groups'. Plug-in tasks
-(``EVALHARNESS_PLUGINS`` + ``hydra.searchpath``) are checked in the same way.
+(``EVALHARNESS_PLUGINS`` + ``hydra.searchpath``) are checked in the same way. :func:`precheck` runs
+every check made before composing on the overrides as Hydra's grammar reads them
+(:mod:`evalharness.run.overrides`); ``evalharness compare`` runs it on its overrides too.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import re
 import typing
 from pathlib import Path
 
+from hydra.core.override_parser.types import Override
 from omegaconf import OmegaConf
 
+from evalharness.core.boundary import describe
 from evalharness.core.errors import ConfigError, EvalHarnessError
 from evalharness.core.paths import CONF_DIR
 from evalharness.core.schema import extended, field_names
+from evalharness.run.overrides import check_group_options, conf_dirs, options, parse, rewrite, split
 
-SUBCOMMANDS = {  # name -> one line (the dispatch itself is in evalharness/__main__.py)
-    "report": "diff two runs, tabulate a sweep, rescore or merge runs (evalharness report -h)",
-    "explain": "why did the answer change between two runs (evalharness explain -h)",
-    "inspect": "what a .tflite file is and what each delegate here takes (evalharness inspect -h)",
-    "compare": "run candidates (delegate=cpu,gpu), one table: Δ accuracy, speed-up (evalharness compare -h)",
-}
-_SEARCHPATH = re.compile(r"^[+]?hydra\.searchpath=\[(?P<paths>.*)\]$")
-_CHOICE = re.compile(r"^[+]?(?P<group>task|delegate|runner|tracking)=(?P<value>[^()\[\]{}*]*)$")
 _CHOSEN = ("task", "delegate", "runner", "tracking")  # groups whose option decides which keys are valid
-_OTHER_CONFIG = ("--config-name", "-cn", "--config-path", "-cp", "--config-dir", "-cd")
-_KEY = re.compile(r"^(?:\+\+|\+)?(?P<key>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)=")
-
-
-def conf_dirs(args: list[str]) -> list[Path]:
-    """conf/ and the ``file://`` folders of a ``hydra.searchpath=[...]`` override (plug-in configs)."""
-    extra = []
-    for arg in args:
-        if m := _SEARCHPATH.match(arg):
-            paths = (p.strip().strip("'\"") for p in m.group("paths").split(","))
-            extra += [Path(p.removeprefix("file://")) for p in paths if p.startswith("file://")]
-    return [CONF_DIR, *extra]
 
 
 def _defaults() -> dict[str, str]:
@@ -63,22 +47,28 @@ def config_groups(dirs: list[Path]) -> dict[str, list[str]]:
     return {g: sorted(options) for g, options in sorted(groups.items())}
 
 
-def help_text(args: list[str]) -> str:
-    """``evalharness --help``: the subcommands and the config groups with their options."""
+def help_text(args: list[str], subcommands: dict[str, str]) -> str:
+    """``evalharness --help``: the subcommands (name -> one line, from the entry's one table) and the
+    config groups with their options."""
+    try:
+        overrides = parse(split(args)[1])
+    except Exception:  # noqa: BLE001 - a bad override does not stop the help: conf/ alone is listed
+        overrides = []
     defaults = _defaults()
-    groups = config_groups(conf_dirs(args))
-    width = max(map(len, [*groups, *SUBCOMMANDS])) + 2
+    groups = config_groups(conf_dirs(overrides))
+    width = max(map(len, [*groups, *subcommands])) + 2
     lines = [
         "usage: evalharness [-m] [GROUP=OPTION ...] [GROUP.KEY=VALUE ...]   run (-m: a sweep, OPTION=a,b)",
-        "       evalharness {report,explain,inspect,compare} ...",
+        f"       evalharness {{{','.join(subcommands)}}} ...",
         "",
         "subcommands:",
-        *(f"  {name:<{width}}{line}" for name, line in SUBCOMMANDS.items()),
+        *(f"  {name:<{width}}{line}" for name, line in subcommands.items()),
+        f"  {'':<{width}}(evalharness SUBCOMMAND -h: its options)",
         "",
         "config groups (conf/; * = default):",
     ]
-    for group, options in groups.items():
-        marked = [f"{o}*" if defaults.get(group) == o else o for o in options]
+    for group, names in groups.items():
+        marked = [f"{o}*" if defaults.get(group) == o else o for o in names]
         lines.append(f"  {group:<{width}}{', '.join(marked)}")
     lines += [
         "",
@@ -89,15 +79,14 @@ def help_text(args: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _chosen(args: list[str]) -> dict[str, list[str] | None]:
-    """task, delegate, runner -> the options the command line selects (None: a sweep expression)."""
+def _chosen(overrides: list[Override]) -> dict[str, list[str] | None]:
+    """task, delegate, runner, tracking -> the options the command line selects (None: what cannot
+    be named before composing, a glob or range sweep or a deletion)."""
     defaults = _defaults()
     chosen: dict[str, list[str] | None] = {g: [defaults.get(g, "")] for g in _CHOSEN}
-    for arg in args:
-        if m := _CHOICE.match(arg):
-            chosen[m.group("group")] = [v.strip() for v in m.group("value").split(",") if v.strip()]
-        elif re.match(r"^[+]?(task|delegate|runner|tracking)=", arg):
-            chosen[arg.lstrip("+").split("=", 1)[0]] = None
+    for o in overrides:
+        if o.key_or_group in _CHOSEN:
+            chosen[o.key_or_group] = None if o.is_delete() else options(o)
     return chosen
 
 
@@ -202,14 +191,14 @@ def _task_group_problem(key: str, group: str, parts: list[str], chosen: dict, di
     return None
 
 
-def unknown_key(args: list[str]) -> str | None:
-    """The one-line error for the first ``group.key=value`` override no schema of the chosen options
-    declares (with the valid keys and the closest one), or None. Options it cannot name (a sweep
-    expression, an unknown option) are left to the usual checks."""
-    keys = [m.group("key") for a in args if (m := _KEY.match(a))]
-    if not keys or any(a.startswith(_OTHER_CONFIG) for a in args):  # defaults not conf/config.yaml's
+def unknown_key(overrides: list[Override]) -> str | None:
+    """The one-line error for the first ``group.key`` override (set, added or deleted) no schema of
+    the chosen options declares (with the valid keys and the closest one), or None. Options it cannot
+    name (a glob or range sweep, an unknown option) are left to the usual checks."""
+    keys = [o.key_or_group for o in overrides if "." in o.key_or_group and "/" not in o.key_or_group]
+    if not keys:
         return None
-    chosen, dirs = _chosen(args), conf_dirs(args)
+    chosen, dirs = _chosen(overrides), conf_dirs(overrides)
     for key in keys:
         try:
             if problem := _problem(key, chosen, dirs):
@@ -217,3 +206,21 @@ def unknown_key(args: list[str]) -> str | None:
         except EvalHarnessError:
             return None  # an unknown task/delegate/runner or plug-in: its own check says so
     return None
+
+
+def precheck(args: list[str]) -> tuple[list[str], str | None]:
+    """The command line as Hydra will get it (rewritten), and the one-line problem found before
+    composing: Hydra's grammar, a renamed key, an unknown group option or key, a missing launcher."""
+    from evalharness.run.launchers import missing_launcher_plugin
+    from evalharness.run.renamed_keys import renamed_override
+
+    try:
+        flags, given = split(args)
+        args = rewrite(args, parse(given))
+        overrides = parse(split(args)[1])
+    except Exception as exc:  # noqa: BLE001 - Hydra's grammar errors are user errors: one line
+        return args, describe(exc)
+    checks = [renamed_override, check_group_options, missing_launcher_plugin]
+    if not (flags.config_name or flags.config_path or flags.config_dir):  # else defaults not conf/'s
+        checks.insert(2, unknown_key)
+    return args, next(filter(None, (check(overrides) for check in checks)), None)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -31,10 +30,10 @@ from evalharness.core.numbers import stable_json
 from evalharness.core.schema import check
 from evalharness.core.tables import render_text
 from evalharness.loop.interleave import InterleaveSettings
+from evalharness.run.overrides import options, parse
 
 RUNS_LOG = "runs.log"
 FILES = ("compare.json", "compare.txt", "compare.md")
-_SWEEP_FUNCTION = re.compile(r"^\w+\(")  # range(...), choice(...), glob(...): Hydra's sweep functions
 
 
 def parser() -> ArgumentParser:
@@ -56,26 +55,24 @@ def parser() -> ArgumentParser:
 
 
 def swept(overrides: list[str]) -> tuple[int, str, list[str]]:
-    """(position, key, candidate values) of the one override listing candidates."""
+    """(position, key, candidate values) of the one override listing candidates (Hydra's grammar:
+    ``KEY=A,B`` or ``KEY=choice(A,B)``; a list ``[A,B]`` or a quoted ``'A,B'`` is one value)."""
     found = []
     for i, arg in enumerate(overrides):
         if arg.startswith("-"):
             raise ConfigError(f"{arg}: compare runs its candidates itself; give overrides only (no -m)")
-        key, sep, value = arg.partition("=")
-        if not sep:
-            raise ConfigError(f"{arg!r}: expected KEY=VALUE, e.g. delegate=cpu,gpu")
-        if _SWEEP_FUNCTION.match(value):
-            raise ConfigError(f"{arg}: give the candidates as a comma list, e.g. {key}=a,b")
-        if "," in value and not value.lstrip().startswith(("[", "{", "'", '"')):
-            found.append((i, key.lstrip("+"), [v.strip() for v in value.split(",")]))
+        (override,) = parse([arg])
+        if override.is_sweep_override():
+            key, values = override.key_or_group, options(override)
+            if values is None:
+                raise ConfigError(f"{arg}: give the candidates as a comma list, e.g. {key}=a,b")
+            found.append((i, key, values))
     if not found:
         raise ConfigError("compare needs one KEY=A,B with two or more candidates, e.g. delegate=cpu,gpu")
     if len(found) > 1:
         keys = ", ".join(k for _, k, _ in found)
         raise ConfigError(f"compare takes candidates for one key, got {keys}; fix all but one to one value")
     i, key, values = found[0]
-    if any(not v for v in values):
-        raise ConfigError(f"{overrides[i]}: an empty candidate; give {key}=A,B")
     if len(set(values)) != len(values):
         raise ConfigError(f"{overrides[i]}: a candidate given twice; give distinct values")
     return i, key, values
@@ -201,7 +198,9 @@ def loader(rp) -> Callable[[], Callable[[], None]]:
     return load
 
 
-def compare(args, precheck: Callable[[list[str]], tuple[list[str], str | None]]) -> int:
+def compare(args) -> int:
+    from evalharness.run.cli import precheck
+
     overrides, problem = precheck(args.overrides)
     if problem:
         raise ConfigError(problem)
@@ -258,7 +257,7 @@ def _now() -> str:
     return datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
 
 
-def main(argv: list[str], precheck: Callable[[list[str]], tuple[list[str], str | None]]) -> int:
-    """``precheck``: the entry's own checks of run overrides (rewritten args, one problem line)."""
-    return guarded(lambda: compare(parser().parse_intermixed_args(argv), precheck))
+def main(argv: list[str] | None = None) -> int:
+    """``evalharness compare ...``: the subcommand contract, ``main(argv) -> int``."""
+    return guarded(lambda: compare(parser().parse_intermixed_args(argv)))
 

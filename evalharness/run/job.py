@@ -9,8 +9,6 @@ abilities, never by name or ``hasattr``.
 
 from __future__ import annotations
 
-import logging
-
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
@@ -25,8 +23,6 @@ from evalharness.run.prepare import prepare, use_resize
 from evalharness.run.record import record_config, record_run
 from evalharness.run.repair_view import write_repair
 from evalharness.rundir.document import now
-
-log = logging.getLogger("evalharness")
 
 
 def run(cfg: DictConfig, run_dir: str) -> dict:

@@ -7,7 +7,10 @@ names the package instead. Presets in ``conf/hydra/launcher/`` extend the plugin
 from __future__ import annotations
 
 import importlib.util
-import re
+
+from hydra.core.override_parser.types import Override
+
+from evalharness.run.overrides import options
 
 PLUGINS = {  # launcher choice -> (plugin module, pip extra)
     "joblib": ("hydra_plugins.hydra_joblib_launcher", "launchers"),
@@ -20,7 +23,6 @@ PLUGINS = {  # launcher choice -> (plugin module, pip extra)
     "ray_aws": ("hydra_plugins.hydra_ray_launcher", "ray"),
     "ray_local": ("hydra_plugins.hydra_ray_launcher", "ray"),
 }
-_LAUNCHER = re.compile(r"^hydra/launcher=(?P<name>\w+)$")
 
 
 def _installed(module: str) -> bool:
@@ -30,12 +32,12 @@ def _installed(module: str) -> bool:
         return False
 
 
-def missing_launcher_plugin(args: list[str]) -> str | None:
+def missing_launcher_plugin(overrides: list[Override]) -> str | None:
     """A one-line error when the chosen launcher's plugin is not installed, else None."""
-    for arg in args:
-        m = _LAUNCHER.match(arg)
-        if m and m.group("name") in PLUGINS:
-            module, extra = PLUGINS[m.group("name")]
-            if not _installed(module):
-                return f"{arg} needs the {module.split('.')[-1]} plugin: pip install 'evalharness[{extra}]'"
+    for o in overrides:
+        for name in (options(o) or []) if o.key_or_group == "hydra/launcher" else []:
+            module, extra = PLUGINS.get(name, (None, None))
+            if module and not _installed(module):
+                plugin = module.split(".")[-1]
+                return f"hydra/launcher={name} needs the {plugin} plugin: pip install 'evalharness[{extra}]'"
     return None

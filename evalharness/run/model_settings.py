@@ -42,9 +42,10 @@ SSD_DECODER = {"name": "ssd_postprocess", "score_threshold": 0.0}
 def given_on_command_line(overrides: list[str]) -> set[str]:
     """Model settings the user wrote (``model.labels=…`` -> ``labels``; ``model/preprocess=…`` and
     ``model.preprocess.mean=…`` -> ``preprocess`` and ``preprocess.mean``)."""
+    from evalharness.run.overrides import parse
+
     given = set()
-    for item in overrides:
-        key = item.split("=", 1)[0].lstrip("+~")
+    for key in (o.key_or_group for o in parse(overrides)):
         for prefix in ("model.", "model/"):
             if key.startswith(prefix):
                 parts = key[len(prefix) :].replace("/", ".").split(".")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from hydra.core.override_parser.types import Override
+
 RENAMED = {
     "loop.cache": "loop.tensor_cache",  # the preprocessed-tensor cache
     "task.cache": "task.start_up",  # task=benchmark's cold/warm start-up passes
@@ -18,12 +20,12 @@ def _message(old: str) -> str:
     return f"{old} is now {new} ('cache' alone meant four things); use {new}=..."
 
 
-def renamed_override(args: Iterable[str]) -> str | None:
-    """The error for the first command-line override that uses an old key, or None."""
-    for arg in args:
-        key = arg.split("=", 1)[0].lstrip("+~")
-        if key in RENAMED:
-            return _message(key)
+def renamed_override(overrides: Iterable[Override]) -> str | None:
+    """The error for the first command-line override (set, ``+``/``++`` added or ``~`` deleted) that
+    uses an old key, or None."""
+    for o in overrides:
+        if o.key_or_group in RENAMED:
+            return _message(o.key_or_group)
     return None
 
 

@@ -73,12 +73,6 @@ class Run:
             )
         return records
 
-    def artifact(self, name: str):
-        path = os.path.join(self.dir, name)
-        if not os.path.isfile(path):
-            raise RunDirError(f"run {self.label}: {path} not found; the run did not write it")
-        return _read_json(path, self.label)
-
 
 def dig(doc: dict, dotted: str, default=None):
     value = doc

@@ -1,10 +1,11 @@
 """The live half of a task plug-in: samples in, records out (the definition in
 :mod:`evalharness.tasks.discovery` does the rest).
 
-Like detectron2's evaluators: ``reset / update / compute``. A task lists its samples, turns one
-sample into input tensors, and turns the model's outputs for it into a *record* (its predictions.jsonl
-line); the task definition's pure scorer turns records into metrics. The task never sees which
-runtime or delegate ran. Optional abilities are methods with defaults here, never ``hasattr`` probes.
+A task lists its samples, turns one sample into input tensors, and turns the model's outputs for it
+into a *record* (its predictions.jsonl line) — detectron2's evaluators ``reset / process / evaluate``
+split the same way; the task definition's pure scorer then turns records into metrics (``add /
+result``, torchmetrics' ``update / compute``). The task never sees which runtime or delegate ran.
+Optional abilities are methods with defaults here, never ``hasattr`` probes.
 """
 
 from __future__ import annotations

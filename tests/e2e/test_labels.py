@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from evalharness.core.errors import DataError, ModelMismatchError
-from evalharness.core.ranking import stable_topk, topk_hits
+from evalharness.core.ranking import stable_topk
 from evalharness.data.labels import LabelMatcher, read_label_file, read_synset_words
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,18 +112,12 @@ def test_stable_topk_edges():
         stable_topk(np.zeros((2, 2)), 1)
 
 
-def test_topk_hits_is_cumulative():
-    top = np.array([[5, 2, 9], [2, 5, 9], [1, 3, 4], [7, 7, 8]])
-    truth = np.array([2, 2, 0, 8])
-    hits = topk_hits(top, truth)
-    assert hits.dtype == bool
-    assert hits.tolist() == [
-        [False, True, True],
-        [True, True, True],
-        [False, False, False],
-        [False, False, True],
-    ]
-    assert hits[:, 0].mean() == 0.25
-    assert hits[:, 2].mean() == 0.75
-    with pytest.raises(ValueError):
-        topk_hits(top, truth[:2])
+def test_topk_hits_are_cumulative():
+    from evalharness.tasks.imagenet.definition import TopKScorer  # the one top-K counter
+
+    scorer = TopKScorer(3)
+    for top, truth in zip([[5, 2, 9], [2, 5, 9], [1, 3, 4], [7, 7, 8]], [2, 2, 0, 8], strict=True):
+        scorer.add({"topk": top, "label_index": truth})
+    metrics = scorer.result()
+    assert metrics["correct"] == {"top1": 1, "top2": 2, "top3": 3}
+    assert metrics["top1"] == 0.25 and metrics["top3"] == 0.75

@@ -24,9 +24,8 @@ def _docs(sweep: Path) -> dict[str, dict]:
 
 
 def _merge_cli(runs: list[Path], out: Path) -> dict:
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["merge", *map(str, runs), "--out", str(out)])
-    assert exit_.value.code == 0
+    code = cli.main(["merge", *map(str, runs), "--out", str(out)])
+    assert code == 0
     return json.loads((out / "metrics.json").read_text())
 
 
@@ -136,11 +135,12 @@ def test_thread_budget_divides_cores_and_flags_oversubscription(monkeypatch):
 
 def test_a_launcher_without_its_plugin_is_one_line_naming_the_extra(monkeypatch):
     from evalharness.run import launchers
+    from evalharness.run.overrides import parse
 
     monkeypatch.setattr(launchers, "_installed", lambda module: False)
-    assert launchers.missing_launcher_plugin(["-m", "hydra/launcher=slurm"]) == (
+    assert launchers.missing_launcher_plugin(parse(["hydra/launcher=slurm"])) == (
         "hydra/launcher=slurm needs the hydra_submitit_launcher plugin: pip install 'evalharness[launchers]'"
     )
-    assert launchers.missing_launcher_plugin(["hydra/launcher=basic", "delegate=cpu"]) is None
+    assert launchers.missing_launcher_plugin(parse(["hydra/launcher=basic", "delegate=cpu"])) is None
     monkeypatch.undo()
-    assert launchers.missing_launcher_plugin(["hydra/launcher=joblib"]) is None  # installed with [dev]
+    assert launchers.missing_launcher_plugin(parse(["hydra/launcher=joblib"])) is None  # installed with [dev]

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import MODELS, VAL50, run_cli, run_inprocess
 
-from evalharness.__main__ import rewrite_overrides
 from evalharness.core.paths import bundled
+from evalharness.run.cli import precheck
 from evalharness.run.model_settings import given_on_command_line
 from evalharness.runtime.model_file import read_model_file
 
@@ -41,6 +41,10 @@ def test_not_a_tflite_file_is_one_error(tmp_path):
     bad.write_bytes(b"not a model at all")
     with pytest.raises(Exception, match="model.path=.*not a .tflite flatbuffer"):
         read_model_file(str(bad))
+
+
+def rewrite_overrides(args: list[str]) -> list[str]:
+    return precheck(args)[0]
 
 
 def test_override_spellings():

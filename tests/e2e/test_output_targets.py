@@ -75,9 +75,7 @@ def run_command(argv: list, capsys) -> tuple[int, str]:
     if argv[0] == "explain":
         code = explain_main(argv[1:])
     else:
-        with pytest.raises(SystemExit) as exit_info:
-            report_cli.main(argv[1:] if argv[0] == "report" else argv)
-        code = exit_info.value.code
+        code = report_cli.main(argv[1:] if argv[0] == "report" else argv)
     return code, capsys.readouterr().err
 
 

@@ -32,10 +32,9 @@ def runs(tmp_path_factory) -> dict:
 
 
 def report(capsys, *argv) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        cli.main([str(a) for a in argv])
+    code = cli.main([str(a) for a in argv])
     out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
+    return code, out, err
 
 
 def test_diff_lists_exactly_the_two_changed_images_with_mcnemar(runs, capsys):

@@ -91,9 +91,8 @@ def test_four_shards_merged_equal_one_run(tmp_path, name, overrides):
     # results.txt reads the same (COCO: the 12 summary lines and the TFLite-tool AP line)
     assert task_lines(tmp_path / "merged") == task_lines(tmp_path / "whole")
     # the merged run is a run like any other: rescore reproduces it
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["rescore", str(tmp_path / "merged")])
-    assert exit_.value.code == 0
+    code = cli.main(["rescore", str(tmp_path / "merged")])
+    assert code == 0
 
 
 def _ids(run_dir) -> list:
@@ -153,11 +152,9 @@ def test_merge_refuses_a_partial_shard_and_an_existing_output(val50_shards, tmp_
 
 
 def test_merge_cli_prints_metrics_and_contributors(val50_shards, tmp_path, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["merge", *map(str, val50_shards), "--out", str(tmp_path / "m")])
-    assert exit_.value.code == 0
+    code = cli.main(["merge", *map(str, val50_shards), "--out", str(tmp_path / "m")])
+    assert code == 0
     out = capsys.readouterr().out
     assert "Top-1 Accuracy:" in out and "merged 3 shards (3 processes on 1 host(s)): 12 samples" in out
-    with pytest.raises(SystemExit) as exit_:
-        cli.main(["merge", str(val50_shards[0]), "--out", str(tmp_path / "m2")])
-    assert exit_.value.code == 2
+    code = cli.main(["merge", str(val50_shards[0]), "--out", str(tmp_path / "m2")])
+    assert code == 2

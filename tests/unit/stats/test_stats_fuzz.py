@@ -1,7 +1,7 @@
 """Property-based fuzzing (hypothesis) of preprocessing, decoding, ranking and the metrics.
 
 Random shapes, dtypes, label sets and box sets never fail with anything but the documented errors
-(EvalHarnessError subclasses; ValueError for misuse of stable_topk/topk_hits), top-K accuracy stays
+(EvalHarnessError subclasses; ValueError for misuse of stable_topk), top-K accuracy stays
 in [0, 1] and never decreases with K, and AP/AR stay in [0, 1] or are exactly -1 (pycocotools'
 "nothing to score"). Bounded: a few dozen examples per property, the file in well under 30 s.
 """
@@ -22,7 +22,7 @@ from hypothesis.extra import numpy as hnp
 from PIL import Image
 
 from evalharness.core.errors import DataError
-from evalharness.core.ranking import stable_topk, topk_hits
+from evalharness.core.ranking import stable_topk
 from evalharness.core.tensors import TensorInfo
 from evalharness.data.ground_truth import LabeledSample
 from evalharness.data.preprocess import (
@@ -259,18 +259,19 @@ def test_stable_topk_misuse_is_a_value_error(bad):
 
 @FUZZ
 @given(data=st.data(), n=st.integers(0, 12), k=st.integers(1, 6))
-def test_topk_hits_accuracy_is_a_monotone_fraction(data, n, k):
+def test_topk_accuracy_is_a_monotone_fraction(data, n, k):
+    from evalharness.tasks.imagenet.definition import TopKScorer  # the one top-K counter
+
     top = data.draw(hnp.arrays(np.int64, (n, k), elements=st.integers(0, 5)))
     truth = data.draw(hnp.arrays(np.int64, n, elements=st.integers(0, 5)))
-    hits = topk_hits(top, truth)
-    assert hits.shape == (n, k) and hits.dtype == bool
+    scorer = TopKScorer(k)
+    for row, label in zip(top.tolist(), truth.tolist(), strict=True):
+        scorer.add({"topk": row, "label_index": label})
+    metrics = scorer.result()
     for j in range(k):
-        assert np.array_equal(hits[:, j], (top[:, : j + 1] == truth[:, None]).any(axis=1))
-    if n:
-        accuracy = hits.mean(axis=0)
-        assert ((accuracy >= 0) & (accuracy <= 1)).all() and (np.diff(accuracy) >= 0).all()
-    with pytest.raises(ValueError):
-        topk_hits(top, np.zeros(n + 1, np.int64))
+        assert metrics["correct"][f"top{j + 1}"] == int((top[:, : j + 1] == truth[:, None]).any(axis=1).sum())
+    accuracy = [metrics[f"top{j + 1}"] for j in range(k)]
+    assert all(0 <= a <= 1 for a in accuracy) and accuracy == sorted(accuracy)
 
 
 @st.composite
