@@ -3,8 +3,10 @@ ahead-of-time compiled models (``npu/``) are built once per key and reused.
 
 The key is a JSON object of everything the file depends on (the source model's sha256, the recipe or
 compiler options, tool versions); the folder is named by its hash. A folder whose record was written
-for another key, or whose file no longer has the recorded sha256, is rebuilt, never used. The file
-and its record are written atomically, the record last, so an interrupted build is a miss.
+for another key, or whose file no longer has the recorded sha256, is rebuilt, never used; a record
+that cannot be read or has the wrong shape (0 bytes, garbage, ``[]``) is damage, rebuilt and said
+once (:mod:`evalharness.core.derived`). The file and its record are written atomically, the record
+last, so an interrupted build is a miss.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 
 from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
 from evalharness.core.checksum import sha256_file
+from evalharness.core.derived import Damaged, read_json_object, read_or_rebuild
 
 ARTIFACT = "model.tflite"
 RECORD = "record.json"
@@ -24,16 +27,20 @@ RECORD = "record.json"
 
 def cached_record(folder: str, key_text: str, record_name: str = RECORD) -> dict | None:
     """A cache folder's JSON record if it was built for ``key_text`` and its artifact is intact
-    (present, same sha256 as recorded); None means rebuild."""
-    try:
-        with open(os.path.join(folder, record_name), encoding="utf-8") as f:
-            record = json.load(f)
-    except (OSError, ValueError):
-        return None
-    path = os.path.join(folder, ARTIFACT)
-    if record.get("key") != key_text or not os.path.isfile(path) or sha256_file(path) != record.get("sha256"):
-        return None
-    return record
+    (present, same sha256 as recorded); None means rebuild (damage said once)."""
+
+    def read() -> dict:
+        record = read_json_object(os.path.join(folder, record_name))
+        if record.get("key") != key_text:
+            raise Damaged(f"{record_name} was written for another key")
+        artifact = os.path.join(folder, ARTIFACT)
+        if not os.path.isfile(artifact):
+            raise Damaged(f"{ARTIFACT} is missing beside its {record_name}")
+        if sha256_file(artifact) != record.get("sha256"):
+            raise Damaged(f"{ARTIFACT} does not match the sha256 in {record_name}")
+        return record
+
+    return read_or_rebuild(f"cached model {folder}", read)
 
 
 Build = Callable[[str], tuple[bytes, dict]]

@@ -1,0 +1,175 @@
+"""One rule for every store of derived state (core/derived.py): a damaged entry of any store is
+rebuilt and said once, never used and never an internal error. Generated: each file of each store x
+each kind of damage. No assets: the stores are driven directly."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evalharness.core.variant_cache import cached_model
+from evalharness.data.cache import TensorCache
+from evalharness.runtime.cache import CacheProbe
+
+KEY = {"task": "t", "manifest": "m", "preprocessing": {"resize": "bilinear"}}
+SHAPE, DTYPE, COUNT = (2, 3), "uint8", 3
+NPY_FILES = ("tensors", "crc32", "filled", "source_sha256", "source_state")
+
+
+def _damage(path, how: str) -> None:
+    """Write one kind of damage over ``path``."""
+    data = Path(path).read_bytes() if os.path.exists(path) else b""
+    damaged = {
+        "empty": b"",  # a crash before the first write
+        "truncated": data[: max(len(data) // 2, 1)],
+        "garbage": os.urandom(max(len(data), 64)),
+        "list": b"[]",
+        "object": b"{}",
+        "string": b'"text"',
+        "number": b"7",
+        "binary": b"\xff\xfe\x00{",  # not UTF-8
+    }[how]
+    with open(path, "wb") as f:
+        f.write(damaged)
+
+
+def _sources(tmp_path) -> list[str]:
+    paths = []
+    for i in range(COUNT):
+        p = tmp_path / f"img{i}.jpg"
+        p.write_bytes(bytes([i]) * 50)
+        paths.append(str(p))
+    return paths
+
+
+def _filled(root, sources) -> TensorCache:
+    cache = TensorCache(str(root), KEY, COUNT, SHAPE, DTYPE)
+    for i, src in enumerate(sources):
+        cache.put(i, np.full(SHAPE, i + 1, np.uint8), cache.source_identity(src))
+    cache.flush()
+    return cache
+
+
+def _warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+@pytest.mark.parametrize("how", ["empty", "truncated", "garbage", "list"])
+@pytest.mark.parametrize("name", NPY_FILES)
+def test_a_damaged_tensor_cache_file_rebuilds_the_cache(tmp_path, caplog, name, how):
+    sources = _sources(tmp_path)
+    first = _filled(tmp_path / "cache", sources)
+    _damage(os.path.join(first.dir, f"{name}.npy"), how)
+    again = TensorCache(str(tmp_path / "cache"), KEY, COUNT, SHAPE, DTYPE)
+    assert [again.get(i, s) for i, s in enumerate(sources)] == [None] * COUNT  # nothing served
+    assert len(again.stats()["rebuilt"]) == 1 and f"{name}.npy" in again.stats()["rebuilt"][0]
+    assert len(_warnings(caplog)) == 1 and "rebuilt, not used" in _warnings(caplog)[0]
+    again.put(0, np.full(SHAPE, 9, np.uint8), again.source_identity(sources[0]))
+    assert (again.get(0, sources[0]) == 9).all()
+
+
+def test_an_npy_file_of_another_shape_is_damage(tmp_path, caplog):
+    sources = _sources(tmp_path)
+    first = _filled(tmp_path / "cache", sources)
+    np.save(os.path.join(first.dir, "crc32.npy"), np.zeros(COUNT + 1, np.uint32))  # a valid .npy, wrong shape
+    again = TensorCache(str(tmp_path / "cache"), KEY, COUNT, SHAPE, DTYPE)
+    assert again.get(0, sources[0]) is None
+    assert "crc32.npy holds uint32[4]" in again.stats()["rebuilt"][0]
+
+
+@pytest.mark.parametrize("how", ["empty", "truncated", "garbage", "list", "object", "string", "binary"])
+def test_a_damaged_key_file_rebuilds_the_cache(tmp_path, caplog, how):
+    sources = _sources(tmp_path)
+    first = _filled(tmp_path / "cache", sources)
+    _damage(os.path.join(first.dir, "key.json"), how)
+    again = TensorCache(str(tmp_path / "cache"), KEY, COUNT, SHAPE, DTYPE)
+    assert again.get(1, sources[1]) is None and len(again.stats()["rebuilt"]) == 1
+    assert len(_warnings(caplog)) == 1
+
+
+def test_a_missing_file_is_a_plain_miss_not_damage(tmp_path, caplog):
+    sources = _sources(tmp_path)
+    first = _filled(tmp_path / "cache", sources)
+    os.unlink(os.path.join(first.dir, "filled.npy"))
+    again = TensorCache(str(tmp_path / "cache"), KEY, COUNT, SHAPE, DTYPE)
+    assert again.get(0, sources[0]) is None and again.stats()["rebuilt"] == [] and not _warnings(caplog)
+
+
+def _build(calls: list, data: bytes = b"model bytes"):
+    def build(folder: str):
+        calls.append(folder)
+        return data, {"extra": 1}
+
+    return build
+
+
+@pytest.mark.parametrize(
+    "how", ["empty", "truncated", "garbage", "list", "object", "string", "number", "binary"]
+)
+@pytest.mark.parametrize("record_name", ["variant.json", "compiled.json"])
+def test_a_damaged_variant_record_is_rebuilt(tmp_path, caplog, record_name, how):
+    calls: list = []
+    first = cached_model(str(tmp_path), "quant", {"k": 1}, _build(calls), record_name=record_name)
+    _damage(os.path.join(first["dir"], record_name), how)
+    again = cached_model(str(tmp_path), "quant", {"k": 1}, _build(calls), record_name=record_name)
+    assert again["cache"] == "built" and len(calls) == 2
+    assert len(_warnings(caplog)) == 1 and "rebuilt, not used" in _warnings(caplog)[0]
+    assert (
+        cached_model(str(tmp_path), "quant", {"k": 1}, _build(calls), record_name=record_name)["cache"]
+        == "hit"
+    )
+
+
+@pytest.mark.parametrize("how", ["empty", "truncated", "garbage"])
+def test_a_damaged_variant_model_is_rebuilt(tmp_path, caplog, how):
+    calls: list = []
+    first = cached_model(str(tmp_path), "quant", {"k": 1}, _build(calls))
+    _damage(first["path"], how)
+    again = cached_model(str(tmp_path), "quant", {"k": 1}, _build(calls))
+    assert again["cache"] == "built" and len(calls) == 2 and len(_warnings(caplog)) == 1
+    assert Path(again["path"]).read_bytes() == b"model bytes"
+
+
+def test_a_variant_record_for_another_key_is_rebuilt(tmp_path, caplog):
+    calls: list = []
+    first = cached_model(str(tmp_path), "quant", {"k": 1}, _build(calls))
+    record = Path(first["dir"], "record.json")
+    record.write_text(json.dumps({**json.loads(record.read_text()), "key": "another"}))
+    assert cached_model(str(tmp_path), "quant", {"k": 1}, _build(calls))["cache"] == "built"
+    assert "another key" in _warnings(caplog)[0]
+
+
+def _probe(path) -> CacheProbe:
+    return CacheProbe("xnnpack_weight_cache", "cpu", str(path), "delegate.compile_cache_dir")
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbage"])
+def test_a_compile_cache_file_the_runtime_rewrites_is_rebuilt_not_warm(tmp_path, caplog, how):
+    cache = tmp_path / "xnnpack_weights.bin"
+    cache.write_bytes(b"w" * 4096)
+    _damage(cache, how)  # what the load finds
+    probe = _probe(cache)
+    cache.write_bytes(b"w" * 4096)  # the runtime rejects it and writes it again, same size
+    assert probe.record()["state"] == "rebuilt" and probe.record()["state"] == "rebuilt"
+    assert len(_warnings(caplog)) == 1 and str(cache) in _warnings(caplog)[0]
+
+
+def test_compile_cache_states_cold_warm_partial(tmp_path, caplog):
+    cache = tmp_path / "xnnpack_weights.bin"
+    cold = _probe(cache)
+    cache.write_bytes(b"w" * 4096)
+    assert cold.record()["state"] == "cold"
+    assert _probe(cache).record()["state"] == "warm"  # read, not written
+    cache.write_bytes(b"")
+    assert _probe(cache).record()["state"] == "cold"  # 0 bytes found: nothing to be warm with
+    folder = tmp_path / "dir"
+    folder.mkdir()
+    (folder / "a").write_bytes(b"x")
+    shared = CacheProbe("other", "gpu", str(folder), "test")
+    (folder / "b").write_bytes(b"y")
+    assert shared.record()["state"] == "partial" and not _warnings(caplog)
