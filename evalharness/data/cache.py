@@ -1,20 +1,21 @@
 """Preprocessed-tensor cache: decode a dataset once, reuse it across delegates and runtimes.
 
-One directory per key (dataset manifest hash + preprocessing recipe + input shape/dtype + layout,
-hashed): ``tensors.npy`` (a memory-mapped [N, ...] array), ``crc32.npy`` and ``filled.npy`` per
-sample, the identity of each sample's source file (``source_sha256.npy``, ``source_state.npy``) and
-``key.json``. Derived state follows :mod:`evalharness.core.derived`: a damaged file (0 bytes,
-truncated, garbage, another shape) or a ``key.json`` for another key rebuilds the whole cache, said
-once; a sample is served only if its tensor's CRC-32 matches and its source file is the one it was
-made from, else that sample is rebuilt.
+One directory per key (dataset manifest hash + preprocessing recipe + input shape/dtype + the
+decoder's versions + layout, hashed): ``tensors.npy`` (a memory-mapped [N, ...] array),
+``crc32.npy`` and ``filled.npy`` per sample, each sample's source identity (``source_sha256.npy``,
+``source_state.npy``) and ``key.json``. Derived state follows :mod:`evalharness.core.derived`: a
+damaged file (0 bytes, truncated, garbage, another shape) or a ``key.json`` for another key
+rebuilds the whole cache, said once; a sample is served only if its tensor's CRC-32 matches and its
+source file is the one it was made from, else that sample is rebuilt.
 
 Source identity, by content: each sample records the sha256 of its file's bytes (taken before the
 decode) and the file's (size, mtime_ns, inode, ctime_ns). A read whose stat equals the recorded one
-is served (any write or replacement moves ctime_ns); a stat that differs makes the file be hashed
-again: the same bytes (a copy, a touch) refresh the stat and serve, other bytes (an image replaced
-in place, even by one of the same size) rebuild the sample. Measured on the 50 val50 JPEGs (31 KB
-mean): a stat costs ~2 us per image, a sha256 of the file ~28 us, the decode and resize ~1.3 ms; so a
-warm read pays one stat and a cold build one hash (docs/performance.md, *Tensor cache*).
+is served (any write or replacement moves ctime_ns, which ``cp -p`` / ``rsync -t`` do not restore);
+a stat that differs makes the file be hashed again: the same bytes (a copy, a touch) refresh the
+stat and serve, other bytes (an image replaced in place, even by one of the same size) rebuild the
+sample. Measured on the 50 val50 JPEGs (31 KiB mean, ``benchmarks/bench_source_identity.py``): a
+stat ~2 us per image, a sha256 of the file ~32 us, decode + resize ~1.3 ms, a warm read 11 us; so a
+warm read pays one stat, not a hash, and a cold build one hash (docs/performance.md).
 One writer at a time: concurrent runs that share a cache should build it once first.
 """
 
@@ -39,6 +40,15 @@ def source_digest(path: str) -> np.ndarray:
     """sha256 of a file's bytes as 32 uint8 (how a sample's source is recorded)."""
     with open(path, "rb") as f:
         return np.frombuffer(hashlib.sha256(f.read()).digest(), np.uint8)
+
+
+def decoder_identity() -> dict:
+    """The image decoder's versions, part of the key: another Pillow or libjpeg-turbo may decode a
+    JPEG to other pixels (the exact resize is not: its two implementations give the same bits)."""
+    import PIL
+    from PIL import features
+
+    return {"pillow": PIL.__version__, "libjpeg_turbo": features.version("libjpeg_turbo")}
 
 
 def _digest_or_none(path: str) -> np.ndarray | None:
@@ -177,7 +187,8 @@ class CachedTask:
     def bind(self, inputs, outputs) -> None:
         self._task.bind(inputs, outputs)
         (info,) = inputs
-        self.cache = TensorCache(self._root, self._task.cache_key(), len(self._index), info.shape, info.dtype)
+        key = {**self._task.cache_key(), "decoder": decoder_identity()}
+        self.cache = TensorCache(self._root, key, len(self._index), info.shape, info.dtype)
 
     def prepare(self, sample) -> list[np.ndarray]:
         i = self._index[self._task.sample_id(sample)]

@@ -65,3 +65,13 @@ def test_a_vanished_source_is_not_served(tmp_path):
     assert cache.get(0, str(src)) is None and cache.source_identity(str(src)) is None
     cache.put(0, np.zeros((2,), np.uint8), None)  # unreadable source: nothing recorded
     assert not cache.filled[0]
+
+
+def test_the_decoder_version_is_part_of_the_key(monkeypatch):
+    import PIL
+
+    from evalharness.data.cache import decoder_identity
+
+    before = decoder_identity()
+    monkeypatch.setattr(PIL, "__version__", "0.0-other")
+    assert decoder_identity() != before and before["pillow"]
