@@ -15,6 +15,7 @@ import json
 import logging
 import os
 from collections.abc import Callable
+from tokenize import TokenError
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -22,8 +23,13 @@ T = TypeVar("T")
 log = logging.getLogger("evalharness")
 
 # What reading a damaged file raises: OSError (unreadable, mmap of a short file), ValueError (bad JSON,
-# bad UTF-8, a bad .npy header, :class:`Damaged`), EOFError, and the lookups a wrong shape trips.
-DAMAGE = (OSError, ValueError, EOFError, TypeError, KeyError, IndexError, AttributeError)
+# bad UTF-8, a bad .npy header, :class:`Damaged`), SyntaxError and TokenError (numpy parses a .npy
+# header with ast.literal_eval, then tokenize), MemoryError (a header claiming a huge shape),
+# EOFError, and the lookups a wrong shape trips. Fuzzed: tests/unit/core/test_derived_damage.py.
+DAMAGE = (
+    OSError, ValueError, SyntaxError, TokenError, MemoryError, EOFError,
+    TypeError, KeyError, IndexError, AttributeError, OverflowError,
+)  # fmt: skip
 
 
 class Damaged(ValueError):
@@ -52,8 +58,11 @@ def say_rebuilt(what: str, why: str, rebuilt: list[str] | None = None) -> str:
 
 
 def why(exc: BaseException) -> str:
-    """What went wrong, one short line: a :class:`Damaged`'s own words, else the failure named."""
+    """What went wrong, one short printable line: a :class:`Damaged`'s own words, else the failure
+    named. Parsers quote the file's bytes in their messages (a .npy header): control characters are
+    escaped, so a damaged file cannot write to the terminal."""
     text = str(exc).splitlines()[0] if str(exc) else ""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     return text[:200] if isinstance(exc, Damaged) else f"unreadable ({type(exc).__name__}: {text[:160]})"
 
 

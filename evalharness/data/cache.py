@@ -111,10 +111,11 @@ class TensorCache:
                 raise
             except DAMAGE as exc:
                 raise Damaged(f"{name}.npy {why(exc)}") from exc
-            if arr.shape != shape or arr.dtype != np.dtype(dtype):
-                raise Damaged(
-                    f"{name}.npy holds {arr.dtype}{list(arr.shape)}, not {np.dtype(dtype)}{list(shape)}"
+            if arr.shape != shape or arr.dtype != np.dtype(dtype) or not arr.flags.c_contiguous:
+                found = f"{arr.dtype}{list(arr.shape)}" + (
+                    "" if arr.flags.c_contiguous else " in Fortran order"
                 )
+                raise Damaged(f"{name}.npy holds {found}, not {np.dtype(dtype)}{list(shape)}")
             arrays[name] = arr
         return arrays
 

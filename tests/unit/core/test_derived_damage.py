@@ -173,3 +173,35 @@ def test_compile_cache_states_cold_warm_partial(tmp_path, caplog):
     shared = CacheProbe("other", "gpu", str(folder), "test")
     (folder / "b").write_bytes(b"y")
     assert shared.record()["state"] == "partial" and not _warnings(caplog)
+
+
+def test_what_a_damaged_file_quotes_is_escaped(tmp_path, caplog):
+    sources = _sources(tmp_path)
+    first = _filled(tmp_path / "cache", sources)
+    header = b"\x93NUMPY\x01\x00\x20\x00{'descr': '\x1b[31mred\x07', 'fortran_order': False}\n"
+    Path(first.dir, "tensors.npy").write_bytes(header + b"\0" * 64)
+    again = TensorCache(str(tmp_path / "cache"), KEY, COUNT, SHAPE, DTYPE)
+    (line,) = again.stats()["rebuilt"]
+    assert line.isprintable() and "\x1b" not in line and "tensors.npy" in line
+
+
+@pytest.mark.parametrize("name", NPY_FILES)
+def test_random_damage_to_an_npy_header_is_always_a_rebuild(tmp_path, name):
+    """Bytes of the .npy header overwritten at random (seeded): every outcome is a rebuild or a
+    verified read, never an exception."""
+    rng = np.random.default_rng(41)
+    sources = _sources(tmp_path)
+    first = _filled(tmp_path / "cache", sources)
+    path = Path(first.dir, f"{name}.npy")
+    original = path.read_bytes()
+    for _ in range(25):
+        data = bytearray(original)
+        for pos in rng.integers(0, 128, size=rng.integers(1, 4)):
+            data[pos] = rng.integers(0, 256)
+        path.write_bytes(bytes(data))
+        again = TensorCache(str(tmp_path / "cache"), KEY, COUNT, SHAPE, DTYPE)
+        for i, src in enumerate(sources):
+            served = again.get(i, src)
+            assert served is None or (served == i + 1).all()
+        first = _filled(tmp_path / "cache", sources)  # whole again for the next round
+        path, original = Path(first.dir, f"{name}.npy"), Path(first.dir, f"{name}.npy").read_bytes()
