@@ -4,9 +4,10 @@ ahead-of-time compiled models (``npu/``) are built once per key and reused.
 The key is a JSON object of everything the file depends on (the source model's sha256, the recipe or
 compiler options, tool versions); the folder is named by its hash. A folder whose record was written
 for another key, or whose file no longer has the recorded sha256, is rebuilt, never used; a record
-that cannot be read or has the wrong shape (0 bytes, garbage, ``[]``) is damage, rebuilt and said
-once (:mod:`evalharness.core.derived`). The file and its record are written atomically, the record
-last, so an interrupted build is a miss.
+that cannot be read, has the wrong shape (0 bytes, garbage, ``[]``) or is not the one written (it
+carries the sha256 of its own fields: a field removed or retyped) is damage, rebuilt and said once
+(:mod:`evalharness.core.derived`); a record written before that digest is rebuilt once. The file and
+its record are written atomically, the record last, so an interrupted build is a miss.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def cached_record(folder: str, key_text: str, record_name: str = RECORD) -> dict
 
     def read() -> dict:
         record = read_json_object(os.path.join(folder, record_name))
+        if record.get("record_sha256") != _self_digest(record):
+            raise Damaged(f"{record_name} is not the record this cache wrote (its record_sha256 differs)")
         if record.get("key") != key_text:
             raise Damaged(f"{record_name} was written for another key")
         artifact = os.path.join(folder, ARTIFACT)
@@ -41,6 +44,13 @@ def cached_record(folder: str, key_text: str, record_name: str = RECORD) -> dict
         return record
 
     return read_or_rebuild(f"cached model {folder}", read)
+
+
+def _self_digest(record: dict) -> str:
+    """sha256 of a record's own fields (``record_sha256`` aside): a record with a field removed,
+    retyped or edited is not the one written, so nothing reads a field it lacks."""
+    rest = {k: v for k, v in record.items() if k != "record_sha256"}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
 
 
 Build = Callable[[str], tuple[bytes, dict]]
@@ -68,5 +78,6 @@ def cached_model(cache_dir: str, kind: str, key: dict, build: Build, record_name
         **extra,
         "build_s": round(time.perf_counter() - started, 3),
     }
+    record["record_sha256"] = _self_digest(record)
     atomic_write_text(os.path.join(folder, record_name), json.dumps(record, indent=1))
     return {**record, "path": path, "dir": folder, "cache": "built"}

@@ -4,6 +4,7 @@ each kind of damage. No assets: the stores are driven directly."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -139,7 +140,10 @@ def test_a_variant_record_for_another_key_is_rebuilt(tmp_path, caplog):
     calls: list = []
     first = cached_model(str(tmp_path), "quant", {"k": 1}, _build(calls))
     record = Path(first["dir"], "record.json")
-    record.write_text(json.dumps({**json.loads(record.read_text()), "key": "another"}))
+    doc = {k: v for k, v in json.loads(record.read_text()).items() if k != "record_sha256"}
+    doc["key"] = "another"  # a whole record, but for another key (a hash collision, a copied folder)
+    doc["record_sha256"] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+    record.write_text(json.dumps(doc))
     assert cached_model(str(tmp_path), "quant", {"k": 1}, _build(calls))["cache"] == "built"
     assert "another key" in _warnings(caplog)[0]
 
@@ -205,3 +209,31 @@ def test_random_damage_to_an_npy_header_is_always_a_rebuild(tmp_path, name):
             assert served is None or (served == i + 1).all()
         first = _filled(tmp_path / "cache", sources)  # whole again for the next round
         path, original = Path(first.dir, f"{name}.npy"), Path(first.dir, f"{name}.npy").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda r: r.pop("build_s"),
+        lambda r: r.pop("recipe_ops"),
+        lambda r: r.update(bytes="many"),
+        lambda r: r.update(recipe_ops=None),
+        lambda r: r.pop("record_sha256"),
+    ],
+    ids=["no build_s", "no extra field", "bytes retyped", "extra field nulled", "no self digest"],
+)
+def test_a_variant_record_missing_or_retyping_a_field_is_rebuilt(tmp_path, caplog, edit):
+    calls: list = []
+
+    def build(folder):
+        calls.append(folder)
+        return b"model bytes", {"recipe_ops": ["op"]}
+
+    first = cached_model(str(tmp_path), "quant", {"k": 1}, build)
+    record = Path(first["dir"], "record.json")
+    doc = json.loads(record.read_text())
+    edit(doc)
+    record.write_text(json.dumps(doc))
+    again = cached_model(str(tmp_path), "quant", {"k": 1}, build)
+    assert again["cache"] == "built" and again["recipe_ops"] == ["op"] and isinstance(again["build_s"], float)
+    assert len(calls) == 2 and "record_sha256" in _warnings(caplog)[0]
