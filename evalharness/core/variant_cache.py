@@ -26,9 +26,12 @@ ARTIFACT = "model.tflite"
 RECORD = "record.json"
 
 
-def cached_record(folder: str, key_text: str, record_name: str = RECORD) -> dict | None:
+def cached_record(
+    folder: str, key_text: str, record_name: str = RECORD, rebuilt: list[str] | None = None
+) -> dict | None:
     """A cache folder's JSON record if it was built for ``key_text`` and its artifact is intact
-    (present, same sha256 as recorded); None means rebuild (damage said once)."""
+    (present, same sha256 as recorded); None means rebuild (damage said once, its line appended
+    to ``rebuilt``)."""
 
     def read() -> dict:
         record = read_json_object(os.path.join(folder, record_name))
@@ -43,7 +46,7 @@ def cached_record(folder: str, key_text: str, record_name: str = RECORD) -> dict
             raise Damaged(f"{ARTIFACT} does not match the sha256 in {record_name}")
         return record
 
-    return read_or_rebuild(f"cached model {folder}", read)
+    return read_or_rebuild(f"cached model {folder}", read, rebuilt)
 
 
 def _self_digest(record: dict) -> str:
@@ -59,14 +62,16 @@ Build = Callable[[str], tuple[bytes, dict]]
 def cached_model(cache_dir: str, kind: str, key: dict, build: Build, record_name: str = RECORD) -> dict:
     """The model file for ``key`` under ``<cache_dir>/<kind>/<hash>/``, built by ``build(folder)``
     (-> file bytes, extra record fields) when missing or damaged. Returns the record with ``path``,
-    ``dir`` and ``cache`` (``hit`` or ``built``); ``build_s`` is the build's wall time."""
+    ``dir``, ``cache`` (``hit`` or ``built``) and ``rebuilt`` (why a damaged entry was not used, the
+    line said once; empty for a hit or a first build); ``build_s`` is the build's wall time."""
     key_text = json.dumps(key, sort_keys=True)
     digest = hashlib.sha256(key_text.encode()).hexdigest()[:24]
     folder = os.path.join(os.path.expanduser(cache_dir), kind, digest)
     path = os.path.join(folder, ARTIFACT)
-    record = cached_record(folder, key_text, record_name)
+    rebuilt: list[str] = []
+    record = cached_record(folder, key_text, record_name, rebuilt)
     if record is not None:
-        return {**record, "path": path, "dir": folder, "cache": "hit"}
+        return {**record, "path": path, "dir": folder, "cache": "hit", "rebuilt": rebuilt}
     started = time.perf_counter()
     os.makedirs(folder, exist_ok=True)
     data, extra = build(folder)
@@ -80,4 +85,4 @@ def cached_model(cache_dir: str, kind: str, key: dict, build: Build, record_name
     }
     record["record_sha256"] = _self_digest(record)
     atomic_write_text(os.path.join(folder, record_name), json.dumps(record, indent=1))
-    return {**record, "path": path, "dir": folder, "cache": "built"}
+    return {**record, "path": path, "dir": folder, "cache": "built", "rebuilt": rebuilt}
