@@ -107,8 +107,8 @@ class TensorCache:
         for name, (dtype, shape) in specs.items():
             try:
                 arr = self._map(name, "r+", dtype, shape)  # r+ reads shape and dtype from the file
-            except FileNotFoundError:
-                raise
+            except FileNotFoundError:  # key.json is written last: a crash cannot leave this
+                raise Damaged(f"{name}.npy is missing beside key.json") from None
             except DAMAGE as exc:
                 raise Damaged(f"{name}.npy {why(exc)}") from exc
             if arr.shape != shape or arr.dtype != np.dtype(dtype) or not arr.flags.c_contiguous:

@@ -93,12 +93,21 @@ def test_a_damaged_key_file_rebuilds_the_cache(tmp_path, caplog, how):
     assert len(_warnings(caplog)) == 1
 
 
-def test_a_missing_file_is_a_plain_miss_not_damage(tmp_path, caplog):
+def test_a_build_cut_short_by_a_crash_is_a_plain_miss(tmp_path, caplog):
+    sources = _sources(tmp_path)
+    first = _filled(tmp_path / "cache", sources)
+    os.unlink(os.path.join(first.dir, "key.json"))  # written last: arrays without it are a cut build
+    again = TensorCache(str(tmp_path / "cache"), KEY, COUNT, SHAPE, DTYPE)
+    assert again.get(0, sources[0]) is None and again.stats()["rebuilt"] == [] and not _warnings(caplog)
+
+
+def test_an_array_missing_beside_its_key_is_damage(tmp_path, caplog):
     sources = _sources(tmp_path)
     first = _filled(tmp_path / "cache", sources)
     os.unlink(os.path.join(first.dir, "filled.npy"))
     again = TensorCache(str(tmp_path / "cache"), KEY, COUNT, SHAPE, DTYPE)
-    assert again.get(0, sources[0]) is None and again.stats()["rebuilt"] == [] and not _warnings(caplog)
+    assert again.get(0, sources[0]) is None and "filled.npy is missing" in again.stats()["rebuilt"][0]
+    assert len(_warnings(caplog)) == 1
 
 
 def _build(calls: list, data: bytes = b"model bytes"):
