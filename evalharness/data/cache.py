@@ -1,11 +1,22 @@
 """Preprocessed-tensor cache: decode a dataset once, reuse it across delegates and runtimes.
 
-One directory per key (dataset manifest hash + preprocessing recipe + input shape/dtype, hashed):
-``tensors.npy`` (a memory-mapped [N, ...] array), ``crc32.npy`` and ``filled.npy`` per sample, and
-``key.json``. A sample is served only if its stored CRC-32 matches its bytes; a mismatch (a torn
-write, disk corruption) or a key that does not match ``key.json`` rebuilds that sample or the whole
-cache — the cache is never used wrongly. One writer at a time: concurrent runs that share a cache
-should build it once first.
+One directory per key (dataset manifest hash + preprocessing recipe + input shape/dtype + the
+decoder's versions + layout, hashed): ``tensors.npy`` (a memory-mapped [N, ...] array),
+``crc32.npy`` and ``filled.npy`` per sample, each sample's source identity (``source_sha256.npy``,
+``source_state.npy``) and ``key.json``. Derived state follows :mod:`evalharness.core.derived`: a
+damaged file (0 bytes, truncated, garbage, another shape) or a ``key.json`` for another key
+rebuilds the whole cache, said once; a sample is served only if its tensor's CRC-32 matches and its
+source file is the one it was made from, else that sample is rebuilt.
+
+Source identity, by content: each sample records the sha256 of its file's bytes (taken before the
+decode) and the file's (size, mtime_ns, inode, ctime_ns). A read whose stat equals the recorded one
+is served (any write or replacement moves ctime_ns, which ``cp -p`` / ``rsync -t`` do not restore);
+a stat that differs makes the file be hashed again: the same bytes (a copy, a touch) refresh the
+stat and serve, other bytes (an image replaced in place, even by one of the same size) rebuild the
+sample. Measured on the 50 val50 JPEGs (31 KiB mean, ``benchmarks/bench_source_identity.py``): a
+stat ~2 us per image, a sha256 of the file ~32 us, decode + resize ~1.3 ms, a warm read 11 us; so a
+warm read pays one stat, not a hash, and a cold build one hash (docs/performance.md).
+One writer at a time: concurrent runs that share a cache should build it once first.
 """
 
 from __future__ import annotations
@@ -19,39 +30,110 @@ import numpy as np
 
 from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.checksum import crc32_array
+from evalharness.core.derived import DAMAGE, Damaged, file_state, read_or_rebuild, say_rebuilt, why
+
+LAYOUT = 2  # part of the key: a cache written with another file layout is another cache
+_NO_STATE = (-1, -1, -1, -1)
+
+
+def source_digest(path: str) -> np.ndarray:
+    """sha256 of a file's bytes as 32 uint8 (how a sample's source is recorded)."""
+    with open(path, "rb") as f:
+        return np.frombuffer(hashlib.sha256(f.read()).digest(), np.uint8)
+
+
+def decoder_identity() -> dict:
+    """The image decoder's versions, part of the key: another Pillow or libjpeg-turbo may decode a
+    JPEG to other pixels (the exact resize is not: its two implementations give the same bits)."""
+    import PIL
+    from PIL import features
+
+    return {"pillow": PIL.__version__, "libjpeg_turbo": features.version("libjpeg_turbo")}
+
+
+def _digest_or_none(path: str) -> np.ndarray | None:
+    try:
+        return source_digest(path)
+    except OSError:
+        return None
 
 
 class TensorCache:
     def __init__(self, root: str, key: dict, count: int, shape: tuple[int, ...], dtype: str) -> None:
-        text = json.dumps({**key, "count": count, "shape": list(shape), "dtype": dtype}, sort_keys=True)
+        text = json.dumps(
+            {**key, "count": count, "shape": list(shape), "dtype": dtype, "layout": LAYOUT}, sort_keys=True
+        )
         self.dir = os.path.join(os.path.expanduser(root), hashlib.sha256(text.encode()).hexdigest()[:24])
-        key_path = os.path.join(self.dir, "key.json")
+        self.rebuilt: list[str] = []  # why the whole cache was rebuilt (said once, in stats())
+        self.hits = self.misses = self.corrupt = self.stale = 0
+        specs = {
+            "tensors": (dtype, (count, *shape)),
+            "crc32": (np.uint32, (count,)),
+            "filled": (np.uint8, (count,)),
+            "source_sha256": (np.uint8, (count, 32)),
+            "source_state": (np.int64, (count, 4)),
+        }
+        arrays = None
         if os.path.isdir(self.dir):
-            try:
-                with open(key_path, encoding="utf-8") as f:
-                    valid = f.read() == text
-            except OSError:
-                valid = False
-            if not valid:
+            arrays = read_or_rebuild(
+                f"tensor cache {self.dir}", lambda: self._open(text, specs), self.rebuilt
+            )
+            if arrays is None:
                 shutil.rmtree(self.dir)
-        fresh = not os.path.isdir(self.dir)
-        os.makedirs(self.dir, exist_ok=True)
-        mode = "w+" if fresh else "r+"
-        path = os.path.join(self.dir, "{}.npy").format
-        self.data = np.lib.format.open_memmap(path("tensors"), mode, dtype=dtype, shape=(count, *shape))
-        self.crc = np.lib.format.open_memmap(path("crc32"), mode, dtype=np.uint32, shape=(count,))
-        self.filled = np.lib.format.open_memmap(path("filled"), mode, dtype=np.uint8, shape=(count,))
-        if fresh:
-            atomic_write_text(key_path, text)
+        if arrays is None:
+            os.makedirs(self.dir, exist_ok=True)
+            arrays = {n: self._map(n, "w+", dt, sh) for n, (dt, sh) in specs.items()}
+            atomic_write_text(os.path.join(self.dir, "key.json"), text)
+        self.data, self.crc, self.filled = arrays["tensors"], arrays["crc32"], arrays["filled"]
+        self.source_sha, self.source_state = arrays["source_sha256"], arrays["source_state"]
+        self._arrays = arrays
         # plain ndarray views of the same mappings for reading: indexing a memmap makes a memmap
         # object each time, several times the cost of the read on a cached run's critical path
-        self._tensors, self._crcs, self._filled = (np.asarray(a) for a in (self.data, self.crc, self.filled))
-        self.hits = self.misses = self.corrupt = 0
+        self._tensors, self._crcs, self._filled, self._states = (
+            np.asarray(a) for a in (self.data, self.crc, self.filled, self.source_state)
+        )
 
-    def get(self, i: int) -> np.ndarray | None:
+    def _map(self, name: str, mode: str, dtype, shape: tuple) -> np.memmap:
+        return np.lib.format.open_memmap(
+            os.path.join(self.dir, f"{name}.npy"), mode, dtype=dtype, shape=shape
+        )
+
+    def _open(self, text: str, specs: dict) -> dict:
+        """The existing cache's arrays, each verified to be this key's shape and dtype."""
+        with open(os.path.join(self.dir, "key.json"), encoding="utf-8") as f:
+            if f.read() != text:
+                raise Damaged("key.json was written for another key")
+        arrays = {}
+        for name, (dtype, shape) in specs.items():
+            try:
+                arr = self._map(name, "r+", dtype, shape)  # r+ reads shape and dtype from the file
+            except FileNotFoundError:  # key.json is written last: a crash cannot leave this
+                raise Damaged(f"{name}.npy is missing beside key.json") from None
+            except DAMAGE as exc:
+                raise Damaged(f"{name}.npy {why(exc)}") from exc
+            if arr.shape != shape or arr.dtype != np.dtype(dtype) or not arr.flags.c_contiguous:
+                found = f"{arr.dtype}{list(arr.shape)}" + (
+                    "" if arr.flags.c_contiguous else " in Fortran order"
+                )
+                raise Damaged(f"{name}.npy holds {found}, not {np.dtype(dtype)}{list(shape)}")
+            arrays[name] = arr
+        return arrays
+
+    def get(self, i: int, source: str) -> np.ndarray | None:
+        """Sample ``i``'s tensor if it was made from ``source``'s current bytes and is intact."""
         if not self._filled[i]:
             self.misses += 1
             return None
+        state = file_state(source)
+        if state is None or tuple(self._states[i]) != state:
+            if state is None or not np.array_equal(_digest_or_none(source), self.source_sha[i]):
+                self.filled[i] = 0
+                self.stale += 1
+                self.misses += 1
+                if self.stale == 1:  # said once; the count is in stats()
+                    say_rebuilt(f"tensor cache {self.dir}", f"{source} changed since its tensor was cached")
+                return None
+            self.source_state[i] = state  # same bytes, new stat (a copy, a touch): verified, served
         arr = self._tensors[i].copy()  # verified and served as one copy: a later write cannot change it
         if crc32_array(arr) != int(self._crcs[i]):
             self.filled[i] = 0
@@ -61,25 +143,44 @@ class TensorCache:
         self.hits += 1
         return arr
 
-    def put(self, i: int, arr: np.ndarray) -> None:
+    def source_identity(self, source: str) -> tuple[tuple, np.ndarray] | None:
+        """(stat, sha256) of a sample's source, taken BEFORE it is decoded: a write during the decode
+        leaves a stat that the next read sees differ, and a digest that then fails to match. None
+        when it cannot be read (the task's own read then says why)."""
+        digest = _digest_or_none(source)
+        return None if digest is None else (file_state(source) or _NO_STATE, digest)
+
+    def put(self, i: int, arr: np.ndarray, identity: tuple[tuple, np.ndarray] | None) -> None:
+        if identity is None:
+            return
         self.data[i] = arr
         self.crc[i] = crc32_array(self.data[i])
+        self.source_state[i], self.source_sha[i] = identity
         self.filled[i] = 1  # set last: a kill before this line leaves the sample unfilled
 
     def flush(self) -> None:
-        for array in (self.data, self.crc, self.filled):
+        for array in self._arrays.values():
             array.flush()
 
     def stats(self) -> dict:
-        return {"dir": self.dir, "hits": self.hits, "misses": self.misses, "corrupt_rebuilt": self.corrupt}
+        return {
+            "dir": self.dir,
+            "hits": self.hits,
+            "misses": self.misses,
+            "corrupt_rebuilt": self.corrupt,
+            "stale_rebuilt": self.stale,
+            "rebuilt": self.rebuilt,
+        }
 
 
 class CachedTask:
-    """Wraps a task whose ``prepare`` yields one input tensor per sample from a file dataset."""
+    """Wraps a task whose ``prepare`` yields one input tensor per sample from a file dataset
+    (``sample_files()`` lists each sample's file, in sample order)."""
 
     def __init__(self, task, root: str) -> None:
         self._task, self._root, self.cache = task, root, None
         self._index = {task.sample_id(s): i for i, s in enumerate(task.samples)}
+        self._sources = list(task.sample_files())
 
     def __getattr__(self, name):
         return getattr(self._task, name)
@@ -87,12 +188,15 @@ class CachedTask:
     def bind(self, inputs, outputs) -> None:
         self._task.bind(inputs, outputs)
         (info,) = inputs
-        self.cache = TensorCache(self._root, self._task.cache_key(), len(self._index), info.shape, info.dtype)
+        key = {**self._task.cache_key(), "decoder": decoder_identity()}
+        self.cache = TensorCache(self._root, key, len(self._index), info.shape, info.dtype)
 
     def prepare(self, sample) -> list[np.ndarray]:
         i = self._index[self._task.sample_id(sample)]
-        arr = self.cache.get(i)
+        source = self._sources[i]
+        arr = self.cache.get(i, source)
         if arr is None:
+            identity = self.cache.source_identity(source)
             (arr,) = self._task.prepare(sample)
-            self.cache.put(i, arr)
+            self.cache.put(i, arr, identity)
         return [arr]

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from evalharness.core.checksum import sha256_file
+from evalharness.core.derived import file_state
 
 T = TypeVar("T")
 
@@ -49,15 +50,14 @@ def samples_identity(
 
 
 def stat_digest(paths: Iterable[str]) -> str | None:
-    """sha256 over each file's path, size and modification time: a cheap check (one stat per file)
-    that the files a run read are the ones a resumed session reads. None for no files."""
+    """sha256 over each file's path and :func:`~evalharness.core.derived.file_state` (size, mtime_ns,
+    inode, ctime_ns): a cheap check (one stat per file) that the files a run read are the ones a
+    resumed session reads. ctime_ns is what no user call sets back, so a picture replaced by one of
+    the same size with its old mtime restored (``cp -p``, ``rsync -t``) is still seen. None for no
+    files."""
     digest, seen = hashlib.sha256(), False
     for path in paths:
-        try:
-            st = os.stat(path)
-            entry = f"{path}\t{st.st_size}\t{st.st_mtime_ns}\n"
-        except OSError as exc:  # gone or unreadable: part of the state, not a crash
-            entry = f"{path}\t{exc.errno}\n"
-        digest.update(entry.encode())
+        state = file_state(path)  # None: gone or unreadable, part of the state, not a crash
+        digest.update(f"{path}\t{state or 'missing'}\n".encode())
         seen = True
     return digest.hexdigest() if seen else None

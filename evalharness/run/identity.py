@@ -1,6 +1,10 @@
-"""The bytes a result depends on (model, delegate library, runtime, labels, ground truth, the
-sample files), recorded when a run starts: a resume refuses changed inputs, and a run whose inputs
-changed while it ran is ``invalid``."""
+"""The bytes a result depends on (model, delegate library, runtime, labels, ground truth, the class
+list, the sample files), recorded when a run starts: a resume refuses changed inputs, and a run whose
+inputs changed while it ran is ``invalid``.
+
+The identity is derived state like the caches (:mod:`evalharness.core.derived`): keyed on content.
+Every file the task's provenance hashes (``dataset.<name>_sha256``: the ground truth, ``class_names``,
+``synset_words``, ...) is part of it, so a task that reads one more file is covered by recording it."""
 
 from __future__ import annotations
 
@@ -25,7 +29,14 @@ def run_identity(rp, task, prov: dict) -> dict:
         "ground_truth_sha256": dataset.get("ground_truth_sha256"),
         "dataset_manifest_sha256": dataset.get("manifest_sha256"),
         "dataset_files_stat": stat_digest(task.sample_files()),
+        **dataset_files(dataset),
     }
+
+
+def dataset_files(dataset: dict) -> dict:
+    """The dataset files the task hashed (the class list among them), by their provenance names;
+    the manifest is recorded above as ``dataset_manifest_sha256``."""
+    return {k: v for k, v in dataset.items() if k.endswith("_sha256") and k != "manifest_sha256"}
 
 
 def moved_inputs(rp, task, prov: dict, identity: dict) -> list[str]:
@@ -33,6 +44,11 @@ def moved_inputs(rp, task, prov: dict, identity: dict) -> list[str]:
     mixes two inputs and is ``invalid``."""
 
     now_ = run_identity(rp, task, prov)
-    watched = ("model_sha256", "dataset_files_stat", "labels_sha256", "ground_truth_sha256")
+    watched = (
+        "model_sha256",
+        "dataset_files_stat",
+        "labels_sha256",
+        *dataset_files(prov.get("dataset") or {}),
+    )
     changed = identity_differences({k: identity[k] for k in watched}, {k: now_[k] for k in watched})
     return [f"{', '.join(changed)} changed while the run ran"] if changed else []

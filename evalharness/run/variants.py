@@ -266,7 +266,12 @@ def build_variant(
         "source": {"path": os.path.abspath(source), "sha256": source_sha, "bytes": os.path.getsize(source)},
         "variant_sha256": record["sha256"],
         "variant_bytes": record["bytes"],
-        "cache": {"status": record["cache"], "dir": record["dir"], "build_s": record["build_s"]},
+        "cache": {
+            "status": record["cache"],
+            "dir": record["dir"],
+            "build_s": record["build_s"],
+            "rebuilt": record["rebuilt"],
+        },
         "calibration": calibration,
         "_cached": record,
     }

@@ -182,7 +182,13 @@ def _each_sample_once(path: str) -> list[dict]:
 
 
 def _recorded_identity(run_dir: str) -> dict:
-    return _read_object(os.path.join(run_dir, STATE_FILE)).get("identity") or {}
+    path = os.path.join(run_dir, STATE_FILE)
+    identity = _read_object(path).get("identity") or {}
+    if not isinstance(identity, dict):  # an edited record: what the run read cannot be compared
+        raise EvalHarnessError(
+            f"{path}: its identity is not a JSON object; loop.overwrite=true starts the run over"
+        )
+    return identity
 
 
 def identity_differences(old: dict, new: dict) -> list[str]:

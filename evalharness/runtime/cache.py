@@ -9,7 +9,12 @@ BEFORE it loads the model; the probe sizes the cache then, and again when the ru
 - ``off``: the backend used no such cache (the Interpreter API exposes no XNNPACK weight cache);
 - ``cold``: nothing was in the cache when the load started;
 - ``warm``: entries were there and the cache did not grow during the run (all found);
-- ``partial``: entries were there but the run added some (a shared cache that held other models').
+- ``partial``: entries were there but the run added some (a shared cache that held other models');
+- ``rebuilt``: a cache file was there but the runtime wrote it again (XNNPACK rewrites a damaged or
+  stale ``xnnpack_weights.bin``): what the start-up found was not used, so it is not ``warm``. Told by
+  the file's (size, mtime_ns, inode, ctime_ns) before and after (:func:`core.derived.file_state`): a
+  warm load leaves all four alone (verified with XNNPACK), a rewrite moves ctime_ns even at the same
+  size. Said once on stderr, like every rebuilt entry of derived state (:mod:`core.derived`).
 
 ``delegate.compile_cache_dir`` makes the caches per model (``<cache_dir>/<model sha256[:16]>-<delegate>/``),
 so cold and warm are exact for that model. Pure Python: no runtime import.
@@ -22,6 +27,7 @@ import os
 from collections.abc import Iterator
 
 from evalharness.core.checksum import sha256_file
+from evalharness.core.derived import file_state, say_rebuilt
 
 _TRUE = ("1", "true", "yes", "y")  # Mesa's env_var_as_boolean
 
@@ -46,7 +52,14 @@ class CacheProbe:
         self.kind, self.accelerator, self.path, self.source, self.disabled = (
             kind, accelerator, path, source, disabled,
         )  # fmt: skip
-        self.before = self._measure()
+        self.before, self._said = self._measure(), False
+        self.before_state = self._file_state()
+
+    def _file_state(self):
+        """A single-file cache's state (None for a directory cache, no cache, or no file yet)."""
+        if self.path is None or self.disabled or not os.path.isfile(self.path):
+            return None
+        return file_state(self.path)
 
     def _measure(self) -> tuple[int, int]:
         if self.path is None or self.disabled:
@@ -64,15 +77,23 @@ class CacheProbe:
             return "off"
         if self.before[1] == 0:
             return "cold"
+        if self.before_state is not None and self._file_state() != self.before_state:
+            return "rebuilt"
         return "warm" if after[1] <= self.before[1] else "partial"
 
     def record(self) -> dict:
         """The ``provenance.delegate.cache`` entry (sizes now: the run has finished)."""
         after = self._measure()
+        state = self.state(after)
+        if state == "rebuilt" and not self._said:
+            self._said = True
+            say_rebuilt(
+                f"compile cache {self.path}", "the runtime wrote it again during the load (damaged or stale)"
+            )
         return {
             "kind": self.kind,
             "accelerator": self.accelerator,
-            "state": self.state(after),
+            "state": state,
             "path": self.path,
             "source": self.source,
             "entries_before": self.before[0],

@@ -53,11 +53,13 @@ def test_corrupted_sample_is_detected_and_rebuilt(tmp_path):
 
 def test_key_mismatch_rebuilds_whole_cache(tmp_path):
     key = {"manifest": "abc", "preprocessing": {"resize": "tflite_bilinear"}}
+    source = tmp_path / "image.jpg"
+    source.write_bytes(b"jpeg bytes")
     c = TensorCache(str(tmp_path), key, 2, (2, 2), "uint8")
-    c.put(0, np.ones((2, 2), np.uint8))
+    c.put(0, np.ones((2, 2), np.uint8), c.source_identity(str(source)))
     c.flush()
     (tmp_path / c.dir.split("/")[-1] / "key.json").write_text("{}")  # stale or foreign key file
     again = TensorCache(str(tmp_path), key, 2, (2, 2), "uint8")
-    assert again.get(0) is None  # rebuilt from scratch, not served
+    assert again.get(0, str(source)) is None  # rebuilt from scratch, not served
     other = TensorCache(str(tmp_path), {**key, "manifest": "xyz"}, 2, (2, 2), "uint8")
     assert other.dir != again.dir

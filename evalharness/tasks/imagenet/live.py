@@ -181,6 +181,7 @@ class ImageNetTask(Task):
                 "ground_truth_sha256": optional_sha256(d.get("ground_truth")),
                 "class_names_sha256": optional_sha256(d.get("class_names")),
                 "synset_words_sha256": optional_sha256(d.get("synset_words")),
+                "devkit_meta_sha256": optional_sha256(d.get("devkit_meta")),
                 "unscored": dict(sorted(self.unscored.items())),
             },
             "labels": {
