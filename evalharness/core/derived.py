@@ -18,6 +18,8 @@ from collections.abc import Callable
 from tokenize import TokenError
 from typing import TypeVar
 
+from evalharness.core.escape import terminal
+
 T = TypeVar("T")
 
 log = logging.getLogger("evalharness")
@@ -61,8 +63,7 @@ def why(exc: BaseException) -> str:
     """What went wrong, one short printable line: a :class:`Damaged`'s own words, else the failure
     named. Parsers quote the file's bytes in their messages (a .npy header): control characters are
     escaped, so a damaged file cannot write to the terminal."""
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    text = terminal(str(exc).splitlines()[0] if str(exc) else "", keep="")
     return text[:200] if isinstance(exc, Damaged) else f"unreadable ({type(exc).__name__}: {text[:160]})"
 
 
