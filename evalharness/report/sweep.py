@@ -58,7 +58,7 @@ def parse_override(text: str) -> tuple[str, str]:
 def job_params(job_dir: str, run: Run | None) -> dict[str, str]:
     path = os.path.join(job_dir, ".hydra", "overrides.yaml")
     overrides = run.prov("overrides", []) if run else []
-    if os.path.isfile(path):
+    if os.path.lexists(path):  # a FIFO or a dangling link there is refused by name, not passed over
         fix = "remove the file or rerun the job"
         overrides = read_yaml(path, "overrides file", (list, type(None)), ReportError, fix) or []
     if not isinstance(overrides, list):
