@@ -144,7 +144,8 @@ def verified_plan(folder: str, label: str, side: dict):
     if runner != "host":
         raise BundleError(
             f"--replay {folder}: side {label} was recorded on runner={runner}; a bundle is data, never a "
-            "command or a runner: a replay runs on this host only (replay it with runner=host bundles)"
+            "command or a runner: a replay runs on this host only; run explain --bundle again where that "
+            "side ran"
         )
     if side["runtime"] != VERIFIED_RUNTIME:
         raise BundleError(
