@@ -172,3 +172,14 @@ def test_yaml_aliases_cannot_expand_past_the_node_limit(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(EvalHarnessError, match="expands to over"):
         read_yaml(path, "overrides file")
+
+
+DEEP_LITERAL = b"{'names': " + b"[" * DEEP + b"]" * DEEP + b"}"
+
+
+@pytest.mark.parametrize("payload", [DEEP_LITERAL, b"{'a': " + b"7" * 5000 + b"}"])
+def test_metadata_inside_a_model_file_is_held_to_the_same_limits(payload):
+    from evalharness.runtime.model_file import _ultralytics
+
+    with pytest.raises(EvalHarnessError, match="model.path=m.tflite: its Ultralytics metadata"):
+        _ultralytics(payload, "m.tflite")
