@@ -21,7 +21,7 @@ import re
 import numpy as np
 
 from evalharness.core.errors import DataError, EvalHarnessError
-from evalharness.core.fileguard import READ_WHOLE_LIMIT, file_error_reason, refuse_special_file
+from evalharness.core.fileguard import READ_WHOLE_LIMIT, file_error_reason, named, refuse_special_file
 
 # No file the tool reads nests deeper than ~10 levels; 64 keeps every later walk of the value (which
 # may recurse) far from Python's recursion limit.
@@ -71,7 +71,7 @@ def read_bytes(
         with open(path, "rb") as f:
             return f.read()
     except OSError as exc:
-        raise error(f"{what} {path}: {file_error_reason(exc, path)}; check the path") from None
+        raise error(f"{named(what, path)}: {file_error_reason(exc, path)}; check the path") from None
 
 
 def decode_text(data: bytes, source: str, error: type[EvalHarnessError] = DataError) -> str:
@@ -91,7 +91,7 @@ def read_text(
     limit: int = READ_WHOLE_LIMIT,
 ) -> str:
     """A whole text file (a csv, a label list), guarded and decoded strictly as UTF-8."""
-    return decode_text(read_bytes(path, what, error, limit), f"{what} {path}", error)
+    return decode_text(read_bytes(path, what, error, limit), named(what, path), error)
 
 
 def check_json_limits(data: bytes, source: str, error: type[EvalHarnessError] = DataError) -> None:
@@ -163,7 +163,7 @@ def read_json(
     limit: int = READ_WHOLE_LIMIT,
 ) -> object:
     """A JSON file a user, a run directory or a bundle supplies: guarded, within the limits, shaped."""
-    return parse_json(read_bytes(path, what, error, limit), f"{what} {path}", top, required, error, fix)
+    return parse_json(read_bytes(path, what, error, limit), named(what, path), top, required, error, fix)
 
 
 def _check_tree(value: object, source: str, error: type[EvalHarnessError]) -> None:
@@ -192,7 +192,7 @@ def read_yaml(
     """A YAML file a user supplies (safe loader only), within the limits and of the ``top`` type."""
     import yaml
 
-    source = f"{what} {path}"
+    source = named(what, path)
     text = read_text(path, what, error)
     if _LONG_NUMBER.search(text.encode()):
         raise _over(error, source, _NUMBER)

@@ -81,7 +81,7 @@ def load_recipe_file(path: str) -> list[dict]:
     """The quantizer's JSON recipe in ``path`` (a list of op configs), checked by the quantizer's own
     recipe manager; a missing, unreadable or malformed file is a ConfigError (exit 2)."""
     fix = "give an ai-edge-quantizer recipe"
-    recipe = read_json(path, "quant.recipe", top=list, error=ConfigError, fix=fix)
+    recipe = read_json(path, "quant.recipe=", top=list, error=ConfigError, fix=fix)
     keys = ("regex", "operation", "algorithm_key")
     if not recipe or not all(isinstance(e, dict) and all(k in e for k in keys) for e in recipe):
         raise ConfigError(
