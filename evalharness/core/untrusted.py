@@ -33,7 +33,10 @@ MAX_NUMBER_CHARS = 100
 MAX_YAML_NODES = 1_000_000
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
-_LONG_NUMBER = re.compile(rb"[-+0-9.eE]{%d,}" % (MAX_NUMBER_CHARS + 1))
+# a number's characters -> "1", others -> " ": a run of MAX_NUMBER_CHARS + 1 ones is one long number
+# (found by bytes search, far faster than a regex over every position)
+_NUMBER_MAP = bytes(ord("1") if chr(b) in "-+0123456789.eE" else ord(" ") for b in range(256))
+_LONG_RUN = b"1" * (MAX_NUMBER_CHARS + 1)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _OPENING = np.frombuffer(b"[{", dtype=np.uint8)
 
@@ -99,7 +102,7 @@ def check_json_limits(data: bytes, source: str, error: type[EvalHarnessError] = 
     :data:`MAX_NUMBER_CHARS`, by scanning the bytes (strings blanked, brackets counted), before a
     recursive parser meets it."""
     bare = _STRING.sub(b'""', data)
-    if _LONG_NUMBER.search(bare):
+    if _LONG_RUN in bare.translate(_NUMBER_MAP):
         raise _over(error, source, _NUMBER)
     steps = np.frombuffer(bare.translate(None, _NOT_BRACKETS), dtype=np.uint8)
     if steps.size:
@@ -194,7 +197,7 @@ def read_yaml(
 
     source = named(what, path)
     text = read_text(path, what, error)
-    if _LONG_NUMBER.search(text.encode()):
+    if _LONG_RUN in text.encode().translate(_NUMBER_MAP):
         raise _over(error, source, _NUMBER)
     try:
         value = yaml.safe_load(text)
