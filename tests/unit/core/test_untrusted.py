@@ -183,3 +183,13 @@ def test_metadata_inside_a_model_file_is_held_to_the_same_limits(payload):
 
     with pytest.raises(EvalHarnessError, match="model.path=m.tflite: its Ultralytics metadata"):
         _ultralytics(payload, "m.tflite")
+
+
+@pytest.mark.parametrize("reader", ["bare_index", "_by_index"])
+def test_a_csv_class_index_of_thousands_of_digits_is_a_row_error(reader):
+    from evalharness.data import ground_truth
+
+    huge = "9" * 5000
+    args = (huge, "gt.csv:2") if reader == "bare_index" else ([("a", None)], "c.txt", huge, "gt.csv:2")
+    with pytest.raises(EvalHarnessError, match="gt.csv:2: class index"):
+        getattr(ground_truth, reader)(*args)
