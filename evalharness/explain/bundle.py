@@ -139,7 +139,8 @@ def _libraries(delegate: dict, loaded: str | None) -> list[dict]:
     for key, value in sorted(delegate.items()):
         if isinstance(value, str) and os.path.isfile(value):
             found.append({"setting": key, "path": value, "sha256": sha256_file(value)})
-    if loaded and all(os.path.realpath(e["path"]) != os.path.realpath(loaded) for e in found):
+    recorded = {os.path.realpath(e["path"]) for e in found}
+    if loaded and os.path.isfile(loaded) and os.path.realpath(loaded) not in recorded:
         found.append({"setting": "library", "path": loaded, "sha256": sha256_file(loaded)})
     return found
 
