@@ -14,7 +14,7 @@ import numpy as np
 import planted_models as planted
 import pytest
 from conftest import MODELS, run_cli, run_inprocess
-from external_delegate.build import find_compiler
+from external_delegate.build import NoCompilerError, build_delegate, find_compiler
 
 from evalharness.core.checksum import sha256_file
 from evalharness.explain.__main__ import main
@@ -100,6 +100,20 @@ def test_a_delegate_library_the_hashes_do_not_vouch_for_is_never_loaded(bundle, 
     _edit(folder, lambda doc: _external(doc, evil, evil))
     code, err = _replay(folder, capsys)
     assert code == 2 and marker.exists() and "not a TFLite external delegate" in err, err
+
+
+def test_a_vouched_delegate_library_is_loaded_and_replayed(bundle, tmp_path, capsys):
+    """The project's test delegate, recorded with its own hash, passes every check and runs (its
+    builtin kernels without XNNPACK may round differently from B's recorded CPU: 0 or 1)."""
+    folder = tmp_path / "bundle"
+    shutil.copytree(bundle, folder)
+    try:
+        library = build_delegate(tmp_path / "delegate")
+    except NoCompilerError as exc:
+        pytest.skip(str(exc))
+    _edit(folder, lambda doc: _external(doc, library, library))
+    code, err = _replay(folder, capsys)
+    assert code in (0, 1) and "error:" not in err, err
 
 
 def test_a_replaced_library_on_the_recorded_path_is_refused(bundle, tmp_path, capsys):
