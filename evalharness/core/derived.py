@@ -27,10 +27,11 @@ log = logging.getLogger("evalharness")
 # What reading a damaged file raises: OSError (unreadable, mmap of a short file), ValueError (bad JSON,
 # bad UTF-8, a bad .npy header, :class:`Damaged`), SyntaxError and TokenError (numpy parses a .npy
 # header with ast.literal_eval, then tokenize), MemoryError (a header claiming a huge shape),
-# EOFError, and the lookups a wrong shape trips. Fuzzed: tests/unit/core/test_derived_damage.py.
+# EOFError, RecursionError (a record nested deeper than the parser's stack), and the lookups a wrong
+# shape trips. Fuzzed: tests/unit/core/test_derived_damage.py.
 DAMAGE = (
     OSError, ValueError, SyntaxError, TokenError, MemoryError, EOFError,
-    TypeError, KeyError, IndexError, AttributeError, OverflowError,
+    TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError,
 )  # fmt: skip
 
 

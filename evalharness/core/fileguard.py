@@ -24,6 +24,12 @@ def file_error_reason(exc: OSError, path: str | os.PathLike) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
+def named(what: str, path: str | os.PathLike) -> str:
+    """How an error names a file: ``quant.recipe=/x.json`` for a key given as ``what="quant.recipe="``,
+    else ``COCO annotation file /x.json``."""
+    return f"{what}{path}" if what.endswith("=") else f"{what} {path}"
+
+
 # What a reader takes whole into memory (labels, ground truth, annotations, a run's metrics.json and
 # predictions): a larger file is a wrong path (a video, a disk image), not data to try.
 READ_WHOLE_LIMIT = 4 << 30
@@ -39,8 +45,12 @@ def refuse_special_file(path: str | os.PathLike, what: str, limit: int = READ_WH
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise DataError(f"{what} {path}: {file_error_reason(exc, path)}; check the path") from None
+        raise DataError(f"{named(what, path)}: {file_error_reason(exc, path)}; check the path") from None
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-        raise DataError(f"{what} {path} is not a regular file (FIFO, device or socket); pass the file itself")
+        raise DataError(
+            f"{named(what, path)} is not a regular file (FIFO, device or socket); pass the file itself"
+        )
     if stat.S_ISREG(st.st_mode) and st.st_size > limit:
-        raise DataError(f"{what} {path} is {st.st_size} bytes, over the {limit} read whole; check the path")
+        raise DataError(
+            f"{named(what, path)} is {st.st_size} bytes, over the {limit} read whole; check the path"
+        )

@@ -5,12 +5,12 @@ they are given with the same functions."""
 
 from __future__ import annotations
 
-import json
 import math
+import os
 from pathlib import Path
 
 from evalharness.core.errors import DataError
-from evalharness.core.fileguard import refuse_special_file
+from evalharness.core.untrusted import read_json
 
 _TOP_KEYS = ("images", "annotations", "categories")
 
@@ -28,21 +28,9 @@ def load_annotations(path: str | Path, image_keys: tuple[str, ...] = ("id",)) ->
     :data:`IMAGE_FILE_KEYS`.
     """
     path = Path(path)
-    refuse_special_file(path, "COCO annotation file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(
-            f"COCO annotation file {path} not found; give the path of an instances_*.json"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read COCO annotation file {path} ({exc}); check the file") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(
-            f"COCO annotation file {path} is not valid JSON ({exc}); re-export or re-download it"
-        ) from None
+    if not os.path.lexists(path):
+        raise DataError(f"COCO annotation file {path} not found; give the path of an instances_*.json")
+    data = read_json(path, "COCO annotation file", fix=f"re-export or re-download it ({_FORMAT_HINT})")
     check_annotations(data, str(path), image_keys)
     if not any(not a["iscrowd"] for a in data["annotations"]):
         raise DataError(

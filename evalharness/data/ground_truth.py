@@ -18,6 +18,7 @@ from typing import TypeVar
 from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.registry import Registry
+from evalharness.core.untrusted import MAX_NUMBER_CHARS
 from evalharness.data.labels import read_label_file, read_synset_words
 from evalharness.data.listing import list_images
 
@@ -127,7 +128,8 @@ def _read_auto(req: GroundTruthRequest) -> list[LabeledSample]:
 
 
 def _is_int(token: str) -> bool:
-    return token.lstrip("+-").isdigit()
+    """A whole number of a size a class index can have (int() of thousands of digits is refused)."""
+    return len(token) <= MAX_NUMBER_CHARS and token.lstrip("+-").isdigit()
 
 
 def _found(req: GroundTruthRequest, found: _S, layout: str = "") -> _S:

@@ -44,7 +44,7 @@ def _main(argv: list[str] | None) -> int:
     if args.replay:
         if args.run_a or args.run_b or args.bundle:
             raise EvalHarnessError("--replay DIR takes no runs and no --bundle")
-        from evalharness.explain.bundle import replay
+        from evalharness.explain.replay import replay
 
         return replay(args.replay)
     if not (args.run_a and args.run_b):

@@ -7,14 +7,14 @@ where B's differs). The reduce pass moves s later while A's sub-model still give
 B's still another on at least one changed image, so ops that do not matter to the change are
 dropped from the front; the graph's outputs stay (the answer is made there). The bundle holds the
 input tensors, both sides' output tensors, the environment (runtime versions, both delegates'
-settings, hashes of the runtime's and a delegate's libraries) and one replay command; the replay
-loads both sub-models on their recorded paths, feeds the inputs, and exits 0 only if every output
-equals the recorded one bit for bit (1 when it does not).
+settings, hashes of the runtime's and a delegate's libraries) and one replay command for people to
+read; :mod:`evalharness.explain.replay` checks every hash, loads both sub-models on their recorded
+paths, feeds the inputs, and exits 0 only if every output equals the recorded one bit for bit (1
+when it does not).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
@@ -23,7 +23,6 @@ import numpy as np
 
 from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
 from evalharness.core.checksum import sha256_file
-from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import stable_json
 from evalharness.explain.sides import ExplainError
 
@@ -98,7 +97,7 @@ def write_bundle(folder: str, ctx, culprit: int | None) -> dict:
             "runner": run.prov("config.runner") or {"name": "host"},
             "runtime": side.runtime,
             "op_resolver": side.plan.op_resolver,
-            "libraries": _libraries(run.prov("config.delegate") or {}),
+            "libraries": _libraries(run.prov("config.delegate") or {}, side.plan.external_path),
         }
     buffer = _npz(arrays)
     atomic_write_bytes(os.path.join(folder, "tensors.npz"), buffer)
@@ -133,12 +132,16 @@ def _npz(arrays: dict) -> bytes:
     return out.getvalue()
 
 
-def _libraries(delegate: dict) -> list[dict]:
-    """sha256 of the files a delegate's settings name (an external delegate's library)."""
+def _libraries(delegate: dict, loaded: str | None) -> list[dict]:
+    """sha256 of the files a delegate's settings name and of the library its plan loads (an
+    external delegate's, found on the library path too): the replay loads nothing else."""
     found = []
     for key, value in sorted(delegate.items()):
         if isinstance(value, str) and os.path.isfile(value):
             found.append({"setting": key, "path": value, "sha256": sha256_file(value)})
+    recorded = {os.path.realpath(e["path"]) for e in found}
+    if loaded and os.path.isfile(loaded) and os.path.realpath(loaded) not in recorded:
+        found.append({"setting": "library", "path": loaded, "sha256": sha256_file(loaded)})
     return found
 
 
@@ -167,45 +170,3 @@ def environment() -> dict:
         "packages": versions,
         "litert_native_libraries": native,
     }
-
-
-def replay(folder: str) -> int:
-    """Run the bundle's two sub-models again; 0 when every output equals the recorded bit for bit."""
-    from evalharness.runtime import load_model, plan_delegate
-
-    path = os.path.join(folder, BUNDLE)
-    if not os.path.isfile(path):
-        raise EvalHarnessError(f"--replay {folder}: no {BUNDLE} there (made by explain --bundle DIR)")
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
-    tensors = np.load(os.path.join(folder, "tensors.npz"))
-    mismatched, differ = [], 0
-    outputs = {}
-    for label, side in doc["sides"].items():
-        plan = plan_delegate(side["delegate"], side["runner"].get("name", "host"))
-        model = load_model(os.path.join(folder, side["model"]), plan, side["runtime"], side["runner"])
-        for k in range(len(doc["images"])):
-            model.set_inputs([tensors[f"{label}_img{k}_in{p}"] for p in range(len(model.inputs))])
-            model.invoke()
-            got = model.get_outputs()
-            outputs[label, k] = got
-            for p, value in enumerate(got):
-                want = tensors[f"{label}_img{k}_out{p}"]
-                nan = value.dtype.kind == "f"
-                if value.shape != want.shape or not np.array_equal(value, want, equal_nan=nan):
-                    mismatched.append(f"{label} image {doc['images'][k]} output {p}")
-    for k in range(len(doc["images"])):
-        a, b = outputs.get(("A", k)), outputs.get(("B", k))
-        if a is not None and b is not None:
-            differ += any(x.shape != y.shape or not np.array_equal(x, y) for x, y in zip(a, b, strict=True))
-    ops = doc["ops"]
-    if mismatched:
-        first = mismatched[0]
-        print(f"replay: NOT reproduced: {len(mismatched)} output(s) differ from the bundle's ({first}, ...)")
-        return 1
-    print(
-        f"replay: reproduced exactly: {len(doc['images'])} image(s), both sides' outputs equal the "
-        f"bundle's bit for bit; B's differ from A's on {differ}; sub-model of {ops['bundle']} op(s) (ops "
-        f"{ops['first']}-{ops['model'] - 1} of {ops['model']})"
-    )
-    return 0

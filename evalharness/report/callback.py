@@ -15,7 +15,6 @@ says (a failed, invalid or partial run included, with that status), whichever la
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import sys
@@ -26,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from evalharness.core.boundary import describe
 from evalharness.core.errors import EvalHarnessError
+from evalharness.core.untrusted import read_json
 
 log = logging.getLogger("evalharness.report")
 
@@ -182,8 +182,8 @@ class TrackingCallback(Callback):
 def _parent(sweep_dir: str) -> str | None:
     from evalharness.report.tracking import TRACKING_FILE
 
+    path = os.path.join(sweep_dir, TRACKING_FILE)
     try:
-        with open(os.path.join(sweep_dir, TRACKING_FILE), encoding="utf-8") as f:
-            return json.load(f).get("run_id")
-    except (OSError, ValueError):
+        return read_json(path, "tracking file").get("run_id") if os.path.exists(path) else None
+    except EvalHarnessError:
         return None

@@ -29,6 +29,7 @@ from evalharness.core.markdown import render_markdown
 from evalharness.core.numbers import stable_json
 from evalharness.core.schema import check
 from evalharness.core.tables import render_text
+from evalharness.core.untrusted import read_json
 from evalharness.loop.interleave import InterleaveSettings
 from evalharness.run.overrides import options, parse
 
@@ -147,12 +148,10 @@ def _has_jobs(out: str) -> bool:
 def check_out(out: str, key: str, values: list[str]) -> None:
     """An ``--out`` reused for the same candidates resumes (complete jobs are skipped); for others it
     would mix two comparisons' job numbers: refused."""
-    import json
 
     path = os.path.join(out, FILES[0])
     if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            before = json.load(f)
+        before = read_json(path, f"--out {out}:", error=ConfigError, fix="give a new directory")
         if before.get("key") != key or before.get("candidates") != values:
             raise ConfigError(f"--out {out} holds a comparison of other candidates; give a new directory")
     elif _has_jobs(out):

@@ -26,6 +26,7 @@ import os
 from omegaconf import OmegaConf
 
 from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.paths import CONF_DIR
 from evalharness.data.labels import LABELS_AUTO
 
@@ -115,6 +116,7 @@ def _labels(model: dict, info, given: set, sources: dict, cache_dir: str | None)
 
 
 def _read_lines(path: str) -> list[str] | None:
+    refuse_special_file(path, "model.labels")  # a FIFO would block here, before the task's reader
     try:
         with open(path, encoding="utf-8-sig") as f:
             return f.read().rstrip().splitlines()

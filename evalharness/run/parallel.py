@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import json
 import os
 import re
 import shutil
@@ -32,6 +31,7 @@ import time
 import numpy as np
 
 from evalharness.core.errors import ConfigError, RunStopped
+from evalharness.core.untrusted import read_json
 from evalharness.report.runs import ReportError
 from evalharness.run.start_up import child_failed
 from evalharness.run.thread_budget import available_cores
@@ -241,10 +241,12 @@ def _take_over(run_dir: str, resume: bool, overwrite: bool) -> None:
 def _status(run_dir: str) -> str | None:
     if not has_document(run_dir):
         return None
-    with open(os.path.join(run_dir, METRICS_FILE), encoding="utf-8") as f:
-        return str(json.load(f).get("status", "unknown"))
+    return str(read_json(os.path.join(run_dir, METRICS_FILE), "run file").get("status", "unknown"))
 
 
 def _count(shard_dir: str) -> int:
-    with open(os.path.join(shard_dir, METRICS_FILE), encoding="utf-8") as f:
-        return int(json.load(f)["predictions"]["count"])
+    doc = read_json(os.path.join(shard_dir, METRICS_FILE), "shard file", required={"predictions": dict})
+    count = doc["predictions"].get("count")
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise RunStopped(f"shard {shard_dir}: its {METRICS_FILE} has no predictions.count; run it again")
+    return count

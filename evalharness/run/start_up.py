@@ -12,7 +12,6 @@ stops with an error naming the state found. The passes' figures go in the parent
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ import sys
 from evalharness.core.boundary import EXIT_USER_ERROR
 from evalharness.core.errors import ConfigError, EvalHarnessError, RunStopped
 from evalharness.core.numbers import relative_pct
+from evalharness.core.untrusted import read_json
 from evalharness.runtime.cache import shader_cache_disabled
 from evalharness.runtime.delegates import compile_cache_kinds, kind_of
 
@@ -87,8 +87,7 @@ def run_pass(overrides: list[str], cache_dir: str, run_dir: str, expected: str) 
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise child_failed(f"task.start_up: the {expected} pass", done.returncode, done.stderr, run_dir)
-    with open(os.path.join(run_dir, "metrics.json"), encoding="utf-8") as f:
-        doc = json.load(f)
+    doc = read_json(os.path.join(run_dir, "metrics.json"), f"task.start_up: the {expected} pass's file")
     caches = doc["provenance"]["delegate"]["cache"]
     found = sorted({c["state"] for c in caches})
     if found != [expected]:

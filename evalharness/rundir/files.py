@@ -23,6 +23,7 @@ from evalharness.core.atomic_io import (
 )
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.native_output import NATIVE_LOG
+from evalharness.core.untrusted import check_json_limits
 
 log = logging.getLogger("evalharness")
 
@@ -34,13 +35,14 @@ RUN_FILES = (METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE)
 FLUSH_S = 0.1  # the longest a written prediction line waits in the buffer (a hard kill's loss)
 
 
-def parse_predictions(data: bytes) -> tuple[list[dict], int | None, int]:
+def parse_predictions(data: bytes, source: str = PREDICTIONS_FILE) -> tuple[list[dict], int | None, int]:
     """The one parser of predictions.jsonl: (records up to the first line that is not a complete
     JSON object, that line's number or None, the byte offset where it starts). Blank lines are
-    skipped; a last line without its newline counts as torn."""
+    skipped; a last line without its newline counts as torn. A line over the limits of untrusted
+    files (nesting, number length) was never written by a run: DataError naming ``source``."""
     records, end = [], 0
     for number, line in enumerate(data.splitlines(keepends=True), start=1):
-        record = _record(line) if line.endswith(b"\n") else None
+        record = _record(line, f"{source} line {number}") if line.endswith(b"\n") else None
         if record is None and line.strip():
             return records, number, end
         if record is not None and record is not _BLANK:
@@ -62,7 +64,7 @@ def read_predictions(path: str, repair: bool = False) -> list[dict]:
     refuse_special_file(path, "predictions file")
     with open(path, "rb") as f:
         data = f.read()
-    records, torn, end = parse_predictions(data)
+    records, torn, end = parse_predictions(data, path)
     if torn is not None:
         dropped = data[end:].count(b"\n") + (not data.endswith(b"\n"))
         log.warning(
@@ -82,10 +84,11 @@ def read_predictions(path: str, repair: bool = False) -> list[dict]:
 _BLANK = object()
 
 
-def _record(line: bytes):
+def _record(line: bytes, where: str):
     """The JSON object on ``line``, ``_BLANK`` for an empty line, None when the line is torn."""
     if not line.strip():
         return _BLANK
+    check_json_limits(line, where)
     try:
         value = json.loads(line)
     except (UnicodeDecodeError, json.JSONDecodeError):

@@ -6,13 +6,13 @@ so a run directory has one reader; nothing here imports the runtime, the tasks o
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from evalharness.core.errors import DataError, EvalHarnessError
 from evalharness.core.fileguard import refuse_special_file
+from evalharness.core.untrusted import read_json
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, parse_predictions
 
 
@@ -90,19 +90,8 @@ def load_run(path: str, label: str) -> Run:
         raise RunDirError(
             f"run {label}: no {METRICS_FILE} at {path}; give a run directory or its {METRICS_FILE}"
         )
-    doc = _read_json(metrics_path, label)
-    if not isinstance(doc, dict):
-        raise RunDirError(f"run {label}: {metrics_path} is not a metrics.json object")
+    doc = read_json(metrics_path, f"run {label}:", error=RunDirError, fix=f"give a run's {METRICS_FILE}")
     return Run(label, os.path.dirname(os.path.abspath(metrics_path)), doc)
-
-
-def _read_json(path: str, label: str):
-    _refuse_special(path, label)
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunDirError(f"run {label}: cannot read {path} ({exc})") from None
 
 
 def _refuse_special(path: str, label: str) -> None:
@@ -122,7 +111,10 @@ def read_jsonl(path: str, label: str) -> list[dict]:
         raise RunDirError(f"run {label}: predictions file {path} not found") from None
     except OSError as exc:
         raise RunDirError(f"run {label}: cannot read {path} ({exc})") from None
-    records, bad, _ = parse_predictions(data if data.endswith(b"\n") or not data else data + b"\n")
+    try:
+        records, bad, _ = parse_predictions(data if data.endswith(b"\n") or not data else data + b"\n", path)
+    except DataError as exc:
+        raise RunDirError(f"run {label}: {exc}") from None
     if bad is not None:
         raise RunDirError(f"run {label}: {path} line {bad} is not a complete JSON object")
     return records

@@ -26,7 +26,7 @@ import os
 
 from evalharness.core.atomic_io import atomic_create_text, dumps
 from evalharness.core.errors import ConfigError, EvalHarnessError
-from evalharness.core.fileguard import refuse_special_file
+from evalharness.core.untrusted import read_json
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RUN_FILES, STATE_FILE, read_predictions
 from evalharness.rundir.reader import flatten
 
@@ -56,17 +56,7 @@ def _recorded(run_dir: str) -> tuple[dict | None, dict]:
 
 
 def _read_object(path: str) -> dict:
-    refuse_special_file(path, "run file")
-    try:
-        with open(path, encoding="utf-8") as f:
-            value = json.load(f)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise EvalHarnessError(
-            f"{path} is unreadable ({' '.join(str(exc).split())}); loop.overwrite=true starts the run over"
-        ) from None
-    if not isinstance(value, dict):
-        raise EvalHarnessError(f"{path} is not a JSON object; loop.overwrite=true starts the run over")
-    return value
+    return read_json(path, "run file", error=EvalHarnessError, fix="loop.overwrite=true starts the run over")
 
 
 def claim(

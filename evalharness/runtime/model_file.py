@@ -33,6 +33,7 @@ from flatbuffers import number_types as nt
 from flatbuffers.table import Table
 
 from evalharness.core.errors import ConfigError
+from evalharness.core.untrusted import check_json_limits
 from evalharness.runtime.model_guard import read_model_bytes
 
 __all__ = ["ModelFile", "TensorSummary", "read_model_file"]
@@ -222,6 +223,8 @@ def _read_tflite_metadata(raw: bytes, info: ModelFile) -> None:
 
 
 def _ultralytics(raw: bytes, path: str) -> dict:
+    # JSON or a Python literal, from inside a file: the same limits as any untrusted file first
+    check_json_limits(raw, f"model.path={path}: its Ultralytics metadata", ConfigError)
     text = raw.decode("utf-8", errors="replace")
     try:
         meta = json.loads(text)

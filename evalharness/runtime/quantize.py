@@ -24,7 +24,7 @@ from importlib import metadata
 import numpy as np
 
 from evalharness.core.errors import ConfigError, EvalHarnessError
-from evalharness.core.fileguard import file_error_reason, refuse_special_file
+from evalharness.core.untrusted import read_json
 
 # recipe name (conf/quant/*.yaml) -> what it does
 RECIPES = {
@@ -80,22 +80,16 @@ def check_recipe(name: str) -> None:
 def load_recipe_file(path: str) -> list[dict]:
     """The quantizer's JSON recipe in ``path`` (a list of op configs), checked by the quantizer's own
     recipe manager; a missing, unreadable or malformed file is a ConfigError (exit 2)."""
-    refuse_special_file(path, "quant.recipe")
-    try:
-        with open(path, encoding="utf-8") as f:
-            recipe = json.load(f)
-    except OSError as exc:
-        raise ConfigError(f"quant.recipe={path}: {file_error_reason(exc, path)}") from None
-    except ValueError as exc:
-        raise ConfigError(f"quant.recipe={path}: not JSON ({exc})") from None
+    fix = "give an ai-edge-quantizer recipe"
+    recipe = read_json(path, "quant.recipe=", top=list, error=ConfigError, fix=fix)
     keys = ("regex", "operation", "algorithm_key")
-    if not isinstance(recipe, list) or not recipe or not all(
-        isinstance(e, dict) and all(k in e for k in keys) for e in recipe
-    ):
+    if not recipe or not all(isinstance(e, dict) and all(k in e for k in keys) for e in recipe):
         raise ConfigError(
             f"quant.recipe={path}: not an ai-edge-quantizer recipe (a non-empty list of op configs with "
             f"{', '.join(keys)})"
         )
+    for number, entry in enumerate(recipe, start=1):
+        _check_regex(path, number, entry["regex"])
     quantizer_version()
     from ai_edge_quantizer import recipe_manager
 
@@ -104,6 +98,20 @@ def load_recipe_file(path: str) -> list[dict]:
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"quant.recipe={path}: the quantizer refuses it: {exc}") from None
     return recipe
+
+
+def _check_regex(path: str, number: int, pattern: object) -> None:
+    """The quantizer matches op names with ``re``: a pattern that does not compile is the recipe's
+    error, named here, not a crash inside the quantizer."""
+    if not isinstance(pattern, str):
+        raise ConfigError(f"quant.recipe={path}: op config {number}: regex is not a string; fix the recipe")
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise ConfigError(
+            f"quant.recipe={path}: op config {number}: regex {pattern!r} does not compile ({exc}); "
+            "fix the pattern"
+        ) from None
 
 
 def recipe_ops(recipe: str | list) -> list[dict]:

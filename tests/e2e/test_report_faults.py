@@ -19,7 +19,10 @@ from evalharness.report import cli
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE
 
 FILES = (METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE)
-DAMAGE = ("removed", "empty", "truncated", "not_json", "directory", "fifo", "symlink_loop", "wrong_shape")
+DAMAGE = (
+    "removed", "empty", "truncated", "not_json", "directory", "fifo", "symlink_loop", "wrong_shape",
+    "deep_nesting", "huge_number",
+)
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +47,10 @@ def _damage(path: Path, how: str) -> None:
         os.mkfifo(path)
     elif how == "symlink_loop":
         os.symlink(path, path)
+    elif how == "deep_nesting":  # Python's recursion limit, reached inside json.loads
+        path.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    elif how == "huge_number":  # past Python's int digit limit
+        path.write_text('{"id": ' + "9" * 5000 + "}\n")
     elif how == "wrong_shape":
         path.write_text('["a list, not an object"]\n' if path.suffix == ".json" else "[1, 2]\n")
 

@@ -122,16 +122,16 @@ def compare(a, b, ground_truth: dict, per_class: list[dict]) -> dict:
 def _class_curves(a, b, categories: list[int]) -> list[dict]:
     """The per-class PR curves of A and B (their ``pr_curves.json``) of ``categories``, where both
     runs wrote them."""
-    import json
     import os
+
+    from evalharness.core.untrusted import read_json
 
     curves = []
     for run in (a, b):
         path = os.path.join(run.dir or "", CURVES_FILE)
         if not os.path.isfile(path):
             return []
-        with open(path, encoding="utf-8") as f:
-            curves.append(json.load(f)["classes"])
+        curves.append(read_json(path, "the run's per-class curves", required={"classes": dict})["classes"])
     return [
         {"category_id": cat, "name": curves[0][str(cat)]["name"], "a": curves[0][str(cat)],
          "b": curves[1][str(cat)]}

@@ -6,12 +6,12 @@ matrix. Nothing is recomputed: the numbers are the run's own.
 
 from __future__ import annotations
 
-import json
 import os
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section, more_rows
+from evalharness.core.untrusted import read_json
 from evalharness.stats.detection_analysis import IOU, confusion_pairs
 from evalharness.stats.tide import MAIN, NAMES, SPECIAL
 
@@ -176,8 +176,7 @@ def _class_curves(run, curves_file: str, rows: list[dict]) -> list[tuple[str, di
     path = os.path.join(run.dir or "", curves_file)
     if not os.path.isfile(path):
         return []
-    with open(path, encoding="utf-8") as f:
-        classes = json.load(f)["classes"]
+    classes = read_json(path, "the run's per-class curves", required={"classes": dict})["classes"]
     top = sorted(rows, key=lambda r: (-r["num_gt"], r["category_id"]))[:CURVE_CLASSES]
     return [
         (f"{r['name']} ({r['category_id']})", classes[str(r["category_id"])])
