@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from evalharness.core.errors import ConfigError
@@ -60,18 +62,65 @@ def test_check_refuses_what_cannot_be_sharded_and_merged():
 
 
 def test_a_run_already_there_is_refused_continued_or_replaced_like_a_single_run(tmp_path):
+    """The parent takes a single run's claim: the same refusals, the same lock, and a single run's
+    interrupted predictions are never replaced by a parallel resume."""
+    from evalharness.core.errors import EvalHarnessError
+    from evalharness.rundir.state import claim, release
+
+    run, config = str(tmp_path), {"task": {"name": "t"}, "loop": {}}
+    take = lambda resume, overwrite: _take_over(run, config, resume, overwrite, True)  # noqa: E731
+    claim(run, config, {}, resume=False, overwrite=False, can_resume=True)  # another writer holds it
+    release(run)
     (tmp_path / "parallel" / "shard_0").mkdir(parents=True)
     (tmp_path / "metrics.json").write_text('{"status": "complete"}')
-    with pytest.raises(ConfigError, match="already holds a complete run; loop.resume=true"):
-        _take_over(str(tmp_path), resume=False, overwrite=False)
-    with pytest.raises(ConfigError, match="nothing to resume"):
-        _take_over(str(tmp_path), resume=True, overwrite=False)
+    with pytest.raises(EvalHarnessError, match="already holds a complete run; loop.resume=true"):
+        take(False, False)
+    with pytest.raises(EvalHarnessError, match="nothing to resume"):
+        take(True, False)
     (tmp_path / "metrics.json").write_text('{"status": "partial"}')
-    _take_over(str(tmp_path), resume=True, overwrite=False)  # the parent's record goes, shards stay
+    take(True, False)  # the parent's record goes, shards stay
+    release(run)
     assert not (tmp_path / "metrics.json").exists() and (tmp_path / "parallel" / "shard_0").is_dir()
     (tmp_path / "metrics.json").write_text('{"status": "complete"}')
-    _take_over(str(tmp_path), resume=False, overwrite=True)
+    take(False, True)
+    release(run)
     assert not (tmp_path / "metrics.json").exists() and not (tmp_path / "parallel").exists()
+
+
+def test_a_single_interrupted_run_is_not_resumed_in_parallel(tmp_path):
+    from evalharness.rundir.state import claim, release
+
+    run, config = str(tmp_path), {"task": {"name": "t"}, "loop": {}}
+    claim(run, config, {}, resume=False, overwrite=False, can_resume=True)
+    release(run)
+    (tmp_path / "predictions.jsonl").write_text('{"id": "a", "latency_ms": 1.0}\n')
+    before = (tmp_path / "predictions.jsonl").read_bytes()
+    with pytest.raises(ConfigError, match="not split by loop.parallel"):
+        _take_over(run, config, True, False, True)
+    with pytest.raises(Exception, match="already holds an interrupted run"):
+        _take_over(run, config, False, False, True)
+    assert (tmp_path / "predictions.jsonl").read_bytes() == before
+
+
+def test_a_directory_held_by_another_process_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    from evalharness.core.errors import EvalHarnessError
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl,os,sys,time; fd=os.open(sys.argv[1], os.O_RDONLY); "
+         "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)", str(tmp_path)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(EvalHarnessError, match="in use by another running evalharness process"):
+            _take_over(str(tmp_path), {"task": {"name": "t"}, "loop": {}}, False, False, True)
+        assert os.listdir(tmp_path) == []
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_op_profile_is_refused_where_it_could_not_be_kept_or_run():
