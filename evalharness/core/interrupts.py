@@ -71,9 +71,9 @@ def interrupted() -> str | None:
 
 def ignore_interrupts() -> None:
     """A worker process's initializer: its parent owns its lifetime (a terminal's Ctrl-C reaches the
-    whole foreground group; the worker must not answer it with a traceback of its own)."""
-    for sig in _SIGNALS:
-        signal.signal(sig, signal.SIG_IGN)
+    whole foreground group; the worker must not answer it with a traceback of its own). SIGTERM, the
+    parent's way to end it, keeps its default."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def start(cmd: list[str], **kwargs) -> subprocess.Popen:
@@ -108,7 +108,9 @@ def forget(child: subprocess.Popen | int) -> None:
 
 
 def _direct_children() -> list[int]:
-    """This process's own children per ``/proc`` (none where there is no ``/proc``)."""
+    """This process's own children per ``/proc`` (none where there is no ``/proc``), but for
+    multiprocessing's resource tracker: it ends by itself when this process does, and ended early it
+    is relaunched with tracebacks of its own."""
     me, found = os.getpid(), []
     with contextlib.suppress(OSError):
         for entry in os.listdir("/proc"):
@@ -119,7 +121,15 @@ def _direct_children() -> list[int]:
                 ):
                     if int(f.read().rsplit(")", 1)[1].split()[1]) == me:  # the field after "(name)"
                         found.append(int(entry))
-    return found
+    return [pid for pid in found if b"resource_tracker" not in _command_line(pid)]
+
+
+def _command_line(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 def _alive(child: subprocess.Popen | int) -> bool:

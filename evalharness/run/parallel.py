@@ -179,9 +179,10 @@ def run_parallel(rp, run_dir: str, overrides: list[str]) -> dict:
     try:
         return _run_shards(rp, run_dir, overrides)
     except Interrupted as exc:
+        children.stop_children()  # each shard records its own partial run first
         kept = sum(len(read_predictions(os.path.join(d, PREDICTIONS_FILE))) for d in _shard_dirs(run_dir))
-        where = f"while its shards ran (kept in {os.path.join(run_dir, SHARDS_DIR)})"
-        raise record_interrupt(run_dir, rp.config(), exc, where, kept) from None
+        where, kept_in = "while its shards ran", os.path.join(SHARDS_DIR, "shard_*", PREDICTIONS_FILE)
+        raise record_interrupt(run_dir, rp.config(), exc, where, (kept, kept_in)) from None
     finally:
         release(run_dir)
 

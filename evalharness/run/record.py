@@ -57,7 +57,9 @@ def record_config(run_dir: str, rp) -> None:
     )
 
 
-def record_interrupt(run_dir: str, config: dict, exc, where: str, kept: int | None = None) -> RunStopped:
+def record_interrupt(
+    run_dir: str, config: dict, exc, where: str, kept: tuple[int, str] | None = None
+) -> RunStopped:
     """A signal outside the measured loop (start-up, scoring, the bootstrap, TIDE's child, a
     ``loop.parallel`` parent): the children end first (a shard records its own partial run), then the
     ``interrupted`` record names the predictions kept, which ``loop.resume=true`` continues from.
@@ -68,10 +70,10 @@ def record_interrupt(run_dir: str, config: dict, exc, where: str, kept: int | No
 
     stop_children()
     if kept is None:  # a run's own predictions (loop.parallel counts its shards')
-        kept = len(read_predictions(os.path.join(run_dir, PREDICTIONS_FILE)))
-    message = f"interrupted by {exc.signal} {where}; {kept} prediction(s) kept"
+        kept = len(read_predictions(os.path.join(run_dir, PREDICTIONS_FILE))), PREDICTIONS_FILE
+    message = f"interrupted by {exc.signal} {where}; {kept[0]} prediction(s) kept ({kept[1]})"
     path = write_failure(run_dir, message, config, job_overrides(), kept)
-    return RunStopped(f"{message} in {path}; loop.resume=true continues the run")
+    return RunStopped(f"{message}, recorded in {path}; loop.resume=true continues the run")
 
 
 def invalid_reasons(rp, checks: dict) -> list[str]:

@@ -89,10 +89,12 @@ def run_document(
     }
 
 
-def failure_document(message: str, config: dict, overrides: list[str], kept: int | None = None) -> dict:
+def failure_document(
+    message: str, config: dict, overrides: list[str], kept: tuple[int, str] | None = None
+) -> dict:
     """What a job that failed before producing results leaves: its error, config and command-line
     overrides (a sweep table lists the job by them), no metrics. ``kept``: the job was interrupted
-    (status ``interrupted``, which a resume continues) with that many predictions on disk."""
+    (status ``interrupted``, which a resume continues) with (that many predictions, in that file)."""
     doc = {
         "schema_version": SCHEMA_VERSION,
         "status": "failed" if kept is None else "interrupted",
@@ -102,7 +104,7 @@ def failure_document(message: str, config: dict, overrides: list[str], kept: int
         "provenance": {"config": config, "overrides": overrides},
     }
     if kept is not None:
-        kept_files = {"path": PREDICTIONS_FILE, "format": "jsonl", "count": kept}
+        kept_files = {"path": kept[1], "format": "jsonl", "count": kept[0]}
         doc |= {"stop_reason": message, "predictions": kept_files}
     return doc
 
@@ -117,7 +119,7 @@ def write_run(writer: RunWriter, doc: dict, lines: list[str], artifacts: Mapping
 
 
 def write_failure(
-    run_dir: str, message: str, config: dict, overrides: list[str], kept: int | None = None
+    run_dir: str, message: str, config: dict, overrides: list[str], kept: tuple[int, str] | None = None
 ) -> str:
     """The failure (or interruption, see :func:`failure_document`) record; a ``results.txt`` already
     there (its figures now unfounded) goes first."""

@@ -146,8 +146,9 @@ def _claim(
                 if os.path.exists(os.path.join(run_dir, name)):
                     os.unlink(os.path.join(run_dir, name))
         elif not resume:
+            article = "an" if status[:1] in "aeiou" else "a"
             raise EvalHarnessError(
-                f"{run_dir} already holds {'an' if status[:1] in 'aeiou' else 'a'} {status} run; loop.resume=true continues it, "
+                f"{run_dir} already holds {article} {status} run; loop.resume=true continues it, "
                 "loop.overwrite=true replaces it, or choose another hydra.run.dir"
             )
         elif status == "complete":
