@@ -54,6 +54,7 @@ def _raise(signum, frame) -> None:
 def interrupt_policy():
     """Install the handlers for the command's lifetime; on the way out, end every child left."""
     previous = {sig: signal.getsignal(sig) for sig in _SIGNALS}
+    _state["interrupted"] = None
     for sig in _SIGNALS:
         signal.signal(sig, _raise)
     try:
