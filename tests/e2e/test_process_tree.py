@@ -157,3 +157,12 @@ def test_a_directory_another_run_is_writing_is_refused_to_every_writer(tmp_path)
     assert _files(run) == before
     _ended_cleanly(proc, signal.SIGTERM, pids)
     assert _doc(run)["status"] == "partial"
+
+
+def test_a_signal_ends_a_multirun_with_the_job_it_reached_recorded(tmp_path):
+    sweep = tmp_path / "sweep"
+    args = ["-m", *SMALL, "task.num_images=3,4", f"hydra.sweep.dir={sweep}"]
+    proc = _paused(args, "loop", tmp_path)
+    _ended_cleanly(proc, signal.SIGTERM, _descendants(proc.pid) | {proc.pid})
+    jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
+    assert len(jobs) == 1 and _doc(jobs[0])["status"] == "partial"  # the sweep stops: no job after it
