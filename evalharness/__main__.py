@@ -19,9 +19,9 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from evalharness.core.boundary import EXIT_STOPPED, EXIT_USER_ERROR, debug, describe, report
+from evalharness.core.boundary import EXIT_STOPPED, EXIT_USER_ERROR, debug, describe, report, report_interrupt
 from evalharness.core.errors import EvalHarnessError, RunStopped
-from evalharness.core.interrupts import STOPPED_HINT, Interrupted, interrupt_policy, interrupted
+from evalharness.core.interrupts import Interrupted, interrupt_policy, interrupted
 from evalharness.core.native_output import VERBOSE_ENV, failure_tail, quiet_native_output, silence_teardown
 from evalharness.core.paths import CONF_DIR, bundled, model_stem, quant_tag
 from evalharness.run.cli import conf_dirs, help_text, unknown_key
@@ -190,7 +190,7 @@ def main() -> None:
         except Interrupted as exc:
             if debug():
                 raise
-            print(f"error: interrupted by {exc.signal}; {STOPPED_HINT}", file=sys.stderr)
+            report_interrupt(exc)
             sys.exit(EXIT_STOPPED)
 
 

@@ -23,6 +23,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 
 GRACE_S = 20.0  # how long a child has to write its own partial record after SIGTERM
@@ -40,7 +41,6 @@ class Interrupted(KeyboardInterrupt):
 
 _children: list[subprocess.Popen | int] = []  # started (own session) or adopted (a pool's worker)
 _state: dict = {"interrupted": None}  # the signal's name once one arrived
-STOPPED_HINT = "a run it started keeps its partial record (loop.resume=true continues it)"
 
 
 def _raise(signum, frame) -> None:
@@ -52,10 +52,12 @@ def _raise(signum, frame) -> None:
 
 @contextlib.contextmanager
 def interrupt_policy():
-    """Install the handlers for the command's lifetime; on the way out, end every child left."""
-    previous = {sig: signal.getsignal(sig) for sig in _SIGNALS}
+    """Install the handlers for the command's lifetime; on the way out, end every child left. Off
+    the main thread (where Python runs no handler) it only ends the children."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.getsignal(sig) for sig in _SIGNALS} if main else {}
     _state["interrupted"] = None
-    for sig in _SIGNALS:
+    for sig in previous:
         signal.signal(sig, _raise)
     try:
         yield
