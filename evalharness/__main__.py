@@ -63,7 +63,7 @@ def _app(cfg: DictConfig) -> None:
     native: list[str] = []  # what native libraries print on fd 2: the run's native.log
     started, ours = now(), True
     try:
-        with quiet_native_output(native):
+        with quiet_native_output(native), interrupt_policy():  # a launcher's worker process too
             run(cfg, run_dir)
     except Exception as exc:
         if debug():
