@@ -172,10 +172,14 @@ def run_parallel(rp, run_dir: str, overrides: list[str]) -> dict:
     """Claim ``run_dir`` as every writer does (:func:`evalharness.rundir.state.claim`: the lock, the
     resume and overwrite rules), run the shards, merge them; a signal ends the shards first and
     leaves the ``interrupted`` record that ``loop.resume=true`` continues."""
+    from evalharness.core.boundary import describe
+    from evalharness.run.hydra_access import job_overrides
     from evalharness.run.record import record_interrupt
+    from evalharness.rundir.document import write_failure
     from evalharness.rundir.state import release
 
-    _take_over(run_dir, rp.config(), rp.loop.resume, rp.loop.overwrite, rp.definition.can_resume)
+    loop = rp.loop
+    _take_over(run_dir, rp.config(), loop.resume, loop.overwrite, rp.definition.can_resume, loop.parallel)
     try:
         return _run_shards(rp, run_dir, overrides)
     except Interrupted as exc:
@@ -183,23 +187,36 @@ def run_parallel(rp, run_dir: str, overrides: list[str]) -> dict:
         kept = sum(len(read_predictions(os.path.join(d, PREDICTIONS_FILE))) for d in _shard_dirs(run_dir))
         where, kept_in = "while its shards ran", os.path.join(SHARDS_DIR, "shard_*", PREDICTIONS_FILE)
         raise record_interrupt(run_dir, rp.config(), exc, where, (kept, kept_in)) from None
+    except Exception as exc:  # a shard failed, or the merge: the claimed directory says so, as a run's does
+        write_failure(run_dir, describe(exc), rp.config(), job_overrides())
+        raise
     finally:
         release(run_dir)
 
 
-def _take_over(run_dir: str, config: dict, resume: bool, overwrite: bool, can_resume: bool) -> None:
+def _take_over(
+    run_dir: str, config: dict, resume: bool, overwrite: bool, can_resume: bool, split: str = "1x1"
+) -> None:
     """The claim of a single run (refusals, resume and overwrite rules, the lock: released by the
     caller); then the shards go with an overwrite, and a resumed run's own record (the merge
-    rewrites it). A single run's interrupted predictions are never replaced by a resume."""
+    rewrites it). Every refusal comes first, with nothing touched: a single run's interrupted
+    predictions are never replaced by a resume, nor an interrupted split resumed as another."""
     from evalharness.rundir.state import claim, release
 
     done = claim(run_dir, config, {}, resume=resume, overwrite=overwrite, can_resume=can_resume)
     shards = os.path.join(run_dir, SHARDS_DIR)  # the shards check the inputs' identity themselves
-    if resume and done and not os.path.isdir(shards):
+    prior, asked = _shard_dirs(run_dir), parse(split)
+    if resume and done and not prior:
         release(run_dir)
         raise ConfigError(
             f"{run_dir} holds an interrupted run that was not split by loop.parallel; resume it "
             "without loop.parallel (or start over: loop.overwrite=true)"
+        )
+    if resume and prior and (asked == AUTO or asked[0] != len(prior)):
+        release(run_dir)
+        raise ConfigError(
+            f"loop.parallel={split} with loop.resume=true: the interrupted run has {len(prior)} shards "
+            f"in {shards}; give its split, loop.parallel={len(prior)}xT"
         )
     if overwrite:
         shutil.rmtree(shards, ignore_errors=True)
@@ -218,13 +235,6 @@ def _run_shards(rp, run_dir: str, overrides: list[str]) -> dict:
 
     cores = available_cores()
     asked = parse(rp.loop.parallel)
-    prior = _shard_dirs(run_dir)
-    if rp.loop.resume and prior and (asked == AUTO or asked[0] != len(prior)):
-        raise ConfigError(
-            f"loop.parallel={rp.loop.parallel} with loop.resume=true: the interrupted run has "
-            f"{len(prior)} shards in {os.path.join(run_dir, SHARDS_DIR)}; give its split, "
-            f"loop.parallel={len(prior)}xT"
-        )
     record: dict = {"requested": str(rp.loop.parallel), "cores": cores}
     if asked == AUTO:
         cal = calibrate(rp.model["path"], rp.delegate_plan, rp.runtime["name"], cores)

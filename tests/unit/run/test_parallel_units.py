@@ -112,3 +112,21 @@ def test_op_profile_is_refused_where_it_could_not_be_kept_or_run():
     ):
         with pytest.raises(ConfigError, match=words):
             check_op_profile(*args)
+
+
+def test_a_resume_with_another_split_is_refused_before_anything_is_touched(tmp_path):
+    from evalharness.rundir.state import claim, release
+
+    run, config = str(tmp_path), {"task": {"name": "t"}, "loop": {}}
+    claim(run, config, {}, resume=False, overwrite=False, can_resume=True)
+    release(run)
+    for i in range(2):
+        (tmp_path / "parallel" / f"shard_{i}").mkdir(parents=True)
+    (tmp_path / "metrics.json").write_text('{"status": "interrupted"}')
+    for split in ("3x1", "auto"):
+        with pytest.raises(ConfigError, match="give its split, loop.parallel=2xT"):
+            _take_over(run, config, True, False, True, split)
+        assert (tmp_path / "metrics.json").read_text() == '{"status": "interrupted"}'
+    _take_over(run, config, True, False, True, "2x1")
+    release(run)
+    assert not (tmp_path / "metrics.json").exists()
