@@ -64,7 +64,8 @@ def interrupt_policy():
     finally:
         stop_children(sweep=bool(_state["interrupted"]))
         for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            if not (_state["interrupted"] and handler is _raise):  # an outer policy's: stay deaf
+                signal.signal(sig, handler)
 
 
 def interrupted() -> str | None:
