@@ -171,6 +171,7 @@ def merge_runs(paths: list[str], out_dir: str, provenance: dict | None = None) -
 def merge_loaded(runs: list[Run], out_dir: str, provenance: dict | None = None) -> dict:
     """Merge already loaded shard runs into ``out_dir`` (see :func:`merge_runs`)."""
     runs = check_shards(runs)
+    check_output_dir(out_dir, runs)
     with hold(out_dir) as claimed:  # the claim of every writer (rundir/state.py)
         return _merge_into(runs, out_dir, provenance, claimed)
 
@@ -179,7 +180,6 @@ def _merge_into(runs: list[Run], out_dir: str, provenance: dict | None, claimed:
     """The merge under ``out_dir``'s lock; ``claimed``: the caller's own claim (``loop.parallel``)."""
     if has_document(out_dir) or (not claimed and holds_run(out_dir)):
         raise ReportError(f"{out_dir} already holds a run; choose another --out")
-    check_output_dir(out_dir, runs)
     definition = definition_of(runs[0])
     with malformed(*runs):
         preds = merged_predictions(runs)
