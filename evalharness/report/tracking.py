@@ -84,7 +84,8 @@ def store_uri(settings, cwd: str | None = None) -> tuple[str, str | None]:
 
 def run_status(run: Run) -> tuple[str, str]:
     """(MLflow run status, evalharness status): only a complete run is FINISHED. One stopped by an
-    interrupt (partial in the loop, interrupted after it) is KILLED; partial (stopped by an error), invalid and failed runs are FAILED."""
+    interrupt (partial in the loop, interrupted after it) is KILLED; partial (stopped by an error),
+    invalid and failed runs are FAILED."""
     status = run.status
     if status == "complete":
         return "FINISHED", status
