@@ -7,6 +7,7 @@ import sys
 from typing import NamedTuple
 
 from evalharness.core.errors import EvalHarnessError
+from evalharness.core.interrupts import checkpoint
 from evalharness.run.hydra_access import job_overrides
 
 
@@ -28,6 +29,7 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
     from evalharness.rundir.files import RunWriter
     from evalharness.runtime import load_model
 
+    checkpoint("start-up")  # a test's pause point (core/interrupts.py)
     start_up = measure(rp.definition.start_up_passes(), job_overrides(), run_dir)
     writer = RunWriter(run_dir, resume=bool(done))
     reference = None

@@ -166,3 +166,15 @@ def test_a_signal_ends_a_multirun_with_the_job_it_reached_recorded(tmp_path):
     _ended_cleanly(proc, signal.SIGTERM, _descendants(proc.pid) | {proc.pid})
     jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
     assert len(jobs) == 1 and _doc(jobs[0])["status"] == "partial"  # the sweep stops: no job after it
+
+
+def test_a_signal_before_the_loop_leaves_an_interrupted_record_that_resumes(tmp_path):
+    run = tmp_path / "run"
+    args = [*SMALL, f"hydra.run.dir={run}"]
+    proc = _paused(args, "start-up", tmp_path)
+    _ended_cleanly(proc, signal.SIGINT, _descendants(proc.pid) | {proc.pid})
+    doc = _doc(run)
+    assert doc["status"] == "interrupted" and "before the loop" in doc["stop_reason"]
+    assert _run(args, tmp_path).returncode == 2  # a run is there: never overwritten silently
+    resumed = _run([*args, "loop.resume=true"], tmp_path)
+    assert resumed.returncode == 0 and _doc(run)["status"] == "complete", resumed.stderr
