@@ -11,10 +11,10 @@ policy writes their partial records), waits, then kills what is left, and :func:
 does it once more on the way out as a backstop. A process that is no longer ours is never signalled:
 only tracked ids and this process's own direct children (``/proc``) are.
 
-``EVALHARNESS_TEST_PAUSE=<stage>`` (tests only; stages ``start-up``, ``loop``, ``bootstrap``) makes :func:`checkpoint` at that stage write
-``<pid>`` into ``EVALHARNESS_TEST_PAUSE_DIR`` and wait there, so a test can signal a command at an
-exact moment (during ``loop.parallel``'s shards, during COCO's bootstrap) instead of sleeping and
-hoping.
+``EVALHARNESS_TEST_PAUSE=<stage>`` (tests only; stages ``start-up``, ``loop``, ``bootstrap``) makes
+:func:`checkpoint` at that stage write ``<pid>`` into ``EVALHARNESS_TEST_PAUSE_DIR`` and wait there,
+so a test can signal a command at an exact moment (during ``loop.parallel``'s shards, during COCO's
+bootstrap) instead of sleeping and hoping.
 """
 
 from __future__ import annotations
