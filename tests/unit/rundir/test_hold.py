@@ -3,6 +3,7 @@ record): re-entrant for the process that claimed the directory, refused to any o
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -42,3 +43,26 @@ def test_hold_is_refused_while_another_process_holds_the_directory(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_an_interrupted_record_names_what_was_kept_and_is_resumed(tmp_path):
+    """The record a signal after the loop leaves: no metrics, the predictions kept, and a resume
+    (or a re-run sweep job) continues it like a partial run."""
+    from evalharness.rundir.document import write_failure
+    from evalharness.rundir.state import sweep_job_mode
+
+    run, config = str(tmp_path), {"task": {"name": "t"}}
+    claim(run, config, {}, resume=False, overwrite=False, can_resume=True)
+    (tmp_path / "predictions.jsonl").write_text('{"id": "a", "latency_ms": 1.0}\n')
+    write_failure(run, "interrupted by SIGTERM while scoring", config, [], (1, "predictions.jsonl"))
+    release(run)
+    doc = json.loads((tmp_path / "metrics.json").read_text())
+    assert doc["status"] == "interrupted" and doc["metrics"] is None
+    assert doc["predictions"]["count"] == 1 and doc["stop_reason"].startswith("interrupted by SIGTERM")
+    assert sweep_job_mode(run, config, can_resume=True) == ("resume", None)
+    with pytest.raises(EvalHarnessError, match="already holds an interrupted run"):
+        claim(run, config, {}, resume=False, overwrite=False, can_resume=True)
+    assert claim(run, config, {}, resume=True, overwrite=False, can_resume=True) == [
+        {"id": "a", "latency_ms": 1.0}
+    ]
+    release(run)
