@@ -21,7 +21,7 @@ from evalharness.run.execute import execute
 from evalharness.run.hydra_access import job_overrides, multirun_launcher
 from evalharness.run.identity import run_identity
 from evalharness.run.parallel import parse as parse_parallel
-from evalharness.run.parallel import run_parallel
+from evalharness.run.parallel import refuse_unsplit_resume, run_parallel
 from evalharness.run.prepare import prepare, use_resize
 from evalharness.run.record import record_config, record_interrupt, record_run
 from evalharness.run.repair_view import write_repair
@@ -37,6 +37,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     rp = validate(cfg, multirun_launcher(), job_overrides(), command_line=HydraConfig.initialized())
     if parse_parallel(rp.loop.parallel) != "off":
         return run_parallel(rp, run_dir, job_overrides())
+    refuse_unsplit_resume(run_dir, rp.loop.resume)
     return run_settings(rp, run_dir)
 
 

@@ -225,6 +225,17 @@ def _take_over(
             os.unlink(os.path.join(run_dir, name))
 
 
+def refuse_unsplit_resume(run_dir: str, resume: bool) -> None:
+    """A run split by ``loop.parallel`` resumes only as one: without it, its shards' predictions
+    would be ignored and every sample run again beside them."""
+    prior = _shard_dirs(run_dir)
+    if resume and prior:
+        raise ConfigError(
+            f"{run_dir} holds a run split by loop.parallel into {len(prior)} shards; resume it with "
+            f"loop.parallel={len(prior)}xT"
+        )
+
+
 def _shard_dirs(run_dir: str) -> list[str]:
     return sorted(glob.glob(os.path.join(run_dir, SHARDS_DIR, "shard_*")))
 

@@ -130,3 +130,14 @@ def test_a_resume_with_another_split_is_refused_before_anything_is_touched(tmp_p
     _take_over(run, config, True, False, True, "2x1")
     release(run)
     assert not (tmp_path / "metrics.json").exists()
+
+
+def test_a_split_run_resumes_only_as_one(tmp_path):
+    from evalharness.run.parallel import refuse_unsplit_resume
+
+    refuse_unsplit_resume(str(tmp_path), True)  # nothing split here
+    (tmp_path / "parallel" / "shard_0").mkdir(parents=True)
+    (tmp_path / "parallel" / "shard_1").mkdir()
+    refuse_unsplit_resume(str(tmp_path), False)  # not a resume: the claim decides
+    with pytest.raises(ConfigError, match="resume it with loop.parallel=2xT"):
+        refuse_unsplit_resume(str(tmp_path), True)
