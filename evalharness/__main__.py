@@ -10,6 +10,7 @@ is one of :data:`SUBCOMMANDS` (the one table, for dispatch and ``--help``), each
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import hydra
@@ -17,8 +18,18 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from evalharness.core.boundary import EXIT_OK, EXIT_STOPPED, EXIT_USER_ERROR, debug, describe, guarded, report
-from evalharness.core.errors import RunStopped
+from evalharness.core.boundary import (
+    EXIT_OK,
+    EXIT_STOPPED,
+    EXIT_USER_ERROR,
+    debug,
+    describe,
+    guarded,
+    report,
+    report_interrupt,
+)
+from evalharness.core.errors import EvalHarnessError, RunStopped
+from evalharness.core.interrupts import Interrupted, interrupt_policy, interrupted
 from evalharness.core.native_output import VERBOSE_ENV, failure_tail, quiet_native_output, silence_teardown
 from evalharness.core.paths import CONF_DIR, bundled, model_stem, quant_tag
 from evalharness.core.registry import load_object
@@ -39,12 +50,18 @@ __all__ = ["SUBCOMMANDS", "main", "run"]
 def _write_failure(run_dir: str, cfg: DictConfig, message: str) -> None:
     """A failed job leaves a record without metrics, so sweeps list it instead of dropping it."""
     from evalharness.rundir.document import write_failure
+    from evalharness.rundir.state import hold
 
     try:
         config = OmegaConf.to_container(cfg, resolve=True)
     except Exception:  # noqa: BLE001 - the config itself may be what failed to resolve
         config = OmegaConf.to_container(cfg, resolve=False)
-    write_failure(run_dir, message, config, list(HydraConfig.get().overrides.task))
+    try:
+        with hold(run_dir):  # the claim of every writer: a run another process is writing stays its own
+            if not holds_run(run_dir):
+                write_failure(run_dir, message, config, list(HydraConfig.get().overrides.task))
+    except EvalHarnessError:
+        pass  # held by another process: the failure is this command's error line only
 
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
@@ -55,7 +72,7 @@ def _app(cfg: DictConfig) -> None:
     native: list[str] = []  # what native libraries print on fd 2: the run's native.log
     started, ours = now(), True
     try:
-        with quiet_native_output(native):
+        with quiet_native_output(native), interrupt_policy():  # a launcher's worker process too
             run(cfg, run_dir)
     except Exception as exc:
         if debug():
@@ -70,6 +87,8 @@ def _app(cfg: DictConfig) -> None:
         if hc.mode == RunMode.MULTIRUN:
             print(f"job {hc.job.num} failed: {message}", *tail, sep="\n", file=sys.stderr)
             _failed_jobs.append(f"{hc.job.num}: {message}")
+            if interrupted():  # the signal ends the sweep, not only this job
+                raise Interrupted(signal.Signals[interrupted()]) from None
             return
         print(f"error: {message}", *tail, sep="\n", file=sys.stderr)
         _exit_codes.append(EXIT_STOPPED if stopped else EXIT_USER_ERROR)  # sys.exit here would skip them
@@ -101,6 +120,19 @@ def _quietly(command, args: list[str]) -> int:
 
 
 def main() -> None:
+    """The command under the one interrupt policy (:mod:`evalharness.core.interrupts`): a signal that
+    reaches here (before a run claimed its directory, between jobs, in a report) is one line, exit 1."""
+    with interrupt_policy():
+        try:
+            _main()
+        except Interrupted as exc:
+            if debug():
+                raise
+            report_interrupt(exc)
+            sys.exit(EXIT_STOPPED)
+
+
+def _main() -> None:
     if {"-v", "--verbose"} & set(sys.argv[1:]):  # native runtime output live, as it is printed
         os.environ[VERBOSE_ENV] = "1"
         sys.argv[1:] = [a for a in sys.argv[1:] if a not in ("-v", "--verbose")]

@@ -100,6 +100,15 @@ def report(exc: BaseException) -> None:
     print(f"error: {describe(exc)}", file=sys.stderr)
 
 
+def report_interrupt(exc) -> None:
+    """The one line of a command a signal ended (:class:`evalharness.core.interrupts.Interrupted`)."""
+    print(
+        f"error: interrupted by {exc.signal}; every process it started has ended "
+        "(loop.resume=true continues an interrupted run)",
+        file=sys.stderr,
+    )
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse keeping the contract: a usage mistake is one ``error:`` line with the way out, not
     argparse's usage block followed by ``prog: error: ...``. Subcommand parsers inherit it."""
@@ -111,10 +120,19 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def guarded(body: Callable[[], int | None]) -> int:
     """Run an entry point's ``body`` inside the boundary and return its exit code: whatever escapes
-    it (an OS error on an output path, a damaged input, a bug) is one ``error:`` line and exit 2.
+    it (an OS error on an output path, a damaged input, a bug) is one ``error:`` line and exit 2; a
+    signal is one line and exit 1, its children ended (:mod:`evalharness.core.interrupts`).
     Every command-line tool of the package enters through here or through ``__main__``'s own app."""
+    from evalharness.core.interrupts import Interrupted, interrupt_policy
+
     try:
-        return body() or EXIT_OK
+        with interrupt_policy():
+            return body() or EXIT_OK
+    except Interrupted as exc:
+        if debug():
+            raise
+        report_interrupt(exc)
+        return EXIT_STOPPED
     except SystemExit as exc:  # argparse's --help (0) and usage errors (2) keep their code
         return exc.code if isinstance(exc.code, int) else EXIT_USER_ERROR
     except Exception as exc:

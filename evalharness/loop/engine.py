@@ -27,6 +27,7 @@ import numpy as np
 
 from evalharness.core.boundary import debug, describe
 from evalharness.core.errors import ConfigError, DataError
+from evalharness.core.interrupts import checkpoint
 from evalharness.core.schema import bounds
 from evalharness.loop.blocks import ScoringBlocks
 from evalharness.loop.checks import OutputChecks
@@ -255,6 +256,8 @@ def _run_each(
     With size > 1 each sample's latency is the batch's invoke time divided by ``size``."""
     first_outputs = None
     for chunk in chunks:
+        if result.first_inference_ms is not None:
+            checkpoint("loop")  # a test's pause point, once a sample ran (core/interrupts.py)
         tensors = chunk[0][1] if size == 1 else _stacked(chunk, size)
         model.set_inputs(tensors)
         if result.first_inference_ms is None:

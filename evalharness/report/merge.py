@@ -23,9 +23,10 @@ from collections import Counter
 
 from evalharness.report.outputs import check_output_dir
 from evalharness.report.runs import ReportError, definition_of, malformed
-from evalharness.rundir.document import has_document, run_document, write_run
+from evalharness.rundir.document import has_document, holds_run, run_document, write_run
 from evalharness.rundir.files import RESULTS_FILE, RunWriter
 from evalharness.rundir.reader import Run, dig, load_run
+from evalharness.rundir.state import hold
 from evalharness.stats.latency import summarize
 from evalharness.tasks.discovery import and_list, listed
 
@@ -170,9 +171,15 @@ def merge_runs(paths: list[str], out_dir: str, provenance: dict | None = None) -
 def merge_loaded(runs: list[Run], out_dir: str, provenance: dict | None = None) -> dict:
     """Merge already loaded shard runs into ``out_dir`` (see :func:`merge_runs`)."""
     runs = check_shards(runs)
-    if has_document(out_dir):
-        raise ReportError(f"{out_dir} already holds a run; choose another --out")
     check_output_dir(out_dir, runs)
+    with hold(out_dir) as claimed:  # the claim of every writer (rundir/state.py)
+        return _merge_into(runs, out_dir, provenance, claimed)
+
+
+def _merge_into(runs: list[Run], out_dir: str, provenance: dict | None, claimed: bool) -> dict:
+    """The merge under ``out_dir``'s lock; ``claimed``: the caller's own claim (``loop.parallel``)."""
+    if has_document(out_dir) or (not claimed and holds_run(out_dir)):
+        raise ReportError(f"{out_dir} already holds a run; choose another --out")
     definition = definition_of(runs[0])
     with malformed(*runs):
         preds = merged_predictions(runs)

@@ -58,6 +58,9 @@ def comparability(a: Run, b: Run, allow_different_preprocessing: bool = False) -
     for run in (a, b):
         if run.status == "failed":
             c.refused.append(f"run {run.label} failed: {run.doc.get('error') or 'no error recorded'}")
+        elif run.status == "interrupted":  # before its metrics: loop.resume=true finishes it
+            why = run.doc.get("stop_reason")
+            c.refused.append(f"run {run.label} has no metrics: {why}; loop.resume=true finishes it")
     if c.refused:
         return c
     if a.task != b.task:

@@ -91,11 +91,12 @@ def store_uri(settings, cwd: str | None = None) -> tuple[str, str | None]:
 
 def run_status(run: Run) -> tuple[str, str]:
     """(MLflow run status, evalharness status): only a complete run is FINISHED. One stopped by an
-    interrupt is KILLED; partial (stopped by an error), invalid and failed runs are FAILED."""
+    interrupt (partial in the loop, interrupted after it) is KILLED; partial (stopped by an error),
+    invalid and failed runs are FAILED."""
     status = run.status
     if status == "complete":
         return "FINISHED", status
-    if status == "partial" and run.doc.get("stop_reason") == "interrupted":
+    if status == "interrupted" or (status == "partial" and run.doc.get("stop_reason") == "interrupted"):
         return "KILLED", status
     return "FAILED", status
 

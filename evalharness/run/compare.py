@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from evalharness.core import interrupts as children
 from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.boundary import EXIT_OK, EXIT_STOPPED, ArgumentParser, debug, describe, guarded
 from evalharness.core.errors import ConfigError
@@ -32,6 +33,7 @@ from evalharness.core.tables import render_text
 from evalharness.core.untrusted import read_json
 from evalharness.loop.interleave import InterleaveSettings
 from evalharness.run.overrides import options, parse
+from evalharness.rundir.state import hold
 
 RUNS_LOG = "runs.log"
 FILES = ("compare.json", "compare.txt", "compare.md")
@@ -104,7 +106,7 @@ def run_candidates(overrides: list[str], out: str) -> int:
     os.makedirs(out, exist_ok=True)
     cmd = [sys.executable, "-m", "evalharness", "-m", *overrides, f"hydra.sweep.dir={out}"]
     with open(os.path.join(out, RUNS_LOG), "a", encoding="utf-8") as log:
-        return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+        return children.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
 
 
 def last_error(out: str) -> str | None:
@@ -210,13 +212,19 @@ def compare(args) -> int:
     plans = validate_candidates(overrides, index, key, values)
     out = args.out or os.path.join("outputs", "compare", _now())
     check_out(out, key, values)
+    with hold(out):  # the claim of every writer (rundir/state.py); each job claims its own directory
+        return _compare_into(out, overrides, key, values, plans, settings, args.no_interleave)
+
+
+def _compare_into(out: str, overrides: list[str], key: str, values: list[str], plans, settings, quick) -> int:
+    """The candidates' runs into ``out`` (held), then the interleaved speed-ups unless ``quick``."""
     print(f"compare {key}: {', '.join(values)} -> {out} (runs' output: {os.path.join(out, RUNS_LOG)})")
     code = run_candidates(overrides, out)
     candidates = gather(out, key, values)
     if code not in (EXIT_OK, EXIT_STOPPED) and all(c["run"] is None for c in candidates):
         raise ConfigError(last_error(out) or f"the runs did not start; see {os.path.join(out, RUNS_LOG)}")
     measurement = None
-    if not args.no_interleave:
+    if not quick:
         try:
             measurement = interleaved(plans, candidates, settings)
         except Exception as exc:  # the runs are done: their table is still printed, without speed-ups

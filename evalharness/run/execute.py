@@ -3,16 +3,12 @@ reference pass of a task that compares against one, and the measured loop."""
 
 from __future__ import annotations
 
-import signal
 import sys
 from typing import NamedTuple
 
 from evalharness.core.errors import EvalHarnessError
+from evalharness.core.interrupts import checkpoint
 from evalharness.run.hydra_access import job_overrides
-
-
-def _raise_interrupt(signum, frame):  # SIGTERM ends a run like Ctrl-C: partial results are kept
-    raise KeyboardInterrupt
 
 
 class Ran(NamedTuple):
@@ -33,7 +29,7 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
     from evalharness.rundir.files import RunWriter
     from evalharness.runtime import load_model
 
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    checkpoint("start-up")  # a test's pause point (core/interrupts.py)
     start_up = measure(rp.definition.start_up_passes(), job_overrides(), run_dir)
     writer = RunWriter(run_dir, resume=bool(done))
     reference = None

@@ -14,13 +14,14 @@ from omegaconf import DictConfig
 
 from evalharness.core.boundary import debug, describe
 from evalharness.core.errors import RunStopped
+from evalharness.core.interrupts import Interrupted
 from evalharness.run.execute import execute
 from evalharness.run.hydra_access import job_overrides, multirun_launcher
 from evalharness.run.identity import run_identity
 from evalharness.run.parallel import parse as parse_parallel
-from evalharness.run.parallel import run_parallel
+from evalharness.run.parallel import refuse_unsplit_resume, run_parallel
 from evalharness.run.prepare import prepare, use_resize
-from evalharness.run.record import record_config, record_run
+from evalharness.run.record import record_config, record_interrupt, record_run
 from evalharness.run.repair_view import write_repair
 from evalharness.rundir.document import now
 
@@ -32,6 +33,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     rp = validate(cfg, multirun_launcher(), job_overrides(), command_line=HydraConfig.initialized())
     if parse_parallel(rp.loop.parallel) != "off":
         return run_parallel(rp, run_dir, job_overrides())
+    refuse_unsplit_resume(run_dir, rp.loop.resume)
     return run_settings(rp, run_dir)
 
 
@@ -61,6 +63,7 @@ def run_settings(rp, run_dir: str) -> dict:
         overwrite=loop.overwrite,
         can_resume=definition.can_resume,
     )
+    where = "before the loop"
     try:
         record_config(run_dir, rp)
         write_repair(run_dir, quant)
@@ -69,6 +72,7 @@ def run_settings(rp, run_dir: str) -> dict:
         except Exception as exc:
             write_failure(run_dir, describe(exc), rp.config(), job_overrides())
             raise
+        where = "while scoring"
         try:
             return record_run(rp, task, quant, started, ran, identity)
         except RunStopped:
@@ -78,6 +82,8 @@ def run_settings(rp, run_dir: str) -> dict:
                 raise
             write_failure(run_dir, describe(exc), rp.config(), job_overrides())
             raise RunStopped(f"the run could not be recorded: {describe(exc)}") from exc
+    except Interrupted as exc:  # the loop keeps its own (partial); elsewhere the predictions are kept
+        raise record_interrupt(run_dir, rp.config(), exc, where) from None
     finally:
         release(run_dir)
 

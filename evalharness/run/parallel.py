@@ -30,13 +30,15 @@ import time
 
 import numpy as np
 
+from evalharness.core import interrupts as children
 from evalharness.core.errors import ConfigError, RunStopped
+from evalharness.core.interrupts import Interrupted
 from evalharness.core.untrusted import read_json
 from evalharness.report.runs import ReportError
 from evalharness.run.start_up import child_failed
 from evalharness.run.thread_budget import available_cores
-from evalharness.rundir.document import has_document
-from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE
+from evalharness.rundir.document import has_document, holds_run
+from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, read_predictions
 
 OFF, AUTO = "off", "auto"
 _GIVEN = re.compile(r"^(\d+)x(\d+)$")
@@ -148,8 +150,13 @@ def _seeded(rng, info) -> np.ndarray:
     return rng.random(info.shape, dtype=np.float32).astype(info.dtype)
 
 
-def shard_overrides(overrides: list[str], p: int, i: int, t: int, shard_dir: str) -> list[str]:
+def shard_overrides(
+    overrides: list[str], p: int, i: int, t: int, shard_dir: str, resume: bool = True
+) -> list[str]:
+    """A shard's command line; ``resume`` False drops ``loop.resume`` (a shard that never started)."""
     kept = [o for o in overrides if not o.lstrip("+~").startswith(_OWN_KEYS)]
+    if not resume:
+        kept = [o for o in kept if not o.lstrip("+~").startswith("loop.resume=")]
     return [
         *kept,
         "loop.parallel=off",
@@ -162,19 +169,83 @@ def shard_overrides(overrides: list[str], p: int, i: int, t: int, shard_dir: str
 
 
 def run_parallel(rp, run_dir: str, overrides: list[str]) -> dict:
+    """Claim ``run_dir`` as every writer does (:func:`evalharness.rundir.state.claim`: the lock, the
+    resume and overwrite rules), run the shards, merge them; a signal ends the shards first and
+    leaves the ``interrupted`` record that ``loop.resume=true`` continues."""
+    from evalharness.core.boundary import describe
+    from evalharness.run.hydra_access import job_overrides
+    from evalharness.run.record import record_interrupt
+    from evalharness.rundir.document import write_failure
+    from evalharness.rundir.state import release
+
+    loop = rp.loop
+    _take_over(run_dir, rp.config(), loop.resume, loop.overwrite, rp.definition.can_resume, loop.parallel)
+    try:
+        return _run_shards(rp, run_dir, overrides)
+    except Interrupted as exc:
+        children.stop_children()  # each shard records its own partial run first
+        kept = sum(len(read_predictions(os.path.join(d, PREDICTIONS_FILE))) for d in _shard_dirs(run_dir))
+        where, kept_in = "while its shards ran", os.path.join(SHARDS_DIR, "shard_*", PREDICTIONS_FILE)
+        raise record_interrupt(run_dir, rp.config(), exc, where, (kept, kept_in)) from None
+    except Exception as exc:  # a shard failed, or the merge: the claimed directory says so, as a run's does
+        write_failure(run_dir, describe(exc), rp.config(), job_overrides())
+        raise
+    finally:
+        release(run_dir)
+
+
+def _take_over(
+    run_dir: str, config: dict, resume: bool, overwrite: bool, can_resume: bool, split: str = "1x1"
+) -> None:
+    """The claim of a single run (refusals, resume and overwrite rules, the lock: released by the
+    caller); then the shards go with an overwrite, and a resumed run's own record (the merge
+    rewrites it). Every refusal comes first, with nothing touched: a single run's interrupted
+    predictions are never replaced by a resume, nor an interrupted split resumed as another."""
+    from evalharness.rundir.state import claim, release
+
+    done = claim(run_dir, config, {}, resume=resume, overwrite=overwrite, can_resume=can_resume)
+    shards = os.path.join(run_dir, SHARDS_DIR)  # the shards check the inputs' identity themselves
+    prior, asked = _shard_dirs(run_dir), parse(split)
+    if resume and done and not prior:
+        release(run_dir)
+        raise ConfigError(
+            f"{run_dir} holds an interrupted run that was not split by loop.parallel; resume it "
+            "without loop.parallel (or start over: loop.overwrite=true)"
+        )
+    if resume and prior and (asked == AUTO or asked[0] != len(prior)):
+        release(run_dir)
+        raise ConfigError(
+            f"loop.parallel={split} with loop.resume=true: the interrupted run has {len(prior)} shards "
+            f"in {shards}; give its split, loop.parallel={len(prior)}xT"
+        )
+    if overwrite:
+        shutil.rmtree(shards, ignore_errors=True)
+    for name in (METRICS_FILE, RESULTS_FILE):
+        if os.path.exists(os.path.join(run_dir, name)):
+            os.unlink(os.path.join(run_dir, name))
+
+
+def refuse_unsplit_resume(run_dir: str, resume: bool) -> None:
+    """A run split by ``loop.parallel`` resumes only as one: without it, its shards' predictions
+    would be ignored and every sample run again beside them."""
+    prior = _shard_dirs(run_dir)
+    if resume and prior:
+        raise ConfigError(
+            f"{run_dir} holds a run split by loop.parallel into {len(prior)} shards; resume it with "
+            f"loop.parallel={len(prior)}xT"
+        )
+
+
+def _shard_dirs(run_dir: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(run_dir, SHARDS_DIR, "shard_*")))
+
+
+def _run_shards(rp, run_dir: str, overrides: list[str]) -> dict:
     """Choose P × T, run the shard processes at once, merge them into ``run_dir``."""
     from evalharness.report.merge import merge_runs
 
-    _take_over(run_dir, rp.loop.resume, rp.loop.overwrite)
     cores = available_cores()
     asked = parse(rp.loop.parallel)
-    prior = sorted(glob.glob(os.path.join(run_dir, SHARDS_DIR, "shard_*")))
-    if rp.loop.resume and prior and (asked == AUTO or asked[0] != len(prior)):
-        raise ConfigError(
-            f"loop.parallel={rp.loop.parallel} with loop.resume=true: the interrupted run has "
-            f"{len(prior)} shards in {os.path.join(run_dir, SHARDS_DIR)}; give its split, "
-            f"loop.parallel={len(prior)}xT"
-        )
     record: dict = {"requested": str(rp.loop.parallel), "cores": cores}
     if asked == AUTO:
         cal = calibrate(rp.model["path"], rp.delegate_plan, rp.runtime["name"], cores)
@@ -186,9 +257,11 @@ def run_parallel(rp, run_dir: str, overrides: list[str]) -> dict:
     dirs = [os.path.join(run_dir, SHARDS_DIR, f"shard_{i}") for i in range(p)]
     start = time.perf_counter()
     todo = [i for i, d in enumerate(dirs) if not (rp.loop.resume and _status(d) == "complete")]
+    args = {i: shard_overrides(overrides, p, i, t, dirs[i], holds_run(dirs[i])) for i in todo}
+    commands = {i: [sys.executable, "-m", "evalharness", *args[i]] for i in todo}
     procs = {
-        i: subprocess.Popen(
-            [sys.executable, "-m", "evalharness", *shard_overrides(overrides, p, i, t, dirs[i])],
+        i: children.start(
+            commands[i],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -198,6 +271,7 @@ def run_parallel(rp, run_dir: str, overrides: list[str]) -> dict:
     errors = {i: proc.communicate()[1] for i, proc in procs.items()}
     wall = time.perf_counter() - start
     for i, proc in procs.items():
+        children.forget(proc)
         if proc.returncode != 0:
             raise child_failed(f"loop.parallel: shard {i} of {p}", proc.returncode, errors[i], dirs[i])
     images = sum(_count(d) for d in dirs)
@@ -214,28 +288,6 @@ def run_parallel(rp, run_dir: str, overrides: list[str]) -> dict:
     with open(os.path.join(run_dir, RESULTS_FILE), encoding="utf-8") as f:
         print(f.read(), end="")
     return doc
-
-
-def _take_over(run_dir: str, resume: bool, overwrite: bool) -> None:
-    """A run already in ``run_dir``: replaced (overwrite, its shards too), continued (resume: the
-    parent's own record goes, the shards resume), else refused, as a single run's claim does."""
-    status = _status(run_dir)
-    if status is None:
-        return
-    if not (resume or overwrite):
-        raise ConfigError(
-            f"{run_dir} already holds a {status} run; loop.resume=true continues it, "
-            "loop.overwrite=true replaces it, or choose another hydra.run.dir"
-        )
-    if resume and not overwrite and status == "complete":
-        raise ConfigError(
-            f"{run_dir} holds a complete run: nothing to resume (loop.overwrite=true redoes it)"
-        )
-    for name in (METRICS_FILE, RESULTS_FILE, PREDICTIONS_FILE):
-        if os.path.exists(os.path.join(run_dir, name)):
-            os.unlink(os.path.join(run_dir, name))
-    if overwrite:
-        shutil.rmtree(os.path.join(run_dir, SHARDS_DIR), ignore_errors=True)
 
 
 def _status(run_dir: str) -> str | None:

@@ -58,6 +58,25 @@ def record_config(run_dir: str, rp) -> None:
     )
 
 
+def record_interrupt(
+    run_dir: str, config: dict, exc, where: str, kept: tuple[int, str] | None = None
+) -> RunStopped:
+    """A signal outside the measured loop (start-up, scoring, the bootstrap, TIDE's child, a
+    ``loop.parallel`` parent): the children end first (a shard records its own partial run), then the
+    ``interrupted`` record names the predictions kept, which ``loop.resume=true`` continues from.
+    Returns the exit-1 error to raise."""
+    from evalharness.core.interrupts import stop_children
+    from evalharness.rundir.document import write_failure
+    from evalharness.rundir.files import PREDICTIONS_FILE, read_predictions
+
+    stop_children()
+    if kept is None:  # a run's own predictions (loop.parallel counts its shards')
+        kept = len(read_predictions(os.path.join(run_dir, PREDICTIONS_FILE))), PREDICTIONS_FILE
+    message = f"interrupted by {exc.signal} {where}; {kept[0]} prediction(s) kept ({kept[1]})"
+    path = write_failure(run_dir, message, config, job_overrides(), kept)
+    return RunStopped(f"{message}, recorded in {path}; loop.resume=true continues the run")
+
+
 def invalid_reasons(rp, checks: dict) -> list[str]:
     """Output checks that make the run ``invalid`` unless the loop settings allow them."""
     from evalharness.loop.checks import failures

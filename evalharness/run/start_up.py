@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 
+from evalharness.core import interrupts as children
 from evalharness.core.boundary import EXIT_USER_ERROR
 from evalharness.core.errors import ConfigError, EvalHarnessError, RunStopped
 from evalharness.core.numbers import relative_pct
@@ -84,7 +84,7 @@ def run_pass(overrides: list[str], cache_dir: str, run_dir: str, expected: str) 
     """One pass in a child process; its figures and cache record, checked against ``expected``."""
     cmd = [sys.executable, "-m", "evalharness", *child_overrides(overrides, cache_dir, run_dir)]
     print(f"task.start_up: the {expected} pass, in a child process -> {run_dir}", file=sys.stderr, flush=True)
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    done = children.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise child_failed(f"task.start_up: the {expected} pass", done.returncode, done.stderr, run_dir)
     doc = read_json(os.path.join(run_dir, "metrics.json"), f"task.start_up: the {expected} pass's file")

@@ -65,7 +65,8 @@ def run_document(
     **extra,
 ) -> dict:
     """A run's metrics.json document. ``status``: complete | partial | invalid (outputs failed their
-    checks) | failed. ``extra``: optional top-level blocks (``reference``, ``merged``);
+    checks) | failed | interrupted (before its metrics: :func:`failure_document`). ``extra``:
+    optional top-level blocks (``reference``, ``merged``);
     ``schema_version``: older only for a merge of shards written with that version."""
     return {
         "schema_version": schema_version,
@@ -89,17 +90,24 @@ def run_document(
     }
 
 
-def failure_document(message: str, config: dict, overrides: list[str]) -> dict:
+def failure_document(
+    message: str, config: dict, overrides: list[str], kept: tuple[int, str] | None = None
+) -> dict:
     """What a job that failed before producing results leaves: its error, config and command-line
-    overrides (a sweep table lists the job by them), no metrics."""
-    return {
+    overrides (a sweep table lists the job by them), no metrics. ``kept``: the job was interrupted
+    (status ``interrupted``, which a resume continues) with (that many predictions, in that file)."""
+    doc = {
         "schema_version": SCHEMA_VERSION,
-        "status": "failed",
+        "status": "failed" if kept is None else "interrupted",
         "error": message,
         "metrics": None,
         "finished_at": now(),
         "provenance": {"config": config, "overrides": overrides},
     }
+    if kept is not None:
+        kept_files = {"path": kept[1], "format": "jsonl", "count": kept[0]}
+        doc |= {"stop_reason": message, "predictions": kept_files}
+    return doc
 
 
 def write_run(writer: RunWriter, doc: dict, lines: list[str], artifacts: Mapping[str, object]) -> str:
@@ -113,12 +121,15 @@ def write_run(writer: RunWriter, doc: dict, lines: list[str], artifacts: Mapping
     return path
 
 
-def write_failure(run_dir: str, message: str, config: dict, overrides: list[str]) -> str:
-    """The failure record; a ``results.txt`` already there (its figures now unfounded) goes first."""
+def write_failure(
+    run_dir: str, message: str, config: dict, overrides: list[str], kept: tuple[int, str] | None = None
+) -> str:
+    """The failure (or interruption, see :func:`failure_document`) record; a ``results.txt`` already
+    there (its figures now unfounded) goes first."""
     stale = os.path.join(run_dir, RESULTS_FILE)
     if os.path.lexists(stale):
         os.unlink(stale)
-    return RunWriter(run_dir).write_metrics(failure_document(message, config, overrides))
+    return RunWriter(run_dir).write_metrics(failure_document(message, config, overrides, kept))
 
 
 def has_document(run_dir: str) -> bool:

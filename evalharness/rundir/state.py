@@ -16,10 +16,16 @@ Every refusal happens before anything is written into the directory. The claim i
 process holds an exclusive lock on the directory from the claim until the run is recorded
 (:func:`release`), and a new run's ``run_state.json`` is created only where none exists, so two runs
 started into one directory at the same moment can never both proceed.
+
+Every writer of a run directory goes through here: a run and each multirun job (:func:`claim`), the
+``loop.parallel`` parent (:func:`claim`, its shards each their own directory), ``report merge``
+and a job's failure record (:func:`hold`); ``tests/unit/architecture/test_run_writers.py`` holds
+that no other module writes a run's files.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -97,6 +103,20 @@ def _lock(run_dir: str) -> None:
     _HELD[key] = fd
 
 
+@contextlib.contextmanager
+def hold(run_dir: str):
+    """The claim's lock for a writer that makes a whole run directory at once (``report merge``, a
+    job's failure record): refused while another process holds ``run_dir``; yields whether this
+    process held it already (a ``loop.parallel`` parent that claimed it, merging its shards)."""
+    already = os.path.realpath(run_dir) in _HELD
+    _lock(run_dir)
+    try:
+        yield already
+    finally:
+        if not already:
+            release(run_dir)
+
+
 def release(run_dir: str) -> None:
     """Let go of ``run_dir`` (the run is recorded, or its claim failed)."""
     fd = _HELD.pop(os.path.realpath(run_dir), None)
@@ -116,8 +136,9 @@ def _claim(
                 if os.path.exists(os.path.join(run_dir, name)):
                     os.unlink(os.path.join(run_dir, name))
         elif not resume:
+            article = "an" if status[:1] in "aeiou" else "a"
             raise EvalHarnessError(
-                f"{run_dir} already holds a {status} run; loop.resume=true continues it, "
+                f"{run_dir} already holds {article} {status} run; loop.resume=true continues it, "
                 "loop.overwrite=true replaces it, or choose another hydra.run.dir"
             )
         elif status == "complete":

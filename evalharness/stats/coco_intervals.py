@@ -9,6 +9,7 @@ a paired diff draws the same images for both runs.
 
 from __future__ import annotations
 
+from evalharness.core.interrupts import checkpoint
 from evalharness.stats.intervals import bootstrap_p, percentile_interval, resample_weights
 
 BOOTSTRAP_STATS = ("AP", "AP50", "AP75")
@@ -16,6 +17,7 @@ BOOTSTRAP_STATS = ("AP", "AP50", "AP75")
 
 def bootstrap_intervals(matching, resamples: int, seed: int, confidence: float) -> dict:
     """Percentile intervals of AP, AP50, AP75 and per-class AP over image-level resamples."""
+    checkpoint("bootstrap")  # a test's pause point (core/interrupts.py)
     values = matching.resampled(resample_weights(len(matching.img_ids), resamples, seed))
     per_class = {
         str(cat): percentile_interval(values["per_class"][:, k], confidence)

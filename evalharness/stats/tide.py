@@ -113,10 +113,16 @@ def tide_in_background(gt: dict, blocks, image_ids: list[int]):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    from evalharness.core.interrupts import adopt, forget, ignore_interrupts
+
     chosen = set(image_ids)
     data = [(image_id, rows) for image_id, rows in blocks() if image_id in chosen]
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=ignore_interrupts)
     future = pool.submit(_breakdown_of, gt, data, list(image_ids))
+    workers = [p.pid for p in context.active_children()]
+    for pid in workers:  # ended with the run on a signal (core/interrupts.py)
+        adopt(pid)
 
     def finish() -> dict:
         try:
@@ -125,6 +131,8 @@ def tide_in_background(gt: dict, blocks, image_ids: list[int]):
             return absent(f"TIDE's worker process failed: {exc!r}")
         finally:
             pool.shutdown(wait=True)
+            for pid in workers:
+                forget(pid)
 
     return finish
 

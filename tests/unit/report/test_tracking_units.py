@@ -85,7 +85,8 @@ def test_default_store_is_the_sqlite_file_in_the_launch_dir_and_says_so(tmp_path
 @pytest.mark.parametrize(
     "status,stop,expected",
     [("complete", None, "FINISHED"), ("partial", "interrupted", "KILLED"), ("partial", "bad image", "FAILED"),
-     ("invalid", "NaN outputs", "FAILED"), ("failed", None, "FAILED")],
+     ("invalid", "NaN outputs", "FAILED"), ("failed", None, "FAILED"),
+     ("interrupted", "interrupted by SIGTERM while scoring; 4 prediction(s) kept", "KILLED")],
 )  # fmt: skip
 def test_only_a_complete_run_is_finished(tmp_path, status, stop, expected):
     assert run_status(run(tmp_path, status=status, stop_reason=stop)) == (expected, status)

@@ -60,18 +60,44 @@ def test_check_refuses_what_cannot_be_sharded_and_merged():
 
 
 def test_a_run_already_there_is_refused_continued_or_replaced_like_a_single_run(tmp_path):
+    """The parent takes a single run's claim: the same refusals, the same lock, and a single run's
+    interrupted predictions are never replaced by a parallel resume."""
+    from evalharness.core.errors import EvalHarnessError
+    from evalharness.rundir.state import claim, release
+
+    run, config = str(tmp_path), {"task": {"name": "t"}, "loop": {}}
+    take = lambda resume, overwrite: _take_over(run, config, resume, overwrite, True)  # noqa: E731
+    claim(run, config, {}, resume=False, overwrite=False, can_resume=True)  # another writer holds it
+    release(run)
     (tmp_path / "parallel" / "shard_0").mkdir(parents=True)
     (tmp_path / "metrics.json").write_text('{"status": "complete"}')
-    with pytest.raises(ConfigError, match="already holds a complete run; loop.resume=true"):
-        _take_over(str(tmp_path), resume=False, overwrite=False)
-    with pytest.raises(ConfigError, match="nothing to resume"):
-        _take_over(str(tmp_path), resume=True, overwrite=False)
+    with pytest.raises(EvalHarnessError, match="already holds a complete run; loop.resume=true"):
+        take(False, False)
+    with pytest.raises(EvalHarnessError, match="nothing to resume"):
+        take(True, False)
     (tmp_path / "metrics.json").write_text('{"status": "partial"}')
-    _take_over(str(tmp_path), resume=True, overwrite=False)  # the parent's record goes, shards stay
+    take(True, False)  # the parent's record goes, shards stay
+    release(run)
     assert not (tmp_path / "metrics.json").exists() and (tmp_path / "parallel" / "shard_0").is_dir()
     (tmp_path / "metrics.json").write_text('{"status": "complete"}')
-    _take_over(str(tmp_path), resume=False, overwrite=True)
+    take(False, True)
+    release(run)
     assert not (tmp_path / "metrics.json").exists() and not (tmp_path / "parallel").exists()
+
+
+def test_a_single_interrupted_run_is_not_resumed_in_parallel(tmp_path):
+    from evalharness.rundir.state import claim, release
+
+    run, config = str(tmp_path), {"task": {"name": "t"}, "loop": {}}
+    claim(run, config, {}, resume=False, overwrite=False, can_resume=True)
+    release(run)
+    (tmp_path / "predictions.jsonl").write_text('{"id": "a", "latency_ms": 1.0}\n')
+    before = (tmp_path / "predictions.jsonl").read_bytes()
+    with pytest.raises(ConfigError, match="not split by loop.parallel"):
+        _take_over(run, config, True, False, True)
+    with pytest.raises(Exception, match="already holds an interrupted run"):
+        _take_over(run, config, False, False, True)
+    assert (tmp_path / "predictions.jsonl").read_bytes() == before
 
 
 def test_op_profile_is_refused_where_it_could_not_be_kept_or_run():
@@ -86,3 +112,32 @@ def test_op_profile_is_refused_where_it_could_not_be_kept_or_run():
     ):
         with pytest.raises(ConfigError, match=words):
             check_op_profile(*args)
+
+
+def test_a_resume_with_another_split_is_refused_before_anything_is_touched(tmp_path):
+    from evalharness.rundir.state import claim, release
+
+    run, config = str(tmp_path), {"task": {"name": "t"}, "loop": {}}
+    claim(run, config, {}, resume=False, overwrite=False, can_resume=True)
+    release(run)
+    for i in range(2):
+        (tmp_path / "parallel" / f"shard_{i}").mkdir(parents=True)
+    (tmp_path / "metrics.json").write_text('{"status": "interrupted"}')
+    for split in ("3x1", "auto"):
+        with pytest.raises(ConfigError, match="give its split, loop.parallel=2xT"):
+            _take_over(run, config, True, False, True, split)
+        assert (tmp_path / "metrics.json").read_text() == '{"status": "interrupted"}'
+    _take_over(run, config, True, False, True, "2x1")
+    release(run)
+    assert not (tmp_path / "metrics.json").exists()
+
+
+def test_a_split_run_resumes_only_as_one(tmp_path):
+    from evalharness.run.parallel import refuse_unsplit_resume
+
+    refuse_unsplit_resume(str(tmp_path), True)  # nothing split here
+    (tmp_path / "parallel" / "shard_0").mkdir(parents=True)
+    (tmp_path / "parallel" / "shard_1").mkdir()
+    refuse_unsplit_resume(str(tmp_path), False)  # not a resume: the claim decides
+    with pytest.raises(ConfigError, match="resume it with loop.parallel=2xT"):
+        refuse_unsplit_resume(str(tmp_path), True)
