@@ -9,7 +9,8 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 
 def atomic_write_text(path: str, text: str) -> None:
@@ -75,7 +76,7 @@ def _umask() -> int:
     return mask
 
 
-def dumps(doc: dict) -> str:
+def dumps(doc: Mapping[str, Any]) -> str:
     """Deterministic JSON: sorted keys, 2-space indent, no NaN (written as null)."""
     return json.dumps(no_nan(doc), indent=2, sort_keys=True, allow_nan=False) + "\n"
 

@@ -8,6 +8,8 @@ recomputation does not show up as a change.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from evalharness.core.atomic_io import dumps
 
@@ -46,7 +48,7 @@ def stable(value):
     return value
 
 
-def stable_json(doc: dict) -> str:
+def stable_json(doc: Mapping[str, Any]) -> str:
     """Sorted keys, 2-space indent, rounded floats: two reports diff line by line."""
     return dumps(stable(doc))
 

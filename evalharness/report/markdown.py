@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 
+from evalharness.core.documents import DiffDocument, RunSummary
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section, numeric_columns
 from evalharness.report.diff import quantities
@@ -76,18 +77,18 @@ def gate_line(gates: list[dict] | None) -> str:
     return f"**Gate: FAILED** ({len(failed)} of {n}) — {why}"
 
 
-def top_line(doc: dict) -> str:
+def top_line(doc: DiffDocument) -> str:
     """The one line a reviewer reads: the gate's outcome (when rules were given) and the verdict."""
     verdict = f"**Verdict:** {' '.join(str(doc['verdict']).split())}"
     gate = gate_line(doc.get("gates"))
     return f"{gate} · {verdict}" if gate else verdict
 
 
-def _run_name(run: dict) -> str:
+def _run_name(run: RunSummary) -> str:
     return f"`{run['model']} @ {run['delegate']}`"
 
 
-def headline_rows(doc: dict) -> list[list[str]]:
+def headline_rows(doc: DiffDocument) -> list[list[str]]:
     """The task's key metrics and every metric with a paired interval: A, B, B - A, interval, p."""
     definition = definition_of(doc)
     _, pairwise = quantities(doc)
@@ -107,7 +108,7 @@ def headline_rows(doc: dict) -> list[list[str]]:
     return rows
 
 
-def speed_rows(doc: dict) -> list[list[str]]:
+def speed_rows(doc: DiffDocument) -> list[list[str]]:
     """invoke() p50 and mean: A, B (ms), speed-up A / B and its bootstrap interval from the document."""
     boot = (doc.get("latency_speedup") or {}).get("stats") or {}
     latency = {r["name"]: r for r in doc["latency"]}
@@ -126,7 +127,7 @@ def speed_rows(doc: dict) -> list[list[str]]:
     return rows
 
 
-def render_diff(doc: dict, sections: list[Section]) -> str:
+def render_diff(doc: DiffDocument, sections: list[Section]) -> str:
     """The diff as a PR comment. ``sections``: :func:`evalharness.report.diff_view.sections` of ``doc``."""
     a, b = doc["a"], doc["b"]
     out = [top_line(doc), ""]

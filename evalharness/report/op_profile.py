@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 
+from evalharness.core.documents import DiffDocument
 from evalharness.core.tables import Section, render_text
 
 CSV_FILE = "op_profile.csv"
@@ -172,7 +173,7 @@ def speedups(a: dict | None, b: dict | None) -> dict | None:
     }
 
 
-def diff_section(doc: dict, n: int = 10) -> list[Section]:
+def diff_section(doc: DiffDocument, n: int = 10) -> list[Section]:
     """``report diff``'s op-profile section: per-type speed-ups, then the ops that moved most."""
     sp = doc.get("op_profile")
     if not sp:

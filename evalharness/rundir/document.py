@@ -15,6 +15,7 @@ import datetime as dt
 import os
 from collections.abc import Mapping
 
+from evalharness.core.documents import FailureDocument, JSONMap, RunDocument
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE, RunWriter
 
 SCHEMA_VERSION = 4
@@ -61,12 +62,14 @@ def run_document(
     provenance: dict,
     output_checks: dict | None = None,
     schema_version: int = SCHEMA_VERSION,
-    **extra,
-) -> dict:
+    reference: JSONMap | None = None,
+    merged: JSONMap | None = None,
+) -> RunDocument:
     """A run's metrics.json document. ``status``: complete | partial | invalid (outputs failed their
-    checks) | failed. ``extra``: optional top-level blocks (``reference``, ``merged``);
-    ``schema_version``: older only for a merge of shards written with that version."""
-    return {
+    checks) | failed. ``reference`` (a reference pass's record) and ``merged`` (a merge's shards):
+    optional top-level blocks, absent when None; ``schema_version``: older only for a merge of
+    shards written with that version."""
+    doc: RunDocument = {
         "schema_version": schema_version,
         "task": task,
         "status": status,
@@ -84,11 +87,15 @@ def run_document(
         "artifacts": sorted(artifacts),
         "output_checks": output_checks,
         "provenance": provenance,
-        **extra,
     }
+    if reference is not None:
+        doc["reference"] = reference
+    if merged is not None:
+        doc["merged"] = merged
+    return doc
 
 
-def failure_document(message: str, config: dict, overrides: list[str]) -> dict:
+def failure_document(message: str, config: JSONMap, overrides: list[str]) -> FailureDocument:
     """What a job that failed before producing results leaves: its error, config and command-line
     overrides (a sweep table lists the job by them), no metrics."""
     return {
@@ -101,7 +108,7 @@ def failure_document(message: str, config: dict, overrides: list[str]) -> dict:
     }
 
 
-def write_run(writer: RunWriter, doc: dict, lines: list[str], artifacts: Mapping[str, object]) -> str:
+def write_run(writer: RunWriter, doc: RunDocument, lines: list[str], artifacts: Mapping[str, object]) -> str:
     """Artifacts, metrics.json, then results.txt (atomic each); returns the metrics.json path."""
     for name, obj in artifacts.items():
         writer.write_json(name, obj)
@@ -110,7 +117,7 @@ def write_run(writer: RunWriter, doc: dict, lines: list[str], artifacts: Mapping
     return path
 
 
-def write_failure(run_dir: str, message: str, config: dict, overrides: list[str]) -> str:
+def write_failure(run_dir: str, message: str, config: JSONMap, overrides: list[str]) -> str:
     """The failure record; a ``results.txt`` already there (its figures now unfounded) goes first."""
     stale = os.path.join(run_dir, RESULTS_FILE)
     if os.path.lexists(stale):

@@ -21,6 +21,7 @@ from evalharness.core.atomic_io import (
     no_nan,
     strict_json_line,
 )
+from evalharness.core.documents import FailureDocument, RunDocument
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.native_output import NATIVE_LOG
 
@@ -127,7 +128,7 @@ class RunWriter:
             self._predictions.close()
             self._predictions = None
 
-    def write_metrics(self, doc: dict) -> str:
+    def write_metrics(self, doc: RunDocument | FailureDocument) -> str:
         """The metrics.json document (built by :mod:`evalharness.rundir.document`), atomically."""
         atomic_write_text(self.metrics_path, dumps(doc))
         return self.metrics_path

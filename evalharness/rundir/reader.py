@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, cast
 
+from evalharness.core.documents import JSONMap, MetricsDocument
 from evalharness.core.errors import DataError, EvalHarnessError
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, parse_predictions
@@ -26,7 +29,7 @@ class Run:
 
     label: str
     dir: str
-    doc: dict = field(repr=False)
+    doc: MetricsDocument = field(repr=False)
 
     @property
     def status(self) -> str:
@@ -37,11 +40,11 @@ class Run:
         return self.doc.get("task")
 
     @property
-    def metrics(self) -> dict:
+    def metrics(self) -> JSONMap:
         return self.doc.get("metrics") or {}
 
     @property
-    def provenance(self) -> dict:
+    def provenance(self) -> JSONMap:
         return self.doc.get("provenance") or {}
 
     def prov(self, dotted: str, default=None):
@@ -80,8 +83,8 @@ class Run:
         return _read_json(path, self.label)
 
 
-def dig(doc: dict, dotted: str, default=None):
-    value = doc
+def dig(doc: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
+    value: Any = doc
     for part in dotted.split("."):
         if not isinstance(value, dict) or part not in value:
             return default
@@ -99,7 +102,8 @@ def load_run(path: str, label: str) -> Run:
     doc = _read_json(metrics_path, label)
     if not isinstance(doc, dict):
         raise RunDirError(f"run {label}: {metrics_path} is not a metrics.json object")
-    return Run(label, os.path.dirname(os.path.abspath(metrics_path)), doc)
+    # what the file holds, typed as what a reader may find there (every key optional)
+    return Run(label, os.path.dirname(os.path.abspath(metrics_path)), cast(MetricsDocument, doc))
 
 
 def _read_json(path: str, label: str):

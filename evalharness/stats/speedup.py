@@ -8,6 +8,9 @@ noise: the runs' latencies are not distinguishable at this number of invokes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval, percentile_interval, t_value
@@ -38,7 +41,7 @@ def speedup_intervals(a: np.ndarray, b: np.ndarray, resamples: int = RESAMPLES, 
             "stats": out}  # fmt: skip
 
 
-def notes(doc: dict) -> list[str]:
+def notes(doc: Mapping[str, Any]) -> list[str]:
     """One line per statistic: the speed-up, its interval, and whether it is noise."""
     boot = doc.get("latency_speedup") or {}
     lines = []

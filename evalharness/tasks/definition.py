@@ -166,7 +166,7 @@ class TaskDefinition:
         return "as_found"
 
     # Reading results -----------------------------------------------------------------------------
-    def summary_lines(self, doc: dict) -> list[str]:
+    def summary_lines(self, doc: Mapping[str, Any]) -> list[str]:
         """The ``results.txt`` lines (and what the run prints) from a metrics.json document."""
         return [f"{k}: {v:g}" for k, v in self.headline(doc.get("metrics") or {}).items()]
 
@@ -193,7 +193,7 @@ class TaskDefinition:
         """The paired comparison of two comparable runs (stored under ``comparison``), or None."""
         return None
 
-    def verdict(self, diff: dict) -> str:
+    def verdict(self, diff: Mapping[str, Any]) -> str:
         """One line a reader can act on. Default: speed is the story (no per-sample pairing)."""
         p50 = next(r for r in diff["latency"] if r["name"] == "latency_p50")
         if p50["speedup"] is None:

@@ -8,6 +8,7 @@ annotation file, so a live run, ``rescore`` and a ``merge`` of shards score the 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -205,7 +206,7 @@ class CocoDefinition(TaskDefinition):
         curves = {CURVES_FILE: scorer.curves} if scorer.curves else {}
         return {RESULTS_FILE: scorer.detections.rows(), **curves}
 
-    def summary_lines(self, doc: dict) -> list[str]:
+    def summary_lines(self, doc: Mapping[str, Any]) -> list[str]:
         """COCOeval.summarize()'s 12 lines, then the TFLite-tool AP when it was computed."""
         metrics = doc["metrics"]
         lines = list(metrics["summary"])
@@ -293,7 +294,7 @@ class CocoDefinition(TaskDefinition):
                 values.update({f"{name}_ci_low": low, f"{name}_ci_high": high, f"{name}_p": boot[name]["p"]})
         return values
 
-    def verdict(self, diff: dict) -> str:
+    def verdict(self, diff: Mapping[str, Any]) -> str:
         ap = next((r for r in diff["metrics"] if r["name"] == "AP"), None)
         det = diff[self.comparison]
         boxes = det["detections"]

@@ -20,6 +20,7 @@ silent-zero checks stay on the raw tensors for every model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,7 +193,7 @@ class InferenceDiffDefinition(TaskDefinition):
     def failed_checks(self, metrics: dict) -> list[str]:
         return super().failed_checks(metrics) if self.settings["fail_on_check"] else []
 
-    def summary_lines(self, doc: dict) -> list[str]:
+    def summary_lines(self, doc: Mapping[str, Any]) -> list[str]:
         metrics = doc["metrics"]
         ref, test = metrics.get("reference_latency_us", {}), metrics.get("test_latency_us", {})
         lines = [
