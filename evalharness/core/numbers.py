@@ -35,7 +35,7 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or not b else a / b
 
 
-def stable(value):
+def stable(value: Any) -> Any:
     """``value`` with every float rounded to SIGNIFICANT digits (infinities as strings)."""
     if isinstance(value, float):
         if math.isinf(value):
@@ -53,7 +53,7 @@ def stable_json(doc: Mapping[str, Any]) -> str:
     return dumps(stable(doc))
 
 
-def fmt(value, spec: str = ".4f", missing: str = "n/a") -> str:
+def fmt(value: Any, spec: str = ".4f", missing: str = "n/a") -> str:
     """A table cell: numbers by ``spec``, None as ``missing``, anything else as text."""
     if value is None:
         return missing

@@ -14,6 +14,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
 from evalharness.core.checksum import sha256_file
@@ -22,12 +23,12 @@ ARTIFACT = "model.tflite"
 RECORD = "record.json"
 
 
-def cached_record(folder: str, key_text: str, record_name: str = RECORD) -> dict | None:
+def cached_record(folder: str, key_text: str, record_name: str = RECORD) -> dict[str, Any] | None:
     """A cache folder's JSON record if it was built for ``key_text`` and its artifact is intact
     (present, same sha256 as recorded); None means rebuild."""
     try:
         with open(os.path.join(folder, record_name), encoding="utf-8") as f:
-            record = json.load(f)
+            record: dict[str, Any] = json.load(f)
     except (OSError, ValueError):
         return None
     path = os.path.join(folder, ARTIFACT)
@@ -36,10 +37,12 @@ def cached_record(folder: str, key_text: str, record_name: str = RECORD) -> dict
     return record
 
 
-Build = Callable[[str], tuple[bytes, dict]]
+Build = Callable[[str], tuple[bytes, dict[str, Any]]]
 
 
-def cached_model(cache_dir: str, kind: str, key: dict, build: Build, record_name: str = RECORD) -> dict:
+def cached_model(
+    cache_dir: str, kind: str, key: dict[str, Any], build: Build, record_name: str = RECORD
+) -> dict[str, Any]:
     """The model file for ``key`` under ``<cache_dir>/<kind>/<hash>/``, built by ``build(folder)``
     (-> file bytes, extra record fields) when missing or damaged. Returns the record with ``path``,
     ``dir`` and ``cache`` (``hit`` or ``built``); ``build_s`` is the build's wall time."""

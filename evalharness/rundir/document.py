@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Mapping
+from typing import Any
 
 from evalharness.core.documents import FailureDocument, JSONMap, RunDocument
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE, RunWriter
@@ -33,7 +34,7 @@ MAP_FIELDS = (
 )
 
 
-def metrics_for_schema(metrics: dict, version: int) -> dict:
+def metrics_for_schema(metrics: dict[str, Any], version: int) -> dict[str, Any]:
     """``metrics`` without the keys added after schema ``version``."""
     newer = {key for v, keys in METRICS_ADDED.items() if v > version for key in keys}
     return {k: v for k, v in metrics.items() if k not in newer}
@@ -50,17 +51,17 @@ def run_document(
     stop_reason: str | None,
     started_at: str,
     finished_at: str,
-    metrics: dict,
-    latency_ms: dict,
-    memory_mb: dict,
-    throughput: dict,
-    skipped: list,
+    metrics: dict[str, Any],
+    latency_ms: dict[str, Any],
+    memory_mb: dict[str, Any],
+    throughput: dict[str, Any],
+    skipped: list[Any],
     first_output_repeatable: bool | None,
     resumed_samples: int,
     predictions_count: int,
     artifacts: list[str],
-    provenance: dict,
-    output_checks: dict | None = None,
+    provenance: dict[str, Any],
+    output_checks: dict[str, Any] | None = None,
     schema_version: int = SCHEMA_VERSION,
     reference: JSONMap | None = None,
     merged: JSONMap | None = None,

@@ -13,6 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator
+from typing import IO, Any
 
 from evalharness.core.atomic_io import (
     atomic_write_chunks,
@@ -35,11 +36,12 @@ RUN_FILES = (METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE)
 FLUSH_S = 0.1  # the longest a written prediction line waits in the buffer (a hard kill's loss)
 
 
-def parse_predictions(data: bytes) -> tuple[list[dict], int | None, int]:
+def parse_predictions(data: bytes) -> tuple[list[dict[str, Any]], int | None, int]:
     """The one parser of predictions.jsonl: (records up to the first line that is not a complete
     JSON object, that line's number or None, the byte offset where it starts). Blank lines are
     skipped; a last line without its newline counts as torn."""
-    records, end = [], 0
+    records: list[dict[str, Any]] = []
+    end = 0
     for number, line in enumerate(data.splitlines(keepends=True), start=1):
         record = _record(line) if line.endswith(b"\n") else None
         if record is None and line.strip():
@@ -50,7 +52,7 @@ def parse_predictions(data: bytes) -> tuple[list[dict], int | None, int]:
     return records, None, end
 
 
-def read_predictions(path: str, repair: bool = False) -> list[dict]:
+def read_predictions(path: str, repair: bool = False) -> list[dict[str, Any]]:
     """Records of a predictions.jsonl up to its first torn line (for a resume).
 
     A hard kill can cut the last line; a crash of the disk or of a copy can damage one anywhere.
@@ -83,7 +85,7 @@ def read_predictions(path: str, repair: bool = False) -> list[dict]:
 _BLANK = object()
 
 
-def _record(line: bytes):
+def _record(line: bytes) -> Any:
     """The JSON object on ``line``, ``_BLANK`` for an empty line, None when the line is torn."""
     if not line.strip():
         return _BLANK
@@ -102,12 +104,12 @@ class RunWriter:
         os.makedirs(run_dir, exist_ok=True)
         self.metrics_path = os.path.join(run_dir, METRICS_FILE)
         self.predictions_path = os.path.join(run_dir, PREDICTIONS_FILE)
-        self._predictions = None
+        self._predictions: IO[Any] | None = None
         self._mode = "a" if resume else "w"
         self._flushed = 0.0  # time.monotonic() of the last flush of the predictions file
         self.count = len(read_predictions(self.predictions_path)) if resume else 0
 
-    def append(self, record: dict) -> None:
+    def append(self, record: dict[str, Any]) -> None:
         """One record as one line of strict JSON (NaN/Inf written as null; output_checks flags them).
 
         Lines reach the file at most :data:`FLUSH_S` after the previous flush, not one write each
@@ -133,7 +135,7 @@ class RunWriter:
         atomic_write_text(self.metrics_path, dumps(doc))
         return self.metrics_path
 
-    def write_json(self, name: str, obj) -> str:
+    def write_json(self, name: str, obj: object) -> str:
         """``obj`` as compact JSON; an iterator is streamed as a JSON array, row by row, never held whole."""
         path = os.path.join(self.run_dir, name)
         if isinstance(obj, Iterator):
@@ -148,7 +150,7 @@ class RunWriter:
         return path
 
 
-def _json_array_chunks(rows: Iterator) -> Iterator[str]:
+def _json_array_chunks(rows: Iterator[Any]) -> Iterator[str]:
     """Same bytes as ``json.dumps(list(rows), separators=(",", ":"))``, one row at a time."""
     yield "["
     for i, row in enumerate(rows):

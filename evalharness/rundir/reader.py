@@ -47,12 +47,12 @@ class Run:
     def provenance(self) -> JSONMap:
         return self.doc.get("provenance") or {}
 
-    def prov(self, dotted: str, default=None):
+    def prov(self, dotted: str, default: Any = None) -> Any:
         """``provenance.<dotted>`` or ``default`` when any part is missing."""
         return dig(self.provenance, dotted, default)
 
     @property
-    def task_settings(self) -> dict:
+    def task_settings(self) -> dict[str, Any]:
         """The ``task`` config group the run used (what its scorer was built from)."""
         return self.prov("config.task") or {}
 
@@ -62,7 +62,7 @@ class Run:
         return f"{self.prov('model.name', '?')} @ {self.prov('delegate.name', '?')}"
 
     @cached_property
-    def predictions(self) -> list[dict]:
+    def predictions(self) -> list[dict[str, Any]]:
         """The run's records; as many as its metrics.json says it wrote, or an error naming both
         (a file emptied or cut after the run would otherwise compare as fewer samples)."""
         recorded = self.doc.get("predictions") or {}
@@ -76,7 +76,7 @@ class Run:
             )
         return records
 
-    def artifact(self, name: str):
+    def artifact(self, name: str) -> Any:
         path = os.path.join(self.dir, name)
         if not os.path.isfile(path):
             raise RunDirError(f"run {self.label}: {path} not found; the run did not write it")
@@ -106,7 +106,7 @@ def load_run(path: str, label: str) -> Run:
     return Run(label, os.path.dirname(os.path.abspath(metrics_path)), cast(MetricsDocument, doc))
 
 
-def _read_json(path: str, label: str):
+def _read_json(path: str, label: str) -> Any:
     _refuse_special(path, label)
     try:
         with open(path, encoding="utf-8") as f:
@@ -122,7 +122,7 @@ def _refuse_special(path: str, label: str) -> None:
         raise RunDirError(str(exc)) from None
 
 
-def read_jsonl(path: str, label: str) -> list[dict]:
+def read_jsonl(path: str, label: str) -> list[dict[str, Any]]:
     """Every line of a finished run's predictions.jsonl, each a JSON object (else one error line)."""
     _refuse_special(path, label)
     try:
@@ -138,7 +138,7 @@ def read_jsonl(path: str, label: str) -> list[dict]:
     return records
 
 
-def flatten(value, prefix: str = "") -> dict:
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     """Dotted key -> leaf value in document order, so nested blocks compare field by field."""
     if isinstance(value, dict):
         out = {}

@@ -23,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from typing import Any
 
 from evalharness.core.atomic_io import atomic_create_text, dumps
 from evalharness.core.errors import ConfigError, EvalHarnessError
@@ -33,17 +34,17 @@ from evalharness.rundir.reader import flatten
 VOLATILE = ("loop",)  # config groups that may change between sessions of one run
 
 
-def config_differences(old: dict, new: dict) -> list[str]:
+def config_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     a, b = flatten(old), flatten(new)
     return sorted(k for k in a.keys() | b.keys() if a.get(k, "<unset>") != b.get(k, "<unset>"))
 
 
-def _stable(config: dict) -> dict:
+def _stable(config: dict[str, Any]) -> dict[str, Any]:
     """The config a resume must match: all of it but the VOLATILE groups (``loop``)."""
     return {k: v for k, v in config.items() if k not in VOLATILE}
 
 
-def _recorded(run_dir: str) -> tuple[dict | None, dict]:
+def _recorded(run_dir: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """(config of the run already in ``run_dir`` or None, its metrics.json; without one, interrupted)."""
     state_path = os.path.join(run_dir, STATE_FILE)
     if not os.path.exists(state_path):
@@ -55,7 +56,7 @@ def _recorded(run_dir: str) -> tuple[dict | None, dict]:
     return config, _read_object(metrics_path)
 
 
-def _read_object(path: str) -> dict:
+def _read_object(path: str) -> dict[str, Any]:
     refuse_special_file(path, "run file")
     try:
         with open(path, encoding="utf-8") as f:
@@ -70,8 +71,14 @@ def _read_object(path: str) -> dict:
 
 
 def claim(
-    run_dir: str, config: dict, identity: dict, *, resume: bool, overwrite: bool, can_resume: bool
-) -> list[dict]:
+    run_dir: str,
+    config: dict[str, Any],
+    identity: dict[str, Any],
+    *,
+    resume: bool,
+    overwrite: bool,
+    can_resume: bool,
+) -> list[dict[str, Any]]:
     """Claim ``run_dir`` for this run; returns the prediction records to resume from (or [])."""
     _lock(run_dir)
     try:
@@ -115,8 +122,14 @@ def release(run_dir: str) -> None:
 
 
 def _claim(
-    run_dir: str, config: dict, identity: dict, *, resume: bool, overwrite: bool, can_resume: bool
-) -> list[dict]:
+    run_dir: str,
+    config: dict[str, Any],
+    identity: dict[str, Any],
+    *,
+    resume: bool,
+    overwrite: bool,
+    can_resume: bool,
+) -> list[dict[str, Any]]:
     config = _stable(config)
     recorded, doc = _recorded(run_dir)
     if recorded is not None:
@@ -166,7 +179,7 @@ def _claim(
     return []
 
 
-def _each_sample_once(path: str) -> list[dict]:
+def _each_sample_once(path: str) -> list[dict[str, Any]]:
     """The records a resume restores, each sample once: a line repeated by a copy or an edit would
     count its sample twice (more scored than listed), so it is refused before anything is written."""
     records, seen = read_predictions(path, repair=True), set()
@@ -181,16 +194,18 @@ def _each_sample_once(path: str) -> list[dict]:
     return records
 
 
-def _recorded_identity(run_dir: str) -> dict:
+def _recorded_identity(run_dir: str) -> dict[str, Any]:
     return _read_object(os.path.join(run_dir, STATE_FILE)).get("identity") or {}
 
 
-def identity_differences(old: dict, new: dict) -> list[str]:
+def identity_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Identity fields both records have and that differ (a record made before identities: none)."""
     return sorted(k for k in old.keys() & new.keys() if old[k] != new[k])
 
 
-def sweep_job_mode(run_dir: str, config: dict, can_resume: bool) -> tuple[str, dict | None]:
+def sweep_job_mode(
+    run_dir: str, config: dict[str, Any], can_resume: bool
+) -> tuple[str, dict[str, Any] | None]:
     """What a multirun job re-run in the same sweep dir does: ``("skip", its finished document)``,
     ``("resume", None)``, ``("overwrite", None)`` or ``("new", None)``.
 
