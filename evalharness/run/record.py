@@ -103,10 +103,10 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> RunDo
     artifacts = task.artifacts()
     reference_record = None
     if ran.reference is not None:
-        ref_plan, ref_model, _ = ran.reference
+        ref_plan, ref_model, ref_result = ran.reference
         reference_record = {
             "delegate": delegate_record(ref_plan, ref_model),
-            "latency_ms": reference.latency(),
+            "latency_ms": ref_result.latency(),
         }
     doc = run_document(
         task=definition.name,
