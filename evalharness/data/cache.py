@@ -78,7 +78,8 @@ class CachedTask:
     """Wraps a task whose ``prepare`` yields one input tensor per sample from a file dataset."""
 
     def __init__(self, task, root: str) -> None:
-        self._task, self._root, self.cache = task, root, None
+        self._task, self._root = task, root
+        self.cache: TensorCache | None = None  # made by bind(), once the model's input is known
         self._index = {task.sample_id(s): i for i, s in enumerate(task.samples)}
 
     def __getattr__(self, name):
@@ -90,6 +91,7 @@ class CachedTask:
         self.cache = TensorCache(self._root, self._task.cache_key(), len(self._index), info.shape, info.dtype)
 
     def prepare(self, sample) -> list[np.ndarray]:
+        assert self.cache is not None, "bind() comes before prepare()"
         i = self._index[self._task.sample_id(sample)]
         arr = self.cache.get(i)
         if arr is None:

@@ -116,7 +116,7 @@ def csv_text(record: dict) -> str:
 def model_explorer(record: dict) -> dict:
     """Model Explorer node data: median ms per node (keyed by the op's output tensor name, as
     ``explain``'s), the backend in the node's label colour."""
-    colours = {}
+    colours: dict[str, str] = {}
     palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")
     for name in record["by_backend"]:
         colours[name] = palette[len(colours) % len(palette)]

@@ -12,6 +12,7 @@ are adjusted by Holm's step-down method over the classes present before a class 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from evalharness.stats.intervals import paired_difference, wilson
 from evalharness.stats.paired import holm, mcnemar_exact, pair_by_id
@@ -80,7 +81,7 @@ def per_class_changes(preds_a: list[dict], preds_b: list[dict], alpha: float) ->
         cell = cells.setdefault(label, [0, 0, 0, 0])
         ra, rb = _correct(a), _correct(b)
         cell[0 if ra and rb else 1 if ra else 2 if rb else 3] += 1
-    rows = []
+    rows: list[dict[str, Any]] = []
     for label, (both, a_only, b_only, neither) in cells.items():
         n = both + a_only + b_only + neither
         rows.append(
@@ -113,7 +114,7 @@ def confusion_changes(preds_a: list[dict], preds_b: list[dict]) -> list[dict]:
     """(truth -> top-1) wrong-answer counts of A and B on the paired images, the changed ones with the
     largest |B − A| first ("Siamese cat -> Egyptian cat: +3")."""
     pairs, _, _ = pair_by_id(preds_a, preds_b)
-    counts = (Counter(), Counter())
+    counts: tuple[Counter[Any], Counter[Any]] = (Counter(), Counter())
     for pair in pairs:
         for side, record in zip(counts, pair, strict=True):
             if record.get("label") is not None and not _correct(record) and _top1(record) is not None:

@@ -13,6 +13,7 @@ import copy
 import io
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -42,8 +43,8 @@ _NUMBER_TYPES = {int, float}  # exact types: bool (an int subclass) and strings 
 
 # A backend scores (gt, detections, image_ids) and returns (12 stats, eval["precision"], its catIds,
 # the per-image matching as an untrimmed coco_bootstrap.Matching, or None where the backend keeps
-# none, and eval["recall"]).
-Backend = Callable[[dict, list, list], tuple[np.ndarray, np.ndarray, list, object, np.ndarray]]
+# none, and eval["recall"]). Called as (gt, detections, image_ids, keep_matching).
+Backend = Callable[..., tuple[np.ndarray, np.ndarray, list, Any, np.ndarray]]
 EVALUATORS: Registry[Backend] = Registry("COCO evaluator", entry_points=None)
 
 

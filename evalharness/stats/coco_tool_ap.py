@@ -10,6 +10,7 @@ tasks/coco_object_detection/preprocess_coco_minival.py (which ground truth it se
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +76,7 @@ def tflite_tool_ap(
             "num_gt": len(truths),
             "num_detections": len(preds),
         }
-    per_iou = np.mean(counted, axis=0) if counted else [None] * len(thresholds)
+    per_iou: Any = np.mean(counted, axis=0) if counted else [None] * len(thresholds)
     return {
         "mode": "tflite_tool",
         "AP": float(np.mean(per_iou)) if counted else None,

@@ -86,7 +86,8 @@ class DecodedScorer:
     LISTED = 10  # run ids whose decoded answer changed, listed in the metrics
 
     def __init__(self, kind: str | None, settings: dict | None = None) -> None:
-        self.kind, self.settings, self.records = kind, dict(settings or {}), []
+        self.kind, self.settings = kind, dict(settings or {})
+        self.records: list[tuple[str, dict]] = []
 
     def add(self, run_id: str, record: dict) -> None:
         self.records.append((run_id, record))

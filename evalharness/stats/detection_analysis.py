@@ -12,6 +12,7 @@ the same IoU threshold and the F1-optimal score threshold, both recorded.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,7 @@ def pr_curves(precision: np.ndarray) -> dict:
     """The all-class precision at the 101 recall thresholds (area all, maxDets 100), at IoU .50 and
     averaged over .50:.95: the mean over the categories pycocotools averages for AP (those with
     ground truth), so the mean of each curve is AP50 and AP."""
-    out = {"recall": "0.00:0.01:1.00 (pycocotools' 101 recall thresholds)"}
+    out: dict[str, Any] = {"recall": "0.00:0.01:1.00 (pycocotools' 101 recall thresholds)"}
     for name, curves in (("IoU=0.50", precision[0:1]), ("IoU=0.50:0.95", precision)):
         values = curves[:, :, :, 0, -1]  # (T, R, K)
         valid = (values > -1).all(axis=(0, 1))
@@ -149,8 +150,8 @@ def confusion(gt: dict, blocks, image_ids: list[int], score_threshold: float | N
         crowd_cover = _crowd_cover(rows[:, 2:6], crowds)
         for d, row in enumerate(rows):
             det_cat = int(row[0])
-            match = _best(iou, d, free & (gt_cat == det_cat)) if objects else None
-            if match is None and objects:
+            match = _best(iou, d, free & (gt_cat == det_cat)) if iou is not None else None
+            if match is None and iou is not None:
                 match = _best(iou, d, free)
             if match is not None:
                 free[match] = False

@@ -67,8 +67,9 @@ def paired_difference(
     if n == 0:
         return None
     p_b, p_a = (both + b_only) / n, (both + a_only) / n
-    low_b, high_b = wilson(both + b_only, n, confidence)
-    low_a, high_a = wilson(both + a_only, n, confidence)
+    b_interval, a_interval = wilson(both + b_only, n, confidence), wilson(both + a_only, n, confidence)
+    assert b_interval is not None and a_interval is not None  # n > 0
+    (low_b, high_b), (low_a, high_a) = b_interval, a_interval
     margins = (both + a_only) * (b_only + neither) * (both + b_only) * (a_only + neither)
     phi = (both * neither - a_only * b_only) / math.sqrt(margins) if margins else 0.0
     diff = p_b - p_a

@@ -90,7 +90,7 @@ def classification_diff(preds_a: list[dict], preds_b: list[dict], same_label_fil
         "mcnemar_p": p,
         "delta_top1": change,
         "delta_top1_interval": paired_difference(both_right, a_only, b_only, neither),
-        "images_needed": images_needed_paired(n, a_only + b_only, change) if n else None,
+        "images_needed": images_needed_paired(n, a_only + b_only, change) if change is not None else None,
         "top1_changes": changes,
     }
 

@@ -8,7 +8,7 @@ noise: the runs' latencies are not distinguishable at this number of invokes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ from evalharness.stats.intervals import CONFIDENCE, fmt_interval, percentile_int
 
 RESAMPLES = 1000
 SEED = 0
-STATS = {"mean": np.mean, "p50": np.median}
+STATS: dict[str, Callable[..., Any]] = {"mean": np.mean, "p50": np.median}
 
 
 def speedup_intervals(a: np.ndarray, b: np.ndarray, resamples: int = RESAMPLES, seed: int = SEED) -> dict:

@@ -109,7 +109,7 @@ def verdict(
         problems.append(f"{invokes} invokes < min_invokes {rule.min_invokes}")
     if cv_measured and cv is None:
         problems.append("block CV not measurable (fewer than 2 blocks)")
-    elif cv_measured and cv > rule.max_cv:
+    elif cv_measured and cv is not None and cv > rule.max_cv:
         problems.append(f"block CV {round(cv, 3)} > max_cv {rule.max_cv:g}")
     if hot:
         problems.append(f"throttled ({', '.join(hot)})")
