@@ -12,6 +12,7 @@ import difflib
 import os
 import re
 import sys
+from typing import Any, cast
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -44,7 +45,8 @@ def _write_failure(run_dir: str, cfg: DictConfig, message: str) -> None:
         config = OmegaConf.to_container(cfg, resolve=True)
     except Exception:  # noqa: BLE001 - the config itself may be what failed to resolve
         config = OmegaConf.to_container(cfg, resolve=False)
-    write_failure(run_dir, message, config, list(HydraConfig.get().overrides.task))
+    # a DictConfig converts to a dict
+    write_failure(run_dir, message, cast(dict[str, Any], config), list(HydraConfig.get().overrides.task))
 
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
@@ -85,8 +87,8 @@ def check_group_options(args: list[str]) -> str | None:
     dirs = conf_dirs(args)
     for arg in args:
         m = _GROUP_OVERRIDE.match(arg)
-        group = m and m.group("group")
-        if not group or group.startswith("hydra") or not any((d / group).is_dir() for d in dirs):
+        group = m.group("group") if m else None
+        if m is None or not group or group.startswith("hydra") or not any((d / group).is_dir() for d in dirs):
             continue
         valid = sorted({p.stem for d in dirs for p in (d / group).glob("*.yaml")})
         for option in filter(None, (v.strip() for v in m.group("value").split(","))):

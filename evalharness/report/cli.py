@@ -68,6 +68,7 @@ def _emit(text: str | bytes, output: str | None, runs: list[Run]) -> None:
     """A report's text on stdout, or written atomically to ``output``, never over what ``runs`` are
     made of (:mod:`evalharness.report.outputs`)."""
     if not output:
+        assert isinstance(text, str)  # a binary format (export.BINARY) is refused without -o
         sys.stdout.write(text)
         return
     check_output_file(output, runs)

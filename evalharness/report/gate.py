@@ -130,5 +130,5 @@ def _evaluate(rule: Rule, rows: dict, pairwise: dict) -> dict:
             )
         tested = pairwise[key]
         detail = f"{key} = {fmt(tested, '.6g')}"
-    failed = not math.isnan(tested) and OPS[rule.op](tested, rule.value)
+    failed = tested is not None and not math.isnan(tested) and OPS[rule.op](tested, rule.value)
     return {"rule": rule.text, "metric": key, "tested": tested, "failed": failed, "detail": detail}

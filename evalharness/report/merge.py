@@ -201,6 +201,7 @@ def merged_document(
     runs: list[Run], preds: list[dict], metrics: dict, artifacts: list[str]
 ) -> RunDocument:
     first = runs[0]
+    assert first.task is not None  # merge_loaded refused a run of no mergeable task
     shard = first.prov("dataset.shard")
     hosts = sorted({run.prov("host.hostname") for run in runs}, key=str)
     provenance = dict(first.provenance)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from typing import cast
 
 from omegaconf import OmegaConf
 
@@ -42,7 +43,7 @@ SSD_DECODER = {"name": "ssd_postprocess", "score_threshold": 0.0}
 def given_on_command_line(overrides: list[str]) -> set[str]:
     """Model settings the user wrote (``model.labels=…`` -> ``labels``; ``model/preprocess=…`` and
     ``model.preprocess.mean=…`` -> ``preprocess`` and ``preprocess.mean``)."""
-    given = set()
+    given: set[str] = set()
     for item in overrides:
         key = item.split("=", 1)[0].lstrip("+~")
         for prefix in ("model.", "model/"):
@@ -145,7 +146,8 @@ def _normalization(model: dict, info, given: set, sources: dict) -> None:
 
 
 def _preset(name: str) -> dict:
-    return OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / "preprocess" / f"{name}.yaml"))
+    preset = OmegaConf.load(CONF_DIR / "model" / "preprocess" / f"{name}.yaml")
+    return cast(dict, OmegaConf.to_container(preset))
 
 
 def _detector(model: dict, info, given: set, sources: dict) -> None:

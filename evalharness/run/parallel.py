@@ -31,6 +31,7 @@ import time
 
 import numpy as np
 
+from evalharness.core.documents import RunDocument
 from evalharness.core.errors import ConfigError, RunStopped
 from evalharness.report.runs import ReportError
 from evalharness.run.start_up import child_failed
@@ -161,7 +162,7 @@ def shard_overrides(overrides: list[str], p: int, i: int, t: int, shard_dir: str
     ]
 
 
-def run_parallel(rp, run_dir: str, overrides: list[str]) -> dict:
+def run_parallel(rp, run_dir: str, overrides: list[str]) -> RunDocument:
     """Choose P × T, run the shard processes at once, merge them into ``run_dir``."""
     from evalharness.report.merge import merge_runs
 
@@ -176,7 +177,7 @@ def run_parallel(rp, run_dir: str, overrides: list[str]) -> dict:
             f"loop.parallel={len(prior)}xT"
         )
     record: dict = {"requested": str(rp.loop.parallel), "cores": cores}
-    if asked == AUTO:
+    if isinstance(asked, str):  # AUTO: run() never sends "off" here
         cal = calibrate(rp.model["path"], rp.delegate_plan, rp.runtime["name"], cores)
         (p, t), record["source"] = cal.pop("choice"), cal.pop("source")
         record["calibration"] = cal

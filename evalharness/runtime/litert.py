@@ -276,7 +276,8 @@ class InterpreterModel(Model):
                 f"delegate=xnnpack: XNNPACK took no node of {model_path}; use delegate=cpu to run on "
                 "builtin kernels knowingly"
             )
-        if self.plan.require_full_delegation and cov.ops_delegated < cov.ops_total:
+        # coverage not measured (None) cannot show full delegation: refused like a partial one
+        if self.plan.require_full_delegation and (cov.ops_delegated or 0) < cov.ops_total:
             raise DelegateUnavailableError(
                 f"delegate={self.plan.name}: {cov.ops_delegated}/{cov.ops_total} ops delegated and "
                 f"require_full_delegation=true; left on CPU: {cov['ops_on_cpu_by_type']}"

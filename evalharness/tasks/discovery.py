@@ -13,6 +13,7 @@ import importlib
 import importlib.metadata
 import os
 import pkgutil
+from typing import cast
 
 import evalharness.tasks as tasks_package
 from evalharness.core.registry import import_plugin, load_object
@@ -63,4 +64,4 @@ def and_list(names: list[str]) -> str:
 def live_class(definition) -> type:
     """The live task class a definition names (``module:Class``), imported on demand: only a job
     calls this, so reports never import a live half."""
-    return load_object(definition.live, f"task {definition.name}'s live half")
+    return cast(type, load_object(definition.live, f"task {definition.name}'s live half"))

@@ -201,7 +201,7 @@ class CocoDefinition(TaskDefinition):
             self.load_ground_truth(first), backend or stored, tflite, *self._bootstrap(), analysis, tide
         )
 
-    def artifacts(self, scorer: CocoScorer) -> dict[str, object]:
+    def artifacts(self, scorer: CocoScorer) -> dict[str, object]:  # type: ignore[override]  # its own scorer
         """The standard COCO results JSON, re-scorable by any COCO tool; the per-class PR curves."""
         curves = {CURVES_FILE: scorer.curves} if scorer.curves else {}
         return {RESULTS_FILE: scorer.detections.rows(), **curves}
@@ -226,7 +226,7 @@ class CocoDefinition(TaskDefinition):
     def headline(self, metrics: dict) -> dict[str, float]:
         from evalharness.stats.coco_eval import COCO_STAT_NAMES
 
-        values = {name: metrics.get(name) for name in COCO_STAT_NAMES if name in metrics}
+        values: dict[str, Any] = {name: metrics.get(name) for name in COCO_STAT_NAMES if name in metrics}
         if isinstance(metrics.get("tflite_tool"), dict):
             values["tflite_AP"] = metrics["tflite_tool"].get("AP")
         return values
@@ -281,7 +281,7 @@ class CocoDefinition(TaskDefinition):
         for run in (a, b):
             scorer = CocoScorer(ground_truth, "pycocotools", False).add_all(run.predictions)
             matchings.append(scorer.matching())
-        return paired_ap_bootstrap(*matchings, resamples, seed, CONFIDENCE)
+        return paired_ap_bootstrap(matchings[0], matchings[1], resamples, seed, CONFIDENCE)
 
     def pairwise(self, comparison: dict) -> dict[str, float]:
         values = super().pairwise(comparison)

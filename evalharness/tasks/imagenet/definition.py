@@ -69,7 +69,7 @@ class TopKScorer(Scorer):
 
     def result(self) -> dict:
         n, k = self.count, self.top_k
-        metrics = {f"top{i + 1}": (float(self.hits[i]) / n if n else 0.0) for i in range(k)}
+        metrics: dict[str, Any] = {f"top{i + 1}": (float(self.hits[i]) / n if n else 0.0) for i in range(k)}
         metrics["correct"] = {f"top{i + 1}": self.hits[i] for i in range(k)}
         metrics["num_scored"] = n
         metrics["intervals"] = {

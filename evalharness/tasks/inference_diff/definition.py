@@ -85,7 +85,10 @@ class OutputErrorScorer(Scorer):
             self.decoded.add(record["id"], record["decoded"])
 
     def result(self) -> dict:
-        outputs, failed, informational, intervals = [], [], [], {}
+        outputs: list[dict] = []
+        failed: list[str] = []
+        informational: list[str] = []
+        intervals: dict[str, Any] = {}
         judged_decoded = {"low_cosine"} if self.decoded.kind == "detector" else set()
         for name, runs in zip(self.names, self.per_output, strict=True):
             avg = np.array([r["avg"] for r in runs], dtype=np.float64)
