@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
@@ -135,7 +136,9 @@ def fmt_interval(interval: list[float] | None, spec: str = ".4f") -> str:
     return f"[{format(interval[0], spec)}, {format(interval[1], spec)}]"
 
 
-def interval_lines(intervals: dict | None, how: str, shown: list[tuple[str, list | None]]) -> list[str]:
+def interval_lines(
+    intervals: dict[str, Any] | None, how: str, shown: list[tuple[str, list[float] | None]]
+) -> list[str]:
     """The results.txt line of a run's intervals (none for a run written before schema 2):
     ``95% intervals (how): label [low, high], ...``."""
     if not intervals:

@@ -84,7 +84,7 @@ class CocoScorer(Scorer):
         from evalharness.stats.coco_tool_ap import tflite_tool_ap
 
         results = list(self.detections.rows())  # pycocotools scores from one list; freed on return
-        tide = self.tide
+        tide: Any = self.tide  # True, or the function that waits for the breakdown
         if self.analysis and self.tide:  # TIDE's pass runs beside pycocotools', in a child process
             from evalharness.stats.tide import tide_in_background
 
