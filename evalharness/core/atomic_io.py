@@ -9,7 +9,8 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 
 def atomic_write_text(path: str, text: str) -> None:
@@ -75,12 +76,12 @@ def _umask() -> int:
     return mask
 
 
-def dumps(doc: dict) -> str:
+def dumps(doc: Mapping[str, Any]) -> str:
     """Deterministic JSON: sorted keys, 2-space indent, no NaN (written as null)."""
     return json.dumps(no_nan(doc), indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
-def strict_json_line(record: dict) -> str:
+def strict_json_line(record: dict[str, Any]) -> str:
     """One record as a line of strict JSON; the walk that nulls NaN/Inf runs only for a record
     that holds one (the common record goes straight to the encoder)."""
     try:
@@ -89,7 +90,7 @@ def strict_json_line(record: dict) -> str:
         return json.dumps(no_nan(record), sort_keys=True, allow_nan=False) + "\n"
 
 
-def no_nan(value, inf_as_text: bool = False):
+def no_nan(value: Any, inf_as_text: bool = False) -> Any:
     """Strict JSON values: NaN and +-Inf (which JSON cannot hold) become null; with ``inf_as_text``
     +-Inf become the strings "inf" / "-inf" (where infinity means something, e.g. an SNR of
     identical outputs)."""

@@ -58,7 +58,7 @@ def debug() -> bool:
     return os.environ.get(DEBUG_ENV, "") not in ("", "0")
 
 
-def _first_line(text: str) -> str:
+def _first_line(text: object) -> str:
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
     return lines[0] if lines else ""
 

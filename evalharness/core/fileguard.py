@@ -13,7 +13,7 @@ import stat
 from evalharness.core.errors import DataError
 
 
-def file_error_reason(exc: OSError, path: str | os.PathLike) -> str:
+def file_error_reason(exc: OSError, path: str | os.PathLike[str]) -> str:
     """A short reason for an OSError on a dataset file (symlink loop, broken symlink, ...)."""
     if exc.errno == errno.ELOOP:
         return "symlink loop (too many levels of symbolic links)"
@@ -35,7 +35,7 @@ def named(what: str, path: str | os.PathLike) -> str:
 READ_WHOLE_LIMIT = 4 << 30
 
 
-def refuse_special_file(path: str | os.PathLike, what: str, limit: int = READ_WHOLE_LIMIT) -> None:
+def refuse_special_file(path: str | os.PathLike[str], what: str, limit: int = READ_WHOLE_LIMIT) -> None:
     """Before a file is read whole: a FIFO, device or socket would block or never end, and a file
     over ``limit`` bytes would fill the memory, so either is refused by name (a missing file or a
     directory is left to the reader's own message). Every reader of a user-given or run-directory

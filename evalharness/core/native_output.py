@@ -14,8 +14,9 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 VERBOSE_ENV = "EVALHARNESS_VERBOSE"
 NATIVE_LOG = "native.log"
@@ -32,7 +33,7 @@ def verbose() -> bool:
     return os.environ.get(VERBOSE_ENV, "") not in ("", "0")
 
 
-def _stream_handlers(stream) -> list[logging.StreamHandler]:
+def _stream_handlers(stream: object) -> list[logging.StreamHandler[Any]]:
     loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
     return [
         h
@@ -62,7 +63,7 @@ def quiet_native_output(sink: list[str]) -> Iterator[None]:
             sink.extend(line for line in text.splitlines() if line.strip())
 
 
-def _swap(fd: int, name: str, target: int):
+def _swap(fd: int, name: str, target: int) -> Callable[[], None]:
     """Point ``fd`` at ``target`` and ``sys.<name>`` (and its logging handlers) at a copy of what
     ``fd`` was; returns the function that undoes both."""
     python_stream = getattr(sys, name)

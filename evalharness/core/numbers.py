@@ -8,6 +8,8 @@ recomputation does not show up as a change.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from evalharness.core.atomic_io import dumps
 
@@ -33,7 +35,7 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or not b else a / b
 
 
-def stable(value):
+def stable(value: Any) -> Any:
     """``value`` with every float rounded to SIGNIFICANT digits (infinities as strings)."""
     if isinstance(value, float):
         if math.isinf(value):
@@ -46,12 +48,12 @@ def stable(value):
     return value
 
 
-def stable_json(doc: dict) -> str:
+def stable_json(doc: Mapping[str, Any]) -> str:
     """Sorted keys, 2-space indent, rounded floats: two reports diff line by line."""
     return dumps(stable(doc))
 
 
-def fmt(value, spec: str = ".4f", missing: str = "n/a") -> str:
+def fmt(value: Any, spec: str = ".4f", missing: str = "n/a") -> str:
     """A table cell: numbers by ``spec``, None as ``missing``, anything else as text."""
     if value is None:
         return missing

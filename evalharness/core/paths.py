@@ -33,7 +33,7 @@ def model_stem(path: str) -> str:
     return os.path.splitext(os.path.basename(str(path)))[0] or "model"
 
 
-def quant_tag(name) -> str:
+def quant_tag(name: object) -> str:
     """OmegaConf resolver ``${quant_tag:${quant.name}}``: ``_int8`` for a quantized variant, nothing
     for the float model, so a quantization sweep's job directories say which variant each holds."""
     return "" if name in (None, "none") else f"_{name}"

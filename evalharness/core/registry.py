@@ -24,7 +24,8 @@ import importlib.metadata
 import os
 import pkgutil
 from collections.abc import Callable, Iterator, Mapping
-from typing import Generic, TypeVar
+from types import ModuleType
+from typing import Generic, TypeVar, cast
 
 from evalharness.core.errors import ConfigError
 
@@ -35,7 +36,7 @@ ENTRY_POINTS = "evalharness.plugins"
 _discovered = False
 
 
-def import_plugin(module: str, what: str):
+def import_plugin(module: str, what: str) -> ModuleType:
     """Import a plug-in's module; whatever its import raises (a missing dependency, a bug at its top
     level) is one error naming ``what`` and the module, not an internal error of evalharness."""
     try:
@@ -147,7 +148,7 @@ class Registry(Generic[T]):
             if ":" not in reference:
                 raise ConfigError(f"{self.kind} {name!r}: module {reference!r} did not register it")
             self._lazy.pop(name, None)
-            self._items[name] = self._checked(name, obj)
+            self._items[name] = self._checked(name, cast(T, obj))
 
     def _checked(self, name: str, obj: T) -> T:
         base = self.base

@@ -14,7 +14,7 @@ import difflib
 import functools
 import typing
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn, cast
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -22,22 +22,22 @@ from omegaconf.errors import OmegaConfBaseException
 from evalharness.core.errors import ConfigError
 
 
-class FrozenDict(dict):
+class FrozenDict(dict[Any, Any]):
     """A dict that refuses to change after construction (JSON-serialisable like any dict)."""
 
-    def _refuse(self, *args, **kwargs):
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
         raise TypeError("a validated setting is immutable; derive a new value instead")
 
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[FrozenDict], tuple[dict[Any, Any]]]:
         return (FrozenDict, (dict(self),))
 
-    def __hash__(self):  # type: ignore[override]
+    def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(sorted(self.items(), key=lambda kv: str(kv[0]))))
 
 
-def freeze(value):
+def freeze(value: Any) -> Any:
     """Deep-frozen copy: dicts -> FrozenDict, lists -> tuples."""
     if isinstance(value, Mapping):
         return FrozenDict({k: freeze(v) for k, v in value.items()})
@@ -46,7 +46,7 @@ def freeze(value):
     return value
 
 
-def thaw(value):
+def thaw(value: Any) -> Any:
     """Plain, mutable JSON-like copy of a frozen value (dicts and lists)."""
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
@@ -63,7 +63,7 @@ def field_names(schema: type) -> list[str]:
     return [f.name for f in dataclasses.fields(schema)]
 
 
-def check_keys(schema: type, node: Mapping, where: str, what: str = "key") -> None:
+def check_keys(schema: type, node: Mapping[str, Any], where: str, what: str = "key") -> None:
     """Unknown keys of ``node`` -> one ConfigError listing the valid ones (and the closest match)."""
     valid = field_names(schema)
     unknown = sorted(set(node) - set(valid))
@@ -75,7 +75,7 @@ def check_keys(schema: type, node: Mapping, where: str, what: str = "key") -> No
         )
 
 
-def check(schema: type, node: Mapping | None, where: str) -> FrozenDict:
+def check(schema: type, node: Mapping[str, Any] | None, where: str) -> FrozenDict:
     """``node`` merged onto the dataclass ``schema``, type-checked and checked against each field's
     declared bounds (:func:`bounds`); frozen plain values.
 
@@ -86,29 +86,33 @@ def check(schema: type, node: Mapping | None, where: str) -> FrozenDict:
     try:
         base = _writable(OmegaConf.structured(schema))
         merged = OmegaConf.merge(base, node)
-        container = OmegaConf.to_container(merged, resolve=True, throw_on_missing=True)
+        # a structured config (a dataclass schema) converts to a dict
+        container = cast(dict[str, Any], OmegaConf.to_container(merged, resolve=True, throw_on_missing=True))
     except OmegaConfBaseException as exc:
         raise ConfigError(f"{where}: {one_line(exc)}") from None
     check_bounds(schema, container, where)
-    return freeze(container)
+    frozen: FrozenDict = freeze(container)
+    return frozen
 
 
-def bounds(low: float | None = None, high: float | None = None, choices: tuple = (), **kind) -> dict:
+def bounds(
+    low: float | None = None, high: float | None = None, choices: tuple[Any, ...] = (), **kind: Any
+) -> dict[str, Any]:
     """Field metadata a schema declares: ``field(default=4, metadata=bounds(1))``: the value must be
     >= ``low``, <= ``high``, one of ``choices``. ``kind``: what the value is (``path="file"`` or
     ``"dir"``, ``text=True``) so checks and the generated fault tests know how to attack it."""
-    meta = {k: v for k, v in (("low", low), ("high", high)) if v is not None}
+    meta: dict[str, Any] = {k: v for k, v in (("low", low), ("high", high)) if v is not None}
     if choices:
         meta["choices"] = tuple(choices)
     return {**meta, **kind}
 
 
-def _choice(value):
+def _choice(value: Any) -> Any:
     """YAML reads ``true`` as a boolean that a ``str`` field then holds as 'True': compare lower-case."""
     return value.lower() if isinstance(value, str) else value
 
 
-def check_bounds(schema: type, values: Mapping, where: str) -> None:
+def check_bounds(schema: type, values: Mapping[str, Any], where: str) -> None:
     """Each field's declared bounds (see :func:`bounds`), nested dataclasses included."""
     hints = typing.get_type_hints(schema)
     for f in dataclasses.fields(schema):
@@ -130,7 +134,7 @@ def check_bounds(schema: type, values: Mapping, where: str) -> None:
             raise ConfigError(f"{where}: {f.name}={value!r}: {problem}")
 
 
-def _writable(node):
+def _writable(node: Any) -> Any:
     """Clear the read-only flag a frozen dataclass (and each frozen nested one) sets: they may serve
     as schemas too (e.g. ``PreprocessSpec``, ``LoopSettings``)."""
     if isinstance(node, DictConfig):
@@ -140,7 +144,7 @@ def _writable(node):
     return node
 
 
-def instantiate(schema: type, node: Mapping | None, where: str) -> Any:
+def instantiate(schema: type, node: Mapping[str, Any] | None, where: str) -> Any:
     """The dataclass ``schema`` built from the checked ``node`` (for plug-ins that keep an object)."""
     checked = check(schema, node, where)
     return schema(**{k: thaw(v) for k, v in checked.items()})
@@ -167,7 +171,9 @@ def _extended(core: type, own: type) -> type:
     return dataclasses.make_dataclass(f"{core.__name__}With{own.__name__}", fields)
 
 
-def check_extended(core: type, own: type | None, others: set[str], node: Mapping, where: str) -> FrozenDict:
+def check_extended(
+    core: type, own: type | None, others: set[str], node: Mapping[str, Any], where: str
+) -> FrozenDict:
     """``node`` checked against ``core`` + ``own`` (:func:`extended`). Keys that only other plug-ins
     declare (``others``: a model preset describes its model for every task) pass through unchecked;
     a key nobody declares is the usual one-line error."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -26,9 +27,12 @@ class TensorInfo:
         """Real values of a quantised tensor ((q - zp) * scale); float tensors unchanged."""
         if not self.quantized:
             return np.asarray(values)
-        return (np.asarray(values, dtype=np.float32) - np.float32(self.zero_point)) * np.float32(self.scale)
+        real: np.ndarray = (np.asarray(values, dtype=np.float32) - np.float32(self.zero_point)) * np.float32(
+            self.scale
+        )
+        return real
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["shape"] = list(self.shape)
         return d

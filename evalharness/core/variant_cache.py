@@ -17,6 +17,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
 from evalharness.core.checksum import sha256_file
@@ -56,10 +57,12 @@ def _self_digest(record: dict) -> str:
     return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
 
 
-Build = Callable[[str], tuple[bytes, dict]]
+Build = Callable[[str], tuple[bytes, dict[str, Any]]]
 
 
-def cached_model(cache_dir: str, kind: str, key: dict, build: Build, record_name: str = RECORD) -> dict:
+def cached_model(
+    cache_dir: str, kind: str, key: dict[str, Any], build: Build, record_name: str = RECORD
+) -> dict[str, Any]:
     """The model file for ``key`` under ``<cache_dir>/<kind>/<hash>/``, built by ``build(folder)``
     (-> file bytes, extra record fields) when missing or damaged. Returns the record with ``path``,
     ``dir``, ``cache`` (``hit`` or ``built``) and ``rebuilt`` (why a damaged entry was not used, the

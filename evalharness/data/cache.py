@@ -178,7 +178,8 @@ class CachedTask:
     (``sample_files()`` lists each sample's file, in sample order)."""
 
     def __init__(self, task, root: str) -> None:
-        self._task, self._root, self.cache = task, root, None
+        self._task, self._root = task, root
+        self.cache: TensorCache | None = None  # made by bind(), once the model's input is known
         self._index = {task.sample_id(s): i for i, s in enumerate(task.samples)}
         self._sources = list(task.sample_files())
 
@@ -192,6 +193,7 @@ class CachedTask:
         self.cache = TensorCache(self._root, key, len(self._index), info.shape, info.dtype)
 
     def prepare(self, sample) -> list[np.ndarray]:
+        assert self.cache is not None, "bind() comes before prepare()"
         i = self._index[self._task.sample_id(sample)]
         source = self._sources[i]
         arr = self.cache.get(i, source)

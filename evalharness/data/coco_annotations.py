@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import read_json
@@ -56,7 +57,7 @@ def check_annotations(
     missing = [key for key in _TOP_KEYS if not isinstance(gt.get(key), list)]
     if missing:
         raise DataError(f"{source} has no list {missing[0]!r} (needs {', '.join(_TOP_KEYS)}); {_FORMAT_HINT}")
-    ids = {}
+    ids: dict[str, set[Any]] = {}
     for section, keys in (
         ("images", image_keys),
         ("categories", ("id", "name")),

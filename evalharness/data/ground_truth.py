@@ -98,8 +98,11 @@ def load_ground_truth(
         problem = "is not a file" if Path(ground_truth).exists() else "not found"
         raise DataError(f"ground-truth file {ground_truth} {problem}; set dataset.ground_truth=<file>")
     exts = tuple(e.lower() if e.startswith(".") else f".{e.lower()}" for e in extensions)
-    paths = [None if p is None else Path(p) for p in (ground_truth, class_names, synset_words, devkit_meta)]
-    req = GroundTruthRequest(root_path, *paths, exts, Counter() if unscored is None else unscored)
+    gt, names, synsets, meta = (
+        None if p is None else Path(p) for p in (ground_truth, class_names, synset_words, devkit_meta)
+    )
+    counts = Counter() if unscored is None else unscored
+    req = GroundTruthRequest(root_path, gt, names, synsets, meta, exts, counts)
     return sorted(reader(req), key=lambda s: s.key)
 
 
@@ -195,7 +198,7 @@ def _require(value: Path | None, option: str, why: str) -> Path:
 def _with_occurrence(texts: list[str]) -> list[Label]:
     """Pairs each text with the number of earlier entries of the same text (the two "crane"s)."""
     seen: Counter[str] = Counter()
-    out = []
+    out: list[Label] = []
     for text in texts:
         out.append((text, seen[text]))
         seen[text] += 1

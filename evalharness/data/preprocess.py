@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -70,9 +71,10 @@ def validate_spec(spec: PreprocessSpec) -> None:
 
 def spec_from_config(values: dict | None) -> PreprocessSpec:
     """A validated spec from ``model.preprocess`` (YAML lists become tuples)."""
-    spec = PreprocessSpec(
-        **{k: tuple(v) if isinstance(v, list) else v for k, v in dict(values or {}).items()}
-    )
+    fields: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in dict(values or {}).items()
+    }
+    spec = PreprocessSpec(**fields)
     validate_spec(spec)
     return spec
 
@@ -157,7 +159,7 @@ def _resize(img: np.ndarray, height: int, width: int, method: str) -> np.ndarray
     if method == "tflite_bilinear":
         exact = _exact_resize if img.dtype == np.uint8 else resize_bilinear_tflite
         return exact(img, height, width)
-    resample = Image.BICUBIC if method == "pil_bicubic" else Image.BILINEAR
+    resample = Image.Resampling.BICUBIC if method == "pil_bicubic" else Image.Resampling.BILINEAR
     resized = Image.fromarray(img).resize((width, height), resample)
     return np.asarray(resized, dtype=np.float32)
 

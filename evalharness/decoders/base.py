@@ -76,7 +76,7 @@ class Decoder:
     Not a dataclass: its attributes are state, so a decoder's dataclass fields are its parameters."""
 
     outputs: list[TensorInfo]
-    input_hw: tuple[int, int]
+    input_hw: tuple[int, ...]  # (height, width)
     model_path: str
     notes: list[str]  # what bind/decode decided (output order, layout), for the run record
 

@@ -45,7 +45,8 @@ class SsdPostprocessDecoder(Decoder):
             )
         self.outputs = list(outputs)
         self._boxes, self._count, self._pair = boxes[0], count[0], pair
-        self._classes = self._scores = None
+        self._classes: int | None = None
+        self._scores: int | None = None
         if self.classes_output is None:
             self._classes_by_name()
         elif self.classes_output in pair:
@@ -64,14 +65,15 @@ class SsdPostprocessDecoder(Decoder):
         elif "score" in names[0] and "class" in names[1]:
             self._decided(b, a, "by name")
         else:
-            index = [_TF1_OP_NAME.search(n) for n in names]
-            if all(index) and {m.group(1) for m in index} == {"1", "2"}:
-                cls_first = index[0].group(1) == "1"
+            index = [m.group(1) for n in names if (m := _TF1_OP_NAME.search(n))]
+            if len(index) == len(names) and set(index) == {"1", "2"}:
+                cls_first = index[0] == "1"
                 self._decided(*((a, b) if cls_first else (b, a)), "by TFLite_Detection_PostProcess:k name")
 
-    def _decided(self, classes: int, scores: int, how: str) -> None:
+    def _decided(self, classes: int, scores: int, how: str) -> tuple[int, int]:
         self._classes, self._scores = classes, scores
         self.notes.append(f"classes = output {classes}, scores = output {scores} ({how})")
+        return classes, scores
 
     def _classes_by_value(self, a: np.ndarray, b: np.ndarray) -> tuple[int, int]:
         """Decide which [1,N] output is the classes from one decode's values, or use TF1 order."""
@@ -84,21 +86,19 @@ class SsdPostprocessDecoder(Decoder):
             return bool(np.all((v >= 0) & (v <= 1)))
 
         if a.size and integral(a) and not integral(b) and probability(b):
-            self._decided(first, second, "by value: integral vs scores in [0,1]")
-        elif a.size and integral(b) and not integral(a) and probability(a):
-            self._decided(second, first, "by value: integral vs scores in [0,1]")
-        else:
-            note = f"classes vs scores ambiguous by value; used TF1 order (classes = output {first})"
-            if note not in self.notes:
-                self.notes.append(note)
-            return first, second
-        return self._classes, self._scores
+            return self._decided(first, second, "by value: integral vs scores in [0,1]")
+        if a.size and integral(b) and not integral(a) and probability(a):
+            return self._decided(second, first, "by value: integral vs scores in [0,1]")
+        note = f"classes vs scores ambiguous by value; used TF1 order (classes = output {first})"
+        if note not in self.notes:
+            self.notes.append(note)
+        return first, second
 
     def decode(self, outputs: list[np.ndarray]) -> Detections:
         real = self._real_values(outputs)
         n = real[self._boxes].shape[1]
         count = int(np.clip(np.floor(real[self._count].reshape(-1)[0]), 0, n))
-        if self._classes is None:
+        if self._classes is None or self._scores is None:  # set together by _decided
             a, b = (real[i].reshape(-1)[:count] for i in self._pair)
             cls_i, score_i = self._classes_by_value(a, b)
         else:

@@ -89,7 +89,8 @@ class YoloDecoder(Decoder):
                 f"{model_path}: output {shape}: either axis could hold the box+class attributes; "
                 "set model.decoder.layout=channels_first ([1, 4+C, N]) or channels_last ([1, N, 4+C])"
             )
-        if not axes or not self._attributes(shape[axes[0]]):
+        attributes = self._attributes(shape[axes[0]]) if axes else None
+        if attributes is None:
             if self.num_classes is None and self._objectness is None:
                 fix = "auto knows 84/85 = 80 classes; set model.decoder.num_classes (and .objectness for 5+C)"
             else:
@@ -101,7 +102,7 @@ class YoloDecoder(Decoder):
             )
         self.outputs = list(outputs)
         self._attr_axis = axes[0]
-        self._classes, self._has_obj = self._attributes(shape[axes[0]])
+        self._classes, self._has_obj = attributes
         self._pixels = None if self._normalized_cfg is None else not self._normalized_cfg
         layout = "channels_first" if self._attr_axis == 1 else "channels_last"
         self.notes.append(

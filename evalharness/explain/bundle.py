@@ -149,7 +149,7 @@ def environment() -> dict:
     """Versions of what ran both sides, and the hashes of the runtime's native libraries."""
     from importlib import metadata
 
-    versions = {}
+    versions: dict[str, str | None] = {}
     for package in ("evalharness", "ai-edge-litert", "numpy", "ai-edge-quantizer", "tensorflow"):
         try:
             versions[package] = metadata.version(package)

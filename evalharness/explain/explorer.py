@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Any
 
 from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.numbers import stable_json
 from evalharness.report.node_data import node_data
 
 SNR_CAP = 120.0
-LOW_IS_BAD = [
+LOW_IS_BAD: list[dict[str, Any]] = [
     {"stop": 0, "bgColor": "#d62728"},
     {"stop": 0.5, "bgColor": "#fdae61"},
     {"stop": 1, "bgColor": "#f7f7f7"},

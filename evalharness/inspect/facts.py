@@ -14,6 +14,7 @@ import ctypes
 import json
 import os
 import sys
+from typing import cast
 
 from omegaconf import OmegaConf
 
@@ -25,7 +26,8 @@ from evalharness.run.model_settings import infer_model_settings
 
 
 def _preset(path) -> dict:
-    return OmegaConf.to_container(OmegaConf.load(path)) if path.is_file() else {}
+    # a preset file is a YAML mapping (a DictConfig converts to a dict)
+    return cast(dict, OmegaConf.to_container(OmegaConf.load(path))) if path.is_file() else {}
 
 
 def inferred_configuration(path: str, info) -> dict:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
+from typing import Any
 
 import numpy as np
 
@@ -193,7 +194,7 @@ def prepared(
             pool.shutdown(wait=True, cancel_futures=True)
         return
     try:
-        it, window = iter(samples), deque()
+        it, window = iter(samples), deque[tuple[object, Any]]()
         for sample in it:
             window.append((sample, pool.submit(attempt, sample)))
             if len(window) >= max(prefetch, 1):
@@ -272,6 +273,7 @@ def _run_each(
             )
             first_outputs = None
         per_sample = [outputs] if size == 1 else [[o[j : j + 1] for o in outputs] for j in range(len(chunk))]
+        assert result.batch is not None  # run_loop sets it before the first chunk
         result.batch["padded"] += size - len(chunk)
         for (sample, sample_tensors), out in zip(chunk, per_sample, strict=True):
             scoring.add(sample, sample_tensors, out, latency)
@@ -303,11 +305,11 @@ def batching(model, size: int) -> str:
 
 def run_loop(
     task: Task,
-    load_model: Callable[[], object],
+    load_model: Callable[[], Any],
     record: Callable[[dict], None],
     settings: LoopSettings,
     done: list[dict] | None = None,
-) -> tuple[object, LoopResult]:
+) -> tuple[Any, LoopResult]:
     """Run ``task`` on the model from ``load_model``; each prediction goes to ``record`` at once.
 
     ``done``: prediction records of an interrupted earlier session of this run. They are restored

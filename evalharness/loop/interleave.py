@@ -75,7 +75,8 @@ def measure(
     per_block = [_calibrate(invoke, settings, clock) for invoke in invokers]
     before = thermal()
     n = len(invokers)
-    blocks, samples = [[] for _ in range(n)], [[] for _ in range(n)]
+    blocks: list[list[float]] = [[] for _ in range(n)]
+    samples: list[list[float]] = [[] for _ in range(n)]
     rounds, started, sequence, loads = 0, clock(), [], 1
     while True:
         if rounds and reloading and rounds % per_load == 0:

@@ -55,13 +55,13 @@ class SweepReportCallback(Callback):
         except (EvalHarnessError, OSError) as exc:
             log.warning("sweep report not written: %s", exc)
         if self.index:
-            self._index(sweep_dir)
+            self._index(sweep_dir, self.index)
 
-    def _index(self, sweep_dir: str) -> None:
+    def _index(self, sweep_dir: str, index: str) -> None:
         """The index of ``index`` (outputs/) when the sweep lies under it, else of the sweep dir."""
         from evalharness.report.index import write_index
 
-        root = os.path.abspath(self.index)
+        root = os.path.abspath(index)
         if not os.path.abspath(sweep_dir).startswith(root + os.sep):
             root = sweep_dir
         try:

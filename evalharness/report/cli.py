@@ -13,9 +13,12 @@ import argparse
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
+from typing import Any
 
 from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
 from evalharness.core.boundary import ArgumentParser, guarded
+from evalharness.core.documents import DiffDocument
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.escape import terminal
 from evalharness.core.markdown import render_markdown
@@ -58,6 +61,7 @@ def _emit(text: str | bytes, output: str | None, runs: list[Run]) -> None:
     """A report's text on stdout, or written atomically to ``output``, never over what ``runs`` are
     made of (:mod:`evalharness.report.outputs`)."""
     if not output:
+        assert isinstance(text, str)  # a binary format (export.BINARY) is refused without -o
         sys.stdout.write(text)
         return
     check_output_file(output, runs)
@@ -68,7 +72,7 @@ def _emit(text: str | bytes, output: str | None, runs: list[Run]) -> None:
     print(f"wrote {output}", file=sys.stderr)
 
 
-def _render(doc: dict, fmt: str, title: str, sections) -> str:
+def _render(doc: Mapping[str, Any], fmt: str, title: str, sections) -> str:
     if fmt == "json":
         return stable_json(doc)
     if fmt == "markdown":
@@ -123,7 +127,7 @@ def _check_figures_dir(directory: str, runs: list[Run]) -> None:
     check_output_dir(directory, runs, "--figures")
 
 
-def _write_figures(doc: dict, directory: str) -> None:
+def _write_figures(doc: DiffDocument, directory: str) -> None:
     """The task's figures of the diff as SVG + PNG files."""
     definition = definition_of(doc)
     paired = doc.get(definition.comparison) if definition.comparison else None

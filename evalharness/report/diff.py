@@ -9,6 +9,9 @@ is compared image by image, and the verdict, come from the task's definition
 
 from __future__ import annotations
 
+from typing import Any, cast
+
+from evalharness.core.documents import DiffDocument, DiffRow, JSONMap, RunSummary
 from evalharness.core.numbers import delta, ratio, relative_pct
 from evalharness.report.latency import run_speedups
 from evalharness.report.op_profile import speedups as op_speedups
@@ -19,7 +22,7 @@ from evalharness.stats.validity import compact
 LATENCY_STATS = ("mean", "p50", "p90", "p99", "min", "max")
 
 
-def latency_values(run: Run) -> dict[str, float]:
+def latency_values(run: Run) -> dict[str, float | None]:
     lat = run.doc.get("latency_ms") or {}
     inference = lat.get("inference") or {}
     values = {f"latency_{s}": inference.get(s) for s in LATENCY_STATS}
@@ -28,7 +31,7 @@ def latency_values(run: Run) -> dict[str, float]:
     return values
 
 
-def model_values(run: Run) -> dict[str, float]:
+def model_values(run: Run) -> dict[str, Any]:
     cov = run.prov("delegate.coverage") or {}
     return {
         "size_bytes": run.prov("model.bytes"),
@@ -38,18 +41,18 @@ def model_values(run: Run) -> dict[str, float]:
     }
 
 
-def _rows(va: dict, vb: dict, speedup: bool = False) -> list[dict]:
+def _rows(va: dict[str, Any], vb: dict[str, Any], speedup: bool = False) -> list[DiffRow]:
     rows = []
     for name in [*va, *(k for k in vb if k not in va)]:
         a, b = va.get(name), vb.get(name)
-        row = {"name": name, "a": a, "b": b, "delta": delta(a, b), "delta_pct": relative_pct(a, b)}
+        row: DiffRow = {"name": name, "a": a, "b": b, "delta": delta(a, b), "delta_pct": relative_pct(a, b)}
         if speedup:
             row["speedup"] = ratio(a, b)
         rows.append(row)
     return rows
 
 
-def run_summary(run: Run) -> dict:
+def run_summary(run: Run) -> RunSummary:
     return {
         "label": run.label,
         "dir": run.dir,
@@ -75,7 +78,7 @@ def build_diff(
     iou: float = 0.5,
     min_score: float | None = None,
     margin: float = 0.01,
-) -> dict:
+) -> DiffDocument:
     """The full comparison of two comparable runs (``comp.refused`` must be empty).
 
     ``margin``: the equivalence margin of the verdicts (a change whose interval lies within ±margin
@@ -87,8 +90,9 @@ def build_diff(
 
 def _build_diff(
     definition, a: Run, b: Run, comp, alpha: float, iou: float, min_score: float | None, margin: float
-) -> dict:
-    doc = {
+) -> DiffDocument:
+    # a plain dict while it is built: the paired comparison goes under the definition's own key
+    doc: JSONMap = {
         "a": run_summary(a),
         "b": run_summary(b),
         "task": a.task,
@@ -109,10 +113,10 @@ def _build_diff(
     if paired is not None:
         doc[definition.comparison] = paired
     doc["verdict"] = definition.verdict(doc)
-    return doc
+    return cast(DiffDocument, doc)
 
 
-def quantities(doc: dict) -> tuple[dict[str, dict], dict[str, float]]:
+def quantities(doc: DiffDocument) -> tuple[dict[str, DiffRow], dict[str, float]]:
     """(per-run rows by name, pairwise values by name): what ``--fail-if`` rules can name."""
     rows = {r["name"]: r for section in ("metrics", "latency", "model") for r in doc[section]}
     definition = definition_of(doc)

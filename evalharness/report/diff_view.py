@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from evalharness.core.documents import DiffDocument, DiffRow, RunSummary, comparison_of
 from evalharness.core.numbers import fmt, fmt_pct
 from evalharness.core.tables import Section
 from evalharness.report.op_profile import diff_section as op_profile_sections
@@ -12,29 +13,29 @@ from evalharness.stats import speedup
 from evalharness.stats.validity import comparison_notes
 
 
-def title(doc: dict) -> str:
+def title(doc: DiffDocument) -> str:
     return f"evalharness diff: A = {_name(doc['a'])} vs B = {_name(doc['b'])}"
 
 
-def _name(run: dict) -> str:
+def _name(run: RunSummary) -> str:
     return f"{run['model']} @ {run['delegate']}"
 
 
-def sections(doc: dict, max_rows: int = 20) -> list[Section]:
+def sections(doc: DiffDocument, max_rows: int = 20) -> list[Section]:
     out = [_runs(doc), _comparability(doc), _value_table("Metrics", "metrics", doc["metrics"], ".4f", "+.4f")]
     out.append(_latency(doc))
     out.append(_value_table("Model and delegation", "model", doc["model"], ".6g", "+.6g"))
     out += op_profile_sections(doc, max_rows)
     definition = definition_of(doc)
     if definition.comparison in doc:
-        out += definition.diff_sections(doc[definition.comparison], max_rows)
+        out += definition.diff_sections(comparison_of(doc, definition.comparison), max_rows)
     if doc.get("gates"):
         out.append(_gates(doc["gates"]))
     out.append(Section("Verdict", notes=[doc["verdict"]], key="verdict"))
     return out
 
 
-def _runs(doc: dict) -> Section:
+def _runs(doc: DiffDocument) -> Section:
     a, b = doc["a"], doc["b"]
     fields = ("model", "delegate", "runtime", "status", "dataset", "num_scored", "cpu", "dir")
     rows = [[f, fmt(a.get(f)), fmt(b.get(f))] for f in fields]
@@ -47,7 +48,7 @@ def _runs(doc: dict) -> Section:
     return Section("Runs", ["", "A", "B"], rows, notes, key="runs")
 
 
-def _comparability(doc: dict) -> Section:
+def _comparability(doc: DiffDocument) -> Section:
     c = doc["comparability"]
     tag = "warning (acknowledged)" if c["acknowledged"] else "WARNING"
     notes = [f"refused: {r}" for r in c["refused"]] + [f"{tag}: {w}" for w in c["warnings"]]
@@ -61,7 +62,7 @@ def _comparability(doc: dict) -> Section:
     )
 
 
-def _value_table(name: str, key: str, rows: list[dict], spec: str, delta_spec: str) -> Section:
+def _value_table(name: str, key: str, rows: list[DiffRow], spec: str, delta_spec: str) -> Section:
     cells = [
         [
             r["name"],
@@ -75,7 +76,7 @@ def _value_table(name: str, key: str, rows: list[dict], spec: str, delta_spec: s
     return Section(name, ["metric", "A", "B", "delta (B-A)", "delta %"], cells, key=key)
 
 
-def _latency(doc: dict) -> Section:
+def _latency(doc: DiffDocument) -> Section:
     rows = [
         [r["name"], fmt(r["a"], ".3f"), fmt(r["b"], ".3f"), fmt_pct(r["delta_pct"]), fmt(r["speedup"], ".3f")]
         for r in doc["latency"]
@@ -91,7 +92,7 @@ def _gates(gates: list[dict]) -> Section:
     return Section("Gates (--fail-if)", ["rule", "tested", "result"], rows, key="gates")
 
 
-def render_html(doc: dict, max_rows: int = 20) -> str:
+def render_html(doc: DiffDocument, max_rows: int = 20) -> str:
     """The diff as one HTML page: the tables plus latency and per-class plots and thumbnails."""
     from evalharness.report import analysis_view, html, plots
 
@@ -100,7 +101,7 @@ def render_html(doc: dict, max_rows: int = 20) -> str:
         "latency": [html.figure_html("Latency summary", plots.latency_summary(runs), plots.LATENCY_NOTE)]
     }
     definition = definition_of(doc)
-    paired = doc.get(definition.comparison) if definition.comparison else None
+    paired = comparison_of(doc, definition.comparison)
     if paired is not None and definition.delta_figure:
         key, field, heading = definition.delta_figure
         after[key] = [html.figure_html(heading, plots.class_deltas(paired[field]))]
@@ -114,7 +115,7 @@ def render_html(doc: dict, max_rows: int = 20) -> str:
     return html.page(title(doc), sections(doc, max_rows), after)
 
 
-def _explain_link(doc: dict) -> str:
+def _explain_link(doc: DiffDocument) -> str:
     """A link to ``python -m evalharness.explain``'s page for these runs, when it was made."""
     from html import escape
 
@@ -130,11 +131,11 @@ def _explain_link(doc: dict) -> str:
     )
 
 
-def _inference(doc: dict, side: str) -> dict:
-    return {r["name"].removeprefix("latency_"): r[side] for r in doc["latency"]}
+def _inference(doc: DiffDocument, side: str) -> dict:
+    return {r["name"].removeprefix("latency_"): r.get(side) for r in doc["latency"]}
 
 
-def _thumbnails(doc: dict, samples: list[tuple[str, str]], heading: str) -> str:
+def _thumbnails(doc: DiffDocument, samples: list[tuple[str, str]], heading: str) -> str:
     """Thumbnails of the listed samples, read from A's dataset root (the runs saw the same images)."""
     from evalharness.report import html
 

@@ -97,7 +97,9 @@ def to_parquet(run: Run) -> bytes:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise ReportError("--format parquet needs pyarrow: pip install pyarrow (or --format csv)") from None
+        raise ReportError(
+            "--format parquet needs pyarrow: pip install 'evalharness[parquet]' (or --format csv)"
+        ) from None
     columns, rows = rows_of(run)
     table = {c: _arrow_column(pa, [r.get(c) for r in rows]) for c in columns}
     for name, value in headline(run).items():

@@ -43,6 +43,7 @@ import operator
 import re
 from dataclasses import dataclass
 
+from evalharness.core.documents import DiffDocument
 from evalharness.core.numbers import delta, fmt, fmt_pct, relative_pct
 from evalharness.report.diff import quantities
 from evalharness.report.runs import ReportError
@@ -82,7 +83,7 @@ def _condition(text: str, part: str) -> Rule:
     return Rule(part.strip(), m["name"], m["op"], float(m["value"]), m["pct"] == "%")
 
 
-def evaluate(rules: list[Rule], doc: dict) -> list[dict]:
+def evaluate(rules: list[Rule], doc: DiffDocument) -> list[dict]:
     """One result per rule: the tested value, whether it failed, and a line saying why."""
     rows, pairwise = quantities(doc)
     results = []
@@ -129,5 +130,5 @@ def _evaluate(rule: Rule, rows: dict, pairwise: dict) -> dict:
             )
         tested = pairwise[key]
         detail = f"{key} = {fmt(tested, '.6g')}"
-    failed = not math.isnan(tested) and OPS[rule.op](tested, rule.value)
+    failed = tested is not None and not math.isnan(tested) and OPS[rule.op](tested, rule.value)
     return {"rule": rule.text, "metric": key, "tested": tested, "failed": failed, "detail": detail}

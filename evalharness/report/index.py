@@ -20,6 +20,7 @@ from html import escape
 
 from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.boundary import describe
+from evalharness.core.documents import MetricsDocument
 from evalharness.core.errors import EvalHarnessError
 from evalharness.report.html import CSS
 from evalharness.report.runs import ReportError, comparability, definition_of
@@ -49,7 +50,7 @@ def find_runs(root: str) -> list[Run]:
             try:
                 runs.append(load_run(folder, rel))
             except EvalHarnessError as exc:
-                doc = {"status": "unreadable", "error": describe(exc)}
+                doc: MetricsDocument = {"status": "unreadable", "error": describe(exc)}
                 runs.append(Run(rel, os.path.abspath(folder), doc))
     return runs
 

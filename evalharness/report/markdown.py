@@ -12,6 +12,7 @@ text from a file (model and label names, rules, verdicts) is escaped there, mark
 
 from __future__ import annotations
 
+from evalharness.core.documents import DiffDocument, RunSummary
 from evalharness.core.escape import Markdown, md_code, md_text
 from evalharness.core.markdown import details, section_body, table
 from evalharness.core.numbers import fmt
@@ -46,18 +47,18 @@ def gate_line(gates: list[dict] | None) -> str:
     return f"**Gate: FAILED** ({len(failed)} of {n}) — {why}"
 
 
-def top_line(doc: dict) -> str:
+def top_line(doc: DiffDocument) -> str:
     """The one line a reviewer reads: the gate's outcome (when rules were given) and the verdict."""
     verdict = f"**Verdict:** {md_text(doc['verdict'])}"
     gate = gate_line(doc.get("gates"))
     return f"{gate} · {verdict}" if gate else verdict
 
 
-def _run_name(run: dict) -> str:
+def _run_name(run: RunSummary) -> str:
     return md_code(f"{run['model']} @ {run['delegate']}")
 
 
-def headline_rows(doc: dict) -> list[list[str]]:
+def headline_rows(doc: DiffDocument) -> list[list[str]]:
     """The task's key metrics and every metric with a paired interval: A, B, B - A, interval, p."""
     definition = definition_of(doc)
     _, pairwise = quantities(doc)
@@ -77,7 +78,7 @@ def headline_rows(doc: dict) -> list[list[str]]:
     return rows
 
 
-def speed_rows(doc: dict) -> list[list[str]]:
+def speed_rows(doc: DiffDocument) -> list[list[str]]:
     """invoke() p50 and mean: A, B (ms), speed-up A / B and its bootstrap interval from the document."""
     boot = (doc.get("latency_speedup") or {}).get("stats") or {}
     latency = {r["name"]: r for r in doc["latency"]}
@@ -96,7 +97,7 @@ def speed_rows(doc: dict) -> list[list[str]]:
     return rows
 
 
-def render_diff(doc: dict, sections: list[Section]) -> str:
+def render_diff(doc: DiffDocument, sections: list[Section]) -> str:
     """The diff as a PR comment. ``sections``: :func:`evalharness.report.diff_view.sections` of ``doc``."""
     a, b = doc["a"], doc["b"]
     out = [top_line(doc), ""]

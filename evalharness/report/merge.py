@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from evalharness.core.documents import RunDocument
 from evalharness.report.outputs import check_output_dir
 from evalharness.report.runs import ReportError, definition_of, malformed
 from evalharness.rundir.document import has_document, holds_run, run_document, write_run
@@ -160,7 +161,7 @@ def _all_or_none(values) -> bool | None:
     return None if None in values else all(values)
 
 
-def merge_runs(paths: list[str], out_dir: str, provenance: dict | None = None) -> dict:
+def merge_runs(paths: list[str], out_dir: str, provenance: dict | None = None) -> RunDocument:
     """Merge the shard runs at ``paths`` into a run directory ``out_dir``; returns its metrics.json.
     ``provenance``: blocks added to the merged provenance (``loop.parallel``'s record)."""
     if len(paths) < 1:
@@ -168,7 +169,7 @@ def merge_runs(paths: list[str], out_dir: str, provenance: dict | None = None) -
     return merge_loaded([load_run(p, f"shard{i}") for i, p in enumerate(paths)], out_dir, provenance)
 
 
-def merge_loaded(runs: list[Run], out_dir: str, provenance: dict | None = None) -> dict:
+def merge_loaded(runs: list[Run], out_dir: str, provenance: dict | None = None) -> RunDocument:
     """Merge already loaded shard runs into ``out_dir`` (see :func:`merge_runs`)."""
     runs = check_shards(runs)
     check_output_dir(out_dir, runs)
@@ -203,8 +204,11 @@ def _merge_into(runs: list[Run], out_dir: str, provenance: dict | None, claimed:
     return doc
 
 
-def merged_document(runs: list[Run], preds: list[dict], metrics: dict, artifacts: list[str]) -> dict:
+def merged_document(
+    runs: list[Run], preds: list[dict], metrics: dict, artifacts: list[str]
+) -> RunDocument:
     first = runs[0]
+    assert first.task is not None  # merge_loaded refused a run of no mergeable task
     shard = first.prov("dataset.shard")
     hosts = sorted({run.prov("host.hostname") for run in runs}, key=str)
     provenance = dict(first.provenance)

@@ -7,8 +7,10 @@ are written in this one form."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 
-def node_data(graph: str, values: dict[int, float], gradient: list[dict], name: str) -> dict:
+
+def node_data(graph: str, values: Mapping[int, float], gradient: list[dict], name: str) -> dict:
     """``ModelNodeData`` JSON of one quantity: ``values`` by op index."""
     results = {str(op): {"value": value} for op, value in sorted(values.items())}
     return {graph: {"name": name, "results": results, "gradient": gradient}}

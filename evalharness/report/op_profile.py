@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 
+from evalharness.core.documents import DiffDocument
 from evalharness.core.tables import Section, render_text
 
 CSV_FILE = "op_profile.csv"
@@ -115,7 +116,7 @@ def csv_text(record: dict) -> str:
 def model_explorer(record: dict) -> dict:
     """Model Explorer node data: median ms per node (keyed by the op's output tensor name, as
     ``explain``'s), the backend in the node's label colour."""
-    colours = {}
+    colours: dict[str, str] = {}
     palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")
     for name in record["by_backend"]:
         colours[name] = palette[len(colours) % len(palette)]
@@ -172,7 +173,7 @@ def speedups(a: dict | None, b: dict | None) -> dict | None:
     }
 
 
-def diff_section(doc: dict, n: int = 10) -> list[Section]:
+def diff_section(doc: DiffDocument, n: int = 10) -> list[Section]:
     """``report diff``'s op-profile section: per-type speed-ups, then the ops that moved most."""
     sp = doc.get("op_profile")
     if not sp:

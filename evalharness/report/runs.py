@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from evalharness.core.boundary import debug
 from evalharness.core.errors import EvalHarnessError
@@ -104,7 +106,7 @@ def _short(digest: str | None) -> str:
     return digest[:12] if digest else "none"
 
 
-def definition_of(run: Run | dict):
+def definition_of(run: Run | Mapping[str, Any]):
     """The task definition of a run (or of a diff document), with the run's task settings.
 
     A run made with a plug-in task needs that plug-in importable here too; the error says how.

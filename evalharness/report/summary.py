@@ -9,13 +9,16 @@ device).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from evalharness.report.runs import definition_of
 from evalharness.stats.intervals import fmt_interval
 
 HEADING = "== summary"
 
 
-def summary_block(doc: dict, run_dir: str | None = None) -> list[str]:
+def summary_block(doc: Mapping[str, Any], run_dir: str | None = None) -> list[str]:
     """``== summary`` and its lines: what ran, accuracy, speed, delegate, status, run directory."""
     lines = [f"{HEADING}: {_what_ran(doc)}"]
     for line in (
@@ -33,7 +36,7 @@ def summary_block(doc: dict, run_dir: str | None = None) -> list[str]:
     return lines
 
 
-def _what_ran(doc: dict) -> str:
+def _what_ran(doc: Mapping[str, Any]) -> str:
     prov = doc.get("provenance") or {}
     model = (prov.get("model") or {}).get("name") or "?"
     quant = ((prov.get("model") or {}).get("quant") or {}).get("name")
@@ -44,7 +47,7 @@ def _what_ran(doc: dict) -> str:
     return " · ".join(parts)
 
 
-def _accuracy(doc: dict) -> str | None:
+def _accuracy(doc: Mapping[str, Any]) -> str | None:
     """The task's headline figure with its interval and the interval's method, named."""
     metrics = doc.get("metrics") or {}
     try:
@@ -67,7 +70,7 @@ def _ms(value: float | None) -> str:
     return "?" if value is None else f"{value:.2f} ms"
 
 
-def _speed(doc: dict) -> str | None:
+def _speed(doc: Mapping[str, Any]) -> str | None:
     """Per-image time by stage, as Ultralytics prints it, and the loop's images per second."""
     latency = (doc.get("latency_ms") or {}).get("inference") or {}
     if not latency.get("count"):
@@ -90,7 +93,7 @@ def _speed(doc: dict) -> str | None:
     return text
 
 
-def _latency_validity(doc: dict) -> str | None:
+def _latency_validity(doc: Mapping[str, Any]) -> str | None:
     """Said only when the invoke latencies are not a valid measurement (too short, too few, too
     noisy, throttled: ``latency_ms.validity``), so a speed read off a 5-image run is not trusted."""
     validity = (doc.get("latency_ms") or {}).get("validity")
@@ -100,7 +103,7 @@ def _latency_validity(doc: dict) -> str | None:
     return text + ("" if definition_of(doc).latency_only else "; task=benchmark measures latency")
 
 
-def _delegate(doc: dict) -> str | None:
+def _delegate(doc: Mapping[str, Any]) -> str | None:
     """The delegate that actually ran, how much of the graph it took, and on what device."""
     record = (doc.get("provenance") or {}).get("delegate") or {}
     if not record:
@@ -124,7 +127,7 @@ def _delegate(doc: dict) -> str | None:
     return text
 
 
-def _assumed(doc: dict) -> list[str]:
+def _assumed(doc: Mapping[str, Any]) -> list[str]:
     """What the run took for granted (provenance.assumptions): said here, once, with the fix."""
     return [
         f"  Assumed:  {a.get('what')} = {a.get('assumed')} ({a.get('why')}; else set {a.get('fix')})"
@@ -132,7 +135,7 @@ def _assumed(doc: dict) -> list[str]:
     ]
 
 
-def _status(doc: dict) -> str:
+def _status(doc: Mapping[str, Any]) -> str:
     status = doc.get("status") or "?"
     reason = doc.get("stop_reason") or doc.get("error")
     return f"  Status:   {status}" + (f" ({reason})" if reason and status != "complete" else "")

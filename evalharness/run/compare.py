@@ -125,10 +125,10 @@ def gather(out: str, key: str, values: list[str]) -> list[dict]:
     from evalharness.report.sweep import collect
 
     jobs = {}
-    for job in collect(out) if _has_jobs(out) else []:
-        head = job["run"].split("_", 1)[0]
+    for collected in collect(out) if _has_jobs(out) else []:
+        head = collected["run"].split("_", 1)[0]
         if head.isdigit():
-            jobs[int(head)] = job
+            jobs[int(head)] = collected
     found = []
     for number, value in enumerate(values):
         job = jobs.get(number)

@@ -4,20 +4,26 @@ reference pass of a task that compares against one, and the measured loop."""
 from __future__ import annotations
 
 import sys
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.interrupts import checkpoint
 from evalharness.run.hydra_access import job_overrides
 
+if TYPE_CHECKING:  # for the types only: the loop and the runtime load when a run starts
+    from evalharness.loop.engine import LoopResult
+    from evalharness.rundir.files import RunWriter
+    from evalharness.runtime.contract import Model
+
 
 class Ran(NamedTuple):
     """What the loops produced: the predictions writer, the measured pass, the reference pass."""
 
-    writer: object
-    model: object
-    result: object
-    reference: tuple | None  # (plan, model, loop result) of the reference pass, if the task has one
+    writer: RunWriter
+    model: Model
+    result: LoopResult
+    # (plan, model, loop result) of the reference pass, if the task has one
+    reference: tuple[Any, Model, LoopResult] | None
     start_up: dict | None = None  # cold/warm passes (metrics.compile_cache), if the task asked for them
     op_profile: dict | None = None  # per-op time and placement (metrics.op_profile), if asked for
 

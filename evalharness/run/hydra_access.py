@@ -4,6 +4,8 @@ provenance), and what ``auto`` means for settings that follow the run mode."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import OmegaConf
@@ -16,7 +18,7 @@ def is_multirun() -> bool:
 def multirun_launcher() -> dict | None:
     """The multirun's ``hydra.launcher`` config (None for a single run), for the thread budget."""
     if is_multirun():
-        return OmegaConf.to_container(HydraConfig.get().launcher, resolve=False)
+        return cast(dict, OmegaConf.to_container(HydraConfig.get().launcher, resolve=False))
     return None
 
 

@@ -9,6 +9,9 @@ abilities, never by name or ``hasattr``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
@@ -26,7 +29,7 @@ from evalharness.run.repair_view import write_repair
 from evalharness.rundir.document import now
 
 
-def run(cfg: DictConfig, run_dir: str) -> dict:
+def run(cfg: DictConfig, run_dir: str) -> Mapping[str, Any]:
     """Run the configured task into ``run_dir``; returns the metrics.json document."""
     from evalharness.run.settings import validate
 
@@ -37,7 +40,7 @@ def run(cfg: DictConfig, run_dir: str) -> dict:
     return run_settings(rp, run_dir)
 
 
-def run_settings(rp, run_dir: str) -> dict:
+def run_settings(rp, run_dir: str) -> Mapping[str, Any]:
     """Run a validated plan into ``run_dir``; returns the metrics.json document.
 
     Before the directory is claimed a failure writes nothing there; after, a failure before the loop

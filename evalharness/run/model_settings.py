@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from typing import cast
 
 from omegaconf import OmegaConf
 
@@ -45,7 +46,7 @@ def given_on_command_line(overrides: list[str]) -> set[str]:
     ``model.preprocess.mean=…`` -> ``preprocess`` and ``preprocess.mean``)."""
     from evalharness.run.overrides import parse
 
-    given = set()
+    given: set[str] = set()
     for key in (o.key_or_group for o in parse(overrides)):
         for prefix in ("model.", "model/"):
             if key.startswith(prefix):
@@ -148,7 +149,8 @@ def _normalization(model: dict, info, given: set, sources: dict) -> None:
 
 
 def _preset(name: str) -> dict:
-    return OmegaConf.to_container(OmegaConf.load(CONF_DIR / "model" / "preprocess" / f"{name}.yaml"))
+    preset = OmegaConf.load(CONF_DIR / "model" / "preprocess" / f"{name}.yaml")
+    return cast(dict, OmegaConf.to_container(preset))
 
 
 def _detector(model: dict, info, given: set, sources: dict) -> None:

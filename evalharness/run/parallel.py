@@ -247,7 +247,7 @@ def _run_shards(rp, run_dir: str, overrides: list[str]) -> dict:
     cores = available_cores()
     asked = parse(rp.loop.parallel)
     record: dict = {"requested": str(rp.loop.parallel), "cores": cores}
-    if asked == AUTO:
+    if isinstance(asked, str):  # AUTO: run() never sends "off" here
         cal = calibrate(rp.model["path"], rp.delegate_plan, rp.runtime["name"], cores)
         (p, t), record["source"] = cal.pop("choice"), cal.pop("source")
         record["calibration"] = cal

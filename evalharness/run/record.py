@@ -10,6 +10,7 @@ import os
 
 from omegaconf import OmegaConf
 
+from evalharness.core.documents import RunDocument
 from evalharness.core.errors import RunStopped
 from evalharness.core.escape import terminal
 from evalharness.report.op_profile import top_lines as op_profile_lines
@@ -93,7 +94,7 @@ def write_op_profile(run_dir: str, profile: dict) -> None:
     atomic_write_text(os.path.join(run_dir, EXPLORER_FILE), json.dumps(model_explorer(profile), indent=1))
 
 
-def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
+def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> RunDocument:
     """Score, build and write the run's files; raise RunStopped when it did not complete."""
     from evalharness.rundir.document import run_document, write_run
 
@@ -120,12 +121,12 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
     for problem in checks["failed"]:
         log.warning("output check: %s", problem)
     artifacts = task.artifacts()
-    extra = {}
+    reference_record = None
     if ran.reference is not None:
-        ref_plan, ref_model, _ = ran.reference
-        extra["reference"] = {
+        ref_plan, ref_model, ref_result = ran.reference
+        reference_record = {
             "delegate": delegate_record(ref_plan, ref_model),
-            "latency_ms": reference.latency(),
+            "latency_ms": ref_result.latency(),
         }
     doc = run_document(
         task=definition.name,
@@ -155,7 +156,7 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
         artifacts=list(artifacts),
         provenance=run_provenance(rp, prov, model, quant, result.shape),
         output_checks=checks,
-        **extra,
+        reference=reference_record,
     )
     lines = definition.summary_lines(doc)
     if status == "invalid":

@@ -123,6 +123,7 @@ def measure(mode: str, overrides: list[str], run_dir: str) -> dict | None:
         result["warm"] = run_pass(overrides, cache_dir, os.path.join(run_dir, PASS_DIRS["warm"]), "warm")
     if mode == "both":
         result["reduction_pct"] = {
-            k: -relative_pct(cold[k], result["warm"][k]) for k in ("init", "first_inference")
+            k: None if (pct := relative_pct(cold[k], result["warm"][k])) is None else -pct
+            for k in ("init", "first_inference")
         }
     return result

@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import ConfigError, DataError
@@ -102,7 +103,9 @@ def calibration_files(cal: dict, dataset_files: list[str] | None = None) -> list
     """(manifest key, path) of the calibration images: every root listed (or the dataset's search
     part, ``source: dataset``), first ``num_images`` kept."""
     if cal.get("source") == "dataset":
-        files = [(f"dataset/{os.path.basename(f)}", Path(f)) for f in dataset_files or []]
+        files: list[tuple[str, Path]] = [
+            (f"dataset/{os.path.basename(f)}", Path(f)) for f in dataset_files or []
+        ]
         num = int(cal.get("num_images") or 0)
         files = files[:num] if num > 0 else files
         if not files:
@@ -111,7 +114,7 @@ def calibration_files(cal: dict, dataset_files: list[str] | None = None) -> list
     roots = cal.get("roots") or []
     if not roots:
         raise ConfigError("quant.calibration.roots is empty; give one or more image folders")
-    files: list[tuple[str, Path]] = []
+    files = []
     for i, root in enumerate(roots):
         if not Path(root).is_dir():
             raise DataError(f"quant.calibration.roots[{i}]={root} is not a directory")
@@ -155,7 +158,7 @@ def calibration_record(
     """(``provenance.model.quant.calibration``, image paths): manifest, source, size, and the
     evaluation set it was checked disjoint from."""
     files = calibration_files(cal, dataset_files)
-    entries = [
+    entries: list[dict[str, Any]] = [
         {"key": key, "path": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(str(path))}
         for key, path in files
     ]
@@ -218,7 +221,8 @@ def prepare_variant(
     source = model["path"]
     if not os.path.isfile(source):
         raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
-    calibration, paths = (None, [])
+    calibration: dict | None = None
+    paths: list[Path] = []
     if needs_calibration(recipe):
         if not quant.get("calibration"):
             raise ConfigError(f"quant={quant['name']}: recipe {recipe} needs quant.calibration")

@@ -14,7 +14,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Mapping
+from typing import Any
 
+from evalharness.core.documents import FailureDocument, JSONMap, RunDocument
 from evalharness.core.escape import terminal
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE, RunWriter
 
@@ -33,7 +35,7 @@ MAP_FIELDS = (
 )
 
 
-def metrics_for_schema(metrics: dict, version: int) -> dict:
+def metrics_for_schema(metrics: dict[str, Any], version: int) -> dict[str, Any]:
     """``metrics`` without the keys added after schema ``version``."""
     newer = {key for v, keys in METRICS_ADDED.items() if v > version for key in keys}
     return {k: v for k, v in metrics.items() if k not in newer}
@@ -50,25 +52,26 @@ def run_document(
     stop_reason: str | None,
     started_at: str,
     finished_at: str,
-    metrics: dict,
-    latency_ms: dict,
-    memory_mb: dict,
-    throughput: dict,
-    skipped: list,
+    metrics: dict[str, Any],
+    latency_ms: dict[str, Any],
+    memory_mb: dict[str, Any],
+    throughput: dict[str, Any],
+    skipped: list[Any],
     first_output_repeatable: bool | None,
     resumed_samples: int,
     predictions_count: int,
     artifacts: list[str],
-    provenance: dict,
-    output_checks: dict | None = None,
+    provenance: dict[str, Any],
+    output_checks: dict[str, Any] | None = None,
     schema_version: int = SCHEMA_VERSION,
-    **extra,
-) -> dict:
+    reference: JSONMap | None = None,
+    merged: JSONMap | None = None,
+) -> RunDocument:
     """A run's metrics.json document. ``status``: complete | partial | invalid (outputs failed their
-    checks) | failed | interrupted (before its metrics: :func:`failure_document`). ``extra``:
-    optional top-level blocks (``reference``, ``merged``);
-    ``schema_version``: older only for a merge of shards written with that version."""
-    return {
+    checks) | failed | interrupted (before its metrics: :func:`failure_document`). ``reference`` (a
+    reference pass's record) and ``merged`` (a merge's shards): optional top-level blocks, absent
+    when None; ``schema_version``: older only for a merge of shards written with that version."""
+    doc: RunDocument = {
         "schema_version": schema_version,
         "task": task,
         "status": status,
@@ -86,17 +89,21 @@ def run_document(
         "artifacts": sorted(artifacts),
         "output_checks": output_checks,
         "provenance": provenance,
-        **extra,
     }
+    if reference is not None:
+        doc["reference"] = reference
+    if merged is not None:
+        doc["merged"] = merged
+    return doc
 
 
 def failure_document(
-    message: str, config: dict, overrides: list[str], kept: tuple[int, str] | None = None
-) -> dict:
+    message: str, config: JSONMap, overrides: list[str], kept: tuple[int, str] | None = None
+) -> FailureDocument:
     """What a job that failed before producing results leaves: its error, config and command-line
     overrides (a sweep table lists the job by them), no metrics. ``kept``: the job was interrupted
     (status ``interrupted``, which a resume continues) with (that many predictions, in that file)."""
-    doc = {
+    doc: FailureDocument = {
         "schema_version": SCHEMA_VERSION,
         "status": "failed" if kept is None else "interrupted",
         "error": message,
@@ -110,7 +117,7 @@ def failure_document(
     return doc
 
 
-def write_run(writer: RunWriter, doc: dict, lines: list[str], artifacts: Mapping[str, object]) -> str:
+def write_run(writer: RunWriter, doc: RunDocument, lines: list[str], artifacts: Mapping[str, object]) -> str:
     """Artifacts, metrics.json, then results.txt (atomic each); returns the metrics.json path.
     results.txt is what a terminal shows (``cat``): label texts and file names in it show their
     control characters, by the one terminal escaping."""
@@ -122,7 +129,7 @@ def write_run(writer: RunWriter, doc: dict, lines: list[str], artifacts: Mapping
 
 
 def write_failure(
-    run_dir: str, message: str, config: dict, overrides: list[str], kept: tuple[int, str] | None = None
+    run_dir: str, message: str, config: JSONMap, overrides: list[str], kept: tuple[int, str] | None = None
 ) -> str:
     """The failure (or interruption, see :func:`failure_document`) record; a ``results.txt`` already
     there (its figures now unfounded) goes first."""

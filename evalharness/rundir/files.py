@@ -13,6 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator
+from typing import IO, Any
 
 from evalharness.core.atomic_io import (
     atomic_write_chunks,
@@ -21,6 +22,7 @@ from evalharness.core.atomic_io import (
     no_nan,
     strict_json_line,
 )
+from evalharness.core.documents import FailureDocument, RunDocument
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.native_output import NATIVE_LOG
 from evalharness.core.untrusted import check_json_limits
@@ -51,7 +53,7 @@ def parse_predictions(data: bytes, source: str = PREDICTIONS_FILE) -> tuple[list
     return records, None, end
 
 
-def read_predictions(path: str, repair: bool = False) -> list[dict]:
+def read_predictions(path: str, repair: bool = False) -> list[dict[str, Any]]:
     """Records of a predictions.jsonl up to its first torn line (for a resume).
 
     A hard kill can cut the last line; a crash of the disk or of a copy can damage one anywhere.
@@ -104,12 +106,12 @@ class RunWriter:
         os.makedirs(run_dir, exist_ok=True)
         self.metrics_path = os.path.join(run_dir, METRICS_FILE)
         self.predictions_path = os.path.join(run_dir, PREDICTIONS_FILE)
-        self._predictions = None
+        self._predictions: IO[Any] | None = None
         self._mode = "a" if resume else "w"
         self._flushed = 0.0  # time.monotonic() of the last flush of the predictions file
         self.count = len(read_predictions(self.predictions_path)) if resume else 0
 
-    def append(self, record: dict) -> None:
+    def append(self, record: dict[str, Any]) -> None:
         """One record as one line of strict JSON (NaN/Inf written as null; output_checks flags them).
 
         Lines reach the file at most :data:`FLUSH_S` after the previous flush, not one write each
@@ -130,12 +132,12 @@ class RunWriter:
             self._predictions.close()
             self._predictions = None
 
-    def write_metrics(self, doc: dict) -> str:
+    def write_metrics(self, doc: RunDocument | FailureDocument) -> str:
         """The metrics.json document (built by :mod:`evalharness.rundir.document`), atomically."""
         atomic_write_text(self.metrics_path, dumps(doc))
         return self.metrics_path
 
-    def write_json(self, name: str, obj) -> str:
+    def write_json(self, name: str, obj: object) -> str:
         """``obj`` as compact JSON; an iterator is streamed as a JSON array, row by row, never held whole."""
         path = os.path.join(self.run_dir, name)
         if isinstance(obj, Iterator):
@@ -150,7 +152,7 @@ class RunWriter:
         return path
 
 
-def _json_array_chunks(rows: Iterator) -> Iterator[str]:
+def _json_array_chunks(rows: Iterator[Any]) -> Iterator[str]:
     """Same bytes as ``json.dumps(list(rows), separators=(",", ":"))``, one row at a time."""
     yield "["
     for i, row in enumerate(rows):

@@ -7,9 +7,12 @@ so a run directory has one reader; nothing here imports the runtime, the tasks o
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
+from evalharness.core.documents import JSONMap, MetricsDocument
 from evalharness.core.errors import DataError, EvalHarnessError
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.untrusted import read_json
@@ -26,7 +29,7 @@ class Run:
 
     label: str
     dir: str
-    doc: dict = field(repr=False)
+    doc: MetricsDocument = field(repr=False)
 
     @property
     def status(self) -> str:
@@ -37,19 +40,19 @@ class Run:
         return self.doc.get("task")
 
     @property
-    def metrics(self) -> dict:
+    def metrics(self) -> JSONMap:
         return self.doc.get("metrics") or {}
 
     @property
-    def provenance(self) -> dict:
+    def provenance(self) -> JSONMap:
         return self.doc.get("provenance") or {}
 
-    def prov(self, dotted: str, default=None):
+    def prov(self, dotted: str, default: Any = None) -> Any:
         """``provenance.<dotted>`` or ``default`` when any part is missing."""
         return dig(self.provenance, dotted, default)
 
     @property
-    def task_settings(self) -> dict:
+    def task_settings(self) -> dict[str, Any]:
         """The ``task`` config group the run used (what its scorer was built from)."""
         return self.prov("config.task") or {}
 
@@ -59,7 +62,7 @@ class Run:
         return f"{self.prov('model.name', '?')} @ {self.prov('delegate.name', '?')}"
 
     @cached_property
-    def predictions(self) -> list[dict]:
+    def predictions(self) -> list[dict[str, Any]]:
         """The run's records; as many as its metrics.json says it wrote, or an error naming both
         (a file emptied or cut after the run would otherwise compare as fewer samples)."""
         recorded = self.doc.get("predictions") or {}
@@ -74,8 +77,8 @@ class Run:
         return records
 
 
-def dig(doc: dict, dotted: str, default=None):
-    value = doc
+def dig(doc: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
+    value: Any = doc
     for part in dotted.split("."):
         if not isinstance(value, dict) or part not in value:
             return default
@@ -101,7 +104,7 @@ def _refuse_special(path: str, label: str) -> None:
         raise RunDirError(str(exc)) from None
 
 
-def read_jsonl(path: str, label: str) -> list[dict]:
+def read_jsonl(path: str, label: str) -> list[dict[str, Any]]:
     """Every line of a finished run's predictions.jsonl, each a JSON object (else one error line)."""
     _refuse_special(path, label)
     try:
@@ -120,7 +123,7 @@ def read_jsonl(path: str, label: str) -> list[dict]:
     return records
 
 
-def flatten(value, prefix: str = "") -> dict:
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     """Dotted key -> leaf value in document order, so nested blocks compare field by field."""
     if isinstance(value, dict):
         out = {}

@@ -29,6 +29,7 @@ import contextlib
 import fcntl
 import json
 import os
+from typing import Any
 
 from evalharness.core.atomic_io import atomic_create_text, dumps
 from evalharness.core.errors import ConfigError, EvalHarnessError
@@ -39,17 +40,17 @@ from evalharness.rundir.reader import flatten
 VOLATILE = ("loop",)  # config groups that may change between sessions of one run
 
 
-def config_differences(old: dict, new: dict) -> list[str]:
+def config_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     a, b = flatten(old), flatten(new)
     return sorted(k for k in a.keys() | b.keys() if a.get(k, "<unset>") != b.get(k, "<unset>"))
 
 
-def _stable(config: dict) -> dict:
+def _stable(config: dict[str, Any]) -> dict[str, Any]:
     """The config a resume must match: all of it but the VOLATILE groups (``loop``)."""
     return {k: v for k, v in config.items() if k not in VOLATILE}
 
 
-def _recorded(run_dir: str) -> tuple[dict | None, dict]:
+def _recorded(run_dir: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """(config of the run already in ``run_dir`` or None, its metrics.json; without one, interrupted)."""
     state_path = os.path.join(run_dir, STATE_FILE)
     if not os.path.exists(state_path):
@@ -61,13 +62,19 @@ def _recorded(run_dir: str) -> tuple[dict | None, dict]:
     return config, _read_object(metrics_path)
 
 
-def _read_object(path: str) -> dict:
+def _read_object(path: str) -> dict[str, Any]:
     return read_json(path, "run file", error=EvalHarnessError, fix="loop.overwrite=true starts the run over")
 
 
 def claim(
-    run_dir: str, config: dict, identity: dict, *, resume: bool, overwrite: bool, can_resume: bool
-) -> list[dict]:
+    run_dir: str,
+    config: dict[str, Any],
+    identity: dict[str, Any],
+    *,
+    resume: bool,
+    overwrite: bool,
+    can_resume: bool,
+) -> list[dict[str, Any]]:
     """Claim ``run_dir`` for this run; returns the prediction records to resume from (or [])."""
     _lock(run_dir)
     try:
@@ -125,8 +132,14 @@ def release(run_dir: str) -> None:
 
 
 def _claim(
-    run_dir: str, config: dict, identity: dict, *, resume: bool, overwrite: bool, can_resume: bool
-) -> list[dict]:
+    run_dir: str,
+    config: dict[str, Any],
+    identity: dict[str, Any],
+    *,
+    resume: bool,
+    overwrite: bool,
+    can_resume: bool,
+) -> list[dict[str, Any]]:
     config = _stable(config)
     recorded, doc = _recorded(run_dir)
     if recorded is not None:
@@ -177,7 +190,7 @@ def _claim(
     return []
 
 
-def _each_sample_once(path: str) -> list[dict]:
+def _each_sample_once(path: str) -> list[dict[str, Any]]:
     """The records a resume restores, each sample once: a line repeated by a copy or an edit would
     count its sample twice (more scored than listed), so it is refused before anything is written."""
     records, seen = read_predictions(path, repair=True), set()
@@ -192,7 +205,7 @@ def _each_sample_once(path: str) -> list[dict]:
     return records
 
 
-def _recorded_identity(run_dir: str) -> dict:
+def _recorded_identity(run_dir: str) -> dict[str, Any]:
     path = os.path.join(run_dir, STATE_FILE)
     identity = _read_object(path).get("identity") or {}
     if not isinstance(identity, dict):  # an edited record: what the run read cannot be compared
@@ -202,12 +215,14 @@ def _recorded_identity(run_dir: str) -> dict:
     return identity
 
 
-def identity_differences(old: dict, new: dict) -> list[str]:
+def identity_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Identity fields both records have and that differ (a record made before identities: none)."""
     return sorted(k for k in old.keys() & new.keys() if old[k] != new[k])
 
 
-def sweep_job_mode(run_dir: str, config: dict, can_resume: bool) -> tuple[str, dict | None]:
+def sweep_job_mode(
+    run_dir: str, config: dict[str, Any], can_resume: bool
+) -> tuple[str, dict[str, Any] | None]:
     """What a multirun job re-run in the same sweep dir does: ``("skip", its finished document)``,
     ``("resume", None)``, ``("overwrite", None)`` or ``("new", None)``.
 

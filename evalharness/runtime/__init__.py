@@ -62,5 +62,9 @@ def load_model(
     model_path: str, plan: DelegatePlan, runtime: str = "litert", runner: Mapping | None = None
 ) -> Model:
     """Load ``model_path`` with the delegate ``plan`` on ``runtime`` (litert | tensorflow), or on an
-    Android phone when the plan was made for ``runner=adb`` (``runner``: its checked settings)."""
+    Android phone when the plan was made for ``runner=adb`` (``runner``: its checked settings).
+    Every backend stands on ai-edge-litert (its schema reads the file): its version is checked first."""
+    from evalharness.runtime.litert import check_litert_version
+
+    check_litert_version()
     return backends().get(plan.backend).load(model_path, plan, runtime, runner)

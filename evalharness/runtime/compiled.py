@@ -88,6 +88,11 @@ class CompiledBuffersModel(Model):
 
     timed_region = "run + output readback (accelerator completion is only observable through readback)"
     accelerator = "a LiteRT accelerator"  # for the runtime=tensorflow error
+    plan: DelegatePlan
+
+    def __init__(self, model_path: str, plan: DelegatePlan) -> None:
+        """Each backend compiles its own way (its options, environment and caches)."""
+        raise NotImplementedError
 
     @classmethod
     def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> Model:
@@ -156,7 +161,7 @@ class CompiledBuffersModel(Model):
             raise EvalHarnessError(
                 f"compiled model {kind} {names} do not match the graph's {[i.name for i in infos]}"
             )
-        return [buffers[i] for i in found]
+        return [buffers[i] for i in found if i is not None]
 
     def runtime_info(self) -> dict:
         return runtime_info("litert")

@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import importlib.metadata
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 
@@ -27,6 +28,35 @@ from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.model_guard import check_model_file
 
 RUNTIME_PACKAGES = {"litert": "ai-edge-litert", "tensorflow": "tensorflow"}
+# The ai-edge-litert releases whose libLiteRt.so C structs runtime/litert_capi.py mirrors and whose
+# plug-ins OPENVINO_BUILT_AGAINST names: [lowest, first refused). pyproject.toml declares the same range.
+SUPPORTED_LITERT = ((2, 3), (2, 4))
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The leading numeric release of a version string ("2.3.0rc1" -> (2, 3, 0))."""
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
+
+
+def check_litert_version(installed: str | None = None) -> str:
+    """Refuse an ai-edge-litert outside :data:`SUPPORTED_LITERT` before anything of it loads: its C
+    structs and plug-ins are what the profiler and the NPU path were written against, and a mismatch
+    would not fail loudly but read wrong memory. Returns the installed version."""
+    if installed is None:
+        try:
+            installed = importlib.metadata.version(RUNTIME_PACKAGES["litert"])
+        except importlib.metadata.PackageNotFoundError:
+            raise EvalHarnessError(
+                "ai-edge-litert is not installed: pip install 'ai-edge-litert>=2.3.0,<2.4'"
+            ) from None
+    low, high = SUPPORTED_LITERT
+    if not low <= _release(installed)[:2] < high:
+        supported = f">={'.'.join(map(str, low))}.0,<{'.'.join(map(str, high))}"
+        raise EvalHarnessError(
+            f"ai-edge-litert {installed} is installed but evalharness supports ai-edge-litert{supported}: "
+            f"pip install 'ai-edge-litert{supported}'"
+        )
+    return installed
 
 
 def _import_runtime(runtime: str):
@@ -246,7 +276,8 @@ class InterpreterModel(Model):
                 f"delegate=xnnpack: XNNPACK took no node of {model_path}; use delegate=cpu to run on "
                 "builtin kernels knowingly"
             )
-        if self.plan.require_full_delegation and cov.ops_delegated < cov.ops_total:
+        # coverage not measured (None) cannot show full delegation: refused like a partial one
+        if self.plan.require_full_delegation and (cov.ops_delegated or 0) < cov.ops_total:
             raise DelegateUnavailableError(
                 f"delegate={self.plan.name}: {cov.ops_delegated}/{cov.ops_total} ops delegated and "
                 f"require_full_delegation=true; left on CPU: {cov['ops_on_cpu_by_type']}"

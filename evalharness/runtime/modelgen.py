@@ -101,7 +101,7 @@ class _Graph:
             )
             model.signatureDefs = [sig]
         model.operatorCodes = []
-        for code in sorted(self.opcodes, key=self.opcodes.get):
+        for code in sorted(self.opcodes, key=self.opcodes.__getitem__):
             oc = schema.OperatorCodeT()
             oc.builtinCode, oc.deprecatedBuiltinCode, oc.version = code, min(code, 127), 1
             model.operatorCodes.append(oc)

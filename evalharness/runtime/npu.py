@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import time
+from typing import Any
 
 import numpy as np
 
@@ -155,7 +156,7 @@ class CompiledNpuModel(CompiledBuffersModel):
             "compiler_plugin_sha256": _sha256_of_dir(compiler_dir),
             "dispatch_library_sha256": _sha256_of_dir(dispatch_dir),
         }
-        self.aot = None
+        self.aot: dict[str, Any] | None = None  # the ahead-of-time build's record (npu_compile=aot)
         if flags["npu_compile"] == "aot":
             self._load_aot(model_path, options, env)
         else:

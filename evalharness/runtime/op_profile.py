@@ -127,8 +127,8 @@ def profile_ops(
                 whole_times += _timed(whole, inputs, 1, whole_cpu)
         whole_times += _timed(whole, inputs, repeats, whole_cpu)
     graph_placements = whole.op_placements()
-    for op in ops:
-        op["backend"] = graph_placements[op["index"]] if graph_placements else op["own_placement"]
+    for row in ops:
+        row["backend"] = graph_placements[row["index"]] if graph_placements else row["own_placement"]
     invoke = _stats(whole_times) | {"cpu_median_ms": float(np.median(whole_cpu))}
     placements = check_placements(ops, whole.coverage.as_dict(), whole.placement[1])
     placement_source = "the loaded graph's delegate nodes" if graph_placements else "each op's own sub-model"

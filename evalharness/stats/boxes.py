@@ -9,6 +9,7 @@ matched ones show whether B lost, gained or shifted detections.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return inter
 
 
-def xyxy(boxes_xywh) -> np.ndarray:
+def xyxy(boxes_xywh: Any) -> np.ndarray:
     """COCO x, y, w, h boxes as x1, y1, x2, y2 (float64)."""
     boxes = np.asarray(boxes_xywh, dtype=np.float64).reshape(-1, 4)
     return np.concatenate([boxes[:, :2], boxes[:, :2] + boxes[:, 2:]], axis=1)
@@ -53,14 +54,16 @@ def iou_xywh(a: list[float], b: list[float]) -> float:
     return float(iou_matrix(xyxy([a]), xyxy([b]))[0, 0])
 
 
-def match_detections(dets_a: list, dets_b: list, iou: float = 0.5) -> tuple[list[tuple], int, int]:
+def match_detections(
+    dets_a: list[Any], dets_b: list[Any], iou: float = 0.5
+) -> tuple[list[tuple[Any, ...]], int, int]:
     """Greedy same-category matching of ``[category_id, score, x, y, w, h]`` rows.
 
     Returns ((A row, B row, IoU) pairs, unmatched A count, unmatched B count). A's rows go in
     descending score (stable), each taking the free B row of its category with the highest IoU
     (first on ties).
     """
-    free_b: dict = defaultdict(list)
+    free_b: dict[str, Any] = defaultdict(list)
     for row in dets_b:
         free_b[row[0]].append(row)
     pairs = []
@@ -78,8 +81,8 @@ def match_detections(dets_a: list, dets_b: list, iou: float = 0.5) -> tuple[list
 
 
 def detection_diff(
-    preds_a: list[dict], preds_b: list[dict], iou: float = 0.5, min_score: float = 0.0
-) -> dict:
+    preds_a: list[dict[str, Any]], preds_b: list[dict[str, Any]], iou: float = 0.5, min_score: float = 0.0
+) -> dict[str, Any]:
     """Per-image matched/unmatched counts, mean IoU and score shift of matched detections."""
     pairs, only_a, only_b = pair_by_id(preds_a, preds_b)
     images, ious, score_shift = [], [], []
@@ -124,7 +127,7 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def per_class_deltas(per_class_a: dict, per_class_b: dict) -> list[dict]:
+def per_class_deltas(per_class_a: dict[str, Any], per_class_b: dict[str, Any]) -> list[dict[str, Any]]:
     """AP and AP50 per category, largest |ΔAP| first; categories with AP in neither run left out."""
     rows = []
     for cat in set(per_class_a) | set(per_class_b):

@@ -12,6 +12,7 @@ are adjusted by Holm's step-down method over the classes present before a class 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from evalharness.stats.intervals import paired_difference, wilson
 from evalharness.stats.paired import holm, mcnemar_exact, pair_by_id
@@ -19,11 +20,11 @@ from evalharness.stats.paired import holm, mcnemar_exact, pair_by_id
 CONFUSIONS_KEPT = 20  # most frequent (truth -> top-1) confusions a run records
 
 
-def _correct(record: dict) -> bool:
+def _correct(record: dict[str, Any]) -> bool:
     return record.get("rank") == 0
 
 
-def _top1(record: dict):
+def _top1(record: dict[str, Any]) -> Any:
     labels = record.get("topk_labels") or []
     return labels[0] if labels else None
 
@@ -32,11 +33,11 @@ class PerClassCounter:
     """Per true label: images and top-1 hits; per (truth, top-1) the wrong answers."""
 
     def __init__(self) -> None:
-        self.images: Counter = Counter()
-        self.hits: Counter = Counter()
-        self.confusions: Counter = Counter()
+        self.images: Counter[Any] = Counter()
+        self.hits: Counter[Any] = Counter()
+        self.confusions: Counter[Any] = Counter()
 
-    def add(self, record: dict) -> None:
+    def add(self, record: dict[str, Any]) -> None:
         label = record.get("label")
         if label is None:
             return
@@ -46,7 +47,7 @@ class PerClassCounter:
         elif _top1(record) is not None:
             self.confusions[(label, _top1(record))] += 1
 
-    def result(self) -> dict:
+    def result(self) -> dict[str, Any]:
         rows = [
             {
                 "label": label,
@@ -67,7 +68,9 @@ class PerClassCounter:
         }
 
 
-def per_class_changes(preds_a: list[dict], preds_b: list[dict], alpha: float) -> dict:
+def per_class_changes(
+    preds_a: list[dict[str, Any]], preds_b: list[dict[str, Any]], alpha: float
+) -> dict[str, Any]:
     """Per true label on the paired images: both runs' top-1, Δ with Newcombe's paired interval,
     McNemar's exact p and Holm's adjusted p (over every class present); ``significant``: the classes
     whose adjusted p is below ``alpha``, largest |Δ| first."""
@@ -80,7 +83,7 @@ def per_class_changes(preds_a: list[dict], preds_b: list[dict], alpha: float) ->
         cell = cells.setdefault(label, [0, 0, 0, 0])
         ra, rb = _correct(a), _correct(b)
         cell[0 if ra and rb else 1 if ra else 2 if rb else 3] += 1
-    rows = []
+    rows: list[dict[str, Any]] = []
     for label, (both, a_only, b_only, neither) in cells.items():
         n = both + a_only + b_only + neither
         rows.append(
@@ -109,11 +112,11 @@ def per_class_changes(preds_a: list[dict], preds_b: list[dict], alpha: float) ->
     }
 
 
-def confusion_changes(preds_a: list[dict], preds_b: list[dict]) -> list[dict]:
+def confusion_changes(preds_a: list[dict[str, Any]], preds_b: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """(truth -> top-1) wrong-answer counts of A and B on the paired images, the changed ones with the
     largest |B − A| first ("Siamese cat -> Egyptian cat: +3")."""
     pairs, _, _ = pair_by_id(preds_a, preds_b)
-    counts = (Counter(), Counter())
+    counts: tuple[Counter[Any], Counter[Any]] = (Counter(), Counter())
     for pair in pairs:
         for side, record in zip(counts, pair, strict=True):
             if record.get("label") is not None and not _correct(record) and _top1(record) is not None:

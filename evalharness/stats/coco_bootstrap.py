@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,7 @@ class Matching:
     gt_count: np.ndarray  # (K, N) non-ignored ground truth per category and image
 
     @classmethod
-    def from_evaluator(cls, evaluator, trim: bool = True) -> Matching:
+    def from_evaluator(cls, evaluator: Any, trim: bool = True) -> Matching:
         """From a COCOeval after ``evaluate()`` (params.imgIds sorted, as evaluate() leaves them).
 
         ``trim=False`` keeps every detection (the error analysis counts the false positives after a
@@ -184,7 +185,7 @@ class Matching:
         copy = np.where(reps[segment] > 1, offset // sizes[segment], -1)
         return index, copy
 
-    def _precision(self, tp: dict, w_det, total, npig, q: np.ndarray) -> None:
+    def _precision(self, tp: dict[str, Any], w_det: Any, total: Any, npig: Any, q: np.ndarray) -> None:
         """pycocotools' interpolated precision (K, R) at one IoU threshold for one resample, into q."""
         q[:] = 0.0
         pos = tp["pos"]
@@ -211,7 +212,7 @@ class Matching:
         q[hit] = np.maximum(env[idx[hit]], 0.0)
 
 
-def _threshold_plan(det_cat, matched, ignored, n_cat: int, n_rec: int) -> dict:
+def _threshold_plan(det_cat: Any, matched: Any, ignored: Any, n_cat: int, n_rec: int) -> dict[str, Any]:
     """What does not depend on the weights at IoU threshold t: true-positive positions, the
     ignored detections before each, and where each category's block starts."""
     tp_mask = matched & ~ignored
@@ -234,5 +235,3 @@ def _threshold_plan(det_cat, matched, ignored, n_cat: int, n_rec: int) -> dict:
         "wanted": np.arange(1, n_rec + 1)[None, :] + (n_rec + 1) * np.arange(n_cat)[:, None],
         "ends": np.searchsorted(cat, np.arange(n_cat), "right")[:, None],
     }
-
-

@@ -13,6 +13,7 @@ import copy
 import io
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -42,12 +43,12 @@ _NUMBER_TYPES = {int, float}  # exact types: bool (an int subclass) and strings 
 
 # A backend scores (gt, detections, image_ids) and returns (12 stats, eval["precision"], its catIds,
 # the per-image matching as an untrimmed coco_bootstrap.Matching, or None where the backend keeps
-# none, and eval["recall"]).
-Backend = Callable[[dict, list, list], tuple[np.ndarray, np.ndarray, list, object, np.ndarray]]
+# none, and eval["recall"]). Called as (gt, detections, image_ids, keep_matching).
+Backend = Callable[..., tuple[np.ndarray, np.ndarray, list[Any], Any, np.ndarray]]
 EVALUATORS: Registry[Backend] = Registry("COCO evaluator")
 
 
-def _plainly_valid(detections: list[dict], known: set, categories: set) -> bool:
+def _plainly_valid(detections: list[dict[str, Any]], known: set[Any], categories: set[Any]) -> bool:
     """Every detection well formed, checked with set and array operations (the common case, fast).
 
     False only means "look closer": ``_raise_first_bad_detection`` then names the first offender.
@@ -68,7 +69,9 @@ def _plainly_valid(detections: list[dict], known: set, categories: set) -> bool:
     )
 
 
-def _raise_first_bad_detection(detections: list[dict], known: set, categories: set) -> None:
+def _raise_first_bad_detection(
+    detections: list[dict[str, Any]], known: set[Any], categories: set[Any]
+) -> None:
     for index, det in enumerate(detections):
         absent = [key for key in _DETECTION_KEYS if not isinstance(det, dict) or key not in det]
         if absent:
@@ -93,13 +96,13 @@ def _raise_first_bad_detection(detections: list[dict], known: set, categories: s
 
 
 def evaluate_bbox(
-    gt: dict,
-    detections: list[dict],
+    gt: dict[str, Any],
+    detections: list[dict[str, Any]],
     backend: str = "pycocotools",
     image_ids: list[int] | None = None,
     keep_matching: bool = False,
     analysis: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """COCO bbox stats, per-class AP and the summary text; ``image_ids`` scores only those images.
 
     ``keep_matching``: also return ``matching`` (a :class:`~evalharness.stats.coco_bootstrap.Matching`)
@@ -134,7 +137,7 @@ def evaluate_bbox(
     }
 
 
-def format_summary(stats) -> list[str]:
+def format_summary(stats: Any) -> list[str]:
     """The 12 lines COCOeval.summarize() prints, character for character, for any backend."""
     lines = []
     for (kind, iou, area, max_dets), value in zip(_SUMMARY_ROWS, stats, strict=True):
@@ -144,7 +147,9 @@ def format_summary(stats) -> list[str]:
     return lines
 
 
-def _per_class(gt: dict, image_ids: list, precision: np.ndarray, cat_ids: list) -> dict:
+def _per_class(
+    gt: dict[str, Any], image_ids: list[Any], precision: np.ndarray, cat_ids: list[Any]
+) -> dict[str, Any]:
     """AP (IoU .50:.95) and AP50 per category from eval["precision"][T, R, K, area=all, maxDets=100]."""
     chosen = set(image_ids)
     num_gt = Counter(
@@ -170,7 +175,9 @@ def _mean_valid(values: np.ndarray) -> float | None:
     return float(np.mean(valid)) if valid.size else None
 
 
-def _own_copy(gt: dict, detections: list[dict]) -> tuple[dict, list[dict]]:
+def _own_copy(
+    gt: dict[str, Any], detections: list[dict[str, Any]]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Copies of the dicts the COCO tools write into (ignore flags, ids, areas): callers' stay intact."""
     gt = {**gt, "annotations": [dict(ann) for ann in gt["annotations"]]}
     return gt, [dict(det) for det in detections]
@@ -178,13 +185,13 @@ def _own_copy(gt: dict, detections: list[dict]) -> tuple[dict, list[dict]]:
 
 def _score(
     coco_cls: type,
-    make_eval: Callable,
-    gt: dict,
-    detections: list[dict],
-    image_ids: list,
+    make_eval: Callable[..., Any],
+    gt: dict[str, Any],
+    detections: list[dict[str, Any]],
+    image_ids: list[Any],
     evaluate_only: bool = False,
     keep_matching: bool = False,
-):
+) -> Any:  # a Backend's tuple; with evaluate_only the untrimmed Matching alone
     """evaluate/accumulate/summarize with a COCO class pair, stdout captured, zero detections allowed.
 
     ``keep_matching``: also return the per-image matching (pycocotools' evaluator only);
@@ -221,8 +228,12 @@ def _score(
 
 @EVALUATORS.register("pycocotools")
 def _pycocotools(
-    gt: dict, detections: list[dict], image_ids: list, keep_matching: bool = False, evaluate_only=False
-):
+    gt: dict[str, Any],
+    detections: list[dict[str, Any]],
+    image_ids: list[Any],
+    keep_matching: bool = False,
+    evaluate_only: bool = False,
+) -> Any:  # as _score
     from pycocotools.coco import COCO
     from pycocotools.cocoeval import COCOeval
 
@@ -231,7 +242,9 @@ def _pycocotools(
 
 
 @EVALUATORS.register("faster_coco_eval")
-def _faster_coco_eval(gt: dict, detections: list[dict], image_ids: list, keep_matching: bool = False):
+def _faster_coco_eval(
+    gt: dict[str, Any], detections: list[dict[str, Any]], image_ids: list[Any], keep_matching: bool = False
+) -> Any:  # as _score
     """Matching is not kept (faster-coco-eval's evalImgs differ): evaluate_bbox asks pycocotools."""
     try:
         from faster_coco_eval import COCO, COCOeval_faster
@@ -241,15 +254,15 @@ def _faster_coco_eval(gt: dict, detections: list[dict], image_ids: list, keep_ma
             "pip install 'evalharness[faster]' or use backend 'pycocotools'"
         ) from None
 
-    def make_eval(coco_gt, coco_dt):
+    def make_eval(coco_gt: Any, coco_dt: Any) -> Any:
         return COCOeval_faster(coco_gt, coco_dt, "bbox", print_function=lambda *args, **kwargs: None)
 
     return _score(COCO, make_eval, gt, detections, image_ids)
 
 
 def evaluated_subset(
-    gt: dict, detections: list[dict], image_ids: list[int] | None = None
-) -> tuple[list, list]:
+    gt: dict[str, Any], detections: list[dict[str, Any]], image_ids: list[int] | None = None
+) -> tuple[list[Any], list[Any]]:
     """(sorted image ids to score, the detections on them), after checking detections against ``gt``.
 
     A detection on an image or category the ground truth lacks is an error rather than silently

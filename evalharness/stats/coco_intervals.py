@@ -9,13 +9,15 @@ a paired diff draws the same images for both runs.
 
 from __future__ import annotations
 
+from typing import Any
+
 from evalharness.core.interrupts import checkpoint
 from evalharness.stats.intervals import bootstrap_p, percentile_interval, resample_weights
 
 BOOTSTRAP_STATS = ("AP", "AP50", "AP75")
 
 
-def bootstrap_intervals(matching, resamples: int, seed: int, confidence: float) -> dict:
+def bootstrap_intervals(matching: Any, resamples: int, seed: int, confidence: float) -> dict[str, Any]:
     """Percentile intervals of AP, AP50, AP75 and per-class AP over image-level resamples."""
     checkpoint("bootstrap")  # a test's pause point (core/interrupts.py)
     values = matching.resampled(resample_weights(len(matching.img_ids), resamples, seed))
@@ -33,7 +35,9 @@ def bootstrap_intervals(matching, resamples: int, seed: int, confidence: float) 
     }
 
 
-def paired_ap_bootstrap(matching_a, matching_b, resamples: int, seed: int, confidence: float) -> dict:
+def paired_ap_bootstrap(
+    matching_a: Any, matching_b: Any, resamples: int, seed: int, confidence: float
+) -> dict[str, Any]:
     """ΔAP (B − A) per stat, and per category (``per_class``, by category id), with its paired
     interval and two-sided bootstrap p: each resample draws the same images for both runs (their
     image lists must be equal)."""
@@ -53,6 +57,5 @@ def paired_ap_bootstrap(matching_a, matching_b, resamples: int, seed: int, confi
     return out
 
 
-def _paired(deltas, confidence: float) -> dict:
+def _paired(deltas: Any, confidence: float) -> dict[str, Any]:
     return {"interval": percentile_interval(deltas, confidence), "p": bootstrap_p(deltas)}
-

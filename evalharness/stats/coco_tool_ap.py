@@ -10,6 +10,7 @@ tasks/coco_object_detection/preprocess_coco_minival.py (which ground truth it se
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
@@ -22,8 +23,12 @@ NUM_RECALL_POINTS = 100  # ObjectDetectionAveragePrecisionParams.num_recall_poin
 
 
 def tflite_tool_ap(
-    gt: dict, detections: list[dict], image_ids: list[int] | None = None, *, drop_out_of_image: bool = True
-) -> dict:
+    gt: dict[str, Any],
+    detections: list[dict[str, Any]],
+    image_ids: list[int] | None = None,
+    *,
+    drop_out_of_image: bool = True,
+) -> dict[str, Any]:
     """AP over IoU 0.50:0.95 as the TFLite tool defines it; differs from pycocotools as follows.
 
     - Crowd boxes are ordinary ground truth: the preprocessing script never reads ``iscrowd``, so a
@@ -53,10 +58,10 @@ def tflite_tool_ap(
     kept = [ann for ann in gt["annotations"] if ann["image_id"] in chosen]
     if drop_out_of_image:
         kept = [ann for ann in kept if not _outside(ann["bbox"], images[ann["image_id"]])]
-    gt_boxes: dict = defaultdict(list)  # category -> [(image_id, xyxy)]
+    gt_boxes: dict[str, Any] = defaultdict(list)  # category -> [(image_id, xyxy)]
     for ann in kept:
         gt_boxes[ann["category_id"]].append((ann["image_id"], _xyxy(ann["bbox"])))
-    det_boxes: dict = defaultdict(list)  # category -> [(image_id, score, xyxy)]
+    det_boxes: dict[str, Any] = defaultdict(list)  # category -> [(image_id, score, xyxy)]
     for det in dets:
         det_boxes[det["category_id"]].append((det["image_id"], float(det["score"]), _xyxy(det["bbox"])))
 
@@ -75,7 +80,7 @@ def tflite_tool_ap(
             "num_gt": len(truths),
             "num_detections": len(preds),
         }
-    per_iou = np.mean(counted, axis=0) if counted else [None] * len(thresholds)
+    per_iou: Any = np.mean(counted, axis=0) if counted else [None] * len(thresholds)
     return {
         "mode": "tflite_tool",
         "AP": float(np.mean(per_iou)) if counted else None,
@@ -88,30 +93,30 @@ def tflite_tool_ap(
     }
 
 
-def _xyxy(bbox) -> np.ndarray:
+def _xyxy(bbox: Any) -> np.ndarray:
     x, y, w, h = (float(v) for v in bbox)
     return np.array([x, y, x + w, y + h])
 
 
-def _outside(bbox, image: dict) -> bool:
+def _outside(bbox: Any, image: dict[str, Any]) -> bool:
     """preprocess_coco_minival.py's test: a box edge beyond the image's width or height."""
     width, height = image.get("width"), image.get("height")
     if width is None or height is None:
         return False
     x, y, w, h = bbox
-    return y > height or x > width or y + h > height or x + w > width
+    return bool(y > height or x > width or y + h > height or x + w > width)
 
 
-def _class_ap(truths: list, preds: list, thresholds: np.ndarray) -> np.ndarray:
+def _class_ap(truths: list[Any], preds: list[Any], thresholds: np.ndarray) -> np.ndarray:
     """AP of one category at each threshold; 0 where it has no ground truth (the tool's NaN -> 0)."""
     if not truths:
         return np.zeros(len(thresholds))
     order = np.argsort([-score for _, score, _ in preds], kind="stable")
     preds = [preds[i] for i in order]
-    truth_by_image: dict = defaultdict(list)
+    truth_by_image: dict[str, Any] = defaultdict(list)
     for image_id, box in truths:
         truth_by_image[image_id].append(box)
-    pred_by_image: dict = defaultdict(list)  # image -> ranks, in score order
+    pred_by_image: dict[str, Any] = defaultdict(list)  # image -> ranks, in score order
     for rank, (image_id, _, _) in enumerate(preds):
         pred_by_image[image_id].append(rank)
     hits = np.zeros((len(thresholds), len(preds)), dtype=bool)

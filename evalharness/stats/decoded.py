@@ -19,6 +19,8 @@ Used by ``task=inference_diff`` (per run, aggregated by :class:`DecodedScorer`) 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from evalharness.core.ranking import stable_topk
@@ -31,10 +33,11 @@ TOP_K = 5
 def top_classes(scores: np.ndarray, k: int = TOP_K) -> list[int]:
     """The k highest-scoring class indices, highest first (ties: lowest index first, as argmax;
     NaN last): :func:`evalharness.core.ranking.stable_topk`."""
-    return stable_topk(np.asarray(scores).ravel(), k).tolist()
+    top: list[int] = stable_topk(np.asarray(scores).ravel(), k).tolist()
+    return top
 
 
-def compare_classes(ref: np.ndarray, test: np.ndarray, k: int = TOP_K) -> dict:
+def compare_classes(ref: np.ndarray, test: np.ndarray, k: int = TOP_K) -> dict[str, Any]:
     """One classifier answer against the reference's (real-valued score vectors of equal size)."""
     ref, test = np.asarray(ref, np.float64).ravel(), np.asarray(test, np.float64).ravel()
     k = min(k, ref.size)
@@ -51,7 +54,7 @@ def compare_classes(ref: np.ndarray, test: np.ndarray, k: int = TOP_K) -> dict:
     }
 
 
-def compare_boxes(ref: list, test: list, min_score: float, iou: float = 0.5) -> dict:
+def compare_boxes(ref: list[Any], test: list[Any], min_score: float, iou: float = 0.5) -> dict[str, Any]:
     """One detector answer against the reference's: rows ``[class, score, x, y, w, h]``."""
     anyclass_ref = [[0, r[1], *r[2:6], r[0]] for r in ref if r[1] >= min_score]
     anyclass_test = [[0, r[1], *r[2:6], r[0]] for r in test]
@@ -69,7 +72,7 @@ def compare_boxes(ref: list, test: list, min_score: float, iou: float = 0.5) -> 
     }
 
 
-def _stats(values: list[float]) -> dict:
+def _stats(values: list[float]) -> dict[str, Any]:
     if not values:
         return {"mean": None, "min": None, "max": None}
     arr = np.asarray(values, dtype=np.float64)
@@ -85,13 +88,14 @@ class DecodedScorer:
 
     LISTED = 10  # run ids whose decoded answer changed, listed in the metrics
 
-    def __init__(self, kind: str | None, settings: dict | None = None) -> None:
-        self.kind, self.settings, self.records = kind, dict(settings or {}), []
+    def __init__(self, kind: str | None, settings: dict[str, Any] | None = None) -> None:
+        self.kind, self.settings = kind, dict(settings or {})
+        self.records: list[tuple[str, dict[str, Any]]] = []
 
-    def add(self, run_id: str, record: dict) -> None:
+    def add(self, run_id: str, record: dict[str, Any]) -> None:
         self.records.append((run_id, record))
 
-    def result(self) -> dict:
+    def result(self) -> dict[str, Any]:
         if self.kind is None:
             return {"kind": "none", "note": NO_DECODER}
         rows = [r for _, r in self.records]
@@ -130,7 +134,7 @@ class DecodedScorer:
         }
 
 
-def failed_checks(decoded: dict, min_agreement: float) -> list[str]:
+def failed_checks(decoded: dict[str, Any], min_agreement: float) -> list[str]:
     """A detector's decoded check: fewer than ``min_agreement`` of the boxes stayed (same box, same
     class). A classifier's decoded answers inform only: on random inputs near-tied scores flip top-1
     classes that a cosine check on the score vector judges better."""
@@ -140,11 +144,11 @@ def failed_checks(decoded: dict, min_agreement: float) -> list[str]:
     return [f"decoded: box agreement {agreement:.1%} < {min_agreement:.0%}"]
 
 
-def _fmt(value, spec: str = ".3g") -> str:
+def _fmt(value: Any, spec: str = ".3g") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def summary(decoded: dict | None) -> str:
+def summary(decoded: dict[str, Any] | None) -> str:
     """One line for results.txt and report diff: what the decoded comparison found."""
     if not decoded:
         return "Decoded: not recorded (run made before decoded comparison)"
@@ -171,7 +175,7 @@ def summary(decoded: dict | None) -> str:
     return f"Decoded: {decoded.get('note', NO_DECODER)}"
 
 
-def boxes_agree(ref: list, test: list, min_score: float, iou: float = 0.5) -> bool:
+def boxes_agree(ref: list[Any], test: list[Any], min_score: float, iou: float = 0.5) -> bool:
     """Whether two detectors' answers are the same the way ``report diff`` counts an unchanged image:
     every detection with score >= ``min_score`` matched one-to-one to a same-class one at IoU >= ``iou``."""
     kept_ref = [r for r in ref if r[1] >= min_score]

@@ -12,6 +12,7 @@ the same IoU threshold and the F1-optimal score threshold, both recorded.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +23,9 @@ BACKGROUND = 0  # the confusion matrix's background "category" (no COCO category
 TIDE_OFF = "turned off (task.tide=false)"
 
 
-def per_class_table(per_class: dict, recall: np.ndarray, cat_ids: list, matching) -> list[dict]:
+def per_class_table(
+    per_class: dict[Any, Any], recall: np.ndarray, cat_ids: list[Any], matching: Any
+) -> list[dict[str, Any]]:
     """One row per category with ground truth: AP, AP50 (the run's ``per_class``, read from
     pycocotools' precision array), recall at maxDets=100 (mean over IoU .50:.95, and at .50, from
     ``eval["recall"]``), the annotation and detection counts; highest AP first."""
@@ -50,11 +53,11 @@ def per_class_table(per_class: dict, recall: np.ndarray, cat_ids: list, matching
     return rows
 
 
-def pr_curves(precision: np.ndarray) -> dict:
+def pr_curves(precision: np.ndarray) -> dict[str, Any]:
     """The all-class precision at the 101 recall thresholds (area all, maxDets 100), at IoU .50 and
     averaged over .50:.95: the mean over the categories pycocotools averages for AP (those with
     ground truth), so the mean of each curve is AP50 and AP."""
-    out = {"recall": "0.00:0.01:1.00 (pycocotools' 101 recall thresholds)"}
+    out: dict[str, Any] = {"recall": "0.00:0.01:1.00 (pycocotools' 101 recall thresholds)"}
     for name, curves in (("IoU=0.50", precision[0:1]), ("IoU=0.50:0.95", precision)):
         values = curves[:, :, :, 0, -1]  # (T, R, K)
         valid = (values > -1).all(axis=(0, 1))
@@ -62,7 +65,7 @@ def pr_curves(precision: np.ndarray) -> dict:
     return out
 
 
-def per_class_curves(precision: np.ndarray, cat_ids: list, names: dict) -> dict:
+def per_class_curves(precision: np.ndarray, cat_ids: list[Any], names: dict[int, str]) -> dict[str, Any]:
     """Each category's precision at the 101 recall thresholds, at IoU .50 and averaged over
     .50:.95 (``pr_curves.json`` of a run; categories without ground truth left out)."""
     classes = {}
@@ -78,7 +81,7 @@ def per_class_curves(precision: np.ndarray, cat_ids: list, names: dict) -> dict:
     return {"recall": [round(r / 100, 2) for r in range(101)], "classes": classes}
 
 
-def f1_threshold(matching) -> dict:
+def f1_threshold(matching: Any) -> dict[str, Any]:
     """The score threshold that maximises F1 over all classes at IoU .50, with P and R there.
 
     pycocotools matches greedily in score order, so the matches of the detections scoring >= s do
@@ -119,7 +122,9 @@ def f1_threshold(matching) -> dict:
     return out
 
 
-def confusion(gt: dict, blocks, image_ids: list[int], score_threshold: float | None) -> dict:
+def confusion(
+    gt: dict[str, Any], blocks: Any, image_ids: list[int], score_threshold: float | None
+) -> dict[str, Any]:
     """Counts of (ground-truth category, detected category) at IoU >= .50 among the detections
     scoring >= ``score_threshold``, with ``BACKGROUND`` (0) for a detection on no object (row) and an
     object no detection found (column).
@@ -129,11 +134,11 @@ def confusion(gt: dict, blocks, image_ids: list[int], score_threshold: float | N
     >= .50 (a confusion). Left over, a detection covering a crowd box (IoU as pycocotools computes it
     for crowds: over the detection's area) >= .50 is ignored, as COCO ignores it; any other is
     background. ``blocks()``: (image_id, (n, 6) array of category, score, x, y, w, h) per image."""
-    by_image: dict[int, list] = defaultdict(list)
+    by_image: dict[int, list[Any]] = defaultdict(list)
     for ann in gt["annotations"]:
         by_image[ann["image_id"]].append(ann)
     detections = dict(blocks())
-    cells: Counter = Counter()
+    cells: Counter[Any] = Counter()
     ignored = 0
     threshold = -np.inf if score_threshold is None else score_threshold
     for image_id in sorted(set(image_ids)):
@@ -149,8 +154,8 @@ def confusion(gt: dict, blocks, image_ids: list[int], score_threshold: float | N
         crowd_cover = _crowd_cover(rows[:, 2:6], crowds)
         for d, row in enumerate(rows):
             det_cat = int(row[0])
-            match = _best(iou, d, free & (gt_cat == det_cat)) if objects else None
-            if match is None and objects:
+            match = _best(iou, d, free & (gt_cat == det_cat)) if iou is not None else None
+            if match is None and iou is not None:
                 match = _best(iou, d, free)
             if match is not None:
                 free[match] = False
@@ -178,7 +183,7 @@ def _best(iou: np.ndarray, d: int, allowed: np.ndarray) -> int | None:
     return k if values[k] >= IOU else None
 
 
-def _crowd_cover(boxes: np.ndarray, crowds: list[dict]) -> np.ndarray | None:
+def _crowd_cover(boxes: np.ndarray, crowds: list[dict[str, Any]]) -> np.ndarray | None:
     """Per detection, the largest share of its area inside a crowd box (pycocotools' crowd IoU)."""
     if not crowds or boxes.size == 0:
         return None
@@ -195,10 +200,13 @@ def _crowd_cover(boxes: np.ndarray, crowds: list[dict]) -> np.ndarray | None:
         None,
     )
     area = np.maximum(boxes[:, 2] * boxes[:, 3], 1e-300)
-    return (w * h / area[:, None]).max(axis=1)
+    cover: np.ndarray = (w * h / area[:, None]).max(axis=1)
+    return cover
 
 
-def confusion_pairs(cells: list, names: dict[int, str], limit: int | None = None) -> list[dict]:
+def confusion_pairs(
+    cells: list[Any], names: dict[int, str], limit: int | None = None
+) -> list[dict[str, Any]]:
     """Off-diagonal cells, largest first: what was taken for what (background included)."""
     rows = [
         {
@@ -215,15 +223,18 @@ def confusion_pairs(cells: list, names: dict[int, str], limit: int | None = None
     return rows[:limit] if limit else rows
 
 
-def _tide(tide, gt: dict, blocks, image_ids: list[int]) -> dict:
+def _tide(tide: Any, gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> dict[str, Any]:
     from evalharness.stats.tide import absent, tide_breakdown
 
     if callable(tide):
-        return tide()
+        done: dict[str, Any] = tide()
+        return done
     return tide_breakdown(gt, blocks, image_ids) if tide else absent(TIDE_OFF)
 
 
-def analyse(gt: dict, scored: dict, blocks, image_ids: list[int], tide=True) -> dict:
+def analyse(
+    gt: dict[str, Any], scored: dict[str, Any], blocks: Any, image_ids: list[int], tide: Any = True
+) -> dict[str, Any]:
     """The whole per-run analysis (``metrics.analysis`` of a detection run) from ``evaluate_bbox(...,
     analysis=True)``'s result and ``blocks()``, the run's per-image detections (see :func:`confusion`).
     ``tide``: compute TIDE here (True), not at all (False), or the function that waits for the

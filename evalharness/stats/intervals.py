@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
@@ -67,8 +68,9 @@ def paired_difference(
     if n == 0:
         return None
     p_b, p_a = (both + b_only) / n, (both + a_only) / n
-    low_b, high_b = wilson(both + b_only, n, confidence)
-    low_a, high_a = wilson(both + a_only, n, confidence)
+    b_interval, a_interval = wilson(both + b_only, n, confidence), wilson(both + a_only, n, confidence)
+    assert b_interval is not None and a_interval is not None  # n > 0
+    (low_b, high_b), (low_a, high_a) = b_interval, a_interval
     margins = (both + a_only) * (b_only + neither) * (both + b_only) * (a_only + neither)
     phi = (both * neither - a_only * b_only) / math.sqrt(margins) if margins else 0.0
     diff = p_b - p_a
@@ -134,7 +136,9 @@ def fmt_interval(interval: list[float] | None, spec: str = ".4f") -> str:
     return f"[{format(interval[0], spec)}, {format(interval[1], spec)}]"
 
 
-def interval_lines(intervals: dict | None, how: str, shown: list[tuple[str, list | None]]) -> list[str]:
+def interval_lines(
+    intervals: dict[str, Any] | None, how: str, shown: list[tuple[str, list[float] | None]]
+) -> list[str]:
     """The results.txt line of a run's intervals (none for a run written before schema 2):
     ``95% intervals (how): label [low, high], ...``."""
     if not intervals:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 PERCENTILES = (50, 90, 99)
 
 
-def summarize(samples_ms: list[float]) -> dict:
+def summarize(samples_ms: Sequence[float]) -> dict[str, Any]:
     """count, mean, std (population, as benchmark_model), min, max and p50/p90/p99 in ms."""
     if not samples_ms:
         return {"count": 0}

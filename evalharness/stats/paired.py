@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 from evalharness.stats.intervals import CONFIDENCE, POWER, images_needed_paired, paired_difference
 
@@ -29,11 +30,13 @@ def format_p(p: float) -> str:
     return f"{p:.2f}" if p >= 0.01 else f"{p:.2g}"
 
 
-def _correct(pred: dict) -> bool:
+def _correct(pred: dict[str, Any]) -> bool:
     return pred.get("rank") == 0
 
 
-def pair_by_id(preds_a: list[dict], preds_b: list[dict]) -> tuple[list[tuple[dict, dict]], int, int]:
+def pair_by_id(
+    preds_a: list[dict[str, Any]], preds_b: list[dict[str, Any]]
+) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], int, int]:
     """(A, B) prediction pairs for the images both runs scored, in id order, + counts only in A / B."""
     by_a = {p["id"]: p for p in preds_a}
     by_b = {p["id"]: p for p in preds_b}
@@ -41,7 +44,9 @@ def pair_by_id(preds_a: list[dict], preds_b: list[dict]) -> tuple[list[tuple[dic
     return [(by_a[i], by_b[i]) for i in common], len(by_a) - len(common), len(by_b) - len(common)
 
 
-def classification_diff(preds_a: list[dict], preds_b: list[dict], same_label_file: bool) -> dict:
+def classification_diff(
+    preds_a: list[dict[str, Any]], preds_b: list[dict[str, Any]], same_label_file: bool
+) -> dict[str, Any]:
     """Top-1 changes, agreement, top-5 overlap and McNemar on paired correctness.
 
     Predictions are compared by output index when both runs used the same label file, else by label
@@ -90,7 +95,7 @@ def classification_diff(preds_a: list[dict], preds_b: list[dict], same_label_fil
         "mcnemar_p": p,
         "delta_top1": change,
         "delta_top1_interval": paired_difference(both_right, a_only, b_only, neither),
-        "images_needed": images_needed_paired(n, a_only + b_only, change) if n else None,
+        "images_needed": images_needed_paired(n, a_only + b_only, change) if change is not None else None,
         "top1_changes": changes,
     }
 
@@ -103,12 +108,12 @@ def _change_kind(a_right: bool, b_right: bool) -> str:
     return "changed"
 
 
-def _top1_label(pred: dict) -> str | None:
+def _top1_label(pred: dict[str, Any]) -> str | None:
     labels = pred.get("topk_labels") or []
     return labels[0] if labels else None
 
 
-def verdict(diff: dict, alpha: float, margin: float = 0.01) -> str:
+def verdict(diff: dict[str, Any], alpha: float, margin: float = 0.01) -> str:
     """One line a reader can act on: is B's top-1 different from A's beyond chance, and if not, is
     that because they are equivalent (the change's interval lies within ±margin) or because there are
     too few images to tell (then: how many would detect a change of the observed size)?"""

@@ -8,16 +8,21 @@ noise: the runs' latencies are not distinguishable at this number of invokes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import numpy as np
 
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval, percentile_interval, t_value
 
 RESAMPLES = 1000
 SEED = 0
-STATS = {"mean": np.mean, "p50": np.median}
+STATS: dict[str, Callable[..., Any]] = {"mean": np.mean, "p50": np.median}
 
 
-def speedup_intervals(a: np.ndarray, b: np.ndarray, resamples: int = RESAMPLES, seed: int = SEED) -> dict:
+def speedup_intervals(
+    a: np.ndarray, b: np.ndarray, resamples: int = RESAMPLES, seed: int = SEED
+) -> dict[str, Any]:
     """{stat: {"speedup", "interval", "noise"}} for mean and p50, or {} without samples in both."""
     if a.size < 2 or b.size < 2:
         return {}
@@ -38,7 +43,7 @@ def speedup_intervals(a: np.ndarray, b: np.ndarray, resamples: int = RESAMPLES, 
             "stats": out}  # fmt: skip
 
 
-def notes(doc: dict) -> list[str]:
+def notes(doc: Mapping[str, Any]) -> list[str]:
     """One line per statistic: the speed-up, its interval, and whether it is noise."""
     boot = doc.get("latency_speedup") or {}
     lines = []
@@ -57,7 +62,7 @@ def notes(doc: dict) -> list[str]:
 
 
 def paired_block_speedup(base_blocks: list[float], cand_blocks: list[float], unit: int = 1,
-                         confidence: float = CONFIDENCE) -> dict:  # fmt: skip
+                         confidence: float = CONFIDENCE) -> dict[str, Any]:  # fmt: skip
     """Speed-up of a candidate over the base from an interleaved measurement: ``base_blocks[r]`` and
     ``cand_blocks[r]`` are the two mean latencies of round r (blocks measured next to each other, in
     alternating order), so each round's ratio base / candidate is one paired observation that a

@@ -17,6 +17,9 @@ annotations still count, their detections are background errors), boxes only. It
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 POS_THRESHOLD = 0.5  # IoU of a true positive (TIDE's default; the COCO AP50 threshold)
 BACKGROUND_THRESHOLD = 0.1  # IoU below which a false positive is background (TIDE's default)
 MAX_DETS = 100  # detections per image TIDE keeps (its COCO setting)
@@ -35,7 +38,7 @@ NAMES = {
 INSTALL_HINT = "pip install 'evalharness[analysis]'"
 
 
-def _evaluate(gt: dict, blocks, image_ids: list[int]):
+def _evaluate(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> Any:
     """(tidecv module, TIDE, its run) on these images, or a dict saying why there is none."""
     try:
         import tidecv
@@ -76,7 +79,7 @@ def _evaluate(gt: dict, blocks, image_ids: list[int]):
 FAILURES = (ArithmeticError, ValueError, IndexError, KeyError, RuntimeError)
 
 
-def tide_breakdown(gt: dict, blocks, image_ids: list[int]) -> dict:
+def tide_breakdown(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> dict[str, Any]:
     """dAP per error type (AP fractions, 0..1 like every AP of a run) and counts, or
     ``{"available": False, "reason": ...}``. ``blocks()``: (image_id, (n, 6) array of category,
     score, x, y, w, h) per image."""
@@ -103,7 +106,7 @@ def tide_breakdown(gt: dict, blocks, image_ids: list[int]) -> dict:
     }
 
 
-def tide_in_background(gt: dict, blocks, image_ids: list[int]):
+def tide_in_background(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> Callable[[], dict[str, Any]]:
     """Start :func:`tide_breakdown` in a child process and return the function that waits for it.
 
     tidecv is pure Python and single-threaded, as is pycocotools' scoring: run one beside the
@@ -124,7 +127,7 @@ def tide_in_background(gt: dict, blocks, image_ids: list[int]):
     for pid in workers:  # ended with the run on a signal (core/interrupts.py)
         adopt(pid)
 
-    def finish() -> dict:
+    def finish() -> dict[str, Any]:
         try:
             return future.result()
         except Exception as exc:  # noqa: BLE001 - the child's failure is the record's reason
@@ -137,11 +140,11 @@ def tide_in_background(gt: dict, blocks, image_ids: list[int]):
     return finish
 
 
-def _breakdown_of(gt: dict, data: list, image_ids: list[int]) -> dict:
+def _breakdown_of(gt: dict[str, Any], data: list[Any], image_ids: list[int]) -> dict[str, Any]:
     return tide_breakdown(gt, lambda: iter(data), image_ids)
 
 
-def absent(reason: str) -> dict:
+def absent(reason: str) -> dict[str, Any]:
     """The record of a run without TIDE: the same keys as with it (a run's keys are fixed by its
     schema version), every figure None, and why."""
     return {
@@ -158,14 +161,14 @@ def absent(reason: str) -> dict:
     }
 
 
-def errors_per_image(gt: dict, blocks, image_ids: list[int]) -> dict:
+def errors_per_image(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> dict[str, Any]:
     """TIDE's error type counts per image ({image_id: {type: n}}), or ``{"available": False, ...}``.
     TIDE types every error within its own image, so a subset of images gets the same labels as the
     whole set (only the dAP figures need every image)."""
     evaluated = _evaluate(gt, blocks, image_ids)
     if isinstance(evaluated, dict):
         return evaluated
-    counts: dict = {image_id: dict.fromkeys(MAIN, 0) for image_id in image_ids}
+    counts: dict[int, Any] = {image_id: dict.fromkeys(MAIN, 0) for image_id in image_ids}
     for error in evaluated[2].errors:
         owner = getattr(error, "pred", None) or error.gt
         counts[owner["image"]][error.short_name] += 1
@@ -181,7 +184,7 @@ def _version() -> str:
         return "unknown version"
 
 
-def tide_delta(a: dict | None, b: dict | None) -> list[dict]:
+def tide_delta(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Per error type: A's and B's dAP and B − A (rows for every type; None where a side has none)."""
     rows = []
     for name in (*MAIN, *SPECIAL):
@@ -200,7 +203,7 @@ def tide_delta(a: dict | None, b: dict | None) -> list[dict]:
     return rows
 
 
-def tide_line(tide: dict | None) -> str:
+def tide_line(tide: dict[str, Any] | None) -> str:
     """One results.txt line: the dAP of each type in AP points, or why there is none."""
     if not tide:
         return "TIDE: not recorded (run made before the error analysis)"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ class Rule:
     block_secs: float = 0.1  # a block's target duration, where the blocks are made from a sequence
 
 
-def snapshot(entries: Mapping[str, str], source: str) -> dict:
+def snapshot(entries: Mapping[str, str], source: str) -> dict[str, Any]:
     """A thermal snapshot from ``{relative path: text}`` under a ``/sys/class/thermal``-like folder
     (``thermal_zoneN/type``, ``.../temp`` in m°C, ``cooling_deviceN/type``, ``cur_state``,
     ``max_state``): temperatures (°C by zone type) and cooling devices' states, or
@@ -51,7 +52,7 @@ def snapshot(entries: Mapping[str, str], source: str) -> dict:
     return {"source": source, "exposed": bool(zones or cooling), "zones_c": zones, "cooling": cooling}
 
 
-def throttled(before: dict, after: dict) -> list[str]:
+def throttled(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """CPU cooling devices active at the start or the end of the measurement."""
     found = []
     for snap in (before, after):
@@ -84,7 +85,7 @@ def judge(
     rule: Rule,
     hot: Sequence[str] = (),
     secs: float | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The verdict on one measurement from its invokes and their block means. ``secs``: its
     duration where it is not the summed invoke time (a run's loop: the wall-clock its own stopping
     rule counts)."""
@@ -97,8 +98,8 @@ def judge(
 
 
 def verdict(
-    secs: float, invokes: int, cv: float | None, rule: Rule, hot: Sequence[str] = (), cv_measured=True
-) -> dict:
+    secs: float, invokes: int, cv: float | None, rule: Rule, hot: Sequence[str] = (), cv_measured: bool = True
+) -> dict[str, Any]:
     """The verdict from the figures: ``valid`` and the ``problems`` that make it not.
     ``cv_measured`` False: the measurement has no block times (a device tool's summary), so the CV
     bound is not checked and the record says so."""
@@ -109,7 +110,7 @@ def verdict(
         problems.append(f"{invokes} invokes < min_invokes {rule.min_invokes}")
     if cv_measured and cv is None:
         problems.append("block CV not measurable (fewer than 2 blocks)")
-    elif cv_measured and cv > rule.max_cv:
+    elif cv_measured and cv is not None and cv > rule.max_cv:
         problems.append(f"block CV {round(cv, 3)} > max_cv {rule.max_cv:g}")
     if hot:
         problems.append(f"throttled ({', '.join(hot)})")
@@ -124,7 +125,7 @@ def verdict(
     }
 
 
-def compact(validity: dict | None) -> dict | None:
+def compact(validity: dict[str, Any] | None) -> dict[str, Any] | None:
     """A run's ``latency_ms.validity`` without its thermal snapshots (what a comparison carries)."""
     if not validity:
         return None
@@ -133,7 +134,7 @@ def compact(validity: dict | None) -> dict | None:
     return keep | {"thermal_exposed": thermal.get("exposed"), "throttled": thermal.get("throttled") or []}
 
 
-def comparison_notes(found: dict) -> list[str]:
+def comparison_notes(found: dict[str, Any]) -> list[str]:
     """One line per side whose latency is not a valid measurement (``{"a": ..., "b": ...}`` of
     :func:`compact`); nothing when both are valid or a side predates the record."""
     return [

@@ -13,7 +13,7 @@ reports run on a machine without the accelerator.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.registry import Registry
@@ -29,6 +29,9 @@ def register(cls: type[TaskDefinition]) -> type[TaskDefinition]:
     return DEFINITIONS.register(cls.name)(cls)
 
 
+S = TypeVar("S", bound="Scorer")
+
+
 class Scorer:
     """records -> metrics, one record at a time: ``add`` each record, then ``result``.
 
@@ -42,7 +45,7 @@ class Scorer:
     def result(self) -> dict:
         raise NotImplementedError
 
-    def add_all(self, records: Iterable[dict]) -> Scorer:
+    def add_all(self: S, records: Iterable[dict]) -> S:
         for record in records:
             self.add(record)
         return self
@@ -90,10 +93,10 @@ class TaskDefinition:
     def __init__(self, settings: Mapping[str, Any]) -> None:
         self.settings = settings  # the run's ``task`` config group
 
-    def scorer(self, ground_truth: Any = None, **overrides) -> Scorer:
-        """A fresh scorer for these settings; ``overrides`` (e.g. top_k, backend) as ``report rescore``
-        offers them. ``ground_truth``: what :meth:`load_ground_truth` returns (a live run passes what it
-        already loaded)."""
+    def scorer(self, ground_truth: Any = None) -> Scorer:
+        """A fresh scorer for these settings; a task adds its own keyword overrides (e.g. top_k,
+        backend) as ``report rescore`` offers them. ``ground_truth``: what :meth:`load_ground_truth`
+        returns (a live run passes what it already loaded)."""
         raise NotImplementedError
 
     def load_ground_truth(self, run: Run) -> Any:
@@ -166,7 +169,7 @@ class TaskDefinition:
         return "as_found"
 
     # Reading results -----------------------------------------------------------------------------
-    def summary_lines(self, doc: dict) -> list[str]:
+    def summary_lines(self, doc: Mapping[str, Any]) -> list[str]:
         """The ``results.txt`` lines (and what the run prints) from a metrics.json document."""
         return [f"{k}: {v:g}" for k, v in self.headline(doc.get("metrics") or {}).items()]
 
@@ -193,7 +196,7 @@ class TaskDefinition:
         """The paired comparison of two comparable runs (stored under ``comparison``), or None."""
         return None
 
-    def verdict(self, diff: dict) -> str:
+    def verdict(self, diff: Mapping[str, Any]) -> str:
         """One line a reader can act on. Default: speed is the story (no per-sample pairing)."""
         p50 = next(r for r in diff["latency"] if r["name"] == "latency_p50")
         if p50["speedup"] is None:

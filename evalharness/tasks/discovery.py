@@ -9,6 +9,8 @@ new task is a new folder here (or an installed plug-in): nothing else names it.
 
 from __future__ import annotations
 
+from typing import cast
+
 from evalharness.core.registry import PLUGINS_ENV, load_object
 
 __all__ = ["PLUGINS_ENV", "and_list", "definition_for", "listed", "live_class", "task_definitions"]
@@ -40,4 +42,4 @@ def and_list(names: list[str]) -> str:
 def live_class(definition) -> type:
     """The live task class a definition names (``module:Class``), imported on demand: only a job
     calls this, so reports never import a live half."""
-    return load_object(definition.live, f"task {definition.name}'s live half")
+    return cast(type, load_object(definition.live, f"task {definition.name}'s live half"))

@@ -60,9 +60,11 @@ class ReferencePass:
 
     def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None: ...
 
-    def sample_id(self, sample: Any) -> str: ...
+    def sample_id(self, sample: Any) -> str:
+        raise NotImplementedError
 
-    def prepare(self, sample: Any) -> list[np.ndarray]: ...
+    def prepare(self, sample: Any) -> list[np.ndarray]:
+        raise NotImplementedError
 
 
 class Task:

@@ -5,7 +5,9 @@ Timing and memory come from the run loop like every other task; the records only
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from evalharness.core.errors import ConfigError
 from evalharness.core.schema import bounds
@@ -81,7 +83,7 @@ class BenchmarkDefinition(TaskDefinition):
     def start_up_passes(self) -> str:
         return str(self.settings["start_up"])
 
-    def summary_lines(self, doc: dict) -> list[str]:
+    def summary_lines(self, doc: Mapping[str, Any]) -> list[str]:
         lat, mem = doc["latency_ms"], doc["memory_mb"]
         inf = {k: v * 1e3 for k, v in lat["inference"].items() if k != "count"}  # ms -> us
         warmup_us = lat["warmup"].get("mean", 0.0) * 1e3

@@ -50,6 +50,7 @@ class _Counter(RecordEvaluator):
 
 class BenchmarkTask(Task):
     name = "benchmark"
+    samples: Runs  # type: ignore[assignment]  # sized and iterable, never indexed (no files to list)
 
     def __init__(self, task: dict, model: dict, dataset: dict) -> None:
         self.settings = task

@@ -9,6 +9,8 @@ here has code of its own.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from evalharness.core.numbers import fmt
@@ -274,7 +276,7 @@ def _p(p: float | None, resamples: int | None) -> str:
 def figures(d: dict) -> list[dict]:
     """Plot specifications (kind, data) for ``report/analysis_view``: placed after a section key."""
     an = d.get("analysis") or {}
-    out = []
+    out: list[dict[str, Any]] = []
     if "pr_curves" in an:
         for iou in ("IoU=0.50", "IoU=0.50:0.95"):
             series = [

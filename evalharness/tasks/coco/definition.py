@@ -8,6 +8,7 @@ annotation file, so a live run, ``rescore`` and a ``merge`` of shards score the 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +84,7 @@ class CocoScorer(Scorer):
         from evalharness.stats.coco_tool_ap import tflite_tool_ap
 
         results = list(self.detections.rows())  # pycocotools scores from one list; freed on return
-        tide = self.tide
+        tide: Any = self.tide  # True, or the function that waits for the breakdown
         if self.analysis and self.tide:  # TIDE's pass runs beside pycocotools', in a child process
             from evalharness.stats.tide import tide_in_background
 
@@ -200,12 +201,12 @@ class CocoDefinition(TaskDefinition):
             self.load_ground_truth(first), backend or stored, tflite, *self._bootstrap(), analysis, tide
         )
 
-    def artifacts(self, scorer: CocoScorer) -> dict[str, object]:
+    def artifacts(self, scorer: CocoScorer) -> dict[str, object]:  # type: ignore[override]  # its own scorer
         """The standard COCO results JSON, re-scorable by any COCO tool; the per-class PR curves."""
         curves = {CURVES_FILE: scorer.curves} if scorer.curves else {}
         return {RESULTS_FILE: scorer.detections.rows(), **curves}
 
-    def summary_lines(self, doc: dict) -> list[str]:
+    def summary_lines(self, doc: Mapping[str, Any]) -> list[str]:
         """COCOeval.summarize()'s 12 lines, then the TFLite-tool AP when it was computed."""
         metrics = doc["metrics"]
         lines = list(metrics["summary"])
@@ -225,7 +226,7 @@ class CocoDefinition(TaskDefinition):
     def headline(self, metrics: dict) -> dict[str, float]:
         from evalharness.stats.coco_eval import COCO_STAT_NAMES
 
-        values = {name: metrics.get(name) for name in COCO_STAT_NAMES if name in metrics}
+        values: dict[str, Any] = {name: metrics.get(name) for name in COCO_STAT_NAMES if name in metrics}
         if isinstance(metrics.get("tflite_tool"), dict):
             values["tflite_AP"] = metrics["tflite_tool"].get("AP")
         return values
@@ -280,7 +281,7 @@ class CocoDefinition(TaskDefinition):
         for run in (a, b):
             scorer = CocoScorer(ground_truth, "pycocotools", False).add_all(run.predictions)
             matchings.append(scorer.matching())
-        return paired_ap_bootstrap(*matchings, resamples, seed, CONFIDENCE)
+        return paired_ap_bootstrap(matchings[0], matchings[1], resamples, seed, CONFIDENCE)
 
     def pairwise(self, comparison: dict) -> dict[str, float]:
         values = super().pairwise(comparison)
@@ -293,7 +294,7 @@ class CocoDefinition(TaskDefinition):
                 values.update({f"{name}_ci_low": low, f"{name}_ci_high": high, f"{name}_p": boot[name]["p"]})
         return values
 
-    def verdict(self, diff: dict) -> str:
+    def verdict(self, diff: Mapping[str, Any]) -> str:
         ap = next((r for r in diff["metrics"] if r["name"] == "AP"), None)
         det = diff[self.comparison]
         boxes = det["detections"]

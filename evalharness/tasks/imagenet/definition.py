@@ -8,6 +8,7 @@ same numbers bit for bit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,7 +69,7 @@ class TopKScorer(Scorer):
 
     def result(self) -> dict:
         n, k = self.count, self.top_k
-        metrics = {f"top{i + 1}": (float(self.hits[i]) / n if n else 0.0) for i in range(k)}
+        metrics: dict[str, Any] = {f"top{i + 1}": (float(self.hits[i]) / n if n else 0.0) for i in range(k)}
         metrics["correct"] = {f"top{i + 1}": self.hits[i] for i in range(k)}
         metrics["num_scored"] = n
         metrics["intervals"] = {
@@ -114,7 +115,7 @@ class ImageNetDefinition(TaskDefinition):
             raise EvalHarnessError(f"--top-k {k}: the predictions store top-{stored}; give 1..{stored}")
         return self.scorer(top_k=k)
 
-    def summary_lines(self, doc: dict) -> list[str]:
+    def summary_lines(self, doc: Mapping[str, Any]) -> list[str]:
         """``Top-k Accuracy: x`` for k = 1..K, as TFLite's imagenet tool prints them."""
         metrics = doc["metrics"]
         ks = range(1, len(metrics["correct"]) + 1)
@@ -166,7 +167,7 @@ class ImageNetDefinition(TaskDefinition):
             "samples": c["paired_images"],
         }
 
-    def verdict(self, diff: dict) -> str:
+    def verdict(self, diff: Mapping[str, Any]) -> str:
         return verdict(diff[self.comparison], diff["alpha"], diff.get("equivalence_margin", 0.01))
 
     def pairwise(self, comparison: dict) -> dict[str, float]:

@@ -20,6 +20,7 @@ silent-zero checks stay on the raw tensors for every model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,7 +85,10 @@ class OutputErrorScorer(Scorer):
             self.decoded.add(record["id"], record["decoded"])
 
     def result(self) -> dict:
-        outputs, failed, informational, intervals = [], [], [], {}
+        outputs: list[dict] = []
+        failed: list[str] = []
+        informational: list[str] = []
+        intervals: dict[str, Any] = {}
         judged_decoded = {"low_cosine"} if self.decoded.kind == "detector" else set()
         for name, runs in zip(self.names, self.per_output, strict=True):
             avg = np.array([r["avg"] for r in runs], dtype=np.float64)
@@ -192,7 +196,7 @@ class InferenceDiffDefinition(TaskDefinition):
     def failed_checks(self, metrics: dict) -> list[str]:
         return super().failed_checks(metrics) if self.settings["fail_on_check"] else []
 
-    def summary_lines(self, doc: dict) -> list[str]:
+    def summary_lines(self, doc: Mapping[str, Any]) -> list[str]:
         metrics = doc["metrics"]
         ref, test = metrics.get("reference_latency_us", {}), metrics.get("test_latency_us", {})
         lines = [

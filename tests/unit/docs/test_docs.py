@@ -17,7 +17,7 @@ README = REPO / "README.md"
 RUN_COMMAND = "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && python -m evalharness"
 TEST_COMMAND = (
     "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[dev]' && ruff check . "
-    "&& python -m pytest -q"
+    "&& mypy && python -m pytest -q"
 )
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
