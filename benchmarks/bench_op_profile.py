@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evalharness.report.op_profile import top_lines
+from evalharness.report.views.op_profile_table import top_lines
 from evalharness.runtime import load_model, plan_delegate
 from evalharness.runtime.op_profile import profile_ops
 

@@ -1,4 +1,4 @@
-"""What the tensor cache's source identity costs per image (data/cache.py), on the val50 JPEGs.
+"""What the tensor cache's source identity costs per image (data/tensor_cache.py), on the val50 JPEGs.
 
     python benchmarks/bench_source_identity.py [--dir ../shared/assets/imagenet/val50]
 
@@ -22,7 +22,7 @@ import numpy as np
 from PIL import Image
 
 from evalharness.core.checksum import crc32_bytes
-from evalharness.data.cache import TensorCache
+from evalharness.data.tensor_cache import TensorCache
 
 
 def per_image_us(fn, files, passes: int = 20) -> float:

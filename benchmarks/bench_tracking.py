@@ -27,8 +27,8 @@ TARGET_S = 1.0
 SNIPPET = """
 import sys, time
 t = time.perf_counter()
-from evalharness.report.mlflow_store import Store
-from evalharness.report.tracking import check_tracking
+from evalharness.report.tracking.mlflow_store import Store
+from evalharness.report.tracking.mapping import check_tracking
 from evalharness.rundir.reader import load_run
 store = Store(check_tracking({"name": "mlflow"}))
 store.experiment()

@@ -97,7 +97,7 @@ def _app(cfg: DictConfig) -> None:
 
 
 SUBCOMMANDS = {  # THE table of subcommands: name -> ("module:function", its line in --help)
-    "report": ("evalharness.report.cli:main", "reports on runs: diff, sweep, analysis, rescore, merge, ..."),
+    "report": ("evalharness.report.commands.entry:main", "reports on runs: diff, sweep, rescore, ..."),
     "explain": ("evalharness.explain.__main__:main", "why did the answer change between two runs"),
     "inspect": ("evalharness.inspect.facts:main", "what a .tflite file is and what each delegate here takes"),
     "compare": ("evalharness.run.compare:main", "run candidates (delegate=cpu,gpu): one table, Δ, speed-up"),

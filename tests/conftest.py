@@ -93,7 +93,7 @@ def val50_runs(tmp_path_factory) -> dict:
 
 
 def task_lines(run_dir: Path) -> list[str]:
-    """A run's results.txt without the summary block that heads it (report/summary.py): the task's
+    """A run's results.txt without the summary block that heads it (run/summary.py): the task's
     own lines, as TFLite's tools print them."""
     lines = (Path(run_dir) / "results.txt").read_text().splitlines()
     if lines and lines[0].startswith("== summary"):

@@ -2,7 +2,7 @@
 
 Every Markdown a report writes — ``--format markdown`` (``md``) of each report command,
 ``sweep.md``, a comparison's and a repair's ``.md`` files, the pull-request comment of
-:mod:`evalharness.report.markdown` — is built from these pieces, so text from files is escaped one
+:mod:`evalharness.report.views.pr_comment` — is built from these pieces, so text from files is escaped one
 way (:mod:`evalharness.core.escape`): it renders as the text it is, never as HTML or markup.
 """
 

@@ -1,7 +1,7 @@
 """Tables as data (title, headers, rows of text cells) and their rendering as terminal text.
 
 Every report builds its sections once and hands them to a renderer — :func:`render_text` here,
-:mod:`evalharness.core.markdown`, :mod:`evalharness.report.html` — so the terminal, Markdown and
+:mod:`evalharness.core.markdown`, :mod:`evalharness.report.views.html` — so the terminal, Markdown and
 HTML versions of a report cannot disagree. Text is escaped by the renderer, for its medium
 (:mod:`evalharness.core.escape`): a label's ESC sequence is shown, never run by the terminal.
 """

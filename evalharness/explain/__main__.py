@@ -19,11 +19,11 @@ from evalharness.core.boundary import ArgumentParser, guarded
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_text
-from evalharness.explain.core import explain
+from evalharness.explain.explainer import explain
 from evalharness.explain.explorer import explanation_data, write_all
 from evalharness.explain.render import model_explorer, render_html, sections, summary
-from evalharness.report.explain_location import HTML_FILE, explain_dir
 from evalharness.report.outputs import check_output_dir
+from evalharness.report.views.explain_location import HTML_FILE, explain_dir
 from evalharness.rundir.reader import load_run
 
 

@@ -14,7 +14,7 @@ the model (``model_explorer --node_data_paths``):
 - ``culprit_rank.json``: the culprit's round (1 first), 0 for every other op.
 
 A repair writes one more in the same form, ``repair/model_explorer_float_ops.json``
-(:mod:`evalharness.run.repair_view`): 1 for an op kept in float, 0 for one the variant quantizes.
+(:mod:`evalharness.report.views.repair_view`): 1 for an op kept in float, 0 for one the variant quantizes.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.numbers import stable_json
-from evalharness.report.node_data import node_data
+from evalharness.report.views.node_data import node_data
 
 SNR_CAP = 120.0
 LOW_IS_BAD: list[dict[str, Any]] = [

@@ -13,7 +13,7 @@ import math
 
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section
-from evalharness.report import html, plots
+from evalharness.report.views import html, plots
 
 SNR_CAP = 120.0  # |dB| shown in Model Explorer for identical tensors (+inf) and NaN outputs (-inf)
 

@@ -1,8 +1,8 @@
-"""``python -m evalharness.report``: see :mod:`evalharness.report.cli`."""
+"""``python -m evalharness.report``: see :mod:`evalharness.report.commands.entry`."""
 
 import sys
 
-from evalharness.report.cli import main
+from evalharness.report.commands.entry import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,6 +1,6 @@
 """Cold or warm compile caches: init and first-inference figures compare only within one state.
 
-Reads ``provenance.delegate.cache`` (schema 3; see ``runtime/cache.py`` for the states). A run
+Reads ``provenance.delegate.cache`` (schema 3; see ``runtime/compile_cache.py`` for the states). A run
 recorded before schema 3 has no cache record: its state is unknown and nothing is claimed about it.
 """
 

@@ -167,7 +167,7 @@ def _problem(key: str, chosen: dict, dirs: list[Path]) -> str | None:
 
 
 def _tracking_problem(key: str, parts: list[str], name: str | None) -> str | None:
-    from evalharness.report.tracking import TRACKERS
+    from evalharness.report.tracking.mapping import TRACKERS
 
     if name not in TRACKERS:
         return None  # an unknown option: the group-option check names it

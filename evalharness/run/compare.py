@@ -5,7 +5,7 @@ Each candidate is a normal run (its own run directory and metrics.json): the com
 its accelerator cannot take the comparison down, and the sweep files come from ``report sweep``'s
 writer (with ``--baseline KEY=A``). Then the candidates that completed are loaded together in this
 process and their latency is measured interleaved (:mod:`evalharness.loop.interleave`); the table
-(:mod:`evalharness.report.compare_view`) takes its accuracy changes from ``report diff``'s code.
+(:mod:`evalharness.run.compare_view`) takes its accuracy changes from ``report diff``'s code.
 
 Every candidate is composed and validated before anything runs, so an unknown key, a single
 candidate or a bad value is one ``error:`` line and exit 2 with nothing written; a candidate that
@@ -122,7 +122,7 @@ def gather(out: str, key: str, values: list[str]) -> list[dict]:
     """Each candidate's job of the multirun: ``{"name", "value", "run", "status", "error", "params"}``,
     by job number (Hydra numbers a sweep's jobs in the order of the values; a job's recorded
     overrides may spell a value otherwise, ``false`` as ``False``)."""
-    from evalharness.report.sweep import collect
+    from evalharness.report.commands.sweep import collect
 
     jobs = {}
     for collected in collect(out) if _has_jobs(out) else []:
@@ -161,7 +161,7 @@ def check_out(out: str, key: str, values: list[str]) -> None:
 
 
 def _name(value: str) -> str:
-    from evalharness.report.compare_view import short_name
+    from evalharness.run.compare_view import short_name
 
     return short_name(value)
 
@@ -235,7 +235,8 @@ def _compare_into(out: str, overrides: list[str], key: str, values: list[str], p
 
 
 def write(out: str, key: str, values: list[str], candidates: list[dict], measurement: dict | None) -> int:
-    from evalharness.report import compare_view, sweep
+    from evalharness.report.commands import sweep
+    from evalharness.run import compare_view
 
     table = compare_view.rows(candidates, measurement)
     section = compare_view.section(key, table, measurement, out)

@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 from evalharness.core.boundary import debug, describe
 from evalharness.core.errors import RunStopped
 from evalharness.core.interrupts import Interrupted
+from evalharness.report.views.repair_view import write_repair
 from evalharness.run.execute import execute
 from evalharness.run.hydra_access import job_overrides, multirun_launcher
 from evalharness.run.identity import run_identity
@@ -25,7 +26,6 @@ from evalharness.run.parallel import parse as parse_parallel
 from evalharness.run.parallel import refuse_unsplit_resume, run_parallel
 from evalharness.run.prepare import prepare, use_resize
 from evalharness.run.record import record_config, record_interrupt, record_run
-from evalharness.run.repair_view import write_repair
 from evalharness.rundir.document import now
 
 

@@ -242,7 +242,7 @@ def _shard_dirs(run_dir: str) -> list[str]:
 
 def _run_shards(rp, run_dir: str, overrides: list[str]) -> dict:
     """Choose P × T, run the shard processes at once, merge them into ``run_dir``."""
-    from evalharness.report.merge import merge_runs
+    from evalharness.report.commands.merge import merge_runs
 
     cores = available_cores()
     asked = parse(rp.loop.parallel)

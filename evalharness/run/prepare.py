@@ -56,7 +56,7 @@ def prepare(rp, run_dir: str):
     rp, quant = with_quantized_variant(rp)
     task = live_class(definition)(rp.task, rp.model, rp.dataset)
     if use_cache(rp.loop.tensor_cache) and task.cacheable:
-        from evalharness.data.cache import CachedTask
+        from evalharness.data.tensor_cache import CachedTask
 
         task = CachedTask(task, rp.paths["cache_dir"])
     return rp, quant, task, loop

@@ -82,7 +82,7 @@ def delegate_record(plan, model) -> dict:
         "flags": plan.flags,
         "op_resolver": plan.op_resolver,
         "coverage": model.coverage.as_dict(),
-        "cache": model.cache_record(),  # schema 3: cold/warm compile caches (runtime/cache.py)
+        "cache": model.cache_record(),  # schema 3: cold/warm compile caches (runtime/compile_cache.py)
     }
 
 

@@ -13,13 +13,13 @@ from omegaconf import OmegaConf
 from evalharness.core.documents import RunDocument
 from evalharness.core.errors import RunStopped
 from evalharness.core.escape import terminal
-from evalharness.report.op_profile import top_lines as op_profile_lines
-from evalharness.report.summary import summary_block
+from evalharness.report.views.op_profile_table import top_lines as op_profile_lines
+from evalharness.report.views.repair_view import failed_checks
 from evalharness.run.execute import Ran
 from evalharness.run.hydra_access import job_overrides
 from evalharness.run.identity import moved_inputs
 from evalharness.run.provenance import delegate_record, run_provenance
-from evalharness.run.repair_view import failed_checks
+from evalharness.run.summary import summary_block
 from evalharness.rundir.document import now
 
 log = logging.getLogger("evalharness")
@@ -88,7 +88,7 @@ def invalid_reasons(rp, checks: dict) -> list[str]:
 def write_op_profile(run_dir: str, profile: dict) -> None:
     """``op_profile.csv`` (one row per op) and ``op_profile.model_explorer.json`` (node data)."""
     from evalharness.core.atomic_io import atomic_write_text
-    from evalharness.report.op_profile import CSV_FILE, EXPLORER_FILE, csv_text, model_explorer
+    from evalharness.report.views.op_profile_table import CSV_FILE, EXPLORER_FILE, csv_text, model_explorer
 
     atomic_write_text(os.path.join(run_dir, CSV_FILE), csv_text(profile))
     atomic_write_text(os.path.join(run_dir, EXPLORER_FILE), json.dumps(model_explorer(profile), indent=1))

@@ -210,7 +210,7 @@ def _brief(row: dict) -> dict:
 def repair_variant(rp, quant: dict, model: dict) -> dict:
     """Search the variant, build and cache the chosen one, score it on the held-out part, point
     ``model`` at it; returns ``provenance.model.quant`` (with ``repair``)."""
-    from evalharness.run.repair_view import print_repair, write_recipe
+    from evalharness.report.views.repair_view import print_repair, write_recipe
     from evalharness.runtime.quantize import needs_calibration, quantizer_version
     from evalharness.runtime.subgraph import ModelGraph
 

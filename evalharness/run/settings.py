@@ -32,7 +32,7 @@ from evalharness.core.schema import (
 from evalharness.data.preprocess import PreprocessSpec
 from evalharness.loop.engine import LoopSettings
 from evalharness.loop.shape import given_workers
-from evalharness.report.tracking import check_tracking
+from evalharness.report.tracking.mapping import check_tracking
 from evalharness.run.model_settings import check_model_file, infer_model_settings
 from evalharness.run.parallel import check as check_parallel
 from evalharness.run.parallel import parse as parse_parallel
@@ -135,7 +135,8 @@ class RunSettings:
     thread_budget: FrozenDict = field(default_factory=FrozenDict)
     # setting -> where its value came from: command line | model file | preset
     model_sources: FrozenDict = field(default_factory=FrozenDict)
-    tracking: FrozenDict = field(default_factory=lambda: freeze({"name": "none"}))  # report/callback.py logs
+    # the tracker (logged by report/commands/hydra_callbacks.py)
+    tracking: FrozenDict = field(default_factory=lambda: freeze({"name": "none"}))
 
     def replace(self, **changes) -> RunSettings:
         """A new plan with ``changes`` (group values are frozen on the way in)."""

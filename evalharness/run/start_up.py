@@ -21,7 +21,7 @@ from evalharness.core.boundary import EXIT_USER_ERROR
 from evalharness.core.errors import ConfigError, EvalHarnessError, RunStopped
 from evalharness.core.numbers import relative_pct
 from evalharness.core.untrusted import read_json
-from evalharness.runtime.cache import shader_cache_disabled
+from evalharness.runtime.compile_cache import shader_cache_disabled
 from evalharness.runtime.delegates import compile_cache_kinds, kind_of
 
 MODES = ("as_found", "cold", "warm", "both")

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from evalharness.core.errors import ConfigError, DelegateUnavailableError, EvalHarnessError
-from evalharness.runtime.cache import shader_cache, xnnpack_weight_cache
+from evalharness.runtime.compile_cache import shader_cache, xnnpack_weight_cache
 from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.litert import captured_native_stderr, check_flatbuffer, graph_summary, runtime_info

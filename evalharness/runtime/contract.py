@@ -158,7 +158,7 @@ BACKENDS: Registry[type[Model]] = Registry(
         "interpreter": "evalharness.runtime.litert:InterpreterModel",
         "compiled_gpu": "evalharness.runtime.compiled:CompiledGpuModel",
         "compiled_cpu": "evalharness.runtime.compiled:CompiledCpuModel",
-        "compiled_npu": "evalharness.runtime.npu:CompiledNpuModel",
+        "compiled_npu": "evalharness.runtime.npu_backend:CompiledNpuModel",
         "adb": "evalharness.runtime.android.backend:AdbModel",
     },
 )

@@ -22,7 +22,7 @@ import numpy as np
 from evalharness.core.errors import DelegateUnavailableError, EvalHarnessError, ModelMismatchError
 from evalharness.core.native_output import routine
 from evalharness.core.tensors import TensorInfo
-from evalharness.runtime.cache import xnnpack_weight_cache
+from evalharness.runtime.compile_cache import xnnpack_weight_cache
 from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.model_guard import check_model_file

@@ -227,7 +227,7 @@ class TaskDefinition:
     def figures(self, comparison: dict) -> list[dict]:
         """Plots of the comparison for the HTML report and ``report diff --figures``: dicts with
         ``after`` (section key), ``kind`` (curves | bars | matrix: see
-        :mod:`evalharness.report.analysis_view`), ``name`` (file stem), ``title`` and the data."""
+        :mod:`evalharness.report.views.analysis_view`), ``name`` (file stem), ``title`` and the data."""
         return []
 
     def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict]]:

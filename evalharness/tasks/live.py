@@ -76,7 +76,7 @@ class Task:
     samples: Sequence[Any]
     evaluator: RecordEvaluator
     # Ability: one input tensor per sample from a file dataset, identified by ``cache_key()`` (the
-    # tensor cache, data/cache.py, may serve it); ``cache`` is that cache when one serves the run.
+    # tensor cache, data/tensor_cache.py, may serve it); ``cache`` is that cache when one serves the run.
     cacheable: ClassVar[bool] = False
     cache = None
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import VAL50, run_cli, run_inprocess
 
 from evalharness.core.errors import EvalHarnessError
-from evalharness.report import cli
+from evalharness.report.commands import entry as cli
 
 FAKE = Path(__file__).resolve().parents[1] / "fake_android"
 SMALL = [*VAL50, "model=mobilenet_v1_0.25_128_quant", "task.num_images=4"]

@@ -7,7 +7,7 @@ import json
 import numpy as np
 from conftest import VAL50, run_inprocess
 
-from evalharness.data.cache import TensorCache
+from evalharness.data.tensor_cache import TensorCache
 
 
 def _run(tmp_path, name, cache_dir, *extra) -> tuple[dict, list[dict]]:

@@ -12,7 +12,7 @@ import sys
 import pytest
 from conftest import ASSETS, MODELS
 
-from evalharness.report.cli import main as report_main
+from evalharness.report.commands.entry import main as report_main
 from evalharness.run.compare import main as compare_main
 
 QUICK = ["--rounds", "4", "--min-invokes", "1", "--min-secs", "0", "--block-secs", "0.01"]

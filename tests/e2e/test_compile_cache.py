@@ -1,5 +1,5 @@
 """Compile caches for real: cold and warm start-ups recorded, measured in child processes, compared
-with care (runtime/cache.py, cache_runs.py, report/cache_states.py). Real LiteRT runs of the bundled
+with care (runtime/compile_cache.py, cache_runs.py, report/cache_states.py). Real LiteRT runs of the bundled
 MobileNet v1 0.25; the GPU ones on lavapipe (skipped without a Vulkan driver). No timing asserted:
 the timings are the README's table."""
 

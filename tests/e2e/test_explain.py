@@ -24,10 +24,10 @@ from conftest import ASSETS, MODELS, VAL50, run_inprocess
 from evalharness.core.errors import RunStopped
 from evalharness.explain.__main__ import main
 from evalharness.explain.answers import Answers
-from evalharness.explain.core import COMPARE_OPTIONS
+from evalharness.explain.explainer import COMPARE_OPTIONS
 from evalharness.explain.sides import ExplainError
 from evalharness.explain.trace import Dequantizer
-from evalharness.report.explain_location import explain_dir
+from evalharness.report.views.explain_location import explain_dir
 from evalharness.runtime import load_model, plan_delegate
 from evalharness.runtime.subgraph import ModelGraph
 
@@ -192,7 +192,7 @@ def test_external_delegate_computing_one_op_wrongly_is_named(runs, delegate_lib,
 
 
 def test_default_out_is_beside_b_linked_by_diff_and_never_overwritten(runs, tmp_path):
-    from evalharness.report.cli import main as report_main
+    from evalharness.report.commands.entry import main as report_main
 
     a = runs("mnv2_reference", f"model={MNV2}", "delegate=reference")
     b = runs("mnv2_cpu", f"model={MNV2}", "delegate=cpu")

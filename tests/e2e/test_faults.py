@@ -21,7 +21,7 @@ from conftest import ASSETS, MODELS, compose_config
 
 from evalharness.core.boundary import describe
 from evalharness.core.errors import RunStopped
-from evalharness.report.tracking import TRACKERS
+from evalharness.report.tracking.mapping import TRACKERS
 from evalharness.run.settings import SCHEMAS
 from evalharness.runtime import runners
 from evalharness.runtime.delegates import DELEGATES

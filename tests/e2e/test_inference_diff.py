@@ -16,7 +16,7 @@ from test_explain import EFFNET, MNV2, PLANTED_ADD, perturbed_copy
 from evalharness.core.errors import RunStopped
 from evalharness.core.tensors import TensorInfo
 from evalharness.decoders.base import build_decoder
-from evalharness.report import cli as report_cli
+from evalharness.report.commands import entry as report_cli
 from evalharness.runtime import load_model, plan_delegate
 from evalharness.runtime.subgraph import ModelGraph
 from evalharness.stats.decoded import DecodedScorer, compare_boxes

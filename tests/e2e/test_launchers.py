@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from evalharness.core.errors import ConfigError
 from evalharness.core.paths import CONF_DIR
-from evalharness.report import cli
+from evalharness.report.commands import entry as cli
 from evalharness.run.thread_budget import launcher_share, thread_budget
 
 JOBLIB = "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"

@@ -19,7 +19,7 @@ from conftest import ASSETS, MODELS, VAL50, run_cli, run_inprocess
 from evalharness.core.errors import ConfigError, DelegateUnavailableError
 from evalharness.runtime import plan_delegate
 from evalharness.runtime.delegates.npu import OPENVINO_BUILT_AGAINST
-from evalharness.runtime.npu import parse_npu_log
+from evalharness.runtime.npu_backend import parse_npu_log
 
 NPU_CLASSIFIERS = [
     "mobilenet_v1_0.25_128_quant",

@@ -10,7 +10,7 @@ import pytest
 from conftest import ASSETS
 
 from evalharness.core.paths import BUNDLED_DIR
-from evalharness.report import cli
+from evalharness.report.commands import entry as cli
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "runs_schema1"
 

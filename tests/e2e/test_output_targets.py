@@ -15,7 +15,7 @@ from conftest import run_inprocess
 
 from evalharness.core.paths import BUNDLED_DIR
 from evalharness.explain.__main__ import main as explain_main
-from evalharness.report import cli as report_cli
+from evalharness.report.commands import entry as report_cli
 
 FILE_COMMANDS = {
     "diff": lambda w, t: ["diff", w["a"], w["b"], "-o", t],

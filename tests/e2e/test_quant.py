@@ -10,7 +10,7 @@ import pytest
 
 from evalharness.core.errors import DataError, DelegateUnavailableError
 from evalharness.core.paths import bundled
-from evalharness.report.sweep import write_report
+from evalharness.report.commands.sweep import write_report
 from evalharness.run.variants import prepare_variant
 from evalharness.runtime.compiled import check_vulkan
 from tests.conftest import ASSETS, MODELS, VAL50, run_cli

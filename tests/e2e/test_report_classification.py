@@ -9,7 +9,7 @@ import pytest
 from conftest import VAL50, run_inprocess
 from scipy.stats import binomtest
 
-from evalharness.report import cli
+from evalharness.report.commands import entry as cli
 
 MODEL = "model=mobilenet_v2_1.0_224_quant"
 FLIPPED = ["ILSVRC2012_val_00000947.JPEG", "ILSVRC2012_val_00002721.JPEG"]

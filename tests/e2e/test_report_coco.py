@@ -235,7 +235,7 @@ def test_quantization_table_of_a_coco_sweep_prints_ap_deltas(runs, tmp_path):
     COCO runs are laid out as the jobs of a ``quant=none,fp16`` sweep: the report reads run files."""
     import shutil
 
-    from evalharness.report.sweep import write_report
+    from evalharness.report.commands.sweep import write_report
 
     sweep = tmp_path / "sweep"
     for i, (variant, delegate) in enumerate((("none", "reference"), ("fp16", "cpu"))):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import run_inprocess
 
-from evalharness.report import cli
+from evalharness.report.commands import entry as cli
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE
 
 FILES = (METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE)

@@ -15,7 +15,7 @@ from conftest import ASSETS, MODELS, VAL50
 from test_report_classification import FLIPPED, MODEL, make_runs, report
 
 from evalharness.core.escape import md_text
-from evalharness.report.export import METRIC_PREFIX
+from evalharness.report.commands.export import METRIC_PREFIX
 from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import load_run
 

@@ -162,7 +162,7 @@ def test_report_commands_never_load_the_runtime(sweep, tmp_path):
     code = textwrap.dedent(
         f"""
         import json, sys
-        from evalharness.report import cli
+        from evalharness.report.commands import entry as cli
         for argv in (
             ["diff", {jobs[0]!r}, {jobs[1]!r}, "--format", "html", "-o", {str(tmp_path / "d.html")!r}],
             ["rescore", {jobs[2]!r}],
@@ -183,7 +183,7 @@ def test_html_without_matplotlib_has_tables_and_says_how_to_get_plots(sweep, tmp
     _, sweep_dir = sweep
     code = (
         "import sys; sys.modules['matplotlib'] = None  # import matplotlib now raises ImportError\n"
-        "from evalharness.report import cli\n"
+        "from evalharness.report.commands import entry as cli\n"
         f"sys.exit(cli.main(['sweep', {str(sweep_dir)!r}, '--out', {str(tmp_path)!r}]))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -101,7 +101,7 @@ def test_a_file_name_that_is_not_utf8_is_left_out_by_name(tmp_path):
 
 
 def test_file_names_with_newlines_tabs_or_250_characters_are_scored_and_read_back(tmp_path, capsys):
-    from evalharness.report import cli
+    from evalharness.report.commands import entry as cli
 
     folder = tmp_path / "data" / "tabby, tabby cat"
     folder.mkdir(parents=True)

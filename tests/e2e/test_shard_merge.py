@@ -10,8 +10,8 @@ from conftest import ASSETS, MODELS, VAL50, run_inprocess, task_lines
 
 from evalharness.core.errors import ConfigError
 from evalharness.data.shard import Shard, select_samples
-from evalharness.report import cli
-from evalharness.report.merge import merge_runs, pooled_summary
+from evalharness.report.commands import entry as cli
+from evalharness.report.commands.merge import merge_runs, pooled_summary
 from evalharness.report.runs import ReportError
 from evalharness.stats.latency import summarize
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from test_report_sweep import MODELS, dump_dom, multirun, rows
 
-from evalharness.report.sweep_pairs import pareto_front
+from evalharness.report.commands.sweep_pairs import pareto_front
 from evalharness.stats.intervals import wilson
 
 

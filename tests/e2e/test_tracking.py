@@ -112,7 +112,7 @@ def tracked(tmp_path_factory):
 
 def check_tracked_sweep(proc, sweep_dir: Path, client: MlflowClient) -> dict:
     """The acceptance checks; returns {job dir name: run id}."""
-    from evalharness.report.tracking import run_metrics
+    from evalharness.report.tracking.mapping import run_metrics
     from evalharness.rundir.reader import load_run
 
     assert proc.returncode == 1, proc.stderr[-3000:]  # one job stopped: the multirun says so

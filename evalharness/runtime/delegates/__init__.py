@@ -37,7 +37,7 @@ class DelegateSettings:
     name: str = "cpu"
     num_threads: int = 1
     require_full_delegation: bool = False
-    compile_cache_dir: str = ""  # '' off; a folder: compile caches per model there (runtime/cache.py)
+    compile_cache_dir: str = ""  # '' off; a folder: compile caches per model there (runtime/compile_cache.py)
 
 
 @dataclass(frozen=True)

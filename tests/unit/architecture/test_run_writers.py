@@ -21,7 +21,7 @@ CLAIMED = {
     "run/execute.py": "called by run/job.py after state.claim",
     "run/record.py": "called by run/job.py and run/parallel.py under their claim",
     "run/parallel.py": "the loop.parallel parent's state.claim: a failed shard's or merge's record",
-    "report/merge.py": "state.hold (the loop.parallel parent's own claim when it merges its shards)",
+    "report/commands/merge.py": "state.hold (the loop.parallel parent's own claim when it merges its shards)",
 }
 STARTERS = {"Popen", "run", "call", "check_call", "check_output", "Process", "ProcessPoolExecutor",
             "fork", "spawnv", "system"}  # fmt: skip

@@ -31,7 +31,7 @@ def test_every_subcommand_main_returns_an_int(name, argv, code, capsys):
 
 
 def test_every_report_subcommand_returns_an_int(capsys):
-    from evalharness.report.cli import parser
+    from evalharness.report.commands.entry import parser
 
     subparsers = next(a for a in parser()._actions if a.dest == "command")
     for name in subparsers.choices:

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from evalharness.core.variant_cache import cached_model
-from evalharness.data.cache import TensorCache
-from evalharness.runtime.cache import CacheProbe
+from evalharness.data.tensor_cache import TensorCache
+from evalharness.runtime.compile_cache import CacheProbe
 
 KEY = {"task": "t", "manifest": "m", "preprocessing": {"resize": "bilinear"}}
 SHAPE, DTYPE, COUNT = (2, 3), "uint8", 3

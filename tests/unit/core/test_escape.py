@@ -160,8 +160,8 @@ def test_terminal_text_has_no_raw_control(text):
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_csv_has_no_formula_cell(text):
-    from evalharness.report.export import csv_cell
-    from evalharness.report.sweep import to_csv
+    from evalharness.report.commands.export import csv_cell
+    from evalharness.report.commands.sweep import to_csv
 
     written = to_csv([text, "value"], [{text: text, "value": -0.5}, {text: csv_cell(text), "value": 2}])
     rows = list(csv.reader(io.StringIO(written, newline="")))

@@ -55,7 +55,7 @@ def _run_state(path: Path) -> None:
 
 
 def _overrides(path: Path) -> None:
-    from evalharness.report.sweep import job_params
+    from evalharness.report.commands.sweep import job_params
 
     job_params(str(path.parent.parent), None)
 

@@ -1,5 +1,5 @@
 """The tensor cache serves a sample only if it was made from its source file's current bytes
-(data/cache.py): a file replaced in place, even by one of the same size, is rebuilt; the same bytes
+(data/tensor_cache.py): a file replaced in place, even by one of the same size, is rebuilt; the same bytes
 under a new stat (a touch, a copy back) are verified by content and served."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from evalharness.data.cache import TensorCache
+from evalharness.data.tensor_cache import TensorCache
 
 KEY = {"task": "t", "manifest": "m"}
 
@@ -70,7 +70,7 @@ def test_a_vanished_source_is_not_served(tmp_path):
 def test_the_decoder_version_is_part_of_the_key(monkeypatch):
     import PIL
 
-    from evalharness.data.cache import decoder_identity
+    from evalharness.data.tensor_cache import decoder_identity
 
     before = decoder_identity()
     monkeypatch.setattr(PIL, "__version__", "0.0-other")

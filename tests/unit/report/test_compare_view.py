@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalharness.report.compare_view import short_name, verdict_word
+from evalharness.run.compare_view import short_name, verdict_word
 from evalharness.stats.speedup import paired_block_speedup
 
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from evalharness.core.errors import EvalHarnessError
-from evalharness.report.export import to_parquet
+from evalharness.report.commands.export import to_parquet
 
 
 def test_missing_pyarrow_names_the_parquet_extra(monkeypatch):

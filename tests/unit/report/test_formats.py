@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalharness.report import cli
+from evalharness.report.commands import entry as cli
 from evalharness.report.formats import NAMES, canonical, shown
 
 COMMANDS = {  # command -> (arguments before --format, what it produces)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evalharness.core.markdown import cell, details, table
-from evalharness.report.markdown import gate_line
+from evalharness.report.views.pr_comment import gate_line
 
 
 def test_cells_are_one_line_without_raw_pipes_or_tags():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalharness.report.op_profile import csv_text, diff_section, speedups, top_lines
+from evalharness.report.views.op_profile_table import csv_text, diff_section, speedups, top_lines
 from evalharness.runtime.op_profile import _submodel_note, check_placements, summarise
 
 

@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import binomtest
 
 from evalharness.core.numbers import relative_pct, stable_json
-from evalharness.report.gate import parse_rule
+from evalharness.report.commands.gate import parse_rule
 from evalharness.report.runs import ReportError, field_differences
 from evalharness.stats.boxes import iou_xywh, match_detections, per_class_deltas
 from evalharness.stats.paired import classification_diff, mcnemar_exact, verdict

@@ -14,8 +14,8 @@ import yaml
 
 from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.paths import CONF_DIR
-from evalharness.report.mlflow_store import BACKEND_LOGGERS, Store, _Guarded
-from evalharness.report.tracking import (
+from evalharness.report.tracking.limit import TrackingFailed, bounded
+from evalharness.report.tracking.mapping import (
     TRACKERS,
     check_tracking,
     run_files,
@@ -25,7 +25,7 @@ from evalharness.report.tracking import (
     run_tags,
     store_uri,
 )
-from evalharness.report.tracking_limit import TrackingFailed, bounded
+from evalharness.report.tracking.mlflow_store import BACKEND_LOGGERS, Store, _Guarded
 from evalharness.rundir.reader import Run
 
 DOC = {

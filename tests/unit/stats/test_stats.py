@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from evalharness.report.gate import evaluate, parse_rule
+from evalharness.report.commands.gate import evaluate, parse_rule
 from evalharness.stats.intervals import (
     bootstrap_p,
     images_needed_paired,

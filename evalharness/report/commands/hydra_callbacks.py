@@ -44,7 +44,7 @@ class SweepReportCallback(Callback):
         self.index = index
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from evalharness.report.sweep import parse_baseline, write_report
+        from evalharness.report.commands.sweep import parse_baseline, write_report
 
         sweep_dir = str(config.hydra.sweep.dir)
         if self.merge_shards:
@@ -59,7 +59,7 @@ class SweepReportCallback(Callback):
 
     def _index(self, sweep_dir: str, index: str) -> None:
         """The index of ``index`` (outputs/) when the sweep lies under it, else of the sweep dir."""
-        from evalharness.report.index import write_index
+        from evalharness.report.commands.index import write_index
 
         root = os.path.abspath(index)
         if not os.path.abspath(sweep_dir).startswith(root + os.sep):
@@ -71,8 +71,8 @@ class SweepReportCallback(Callback):
 
     @staticmethod
     def _merge(sweep_dir: str) -> None:
-        """Shard jobs of this sweep -> one merged run per complete group (report/merge_sweep.py)."""
-        from evalharness.report.merge_sweep import merge_sweep
+        """Shard jobs of this sweep -> one merged run per complete group (report/commands/merge_sweep.py)."""
+        from evalharness.report.commands.merge_sweep import merge_sweep
 
         try:
             merged, problems = merge_sweep(sweep_dir)
@@ -88,7 +88,7 @@ class SweepReportCallback(Callback):
 def tracking_settings(config: DictConfig):
     """The validated ``tracking`` group, or None when off or invalid (the job's validation has already
     said why: a second line here would repeat it)."""
-    from evalharness.report.tracking import check_tracking
+    from evalharness.report.tracking.mapping import check_tracking
 
     node = OmegaConf.select(config, "tracking")
     try:
@@ -117,7 +117,7 @@ class TrackingCallback(Callback):
     second thread importing while the run imports could hand either a half-initialised module)."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from evalharness.report.mlflow_store import Store, write_record
+        from evalharness.report.tracking.mlflow_store import Store, write_record
 
         settings = tracking_settings(config)
         if settings is None:
@@ -134,7 +134,7 @@ class TrackingCallback(Callback):
             _warn("the multirun's parent run", exc)
 
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
-        from evalharness.report.mlflow_store import Store, write_record
+        from evalharness.report.tracking.mlflow_store import Store, write_record
         from evalharness.rundir.document import has_document
         from evalharness.rundir.reader import load_run
 
@@ -161,8 +161,8 @@ class TrackingCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Attach the sweep's table, HTML and the index to the parent and close it: FAILED when a job
         did not complete (as the multirun's exit code 1 says)."""
-        from evalharness.report.mlflow_store import Store
-        from evalharness.report.sweep import collect
+        from evalharness.report.commands.sweep import collect
+        from evalharness.report.tracking.mlflow_store import Store
 
         settings = tracking_settings(config)
         sweep_dir = str(config.hydra.sweep.dir)
@@ -180,7 +180,7 @@ class TrackingCallback(Callback):
 
 
 def _parent(sweep_dir: str) -> str | None:
-    from evalharness.report.tracking import TRACKING_FILE
+    from evalharness.report.tracking.mapping import TRACKING_FILE
 
     path = os.path.join(sweep_dir, TRACKING_FILE)
     try:

@@ -10,7 +10,7 @@ import os
 from evalharness.core.markdown import render_markdown
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section, render_text
-from evalharness.report.node_data import node_data
+from evalharness.report.views.node_data import node_data
 from evalharness.stats.intervals import fmt_interval
 
 TITLE = "evalharness quant.max_drop: the fewest ops in float that hold the drop"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section
-from evalharness.report.latency import samples
 from evalharness.report.runs import definition_of
+from evalharness.report.views.latency_rows import samples
 from evalharness.stats.paired import format_p
 
 INTERVAL_METRICS = ("top1", "top5", "AP", "AP50")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 
 from evalharness.core.errors import EvalHarnessError
-from evalharness.report.merge import merge_loaded
+from evalharness.report.commands.merge import merge_loaded
+from evalharness.report.commands.sweep import collect
 from evalharness.report.runs import ReportError
-from evalharness.report.sweep import collect
 from evalharness.rundir.files import METRICS_FILE
 from evalharness.rundir.reader import Run
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from evalharness.core.documents import DiffDocument
 from evalharness.core.numbers import delta, fmt, fmt_pct, relative_pct
-from evalharness.report.diff import quantities
+from evalharness.report.commands.diff import quantities
 from evalharness.report.runs import ReportError
 
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}

@@ -1,8 +1,8 @@
 """The one table of ``evalharness compare``: each candidate's accuracy, its change against the first
 candidate with the paired interval and a verdict word, its speed-up with an interval, coverage, status.
 
-Every accuracy change comes from :func:`evalharness.report.diff.build_diff` with ``report diff``'s
-default options, through :func:`evalharness.report.diff.quantities` (what ``--fail-if`` rules and
+Every accuracy change comes from :func:`evalharness.report.commands.diff.build_diff` with ``report diff``'s
+default options, through :func:`evalharness.report.commands.diff.quantities` (what ``--fail-if`` rules and
 ``report sweep --baseline`` read): the interval printed here is the one ``report diff FIRST OTHER``
 prints, never one derived from the runs' own intervals. The verdict word is read from the task's
 own verdict line (the McNemar or paired-bootstrap decision ``report diff`` states), not decided again.
@@ -17,7 +17,7 @@ from pathlib import PurePath
 
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section
-from evalharness.report.diff import build_diff, quantities
+from evalharness.report.commands.diff import build_diff, quantities
 from evalharness.report.runs import comparability, definition_of
 from evalharness.rundir.reader import Run
 

@@ -7,8 +7,8 @@ import os
 from evalharness.core.documents import DiffDocument, DiffRow, RunSummary, comparison_of
 from evalharness.core.numbers import fmt, fmt_pct
 from evalharness.core.tables import Section
-from evalharness.report.op_profile import diff_section as op_profile_sections
 from evalharness.report.runs import definition_of
+from evalharness.report.views.op_profile_table import diff_section as op_profile_sections
 from evalharness.stats import speedup
 from evalharness.stats.validity import comparison_notes
 
@@ -94,7 +94,7 @@ def _gates(gates: list[dict]) -> Section:
 
 def render_html(doc: DiffDocument, max_rows: int = 20) -> str:
     """The diff as one HTML page: the tables plus latency and per-class plots and thumbnails."""
-    from evalharness.report import analysis_view, html, plots
+    from evalharness.report.views import analysis_view, html, plots
 
     runs = [(f"{r['label']}: {_name(r)}", _inference(doc, r["label"].lower())) for r in (doc["a"], doc["b"])]
     after = {
@@ -119,7 +119,7 @@ def _explain_link(doc: DiffDocument) -> str:
     """A link to ``python -m evalharness.explain``'s page for these runs, when it was made."""
     from html import escape
 
-    from evalharness.report.explain_location import HTML_FILE, explain_dir
+    from evalharness.report.views.explain_location import HTML_FILE, explain_dir
 
     if not (doc["a"].get("dir") and doc["b"].get("dir")):
         return ""
@@ -137,7 +137,7 @@ def _inference(doc: DiffDocument, side: str) -> dict:
 
 def _thumbnails(doc: DiffDocument, samples: list[tuple[str, str]], heading: str) -> str:
     """Thumbnails of the listed samples, read from A's dataset root (the runs saw the same images)."""
-    from evalharness.report import html
+    from evalharness.report.views import html
 
     root = doc["a"].get("dataset_root") or ""
     items = []

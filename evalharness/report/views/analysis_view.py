@@ -4,14 +4,14 @@ written as SVG and PNG files a user can put on a slide (``report diff --figures 
 A task hands over data, not drawings (definitions never import ``report/``): a ``curves`` spec is
 named y series over x in [0, 1] (precision–recall), ``bars`` is grouped bars per label (an error
 breakdown of A and B), ``matrix`` is sparse ``[row, column, count]`` cells per side (confusion
-matrices). Every function returns None without matplotlib, as :mod:`evalharness.report.plots` does.
+matrices). Every function returns None without matplotlib, as :mod:`evalharness.report.views.plots` does.
 """
 
 from __future__ import annotations
 
 import os
 
-from evalharness.report import plots
+from evalharness.report.views import plots
 
 COLOURS = ("#4c78a8", "#e45756", "#54a24b", "#9d755d")
 MATRIX_CLASSES = 25  # the matrix shows the categories with the most counts; the rest are in the tables
@@ -103,7 +103,7 @@ def svg(spec: dict) -> str | None:
 
 def blocks(specs: list[dict]) -> dict[str, list[str]]:
     """HTML figure blocks by the section key they follow."""
-    from evalharness.report import html
+    from evalharness.report.views import html
 
     out: dict[str, list[str]] = {}
     for spec in specs:

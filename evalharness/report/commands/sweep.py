@@ -3,9 +3,9 @@
 Columns are the override keys whose values differ between jobs (read from each job's
 ``.hydra/overrides.yaml``, else ``provenance.overrides``), then status, key metrics, latency, model
 size and delegation coverage. A sweep over ``quant`` also gets the quantization tables
-(:mod:`evalharness.report.quant_table`). ``--baseline delegate=cpu`` adds, per row, the change against the row
-that has the baseline value and the same other parameters. Runs on the same images are also
-compared image by image (:mod:`evalharness.report.sweep_pairs`: interval columns, an N×N agreement
+(:mod:`evalharness.report.views.quant_table`). ``--baseline delegate=cpu`` adds, per row, the change
+against the row that has the baseline value and the same other parameters. Runs on the same images are also
+compared image by image (:mod:`evalharness.report.commands.sweep_pairs`: interval columns, an N×N agreement
 matrix with McNemar's p). Written as ``sweep.csv``, ``sweep.md`` and ``sweep.html`` (with an
 accuracy-vs-latency scatter with interval bars and the Pareto front, and latency distributions from
 the per-invoke samples, when matplotlib is installed).
@@ -23,16 +23,16 @@ from evalharness.core.numbers import delta, fmt, fmt_pct, ratio, relative_pct
 from evalharness.core.tables import Section, render_text
 from evalharness.core.untrusted import read_yaml
 from evalharness.report.cache_states import sweep_note
-from evalharness.report.diff import build_diff, quantities
-from evalharness.report.outputs import check_output_dir
-from evalharness.report.quant_table import add_quant_columns, quant_sections
-from evalharness.report.runs import ReportError, comparability, definition_of
-from evalharness.report.sweep_pairs import (
+from evalharness.report.commands.diff import build_diff, quantities
+from evalharness.report.commands.sweep_pairs import (
     add_interval_columns,
     agreement_sections,
     latency_samples,
     pareto_front,
 )
+from evalharness.report.outputs import check_output_dir
+from evalharness.report.runs import ReportError, comparability, definition_of
+from evalharness.report.views.quant_table import add_quant_columns, quant_sections
 from evalharness.rundir.files import METRICS_FILE
 from evalharness.rundir.reader import Run, load_run
 
@@ -241,7 +241,7 @@ def sections(multirun_dir: str, jobs: list[dict], columns: list[str], rows: list
 
 def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, str] | None = None) -> dict:
     """Write sweep.csv/.md/.html into ``out`` (default: the multirun dir); returns paths and text."""
-    from evalharness.report import html, plots
+    from evalharness.report.views import html, plots
 
     jobs = collect(multirun_dir)  # every run document read once, for the table, notes and figures
     columns, rows = sweep_table(jobs, baseline)
@@ -293,7 +293,7 @@ def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, 
 def with_export_columns(jobs: list[dict], columns: list[str], rows: list[dict]) -> tuple[list, list]:
     """The csv's columns plus ``report export``'s per-run ones (``metric.<name>``, every headline
     metric), so a sweep table and the exports of its runs join on the same names."""
-    from evalharness.report.export import METRIC_PREFIX, headline
+    from evalharness.report.commands.export import METRIC_PREFIX, headline
 
     docs = {j["run"]: j["doc"] for j in jobs}
     values = {

@@ -34,7 +34,7 @@ def _float_row(rows: list[dict], row: dict, others: list[str]) -> dict | None:
 
 
 def runs_of(jobs: list[dict]) -> dict:
-    """Job name -> its run (:func:`evalharness.report.sweep.collect` read each document once)."""
+    """Job name -> its run (:func:`evalharness.report.commands.sweep.collect` read each document once)."""
     return {job["run"]: job["doc"] for job in jobs if job["doc"] is not None}
 
 

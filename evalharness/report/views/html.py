@@ -12,7 +12,7 @@ import os
 from html import escape
 
 from evalharness.core.tables import Section, numeric_columns
-from evalharness.report.plots import MISSING_NOTE
+from evalharness.report.views.plots import MISSING_NOTE
 
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; }

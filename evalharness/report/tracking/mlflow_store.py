@@ -16,9 +16,9 @@ import threading
 import time
 
 from evalharness.core.atomic_io import atomic_write_text, dumps
-from evalharness.report import tracking
 from evalharness.report.runs import ReportError
-from evalharness.report.tracking_limit import TrackingFailed, bounded
+from evalharness.report.tracking import mapping as tracking
+from evalharness.report.tracking.limit import TrackingFailed, bounded
 from evalharness.rundir.reader import Run, load_run
 
 SOURCE_PREFIX = "mlflow:"

@@ -24,23 +24,15 @@ from evalharness.core.escape import terminal
 from evalharness.core.markdown import render_markdown
 from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_text
-from evalharness.report import (
-    cache_states,
-    diff_view,
-    export,
-    gate,
-    index,
-    markdown,
-    merge,
-    mlflow_store,
-    rescore,
-    sweep,
-)
-from evalharness.report.diff import build_diff
+from evalharness.report import cache_states
+from evalharness.report.commands import export, gate, index, merge, rescore, sweep
+from evalharness.report.commands.diff import build_diff
 from evalharness.report.formats import add_format
-from evalharness.report.op_profile import run_sections as op_profile_sections
 from evalharness.report.outputs import check_output_dir, check_output_file
 from evalharness.report.runs import ReportError, comparability, definition_of
+from evalharness.report.tracking import mlflow_store
+from evalharness.report.views import diff_view, pr_comment
+from evalharness.report.views.op_profile_table import run_sections as op_profile_sections
 from evalharness.rundir.document import run_dir_of
 from evalharness.rundir.reader import Run, load_run
 
@@ -104,7 +96,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.format == "html":
         text = diff_view.render_html(doc, args.max_rows)
     elif args.format == "markdown":
-        text = markdown.render_diff(doc, diff_view.sections(doc, args.max_rows))
+        text = pr_comment.render_diff(doc, diff_view.sections(doc, args.max_rows))
     else:
         text = _render(doc, args.format, diff_view.title(doc), diff_view.sections(doc, args.max_rows))
     _emit(text, args.output, [a, b])
@@ -135,7 +127,7 @@ def _write_figures(doc: DiffDocument, directory: str) -> None:
 
 
 def _write_specs(specs: list[dict], directory: str) -> None:
-    from evalharness.report import analysis_view, plots
+    from evalharness.report.views import analysis_view, plots
 
     paths = analysis_view.write_files(specs, directory)
     if specs and not paths:
@@ -159,7 +151,7 @@ def _check_cache_states(comp, rules: list, allowed: bool) -> None:
 
 def cmd_analysis(args: argparse.Namespace) -> int:
     """One run's error analysis: tables (text, markdown) or one HTML page with its figures."""
-    from evalharness.report import analysis_view, html
+    from evalharness.report.views import analysis_view, html
 
     run = load_run(local(args.run), "RUN")
     if args.figures:
@@ -190,7 +182,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         out = f"sweep_{args.multirun_dir[len(mlflow_store.SOURCE_PREFIX) :]}"
     report = sweep.write_report(local(args.multirun_dir), out, sweep.parse_baseline(args.baseline))
     if args.format == "markdown":  # stdout is the comment; the files written are said on stderr
-        sys.stdout.write(markdown.render_sweep(report["columns"], report["rows"], report["sections"]))
+        sys.stdout.write(pr_comment.render_sweep(report["columns"], report["rows"], report["sections"]))
     else:
         sys.stdout.write(report["text"])
     for path in report["paths"].values():

@@ -4,7 +4,7 @@ A reviewer reads the first line (the gate's outcome and the verdict), a compact 
 headline numbers, and opens the rest on demand: every long list (per-class rows, changed images,
 per-output rows, the full tables) sits in a ``<details>`` block. Every number is read from the diff
 document or the sweep's rows as ``report diff`` / ``report sweep`` made them: the paired intervals
-are the ones the ``--fail-if`` rules test (:func:`evalharness.report.diff.quantities`), never
+are the ones the ``--fail-if`` rules test (:func:`evalharness.report.commands.diff.quantities`), never
 recomputed here. Built with the one Markdown renderer (:mod:`evalharness.core.markdown`): every
 text from a file (model and label names, rules, verdicts) is escaped there, markup written here is
 :class:`~evalharness.core.escape.Markdown`.
@@ -17,9 +17,9 @@ from evalharness.core.escape import Markdown, md_code, md_text
 from evalharness.core.markdown import details, section_body, table
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section
-from evalharness.report.diff import quantities
+from evalharness.report.commands.diff import quantities
+from evalharness.report.commands.sweep import VALUE_COLUMNS
 from evalharness.report.runs import definition_of
-from evalharness.report.sweep import VALUE_COLUMNS
 from evalharness.stats.validity import comparison_notes
 
 DASH = "—"
@@ -98,7 +98,8 @@ def speed_rows(doc: DiffDocument) -> list[list[str]]:
 
 
 def render_diff(doc: DiffDocument, sections: list[Section]) -> str:
-    """The diff as a PR comment. ``sections``: :func:`evalharness.report.diff_view.sections` of ``doc``."""
+    """The diff as a PR comment. ``sections``: :func:`evalharness.report.views.diff_view.sections`
+    of ``doc``."""
     a, b = doc["a"], doc["b"]
     out = [top_line(doc), ""]
     out.append(

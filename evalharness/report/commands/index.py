@@ -22,9 +22,9 @@ from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.boundary import describe
 from evalharness.core.documents import MetricsDocument
 from evalharness.core.errors import EvalHarnessError
-from evalharness.report.html import CSS
 from evalharness.report.runs import ReportError, comparability, definition_of
-from evalharness.report.tracking import DEFAULT_ARTIFACTS
+from evalharness.report.tracking.mapping import DEFAULT_ARTIFACTS
+from evalharness.report.views.html import CSS
 from evalharness.rundir.document import run_dir_of
 from evalharness.rundir.files import METRICS_FILE
 from evalharness.rundir.reader import Run, load_run
@@ -116,8 +116,8 @@ def _fresh(path: str, a: Run, b: Run) -> bool:
 
 def render_pair(a: Run, b: Run, path: str) -> str | None:
     """``report diff A B --format html`` of the pair into ``path``; None when rendered, else why not."""
-    from evalharness.report.diff import build_diff
-    from evalharness.report.diff_view import render_html
+    from evalharness.report.commands.diff import build_diff
+    from evalharness.report.views.diff_view import render_html
 
     a, b = load_run(a.dir, "A"), load_run(b.dir, "B")  # the labels report diff gives them
     comp = comparability(a, b)

@@ -13,9 +13,9 @@ from typing import Any, cast
 
 from evalharness.core.documents import DiffDocument, DiffRow, JSONMap, RunSummary
 from evalharness.core.numbers import delta, ratio, relative_pct
-from evalharness.report.latency import run_speedups
-from evalharness.report.op_profile import speedups as op_speedups
 from evalharness.report.runs import Comparability, definition_of, malformed
+from evalharness.report.views.latency_rows import run_speedups
+from evalharness.report.views.op_profile_table import speedups as op_speedups
 from evalharness.rundir.reader import Run
 from evalharness.stats.validity import compact
 
