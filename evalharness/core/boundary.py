@@ -49,7 +49,15 @@ def _first_line(text: str) -> str:
 
 
 def describe(exc: BaseException) -> str:
-    """One line for a user: what is wrong, where, and (when known) how to fix it."""
+    """One line for a user: what is wrong, where, and (when known) how to fix it. Its text may come
+    from a file or an environment variable (a path, a name): control characters are shown escaped,
+    so no ESC sequence reaches the terminal."""
+    from evalharness.core.escape import terminal
+
+    return terminal(_describe(exc), "")
+
+
+def _describe(exc: BaseException) -> str:
     from evalharness.core.errors import EvalHarnessError
 
     if isinstance(exc, EvalHarnessError):

@@ -16,14 +16,13 @@ from __future__ import annotations
 import os
 import re
 
-import yaml
-
 from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.errors import ConfigError
 from evalharness.core.escape import csv_lines, csv_text
-from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.markdown import render_markdown
 from evalharness.core.numbers import delta, fmt, fmt_pct, ratio, relative_pct
 from evalharness.core.tables import Section, render_text
+from evalharness.core.yaml_guard import read_yaml_file
 from evalharness.report.cache_states import sweep_note
 from evalharness.report.diff import build_diff, quantities
 from evalharness.report.outputs import check_output_dir
@@ -60,13 +59,11 @@ def parse_override(text: str) -> tuple[str, str]:
 def job_params(job_dir: str, run: Run | None) -> dict[str, str]:
     path = os.path.join(job_dir, ".hydra", "overrides.yaml")
     overrides = run.prov("overrides", []) if run else []
-    if os.path.isfile(path):
-        refuse_special_file(path, "overrides file")
+    if os.path.lexists(path):  # a FIFO, folder or loop there is a damaged run, not a missing file
         try:
-            with open(path, encoding="utf-8") as f:
-                overrides = yaml.safe_load(f) or []
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise ReportError(f"{path} is unreadable ({' '.join(str(exc).split())[:120]})") from None
+            overrides = read_yaml_file(path, "overrides file") or []
+        except ConfigError as exc:
+            raise ReportError(str(exc)) from None
     if not isinstance(overrides, list):
         raise ReportError(f"{path}: overrides are not a list; remove the file or rerun the job")
     return dict(parse_override(str(o)) for o in overrides)

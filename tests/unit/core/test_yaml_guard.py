@@ -1,0 +1,64 @@
+"""The YAML read from someone else's file (core/yaml_guard.py, run/config_files.py): data within
+limits, never a tag run, never a bomb expanded, one ConfigError naming the file."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from evalharness.core.errors import ConfigError
+from evalharness.core.yaml_guard import MAX_YAML_DEPTH, MAX_YAML_NODES, load_yaml, read_yaml_file
+from evalharness.run.config_files import config_file_problem, user_config_dirs
+
+BOMB = b'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + b"".join(
+    f"{n}: &{n} [{','.join([f'*{p}'] * 9)}]\n".encode() for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (BOMB, f"expand to over {MAX_YAML_NODES} nodes"),
+        (b"x: " + b"[" * 100_000 + b"]" * 100_000, f"nested deeper than {MAX_YAML_DEPTH} levels"),
+        (b'x: !!python/object/apply:os.system ["touch marker"]\n', "not valid YAML (could not determine"),
+        (bytes(range(256)), "not UTF-8 text"),
+        (b"x: [1, 2\n", "not valid YAML"),
+        (b"x: \x1b[2J\n", "not valid YAML"),
+    ],
+    ids=["alias_bomb", "deep_nesting", "python_tag", "binary", "unclosed", "control_character"],
+)
+def test_hostile_yaml_is_one_error_naming_the_file(data, said, tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load_yaml(data, "config file f.yaml")
+    message = str(info.value)
+    assert message.startswith("config file f.yaml: ") and said in message and "\n" not in message
+    assert "\x1b" not in message and not (tmp_path / "marker").exists()
+
+
+def test_plain_yaml_and_moderate_aliases_load():
+    assert load_yaml(b"a: &a [1, 2]\nb: *a\nc: {d: x}\n", "f") == {"a": [1, 2], "b": [1, 2], "c": {"d": "x"}}
+    assert load_yaml(b"", "f") is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "symlink_loop", "missing"])
+def test_a_yaml_path_that_is_not_a_file_is_refused_by_name(kind, tmp_path):
+    path = tmp_path / "c.yaml"
+    {"fifo": os.mkfifo, "directory": os.mkdir, "symlink_loop": lambda p: os.symlink(p.name, p)}.get(
+        kind, lambda p: None
+    )(path)
+    with pytest.raises(ConfigError, match=rf"^config file {path}"):
+        read_yaml_file(path, "config file")
+
+
+def test_every_user_config_folder_is_checked(tmp_path):
+    (tmp_path / "a" / "dataset").mkdir(parents=True)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "dataset" / "bad.yaml").write_bytes(BOMB)
+    (tmp_path / "b" / "ok.yaml").write_text("x: 1\n")
+    args = [f"hydra.searchpath=[file://{tmp_path / 'b'}]", "--config-dir", str(tmp_path / "a")]
+    assert user_config_dirs(args) == [tmp_path / "b", tmp_path / "a"]
+    assert user_config_dirs([f"-cd={tmp_path}"]) == [tmp_path]
+    problem = config_file_problem(args)
+    assert problem and problem.startswith(f"config file {tmp_path / 'a' / 'dataset' / 'bad.yaml'}: ")
+    assert config_file_problem([f"--config-dir={tmp_path / 'b'}"]) is None
