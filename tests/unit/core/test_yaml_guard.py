@@ -9,7 +9,7 @@ import pytest
 
 from evalharness.core.errors import ConfigError
 from evalharness.core.yaml_guard import MAX_YAML_DEPTH, MAX_YAML_NODES, load_yaml, read_yaml_file
-from evalharness.run.config_files import config_file_problem, user_config_dirs
+from evalharness.run.config_files import config_file_problem
 
 BOMB = b'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + b"".join(
     f"{n}: &{n} [{','.join([f'*{p}'] * 9)}]\n".encode() for p, n in zip("abcdefgh", "bcdefghi", strict=True)
@@ -56,9 +56,6 @@ def test_every_user_config_folder_is_checked(tmp_path):
     (tmp_path / "b").mkdir()
     (tmp_path / "a" / "dataset" / "bad.yaml").write_bytes(BOMB)
     (tmp_path / "b" / "ok.yaml").write_text("x: 1\n")
-    args = [f"hydra.searchpath=[file://{tmp_path / 'b'}]", "--config-dir", str(tmp_path / "a")]
-    assert user_config_dirs(args) == [tmp_path / "b", tmp_path / "a"]
-    assert user_config_dirs([f"-cd={tmp_path}"]) == [tmp_path]
-    problem = config_file_problem(args)
+    problem = config_file_problem([tmp_path / "b", tmp_path / "a", tmp_path / "missing"])
     assert problem and problem.startswith(f"config file {tmp_path / 'a' / 'dataset' / 'bad.yaml'}: ")
-    assert config_file_problem([f"--config-dir={tmp_path / 'b'}"]) is None
+    assert config_file_problem([tmp_path / "b"]) is None
