@@ -229,6 +229,8 @@ def test_an_environment_variable_keeps_the_contract(var, kind, tmp_path):
     _, stderr = assert_contract(proc, nonsense=not creatable)  # a new cache folder is made
     errors = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert proc.returncode == (0 if creatable else 2) and len(errors) == (not creatable), stderr[-1500:]
+    if kind in ("fifo", "regular_file", "under_a_file"):  # cannot be a folder: the variable is named
+        assert errors[0].startswith(f"error: {var}={value} "), stderr[-1500:]
 
 
 # --- YAML config files -------------------------------------------------------------------------
