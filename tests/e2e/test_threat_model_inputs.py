@@ -318,7 +318,7 @@ def base_run(tmp_path_factory) -> Path:
             *case,
             marks=pytest.mark.xfail(
                 case in UNGUARDED and not WIRED,
-                reason="needs config_file_problem among __main__.precheck's checks",
+                reason="needs config_file_problem among precheck's checks (see above)",
                 run=False,  # unguarded, an alias bomb runs into the timeout
             ),
         )
