@@ -43,3 +43,28 @@ def default_cache_dir() -> str:
     """``paths.cache_dir``'s default (conf/paths/default.yaml), for callers that plan a delegate
     without a composed config (explain, inspect)."""
     return os.path.expanduser(os.environ.get("EVALHARNESS_CACHE") or "~/.cache/evalharness")
+
+
+# paths.<key> -> the environment variable conf/paths/default.yaml reads it from
+PATH_VARIABLES = {
+    "models_dir": "EVALHARNESS_MODELS",
+    "data_dir": "EVALHARNESS_DATA",
+    "cache_dir": "EVALHARNESS_CACHE",
+}
+
+
+def check_path_variables(paths: dict) -> None:
+    """Refuse a folder set by its environment variable that cannot be a folder (a FIFO, a file, a
+    path under a file), naming the variable: the error a file read beneath it gives would name only
+    a derived path. A folder that is not there yet is left to its reader (the cache makes it)."""
+    from evalharness.core.errors import ConfigError
+
+    for key, variable in PATH_VARIABLES.items():
+        given = os.environ.get(variable)
+        if not given or os.path.expanduser(given) != os.path.expanduser(str(paths.get(key, ""))):
+            continue  # not from the variable: a paths.<key>= override names itself where it fails
+        where, path = f"{variable}={given} (paths.{key})", Path(os.path.expanduser(given))
+        blocker = next((p for p in (path, *path.parents) if os.path.lexists(p)), None)
+        if blocker is not None and not blocker.is_dir():
+            what = "is not a folder" if blocker == path else f"is under {blocker}, which is not a folder"
+            raise ConfigError(f"{where} {what}; point {variable} at a folder, or unset it")

@@ -17,8 +17,11 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
+from typing import Any
 
 from evalharness.core.errors import DataError, EvalHarnessError
+from evalharness.core.escape import terminal
 from evalharness.core.fileguard import READ_WHOLE_LIMIT, file_error_reason, named, refuse_special_file
 
 # No file the tool reads nests deeper than ~10 levels; 64 keeps every later walk of the value (which
@@ -187,28 +190,74 @@ def _check_tree(value: object, source: str, error: type[EvalHarnessError]) -> No
         stack.extend((child, depth + 1) for child in children)
 
 
+MAX_YAML_BYTES = 4 << 20  # a config, an overrides file or a model's metadata is a few KiB
+MAX_ALIAS_NODES = 100_000  # what a file's aliases may expand to (a "billion laughs" file is 9**9)
+
+
 def read_yaml(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     what: str,
     top: type | tuple[type, ...] = dict,
     error: type[EvalHarnessError] = DataError,
     fix: str = "check the file",
-) -> object:
+) -> Any:
     """A YAML file a user supplies (safe loader only), within the limits and of the ``top`` type."""
+    source = named(what, path)
+    return parse_yaml(read_text(path, what, error, MAX_YAML_BYTES), source, top, error, fix)
+
+
+def parse_yaml(
+    text: str,
+    source: str,
+    top: type | tuple[type, ...] = dict,
+    error: type[EvalHarnessError] = DataError,
+    fix: str = "check the file",
+) -> Any:
+    """YAML text from ``source``: its parser's events walked first (flat, nothing built: nesting
+    and what the aliases expand to are bounded before the recursive loader meets them), then the
+    safe loader (a ``!!python`` tag is an error, never run), then the tree's numbers and shape."""
     import yaml
 
-    source = named(what, path)
-    text = read_text(path, what, error)
     if _LONG_RUN in text.encode().translate(_NUMBER_MAP):
         raise _over(error, source, _NUMBER)
     try:
+        _check_events(yaml.parse(text, Loader=yaml.SafeLoader), source, error)
         value = yaml.safe_load(text)
     except RecursionError:
         raise _over(error, source, _DEEP) from None
     except ValueError as exc:  # an integer past Python's digit limit
-        raise error(f"{source}: {' '.join(str(exc).split())[:200]}; {fix}") from None
+        raise error(f"{source}: {terminal(' '.join(str(exc).split()), '')[:200]}; {fix}") from None
     except yaml.YAMLError as exc:
-        raise error(f"{source} is not valid YAML ({' '.join(str(exc).split())[:200]}); {fix}") from None
+        reason = terminal(" ".join(str(exc).split()), "")[:200]
+        raise error(f"{source} is not valid YAML ({reason}); {fix}") from None
     _check_tree(value, source, error)
     check_shape(value, source, top, None, error, fix)
     return value
+
+
+def _check_events(events: Iterable[Any], source: str, error: type[EvalHarnessError]) -> None:
+    """Nesting and alias expansion from the event stream alone: a deep or bomb file stops at the
+    first event past the limit, whatever its size."""
+    import yaml
+
+    sizes: dict[str, int] = {}  # anchor -> the nodes it stands for
+    stack: list[list[Any]] = [[None, 0]]  # [anchor, nodes so far] of each collection being read
+    for event in events:
+        if isinstance(event, yaml.CollectionStartEvent):
+            stack.append([event.anchor, 1])
+            if len(stack) > MAX_DEPTH:
+                raise _over(error, source, _DEEP)
+            continue
+        if isinstance(event, yaml.CollectionEndEvent):
+            anchor, nodes = stack.pop()
+        elif isinstance(event, yaml.AliasEvent):
+            anchor, nodes = None, sizes.get(event.anchor, 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            anchor, nodes = event.anchor, 1
+        else:
+            continue
+        if anchor:
+            sizes[anchor] = nodes
+        stack[-1][1] += nodes
+        if stack[-1][1] > MAX_ALIAS_NODES:
+            raise _over(error, source, f"has aliases that expand to over {MAX_ALIAS_NODES} values")

@@ -211,6 +211,7 @@ def unknown_key(overrides: list[Override]) -> str | None:
 def precheck(args: list[str]) -> tuple[list[str], str | None]:
     """The command line as Hydra will get it (rewritten), and the one-line problem found before
     composing: Hydra's grammar, a renamed key, an unknown group option or key, a missing launcher."""
+    from evalharness.run.config_files import config_file_problem
     from evalharness.run.launchers import missing_launcher_plugin
     from evalharness.run.renamed_keys import renamed_override
 
@@ -220,7 +221,11 @@ def precheck(args: list[str]) -> tuple[list[str], str | None]:
         overrides = parse(split(args)[1])
     except Exception as exc:  # noqa: BLE001 - Hydra's grammar errors are user errors: one line
         return args, describe(exc)
-    checks = [renamed_override, check_group_options, missing_launcher_plugin]
+    users = [*conf_dirs(overrides)[1:], *([Path(flags.config_dir)] if flags.config_dir else [])]
+    problem = config_file_problem(users)  # Hydra reads a user's config files with no limits
+    if problem:
+        return args, problem
+    checks = [renamed_override, missing_launcher_plugin]
     if not (flags.config_name or flags.config_path or flags.config_dir):  # else defaults not conf/'s
-        checks.insert(2, unknown_key)
+        checks[1:1] = [check_group_options, unknown_key]  # and options beyond conf/'s: Hydra names them
     return args, next(filter(None, (check(overrides) for check in checks)), None)

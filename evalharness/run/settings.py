@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from evalharness.core.errors import ConfigError
+from evalharness.core.paths import check_path_variables
 from evalharness.core.schema import (
     FrozenDict,
     bounds,
@@ -258,6 +259,7 @@ def validate(
             raise ConfigError(old)
     definition_class = task_definitions().get(resolved["task"].get("name"))
     groups = {g: check_group(g, resolved[g], definition_class) for g in SCHEMAS}
+    check_path_variables(groups["paths"])
     task = check(definition_class.schema, resolved["task"], "config group 'task'")
     tracking = check_tracking(resolved.get("tracking"))
     delegate = dict(resolved["delegate"])

@@ -138,15 +138,23 @@ def test_untrusted_input_keeps_the_contract(channel, kind, base_run, tmp_path):
         timeout=120,
         stdin=subprocess.DEVNULL,
     )
+    assert_contract(
+        proc,
+        nonsense=kind in ("fifo", "directory", "symlink_loop", "binary", "empty", "deep_nesting")
+        and channel not in UNREAD,
+    )
+    assert _digest(base_run) == before, "a command changed an existing run's files"
+
+
+def assert_contract(proc: subprocess.CompletedProcess, nonsense: bool) -> tuple[str, str]:
+    """The one contract every case holds (``nonsense``: the input must not be accepted); returns the
+    decoded (stdout, stderr) for a channel's own further checks."""
     stdout, stderr = (s.decode("utf-8", "replace") for s in (proc.stdout, proc.stderr))
     said = f"exit {proc.returncode}\nstderr: {stderr[-1500:]}"
     assert proc.returncode in (0, 1, 2), said
     assert sum(line.startswith("error:") for line in stderr.splitlines()) <= 1, said
     assert "Traceback" not in stdout + stderr and "internal error" not in stdout + stderr, said
     assert "\x1b" not in stdout + stderr, f"raw ESC on the terminal\n{said}"
-    if (
-        kind in ("fifo", "directory", "symlink_loop", "binary", "empty", "deep_nesting")
-        and channel not in UNREAD
-    ):
+    if nonsense:
         assert proc.returncode != 0, f"nonsense input accepted\n{said}"
-    assert _digest(base_run) == before, "a command changed an existing run's files"
+    return stdout, stderr
