@@ -226,6 +226,8 @@ def precheck(args: list[str]) -> tuple[list[str], str | None]:
     if problem:
         return args, problem
     checks = [renamed_override, missing_launcher_plugin]
+    if not (flags.config_path or flags.config_dir):  # else options beyond conf/'s: Hydra names them
+        checks.insert(1, check_group_options)
     if not (flags.config_name or flags.config_path or flags.config_dir):  # else defaults not conf/'s
-        checks[1:1] = [check_group_options, unknown_key]  # and options beyond conf/'s: Hydra names them
+        checks.insert(2, unknown_key)
     return args, next(filter(None, (check(overrides) for check in checks)), None)
