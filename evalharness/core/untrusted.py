@@ -49,7 +49,9 @@ def _over(error: type[EvalHarnessError], source: str, what: str) -> EvalHarnessE
 
 
 def _kind(value: object) -> str:
-    names: dict[type, str] = {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}
+    names: dict[type, str] = {
+        dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"
+    }
     return names.get(type(value), "number" if isinstance(value, int | float) else type(value).__name__)
 
 
