@@ -50,7 +50,11 @@ def _over(error: type[EvalHarnessError], source: str, what: str) -> EvalHarnessE
 
 def _kind(value: object) -> str:
     names: dict[type, str] = {
-        dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"
+        dict: "object",
+        list: "list",
+        str: "string",
+        bool: "boolean",
+        type(None): "null",
     }
     return names.get(type(value), "number" if isinstance(value, int | float) else type(value).__name__)
 
@@ -152,7 +156,8 @@ def parse_json(
     fix: str = "check the file",
 ) -> Any:
     """JSON text from an untrusted source (a file's bytes, one line of a .jsonl), within the limits
-    and of the expected shape; anything else is one ``error`` naming ``source``."""
+    and of the expected shape; anything else is one ``error`` naming ``source``. Typed ``Any``: the
+    shape is checked here at run time (``top``, ``required``), so callers read it without casts."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     check_json_limits(raw, source, error)
     text = decode_text(raw, source, error) if isinstance(data, bytes) else data
