@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import Any, cast
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -59,7 +60,9 @@ def _write_failure(run_dir: str, cfg: DictConfig, message: str) -> None:
     try:
         with hold(run_dir):  # the claim of every writer: a run another process is writing stays its own
             if not holds_run(run_dir):
-                write_failure(run_dir, message, config, list(HydraConfig.get().overrides.task))
+                task_overrides = list(HydraConfig.get().overrides.task)
+                mapping = cast("dict[str, Any]", config)  # cfg is a DictConfig: its container is a dict
+                write_failure(run_dir, message, mapping, task_overrides)
     except EvalHarnessError:
         pass  # held by another process: the failure is this command's error line only
 
@@ -87,8 +90,8 @@ def _app(cfg: DictConfig) -> None:
         if hc.mode == RunMode.MULTIRUN:
             print(f"job {hc.job.num} failed: {message}", *tail, sep="\n", file=sys.stderr)
             _failed_jobs.append(f"{hc.job.num}: {message}")
-            if interrupted():  # the signal ends the sweep, not only this job
-                raise Interrupted(signal.Signals[interrupted()]) from None
+            if name := interrupted():  # the signal ends the sweep, not only this job
+                raise Interrupted(signal.Signals[name]) from None
             return
         print(f"error: {message}", *tail, sep="\n", file=sys.stderr)
         _exit_codes.append(EXIT_STOPPED if stopped else EXIT_USER_ERROR)  # sys.exit here would skip them

@@ -20,9 +20,12 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from evalharness.core.escape import terminal
+
+if TYPE_CHECKING:
+    from evalharness.core.interrupts import Interrupted
 
 EXIT_OK, EXIT_STOPPED, EXIT_USER_ERROR = 0, 1, 2
 
@@ -100,7 +103,7 @@ def report(exc: BaseException) -> None:
     print(f"error: {describe(exc)}", file=sys.stderr)
 
 
-def report_interrupt(exc) -> None:
+def report_interrupt(exc: Interrupted) -> None:
     """The one line of a command a signal ended (:class:`evalharness.core.interrupts.Interrupted`)."""
     print(
         f"error: interrupted by {exc.signal}; every process it started has ended "

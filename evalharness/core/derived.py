@@ -16,7 +16,7 @@ import logging
 import os
 from collections.abc import Callable
 from tokenize import TokenError
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from evalharness.core.escape import terminal
 
@@ -68,7 +68,7 @@ def why(exc: BaseException) -> str:
     return text[:200] if isinstance(exc, Damaged) else f"unreadable ({type(exc).__name__}: {text[:160]})"
 
 
-def read_json_object(path: str) -> dict:
+def read_json_object(path: str) -> dict[str, Any]:
     """A JSON file that must hold an object; anything else raises :class:`Damaged`."""
     with open(path, encoding="utf-8") as f:
         value = json.load(f)

@@ -33,7 +33,7 @@ def _visible(code: int) -> str:
 _TERMINAL = {keep: {c: _visible(c) for c in _CONTROLS if chr(c) not in keep} for keep in ("\n\t", "")}
 
 
-def terminal(text, keep: str = "\n\t") -> str:
+def terminal(text: object, keep: str = "\n\t") -> str:
     """``text`` with every control character shown as an escape; ``keep``: the ones left as they
     are (newline and tab in a line of text; none in a table cell)."""
     table = _TERMINAL.get(keep)
@@ -52,7 +52,7 @@ _MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _MD_BLOCK_START = re.compile(r"^([#+\-=\[]|\d{1,9}[.)])")
 
 
-def md_text(text) -> str:
+def md_text(text: object) -> str:
     """Text for inline Markdown (a table cell, a sentence): one line, controls visible, HTML's
     ``<``, ``>``, ``&`` as entities, and the characters Markdown reads as markup backslash-escaped:
     code, emphasis, strike-through, the table's ``|``, and a ``]`` that would close a link or an
@@ -65,7 +65,7 @@ def md_text(text) -> str:
     return _MD_INLINE.sub(lambda m: "\\" + m[0], flat)
 
 
-def md_line(text) -> str:
+def md_line(text: object) -> str:
     """:func:`md_text` for the start of a line: a heading, list, quote, rule or link-definition
     marker there is escaped too."""
     if isinstance(text, Markdown):
@@ -73,12 +73,12 @@ def md_line(text) -> str:
     return _MD_BLOCK_START.sub(lambda m: m[0][:-1] + "\\" + m[0][-1], md_text(text))
 
 
-def md_heading(text) -> str:
+def md_heading(text: object) -> str:
     """A heading's text: :func:`md_text` with every ``#`` escaped (a trailing one would close it)."""
     return md_text(text).replace("#", "\\#")  # md_text leaves every "#" as it is
 
 
-def md_code(text) -> Markdown:
+def md_code(text: object) -> Markdown:
     """A code span holding any text: its fence one backtick longer than the longest run of
     backticks inside, padded with a space where the text starts or ends with a backtick (CommonMark
     strips one each side). Controls visible, one line; no text, no span."""

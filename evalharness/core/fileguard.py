@@ -24,7 +24,7 @@ def file_error_reason(exc: OSError, path: str | os.PathLike[str]) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
-def named(what: str, path: str | os.PathLike) -> str:
+def named(what: str, path: str | os.PathLike[str]) -> str:
     """How an error names a file: ``quant.recipe=/x.json`` for a key given as ``what="quant.recipe="``,
     else ``COCO annotation file /x.json``."""
     return f"{what}{path}" if what.endswith("=") else f"{what} {path}"

@@ -25,6 +25,9 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
 
 GRACE_S = 20.0  # how long a child has to write its own partial record after SIGTERM
 PAUSE_ENV, PAUSE_DIR_ENV = "EVALHARNESS_TEST_PAUSE", "EVALHARNESS_TEST_PAUSE_DIR"
@@ -39,11 +42,11 @@ class Interrupted(KeyboardInterrupt):
         super().__init__(self.signal)
 
 
-_children: list[subprocess.Popen | int] = []  # started (own session) or adopted (a pool's worker)
-_state: dict = {"interrupted": None}  # the signal's name once one arrived
+_children: list[subprocess.Popen[Any] | int] = []  # started (own session) or adopted (a pool's worker)
+_state: dict[str, str | None] = {"interrupted": None}  # the signal's name once one arrived
 
 
-def _raise(signum, frame) -> None:
+def _raise(signum: int, frame: FrameType | None) -> None:
     _state["interrupted"] = signal.Signals(signum).name
     for sig in _SIGNALS:  # once: the partial record is written without a second interruption
         signal.signal(sig, signal.SIG_IGN)
@@ -51,7 +54,7 @@ def _raise(signum, frame) -> None:
 
 
 @contextlib.contextmanager
-def interrupt_policy():
+def interrupt_policy() -> Iterator[None]:
     """Install the handlers for the command's lifetime; on the way out, end every child left. Off
     the main thread (where Python runs no handler) it only ends the children."""
     main = threading.current_thread() is threading.main_thread()
@@ -80,14 +83,14 @@ def ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def start(cmd: list[str], **kwargs) -> subprocess.Popen:
+def start(cmd: list[str], **kwargs: Any) -> subprocess.Popen[Any]:
     """``subprocess.Popen`` in a session of its own, tracked until it is reaped."""
     proc = subprocess.Popen(cmd, start_new_session=True, **kwargs)
     _children.append(proc)
     return proc
 
 
-def run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+def run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:
     """``subprocess.run`` through :func:`start`: an interrupt while it runs ends it too."""
     capture = kwargs.pop("capture_output", False)
     if capture:
@@ -105,7 +108,7 @@ def adopt(pid: int) -> None:
     _children.append(pid)
 
 
-def forget(child: subprocess.Popen | int) -> None:
+def forget(child: subprocess.Popen[Any] | int) -> None:
     """A child that ended normally: never signalled again (its id may be reused)."""
     with contextlib.suppress(ValueError):
         _children.remove(child)
@@ -136,7 +139,7 @@ def _command_line(pid: int) -> bytes:
         return b""
 
 
-def _alive(child: subprocess.Popen | int) -> bool:
+def _alive(child: subprocess.Popen[Any] | int) -> bool:
     if isinstance(child, subprocess.Popen):
         return child.poll() is None
     with contextlib.suppress(ChildProcessError):
@@ -149,7 +152,7 @@ def _alive(child: subprocess.Popen | int) -> bool:
     return True
 
 
-def _signal(child: subprocess.Popen | int, sig: int) -> None:
+def _signal(child: subprocess.Popen[Any] | int, sig: int) -> None:
     with contextlib.suppress(OSError):
         if isinstance(child, subprocess.Popen):
             os.killpg(child.pid, sig)  # its session: the shard's own children too

@@ -14,7 +14,7 @@ from evalharness.core.escape import Markdown, md_heading, md_line, md_text, term
 from evalharness.core.tables import Section, numeric_columns
 
 
-def cell(text) -> str:
+def cell(text: object) -> str:
     """One table cell: one line of escaped text; markup a report wrote (:class:`Markdown`, a code
     span) keeps its form with its ``|`` escaped, which GFM tables unescape even inside code."""
     if isinstance(text, Markdown):

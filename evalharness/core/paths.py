@@ -8,7 +8,9 @@ depends on the current working directory.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # evalharness/
 
@@ -53,7 +55,7 @@ PATH_VARIABLES = {
 }
 
 
-def check_path_variables(paths: dict) -> None:
+def check_path_variables(paths: Mapping[str, Any]) -> None:
     """Refuse a folder set by its environment variable that cannot be a folder (a FIFO, a file, a
     path under a file), naming the variable: the error a file read beneath it gives would name only
     a derived path. A folder that is not there yet is left to its reader (the cache makes it)."""

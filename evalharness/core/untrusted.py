@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
 
 from evalharness.core.errors import DataError, EvalHarnessError
 from evalharness.core.escape import terminal
@@ -40,7 +40,7 @@ _NUMBER_MAP = bytes(ord("1") if chr(b) in "-+0123456789.eE" else ord(" ") for b 
 _LONG_RUN = b"1" * (MAX_NUMBER_CHARS + 1)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
-Shape = dict[str, type | tuple[type, ...]]
+Shape = Mapping[str, type | tuple[type, ...]]
 _DEEP = f"nests deeper than {MAX_DEPTH} levels"
 _NUMBER = f"holds a number of over {MAX_NUMBER_CHARS} characters"
 
@@ -50,17 +50,24 @@ def _over(error: type[EvalHarnessError], source: str, what: str) -> EvalHarnessE
 
 
 def _kind(value: object) -> str:
-    names = {dict: "object", list: "list", str: "string", bool: "boolean", type(None): "null"}
+    names: dict[type, str] = {
+        dict: "object",
+        list: "list",
+        str: "string",
+        bool: "boolean",
+        type(None): "null",
+    }
     return names.get(type(value), "number" if isinstance(value, int | float) else type(value).__name__)
 
 
 def _type_name(types: type | tuple[type, ...]) -> str:
     types = types if isinstance(types, tuple) else (types,)
-    return " or ".join({dict: "an object", list: "a list", str: "a string"}.get(t, t.__name__) for t in types)
+    names: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+    return " or ".join(names.get(t, t.__name__) for t in types)
 
 
 def read_bytes(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     what: str,
     error: type[EvalHarnessError] = DataError,
     limit: int = READ_WHOLE_LIMIT,
@@ -88,7 +95,7 @@ def decode_text(data: bytes, source: str, error: type[EvalHarnessError] = DataEr
 
 
 def read_text(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     what: str,
     error: type[EvalHarnessError] = DataError,
     limit: int = READ_WHOLE_LIMIT,
@@ -127,11 +134,12 @@ def check_shape(
     """The top-level type of ``value`` and, for an object, its ``required`` keys and their types."""
     if not _is(value, top):
         raise error(f"{source} is {_kind(value)!s}, not {_type_name(top)}; {fix}")
+    fields = cast("Mapping[str, object]", value)  # ``required`` is given with ``top=dict`` only
     for key, types in (required or {}).items():
-        if key not in value:
+        if key not in fields:
             raise error(f"{source} has no {key!r}; {fix}")
-        if not _is(value[key], types):
-            raise error(f"{source}: {key!r} is {_kind(value[key])}, not {_type_name(types)}; {fix}")
+        if not _is(fields[key], types):
+            raise error(f"{source}: {key!r} is {_kind(fields[key])}, not {_type_name(types)}; {fix}")
 
 
 def _is(value: object, types: type | tuple[type, ...]) -> bool:
@@ -147,9 +155,10 @@ def parse_json(
     required: Shape | None = None,
     error: type[EvalHarnessError] = DataError,
     fix: str = "check the file",
-) -> object:
+) -> Any:
     """JSON text from an untrusted source (a file's bytes, one line of a .jsonl), within the limits
-    and of the expected shape; anything else is one ``error`` naming ``source``."""
+    and of the expected shape; anything else is one ``error`` naming ``source``. Typed ``Any``: the
+    shape is checked here at run time (``top``, ``required``), so callers read it without casts."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     check_json_limits(raw, source, error)
     text = decode_text(raw, source, error) if isinstance(data, bytes) else data
@@ -162,14 +171,14 @@ def parse_json(
 
 
 def read_json(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     what: str,
     top: type | tuple[type, ...] = dict,
     required: Shape | None = None,
     error: type[EvalHarnessError] = DataError,
     fix: str = "check the file",
     limit: int = READ_WHOLE_LIMIT,
-) -> object:
+) -> Any:
     """A JSON file a user, a run directory or a bundle supplies: guarded, within the limits, shaped."""
     return parse_json(read_bytes(path, what, error, limit), named(what, path), top, required, error, fix)
 
@@ -184,7 +193,7 @@ def _check_tree(value: object, source: str, error: type[EvalHarnessError]) -> No
             raise _over(error, source, _DEEP)
         if nodes > MAX_YAML_NODES:
             raise _over(error, source, f"expands to over {MAX_YAML_NODES} values")
-        if _is(node, int) and node.bit_length() > MAX_NUMBER_CHARS * 3.3:
+        if isinstance(node, int) and node.bit_length() > MAX_NUMBER_CHARS * 3.3:
             raise _over(error, source, _NUMBER)
         children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
         stack.extend((child, depth + 1) for child in children)

@@ -29,12 +29,12 @@ RECORD = "record.json"
 
 def cached_record(
     folder: str, key_text: str, record_name: str = RECORD, rebuilt: list[str] | None = None
-) -> dict | None:
+) -> dict[str, Any] | None:
     """A cache folder's JSON record if it was built for ``key_text`` and its artifact is intact
     (present, same sha256 as recorded); None means rebuild (damage said once, its line appended
     to ``rebuilt``)."""
 
-    def read() -> dict:
+    def read() -> dict[str, Any]:
         record = read_json_object(os.path.join(folder, record_name))
         if record.get("record_sha256") != _self_digest(record):
             raise Damaged(f"{record_name} is not the record this cache wrote (its record_sha256 differs)")
@@ -50,7 +50,7 @@ def cached_record(
     return read_or_rebuild(f"cached model {folder}", read, rebuilt)
 
 
-def _self_digest(record: dict) -> str:
+def _self_digest(record: dict[str, Any]) -> str:
     """sha256 of a record's own fields (``record_sha256`` aside): a record with a field removed,
     retyped or edited is not the one written, so nothing reads a field it lacks."""
     rest = {k: v for k, v in record.items() if k != "record_sha256"}

@@ -126,7 +126,8 @@ class TensorCache:
             return None
         state = file_state(source)
         if state is None or tuple(self._states[i]) != state:
-            if state is None or not np.array_equal(_digest_or_none(source), self.source_sha[i]):
+            digest = None if state is None else _digest_or_none(source)
+            if digest is None or not np.array_equal(digest, self.source_sha[i]):
                 self.filled[i] = 0
                 self.stale += 1
                 self.misses += 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import difflib
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, cast
 
 from hydra._internal.utils import get_args_parser
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -37,7 +37,7 @@ def _refuse(message: str) -> NoReturn:
 def split(args: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """Hydra's flags (its own parser's namespace) and the override strings, as Hydra will split them."""
     parser = get_args_parser()
-    parser.error = _refuse  # one line, not argparse's usage block
+    vars(parser)["error"] = _refuse  # one line, not argparse's usage block (shadows the method)
     flags = parser.parse_args(args)  # as strict as Hydra's own reading, one line where it has many
     return flags, list(flags.overrides)
 
@@ -87,7 +87,8 @@ def rewrite(args: list[str], overrides: list[Override]) -> list[str]:
     for o in overrides:
         named = options(o) if o.key_or_group == "model.preprocess" and not o.is_delete() else None
         if named and not o.is_add() and not o.is_force_add() and set(named) <= presets:
-            renamed[o.input_line] = "model/preprocess=" + o.input_line.partition("=")[2]
+            line = cast(str, o.input_line)  # set: parse() made each override from its line
+            renamed[line] = "model/preprocess=" + line.partition("=")[2]
     out = [renamed.get(a, a) for a in args]
     keys = {o.key_or_group for o in overrides}
     if "model.path" in keys and "model" not in keys:

@@ -31,6 +31,7 @@ import time
 import numpy as np
 
 from evalharness.core import interrupts as children
+from evalharness.core.documents import RunDocument
 from evalharness.core.errors import ConfigError, RunStopped
 from evalharness.core.interrupts import Interrupted
 from evalharness.core.untrusted import read_json
@@ -168,7 +169,7 @@ def shard_overrides(
     ]
 
 
-def run_parallel(rp, run_dir: str, overrides: list[str]) -> dict:
+def run_parallel(rp, run_dir: str, overrides: list[str]) -> RunDocument:
     """Claim ``run_dir`` as every writer does (:func:`evalharness.rundir.state.claim`: the lock, the
     resume and overwrite rules), run the shards, merge them; a signal ends the shards first and
     leaves the ``interrupted`` record that ``loop.resume=true`` continues."""
@@ -240,7 +241,7 @@ def _shard_dirs(run_dir: str) -> list[str]:
     return sorted(glob.glob(os.path.join(run_dir, SHARDS_DIR, "shard_*")))
 
 
-def _run_shards(rp, run_dir: str, overrides: list[str]) -> dict:
+def _run_shards(rp, run_dir: str, overrides: list[str]) -> RunDocument:
     """Choose P × T, run the shard processes at once, merge them into ``run_dir``."""
     from evalharness.report.commands.merge import merge_runs
 

@@ -37,17 +37,20 @@ RUN_FILES = (METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE)
 FLUSH_S = 0.1  # the longest a written prediction line waits in the buffer (a hard kill's loss)
 
 
-def parse_predictions(data: bytes, source: str = PREDICTIONS_FILE) -> tuple[list[dict], int | None, int]:
+def parse_predictions(
+    data: bytes, source: str = PREDICTIONS_FILE
+) -> tuple[list[dict[str, Any]], int | None, int]:
     """The one parser of predictions.jsonl: (records up to the first line that is not a complete
     JSON object, that line's number or None, the byte offset where it starts). Blank lines are
     skipped; a last line without its newline counts as torn. A line over the limits of untrusted
     files (nesting, number length) was never written by a run: DataError naming ``source``."""
-    records, end = [], 0
+    records: list[dict[str, Any]] = []
+    end = 0
     for number, line in enumerate(data.splitlines(keepends=True), start=1):
         record = _record(line, f"{source} line {number}") if line.endswith(b"\n") else None
         if record is None and line.strip():
             return records, number, end
-        if record is not None and record is not _BLANK:
+        if isinstance(record, dict):  # neither torn (None) nor blank
             records.append(record)
         end += len(line)
     return records, None, end
@@ -86,7 +89,7 @@ def read_predictions(path: str, repair: bool = False) -> list[dict[str, Any]]:
 _BLANK = object()
 
 
-def _record(line: bytes, where: str):
+def _record(line: bytes, where: str) -> object:
     """The JSON object on ``line``, ``_BLANK`` for an empty line, None when the line is torn."""
     if not line.strip():
         return _BLANK

@@ -29,6 +29,7 @@ import contextlib
 import fcntl
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from evalharness.core.atomic_io import atomic_create_text, dumps
@@ -63,7 +64,9 @@ def _recorded(run_dir: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
 
 
 def _read_object(path: str) -> dict[str, Any]:
-    return read_json(path, "run file", error=EvalHarnessError, fix="loop.overwrite=true starts the run over")
+    fix = "loop.overwrite=true starts the run over"
+    doc: dict[str, Any] = read_json(path, "run file", error=EvalHarnessError, fix=fix)
+    return doc
 
 
 def claim(
@@ -111,7 +114,7 @@ def _lock(run_dir: str) -> None:
 
 
 @contextlib.contextmanager
-def hold(run_dir: str):
+def hold(run_dir: str) -> Iterator[bool]:
     """The claim's lock for a writer that makes a whole run directory at once (``report merge``, a
     job's failure record): refused while another process holds ``run_dir``; yields whether this
     process held it already (a ``loop.parallel`` parent that claimed it, merging its shards)."""

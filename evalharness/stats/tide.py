@@ -123,7 +123,7 @@ def tide_in_background(gt: dict[str, Any], blocks: Any, image_ids: list[int]) ->
     context = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=ignore_interrupts)
     future = pool.submit(_breakdown_of, gt, data, list(image_ids))
-    workers = [p.pid for p in context.active_children()]
+    workers = [p.pid for p in context.active_children() if p.pid is not None]  # started: pid set
     for pid in workers:  # ended with the run on a signal (core/interrupts.py)
         adopt(pid)
 

@@ -177,7 +177,7 @@ def merge_loaded(runs: list[Run], out_dir: str, provenance: dict | None = None) 
         return _merge_into(runs, out_dir, provenance, claimed)
 
 
-def _merge_into(runs: list[Run], out_dir: str, provenance: dict | None, claimed: bool) -> dict:
+def _merge_into(runs: list[Run], out_dir: str, provenance: dict | None, claimed: bool) -> RunDocument:
     """The merge under ``out_dir``'s lock; ``claimed``: the caller's own claim (``loop.parallel``)."""
     if has_document(out_dir) or (not claimed and holds_run(out_dir)):
         raise ReportError(f"{out_dir} already holds a run; choose another --out")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Callable
 
 from evalharness.core.escape import terminal
 
@@ -33,6 +34,15 @@ def _matplotlib():
     return matplotlib, Figure
 
 
+def _shown(made: Callable[[float, int | None], str]) -> Callable[[float, int | None], str]:
+    """A tick formatter's function whose labels show their control characters (one per formatter)."""
+
+    def shown(x: float, pos: int | None = None) -> str:
+        return terminal(made(x, pos))
+
+    return shown
+
+
 def controls_shown(fig) -> None:
     """Every text of the figure — titles, labels, legends, tick labels — with its control characters
     shown (:func:`evalharness.core.escape.terminal`): class and model names come from files, and a
@@ -46,7 +56,7 @@ def controls_shown(fig) -> None:
             if isinstance(formatter, FixedFormatter):
                 formatter.seq = [terminal(s) for s in formatter.seq]
             elif isinstance(formatter, FuncFormatter):  # set_yticks(ticks, labels)
-                formatter.func = lambda x, pos=None, made=formatter.func: terminal(made(x, pos))
+                formatter.func = _shown(formatter.func)
     for text in fig.findobj(Text):
         text.set_text(terminal(text.get_text()))
 
