@@ -191,7 +191,7 @@ def loader(rp) -> Callable[[], Callable[[], None]]:
     rp, _ = with_quantized_variant(rp)
 
     def load() -> Callable[[], None]:
-        model = load_model(rp.model["path"], rp.delegate_plan, rp.runtime["name"], rp.runner)
+        model = load_model(rp.model.path, rp.delegate_plan, rp.runtime.name, rp.runner)
         rng = np.random.default_rng(0)
         model.set_inputs([seed_tool_inputs(rng, info) for info in model.inputs])
         return model.invoke

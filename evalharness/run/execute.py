@@ -43,7 +43,7 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
         ref_plan = rp.reference_plan  # planned with the run's settings, before the directory was claimed
         ref_model, ref_result = run_loop(
             ref_pass,
-            lambda: load_model(rp.model["path"], ref_plan, rp.runtime["name"]),
+            lambda: load_model(rp.model.path, ref_plan, rp.runtime.name),
             lambda record: None,
             rp.loop,
         )
@@ -54,7 +54,7 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
     try:
         model, result = run_loop(
             task,
-            lambda: load_model(rp.model["path"], rp.delegate_plan, rp.runtime["name"], rp.runner),
+            lambda: load_model(rp.model.path, rp.delegate_plan, rp.runtime.name, rp.runner),
             keep,
             loop,
             done,
@@ -79,8 +79,8 @@ def op_profile(rp, task, model) -> dict:
 
     inputs = task.prepare(next(iter(task.samples)))
     return profile_ops(
-        rp.model["path"],
-        lambda path: load_model(path, rp.delegate_plan, rp.runtime["name"]),
+        rp.model.path,
+        lambda path: load_model(path, rp.delegate_plan, rp.runtime.name),
         model,
         inputs,
         repeats=rp.loop.op_profile_repeats,

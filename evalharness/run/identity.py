@@ -8,11 +8,12 @@ Every file the task's provenance hashes (``dataset.<name>_sha256``: the ground t
 
 from __future__ import annotations
 
+from evalharness.run.groups import RunSettings
 from evalharness.run.provenance import library_record
 from evalharness.rundir.state import identity_differences
 
 
-def run_identity(rp, task, prov: dict) -> dict:
+def run_identity(rp: RunSettings, task, prov: dict) -> dict:
     """The bytes a result depends on, recorded when a run starts so that a resume can refuse to mix
     inputs that changed (see :mod:`evalharness.rundir.state`)."""
     from evalharness.core.checksum import optional_sha256
@@ -22,9 +23,9 @@ def run_identity(rp, task, prov: dict) -> dict:
     dataset = prov.get("dataset") or {}
     library = library_record(rp.delegate_plan)
     return {
-        "model_sha256": optional_sha256(rp.model["path"]),  # not a file: the load says so
+        "model_sha256": optional_sha256(rp.model.path),  # not a file: the load says so
         "delegate_library_sha256": library and library["sha256"],
-        "runtime_version": runtime_info(rp.runtime["name"])["version"],
+        "runtime_version": runtime_info(rp.runtime.name)["version"],
         "labels_sha256": (prov.get("labels") or {}).get("sha256"),
         "ground_truth_sha256": dataset.get("ground_truth_sha256"),
         "dataset_manifest_sha256": dataset.get("manifest_sha256"),

@@ -248,7 +248,7 @@ def _run_shards(rp, run_dir: str, overrides: list[str]) -> dict:
     asked = parse(rp.loop.parallel)
     record: dict = {"requested": str(rp.loop.parallel), "cores": cores}
     if isinstance(asked, str):  # AUTO: run() never sends "off" here
-        cal = calibrate(rp.model["path"], rp.delegate_plan, rp.runtime["name"], cores)
+        cal = calibrate(rp.model.path, rp.delegate_plan, rp.runtime.name, cores)
         (p, t), record["source"] = cal.pop("choice"), cal.pop("source")
         record["calibration"] = cal
     else:

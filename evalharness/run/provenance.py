@@ -10,6 +10,7 @@ import sys
 
 from evalharness import __version__
 from evalharness.core.checksum import sha256_file
+from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import job_overrides
 
 # CPU features that change which kernels run (and so latency, sometimes results).
@@ -96,31 +97,31 @@ def library_record(plan) -> dict | None:
     }
 
 
-def model_assumptions(rp) -> list[dict]:
+def model_assumptions(rp: RunSettings) -> list[dict]:
     """What the run took for granted about the model: the preprocessing of a file given by path
     whose metadata holds no normalization (its preset's default, which may be wrong for it)."""
-    sources = rp.model_sources or {}
+    sources = rp.model_sources
     if sources.get("path") != "command line" or sources.get("preprocess") != "preset":
         return []
-    pre = rp.model.get("preprocess") or {}
+    pre = rp.model.preprocess
     return [
         {
             "what": "model.preprocess",
-            "assumed": f"mean {pre.get('mean')}, std {pre.get('std')}, {pre.get('crop')} crop",
+            "assumed": f"mean {pre.mean}, std {pre.std}, {pre.crop} crop",
             "why": "the model file carries no normalization metadata",
             "fix": "model.preprocess=efficientnet|torchvision|tflite_tool|... (see evalharness --help)",
         }
     ]
 
 
-def run_provenance(rp, task_provenance: dict, model, quant: dict, loop_shape=None) -> dict:
+def run_provenance(rp: RunSettings, task_provenance: dict, model, quant: dict, loop_shape=None) -> dict:
     """``provenance`` of metrics.json: what ran (model, runtime, delegate and what it took, host,
     device), on what (the task's dataset/labels/preprocessing) and with which config."""
     return {
         "model": {
-            "name": rp.model["name"],
+            "name": rp.model.name,
             "settings_source": rp.model_sources,
-            **model_info(rp.model["path"], model.inputs, model.outputs),
+            **model_info(rp.model.path, model.inputs, model.outputs),
             "quant": quant,
         },
         "runtime": model.runtime_info(),

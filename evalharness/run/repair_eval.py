@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evalharness.core.schema import thaw
+from evalharness.run.groups import RunSettings
 
 
 @dataclass
@@ -31,19 +31,15 @@ class Evaluation:
     outputs: np.ndarray | None = field(default=None, repr=False)
 
 
-def with_split(dataset, split: dict, part: str) -> dict:
-    return {**thaw(dataset), "split": {**split, "part": part}}
-
-
 class Part:
     """The samples of one part, and the models evaluated on them (inputs prepared once per input
     spec: the float model's and every integer-input variant's)."""
 
-    def __init__(self, rp, model: dict, split: dict, part: str) -> None:
+    def __init__(self, rp: RunSettings, model: dict, split: dict, part: str) -> None:
         from evalharness.tasks.discovery import live_class
 
         self.rp, self.part = rp, part
-        self.task = live_class(rp.definition)(rp.task, model, with_split(rp.dataset, split, part))
+        self.task = live_class(rp.definition)(*rp.task_inputs(model, {**split, "part": part}))
         self._inputs: dict[str, list] = {}
         self.evaluations = 0
 
@@ -62,7 +58,7 @@ class Part:
         from evalharness.runtime import load_model
 
         rp, task = self.rp, self.task
-        model = load_model(path, rp.delegate_plan, rp.runtime["name"], rp.runner)
+        model = load_model(path, rp.delegate_plan, rp.runtime.name, rp.runner)
         task.bind(model.inputs, model.outputs)
         key = json.dumps(task.cache_key(), sort_keys=True, default=str) if task.cacheable else None
         inputs = self._inputs.get(key) if key else None
