@@ -10,7 +10,7 @@ from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import is_multirun, use_cache
 
 
-def with_quantized_variant(rp: RunSettings) -> tuple[RunSettings, dict]:
+def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict]:
     """(plan running the quantized variant, ``provenance.model.quant``); ``quant=none``: unchanged.
 
     A repair (``quant.max_drop``) or calibration drawn from the dataset splits the dataset: the plan
@@ -18,51 +18,52 @@ def with_quantized_variant(rp: RunSettings) -> tuple[RunSettings, dict]:
     from evalharness.core.schema import thaw
     from evalharness.run.variants import from_dataset, prepare_variant, repair_requested, split_of
 
-    model, quant = thaw(rp.model), rp.quant  # model: a scratch copy the variant's path goes into
+    model, quant = thaw(settings.model), settings.quant  # model: a scratch copy the variant's path goes into
     split = split_of(quant)
     if split is not None and repair_requested(quant):
         from evalharness.run.repair import repair_variant
 
-        record = repair_variant(rp, model)
+        record = repair_variant(settings, model)
     else:
         files = None
         if split is not None and from_dataset(quant):
             from evalharness.run.repair_eval import Part
 
-            files = Part(rp, model, split, "search").files()
+            files = Part(settings, model, split, "search").files()
         record = prepare_variant(
-            quant, model, rp.dataset.root, rp.definition.reads_dataset, rp.paths.cache_dir, files
+            quant, model, settings.dataset.root, settings.definition.reads_dataset, settings.paths.cache_dir,
+            files,
         )
     if record is None:
-        return rp, {"name": quant.name, "recipe": None}
+        return settings, {"name": quant.name, "recipe": None}
     preprocess = spec_from_config(model.get("preprocess"))  # with the variant's integer_input
-    typed = dataclasses.replace(rp.model, path=model["path"], preprocess=preprocess)
+    typed = dataclasses.replace(settings.model, path=model["path"], preprocess=preprocess)
     held_out = {**split, "part": "held_out"} if split is not None else None
-    return rp.replace(model=typed, split=held_out), record
+    return settings.replace(model=typed, split=held_out), record
 
 
-def prepare(rp: RunSettings, run_dir: str):
+def prepare(settings: RunSettings, run_dir: str):
     """Everything before the run directory is claimed: (plan, quant record, task, loop settings), or
     the finished document of a sweep job that is skipped. Refusals here write nothing."""
     from evalharness.rundir.state import sweep_job_mode
     from evalharness.tasks.discovery import live_class
 
-    definition, loop = rp.definition, rp.loop
+    definition, loop = settings.definition, settings.loop
     if is_multirun() and not (loop.resume or loop.overwrite):
         # a re-run sweep skips complete jobs (before any set-up) and resumes partial ones
-        mode, finished = sweep_job_mode(run_dir, rp.config(), definition.can_resume)
+        mode, finished = sweep_job_mode(run_dir, settings.config(), definition.can_resume)
         if mode == "skip":
             print(f"skipped: {run_dir} already holds a complete run of this config")
             return finished
         if mode in ("resume", "overwrite"):
             loop = dataclasses.replace(loop, **{mode: True})
-    rp, quant = with_quantized_variant(rp)
-    task = live_class(definition)(*rp.task_inputs())
-    if use_cache(rp.loop.tensor_cache) and task.cacheable:
+    settings, quant = with_quantized_variant(settings)
+    task = live_class(definition)(*settings.task_inputs())
+    if use_cache(settings.loop.tensor_cache) and task.cacheable:
         from evalharness.data.cache import CachedTask
 
-        task = CachedTask(task, rp.paths.cache_dir)
-    return rp, quant, task, loop
+        task = CachedTask(task, settings.paths.cache_dir)
+    return settings, quant, task, loop
 
 
 def use_resize(choice: str) -> None:

@@ -59,12 +59,14 @@ class Search:
     """Candidate variants of one float model, each scored once on the search part against the float
     model (memoized by calibration and the set of ops kept in float)."""
 
-    def __init__(self, rp: RunSettings, quant: QuantSchema, model: dict, split: dict, work: str) -> None:
+    def __init__(
+        self, settings: RunSettings, quant: QuantSchema, model: dict, split: dict, work: str
+    ) -> None:
         from evalharness.runtime.quantize import quantized_ops, recipe_ops
 
-        self.definition, self.work, self.quant = rp.definition, work, quant
+        self.definition, self.work, self.quant = settings.definition, work, quant
         self.source = model["path"]
-        self.part = Part(rp, model, split, "search")
+        self.part = Part(settings, model, split, "search")
         self.float = self.part.evaluate(self.source, keep_outputs=True)
         self.base = recipe_ops(quant.recipe)
         self.ops = {i: (kind, scope) for i, kind, scope in quantized_ops(self.source, self.base)}
@@ -210,25 +212,25 @@ def _brief(row: dict) -> dict:
     return {k: row[k] for k in ("metric", "drop", "snr_db")}
 
 
-def repair_variant(rp: RunSettings, model: dict) -> dict:
+def repair_variant(settings: RunSettings, model: dict) -> dict:
     """Search the variant, build and cache the chosen one, score it on the held-out part, point
     ``model`` at it; returns ``provenance.model.quant`` (with ``repair``)."""
     from evalharness.run.repair_view import print_repair, write_recipe
     from evalharness.runtime.quantize import needs_calibration, quantizer_version
     from evalharness.runtime.subgraph import ModelGraph
 
-    started, quant = time.perf_counter(), rp.quant
+    started, quant = time.perf_counter(), settings.quant
     source = model["path"]
     if not os.path.isfile(source):
         raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
-    split, definition = split_of(quant), rp.definition
+    split, definition = split_of(quant), settings.definition
     float_preprocess = thaw(model.get("preprocess"))
     task_model = dict(model)
     if quant.integer_input:  # the float model's float input is unchanged
         task_model["preprocess"] = with_integer_input(float_preprocess, quant)
-    root = rp.dataset.root
+    root = settings.dataset.root
     with tempfile.TemporaryDirectory(prefix="evalharness-repair-") as work:
-        s = Search(rp, quant, task_model, split, work)
+        s = Search(settings, quant, task_model, split, work)
         print(
             f"repair: quant={quant.name}, {target_text(quant, definition.repair_metric)}: searching on "
             f"{len(s.part)} images ({len(s.ops)} quantized ops: roughly {len(s.ops) + 4} model evaluations, "
@@ -250,9 +252,10 @@ def repair_variant(rp: RunSettings, model: dict) -> dict:
         chosen = found["chosen"]
         recipe = s.recipe(chosen["float_ops"])
         cal_record, cal_paths = s.calibrations[found["calibration"]]
-        built = build_variant(source, recipe, cal_record, cal_paths, float_preprocess, rp.paths.cache_dir)
+        cache_dir = settings.paths.cache_dir
+        built = build_variant(source, recipe, cal_record, cal_paths, float_preprocess, cache_dir)
         cached = built.pop("_cached")
-        held = Part(rp, task_model, split, "held_out")
+        held = Part(settings, task_model, split, "held_out")
         held_float, held_variant = held.evaluate(source), held.evaluate(cached["path"])
     paired = definition.paired_records(held_float.records, held_variant.records)
     drop = held_float.metric - held_variant.metric
