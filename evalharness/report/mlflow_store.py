@@ -195,7 +195,7 @@ def download(spec: str, into: str) -> str:
     run_id = spec[len(SOURCE_PREFIX) :].strip()
     if not run_id:
         raise ReportError(f"{spec!r}: give mlflow:<run_id> (the id MLflow shows, or tracking.json records)")
-    uri = os.environ.get("MLFLOW_TRACKING_URI") or tracking.store_uri({"uri": None})[0]
+    uri = os.environ.get("MLFLOW_TRACKING_URI") or tracking.store_uri(tracking.MlflowTracking())[0]
     if uri.startswith("sqlite:///") and not os.path.isfile(uri[len("sqlite:///") :]):  # reading makes none
         raise ReportError(
             f"{spec}: no MLflow store at {uri}; run this where tracking=mlflow ran, or set "

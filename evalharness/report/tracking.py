@@ -59,7 +59,7 @@ def check_tracking(node: Any) -> Any:
     name = node.get("name", "none")
     if name not in TRACKERS:
         raise ConfigError(f"config group 'tracking': name={name!r}: use one of {', '.join(TRACKERS)}")
-    settings = build(TRACKERS.get(name), node, f"config group 'tracking' (tracking={name})")
+    settings: Any = build(TRACKERS.get(name), node, f"config group 'tracking' (tracking={name})")
     uri = getattr(settings, "uri", None)  # trackers without a store URI have no such field
     if uri is not None:
         parsed = urlparse(str(uri))

@@ -42,6 +42,7 @@ def execute(settings: RunSettings, task, loop, done: list[dict], run_dir: str) -
     reference = None
     if (ref_pass := task.reference_pass()) is not None:  # same inputs through a reference delegate first
         ref_plan = settings.reference_plan  # planned with the run's settings, before the directory's claim
+        assert ref_plan is not None  # validate plans one for every task with a reference delegate
         ref_model, ref_result = run_loop(
             ref_pass,
             lambda: load_model(settings.model.path, ref_plan, settings.runtime.name),

@@ -122,7 +122,7 @@ class RunSettings:
 
     def replace(self, **changes: Any) -> RunSettings:
         """A new plan with ``changes`` (typed groups as given, plain values frozen on the way in)."""
-        frozen = {
+        frozen: dict[str, Any] = {
             k: v if dataclasses.is_dataclass(v) or v is None else freeze(v) for k, v in changes.items()
         }
         return dataclasses.replace(self, **frozen)

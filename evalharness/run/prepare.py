@@ -20,6 +20,7 @@ def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict]:
 
     model, quant = thaw(settings.model), settings.quant  # model: a scratch copy the variant's path goes into
     split = split_of(quant)
+    record: dict | None
     if split is not None and repair_requested(quant):
         from evalharness.run.repair import repair_variant
 
@@ -55,8 +56,10 @@ def prepare(settings: RunSettings, run_dir: str):
         if mode == "skip":
             print(f"skipped: {run_dir} already holds a complete run of this config")
             return finished
-        if mode in ("resume", "overwrite"):
-            loop = dataclasses.replace(loop, **{mode: True})
+        if mode == "resume":
+            loop = dataclasses.replace(loop, resume=True)
+        elif mode == "overwrite":
+            loop = dataclasses.replace(loop, overwrite=True)
     settings, quant = with_quantized_variant(settings)
     task = live_class(definition)(*settings.task_inputs())
     if use_cache(settings.loop.tensor_cache) and task.cacheable:
