@@ -78,3 +78,26 @@ def test_every_typed_group_is_a_frozen_dataclass():
             kind = typing.get_type_hints(schema)[f.name]
             if dataclasses.is_dataclass(kind):  # nested groups (preprocess, shard, search) too
                 assert kind.__dataclass_params__.frozen, f"{group}.{f.name}"  # type: ignore[union-attr]
+
+
+def test_a_validated_plan_is_typed_and_records_the_resolved_config():
+    """The bundled defaults and a task that extends ``model`` and ``dataset`` (coco): typed groups,
+    the task's own fields read by attribute, and the recorded config the resolved YAML as before."""
+    import json
+
+    from conftest import compose_config
+
+    from evalharness.core.schema import thaw
+    from evalharness.data.preprocess import PreprocessSpec
+    from evalharness.run.groups import DatasetSchema, ModelSchema
+    from evalharness.run.settings import validate
+
+    settings = validate(compose_config([]))
+    assert isinstance(settings.model, ModelSchema) and isinstance(settings.model.preprocess, PreprocessSpec)
+    assert settings.dataset.shard.count == 1 and settings.quant.search.scheme == "interleaved"
+    assert settings.config() == json.loads(json.dumps(thaw(settings.resolved)))  # plain JSON values
+    detector = "model=ssd_mobilenet_v1_coco_quant_postprocess"  # bundled, like the sample model
+    coco = validate(compose_config(["task=coco", detector, "dataset=coco_sample"]))
+    assert isinstance(coco.model, ModelSchema) and isinstance(coco.dataset, DatasetSchema)
+    assert coco.model.class_map in ("coco91", "coco80", "labels")  # type: ignore[attr-defined]
+    assert coco.config()["model"]["path"] == coco.model.path
