@@ -197,7 +197,17 @@ def _extended(core: type, own: type) -> type:
                 default = {"default_factory": f.default_factory}
             fields.append((f.name, hints[f.name], dataclasses.field(metadata=f.metadata, **default)))
     name = f"{core.__name__}With{own.__name__}"
-    return dataclasses.make_dataclass(name, fields, bases=(core,), frozen=True)
+
+    def reduce(self: Any) -> tuple[Any, ...]:  # made here, not importable by name: pickled as its parts
+        return (_made, (core, own, {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}))
+
+    namespace = {"__reduce__": reduce}
+    return dataclasses.make_dataclass(name, fields, bases=(core,), frozen=True, namespace=namespace)
+
+
+def _made(core: type, own: type, values: dict[str, Any]) -> Any:
+    """An instance of ``extended(core, own)`` again (unpickling)."""
+    return _extended(core, own)(**values)
 
 
 def build_extended(

@@ -73,11 +73,11 @@ def test_every_typed_group_is_a_frozen_dataclass():
     hints = typing.get_type_hints(RunSettings)
     for group, schema in SCHEMAS.items():
         assert hints[group] is schema, group
-        assert schema.__dataclass_params__.frozen, f"{schema.__name__} must be frozen"  # type: ignore[attr-defined]
+        assert schema.__dataclass_params__.frozen, f"{schema.__name__} must be frozen"
         for f in dataclasses.fields(schema):
             kind = typing.get_type_hints(schema)[f.name]
             if dataclasses.is_dataclass(kind):  # nested groups (preprocess, shard, search) too
-                assert kind.__dataclass_params__.frozen, f"{group}.{f.name}"  # type: ignore[union-attr]
+                assert kind.__dataclass_params__.frozen, f"{group}.{f.name}"
 
 
 def test_a_validated_plan_is_typed_and_records_the_resolved_config():
@@ -99,5 +99,5 @@ def test_a_validated_plan_is_typed_and_records_the_resolved_config():
     detector = "model=ssd_mobilenet_v1_coco_quant_postprocess"  # bundled, like the sample model
     coco = validate(compose_config(["task=coco", detector, "dataset=coco_sample"]))
     assert isinstance(coco.model, ModelSchema) and isinstance(coco.dataset, DatasetSchema)
-    assert coco.model.class_map in ("coco91", "coco80", "labels")  # type: ignore[attr-defined]
+    assert coco.model.class_map in ("coco91", "coco80", "labels")
     assert coco.config()["model"]["path"] == coco.model.path

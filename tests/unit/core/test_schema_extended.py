@@ -5,6 +5,7 @@ unchecked, a field nobody declares refused."""
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from dataclasses import dataclass, field
 
 import pytest
@@ -36,7 +37,7 @@ def test_own_fields_are_checked_with_their_bounds():
     assert isinstance(got, Core) and (got.name, got.root, got.targets, got.limit) == ("n", "x", "t.csv", 3)
     assert thaw(got) == {"name": "n", "root": "x", "inner": {"count": 1}, "targets": "t.csv", "limit": 3}
     with pytest.raises(dataclasses.FrozenInstanceError):
-        got.name = "m"  # type: ignore[misc]
+        got.name = "m"
     with pytest.raises(ConfigError, match=r"config group 'dataset': limit=9: must be <= 5"):
         build_extended(Core, Own, set(), {"name": "n", "targets": "t", "limit": 9}, "config group 'dataset'")
     with pytest.raises(ConfigError, match="targets"):
@@ -54,6 +55,11 @@ def test_another_plugins_field_is_left_out_a_field_nobody_declares_is_refused():
 def test_nested_groups_are_instances_too():
     got = build(Core, {"name": "n", "inner": {"count": 4}}, "config group 'dataset'")
     assert got.inner == Inner(4) and dataclasses.replace(got, root="y").root == "y"
+
+
+def test_an_extended_instance_survives_pickling():
+    got = build_extended(Core, Own, set(), {"name": "n", "targets": "t"}, "config group 'dataset'")
+    assert pickle.loads(pickle.dumps(got)) == got
 
 
 def test_no_own_fields_is_the_core_schema_itself():
