@@ -18,6 +18,7 @@ from typing import Any
 from evalharness.core.schema import FrozenDict, bounds, freeze, thaw
 from evalharness.data.preprocess import PreprocessSpec
 from evalharness.loop.engine import LoopSettings
+from evalharness.report.tracking import NoTracking
 from evalharness.runtime import DelegatePlan
 
 
@@ -115,7 +116,7 @@ class RunSettings:
     thread_budget: FrozenDict = field(default_factory=FrozenDict)
     # setting -> where its value came from: command line | model file | preset
     model_sources: FrozenDict = field(default_factory=FrozenDict)
-    tracking: Any = None  # the tracker's settings (report/tracking.py TRACKERS), logged by report/callback.py
+    tracking: Any = field(default_factory=NoTracking)  # a TRACKERS entry's settings (report/tracking.py)
     # derived, not configured: the dataset split a repair or dataset calibration implies, with the
     # part this run lists (data/shard.py Split); None: the whole list
     split: FrozenDict | None = None

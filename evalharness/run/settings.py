@@ -133,10 +133,10 @@ def validate(
         resolved = OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException as exc:
         raise ConfigError(f"config: {one_line(exc)}") from None
-    model, sources = infer_model_settings(
+    inferred, sources = infer_model_settings(
         dict(resolved["model"]), list(overrides or []), resolved["paths"]["cache_dir"]
     )
-    resolved = {**resolved, "model": model}
+    resolved = {**resolved, "model": inferred}
     for group, node in resolved.items():  # a renamed key in a config file: refused with its new name
         if isinstance(node, dict) and (old := renamed_in_group(group, node)):
             raise ConfigError(old)
