@@ -8,9 +8,7 @@ depends on the current working directory.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # evalharness/
 
@@ -55,15 +53,16 @@ PATH_VARIABLES = {
 }
 
 
-def check_path_variables(paths: Mapping[str, Any]) -> None:
+def check_path_variables(paths: object) -> None:
     """Refuse a folder set by its environment variable that cannot be a folder (a FIFO, a file, a
     path under a file), naming the variable: the error a file read beneath it gives would name only
-    a derived path. A folder that is not there yet is left to its reader (the cache makes it)."""
+    a derived path. A folder that is not there yet is left to its reader (the cache makes it).
+    ``paths``: the validated ``paths`` group (its folders read by attribute)."""
     from evalharness.core.errors import ConfigError
 
     for key, variable in PATH_VARIABLES.items():
         given = os.environ.get(variable)
-        if not given or os.path.expanduser(given) != os.path.expanduser(str(paths.get(key, ""))):
+        if not given or os.path.expanduser(given) != os.path.expanduser(str(getattr(paths, key, ""))):
             continue  # not from the variable: a paths.<key>= override names itself where it fails
         where, path = f"{variable}={given} (paths.{key})", Path(os.path.expanduser(given))
         blocker = next((p for p in (path, *path.parents) if os.path.lexists(p)), None)

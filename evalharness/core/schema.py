@@ -3,8 +3,11 @@
 Every plug-in (task, delegate, output decoder, runner) and every core config group is checked the
 same way, so the same mistake gives the same one ``ConfigError`` line wherever it is made: an
 unknown key, a wrong type or a missing mandatory value (``???``) names ``<where>.<key>``. What comes
-back is frozen (:class:`FrozenDict`, tuples for lists): a validated setting is never edited in
-place; a derived value (thread budget, quantized variant) is a new value in the plan.
+back is frozen: :func:`build` gives an instance of the (frozen) schema dataclass, read by attribute
+(``settings.model.path``), so a misspelt read is a type error rather than a silent ``None``;
+:func:`check` gives a :class:`FrozenDict` (tuples for lists) for plug-ins that still read by key. A
+validated setting is never edited in place; a derived value (thread budget, quantized variant) is a
+new value in the plan (``dataclasses.replace``). :func:`thaw` turns either back into plain JSON values.
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ import difflib
 import functools
 import typing
 from collections.abc import Mapping
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn, TypeVar, cast
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from evalharness.core.errors import ConfigError
+
+T = TypeVar("T")
 
 
 class FrozenDict(dict[Any, Any]):
@@ -47,7 +52,10 @@ def freeze(value: Any) -> Any:
 
 
 def thaw(value: Any) -> Any:
-    """Plain, mutable JSON-like copy of a frozen value (dicts and lists)."""
+    """Plain, mutable JSON-like copy of a frozen value (a settings dataclass, dicts and lists); a
+    dataclass gives its fields in declaration order, as the YAML it was checked from did."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: thaw(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -93,6 +101,24 @@ def check(schema: type, node: Mapping[str, Any] | None, where: str) -> FrozenDic
     check_bounds(schema, container, where)
     frozen: FrozenDict = freeze(container)
     return frozen
+
+
+def build(schema: type[T], node: Mapping[str, Any] | None, where: str) -> T:
+    """``node`` checked against ``schema`` (:func:`check`), as a frozen instance of it: nested
+    dataclass fields are instances too, lists are tuples, free-form (``Any``) fields FrozenDicts."""
+    return _instance(schema, check(schema, node, where))
+
+
+def _instance(schema: type[T], values: Mapping[str, Any]) -> T:
+    hints = typing.get_type_hints(schema)
+    made = {}
+    for f in dataclasses.fields(schema):  # type: ignore[arg-type]
+        value = values.get(f.name)
+        kind = hints.get(f.name)
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind) and isinstance(value, Mapping):
+            value = _instance(kind, value)
+        made[f.name] = value
+    return schema(**made)
 
 
 def bounds(
@@ -152,7 +178,9 @@ def instantiate(schema: type, node: Mapping[str, Any] | None, where: str) -> Any
 
 def extended(core: type, own: type | None) -> type:
     """The dataclass of ``core``'s fields followed by ``own``'s: a config group whose fields a plug-in
-    adds to (a task's own ``dataset`` or ``model`` fields). Same defaults, same bounds."""
+    adds to (a task's own ``dataset`` or ``model`` fields). Same defaults, same bounds; frozen and a
+    subclass of ``core``, so the group stays typed: every reader sees ``core``'s attributes, the
+    task's own code reads its fields by attribute too (``settings.dataset.ground_truth``)."""
     if own is None:
         return core
     return _extended(core, own)
@@ -168,17 +196,27 @@ def _extended(core: type, own: type) -> type:
             if f.default_factory is not dataclasses.MISSING:
                 default = {"default_factory": f.default_factory}
             fields.append((f.name, hints[f.name], dataclasses.field(metadata=f.metadata, **default)))
-    return dataclasses.make_dataclass(f"{core.__name__}With{own.__name__}", fields)
+    name = f"{core.__name__}With{own.__name__}"
+
+    def reduce(self: Any) -> tuple[Any, ...]:  # made here, not importable by name: pickled as its parts
+        return (_made, (core, own, {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}))
+
+    namespace = {"__reduce__": reduce}
+    return dataclasses.make_dataclass(name, fields, bases=(core,), frozen=True, namespace=namespace)
 
 
-def check_extended(
+def _made(core: type, own: type, values: dict[str, Any]) -> Any:
+    """An instance of ``extended(core, own)`` again (unpickling)."""
+    return _extended(core, own)(**values)
+
+
+def build_extended(
     core: type, own: type | None, others: set[str], node: Mapping[str, Any], where: str
-) -> FrozenDict:
-    """``node`` checked against ``core`` + ``own`` (:func:`extended`). Keys that only other plug-ins
-    declare (``others``: a model preset describes its model for every task) pass through unchecked;
-    a key nobody declares is the usual one-line error."""
+) -> Any:
+    """``node`` built as ``core`` + ``own`` (:func:`extended`, an instance of ``core``). Keys that only
+    other plug-ins declare (``others``: a model preset describes its model for every task) are left
+    out unchecked (the resolved config still records them); a key nobody declares is the usual
+    one-line error."""
     schema = extended(core, own)
     mine = set(field_names(schema))
-    passing = {k: v for k, v in node.items() if k in others and k not in mine}
-    checked = check(schema, {k: v for k, v in node.items() if k not in passing}, where)
-    return FrozenDict({**checked, **freeze(passing)})
+    return build(schema, {k: v for k, v in node.items() if k in mine or k not in others}, where)

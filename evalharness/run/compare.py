@@ -32,6 +32,7 @@ from evalharness.core.schema import check
 from evalharness.core.tables import render_text
 from evalharness.core.untrusted import read_json
 from evalharness.loop.interleave import InterleaveSettings
+from evalharness.run.groups import RunSettings
 from evalharness.run.overrides import options, parse
 from evalharness.rundir.state import hold
 
@@ -181,17 +182,18 @@ def interleaved(plans: list, candidates: list[dict], settings: InterleaveSetting
     return measure(loaders, settings)
 
 
-def loader(rp) -> Callable[[], Callable[[], None]]:
+def loader(settings: RunSettings) -> Callable[[], Callable[[], None]]:
     """Loads a candidate afresh (the quantized variant its run used) and returns one timed call of
     it, with the seeded random input benchmark_model and ``task=benchmark`` use, set once."""
     from evalharness.run.prepare import with_quantized_variant
     from evalharness.runtime import load_model
     from evalharness.tasks.inference_diff.live import seed_tool_inputs
 
-    rp, _ = with_quantized_variant(rp)
+    settings, _ = with_quantized_variant(settings)
 
     def load() -> Callable[[], None]:
-        model = load_model(rp.model["path"], rp.delegate_plan, rp.runtime["name"], rp.runner)
+        s = settings
+        model = load_model(s.model.path, s.delegate_plan, s.runtime.name, s.runner)
         rng = np.random.default_rng(0)
         model.set_inputs([seed_tool_inputs(rng, info) for info in model.inputs])
         return model.invoke
@@ -216,7 +218,9 @@ def compare(args) -> int:
         return _compare_into(out, overrides, key, values, plans, settings, args.no_interleave)
 
 
-def _compare_into(out: str, overrides: list[str], key: str, values: list[str], plans, settings, quick) -> int:
+def _compare_into(
+    out: str, overrides: list[str], key: str, values: list[str], plans, settings: InterleaveSettings, quick
+) -> int:
     """The candidates' runs into ``out`` (held), then the interleaved speed-ups unless ``quick``."""
     print(f"compare {key}: {', '.join(values)} -> {out} (runs' output: {os.path.join(out, RUNS_LOG)})")
     code = run_candidates(overrides, out)

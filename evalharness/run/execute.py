@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.interrupts import checkpoint
+from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import job_overrides
 
 if TYPE_CHECKING:  # for the types only: the loop and the runtime load when a run starts
@@ -28,7 +29,7 @@ class Ran(NamedTuple):
     op_profile: dict | None = None  # per-op time and placement (metrics.op_profile), if asked for
 
 
-def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
+def execute(settings: RunSettings, task, loop, done: list[dict], run_dir: str) -> Ran:
     """The cold/warm passes and the reference pass (if the task has them) and the measured loop."""
     from evalharness.loop.engine import run_loop
     from evalharness.run.start_up import measure
@@ -36,25 +37,27 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
     from evalharness.runtime import load_model
 
     checkpoint("start-up")  # a test's pause point (core/interrupts.py)
-    start_up = measure(rp.definition.start_up_passes(), job_overrides(), run_dir)
+    start_up = measure(settings.definition.start_up_passes(), job_overrides(), run_dir)
     writer = RunWriter(run_dir, resume=bool(done))
     reference = None
     if (ref_pass := task.reference_pass()) is not None:  # same inputs through a reference delegate first
-        ref_plan = rp.reference_plan  # planned with the run's settings, before the directory was claimed
+        ref_plan = settings.reference_plan  # planned with the run's settings, before the directory's claim
+        assert ref_plan is not None  # validate plans one for every task with a reference delegate
         ref_model, ref_result = run_loop(
             ref_pass,
-            lambda: load_model(rp.model["path"], ref_plan, rp.runtime["name"]),
+            lambda: load_model(settings.model.path, ref_plan, settings.runtime.name),
             lambda record: None,
-            rp.loop,
+            settings.loop,
         )
         if ref_result.status != "complete":
             raise EvalHarnessError(f"reference pass stopped early: {ref_result.stop_reason}")
         reference = (ref_plan, ref_model, ref_result)
-    keep = writer.append if rp.definition.writes_predictions else (lambda record: None)
+    keep = writer.append if settings.definition.writes_predictions else (lambda record: None)
+    s = settings
     try:
         model, result = run_loop(
             task,
-            lambda: load_model(rp.model["path"], rp.delegate_plan, rp.runtime["name"], rp.runner),
+            lambda: load_model(s.model.path, s.delegate_plan, s.runtime.name, s.runner),
             keep,
             loop,
             done,
@@ -62,15 +65,15 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
     finally:
         writer.close()
     profile = None
-    if rp.loop.op_profile or rp.definition.op_profile():
+    if settings.loop.op_profile or settings.definition.op_profile():
         if result.status == "complete":
-            profile = op_profile(rp, task, model)
+            profile = op_profile(settings, task, model)
         else:  # never silently absent: the run's figures stop where the loop stopped
             print(f"op profile skipped: the run did not complete ({result.stop_reason})", file=sys.stderr)
     return Ran(writer, model, result, reference, start_up, profile)
 
 
-def op_profile(rp, task, model) -> dict:
+def op_profile(settings: RunSettings, task, model) -> dict:
     """Per-op time and placement of the run's model on the run's delegate (the runtime's profiler,
     else sub-model timing), fed the first sample (after the measured loop, so it cannot disturb the
     loop's figures)."""
@@ -79,10 +82,10 @@ def op_profile(rp, task, model) -> dict:
 
     inputs = task.prepare(next(iter(task.samples)))
     return profile_ops(
-        rp.model["path"],
-        lambda path: load_model(path, rp.delegate_plan, rp.runtime["name"]),
+        settings.model.path,
+        lambda path: load_model(path, settings.delegate_plan, settings.runtime.name),
         model,
         inputs,
-        repeats=rp.loop.op_profile_repeats,
-        plan=rp.delegate_plan,
+        repeats=settings.loop.op_profile_repeats,
+        plan=settings.delegate_plan,
     )

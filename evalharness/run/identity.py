@@ -8,11 +8,12 @@ Every file the task's provenance hashes (``dataset.<name>_sha256``: the ground t
 
 from __future__ import annotations
 
+from evalharness.run.groups import RunSettings
 from evalharness.run.provenance import library_record
 from evalharness.rundir.state import identity_differences
 
 
-def run_identity(rp, task, prov: dict) -> dict:
+def run_identity(settings: RunSettings, task, prov: dict) -> dict:
     """The bytes a result depends on, recorded when a run starts so that a resume can refuse to mix
     inputs that changed (see :mod:`evalharness.rundir.state`)."""
     from evalharness.core.checksum import optional_sha256
@@ -20,11 +21,11 @@ def run_identity(rp, task, prov: dict) -> dict:
     from evalharness.runtime.litert import runtime_info
 
     dataset = prov.get("dataset") or {}
-    library = library_record(rp.delegate_plan)
+    library = library_record(settings.delegate_plan)
     return {
-        "model_sha256": optional_sha256(rp.model["path"]),  # not a file: the load says so
+        "model_sha256": optional_sha256(settings.model.path),  # not a file: the load says so
         "delegate_library_sha256": library and library["sha256"],
-        "runtime_version": runtime_info(rp.runtime["name"])["version"],
+        "runtime_version": runtime_info(settings.runtime.name)["version"],
         "labels_sha256": (prov.get("labels") or {}).get("sha256"),
         "ground_truth_sha256": dataset.get("ground_truth_sha256"),
         "dataset_manifest_sha256": dataset.get("manifest_sha256"),
@@ -39,11 +40,11 @@ def dataset_files(dataset: dict) -> dict:
     return {k: v for k, v in dataset.items() if k.endswith("_sha256") and k != "manifest_sha256"}
 
 
-def moved_inputs(rp, task, prov: dict, identity: dict) -> list[str]:
+def moved_inputs(settings: RunSettings, task, prov: dict, identity: dict) -> list[str]:
     """What changed on disk while the run ran (the model file, the sample files): such a result
     mixes two inputs and is ``invalid``."""
 
-    now_ = run_identity(rp, task, prov)
+    now_ = run_identity(settings, task, prov)
     watched = (
         "model_sha256",
         "dataset_files_stat",

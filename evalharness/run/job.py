@@ -20,6 +20,7 @@ from evalharness.core.errors import RunStopped
 from evalharness.core.interrupts import Interrupted
 from evalharness.report.views.repair_view import write_repair
 from evalharness.run.execute import execute
+from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import job_overrides, multirun_launcher
 from evalharness.run.identity import run_identity
 from evalharness.run.parallel import parse as parse_parallel
@@ -33,14 +34,14 @@ def run(cfg: DictConfig, run_dir: str) -> Mapping[str, Any]:
     """Run the configured task into ``run_dir``; returns the metrics.json document."""
     from evalharness.run.settings import validate
 
-    rp = validate(cfg, multirun_launcher(), job_overrides(), command_line=HydraConfig.initialized())
-    if parse_parallel(rp.loop.parallel) != "off":
-        return run_parallel(rp, run_dir, job_overrides())
-    refuse_unsplit_resume(run_dir, rp.loop.resume)
-    return run_settings(rp, run_dir)
+    settings = validate(cfg, multirun_launcher(), job_overrides(), command_line=HydraConfig.initialized())
+    if parse_parallel(settings.loop.parallel) != "off":
+        return run_parallel(settings, run_dir, job_overrides())
+    refuse_unsplit_resume(run_dir, settings.loop.resume)
+    return run_settings(settings, run_dir)
 
 
-def run_settings(rp, run_dir: str) -> Mapping[str, Any]:
+def run_settings(settings: RunSettings, run_dir: str) -> Mapping[str, Any]:
     """Run a validated plan into ``run_dir``; returns the metrics.json document.
 
     Before the directory is claimed a failure writes nothing there; after, a failure before the loop
@@ -51,16 +52,16 @@ def run_settings(rp, run_dir: str) -> Mapping[str, Any]:
     from evalharness.rundir.state import claim, release
 
     started = now()
-    use_resize(rp.loop.resize)
-    prepared = prepare(rp, run_dir)
+    use_resize(settings.loop.resize)
+    prepared = prepare(settings, run_dir)
     if isinstance(prepared, dict):
         return prepared
-    rp, quant, task, loop = prepared
-    definition = rp.definition
-    identity = run_identity(rp, task, task.provenance())
+    settings, quant, task, loop = prepared
+    definition = settings.definition
+    identity = run_identity(settings, task, task.provenance())
     done = claim(
         run_dir,
-        rp.config(),
+        settings.config(),
         identity,
         resume=loop.resume,
         overwrite=loop.overwrite,
@@ -68,25 +69,25 @@ def run_settings(rp, run_dir: str) -> Mapping[str, Any]:
     )
     where = "before the loop"
     try:
-        record_config(run_dir, rp)
+        record_config(run_dir, settings)
         write_repair(run_dir, quant)
         try:
-            ran = execute(rp, task, loop, done, run_dir)
+            ran = execute(settings, task, loop, done, run_dir)
         except Exception as exc:
-            write_failure(run_dir, describe(exc), rp.config(), job_overrides())
+            write_failure(run_dir, describe(exc), settings.config(), job_overrides())
             raise
         where = "while scoring"
         try:
-            return record_run(rp, task, quant, started, ran, identity)
+            return record_run(settings, task, quant, started, ran, identity)
         except RunStopped:
             raise
         except Exception as exc:
             if debug():
                 raise
-            write_failure(run_dir, describe(exc), rp.config(), job_overrides())
+            write_failure(run_dir, describe(exc), settings.config(), job_overrides())
             raise RunStopped(f"the run could not be recorded: {describe(exc)}") from exc
     except Interrupted as exc:  # the loop keeps its own (partial); elsewhere the predictions are kept
-        raise record_interrupt(run_dir, rp.config(), exc, where) from None
+        raise record_interrupt(run_dir, settings.config(), exc, where) from None
     finally:
         release(run_dir)
 

@@ -36,6 +36,7 @@ from evalharness.core.errors import ConfigError, RunStopped
 from evalharness.core.interrupts import Interrupted
 from evalharness.core.untrusted import read_json
 from evalharness.report.runs import ReportError
+from evalharness.run.groups import RunSettings
 from evalharness.run.start_up import child_failed
 from evalharness.run.thread_budget import available_cores
 from evalharness.rundir.document import has_document, holds_run
@@ -169,7 +170,7 @@ def shard_overrides(
     ]
 
 
-def run_parallel(rp, run_dir: str, overrides: list[str]) -> RunDocument:
+def run_parallel(settings: RunSettings, run_dir: str, overrides: list[str]) -> RunDocument:
     """Claim ``run_dir`` as every writer does (:func:`evalharness.rundir.state.claim`: the lock, the
     resume and overwrite rules), run the shards, merge them; a signal ends the shards first and
     leaves the ``interrupted`` record that ``loop.resume=true`` continues."""
@@ -179,17 +180,18 @@ def run_parallel(rp, run_dir: str, overrides: list[str]) -> RunDocument:
     from evalharness.rundir.document import write_failure
     from evalharness.rundir.state import release
 
-    loop = rp.loop
-    _take_over(run_dir, rp.config(), loop.resume, loop.overwrite, rp.definition.can_resume, loop.parallel)
+    loop = settings.loop
+    can_resume = settings.definition.can_resume
+    _take_over(run_dir, settings.config(), loop.resume, loop.overwrite, can_resume, loop.parallel)
     try:
-        return _run_shards(rp, run_dir, overrides)
+        return _run_shards(settings, run_dir, overrides)
     except Interrupted as exc:
         children.stop_children()  # each shard records its own partial run first
         kept = sum(len(read_predictions(os.path.join(d, PREDICTIONS_FILE))) for d in _shard_dirs(run_dir))
         where, kept_in = "while its shards ran", os.path.join(SHARDS_DIR, "shard_*", PREDICTIONS_FILE)
-        raise record_interrupt(run_dir, rp.config(), exc, where, (kept, kept_in)) from None
+        raise record_interrupt(run_dir, settings.config(), exc, where, (kept, kept_in)) from None
     except Exception as exc:  # a shard failed, or the merge: the claimed directory says so, as a run's does
-        write_failure(run_dir, describe(exc), rp.config(), job_overrides())
+        write_failure(run_dir, describe(exc), settings.config(), job_overrides())
         raise
     finally:
         release(run_dir)
@@ -241,15 +243,15 @@ def _shard_dirs(run_dir: str) -> list[str]:
     return sorted(glob.glob(os.path.join(run_dir, SHARDS_DIR, "shard_*")))
 
 
-def _run_shards(rp, run_dir: str, overrides: list[str]) -> RunDocument:
+def _run_shards(settings: RunSettings, run_dir: str, overrides: list[str]) -> RunDocument:
     """Choose P × T, run the shard processes at once, merge them into ``run_dir``."""
     from evalharness.report.commands.merge import merge_runs
 
     cores = available_cores()
-    asked = parse(rp.loop.parallel)
-    record: dict = {"requested": str(rp.loop.parallel), "cores": cores}
+    asked = parse(settings.loop.parallel)
+    record: dict = {"requested": str(settings.loop.parallel), "cores": cores}
     if isinstance(asked, str):  # AUTO: run() never sends "off" here
-        cal = calibrate(rp.model["path"], rp.delegate_plan, rp.runtime["name"], cores)
+        cal = calibrate(settings.model.path, settings.delegate_plan, settings.runtime.name, cores)
         (p, t), record["source"] = cal.pop("choice"), cal.pop("source")
         record["calibration"] = cal
     else:
@@ -257,7 +259,7 @@ def _run_shards(rp, run_dir: str, overrides: list[str]) -> RunDocument:
     print(f"loop.parallel: {p} process(es) x {t} thread(s) ({record['source']})", file=sys.stderr, flush=True)
     dirs = [os.path.join(run_dir, SHARDS_DIR, f"shard_{i}") for i in range(p)]
     start = time.perf_counter()
-    todo = [i for i, d in enumerate(dirs) if not (rp.loop.resume and _status(d) == "complete")]
+    todo = [i for i, d in enumerate(dirs) if not (settings.loop.resume and _status(d) == "complete")]
     args = {i: shard_overrides(overrides, p, i, t, dirs[i], holds_run(dirs[i])) for i in todo}
     commands = {i: [sys.executable, "-m", "evalharness", *args[i]] for i in todo}
     procs = {
@@ -277,14 +279,14 @@ def _run_shards(rp, run_dir: str, overrides: list[str]) -> RunDocument:
             raise child_failed(f"loop.parallel: shard {i} of {p}", proc.returncode, errors[i], dirs[i])
     images = sum(_count(d) for d in dirs)
     record |= {"processes": p, "threads_per_process": t, "wall_s": wall, "images_per_s": images / wall}
-    if rp.loop.resume:  # part of the samples ran in an earlier session: no one-session throughput
+    if settings.loop.resume:  # part of the samples ran in an earlier session: no one-session throughput
         record |= {"images_per_s": None, "resumed": True, "shards_run_now": todo}
     record["shards"] = [os.path.relpath(d, run_dir) for d in dirs]
     try:
         doc = merge_runs(dirs, run_dir, {"parallel": record})
     except ReportError as exc:
         raise RunStopped(f"loop.parallel: the shards could not be merged: {exc}") from None
-    rate = "resumed" if rp.loop.resume else f"{images / wall:.1f} /s"
+    rate = "resumed" if settings.loop.resume else f"{images / wall:.1f} /s"
     print(f"loop.parallel: {images} samples, {wall:.1f} s in this session ({rate}) over {p} process(es)")
     with open(os.path.join(run_dir, RESULTS_FILE), encoding="utf-8") as f:
         print(f.read(), end="")

@@ -3,63 +3,70 @@ samples listed), the tensor cache, the resize implementation. A refusal here wri
 
 from __future__ import annotations
 
+import dataclasses
+
+from evalharness.data.preprocess import spec_from_config
+from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import is_multirun, use_cache
 
 
-def with_quantized_variant(rp):
+def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict]:
     """(plan running the quantized variant, ``provenance.model.quant``); ``quant=none``: unchanged.
 
     A repair (``quant.max_drop``) or calibration drawn from the dataset splits the dataset: the plan
-    then lists the held-out part only (``dataset.split``, :class:`evalharness.data.shard.Split`)."""
+    then lists the held-out part only (``RunSettings.split``, :class:`evalharness.data.shard.Split`)."""
     from evalharness.core.schema import thaw
     from evalharness.run.variants import from_dataset, prepare_variant, repair_requested, split_of
 
-    model, quant, dataset = thaw(rp.model), thaw(rp.quant), thaw(rp.dataset)
+    model, quant = thaw(settings.model), settings.quant  # model: a scratch copy the variant's path goes into
     split = split_of(quant)
-    if split is not None:
-        dataset["split"] = {**split, "part": "held_out"}
+    record: dict | None
     if split is not None and repair_requested(quant):
         from evalharness.run.repair import repair_variant
 
-        record = repair_variant(rp, quant, model)
+        record = repair_variant(settings, model)
     else:
         files = None
         if split is not None and from_dataset(quant):
             from evalharness.run.repair_eval import Part
 
-            files = Part(rp, model, split, "search").files()
+            files = Part(settings, model, split, "search").files()
         record = prepare_variant(
-            quant, model, dataset, rp.definition.reads_dataset, rp.paths["cache_dir"], files
+            quant, model, settings.dataset.root, settings.definition.reads_dataset, settings.paths.cache_dir,
+            files,
         )
     if record is None:
-        return rp, {"name": rp.quant["name"], "recipe": None}
-    return rp.replace(model=model, dataset=dataset), record
+        return settings, {"name": quant.name, "recipe": None}
+    preprocess = spec_from_config(model.get("preprocess"))  # with the variant's integer_input
+    typed = dataclasses.replace(settings.model, path=model["path"], preprocess=preprocess)
+    held_out = {**split, "part": "held_out"} if split is not None else None
+    return settings.replace(model=typed, split=held_out), record
 
 
-def prepare(rp, run_dir: str):
+def prepare(settings: RunSettings, run_dir: str):
     """Everything before the run directory is claimed: (plan, quant record, task, loop settings), or
     the finished document of a sweep job that is skipped. Refusals here write nothing."""
-    import dataclasses
-
     from evalharness.rundir.state import sweep_job_mode
     from evalharness.tasks.discovery import live_class
 
-    definition, loop = rp.definition, rp.loop
+    definition, loop = settings.definition, settings.loop
     if is_multirun() and not (loop.resume or loop.overwrite):
         # a re-run sweep skips complete jobs (before any set-up) and resumes partial ones
-        mode, finished = sweep_job_mode(run_dir, rp.config(), definition.can_resume)
+        mode, finished = sweep_job_mode(run_dir, settings.config(), definition.can_resume)
         if mode == "skip":
             print(f"skipped: {run_dir} already holds a complete run of this config")
             return finished
-        if mode in ("resume", "overwrite"):
-            loop = dataclasses.replace(loop, **{mode: True})
-    rp, quant = with_quantized_variant(rp)
-    task = live_class(definition)(rp.task, rp.model, rp.dataset)
-    if use_cache(rp.loop.tensor_cache) and task.cacheable:
+        if mode == "resume":
+            loop = dataclasses.replace(loop, resume=True)
+        elif mode == "overwrite":
+            loop = dataclasses.replace(loop, overwrite=True)
+    settings, quant = with_quantized_variant(settings)
+    task = live_class(definition)(*settings.task_inputs())
+    if use_cache(settings.loop.tensor_cache) and task.cacheable:
         from evalharness.data.tensor_cache import CachedTask
 
-        task = CachedTask(task, rp.paths["cache_dir"])
-    return rp, quant, task, loop
+        task = CachedTask(task, settings.paths.cache_dir)
+    return settings, quant, task, loop
 
 
 def use_resize(choice: str) -> None:

@@ -10,6 +10,7 @@ import sys
 
 from evalharness import __version__
 from evalharness.core.checksum import sha256_file
+from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import job_overrides
 
 # CPU features that change which kernels run (and so latency, sometimes results).
@@ -96,45 +97,45 @@ def library_record(plan) -> dict | None:
     }
 
 
-def model_assumptions(rp) -> list[dict]:
+def model_assumptions(settings: RunSettings) -> list[dict]:
     """What the run took for granted about the model: the preprocessing of a file given by path
     whose metadata holds no normalization (its preset's default, which may be wrong for it)."""
-    sources = rp.model_sources or {}
+    sources = settings.model_sources
     if sources.get("path") != "command line" or sources.get("preprocess") != "preset":
         return []
-    pre = rp.model.get("preprocess") or {}
+    pre = settings.model.preprocess
     return [
         {
             "what": "model.preprocess",
-            "assumed": f"mean {pre.get('mean')}, std {pre.get('std')}, {pre.get('crop')} crop",
+            "assumed": f"mean {pre.mean}, std {pre.std}, {pre.crop} crop",
             "why": "the model file carries no normalization metadata",
             "fix": "model.preprocess=efficientnet|torchvision|tflite_tool|... (see evalharness --help)",
         }
     ]
 
 
-def run_provenance(rp, task_provenance: dict, model, quant: dict, loop_shape=None) -> dict:
+def run_provenance(settings: RunSettings, task_provenance: dict, model, quant: dict, loop_shape=None) -> dict:
     """``provenance`` of metrics.json: what ran (model, runtime, delegate and what it took, host,
     device), on what (the task's dataset/labels/preprocessing) and with which config."""
     return {
         "model": {
-            "name": rp.model["name"],
-            "settings_source": rp.model_sources,
-            **model_info(rp.model["path"], model.inputs, model.outputs),
+            "name": settings.model.name,
+            "settings_source": settings.model_sources,
+            **model_info(settings.model.path, model.inputs, model.outputs),
             "quant": quant,
         },
         "runtime": model.runtime_info(),
         "delegate": {
-            **delegate_record(rp.delegate_plan, model),
-            "library": library_record(rp.delegate_plan),
+            **delegate_record(settings.delegate_plan, model),
+            "library": library_record(settings.delegate_plan),
             "native_log": model.native_log,
         },
         **task_provenance,
-        "assumptions": [*model_assumptions(rp), *task_provenance.get("assumptions", [])],
+        "assumptions": [*model_assumptions(settings), *task_provenance.get("assumptions", [])],
         "host": host_info(),
         **({"device": model.device} if model.device is not None else {}),  # runner=adb: the phone
-        "thread_budget": {**rp.thread_budget, "loop": loop_shape.record() if loop_shape else None},
+        "thread_budget": {**settings.thread_budget, "loop": loop_shape.record() if loop_shape else None},
         "evalharness": tool_info(),
-        "config": rp.config(),
+        "config": settings.config(),
         "overrides": job_overrides(),
     }

@@ -16,6 +16,7 @@ from evalharness.core.escape import terminal
 from evalharness.report.views.op_profile_table import top_lines as op_profile_lines
 from evalharness.report.views.repair_view import failed_checks
 from evalharness.run.execute import Ran
+from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import job_overrides
 from evalharness.run.identity import moved_inputs
 from evalharness.run.provenance import delegate_record, run_provenance
@@ -47,13 +48,14 @@ def warn_delegation(plan, coverage) -> None:
     )
 
 
-def record_config(run_dir: str, rp) -> None:
+def record_config(run_dir: str, settings: RunSettings) -> None:
     """``.hydra/config.yaml`` (the resolved config) and ``.hydra/overrides.yaml``, written only once
     the run has claimed its directory (Hydra's own copies are off: conf/hydra/default.yaml)."""
     from evalharness.core.atomic_io import atomic_write_text
 
     folder = os.path.join(run_dir, ".hydra")
-    atomic_write_text(os.path.join(folder, "config.yaml"), OmegaConf.to_yaml(OmegaConf.create(rp.config())))
+    text = OmegaConf.to_yaml(OmegaConf.create(settings.config()))
+    atomic_write_text(os.path.join(folder, "config.yaml"), text)
     atomic_write_text(
         os.path.join(folder, "overrides.yaml"), OmegaConf.to_yaml(OmegaConf.create(job_overrides()))
     )
@@ -78,11 +80,11 @@ def record_interrupt(
     return RunStopped(f"{message}, recorded in {path}; loop.resume=true continues the run")
 
 
-def invalid_reasons(rp, checks: dict) -> list[str]:
+def invalid_reasons(settings: RunSettings, checks: dict) -> list[str]:
     """Output checks that make the run ``invalid`` unless the loop settings allow them."""
     from evalharness.loop.checks import failures
 
-    return failures(checks, not rp.loop.allow_nonfinite, not rp.loop.allow_constant_outputs)
+    return failures(checks, not settings.loop.allow_nonfinite, not settings.loop.allow_constant_outputs)
 
 
 def write_op_profile(run_dir: str, profile: dict) -> None:
@@ -94,13 +96,13 @@ def write_op_profile(run_dir: str, profile: dict) -> None:
     atomic_write_text(os.path.join(run_dir, EXPLORER_FILE), json.dumps(model_explorer(profile), indent=1))
 
 
-def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> RunDocument:
+def record_run(settings: RunSettings, task, quant, started: str, ran: Ran, identity: dict) -> RunDocument:
     """Score, build and write the run's files; raise RunStopped when it did not complete."""
     from evalharness.rundir.document import run_document, write_run
 
-    definition, writer, model, result = rp.definition, ran.writer, ran.model, ran.result
+    definition, writer, model, result = settings.definition, ran.writer, ran.model, ran.result
     reference = ran.reference[2] if ran.reference else None
-    warn_delegation(rp.delegate_plan, model.coverage)
+    warn_delegation(settings.delegate_plan, model.coverage)
     metrics = task.evaluator.compute()
     metrics.update(task.extra_metrics(reference and reference.inference_ms, result.inference_ms))
     if ran.start_up:
@@ -113,7 +115,7 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> RunDo
     metrics["num_skipped"] = len(result.skipped)
     checks = result.checks.record([o.name for o in model.outputs])
     prov = task.provenance()  # once: its hashes and file manifest serve the identity check and the record
-    invalid = [*invalid_reasons(rp, checks), *moved_inputs(rp, task, prov, identity)]
+    invalid = [*invalid_reasons(settings, checks), *moved_inputs(settings, task, prov, identity)]
     invalid += definition.result_problems(metrics)
     status, stop_reason = result.status, result.stop_reason
     if invalid and status == "complete":
@@ -145,16 +147,16 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> RunDo
             "images_per_s": (len(result.inference_ms) - result.resumed) / result.wall_s
             if result.wall_s
             else None,
-            "workers": result.shape.record()["workers"] if result.shape else rp.loop.workers,
+            "workers": result.shape.record()["workers"] if result.shape else settings.loop.workers,
             "cache": task.cache.stats() if task.cache else None,
-            "resize": rp.loop.resize,
+            "resize": settings.loop.resize,
             "batch": result.batch,
             # mean ms per image of each stage; preprocess overlaps invoke when pipelined
             "per_image_ms": result.stage_ms(),
         },
         predictions_count=writer.count,
         artifacts=list(artifacts),
-        provenance=run_provenance(rp, prov, model, quant, result.shape),
+        provenance=run_provenance(settings, prov, model, quant, result.shape),
         output_checks=checks,
         reference=reference_record,
     )

@@ -41,6 +41,7 @@ import time
 from evalharness.core.atomic_io import no_nan
 from evalharness.core.errors import DataError
 from evalharness.core.schema import thaw
+from evalharness.run.groups import QuantSchema, RunSettings
 from evalharness.run.repair_eval import Evaluation, Part, snr_db
 from evalharness.run.variants import (
     build_variant,
@@ -58,14 +59,16 @@ class Search:
     """Candidate variants of one float model, each scored once on the search part against the float
     model (memoized by calibration and the set of ops kept in float)."""
 
-    def __init__(self, rp, quant: dict, model: dict, split: dict, work: str) -> None:
+    def __init__(
+        self, settings: RunSettings, quant: QuantSchema, model: dict, split: dict, work: str
+    ) -> None:
         from evalharness.runtime.quantize import quantized_ops, recipe_ops
 
-        self.definition, self.work, self.quant = rp.definition, work, quant
+        self.definition, self.work, self.quant = settings.definition, work, quant
         self.source = model["path"]
-        self.part = Part(rp, model, split, "search")
+        self.part = Part(settings, model, split, "search")
         self.float = self.part.evaluate(self.source, keep_outputs=True)
-        self.base = recipe_ops(quant["recipe"])
+        self.base = recipe_ops(quant.recipe)
         self.ops = {i: (kind, scope) for i, kind, scope in quantized_ops(self.source, self.base)}
         self.allowed = allowed_drop(quant, self.float.metric)
         self.builders: dict[str, object] = {}
@@ -124,10 +127,12 @@ class Search:
         }
 
 
-def allowed_drop(quant: dict, float_metric: float) -> float:
-    if quant.get("max_drop") is not None:
-        return float(quant["max_drop"])
-    return float(quant["max_drop_relative"]) * float_metric
+def allowed_drop(quant: QuantSchema, float_metric: float) -> float:
+    if quant.max_drop is not None:
+        return float(quant.max_drop)
+    relative = quant.max_drop_relative
+    assert relative is not None  # a repair (variants.repair_requested) sets one of the two
+    return float(relative) * float_metric
 
 
 def holds(drop: float, allowed: float) -> bool:
@@ -135,10 +140,10 @@ def holds(drop: float, allowed: float) -> bool:
     return drop <= allowed + 1e-12
 
 
-def target_text(quant: dict, metric: str) -> str:
-    if quant.get("max_drop") is not None:
-        return f"{metric} drop <= {quant['max_drop']:g} (absolute)"
-    return f"{metric} drop <= {quant['max_drop_relative']:g} of the float model's (relative)"
+def target_text(quant: QuantSchema, metric: str) -> str:
+    if quant.max_drop is not None:
+        return f"{metric} drop <= {quant.max_drop:g} (absolute)"
+    return f"{metric} drop <= {quant.max_drop_relative:g} of the float model's (relative)"
 
 
 def _better(a: dict, b: dict) -> bool:
@@ -207,34 +212,34 @@ def _brief(row: dict) -> dict:
     return {k: row[k] for k in ("metric", "drop", "snr_db")}
 
 
-def repair_variant(rp, quant: dict, model: dict) -> dict:
+def repair_variant(settings: RunSettings, model: dict) -> dict:
     """Search the variant, build and cache the chosen one, score it on the held-out part, point
     ``model`` at it; returns ``provenance.model.quant`` (with ``repair``)."""
     from evalharness.report.views.repair_view import print_repair, write_recipe
     from evalharness.runtime.quantize import needs_calibration, quantizer_version
     from evalharness.runtime.subgraph import ModelGraph
 
-    started = time.perf_counter()
+    started, quant = time.perf_counter(), settings.quant
     source = model["path"]
     if not os.path.isfile(source):
         raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
-    split, definition = split_of(quant), rp.definition
+    split, definition = split_of(quant), settings.definition
     float_preprocess = thaw(model.get("preprocess"))
     task_model = dict(model)
-    if quant.get("integer_input"):  # the float model's float input is unchanged
+    if quant.integer_input:  # the float model's float input is unchanged
         task_model["preprocess"] = with_integer_input(float_preprocess, quant)
-    root = rp.dataset.get("root", "")
+    root = settings.dataset.root
     with tempfile.TemporaryDirectory(prefix="evalharness-repair-") as work:
-        s = Search(rp, quant, task_model, split, work)
+        s = Search(settings, quant, task_model, split, work)
         print(
-            f"repair: quant={quant['name']}, {target_text(quant, definition.repair_metric)}: searching on "
+            f"repair: quant={quant.name}, {target_text(quant, definition.repair_metric)}: searching on "
             f"{len(s.part)} images ({len(s.ops)} quantized ops: roughly {len(s.ops) + 4} model evaluations, "
             "each one variant built and scored)",
             flush=True,
         )
         labels = []
-        if needs_calibration(quant["recipe"]):
-            configured = quant.get("calibration") or DATASET_CALIBRATION
+        if needs_calibration(quant.recipe):
+            configured = quant.calibration or DATASET_CALIBRATION
             labels.append(_label(configured))
             s.add_calibration(labels[0], configured, float_preprocess, root)
             if configured.get("source") != "dataset":
@@ -247,9 +252,10 @@ def repair_variant(rp, quant: dict, model: dict) -> dict:
         chosen = found["chosen"]
         recipe = s.recipe(chosen["float_ops"])
         cal_record, cal_paths = s.calibrations[found["calibration"]]
-        built = build_variant(source, recipe, cal_record, cal_paths, float_preprocess, rp.paths["cache_dir"])
+        cache_dir = settings.paths.cache_dir
+        built = build_variant(source, recipe, cal_record, cal_paths, float_preprocess, cache_dir)
         cached = built.pop("_cached")
-        held = Part(rp, task_model, split, "held_out")
+        held = Part(settings, task_model, split, "held_out")
         held_float, held_variant = held.evaluate(source), held.evaluate(cached["path"])
     paired = definition.paired_records(held_float.records, held_variant.records)
     drop = held_float.metric - held_variant.metric
@@ -291,7 +297,7 @@ def repair_variant(rp, quant: dict, model: dict) -> dict:
         "recipe_file": recipe_path,
         "reuse": _reuse(quant, recipe_path, found["calibration"]),
     }
-    record = {"name": quant["name"], "recipe": quant["recipe"], **built, "recipe_ops": recipe}
+    record = {"name": quant.name, "recipe": quant.recipe, **built, "recipe_ops": recipe}
     record["repair"] = no_nan(repair, inf_as_text=True)  # inf SNR: identical outputs, -inf: NaN ones
     print_repair(record)
     return record
@@ -303,17 +309,17 @@ def _label(cal: dict) -> str:
     return f"{cal.get('name') or 'roots'} (quant.calibration.roots)"
 
 
-def _reuse(quant: dict, recipe_path: str, chosen: str) -> list[str]:
+def _reuse(quant: QuantSchema, recipe_path: str, chosen: str) -> list[str]:
     """The overrides that build this variant again (bit for bit) from the recipe file, beside the
     run's other settings (model, dataset, and the same quant.calibration unless it says otherwise)."""
-    parts = [f"quant={quant['name']}", f"quant.recipe={recipe_path}"]
+    parts = [f"quant={quant.name}", f"quant.recipe={recipe_path}"]
     if chosen == _label(DATASET_CALIBRATION):
-        configured = quant.get("calibration") or {}
+        configured = quant.calibration or {}
         num = configured.get("num_images") or 0 if configured.get("source") == "dataset" else 0
         parts += [
             "quant/calibration=dataset",
             f"quant.calibration.num_images={num}",
-            f"quant.search.fraction={quant['search']['fraction']:g}",
-            f"quant.search.scheme={quant['search']['scheme']}",
+            f"quant.search.fraction={quant.search.fraction:g}",
+            f"quant.search.scheme={quant.search.scheme}",
         ]
     return parts

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evalharness.core.schema import thaw
+from evalharness.run.groups import RunSettings
 
 
 @dataclass
@@ -31,19 +31,15 @@ class Evaluation:
     outputs: np.ndarray | None = field(default=None, repr=False)
 
 
-def with_split(dataset, split: dict, part: str) -> dict:
-    return {**thaw(dataset), "split": {**split, "part": part}}
-
-
 class Part:
     """The samples of one part, and the models evaluated on them (inputs prepared once per input
     spec: the float model's and every integer-input variant's)."""
 
-    def __init__(self, rp, model: dict, split: dict, part: str) -> None:
+    def __init__(self, settings: RunSettings, model: dict, split: dict, part: str) -> None:
         from evalharness.tasks.discovery import live_class
 
-        self.rp, self.part = rp, part
-        self.task = live_class(rp.definition)(rp.task, model, with_split(rp.dataset, split, part))
+        self.settings, self.part = settings, part
+        self.task = live_class(settings.definition)(*settings.task_inputs(model, {**split, "part": part}))
         self._inputs: dict[str, list] = {}
         self.evaluations = 0
 
@@ -61,8 +57,8 @@ class Part:
 
         from evalharness.runtime import load_model
 
-        rp, task = self.rp, self.task
-        model = load_model(path, rp.delegate_plan, rp.runtime["name"], rp.runner)
+        settings, task = self.settings, self.task
+        model = load_model(path, settings.delegate_plan, settings.runtime.name, settings.runner)
         task.bind(model.inputs, model.outputs)
         key = json.dumps(task.cache_key(), sort_keys=True, default=str) if task.cacheable else None
         inputs = self._inputs.get(key) if key else None
@@ -82,8 +78,8 @@ class Part:
         self.evaluations += 1
         cov = model.coverage
         return Evaluation(
-            metric=float(metrics[rp.definition.repair_metric]),
-            metrics=rp.definition.headline(metrics),
+            metric=float(metrics[settings.definition.repair_metric]),
+            metrics=settings.definition.headline(metrics),
             records=records,
             p50_ms=statistics.median(times) if times else None,
             coverage={"ops_delegated": cov.ops_delegated, "ops_total": cov.ops_total},

@@ -1,18 +1,20 @@
 """Compose -> validate -> an immutable :class:`RunSettings`: the one description of what a run will do.
 
-Each group's YAML is checked against a dataclass with :func:`evalharness.core.schema.check`: the core
-groups' schemas are here; the task's comes from its definition (:mod:`evalharness.tasks.discovery`), the
-delegate's and the runner's from the runtime (``runtime/delegates.py``, ``runtime/runners.py``).
-So a typo'd key, a wrong type or a missing mandatory value (``???``) is one ``ConfigError`` line
-naming the key, before any file is read. Defaults live in ``conf/``; the dataclasses only say what
-may be there. Derived values (the thread budget, a quantized variant) make a new plan
-(:meth:`RunSettings.replace`); nothing edits a validated value in place.
+Each group's YAML is built into a frozen instance of its dataclass with
+:func:`evalharness.core.schema.build` and read by attribute (``settings.model.path``): the core
+groups' schemas are here (a group a task adds fields to is an instance of the core schema extended
+by the task's ``model_schema``/``dataset_schema``, :func:`evalharness.core.schema.extended`); the
+task's schema comes from its definition (:mod:`evalharness.tasks.discovery`), the delegate's and the
+runner's from the runtime (``runtime/delegates.py``, ``runtime/runners.py``). So a typo'd key, a
+wrong type or a missing mandatory value (``???``) is one ``ConfigError`` line naming the key, before
+any file is read. Defaults live in ``conf/``; the dataclasses only say what may be there. Derived
+values (the thread budget, a quantized variant) make a new plan (:meth:`RunSettings.replace`);
+nothing edits a validated value in place.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -20,20 +22,11 @@ from omegaconf.errors import OmegaConfBaseException
 
 from evalharness.core.errors import ConfigError
 from evalharness.core.paths import check_path_variables
-from evalharness.core.schema import (
-    FrozenDict,
-    bounds,
-    check,
-    check_extended,
-    field_names,
-    freeze,
-    one_line,
-    thaw,
-)
-from evalharness.data.preprocess import PreprocessSpec
+from evalharness.core.schema import build, build_extended, check, field_names, freeze, one_line
 from evalharness.loop.engine import LoopSettings
 from evalharness.loop.shape import given_workers
 from evalharness.report.tracking.mapping import check_tracking
+from evalharness.run.groups import SCHEMAS, DatasetSchema, ModelSchema, PathsSchema, QuantSchema, RunSettings
 from evalharness.run.model_settings import check_model_file, infer_model_settings
 from evalharness.run.parallel import check as check_parallel
 from evalharness.run.parallel import parse as parse_parallel
@@ -44,118 +37,9 @@ from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
 from evalharness.tasks.discovery import listed, task_definitions
 
 
-@dataclass
-class ModelSchema:
-    """What every task reads of a model; a task adds its own fields (``model_schema`` of its
-    definition, e.g. COCO's ``class_map``)."""
-
-    name: str = "???"
-    path: str = "???"
-    labels: str = "???"
-    preprocess: PreprocessSpec = field(default_factory=PreprocessSpec)
-    # how to read the outputs as answers (detectors: {name: ssd_postprocess | yolo, ...parameters});
-    # a model's own property, read by every task that decodes (coco, inference_diff, explain)
-    decoder: Any = None
-    from_file: bool = False  # conf/model/file.yaml: fill unset settings from the file (model_settings)
-
-
-@dataclass
-class ShardSchema:  # evalharness.data.shard: which part of the sample list this run scores
-    index: int = 0
-    count: int = 1
-    scheme: str = "interleaved"  # interleaved | contiguous
-
-
-@dataclass
-class DatasetSchema:
-    """What every dataset has; a task adds the fields it reads (``dataset_schema`` of its definition:
-    ImageNet's ground truth and class lists, COCO's annotations)."""
-
-    name: str = "???"
-    root: str = "???"
-    shard: ShardSchema = field(default_factory=ShardSchema)
-
-
-@dataclass
-class RuntimeSchema:
-    name: str = "litert"
-
-
-@dataclass
-class SearchSchema:  # the dataset split of quant.max_drop / quant/calibration=dataset (data/shard.py Split)
-    fraction: float = 0.5  # share of the images the variant is searched (and may be calibrated) on
-    scheme: str = field(default="interleaved", metadata=bounds(choices=("interleaved", "contiguous")))
-
-
-@dataclass
-class QuantSchema:  # conf/quant: a post-training-quantized variant of the float model (run/variants.py)
-    name: str = "none"
-    recipe: Any = None  # ai-edge-quantizer recipe (runtime/quantize.py RECIPES) or a JSON file; null: float
-    io_dtype: Any = None  # integer recipes: the I/O type they make (int8 | int16)
-    integer_input: Any = None  # model.preprocess.integer_input for a variant with integer inputs
-    calibration: Any = None  # {name, source: roots | dataset, roots: [folders], num_images}; calibrated only
-    # accuracy-aware repair (run/repair.py): the most the headline metric may drop, absolute or relative
-    max_drop: float | None = field(default=None, metadata=bounds(0, 1))
-    max_drop_relative: float | None = field(default=None, metadata=bounds(0, 1))
-    search: SearchSchema = field(default_factory=SearchSchema)
-
-
-@dataclass
-class PathsSchema:
-    models_dir: str = "models"
-    data_dir: str = "data"
-    cache_dir: str = "~/.cache/evalharness"
-
-
-SCHEMAS = {
-    "model": ModelSchema,
-    "dataset": DatasetSchema,
-    "runtime": RuntimeSchema,
-    "loop": LoopSettings,
-    "paths": PathsSchema,
-    "quant": QuantSchema,
-}
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """Everything a run will do, validated and frozen (FrozenDict groups)."""
-
-    task: FrozenDict
-    model: FrozenDict
-    dataset: FrozenDict
-    runtime: FrozenDict
-    loop: LoopSettings
-    delegate_plan: DelegatePlan  # how the configured delegate loads here (runtime.delegates)
-    paths: FrozenDict
-    resolved: FrozenDict  # the whole config after derived values (recorded in metrics.json, run_state)
-    definition: Any  # the task's TaskDefinition instance (scorer, abilities, summary lines)
-    reference_plan: DelegatePlan | None = None  # the delegate of a task's reference pass (inference_diff)
-    quant: FrozenDict = field(default_factory=lambda: freeze({"name": "none", "recipe": None}))
-    runner: FrozenDict = field(default_factory=lambda: freeze({"name": "host"}))
-    thread_budget: FrozenDict = field(default_factory=FrozenDict)
-    # setting -> where its value came from: command line | model file | preset
-    model_sources: FrozenDict = field(default_factory=FrozenDict)
-    # the tracker (logged by report/commands/hydra_callbacks.py)
-    tracking: FrozenDict = field(default_factory=lambda: freeze({"name": "none"}))
-
-    def replace(self, **changes) -> RunSettings:
-        """A new plan with ``changes`` (group values are frozen on the way in)."""
-        frozen = {
-            k: v if isinstance(v, LoopSettings | DelegatePlan) else freeze(v) for k, v in changes.items()
-        }
-        return dataclasses.replace(self, **frozen)
-
-    def config(self) -> dict:
-        """The resolved config as plain JSON values, for the run files."""
-        return thaw(self.resolved)
-
-
-def loop_settings(node: FrozenDict, overrides: list[str]) -> LoopSettings:
+def loop_settings(loop: LoopSettings, overrides: list[str]) -> LoopSettings:
     """The loop group as settings; ``loop.workers`` on the command line chooses the loop shape."""
-    values = thaw(node)
-    values["shape"] = given_workers(str(values["shape"]).lower(), values["workers"], overrides)
-    return LoopSettings(**values)
+    return dataclasses.replace(loop, shape=given_workers(str(loop.shape).lower(), loop.workers, overrides))
 
 
 TASK_EXTENDED = ("model", "dataset")  # core groups a task adds its own fields to
@@ -168,21 +52,21 @@ def task_fields(group: str) -> set[str]:
     return {name for schema in schemas if schema is not None for name in field_names(schema)}
 
 
-def check_group(group: str, node: dict, definition: type | None = None) -> FrozenDict:
-    """One core group (already resolved) checked against its schema, plus the fields the task
-    ``definition`` declares for it; fields other tasks declare pass through unchecked."""
+def check_group(group: str, node: dict, definition: type | None = None) -> Any:
+    """One core group (already resolved) built as its schema, plus the fields the task
+    ``definition`` declares for it; fields only other tasks declare are left out unchecked."""
     where = f"config group '{group}'"
     if group not in TASK_EXTENDED:
-        return check(SCHEMAS[group], node, where)
+        return build(SCHEMAS[group], node, where)
     own = getattr(definition, f"{group}_schema", None)
-    return check_extended(SCHEMAS[group], own, task_fields(group), node, where)
+    return build_extended(SCHEMAS[group], own, task_fields(group), node, where)
 
 
-def check_task_needs(definition, dataset: FrozenDict, plan: DelegatePlan, command_line: bool) -> None:
+def check_task_needs(definition, dataset: DatasetSchema, plan: DelegatePlan, command_line: bool) -> None:
     """What the task needs of the other groups: samples to shard, a compile cache to empty."""
     from evalharness.run.start_up import check as check_start_up
 
-    if not definition.reads_dataset and dataset["shard"]["count"] > 1:
+    if not definition.reads_dataset and dataset.shard.count > 1:
         raise ConfigError(
             f"task={definition.name} reads no dataset samples, so dataset.shard.count>1 cannot split it; "
             f"shard {' or '.join(listed(lambda d: d.mergeable()))} runs"
@@ -250,10 +134,10 @@ def validate(
         resolved = OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException as exc:
         raise ConfigError(f"config: {one_line(exc)}") from None
-    model, sources = infer_model_settings(
+    inferred, sources = infer_model_settings(
         dict(resolved["model"]), list(overrides or []), resolved["paths"]["cache_dir"]
     )
-    resolved = {**resolved, "model": model}
+    resolved = {**resolved, "model": inferred}
     for group, node in resolved.items():  # a renamed key in a config file: refused with its new name
         if isinstance(node, dict) and (old := renamed_in_group(group, node)):
             raise ConfigError(old)
@@ -271,34 +155,38 @@ def validate(
     delegate["num_threads"] = threads
     resolved = {**resolved, "delegate": delegate}
     runner = check_runner(resolved["runner"], definition_class.latency_only)
-    cache_dir = groups["paths"]["cache_dir"]
+    model: ModelSchema = groups["model"]
+    dataset: DatasetSchema = groups["dataset"]
+    paths: PathsSchema = groups["paths"]
+    quant: QuantSchema = groups["quant"]
+    cache_dir = paths.cache_dir
     plan = plan_delegate(delegate, runner=runner["name"], variant_dir=cache_dir)
     definition = definition_class(task)
     definition.check_settings()
-    check_task_needs(definition, groups["dataset"], plan, command_line)
+    check_task_needs(definition, dataset, plan, command_line)
     loop = loop_settings(groups["loop"], overrides or [])
     check_counts(limit, threads, loop, definition.reference_delegate())
     check_op_profile(
         loop.op_profile or definition.op_profile(), loop.batch_size, runner["name"], loop.parallel
     )
     accelerator = plan.offloads and not plan.expects_xnnpack  # XNNPACK offloads onto the CPU's cores
-    check_parallel(loop.parallel, definition, groups["dataset"]["shard"]["count"], command_line, accelerator)
-    check_quant(groups["quant"], definition, groups["dataset"])
-    if not groups["model"].get("from_file"):  # a file given alone was checked before it was read
-        check_model_file(groups["model"]["path"])
+    check_parallel(loop.parallel, definition, dataset.shard.count, command_line, accelerator)
+    check_quant(quant, definition, dataset)
+    if not model.from_file:  # a file given alone was checked before it was read
+        check_model_file(model.path)
     reference = definition.reference_delegate()
     return RunSettings(
         task=task,
-        model=groups["model"],
-        dataset=groups["dataset"],
+        model=model,
+        dataset=dataset,
         runtime=groups["runtime"],
         loop=loop,
         delegate_plan=plan,
-        paths=groups["paths"],
+        paths=paths,
         resolved=freeze(resolved),
         definition=definition,
         reference_plan=plan_delegate(reference, variant_dir=cache_dir) if reference else None,
-        quant=groups["quant"],
+        quant=quant,
         runner=runner,
         thread_budget=freeze(budget),
         model_sources=freeze(sources),

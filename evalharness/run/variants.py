@@ -35,44 +35,45 @@ from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.listing import list_images
 from evalharness.data.manifest import manifest_hash
 from evalharness.data.preprocess import InputSpec, preprocess_file, spec_from_config
+from evalharness.run.groups import DatasetSchema, QuantSchema
 
 IO_DTYPES = {"static_wi8_ai8": "int8", "static_wi8_ai16": "int16"}  # what ai-edge-quantizer emits
 
 
-def repair_requested(quant) -> bool:
-    return quant.get("max_drop") is not None or quant.get("max_drop_relative") is not None
+def repair_requested(quant: QuantSchema) -> bool:
+    return quant.max_drop is not None or quant.max_drop_relative is not None
 
 
-def from_dataset(quant) -> bool:
-    return (quant.get("calibration") or {}).get("source") == "dataset"
+def from_dataset(quant: QuantSchema) -> bool:
+    return (quant.calibration or {}).get("source") == "dataset"
 
 
-def with_integer_input(preprocess: dict | None, quant) -> dict | None:
+def with_integer_input(preprocess: dict | None, quant: QuantSchema) -> dict | None:
     """The model's preprocessing with ``quant.integer_input``, which applies to integer inputs only
     (a variant whose input stays float is fed as the float model is)."""
-    if not quant.get("integer_input"):
+    if not quant.integer_input:
         return preprocess
-    return {**(preprocess or {}), "integer_input": quant["integer_input"]}
+    return {**(preprocess or {}), "integer_input": quant.integer_input}
 
 
-def split_of(quant) -> dict | None:
+def split_of(quant: QuantSchema) -> dict | None:
     """The dataset split a quant setting implies (a repair search, or calibration drawn from the
     dataset), without its part; None: the run sees the whole list."""
-    if not quant.get("recipe") or not (repair_requested(quant) or from_dataset(quant)):
+    if not quant.recipe or not (repair_requested(quant) or from_dataset(quant)):
         return None
-    return {"fraction": float(quant["search"]["fraction"]), "scheme": quant["search"]["scheme"]}
+    return {"fraction": float(quant.search.fraction), "scheme": quant.search.scheme}
 
 
-def check_quant(quant, definition, dataset) -> None:
+def check_quant(quant: QuantSchema, definition: Any, dataset: DatasetSchema) -> None:
     """Rules between the quant fields and the rest of the config (exit 2 before anything runs)."""
     repair = repair_requested(quant)
-    if repair and quant.get("max_drop") is not None and quant.get("max_drop_relative") is not None:
+    if repair and quant.max_drop is not None and quant.max_drop_relative is not None:
         raise ConfigError("quant.max_drop and quant.max_drop_relative: give one (absolute or relative drop)")
-    recipe = quant.get("recipe")
+    recipe = quant.recipe
     splits = repair or from_dataset(quant)
     what = "quant.max_drop" if repair else "quant/calibration=dataset"
     if splits and not recipe:
-        raise ConfigError(f"{what} needs a quantized variant: quant=int8 or int16x8 (quant={quant['name']})")
+        raise ConfigError(f"{what} needs a quantized variant: quant=int8 or int16x8 (quant={quant.name})")
     if recipe:
         from evalharness.runtime.quantize import check_recipe
 
@@ -85,9 +86,9 @@ def check_quant(quant, definition, dataset) -> None:
     if splits:  # a recipe is set by now
         if not definition.reads_dataset:
             raise ConfigError(f"{what}: task={definition.name} reads no dataset to split")
-        if not 0 < float(quant["search"]["fraction"]) < 1:
-            raise ConfigError(f"quant.search.fraction={quant['search']['fraction']}: use a value in (0, 1)")
-        if dataset["shard"]["count"] > 1:
+        if not 0 < float(quant.search.fraction) < 1:
+            raise ConfigError(f"quant.search.fraction={quant.search.fraction}: use a value in (0, 1)")
+        if dataset.shard.count > 1:
             raise ConfigError(f"{what} splits the dataset: use dataset.shard.count=1")
 
 
@@ -192,9 +193,9 @@ def calibration_tensors(paths: list[Path], model_path: str, preprocess: dict) ->
 
 
 def prepare_variant(
-    quant: dict,
+    quant: QuantSchema,
     model: dict,
-    dataset: dict,
+    dataset_root: str,
     reads_dataset: bool,
     cache_dir: str,
     dataset_files: list[str] | None = None,
@@ -202,17 +203,17 @@ def prepare_variant(
     """Build or reuse the variant and point ``model['path']`` at it; returns ``provenance.model.quant``.
 
     ``model`` is the caller's own scratch copy of the model settings (the run plan gets a new value
-    made from it); ``reads_dataset``: the task scores dataset images (so calibration must not overlap
-    them); ``dataset_files``: the search part's image files (calibration ``source: dataset``).
-    ``quant=none`` returns None and changes nothing.
+    made from it); ``dataset_root``: the evaluation folder; ``reads_dataset``: the task scores dataset
+    images (so calibration must not overlap them); ``dataset_files``: the search part's image files
+    (calibration ``source: dataset``). ``quant=none`` returns None and changes nothing.
     """
-    recipe = quant.get("recipe")
+    recipe = quant.recipe
     if not recipe:
         return None
     from evalharness.runtime.quantize import check_recipe, is_recipe_file, needs_calibration, recipe_ops
 
     check_recipe(recipe)
-    io_dtype = quant.get("io_dtype")
+    io_dtype = quant.io_dtype
     if io_dtype and not is_recipe_file(recipe) and io_dtype != IO_DTYPES.get(recipe):
         raise ConfigError(
             f"quant.io_dtype={io_dtype}: ai-edge-quantizer recipe {recipe} makes "
@@ -224,18 +225,18 @@ def prepare_variant(
     calibration: dict | None = None
     paths: list[Path] = []
     if needs_calibration(recipe):
-        if not quant.get("calibration"):
-            raise ConfigError(f"quant={quant['name']}: recipe {recipe} needs quant.calibration")
+        if not quant.calibration:
+            raise ConfigError(f"quant={quant.name}: recipe {recipe} needs quant.calibration")
         calibration, paths = calibration_record(
-            quant["calibration"], reads_dataset, dataset.get("root", ""), dataset_files
+            quant.calibration, reads_dataset, dataset_root, dataset_files
         )
     ops = recipe_ops(recipe) if is_recipe_file(recipe) else recipe
     built = build_variant(source, ops, calibration, paths, model.get("preprocess"), cache_dir)
     record = built.pop("_cached")
     model["path"] = record["path"]
-    if quant.get("integer_input"):
+    if quant.integer_input:
         model["preprocess"] = with_integer_input(model.get("preprocess"), quant)
-    out = {"name": quant["name"], "recipe": recipe, **built}
+    out = {"name": quant.name, "recipe": recipe, **built}
     if is_recipe_file(recipe):
         out["recipe_file"] = {"path": os.path.abspath(recipe), **recipe_key(ops)}
     return out

@@ -42,7 +42,7 @@ def test_each_delegate_config_validates_or_names_whats_missing(delegate):
         rc = validate(cfg)
         assert rc.delegate_plan.name == delegate
         try:
-            assert load_model(rc.model["path"], rc.delegate_plan).coverage["ops_total"] == 31
+            assert load_model(rc.model.path, rc.delegate_plan).coverage["ops_total"] == 31
         except DelegateUnavailableError as exc:  # gpu on a host without a Vulkan driver
             assert delegate == "gpu" and "Vulkan" in str(exc)
 
@@ -64,9 +64,9 @@ def test_each_model_preset_composes_and_its_task_instantiates(model):
             validate(cfg)  # every other setting checked first; the missing file refused last, by name
         pytest.skip(f"{cfg.model.path} is not among the shared assets (preset for the user's own export)")
     rc = validate(cfg)
-    assert rc.model["name"] == model and rc.model["path"].endswith(".tflite")
-    instance = live_class(task_definitions().get(rc.task["name"]))(rc.task, rc.model, rc.dataset)
-    loaded = load_model(rc.model["path"], rc.delegate_plan)
+    assert rc.model.name == model and rc.model.path.endswith(".tflite")
+    instance = live_class(task_definitions().get(rc.task["name"]))(*rc.task_inputs())
+    loaded = load_model(rc.model.path, rc.delegate_plan)
     instance.bind(loaded.inputs, loaded.outputs)  # the preset's model fits its task
 
 
@@ -102,10 +102,10 @@ def test_every_conf_file_composes_and_validates(option):
         return
     rc = validate(cfg)
     if group == "model/preprocess":
-        assert rc.model["preprocess"]["resize"] in ("tflite_bilinear", "pil_bilinear", "pil_bicubic")
-    if group == "dataset" and Path(rc.dataset["root"]).is_dir():
+        assert rc.model.preprocess.resize in ("tflite_bilinear", "pil_bilinear", "pil_bicubic")
+    if group == "dataset" and Path(rc.dataset.root).is_dir():
         live = live_class(task_definitions().get(rc.task["name"]))
-        live(rc.task, rc.model, rc.dataset)  # lists samples, reads labels
+        live(*rc.task_inputs())  # lists samples, reads labels
 
 
 def test_hydra_group_sets_run_dirs():

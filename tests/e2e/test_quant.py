@@ -10,14 +10,16 @@ import pytest
 
 from evalharness.core.errors import DataError, DelegateUnavailableError
 from evalharness.core.paths import bundled
+from evalharness.core.schema import build
 from evalharness.report.commands.sweep import write_report
+from evalharness.run.groups import QuantSchema
 from evalharness.run.variants import prepare_variant
 from evalharness.runtime.compiled import check_vulkan
 from tests.conftest import ASSETS, MODELS, VAL50, run_cli
 
 pytest.importorskip("ai_edge_quantizer")
 FLOAT = str(MODELS / "efficientnet_lite0_fp32.tflite")
-EVAL = {"root": str(ASSETS / "imagenet" / "val50")}
+EVAL = str(ASSETS / "imagenet" / "val50")
 PREPROCESS = {"crop": "short_side_padded", "crop_padding": 32, "resize": "pil_bicubic", "mean": [127.0] * 3}
 PREPROCESS["std"] = [128.0] * 3
 ALL = "none,fp16,dynamic_int8,int8,int16x8"  # the sweep
@@ -28,15 +30,10 @@ except DelegateUnavailableError as exc:
     NO_VULKAN = str(exc)
 
 
-def int8(roots: list[str], num_images: int = 2) -> dict:
+def int8(roots: list[str], num_images: int = 2) -> QuantSchema:
     calibration = {"name": "test", "roots": roots, "num_images": num_images}
-    return {
-        "name": "int8",
-        "recipe": "static_wi8_ai8",
-        "io_dtype": "int8",
-        "integer_input": "quantize",
-        "calibration": calibration,
-    }
+    node = {"name": "int8", "recipe": "static_wi8_ai8", "io_dtype": "int8", "integer_input": "quantize"}
+    return build(QuantSchema, {**node, "calibration": calibration}, "config group 'quant'")
 
 
 def model() -> dict:

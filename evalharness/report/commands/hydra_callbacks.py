@@ -95,7 +95,7 @@ def tracking_settings(config: DictConfig):
         settings = check_tracking(OmegaConf.to_container(node, resolve=True) if node is not None else None)
     except Exception:  # noqa: BLE001 - reported by run/settings.validate in the job
         return None
-    return settings if settings["name"] != "none" else None
+    return settings if settings.name != "none" else None
 
 
 def _warn(what: str, exc: BaseException) -> str:

@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 from evalharness.core.errors import ConfigError
 from evalharness.core.registry import Registry
-from evalharness.core.schema import FrozenDict, bounds, check
+from evalharness.core.schema import bounds, build
 from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import Run, flatten
 
@@ -29,12 +29,12 @@ DEFAULT_ARTIFACTS = "mlruns"  # MLflow's own default artifact folder beside it
 URI_SCHEMES = ("http", "https", "sqlite", "file", "postgresql", "mysql", "mssql", "databricks")
 
 
-@dataclass
+@dataclass(frozen=True)
 class NoTracking:  # conf/tracking/none.yaml: nothing is logged anywhere but the run directory
     name: str = "none"
 
 
-@dataclass
+@dataclass(frozen=True)
 class MlflowTracking:  # conf/tracking/mlflow.yaml
     name: str = "mlflow"
     uri: Any = None  # null: sqlite:///<launch dir>/mlflow.db (beside outputs/); http(s)://host:port a server
@@ -51,15 +51,16 @@ TRACKERS.register("none")(NoTracking)
 TRACKERS.register("mlflow")(MlflowTracking)
 
 
-def check_tracking(node: Any) -> FrozenDict:
+def check_tracking(node: Any) -> Any:
     """The ``tracking`` group checked like every other group: its schema, then the store URI's form
-    (a malformed one is a user error before the run, not a lost record after it)."""
+    (a malformed one is a user error before the run, not a lost record after it). An instance of
+    the tracker's settings dataclass (``TRACKERS``), read by attribute."""
     node = dict(node or {})
     name = node.get("name", "none")
     if name not in TRACKERS:
         raise ConfigError(f"config group 'tracking': name={name!r}: use one of {', '.join(TRACKERS)}")
-    settings = check(TRACKERS.get(name), node, f"config group 'tracking' (tracking={name})")
-    uri = settings.get("uri")
+    settings: Any = build(TRACKERS.get(name), node, f"config group 'tracking' (tracking={name})")
+    uri = getattr(settings, "uri", None)  # trackers without a store URI have no such field
     if uri is not None:
         parsed = urlparse(str(uri))
         scheme = parsed.scheme.split("+")[0]
@@ -76,11 +77,11 @@ def check_tracking(node: Any) -> FrozenDict:
     return settings
 
 
-def store_uri(settings, cwd: str | None = None) -> tuple[str, str | None]:
+def store_uri(settings: MlflowTracking, cwd: str | None = None) -> tuple[str, str | None]:
     """(tracking URI, assumption): the configured one, or the default SQLite file in the launch
     directory, whose choice is returned as the sentence to print and record."""
-    if settings.get("uri"):
-        return str(settings["uri"]), None
+    if settings.uri:
+        return str(settings.uri), None
     where = os.path.abspath(cwd or os.getcwd())
     uri = f"sqlite:///{os.path.join(where, DEFAULT_DB)}"
     return uri, (

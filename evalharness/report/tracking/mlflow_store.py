@@ -74,8 +74,8 @@ class Store:
         if self.assumed and announce:
             _announce(self.assumed)  # the assumption, once per process, and recorded in tracking.json
         base = cwd or os.getcwd()
-        self.artifacts = None if settings.get("uri") else os.path.join(os.path.abspath(base), "mlruns")
-        self.timing = (int(settings["timeout_s"]), int(settings["retries"]))
+        self.artifacts = None if settings.uri else os.path.join(os.path.abspath(base), "mlruns")
+        self.timing = (int(settings.timeout_s), int(settings.retries))
 
         self.cancelled = threading.Event()  # set when a step ran out of time: its thread stops
 
@@ -85,7 +85,7 @@ class Store:
 
     def experiment(self) -> str:
         self._check()
-        return experiment_id(self.uri, self.settings["experiment"], self.artifacts, *self.timing)
+        return experiment_id(self.uri, self.settings.experiment, self.artifacts, *self.timing)
 
     def _check(self) -> None:
         _stop_if(self.cancelled)
@@ -141,7 +141,7 @@ class Store:
         metrics = [Metric(k, v, stamp, 0) for k, v in tracking.run_metrics(run).items()]
         self.client.log_batch(run_id, metrics=metrics)
         self._params(run_id, tracking.run_params(run))
-        if self.settings["artifacts"]:
+        if self.settings.artifacts:
             for path, folder in tracking.run_files(run):
                 self.client.log_artifact(run_id, path, folder or None)
         self.client.set_terminated(run_id, tracking.run_status(run)[0])
@@ -195,7 +195,7 @@ def download(spec: str, into: str) -> str:
     run_id = spec[len(SOURCE_PREFIX) :].strip()
     if not run_id:
         raise ReportError(f"{spec!r}: give mlflow:<run_id> (the id MLflow shows, or tracking.json records)")
-    uri = os.environ.get("MLFLOW_TRACKING_URI") or tracking.store_uri({"uri": None})[0]
+    uri = os.environ.get("MLFLOW_TRACKING_URI") or tracking.store_uri(tracking.MlflowTracking())[0]
     if uri.startswith("sqlite:///") and not os.path.isfile(uri[len("sqlite:///") :]):  # reading makes none
         raise ReportError(
             f"{spec}: no MLflow store at {uri}; run this where tracking=mlflow ran, or set "

@@ -4,6 +4,7 @@ variable (core/paths.check_path_variables); one not there yet, or set on the com
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import pytest
 
@@ -22,11 +23,11 @@ def test_a_variable_that_cannot_be_a_folder_is_named(key, kind, tmp_path, monkey
         os.symlink(path.name, path)
     monkeypatch.setenv(PATH_VARIABLES[key], str(path))
     with pytest.raises(ConfigError, match=rf"^{PATH_VARIABLES[key]}={path} \(paths\.{key}\) is "):
-        check_path_variables({key: str(path)})
+        check_path_variables(SimpleNamespace(**{key: str(path)}))
 
 
 def test_a_folder_not_there_yet_or_not_from_the_variable_passes(tmp_path, monkeypatch):
     (tmp_path / "file").write_text("x")
     monkeypatch.setenv("EVALHARNESS_CACHE", str(tmp_path / "new" / "cache"))
     monkeypatch.setenv("EVALHARNESS_DATA", str(tmp_path / "file"))
-    check_path_variables({"cache_dir": str(tmp_path / "new" / "cache"), "data_dir": str(tmp_path)})
+    check_path_variables(SimpleNamespace(cache_dir=str(tmp_path / "new" / "cache"), data_dir=str(tmp_path)))

@@ -17,6 +17,7 @@ from evalharness.core.paths import CONF_DIR
 from evalharness.report.tracking.limit import TrackingFailed, bounded
 from evalharness.report.tracking.mapping import (
     TRACKERS,
+    MlflowTracking,
     check_tracking,
     run_files,
     run_metrics,
@@ -79,7 +80,7 @@ def test_default_store_is_the_sqlite_file_in_the_launch_dir_and_says_so(tmp_path
     settings = check_tracking({"name": "mlflow"})
     uri, assumed = store_uri(settings, str(tmp_path))
     assert uri == f"sqlite:///{tmp_path}/mlflow.db" and uri in assumed and "beside outputs/" in assumed
-    assert store_uri({"uri": "http://h:5000"}) == ("http://h:5000", None)
+    assert store_uri(MlflowTracking(uri="http://h:5000")) == ("http://h:5000", None)
 
 
 @pytest.mark.parametrize(
@@ -171,8 +172,8 @@ def test_an_abandoned_step_logs_nothing_more():
 
 
 def test_an_abandoned_step_silences_the_backends_loggers(tmp_path):
-    settings = {"name": "mlflow", "uri": f"sqlite:///{tmp_path}/m.db", "experiment": "e", "artifacts": False,
-                "timeout_s": 1, "retries": 0}  # fmt: skip
+    settings = MlflowTracking(uri=f"sqlite:///{tmp_path}/m.db", experiment="e", artifacts=False, timeout_s=1,
+                              retries=0)  # fmt: skip
     store, release = Store(settings), threading.Event()
     store.timing = (0.2, 0)
     before = {name: logging.getLogger(name).level for name in BACKEND_LOGGERS}

@@ -1,0 +1,142 @@
+"""The typed config groups: each core group's schema (a frozen dataclass) and :class:`RunSettings`,
+the validated plan made of their instances.
+
+Apart from :mod:`evalharness.run.settings` (which builds them) so that every reader of a plan can
+name its type (``settings: RunSettings``) without importing the validation and what it imports.
+A value is read by attribute (``settings.model.path``); a group a task adds fields to is an
+instance of the core schema extended by the task's ``model_schema``/``dataset_schema``
+(:func:`evalharness.core.schema.extended`), so core readers see the core fields and the task's own
+code its own. ``tests/unit/architecture/test_typed_settings.py`` refuses a read by key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalharness.core.schema import FrozenDict, bounds, freeze, thaw
+from evalharness.data.preprocess import PreprocessSpec
+from evalharness.loop.engine import LoopSettings
+from evalharness.report.tracking.mapping import NoTracking
+from evalharness.runtime import DelegatePlan
+
+
+@dataclass(frozen=True)
+class ModelSchema:
+    """What every task reads of a model; a task adds its own fields (``model_schema`` of its
+    definition, e.g. COCO's ``class_map``)."""
+
+    name: str = "???"
+    path: str = "???"
+    labels: str = "???"
+    preprocess: PreprocessSpec = field(default_factory=PreprocessSpec)
+    # how to read the outputs as answers (detectors: {name: ssd_postprocess | yolo, ...parameters});
+    # a model's own property, read by every task that decodes (coco, inference_diff, explain)
+    decoder: Any = None
+    from_file: bool = False  # conf/model/file.yaml: fill unset settings from the file (model_settings)
+
+
+@dataclass(frozen=True)
+class ShardSchema:  # evalharness.data.shard: which part of the sample list this run scores
+    index: int = 0
+    count: int = 1
+    scheme: str = "interleaved"  # interleaved | contiguous
+
+
+@dataclass(frozen=True)
+class DatasetSchema:
+    """What every dataset has; a task adds the fields it reads (``dataset_schema`` of its definition:
+    ImageNet's ground truth and class lists, COCO's annotations)."""
+
+    name: str = "???"
+    root: str = "???"
+    shard: ShardSchema = field(default_factory=ShardSchema)
+
+
+@dataclass(frozen=True)
+class RuntimeSchema:
+    name: str = "litert"
+
+
+@dataclass(frozen=True)
+class SearchSchema:  # the dataset split of quant.max_drop / quant/calibration=dataset (data/shard.py Split)
+    fraction: float = 0.5  # share of the images the variant is searched (and may be calibrated) on
+    scheme: str = field(default="interleaved", metadata=bounds(choices=("interleaved", "contiguous")))
+
+
+@dataclass(frozen=True)
+class QuantSchema:  # conf/quant: a post-training-quantized variant of the float model (run/variants.py)
+    name: str = "none"
+    recipe: Any = None  # ai-edge-quantizer recipe (runtime/quantize.py RECIPES) or a JSON file; null: float
+    io_dtype: Any = None  # integer recipes: the I/O type they make (int8 | int16)
+    integer_input: Any = None  # model.preprocess.integer_input for a variant with integer inputs
+    calibration: Any = None  # {name, source: roots | dataset, roots: [folders], num_images}; calibrated only
+    # accuracy-aware repair (run/repair.py): the most the headline metric may drop, absolute or relative
+    max_drop: float | None = field(default=None, metadata=bounds(0, 1))
+    max_drop_relative: float | None = field(default=None, metadata=bounds(0, 1))
+    search: SearchSchema = field(default_factory=SearchSchema)
+
+
+@dataclass(frozen=True)
+class PathsSchema:
+    models_dir: str = "models"
+    data_dir: str = "data"
+    cache_dir: str = "~/.cache/evalharness"
+
+
+SCHEMAS: dict[str, type] = {
+    "model": ModelSchema,
+    "dataset": DatasetSchema,
+    "runtime": RuntimeSchema,
+    "loop": LoopSettings,
+    "paths": PathsSchema,
+    "quant": QuantSchema,
+}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything a run will do, validated and frozen: each core group an instance of its schema,
+    read by attribute (``settings.model.path``; ``tests/unit/architecture/test_typed_settings.py``
+    refuses a read by key). ``task`` and ``runner`` are the plug-ins' own checked values (FrozenDict)."""
+
+    task: FrozenDict
+    model: ModelSchema  # with the task's model_schema fields (core.schema.extended)
+    dataset: DatasetSchema  # with the task's dataset_schema fields
+    runtime: RuntimeSchema
+    loop: LoopSettings
+    delegate_plan: DelegatePlan  # how the configured delegate loads here (runtime.delegates)
+    paths: PathsSchema
+    resolved: FrozenDict  # the whole config after derived values (recorded in metrics.json, run_state)
+    definition: Any  # the task's TaskDefinition instance (scorer, abilities, summary lines)
+    reference_plan: DelegatePlan | None = None  # the delegate of a task's reference pass (inference_diff)
+    quant: QuantSchema = field(default_factory=QuantSchema)
+    runner: FrozenDict = field(default_factory=lambda: freeze({"name": "host"}))
+    thread_budget: FrozenDict = field(default_factory=FrozenDict)
+    # setting -> where its value came from: command line | model file | preset
+    model_sources: FrozenDict = field(default_factory=FrozenDict)
+    tracking: Any = field(default_factory=NoTracking)  # a TRACKERS entry (report/tracking/mapping.py)
+    # derived, not configured: the dataset split a repair or dataset calibration implies, with the
+    # part this run lists (data/shard.py Split); None: the whole list
+    split: FrozenDict | None = None
+
+    def replace(self, **changes: Any) -> RunSettings:
+        """A new plan with ``changes`` (typed groups as given, plain values frozen on the way in)."""
+        frozen: dict[str, Any] = {
+            k: v if dataclasses.is_dataclass(v) or v is None else freeze(v) for k, v in changes.items()
+        }
+        return dataclasses.replace(self, **frozen)
+
+    def task_inputs(self, model: Any = None, split: Any = None) -> tuple[dict, dict, dict]:
+        """(task, model, dataset) as plain values for a live task (a plug-in that reads them by key):
+        ``model`` instead of the plan's (a candidate variant), ``split`` instead of the plan's."""
+        dataset = thaw(self.dataset)
+        split = self.split if split is None else split
+        if split is not None:
+            dataset["split"] = thaw(split)
+        return thaw(self.task), thaw(self.model if model is None else model), dataset
+
+    def config(self) -> dict:
+        """The resolved config as plain JSON values, for the run files."""
+        return thaw(self.resolved)
