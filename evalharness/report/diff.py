@@ -12,9 +12,11 @@ from __future__ import annotations
 from evalharness.core.numbers import delta, ratio, relative_pct
 from evalharness.report.latency import run_speedups
 from evalharness.report.op_profile import speedups as op_speedups
+from evalharness.report.presenters import headline, paired_of, verdict
 from evalharness.report.runs import Comparability, definition_of, malformed
 from evalharness.rundir.reader import Run
 from evalharness.stats.validity import compact
+from evalharness.tasks.definition import comparer
 
 LATENCY_STATS = ("mean", "p50", "p90", "p99", "min", "max")
 
@@ -93,7 +95,7 @@ def _build_diff(
         "b": run_summary(b),
         "task": a.task,
         "comparability": comp.as_dict(),
-        "metrics": _rows(definition.headline(a.metrics), definition.headline(b.metrics)),
+        "metrics": _rows(headline(definition, a.metrics), headline(definition, b.metrics)),
         "latency": _rows(latency_values(a), latency_values(b), speedup=True),
         "model": _rows(model_values(a), model_values(b)),
         "alpha": alpha,
@@ -105,10 +107,9 @@ def _build_diff(
     }
     if (ops := op_speedups(a.metrics.get("op_profile"), b.metrics.get("op_profile"))) is not None:
         doc["op_profile"] = ops
-    paired = definition.compare(a, b, {"alpha": alpha, "iou": iou, "min_score": min_score})
-    if paired is not None:
-        doc[definition.comparison] = paired
-    doc["verdict"] = definition.verdict(doc)
+    if (paired := comparer(definition)) is not None:
+        doc[paired.key] = paired.compare(a, b, {"alpha": alpha, "iou": iou, "min_score": min_score})
+    doc["verdict"] = verdict(definition, doc)
     return doc
 
 
@@ -116,8 +117,8 @@ def quantities(doc: dict) -> tuple[dict[str, dict], dict[str, float]]:
     """(per-run rows by name, pairwise values by name): what ``--fail-if`` rules can name."""
     rows = {r["name"]: r for section in ("metrics", "latency", "model") for r in doc[section]}
     definition = definition_of(doc)
-    paired = doc.get(definition.comparison) if definition.comparison else None
-    values = definition.pairwise(paired) if paired else {}
+    paired = paired_of(definition, doc)
+    values = comparer(definition).pairwise(paired) if paired else {}
     for name, row in ((doc.get("latency_speedup") or {}).get("stats") or {}).items():
         if row["interval"] is not None:  # e.g. speedup_p50_ci_low > 1: B faster beyond noise
             values[f"speedup_{name}_ci_low"], values[f"speedup_{name}_ci_high"] = row["interval"]

@@ -22,12 +22,14 @@ from __future__ import annotations
 from collections import Counter
 
 from evalharness.report.outputs import check_output_dir
+from evalharness.report.presenters import summary_lines
 from evalharness.report.runs import ReportError, definition_of, malformed
 from evalharness.rundir.document import has_document, run_document, write_run
 from evalharness.rundir.files import RESULTS_FILE, RunWriter
 from evalharness.rundir.reader import Run, dig, load_run
 from evalharness.stats.latency import summarize
 from evalharness.tasks.discovery import and_list, listed
+from evalharness.tasks.metrics import result_problems
 
 PROCESS_LATENCY = ("init", "first_inference", "warmup", "inference")
 # provenance fields every shard of one evaluation must share
@@ -68,7 +70,7 @@ def check_shards(runs: list[Run]) -> list[Run]:
                 "finish it first (loop.resume=true)"
             )
         elif not definition_of(run).mergeable():
-            mergeable = and_list(listed(lambda d: d.mergeable()))
+            mergeable = and_list(listed(lambda d: d.abilities.mergeable))
             problems.append(f"run {run.dir} is a {run.task} run; merge joins {mergeable}")
         elif not run.prov("dataset.shard"):
             problems.append(f"run {run.dir} records no dataset.shard (made before sharding existed)")
@@ -182,7 +184,7 @@ def merge_loaded(runs: list[Run], out_dir: str, provenance: dict | None = None) 
         "num_images": runs[0].prov("dataset.shard.full_count"),
         "num_skipped": sum(run.metrics.get("num_skipped", 0) for run in runs),
     }
-    problems = definition.result_problems(metrics)
+    problems = result_problems(definition.metrics, metrics)
     if problems:
         raise ReportError(f"the merged result is not a score: {'; '.join(problems)}")
     artifacts = definition.artifacts(scorer)
@@ -192,7 +194,7 @@ def merge_loaded(runs: list[Run], out_dir: str, provenance: dict | None = None) 
     for rec in preds:
         writer.append(rec)
     writer.close()
-    write_run(writer, doc, definition.summary_lines(doc), artifacts)
+    write_run(writer, doc, summary_lines(definition, doc), artifacts)
     return doc
 
 

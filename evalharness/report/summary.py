@@ -9,6 +9,7 @@ device).
 
 from __future__ import annotations
 
+from evalharness.report.presenters import headline_accuracy
 from evalharness.report.runs import definition_of
 from evalharness.stats.intervals import fmt_interval
 
@@ -48,7 +49,7 @@ def _accuracy(doc: dict) -> str | None:
     """The task's headline figure with its interval and the interval's method, named."""
     metrics = doc.get("metrics") or {}
     try:
-        headline = definition_of(doc).headline_accuracy(metrics)
+        headline = headline_accuracy(definition_of(doc), metrics)
     except Exception:  # noqa: BLE001 - a document this code cannot read has no headline to show
         return None
     if headline is None:
@@ -97,7 +98,7 @@ def _latency_validity(doc: dict) -> str | None:
     if not validity or validity.get("valid"):
         return None
     text = "  Latency:  not a valid measurement (" + "; ".join(validity["problems"]) + ")"
-    return text + ("" if definition_of(doc).latency_only else "; task=benchmark measures latency")
+    return text + ("" if definition_of(doc).abilities.latency_only else "; task=benchmark measures latency")
 
 
 def _delegate(doc: dict) -> str | None:

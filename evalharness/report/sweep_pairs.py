@@ -14,6 +14,7 @@ from evalharness.core.tables import Section
 from evalharness.report.latency import samples
 from evalharness.report.runs import definition_of
 from evalharness.stats.paired import format_p
+from evalharness.tasks.definition import comparer
 
 INTERVAL_METRICS = ("top1", "top5", "AP", "AP50")
 
@@ -49,7 +50,7 @@ def agreement_sections(jobs: list[dict], label) -> list[Section]:
     has a paired test. ``label(job)``: the row/column name."""
     out = []
     for group in _groups(jobs):
-        definition = definition_of(group[0]["doc"])
+        paired = comparer(definition_of(group[0]["doc"]))
         names = [label(j) for j in group]
         cells, kind = [], None
         for a in group:
@@ -58,7 +59,7 @@ def agreement_sections(jobs: list[dict], label) -> list[Section]:
                 if a is b:
                     row.append("—")
                     continue
-                found = definition.agreement(a["doc"], b["doc"])
+                found = paired.agreement(a["doc"], b["doc"]) if paired else None
                 if found is None:
                     break
                 kind = found["name"]

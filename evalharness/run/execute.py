@@ -34,7 +34,7 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
     from evalharness.runtime import load_model
 
     signal.signal(signal.SIGTERM, _raise_interrupt)
-    start_up = measure(rp.definition.start_up_passes(), job_overrides(), run_dir)
+    start_up = measure(rp.definition.rules().start_up, job_overrides(), run_dir)
     writer = RunWriter(run_dir, resume=bool(done))
     reference = None
     if (ref_pass := task.reference_pass()) is not None:  # same inputs through a reference delegate first
@@ -48,7 +48,7 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
         if ref_result.status != "complete":
             raise EvalHarnessError(f"reference pass stopped early: {ref_result.stop_reason}")
         reference = (ref_plan, ref_model, ref_result)
-    keep = writer.append if rp.definition.writes_predictions else (lambda record: None)
+    keep = writer.append if rp.definition.abilities.writes_predictions else (lambda record: None)
     try:
         model, result = run_loop(
             task,
@@ -60,7 +60,7 @@ def execute(rp, task, loop, done: list[dict], run_dir: str) -> Ran:
     finally:
         writer.close()
     profile = None
-    if rp.loop.op_profile or rp.definition.op_profile():
+    if rp.loop.op_profile or rp.definition.rules().op_profile:
         if result.status == "complete":
             profile = op_profile(rp, task, model)
         else:  # never silently absent: the run's figures stop where the loop stopped

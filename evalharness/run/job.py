@@ -59,7 +59,7 @@ def run_settings(rp, run_dir: str) -> dict:
         identity,
         resume=loop.resume,
         overwrite=loop.overwrite,
-        can_resume=definition.can_resume,
+        can_resume=definition.abilities.can_resume,
     )
     try:
         record_config(run_dir, rp)

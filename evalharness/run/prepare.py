@@ -29,7 +29,7 @@ def with_quantized_variant(rp):
 
             files = Part(rp, model, split, "search").files()
         record = prepare_variant(
-            quant, model, dataset, rp.definition.reads_dataset, rp.paths["cache_dir"], files
+            quant, model, dataset, rp.definition.abilities.reads_dataset, rp.paths["cache_dir"], files
         )
     if record is None:
         return rp, {"name": rp.quant["name"], "recipe": None}
@@ -47,7 +47,7 @@ def prepare(rp, run_dir: str):
     definition, loop = rp.definition, rp.loop
     if is_multirun() and not (loop.resume or loop.overwrite):
         # a re-run sweep skips complete jobs (before any set-up) and resumes partial ones
-        mode, finished = sweep_job_mode(run_dir, rp.config(), definition.can_resume)
+        mode, finished = sweep_job_mode(run_dir, rp.config(), definition.abilities.can_resume)
         if mode == "skip":
             print(f"skipped: {run_dir} already holds a complete run of this config")
             return finished

@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 from evalharness.core.errors import RunStopped
 from evalharness.core.escape import terminal
 from evalharness.report.op_profile import top_lines as op_profile_lines
+from evalharness.report.presenters import summary_lines
 from evalharness.report.summary import summary_block
 from evalharness.run.execute import Ran
 from evalharness.run.hydra_access import job_overrides
@@ -20,6 +21,8 @@ from evalharness.run.identity import moved_inputs
 from evalharness.run.provenance import delegate_record, run_provenance
 from evalharness.run.repair_view import failed_checks
 from evalharness.rundir.document import now
+from evalharness.tasks.definition import failed_checks as task_failed_checks
+from evalharness.tasks.metrics import result_problems
 
 log = logging.getLogger("evalharness")
 
@@ -94,7 +97,7 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
     checks = result.checks.record([o.name for o in model.outputs])
     prov = task.provenance()  # once: its hashes and file manifest serve the identity check and the record
     invalid = [*invalid_reasons(rp, checks), *moved_inputs(rp, task, prov, identity)]
-    invalid += definition.result_problems(metrics)
+    invalid += result_problems(definition.metrics, metrics)
     status, stop_reason = result.status, result.stop_reason
     if invalid and status == "complete":
         status, stop_reason = "invalid", "; ".join(invalid)
@@ -115,7 +118,7 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
         started_at=started,
         finished_at=now(),
         metrics=metrics,
-        latency_ms={**result.latency(), "validity": result.validity(definition.latency_rule())},
+        latency_ms={**result.latency(), "validity": result.validity(definition.rules().latency)},
         memory_mb=result.memory_mb,
         skipped=result.skipped,
         first_output_repeatable=result.first_output_repeatable,
@@ -138,7 +141,7 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
         output_checks=checks,
         **extra,
     )
-    lines = definition.summary_lines(doc)
+    lines = summary_lines(definition, doc)
     if status == "invalid":
         lines = [f"INVALID: {stop_reason}", *lines]
     if ran.op_profile:
@@ -156,7 +159,7 @@ def record_run(rp, task, quant, started: str, ran: Ran, identity: dict) -> dict:
         raise RunStopped(f"run is invalid ({stop_reason}); its numbers are in {path} but not to be trusted")
     if status != "complete":
         raise RunStopped(f"run stopped early ({stop_reason}); partial results in {path}")
-    failed = definition.failed_checks(metrics)
+    failed = task_failed_checks(definition, metrics)
     if failed:
         raise RunStopped(f"{definition.name}: check(s) failed: {'; '.join(failed)} ({path})")
     return doc

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from evalharness.core.schema import thaw
+from evalharness.report.presenters import headline
 
 
 @dataclass
@@ -82,8 +83,8 @@ class Part:
         self.evaluations += 1
         cov = model.coverage
         return Evaluation(
-            metric=float(metrics[rp.definition.repair_metric]),
-            metrics=rp.definition.headline(metrics),
+            metric=float(metrics[rp.definition.abilities.repair_metric]),
+            metrics=headline(rp.definition, metrics),
             records=records,
             p50_ms=statistics.median(times) if times else None,
             coverage={"ops_delegated": cov.ops_delegated, "ops_total": cov.ops_total},
