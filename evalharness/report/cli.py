@@ -37,7 +37,7 @@ from evalharness.report.diff import build_diff
 from evalharness.report.formats import add_format
 from evalharness.report.op_profile import run_sections as op_profile_sections
 from evalharness.report.outputs import check_output_dir, check_output_file
-from evalharness.report.presenters import paired_of
+from evalharness.report.presenters import paired_of, summary_lines
 from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.rundir.document import run_dir_of
 from evalharness.rundir.reader import Run, load_run
@@ -206,7 +206,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     doc = merge.merge_runs(args.runs, args.out)
-    for line in definition_of(doc).summary_lines(doc):
+    for line in summary_lines(definition_of(doc), doc):
         print(terminal(line))
     info = doc["merged"]
     print(

@@ -69,7 +69,7 @@ def check_shards(runs: list[Run]) -> list[Run]:
                 f"run {run.dir} is {run.status} ({run.doc.get('stop_reason') or run.doc.get('error')}): "
                 "finish it first (loop.resume=true)"
             )
-        elif not definition_of(run).mergeable():
+        elif not definition_of(run).abilities.mergeable:
             mergeable = and_list(listed(lambda d: d.abilities.mergeable))
             problems.append(f"run {run.dir} is a {run.task} run; merge joins {mergeable}")
         elif not run.prov("dataset.shard"):
@@ -104,7 +104,7 @@ def check_shards(runs: list[Run]) -> list[Run]:
 
 def merged_predictions(runs: list[Run]) -> list[dict]:
     """Every shard's records in dataset order; a sample scored twice is refused."""
-    key = definition_of(runs[0]).sample_key
+    key = definition_of(runs[0]).abilities.sample_key
     records = [rec for run in runs for rec in run.predictions]
     dupes = [k for k, n in Counter(rec[key] for rec in records).items() if n > 1]
     if dupes:
