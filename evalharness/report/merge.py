@@ -1,7 +1,7 @@
 """``report merge``: join the shard runs of one evaluation into the run an unsharded job would write.
 
 Nothing is averaged. The per-sample records of every shard are put back in dataset order (the
-task definition's ``sample_key``: ImageNet's image key, COCO's image id) and the task's own scorer
+task's ``abilities.sample_key``: ImageNet's image key, COCO's image id) and the task's own scorer
 recomputes the metrics from them (COCO re-scores the union of detections with the run's backend and
 the same annotation file). So the merged ``metrics`` block equals an unsharded run's exactly, and the
 merged metrics.json is built by the same builder as a live run's (:mod:`evalharness.rundir.document`).

@@ -1,9 +1,9 @@
 """The quantization tables of a ``quant=...`` sweep, in the shape of TFLite's model-optimization guide.
 
-Table 1: one row per (delegate, ..., variant): the task's sweep metrics (its definition's
-``sweep_metrics``: top-1/top-5, AP/AP50, a plug-in's own), their change against the float model
+Table 1: one row per (delegate, ..., variant): the task's sweep metrics (its metrics declared
+``sweep``: top-1/top-5, AP/AP50, a plug-in's own), their change against the float model
 (``quant=none`` with the same other parameters), latency mean/p50, size, delegation coverage, and the
-task's own sample-by-sample agreement with the float model (``TaskDefinition.agreement``: top-1
+task's own sample-by-sample agreement with the float model (``Comparison.agreement``: top-1
 agreement with McNemar's exact p, the box-match rate, ...), so a 0.02 drop says whether it is beyond
 chance on this many samples. Table 2: float vs int8 vs int16x8 (16-bit activations), one row per
 other-parameter group. Failed jobs stay in both tables with their error. Reads run files and task

@@ -4,7 +4,7 @@ against latency, and latency distributions drawn from the per-invoke samples.
 
 A scatter of point estimates invites ranking noise: two delegates 0.02 apart on 50 images are one
 image apart. The matrix says which pairs really differ (the task's own agreement and paired test,
-:meth:`TaskDefinition.agreement`), the interval bars say how far each point could move.
+:meth:`Comparison.agreement`), the interval bars say how far each point could move.
 """
 
 from __future__ import annotations
