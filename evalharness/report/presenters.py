@@ -44,7 +44,7 @@ def headline_accuracy(
     intervals = metrics.get("intervals") or {}
     interval = intervals.get(name) if metric.interval or name in intervals else None
     how = _fill(metric.interval_method, intervals)
-    return metric.text(metric.title, name), metric.value(metrics, name), interval, how
+    return metric.text(metric.title, name), metric.number(metrics, name), interval, how
 
 
 def _fill(template: str, intervals: dict) -> str:
@@ -65,7 +65,7 @@ def summary_lines(definition: TaskDefinition, doc: dict) -> list[str]:
         lines = [f"{k}: {v:g}" for k, v in headline(definition, metrics).items()]
         return view_of(definition).summary_lines(doc, lines)
     lines = [
-        f"{m.text(m.label, name)}: {m.value(metrics, name) * m.scale:{m.format}}"
+        f"{m.text(m.label, name)}: {m.number(metrics, name) * m.scale:{m.format}}"
         for m in definition.metrics
         for name in m.members(metrics)
     ]
@@ -124,7 +124,7 @@ def sweep_metrics(definition: TaskDefinition) -> tuple[str, ...]:
 def sweep_values(definition: TaskDefinition, metrics: dict) -> dict[str, float]:
     """A run's values of its sweep columns (a declared ``path`` walked)."""
     declared = {n: m for m in definition.metrics if m.sweep for n in m.members(metrics)}
-    return {n: declared[n].value(metrics, n) for n in sweep_metrics(definition) if n in declared}
+    return {n: declared[n].number(metrics, n) for n in sweep_metrics(definition) if n in declared}
 
 
 def paired_of(definition: TaskDefinition, diff: dict) -> dict | None:

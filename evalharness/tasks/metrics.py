@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 FAMILY = "{k}"  # in a name: one metric per k the run scored (``top{k}``: top1, top2, ...)
 
@@ -55,10 +56,17 @@ class Metric:
 
     def value(self, metrics: dict, name: str) -> float | None:
         """The value of member ``name`` in ``metrics`` (a dotted ``path`` walked), or None."""
-        node = metrics
+        node: Any = metrics
         for part in self.path.split(".") if self.path and name == self.name else [name]:
             node = node.get(part) if isinstance(node, dict) else None
         return node if _is_number(node) else None
+
+    def number(self, metrics: dict, name: str) -> float:
+        """The value of a member :meth:`members` found (a KeyError if it is not one)."""
+        value = self.value(metrics, name)
+        if value is None:
+            raise KeyError(name)
+        return value
 
     def text(self, template: str, name: str) -> str:
         """``template`` with the family's k (``top5`` -> 5) filled in; the name when empty."""
@@ -74,7 +82,7 @@ def _is_number(value) -> bool:
 
 def values(declared: Iterable[Metric], metrics: dict) -> dict[str, float]:
     """Every declared metric the result holds, by name, in declaration order."""
-    return {name: m.value(metrics, name) for m in declared for name in m.members(metrics)}
+    return {name: m.number(metrics, name) for m in declared for name in m.members(metrics)}
 
 
 def sweep_names(declared: Iterable[Metric]) -> tuple[str, ...]:
@@ -95,7 +103,7 @@ def result_problems(declared: Iterable[Metric], metrics: dict) -> list[str]:
         f"{name} {value}"
         for m in fractions
         for name in m.members(metrics)
-        if not 0 <= (value := m.value(metrics, name)) <= 1
+        if not 0 <= (value := m.number(metrics, name)) <= 1
     ]
     if outside:
         hint = next((m.undefined for m in fractions if m.undefined), "")
