@@ -28,6 +28,7 @@ from evalharness.explain.trace import (
 )
 from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import Run
+from evalharness.tasks.definition import comparer, view_of
 
 DEFAULT_CONTROLS = 5  # unchanged images traced when no answer changed (the error curve only)
 COMPARE_OPTIONS = {"alpha": 0.05, "iou": 0.5, "min_score": 0.0}
@@ -41,13 +42,14 @@ def pick_images(
     when nothing changed). The captions say what changed in the runs (for a detector: boxes lost and
     new, and the TIDE error types of B minus A)."""
     definition = definition_of(a)
-    key = definition.sample_key
-    if not key or not definition.writes_predictions:
+    key = definition.abilities.sample_key
+    if not key or not definition.abilities.writes_predictions:
         raise ExplainError(
             f"task {a.task!r} records no per-image answers; explain needs per-image predictions"
         )
-    comparison = definition.compare(a, b, COMPARE_OPTIONS) or {}
-    captions = dict(definition.changed_samples(comparison))
+    paired = comparer(definition)
+    comparison = (paired.compare(a, b, COMPARE_OPTIONS) if paired else None) or {}
+    captions = dict(view_of(definition).changed_samples(comparison))
     every = list(captions)
     changed = every[:max_changed]
     wanted = controls if controls is not None else (len(changed) or DEFAULT_CONTROLS)

@@ -18,6 +18,7 @@ from pathlib import PurePath
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section
 from evalharness.report.commands.diff import build_diff, quantities
+from evalharness.report.presenters import sweep_metrics
 from evalharness.report.runs import comparability, definition_of
 from evalharness.rundir.reader import Run
 
@@ -92,7 +93,7 @@ def rows(candidates: list[dict], measurement: dict | None) -> list[dict]:
 def _metric(candidates: list[dict]) -> str | None:
     for cand in candidates:
         if cand["run"] is not None and cand["run"].task:
-            metrics = definition_of(cand["run"]).sweep_metrics
+            metrics = sweep_metrics(definition_of(cand["run"]))
             return metrics[0] if metrics else None
     return None
 

@@ -37,7 +37,7 @@ def execute(settings: RunSettings, task, loop, done: list[dict], run_dir: str) -
     from evalharness.runtime import load_model
 
     checkpoint("start-up")  # a test's pause point (core/interrupts.py)
-    start_up = measure(settings.definition.start_up_passes(), job_overrides(), run_dir)
+    start_up = measure(settings.definition.rules().start_up, job_overrides(), run_dir)
     writer = RunWriter(run_dir, resume=bool(done))
     reference = None
     if (ref_pass := task.reference_pass()) is not None:  # same inputs through a reference delegate first
@@ -52,7 +52,7 @@ def execute(settings: RunSettings, task, loop, done: list[dict], run_dir: str) -
         if ref_result.status != "complete":
             raise EvalHarnessError(f"reference pass stopped early: {ref_result.stop_reason}")
         reference = (ref_plan, ref_model, ref_result)
-    keep = writer.append if settings.definition.writes_predictions else (lambda record: None)
+    keep = writer.append if settings.definition.abilities.writes_predictions else (lambda record: None)
     s = settings
     try:
         model, result = run_loop(
@@ -65,7 +65,7 @@ def execute(settings: RunSettings, task, loop, done: list[dict], run_dir: str) -
     finally:
         writer.close()
     profile = None
-    if settings.loop.op_profile or settings.definition.op_profile():
+    if settings.loop.op_profile or settings.definition.rules().op_profile:
         if result.status == "complete":
             profile = op_profile(settings, task, model)
         else:  # never silently absent: the run's figures stop where the loop stopped

@@ -65,7 +65,7 @@ def run_settings(settings: RunSettings, run_dir: str) -> Mapping[str, Any]:
         identity,
         resume=loop.resume,
         overwrite=loop.overwrite,
-        can_resume=definition.can_resume,
+        can_resume=definition.abilities.can_resume,
     )
     where = "before the loop"
     try:

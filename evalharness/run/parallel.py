@@ -75,7 +75,7 @@ def check(value: str, definition, shard_count: int, command_line: bool, accelera
             "loop.parallel=auto splits this machine's CPU cores between interpreters; the delegate runs "
             "on an accelerator: give the split, e.g. loop.parallel=2x1, or use loop.parallel=off"
         )
-    if not definition.mergeable():
+    if not definition.abilities.mergeable:
         raise ConfigError(
             f"loop.parallel={value}: task={definition.name} cannot be split into shards and merged "
             "(no per-sample records in dataset order); use loop.parallel=off"

@@ -32,8 +32,8 @@ def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict]:
 
             files = Part(settings, model, split, "search").files()
         record = prepare_variant(
-            quant, model, settings.dataset.root, settings.definition.reads_dataset, settings.paths.cache_dir,
-            files,
+            quant, model, settings.dataset.root, settings.definition.abilities.reads_dataset,
+            settings.paths.cache_dir, files,
         )
     if record is None:
         return settings, {"name": quant.name, "recipe": None}
@@ -52,7 +52,7 @@ def prepare(settings: RunSettings, run_dir: str):
     definition, loop = settings.definition, settings.loop
     if is_multirun() and not (loop.resume or loop.overwrite):
         # a re-run sweep skips complete jobs (before any set-up) and resumes partial ones
-        mode, finished = sweep_job_mode(run_dir, settings.config(), definition.can_resume)
+        mode, finished = sweep_job_mode(run_dir, settings.config(), definition.abilities.can_resume)
         if mode == "skip":
             print(f"skipped: {run_dir} already holds a complete run of this config")
             return finished

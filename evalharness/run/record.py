@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 from evalharness.core.documents import RunDocument
 from evalharness.core.errors import RunStopped
 from evalharness.core.escape import terminal
+from evalharness.report.presenters import summary_lines
 from evalharness.report.views.op_profile_table import top_lines as op_profile_lines
 from evalharness.report.views.repair_view import failed_checks
 from evalharness.run.execute import Ran
@@ -22,6 +23,8 @@ from evalharness.run.identity import moved_inputs
 from evalharness.run.provenance import delegate_record, run_provenance
 from evalharness.run.summary import summary_block
 from evalharness.rundir.document import now
+from evalharness.tasks.definition import failed_checks as task_failed_checks
+from evalharness.tasks.metrics import result_problems
 
 log = logging.getLogger("evalharness")
 
@@ -116,7 +119,7 @@ def record_run(settings: RunSettings, task, quant, started: str, ran: Ran, ident
     checks = result.checks.record([o.name for o in model.outputs])
     prov = task.provenance()  # once: its hashes and file manifest serve the identity check and the record
     invalid = [*invalid_reasons(settings, checks), *moved_inputs(settings, task, prov, identity)]
-    invalid += definition.result_problems(metrics)
+    invalid += result_problems(definition.metrics, metrics)
     status, stop_reason = result.status, result.stop_reason
     if invalid and status == "complete":
         status, stop_reason = "invalid", "; ".join(invalid)
@@ -137,7 +140,7 @@ def record_run(settings: RunSettings, task, quant, started: str, ran: Ran, ident
         started_at=started,
         finished_at=now(),
         metrics=metrics,
-        latency_ms={**result.latency(), "validity": result.validity(definition.latency_rule())},
+        latency_ms={**result.latency(), "validity": result.validity(definition.rules().latency)},
         memory_mb=result.memory_mb,
         skipped=result.skipped,
         first_output_repeatable=result.first_output_repeatable,
@@ -160,7 +163,7 @@ def record_run(settings: RunSettings, task, quant, started: str, ran: Ran, ident
         output_checks=checks,
         reference=reference_record,
     )
-    lines = definition.summary_lines(doc)
+    lines = summary_lines(definition, doc)
     if status == "invalid":
         lines = [f"INVALID: {stop_reason}", *lines]
     if ran.op_profile:
@@ -178,7 +181,7 @@ def record_run(settings: RunSettings, task, quant, started: str, ran: Ran, ident
         raise RunStopped(f"run is invalid ({stop_reason}); its numbers are in {path} but not to be trusted")
     if status != "complete":
         raise RunStopped(f"run stopped early ({stop_reason}); partial results in {path}")
-    failed = definition.failed_checks(metrics)
+    failed = task_failed_checks(definition, metrics)
     if failed:
         raise RunStopped(f"{definition.name}: check(s) failed: {'; '.join(failed)} ({path})")
     return doc

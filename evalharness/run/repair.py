@@ -50,6 +50,7 @@ from evalharness.run.variants import (
     split_of,
     with_integer_input,
 )
+from evalharness.tasks.definition import comparer
 
 # quant/calibration=dataset (conf/quant/calibration/dataset.yaml): the search part, every image
 DATASET_CALIBRATION = {"name": "dataset", "source": "dataset", "roots": [], "num_images": 0}
@@ -110,7 +111,7 @@ class Search:
         return row
 
     def row(self, ev: Evaluation, data: bytes | None = None) -> dict:
-        paired = self.definition.paired_records(self.float.records, ev.records)
+        paired = comparer(self.definition).paired_records(self.float.records, ev.records)
         drop = self.float.metric - ev.metric
         return {
             "metric": ev.metric,
@@ -224,6 +225,7 @@ def repair_variant(settings: RunSettings, model: dict) -> dict:
     if not os.path.isfile(source):
         raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
     split, definition = split_of(quant), settings.definition
+    metric = definition.abilities.repair_metric
     float_preprocess = thaw(model.get("preprocess"))
     task_model = dict(model)
     if quant.integer_input:  # the float model's float input is unchanged
@@ -232,7 +234,7 @@ def repair_variant(settings: RunSettings, model: dict) -> dict:
     with tempfile.TemporaryDirectory(prefix="evalharness-repair-") as work:
         s = Search(settings, quant, task_model, split, work)
         print(
-            f"repair: quant={quant.name}, {target_text(quant, definition.repair_metric)}: searching on "
+            f"repair: quant={quant.name}, {target_text(quant, metric)}: searching on "
             f"{len(s.part)} images ({len(s.ops)} quantized ops: roughly {len(s.ops) + 4} model evaluations, "
             "each one variant built and scored)",
             flush=True,
@@ -257,7 +259,7 @@ def repair_variant(settings: RunSettings, model: dict) -> dict:
         cached = built.pop("_cached")
         held = Part(settings, task_model, split, "held_out")
         held_float, held_variant = held.evaluate(source), held.evaluate(cached["path"])
-    paired = definition.paired_records(held_float.records, held_variant.records)
+    paired = comparer(definition).paired_records(held_float.records, held_variant.records)
     drop = held_float.metric - held_variant.metric
     recipe_path = os.path.join(cached["dir"], "recipe.json")
     write_recipe(recipe_path, recipe)
@@ -265,8 +267,8 @@ def repair_variant(settings: RunSettings, model: dict) -> dict:
     model["preprocess"] = task_model.get("preprocess")
     repair = {
         "status": found["status"],
-        "metric": definition.repair_metric,
-        "target": target_text(quant, definition.repair_metric),
+        "metric": definition.abilities.repair_metric,
+        "target": target_text(quant, definition.abilities.repair_metric),
         "allowed_drop": s.allowed,
         "split": {**split, "search": len(s.part), "held_out": len(held)},
         "float_search": s.float.metric,

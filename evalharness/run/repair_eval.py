@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from evalharness.report.presenters import headline
 from evalharness.run.groups import RunSettings
 
 
@@ -78,8 +79,8 @@ class Part:
         self.evaluations += 1
         cov = model.coverage
         return Evaluation(
-            metric=float(metrics[settings.definition.repair_metric]),
-            metrics=settings.definition.headline(metrics),
+            metric=float(metrics[settings.definition.abilities.repair_metric]),
+            metrics=headline(settings.definition, metrics),
             records=records,
             p50_ms=statistics.median(times) if times else None,
             coverage={"ops_delegated": cov.ops_delegated, "ops_total": cov.ops_total},

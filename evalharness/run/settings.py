@@ -66,12 +66,12 @@ def check_task_needs(definition, dataset: DatasetSchema, plan: DelegatePlan, com
     """What the task needs of the other groups: samples to shard, a compile cache to empty."""
     from evalharness.run.start_up import check as check_start_up
 
-    if not definition.reads_dataset and dataset.shard.count > 1:
+    if not definition.abilities.reads_dataset and dataset.shard.count > 1:
         raise ConfigError(
             f"task={definition.name} reads no dataset samples, so dataset.shard.count>1 cannot split it; "
-            f"shard {' or '.join(listed(lambda d: d.mergeable()))} runs"
+            f"shard {' or '.join(listed(lambda d: d.abilities.mergeable))} runs"
         )
-    check_start_up(definition.start_up_passes(), plan, command_line)
+    check_start_up(definition.rules().start_up, plan, command_line)
 
 
 def check_op_profile(wanted: bool, batch_size: int, runner: str, parallel: str) -> None:
@@ -154,7 +154,7 @@ def validate(
     threads, budget = thread_budget(delegate.get("num_threads", 1), launcher, limit)
     delegate["num_threads"] = threads
     resolved = {**resolved, "delegate": delegate}
-    runner = check_runner(resolved["runner"], definition_class.latency_only)
+    runner = check_runner(resolved["runner"], definition_class.abilities.latency_only)
     model: ModelSchema = groups["model"]
     dataset: DatasetSchema = groups["dataset"]
     paths: PathsSchema = groups["paths"]
@@ -162,19 +162,19 @@ def validate(
     cache_dir = paths.cache_dir
     plan = plan_delegate(delegate, runner=runner["name"], variant_dir=cache_dir)
     definition = definition_class(task)
-    definition.check_settings()
+    rules = definition.rules()  # refuses settings whose fields disagree
     check_task_needs(definition, dataset, plan, command_line)
     loop = loop_settings(groups["loop"], overrides or [])
-    check_counts(limit, threads, loop, definition.reference_delegate())
+    check_counts(limit, threads, loop, rules.reference_delegate)
     check_op_profile(
-        loop.op_profile or definition.op_profile(), loop.batch_size, runner["name"], loop.parallel
+        loop.op_profile or rules.op_profile, loop.batch_size, runner["name"], loop.parallel
     )
     accelerator = plan.offloads and not plan.expects_xnnpack  # XNNPACK offloads onto the CPU's cores
     check_parallel(loop.parallel, definition, dataset.shard.count, command_line, accelerator)
     check_quant(quant, definition, dataset)
     if not model.from_file:  # a file given alone was checked before it was read
         check_model_file(model.path)
-    reference = definition.reference_delegate()
+    reference = rules.reference_delegate
     return RunSettings(
         task=task,
         model=model,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evalharness.report.presenters import headline_accuracy
 from evalharness.report.runs import definition_of
 from evalharness.stats.intervals import fmt_interval
 
@@ -51,7 +52,7 @@ def _accuracy(doc: Mapping[str, Any]) -> str | None:
     """The task's headline figure with its interval and the interval's method, named."""
     metrics = doc.get("metrics") or {}
     try:
-        headline = definition_of(doc).headline_accuracy(metrics)
+        headline = headline_accuracy(definition_of(doc), metrics)
     except Exception:  # noqa: BLE001 - a document this code cannot read has no headline to show
         return None
     if headline is None:
@@ -100,7 +101,7 @@ def _latency_validity(doc: Mapping[str, Any]) -> str | None:
     if not validity or validity.get("valid"):
         return None
     text = "  Latency:  not a valid measurement (" + "; ".join(validity["problems"]) + ")"
-    return text + ("" if definition_of(doc).latency_only else "; task=benchmark measures latency")
+    return text + ("" if definition_of(doc).abilities.latency_only else "; task=benchmark measures latency")
 
 
 def _delegate(doc: Mapping[str, Any]) -> str | None:

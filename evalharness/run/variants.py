@@ -78,13 +78,13 @@ def check_quant(quant: QuantSchema, definition: Any, dataset: DatasetSchema) -> 
         from evalharness.runtime.quantize import check_recipe
 
         check_recipe(recipe)
-    if repair and definition.repair_metric is None:
+    if repair and definition.abilities.repair_metric is None:
         raise ConfigError(
             f"quant.max_drop: task={definition.name} offers no repair (its definition names no "
             "repair_metric with a paired comparison of records; classification does)"
         )
     if splits:  # a recipe is set by now
-        if not definition.reads_dataset:
+        if not definition.abilities.reads_dataset:
             raise ConfigError(f"{what}: task={definition.name} reads no dataset to split")
         if not 0 < float(quant.search.fraction) < 1:
             raise ConfigError(f"quant.search.fraction={quant.search.fraction}: use a value in (0, 1)")

@@ -117,7 +117,7 @@ class Task:
     def extra_metrics(self, reference_ms: list[float] | None, test_ms: list[float]) -> dict:
         """Metrics made from the loop's timing or from what this session saw rather than from records
         (inference_diff's latencies; a check that fails the run goes under ``failed_checks``, which
-        the definition's :meth:`~evalharness.tasks.definition.TaskDefinition.failed_checks` reads)."""
+        the definition's :func:`~evalharness.tasks.definition.failed_checks` reads)."""
         return {}
 
     def artifacts(self) -> dict[str, object]:

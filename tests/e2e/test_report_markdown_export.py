@@ -16,6 +16,7 @@ from test_report_classification import FLIPPED, MODEL, make_runs, report
 
 from evalharness.core.escape import md_text
 from evalharness.report.commands.export import METRIC_PREFIX
+from evalharness.report.presenters import headline as presented_headline
 from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import load_run
 
@@ -187,7 +188,7 @@ def pandas_value(value):
 def test_export_reads_back_as_the_runs_predictions(which, request, tmp_path, capsys):
     run_dir = request.getfixturevalue(which)["cpu"]
     run = load_run(str(run_dir), "RUN")
-    records, headline = run.predictions, definition_of(run).headline(run.metrics)
+    records, headline = run.predictions, presented_headline(definition_of(run), run.metrics)
     assert records and all(not isinstance(v, dict) for r in records for v in r.values())
 
     code, _, err = report(capsys, "export", run_dir, "--format", "csv", "-o", tmp_path / "run.csv")

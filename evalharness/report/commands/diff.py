@@ -13,11 +13,13 @@ from typing import Any, cast
 
 from evalharness.core.documents import DiffDocument, DiffRow, JSONMap, RunSummary
 from evalharness.core.numbers import delta, ratio, relative_pct
+from evalharness.report.presenters import headline, paired_of, verdict
 from evalharness.report.runs import Comparability, definition_of, malformed
 from evalharness.report.views.latency_rows import run_speedups
 from evalharness.report.views.op_profile_table import speedups as op_speedups
 from evalharness.rundir.reader import Run
 from evalharness.stats.validity import compact
+from evalharness.tasks.definition import comparer
 
 LATENCY_STATS = ("mean", "p50", "p90", "p99", "min", "max")
 
@@ -97,7 +99,7 @@ def _build_diff(
         "b": run_summary(b),
         "task": a.task,
         "comparability": comp.as_dict(),
-        "metrics": _rows(definition.headline(a.metrics), definition.headline(b.metrics)),
+        "metrics": _rows(headline(definition, a.metrics), headline(definition, b.metrics)),
         "latency": _rows(latency_values(a), latency_values(b), speedup=True),
         "model": _rows(model_values(a), model_values(b)),
         "alpha": alpha,
@@ -109,10 +111,9 @@ def _build_diff(
     }
     if (ops := op_speedups(a.metrics.get("op_profile"), b.metrics.get("op_profile"))) is not None:
         doc["op_profile"] = ops
-    paired = definition.compare(a, b, {"alpha": alpha, "iou": iou, "min_score": min_score})
-    if paired is not None:
-        doc[definition.comparison] = paired
-    doc["verdict"] = definition.verdict(doc)
+    if (paired := comparer(definition)) is not None:
+        doc[paired.key] = paired.compare(a, b, {"alpha": alpha, "iou": iou, "min_score": min_score})
+    doc["verdict"] = verdict(definition, doc)
     return cast(DiffDocument, doc)
 
 
@@ -120,8 +121,9 @@ def quantities(doc: DiffDocument) -> tuple[dict[str, DiffRow], dict[str, float]]
     """(per-run rows by name, pairwise values by name): what ``--fail-if`` rules can name."""
     rows = {r["name"]: r for section in ("metrics", "latency", "model") for r in doc[section]}
     definition = definition_of(doc)
-    paired = doc.get(definition.comparison) if definition.comparison else None
-    values = definition.pairwise(paired) if paired else {}
+    paired = paired_of(definition, doc)
+    compared = comparer(definition)
+    values = compared.pairwise(paired) if paired and compared else {}
     for name, row in ((doc.get("latency_speedup") or {}).get("stats") or {}).items():
         if row["interval"] is not None:  # e.g. speedup_p50_ci_low > 1: B faster beyond noise
             values[f"speedup_{name}_ci_low"], values[f"speedup_{name}_ci_high"] = row["interval"]

@@ -29,12 +29,14 @@ from evalharness.report.commands import export, gate, index, merge, rescore, swe
 from evalharness.report.commands.diff import build_diff
 from evalharness.report.formats import add_format
 from evalharness.report.outputs import check_output_dir, check_output_file
+from evalharness.report.presenters import paired_of, summary_lines
 from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.report.tracking import mlflow_store
 from evalharness.report.views import diff_view, pr_comment
 from evalharness.report.views.op_profile_table import run_sections as op_profile_sections
 from evalharness.rundir.document import run_dir_of
 from evalharness.rundir.reader import Run, load_run
+from evalharness.tasks.definition import view_of
 
 EXIT_OK, EXIT_REGRESSION = 0, 1
 _downloads: list[tempfile.TemporaryDirectory] = []  # mlflow:<run_id> copies, removed when the command ends
@@ -122,8 +124,8 @@ def _check_figures_dir(directory: str, runs: list[Run]) -> None:
 def _write_figures(doc: DiffDocument, directory: str) -> None:
     """The task's figures of the diff as SVG + PNG files."""
     definition = definition_of(doc)
-    paired = doc.get(definition.comparison) if definition.comparison else None
-    _write_specs(definition.figures(paired) if paired else [], directory)
+    paired = paired_of(definition, doc)
+    _write_specs(view_of(definition).figures(paired) if paired else [], directory)
 
 
 def _write_specs(specs: list[dict], directory: str) -> None:
@@ -158,7 +160,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         _check_figures_dir(args.figures, [run])
     profile = run.metrics.get("op_profile")
     try:
-        sections, specs = definition_of(run).run_analysis(run, args.max_rows)
+        sections, specs = view_of(definition_of(run)).run_analysis(run, args.max_rows)
     except EvalHarnessError:
         if not profile:  # nothing else to show: the task's own "records no analysis" stands
             raise
@@ -200,7 +202,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     doc = merge.merge_runs(args.runs, args.out)
-    for line in definition_of(doc).summary_lines(doc):
+    for line in summary_lines(definition_of(doc), doc):
         print(terminal(line))
     info = doc["merged"]
     print(

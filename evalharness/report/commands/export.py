@@ -22,6 +22,7 @@ import os
 
 from evalharness.core.atomic_io import dumps, no_nan
 from evalharness.core.escape import csv_lines, csv_text
+from evalharness.report.presenters import headline as presented_headline
 from evalharness.report.runs import ReportError, definition_of
 from evalharness.rundir.files import METRICS_FILE
 from evalharness.rundir.reader import Run
@@ -45,7 +46,7 @@ def flat_record(record: dict, prefix: str = "") -> dict:
 def rows_of(run: Run) -> tuple[list[str], list[dict]]:
     """(columns in first-seen order, one flat row per prediction record)."""
     definition = definition_of(run)
-    if not definition.writes_predictions:
+    if not definition.abilities.writes_predictions:
         raise ReportError(
             f"run {run.label}: task {run.task} writes no per-sample predictions; nothing to export "
             f"(its metrics are in {os.path.join(run.dir, METRICS_FILE)})"
@@ -56,7 +57,7 @@ def rows_of(run: Run) -> tuple[list[str], list[dict]]:
 
 
 def headline(run: Run) -> dict:
-    return no_nan(definition_of(run).headline(run.metrics))
+    return no_nan(presented_headline(definition_of(run), run.metrics))
 
 
 def csv_cell(value) -> str:

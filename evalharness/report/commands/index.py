@@ -22,6 +22,7 @@ from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.boundary import describe
 from evalharness.core.documents import MetricsDocument
 from evalharness.core.errors import EvalHarnessError
+from evalharness.report.presenters import headline
 from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.report.tracking.mapping import DEFAULT_ARTIFACTS
 from evalharness.report.views.html import CSS
@@ -63,7 +64,7 @@ def _headline(run: Run) -> str:
     if run.status in ("failed", "unreadable") or not run.task:
         return run.doc.get("error") or ""
     try:
-        metrics = definition_of(run).headline(run.metrics)
+        metrics = headline(definition_of(run), run.metrics)
     except EvalHarnessError as exc:
         return describe(exc)
     name = next(iter(metrics), None)

@@ -1,7 +1,7 @@
 """``report merge``: join the shard runs of one evaluation into the run an unsharded job would write.
 
 Nothing is averaged. The per-sample records of every shard are put back in dataset order (the
-task definition's ``sample_key``: ImageNet's image key, COCO's image id) and the task's own scorer
+task's ``abilities.sample_key``: ImageNet's image key, COCO's image id) and the task's own scorer
 recomputes the metrics from them (COCO re-scores the union of detections with the run's backend and
 the same annotation file). So the merged ``metrics`` block equals an unsharded run's exactly, and the
 merged metrics.json is built by the same builder as a live run's (:mod:`evalharness.rundir.document`).
@@ -23,6 +23,7 @@ from collections import Counter
 
 from evalharness.core.documents import RunDocument
 from evalharness.report.outputs import check_output_dir
+from evalharness.report.presenters import summary_lines
 from evalharness.report.runs import ReportError, definition_of, malformed
 from evalharness.rundir.document import has_document, holds_run, run_document, write_run
 from evalharness.rundir.files import RESULTS_FILE, RunWriter
@@ -30,6 +31,7 @@ from evalharness.rundir.reader import Run, dig, load_run
 from evalharness.rundir.state import hold
 from evalharness.stats.latency import summarize
 from evalharness.tasks.discovery import and_list, listed
+from evalharness.tasks.metrics import result_problems
 
 PROCESS_LATENCY = ("init", "first_inference", "warmup", "inference")
 # provenance fields every shard of one evaluation must share
@@ -69,8 +71,8 @@ def check_shards(runs: list[Run]) -> list[Run]:
                 f"run {run.dir} is {run.status} ({run.doc.get('stop_reason') or run.doc.get('error')}): "
                 "finish it first (loop.resume=true)"
             )
-        elif not definition_of(run).mergeable():
-            mergeable = and_list(listed(lambda d: d.mergeable()))
+        elif not definition_of(run).abilities.mergeable:
+            mergeable = and_list(listed(lambda d: d.abilities.mergeable))
             problems.append(f"run {run.dir} is a {run.task} run; merge joins {mergeable}")
         elif not run.prov("dataset.shard"):
             problems.append(f"run {run.dir} records no dataset.shard (made before sharding existed)")
@@ -104,7 +106,7 @@ def check_shards(runs: list[Run]) -> list[Run]:
 
 def merged_predictions(runs: list[Run]) -> list[dict]:
     """Every shard's records in dataset order; a sample scored twice is refused."""
-    key = definition_of(runs[0]).sample_key
+    key = definition_of(runs[0]).abilities.sample_key
     records = [rec for run in runs for rec in run.predictions]
     dupes = [k for k, n in Counter(rec[key] for rec in records).items() if n > 1]
     if dupes:
@@ -190,7 +192,7 @@ def _merge_into(runs: list[Run], out_dir: str, provenance: dict | None, claimed:
         "num_images": runs[0].prov("dataset.shard.full_count"),
         "num_skipped": sum(run.metrics.get("num_skipped", 0) for run in runs),
     }
-    problems = definition.result_problems(metrics)
+    problems = result_problems(definition.metrics, metrics)
     if problems:
         raise ReportError(f"the merged result is not a score: {'; '.join(problems)}")
     artifacts = definition.artifacts(scorer)
@@ -200,7 +202,7 @@ def _merge_into(runs: list[Run], out_dir: str, provenance: dict | None, claimed:
     for rec in preds:
         writer.append(rec)
     writer.close()
-    write_run(writer, doc, definition.summary_lines(doc), artifacts)
+    write_run(writer, doc, summary_lines(definition, doc), artifacts)
     return doc
 
 

@@ -18,8 +18,8 @@ from evalharness.tasks.discovery import and_list, listed
 def recompute(run: Run, top_k: int | None = None, backend: str | None = None) -> dict:
     """The run's metrics recomputed from its records by its task's scorer."""
     definition = definition_of(run)
-    if not definition.rescorable:
-        names = and_list(listed(lambda d: d.rescorable))
+    if not definition.abilities.rescorable:
+        names = and_list(listed(lambda d: d.abilities.rescorable))
         raise ReportError(f"run {run.label} is a {run.task} run; rescore recomputes {names} metrics")
     records = run.predictions
     with malformed(run):
@@ -30,7 +30,7 @@ def rescore(run: Run, top_k: int | None = None, backend: str | None = None) -> d
     """Stored vs recomputed value of every recomputed field; ``reproduced`` when all are equal."""
     if run.status == "failed" or not run.metrics:
         raise ReportError(f"run {run.label} has no metrics to reproduce (status {run.status})")
-    ignored = definition_of(run).rescore_ignores
+    ignored = definition_of(run).abilities.rescore_ignores
     fresh_metrics = metrics_for_schema(recompute(run, top_k, backend), run.doc.get("schema_version", 1))
     recomputed = {k: v for k, v in fresh_metrics.items() if k not in ignored}
     stored, fresh = flatten(run.metrics), flatten(recomputed)

@@ -31,6 +31,7 @@ from evalharness.report.commands.sweep_pairs import (
     pareto_front,
 )
 from evalharness.report.outputs import check_output_dir
+from evalharness.report.presenters import sweep_metrics, sweep_values
 from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.report.views.quant_table import add_quant_columns, quant_sections
 from evalharness.rundir.files import METRICS_FILE
@@ -116,9 +117,10 @@ def job_row(job: dict, keys: list[str]) -> dict:
         num_scored=run.metrics.get("num_scored"),
     )
     if run.task:
-        metrics = definition_of(run).sweep_metrics
-        row.update({m: run.metrics.get(m) for m in metrics if isinstance(run.metrics.get(m), float)})
-        if definition_of(run).latency_only:  # benchmark_model's other figures: start-up and memory
+        definition = definition_of(run)
+        values = sweep_values(definition, run.metrics)
+        row.update({m: v for m, v in values.items() if isinstance(v, float)})
+        if definition.abilities.latency_only:  # benchmark_model's other figures: start-up and memory
             latency, memory = run.doc.get("latency_ms") or {}, run.doc.get("memory_mb") or {}
             row.update(
                 init_ms=latency.get("init"),
@@ -195,12 +197,12 @@ def sweep_table(jobs: list[dict], baseline: dict[str, str] | None = None) -> tup
 
 
 def metric_columns(jobs: list[dict], rows: list[dict]) -> list[str]:
-    """Each task's sweep metrics (its definition's ``sweep_metrics``) that some row has, in order."""
+    """Each task's sweep metrics (its declared ``sweep`` metrics) that some row has, in order."""
     declared = [
         m
         for j in jobs
         if j["doc"] is not None and j["doc"].task
-        for m in definition_of(j["doc"]).sweep_metrics
+        for m in sweep_metrics(definition_of(j["doc"]))
     ]
     return [m for m in dict.fromkeys(declared) if any(m in r for r in rows)]
 

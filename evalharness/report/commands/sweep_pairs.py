@@ -4,7 +4,7 @@ against latency, and latency distributions drawn from the per-invoke samples.
 
 A scatter of point estimates invites ranking noise: two delegates 0.02 apart on 50 images are one
 image apart. The matrix says which pairs really differ (the task's own agreement and paired test,
-:meth:`TaskDefinition.agreement`), the interval bars say how far each point could move.
+:meth:`Comparison.agreement`), the interval bars say how far each point could move.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from evalharness.core.tables import Section
 from evalharness.report.runs import definition_of
 from evalharness.report.views.latency_rows import samples
 from evalharness.stats.paired import format_p
+from evalharness.tasks.definition import comparer
 
 INTERVAL_METRICS = ("top1", "top5", "AP", "AP50")
 
@@ -49,7 +50,7 @@ def agreement_sections(jobs: list[dict], label) -> list[Section]:
     has a paired test. ``label(job)``: the row/column name."""
     out = []
     for group in _groups(jobs):
-        definition = definition_of(group[0]["doc"])
+        paired = comparer(definition_of(group[0]["doc"]))
         names = [label(j) for j in group]
         cells, kind = [], None
         for a in group:
@@ -58,7 +59,7 @@ def agreement_sections(jobs: list[dict], label) -> list[Section]:
                 if a is b:
                     row.append("—")
                     continue
-                found = definition.agreement(a["doc"], b["doc"])
+                found = paired.agreement(a["doc"], b["doc"]) if paired else None
                 if found is None:
                     break
                 kind = found["name"]

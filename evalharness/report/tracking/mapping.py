@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 from evalharness.core.errors import ConfigError
 from evalharness.core.registry import Registry
 from evalharness.core.schema import bounds, build
+from evalharness.report.presenters import headline
 from evalharness.report.runs import definition_of
 from evalharness.rundir.reader import Run, flatten
 
@@ -113,7 +114,7 @@ def run_metrics(run: Run) -> dict[str, float]:
     the sweep table names them), latency statistics, throughput, delegation coverage."""
     if run.status == "failed" or not run.task:
         return {}
-    out: dict[str, Any] = dict(definition_of(run).headline(run.metrics))
+    out: dict[str, Any] = dict(headline(definition_of(run), run.metrics))
     for name, value in (run.metrics.get("intervals") or {}).items():
         if isinstance(value, list | tuple) and len(value) == 2:
             out[f"{name}_ci_low"], out[f"{name}_ci_high"] = value

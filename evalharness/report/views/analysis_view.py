@@ -1,4 +1,4 @@
-"""The figures a task asks for (:meth:`TaskDefinition.figures`), drawn for the HTML report and
+"""The figures a task asks for (:meth:`TaskView.figures`), drawn for the HTML report and
 written as SVG and PNG files a user can put on a slide (``report diff --figures DIR``).
 
 A task hands over data, not drawings (definitions never import ``report/``): a ``curves`` spec is

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 
-from evalharness.core.documents import DiffDocument, DiffRow, RunSummary, comparison_of
+from evalharness.core.documents import DiffDocument, DiffRow, RunSummary
 from evalharness.core.numbers import fmt, fmt_pct
 from evalharness.core.tables import Section
+from evalharness.report.presenters import paired_of
 from evalharness.report.runs import definition_of
 from evalharness.report.views.op_profile_table import diff_section as op_profile_sections
 from evalharness.stats import speedup
 from evalharness.stats.validity import comparison_notes
+from evalharness.tasks.definition import view_of
 
 
 def title(doc: DiffDocument) -> str:
@@ -27,8 +29,8 @@ def sections(doc: DiffDocument, max_rows: int = 20) -> list[Section]:
     out.append(_value_table("Model and delegation", "model", doc["model"], ".6g", "+.6g"))
     out += op_profile_sections(doc, max_rows)
     definition = definition_of(doc)
-    if definition.comparison in doc:
-        out += definition.diff_sections(comparison_of(doc, definition.comparison), max_rows)
+    if (paired := paired_of(definition, doc)) is not None:
+        out += view_of(definition).diff_sections(paired, max_rows)
     if doc.get("gates"):
         out.append(_gates(doc["gates"]))
     out.append(Section("Verdict", notes=[doc["verdict"]], key="verdict"))
@@ -101,16 +103,16 @@ def render_html(doc: DiffDocument, max_rows: int = 20) -> str:
         "latency": [html.figure_html("Latency summary", plots.latency_summary(runs), plots.LATENCY_NOTE)]
     }
     definition = definition_of(doc)
-    paired = comparison_of(doc, definition.comparison)
-    if paired is not None and definition.delta_figure:
-        key, field, heading = definition.delta_figure
+    paired, view = paired_of(definition, doc), view_of(definition)
+    if paired is not None and view.delta_figure:
+        key, field, heading = view.delta_figure
         after[key] = [html.figure_html(heading, plots.class_deltas(paired[field]))]
     if paired is not None:
-        for key, figures in analysis_view.blocks(definition.figures(paired)).items():
+        for key, figures in analysis_view.blocks(view.figures(paired)).items():
             after[key] = after.get(key, []) + figures
-    if paired is not None and definition.thumbnails:
-        key, heading = definition.thumbnails
-        after[key] = [_thumbnails(doc, definition.changed_samples(paired)[:max_rows], heading)]
+    if paired is not None and view.thumbnails:
+        key, heading = view.thumbnails
+        after[key] = [_thumbnails(doc, view.changed_samples(paired)[:max_rows], heading)]
     after["verdict"] = [_explain_link(doc)]
     return html.page(title(doc), sections(doc, max_rows), after)
 

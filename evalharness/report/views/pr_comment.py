@@ -19,6 +19,7 @@ from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section
 from evalharness.report.commands.diff import quantities
 from evalharness.report.commands.sweep import VALUE_COLUMNS
+from evalharness.report.presenters import sweep_metrics
 from evalharness.report.runs import definition_of
 from evalharness.stats.validity import comparison_notes
 
@@ -62,7 +63,7 @@ def headline_rows(doc: DiffDocument) -> list[list[str]]:
     """The task's key metrics and every metric with a paired interval: A, B, B - A, interval, p."""
     definition = definition_of(doc)
     _, pairwise = quantities(doc)
-    key = set(definition.sweep_metrics)
+    key = set(sweep_metrics(definition))
     rows = []
     for r in doc["metrics"]:
         name = r["name"]

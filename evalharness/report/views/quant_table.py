@@ -1,9 +1,9 @@
 """The quantization tables of a ``quant=...`` sweep, in the shape of TFLite's model-optimization guide.
 
-Table 1: one row per (delegate, ..., variant): the task's sweep metrics (its definition's
-``sweep_metrics``: top-1/top-5, AP/AP50, a plug-in's own), their change against the float model
+Table 1: one row per (delegate, ..., variant): the task's sweep metrics (its metrics declared
+``sweep``: top-1/top-5, AP/AP50, a plug-in's own), their change against the float model
 (``quant=none`` with the same other parameters), latency mean/p50, size, delegation coverage, and the
-task's own sample-by-sample agreement with the float model (``TaskDefinition.agreement``: top-1
+task's own sample-by-sample agreement with the float model (``Comparison.agreement``: top-1
 agreement with McNemar's exact p, the box-match rate, ...), so a 0.02 drop says whether it is beyond
 chance on this many samples. Table 2: float vs int8 vs int16x8 (16-bit activations), one row per
 other-parameter group. Failed jobs stay in both tables with their error. Reads run files and task
@@ -15,8 +15,11 @@ from __future__ import annotations
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import delta, fmt
 from evalharness.core.tables import Section
+from evalharness.report.presenters import sweep_metrics
 from evalharness.report.runs import definition_of
 from evalharness.stats.paired import format_p
+from evalharness.tasks.comparison import Comparison
+from evalharness.tasks.definition import comparer
 
 FLOAT = "none"
 SCORED = ("complete", "partial")
@@ -40,7 +43,7 @@ def runs_of(jobs: list[dict]) -> dict:
 
 def quant_metrics(definition) -> tuple[str, ...]:
     """The metrics the quantization tables show: the task's sweep metrics."""
-    return tuple(definition.sweep_metrics)
+    return sweep_metrics(definition)
 
 
 def add_quant_columns(jobs: list[dict], rows: list[dict], keys: list[str]) -> list[str]:
@@ -61,11 +64,12 @@ def add_quant_columns(jobs: list[dict], rows: list[dict], keys: list[str]) -> li
             row[f"d_{metric}_vs_float"] = delta(base.get(metric), row.get(metric))
             columns.append(f"d_{metric}_vs_float")
         try:
-            agreement = definition.agreement(run_float, run)
+            paired = comparer(definition)
+            agreement = paired.agreement(run_float, run) if paired else None
         except (EvalHarnessError, KeyError):
             agreement = None
-        if agreement and agreement.get("value") is not None:
-            value_key, p_key = definition.agreement_columns
+        if paired and agreement and agreement.get("value") is not None:
+            value_key, p_key = paired.agreement_columns
             row.update({value_key: agreement["value"], p_key: agreement.get("p")})
             row.update(agreement_name=agreement["name"], paired_images=agreement.get("samples"))
             columns += [value_key, p_key]
@@ -92,7 +96,8 @@ def _scored_definition(runs: dict, rows: list[dict]):
 
 def _table1(rows: list[dict], others: list[str], definition) -> Section:
     metrics = quant_metrics(definition) if definition else ()
-    value_key, p_key = definition.agreement_columns if definition else ("agreement", "agreement_p")
+    paired = comparer(definition) if definition else None
+    value_key, p_key = paired.agreement_columns if paired else Comparison.agreement_columns
     agreement = next((r["agreement_name"] for r in rows if r.get("agreement_name")), "agreement")
     headers = [*others, "variant", *metrics, *(f"Δ {m} vs float" for m in metrics)]
     headers += ["latency mean ms", "latency p50 ms", "size MB", "coverage", agreement, "p", "error"]
@@ -117,10 +122,10 @@ def _table1(rows: list[dict], others: list[str], definition) -> Section:
                 _error(r),
             ]
         )
-    paired = {r["paired_images"] for r in rows if r.get("paired_images")}
+    samples = {r["paired_images"] for r in rows if r.get("paired_images")}
     notes = [
         "Δ and the agreement are against the float model (quant=none) with the same other parameters, "
-        f"paired sample by sample ({', '.join(map(str, sorted(paired))) or 'all scored'} samples); p: the "
+        f"paired sample by sample ({', '.join(map(str, sorted(samples))) or 'all scored'} samples); p: the "
         "task's paired test of the agreement where it has one (classification: McNemar's exact "
         "two-sided test on the images one model gets right and the other wrong)."
     ]

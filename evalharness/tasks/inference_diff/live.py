@@ -120,7 +120,7 @@ class InferenceDiffTask(Task):
     def __init__(self, task: dict, model: dict, dataset: dict) -> None:
         self.settings = task
         self.num_runs, self.seed = task["num_runs"], task["seed"]
-        self.reference_delegate = self.definition.reference_delegate()
+        self.reference_delegate = self.definition.rules().reference_delegate
         self.model_path = model["path"]
         self.decoder_config = dict(model.get("decoder") or {})
         self.decoder = None

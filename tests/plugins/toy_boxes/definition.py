@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from evalharness.core.tables import Section
 from evalharness.stats.boxes import iou_matrix
 from evalharness.stats.paired import pair_by_id
-from evalharness.tasks.definition import Scorer, TaskDefinition, register
+from evalharness.tasks.comparison import Comparison
+from evalharness.tasks.definition import Abilities, Scorer, TaskDefinition, register
+from evalharness.tasks.metrics import Metric
+from evalharness.tasks.view import TaskView
 
 HIT = 0.5  # IoU that counts as finding the target
 
@@ -46,27 +49,8 @@ class IouScorer(Scorer):
         return {"mean_iou": mean, "hit_rate": rate, "num_scored": n}
 
 
-@register
-class ToyBoxesDefinition(TaskDefinition):
-    name = "toy_boxes"
-    schema = ToyBoxesSettings
-    dataset_schema = ToyBoxesDataset
-    live = "toy_boxes.live:ToyBoxesTask"
-    sample_key = "id"
-    can_resume = True
-    rescorable = True
-    comparison = "box_change"
-    sweep_metrics = ("mean_iou", "hit_rate")
-
-    def scorer(self, ground_truth=None) -> IouScorer:
-        return IouScorer()
-
-    def summary_lines(self, doc: dict) -> list[str]:
-        m = doc["metrics"]
-        return [f"mean IoU: {m['mean_iou']:.6g}", f"hit rate (IoU >= {HIT}): {m['hit_rate']:.6g}"]
-
-    def headline(self, metrics: dict) -> dict[str, float]:
-        return {"mean_iou": metrics["mean_iou"], "hit_rate": metrics["hit_rate"]}
+class BoxChangeComparison(Comparison):
+    key = "box_change"
 
     def compare(self, a, b, options) -> dict:
         pairs, only_a, only_b = pair_by_id(a.predictions, b.predictions)
@@ -81,9 +65,29 @@ class ToyBoxesDefinition(TaskDefinition):
         value = c["same_box"] / n if n else None
         return {"name": "same box (IoU >= 0.5)", "value": value, "p": None, "samples": n}
 
+
+class ToyBoxesView(TaskView):
     def verdict(self, diff: dict) -> str:
-        return f"{diff[self.comparison]['boxes_moved']} box(es) moved"
+        return f"{diff[BoxChangeComparison.key]['boxes_moved']} box(es) moved"
 
     def diff_sections(self, comparison: dict, max_rows: int) -> list[Section]:
         rows = [[image, f"{value:.3f}"] for image, value in comparison["moved"][:max_rows]]
         return [Section("Moved boxes", ["image", "IoU of A's and B's box"], rows, key="moved")]
+
+
+@register
+class ToyBoxesDefinition(TaskDefinition):
+    name = "toy_boxes"
+    schema = ToyBoxesSettings
+    dataset_schema = ToyBoxesDataset
+    live = "toy_boxes.live:ToyBoxesTask"
+    abilities = Abilities(sample_key="id", can_resume=True, rescorable=True)
+    metrics = (
+        Metric("mean_iou", label="mean IoU", format=".6g", fraction=True, headline=True, sweep=True),
+        Metric("hit_rate", label=f"hit rate (IoU >= {HIT})", format=".6g", fraction=True, sweep=True),
+    )
+    comparison = BoxChangeComparison
+    view = ToyBoxesView
+
+    def scorer(self, ground_truth=None) -> IouScorer:
+        return IouScorer()

@@ -6,6 +6,7 @@ import pytest
 
 from evalharness.core.errors import ConfigError
 from evalharness.run.parallel import _take_over, candidates, check, parse, shard_overrides
+from evalharness.tasks.definition import Abilities
 
 
 def test_parse_accepts_off_auto_and_p_by_t_only():
@@ -40,10 +41,7 @@ class _Task:
     name = "t"
 
     def __init__(self, mergeable: bool) -> None:
-        self._mergeable = mergeable
-
-    def mergeable(self) -> bool:
-        return self._mergeable
+        self.abilities = Abilities(sample_key="id" if mergeable else None)
 
 
 def test_check_refuses_what_cannot_be_sharded_and_merged():

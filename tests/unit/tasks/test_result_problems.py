@@ -1,25 +1,31 @@
-"""The invariants every task's result is held to where it is made (run, resume, merge)."""
+"""The invariants every task's result is held to where it is made (run, resume, merge): read from
+the declared metrics' meta (``fraction``, ``undefined``)."""
 
 from __future__ import annotations
 
-from evalharness.tasks.definition import TaskDefinition
+from evalharness.tasks.metrics import Metric, result_problems
 
-
-class Fractions(TaskDefinition):
-    undefined_hint = ": nothing to score"
-
-    def fractions(self, metrics: dict) -> list[str]:
-        return ["top1", "top5"]
+FRACTIONS = (
+    Metric("top1", fraction=True, undefined=": nothing to score"),
+    Metric("top5", fraction=True),
+)
 
 
 def test_more_scored_than_listed_is_no_score():
-    problems = Fractions({}).result_problems({"num_scored": 6, "num_images": 5, "top1": 0.5})
+    problems = result_problems(FRACTIONS, {"num_scored": 6, "num_images": 5, "top1": 0.5})
     assert problems == ["6 samples scored of 5 listed: a sample was counted twice"]
 
 
 def test_fractions_outside_zero_one_are_undefined_in_one_line():
-    assert Fractions({}).result_problems({"top1": -1.0, "top5": float("nan")}) == [
+    assert result_problems(FRACTIONS, {"top1": -1.0, "top5": float("nan")}) == [
         "top1 -1.0, top5 nan: undefined, not in [0, 1]: nothing to score"
     ]
-    assert Fractions({}).result_problems({"top1": 0.0, "top5": 1.0, "num_scored": 5, "num_images": 5}) == []
-    assert TaskDefinition({}).result_problems({"mse": 7.5}) == []  # a task declares its fractions
+    assert result_problems(FRACTIONS, {"top1": 0.0, "top5": 1.0, "num_scored": 5, "num_images": 5}) == []
+    assert result_problems((Metric("mse"),), {"mse": 7.5}) == []  # a task declares its fractions
+
+
+def test_a_family_of_fractions_is_checked_member_by_member():
+    family = (Metric("top{k}", fraction=True),)
+    assert result_problems(family, {"top1": 0.5, "top2": 1.5, "top10": -1}) == [
+        "top2 1.5, top10 -1: undefined, not in [0, 1]"
+    ]

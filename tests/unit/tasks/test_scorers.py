@@ -14,7 +14,8 @@ from evalharness.core.errors import EvalHarnessError
 from evalharness.stats.intervals import wilson
 from evalharness.tasks.benchmark.definition import BenchmarkDefinition
 from evalharness.tasks.coco.definition import CocoDefinition
-from evalharness.tasks.imagenet.definition import ImageNetDefinition, short
+from evalharness.tasks.imagenet.definition import ImageNetDefinition
+from evalharness.tasks.imagenet.view import short
 from evalharness.tasks.inference_diff.definition import InferenceDiffDefinition, mean_interval
 
 records_strategy = st.lists(

@@ -1,0 +1,74 @@
+"""Two detection runs paired box by box: matched boxes and IoU, changed images with their error
+types, per-class AP changes, the paired image bootstrap of ΔAP, and the analysis' changes."""
+
+from __future__ import annotations
+
+from evalharness.rundir.reader import Run
+from evalharness.stats.boxes import detection_diff, per_class_deltas
+from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, paired_ap_bootstrap
+from evalharness.stats.intervals import CONFIDENCE
+from evalharness.tasks.coco import analysis
+from evalharness.tasks.coco.scorer import CocoScorer, bootstrap_settings, load_ground_truth
+from evalharness.tasks.comparison import Comparison
+
+
+class DetectionComparison(Comparison):
+    key = "detection"
+
+    @staticmethod
+    def diff_score_threshold(a: Run, given: float | None) -> tuple[float, str]:
+        """The score from which boxes count as a detector's answer in a diff: given, else what run
+        A would ship (its F1-optimal threshold), never every box down to 0 unasked."""
+        if given is not None:
+            return given, "--min-score"
+        f1 = ((a.metrics.get("analysis") or {}).get("f1") or {}).get("score_threshold")
+        if f1 is not None:
+            return float(f1), "run A's F1-optimal score threshold"
+        return 0.5, "default: run A records no F1-optimal threshold"
+
+    def compare(self, a: Run, b: Run, options) -> dict:
+        min_score, source = self.diff_score_threshold(a, options.get("min_score"))
+        det = detection_diff(a.predictions, b.predictions, options["iou"], min_score)
+        det["min_score_source"] = source
+        if det["changed_images"]:
+            why = analysis.label_changed_images(
+                det["changed_images"], load_ground_truth(a), a.predictions, b.predictions
+            )
+            det["error_types_note"] = why or "TIDE error types (tidecv) of B minus A on the image"
+        det["per_class"] = per_class_deltas(
+            a.metrics.get("per_class") or {}, b.metrics.get("per_class") or {}
+        )
+        resamples, seed = bootstrap_settings(self.settings)
+        if resamples > 0:
+            det["paired_bootstrap"] = boot = self._paired_bootstrap(a, b, resamples, seed)
+            analysis.attach_paired(det["per_class"], boot)
+        if "analysis" in a.metrics or "analysis" in b.metrics:
+            det["analysis"] = analysis.compare(a, b, load_ground_truth(a), det["per_class"])
+        return det
+
+    def agreement(self, a: Run, b: Run) -> dict:
+        """Box-match rate: matched boxes (same class, IoU >= 0.5) over the mean box count."""
+        boxes = detection_diff(a.predictions, b.predictions, 0.5, 0.0)["detections"]
+        total = boxes["a"] + boxes["b"]
+        return {"name": "box-match rate", "value": 2 * boxes["matched"] / total if total else None, "p": None}
+
+    def _paired_bootstrap(self, a: Run, b: Run, resamples: int, seed: int) -> dict:
+        """ΔAP, ΔAP50, ΔAP75 with paired intervals and p: both runs' matchings re-accumulated on the
+        same image resamples (runs are comparable, so they scored the same images)."""
+        ground_truth = load_ground_truth(a)
+        matchings = []
+        for run in (a, b):
+            scorer = CocoScorer(ground_truth, "pycocotools", False).add_all(run.predictions)
+            matchings.append(scorer.matching())
+        return paired_ap_bootstrap(matchings[0], matchings[1], resamples, seed, CONFIDENCE)
+
+    def pairwise(self, comparison: dict) -> dict[str, float]:
+        values = super().pairwise(comparison)
+        values.pop("iou_threshold", None)
+        values.pop("min_score", None)
+        boot = comparison.get("paired_bootstrap") or {}
+        for name in BOOTSTRAP_STATS:
+            if isinstance(boot.get(name), dict) and boot[name]["interval"] is not None:
+                low, high = boot[name]["interval"]
+                values.update({f"{name}_ci_low": low, f"{name}_ci_high": high, f"{name}_p": boot[name]["p"]})
+        return values

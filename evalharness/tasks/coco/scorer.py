@@ -1,0 +1,115 @@
+"""COCO's records -> metrics: pycocotools' 12 stats (and the TFLite tool's AP, bootstrap
+intervals, the analysis) from the records image by image, against the annotation file the run
+recorded, so a live run, ``rescore``, a ``merge`` and a diff's paired bootstrap score alike."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evalharness.core.errors import EvalHarnessError
+from evalharness.rundir.reader import Run
+from evalharness.stats.coco_intervals import bootstrap_intervals
+from evalharness.stats.intervals import CONFIDENCE
+from evalharness.tasks.coco.store import DetectionStore
+from evalharness.tasks.definition import Scorer
+
+
+def bootstrap_settings(settings: Mapping) -> tuple[int, int]:
+    """(resamples, seed) of the run's settings; runs made before them get the defaults."""
+    return int(settings.get("bootstrap_resamples", 1000)), int(settings.get("bootstrap_seed", 0))
+
+
+def load_ground_truth(run: Run) -> dict:
+    """The annotation file the run recorded, refused if it changed since (sha256)."""
+    from evalharness.core.checksum import sha256_file
+    from evalharness.data.coco_annotations import load_annotations
+
+    path = run.prov("dataset.ground_truth")
+    if not path:
+        raise EvalHarnessError(
+            f"run {run.label}: provenance.dataset.ground_truth is empty; no annotations to score"
+        )
+    annotations = load_annotations(path)
+    recorded = run.prov("dataset.ground_truth_sha256")
+    if recorded and sha256_file(path) != recorded:
+        raise EvalHarnessError(
+            f"run {run.label}: {path} changed since the run (sha256 differs from provenance)"
+        )
+    return annotations
+
+
+class CocoScorer(Scorer):
+    def __init__(
+        self,
+        annotations: dict,
+        backend: str,
+        tflite_tool: bool,
+        resamples: int = 0,
+        seed: int = 0,
+        analysis: bool = False,
+        tide: bool = True,
+    ) -> None:
+        self.annotations, self.backend, self.tflite_tool = annotations, backend, tflite_tool
+        self.resamples, self.seed, self.analysis, self.tide = resamples, seed, analysis, tide
+        self.detections = DetectionStore()
+        self.image_ids: list[int] = []
+        self.unmapped = 0
+        self.curves: dict | None = None  # per-class PR curves, made by result() with the analysis
+
+    def add(self, record: dict) -> None:
+        self.detections.add(record["image_id"], record["detections"])
+        self.image_ids.append(record["image_id"])
+        self.unmapped += record.get("unmapped", 0)
+
+    def result(self) -> dict:
+        from evalharness.stats.coco_eval import evaluate_bbox
+        from evalharness.stats.coco_tool_ap import tflite_tool_ap
+
+        results = list(self.detections.rows())  # pycocotools scores from one list; freed on return
+        tide: Any = self.tide  # True, or the function that waits for the breakdown
+        if self.analysis and self.tide:  # TIDE's pass runs beside pycocotools', in a child process
+            from evalharness.stats.tide import tide_in_background
+
+            tide = tide_in_background(self.annotations, self.detections.blocks, self.image_ids)
+        scored = evaluate_bbox(
+            self.annotations,
+            results,
+            self.backend,
+            self.image_ids,
+            keep_matching=self.resamples > 0,
+            analysis=self.analysis,
+        )
+        metrics = {
+            **scored["stats"],
+            "per_class": scored["per_class"],
+            "summary": scored["summary"],
+            "backend": scored["backend"],
+            "num_detections": len(results),
+            "num_unmapped_detections": self.unmapped,
+            "num_scored": len(self.image_ids),
+        }
+        if self.tflite_tool:
+            metrics["tflite_tool"] = tflite_tool_ap(self.annotations, results, image_ids=self.image_ids)
+        if self.resamples > 0:
+            metrics["intervals"] = bootstrap_intervals(
+                scored["matching"], self.resamples, self.seed, CONFIDENCE
+            )
+        if self.analysis:
+            from evalharness.stats.detection_analysis import analyse, per_class_curves
+
+            blocks, ids = self.detections.blocks, self.image_ids
+            metrics["analysis"] = analyse(self.annotations, scored, blocks, ids, tide)
+            names = {c["id"]: c["name"] for c in self.annotations["categories"]}
+            acc = scored["accumulated"]
+            self.curves = per_class_curves(acc["precision"], acc["cat_ids"], names)
+        return metrics
+
+    def matching(self):
+        """pycocotools' per-image matching of the added records (for a paired bootstrap)."""
+        from evalharness.stats.coco_eval import evaluate_bbox
+
+        results = list(self.detections.rows())
+        return evaluate_bbox(self.annotations, results, "pycocotools", self.image_ids, keep_matching=True)[
+            "matching"
+        ]

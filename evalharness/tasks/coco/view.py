@@ -1,0 +1,131 @@
+"""How detection results read beyond the generic presenters: COCOeval.summarize()'s 12 lines and the
+analysis in results.txt, the ΔAP verdict, the box, image, per-class and analysis tables and
+figures of ``report diff``, ``report analysis``, captions of the images whose boxes changed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evalharness.core.numbers import fmt
+from evalharness.core.tables import Section, more_rows
+from evalharness.rundir.reader import Run
+from evalharness.stats.coco_intervals import BOOTSTRAP_STATS
+from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines
+from evalharness.tasks.coco import analysis
+from evalharness.tasks.view import TaskView
+
+# TFLite's coco evaluation tool's AP: its own recipe, a second opinion beside COCO's AP above
+TOOL_AP_LABEL = "TFLite tool's AP, a secondary figure (0.5:0.95, 101-point, no area ranges)"
+
+
+class CocoView(TaskView):
+    thumbnails = ("changed_images", "Thumbnails: changed boxes")
+    delta_figure = ("per_class", "per_class", "Per-class AP change (B - A)")
+
+    def summary_lines(self, doc: Mapping[str, Any], lines: list[str]) -> list[str]:
+        """COCOeval.summarize()'s 12 lines, then the TFLite-tool AP when it was computed."""
+        metrics = doc["metrics"]
+        lines = list(metrics["summary"])
+        if "tflite_tool" in metrics:
+            ap = metrics["tflite_tool"]["AP"]
+            lines.append(f"{TOOL_AP_LABEL}: {ap:.6f}")
+        intervals = metrics.get("intervals") or {}  # schema 2 on, bootstrap_resamples > 0
+        how = f"image bootstrap, B={intervals.get('resamples')}, seed {intervals.get('seed')}"
+        lines += interval_lines(intervals, how, [(n, intervals.get(n)) for n in BOOTSTRAP_STATS])
+        return lines + analysis.summary_lines(metrics)
+
+    def verdict(self, diff: Mapping[str, Any]) -> str:
+        ap = next((r for r in diff["metrics"] if r["name"] == "AP"), None)
+        det = diff["detection"]
+        boxes = det["detections"]
+        iou = "n/a" if det["mean_iou"] is None else f"{det['mean_iou']:.4f}"
+        total = boxes["a"] + boxes["b"]
+        where = f"{det['unmatched']} of {total} boxes unmatched on {det['images_changed']} images"
+        if ap is None or ap["delta"] is None:
+            return f"no AP to compare; {where}"
+        if ap["delta"] == 0 and det["unmatched"] == 0:
+            return f"B detects the same boxes as A (AP {ap['a']:.4f}, mean IoU {iou})"
+        boot = (det.get("paired_bootstrap") or {}).get("AP")
+        if not boot or boot["interval"] is None:
+            test = "no significance test for AP"
+        else:
+            low, high = boot["interval"]
+            alpha, margin = diff["alpha"], diff.get("equivalence_margin", 0.01)
+            if boot["p"] < alpha:
+                finding = "significant"
+            elif -margin <= low and high <= margin:
+                finding = f"equivalent within ±{margin:g}"
+            else:
+                finding = "no difference detected at this size"
+            test = (
+                f"{finding}: paired bootstrap ΔAP {CONFIDENCE:.0%} interval [{low:+.4f}, {high:+.4f}], "
+                f"p={boot['p']:.3g}, alpha={alpha:g}"
+            )
+        return (
+            f"B's AP differs from A's by {ap['delta']:+.4f} ({ap['a']:.4f} -> {ap['b']:.4f}); {where}, "
+            f"mean IoU of matched boxes {iou} ({test})"
+        )
+
+    def diff_sections(self, d: dict, max_rows: int) -> list[Section]:
+        t = d["detections"]
+        stats = [
+            ["paired images", fmt(d["paired_images"])],
+            ["detections A / B", f"{t['a']} / {t['b']}"],
+            ["matched (same class, IoU >= " + fmt(d["iou_threshold"], "g") + ")", fmt(t["matched"])],
+            ["only in A / only in B", f"{t['only_a']} / {t['only_b']}"],
+            ["images with changed boxes", fmt(d["images_changed"])],
+            ["mean IoU of matched boxes", fmt(d["mean_iou"], ".4f")],
+            ["mean |score change| of matched boxes", fmt(d["mean_abs_score_delta"], ".4g")],
+        ]
+        images = [
+            [r["id"], str(r["a"]), str(r["b"]), str(r["matched"]), str(r["only_a"]), str(r["only_b"]),
+             fmt(r["mean_iou"], ".3f"), analysis.error_text(r)]
+            for r in d["changed_images"][:max_rows]
+        ]  # fmt: skip
+        resamples = (d.get("paired_bootstrap") or {}).get("resamples")
+        classes = [analysis.per_class_cells(r, resamples) for r in d["per_class"][:max_rows]]
+        boot = d.get("paired_bootstrap")
+        if boot:
+            stats += [
+                [
+                    f"Δ{name} {boot['confidence']:.0%} paired interval, p (B={boot['resamples']})",
+                    f"{fmt_interval(boot[name]['interval'], '+.4f')}, p={fmt(boot[name]['p'], '.3g')}",
+                ]
+                for name in BOOTSTRAP_STATS
+            ]
+        return [
+            Section(
+                "Boxes",
+                ["", "value"],
+                stats,
+                [f"detections with score >= {d['min_score']:g} ({d.get('min_score_source', '--min-score')})"],
+                key="boxes",
+            ),
+            Section(
+                f"Images with changed boxes ({len(d['changed_images'])})",
+                ["image", "A", "B", "matched", "only A", "only B", "mean IoU", "error types"],
+                images,
+                [f"error types: {d.get('error_types_note')}", *more_rows(len(d["changed_images"]), max_rows)],
+                key="changed_images",
+            ),
+            Section(
+                "Per-class AP (largest |delta| first)",
+                ["class", "A", "B", "delta", "paired interval", "p", "p (Holm)", "gt boxes"],
+                classes,
+                [*analysis.PER_CLASS_NOTES, *more_rows(len(d["per_class"]), max_rows)],
+                key="per_class",
+            ),
+            *analysis.sections(d, max_rows),
+        ]
+
+    def figures(self, d: dict) -> list[dict]:
+        return analysis.figures(d)
+
+    def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict]]:
+        from evalharness.tasks.coco.run_analysis import sections_and_figures
+
+        return sections_and_figures(run, analysis.CURVES_FILE, max_rows)
+
+    def changed_samples(self, d: dict) -> list[tuple[str, str]]:
+        return [(r["id"], analysis.changed_caption(r)) for r in d["changed_images"]]

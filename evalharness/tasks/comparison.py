@@ -1,0 +1,49 @@
+"""How two runs of one task pair sample by sample: a :class:`Comparison` per task, named by its
+definition (``TaskDefinition.comparison``) and bound to the definition's settings.
+
+``report diff`` stores :meth:`Comparison.compare` under :attr:`Comparison.key`; a sweep's N×N matrix
+and the quantization table read :meth:`Comparison.agreement`; ``--fail-if`` names the numbers
+:meth:`Comparison.pairwise` gives; a quantization repair bounds the change
+:meth:`Comparison.paired_records` measures. How any of it reads is the task's view's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from evalharness.core.errors import EvalHarnessError
+from evalharness.rundir.reader import Run
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+
+class Comparison:
+    key: ClassVar[str]  # where the paired comparison sits in a ``report diff`` document
+    # (value, p) column names of :meth:`agreement` in a quantization sweep's table and csv
+    agreement_columns: ClassVar[tuple[str, str]] = ("agreement", "agreement_p")
+
+    def __init__(self, definition: Any) -> None:  # its TaskDefinition (which imports this module)
+        self.definition = definition
+        self.settings = definition.settings
+
+    def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> dict:
+        """The paired comparison of two comparable runs (``options``: alpha, iou, min_score as
+        ``report diff`` was given them; empty where only the agreement is wanted)."""
+        raise NotImplementedError
+
+    def agreement(self, a: Run, b: Run) -> dict | None:
+        """Cheap sample-by-sample agreement of two runs on the same samples, for the sweep's N×N
+        matrix and the quantization table: ``{"name": ..., "value": fraction, "p": p-value or None,
+        "samples": how many were paired (optional)}``; None: the task has none."""
+        return None
+
+    def pairwise(self, comparison: dict) -> dict[str, float]:
+        """The pair quantities ``--fail-if`` rules may name (numbers of the comparison)."""
+        return {k: v for k, v in comparison.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+    def paired_records(self, records_a: list[dict], records_b: list[dict]) -> dict:
+        """The repair metric of B minus A with its paired interval, from two passes' records on the
+        same samples, by the code ``report diff`` uses for two runs: ``{"delta", "interval",
+        "method", "changed"}`` (``changed``: how many samples' answers differ)."""
+        raise EvalHarnessError(f"task {self.definition.name} has no paired comparison of records")

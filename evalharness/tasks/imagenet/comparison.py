@@ -1,0 +1,50 @@
+"""Two classification runs paired image by image: top-1 flips, McNemar's test, Newcombe's paired
+interval of Δtop-1 (and, for ``report diff``, per-class changes and changed confusions)."""
+
+from __future__ import annotations
+
+from evalharness.rundir.reader import Run
+from evalharness.stats.classification_analysis import confusion_changes, per_class_changes
+from evalharness.stats.intervals import CONFIDENCE
+from evalharness.stats.paired import classification_diff
+from evalharness.tasks.comparison import Comparison
+
+
+class ClassificationComparison(Comparison):
+    key = "classification"
+    agreement_columns = ("top1_agreement", "mcnemar_p")
+
+    def compare(self, a: Run, b: Run, options) -> dict:
+        same_labels = a.prov("labels.sha256") == b.prov("labels.sha256")
+        c = classification_diff(a.predictions, b.predictions, same_labels)
+        if options.get("alpha") is not None:  # report diff (a sweep's agreement needs none of this)
+            c["per_class"] = per_class_changes(a.predictions, b.predictions, options["alpha"])
+            c["confusion_changes"] = confusion_changes(a.predictions, b.predictions)
+        return c
+
+    def paired_records(self, records_a: list[dict], records_b: list[dict]) -> dict:
+        c = classification_diff(records_a, records_b, True)  # one label file: the same model's variants
+        return {
+            "delta": c["delta_top1"],
+            "interval": c["delta_top1_interval"],
+            "method": f"Newcombe paired {CONFIDENCE:.0%} (as report diff)",
+            "changed": len(c["top1_changes"]),
+            "paired": c["paired_images"],
+            "mcnemar_p": c["mcnemar_p"],
+        }
+
+    def agreement(self, a: Run, b: Run) -> dict:
+        c = self.compare(a, b, {})
+        return {
+            "name": "top-1 agreement",
+            "value": c["top1_agreement"],
+            "p": c["mcnemar_p"],
+            "samples": c["paired_images"],
+        }
+
+    def pairwise(self, comparison: dict) -> dict[str, float]:
+        """As the base, plus ``top1_ci_low``/``top1_ci_high``: the paired interval of Δtop-1."""
+        values = super().pairwise(comparison)
+        if comparison.get("delta_top1_interval"):
+            values["top1_ci_low"], values["top1_ci_high"] = comparison["delta_top1_interval"]
+        return values

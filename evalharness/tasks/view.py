@@ -1,0 +1,57 @@
+"""How one task's results read where the generic presenters (:mod:`evalharness.report.presenters`,
+which work from the declared metrics alone) say too little: a :class:`TaskView` per task, named by
+its definition (``TaskDefinition.view``), never part of it.
+
+Every hook's default is "nothing of my own": the generic summary lines pass through, no verdict of
+its own (the generic one stands), no extra diff sections, figures or thumbnails. A task overrides
+only what really differs (ImageNet's per-class tables, COCO's analysis, inference_diff's per-output
+table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from evalharness.core.errors import EvalHarnessError
+from evalharness.core.tables import Section
+from evalharness.rundir.reader import Run
+
+
+class TaskView:
+    thumbnails: ClassVar[tuple[str, str] | None] = None  # (diff section key, heading) of changed samples
+    # (diff section key, comparison field of rows with ``name`` and ``delta``, title): an HTML bar chart
+    delta_figure: ClassVar[tuple[str, str, str] | None] = None
+
+    def __init__(self, definition: Any) -> None:  # its TaskDefinition (which imports this module)
+        self.definition = definition
+        self.settings = definition.settings
+
+    def summary_lines(self, doc: Mapping[str, Any], lines: list[str]) -> list[str]:
+        """The ``results.txt`` lines (and what the run prints) of a metrics.json document, given
+        the generic ones made from the declared metrics: kept, extended or replaced."""
+        return lines
+
+    def verdict(self, diff: Mapping[str, Any]) -> str | None:
+        """One line a reader can act on, where the task's own story beats the generic one; None:
+        the generic verdict (the headline metric's change, else speed)."""
+        return None
+
+    def diff_sections(self, comparison: dict, max_rows: int) -> list[Section]:
+        """Tables of the paired comparison after the generic metric rows of ``report diff``."""
+        return []
+
+    def figures(self, comparison: dict) -> list[dict]:
+        """Plots of the comparison for the HTML report and ``report diff --figures``: dicts with
+        ``after`` (section key), ``kind`` (curves | bars | matrix: see
+        :mod:`evalharness.report.views.analysis_view`), ``name`` (file stem), ``title`` and the data."""
+        return []
+
+    def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict]]:
+        """One run's ``metrics.analysis`` as (sections, figure specs as :meth:`figures` makes them)
+        for ``report analysis``; a task without one says so."""
+        raise EvalHarnessError(f"task {self.definition.name} records no per-run analysis")
+
+    def changed_samples(self, comparison: dict) -> list[tuple[str, str]]:
+        """(sample id, caption) of the samples whose answer changed, for thumbnails."""
+        return []
