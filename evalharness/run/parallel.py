@@ -181,7 +181,7 @@ def run_parallel(settings: RunSettings, run_dir: str, overrides: list[str]) -> R
     from evalharness.rundir.state import release
 
     loop = settings.loop
-    can_resume = settings.definition.can_resume
+    can_resume = settings.definition.abilities.can_resume
     _take_over(run_dir, settings.config(), loop.resume, loop.overwrite, can_resume, loop.parallel)
     try:
         return _run_shards(settings, run_dir, overrides)
