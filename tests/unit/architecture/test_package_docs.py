@@ -26,3 +26,17 @@ def test_each_room_says_what_lives_there_and_what_it_may_import(room):
     expected = ", ".join(_may_import(room)) or "nothing else of evalharness"
     assert said == expected, f"{room}/__init__.py says it may import {said!r}; the floors say {expected!r}"
     assert len(doc.split("May import:")[0].split()) >= 8, f"{room}/__init__.py: say what lives there"
+
+
+def test_every_package_ships():
+    """pyproject lists its packages by hand (conf/ and datasets/ map into the package): a new or
+    renamed package folder missing there is absent from a non-editable install."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
+    listed = set(project["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(path.parent.relative_to(PACKAGE.parent).parts)
+        for path in PACKAGE.rglob("__init__.py")
+        if "__pycache__" not in path.parts
+    }
+    assert found <= listed, f"packages missing from pyproject.toml: {sorted(found - listed)}"
