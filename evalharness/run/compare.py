@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,7 @@ def swept(overrides: list[str]) -> tuple[int, str, list[str]]:
     return i, key, values
 
 
-def validate_candidates(overrides: list[str], index: int, key: str, values: list[str]) -> list:
+def validate_candidates(overrides: list[str], index: int, key: str, values: list[str]) -> list[Any]:
     """Each candidate's composed, validated settings (the run's own checks), before anything runs."""
     from hydra import compose, initialize_config_dir
 
@@ -119,7 +120,7 @@ def last_error(out: str) -> str | None:
     return errors[-1][len("error:") :].strip() if errors else None
 
 
-def gather(out: str, key: str, values: list[str]) -> list[dict]:
+def gather(out: str, key: str, values: list[str]) -> list[dict[str, Any]]:
     """Each candidate's job of the multirun: ``{"name", "value", "run", "status", "error", "params"}``,
     by job number (Hydra numbers a sweep's jobs in the order of the values; a job's recorded
     overrides may spell a value otherwise, ``false`` as ``False``)."""
@@ -167,7 +168,9 @@ def _name(value: str) -> str:
     return short_name(value)
 
 
-def interleaved(plans: list, candidates: list[dict], settings: InterleaveSettings) -> dict | None:
+def interleaved(
+    plans: list[Any], candidates: list[dict[str, Any]], settings: InterleaveSettings
+) -> dict[str, Any] | None:
     """The interleaved measurement of the complete candidates (the first among them), or None."""
     from evalharness.loop.interleave import measure
 
@@ -238,7 +241,13 @@ def _compare_into(
     return write(out, key, values, candidates, measurement)
 
 
-def write(out: str, key: str, values: list[str], candidates: list[dict], measurement: dict | None) -> int:
+def write(
+    out: str,
+    key: str,
+    values: list[str],
+    candidates: list[dict[str, Any]],
+    measurement: dict[str, Any] | None,
+) -> int:
     from evalharness.report.commands import sweep
     from evalharness.run import compare_view
 
@@ -259,7 +268,7 @@ def write(out: str, key: str, values: list[str], candidates: list[dict], measure
     return EXIT_OK if all(c["status"] == "complete" for c in candidates) else EXIT_STOPPED
 
 
-def _given(args) -> dict:
+def _given(args) -> dict[str, Any]:
     return {f.name: getattr(args, f.name) for f in dataclasses.fields(InterleaveSettings)}
 
 
@@ -272,4 +281,3 @@ def _now() -> str:
 def main(argv: list[str] | None = None) -> int:
     """``evalharness compare ...``: the subcommand contract, ``main(argv) -> int``."""
     return guarded(lambda: compare(parser().parse_intermixed_args(argv)))
-

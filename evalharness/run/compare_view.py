@@ -14,6 +14,7 @@ bootstrap on two separate runs), and the table says which.
 from __future__ import annotations
 
 from pathlib import PurePath
+from typing import Any
 
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section
@@ -47,7 +48,7 @@ def verdict_word(sentence: str, change: float | None) -> str:
     return "—"
 
 
-def accuracy_change(base: Run, run: Run) -> dict:
+def accuracy_change(base: Run, run: Run) -> dict[str, Any]:
     """``report diff BASE RUN``'s verdict and pairwise quantities (default options), or why none."""
     comp = comparability(base, run)
     if comp.refused:
@@ -69,7 +70,7 @@ def coverage_cell(run: Run) -> str:
     return text
 
 
-def rows(candidates: list[dict], measurement: dict | None) -> list[dict]:
+def rows(candidates: list[dict[str, Any]], measurement: dict[str, Any] | None) -> list[dict[str, Any]]:
     """One row per candidate: ``{"name", "run": Run | None, "status", "error"}`` in, the figures out
     (``measured``: index of the candidate in ``measurement``'s list, None when it was not measured)."""
     base = candidates[0]["run"]
@@ -90,7 +91,7 @@ def rows(candidates: list[dict], measurement: dict | None) -> list[dict]:
     return out
 
 
-def _metric(candidates: list[dict]) -> str | None:
+def _metric(candidates: list[dict[str, Any]]) -> str | None:
     for cand in candidates:
         if cand["run"] is not None and cand["run"].task:
             metrics = sweep_metrics(definition_of(cand["run"]))
@@ -98,7 +99,7 @@ def _metric(candidates: list[dict]) -> str | None:
     return None
 
 
-def _change(base: Run, run: Run, metric: str | None) -> dict:
+def _change(base: Run, run: Run, metric: str | None) -> dict[str, Any]:
     found = accuracy_change(base, run)
     if "refused" in found:
         return {"accuracy": "not comparable", "accuracy_detail": found["refused"]}
@@ -112,7 +113,9 @@ def _change(base: Run, run: Run, metric: str | None) -> dict:
     return value
 
 
-def _speed(i: int, cand: dict, row: dict, measurement: dict | None) -> dict:
+def _speed(
+    i: int, cand: dict[str, Any], row: dict[str, Any], measurement: dict[str, Any] | None
+) -> dict[str, Any]:
     index = cand.get("measured")
     if measurement is not None and index is not None and i == 0:
         m = measurement["measurements"][0]
@@ -132,7 +135,7 @@ def _speed(i: int, cand: dict, row: dict, measurement: dict | None) -> dict:
     return {"speed": "not measured", "speed_source": None}
 
 
-def cells(row: dict) -> list[str]:
+def cells(row: dict[str, Any]) -> list[str]:
     interval = row.get("delta_interval")
     delta = fmt(row.get("delta"), "+.4f", missing="")
     if interval:
@@ -148,7 +151,7 @@ def cells(row: dict) -> list[str]:
             fmt(row.get("latency_p50_ms"), ".3f", missing="—"), row.get("coverage", "—")]  # fmt: skip
 
 
-def _loads(measurement: dict) -> str:
+def _loads(measurement: dict[str, Any]) -> str:
     took = f"{measurement['load_secs']:.1f} s of loading"
     if measurement["rounds_per_load"]:
         return f"each candidate loaded afresh every {measurement['rounds_per_load']} rounds, {took}"
@@ -158,7 +161,9 @@ def _loads(measurement: dict) -> str:
     return f"loaded once, {took}"
 
 
-def section(key: str, table: list[dict], measurement: dict | None, out_dir: str) -> Section:
+def section(
+    key: str, table: list[dict[str, Any]], measurement: dict[str, Any] | None, out_dir: str
+) -> Section:
     notes = [
         f"candidates: {key}=…; Δ and speed-up against the first ({table[0]['candidate']}); run dirs and "
         f"sweep.csv/.md/.html in {out_dir}",

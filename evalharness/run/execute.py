@@ -25,11 +25,13 @@ class Ran(NamedTuple):
     result: LoopResult
     # (plan, model, loop result) of the reference pass, if the task has one
     reference: tuple[Any, Model, LoopResult] | None
-    start_up: dict | None = None  # cold/warm passes (metrics.compile_cache), if the task asked for them
-    op_profile: dict | None = None  # per-op time and placement (metrics.op_profile), if asked for
+    start_up: dict[str, Any] | None = (
+        None  # cold/warm passes (metrics.compile_cache), if the task asked for them
+    )
+    op_profile: dict[str, Any] | None = None  # per-op time and placement (metrics.op_profile), if asked for
 
 
-def execute(settings: RunSettings, task, loop, done: list[dict], run_dir: str) -> Ran:
+def execute(settings: RunSettings, task, loop, done: list[dict[str, Any]], run_dir: str) -> Ran:
     """The cold/warm passes and the reference pass (if the task has them) and the measured loop."""
     from evalharness.loop.engine import run_loop
     from evalharness.run.start_up import measure
@@ -73,7 +75,7 @@ def execute(settings: RunSettings, task, loop, done: list[dict], run_dir: str) -
     return Ran(writer, model, result, reference, start_up, profile)
 
 
-def op_profile(settings: RunSettings, task, model) -> dict:
+def op_profile(settings: RunSettings, task, model) -> dict[str, Any]:
     """Per-op time and placement of the run's model on the run's delegate (the runtime's profiler,
     else sub-model timing), fed the first sample (after the measured loop, so it cannot disturb the
     loop's figures)."""

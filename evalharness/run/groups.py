@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from evalharness.core.schema import FrozenDict, bounds, freeze, thaw
 from evalharness.data.preprocess import PreprocessSpec
@@ -128,7 +128,9 @@ class RunSettings:
         }
         return dataclasses.replace(self, **frozen)
 
-    def task_inputs(self, model: Any = None, split: Any = None) -> tuple[dict, dict, dict]:
+    def task_inputs(
+        self, model: Any = None, split: Any = None
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         """(task, model, dataset) as plain values for a live task (a plug-in that reads them by key):
         ``model`` instead of the plan's (a candidate variant), ``split`` instead of the plan's."""
         dataset = thaw(self.dataset)
@@ -137,6 +139,6 @@ class RunSettings:
             dataset["split"] = thaw(split)
         return thaw(self.task), thaw(self.model if model is None else model), dataset
 
-    def config(self) -> dict:
+    def config(self) -> dict[str, Any]:
         """The resolved config as plain JSON values, for the run files."""
-        return thaw(self.resolved)
+        return cast(dict[str, Any], thaw(self.resolved))

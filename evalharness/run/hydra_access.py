@@ -4,7 +4,7 @@ provenance), and what ``auto`` means for settings that follow the run mode."""
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
@@ -15,10 +15,10 @@ def is_multirun() -> bool:
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
-def multirun_launcher() -> dict | None:
+def multirun_launcher() -> dict[str, Any] | None:
     """The multirun's ``hydra.launcher`` config (None for a single run), for the thread budget."""
     if is_multirun():
-        return cast(dict, OmegaConf.to_container(HydraConfig.get().launcher, resolve=False))
+        return cast(dict[str, Any], OmegaConf.to_container(HydraConfig.get().launcher, resolve=False))
     return None
 
 

@@ -8,12 +8,14 @@ Every file the task's provenance hashes (``dataset.<name>_sha256``: the ground t
 
 from __future__ import annotations
 
+from typing import Any
+
 from evalharness.run.groups import RunSettings
 from evalharness.run.provenance import library_record
 from evalharness.rundir.state import identity_differences
 
 
-def run_identity(settings: RunSettings, task, prov: dict) -> dict:
+def run_identity(settings: RunSettings, task, prov: dict[str, Any]) -> dict[str, Any]:
     """The bytes a result depends on, recorded when a run starts so that a resume can refuse to mix
     inputs that changed (see :mod:`evalharness.rundir.state`)."""
     from evalharness.core.checksum import optional_sha256
@@ -34,13 +36,13 @@ def run_identity(settings: RunSettings, task, prov: dict) -> dict:
     }
 
 
-def dataset_files(dataset: dict) -> dict:
+def dataset_files(dataset: dict[str, Any]) -> dict[str, Any]:
     """The dataset files the task hashed (the class list among them), by their provenance names;
     the manifest is recorded above as ``dataset_manifest_sha256``."""
     return {k: v for k, v in dataset.items() if k.endswith("_sha256") and k != "manifest_sha256"}
 
 
-def moved_inputs(settings: RunSettings, task, prov: dict, identity: dict) -> list[str]:
+def moved_inputs(settings: RunSettings, task, prov: dict[str, Any], identity: dict[str, Any]) -> list[str]:
     """What changed on disk while the run ran (the model file, the sample files): such a result
     mixes two inputs and is ``invalid``."""
 

@@ -90,5 +90,3 @@ def run_settings(settings: RunSettings, run_dir: str) -> Mapping[str, Any]:
         raise record_interrupt(run_dir, settings.config(), exc, where) from None
     finally:
         release(run_dir)
-
-

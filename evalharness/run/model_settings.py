@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 from omegaconf import OmegaConf
 
@@ -30,6 +30,9 @@ from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.paths import CONF_DIR
 from evalharness.data.labels import LABELS_AUTO
+
+if TYPE_CHECKING:
+    from evalharness.runtime.model_file import ModelFile
 
 log = logging.getLogger("evalharness")
 
@@ -55,7 +58,9 @@ def given_on_command_line(overrides: list[str]) -> set[str]:
     return given
 
 
-def infer_model_settings(model: dict, overrides: list[str], cache_dir: str | None) -> tuple[dict, dict]:
+def infer_model_settings(
+    model: dict[str, Any], overrides: list[str], cache_dir: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(model group with what the file says filled in, {setting: source}). Only for ``from_file``
     (its file checked by :func:`check_model_file` first); ``cache_dir`` None: a dry run that extracts
     no label file."""
@@ -84,7 +89,9 @@ def check_model_file(path: str) -> None:
     refuse_dynamic_inputs(read_model_bytes(path), f"model.path={path}")
 
 
-def _labels(model: dict, info, given: set, sources: dict, cache_dir: str | None) -> None:
+def _labels(
+    model: dict[str, Any], info: ModelFile, given: set[Any], sources: dict[str, Any], cache_dir: str | None
+) -> None:
     names = (info.ultralytics or {}).get("names")
     lines, what = info.labels, info.label_file
     if not lines and isinstance(names, dict) and names:
@@ -106,6 +113,7 @@ def _labels(model: dict, info, given: set, sources: dict, cache_dir: str | None)
     if cache_dir is None:  # a dry run (evalharness inspect): say where the labels would come from
         model["labels"], sources["labels"] = f"<in the model file: {what}>", f"{MODEL_FILE} ({what})"
         return
+    assert what is not None  # labels read from the model file come with their file's name (model_file.py)
     with open(info.path, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:16]
     target = os.path.join(os.path.expanduser(cache_dir), "model_files", digest, os.path.basename(what))
@@ -125,7 +133,7 @@ def _read_lines(path: str) -> list[str] | None:
         return None  # the task reports an unreadable label file with its own error
 
 
-def _normalization(model: dict, info, given: set, sources: dict) -> None:
+def _normalization(model: dict[str, Any], info: ModelFile, given: set[Any], sources: dict[str, Any]) -> None:
     norm = info.normalization
     if not norm or not norm["mean"] or not norm["std"]:
         return
@@ -148,12 +156,12 @@ def _normalization(model: dict, info, given: set, sources: dict) -> None:
     sources["preprocess"] = f"{PRESET} (crop, resize), {MODEL_FILE} (mean/std: NormalizationOptions)"
 
 
-def _preset(name: str) -> dict:
+def _preset(name: str) -> dict[str, Any]:
     preset = OmegaConf.load(CONF_DIR / "model" / "preprocess" / f"{name}.yaml")
-    return cast(dict, OmegaConf.to_container(preset))
+    return cast(dict[str, Any], OmegaConf.to_container(preset))
 
 
-def _detector(model: dict, info, given: set, sources: dict) -> None:
+def _detector(model: dict[str, Any], info: ModelFile, given: set[Any], sources: dict[str, Any]) -> None:
     meta = info.ultralytics or {}
     if meta.get("task") == "detect":
         nms_inside = (

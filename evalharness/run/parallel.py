@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 import numpy as np
 
@@ -97,7 +98,7 @@ def candidates(cores: int) -> list[tuple[int, int]]:
     return [(p, cores // p) for p in range(1, cores + 1) if cores % p == 0]
 
 
-def _throughput(models: list, window: float) -> float:
+def _throughput(models: list[Any], window: float) -> float:
     """Invokes per second of ``models`` invoked concurrently, one Python thread each."""
     counts = [0] * len(models)
     stop = time.perf_counter() + window
@@ -116,7 +117,7 @@ def _throughput(models: list, window: float) -> float:
     return sum(counts) / (time.perf_counter() - start)
 
 
-def calibrate(model_path: str, plan, runtime: str, cores: int) -> dict:
+def calibrate(model_path: str, plan, runtime: str, cores: int) -> dict[str, Any]:
     """Each candidate's invoke throughput, ABBA rounds; the best one chosen."""
     from evalharness.runtime import load_model
 
@@ -198,7 +199,7 @@ def run_parallel(settings: RunSettings, run_dir: str, overrides: list[str]) -> R
 
 
 def _take_over(
-    run_dir: str, config: dict, resume: bool, overwrite: bool, can_resume: bool, split: str = "1x1"
+    run_dir: str, config: dict[str, Any], resume: bool, overwrite: bool, can_resume: bool, split: str = "1x1"
 ) -> None:
     """The claim of a single run (refusals, resume and overwrite rules, the lock: released by the
     caller); then the shards go with an overwrite, and a resumed run's own record (the merge
@@ -249,7 +250,7 @@ def _run_shards(settings: RunSettings, run_dir: str, overrides: list[str]) -> Ru
 
     cores = available_cores()
     asked = parse(settings.loop.parallel)
-    record: dict = {"requested": str(settings.loop.parallel), "cores": cores}
+    record: dict[str, Any] = {"requested": str(settings.loop.parallel), "cores": cores}
     if isinstance(asked, str):  # AUTO: run() never sends "off" here
         cal = calibrate(settings.model.path, settings.delegate_plan, settings.runtime.name, cores)
         (p, t), record["source"] = cal.pop("choice"), cal.pop("source")

@@ -4,13 +4,14 @@ samples listed), the tensor cache, the resize implementation. A refusal here wri
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from evalharness.data.preprocess import spec_from_config
 from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import is_multirun, use_cache
 
 
-def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict]:
+def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict[str, Any]]:
     """(plan running the quantized variant, ``provenance.model.quant``); ``quant=none``: unchanged.
 
     A repair (``quant.max_drop``) or calibration drawn from the dataset splits the dataset: the plan
@@ -20,7 +21,7 @@ def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict]:
 
     model, quant = thaw(settings.model), settings.quant  # model: a scratch copy the variant's path goes into
     split = split_of(quant)
-    record: dict | None
+    record: dict[str, Any] | None
     if split is not None and repair_requested(quant):
         from evalharness.run.repair import repair_variant
 
@@ -32,8 +33,12 @@ def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict]:
 
             files = Part(settings, model, split, "search").files()
         record = prepare_variant(
-            quant, model, settings.dataset.root, settings.definition.abilities.reads_dataset,
-            settings.paths.cache_dir, files,
+            quant,
+            model,
+            settings.dataset.root,
+            settings.definition.abilities.reads_dataset,
+            settings.paths.cache_dir,
+            files,
         )
     if record is None:
         return settings, {"name": quant.name, "recipe": None}

@@ -7,6 +7,7 @@ import os
 import platform
 import socket
 import sys
+from typing import Any
 
 from evalharness import __version__
 from evalharness.core.checksum import sha256_file
@@ -49,7 +50,7 @@ def _cpuinfo() -> tuple[str, list[str]]:
     return model, sorted(f for f in _CPU_FLAGS if f in flags)
 
 
-def host_info() -> dict:
+def host_info() -> dict[str, Any]:
     cpu, features = _cpuinfo()
     return {
         "hostname": socket.gethostname(),
@@ -62,7 +63,7 @@ def host_info() -> dict:
     }
 
 
-def model_info(path: str, inputs, outputs) -> dict:
+def model_info(path: str, inputs, outputs) -> dict[str, Any]:
     return {
         "path": os.path.abspath(path),
         "sha256": sha256_file(path),
@@ -72,11 +73,11 @@ def model_info(path: str, inputs, outputs) -> dict:
     }
 
 
-def tool_info() -> dict:
+def tool_info() -> dict[str, Any]:
     return {"name": "evalharness", "version": __version__}
 
 
-def delegate_record(plan, model) -> dict:
+def delegate_record(plan, model) -> dict[str, Any]:
     """What metrics.json says about a delegate that ran: its plan and what it really took."""
     return {
         "name": plan.name,
@@ -87,7 +88,7 @@ def delegate_record(plan, model) -> dict:
     }
 
 
-def library_record(plan) -> dict | None:
+def library_record(plan) -> dict[str, Any] | None:
     if not plan.external_path:
         return None
     return {
@@ -97,7 +98,7 @@ def library_record(plan) -> dict | None:
     }
 
 
-def model_assumptions(settings: RunSettings) -> list[dict]:
+def model_assumptions(settings: RunSettings) -> list[dict[str, Any]]:
     """What the run took for granted about the model: the preprocessing of a file given by path
     whose metadata holds no normalization (its preset's default, which may be wrong for it)."""
     sources = settings.model_sources
@@ -114,7 +115,9 @@ def model_assumptions(settings: RunSettings) -> list[dict]:
     ]
 
 
-def run_provenance(settings: RunSettings, task_provenance: dict, model, quant: dict, loop_shape=None) -> dict:
+def run_provenance(
+    settings: RunSettings, task_provenance: dict[str, Any], model, quant: dict[str, Any], loop_shape=None
+) -> dict[str, Any]:
     """``provenance`` of metrics.json: what ran (model, runtime, delegate and what it took, host,
     device), on what (the task's dataset/labels/preprocessing) and with which config."""
     return {

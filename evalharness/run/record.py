@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from typing import Any
 
 from omegaconf import OmegaConf
 
@@ -65,7 +66,7 @@ def record_config(run_dir: str, settings: RunSettings) -> None:
 
 
 def record_interrupt(
-    run_dir: str, config: dict, exc, where: str, kept: tuple[int, str] | None = None
+    run_dir: str, config: dict[str, Any], exc, where: str, kept: tuple[int, str] | None = None
 ) -> RunStopped:
     """A signal outside the measured loop (start-up, scoring, the bootstrap, TIDE's child, a
     ``loop.parallel`` parent): the children end first (a shard records its own partial run), then the
@@ -83,14 +84,14 @@ def record_interrupt(
     return RunStopped(f"{message}, recorded in {path}; loop.resume=true continues the run")
 
 
-def invalid_reasons(settings: RunSettings, checks: dict) -> list[str]:
+def invalid_reasons(settings: RunSettings, checks: dict[str, Any]) -> list[str]:
     """Output checks that make the run ``invalid`` unless the loop settings allow them."""
     from evalharness.loop.checks import failures
 
     return failures(checks, not settings.loop.allow_nonfinite, not settings.loop.allow_constant_outputs)
 
 
-def write_op_profile(run_dir: str, profile: dict) -> None:
+def write_op_profile(run_dir: str, profile: dict[str, Any]) -> None:
     """``op_profile.csv`` (one row per op) and ``op_profile.model_explorer.json`` (node data)."""
     from evalharness.core.atomic_io import atomic_write_text
     from evalharness.report.views.op_profile_table import CSV_FILE, EXPLORER_FILE, csv_text, model_explorer
@@ -99,7 +100,9 @@ def write_op_profile(run_dir: str, profile: dict) -> None:
     atomic_write_text(os.path.join(run_dir, EXPLORER_FILE), json.dumps(model_explorer(profile), indent=1))
 
 
-def record_run(settings: RunSettings, task, quant, started: str, ran: Ran, identity: dict) -> RunDocument:
+def record_run(
+    settings: RunSettings, task, quant, started: str, ran: Ran, identity: dict[str, Any]
+) -> RunDocument:
     """Score, build and write the run's files; raise RunStopped when it did not complete."""
     from evalharness.rundir.document import run_document, write_run
 

@@ -5,6 +5,7 @@ silently read or ignored."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from hydra.core.override_parser.types import Override
 
@@ -29,7 +30,7 @@ def renamed_override(overrides: Iterable[Override]) -> str | None:
     return None
 
 
-def renamed_in_group(group: str, node: Mapping) -> str | None:
+def renamed_in_group(group: str, node: Mapping[str, Any]) -> str | None:
     """The error for an old key inside a composed group (a config file of the user's), or None."""
     for old in RENAMED:
         parent, _, leaf = old.partition(".")

@@ -11,6 +11,7 @@ import math
 import statistics
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -24,10 +25,10 @@ class Evaluation:
     (kept when asked, for the output error against the float model), speed, size and coverage."""
 
     metric: float
-    metrics: dict
-    records: list[dict]
+    metrics: dict[str, Any]
+    records: list[dict[str, Any]]
     p50_ms: float | None
-    coverage: dict
+    coverage: dict[str, Any]
     bytes: int
     outputs: np.ndarray | None = field(default=None, repr=False)
 
@@ -36,12 +37,14 @@ class Part:
     """The samples of one part, and the models evaluated on them (inputs prepared once per input
     spec: the float model's and every integer-input variant's)."""
 
-    def __init__(self, settings: RunSettings, model: dict, split: dict, part: str) -> None:
+    def __init__(
+        self, settings: RunSettings, model: dict[str, Any], split: dict[str, Any], part: str
+    ) -> None:
         from evalharness.tasks.discovery import live_class
 
         self.settings, self.part = settings, part
         self.task = live_class(settings.definition)(*settings.task_inputs(model, {**split, "part": part}))
-        self._inputs: dict[str, list] = {}
+        self._inputs: dict[str, list[Any]] = {}
         self.evaluations = 0
 
     def __len__(self) -> int:
@@ -89,7 +92,7 @@ class Part:
         )
 
 
-def _invoke_all(model, inputs: list) -> tuple[list[list[np.ndarray]], list[float]]:
+def _invoke_all(model, inputs: list[Any]) -> tuple[list[list[np.ndarray]], list[float]]:
     """Outputs per input and invoke times (ms; one warm-up invoke first, not timed)."""
     if model.batch_size:
         done = model.run_batch(inputs)

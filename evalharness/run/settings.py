@@ -166,9 +166,7 @@ def validate(
     check_task_needs(definition, dataset, plan, command_line)
     loop = loop_settings(groups["loop"], overrides or [])
     check_counts(limit, threads, loop, rules.reference_delegate)
-    check_op_profile(
-        loop.op_profile or rules.op_profile, loop.batch_size, runner["name"], loop.parallel
-    )
+    check_op_profile(loop.op_profile or rules.op_profile, loop.batch_size, runner["name"], loop.parallel)
     accelerator = plan.offloads and not plan.expects_xnnpack  # XNNPACK offloads onto the CPU's cores
     check_parallel(loop.parallel, definition, dataset.shard.count, command_line, accelerator)
     check_quant(quant, definition, dataset)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from typing import Any
 
 from evalharness.core import interrupts as children
 from evalharness.core.boundary import EXIT_USER_ERROR
@@ -80,7 +81,7 @@ def child_failed(what: str, code: int, stderr: str, run_dir: str) -> EvalHarness
     return EvalHarnessError(message) if code == EXIT_USER_ERROR else RunStopped(message)
 
 
-def run_pass(overrides: list[str], cache_dir: str, run_dir: str, expected: str) -> dict:
+def run_pass(overrides: list[str], cache_dir: str, run_dir: str, expected: str) -> dict[str, Any]:
     """One pass in a child process; its figures and cache record, checked against ``expected``."""
     cmd = [sys.executable, "-m", "evalharness", *child_overrides(overrides, cache_dir, run_dir)]
     print(f"task.start_up: the {expected} pass, in a child process -> {run_dir}", file=sys.stderr, flush=True)
@@ -106,7 +107,7 @@ def run_pass(overrides: list[str], cache_dir: str, run_dir: str, expected: str) 
     }
 
 
-def measure(mode: str, overrides: list[str], run_dir: str) -> dict | None:
+def measure(mode: str, overrides: list[str], run_dir: str) -> dict[str, Any] | None:
     """``mode`` cold | warm | both: the passes' figures and the cold -> warm reduction (%), for
     ``metrics.compile_cache``; None for ``as_found`` (no pass)."""
     if mode == "as_found":
@@ -115,7 +116,7 @@ def measure(mode: str, overrides: list[str], run_dir: str) -> dict | None:
     for folder in (CACHE_FOLDER, *PASS_DIRS.values()):  # fresh and empty, whatever a rerun left
         shutil.rmtree(os.path.join(run_dir, folder), ignore_errors=True)
     cold = run_pass(overrides, cache_dir, os.path.join(run_dir, PASS_DIRS["cold"]), "cold")
-    result: dict = {"mode": mode, "cache_dir": CACHE_FOLDER, "cold": None, "warm": None}
+    result: dict[str, Any] = {"mode": mode, "cache_dir": CACHE_FOLDER, "cold": None, "warm": None}
     result["reduction_pct"] = None
     if mode in ("cold", "both"):
         result["cold"] = cold

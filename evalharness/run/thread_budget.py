@@ -29,6 +29,7 @@ import logging
 import os
 import resource
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from evalharness.core.errors import ConfigError
 
@@ -46,7 +47,7 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def launcher_share(launcher: dict | None, cores: int) -> tuple[str, int | None, int | None]:
+def launcher_share(launcher: dict[str, Any] | None, cores: int) -> tuple[str, int | None, int | None]:
     """(launcher name, concurrent workers on this machine, cores granted per worker), None = unknown."""
     if not launcher:
         return "none", 1, cores
@@ -77,7 +78,7 @@ class Limit:
     pids_left: int | None  # None: no cgroup pids limit found
     nproc: int | None  # None: RLIMIT_NPROC unlimited
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -163,7 +164,9 @@ def check_count(setting: str, count: int, limit: Limit) -> None:
         )
 
 
-def thread_budget(requested, launcher: dict | None, limit: Limit | None = None) -> tuple[int, dict]:
+def thread_budget(
+    requested, launcher: dict[str, Any] | None, limit: Limit | None = None
+) -> tuple[int, dict[str, Any]]:
     """(threads to use, the record for metrics.json) for ``delegate.num_threads=requested``.
 
     ``launcher``: the multirun's ``hydra.launcher`` config (None for a single run); ``limit``: the

@@ -48,7 +48,7 @@ def from_dataset(quant: QuantSchema) -> bool:
     return (quant.calibration or {}).get("source") == "dataset"
 
 
-def with_integer_input(preprocess: dict | None, quant: QuantSchema) -> dict | None:
+def with_integer_input(preprocess: dict[str, Any] | None, quant: QuantSchema) -> dict[str, Any] | None:
     """The model's preprocessing with ``quant.integer_input``, which applies to integer inputs only
     (a variant whose input stays float is fed as the float model is)."""
     if not quant.integer_input:
@@ -56,7 +56,7 @@ def with_integer_input(preprocess: dict | None, quant: QuantSchema) -> dict | No
     return {**(preprocess or {}), "integer_input": quant.integer_input}
 
 
-def split_of(quant: QuantSchema) -> dict | None:
+def split_of(quant: QuantSchema) -> dict[str, Any] | None:
     """The dataset split a quant setting implies (a repair search, or calibration drawn from the
     dataset), without its part; None: the run sees the whole list."""
     if not quant.recipe or not (repair_requested(quant) or from_dataset(quant)):
@@ -92,7 +92,7 @@ def check_quant(quant: QuantSchema, definition: Any, dataset: DatasetSchema) -> 
             raise ConfigError(f"{what} splits the dataset: use dataset.shard.count=1")
 
 
-def recipe_key(recipe: str | list) -> dict:
+def recipe_key(recipe: str | list[Any]) -> dict[str, Any]:
     """What the cache key says of a recipe: a name, or the sha256 of a recipe list's canonical JSON."""
     if isinstance(recipe, str):
         return {"recipe": recipe}
@@ -100,7 +100,7 @@ def recipe_key(recipe: str | list) -> dict:
     return {"recipe_sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
-def calibration_files(cal: dict, dataset_files: list[str] | None = None) -> list[tuple[str, Path]]:
+def calibration_files(cal: dict[str, Any], dataset_files: list[str] | None = None) -> list[tuple[str, Path]]:
     """(manifest key, path) of the calibration images: every root listed (or the dataset's search
     part, ``source: dataset``), first ``num_images`` kept."""
     if cal.get("source") == "dataset":
@@ -127,7 +127,7 @@ def calibration_files(cal: dict, dataset_files: list[str] | None = None) -> list
     return files
 
 
-def refuse_overlap(calibration: list[dict], eval_root: str) -> dict:
+def refuse_overlap(calibration: list[dict[str, Any]], eval_root: str) -> dict[str, Any]:
     """The eval folder's manifest; DataError if any of its images shares a name or bytes with calibration."""
     names = list_images(Path(eval_root), DEFAULT_EXTENSIONS) if Path(eval_root).is_dir() else []
     images = {name: Path(eval_root, name) for name in names}
@@ -154,8 +154,8 @@ def refuse_overlap(calibration: list[dict], eval_root: str) -> dict:
 
 
 def calibration_record(
-    cal: dict, reads_dataset: bool, eval_root: str, dataset_files: list[str] | None = None
-) -> tuple[dict, list[Path]]:
+    cal: dict[str, Any], reads_dataset: bool, eval_root: str, dataset_files: list[str] | None = None
+) -> tuple[dict[str, Any], list[Path]]:
     """(``provenance.model.quant.calibration``, image paths): manifest, source, size, and the
     evaluation set it was checked disjoint from."""
     files = calibration_files(cal, dataset_files)
@@ -181,7 +181,7 @@ def calibration_record(
     return record, [path for _, path in files]
 
 
-def calibration_tensors(paths: list[Path], model_path: str, preprocess: dict) -> list:
+def calibration_tensors(paths: list[Path], model_path: str, preprocess: dict[str, Any]) -> list[Any]:
     from evalharness.runtime.quantize import float_input
 
     _, _, shape, dtype = float_input(model_path)
@@ -194,12 +194,12 @@ def calibration_tensors(paths: list[Path], model_path: str, preprocess: dict) ->
 
 def prepare_variant(
     quant: QuantSchema,
-    model: dict,
+    model: dict[str, Any],
     dataset_root: str,
     reads_dataset: bool,
     cache_dir: str,
     dataset_files: list[str] | None = None,
-) -> dict | None:
+) -> dict[str, Any] | None:
     """Build or reuse the variant and point ``model['path']`` at it; returns ``provenance.model.quant``.
 
     ``model`` is the caller's own scratch copy of the model settings (the run plan gets a new value
@@ -222,14 +222,12 @@ def prepare_variant(
     source = model["path"]
     if not os.path.isfile(source):
         raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
-    calibration: dict | None = None
+    calibration: dict[str, Any] | None = None
     paths: list[Path] = []
     if needs_calibration(recipe):
         if not quant.calibration:
             raise ConfigError(f"quant={quant.name}: recipe {recipe} needs quant.calibration")
-        calibration, paths = calibration_record(
-            quant.calibration, reads_dataset, dataset_root, dataset_files
-        )
+        calibration, paths = calibration_record(quant.calibration, reads_dataset, dataset_root, dataset_files)
     ops = recipe_ops(recipe) if is_recipe_file(recipe) else recipe
     built = build_variant(source, ops, calibration, paths, model.get("preprocess"), cache_dir)
     record = built.pop("_cached")
@@ -243,8 +241,8 @@ def prepare_variant(
 
 
 def build_variant(
-    source: str, recipe, calibration: dict | None, paths: list[Path], preprocess, cache_dir: str
-) -> dict:
+    source: str, recipe, calibration: dict[str, Any] | None, paths: list[Path], preprocess, cache_dir: str
+) -> dict[str, Any]:
     """The variant of ``source`` made by ``recipe`` (a name or a recipe list), calibrated with that
     recipe on ``paths``, cached: the one way a variant is built (a run, a recipe file given back,
     the variant a repair chose)."""
@@ -259,7 +257,7 @@ def build_variant(
         "calibration_preprocess": calibration and preprocess,
     }
 
-    def build(folder: str) -> tuple[bytes, dict]:
+    def build(folder: str) -> tuple[bytes, dict[str, Any]]:
         tensors = calibration_tensors(paths, source, preprocess) if calibration else None
         data, recipe_ops = quantize(source, recipe, tensors)
         return data, {"recipe_ops": recipe_ops}

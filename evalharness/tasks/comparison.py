@@ -27,22 +27,24 @@ class Comparison:
         self.definition = definition
         self.settings = definition.settings
 
-    def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> dict:
+    def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> dict[str, Any]:
         """The paired comparison of two comparable runs (``options``: alpha, iou, min_score as
         ``report diff`` was given them; empty where only the agreement is wanted)."""
         raise NotImplementedError
 
-    def agreement(self, a: Run, b: Run) -> dict | None:
+    def agreement(self, a: Run, b: Run) -> dict[str, Any] | None:
         """Cheap sample-by-sample agreement of two runs on the same samples, for the sweep's N×N
         matrix and the quantization table: ``{"name": ..., "value": fraction, "p": p-value or None,
         "samples": how many were paired (optional)}``; None: the task has none."""
         return None
 
-    def pairwise(self, comparison: dict) -> dict[str, float]:
+    def pairwise(self, comparison: dict[str, Any]) -> dict[str, float]:
         """The pair quantities ``--fail-if`` rules may name (numbers of the comparison)."""
         return {k: v for k, v in comparison.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
-    def paired_records(self, records_a: list[dict], records_b: list[dict]) -> dict:
+    def paired_records(
+        self, records_a: list[dict[str, Any]], records_b: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         """The repair metric of B minus A with its paired interval, from two passes' records on the
         same samples, by the code ``report diff`` uses for two runs: ``{"delta", "interval",
         "method", "changed"}`` (``changed``: how many samples' answers differ)."""

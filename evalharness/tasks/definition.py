@@ -45,13 +45,13 @@ class Scorer:
     session of a resumed run, the predictions.jsonl of a finished run, the shards of a merge).
     """
 
-    def add(self, record: dict) -> None:
+    def add(self, record: dict[str, Any]) -> None:
         raise NotImplementedError
 
-    def result(self) -> dict:
+    def result(self) -> dict[str, Any]:
         raise NotImplementedError
 
-    def add_all(self: S, records: Iterable[dict]) -> S:
+    def add_all(self: S, records: Iterable[dict[str, Any]]) -> S:
         for record in records:
             self.add(record)
         return self
@@ -84,7 +84,7 @@ class Rules:
 
     # the delegate config of a reference pass the task runs first (the same inputs through a golden
     # path); None: no reference pass
-    reference_delegate: Mapping | None = None
+    reference_delegate: Mapping[str, Any] | None = None
     # what makes the run's invoke latencies a valid measurement (``latency_ms.validity``); the
     # defaults are ``evalharness compare``'s
     latency: Rule = field(default_factory=Rule)
@@ -125,7 +125,7 @@ class TaskDefinition:
         the records (a live run passes what it already loaded)."""
         raise NotImplementedError
 
-    def rescorer(self, runs: list[Run], records: list[dict], top_k=None, backend=None) -> Scorer:
+    def rescorer(self, runs: list[Run], records: list[dict[str, Any]], top_k=None, backend=None) -> Scorer:
         """The scorer that recomputes the metrics of ``runs`` (one run: rescore; its shards: merge) from
         ``records``; ``top_k``/``backend``: what ``report rescore`` asks to change."""
         if top_k is not None or backend is not None:
@@ -142,7 +142,7 @@ class TaskDefinition:
         return Rules()
 
 
-def failed_checks(definition: TaskDefinition, metrics: dict) -> list[str]:
+def failed_checks(definition: TaskDefinition, metrics: dict[str, Any]) -> list[str]:
     """Checks that fail a complete run (exit 1) although every sample was scored: the one place a
     run's failed checks are read, from its metrics (``metrics.failed_checks``, made by the scorer or
     by the live half's ``extra_metrics``), unless the task's rules record them only."""

@@ -9,7 +9,7 @@ new task is a new folder here (or an installed plug-in): nothing else names it.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from evalharness.core.registry import PLUGINS_ENV, load_object
 
@@ -23,7 +23,7 @@ def task_definitions():
     return DEFINITIONS
 
 
-def definition_for(name: str | None, settings: dict | None = None):
+def definition_for(name: str | None, settings: dict[str, Any] | None = None):
     """An instance of the definition of task ``name`` (with the run's ``task`` settings)."""
     return task_definitions().get(name)(settings or {})
 

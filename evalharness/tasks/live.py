@@ -34,18 +34,18 @@ class RecordEvaluator:
     def reset(self) -> None:
         self.scorer = self._make_scorer()
 
-    def record(self, sample: Any, outputs: list[np.ndarray]) -> dict:
+    def record(self, sample: Any, outputs: list[np.ndarray]) -> dict[str, Any]:
         raise NotImplementedError
 
-    def update(self, sample: Any, outputs: list[np.ndarray]) -> dict:
+    def update(self, sample: Any, outputs: list[np.ndarray]) -> dict[str, Any]:
         record = self.record(sample, outputs)
         self.scorer.add(record)
         return record
 
-    def restore(self, record: dict) -> None:
+    def restore(self, record: dict[str, Any]) -> None:
         self.scorer.add(record)
 
-    def compute(self) -> dict:
+    def compute(self) -> dict[str, Any]:
         return self.scorer.result()
 
 
@@ -54,7 +54,7 @@ class ReferencePass:
     samples with another delegate, recording outputs instead of scoring them."""
 
     name = "reference"
-    delegate: dict  # the reference delegate config
+    delegate: dict[str, Any]  # the reference delegate config
     samples: Sequence[Any]
     evaluator: RecordEvaluator
 
@@ -72,7 +72,7 @@ class Task:
     ``samples`` and ``evaluator`` (after ``bind``), and implement the four methods below."""
 
     name: ClassVar[str]
-    settings: dict
+    settings: dict[str, Any]
     samples: Sequence[Any]
     evaluator: RecordEvaluator
     # Ability: one input tensor per sample from a file dataset, identified by ``cache_key()`` (the
@@ -97,12 +97,12 @@ class Task:
         """Decode and preprocess one sample into the model's input tensors."""
         raise NotImplementedError
 
-    def provenance(self) -> dict:
+    def provenance(self) -> dict[str, Any]:
         """Dataset and preprocessing description for metrics.json."""
         raise NotImplementedError
 
     # Optional abilities ------------------------------------------------------------------------
-    def cache_key(self) -> dict:
+    def cache_key(self) -> dict[str, Any]:
         """Identity of the prepared tensors, for ``cacheable`` tasks (called after ``bind``)."""
         raise NotImplementedError
 
@@ -114,7 +114,7 @@ class Task:
         """A pass over the same inputs with a reference delegate before the measured one, or None."""
         return None
 
-    def extra_metrics(self, reference_ms: list[float] | None, test_ms: list[float]) -> dict:
+    def extra_metrics(self, reference_ms: list[float] | None, test_ms: list[float]) -> dict[str, Any]:
         """Metrics made from the loop's timing or from what this session saw rather than from records
         (inference_diff's latencies; a check that fails the run goes under ``failed_checks``, which
         the definition's :func:`~evalharness.tasks.definition.failed_checks` reads)."""
@@ -124,7 +124,7 @@ class Task:
         return self.definition.artifacts(self.evaluator.scorer)
 
 
-def image_cache_key(task) -> dict:
+def image_cache_key(task) -> dict[str, Any]:
     """Tensor-cache key of a file-image task: its images (manifest) and its preprocessing recipe,
     including the bound input spec (shape, dtype, quantisation) the tensors were made for."""
     return {

@@ -76,7 +76,7 @@ class Metric:
         return template.replace(FAMILY, k)
 
 
-def _is_number(value) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 

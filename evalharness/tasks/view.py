@@ -37,21 +37,21 @@ class TaskView:
         the generic verdict (the headline metric's change, else speed)."""
         return None
 
-    def diff_sections(self, comparison: dict, max_rows: int) -> list[Section]:
+    def diff_sections(self, comparison: dict[str, Any], max_rows: int) -> list[Section]:
         """Tables of the paired comparison after the generic metric rows of ``report diff``."""
         return []
 
-    def figures(self, comparison: dict) -> list[dict]:
+    def figures(self, comparison: dict[str, Any]) -> list[dict[str, Any]]:
         """Plots of the comparison for the HTML report and ``report diff --figures``: dicts with
         ``after`` (section key), ``kind`` (curves | bars | matrix: see
         :mod:`evalharness.report.views.analysis_view`), ``name`` (file stem), ``title`` and the data."""
         return []
 
-    def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict]]:
+    def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict[str, Any]]]:
         """One run's ``metrics.analysis`` as (sections, figure specs as :meth:`figures` makes them)
         for ``report analysis``; a task without one says so."""
         raise EvalHarnessError(f"task {self.definition.name} records no per-run analysis")
 
-    def changed_samples(self, comparison: dict) -> list[tuple[str, str]]:
+    def changed_samples(self, comparison: dict[str, Any]) -> list[tuple[str, str]]:
         """(sample id, caption) of the samples whose answer changed, for thumbnails."""
         return []

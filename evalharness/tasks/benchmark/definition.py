@@ -6,6 +6,7 @@ Timing and memory come from the run loop like every other task; the records only
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from evalharness.core.errors import ConfigError
 from evalharness.core.schema import bounds
@@ -29,10 +30,10 @@ class RunCounter(Scorer):
     def __init__(self) -> None:
         self.count = 0
 
-    def add(self, record: dict) -> None:
+    def add(self, record: dict[str, Any]) -> None:
         self.count += 1
 
-    def result(self) -> dict:
+    def result(self) -> dict[str, Any]:
         return {"num_scored": self.count}
 
 

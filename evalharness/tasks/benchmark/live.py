@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +45,7 @@ class Runs:
 
 
 class _Counter(RecordEvaluator):
-    def record(self, sample: int, outputs: list[np.ndarray]) -> dict:
+    def record(self, sample: int, outputs: list[np.ndarray]) -> dict[str, Any]:
         return {"id": f"run{sample}"}  # counted, never written (nothing to score)
 
 
@@ -52,7 +53,7 @@ class BenchmarkTask(Task):
     name = "benchmark"
     samples: Runs  # type: ignore[assignment]  # sized and iterable, never indexed (no files to list)
 
-    def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+    def __init__(self, task: dict[str, Any], model: dict[str, Any], dataset: dict[str, Any]) -> None:
         self.settings = task
         self.seed = task["seed"]
         self.samples = Runs(task["num_runs"], task["min_secs"], task["max_runs"])
@@ -69,7 +70,7 @@ class BenchmarkTask(Task):
     def prepare(self, sample: int) -> list[np.ndarray]:
         return self._tensors
 
-    def provenance(self) -> dict:
+    def provenance(self) -> dict[str, Any]:
         return {
             "dataset": {
                 "name": "random",

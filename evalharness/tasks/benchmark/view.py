@@ -8,7 +8,7 @@ from typing import Any
 from evalharness.tasks.view import TaskView
 
 
-def cache_lines(passes: dict | None) -> list[str]:
+def cache_lines(passes: dict[str, Any] | None) -> list[str]:
     """The cold/warm lines of results.txt (nothing when the caches were taken as found)."""
     if not passes:
         return []

@@ -30,7 +30,7 @@ PER_CLASS_NOTES = (
 )
 
 
-def summary_lines(metrics: dict) -> list[str]:
+def summary_lines(metrics: dict[str, Any]) -> list[str]:
     """The analysis in four lines (nothing for a run made before it, or with ``task.analysis=false``)."""
     a = metrics.get("analysis")
     if not a:
@@ -66,7 +66,7 @@ def _name(name: str) -> str:
     return "[background]" if name == "background" else name
 
 
-def compare(a, b, ground_truth: dict, per_class: list[dict]) -> dict:
+def compare(a, b, ground_truth: dict[str, Any], per_class: list[dict[str, Any]]) -> dict[str, Any]:
     """Between runs ``a`` and ``b`` (:class:`~evalharness.rundir.reader.Run`): TIDE of A, B and Δ per
     type, the F1 threshold shift, both confusion matrices at A's F1-optimal threshold (one threshold,
     so a changed count is a changed model, not a moved threshold) with the pairs that changed most,
@@ -121,7 +121,7 @@ def compare(a, b, ground_truth: dict, per_class: list[dict]) -> dict:
     }
 
 
-def _class_curves(a, b, categories: list[int]) -> list[dict]:
+def _class_curves(a, b, categories: list[int]) -> list[dict[str, Any]]:
     """The per-class PR curves of A and B (their ``pr_curves.json``) of ``categories``, where both
     runs wrote them."""
     import os
@@ -135,14 +135,18 @@ def _class_curves(a, b, categories: list[int]) -> list[dict]:
             return []
         curves.append(read_json(path, "the run's per-class curves", required={"classes": dict})["classes"])
     return [
-        {"category_id": cat, "name": curves[0][str(cat)]["name"], "a": curves[0][str(cat)],
-         "b": curves[1][str(cat)]}
+        {
+            "category_id": cat,
+            "name": curves[0][str(cat)]["name"],
+            "a": curves[0][str(cat)],
+            "b": curves[1][str(cat)],
+        }
         for cat in categories
         if str(cat) in curves[0] and str(cat) in curves[1]
     ]
 
 
-def _blocks(records: list[dict], wanted: set | None = None):
+def _blocks(records: list[dict[str, Any]], wanted: set[Any] | None = None):
     """``blocks()`` of a run's records: (image_id, (n, 6) array of category, score, x, y, w, h)."""
 
     def blocks():
@@ -157,7 +161,7 @@ def _minus(b, a):
     return None if a is None or b is None else b - a
 
 
-def sections(d: dict, max_rows: int) -> list[Section]:
+def sections(d: dict[str, Any], max_rows: int) -> list[Section]:
     """TIDE A/B/Δ, the F1 threshold, the changed confusion pairs; a note when a run has no analysis."""
     an = d.get("analysis")
     if not an:
@@ -236,7 +240,7 @@ def _points(value, spec: str = ".2f") -> str:
     return fmt(None if value is None else 100 * value, spec)
 
 
-def attach_paired(rows: list[dict], boot: dict) -> None:
+def attach_paired(rows: list[dict[str, Any]], boot: dict[str, Any]) -> None:
     """Each per-class ΔAP row gets ``paired``: its interval and p from the paired bootstrap of ΔAP
     (the same resamples), and ``p_holm``, p adjusted by Holm over the classes tested."""
     per_class, floor = boot.get("per_class") or {}, 1 / boot["resamples"]
@@ -251,7 +255,7 @@ def attach_paired(rows: list[dict], boot: dict) -> None:
         row["paired"]["p_holm_bound"] = row["paired"]["p"] < floor
 
 
-def per_class_cells(row: dict, resamples: int | None) -> list[str]:
+def per_class_cells(row: dict[str, Any], resamples: int | None) -> list[str]:
     """One row of the per-class ΔAP table: the paired bootstrap interval and p beside the delta."""
     boot = row.get("paired") or {}
     return [
@@ -273,7 +277,7 @@ def _p(p: float | None, resamples: int | None) -> str:
     return fmt(p, ".3g")
 
 
-def figures(d: dict) -> list[dict]:
+def figures(d: dict[str, Any]) -> list[dict[str, Any]]:
     """Plot specifications (kind, data) for ``report/analysis_view``: placed after a section key."""
     an = d.get("analysis") or {}
     out: list[dict[str, Any]] = []
@@ -339,7 +343,9 @@ def figures(d: dict) -> list[dict]:
     return out
 
 
-def label_changed_images(rows: list[dict], ground_truth: dict, preds_a: list, preds_b: list) -> str | None:
+def label_changed_images(
+    rows: list[dict[str, Any]], ground_truth: dict[str, Any], preds_a: list[Any], preds_b: list[Any]
+) -> str | None:
     """Give each changed image's row ``error_types``: TIDE's error counts of B minus A's on that
     image (e.g. ``{"Loc": 1, "Bkg": -1}``: a box that moved off its object), typed by tidecv on the
     changed images alone; returns why not, when tidecv cannot."""
@@ -357,13 +363,13 @@ def label_changed_images(rows: list[dict], ground_truth: dict, preds_a: list, pr
     return None
 
 
-def error_text(row: dict) -> str:
+def error_text(row: dict[str, Any]) -> str:
     """``Loc +1, Bkg -1`` (B - A), ``same counts`` or ``n/a`` (not typed)."""
     if "error_types" not in row:
         return "n/a"
     return ", ".join(f"{t} {n:+d}" for t, n in row["error_types"].items()) or "same counts"
 
 
-def changed_caption(row: dict) -> str:
+def changed_caption(row: dict[str, Any]) -> str:
     """A changed image's caption (thumbnails, ``explain``): boxes lost and new, and the error types."""
     return f"{row['only_a']} box(es) only in A, {row['only_b']} only in B; errors B-A: {error_text(row)}"

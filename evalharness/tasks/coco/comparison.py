@@ -3,6 +3,8 @@ types, per-class AP changes, the paired image bootstrap of ΔAP, and the analysi
 
 from __future__ import annotations
 
+from typing import Any
+
 from evalharness.rundir.reader import Run
 from evalharness.stats.boxes import detection_diff, per_class_deltas
 from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, paired_ap_bootstrap
@@ -26,7 +28,7 @@ class DetectionComparison(Comparison):
             return float(f1), "run A's F1-optimal score threshold"
         return 0.5, "default: run A records no F1-optimal threshold"
 
-    def compare(self, a: Run, b: Run, options) -> dict:
+    def compare(self, a: Run, b: Run, options) -> dict[str, Any]:
         min_score, source = self.diff_score_threshold(a, options.get("min_score"))
         det = detection_diff(a.predictions, b.predictions, options["iou"], min_score)
         det["min_score_source"] = source
@@ -46,13 +48,13 @@ class DetectionComparison(Comparison):
             det["analysis"] = analysis.compare(a, b, load_ground_truth(a), det["per_class"])
         return det
 
-    def agreement(self, a: Run, b: Run) -> dict:
+    def agreement(self, a: Run, b: Run) -> dict[str, Any]:
         """Box-match rate: matched boxes (same class, IoU >= 0.5) over the mean box count."""
         boxes = detection_diff(a.predictions, b.predictions, 0.5, 0.0)["detections"]
         total = boxes["a"] + boxes["b"]
         return {"name": "box-match rate", "value": 2 * boxes["matched"] / total if total else None, "p": None}
 
-    def _paired_bootstrap(self, a: Run, b: Run, resamples: int, seed: int) -> dict:
+    def _paired_bootstrap(self, a: Run, b: Run, resamples: int, seed: int) -> dict[str, Any]:
         """ΔAP, ΔAP50, ΔAP75 with paired intervals and p: both runs' matchings re-accumulated on the
         same image resamples (runs are comparable, so they scored the same images)."""
         ground_truth = load_ground_truth(a)
@@ -62,7 +64,7 @@ class DetectionComparison(Comparison):
             matchings.append(scorer.matching())
         return paired_ap_bootstrap(matchings[0], matchings[1], resamples, seed, CONFIDENCE)
 
-    def pairwise(self, comparison: dict) -> dict[str, float]:
+    def pairwise(self, comparison: dict[str, Any]) -> dict[str, float]:
         values = super().pairwise(comparison)
         values.pop("iou_threshold", None)
         values.pop("min_score", None)

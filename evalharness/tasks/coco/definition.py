@@ -101,7 +101,7 @@ class CocoDefinition(TaskDefinition):
             tide=bool(s.get("tide", True)),
         )
 
-    def rescorer(self, runs: list[Run], records: list[dict], top_k=None, backend=None) -> Scorer:
+    def rescorer(self, runs: list[Run], records: list[dict[str, Any]], top_k=None, backend=None) -> Scorer:
         if top_k is not None:
             raise EvalHarnessError(f"--top-k applies to classification runs, not to task {self.name}")
         first = runs[0]

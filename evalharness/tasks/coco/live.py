@@ -153,9 +153,7 @@ class CocoTask(Task):
         self.unscored = unannotated_files(self.annotations, dataset["root"])
         warn_unscored(dataset["root"], self.unscored)
         self.shard = Shard.from_config(dataset)
-        self.samples, self.full_samples = select_samples(
-            samples, task["num_images"], self.shard, ann_path
-        )
+        self.samples, self.full_samples = select_samples(samples, task["num_images"], self.shard, ann_path)
         self.class_map = model["class_map"]
         self.labels_path = model.get("labels")
         self.categories = category_map(self.class_map, self.annotations, self.labels_path)
@@ -234,4 +232,3 @@ class CocoTask(Task):
             "preprocessing": preprocessing_provenance(self.spec, self.input),
             "decoder": {"name": type(self.decoder).__name__, "notes": self.decoder.notes},
         }
-

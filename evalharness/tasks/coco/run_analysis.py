@@ -7,6 +7,7 @@ matrix. Nothing is recomputed: the numbers are the run's own.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import fmt
@@ -19,7 +20,7 @@ CLASSES_DRAWN = 25  # per-class AP bars: the classes with the most ground truth
 CURVE_CLASSES = 6
 
 
-def sections_and_figures(run, curves_file: str, max_rows: int) -> tuple[list[Section], list[dict]]:
+def sections_and_figures(run, curves_file: str, max_rows: int) -> tuple[list[Section], list[dict[str, Any]]]:
     a = run.metrics.get("analysis")
     if not a:
         raise EvalHarnessError(
@@ -108,7 +109,7 @@ def sections_and_figures(run, curves_file: str, max_rows: int) -> tuple[list[Sec
     return sections, _figures(run, a, curves_file)
 
 
-def _figures(run, a: dict, curves_file: str) -> list[dict]:
+def _figures(run, a: dict[str, Any], curves_file: str) -> list[dict[str, Any]]:
     curves = a["pr_curves"]
     out = []
     per_class = _class_curves(run, curves_file, a["per_class"])
@@ -172,7 +173,7 @@ def _figures(run, a: dict, curves_file: str) -> list[dict]:
     return out
 
 
-def _class_curves(run, curves_file: str, rows: list[dict]) -> list[tuple[str, dict]]:
+def _class_curves(run, curves_file: str, rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     path = os.path.join(run.dir or "", curves_file)
     if not os.path.isfile(path):
         return []

@@ -15,12 +15,12 @@ from evalharness.tasks.coco.store import DetectionStore
 from evalharness.tasks.definition import Scorer
 
 
-def bootstrap_settings(settings: Mapping) -> tuple[int, int]:
+def bootstrap_settings(settings: Mapping[str, Any]) -> tuple[int, int]:
     """(resamples, seed) of the run's settings; runs made before them get the defaults."""
     return int(settings.get("bootstrap_resamples", 1000)), int(settings.get("bootstrap_seed", 0))
 
 
-def load_ground_truth(run: Run) -> dict:
+def load_ground_truth(run: Run) -> dict[str, Any]:
     """The annotation file the run recorded, refused if it changed since (sha256)."""
     from evalharness.core.checksum import sha256_file
     from evalharness.data.coco_annotations import load_annotations
@@ -42,7 +42,7 @@ def load_ground_truth(run: Run) -> dict:
 class CocoScorer(Scorer):
     def __init__(
         self,
-        annotations: dict,
+        annotations: dict[str, Any],
         backend: str,
         tflite_tool: bool,
         resamples: int = 0,
@@ -55,14 +55,14 @@ class CocoScorer(Scorer):
         self.detections = DetectionStore()
         self.image_ids: list[int] = []
         self.unmapped = 0
-        self.curves: dict | None = None  # per-class PR curves, made by result() with the analysis
+        self.curves: dict[str, Any] | None = None  # per-class PR curves, made by result() with the analysis
 
-    def add(self, record: dict) -> None:
+    def add(self, record: dict[str, Any]) -> None:
         self.detections.add(record["image_id"], record["detections"])
         self.image_ids.append(record["image_id"])
         self.unmapped += record.get("unmapped", 0)
 
-    def result(self) -> dict:
+    def result(self) -> dict[str, Any]:
         from evalharness.stats.coco_eval import evaluate_bbox
         from evalharness.stats.coco_tool_ap import tflite_tool_ap
 

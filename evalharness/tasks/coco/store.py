@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 
 COLUMNS = 7  # image_id, category_id, x, y, w, h, score
@@ -19,7 +22,7 @@ class DetectionStore:
         self._per_image: list[np.ndarray] = []
         self._count = 0
 
-    def add(self, image_id: int, rows: list) -> None:
+    def add(self, image_id: int, rows: list[Any]) -> None:
         """One image's ``[category_id, score, x, y, w, h]`` rows, in output order."""
         n = len(rows)
         block = np.empty((n, COLUMNS), dtype=np.float64)
@@ -33,14 +36,14 @@ class DetectionStore:
     def __len__(self) -> int:
         return self._count
 
-    def blocks(self):
+    def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
         """(image_id, (n, 6) array of category_id, score, x, y, w, h) per added image with detections,
         in the order added."""
         for block in self._per_image:
             if len(block):
                 yield int(block[0, 0]), block[:, [1, 6, 2, 3, 4, 5]]
 
-    def rows(self):
+    def rows(self) -> Iterator[dict[str, Any]]:
         """COCO result dicts (image_id, category_id, bbox, score) in the order they were added."""
         for block in self._per_image:
             for image_id, cat, x, y, w, h, score in block.tolist():

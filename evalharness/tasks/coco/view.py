@@ -67,7 +67,7 @@ class CocoView(TaskView):
             f"mean IoU of matched boxes {iou} ({test})"
         )
 
-    def diff_sections(self, d: dict, max_rows: int) -> list[Section]:
+    def diff_sections(self, d: dict[str, Any], max_rows: int) -> list[Section]:
         t = d["detections"]
         stats = [
             ["paired images", fmt(d["paired_images"])],
@@ -119,13 +119,13 @@ class CocoView(TaskView):
             *analysis.sections(d, max_rows),
         ]
 
-    def figures(self, d: dict) -> list[dict]:
+    def figures(self, d: dict[str, Any]) -> list[dict[str, Any]]:
         return analysis.figures(d)
 
-    def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict]]:
+    def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict[str, Any]]]:
         from evalharness.tasks.coco.run_analysis import sections_and_figures
 
         return sections_and_figures(run, analysis.CURVES_FILE, max_rows)
 
-    def changed_samples(self, d: dict) -> list[tuple[str, str]]:
+    def changed_samples(self, d: dict[str, Any]) -> list[tuple[str, str]]:
         return [(r["id"], analysis.changed_caption(r)) for r in d["changed_images"]]

@@ -3,6 +3,8 @@ interval of Δtop-1 (and, for ``report diff``, per-class changes and changed con
 
 from __future__ import annotations
 
+from typing import Any
+
 from evalharness.rundir.reader import Run
 from evalharness.stats.classification_analysis import confusion_changes, per_class_changes
 from evalharness.stats.intervals import CONFIDENCE
@@ -14,7 +16,7 @@ class ClassificationComparison(Comparison):
     key = "classification"
     agreement_columns = ("top1_agreement", "mcnemar_p")
 
-    def compare(self, a: Run, b: Run, options) -> dict:
+    def compare(self, a: Run, b: Run, options) -> dict[str, Any]:
         same_labels = a.prov("labels.sha256") == b.prov("labels.sha256")
         c = classification_diff(a.predictions, b.predictions, same_labels)
         if options.get("alpha") is not None:  # report diff (a sweep's agreement needs none of this)
@@ -22,7 +24,9 @@ class ClassificationComparison(Comparison):
             c["confusion_changes"] = confusion_changes(a.predictions, b.predictions)
         return c
 
-    def paired_records(self, records_a: list[dict], records_b: list[dict]) -> dict:
+    def paired_records(
+        self, records_a: list[dict[str, Any]], records_b: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         c = classification_diff(records_a, records_b, True)  # one label file: the same model's variants
         return {
             "delta": c["delta_top1"],
@@ -33,7 +37,7 @@ class ClassificationComparison(Comparison):
             "mcnemar_p": c["mcnemar_p"],
         }
 
-    def agreement(self, a: Run, b: Run) -> dict:
+    def agreement(self, a: Run, b: Run) -> dict[str, Any]:
         c = self.compare(a, b, {})
         return {
             "name": "top-1 agreement",
@@ -42,7 +46,7 @@ class ClassificationComparison(Comparison):
             "samples": c["paired_images"],
         }
 
-    def pairwise(self, comparison: dict) -> dict[str, float]:
+    def pairwise(self, comparison: dict[str, Any]) -> dict[str, float]:
         """As the base, plus ``top1_ci_low``/``top1_ci_high``: the paired interval of Δtop-1."""
         values = super().pairwise(comparison)
         if comparison.get("delta_top1_interval"):

@@ -52,7 +52,7 @@ class TopKScorer(Scorer):
         self.count = 0
         self.per_class = PerClassCounter()
 
-    def add(self, record: dict) -> None:
+    def add(self, record: dict[str, Any]) -> None:
         self.per_class.add(record)
         top = record["topk"][: self.top_k]
         if record["label_index"] in top:
@@ -60,7 +60,7 @@ class TopKScorer(Scorer):
                 self.hits[rank] += 1
         self.count += 1
 
-    def result(self) -> dict:
+    def result(self) -> dict[str, Any]:
         n, k = self.count, self.top_k
         metrics: dict[str, Any] = {f"top{i + 1}": (float(self.hits[i]) / n if n else 0.0) for i in range(k)}
         metrics["correct"] = {f"top{i + 1}": self.hits[i] for i in range(k)}
@@ -104,7 +104,7 @@ class ImageNetDefinition(TaskDefinition):
     def scorer(self, ground_truth=None, top_k: int | None = None) -> TopKScorer:
         return TopKScorer(top_k or int(self.settings["top_k"]))
 
-    def rescorer(self, runs: list[Run], records: list[dict], top_k=None, backend=None) -> Scorer:
+    def rescorer(self, runs: list[Run], records: list[dict[str, Any]], top_k=None, backend=None) -> Scorer:
         """K = what every record stores (the live run's K), or ``--top-k`` below it."""
         if backend is not None:
             raise EvalHarnessError(f"--backend applies to detection runs, not to task {self.name}")

@@ -39,7 +39,7 @@ class ImageNetView(TaskView):
         key = ClassificationComparison.key
         return verdict(diff[key], diff["alpha"], diff.get("equivalence_margin", 0.01))
 
-    def diff_sections(self, c: dict, max_rows: int) -> list[Section]:
+    def diff_sections(self, c: dict[str, Any], max_rows: int) -> list[Section]:
         stats = [
             ["paired images", fmt(c["paired_images"])],
             ["only in A / only in B", f"{c['only_in_a']} / {c['only_in_b']}"],
@@ -80,7 +80,7 @@ class ImageNetView(TaskView):
             ),
         ]
 
-    def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict]]:
+    def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict[str, Any]]]:
         a = run.metrics.get("analysis")
         if not a:
             raise EvalHarnessError(
@@ -99,7 +99,7 @@ class ImageNetView(TaskView):
                     [f"{a['confusions_total']} wrong top-1 answers in all"], key="confusion"),
         ], []  # fmt: skip
 
-    def changed_samples(self, c: dict) -> list[tuple[str, str]]:
+    def changed_samples(self, c: dict[str, Any]) -> list[tuple[str, str]]:
         return [
             (
                 ch["id"],
@@ -110,7 +110,7 @@ class ImageNetView(TaskView):
         ]
 
 
-def _analysis_lines(analysis: dict | None) -> list[str]:
+def _analysis_lines(analysis: dict[str, Any] | None) -> list[str]:
     """results.txt: the weakest classes and the commonest confusions (runs since schema 4)."""
     if not analysis:
         return []
@@ -124,7 +124,7 @@ def _analysis_lines(analysis: dict | None) -> list[str]:
     ]
 
 
-def _analysis_sections(c: dict, max_rows: int) -> list[Section]:
+def _analysis_sections(c: dict[str, Any], max_rows: int) -> list[Section]:
     """Per-class paired changes (Holm-adjusted) and the confusion pairs that changed."""
     if "per_class" not in c:
         return []

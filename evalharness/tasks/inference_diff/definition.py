@@ -72,17 +72,17 @@ class OutputErrorScorer(Scorer):
         min_decoded_agreement: float = field(default=0.9, metadata=bounds(0.0, 1.0)),
     ) -> None:
         self.names, self.min_cosine, self.zero_tol = list(output_names), min_cosine, zero_tol
-        self.per_output: list[list[dict]] = [[] for _ in self.names]
+        self.per_output: list[list[dict[str, Any]]] = [[] for _ in self.names]
         self.decoded, self.min_decoded_agreement = decoded, min_decoded_agreement
 
-    def add(self, record: dict) -> None:
+    def add(self, record: dict[str, Any]) -> None:
         for runs, stats in zip(self.per_output, record["outputs"], strict=True):
             runs.append(stats)
         if record.get("decoded") is not None:
             self.decoded.add(record["id"], record["decoded"])
 
-    def result(self) -> dict:
-        outputs: list[dict] = []
+    def result(self) -> dict[str, Any]:
+        outputs: list[dict[str, Any]] = []
         failed: list[str] = []
         informational: list[str] = []
         intervals: dict[str, Any] = {}

@@ -18,7 +18,7 @@ from evalharness.tasks.view import TaskView
 class OutputErrorsComparison(Comparison):
     key = "output_errors"
 
-    def compare(self, a: Run, b: Run, options) -> dict:
+    def compare(self, a: Run, b: Run, options) -> dict[str, Any]:
         """Per output: each run's mean error with its interval (runs made before schema 2: none)."""
         rows = []
         for side, run in (("a", a), ("b", b)):
@@ -33,7 +33,7 @@ class OutputErrorsComparison(Comparison):
 
 
 class InferenceDiffView(TaskView):
-    def diff_sections(self, comparison: dict, max_rows: int) -> list[Section]:
+    def diff_sections(self, comparison: dict[str, Any], max_rows: int) -> list[Section]:
         cells = [
             [r["name"], f"{r.get('a', 0):.4g} {fmt_interval(r.get('a_interval'), '.4g')}",
              f"{r.get('b', 0):.4g} {fmt_interval(r.get('b_interval'), '.4g')}"]
