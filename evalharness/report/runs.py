@@ -122,6 +122,7 @@ def definition_of(run: Run | Mapping[str, Any]):
             f"{where}: task {task!r} has no definition here (known: {', '.join(definitions.names())}); "
             f"if it comes from a plug-in, make its module importable and name it in {PLUGINS_ENV}"
         )
+    assert isinstance(task, str)  # a registered task name (checked just above)
     return definitions.get(task)(settings)
 
 

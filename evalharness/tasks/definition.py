@@ -125,7 +125,13 @@ class TaskDefinition:
         the records (a live run passes what it already loaded)."""
         raise NotImplementedError
 
-    def rescorer(self, runs: list[Run], records: list[dict[str, Any]], top_k=None, backend=None) -> Scorer:
+    def rescorer(
+        self,
+        runs: list[Run],
+        records: list[dict[str, Any]],
+        top_k: int | None = None,
+        backend: str | None = None,
+    ) -> Scorer:
         """The scorer that recomputes the metrics of ``runs`` (one run: rescore; its shards: merge) from
         ``records``; ``top_k``/``backend``: what ``report rescore`` asks to change."""
         if top_k is not None or backend is not None:

@@ -19,7 +19,7 @@ import numpy as np
 from evalharness.core.tensors import TensorInfo
 from evalharness.data.manifest import samples_identity
 from evalharness.data.preprocess import preprocessing_provenance
-from evalharness.tasks.definition import Scorer
+from evalharness.tasks.definition import Scorer, TaskDefinition
 from evalharness.tasks.discovery import definition_for
 
 
@@ -81,7 +81,7 @@ class Task:
     cache = None
 
     @cached_property
-    def definition(self):
+    def definition(self) -> TaskDefinition:
         """The task's definition (scorer, summary lines, abilities) with this run's settings."""
         return definition_for(self.name, self.settings)
 
@@ -124,7 +124,7 @@ class Task:
         return self.definition.artifacts(self.evaluator.scorer)
 
 
-def image_cache_key(task) -> dict[str, Any]:
+def image_cache_key(task: Any) -> dict[str, Any]:
     """Tensor-cache key of a file-image task: its images (manifest) and its preprocessing recipe,
     including the bound input spec (shape, dtype, quantisation) the tensors were made for."""
     return {

@@ -48,7 +48,7 @@ class BenchmarkDefinition(TaskDefinition):
     )  # one seeded input
     view = BenchmarkView
 
-    def scorer(self, ground_truth=None) -> RunCounter:
+    def scorer(self, ground_truth: Any = None) -> RunCounter:
         return RunCounter()
 
     def rules(self) -> Rules:

@@ -90,7 +90,7 @@ class CocoDefinition(TaskDefinition):
     comparison = DetectionComparison
     view = CocoView
 
-    def scorer(self, ground_truth=None, backend: str | None = None) -> CocoScorer:
+    def scorer(self, ground_truth: Any = None, backend: str | None = None) -> CocoScorer:
         s = self.settings
         return CocoScorer(
             ground_truth,
@@ -101,7 +101,13 @@ class CocoDefinition(TaskDefinition):
             tide=bool(s.get("tide", True)),
         )
 
-    def rescorer(self, runs: list[Run], records: list[dict[str, Any]], top_k=None, backend=None) -> Scorer:
+    def rescorer(
+        self,
+        runs: list[Run],
+        records: list[dict[str, Any]],
+        top_k: int | None = None,
+        backend: str | None = None,
+    ) -> Scorer:
         if top_k is not None:
             raise EvalHarnessError(f"--top-k applies to classification runs, not to task {self.name}")
         first = runs[0]

@@ -101,10 +101,16 @@ class ImageNetDefinition(TaskDefinition):
     comparison = ClassificationComparison
     view = ImageNetView
 
-    def scorer(self, ground_truth=None, top_k: int | None = None) -> TopKScorer:
+    def scorer(self, ground_truth: Any = None, top_k: int | None = None) -> TopKScorer:
         return TopKScorer(top_k or int(self.settings["top_k"]))
 
-    def rescorer(self, runs: list[Run], records: list[dict[str, Any]], top_k=None, backend=None) -> Scorer:
+    def rescorer(
+        self,
+        runs: list[Run],
+        records: list[dict[str, Any]],
+        top_k: int | None = None,
+        backend: str | None = None,
+    ) -> Scorer:
         """K = what every record stores (the live run's K), or ``--top-k`` below it."""
         if backend is not None:
             raise EvalHarnessError(f"--backend applies to detection runs, not to task {self.name}")
