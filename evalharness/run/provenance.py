@@ -7,12 +7,18 @@ import os
 import platform
 import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalharness import __version__
 from evalharness.core.checksum import sha256_file
 from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import job_overrides
+
+if TYPE_CHECKING:
+    from evalharness.core.tensors import TensorInfo
+    from evalharness.loop.shape import LoopShape
+    from evalharness.runtime import DelegatePlan
+    from evalharness.runtime.contract import Model
 
 # CPU features that change which kernels run (and so latency, sometimes results).
 _CPU_FLAGS = (
@@ -63,7 +69,7 @@ def host_info() -> dict[str, Any]:
     }
 
 
-def model_info(path: str, inputs, outputs) -> dict[str, Any]:
+def model_info(path: str, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> dict[str, Any]:
     return {
         "path": os.path.abspath(path),
         "sha256": sha256_file(path),
@@ -77,7 +83,7 @@ def tool_info() -> dict[str, Any]:
     return {"name": "evalharness", "version": __version__}
 
 
-def delegate_record(plan, model) -> dict[str, Any]:
+def delegate_record(plan: DelegatePlan, model: Model) -> dict[str, Any]:
     """What metrics.json says about a delegate that ran: its plan and what it really took."""
     return {
         "name": plan.name,
@@ -88,7 +94,7 @@ def delegate_record(plan, model) -> dict[str, Any]:
     }
 
 
-def library_record(plan) -> dict[str, Any] | None:
+def library_record(plan: DelegatePlan) -> dict[str, Any] | None:
     if not plan.external_path:
         return None
     return {
@@ -116,7 +122,11 @@ def model_assumptions(settings: RunSettings) -> list[dict[str, Any]]:
 
 
 def run_provenance(
-    settings: RunSettings, task_provenance: dict[str, Any], model, quant: dict[str, Any], loop_shape=None
+    settings: RunSettings,
+    task_provenance: dict[str, Any],
+    model: Model,
+    quant: dict[str, Any],
+    loop_shape: LoopShape | None = None,
 ) -> dict[str, Any]:
     """``provenance`` of metrics.json: what ran (model, runtime, delegate and what it took, host,
     device), on what (the task's dataset/labels/preprocessing) and with which config."""

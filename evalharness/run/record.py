@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import OmegaConf
 
@@ -27,10 +27,16 @@ from evalharness.rundir.document import now
 from evalharness.tasks.definition import failed_checks as task_failed_checks
 from evalharness.tasks.metrics import result_problems
 
+if TYPE_CHECKING:
+    from evalharness.core.interrupts import Interrupted
+    from evalharness.runtime import DelegatePlan
+    from evalharness.runtime.contract import Coverage
+    from evalharness.tasks.live import Task
+
 log = logging.getLogger("evalharness")
 
 
-def warn_delegation(plan, coverage) -> None:
+def warn_delegation(plan: DelegatePlan, coverage: Coverage) -> None:
     """Partial delegation and software 'GPUs' are legitimate results, but never silent ones."""
     device = coverage.get("device") or {}
     if device.get("software_renderer"):
@@ -66,7 +72,7 @@ def record_config(run_dir: str, settings: RunSettings) -> None:
 
 
 def record_interrupt(
-    run_dir: str, config: dict[str, Any], exc, where: str, kept: tuple[int, str] | None = None
+    run_dir: str, config: dict[str, Any], exc: Interrupted, where: str, kept: tuple[int, str] | None = None
 ) -> RunStopped:
     """A signal outside the measured loop (start-up, scoring, the bootstrap, TIDE's child, a
     ``loop.parallel`` parent): the children end first (a shard records its own partial run), then the
@@ -101,7 +107,7 @@ def write_op_profile(run_dir: str, profile: dict[str, Any]) -> None:
 
 
 def record_run(
-    settings: RunSettings, task, quant, started: str, ran: Ran, identity: dict[str, Any]
+    settings: RunSettings, task: Task, quant: dict[str, Any], started: str, ran: Ran, identity: dict[str, Any]
 ) -> RunDocument:
     """Score, build and write the run's files; raise RunStopped when it did not complete."""
     from evalharness.rundir.document import run_document, write_run
@@ -110,7 +116,7 @@ def record_run(
     reference = ran.reference[2] if ran.reference else None
     warn_delegation(settings.delegate_plan, model.coverage)
     metrics = task.evaluator.compute()
-    metrics.update(task.extra_metrics(reference and reference.inference_ms, result.inference_ms))
+    metrics.update(task.extra_metrics(reference.inference_ms if reference else None, result.inference_ms))
     if ran.start_up:
         metrics["compile_cache"] = ran.start_up
     if ran.op_profile:

@@ -114,7 +114,7 @@ class Task:
         """A pass over the same inputs with a reference delegate before the measured one, or None."""
         return None
 
-    def extra_metrics(self, reference_ms: list[float] | None, test_ms: list[float]) -> dict[str, Any]:
+    def extra_metrics(self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]) -> dict[str, Any]:
         """Metrics made from the loop's timing or from what this session saw rather than from records
         (inference_diff's latencies; a check that fails the run goes under ``failed_checks``, which
         the definition's :func:`~evalharness.tasks.definition.failed_checks` reads)."""

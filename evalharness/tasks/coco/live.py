@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,7 +178,7 @@ class CocoTask(Task):
     def sample_files(self) -> Iterator[str]:
         return (s.path for s in self.samples)
 
-    def extra_metrics(self, reference_ms: list[float] | None, test_ms: list[float]) -> dict:
+    def extra_metrics(self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]) -> dict:
         failed = self.unmapped_check()
         return {"failed_checks": failed} if failed else {}
 

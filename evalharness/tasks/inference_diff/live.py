@@ -15,6 +15,8 @@ Decoded answers are compared too (:mod:`evalharness.stats.decoded`): with the mo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from evalharness.core.errors import ModelMismatchError
@@ -166,7 +168,7 @@ class InferenceDiffTask(Task):
         rng = np.random.default_rng([self.seed, sample])
         return [seed_tool_inputs(rng, info) for info in self.inputs]
 
-    def extra_metrics(self, reference_ms: list[float] | None, test_ms: list[float]) -> dict:
+    def extra_metrics(self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]) -> dict:
         return {
             "reference_latency_us": _latency_us(reference_ms or []),
             "test_latency_us": _latency_us(test_ms),
