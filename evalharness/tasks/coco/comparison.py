@@ -3,6 +3,7 @@ types, per-class AP changes, the paired image bootstrap of ΔAP, and the analysi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from evalharness.rundir.reader import Run
@@ -28,7 +29,7 @@ class DetectionComparison(Comparison):
             return float(f1), "run A's F1-optimal score threshold"
         return 0.5, "default: run A records no F1-optimal threshold"
 
-    def compare(self, a: Run, b: Run, options) -> dict[str, Any]:
+    def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> dict[str, Any]:
         min_score, source = self.diff_score_threshold(a, options.get("min_score"))
         det = detection_diff(a.predictions, b.predictions, options["iou"], min_score)
         det["min_score_source"] = source

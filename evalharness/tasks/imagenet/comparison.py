@@ -3,6 +3,7 @@ interval of Δtop-1 (and, for ``report diff``, per-class changes and changed con
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from evalharness.rundir.reader import Run
@@ -16,7 +17,7 @@ class ClassificationComparison(Comparison):
     key = "classification"
     agreement_columns = ("top1_agreement", "mcnemar_p")
 
-    def compare(self, a: Run, b: Run, options) -> dict[str, Any]:
+    def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> dict[str, Any]:
         same_labels = a.prov("labels.sha256") == b.prov("labels.sha256")
         c = classification_diff(a.predictions, b.predictions, same_labels)
         if options.get("alpha") is not None:  # report diff (a sweep's agreement needs none of this)

@@ -18,7 +18,7 @@ from evalharness.tasks.view import TaskView
 class OutputErrorsComparison(Comparison):
     key = "output_errors"
 
-    def compare(self, a: Run, b: Run, options) -> dict[str, Any]:
+    def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> dict[str, Any]:
         """Per output: each run's mean error with its interval (runs made before schema 2: none)."""
         rows = []
         for side, run in (("a", a), ("b", b)):
