@@ -5,7 +5,7 @@ recorded, so a live run, ``rescore``, a ``merge`` and a diff's paired bootstrap 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.rundir.reader import Run
@@ -13,6 +13,9 @@ from evalharness.stats.coco_intervals import bootstrap_intervals
 from evalharness.stats.intervals import CONFIDENCE
 from evalharness.tasks.coco.store import DetectionStore
 from evalharness.tasks.definition import Scorer
+
+if TYPE_CHECKING:
+    from evalharness.stats.coco_bootstrap import Matching
 
 
 def bootstrap_settings(settings: Mapping[str, Any]) -> tuple[int, int]:
@@ -105,11 +108,15 @@ class CocoScorer(Scorer):
             self.curves = per_class_curves(acc["precision"], acc["cat_ids"], names)
         return metrics
 
-    def matching(self):
+    def matching(self) -> Matching:
         """pycocotools' per-image matching of the added records (for a paired bootstrap)."""
         from evalharness.stats.coco_eval import evaluate_bbox
 
         results = list(self.detections.rows())
-        return evaluate_bbox(self.annotations, results, "pycocotools", self.image_ids, keep_matching=True)[
-            "matching"
-        ]
+        # pycocotools always keeps its matching
+        return cast(
+            "Matching",
+            evaluate_bbox(self.annotations, results, "pycocotools", self.image_ids, keep_matching=True)[
+                "matching"
+            ],
+        )
