@@ -11,14 +11,15 @@ record in metrics.json), never used and never an internal error. Callers read th
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Callable
 from tokenize import TokenError
 from typing import Any, TypeVar
 
+from evalharness.core.errors import EvalHarnessError
 from evalharness.core.escape import terminal
+from evalharness.core.untrusted import parse_json
 
 T = TypeVar("T")
 
@@ -27,16 +28,19 @@ log = logging.getLogger("evalharness")
 # What reading a damaged file raises: OSError (unreadable, mmap of a short file), ValueError (bad JSON,
 # bad UTF-8, a bad .npy header, :class:`Damaged`), SyntaxError and TokenError (numpy parses a .npy
 # header with ast.literal_eval, then tokenize), MemoryError (a header claiming a huge shape),
-# EOFError, RecursionError (a record nested deeper than the parser's stack), and the lookups a wrong
-# shape trips. Fuzzed: tests/unit/core/test_derived_damage.py.
+# EOFError, and the lookups a wrong shape trips. A JSON record is read by the one untrusted reader
+# (:func:`read_json_object`), so its nesting and number limits hold before a recursive parser runs.
+# Fuzzed: tests/unit/core/test_derived_damage.py.
 DAMAGE = (
     OSError, ValueError, SyntaxError, TokenError, MemoryError, EOFError,
-    TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError,
+    TypeError, KeyError, IndexError, AttributeError, OverflowError,
 )  # fmt: skip
 
 
-class Damaged(ValueError):
-    """An entry that was read but does not verify (wrong shape, another key, a changed source)."""
+class Damaged(EvalHarnessError, ValueError):
+    """An entry that was read but does not verify (wrong shape, another key, a changed source, over
+    the untrusted reader's limits): a ValueError, so :data:`DAMAGE` counts it, and an
+    EvalHarnessError, so the untrusted reader can raise it."""
 
 
 def read_or_rebuild(what: str, read: Callable[[], T], rebuilt: list[str] | None = None) -> T | None:
@@ -69,12 +73,14 @@ def why(exc: BaseException) -> str:
 
 
 def read_json_object(path: str) -> dict[str, Any]:
-    """A JSON file that must hold an object; anything else raises :class:`Damaged`."""
-    with open(path, encoding="utf-8") as f:
-        value = json.load(f)
-    if not isinstance(value, dict):
-        raise Damaged(f"{os.path.basename(path)} holds a JSON {type(value).__name__}, not an object")
-    return value
+    """A JSON file that must hold an object, through the one reader of untrusted JSON (limits,
+    UTF-8, shape); anything else raises :class:`Damaged`. A missing file stays a FileNotFoundError:
+    a plain miss."""
+    with open(path, "rb") as f:
+        data = f.read()
+    why_damaged = "cut short, or written by another version"
+    record: dict[str, Any] = parse_json(data, os.path.basename(path), dict, error=Damaged, fix=why_damaged)
+    return record
 
 
 def file_state(path: str) -> tuple[int, int, int, int] | None:
