@@ -99,3 +99,14 @@ def task_lines(run_dir: Path) -> list[str]:
     if lines and lines[0].startswith("== summary"):
         lines = lines[lines.index("") + 1 :]
     return lines
+
+
+@pytest.fixture(scope="session")
+def sample_run(tmp_path_factory) -> Path:
+    """One complete run of the bundled sample, made once per session: the run directory that tests
+    copy or read (never change: the threat-model suites check its files stay byte-identical)."""
+    out = tmp_path_factory.mktemp("sample_run") / "run"
+    command = [sys.executable, "-m", "evalharness", "loop.progress=false", f"hydra.run.dir={out}"]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return out

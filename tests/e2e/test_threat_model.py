@@ -108,31 +108,22 @@ def _digest(root: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def base_run(tmp_path_factory) -> Path:
-    """One complete run of the bundled sample: the run directory the report channels copy."""
-    out = tmp_path_factory.mktemp("threat") / "base"
-    proc = subprocess.run([*RUN, f"hydra.run.dir={out}"], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return out
-
-
 CASES = [(channel, kind) for channel, (classes, _) in CHANNELS.items() for kind in classes]
 
 
 @pytest.mark.parametrize(("channel", "kind"), CASES, ids=[f"{c}-{k}" for c, k in CASES])
-def test_untrusted_input_keeps_the_contract(channel, kind, base_run, tmp_path):
+def test_untrusted_input_keeps_the_contract(channel, kind, sample_run, tmp_path):
     classes, command = CHANNELS[channel]
-    before = _digest(base_run)
+    before = _digest(sample_run)
     out = tmp_path / "run"
     if channel in REPLACED:  # a copy of a complete run with one of its files hostile
-        shutil.copytree(base_run, out, symlinks=True)
+        shutil.copytree(sample_run, out, symlinks=True)
         hostile = out / REPLACED[channel]
     else:
         hostile = tmp_path / f"hostile_{kind}"
     _place(hostile, classes[kind], kind)
     proc = subprocess.run(
-        command(hostile, base_run, out),
+        command(hostile, sample_run, out),
         capture_output=True,
         cwd=tmp_path,
         timeout=120,
@@ -143,7 +134,7 @@ def test_untrusted_input_keeps_the_contract(channel, kind, base_run, tmp_path):
         nonsense=kind in ("fifo", "directory", "symlink_loop", "binary", "empty", "deep_nesting")
         and channel not in UNREAD,
     )
-    assert _digest(base_run) == before, "a command changed an existing run's files"
+    assert _digest(sample_run) == before, "a command changed an existing run's files"
 
 
 def assert_contract(proc: subprocess.CompletedProcess, nonsense: bool) -> tuple[str, str]:

@@ -287,22 +287,13 @@ YAML_CHANNELS = {
     ],
 }  # fmt: skip
 YAML_CASES = [(channel, kind) for channel in YAML_CHANNELS for kind in YAML]
-@pytest.fixture(scope="module")
-def base_run(tmp_path_factory) -> Path:
-    """One complete run of the bundled sample, for the channels that read a run directory."""
-    out = tmp_path_factory.mktemp("threat_inputs") / "base"
-    proc = subprocess.run([*RUN, f"hydra.run.dir={out}"], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return out
-
-
 @pytest.mark.parametrize(("channel", "kind"), YAML_CASES, ids=[f"{c}-{k}" for c, k in YAML_CASES])
-def test_a_yaml_file_keeps_the_contract(channel, kind, base_run, tmp_path):
-    before = _digest(base_run)
-    proc = _run(YAML_CHANNELS[channel](tmp_path, kind, base_run), tmp_path)
+def test_a_yaml_file_keeps_the_contract(channel, kind, sample_run, tmp_path):
+    before = _digest(sample_run)
+    proc = _run(YAML_CHANNELS[channel](tmp_path, kind, sample_run), tmp_path)
     assert_contract(proc, nonsense=kind in YAML_NONSENSE)
     assert not (tmp_path / MARKER).exists(), "a YAML tag was executed"
-    assert _digest(base_run) == before, "a command changed an existing run's files"
+    assert _digest(sample_run) == before, "a command changed an existing run's files"
 
 
 def _run(command: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
