@@ -179,12 +179,9 @@ def record_run(
         write_op_profile(writer.run_dir, ran.op_profile)
         lines += op_profile_lines(ran.op_profile)
     block = summary_block(doc, writer.run_dir)
-    # model, label and file names come from files: their control characters shown, never run by the
-    # terminal, and results.txt holds what the terminal showed
-    lines, block = [terminal(x) for x in lines], [terminal(x) for x in block]
-    path = write_run(writer, doc, [*block, "", *lines], artifacts)
-    for line in [*lines, *block]:
-        print(line)
+    path = write_run(writer, doc, [*block, "", *lines], artifacts)  # results.txt escapes its lines
+    for line in [*lines, *block]:  # model, label and file names come from files: controls shown
+        print(terminal(line))
     print(f"metrics: {path}")
     if status == "invalid":
         raise RunStopped(f"run is invalid ({stop_reason}); its numbers are in {path} but not to be trusted")
