@@ -15,7 +15,7 @@ still check what they use.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict
 
 JSONMap = dict[str, Any]  # a JSON object whose keys this module does not fix
 
@@ -184,8 +184,3 @@ class DiffDocument(_DiffKeys, total=False):
     op_profile: JSONMap
     verdict: str
     gates: list[JSONMap]  # the --fail-if rules and how each held (report diff --fail-if)
-
-
-def comparison_of(doc: DiffDocument, key: str | None) -> JSONMap | None:
-    """The task's paired comparison in a diff document: under the key the definition names."""
-    return cast(JSONMap, doc).get(key) if key else None
