@@ -30,16 +30,21 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_STOPPED, EXIT_USER_ERROR = 0, 1, 2
 
 
-class _TerminalSafe(logging.Filter):
-    """Every line of evalharness' log (warnings quote file names and labels) with its control
-    characters shown: the one escape of log output, installed where every entry point starts."""
+_MAKE_RECORD = logging.getLogRecordFactory()
 
-    def filter(self, record: logging.LogRecord) -> bool:
+
+def _terminal_safe_record(*args: object, **kwargs: object) -> logging.LogRecord:
+    """Every line of evalharness' log, from any of its loggers (``evalharness``,
+    ``evalharness.report``, a module's ``__name__``): warnings quote file names and labels, so the
+    message's control characters are shown, never sent. A filter on one logger would miss its
+    children; the record factory is where every record of every logger is made."""
+    record = _MAKE_RECORD(*args, **kwargs)
+    if record.name == "evalharness" or record.name.startswith("evalharness."):
         record.msg, record.args = terminal(record.getMessage()), None
-        return True
+    return record
 
 
-logging.getLogger("evalharness").addFilter(_TerminalSafe())
+logging.setLogRecordFactory(_terminal_safe_record)
 DEBUG_ENV = "EVALHARNESS_DEBUG"
 
 _OS_HINTS = {

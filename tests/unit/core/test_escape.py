@@ -168,3 +168,14 @@ def test_csv_has_no_formula_cell(text):
     assert [r[1] for r in rows] == ["value", "-0.5", "2"]  # numbers stay numbers
     assert all(not c.startswith(FORMULA) for r in rows for c in r[:1] if c != "-0.5")
     assert rows[1][0] == csv_text(text)
+
+
+def test_every_evalharness_logger_shows_controls_not_sends_them(caplog):
+    import logging
+
+    import evalharness.core.boundary  # noqa: F401 - installs the escape of log records
+
+    with caplog.at_level(logging.WARNING):
+        for name in ("evalharness", "evalharness.report", "evalharness.runtime.npu_backend"):
+            logging.getLogger(name).warning("file %s", "a\x1b[2Jb")
+    assert [r.getMessage() for r in caplog.records] == ["file a\\x1b[2Jb"] * 3
