@@ -133,6 +133,15 @@ def model_explorer(record: dict) -> dict:
     }
 
 
+def time_ratio(a_ms: float, b_ms: float) -> float | None:
+    """A's time / B's time. Equal times are 1.0 even when both rounded to 0 ms (a run against itself
+    is never "undefined"); a B time of 0 against a non-zero A is below the profiler's resolution:
+    None, shown as "too short to time", never a made-up ratio."""
+    if a_ms == b_ms:
+        return 1.0
+    return a_ms / b_ms if b_ms else None
+
+
 def speedups(a: dict | None, b: dict | None) -> dict | None:
     """Per op type (and per op, where both runs profiled the same graph): A's time / B's time
     (> 1: B faster), medians. None when neither run carries an op profile; ``only`` names the one
@@ -148,7 +157,7 @@ def speedups(a: dict | None, b: dict | None) -> dict | None:
             by_type[name] = {
                 "a_ms": ga["ms"],
                 "b_ms": gb["ms"],
-                "speedup": ga["ms"] / gb["ms"] if gb["ms"] else None,
+                "speedup": time_ratio(ga["ms"], gb["ms"]),
             }
     same_graph = [(o["index"], o["type"]) for o in a["ops"]] == [(o["index"], o["type"]) for o in b["ops"]]
     per_op = None
@@ -159,7 +168,7 @@ def speedups(a: dict | None, b: dict | None) -> dict | None:
                 "type": oa["type"],
                 "a_ms": oa["median_ms"],
                 "b_ms": ob["median_ms"],
-                "speedup": oa["median_ms"] / ob["median_ms"] if ob["median_ms"] else None,
+                "speedup": time_ratio(oa["median_ms"], ob["median_ms"]),
                 "a_backend": oa["backend"],
                 "b_backend": ob["backend"],
             }
@@ -216,4 +225,4 @@ def diff_section(doc: DiffDocument, n: int = 10) -> list[Section]:
 
 
 def _x(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+    return "too short to time" if value is None else f"{value:.2f}x"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalharness.report.views.op_profile_table import csv_text, diff_section, speedups, top_lines
+from evalharness.report.views.op_profile_table import csv_text, diff_section, speedups, time_ratio, top_lines
 from evalharness.runtime.op_profile import _submodel_note, check_placements, summarise
 
 
@@ -75,3 +75,17 @@ def test_speedups_per_type_and_per_op_only_for_the_same_graph():
         "Op profile: per op type (median ms, speed-up = A/B)",
         "Op profile: ops whose time moved most",
     ]
+
+
+def test_times_below_the_clock_have_a_defined_ratio():
+    """Equal times are 1.0 even at 0 ms (a run against itself); 0 ms against a real time is "too short
+    to time" in the table, never a made-up ratio (the e2e self-diff must not depend on the machine)."""
+    assert time_ratio(0.0, 0.0) == 1.0 and time_ratio(0.5, 0.5) == 1.0 and time_ratio(1.0, 0.5) == 2.0
+    assert time_ratio(0.2, 0.0) is None
+    record = _record([1.0, 0.0], ["XNNPACK"] * 2, 1.0, 2)
+    faster = _record([1.0, 0.0], ["XNNPACK"] * 2, 1.0, 2)
+    faster["ops"][0]["median_ms"] = 0.0
+    sp = speedups(record, faster)
+    assert sp["ops"][0]["speedup"] is None and sp["ops"][1]["speedup"] == 1.0
+    rows = [row for section in diff_section({"op_profile": sp}) for row in section.rows]
+    assert not any("-" == cell for row in rows for cell in row)
