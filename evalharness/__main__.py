@@ -31,7 +31,14 @@ from evalharness.core.boundary import (
 )
 from evalharness.core.errors import EvalHarnessError, RunStopped
 from evalharness.core.interrupts import Interrupted, interrupt_policy, interrupted
-from evalharness.core.native_output import VERBOSE_ENV, failure_tail, quiet_native_output, silence_teardown
+from evalharness.core.native_output import (
+    VERBOSE_ENV,
+    exit_code,
+    failure_tail,
+    leave,
+    quiet_native_output,
+    silence_teardown,
+)
 from evalharness.core.paths import CONF_DIR, bundled, model_stem, quant_tag
 from evalharness.core.registry import load_object
 from evalharness.run.cli import help_text, precheck
@@ -123,6 +130,19 @@ def _quietly(command, args: list[str]) -> int:
 
 
 def main() -> None:
+    """The process entry: the command, then :func:`leave` (the exit code without native teardown)."""
+    try:
+        _under_policy()
+        code = EXIT_OK
+    except SystemExit as exc:
+        code = exit_code(exc)
+    except BrokenPipeError:  # the reader left (`| head`): the output was cut, said by the code alone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_STOPPED
+    leave(code)
+
+
+def _under_policy() -> None:
     """The command under the one interrupt policy (:mod:`evalharness.core.interrupts`): a signal that
     reaches here (before a run claimed its directory, between jobs, in a report) is one line, exit 1."""
     with interrupt_policy():

@@ -10,6 +10,7 @@ and for the tail shown when a run fails. ``-v`` (or ``EVALHARNESS_VERBOSE=1``) t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -99,6 +100,41 @@ def silence_teardown() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     os.close(devnull)
+
+
+def leave(code: int) -> None:
+    """End the process with ``code`` once Python's own exit work is done (other threads joined,
+    ``atexit`` handlers run, streams flushed), without the native libraries' static destructors.
+
+    Why: OpenVINO's thread pool (TBB) and the LiteRT accelerators are torn down by C++ destructors
+    after the interpreter finalises, and that teardown can abort (SIGABRT, exit -6) after a command
+    has printed and written everything: a complete result would read as a crash. Nothing the user
+    asked for happens in that teardown, so it is skipped. ``EVALHARNESS_DEBUG=1`` keeps the normal
+    exit for whoever wants to see it."""
+    import atexit
+    import threading
+
+    from evalharness.core.boundary import debug
+
+    if debug():
+        sys.exit(code)
+    # what the interpreter's own exit does first: stop executors' workers, join non-daemon threads
+    threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()  # logging.shutdown, weakref finalizers (temporary directories), ...
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can reach it
+            stream.flush()
+    os._exit(code)
+
+
+def exit_code(exc: SystemExit) -> int:
+    """The status ``sys.exit(x)`` would give: None is 0, an int itself, anything else printed and 1."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    print(exc.code, file=sys.stderr)
+    return 1
 
 
 def failure_tail(lines: list[str], where: str | None, count: int = 8) -> list[str]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
 
-from evalharness.core.native_output import VERBOSE_ENV, failure_tail, quiet_native_output
+from evalharness.core.native_output import VERBOSE_ENV, exit_code, failure_tail, quiet_native_output
 
 
 def test_native_lines_go_to_the_sink_python_lines_to_the_terminal(capfd, monkeypatch):
@@ -47,3 +48,30 @@ def test_failure_tail_skips_routine_chatter():
         "    ERROR: c",
     ]
     assert failure_tail(["INFO: only"], None) == []
+
+
+LEAVE = """
+import atexit, concurrent.futures, sys, tempfile, os
+from evalharness.core.native_output import leave
+pool = concurrent.futures.ThreadPoolExecutor(1); pool.submit(print, "worker ran")
+keep = tempfile.TemporaryDirectory(); print(keep.name, file=sys.stderr)
+atexit.register(print, "atexit ran")
+sys.stdout.write("unflushed"); leave(int(sys.argv[1]))
+"""
+
+
+def test_leave_does_python_exit_work_then_ends_with_the_code():
+    """``leave`` (the process entry's exit): executors' workers stopped, atexit handlers and
+    temporary-directory finalizers run, streams flushed, the code kept; no native teardown after."""
+    env = {k: v for k, v in os.environ.items() if k != "EVALHARNESS_DEBUG"}
+    r = subprocess.run(
+        [sys.executable, "-c", LEAVE, "3"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert r.returncode == 3, r.stderr
+    assert all(s in r.stdout for s in ("worker ran", "atexit ran", "unflushed"))
+    assert not os.path.exists(r.stderr.strip())
+
+
+def test_exit_code_follows_sys_exit():
+    assert exit_code(SystemExit()) == 0 and exit_code(SystemExit(2)) == 2
+    assert exit_code(SystemExit("message")) == 1

@@ -88,4 +88,4 @@ def test_times_below_the_clock_have_a_defined_ratio():
     sp = speedups(record, faster)
     assert sp["ops"][0]["speedup"] is None and sp["ops"][1]["speedup"] == 1.0
     rows = [row for section in diff_section({"op_profile": sp}) for row in section.rows]
-    assert not any("-" == cell for row in rows for cell in row)
+    assert not any(cell == "-" for row in rows for cell in row)
