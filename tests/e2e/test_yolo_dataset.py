@@ -1,0 +1,92 @@
+"""task=coco on an Ultralytics YOLO layout: coco/val25 written as one (tests/yolo_dataset.py) scores like
+its instances JSON, detection by detection.
+
+The layout holds no crowd regions (Ultralytics' converter drops them), so the reference run scores the
+same JSON without its 2 crowd annotations. AP, AP50, AP75 and the ARs over all areas are equal; the
+small/medium/large figures may differ, and only they: a YOLO box's area is w*h, COCO's is its
+segmentation's, so a box can fall in another area range.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import ASSETS, MODELS, run_inprocess
+from yolo_dataset import without_crowd, write_layout
+
+from evalharness.data.yolo_labels import yolo_ground_truth
+from evalharness.report.commands import entry as cli
+
+COCO = ["task=coco", f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "task.bootstrap_resamples=0"]
+ALL_AREAS = ("AP", "AP50", "AP75", "AR1", "AR10", "AR100")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """(instances JSON without crowd, the layout, the JSON run's dir and doc, the YOLO run's)."""
+    base = tmp_path_factory.mktemp("yolo25")
+    instances = json.loads((ASSETS / "coco/instances_val25.json").read_text())
+    reference = base / "instances_nocrowd.json"
+    reference.write_text(json.dumps(without_crowd(instances)))
+    layout = base / "coco-yolo"
+    write_layout(instances, ASSETS / "coco/val25", layout)
+    json_dir, yolo_dir = base / "json-run", base / "yolo-run"
+    json_doc = run_inprocess([*COCO, "dataset=coco_val25", f"dataset.annotations={reference}"], json_dir)
+    # format auto: the layout is detected from its names, and the run says so
+    yolo_doc = run_inprocess(
+        [*COCO, "dataset=yolo", "dataset.format=auto", f"dataset.root={layout}"], yolo_dir
+    )
+    return reference, layout, (json_dir, json_doc), (yolo_dir, yolo_doc)
+
+
+def _predictions(run_dir):
+    """Each record without its time (the one field two runs of the same images differ in)."""
+    lines = (run_dir / "predictions.jsonl").read_text().splitlines()
+    return [{k: v for k, v in json.loads(line).items() if k != "latency_ms"} for line in lines]
+
+
+def test_every_detection_identical_and_ap_equal(runs):
+    _, _, (json_dir, json_doc), (yolo_dir, yolo_doc) = runs
+    assert json_doc["status"] == yolo_doc["status"] == "complete"
+    assert _predictions(json_dir) == _predictions(yolo_dir)  # ids, image ids, every box and score
+    assert json_doc["metrics"]["num_detections"] == yolo_doc["metrics"]["num_detections"] == 250
+    for name in ALL_AREAS:
+        assert yolo_doc["metrics"][name] == json_doc["metrics"][name], name
+    assert yolo_doc["metrics"]["per_class"] == json_doc["metrics"]["per_class"]
+
+
+def test_converted_boxes_are_the_json_boxes(runs):
+    reference, layout, _, _ = runs
+    truth = json.loads(reference.read_text())
+    converted = yolo_ground_truth(layout)[1].annotations
+    images = {i["id"]: (i["file_name"], i["width"], i["height"]) for i in truth["images"]}
+    assert {i["id"]: (i["file_name"], i["width"], i["height"]) for i in converted["images"]} == images
+    assert [c["id"] for c in converted["categories"]] == [c["id"] for c in truth["categories"]]
+    want = sorted((a["image_id"], a["category_id"], *a["bbox"]) for a in truth["annotations"])
+    got = sorted((a["image_id"], a["category_id"], *a["bbox"]) for a in converted["annotations"])
+    assert len(got) == len(want) == 196
+    for g, w in zip(got, want, strict=True):
+        assert g[:2] == w[:2] and g[2:] == pytest.approx(w[2:], abs=1e-9)
+
+
+def test_provenance_says_what_was_found(runs):
+    _, layout, _, (yolo_dir, yolo_doc) = runs
+    dataset = yolo_doc["provenance"]["dataset"]
+    assert dataset["format"] == "yolo" and dataset["root"] == str(layout / "images/val2017")
+    assert dataset["yolo"]["images_without_labels"] == 2  # 2 of val25's images hold no box
+    assert dataset["yolo"]["category_ids"].startswith("COCO's 80 names")
+    assumed = [a["what"] for a in yolo_doc["provenance"]["assumptions"]]
+    assert assumed.count("dataset.format") == 1
+    summary = (yolo_dir / "results.txt").read_text()
+    assert "Assumed:  dataset.format = yolo" in summary and "2 image(s) without a label file" in summary
+
+
+def test_rescore_converts_the_labels_again(runs, capsys):
+    """A rescore reads the layout again and checks the converted labels' sha256 against the run's."""
+    code = cli.main(["rescore", str(runs[3][0]), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rescored = json.loads(out)
+    assert rescored["reproduced"] is True and not rescored["mismatches"]
+    assert {h["name"] for h in rescored["headline"] if h["equal"]} >= set(ALL_AREAS)
