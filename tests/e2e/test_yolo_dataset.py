@@ -10,9 +10,10 @@ segmentation's, so a box can fall in another area range.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
-from conftest import ASSETS, MODELS, run_inprocess
+from conftest import ASSETS, MODELS, run_cli, run_inprocess
 from yolo_dataset import without_crowd, write_layout
 
 from evalharness.data.yolo_labels import yolo_ground_truth
@@ -90,3 +91,15 @@ def test_rescore_converts_the_labels_again(runs, capsys):
     rescored = json.loads(out)
     assert rescored["reproduced"] is True and not rescored["mismatches"]
     assert {h["name"] for h in rescored["headline"] if h["equal"]} >= set(ALL_AREAS)
+
+
+def test_a_bad_label_line_is_one_error_line(tmp_path):
+    (tmp_path / "images/val").mkdir(parents=True)
+    (tmp_path / "labels/val").mkdir(parents=True)
+    os.symlink(ASSETS / "coco/val25/000000006818.jpg", tmp_path / "images/val/000000006818.jpg")
+    (tmp_path / "labels/val/000000006818.txt").write_text("0 0.5 0.5 0.25\n")
+    (tmp_path / "data.yaml").write_text("val: images/val\nnames: [person]\n")
+    proc = run_cli([*COCO, "dataset=yolo", f"dataset.root={tmp_path}"], tmp_path)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    assert len(errors) == 1 and "000000006818.txt:1: 4 numbers" in errors[0], proc.stderr
