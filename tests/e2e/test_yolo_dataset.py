@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
 import pytest
 from conftest import ASSETS, MODELS, run_cli, run_inprocess
 from yolo_dataset import without_crowd, write_layout
 
 from evalharness.data.yolo_labels import yolo_ground_truth
 from evalharness.report.commands import entry as cli
+from evalharness.runtime.modelgen import constant_output_model
 
 COCO = ["task=coco", f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "task.bootstrap_resamples=0"]
 ALL_AREAS = ("AP", "AP50", "AP75", "AR1", "AR10", "AR100")
@@ -103,3 +105,14 @@ def test_a_bad_label_line_is_one_error_line(tmp_path):
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     assert len(errors) == 1 and "000000006818.txt:1: 4 numbers" in errors[0], proc.stderr
+
+
+def test_a_yolo_head_under_the_default_task_is_told_task_coco(tmp_path):
+    """A raw YOLO head ([1, 84, 8400]) run as a classifier gets the one line a detector gets: task=coco,
+    with the decoder its output fits."""
+    model = constant_output_model(str(tmp_path / "yolo_head.tflite"), [np.zeros((1, 84, 8400), np.float32)])
+    proc = run_cli([f"model.path={model}"], tmp_path)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(errors) == 1, proc.stderr
+    assert "output shape [1, 84, 8400] is not one score vector [1, N]" in errors[0]
+    assert errors[0].endswith("(is this a detector? use task=coco model.decoder.name=yolo)")
