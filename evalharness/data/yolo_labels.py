@@ -67,7 +67,9 @@ def convert(layout: YoloLayout, unscored: Counter[str] | None = None) -> YoloGro
     image_ids = [int(s) for s in stems] if numbered else list(range(1, len(images) + 1))
     label_names = {os.path.splitext(n)[0] + ".txt" for n in images}
     orphans = _orphan_labels(layout.labels, label_names)
-    doc_images, annotations, unlabeled = [], [], 0
+    doc_images: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    unlabeled = 0
     for name, image_id in zip(images, image_ids, strict=True):
         width, height = image_size(str(layout.images / name))
         doc_images.append({"id": image_id, "file_name": name, "width": width, "height": height})

@@ -69,8 +69,9 @@ def read_layout(path: str | Path, split: str = "val") -> YoloLayout:
     doc: dict[str, Any] = read_yaml(data_yaml, "YOLO data.yaml", fix=_FIX)
     names = _names(doc.get("names"), data_yaml)
     given = Path(path)
+    notes: tuple[str, ...] = ()
     if given.is_dir() and given.parent.name == "images" and not (given / DATA_YAML).is_file():
-        images, notes = given.resolve(), ()  # the image folder itself was named
+        images = given.resolve()  # the image folder itself was named
     else:
         images, notes = _split_folder(doc, data_yaml, split)
     if not images.is_dir():

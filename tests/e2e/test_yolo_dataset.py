@@ -18,6 +18,7 @@ from conftest import ASSETS, MODELS, run_cli, run_inprocess
 from yolo_dataset import without_crowd, write_layout
 
 from evalharness.data.yolo_labels import yolo_ground_truth
+from evalharness.inspect.facts import main as inspect_main
 from evalharness.report.commands import entry as cli
 from evalharness.runtime.modelgen import constant_output_model
 
@@ -116,3 +117,23 @@ def test_a_yolo_head_under_the_default_task_is_told_task_coco(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(errors) == 1, proc.stderr
     assert "output shape [1, 84, 8400] is not one score vector [1, N]" in errors[0]
     assert errors[0].endswith("(is this a detector? use task=coco model.decoder.name=yolo)")
+
+
+def test_inspect_says_what_was_found(runs, capsys):
+    layout = runs[1]
+    assert inspect_main(["--json", str(layout / "data.yaml")]) == 0
+    view = json.loads(capsys.readouterr().out)
+    assert (view["format"], view["samples"], view["classes"], view["details"]["objects"]) == (
+        "yolo",
+        25,
+        80,
+        196,
+    )
+    assert view["first_ids"][0] == "000000006818.jpg" and view["run"].startswith("task=coco dataset=yolo")
+    assert inspect_main([str(layout)]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[:3] == [
+        f"{layout}: yolo",
+        "samples: 25",
+        "classes: 80 (person | bicycle | car | motorcycle | airplane | ...)",
+    ]

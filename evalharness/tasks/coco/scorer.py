@@ -35,6 +35,7 @@ def load_ground_truth(run: Run) -> dict[str, Any]:
             f"run {run.label}: provenance.dataset.ground_truth is empty; no annotations to score"
         )
     recorded = run.prov("dataset.ground_truth_sha256")
+    digest: str | None
     if run.prov("dataset.format") == "yolo":  # the layout's labels converted again, compared by content
         from evalharness.data.yolo_labels import yolo_ground_truth
 
