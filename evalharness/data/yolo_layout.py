@@ -64,6 +64,7 @@ def read_layout(path: str | Path, split: str = "val") -> YoloLayout:
     data_yaml = find_layout(path)
     if data_yaml is None:
         raise DataError(f"{path}: no YOLO layout (no data.yaml, no images/ and labels/ folders); {_FIX}")
+    data_yaml = Path(os.path.abspath(data_yaml))
     if not data_yaml.is_file():
         raise DataError(f"{data_yaml} not found (YOLO layout at {path}); {_FIX}")
     doc: dict[str, Any] = read_yaml(data_yaml, "YOLO data.yaml", fix=_FIX)

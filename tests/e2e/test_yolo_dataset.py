@@ -83,7 +83,8 @@ def test_provenance_says_what_was_found(runs):
     assumed = [a["what"] for a in yolo_doc["provenance"]["assumptions"]]
     assert assumed.count("dataset.format") == 1
     summary = (yolo_dir / "results.txt").read_text()
-    assert "Assumed:  dataset.format = yolo" in summary and "2 image(s) without a label file" in summary
+    assert "Assumed:  dataset.format = yolo" in summary
+    assert "Assumed:  YOLO labels = 2 image(s) without a label file have no objects" in summary
 
 
 def test_rescore_converts_the_labels_again(runs, capsys):

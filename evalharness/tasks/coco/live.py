@@ -153,15 +153,17 @@ def _yolo_source(root: str, assumptions: list) -> CocoSource:
         "images_without_labels": truth.unlabeled,
         "labels_without_image": truth.orphan_labels,
     }
-    said = [*layout.notes]
+    said = [(note, "data.yaml path: does not hold the split", "path: in data.yaml") for note in layout.notes]
     if truth.unlabeled:
-        said.append(f"{truth.unlabeled} image(s) without a label file in {layout.labels} have no objects")
+        why = "no label file, no objects: Ultralytics' rule"
+        fix = f"{layout.labels}/<image stem>.txt for them"
+        said.append((f"{truth.unlabeled} image(s) without a label file have no objects", why, fix))
     if truth.orphan_labels:
-        said.append(f"{truth.orphan_labels} label file(s) in {layout.labels} have no image, not read")
-    fix = "dataset.root=<the layout meant>"
-    assumptions += [
-        {"what": "YOLO labels", "assumed": n, "why": str(layout.data_yaml), "fix": fix} for n in said
-    ]
+        why = f"{layout.labels} holds them, {layout.images} no image of that stem"
+        said.append(
+            (f"{truth.orphan_labels} label file(s) without an image are not read", why, "dataset.root")
+        )
+    assumptions += [{"what": "YOLO labels", "assumed": a, "why": why, "fix": fix} for a, why, fix in said]
     return CocoSource(
         truth.annotations,
         str(layout.images),
