@@ -17,6 +17,7 @@ import pytest
 from conftest import ASSETS, MODELS, run_cli, run_inprocess
 from yolo_dataset import without_crowd, write_layout
 
+from evalharness.core.errors import ConfigError
 from evalharness.data.yolo_labels import yolo_ground_truth
 from evalharness.inspect.facts import main as inspect_main
 from evalharness.report.commands import entry as cli
@@ -138,3 +139,11 @@ def test_inspect_says_what_was_found(runs, capsys):
         "samples: 25",
         "classes: 80 (person | bicycle | car | motorcycle | airplane | ...)",
     ]
+
+
+def test_a_yolo_layout_and_an_instances_json_at_once_is_refused(runs, tmp_path):
+    reference, layout = runs[0], runs[1]
+    overrides = ["dataset=coco_val25", "dataset.format=yolo", f"dataset.root={layout}"]
+    with pytest.raises(ConfigError, match="dataset.format=yolo reads the labels") as info:
+        run_inprocess([*COCO, *overrides, f"dataset.annotations={reference}"], tmp_path / "run")
+    assert "\n" not in str(info.value)

@@ -130,6 +130,12 @@ def coco_source(dataset: dict) -> CocoSource:
             }
         )
     if fmt == "yolo":
+        if ann_path:  # two ground truths for one run: which one scores must not be a guess
+            raise ConfigError(
+                f"dataset.format=yolo reads the labels of the layout at dataset.root, but "
+                f"dataset.annotations={ann_path} is set too; give dataset.annotations=null, or "
+                "dataset.format=coco to score the instances JSON"
+            )
         return _yolo_source(dataset["root"], assumptions)
     if not ann_path:
         raise ConfigError(
