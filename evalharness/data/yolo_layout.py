@@ -34,13 +34,13 @@ class YoloLayout:
 
 def find_layout(path: str | Path) -> Path | None:
     """The data.yaml of the YOLO layout ``path`` is, or None: ``path`` is a .yaml file, a folder
-    holding data.yaml, or an ``images/<split>`` folder with ``labels/<split>`` beside it (data.yaml
-    two levels up). Only names are looked at here, never a label."""
+    holding data.yaml (or ``images/`` and ``labels/``), or an ``images/<split>`` folder with
+    ``labels/<split>`` beside it (data.yaml two levels up). Only names are looked at, never a label."""
     p = Path(path)
     if p.suffix.lower() in (".yaml", ".yml") and not p.is_dir():
         return p
-    if (p / DATA_YAML).is_file():
-        return p / DATA_YAML
+    if (p / DATA_YAML).is_file() or ((p / "images").is_dir() and (p / "labels").is_dir()):
+        return p / DATA_YAML  # without data.yaml: the layout, whose missing names are then one error
     if p.parent.name == "images" and (p.parent.parent / "labels" / p.name).is_dir():
         return p.parent.parent / DATA_YAML
     return None

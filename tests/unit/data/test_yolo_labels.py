@@ -134,3 +134,11 @@ def test_data_yaml_is_untrusted_yaml(tmp_path):
 
 def test_no_box_at_all_is_refused(tmp_path):
     assert "holds no box to score against" in _error(tmp_path, {"1": "\n"})
+
+
+def test_images_and_labels_without_data_yaml_is_one_error(tmp_path):
+    layout(tmp_path, {})
+    (tmp_path / "data.yaml").unlink()
+    assert find_layout(tmp_path) == tmp_path / "data.yaml"
+    with pytest.raises(DataError, match=r"data.yaml not found \(YOLO layout at .*\); write data.yaml"):
+        read_layout(tmp_path)
