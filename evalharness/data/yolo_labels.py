@@ -74,7 +74,7 @@ def convert(layout: YoloLayout, unscored: Counter[str] | None = None) -> YoloGro
         width, height = image_size(str(layout.images / name))
         doc_images.append({"id": image_id, "file_name": name, "width": width, "height": height})
         label = layout.labels / (os.path.splitext(name)[0] + ".txt")
-        if not label.is_file():
+        if not os.path.lexists(label):  # a FIFO or broken link named so is read, and refused, by name
             unlabeled += 1
             continue
         for cls, box in read_label_lines(label, len(layout.names)):

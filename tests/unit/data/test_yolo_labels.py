@@ -142,3 +142,10 @@ def test_images_and_labels_without_data_yaml_is_one_error(tmp_path):
     assert find_layout(tmp_path) == tmp_path / "data.yaml"
     with pytest.raises(DataError, match=r"data.yaml not found \(YOLO layout at .*\); write data.yaml"):
         read_layout(tmp_path)
+
+
+def test_a_label_that_is_no_regular_file_is_refused_not_skipped(tmp_path):
+    layout(tmp_path, {"1": "0 0.5 0.5 0.1 0.1\n"})
+    os.mkfifo(tmp_path / "labels/val/2.txt")
+    with pytest.raises(DataError, match="2.txt"):
+        yolo_ground_truth(tmp_path)
