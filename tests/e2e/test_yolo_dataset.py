@@ -17,7 +17,7 @@ import pytest
 from conftest import ASSETS, MODELS, run_cli, run_inprocess
 from yolo_dataset import without_crowd, write_layout
 
-from evalharness.core.errors import ConfigError
+from evalharness.core.errors import ConfigError, DataError
 from evalharness.data.yolo_labels import yolo_ground_truth
 from evalharness.inspect.facts import main as inspect_main
 from evalharness.report.commands import entry as cli
@@ -147,3 +147,8 @@ def test_a_yolo_layout_and_an_instances_json_at_once_is_refused(runs, tmp_path):
     with pytest.raises(ConfigError, match="dataset.format=yolo reads the labels") as info:
         run_inprocess([*COCO, *overrides, f"dataset.annotations={reference}"], tmp_path / "run")
     assert "\n" not in str(info.value)
+
+
+def test_task_coco_on_a_yolo_layout_with_the_default_annotations_is_told_dataset_yolo(runs, tmp_path):
+    with pytest.raises(DataError, match="is a YOLO layout: score its own labels with dataset=yolo"):
+        run_inprocess([*COCO, f"dataset.root={runs[1]}"], tmp_path / "run")

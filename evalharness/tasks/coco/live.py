@@ -71,9 +71,13 @@ def list_coco_samples(annotations: dict, root: str, annotations_path: str) -> li
             CocoSample(path, img["file_name"], int(img["id"]), int(img["width"]), int(img["height"]))
         )
     if missing:
+        if not samples and find_layout(root) is not None:  # `task=coco dataset.root=<a YOLO layout>`
+            fix = f"{root} is a YOLO layout: score its own labels with dataset=yolo"
+        else:
+            fix = "point dataset.root at the images of these annotations"
         raise DataError(
-            f"{len(missing)} image(s) listed in {annotations_path} are not in {root} (first: {missing[0]}); "
-            "point dataset.root at the images of these annotations"
+            f"{len(missing)} image(s) listed in {annotations_path} are not in {root} "
+            f"(first: {missing[0]}); {fix}"
         )
     if not samples:
         raise DataError(f"{annotations_path} lists no images")
