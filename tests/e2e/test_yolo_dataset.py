@@ -152,3 +152,16 @@ def test_a_yolo_layout_and_an_instances_json_at_once_is_refused(runs, tmp_path):
 def test_task_coco_on_a_yolo_layout_with_the_default_annotations_is_told_dataset_yolo(runs, tmp_path):
     with pytest.raises(DataError, match="is a YOLO layout: score its own labels with dataset=yolo"):
         run_inprocess([*COCO, f"dataset.root={runs[1]}"], tmp_path / "run")
+
+
+def test_rescore_refuses_labels_changed_since_the_run(runs, capsys):
+    label = runs[1] / "labels/val2017/000000006818.txt"
+    before = label.read_text()
+    try:
+        label.write_text(before.replace("0.", "0.0", 1))  # one box moved: the converted content differs
+        code = cli.main(["rescore", str(runs[3][0]), "--format", "json"])
+        err = capsys.readouterr().err
+    finally:
+        label.write_text(before)
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "changed since the run (sha256 differs" in errors[0], err
