@@ -1,7 +1,8 @@
 """YOLO label files -> COCO ground truth (an instances dict pycocotools scores against).
 
 The arithmetic is the exact inverse of Ultralytics' conversion, in float64 on the decimal text:
-``x = (cx - w/2)*W``, ``y = (cy - h/2)*H``, ``width = w*W``, ``height = h*H`` with W, H read from
+``x = (cx - w/2)*W``, ``y = (cy - h/2)*H``, ``width = w*W``, ``height = h*H`` (a segment line: its
+bounding box, ``x = min(x_i)*W``, ``width = (max(x_i) - min(x_i))*W``) with W, H read from
 the image file's header (pixels in stored order, as the run decodes them); ``area = width*height``
 (COCO's own areas are segmentation areas, so its small/medium/large split can differ), ``iscrowd``
 0 (the layout has no crowd regions). Class i becomes a COCO category id by the standard
@@ -33,7 +34,10 @@ from evalharness.data.listing import list_images
 from evalharness.data.yolo_layout import YoloLayout, read_layout
 
 COORD_TOLERANCE = 1e-6  # how far past [0, 1] a normalised coordinate may lie (6-decimal writers)
-_LINE = "a detection label line is 'class cx cy w h' (5 numbers, coordinates in 0..1 of the image)"
+_LINE = (
+    "a detection label line is 'class cx cy w h' (5 numbers, coordinates in 0..1 of the image) or a "
+    "segment 'class x1 y1 x2 y2 x3 y3 ...'"
+)
 
 
 @dataclass(frozen=True)
@@ -89,8 +93,8 @@ def convert(layout: YoloLayout, unscored: Counter[str] | None = None) -> YoloGro
 def _annotation(
     ann_id: int, image_id: int, category: int, box: tuple[float, float, float, float], width: int, height: int
 ) -> dict[str, Any]:
-    cx, cy, w, h = box
-    x, y, bw, bh = (cx - w / 2) * width, (cy - h / 2) * height, w * width, h * height
+    x0, y0, w, h = box
+    x, y, bw, bh = x0 * width, y0 * height, w * width, h * height
     return {
         "id": ann_id,
         "image_id": image_id,
@@ -108,14 +112,17 @@ def _orphan_labels(labels: Path, expected: set[str]) -> int:
 
 
 def read_label_lines(path: Path, classes: int) -> list[tuple[int, tuple[float, float, float, float]]]:
-    """(class, (cx, cy, w, h)) of each non-blank line; a bad line is one DataError naming ``file:line``."""
+    """(class, (x0, y0, w, h)) normalised, of each non-blank line: a box ``class cx cy w h`` (x0 =
+    cx - w/2), or a segment ``class x1 y1 x2 y2 x3 y3 ...`` as its bounding box (x0 = min x, w = max x
+    - min x: Ultralytics' ``segments2boxes``, what its detection validation scores). A bad line is one
+    DataError naming ``file:line``."""
     out = []
     for number, line in enumerate(read_text(path, "YOLO label file").splitlines(), start=1):
         tokens = line.split()
         if not tokens:
             continue
         where = f"{path}:{number}"
-        if len(tokens) != 5:
+        if len(tokens) != 5 and (len(tokens) < 7 or len(tokens) % 2 == 0):
             raise DataError(f"{where}: {len(tokens)} numbers; {_LINE}")
         values = [_number(t, where) for t in tokens]
         cls = values[0]
@@ -124,13 +131,18 @@ def read_label_lines(path: Path, classes: int) -> list[tuple[int, tuple[float, f
                 f"{where}: class {tokens[0]} is not in data.yaml names (0..{classes - 1}); "
                 "fix the line or add the class to names"
             )
-        for what, value in zip(("cx", "cy", "w", "h"), values[1:], strict=True):
+        names = ("cx", "cy", "w", "h") if len(tokens) == 5 else ("x", "y") * (len(tokens) // 2)
+        for what, value, token in zip(names, values[1:], tokens[1:], strict=True):
             if not -COORD_TOLERANCE <= value <= 1 + COORD_TOLERANCE:
                 raise DataError(
-                    f"{where}: {what} {tokens[('cx', 'cy', 'w', 'h').index(what) + 1]} is outside [0, 1] "
-                    f"(tolerance {COORD_TOLERANCE:g}); {_LINE}"
+                    f"{where}: {what} {token} is outside [0, 1] (tolerance {COORD_TOLERANCE:g}); {_LINE}"
                 )
-        out.append((int(cls), (values[1], values[2], values[3], values[4])))
+        if len(tokens) == 5:
+            cx, cy, w, h = values[1:]
+            out.append((int(cls), (cx - w / 2, cy - h / 2, w, h)))
+        else:
+            xs, ys = values[1::2], values[2::2]
+            out.append((int(cls), (min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys))))
     return out
 
 

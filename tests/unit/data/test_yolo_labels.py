@@ -45,6 +45,13 @@ def test_boxes_in_pixels_by_the_exact_arithmetic(tmp_path):
     assert layout_.labels == (tmp_path / "labels/val").resolve()
 
 
+def test_a_segment_line_is_read_as_its_bounding_box(tmp_path):
+    """Ultralytics' COCO labels are segments by default; its detection validation boxes them."""
+    layout(tmp_path, {"1": "1 0.25 0.5 0.75 0.5 0.5 1.0\n"})
+    (ann,) = yolo_ground_truth(tmp_path)[1].annotations["annotations"]
+    assert ann["bbox"] == [0.25 * W, 0.5 * H, 0.5 * W, 0.5 * H] and ann["area"] == 0.5 * W * 0.5 * H
+
+
 def test_coco_names_take_the_standard_80_to_91_ids(tmp_path):
     coco = coco_categories()
     assert len(coco) == 80 and coco[11] == (13, "stop sign") and coco[-1] == (90, "toothbrush")
@@ -93,7 +100,8 @@ def _error(tmp_path, labels=None, **kwargs) -> str:
     ("line", "says"),
     [
         ("0 0.5 0.5 0.25", "4 numbers; a detection label line is 'class cx cy w h'"),
-        ("0 0.1 0.1 0.2 0.2 0.3 0.3", "7 numbers"),
+        ("0 0.1 0.1 0.2 0.2 0.3", "6 numbers"),
+        ("0 0.1 0.1 1.5 0.2 0.3 0.3", "x 1.5 is outside [0, 1]"),
         ("2 0.5 0.5 0.25 0.25", "class 2 is not in data.yaml names (0..1)"),
         ("-1 0.5 0.5 0.25 0.25", "class -1 is not in data.yaml names"),
         ("0.5 0.5 0.5 0.25 0.25", "class 0.5 is not in data.yaml names"),
