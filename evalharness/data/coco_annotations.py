@@ -33,12 +33,17 @@ def load_annotations(path: str | Path, image_keys: tuple[str, ...] = ("id",)) ->
         raise DataError(f"COCO annotation file {path} not found; give the path of an instances_*.json")
     data = read_json(path, "COCO annotation file", fix=f"re-export or re-download it ({_FORMAT_HINT})")
     check_annotations(data, str(path), image_keys)
+    require_boxes(data, f"COCO annotation file {path}", "give the instances file with the boxes")
+    return data
+
+
+def require_boxes(data: dict, source: str, fix: str) -> None:
+    """Ground truth without one box to score against would make AP undefined: refused, naming it."""
     if not any(not a["iscrowd"] for a in data["annotations"]):
         raise DataError(
-            f"COCO annotation file {path} holds no box to score against (no annotation, or only crowd "
-            "regions): AP would be undefined; give the instances file with the boxes"
+            f"{source} holds no box to score against (no annotation, or only crowd regions): AP "
+            f"would be undefined; {fix}"
         )
-    return data
 
 
 IMAGE_FILE_KEYS = ("id", "file_name", "width", "height")  # what reading an image from disk needs
@@ -137,5 +142,3 @@ def finite_numbers(values, n: int) -> bool:
         and len(values) == n
         and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values)
     )
-
-

@@ -99,3 +99,17 @@ def _as_rgb(img: Image.Image) -> np.ndarray:
     if img.mode in _ALPHA_MODES or (img.mode == "P" and "transparency" in img.info):
         img = img.convert("RGBA")  # RGBA -> RGB below drops alpha, keeping the colour values
     return np.asarray(img.convert("RGB"), dtype=np.uint8)
+
+
+def image_size(path: str) -> tuple[int, int]:
+    """(width, height) of an image file from its header alone, no pixel decoded (what ground truth in
+    normalised coordinates is scaled by); the run's decode checks the same size again."""
+    _check_regular_file(path)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path) as img:
+                return img.size
+    except Exception as exc:  # noqa: BLE001 - any reader's failure on a corrupt header is this one line
+        reason = (str(exc).splitlines() or [""])[0][:200]
+        raise DataError(f"{path}: cannot read the image header ({type(exc).__name__}: {reason})") from None

@@ -65,6 +65,17 @@ def _model_kind_hint(outputs: list[TensorInfo]) -> str:
     return ""
 
 
+def detector_decoder(outputs: list[TensorInfo]) -> str | None:
+    """The built-in decoder these outputs look made for, or None: a raw YOLO head of COCO's 80 classes
+    (one [1, 84|85, N] or [1, N, 84|85] tensor) or TFLite_Detection_PostProcess' four outputs. For
+    the hint that sends a detector run under a classification task to ``task=coco``."""
+    if len(outputs) == 1 and len(outputs[0].shape) == 3 and outputs[0].shape[0] == 1:
+        return "yolo" if {84, 85} & {int(d) for d in outputs[0].shape[1:]} else None
+    if len(outputs) == 4 and any(len(o.shape) == 3 and o.shape[-1] == 4 for o in outputs):
+        return "ssd_postprocess"
+    return None
+
+
 def _check_choice(decoder: str, param: str, value, choices: tuple) -> None:
     if value not in choices:
         raise ConfigError(f"decoder {decoder}: {param}={value!r}; valid: {', '.join(map(str, choices))}")

@@ -1,5 +1,6 @@
 """``python -m evalharness.inspect MODEL`` (``evalharness inspect MODEL``): what a .tflite file is,
-what evalharness would make of it, and what each delegate on this host really takes.
+what evalharness would make of it, and what each delegate on this host really takes. Given a dataset
+path instead, what was found there (:mod:`evalharness.inspect.dataset_view`).
 
 Static lint tools guess delegate support from op lists; this prepares the model for real with every
 registered delegate (``runtime.delegates.DELEGATES``, so a backend added later is listed without
@@ -21,7 +22,9 @@ from omegaconf import OmegaConf
 from evalharness.core.boundary import ArgumentParser, guarded
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.paths import CONF_DIR, model_stem
+from evalharness.data.describe import describe_dataset
 from evalharness.data.preprocess import image_layout
+from evalharness.inspect.dataset_view import is_dataset_path, render_dataset
 from evalharness.run.model_settings import infer_model_settings
 
 
@@ -160,11 +163,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     parser = ArgumentParser(prog="evalharness inspect", description=__doc__.splitlines()[0])
-    parser.add_argument("model", help="a .tflite file")
+    parser.add_argument(
+        "model", help="a .tflite file, or a dataset: a folder, a YOLO data.yaml or a COCO instances JSON"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument("--delegate", action="append", help="only these delegates (repeatable)")
     args = parser.parse_args(argv)
+    if is_dataset_path(args.model):  # see what was found at a dataset path (inspect/dataset_view.py)
+        view = describe_dataset(args.model)
+        print(json.dumps(view.as_dict(), indent=2) if args.json else "\n".join(render_dataset(view)))
+        return 0
     doc = inspect_model(args.model, args.delegate)
     print(json.dumps(doc, indent=2, sort_keys=True) if args.json else "\n".join(render_text(doc)))
     return 0
-

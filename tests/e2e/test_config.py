@@ -48,7 +48,7 @@ def test_each_delegate_config_validates_or_names_whats_missing(delegate):
 
 
 DETECTORS = {"ssd_mobilenet_v1_coco_quant_postprocess", "yolov8n"}
-COCO_DATASETS = {"coco_sample", "coco_val2017", "coco_val25", "coco_val5"}
+COCO_DATASETS = {"coco_sample", "coco_val2017", "coco_val25", "coco_val5", "yolo"}
 
 
 @pytest.mark.parametrize("model", [m for m in _options("model") if "/" not in m])
@@ -92,8 +92,8 @@ def test_every_conf_file_composes_and_validates(option):
         with pytest.raises(ConfigError, match="model.path"):  # the file preset's one mandatory value
             validate(cfg)
         return
-    if name == "imagefolder":
-        with pytest.raises(ConfigError, match="root"):  # the one preset with a mandatory value (???)
+    if name in ("imagefolder", "yolo"):
+        with pytest.raises(ConfigError, match="root"):  # the presets with a mandatory value (???)
             validate(cfg)
         return
     if group == "model" and not Path(cfg.model.path).is_file():  # a preset for the user's own export

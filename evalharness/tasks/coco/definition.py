@@ -30,6 +30,9 @@ RESULTS_FILE = "coco_results.json"
 @dataclass
 class CocoDataset:
     annotations: Any = None  # COCO instances JSON
+    # coco: annotations + image folder | yolo: Ultralytics' layout at root (data.yaml, images/, labels/)
+    # | auto: coco when annotations are given, else yolo when root is such a layout (said, recorded)
+    format: str = field(default="auto", metadata=bounds(choices=("auto", "coco", "yolo")))
 
 
 @dataclass

@@ -31,6 +31,8 @@ from evalharness.data.preprocess import (
     spec_from_config,
 )
 from evalharness.data.shard import Shard, select_samples, sharded_identity
+from evalharness.data.yolo_labels import yolo_ground_truth
+from evalharness.data.yolo_layout import find_layout
 from evalharness.decoders.base import DECODERS, build_decoder
 from evalharness.tasks.live import RecordEvaluator, Task, image_cache_key
 
@@ -69,9 +71,13 @@ def list_coco_samples(annotations: dict, root: str, annotations_path: str) -> li
             CocoSample(path, img["file_name"], int(img["id"]), int(img["width"]), int(img["height"]))
         )
     if missing:
+        if not samples and find_layout(root) is not None:  # `task=coco dataset.root=<a YOLO layout>`
+            fix = f"{root} is a YOLO layout: score its own labels with dataset=yolo"
+        else:
+            fix = "point dataset.root at the images of these annotations"
         raise DataError(
-            f"{len(missing)} image(s) listed in {annotations_path} are not in {root} (first: {missing[0]}); "
-            "point dataset.root at the images of these annotations"
+            f"{len(missing)} image(s) listed in {annotations_path} are not in {root} "
+            f"(first: {missing[0]}); {fix}"
         )
     if not samples:
         raise DataError(f"{annotations_path} lists no images")
@@ -96,6 +102,87 @@ def category_map(class_map: str, annotations: dict, labels_path: str | None) -> 
         lines = read_label_file(labels_path)
         return {i - 1: by_name[name] for i, name in enumerate(lines) if name in by_name}
     raise ConfigError(f"model.class_map={class_map!r}; valid: {', '.join(CLASS_MAPS)}")
+
+
+@dataclass(frozen=True)
+class CocoSource:
+    """Where a run's COCO ground truth came from: an instances JSON beside an image folder, or a
+    YOLO layout converted (``data.yolo_labels``); what it recorded and assumed."""
+
+    annotations: dict
+    root: str  # the image folder
+    ground_truth: str  # what a rescore reads again
+    sha256: str | None
+    unscored: Counter
+    record: dict  # provenance.dataset's own fields of the format
+    assumptions: list
+
+
+def coco_source(dataset: dict) -> CocoSource:
+    """The ground truth ``dataset.format`` names, or (auto) the instances JSON when one is given,
+    else the YOLO layout at ``dataset.root`` (detected by its names alone, said once)."""
+    fmt, ann_path = dataset.get("format") or "auto", dataset.get("annotations")
+    assumptions = []
+    if fmt == "auto" and not ann_path and find_layout(dataset["root"]) is not None:
+        fmt = "yolo"
+        assumptions.append(
+            {
+                "what": "dataset.format",
+                "assumed": "yolo",
+                "why": f"{dataset['root']} is an Ultralytics YOLO layout (data.yaml, labels/ beside images/)",
+                "fix": "dataset.format=coco dataset.annotations=<instances JSON>",
+            }
+        )
+    if fmt == "yolo":
+        if ann_path:  # two ground truths for one run: which one scores must not be a guess
+            raise ConfigError(
+                f"dataset.format=yolo reads the labels of the layout at dataset.root, but "
+                f"dataset.annotations={ann_path} is set too; give dataset.annotations=null, or "
+                "dataset.format=coco to score the instances JSON"
+            )
+        return _yolo_source(dataset["root"], assumptions)
+    if not ann_path:
+        raise ConfigError(
+            "task=coco needs dataset.annotations=<instances JSON> (e.g. dataset=coco_sample), or "
+            "dataset.root=<a YOLO layout: data.yaml, images/, labels/>"
+        )
+    annotations = load_annotations(ann_path, image_keys=IMAGE_FILE_KEYS)
+    unscored = unannotated_files(annotations, dataset["root"])
+    sha = optional_sha256(ann_path)
+    return CocoSource(annotations, dataset["root"], ann_path, sha, unscored, {}, assumptions)
+
+
+def _yolo_source(root: str, assumptions: list) -> CocoSource:
+    unscored: Counter = Counter()
+    layout, truth = yolo_ground_truth(root, unscored)
+    facts = {
+        "data_yaml": str(layout.data_yaml),
+        "labels": str(layout.labels),
+        "category_ids": truth.category_ids,
+        "image_ids": truth.image_ids,
+        "images_without_labels": truth.unlabeled,
+        "labels_without_image": truth.orphan_labels,
+    }
+    said = [(note, "data.yaml path: does not hold the split", "path: in data.yaml") for note in layout.notes]
+    if truth.unlabeled:
+        why = "no label file, no objects: Ultralytics' rule"
+        fix = f"{layout.labels}/<image stem>.txt for them"
+        said.append((f"{truth.unlabeled} image(s) without a label file have no objects", why, fix))
+    if truth.orphan_labels:
+        why = f"{layout.labels} holds them, {layout.images} no image of that stem"
+        said.append(
+            (f"{truth.orphan_labels} label file(s) without an image are not read", why, "dataset.root")
+        )
+    assumptions += [{"what": "YOLO labels", "assumed": a, "why": why, "fix": fix} for a, why, fix in said]
+    return CocoSource(
+        truth.annotations,
+        str(layout.images),
+        os.path.abspath(root),
+        truth.sha256,
+        +unscored,
+        {"yolo": facts},
+        assumptions,
+    )
 
 
 class CocoEvaluator(RecordEvaluator):
@@ -143,17 +230,15 @@ class CocoTask(Task):
         self.decoder = build_decoder(decoder_cfg.pop("name"), decoder_cfg)
         self.spec = spec_from_config(model.get("preprocess"))
         self.dataset = dataset
-        ann_path = dataset.get("annotations")
-        if not ann_path:
-            raise ConfigError(
-                "task=coco needs dataset.annotations=<instances JSON> (e.g. dataset=coco_sample)"
-            )
-        self.annotations = load_annotations(ann_path, image_keys=IMAGE_FILE_KEYS)
-        samples = list_coco_samples(self.annotations, dataset["root"], ann_path)
-        self.unscored = unannotated_files(self.annotations, dataset["root"])
-        warn_unscored(dataset["root"], self.unscored)
+        self.source = coco_source(dataset)
+        self.annotations = self.source.annotations
+        samples = list_coco_samples(self.annotations, self.source.root, self.source.ground_truth)
+        self.unscored = self.source.unscored
+        warn_unscored(self.source.root, self.unscored)
         self.shard = Shard.from_config(dataset)
-        self.samples, self.full_samples = select_samples(samples, task["num_images"], self.shard, ann_path)
+        self.samples, self.full_samples = select_samples(
+            samples, task["num_images"], self.shard, self.source.ground_truth
+        )
         self.class_map = model["class_map"]
         self.labels_path = model.get("labels")
         self.categories = category_map(self.class_map, self.annotations, self.labels_path)
@@ -216,13 +301,15 @@ class CocoTask(Task):
         return {
             "dataset": {
                 "name": d.get("name"),
-                "format": "coco",
-                "root": d["root"],
+                "format": "yolo" if self.source.record else "coco",
+                "root": self.source.root,
                 **sharded_identity(self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path)),
-                "ground_truth": d.get("annotations"),
-                "ground_truth_sha256": optional_sha256(d.get("annotations")),
+                "ground_truth": self.source.ground_truth,
+                "ground_truth_sha256": self.source.sha256,
                 "unscored": dict(sorted(self.unscored.items())),
+                **self.source.record,
             },
+            "assumptions": self.source.assumptions,
             "labels": {
                 "class_map": self.class_map,
                 "path": self.labels_path,

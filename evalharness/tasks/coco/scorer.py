@@ -24,7 +24,8 @@ def bootstrap_settings(settings: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def load_ground_truth(run: Run) -> dict[str, Any]:
-    """The annotation file the run recorded, refused if it changed since (sha256)."""
+    """The ground truth the run recorded (an annotation file, or a YOLO layout's labels converted),
+    refused if it changed since (sha256 of the file, or of the converted annotations)."""
     from evalharness.core.checksum import sha256_file
     from evalharness.data.coco_annotations import load_annotations
 
@@ -33,9 +34,17 @@ def load_ground_truth(run: Run) -> dict[str, Any]:
         raise EvalHarnessError(
             f"run {run.label}: provenance.dataset.ground_truth is empty; no annotations to score"
         )
-    annotations = load_annotations(path)
     recorded = run.prov("dataset.ground_truth_sha256")
-    if recorded and sha256_file(path) != recorded:
+    digest: str | None
+    if run.prov("dataset.format") == "yolo":  # the layout's labels converted again, compared by content
+        from evalharness.data.yolo_labels import yolo_ground_truth
+
+        truth = yolo_ground_truth(path)[1]
+        annotations, digest = truth.annotations, truth.sha256
+    else:
+        annotations = load_annotations(path)
+        digest = sha256_file(path) if recorded else None
+    if recorded and digest != recorded:
         raise EvalHarnessError(
             f"run {run.label}: {path} changed since the run (sha256 differs from provenance)"
         )

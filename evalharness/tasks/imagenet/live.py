@@ -29,6 +29,7 @@ from evalharness.data.preprocess import (
     spec_from_config,
 )
 from evalharness.data.shard import Shard, select_samples, sharded_identity
+from evalharness.decoders.base import detector_decoder
 from evalharness.tasks.imagenet.definition import TopKScorer
 from evalharness.tasks.live import RecordEvaluator, Task, image_cache_key
 
@@ -39,15 +40,22 @@ def classification_output(outputs: list[TensorInfo], model_path: str) -> TensorI
         shapes = [list(o.shape) for o in outputs]
         raise ModelMismatchError(
             f"{model_path}: {len(outputs)} outputs {shapes}; a classifier has one score vector "
-            "(is this a detector? use task=coco)"
+            f"{_detector_hint(outputs)}"
         )
     out = outputs[0]
     require_real(outputs, model_path, "a classifier's scores are real numbers")
     if out.shape[-1] < 2 or int(np.prod(out.shape)) != out.shape[-1]:
+        hint = f" {_detector_hint(outputs)}" if detector_decoder(outputs) else ""
         raise ModelMismatchError(
-            f"{model_path}: output shape {list(out.shape)} is not one score vector [1, N]"
+            f"{model_path}: output shape {list(out.shape)} is not one score vector [1, N]{hint}"
         )
     return out
+
+
+def _detector_hint(outputs: list[TensorInfo]) -> str:
+    """The one hint a detector run as a classifier gets: task=coco, and the decoder its outputs fit."""
+    decoder = detector_decoder(outputs)
+    return "(is this a detector? use task=coco" + (f" model.decoder.name={decoder})" if decoder else ")")
 
 
 class TopKEvaluator(RecordEvaluator):

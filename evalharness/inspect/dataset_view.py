@@ -1,0 +1,34 @@
+"""``evalharness inspect DATASET``: what evalharness finds at a dataset path (a folder, a YOLO
+data.yaml, a COCO instances JSON) — the format, the samples, the classes, the first ids and what a run
+would score — before a run is spent on it. The facts come from :func:`evalharness.data.describe.
+describe_dataset` (one describer per format); this module only renders them, escaped for the terminal."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from evalharness.core.escape import terminal
+from evalharness.data.describe import DatasetView
+
+DATASET_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def is_dataset_path(path: str) -> bool:
+    """A folder, a data.yaml or an instances JSON is a dataset; anything else is read as a model."""
+    return os.path.isdir(path) or Path(path).suffix.lower() in DATASET_SUFFIXES
+
+
+def render_dataset(view: DatasetView) -> list[str]:
+    names = " | ".join(view.class_names) + (" | ..." if view.classes > len(view.class_names) else "")
+    lines = [
+        f"{view.path}: {view.format}",
+        f"samples: {view.samples}",
+        f"classes: {view.classes or 'none'}" + (f" ({names})" if names else ""),
+        f"first ids: {', '.join(view.first_ids) or 'none'}",
+        f"ground truth: {view.ground_truth}",
+        f"a run scores: {view.scores}",
+        f"  python -m evalharness {view.run}",
+    ]
+    lines += [f"{key}: {value}" for key, value in view.details.items()]
+    return [terminal(line, "") for line in lines]
