@@ -11,9 +11,10 @@ Three places carry settings in real files:
 - Ultralytics' ``temp_meta.txt`` (or ``metadata.json``): a Python dict literal / JSON object with
   ``task``, ``imgsz``, ``stride``, ``batch``, ``names``.
 
-The metadata flatbuffer is read with ``flatbuffers``' generic table accessors and the field order
-of ``metadata_schema.fbs``; the only maintained-looking reader (``tflite-support``) last shipped in
-2023 and pins old TensorFlow-era dependencies, so it is not used. The model flatbuffer itself is
+The metadata flatbuffer is read with ``flatbuffers``' generic table accessors, each field by name
+through slots generated from the schema's declaration (:mod:`evalharness.runtime.metadata_schema`):
+the only maintained-looking generated reader (``tflite-support``) last shipped in 2023 and pins
+old TensorFlow-era dependencies, so it is not used. The model flatbuffer itself is
 read with ``ai_edge_litert``'s generated schema, as :mod:`evalharness.runtime.modelgen` writes it.
 """
 
@@ -34,14 +35,15 @@ from flatbuffers.table import Table
 
 from evalharness.core.errors import ConfigError
 from evalharness.core.untrusted import check_json_limits
+from evalharness.runtime.metadata_schema import METADATA
 from evalharness.runtime.model_guard import read_model_bytes
 
 __all__ = ["ModelFile", "TensorSummary", "read_model_file"]
 
 _DTYPES = {v: k.lower() for k, v in vars(schema.TensorType).items() if not k.startswith("_")}
 _OPS = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
-_TENSOR_AXIS_LABELS = 2  # metadata_schema.fbs AssociatedFileType
-_NORMALIZATION_OPTIONS = 1  # metadata_schema.fbs ProcessUnitOptions union tag
+_TENSOR_AXIS_LABELS = METADATA.values["AssociatedFileType"]["TENSOR_AXIS_LABELS"]
+_NORMALIZATION_OPTIONS = METADATA.values["ProcessUnitOptions"]["NormalizationOptions"]
 ULTRALYTICS_FILES = ("temp_meta.txt", "metadata.json")
 
 
@@ -167,59 +169,61 @@ def _attached(buf: bytes) -> dict[str, bytes]:
 
 
 class _Fb:
-    """A table of the metadata flatbuffer, fields addressed by their index in the .fbs file."""
+    """A table of the metadata flatbuffer of type ``kind``, its fields read by name: slots come
+    from the schema declaration (:mod:`evalharness.runtime.metadata_schema`), never a number here."""
 
-    def __init__(self, tab: Table) -> None:
-        self.tab = tab
+    def __init__(self, tab: Table, kind: str) -> None:
+        self.tab, self.kind = tab, kind
 
-    def _at(self, index: int) -> int:
-        return self.tab.Offset(4 + 2 * index)
+    def _at(self, field: str) -> int:
+        return self.tab.Offset(4 + 2 * METADATA.slot(self.kind, field))
 
-    def string(self, index: int) -> str | None:
-        o = self._at(index)
+    def string(self, field: str) -> str | None:
+        o = self._at(field)
         return self.tab.String(o + self.tab.Pos).decode(errors="replace") if o else None
 
-    def byte(self, index: int) -> int:
-        o = self._at(index)
+    def byte(self, field: str) -> int:
+        o = self._at(field)
         return self.tab.Get(nt.Uint8Flags, o + self.tab.Pos) if o else 0
 
-    def table(self, index: int) -> _Fb | None:
-        o = self._at(index)
-        return _Fb(Table(self.tab.Bytes, self.tab.Indirect(o + self.tab.Pos))) if o else None
+    def table(self, field: str, kind: str | None = None) -> _Fb | None:
+        """The table in ``field``; a union's value needs its member type (``kind``)."""
+        o = self._at(field)
+        kind = kind or METADATA.types[self.kind][field]
+        return _Fb(Table(self.tab.Bytes, self.tab.Indirect(o + self.tab.Pos)), kind) if o else None
 
-    def tables(self, index: int) -> list[_Fb]:
-        o = self._at(index)
+    def tables(self, field: str) -> list[_Fb]:
+        o = self._at(field)
         if not o:
             return []
-        start = self.tab.Vector(o)
-        count = self.tab.VectorLen(o)
-        return [_Fb(Table(self.tab.Bytes, self.tab.Indirect(start + 4 * j))) for j in range(count)]
+        start, count = self.tab.Vector(o), self.tab.VectorLen(o)
+        kind = METADATA.types[self.kind][field]
+        return [_Fb(Table(self.tab.Bytes, self.tab.Indirect(start + 4 * j)), kind) for j in range(count)]
 
-    def floats(self, index: int) -> list[float]:
-        o = self._at(index)
+    def floats(self, field: str) -> list[float]:
+        o = self._at(field)
         return [float(v) for v in self.tab.GetVectorAsNumpy(nt.Float32Flags, o)] if o else []
 
 
 def _read_tflite_metadata(raw: bytes, info: ModelFile) -> None:
-    """ModelMetadata: name(0) description(1) version(2) subgraph_metadata(3) author(4) license(5)."""
+    """The model's name, version, author and licence, the first input's normalisation and the
+    label file an output tensor names (``TENSOR_AXIS_LABELS``)."""
     data = bytearray(raw)
-    root = _Fb(Table(data, flatbuffers.encode.Get(nt.UOffsetTFlags.packer_type, data, 0)))
-    fields = {"name": 0, "description": 1, "version": 2, "author": 4, "license": 5}
-    info.metadata = {k: root.string(i) for k, i in fields.items() if root.string(i)}
-    subgraphs = root.tables(3)
+    root = _Fb(Table(data, flatbuffers.encode.Get(nt.UOffsetTFlags.packer_type, data, 0)), "ModelMetadata")
+    fields = ("name", "description", "version", "author", "license")
+    info.metadata = {k: text for k in fields if (text := root.string(k))}
+    subgraphs = root.tables("subgraph_metadata")
     if not subgraphs:
         return
-    # SubGraphMetadata: input_tensor_metadata(2) output_tensor_metadata(3)
-    # TensorMetadata: process_units(4) associated_files(6); ProcessUnit: options_type(0) options(1)
-    # NormalizationOptions: mean(0) std(1); AssociatedFile: name(0) type(2)
-    for tensor in subgraphs[0].tables(2)[:1]:
-        for unit in tensor.tables(4):
-            if unit.byte(0) == _NORMALIZATION_OPTIONS and (opts := unit.table(1)) is not None:
-                info.normalization = {"mean": opts.floats(0), "std": opts.floats(1)}
-    for tensor in subgraphs[0].tables(3):
-        for f in tensor.tables(6):
-            if f.byte(2) == _TENSOR_AXIS_LABELS and f.string(0):
-                info.label_file = info.label_file or f.string(0)
+    for tensor in subgraphs[0].tables("input_tensor_metadata")[:1]:
+        for unit in tensor.tables("process_units"):
+            opts = unit.table("options", "NormalizationOptions")
+            if unit.byte("options_type") == _NORMALIZATION_OPTIONS and opts is not None:
+                info.normalization = {"mean": opts.floats("mean"), "std": opts.floats("std")}
+    for tensor in subgraphs[0].tables("output_tensor_metadata"):
+        for f in tensor.tables("associated_files"):
+            if f.byte("type") == _TENSOR_AXIS_LABELS and f.string("name"):
+                info.label_file = info.label_file or f.string("name")
 
 
 def _ultralytics(raw: bytes, path: str) -> dict:
