@@ -17,7 +17,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import typing
+from collections.abc import Collection
 from pathlib import Path
+from typing import Any, cast
 
 from hydra.core.override_parser.types import Override
 from omegaconf import OmegaConf
@@ -33,7 +35,8 @@ _CHOSEN = ("task", "delegate", "runner", "tracking")  # groups whose option deci
 
 def _defaults() -> dict[str, str]:
     """group -> default option, from conf/config.yaml's defaults list."""
-    entries = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml")).get("defaults", [])
+    config = cast("dict[str, Any]", OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml")))
+    entries = config.get("defaults", [])
     return {k: str(v) for e in entries if isinstance(e, dict) for k, v in e.items()}
 
 
@@ -95,16 +98,16 @@ def _name_in(group: str, option: str, dirs: list[Path]) -> str:
     for d in reversed(dirs):
         path = d / group / f"{option}.yaml"
         if path.is_file():
-            cfg = OmegaConf.load(path)
+            cfg: Any = OmegaConf.load(path)
             node = cfg.get(group) if isinstance(cfg.get(group), typing.Mapping) else cfg
             return str(node.get("name", option))
     return option
 
 
-def _unknown(schema: type, parts: list[str]) -> tuple[int, type] | None:
+def _unknown(schema: Any, parts: list[str]) -> tuple[int, Any] | None:
     """Where ``parts`` leaves ``schema`` (index of the unknown part, the dataclass there), or None."""
     for i, part in enumerate(parts):
-        if not dataclasses.is_dataclass(schema):
+        if not (isinstance(schema, type) and dataclasses.is_dataclass(schema)):
             return None  # a free-form value (Any, a dict): nothing to check below it
         if part not in field_names(schema):
             return i, schema
@@ -113,7 +116,7 @@ def _unknown(schema: type, parts: list[str]) -> tuple[int, type] | None:
 
 
 def _message(
-    key: str, parts: list[str], schema: type, where: str, tolerated: set[str] = frozenset()
+    key: str, parts: list[str], schema: type, where: str, tolerated: Collection[str] = frozenset()
 ) -> str | None:
     found = _unknown(schema, parts)
     if not found or (found[0] == 0 and parts[0] in tolerated):
@@ -138,15 +141,15 @@ def _delegate_problem(key: str, parts: list[str], name: str) -> str | None:
     return _message(key, parts, kind.schema, f"delegate={name}")
 
 
-def _problem(key: str, chosen: dict, dirs: list[Path]) -> str | None:
-    from evalharness.run.settings import SCHEMAS
+def _problem(key: str, chosen: dict[str, list[str] | None], dirs: list[Path]) -> str | None:
+    from evalharness.run.groups import SCHEMAS
     from evalharness.runtime.runners import RUNNERS
     from evalharness.tasks.discovery import task_definitions
 
     group, *parts = key.split(".")
-    options = chosen.get(group, [None]) if group in chosen else [None]
-    for option in options or []:
-        name = option and _name_in(group, option, dirs)
+    options: list[str] | list[None] | None = chosen.get(group, [None])
+    for option in options or []:  # None: the options could not be named (a glob sweep)
+        name = _name_in(group, option, dirs) if option else ""  # "": no option chosen, none valid
         if group == "delegate":
             problem = _delegate_problem(key, parts, name)
         elif group == "runner":
@@ -169,17 +172,20 @@ def _problem(key: str, chosen: dict, dirs: list[Path]) -> str | None:
 def _tracking_problem(key: str, parts: list[str], name: str | None) -> str | None:
     from evalharness.report.tracking.mapping import TRACKERS
 
-    if name not in TRACKERS:
+    if name is None or name not in TRACKERS:
         return None  # an unknown option: the group-option check names it
     if name == "none" and parts and parts[0] != "name":
         return f"{key}: tracking=none logs nothing and reads no settings; add tracking=mlflow"
     return _message(key, parts, TRACKERS.get(name), f"tracking={name}")
 
 
-def _task_group_problem(key: str, group: str, parts: list[str], chosen: dict, dirs: list[Path]) -> str | None:
+def _task_group_problem(
+    key: str, group: str, parts: list[str], chosen: dict[str, list[str] | None], dirs: list[Path]
+) -> str | None:
     """``model``/``dataset``: the core fields plus the chosen task's; other tasks' fields pass (as in
     run/settings.check_group: a preset describes its model or dataset for every task)."""
-    from evalharness.run.settings import SCHEMAS, task_fields
+    from evalharness.run.groups import SCHEMAS
+    from evalharness.run.settings import task_fields
     from evalharness.tasks.discovery import task_definitions
 
     definitions, others = task_definitions(), task_fields(group)

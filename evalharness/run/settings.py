@@ -15,7 +15,8 @@ nothing edits a validated value in place.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -36,6 +37,9 @@ from evalharness.run.variants import check_quant
 from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
 from evalharness.tasks.discovery import listed, task_definitions
 
+if TYPE_CHECKING:
+    from evalharness.tasks.definition import TaskDefinition
+
 
 def loop_settings(loop: LoopSettings, overrides: list[str]) -> LoopSettings:
     """The loop group as settings; ``loop.workers`` on the command line chooses the loop shape."""
@@ -52,7 +56,7 @@ def task_fields(group: str) -> set[str]:
     return {name for schema in schemas if schema is not None for name in field_names(schema)}
 
 
-def check_group(group: str, node: dict, definition: type | None = None) -> Any:
+def check_group(group: str, node: Mapping[str, Any], definition: type | None = None) -> Any:
     """One core group (already resolved) built as its schema, plus the fields the task
     ``definition`` declares for it; fields only other tasks declare are left out unchecked."""
     where = f"config group '{group}'"
@@ -62,7 +66,9 @@ def check_group(group: str, node: dict, definition: type | None = None) -> Any:
     return build_extended(SCHEMAS[group], own, task_fields(group), node, where)
 
 
-def check_task_needs(definition, dataset: DatasetSchema, plan: DelegatePlan, command_line: bool) -> None:
+def check_task_needs(
+    definition: TaskDefinition, dataset: DatasetSchema, plan: DelegatePlan, command_line: bool
+) -> None:
     """What the task needs of the other groups: samples to shard, a compile cache to empty."""
     from evalharness.run.start_up import check as check_start_up
 
@@ -92,7 +98,7 @@ def check_op_profile(wanted: bool, batch_size: int, runner: str, parallel: str) 
         )
 
 
-def check_counts(limit: Limit, threads: int, loop: LoopSettings, reference: dict | None) -> None:
+def check_counts(limit: Limit, threads: int, loop: LoopSettings, reference: Mapping[str, Any] | None) -> None:
     """The thread and process counts beside ``delegate.num_threads`` against the machine's bound
     (run/thread_budget.py): the preparing threads, both together, the parallel split, the reference
     delegate's threads."""
@@ -101,7 +107,7 @@ def check_counts(limit: Limit, threads: int, loop: LoopSettings, reference: dict
     check_count(f"delegate.num_threads={threads} with loop.workers={loop.workers}", both, limit)
     asked = parse_parallel(loop.parallel)
     if asked != "off":
-        p, t = (limit.cores, 1) if asked == "auto" else asked  # auto splits the cores: P x T = cores
+        p, t = (limit.cores, 1) if isinstance(asked, str) else asked  # auto splits the cores: P x T = cores
         check_count(f"loop.parallel={loop.parallel}", p * t, limit)
     if reference and str(reference.get("num_threads", 1)).lstrip("-").isdigit():
         wanted = int(reference["num_threads"])
@@ -110,7 +116,7 @@ def check_counts(limit: Limit, threads: int, loop: LoopSettings, reference: dict
 
 def validate(
     cfg: DictConfig,
-    launcher: dict | None = None,
+    launcher: Mapping[str, Any] | None = None,
     overrides: list[str] | None = None,
     command_line: bool = False,
 ) -> RunSettings:
@@ -131,7 +137,7 @@ def validate(
             f"{', '.join(sorted(groups_expected))} (e.g. loop.{unknown[0]}=...)"
         )
     try:  # resolve against the whole config: groups interpolate ${paths.*} and ${bundled:...}
-        resolved = OmegaConf.to_container(cfg, resolve=True)
+        resolved = cast("dict[str, Any]", OmegaConf.to_container(cfg, resolve=True))  # a DictConfig's
     except OmegaConfBaseException as exc:
         raise ConfigError(f"config: {one_line(exc)}") from None
     inferred, sources = infer_model_settings(

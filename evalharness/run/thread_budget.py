@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import resource
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -47,7 +48,7 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def launcher_share(launcher: dict[str, Any] | None, cores: int) -> tuple[str, int | None, int | None]:
+def launcher_share(launcher: Mapping[str, Any] | None, cores: int) -> tuple[str, int | None, int | None]:
     """(launcher name, concurrent workers on this machine, cores granted per worker), None = unknown."""
     if not launcher:
         return "none", 1, cores
@@ -165,7 +166,7 @@ def check_count(setting: str, count: int, limit: Limit) -> None:
 
 
 def thread_budget(
-    requested, launcher: dict[str, Any] | None, limit: Limit | None = None
+    requested, launcher: Mapping[str, Any] | None, limit: Limit | None = None
 ) -> tuple[int, dict[str, Any]]:
     """(threads to use, the record for metrics.json) for ``delegate.num_threads=requested``.
 

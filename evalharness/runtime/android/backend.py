@@ -58,9 +58,12 @@ class AdbModel(Model):
     """A model on the phone, run in batches (``run_batch``) with benchmark_model's own figures."""
 
     timed_region = "benchmark_model on the device (its own timers)"
+    device: dict  # the phone it runs on: set in __init__, never None here
 
     @classmethod
     def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> AdbModel:
+        if runner is None:
+            raise EvalHarnessError("runner=adb: the runner's settings are missing")
         return cls(model_path, plan, runner)
 
     def __init__(self, model_path: str, plan: DelegatePlan, runner: Mapping) -> None:
@@ -217,7 +220,10 @@ class AdbModel(Model):
         if start < 0 or end < 0:
             raise EvalHarnessError(f"benchmark_model output for image #{j} of the batch is missing")
         block = text[start:end]
-        rc = int(_END_LINE.search(text, end).group(2))
+        ended = _END_LINE.search(text, end)
+        if ended is None:
+            raise EvalHarnessError(f"benchmark_model output for image #{j} of the batch has no end line")
+        rc = int(ended.group(2))
         bm.check_log(block, self.plan)
         if rc != 0:
             raise EvalHarnessError(f"benchmark_model exited {rc} on image #{j} of the batch: {tail(block)}")

@@ -68,6 +68,10 @@ def _number(text: str) -> float | None:
     return None if math.isnan(value) else value
 
 
+def _ms(us: float | None) -> float | None:
+    return None if us is None else us / 1e3
+
+
 def parse_stat(line: str) -> dict | None:
     """A ``count=... first=... curr=... min=... max=... avg=... std=... [p5= median= p95=]`` line
     (or its ``count=N curr=X(all same)`` / ``count=0`` forms) -> stats in ms, our summary keys."""
@@ -81,7 +85,8 @@ def parse_stat(line: str) -> dict | None:
     if "avg" not in fields:  # every run took the same time: only curr is printed
         curr = fields["curr"]
         fields.update(first=curr, min=curr, max=curr, avg=curr, std=0.0, median=curr)
-    stats = {"count": count, "mean": fields["avg"], "std": fields["std"], "min": fields["min"]}
+    stats: dict[str, float | None] = {"count": count, "mean": fields["avg"], "std": fields["std"]}
+    stats["min"] = fields["min"]
     stats["max"] = fields["max"]
     stats.update({"first": fields.get("first"), "last": fields["curr"]})
     for ours, theirs in (("p5", "p5"), ("p50", "median"), ("p95", "p95")):
@@ -99,11 +104,11 @@ def parse_latency(log: str) -> dict:
         block["warmup"] = stats[0] if len(stats) > 1 else {"count": 0}
     if m := _TIMINGS_NEW.search(log):
         init, first, _, _ = (_number(g) for g in m.groups())
-        block["init"], block["first_inference"] = init / 1e3, first / 1e3 if first else None
+        block["init"], block["first_inference"] = _ms(init), _ms(first) if first else None
     elif m := _TIMINGS_OLD.search(log):
-        block["init"] = _number(m.group(2)) / 1e3
+        block["init"] = _ms(_number(m.group(2)))
         if block["inference"]["count"] == 0 and _number(m.group(3)) is not None:
-            block["inference"] = {"count": None, "mean": _number(m.group(3)) / 1e3}
+            block["inference"] = {"count": None, "mean": _ms(_number(m.group(3)))}
     else:
         raise EvalHarnessError("benchmark_model printed no 'Inference timings in us' summary line")
     if block["first_inference"] is None and block["warmup"].get("first") is not None:
