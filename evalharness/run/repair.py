@@ -41,6 +41,7 @@ import time
 from evalharness.core.atomic_io import no_nan
 from evalharness.core.errors import DataError
 from evalharness.core.schema import thaw
+from evalharness.run.calibration_choice import as_bundled, is_auto
 from evalharness.run.groups import QuantSchema, RunSettings
 from evalharness.run.repair_eval import Evaluation, Part, snr_db
 from evalharness.run.variants import (
@@ -242,6 +243,8 @@ def repair_variant(settings: RunSettings, model: dict) -> dict:
         labels = []
         if needs_calibration(quant.recipe):
             configured = quant.calibration or DATASET_CALIBRATION
+            if is_auto(configured):  # the dataset's search part is tried anyway: auto's fallback first
+                configured = as_bundled(configured)
             labels.append(_label(configured))
             s.add_calibration(labels[0], configured, float_preprocess, root)
             if configured.get("source") != "dataset":

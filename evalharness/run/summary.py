@@ -14,6 +14,7 @@ from typing import Any
 
 from evalharness.report.presenters import headline_accuracy
 from evalharness.report.runs import definition_of
+from evalharness.run.calibration_choice import calibration_line
 from evalharness.stats.intervals import fmt_interval
 
 HEADING = "== summary"
@@ -27,6 +28,7 @@ def summary_block(doc: Mapping[str, Any], run_dir: str | None = None) -> list[st
         _speed(doc),
         _latency_validity(doc),
         _delegate(doc),
+        _calibrated(doc),
         *_assumed(doc),
         _status(doc),
     ):
@@ -126,6 +128,13 @@ def _delegate(doc: Mapping[str, Any]) -> str | None:
     elif device.get("adapter"):
         text += f"; device: {device['adapter']}"
     return text
+
+
+def _calibrated(doc: Mapping[str, Any]) -> str | None:
+    """What calibrated a quantized variant (source, count, the ids' hash), and the risk of the
+    bundled set when the run fell back to it: a figure is only as good as its calibration."""
+    quant = ((doc.get("provenance") or {}).get("model") or {}).get("quant") or {}
+    return calibration_line(quant)
 
 
 def _assumed(doc: Mapping[str, Any]) -> list[str]:
