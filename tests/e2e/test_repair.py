@@ -54,6 +54,12 @@ def test_planted_bad_scale_is_the_one_op_kept_in_float_and_the_recipe_rebuilds_i
     assert (h["images"], h["float"], h["variant"], h["changed"], h["holds"]) == (12, 1.0, 1.0, 0, True)
     assert h["interval"][0] < 0 < h["interval"][1]
     assert doc["metrics"]["top1"] == 1.0 and doc["metrics"]["num_scored"] == 12
+    # 12 held-out images cannot resolve a drop of 0: said, recorded, the verdict a summary line
+    assert r["resolution"]["images"] == 12 and not r["resolution"]["resolves"]
+    results = (tmp_path / "r1" / "results.txt").read_text()
+    repair_line = next(line for line in results.splitlines() if line.startswith("  Repair:"))
+    assert "held-out top1 1.0000 vs float 1.0000" in repair_line
+    assert "held; not a check: 12 paired" in repair_line
     split = doc["provenance"]["dataset"]["split"]
     assert split == {"fraction": 0.5, "scheme": "interleaved", "part": "held_out"}
     assert r["split"]["search"] == 12 and r["evaluations"]["search"] >= 4

@@ -40,3 +40,15 @@ def test_resolution_says_whether_a_target_can_be_told_from_noise():
     assert text.startswith("25 paired images cannot resolve quant.max_drop=0.01")
     assert "nothing below 0.285" in text and "~783 images" in text
     assert "no change up to 1" in resolution_text(resolution(2, 0.01), "x")
+
+
+def test_the_diff_verdict_says_when_the_equivalence_margin_is_below_what_the_images_resolve():
+    from evalharness.stats.paired import verdict
+
+    diff = {"mcnemar_p": 1.0, "discordant": 0, "regressions": 0, "improvements": 0, "delta_top1": 0.0,
+            "delta_top1_interval": [-0.0869, 0.0869], "images_needed": None, "paired_images": 50}  # fmt: skip
+    line = verdict(diff, 0.05)
+    assert "not shown equivalent within ±0.01; no change observed; 50 paired images cannot resolve " in line
+    assert "the margin ±0.01" in line and "~783 images would resolve 0.01" in line
+    big = {**diff, "paired_images": 50000, "delta_top1_interval": [-0.02, 0.02]}
+    assert "cannot resolve" not in verdict(big, 0.05)
