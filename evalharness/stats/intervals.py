@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from evalharness.stats.power import CONFIDENCE, POWER, images_for_paired_change
+from evalharness.stats.power import CONFIDENCE as CONFIDENCE  # re-exported: its readers import it here
+from evalharness.stats.power import POWER as POWER
+from evalharness.stats.power import images_for_paired_change
 
 # CONFIDENCE: every interval in metrics.json and the reports; POWER: of the "images needed" figures
 TIE = 1e-12  # resampled changes this close to 0 are no change (float rounding of equal sums)

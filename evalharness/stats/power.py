@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
+from typing import Any
 
 CONFIDENCE = 0.95  # two-sided: every interval in metrics.json and the reports (stats/intervals.py)
 POWER = 0.80  # the power of every "images needed" figure
@@ -56,7 +57,7 @@ def detectable_paired_change(
     return high
 
 
-def resolution(n: int, target: float, confidence: float = CONFIDENCE, power: float = POWER) -> dict:
+def resolution(n: int, target: float, confidence: float = CONFIDENCE, power: float = POWER) -> dict[str, Any]:
     """Whether ``n`` paired images can resolve a change of ``target`` (a drop bound, a margin): the
     smallest detectable change, the images ``target`` needs, in the most favourable case."""
     detectable = detectable_paired_change(n, None, confidence, power)
@@ -73,7 +74,7 @@ def resolution(n: int, target: float, confidence: float = CONFIDENCE, power: flo
     }
 
 
-def resolution_text(r: dict, what: str) -> str:
+def resolution_text(r: dict[str, Any], what: str) -> str:
     """One sentence: ``what`` (e.g. 'quant.max_drop=0.01') cannot be resolved by these images."""
     smallest = "no change up to 1" if r["detectable"] is None else f"nothing below {r['detectable']:.3f}"
     needed = f"~{r['images_needed']}" if r["images_needed"] else "no number of"
