@@ -68,3 +68,17 @@ def test_refresh_keeps_fresh_diffs_and_refuses_a_run_dir(outputs, capsys):
     assert code == 2 and err.count("error:") == 1 and "inside the run directory" in err
     code, _, err = report(capsys, "index", outputs / "nowhere")
     assert code == 2 and "is not a directory" in err
+
+
+def test_records_of_runs_that_failed_before_any_result_are_left_out_unless_asked(outputs, capsys, tmp_path):
+    root = tmp_path / "outputs"
+    real = next(p.parent for p in sorted(outputs.rglob("metrics.json")))
+    shutil.copytree(real, root / "real")
+    refused = root / "refused"  # a config error's record: no metrics, no predictions
+    refused.mkdir(parents=True)
+    (refused / "metrics.json").write_text(json.dumps(failure_document("task.num_images=500: ...", {}, [])))
+    code, out, _ = report(capsys, "index", root, "--max-pairs", "0")
+    assert code == 0 and "1 runs, 0 diffs ready to open; 1 record(s) of runs that failed before any" in out
+    assert "--failed lists them" in (root / "index.html").read_text()
+    code, out, _ = report(capsys, "index", root, "--max-pairs", "0", "--failed")
+    assert code == 0 and out.strip().endswith("2 runs, 0 diffs ready to open")
