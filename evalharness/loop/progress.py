@@ -1,11 +1,11 @@
 """The run loop's progress bar: samples done of the listed ones, or seconds of a time-bounded run
-(the one progress mechanism: :mod:`evalharness.core.progress`)."""
+(the one progress mechanism: :mod:`evalharness.core.bars`)."""
 
 from __future__ import annotations
 
 import time
 
-from evalharness.core.progress import progress
+from evalharness.core.bars import progress
 
 
 class _SecondsBar:

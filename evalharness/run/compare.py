@@ -107,7 +107,7 @@ def validate_candidates(overrides: list[str], index: int, key: str, values: list
 def run_candidates(overrides: list[str], out: str, key: str, values: list[str], shown: bool) -> int:
     """The multirun in a child process, its output kept in ``out/runs.log``; returns its exit code.
     Meanwhile a bar on stderr counts the candidates done and names the one running (``shown``)."""
-    from evalharness.core.progress import progress
+    from evalharness.core.bars import progress
 
     os.makedirs(out, exist_ok=True)
     cmd = [sys.executable, "-m", "evalharness", "-m", *overrides, f"hydra.sweep.dir={out}"]
