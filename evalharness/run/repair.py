@@ -37,8 +37,10 @@ import hashlib
 import os
 import tempfile
 import time
+from typing import Any
 
 from evalharness.core.atomic_io import no_nan
+from evalharness.core.bars import progress
 from evalharness.core.errors import DataError
 from evalharness.core.schema import thaw
 from evalharness.run.calibration_choice import as_bundled, is_auto
@@ -63,14 +65,15 @@ class Search:
     model (memoized by calibration and the set of ops kept in float)."""
 
     def __init__(
-        self, settings: RunSettings, quant: QuantSchema, model: dict, split: dict, work: str
+        self, settings: RunSettings, quant: QuantSchema, model: dict, split: dict, work: str, bar: Any
     ) -> None:
         from evalharness.runtime.quantize import quantized_ops, recipe_ops
 
-        self.definition, self.work, self.quant = settings.definition, work, quant
+        self.definition, self.work, self.quant, self.bar = settings.definition, work, quant, bar
         self.source = model["path"]
         self.part = Part(settings, model, split, "search")
         self.float = self.part.evaluate(self.source, keep_outputs=True)
+        bar.update(1)
         self.base = recipe_ops(quant.recipe)
         self.ops = {i: (kind, scope) for i, kind, scope in quantized_ops(self.source, self.base)}
         self.allowed = allowed_drop(quant, self.float.metric)
@@ -108,6 +111,8 @@ class Search:
             f.write(data)
         row = self.row(self.part.evaluate(path, keep_outputs=True), data)
         row.update(calibration=calibration, float_ops=list(key[1]))
+        self.bar.update(1)  # the repair's progress: one model evaluation per step
+        self.bar.set_postfix_str(f"{len(key[1])} op(s) in float: {calibration}, drop {row['drop']:+.4f}")
         os.remove(path)
         self.seen[key] = row
         return row
@@ -233,8 +238,12 @@ def repair_variant(settings: RunSettings, model: dict) -> dict:
     if quant.integer_input:  # the float model's float input is unchanged
         task_model["preprocess"] = with_integer_input(float_preprocess, quant)
     root = settings.dataset.root
-    with tempfile.TemporaryDirectory(prefix="evalharness-repair-") as work:
-        s = Search(settings, quant, task_model, split, work)
+    shown = settings.loop.progress
+    with (
+        tempfile.TemporaryDirectory(prefix="evalharness-repair-") as work,
+        progress(None, "repair", "evaluation", shown) as bar,
+    ):
+        s = Search(settings, quant, task_model, split, work, bar)
         held = Part(settings, task_model, split, "held_out")  # what the verdict will rest on
         resolved = resolution(len(held), s.allowed)
         print(
@@ -270,7 +279,9 @@ def repair_variant(settings: RunSettings, model: dict) -> dict:
         cache_dir = settings.paths.cache_dir
         built = build_variant(source, recipe, cal_record, cal_paths, float_preprocess, cache_dir)
         cached = built.pop("_cached")
+        bar.set_postfix_str(f"the held-out part ({len(held)} images)")
         held_float, held_variant = held.evaluate(source), held.evaluate(cached["path"])
+        bar.update(2)
     paired = comparer(definition).paired_records(held_float.records, held_variant.records)
     drop = held_float.metric - held_variant.metric
     recipe_path = os.path.join(cached["dir"], "recipe.json")

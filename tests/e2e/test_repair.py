@@ -36,10 +36,14 @@ def _quant(run_dir: Path) -> dict:
     return json.loads((run_dir / "metrics.json").read_text())["provenance"]["model"]["quant"]
 
 
-def test_planted_bad_scale_is_the_one_op_kept_in_float_and_the_recipe_rebuilds_it(tmp_path):
+def test_planted_bad_scale_is_the_one_op_kept_in_float_and_the_recipe_rebuilds_it(tmp_path, capsys):
     images = planted.images(tmp_path / "images")
     common = _common(tmp_path, images)
-    doc = run_inprocess([*common, "quant.max_drop=0", f"paths.cache_dir={tmp_path / 'c1'}"], tmp_path / "r1")
+    overrides = [*common, "quant.max_drop=0", f"paths.cache_dir={tmp_path / 'c1'}", "loop.progress=true"]
+    doc = run_inprocess(overrides, tmp_path / "r1")
+    printed = capsys.readouterr()
+    assert "repair: " in printed.err and "evaluation" in printed.err  # its progress, step by step
+    assert printed.out.index("cannot resolve a top1 drop of 0") < printed.out.index("Frontier")  # before
     quant = doc["provenance"]["model"]["quant"]
     r = quant["repair"]
     assert r["status"] == "met"
