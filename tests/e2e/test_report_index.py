@@ -42,6 +42,7 @@ def test_index_lists_every_run_and_its_compare_link_is_report_diff(outputs, caps
     code, out, err = report(capsys, "index", outputs, "--max-pairs", "5")
     assert code == 0, err
     assert f"wrote {outputs / 'index.html'}: 20 runs, 5 diffs ready to open" in out
+    assert "report index:" in err and "diff" in err  # its progress on stderr, a diff at a time
     page = (outputs / "index.html").read_text()
     data = json.loads(page.split("const INDEX = ")[1].split(";\n")[0])
     pair, link = next(iter(data["diffs"].items()))

@@ -19,6 +19,7 @@ import os
 from html import escape
 
 from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.bars import progress
 from evalharness.core.boundary import describe
 from evalharness.core.documents import MetricsDocument
 from evalharness.core.errors import EvalHarnessError
@@ -150,14 +151,17 @@ def write_index(
     here = os.path.dirname(os.path.abspath(output))
     diffs = os.path.join(here, DIFFS_DIR)
     rendered, problems = {}, {}
-    for a, b in pairs(runs)[:max_pairs]:
-        name = f"{run_id(a)}__{run_id(b)}.html"
-        path = os.path.join(diffs, name)
-        why = None if _fresh(path, a, b) else render_pair(a, b, path)
-        if why is None:
-            rendered[f"{run_id(a)}|{run_id(b)}"] = f"{DIFFS_DIR}/{name}"
-        else:
-            problems[f"{run_id(a)}|{run_id(b)}"] = why
+    chosen = pairs(runs)[:max_pairs]
+    with progress(len(chosen), "report index", "diff", bool(chosen)) as bar:  # a diff each: seconds
+        for a, b in chosen:
+            name = f"{run_id(a)}__{run_id(b)}.html"
+            path = os.path.join(diffs, name)
+            why = None if _fresh(path, a, b) else render_pair(a, b, path)
+            if why is None:
+                rendered[f"{run_id(a)}|{run_id(b)}"] = f"{DIFFS_DIR}/{name}"
+            else:
+                problems[f"{run_id(a)}|{run_id(b)}"] = why
+            bar.update(1)
     rows = [row(r, groups) for r in runs]
     links = {r["id"]: os.path.relpath(run.dir, here) for r, run in zip(rows, runs, strict=True)}
     atomic_write_text(output, page(root, rows, links, rendered, problems, diffs, left_out))
