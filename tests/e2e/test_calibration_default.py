@@ -5,6 +5,7 @@ summary and metrics.json say what calibrated the variant."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import planted_models as planted
@@ -14,8 +15,10 @@ from conftest import run_inprocess
 pytest.importorskip("ai_edge_quantizer")
 
 
-def _run(tmp_path: Path, extra: list[str]) -> tuple[dict, str]:
-    images = planted.images(tmp_path / "images")  # 24 images
+def _run(tmp_path: Path, extra: list[str], run: str = "run") -> tuple[dict, str]:
+    images = tmp_path / "images"
+    if not images.exists():
+        planted.images(images)  # 24 images
     model = planted.model(tmp_path / "planted.tflite", bad_scale=False)
     overrides = [
         f"model.path={model}",
@@ -27,8 +30,8 @@ def _run(tmp_path: Path, extra: list[str]) -> tuple[dict, str]:
         f"paths.cache_dir={tmp_path / 'cache'}",
         *extra,
     ]
-    doc = run_inprocess(overrides, tmp_path / "run")
-    return doc, (tmp_path / "run" / "results.txt").read_text()
+    doc = run_inprocess(overrides, tmp_path / run)
+    return doc, (tmp_path / run / "results.txt").read_text()
 
 
 def test_enough_images_calibrate_on_an_unscored_slice_of_the_dataset(tmp_path):
@@ -43,6 +46,16 @@ def test_enough_images_calibrate_on_an_unscored_slice_of_the_dataset(tmp_path):
     assert doc["provenance"]["dataset"]["split"]["part"] == "held_out"
     line = next(x for x in results.splitlines() if x.strip().startswith("Calibrated:"))
     assert "6 images of the dataset, not scored" in line and cal["manifest_sha256"][:12] in line
+    # the slice's content keys the cached variant: one calibration image's bytes changed -> rebuilt
+    quant = doc["provenance"]["model"]["quant"]
+    key = json.loads(json.loads((Path(quant["cache"]["dir"]) / "variant.json").read_text())["key"])
+    assert key["calibration_manifest_sha256"] == cal["manifest_sha256"]
+    first = next((tmp_path / "images").rglob(cal["files"][0]["key"].split("/")[-1]))
+    first.write_bytes((tmp_path / "images" / "blue" / "07_blue.png").read_bytes())  # same name, other bytes
+    again, _ = _run(tmp_path, ["quant.calibration.min_dataset_images=20"], "run2")
+    moved = again["provenance"]["model"]["quant"]
+    assert moved["cache"]["status"] == "built"
+    assert moved["calibration"]["manifest_sha256"] != cal["manifest_sha256"]
 
 
 def test_a_small_dataset_falls_back_to_the_bundled_set_and_says_its_risk(tmp_path):
