@@ -12,6 +12,8 @@ import planted_models as planted
 import pytest
 from conftest import run_inprocess
 
+from evalharness.report.commands.entry import main as report_main
+
 pytest.importorskip("ai_edge_quantizer")
 
 
@@ -34,7 +36,7 @@ def _run(tmp_path: Path, extra: list[str], run: str = "run") -> tuple[dict, str]
     return doc, (tmp_path / run / "results.txt").read_text()
 
 
-def test_enough_images_calibrate_on_an_unscored_slice_of_the_dataset(tmp_path):
+def test_enough_images_calibrate_on_an_unscored_slice_of_the_dataset(tmp_path, capsys):
     doc, results = _run(tmp_path, ["quant.calibration.min_dataset_images=20"])
     cal = doc["provenance"]["model"]["quant"]["calibration"]
     assert cal["source"] == "dataset" and cal["count"] == 6  # a quarter of 24
@@ -46,6 +48,13 @@ def test_enough_images_calibrate_on_an_unscored_slice_of_the_dataset(tmp_path):
     assert doc["provenance"]["dataset"]["split"]["part"] == "held_out"
     line = next(x for x in results.splitlines() if x.strip().startswith("Calibrated:"))
     assert "6 images of the dataset, not scored" in line and cal["manifest_sha256"][:12] in line
+    # a float run on every image cannot be paired with it: the refusal says why and how to compare
+    _run(tmp_path, ["quant=none"], "float")
+    capsys.readouterr()
+    assert report_main(["diff", str(tmp_path / "float"), str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "scores only the held-out part" in err
+    assert "quant/calibration=bundled" in err and "Traceback" not in err
     # the slice's content keys the cached variant: one calibration image's bytes changed -> rebuilt
     quant = doc["provenance"]["model"]["quant"]
     key = json.loads(json.loads((Path(quant["cache"]["dir"]) / "variant.json").read_text())["key"])
