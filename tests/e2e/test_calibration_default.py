@@ -13,6 +13,8 @@ import pytest
 from conftest import run_inprocess
 
 from evalharness.report.commands.entry import main as report_main
+from evalharness.report.views.quant_table import add_quant_columns
+from evalharness.rundir.reader import load_run
 
 pytest.importorskip("ai_edge_quantizer")
 
@@ -55,6 +57,12 @@ def test_enough_images_calibrate_on_an_unscored_slice_of_the_dataset(tmp_path, c
     err = capsys.readouterr().err
     assert err.count("error:") == 1 and "scores only the held-out part" in err
     assert "quant/calibration=bundled" in err and "Traceback" not in err
+    # nor does the quantization table subtract one from the other: no Δ, and a note saying why
+    jobs = [{"run": name, "doc": load_run(str(tmp_path / name), name)} for name in ("float", "run")]
+    rows = [{"run": j["run"], "quant": q, "status": "complete", "top1": j["doc"].metrics["top1"]}
+            for j, q in zip(jobs, ("none", "int8"), strict=True)]  # fmt: skip
+    add_quant_columns(jobs, rows, ["quant"])
+    assert "d_top1_vs_float" not in rows[1] and "scores only the held-out" in rows[1]["vs_float_refused"]
     # the slice's content keys the cached variant: one calibration image's bytes changed -> rebuilt
     quant = doc["provenance"]["model"]["quant"]
     key = json.loads(json.loads((Path(quant["cache"]["dir"]) / "variant.json").read_text())["key"])
