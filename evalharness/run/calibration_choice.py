@@ -74,9 +74,25 @@ def choose(cal: Any, listed: int | None, why_not: str | None = None) -> Choice:
     return Choice(calibration, split, {**record, "chosen": "dataset", "reason": reason})
 
 
-def calibration_line(quant: dict[str, Any]) -> str | None:
+def clipped(checks: dict[str, Any] | None) -> str | None:
+    """What the run measured of a clipped range: the integer outputs that reached their type's top
+    value, on how many of the scored samples (``output_checks``; None: none did)."""
+    checks = checks or {}
+    n = checks.get("samples") or 0
+    hit = [o for o in checks.get("outputs") or [] if o.get("at_max_samples")]
+    if not n or not hit:
+        return None
+    parts = [f"{o['name']} on {o['at_max_samples']} of {n}" for o in hit]
+    text = "measured: integer output at its top value (" + ", ".join(parts) + " images)"
+    if any(2 * o["at_max_samples"] >= n for o in hit):
+        text += ", most of them: a clipped range ties the top answers"
+    return text
+
+
+def calibration_line(quant: dict[str, Any], checks: dict[str, Any] | None = None) -> str | None:
     """The summary's ``Calibrated:`` line of ``provenance.model.quant``: source, count, the ids'
-    hash, and for the bundled fallback its size and risk; None: nothing was calibrated."""
+    hash, for the bundled fallback its size and risk, and what the run measured of a clipped
+    output range (``checks``: the run's ``output_checks``); None: nothing was calibrated."""
     cal = quant.get("calibration")
     if not cal:
         return None
@@ -91,4 +107,5 @@ def calibration_line(quant: dict[str, Any]) -> str | None:
     if choice.get("chosen") == "bundled" and (count or 0) < choice.get("min_dataset_images", 0):
         text += f"; not a slice of the dataset because {choice.get('reason')}; risk: {choice.get('risk')}"
         text += "; calibrate on images like yours: quant.calibration.roots=[DIR]"
-    return text
+    measured = clipped(checks)
+    return text + (f"; {measured}" if measured else "")

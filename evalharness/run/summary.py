@@ -136,7 +136,7 @@ def _calibrated(doc: Mapping[str, Any]) -> str | None:
     """What calibrated a quantized variant (source, count, the ids' hash), and the risk of the
     bundled set when the run fell back to it: a figure is only as good as its calibration."""
     quant = ((doc.get("provenance") or {}).get("model") or {}).get("quant") or {}
-    return calibration_line(quant)
+    return calibration_line(quant, doc.get("output_checks"))
 
 
 def _repair(doc: Mapping[str, Any]) -> str | None:

@@ -44,3 +44,22 @@ def test_the_summary_line_names_source_count_ids_and_the_fallbacks_risk():
     assert "9 images from quant.calibration.roots" in line and "50 images, under 100" in line
     assert "risk:" in line and "quant.calibration.roots=[DIR]" in line
     assert calibration_line({"name": "none", "recipe": None}) is None
+
+
+def test_a_clipped_integer_output_is_measured_and_said_beside_the_calibration():
+    import numpy as np
+
+    from evalharness.loop.checks import OutputChecks
+
+    checks = OutputChecks()
+    for top in (127, 127, 3):  # two of three samples reach int8's top value
+        checks.add_outputs([np.array([top, -5], np.int8), np.array([0.5], np.float32)])
+    record = checks.record(["logits", "score"])
+    assert record["outputs"][0]["at_max_samples"] == 2 and "at_max_samples" not in record["outputs"][1]
+    cal = {"source": "roots", "name": "bundled", "count": 9, "manifest_sha256": "c" * 64}
+    line = calibration_line({"calibration": cal}, record)
+    assert "measured: integer output at its top value (logits on 2 of 3 images)" in line
+    assert "a clipped range ties the top answers" in line
+    quiet = OutputChecks()
+    quiet.add_outputs([np.array([3], np.int8)])
+    assert "measured" not in calibration_line({"calibration": cal}, quiet.record(["logits"]))
