@@ -59,7 +59,7 @@ def test_a_clipped_integer_output_is_measured_and_said_beside_the_calibration():
     cal = {"source": "roots", "name": "bundled", "count": 9, "manifest_sha256": "c" * 64}
     line = calibration_line({"calibration": cal}, record)
     assert "measured: integer output at its top value (logits on 2 of 3 images)" in line
-    assert "a clipped range ties the top answers" in line
+    assert "if calibration clipped its range, the top answers tie there" in line
     quiet = OutputChecks()
     quiet.add_outputs([np.array([3], np.int8)])
     assert "measured" not in calibration_line({"calibration": cal}, quiet.record(["logits"]))
