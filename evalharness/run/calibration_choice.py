@@ -85,7 +85,7 @@ def clipped(checks: dict[str, Any] | None) -> str | None:
     parts = [f"{o['name']} on {o['at_max_samples']} of {n}" for o in hit]
     text = "measured: integer output at its top value (" + ", ".join(parts) + " images)"
     if any(2 * o["at_max_samples"] >= n for o in hit):
-        text += ", most of them: if calibration clipped its range, the top answers tie there (explain shows it)"
+        text += ", most of them: if calibration clipped its range, the top answers tie there (explain)"
     return text
 
 
