@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from evalharness.core.bars import progress
 from evalharness.explain.answers import Answers
 from evalharness.explain.sides import Side
 
@@ -100,10 +101,12 @@ class Bisection:
     def culprits(self, upto: int) -> list[tuple[int, list[int]]]:
         """(op, images it restores alone) for every op 0..upto that restores at least one."""
         found = []
-        for j in range(upto + 1):
-            restored = self.single_op(j)
-            if restored:
-                found.append((j, restored))
+        with progress(upto + 1, "explain: each op alone", "op") as bar:
+            for j in range(upto + 1):
+                restored = self.single_op(j)
+                if restored:
+                    found.append((j, restored))
+                bar.update(1)
         return found
 
     def restored_with(self, fixed: list[int]) -> list[int]:

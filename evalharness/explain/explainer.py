@@ -14,6 +14,7 @@ import math
 import tempfile
 import time
 
+from evalharness.core.bars import progress
 from evalharness.explain.answers import Answers
 from evalharness.explain.bisect import Bisection, saturated_ties
 from evalharness.explain.rollup import first_nonfinite, op_types
@@ -58,6 +59,17 @@ def pick_images(
     return changed, unchanged[:wanted], len(every), captions
 
 
+# explain's progress (core/bars.py): each step named while it runs; the bisection's per-op trials
+# have a bar of their own (bisect.py)
+STEPS = ("A's every tensor", "B's every tensor", "each op's local error", "bisection", "report")
+
+
+def _step(bar) -> None:
+    bar.update(1)
+    if bar.n < len(STEPS):
+        bar.set_postfix_str(STEPS[int(bar.n)])
+
+
 def explain(
     a: Run, b: Run, max_changed: int = 10, controls: int | None = None, bundle: str | None = None
 ) -> dict:
@@ -66,12 +78,18 @@ def explain(
     started = time.perf_counter()
     changed, control, total, captions = pick_images(a, b, max_changed, controls)
     ids = changed + control
-    with tempfile.TemporaryDirectory(prefix="evalharness-explain-") as work:
+    with (
+        tempfile.TemporaryDirectory(prefix="evalharness-explain-") as work,
+        progress(len(STEPS), "explain", "step") as bar,
+    ):
+        bar.set_postfix_str(STEPS[0])
         side_a, side_b = open_side(a, "A", work), open_side(b, "B", work)
         tensor_map = check_pair(a, b, side_a.graph, side_b.graph)
         deq_a, deq_b = Dequantizer(), Dequantizer()
         a_acts = full_trace(side_a, input_tensors(a, ids), deq_a)
+        _step(bar)
         b_acts = full_trace(side_b, input_tensors(b, ids), deq_b)
+        _step(bar)
         a_fed = translate(a_acts, tensor_map, deq_a, deq_b)
         answers_a, answers_b = (
             Answers(side_a, deq_a, COMPARE_OPTIONS),
@@ -92,8 +110,10 @@ def explain(
             deq_a,
             deq_b,
         )
+        _step(bar)
         swap = kernel_swap(side_a, tensor_map, deq_a, deq_b)
         bisect = _bisect(side_b, answers_b, a_fed, b_acts, reproduced, a_answers, ids, rows, swap)
+        _step(bar)
         nonfinite = first_nonfinite(side_a.graph, tensor_map, a_acts, b_acts, ids, rows)
         made = None
         if bundle is not None:

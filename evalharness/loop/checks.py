@@ -1,7 +1,9 @@
 """Named checks on the outputs of every scored sample, in every task: a wrong number never passes.
 
 Per output tensor: samples with NaN or Inf values (and how many values), samples whose output is all
-zeros, and whether the output was the same for every input although the inputs differed. The checks
+zeros, for an integer output the samples that reach its type's top value (recorded, said beside a
+calibrated variant's calibration: a clipped range), and whether the output was the same for every
+input although the inputs differed. The checks
 that fail a run: any non-finite value, and every output the same whatever the input (a model or a
 delegate that ignores its input; one constant output beside others, like a detector's count, is
 normal). Checksums (CRC-32) of inputs and outputs are compared, never the
@@ -37,8 +39,11 @@ class OutputChecks:
                     "all_zero_samples": 0,
                     "crc": None,
                     "varies": False,
+                    # integer outputs: samples whose output reaches the type's top value (a clipped
+                    # range: what a calibration on too few or unlike images makes)
+                    "at_max_samples": 0 if np.asarray(out).dtype.kind in "iu" else None,
                 }
-                for _ in outputs
+                for out in outputs
             ]
         for stats, out in zip(self._outputs, outputs, strict=True):
             out = np.asarray(out)
@@ -47,6 +52,8 @@ class OutputChecks:
                 stats["nonfinite_values"] += bad
                 stats["nonfinite_samples"] += bad > 0
             stats["all_zero_samples"] += not out.any()
+            if stats["at_max_samples"] is not None and out.size:
+                stats["at_max_samples"] += bool(out.max() == np.iinfo(out.dtype).max)
             crc = crc32_array(out)
             if stats["crc"] is None:
                 stats["crc"] = crc
@@ -67,6 +74,9 @@ class OutputChecks:
                     "nonfinite_values": stats["nonfinite_values"],
                     "all_zero_samples": stats["all_zero_samples"],
                     "same_for_every_input": constant,
+                    **(
+                        {} if stats["at_max_samples"] is None else {"at_max_samples": stats["at_max_samples"]}
+                    ),
                 }
             )
         record = {"samples": self.samples, "distinct_inputs": distinct_inputs, "outputs": outputs}

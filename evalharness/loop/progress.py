@@ -1,10 +1,11 @@
-"""The run loop's progress bar: samples done of the listed ones, or seconds of a time-bounded run."""
+"""The run loop's progress bar: samples done of the listed ones, or seconds of a time-bounded run
+(the one progress mechanism: :mod:`evalharness.core.bars`)."""
 
 from __future__ import annotations
 
 import time
 
-from tqdm import tqdm
+from evalharness.core.bars import progress
 
 
 class _SecondsBar:
@@ -15,7 +16,7 @@ class _SecondsBar:
     def __init__(self, seconds: float, desc: str, disable: bool) -> None:
         self.start = time.perf_counter()
         fmt = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} s"
-        self.bar = tqdm(total=seconds, desc=desc, disable=disable, leave=False, bar_format=fmt)
+        self.bar = progress(seconds, desc, "s", not disable, bar_format=fmt)
 
     def update(self) -> None:
         self.bar.n = min(time.perf_counter() - self.start, self.bar.total)
@@ -30,4 +31,4 @@ def progress_bar(task, total: int, shown: bool):
     seconds = getattr(task.samples, "time_bound_s", None)
     if seconds:
         return _SecondsBar(seconds, task.name, not shown)
-    return tqdm(total=total, desc=task.name, unit="img", disable=not shown, leave=False)
+    return progress(total, task.name, "img", shown)

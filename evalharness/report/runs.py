@@ -77,6 +77,13 @@ def comparability(a: Run, b: Run, allow_different_preprocessing: bool = False) -
         )
     if da.get("count") != db.get("count"):
         c.refused.append(f"sample count differs: {da.get('count')} vs {db.get('count')}")
+    split = next((run for run in (a, b) if run.prov("dataset.split")), None)
+    if split is not None and da.get("manifest_sha256") != db.get("manifest_sha256"):  # why, and the fix
+        c.refused.append(
+            f"run {split.label} scores only the held-out part of its dataset (its variant was calibrated or "
+            "searched on the rest: provenance.dataset.split); to compare on every image, calibrate "
+            "elsewhere: quant/calibration=bundled or quant.calibration.roots=[DIR]"
+        )
     if da.get("ground_truth_sha256") != db.get("ground_truth_sha256"):
         c.refused.append(
             f"ground truth differs: {da.get('ground_truth')} ({_short(da.get('ground_truth_sha256'))}) vs "

@@ -35,6 +35,7 @@ from evalharness.core.untrusted import read_json
 from evalharness.loop.interleave import InterleaveSettings
 from evalharness.run.groups import RunSettings
 from evalharness.run.overrides import options, parse
+from evalharness.rundir.files import METRICS_FILE
 from evalharness.rundir.state import hold
 
 RUNS_LOG = "runs.log"
@@ -103,12 +104,36 @@ def validate_candidates(overrides: list[str], index: int, key: str, values: list
     return plans
 
 
-def run_candidates(overrides: list[str], out: str) -> int:
-    """The multirun in a child process, its output kept in ``out/runs.log``; returns its exit code."""
+def run_candidates(overrides: list[str], out: str, key: str, values: list[str], shown: bool) -> int:
+    """The multirun in a child process, its output kept in ``out/runs.log``; returns its exit code.
+    Meanwhile a bar on stderr counts the candidates done and names the one running (``shown``)."""
+    from evalharness.core.bars import progress
+
     os.makedirs(out, exist_ok=True)
     cmd = [sys.executable, "-m", "evalharness", "-m", *overrides, f"hydra.sweep.dir={out}"]
     with open(os.path.join(out, RUNS_LOG), "a", encoding="utf-8") as log:
-        return children.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+        proc = children.start(cmd, stdout=log, stderr=subprocess.STDOUT)
+        with progress(len(values), "compare", "candidate", shown and bool(values)) as bar:
+            while True:
+                done = _jobs_done(out)
+                bar.update(min(done, len(values)) - bar.n)
+                if done < len(values):
+                    bar.set_postfix_str(f"running {key}={values[done]}")
+                try:
+                    proc.wait(timeout=0.5)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        children.forget(proc)
+        return proc.returncode
+
+
+def _jobs_done(out: str) -> int:
+    """The multirun's jobs that have written their metrics.json (Hydra runs them in value order)."""
+    names = os.listdir(out) if os.path.isdir(out) else []
+    return sum(
+        os.path.isfile(os.path.join(out, n, METRICS_FILE)) for n in names if n.split("_", 1)[0].isdigit()
+    )
 
 
 def last_error(out: str) -> str | None:
@@ -226,7 +251,7 @@ def _compare_into(
 ) -> int:
     """The candidates' runs into ``out`` (held), then the interleaved speed-ups unless ``quick``."""
     print(f"compare {key}: {', '.join(values)} -> {out} (runs' output: {os.path.join(out, RUNS_LOG)})")
-    code = run_candidates(overrides, out)
+    code = run_candidates(overrides, out, key, values, all(p.loop.progress for p in plans))
     candidates = gather(out, key, values)
     if code not in (EXIT_OK, EXIT_STOPPED) and all(c["run"] is None for c in candidates):
         raise ConfigError(last_error(out) or f"the runs did not start; see {os.path.join(out, RUNS_LOG)}")

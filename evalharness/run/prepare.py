@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 from evalharness.data.preprocess import spec_from_config
+from evalharness.run.calibration_choice import Choice, choose, is_auto
 from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import is_multirun, use_cache
 
@@ -21,6 +22,10 @@ def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict[str
 
     model, quant = thaw(settings.model), settings.quant  # model: a scratch copy the variant's path goes into
     split = split_of(quant)
+    choice = None
+    if split is None and is_auto(quant.calibration) and quant.recipe:  # a repair resolves auto itself
+        choice = choose_calibration(settings, model)
+        quant, split = dataclasses.replace(quant, calibration=choice.calibration), choice.split
     record: dict[str, Any] | None
     if split is not None and repair_requested(quant):
         from evalharness.run.repair import repair_variant
@@ -28,7 +33,7 @@ def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict[str
         record = repair_variant(settings, model)
     else:
         files = None
-        if split is not None and from_dataset(quant):
+        if split is not None and from_dataset(quant):  # the search part: the slice that calibrates
             from evalharness.run.repair_eval import Part
 
             files = Part(settings, model, split, "search").files()
@@ -42,10 +47,29 @@ def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict[str
         )
     if record is None:
         return settings, {"name": quant.name, "recipe": None}
+    if choice is not None and record.get("calibration"):
+        record["calibration"] = {**record["calibration"], "choice": choice.record}
     preprocess = spec_from_config(model.get("preprocess"))  # with the variant's integer_input
     typed = dataclasses.replace(settings.model, path=model["path"], preprocess=preprocess)
     held_out = {**split, "part": "held_out"} if split is not None else None
     return settings.replace(model=typed, split=held_out), record
+
+
+def choose_calibration(settings: RunSettings, model: dict[str, Any]) -> Choice:
+    """``quant/calibration=auto`` resolved against the dataset's list (its size, after
+    ``task.num_images``): a slice of it, or the bundled set (:mod:`evalharness.run.calibration_choice`)."""
+    from evalharness.runtime.quantize import needs_calibration
+    from evalharness.tasks.discovery import live_class
+
+    cal = settings.quant.calibration
+    if not needs_calibration(settings.quant.recipe):
+        return choose(cal, None, "the recipe needs no calibration")
+    if not settings.definition.abilities.reads_dataset:
+        return choose(cal, None)
+    if settings.dataset.shard.count > 1:
+        return choose(cal, None, "dataset.shard.count > 1 (each shard would slice its own list)")
+    listed = len(live_class(settings.definition)(*settings.task_inputs(model)).samples)
+    return choose(cal, listed)
 
 
 def prepare(settings: RunSettings, run_dir: str):

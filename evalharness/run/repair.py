@@ -37,10 +37,13 @@ import hashlib
 import os
 import tempfile
 import time
+from typing import Any
 
 from evalharness.core.atomic_io import no_nan
+from evalharness.core.bars import progress
 from evalharness.core.errors import DataError
 from evalharness.core.schema import thaw
+from evalharness.run.calibration_choice import as_bundled, is_auto
 from evalharness.run.groups import QuantSchema, RunSettings
 from evalharness.run.repair_eval import Evaluation, Part, snr_db
 from evalharness.run.variants import (
@@ -50,6 +53,7 @@ from evalharness.run.variants import (
     split_of,
     with_integer_input,
 )
+from evalharness.stats.power import resolution, resolution_text
 from evalharness.tasks.definition import comparer
 
 # quant/calibration=dataset (conf/quant/calibration/dataset.yaml): the search part, every image
@@ -61,14 +65,15 @@ class Search:
     model (memoized by calibration and the set of ops kept in float)."""
 
     def __init__(
-        self, settings: RunSettings, quant: QuantSchema, model: dict, split: dict, work: str
+        self, settings: RunSettings, quant: QuantSchema, model: dict, split: dict, work: str, bar: Any
     ) -> None:
         from evalharness.runtime.quantize import quantized_ops, recipe_ops
 
-        self.definition, self.work, self.quant = settings.definition, work, quant
+        self.definition, self.work, self.quant, self.bar = settings.definition, work, quant, bar
         self.source = model["path"]
         self.part = Part(settings, model, split, "search")
         self.float = self.part.evaluate(self.source, keep_outputs=True)
+        bar.update(1)
         self.base = recipe_ops(quant.recipe)
         self.ops = {i: (kind, scope) for i, kind, scope in quantized_ops(self.source, self.base)}
         self.allowed = allowed_drop(quant, self.float.metric)
@@ -106,6 +111,8 @@ class Search:
             f.write(data)
         row = self.row(self.part.evaluate(path, keep_outputs=True), data)
         row.update(calibration=calibration, float_ops=list(key[1]))
+        self.bar.update(1)  # the repair's progress: one model evaluation per step
+        self.bar.set_postfix_str(f"{len(key[1])} op(s) in float: {calibration}, drop {row['drop']:+.4f}")
         os.remove(path)
         self.seen[key] = row
         return row
@@ -231,17 +238,32 @@ def repair_variant(settings: RunSettings, model: dict) -> dict:
     if quant.integer_input:  # the float model's float input is unchanged
         task_model["preprocess"] = with_integer_input(float_preprocess, quant)
     root = settings.dataset.root
-    with tempfile.TemporaryDirectory(prefix="evalharness-repair-") as work:
-        s = Search(settings, quant, task_model, split, work)
+    shown = settings.loop.progress
+    with (
+        tempfile.TemporaryDirectory(prefix="evalharness-repair-") as work,
+        progress(None, "repair", "evaluation", shown) as bar,
+    ):
+        s = Search(settings, quant, task_model, split, work, bar)
+        held = Part(settings, task_model, split, "held_out")  # what the verdict will rest on
+        resolved = resolution(len(held), s.allowed)
         print(
             f"repair: quant={quant.name}, {target_text(quant, metric)}: searching on "
             f"{len(s.part)} images ({len(s.ops)} quantized ops: roughly {len(s.ops) + 4} model evaluations, "
             "each one variant built and scored)",
             flush=True,
         )
+        if not resolved["resolves"]:  # said before the search: its verdict will be a report, not a check
+            what = f"a {metric} drop of {s.allowed:.4g} ({target_text(quant, metric)})"
+            print(
+                f"repair: the held-out part: {resolution_text(resolved, what)}; its verdict is reported, "
+                "not checked (more images: task.num_images, or quant.search.fraction)",
+                flush=True,
+            )
         labels = []
         if needs_calibration(quant.recipe):
             configured = quant.calibration or DATASET_CALIBRATION
+            if is_auto(configured):  # the dataset's search part is tried anyway: auto's fallback first
+                configured = as_bundled(configured)
             labels.append(_label(configured))
             s.add_calibration(labels[0], configured, float_preprocess, root)
             if configured.get("source") != "dataset":
@@ -257,8 +279,9 @@ def repair_variant(settings: RunSettings, model: dict) -> dict:
         cache_dir = settings.paths.cache_dir
         built = build_variant(source, recipe, cal_record, cal_paths, float_preprocess, cache_dir)
         cached = built.pop("_cached")
-        held = Part(settings, task_model, split, "held_out")
+        bar.set_postfix_str(f"the held-out part ({len(held)} images)")
         held_float, held_variant = held.evaluate(source), held.evaluate(cached["path"])
+        bar.update(2)
     paired = comparer(definition).paired_records(held_float.records, held_variant.records)
     drop = held_float.metric - held_variant.metric
     recipe_path = os.path.join(cached["dir"], "recipe.json")
@@ -289,6 +312,7 @@ def repair_variant(settings: RunSettings, model: dict) -> dict:
             "holds": holds(drop, allowed_drop(quant, held_float.metric)),
             **{k: paired[k] for k in ("delta", "interval", "method", "changed", "mcnemar_p")},
         },
+        "resolution": resolved,
         "calibrations": {label: s.calibrations[label][0] for label in labels},
         "evaluations": {"search": s.part.evaluations, "held_out": held.evaluations},
         "build_s": round(s.build_s, 2),

@@ -14,6 +14,8 @@ from typing import Any
 
 from evalharness.report.presenters import headline_accuracy
 from evalharness.report.runs import definition_of
+from evalharness.report.views.repair_view import verdict
+from evalharness.run.calibration_choice import calibration_line
 from evalharness.stats.intervals import fmt_interval
 
 HEADING = "== summary"
@@ -27,6 +29,8 @@ def summary_block(doc: Mapping[str, Any], run_dir: str | None = None) -> list[st
         _speed(doc),
         _latency_validity(doc),
         _delegate(doc),
+        _calibrated(doc),
+        _repair(doc),
         *_assumed(doc),
         _status(doc),
     ):
@@ -128,6 +132,19 @@ def _delegate(doc: Mapping[str, Any]) -> str | None:
     return text
 
 
+def _calibrated(doc: Mapping[str, Any]) -> str | None:
+    """What calibrated a quantized variant (source, count, the ids' hash), and the risk of the
+    bundled set when the run fell back to it: a figure is only as good as its calibration."""
+    quant = ((doc.get("provenance") or {}).get("model") or {}).get("quant") or {}
+    return calibration_line(quant, doc.get("output_checks"))
+
+
+def _repair(doc: Mapping[str, Any]) -> str | None:
+    """A repair's held-out verdict (``quant.max_drop``): held or missed, a check or only a report."""
+    quant = ((doc.get("provenance") or {}).get("model") or {}).get("quant") or {}
+    return f"  Repair:   {verdict(quant['repair'])}" if quant.get("repair") else None
+
+
 def _assumed(doc: Mapping[str, Any]) -> list[str]:
     """What the run took for granted (provenance.assumptions): said here, once, with the fix."""
     return [
@@ -137,6 +154,9 @@ def _assumed(doc: Mapping[str, Any]) -> list[str]:
 
 
 def _status(doc: Mapping[str, Any]) -> str:
+    """The run's status, and the checks that failed it (exit 1) although every sample was scored."""
     status = doc.get("status") or "?"
     reason = doc.get("stop_reason") or doc.get("error")
-    return f"  Status:   {status}" + (f" ({reason})" if reason and status != "complete" else "")
+    text = f"  Status:   {status}" + (f" ({reason})" if reason and status != "complete" else "")
+    failed = (doc.get("metrics") or {}).get("failed_checks") or []
+    return text + (f"; failed check(s): {'; '.join(map(str, failed))}" if failed else "")

@@ -139,6 +139,17 @@ def write_failure(
     return RunWriter(run_dir).write_metrics(failure_document(message, config, overrides, kept))
 
 
+def failed_before_results(run_dir: str, doc: Mapping[str, Any]) -> bool:
+    """``doc`` (``run_dir``'s metrics.json) records a run that failed before any result: status
+    ``failed``, no metrics, no prediction written. Such a record blocks nothing (the next run into the
+    directory replaces it, :mod:`evalharness.rundir.state`) and ``report index`` leaves it out
+    unless asked; a run with results still needs ``loop.resume`` or ``loop.overwrite``."""
+    if doc.get("status") != "failed" or doc.get("metrics"):
+        return False
+    predictions = os.path.join(run_dir, PREDICTIONS_FILE)
+    return not os.path.exists(predictions) or os.path.getsize(predictions) == 0
+
+
 def has_document(run_dir: str) -> bool:
     return os.path.exists(os.path.join(run_dir, METRICS_FILE))
 

@@ -6,6 +6,7 @@ Before the loop starts, ``run_state.json`` records the run's resolved config (Hy
 depends on (model and delegate library sha256, runtime version, labels and ground truth sha256, the
 dataset manifest and the files' sizes and modification times). A later start in the same directory:
 
+- finds the record of a run that failed before any result -> it is replaced, said once;
 - finds a run and neither ``resume`` nor ``overwrite`` -> error naming both;
 - ``overwrite`` -> the old run files are removed and the run starts over;
 - ``resume`` -> the config must equal the recorded one (``loop.*`` aside) and the identity too (what
@@ -28,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -35,9 +37,11 @@ from typing import Any
 from evalharness.core.atomic_io import atomic_create_text, dumps
 from evalharness.core.errors import ConfigError, EvalHarnessError
 from evalharness.core.untrusted import read_json
+from evalharness.rundir.document import failed_before_results
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RUN_FILES, STATE_FILE, read_predictions
 from evalharness.rundir.reader import flatten
 
+log = logging.getLogger("evalharness")
 VOLATILE = ("loop",)  # config groups that may change between sessions of one run
 
 
@@ -144,6 +148,7 @@ def _claim(
     can_resume: bool,
 ) -> list[dict[str, Any]]:
     config = _stable(config)
+    _replace_failed_record(run_dir)
     recorded, doc = _recorded(run_dir)
     if recorded is not None:
         status = doc.get("status", "unknown")
@@ -191,6 +196,29 @@ def _claim(
             f"{run_dir} was claimed by another run at the same moment; choose another hydra.run.dir"
         ) from None
     return []
+
+
+def _replace_failed_record(run_dir: str) -> None:
+    """A record of a run that failed before any result (a refused config, a model that does not fit
+    the task: :func:`evalharness.rundir.document.failed_before_results`) is no run to keep: the next
+    run into the directory replaces it, said once, so the corrected command works as typed."""
+    path = os.path.join(run_dir, METRICS_FILE)
+    if not os.path.exists(path):
+        return
+    try:
+        doc = _read_object(path)
+    except EvalHarnessError:
+        return  # an unreadable record is the claim's to refuse, as before
+    if not failed_before_results(run_dir, doc):
+        return
+    for name in RUN_FILES:
+        if os.path.lexists(os.path.join(run_dir, name)):
+            os.unlink(os.path.join(run_dir, name))
+    log.warning(
+        "%s held the record of a run that failed before any result (%s); this run replaces it",
+        run_dir,
+        doc.get("error") or "no error recorded",
+    )
 
 
 def _each_sample_once(path: str) -> list[dict[str, Any]]:

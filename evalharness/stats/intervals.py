@@ -16,8 +16,11 @@ from typing import Any
 
 import numpy as np
 
-CONFIDENCE = 0.95  # every interval in metrics.json and the reports
-POWER = 0.80  # the power of the "images needed" figure
+from evalharness.stats.power import CONFIDENCE as CONFIDENCE  # re-exported: its readers import it here
+from evalharness.stats.power import POWER as POWER
+from evalharness.stats.power import images_for_paired_change
+
+# CONFIDENCE: every interval in metrics.json and the reports; POWER: of the "images needed" figures
 TIE = 1e-12  # resampled changes this close to 0 are no change (float rounding of equal sums)
 
 
@@ -89,10 +92,7 @@ def images_needed_paired(
     """
     if n <= 0 or delta == 0:
         return None
-    psi = max(discordant, 1) / n
-    psi = max(psi, abs(delta))
-    z_a, z_b = z_value(1 - alpha), NormalDist().inv_cdf(power)
-    return math.ceil((z_a * math.sqrt(psi) + z_b * math.sqrt(max(psi - delta * delta, 0.0))) ** 2 / delta**2)
+    return images_for_paired_change(delta, max(discordant, 1) / n, 1 - alpha, power)
 
 
 def percentile_interval(samples: np.ndarray, confidence: float = CONFIDENCE) -> list[float] | None:

@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 from evalharness.stats.intervals import CONFIDENCE, POWER, images_needed_paired, paired_difference
+from evalharness.stats.power import resolution, resolution_text
 
 TOP_OVERLAP = 5  # top-5 overlap: the usual second ImageNet figure
 
@@ -138,7 +139,11 @@ def verdict(diff: dict[str, Any], alpha: float, margin: float = 0.01) -> str:
             if needed
             else "no change observed"
         )
-        return f"{head}: no difference detected at this size, not shown equivalent within ±{margin:g}; {size}"
+        text = f"{head}: no difference detected at this size, not shown equivalent within ±{margin:g}; {size}"
+        power = resolution(diff["paired_images"], margin) if diff.get("paired_images") else None
+        if power and not power["resolves"]:  # the margin is below what these images can tell
+            text += f"; {resolution_text(power, f'the margin ±{margin:g}')}"
+        return text
     direction = "worse" if diff["regressions"] > diff["improvements"] else "better"
     return f"B is significantly {direction} than A on top-1 ({detail}; alpha={alpha:g}){change}"
 

@@ -78,3 +78,16 @@ def test_a_candidate_that_stops_is_a_row_and_exit_1(tmp_path):
     rows = json.loads((out / "compare.json").read_text())["rows"]
     assert [r["status"] for r in rows] == ["complete", "partial"]
     assert "partial" in done.stdout and "b_empty.jpg" in done.stdout
+
+
+def test_compare_shows_its_candidates_progress_on_stderr(tmp_path):
+    """The runs' own output goes to runs.log; a bar on stderr counts the candidates and names the one
+    running (loop.progress, on by default); stdout keeps the table."""
+    out = tmp_path / "cmp"
+    args = ["compare", "delegate=cpu,reference", "task.num_images=2", "--out", str(out), "--no-interleave"]
+    done = _cli([*args, f"paths.models_dir={MODELS}"], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "compare:" in done.stderr and "candidate" in done.stderr and "running delegate=cpu" in done.stderr
+    assert "running delegate=" not in done.stdout and "Traceback" not in done.stderr
+    quiet = _cli([*args, f"paths.models_dir={MODELS}", "loop.progress=false"], tmp_path)  # resumes: all done
+    assert quiet.returncode == 0 and "compare:" not in quiet.stderr

@@ -167,3 +167,18 @@ def _full_path(soname: str) -> str:
         if os.path.exists(os.path.join(d, soname)):
             return os.path.join(d, soname)
     pytest.skip(f"cannot locate {soname} on disk")
+
+
+def test_a_refused_run_leaves_nothing_that_blocks_the_corrected_command(tmp_path):
+    """A model that does not fit the task (exit 2, after the claim) records why; the corrected
+    command into the same directory runs as typed, saying it replaced that record."""
+    run_dir = tmp_path / "run"
+    bad = run_cli(["model=ssd_mobilenet_v1_coco_quant_postprocess", f"hydra.run.dir={run_dir}"], tmp_path)
+    assert bad.returncode == 2 and json.loads((run_dir / "metrics.json").read_text())["status"] == "failed"
+    good = run_cli(["task.num_images=2", f"hydra.run.dir={run_dir}"], tmp_path)
+    assert good.returncode == 0, good.stderr[-2000:]
+    assert "failed before any result" in good.stdout + good.stderr and "Traceback" not in good.stderr
+    assert json.loads((run_dir / "metrics.json").read_text())["status"] == "complete"
+    again = run_cli(["task.num_images=2", f"hydra.run.dir={run_dir}"], tmp_path)  # a run with results
+    assert again.returncode == 2 and again.stderr.strip().splitlines()[-1].startswith("error:")
+    assert "already holds a complete run" in again.stderr

@@ -58,7 +58,10 @@ def test_two_planted_defects_are_both_named_with_the_answers_each_restores(tmp_p
     assert doc["ops"][2]["changed"]["split"]["inherited"] > 0.99
     text = (tmp_path / "explain" / "explain.txt").read_text()
     assert "Culprits, ranked" in text and "By op type" in text and "own share" in text
-    assert "brings back 4 more" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "brings back 4 more" in printed.out
+    # its progress on stderr: the steps and the ops tried one by one (never in the results on stdout)
+    assert "explain:" in printed.err and "each op alone" in printed.err and "each op alone" not in printed.out
 
 
 def test_nan_mode_names_the_first_op_that_goes_non_finite_on_b(tmp_path):

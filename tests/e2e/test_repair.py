@@ -36,10 +36,14 @@ def _quant(run_dir: Path) -> dict:
     return json.loads((run_dir / "metrics.json").read_text())["provenance"]["model"]["quant"]
 
 
-def test_planted_bad_scale_is_the_one_op_kept_in_float_and_the_recipe_rebuilds_it(tmp_path):
+def test_planted_bad_scale_is_the_one_op_kept_in_float_and_the_recipe_rebuilds_it(tmp_path, capsys):
     images = planted.images(tmp_path / "images")
     common = _common(tmp_path, images)
-    doc = run_inprocess([*common, "quant.max_drop=0", f"paths.cache_dir={tmp_path / 'c1'}"], tmp_path / "r1")
+    overrides = [*common, "quant.max_drop=0", f"paths.cache_dir={tmp_path / 'c1'}", "loop.progress=true"]
+    doc = run_inprocess(overrides, tmp_path / "r1")
+    printed = capsys.readouterr()
+    assert "repair: " in printed.err and "evaluation" in printed.err  # its progress, step by step
+    assert printed.out.index("cannot resolve a top1 drop of 0") < printed.out.index("Frontier")  # before
     quant = doc["provenance"]["model"]["quant"]
     r = quant["repair"]
     assert r["status"] == "met"
@@ -54,6 +58,12 @@ def test_planted_bad_scale_is_the_one_op_kept_in_float_and_the_recipe_rebuilds_i
     assert (h["images"], h["float"], h["variant"], h["changed"], h["holds"]) == (12, 1.0, 1.0, 0, True)
     assert h["interval"][0] < 0 < h["interval"][1]
     assert doc["metrics"]["top1"] == 1.0 and doc["metrics"]["num_scored"] == 12
+    # 12 held-out images cannot resolve a drop of 0: said, recorded, the verdict a summary line
+    assert r["resolution"]["images"] == 12 and not r["resolution"]["resolves"]
+    results = (tmp_path / "r1" / "results.txt").read_text()
+    repair_line = next(line for line in results.splitlines() if line.startswith("  Repair:"))
+    assert "held-out top1 1.0000 vs float 1.0000" in repair_line
+    assert "held; not a check: 12 paired" in repair_line
     split = doc["provenance"]["dataset"]["split"]
     assert split == {"fraction": 0.5, "scheme": "interleaved", "part": "held_out"}
     assert r["split"]["search"] == 12 and r["evaluations"]["search"] >= 4

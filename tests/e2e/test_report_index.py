@@ -42,6 +42,7 @@ def test_index_lists_every_run_and_its_compare_link_is_report_diff(outputs, caps
     code, out, err = report(capsys, "index", outputs, "--max-pairs", "5")
     assert code == 0, err
     assert f"wrote {outputs / 'index.html'}: 20 runs, 5 diffs ready to open" in out
+    assert "report index:" in err and "diff" in err  # its progress on stderr, a diff at a time
     page = (outputs / "index.html").read_text()
     data = json.loads(page.split("const INDEX = ")[1].split(";\n")[0])
     pair, link = next(iter(data["diffs"].items()))
@@ -68,3 +69,17 @@ def test_refresh_keeps_fresh_diffs_and_refuses_a_run_dir(outputs, capsys):
     assert code == 2 and err.count("error:") == 1 and "inside the run directory" in err
     code, _, err = report(capsys, "index", outputs / "nowhere")
     assert code == 2 and "is not a directory" in err
+
+
+def test_records_of_runs_that_failed_before_any_result_are_left_out_unless_asked(outputs, capsys, tmp_path):
+    root = tmp_path / "outputs"
+    real = next(p.parent for p in sorted(outputs.rglob("metrics.json")))
+    shutil.copytree(real, root / "real")
+    refused = root / "refused"  # a config error's record: no metrics, no predictions
+    refused.mkdir(parents=True)
+    (refused / "metrics.json").write_text(json.dumps(failure_document("task.num_images=500: ...", {}, [])))
+    code, out, _ = report(capsys, "index", root, "--max-pairs", "0")
+    assert code == 0 and "1 runs, 0 diffs ready to open; 1 record(s) of runs that failed before any" in out
+    assert "--failed lists them" in (root / "index.html").read_text()
+    code, out, _ = report(capsys, "index", root, "--max-pairs", "0", "--failed")
+    assert code == 0 and out.strip().endswith("2 runs, 0 diffs ready to open")

@@ -223,8 +223,14 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_index(args: argparse.Namespace) -> int:
     if args.max_pairs < 0:
         raise ReportError(f"--max-pairs {args.max_pairs}: give 0 (no diffs rendered) or more")
-    done = index.write_index(args.dir, args.output, args.max_pairs)
-    print(f"wrote {done['path']}: {done['runs']} runs, {len(done['diffs'])} diffs ready to open")
+    done = index.write_index(args.dir, args.output, args.max_pairs, args.failed)
+    left = done["left_out"]
+    note = (
+        f"; {left} record(s) of runs that failed before any result left out (--failed lists them)"
+        if left
+        else ""
+    )
+    print(f"wrote {done['path']}: {done['runs']} runs, {len(done['diffs'])} diffs ready to open{note}")
     return EXIT_OK
 
 
@@ -304,6 +310,9 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("dir", metavar="DIR", help="folder holding the runs, e.g. outputs/")
     i.add_argument("-o", "--output", metavar="FILE", help="the page (default: DIR/index.html)")
     i.add_argument("--max-pairs", type=int, default=index.MAX_PAIRS, help="diffs made beforehand (0: none)")
+    i.add_argument(
+        "--failed", action="store_true", help="also list records of runs that failed before any result"
+    )
     i.set_defaults(func=cmd_index)
     p.epilog = _usages(sub)
     return p

@@ -46,7 +46,8 @@ from dataclasses import dataclass
 from evalharness.core.documents import DiffDocument
 from evalharness.core.numbers import delta, fmt, fmt_pct, relative_pct
 from evalharness.report.commands.diff import quantities
-from evalharness.report.runs import ReportError
+from evalharness.report.runs import ReportError, definition_of
+from evalharness.stats.power import resolution, resolution_text
 
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 _RULE = re.compile(
@@ -86,9 +87,12 @@ def _condition(text: str, part: str) -> Rule:
 def evaluate(rules: list[Rule], doc: DiffDocument) -> list[dict]:
     """One result per rule: the tested value, whether it failed, and a line saying why."""
     rows, pairwise = quantities(doc)
+    proportion = definition_of(doc).abilities.repair_metric  # a per-image proportion, paired
     results = []
     for rule in rules:
-        parts = [_evaluate(c, rows, pairwise) for c in (rule, *rule.also)]
+        parts = [
+            _resolvable(_evaluate(c, rows, pairwise), c, proportion, pairwise) for c in (rule, *rule.also)
+        ]
         first = parts[0]
         results.append(
             {
@@ -99,6 +103,20 @@ def evaluate(rules: list[Rule], doc: DiffDocument) -> list[dict]:
             }
         )
     return results
+
+
+def _resolvable(result: dict, rule: Rule, proportion: str | None, pairwise: dict) -> dict:
+    """A threshold on the change of a per-image proportion (top-1) that the paired images cannot
+    tell from noise is said beside the result (stats/power.py): the gate still tests the point
+    estimate as written, but its reader learns that it decides on chance."""
+    n = pairwise.get("paired_images")
+    if result["metric"] != proportion or rule.relative or not n:
+        return result
+    r = resolution(int(n), abs(rule.value))
+    if r["resolves"]:
+        return result
+    text = resolution_text(r, f"a change of {abs(rule.value):g}")
+    return {**result, "detail": f"{result['detail']}; {text}", "resolution": r}
 
 
 def _lookup(name: str, table: dict):

@@ -19,6 +19,7 @@ import os
 from html import escape
 
 from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.bars import progress
 from evalharness.core.boundary import describe
 from evalharness.core.documents import MetricsDocument
 from evalharness.core.errors import EvalHarnessError
@@ -26,7 +27,7 @@ from evalharness.report.presenters import headline
 from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.report.tracking.mapping import DEFAULT_ARTIFACTS
 from evalharness.report.views.html import CSS
-from evalharness.rundir.document import run_dir_of
+from evalharness.rundir.document import failed_before_results, run_dir_of
 from evalharness.rundir.files import METRICS_FILE
 from evalharness.rundir.reader import Run, load_run
 
@@ -131,34 +132,45 @@ def render_pair(a: Run, b: Run, path: str) -> str | None:
     return None
 
 
-def write_index(root: str, output: str | None = None, max_pairs: int = MAX_PAIRS) -> dict:
-    """Write the index page (default ``<root>/index.html``) and its pre-rendered diffs."""
+def write_index(
+    root: str, output: str | None = None, max_pairs: int = MAX_PAIRS, failed: bool = False
+) -> dict:
+    """Write the index page (default ``<root>/index.html``) and its pre-rendered diffs. Records of
+    runs that failed before any result (a refused config: nothing to look at, and the next run into
+    the directory replaces them) are left out, and counted on the page, unless ``failed``."""
     output = output or os.path.join(root, INDEX_FILE)
     if (inside := run_dir_of(output)) is not None:
         raise ReportError(f"-o {output}: inside the run directory {inside}; write the index outside any run")
     runs = find_runs(root)
     if not runs:
         raise ReportError(f"no runs (folders with {METRICS_FILE}) under {root}")
+    left_out = 0 if failed else sum(failed_before_results(r.dir, r.doc) for r in runs)
+    runs = runs if failed else [r for r in runs if not failed_before_results(r.dir, r.doc)]
     keys = list(dict.fromkeys(k for r in runs if (k := group_key(r))))
     groups = {k: chr(ord("A") + i) if i < 26 else str(i) for i, k in enumerate(keys)}
     here = os.path.dirname(os.path.abspath(output))
     diffs = os.path.join(here, DIFFS_DIR)
     rendered, problems = {}, {}
-    for a, b in pairs(runs)[:max_pairs]:
-        name = f"{run_id(a)}__{run_id(b)}.html"
-        path = os.path.join(diffs, name)
-        why = None if _fresh(path, a, b) else render_pair(a, b, path)
-        if why is None:
-            rendered[f"{run_id(a)}|{run_id(b)}"] = f"{DIFFS_DIR}/{name}"
-        else:
-            problems[f"{run_id(a)}|{run_id(b)}"] = why
+    chosen = pairs(runs)[:max_pairs]
+    with progress(len(chosen), "report index", "diff", bool(chosen)) as bar:  # a diff each: seconds
+        for a, b in chosen:
+            name = f"{run_id(a)}__{run_id(b)}.html"
+            path = os.path.join(diffs, name)
+            why = None if _fresh(path, a, b) else render_pair(a, b, path)
+            if why is None:
+                rendered[f"{run_id(a)}|{run_id(b)}"] = f"{DIFFS_DIR}/{name}"
+            else:
+                problems[f"{run_id(a)}|{run_id(b)}"] = why
+            bar.update(1)
     rows = [row(r, groups) for r in runs]
     links = {r["id"]: os.path.relpath(run.dir, here) for r, run in zip(rows, runs, strict=True)}
-    atomic_write_text(output, page(root, rows, links, rendered, problems, diffs))
-    return {"path": output, "runs": len(rows), "diffs": rendered, "problems": problems}
+    atomic_write_text(output, page(root, rows, links, rendered, problems, diffs, left_out))
+    return {"path": output, "runs": len(rows), "diffs": rendered, "problems": problems, "left_out": left_out}
 
 
-def page(root: str, rows: list[dict], links: dict, rendered: dict, problems: dict, diffs: str) -> str:
+def page(
+    root: str, rows: list[dict], links: dict, rendered: dict, problems: dict, diffs: str, left_out: int = 0
+) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in ("", *COLUMNS, "group", "files"))
     body = []
     for r in rows:
@@ -180,7 +192,13 @@ def page(root: str, rows: list[dict], links: dict, rendered: dict, problems: dic
         " code { background: #f4f4f4; padding: .2em; }</style></head>\n"
         f"<body><h1>{escape(title)}</h1>\n"
         f'<p class="note">{len(rows)} runs. Runs in the same group (same task, images and ground truth) '
-        "can be compared: tick two, A first.</p>\n"
+        "can be compared: tick two, A first."
+        + (
+            f" {left_out} record(s) of runs that failed before any result left out (--failed lists them)."
+            if left_out
+            else ""
+        )
+        + "</p>\n"
         '<p><input id="filter" placeholder="filter: any text" size="40"> '
         f'<select id="status"><option value="">any status</option>{options}</select></p>\n'
         '<p id="compare" class="note">Tick two runs to compare them.</p>\n'

@@ -16,7 +16,7 @@ from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import delta, fmt
 from evalharness.core.tables import Section
 from evalharness.report.presenters import sweep_metrics
-from evalharness.report.runs import definition_of
+from evalharness.report.runs import comparability, definition_of
 from evalharness.stats.paired import format_p
 from evalharness.tasks.comparison import Comparison
 from evalharness.tasks.definition import comparer
@@ -59,6 +59,10 @@ def add_quant_columns(jobs: list[dict], rows: list[dict], keys: list[str]) -> li
         try:
             definition = definition_of(run)
         except EvalHarnessError:
+            continue
+        refused = comparability(run_float, run).refused  # other images (a split's held-out part): no Δ
+        if refused:
+            row["vs_float_refused"] = "; ".join(refused)
             continue
         for metric in quant_metrics(definition):
             row[f"d_{metric}_vs_float"] = delta(base.get(metric), row.get(metric))
@@ -128,6 +132,11 @@ def _table1(rows: list[dict], others: list[str], definition) -> Section:
         f"paired sample by sample ({', '.join(map(str, sorted(samples))) or 'all scored'} samples); p: the "
         "task's paired test of the agreement where it has one (classification: McNemar's exact "
         "two-sided test on the images one model gets right and the other wrong)."
+    ]
+    notes += [
+        f"{variant(r)}: no Δ or agreement against the float model: {r['vs_float_refused']}"
+        for r in rows
+        if r.get("vs_float_refused")
     ]
     return Section("Table 1: quantization variants", headers, cells, notes, key="quant")
 

@@ -12,6 +12,7 @@ from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section, render_text
 from evalharness.report.views.node_data import node_data
 from evalharness.stats.intervals import fmt_interval
+from evalharness.stats.power import resolution_text
 
 TITLE = "evalharness quant.max_drop: the fewest ops in float that hold the drop"
 RANKED_SHOWN = 10
@@ -148,14 +149,45 @@ def summary(record: dict) -> str:
 def print_repair(record: dict) -> None:
     print(render_text(TITLE, sections(record)), end="")
     print(summary(record))
+    print(f"repair: {verdict(record['repair'])}")
+
+
+def resolvable(r: dict) -> bool:
+    """The held-out part can tell the target from noise (``resolution``; a repair recorded before
+    it was measured: taken as resolvable, as it was then)."""
+    return bool((r.get("resolution") or {}).get("resolves", True))
+
+
+def verdict(r: dict) -> str:
+    """The held-out result as one line (the run's summary and the repair's printout): held or
+    missed, and whether that is a check (exit 1 on a miss) or, on too few images, a report only."""
+    h, metric = r["held_out"], r["metric"]
+    text = (
+        f"held-out {metric} {h['variant']:.4f} vs float {h['float']:.4f} ({h['delta']:+.4f}, 95% paired "
+        f"interval {fmt_interval(h['interval'], '+.4f')}, {h['images']} images): {r['target']} "
+        + ("held" if h["holds"] else "missed")
+    )
+    if not resolvable(r):
+        what = f"a drop of {r['allowed_drop']:.4g}"
+        return f"{text}; not a check: {resolution_text(r['resolution'], what)}"
+    return text + ("" if h["holds"] else " (a failed check)")
 
 
 def failed_checks(quant: dict | None) -> list[str]:
-    """The run's failed check when the drop could not be held (exit 1)."""
+    """The run's failed checks (exit 1): the drop could not be held on the search part, or the
+    held-out part, when it can resolve the target, shows it missed."""
     r = (quant or {}).get("repair")
-    if not r or r["status"] != "cannot":
+    if not r:
         return []
-    return [f"quant repair: {r['target']} cannot be held even with every quantized op in float"]
+    if r["status"] == "cannot":
+        return [f"quant repair: {r['target']} cannot be held even with every quantized op in float"]
+    h = r["held_out"]
+    if h["holds"] or not resolvable(r):
+        return []
+    return [
+        f"quant repair: held-out {r['metric']} drop {h['float'] - h['variant']:.4f} misses {r['target']} "
+        f"({h['images']} images)"
+    ]
 
 
 def write_repair(run_dir: str, record: dict | None) -> None:

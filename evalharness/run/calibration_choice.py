@@ -1,0 +1,111 @@
+"""``quant/calibration=auto`` (the default of calibrated variants): which images calibrate, decided
+once the dataset's size is known, so the default never quietly calibrates on a few unrelated photos.
+
+- The dataset's list (after ``task.num_images``) holds at least ``min_dataset_images``: a slice of it
+  calibrates: ``num_images`` images at most and at most ``max_fraction`` of the list, spread evenly
+  (the interleaved :class:`evalharness.data.shard.Split`: fixed positions, no seed to drift). The
+  slice is *not scored*: the run reports on the rest, as ``quant/calibration=dataset`` and a repair
+  do. Scoring it and leaving it out of the headline was the other option; it was not chosen because
+  every figure of the run (intervals, per-class tables, diffs) would then have to know which records
+  to skip, and one forgotten reader would show a number measured on the images the model was
+  calibrated on. The slice's images are keyed by content (sha256 of each) in the variant's cache key.
+- Fewer images, a task that reads no dataset, or a sharded run (each shard would slice its own
+  list): the bundled set (the setting's ``roots``), and the summary says its size and what such a
+  set has cost on real models (:data:`BUNDLED_RISK`).
+
+What was chosen and why is ``provenance.model.quant.calibration.choice``; the summary line is made
+from it (:func:`calibration_line`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from evalharness.data.shard import Split
+
+AUTO = "auto"
+# measured (docs/quantization.md#calibration): int8 calibrated on the 9 bundled photos against a
+# slice of the evaluated data
+BUNDLED_RISK = (
+    "ranges from a few photos unlike your data can clip: EfficientNet-Lite2 int8 lost 0.06 top-1 "
+    "on ILSVRC val and Lite0 0.04 on val50 this way"
+)
+
+
+def is_auto(cal: Any) -> bool:
+    return bool(cal) and cal.get("source") == AUTO
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The calibration setting to use (``source: roots`` or ``dataset``), the dataset split it implies
+    (None: the run scores the whole list) and its record (``calibration.choice``)."""
+
+    calibration: dict[str, Any]
+    split: dict[str, Any] | None
+    record: dict[str, Any]
+
+
+def as_bundled(cal: Any) -> dict[str, Any]:
+    """The auto setting's fallback: its roots (the bundled photos), every image."""
+    return {"name": "bundled", "source": "roots", "roots": list(cal.get("roots") or []), "num_images": 0}
+
+
+def choose(cal: Any, listed: int | None, why_not: str | None = None) -> Choice:
+    """The choice for an auto setting ``cal``: ``listed`` images in the dataset's list (None: the
+    task reads no dataset); ``why_not``: why the dataset cannot be sliced (a sharded run)."""
+    least = int(cal.get("min_dataset_images", 100))
+    most = int(cal.get("num_images") or 100)
+    share = float(cal.get("max_fraction", 0.25))
+    record: dict[str, Any] = {"rule": AUTO, "dataset_images": listed, "min_dataset_images": least}
+    if listed is None or why_not or listed < least:
+        few = f"the dataset has {listed} images, under {least}"
+        reason = why_not or ("the task reads no dataset" if listed is None else few)
+        record.update(chosen="bundled", reason=reason, risk=BUNDLED_RISK)
+        return Choice(as_bundled(cal), None, record)
+    count = max(1, min(most, int(listed * share)))
+    fraction = count / listed  # as a float it may round up past count: then half an image less
+    if sum(Split(fraction).in_search(listed)) != count:
+        fraction = (count - 0.5) / listed
+    split = {"fraction": fraction, "scheme": "interleaved"}
+    reason = f"the dataset has {listed} images (>= {least}): {count}, evenly spread, calibrate, not scored"
+    calibration = {"name": AUTO, "source": "dataset", "roots": [], "num_images": 0}
+    return Choice(calibration, split, {**record, "chosen": "dataset", "reason": reason})
+
+
+def clipped(checks: dict[str, Any] | None) -> str | None:
+    """What the run measured of a clipped range: the integer outputs that reached their type's top
+    value, on how many of the scored samples (``output_checks``; None: none did)."""
+    checks = checks or {}
+    n = checks.get("samples") or 0
+    hit = [o for o in checks.get("outputs") or [] if o.get("at_max_samples")]
+    if not n or not hit:
+        return None
+    parts = [f"{o['name']} on {o['at_max_samples']} of {n}" for o in hit]
+    text = "measured: integer output at its top value (" + ", ".join(parts) + " images)"
+    if any(2 * o["at_max_samples"] >= n for o in hit):
+        text += ", most of them: if calibration clipped its range, the top answers tie there (explain)"
+    return text
+
+
+def calibration_line(quant: dict[str, Any], checks: dict[str, Any] | None = None) -> str | None:
+    """The summary's ``Calibrated:`` line of ``provenance.model.quant``: source, count, the ids'
+    hash, for the bundled fallback its size and risk, and what the run measured of a clipped
+    output range (``checks``: the run's ``output_checks``); None: nothing was calibrated."""
+    cal = quant.get("calibration")
+    if not cal:
+        return None
+    ids = str(cal.get("manifest_sha256") or "?")[:12]
+    choice = cal.get("choice") or {}
+    count = cal.get("count")
+    if cal.get("source") == "dataset":
+        what = f"{count} images of the dataset, not scored (the run reports on the rest)"
+    else:
+        what = f"{count} images from quant.calibration.roots ({cal.get('name') or 'roots'})"
+    text = f"  Calibrated: {what}; ids sha256 {ids}"
+    if choice.get("chosen") == "bundled" and (count or 0) < choice.get("min_dataset_images", 0):
+        text += f"; not a slice of the dataset because {choice.get('reason')}; risk: {choice.get('risk')}"
+        text += "; calibrate on images like yours: quant.calibration.roots=[DIR]"
+    measured = clipped(checks)
+    return text + (f"; {measured}" if measured else "")

@@ -1,0 +1,85 @@
+"""What a number of paired images can resolve: the power calculation for a difference of two paired
+proportions (the same images scored by two models: McNemar's test, Connor 1987).
+
+A target or a margin smaller than the noise of the images it is checked on is no check: on 25
+held-out images one changed answer is 0.04 of top-1, so "drop at most 0.01" passes or fails on
+chance. Before a verdict is drawn from a few images, these say how small a change those images can
+detect and how many images a given change needs, at the intervals' confidence (95 %, two-sided)
+and the usual power (80 %).
+
+The discordant fraction ψ (answers right in one model and wrong in the other) sets the variance.
+Before anything is measured it is unknown; the default is the most favourable case, ψ = |Δ| (every
+changed answer goes the same way): the smallest detectable change and the fewest images any pair of
+models needs, so a target these call unresolvable is unresolvable whatever the models do.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import Any
+
+CONFIDENCE = 0.95  # two-sided: every interval in metrics.json and the reports (stats/intervals.py)
+POWER = 0.80  # the power of every "images needed" figure
+
+
+def _z(p: float) -> float:
+    return NormalDist().inv_cdf(p)
+
+
+def images_for_paired_change(
+    delta: float, discordant: float | None = None, confidence: float = CONFIDENCE, power: float = POWER
+) -> int | None:
+    """Paired images for McNemar's test to detect a change ``delta`` of a proportion with ``power``
+    at ``confidence`` (Connor 1987); ``discordant``: the expected discordant fraction (None or less
+    than |delta|: |delta|, the most favourable case). None when ``delta`` is 0."""
+    if delta == 0:
+        return None
+    d = abs(delta)
+    psi = d if discordant is None else max(discordant, d)
+    z_a, z_b = _z(0.5 + confidence / 2), _z(power)
+    return math.ceil((z_a * math.sqrt(psi) + z_b * math.sqrt(max(psi - d * d, 0.0))) ** 2 / d**2)
+
+
+def detectable_paired_change(
+    n: int, discordant: float | None = None, confidence: float = CONFIDENCE, power: float = POWER
+) -> float | None:
+    """The smallest change of a proportion that ``n`` paired images detect with ``power`` at
+    ``confidence`` (``discordant`` as :func:`images_for_paired_change`); None when no change up to
+    1 is detectable (n too small), or n is 0."""
+    if n <= 0 or (images_for_paired_change(1.0, discordant, confidence, power) or 0) > n:
+        return None
+    low, high = 0.0, 1.0  # images needed falls as the change grows: bisect to 1e-6
+    while high - low > 1e-6:
+        mid = (low + high) / 2
+        needed = images_for_paired_change(mid, discordant, confidence, power)
+        low, high = (low, mid) if needed is not None and needed <= n else (mid, high)
+    return high
+
+
+def resolution(n: int, target: float, confidence: float = CONFIDENCE, power: float = POWER) -> dict[str, Any]:
+    """Whether ``n`` paired images can resolve a change of ``target`` (a drop bound, a margin): the
+    smallest detectable change, the images ``target`` needs, in the most favourable case."""
+    detectable = detectable_paired_change(n, None, confidence, power)
+    needed = images_for_paired_change(target, None, confidence, power) if target > 0 else None
+    return {
+        "images": n,
+        "target": target,
+        "detectable": detectable,
+        "images_needed": needed,
+        "resolves": detectable is not None and target > 0 and detectable <= target,
+        "confidence": confidence,
+        "power": power,
+        "assumes": "every changed answer goes one way (the most favourable case)",
+    }
+
+
+def resolution_text(r: dict[str, Any], what: str) -> str:
+    """One sentence: ``what`` (e.g. 'quant.max_drop=0.01') cannot be resolved by these images."""
+    smallest = "no change up to 1" if r["detectable"] is None else f"nothing below {r['detectable']:.3f}"
+    needed = f"~{r['images_needed']}" if r["images_needed"] else "no number of"
+    return (
+        f"{r['images']} paired images cannot resolve {what}: at {r['confidence']:.0%} confidence and "
+        f"{r['power']:.0%} power they detect {smallest} even if every changed answer goes one way; "
+        f"{needed} images would resolve {r['target']:g}"
+    )

@@ -1,0 +1,85 @@
+"""``quant=int8`` with the default ``quant/calibration=auto``, on a tiny generated model (seconds):
+a dataset with enough images calibrates on an evenly spread slice of it that is then not scored; a
+small one falls back to the bundled photos and the summary says their size and risk. Either way the
+summary and metrics.json say what calibrated the variant."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import planted_models as planted
+import pytest
+from conftest import run_inprocess
+
+from evalharness.report.commands.entry import main as report_main
+from evalharness.report.views.quant_table import add_quant_columns
+from evalharness.rundir.reader import load_run
+
+pytest.importorskip("ai_edge_quantizer")
+
+
+def _run(tmp_path: Path, extra: list[str], run: str = "run") -> tuple[dict, str]:
+    images = tmp_path / "images"
+    if not images.exists():
+        planted.images(images)  # 24 images
+    model = planted.model(tmp_path / "planted.tflite", bad_scale=False)
+    overrides = [
+        f"model.path={model}",
+        f"model.labels={planted.labels(tmp_path / 'labels.txt')}",
+        "dataset=imagefolder",
+        f"dataset.root={images}",
+        "task.top_k=3",
+        "quant=int8",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        *extra,
+    ]
+    doc = run_inprocess(overrides, tmp_path / run)
+    return doc, (tmp_path / run / "results.txt").read_text()
+
+
+def test_enough_images_calibrate_on_an_unscored_slice_of_the_dataset(tmp_path, capsys):
+    doc, results = _run(tmp_path, ["quant.calibration.min_dataset_images=20"])
+    cal = doc["provenance"]["model"]["quant"]["calibration"]
+    assert cal["source"] == "dataset" and cal["count"] == 6  # a quarter of 24
+    assert cal["choice"]["chosen"] == "dataset" and cal["choice"]["dataset_images"] == 24
+    assert doc["metrics"]["num_images"] == 18  # the slice is not scored
+    calibrated = set(f["key"].split("/")[-1] for f in cal["files"])
+    scored = {p.name for p in (tmp_path / "images").rglob("*.png")} - calibrated
+    assert len(scored) == 18 and not calibrated & scored
+    assert doc["provenance"]["dataset"]["split"]["part"] == "held_out"
+    line = next(x for x in results.splitlines() if x.strip().startswith("Calibrated:"))
+    assert "6 images of the dataset, not scored" in line and cal["manifest_sha256"][:12] in line
+    # a float run on every image cannot be paired with it: the refusal says why and how to compare
+    _run(tmp_path, ["quant=none"], "float")
+    capsys.readouterr()
+    assert report_main(["diff", str(tmp_path / "float"), str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "scores only the held-out part" in err
+    assert "quant/calibration=bundled" in err and "Traceback" not in err
+    # nor does the quantization table subtract one from the other: no Δ, and a note saying why
+    jobs = [{"run": name, "doc": load_run(str(tmp_path / name), name)} for name in ("float", "run")]
+    rows = [{"run": j["run"], "quant": q, "status": "complete", "top1": j["doc"].metrics["top1"]}
+            for j, q in zip(jobs, ("none", "int8"), strict=True)]  # fmt: skip
+    add_quant_columns(jobs, rows, ["quant"])
+    assert "d_top1_vs_float" not in rows[1] and "scores only the held-out" in rows[1]["vs_float_refused"]
+    # the slice's content keys the cached variant: one calibration image's bytes changed -> rebuilt
+    quant = doc["provenance"]["model"]["quant"]
+    key = json.loads(json.loads((Path(quant["cache"]["dir"]) / "variant.json").read_text())["key"])
+    assert key["calibration_manifest_sha256"] == cal["manifest_sha256"]
+    first = next((tmp_path / "images").rglob(cal["files"][0]["key"].split("/")[-1]))
+    first.write_bytes((tmp_path / "images" / "blue" / "07_blue.png").read_bytes())  # same name, other bytes
+    again, _ = _run(tmp_path, ["quant.calibration.min_dataset_images=20"], "run2")
+    moved = again["provenance"]["model"]["quant"]
+    assert moved["cache"]["status"] == "built"
+    assert moved["calibration"]["manifest_sha256"] != cal["manifest_sha256"]
+
+
+def test_a_small_dataset_falls_back_to_the_bundled_set_and_says_its_risk(tmp_path):
+    doc, results = _run(tmp_path, [])
+    cal = doc["provenance"]["model"]["quant"]["calibration"]
+    assert cal["source"] == "roots" and cal["count"] == 9
+    assert cal["choice"]["chosen"] == "bundled" and "24 images, under 100" in cal["choice"]["reason"]
+    assert doc["metrics"]["num_images"] == 24
+    line = next(x for x in results.splitlines() if x.strip().startswith("Calibrated:"))
+    assert "9 images" in line and "risk:" in line and "quant.calibration.roots=[DIR]" in line
