@@ -52,7 +52,7 @@ OmegaConf.register_new_resolver("quant_tag", quant_tag, replace=True)
 
 _failed_jobs: list[str] = []
 _exit_codes: list[int] = []  # a single run's code, returned after Hydra's job-end callbacks (tracking)
-__all__ = ["SUBCOMMANDS", "main", "run"]
+__all__ = ["SUBCOMMANDS", "main", "process", "run"]
 
 
 def _write_failure(run_dir: str, cfg: DictConfig, message: str) -> None:
@@ -129,10 +129,11 @@ def _quietly(command, args: list[str]) -> int:
     return code
 
 
-def main() -> None:
-    """The process entry: the command, then :func:`leave` (the exit code without native teardown)."""
+def process() -> None:
+    """The process entry (console script, ``python -m``): :func:`main`, then :func:`leave` (the exit
+    code without the native libraries' teardown). In-process callers (tests) call :func:`main`."""
     try:
-        _under_policy()
+        main()
         code = EXIT_OK
     except SystemExit as exc:
         code = exit_code(exc)
@@ -142,7 +143,7 @@ def main() -> None:
     leave(code)
 
 
-def _under_policy() -> None:
+def main() -> None:
     """The command under the one interrupt policy (:mod:`evalharness.core.interrupts`): a signal that
     reaches here (before a run claimed its directory, between jobs, in a report) is one line, exit 1."""
     with interrupt_policy():
@@ -188,4 +189,4 @@ def _main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    process()

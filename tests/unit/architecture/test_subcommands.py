@@ -115,3 +115,15 @@ def test_a_successful_report_exits_0_without_a_failure_tail(monkeypatch, capfd):
     captured = capfd.readouterr()
     assert done.value.code == 0 and captured.out.startswith("usage: evalharness report diff")
     assert captured.err == ""
+
+
+def test_the_process_entry_is_process_and_main_stays_callable():
+    """The console script and ``python -m`` end through ``process`` (Python's exit work, then the
+    code without the native teardown that could abort a complete command); ``main`` raises
+    SystemExit as before, for in-process callers."""
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(entry.__file__).parents[1] / "pyproject.toml").read_text())
+    assert project["project"]["scripts"]["evalharness"] == "evalharness.__main__:process"
+    assert 'if __name__ == "__main__":\n    process()' in Path(entry.__file__).read_text()
