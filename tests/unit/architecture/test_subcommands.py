@@ -122,7 +122,6 @@ def test_the_process_entry_is_process_and_main_stays_callable():
     code without the native teardown that could abort a complete command); ``main`` raises
     SystemExit as before, for in-process callers."""
     import tomllib
-    from pathlib import Path
 
     project = tomllib.loads((Path(entry.__file__).parents[1] / "pyproject.toml").read_text())
     assert project["project"]["scripts"]["evalharness"] == "evalharness.__main__:process"
