@@ -9,12 +9,15 @@ the k-th one in the model's label list, which is what ``occurrence`` carries.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from evalharness.core.checksum import optional_sha256, sha256_lines
 from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.paths import BUNDLED_DIR
@@ -70,6 +73,22 @@ def read_synset_words(path: str | Path) -> list[tuple[str, str]]:
             )
         pairs.append((wnid, text.strip()))
     return pairs
+
+
+def label_set(path: str | None) -> dict[str, Any]:
+    """A run's label set for its provenance: the file (path, sha256) and the identity of the set,
+    ``names_sha256`` over the class names in order, which is what ``report diff`` compares: two
+    files holding the same names (Ultralytics' metadata with another date) are one label set."""
+    names = None
+    if path and os.path.isfile(path):
+        with contextlib.suppress(DataError):  # not a text list (a detector's unread labels): file hash only
+            names = read_label_file(path)
+    return {
+        "path": path,
+        "sha256": optional_sha256(path),
+        "names_sha256": None if names is None else sha256_lines(names),
+        "count": None if names is None else len(names),
+    }
 
 
 class LabelMatcher:

@@ -85,7 +85,7 @@ def comparability(a: Run, b: Run, allow_different_preprocessing: bool = False) -
     pre = field_differences(a.prov("preprocessing"), b.prov("preprocessing"), MODEL_INPUT_FIELDS)
     if pre:
         c.warnings.append("preprocessing differs: " + "; ".join(pre))
-    labels = field_differences(a.prov("labels"), b.prov("labels"), ("path",))
+    labels = field_differences(a.prov("labels"), b.prov("labels"), _label_file_fields(a, b))
     if labels:
         c.warnings.append("label set differs: " + "; ".join(labels))
     for run in (a, b):
@@ -100,6 +100,14 @@ def comparability(a: Run, b: Run, allow_different_preprocessing: bool = False) -
     if hosts:
         c.notes.append("host differs (latency compares machines, not only delegates): " + "; ".join(hosts))
     return c
+
+
+def _label_file_fields(a: Run, b: Run) -> tuple[str, ...]:
+    """The label fields that name a file rather than the label set: the path always, and the file's
+    sha256 when both runs record ``names_sha256`` (the class names in order are the set's identity;
+    runs made before it was recorded compare by file)."""
+    both = a.prov("labels.names_sha256") is not None and b.prov("labels.names_sha256") is not None
+    return ("path", "sha256") if both else ("path",)
 
 
 def _short(digest: str | None) -> str:

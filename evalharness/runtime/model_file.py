@@ -114,6 +114,10 @@ def read_model_file(path: str) -> ModelFile:
     raw = _metadata_buffer(buf, model, "TFLITE_METADATA")
     if raw is not None:
         _read_tflite_metadata(raw, info)
+    # Ultralytics' exports name their temp_meta.txt (a dict of date, description, names, ...) as the
+    # output's label file: it is no label list; their names are (model_settings reads them)
+    if info.label_file in ULTRALYTICS_FILES:
+        info.label_file = None
     label_name = info.label_file or next((n for n in sorted(files) if "label" in n.lower()), None)
     if label_name in files:
         info.label_file = label_name

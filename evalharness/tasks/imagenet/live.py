@@ -23,7 +23,7 @@ from evalharness.core.ranking import stable_topk
 from evalharness.core.tensors import TensorInfo, require_real
 from evalharness.data.ground_truth import INDEX_LABEL, ClassList, LabeledSample, load_ground_truth
 from evalharness.data.label_alignment import BACKGROUND_LINES, align
-from evalharness.data.labels import LabelMatcher, read_label_file
+from evalharness.data.labels import LabelMatcher, label_set, read_label_file
 from evalharness.data.listing import own_files_scored, warn_unscored
 from evalharness.data.preprocess import (
     image_input_spec,
@@ -205,11 +205,7 @@ class ImageNetTask(Task):
                 "unscored": dict(sorted(self.unscored.items())),
                 "scored_by": self.scored_by,  # index | name: how ground truth met the model's outputs
             },
-            "labels": {
-                "path": self.labels_path,
-                "sha256": optional_sha256(self.labels_path),
-                "count": len(self.labels),
-            },
+            "labels": label_set(self.labels_path),
             "preprocessing": preprocessing_provenance(self.spec, self.input),
             "assumptions": self.assumptions,
         }
