@@ -32,6 +32,7 @@ from evalharness.core.interrupts import checkpoint
 from evalharness.core.schema import bounds
 from evalharness.loop.blocks import ScoringBlocks
 from evalharness.loop.checks import OutputChecks
+from evalharness.loop.held import Held
 from evalharness.loop.memory import current_rss_mb, peak_rss_mb
 from evalharness.loop.progress import progress_bar
 from evalharness.loop.shape import SHAPES, LoopShape, requested, shaped
@@ -105,6 +106,7 @@ class LoopResult:
     # pipelined) and scoring its outputs; appends are atomic under the GIL, so threads share them
     prepare_s: array = field(default_factory=lambda: array("d"))
     postprocess_s: array = field(default_factory=lambda: array("d"))
+    held: Held = field(default_factory=Held)  # the first invoke + warm-up, left out of prepare_s
 
     def stage_ms(self) -> dict:
         """Mean milliseconds per sample of each stage (None: no sample measured in this session)."""
@@ -158,9 +160,11 @@ def prepared(
     prefetch: int,
     phased: bool = False,
     spent: array | None = None,
+    held: Held | None = None,
 ) -> Iterator[tuple[object, object]]:
     """(sample, tensors or the DataError preparing it raised), in sample order; each preparation's
-    seconds are appended to ``spent``.
+    seconds, less any part of it inside ``held`` (the first invoke's compile), are appended to
+    ``spent``.
 
     With workers > 0 a bounded window of ``prefetch`` samples is prepared ahead on a thread pool;
     consuming the futures in submission order keeps results deterministic whatever the timing.
@@ -177,7 +181,8 @@ def prepared(
             return exc
         finally:
             if spent is not None:
-                spent.append(time.perf_counter() - start)
+                end = time.perf_counter()
+                spent.append(end - start - (held.overlap(start, end) if held is not None else 0.0))
 
     if workers <= 0:
         for sample in samples:
@@ -260,11 +265,14 @@ def _run_each(
         if result.first_inference_ms is not None:
             checkpoint("loop")  # a test's pause point, once a sample ran (core/interrupts.py)
         tensors = chunk[0][1] if size == 1 else _stacked(chunk, size)
+        if result.first_inference_ms is None:
+            result.held.start = time.perf_counter()
         model.set_inputs(tensors)
         if result.first_inference_ms is None:
             result.first_inference_ms = _timed_invoke(model)
             first_outputs = model.get_outputs()
             result.warmup_ms = [_timed_invoke(model) for _ in range(settings.warmup_runs)]
+            result.held.end = time.perf_counter()
         latency = _timed_invoke(model) / size
         outputs = model.get_outputs()
         if first_outputs is not None:
@@ -350,7 +358,7 @@ def run_loop(
             result.shape = LoopShape("pipelined", settings.workers, "the runner batches samples")
         items = shaped(
             lambda samples, workers, phased=False: prepared(
-                task, samples, workers, settings.prefetch, phased, result.prepare_s
+                task, samples, workers, settings.prefetch, phased, result.prepare_s, result.held
             ),
             todo,
             total,
