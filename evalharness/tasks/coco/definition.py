@@ -73,7 +73,11 @@ class CocoDefinition(TaskDefinition):
     # rescore --backend scores with another backend on purpose; the unmapped-class check counts what
     # the live session's decoder produced, which the records keep only as scored boxes
     abilities = Abilities(
-        sample_key="image_id", can_resume=True, rescorable=True, rescore_ignores=("backend", "failed_checks")
+        sample_key="image_id",
+        can_resume=True,
+        rescorable=True,
+        rescore_ignores=("backend", "failed_checks"),
+        export_rows=("detections", ("category_id", "score", "x", "y", "w", "h")),
     )
     # pycocotools' 12 stats, then the TFLite tool's AP when computed; AP, AP50, AP75: fractions with
     # image-bootstrap intervals (-1: the scored images hold no annotation box)
