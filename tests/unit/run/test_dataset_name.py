@@ -10,7 +10,7 @@ PRESET = {"name": "coco_sample", "root": "/pkg/coco/images", "annotations": "/pk
 
 def test_a_root_given_on_the_command_line_names_the_dataset():
     mine = {**PRESET, "root": "data/coco/val5/", "annotations": "data/coco/instances_val5.json"}
-    overrides = ["task=coco", "dataset.root=data/coco/val5/", "dataset.annotations=data/coco/instances_val5.json"]
+    overrides = ["task=coco", "dataset.root=data/coco/val5/", f"dataset.annotations={mine['annotations']}"]
     assert dataset_named(mine, overrides)["name"] == "val5"
 
 
