@@ -120,10 +120,10 @@ def comparability(a: Run, b: Run, allow: Collection[str] = ()) -> Comparability:
 
 def _label_file_fields(a: Run, b: Run) -> tuple[str, ...]:
     """The label fields that name a file rather than the label set: the path always, and the file's
-    sha256 when both runs record ``names_sha256`` (the class names in order are the set's identity;
-    runs made before it was recorded compare by file)."""
+    sha256 when both runs record ``names_sha256`` (the class names in order are the set's identity);
+    a run made before it was recorded compares by the file's sha256 alone, as then."""
     both = a.prov("labels.names_sha256") is not None and b.prov("labels.names_sha256") is not None
-    return ("path", "sha256") if both else ("path",)
+    return ("path", "sha256") if both else ("path", "names_sha256", "count")
 
 
 def _short(digest: str | None) -> str:

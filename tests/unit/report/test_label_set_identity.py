@@ -27,9 +27,11 @@ def test_same_names_in_other_files_are_one_label_set(tmp_path):
 
 def test_runs_without_names_sha256_compare_by_file():
     old = {"path": "/x/labels.txt", "sha256": "1"}
-    new = {"path": "/y/labels.txt", "sha256": "2"}
+    new = {"path": "/y/labels.txt", "sha256": "2", "names_sha256": "n", "count": 2}
     (warning,) = comparability(_run("a", old), _run("b", new)).warnings
-    assert "sha256 '1' vs '2'" in warning
+    assert warning == "label set differs: sha256 '1' vs '2'"
+    same_file = {**new, "sha256": "1"}  # an old run and a new one of the same label file agree
+    assert comparability(_run("a", old), _run("b", same_file)).warnings == []
 
 
 def test_no_label_file_has_no_names():
