@@ -64,5 +64,5 @@ def test_class_list_out_of_order_and_misspelled_is_one_error_naming_both_files(t
     assert proc.returncode == 2 and len(errors) == 1, proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     (error,) = errors
-    assert "'canoe boat'" in error and "do not line up with it by index (order: class 0" in error
+    assert "'canoe boat'" in error and f"do not line up with it by index ({words}: order: class 0" in error
     assert "model.labels=" in error and "labels" in error

@@ -127,7 +127,7 @@ class ImageNetTask(Task):
             return None
         if self.classes.names:
             aligned = align(self.classes.names, self.classes.count, self.labels, str(given))
-            self.not_by_index = aligned.problem
+            self.not_by_index = aligned.problem and f"{self.classes.source}: {aligned.problem}"
             if aligned.differing:  # same names everywhere: by index is by name, nothing assumed
                 self.assumptions.append({
                     "what": "ground truth",
