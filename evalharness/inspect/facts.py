@@ -15,6 +15,7 @@ import io
 import json
 import os
 import sys
+from collections.abc import Iterator
 from typing import cast
 
 from omegaconf import OmegaConf
@@ -121,7 +122,7 @@ def _prepare_all(path: str, names: list[str]) -> dict:
 
 
 @contextlib.contextmanager
-def runtime_output_kept():
+def runtime_output_kept() -> Iterator[None]:
     """What the runtimes print while every delegate is prepared — native lines, and Python-level
     ones such as OpenVINO's compile progress bars — is kept off the terminal by core.native_output's
     quiet capture (as a run keeps it), and stdout stays the report's; ``-v`` shows it on stderr."""
