@@ -10,7 +10,6 @@ import time
 from test_scoring_blocks import _Model, _Task
 
 from evalharness.loop.engine import LoopSettings, run_loop
-from evalharness.loop.held import Held
 
 COMPILE_S = 0.4
 
@@ -40,14 +39,4 @@ def test_preparation_during_the_first_invoke_is_not_preprocessing():
     settings = LoopSettings(progress=False, shape="pipelined", workers=2, prefetch=4, warmup_runs=0)
     _, result = run_loop(_Waiting(6), lambda: _Compiling(lambda: None), lambda r: None, settings)
     assert result.status == "complete" and result.first_inference_ms >= COMPILE_S * 1e3
-    assert result.held.start is not None and result.held.end - result.held.start >= COMPILE_S
     assert result.stage_ms()["preprocess"] < COMPILE_S * 1e3 / 4  # not the compile's 400 ms
-
-
-def test_held_overlap():
-    held = Held()
-    assert held.overlap(0.0, 1.0) == 0.0  # nothing held yet
-    held.start = 2.0
-    assert held.overlap(1.0, 3.0) == 1.0  # still held: counted up to the end of the preparation
-    held.end = 2.5
-    assert held.overlap(1.0, 3.0) == 0.5 and held.overlap(3.0, 4.0) == 0.0
