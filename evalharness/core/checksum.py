@@ -37,5 +37,10 @@ def sha256_file(path: str) -> str:
     return digest.hexdigest()
 
 
+def sha256_lines(lines: list[str]) -> str:
+    """sha256 over text lines joined by newlines (UTF-8): the identity of an ordered list of names."""
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
 def optional_sha256(path: str | None) -> str | None:
     return sha256_file(path) if path and os.path.isfile(path) else None

@@ -1,8 +1,10 @@
 """Ground truth of classification datasets in the formats users really have.
 
 Every reader returns label TEXT (plus ``occurrence`` for repeated texts such as ImageNet's two
-"crane"s) rather than a class index, because datasets and models number classes differently; the
-model index is found later by :class:`evalharness.data.labels.LabelMatcher`.
+"crane"s), and the class INDEX where the ground truth gives one (val.txt, devkit, a csv's
+class_index) with the class list that names it (:class:`ClassList`). The task scores by index when
+that list lines up with the model's labels (:mod:`evalharness.data.label_alignment`), else matches
+the text with :class:`evalharness.data.labels.LabelMatcher`.
 """
 
 from __future__ import annotations
@@ -42,11 +44,27 @@ class LabeledSample:
     # rank among classes with the same text in the dataset's class list; None: the text alone (a csv,
     # a folder name), which must then name one class of the model's label list
     occurrence: int | None = None
+    # the class index the ground truth gives (in its class list's numbering); None: given by name only
+    index: int | None = None
 
     @property
     def path(self) -> str:
         """The absolute image path."""
         return os.path.join(self.root, self.key)
+
+
+@dataclass
+class ClassList:
+    """The dataset's class list a reader used (filled in by the reader, like ``unscored``): class
+    index -> name, the file it came from, and its length (None: only the classes a csv names)."""
+
+    source: str = ""
+    names: dict[int, str] = field(default_factory=dict)
+    count: int | None = None
+
+    def fill(self, source: Path | str, texts: list[str], complete: bool = True) -> None:
+        self.source, self.names = str(source), dict(enumerate(texts))
+        self.count = len(texts) if complete else None
 
 
 @dataclass(frozen=True)
@@ -60,12 +78,14 @@ class GroundTruthRequest:
     devkit_meta: Path | None
     extensions: tuple[str, ...]  # lower case, with the dot
     unscored: Counter = field(default_factory=Counter)  # files under root not taken, by reason
+    classes: ClassList = field(default_factory=ClassList)  # the class list read, for the task
 
 
-Label = tuple[str, int | None]  # (label text, occurrence or None: the text alone)
+# (label text, occurrence or None: the text alone, class index or None: given by name)
+Label = tuple[str, int | None, int | None]
 # The label "text" of a sample whose ground truth is a bare class index (a csv's class_index with no
-# class list to name it): ``occurrence`` then holds that index, scored against the model's output
-# index (plus the background offset the task detects or is given), never matched by text.
+# class list to name it): scored by ``index`` against the model's output index (plus the background
+# offset the task detects or is given), never matched by text.
 INDEX_LABEL = "\x00class_index"
 _S = TypeVar("_S", bound=Sized)
 Reader = Callable[[GroundTruthRequest], list[LabeledSample]]
@@ -86,9 +106,10 @@ def load_ground_truth(
     devkit_meta: str | None,
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
     unscored: Counter | None = None,
+    classes: ClassList | None = None,
 ) -> list[LabeledSample]:
     """The labeled images of ``root``, sorted by key; files not taken are counted into ``unscored``
-    by reason (hidden, extension not read, subdirectory)."""
+    by reason (hidden, extension not read, subdirectory); the class list read goes to ``classes``."""
     reader = FORMATS.get(fmt)
     root_path = Path(root)
     if not root_path.is_dir():
@@ -102,7 +123,7 @@ def load_ground_truth(
         None if p is None else Path(p) for p in (ground_truth, class_names, synset_words, devkit_meta)
     )
     counts = Counter() if unscored is None else unscored
-    req = GroundTruthRequest(root_path, gt, names, synsets, meta, exts, counts)
+    req = GroundTruthRequest(root_path, gt, names, synsets, meta, exts, counts, classes or ClassList())
     return sorted(reader(req), key=lambda s: s.key)
 
 
@@ -146,7 +167,7 @@ def _found(req: GroundTruthRequest, found: _S, layout: str = "") -> _S:
 def _sample(root: str, key: str, label: Label) -> LabeledSample:
     """``root``: the absolute root (one string for every sample); the label text is interned so that
     a ground truth read line by line holds each class name once."""
-    return LabeledSample(root, key, sys.intern(label[0]), label[1])
+    return LabeledSample(root, key, sys.intern(label[0]), label[1], label[2])
 
 
 def _root(req: GroundTruthRequest) -> str:
@@ -196,11 +217,12 @@ def _require(value: Path | None, option: str, why: str) -> Path:
 
 
 def _with_occurrence(texts: list[str]) -> list[Label]:
-    """Pairs each text with the number of earlier entries of the same text (the two "crane"s)."""
+    """Labels each text with the number of earlier entries of the same text (the two "crane"s) and
+    its position in the list (its class index)."""
     seen: Counter[str] = Counter()
     out: list[Label] = []
-    for text in texts:
-        out.append((text, seen[text]))
+    for i, text in enumerate(texts):
+        out.append((text, seen[text], i))
         seen[text] += 1
     return out
 
@@ -209,16 +231,20 @@ def _class_list(req: GroundTruthRequest, why: str) -> tuple[Path, list[Label]]:
     """Class index -> label from class_names (preferred) or synset_words, and that file."""
     if req.class_names is not None:
         path = _require(req.class_names, "class_names", why)
-        return path, _with_occurrence(read_label_file(path, "class_names file"))
-    if req.synset_words is not None:
+        texts = read_label_file(path, "class_names file")
+    elif req.synset_words is not None:
         path = _require(req.synset_words, "synset_words", why)
-        return path, _with_occurrence([text for _, text in read_synset_words(path)])
-    raise ConfigError(f"{why} needs dataset.class_names=<file> or dataset.synset_words=<file>; set one")
+        texts = [text for _, text in read_synset_words(path)]
+    else:
+        raise ConfigError(f"{why} needs dataset.class_names=<file> or dataset.synset_words=<file>; set one")
+    req.classes.fill(path, texts)
+    return path, _with_occurrence(texts)
 
 
 def _wnid_labels(req: GroundTruthRequest, why: str) -> tuple[Path, dict[str, Label]]:
     path = _require(req.synset_words, "synset_words", why)
     pairs = read_synset_words(path)
+    req.classes.fill(path, [t for _, t in pairs])
     return path, dict(zip([w for w, _ in pairs], _with_occurrence([t for _, t in pairs]), strict=True))
 
 
@@ -235,7 +261,7 @@ def bare_index(index: str, where: str) -> Label:
     """A class index with no class list: kept as the index itself (see :data:`INDEX_LABEL`)."""
     if not _is_int(index) or int(index) < 0:
         raise DataError(f"{where}: class index {index!r} is not a whole number >= 0; fix the row")
-    return INDEX_LABEL, int(index)
+    return INDEX_LABEL, None, int(index)
 
 
 def _by_index(classes: list[Label], source: Path, index: str, where: str) -> Label:

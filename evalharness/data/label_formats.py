@@ -33,11 +33,9 @@ from evalharness.data.ground_truth import (
     _wnid_labels,
     bare_index,
 )
+from evalharness.data.label_alignment import BACKGROUND_LINES
 from evalharness.data.labels import WNID, read_label_file
 from evalharness.data.listing import list_entries, list_images, not_read, refuse, suffix
-
-# First lines of a model label file that name no class of the data ("background" and its spellings).
-BACKGROUND_LINES = ("background", "__background__", "unused background", "???", "none")
 
 
 @FORMATS.register("val_txt")
@@ -67,7 +65,7 @@ def _read_val_txt(req: GroundTruthRequest) -> list[LabeledSample]:
 def _read_devkit(req: GroundTruthRequest) -> list[LabeledSample]:
     """Devkit ground truth: line i = ILSVRC2012_ID of ILSVRC2012_val_%08d (ids mapped via meta.mat)."""
     gt = _require(req.ground_truth, "ground_truth", "ground-truth format 'devkit'")
-    by_id = _devkit_classes(_require(req.devkit_meta, "devkit_meta", "ground-truth format 'devkit'"))
+    by_id = _devkit_classes(req, _require(req.devkit_meta, "devkit_meta", "ground-truth format 'devkit'"))
     table: dict[str, Label] = {}
     for i, where, tokens in _lines(gt, skip_blank=False):
         if len(tokens) != 1 or not _is_int(tokens[0]) or int(tokens[0]) not in by_id:
@@ -79,7 +77,7 @@ def _read_devkit(req: GroundTruthRequest) -> list[LabeledSample]:
     return _attach(req, table, name_of=lambda key: Path(key).stem)
 
 
-def _devkit_classes(meta: Path) -> dict[int, Label]:
+def _devkit_classes(req: GroundTruthRequest, meta: Path) -> dict[int, Label]:
     """ILSVRC2012_ID -> label of the leaf synsets (ids 1..1000) of the devkit's meta.mat.
 
     Occurrence counts in sorted-WNID order (the class-index order of models' label files), not in
@@ -102,7 +100,9 @@ def _devkit_classes(meta: Path) -> dict[int, Label]:
             "pass the devkit's data/meta.mat"
         ) from None
     leaves = sorted((wnid, ident, text) for ident, wnid, text in rows if 1 <= ident <= ILSVRC2012_CLASSES)
-    labels = _with_occurrence([text for _, _, text in leaves])
+    texts = [text for _, _, text in leaves]
+    req.classes.fill(meta, texts)
+    labels = _with_occurrence(texts)
     return {ident: label for (_, ident, _), label in zip(leaves, labels, strict=True)}
 
 
@@ -114,7 +114,7 @@ def _read_imagefolder(req: GroundTruthRequest) -> list[LabeledSample]:
         source, wnids = _wnid_labels(req, f"imagefolder {req.root} (class dirs are WordNet ids)")
         labels = {d.name: _by_wnid(wnids, source, d.name, f"class dir {d}") for d in dirs}
     else:
-        labels = {d.name: (d.name, None) for d in dirs}
+        labels = {d.name: (d.name, None, None) for d in dirs}
     root = _root(req)
     samples = [
         _sample(root, f"{d.name}/{name}", labels[d.name])
@@ -168,7 +168,7 @@ def _read_label_lines(req: GroundTruthRequest) -> list[LabeledSample]:
             "images; label_lines needs one line per image in sorted file-name order"
         )
     root = _root(req)
-    return [_sample(root, name, (text, None)) for name, text in zip(images, texts, strict=True)]
+    return [_sample(root, name, (text, None, None)) for name, text in zip(images, texts, strict=True)]
 
 
 @FORMATS.register("csv")
@@ -224,12 +224,17 @@ def _csv_labeler(req: GroundTruthRequest, gt: Path, header: list[str]) -> Callab
     """Label of a csv row from the best column.
 
     class_index wins when a class list is given (it tells the two "crane"s apart); a text column
-    next to it must then agree, which catches a class list shifted by a "background" line.
+    next to it must then agree, which catches a class list shifted by a "background" line. With no
+    class list, class_index is the ground truth and a text column beside it names those classes (the
+    csv's own partial class list, checked against the model's labels by the task).
     """
     text_col = next((c for c in ("class_name", "label") if c in header), None)
     has_list = req.class_names is not None or req.synset_words is not None
     if "class_index" in header and not has_list and text_col is None and "wnid" not in header:
         return lambda row, where: bare_index(row["class_index"], where)
+    if "class_index" in header and not has_list and text_col is not None:
+        req.classes.fill(gt, [], complete=False)
+        return lambda row, where: _named_index(req, row["class_index"], row[text_col], where)
     if "class_index" in header and has_list:
         source, classes = _class_list(req, f"csv ground truth {gt} with a class_index column")
         if text_col is None and classes and classes[0][0].strip().lower() in BACKGROUND_LINES:
@@ -251,6 +256,18 @@ def _csv_labeler(req: GroundTruthRequest, gt: Path, header: list[str]) -> Callab
         return by_index
     if text_col is not None:
         labels: dict[str, Label] = {}  # one label tuple per class, not one per row
-        return lambda row, where: labels.setdefault(row[text_col], (row[text_col], None))
+        return lambda row, where: labels.setdefault(row[text_col], (row[text_col], None, None))
     source, wnids = _wnid_labels(req, f"csv ground truth {gt} with a wnid column")
     return lambda row, where: _by_wnid(wnids, source, row["wnid"], where)
+
+
+def _named_index(req: GroundTruthRequest, index: str, text: str, where: str) -> Label:
+    """A csv row's class_index with the name its text column gives; one name per index."""
+    i = int(index) if bare_index(index, where) else 0  # bare_index refuses a bad index
+    known = req.classes.names.setdefault(i, text)
+    if known != text:
+        raise DataError(
+            f"{where}: class_index {i} is {text!r} here but {known!r} on an earlier row; give each "
+            "class one name"
+        )
+    return text, None, i

@@ -1,19 +1,23 @@
-"""Label files, ground-truth-to-model label matching, and stable top-k.
+"""Label files and ground-truth-to-model label matching by TEXT.
 
-Datasets and models number their classes differently (1000 sorted synsets vs. 1001 with
-"background" first), so ground truth is matched to model outputs by label TEXT, never by offset.
+Ground truth given by name (a folder, a csv's label column), or by index whose class list does not
+line up with the model's labels (see :mod:`evalharness.data.label_alignment`), is matched to model
+outputs by label text.
 ImageNet has two distinct classes both called "crane"; the k-th one in the dataset's class list is
 the k-th one in the model's label list, which is what ``occurrence`` carries.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from evalharness.core.checksum import optional_sha256, sha256_lines
 from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.paths import BUNDLED_DIR
@@ -71,12 +75,30 @@ def read_synset_words(path: str | Path) -> list[tuple[str, str]]:
     return pairs
 
 
+def label_set(path: str | None) -> dict[str, Any]:
+    """A run's label set for its provenance: the file (path, sha256) and the identity of the set,
+    ``names_sha256`` over the class names in order, which is what ``report diff`` compares: two
+    files holding the same names (Ultralytics' metadata with another date) are one label set."""
+    names = None
+    if path and os.path.isfile(path):
+        with contextlib.suppress(DataError):  # not a text list (a detector's unread labels): file hash only
+            names = read_label_file(path)
+    return {
+        "path": path,
+        "sha256": optional_sha256(path),
+        "names_sha256": None if names is None else sha256_lines(names),
+        "count": None if names is None else len(names),
+    }
+
+
 class LabelMatcher:
     """Maps (ground-truth label text, occurrence) to the model's output index."""
 
-    def __init__(self, model_labels: Sequence[str], labels_path: str | Path) -> None:
+    def __init__(self, model_labels: Sequence[str], labels_path: str | Path, not_by_index: str = "") -> None:
+        """``not_by_index``: why an index ground truth could not be scored by index (said in errors)."""
         self.model_labels = list(model_labels)
         self.labels_path = str(labels_path)
+        self.not_by_index = not_by_index
         self._positions: dict[str, list[int]] = {}
         for i, text in enumerate(self.model_labels):
             self._positions.setdefault(text, []).append(i)
@@ -93,16 +115,24 @@ class LabelMatcher:
             close = difflib.get_close_matches(label, list(self._positions), n=1)
             hint = f" (closest: {close[0]!r})" if close else ""
             raise ModelMismatchError(
-                f"ground-truth label {label!r} is not in labels file {self.labels_path}{hint}; "
-                f"{_FIX_LABELS} or fix the dataset's class names"
+                f"ground-truth label {label!r} is not in labels file {self.labels_path}{hint}"
+                + (f" and the ground truth's classes do not line up with it by index ({self.not_by_index})"
+                   if self.not_by_index else "")
+                + f"; {_FIX_LABELS} or fix the dataset's class names"
             )
         if occurrence is None:
             if len(positions) > 1:
                 lines = " and ".join(str(i + 1) for i in positions)
                 raise ModelMismatchError(
                     f"ground-truth label {label!r} is on lines {lines} of labels file {self.labels_path}: "
-                    "the text alone cannot tell them apart; give a csv class_index or wnid column "
-                    "with the dataset's class list (dataset.synset_words or dataset.class_names)"
+                    "the text alone cannot tell them apart; "
+                    + (
+                        f"the ground truth's class indices do not line up with it ({self.not_by_index}): "
+                        "give the class list they index (dataset.class_names or dataset.synset_words)"
+                        if self.not_by_index
+                        else "give the ground truth by class index (a csv class_index column, or a wnid "
+                        "column with dataset.synset_words)"
+                    )
                 )
             return positions[0]
         if not 0 <= occurrence < len(positions):

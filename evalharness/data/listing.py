@@ -117,10 +117,19 @@ def own_files_scored(root: str, unscored: Counter, files) -> None:
                 del unscored[reason]
 
 
+# Text files kept beside images (ground truth, class lists, notes, manifests): never an image, so not
+# scoring them loses nothing. They stay in provenance.dataset.unscored but are not warned about on
+# every run (a labels.csv beside the photos that this run does not read).
+SIDECAR_EXTENSIONS = (".csv", ".txt", ".json", ".md", ".yaml", ".yml")
+_SIDECARS = {not_read(f"x{ext}") for ext in SIDECAR_EXTENSIONS}
+
+
 def warn_unscored(root: str, unscored: Counter) -> None:
-    """One warning line for the files under a dataset root that will not be scored, by reason."""
-    if unscored:
-        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(unscored.items()))
+    """One warning line for the files under a dataset root that will not be scored, by reason
+    (sidecar text files left out of the line: see :data:`SIDECAR_EXTENSIONS`)."""
+    shown = {reason: n for reason, n in unscored.items() if reason not in _SIDECARS}
+    if shown:
+        reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(shown.items()))
         logging.getLogger("evalharness").warning(
-            "%d file(s) under %s are not scored: %s", sum(unscored.values()), root, reasons
+            "%d file(s) under %s are not scored: %s", sum(shown.values()), root, reasons
         )

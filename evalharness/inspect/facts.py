@@ -12,20 +12,25 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import io
 import json
 import os
 import sys
+from collections.abc import Iterator
 from typing import cast
 
 from omegaconf import OmegaConf
 
 from evalharness.core.boundary import ArgumentParser, guarded
 from evalharness.core.errors import EvalHarnessError
+from evalharness.core.native_output import quiet_native_output, verbose
 from evalharness.core.paths import CONF_DIR, model_stem
 from evalharness.data.describe import describe_dataset
 from evalharness.data.preprocess import image_layout
 from evalharness.inspect.dataset_view import is_dataset_path, render_dataset
 from evalharness.run.model_settings import infer_model_settings
+
+DETECTOR_SETTINGS = ("decoder", "class_map")
 
 
 def _preset(path) -> dict:
@@ -52,6 +57,8 @@ def inferred_configuration(path: str, info) -> dict:
         kind = "classifier"
     else:
         kind = "unknown: give model.decoder (detectors) or use a task that needs no decoding"
+    if kind != "detector":  # a decoder and a COCO class map say nothing of a classifier
+        model = {k: v for k, v in model.items() if k not in DETECTOR_SETTINGS}
     return {
         "kind": kind,
         "layout": image_layout(image, "auto") if image else None,
@@ -113,8 +120,23 @@ def inspect_model(path: str, delegates: list[str] | None = None) -> dict:
 
 
 def _prepare_all(path: str, names: list[str]) -> dict:
-    with native_output_to_stderr():
+    with runtime_output_kept():
         return {name: delegate_report(path, name) for name in names}
+
+
+@contextlib.contextmanager
+def runtime_output_kept() -> Iterator[None]:
+    """What the runtimes print while every delegate is prepared — native lines, and Python-level
+    ones such as OpenVINO's compile progress bars — is kept off the terminal by core.native_output's
+    quiet capture (as a run keeps it), and stdout stays the report's; ``-v`` shows it on stderr."""
+    if verbose():
+        with native_output_to_stderr():
+            yield
+        return
+    native: list[str] = []
+    python = io.StringIO()
+    with quiet_native_output(native), contextlib.redirect_stdout(python), contextlib.redirect_stderr(python):
+        yield
 
 
 def _tensor_line(t: dict) -> str:

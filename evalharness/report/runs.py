@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,12 +35,13 @@ class Comparability:
     images, other ground truth: a per-image or metric diff would be meaningless. ``cache``: the
     compile caches were in different states (init figures do not compare; gates on them refuse).
     Warned: another preprocessing recipe or label set (a legitimate experiment, but easy to do by
-    mistake); gating on such a pair needs ``--allow-different-preprocessing``. Notes: facts worth
-    knowing (another host, a partial run) that do not invalidate the comparison.
+    mistake); gating on such a pair needs the flag of each kind of difference (:data:`ALLOW_FLAGS`).
+    Notes: facts worth knowing (another host, a partial run) that do not invalidate the comparison.
     """
 
     refused: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)  # the kind of each warning (a key of ALLOW_FLAGS)
     notes: list[str] = field(default_factory=list)
     acknowledged: bool = False
     cache: str | None = None  # compile caches in different states (report/cache_states.py)
@@ -55,8 +56,22 @@ class Comparability:
         }
 
 
-def comparability(a: Run, b: Run, allow_different_preprocessing: bool = False) -> Comparability:
-    c = Comparability(acknowledged=allow_different_preprocessing)
+    def warn(self, kind: str, text: str) -> None:
+        self.warnings.append(text)
+        self.kinds.append(kind)
+
+    def accept(self, allow: Collection[str]) -> None:
+        """Acknowledged: every kind of difference found is one the user accepted."""
+        self.acknowledged = bool(allow) and set(self.kinds) <= set(allow)
+
+
+# One flag per kind of difference a gate may be told to accept (report diff --fail-if).
+ALLOW_FLAGS = {"preprocessing": "--allow-different-preprocessing", "labels": "--allow-different-labels"}
+
+
+def comparability(a: Run, b: Run, allow: Collection[str] = ()) -> Comparability:
+    """``allow``: the kinds of difference (keys of :data:`ALLOW_FLAGS`) the user accepted."""
+    c = Comparability()
     for run in (a, b):
         if run.status == "failed":
             c.refused.append(f"run {run.label} failed: {run.doc.get('error') or 'no error recorded'}")
@@ -91,10 +106,10 @@ def comparability(a: Run, b: Run, allow_different_preprocessing: bool = False) -
         )
     pre = field_differences(a.prov("preprocessing"), b.prov("preprocessing"), MODEL_INPUT_FIELDS)
     if pre:
-        c.warnings.append("preprocessing differs: " + "; ".join(pre))
-    labels = field_differences(a.prov("labels"), b.prov("labels"), ("path",))
+        c.warn("preprocessing", "preprocessing differs: " + "; ".join(pre))
+    labels = field_differences(a.prov("labels"), b.prov("labels"), _label_file_fields(a, b))
     if labels:
-        c.warnings.append("label set differs: " + "; ".join(labels))
+        c.warn("labels", "label set differs: " + "; ".join(labels))
     for run in (a, b):
         if run.status != "complete":
             c.notes.append(
@@ -102,11 +117,20 @@ def comparability(a: Run, b: Run, allow_different_preprocessing: bool = False) -
                 f"{run.metrics.get('num_scored')} of {run.metrics.get('num_images')} images scored; "
                 "per-image statistics cover the images both runs scored"
             )
+    c.accept(allow)
     c.cache = cache_mismatch(a, b)
     hosts = field_differences(a.prov("host"), b.prov("host"), ("hostname",))
     if hosts:
         c.notes.append("host differs (latency compares machines, not only delegates): " + "; ".join(hosts))
     return c
+
+
+def _label_file_fields(a: Run, b: Run) -> tuple[str, ...]:
+    """The label fields that name a file rather than the label set: the path always, and the file's
+    sha256 when both runs record ``names_sha256`` (the class names in order are the set's identity);
+    a run made before it was recorded compares by the file's sha256 alone, as then."""
+    both = a.prov("labels.names_sha256") is not None and b.prov("labels.names_sha256") is not None
+    return ("path", "sha256") if both else ("path", "names_sha256", "count")
 
 
 def _short(digest: str | None) -> str:

@@ -31,6 +31,7 @@ WORDS = (  # the task's verdict line -> one word (report/diff's own decision, in
     ("no difference detected", "no difference detected"),  # before "equivalent": "not shown equivalent"
     ("equivalent within", "equivalent"),
     ("same boxes", "same"),
+    ("identical to A", "same"),
 )
 
 

@@ -27,6 +27,7 @@ from evalharness.core.schema import build, build_extended, check, field_names, f
 from evalharness.loop.engine import LoopSettings
 from evalharness.loop.shape import given_workers
 from evalharness.report.tracking.mapping import check_tracking
+from evalharness.run.dataset_name import dataset_named
 from evalharness.run.groups import SCHEMAS, DatasetSchema, ModelSchema, PathsSchema, QuantSchema, RunSettings
 from evalharness.run.model_settings import check_model_file, infer_model_settings
 from evalharness.run.parallel import check as check_parallel
@@ -143,7 +144,8 @@ def validate(
     inferred, sources = infer_model_settings(
         dict(resolved["model"]), list(overrides or []), resolved["paths"]["cache_dir"]
     )
-    resolved = {**resolved, "model": inferred}
+    dataset_node = dataset_named(dict(resolved["dataset"]), list(overrides or []))
+    resolved = {**resolved, "model": inferred, "dataset": dataset_node}
     for group, node in resolved.items():  # a renamed key in a config file: refused with its new name
         if isinstance(node, dict) and (old := renamed_in_group(group, node)):
             raise ConfigError(old)

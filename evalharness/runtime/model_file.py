@@ -90,10 +90,24 @@ class ModelFile:
             "converter": self.description,
             "metadata": self.metadata,
             "normalization": self.normalization,
-            "labels": None if self.labels is None else {"count": len(self.labels), "source": self.label_file},
+            "labels": self._labels_summary(),
             "attached_files": self.attached_files,
             "ultralytics": self.ultralytics,
         }
+
+    def _labels_summary(self) -> dict | None:
+        """The class names the file carries: a label file's lines, else Ultralytics' names."""
+        if self.labels is not None:
+            return {"count": len(self.labels), "source": self.label_file}
+        count = _names_count((self.ultralytics or {}).get("names"))
+        if count is None:
+            return None
+        where = next((n for n in ULTRALYTICS_FILES if n in self.attached_files), "metadata")
+        return {"count": count, "source": f"{where} (Ultralytics names)"}
+
+
+def _names_count(names: object) -> int | None:
+    return len(names) if isinstance(names, dict) and names else None
 
 
 def read_model_file(path: str) -> ModelFile:
@@ -116,6 +130,10 @@ def read_model_file(path: str) -> ModelFile:
     raw = _metadata_buffer(buf, model, "TFLITE_METADATA")
     if raw is not None:
         _read_tflite_metadata(raw, info)
+    # Ultralytics' exports name their temp_meta.txt (a dict of date, description, names, ...) as the
+    # output's label file: it is no label list; their names are (model_settings reads them)
+    if info.label_file in ULTRALYTICS_FILES:
+        info.label_file = None
     label_name = info.label_file or next((n for n in sorted(files) if "label" in n.lower()), None)
     if label_name in files:
         info.label_file = label_name

@@ -55,9 +55,10 @@ def classification_diff(
     """
     pairs, only_a, only_b = pair_by_id(preds_a, preds_b)
     key = "topk" if same_label_file else "topk_labels"
-    changes, agree, overlap, both_right = [], 0, 0.0, 0
+    changes, agree, overlap, both_right, identical = [], 0, 0.0, 0, 0
     counts = {"regression": 0, "improvement": 0, "changed": 0}
     for a, b in pairs:
+        identical += a[key] == b[key] and a.get("scores") == b.get("scores")
         same_top1 = a[key][:1] == b[key][:1]
         agree += same_top1
         both_right += _correct(a) and _correct(b)
@@ -88,6 +89,8 @@ def classification_diff(
         "only_in_a": only_a,
         "only_in_b": only_b,
         "top1_agreement": agree / n if n else None,
+        # images whose ranked outputs and scores are the same numbers in both runs (bit for bit)
+        "identical_images": identical,
         "top5_overlap": overlap / n if n else None,
         "regressions": counts["regression"],
         "improvements": counts["improvement"],
@@ -126,6 +129,9 @@ def verdict(diff: dict[str, Any], alpha: float, margin: float = 0.01) -> str:
     if interval is not None:
         change = f"; Δtop-1 {diff['delta_top1']:+.4f}, {CONFIDENCE:.0%} interval "
         change += f"[{interval[0]:+.4f}, {interval[1]:+.4f}]"
+    paired = diff.get("paired_images") or 0
+    if paired and diff.get("identical_images") == paired:  # diffs made before it was counted lack it
+        return f"B is identical to A: the same top-K and scores, bit for bit, on all {paired} images"
     if n == 0 or p >= alpha:
         head = f"B is not significantly different from A ({detail}; alpha={alpha:g}){change}"
         if interval is None:

@@ -11,8 +11,13 @@ bound them.
 pandas and seaborn for its own plots). Without it, or when it fails, the record says so and why:
 never a silent absence. The detections and ground truth are handed to it in memory in the form
 its own COCO loaders build (a crowd box is an ignore region of its class; images without
-annotations still count, their detections are background errors), boxes only. Its AP50 is its own
-(per-class AP averaged with its own interpolation), not pycocotools': both are recorded, never mixed.
+annotations still count, their detections are background errors), boxes only. Its AP50 is its own,
+not pycocotools': both are recorded, never mixed. The two differ mostly on a subset of images:
+tidecv averages every class with a detection or a ground-truth box, so a class detected but absent
+from these images counts as AP 0 (``ap.py``: ``get_ap`` returns 0 without ground truth, ``get_mAP``
+averages every non-empty class), where pycocotools leaves such a class out. The record says how many
+classes that is and TIDE's AP50 over the classes with ground truth, so the cause is printed beside
+the figure.
 """
 
 from __future__ import annotations
@@ -90,6 +95,8 @@ def tide_breakdown(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> dic
     try:
         main, special = tide.get_main_errors()["run"], tide.get_special_errors()["run"]
         counts = {error.short_name: n for error, n in run.count_errors().items()}
+        classes = [obj for obj in run.ap_data.objs.values() if not obj.is_empty()]
+        with_truth = [obj.get_ap() for obj in classes if obj.num_gt_positives > 0]
     except FAILURES as exc:
         return absent(f"tidecv failed on these detections: {exc!r}")
     return {
@@ -100,6 +107,9 @@ def tide_breakdown(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> dic
         "background_threshold": BACKGROUND_THRESHOLD,
         "max_dets": MAX_DETS,
         "AP50": run.ap / 100,
+        "classes_averaged": len(classes),
+        "classes_without_truth": len(classes) - len(with_truth),  # detected, absent: AP 0 in AP50
+        "AP50_classes_with_truth": sum(with_truth) / len(with_truth) / 100 if with_truth else None,
         "dAP": {name: main[name] / 100 for name in MAIN},
         "special_dAP": {name: special[name] / 100 for name in SPECIAL},
         "counts": {name: counts.get(name, 0) for name in MAIN},
@@ -155,6 +165,9 @@ def absent(reason: str) -> dict[str, Any]:
         "background_threshold": BACKGROUND_THRESHOLD,
         "max_dets": MAX_DETS,
         "AP50": None,
+        "classes_averaged": None,
+        "classes_without_truth": None,
+        "AP50_classes_with_truth": None,
         "dAP": dict.fromkeys(MAIN),
         "special_dAP": dict.fromkeys(SPECIAL),
         "counts": dict.fromkeys(MAIN),

@@ -71,6 +71,9 @@ class Abilities:
     # the metric ``quant.max_drop`` bounds (higher is better), with the comparison's
     # ``paired_records``; None: the task's quantized variants cannot be repaired
     repair_metric: str | None = None
+    # ``report export``: a record field holding a list of equal-length rows (a detector's boxes),
+    # exported one row per element with these column names; None: one row per record
+    export_rows: tuple[str, tuple[str, ...]] | None = None
 
     @property
     def mergeable(self) -> bool:

@@ -134,3 +134,11 @@ def test_float16_and_nms_inside_decode_to_the_raw_layouts_boxes(three_layouts):
     assert [d[:2] for d in nms] == [d[:2] for d in raw]  # category, score
     assert np.allclose([d[2:] for d in nms], [d[2:] for d in raw], atol=1e-3)  # boxes, original px
     assert nms_doc["metrics"]["AP"] == pytest.approx(1.0) and len(nms) == n
+
+
+def test_the_label_set_is_the_80_names_whatever_the_file(three_layouts):
+    """Three exports, three label files extracted from them: one label set (the names in order)."""
+    runs, _ = three_layouts
+    labels = [runs[k][0]["provenance"]["labels"] for k in ("raw", "fp16", "nms")]
+    assert len({lab["path"] for lab in labels}) == 3 and {lab["count"] for lab in labels} == {80}
+    assert len({lab["names_sha256"] for lab in labels}) == 1

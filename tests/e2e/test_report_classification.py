@@ -195,3 +195,27 @@ def test_rescore_reports_a_tampered_number(runs, capsys, tmp_path):
     (tampered / "metrics.json").write_text(json.dumps(doc))
     code, out, _ = report(capsys, "rescore", tampered)
     assert code == 1 and "NOT reproduced: 1 of 37 values differ" in out and "0.78" in out  # schema 4: 37
+
+
+def test_each_kind_of_difference_has_its_own_flag(runs, capsys, tmp_path):
+    """Another label set (class names in order) is gated with --allow-different-labels; the old
+    --allow-different-preprocessing still covers it, with a one-line note naming the new flag."""
+    changed = tmp_path / "relabelled"
+    shutil.copytree(runs["cpu"], changed)
+    doc = json.loads((changed / "metrics.json").read_text())
+    doc["provenance"]["labels"]["names_sha256"] = "0" * 64
+    (changed / "metrics.json").write_text(json.dumps(doc))
+    gate = ("--fail-if", "top1<-0.5")
+    code, _, err = report(capsys, "diff", runs["reference"], changed, *gate)
+    assert code == 2 and "label set differs" in err and "pass --allow-different-labels if" in err
+    code, out, err = report(capsys, "diff", runs["reference"], changed, *gate, "--allow-different-labels")
+    assert (code, err) == (0, "") and "warning (acknowledged): label set differs" in out
+    old_flag = "--allow-different-preprocessing"
+    code, out, err = report(capsys, "diff", runs["reference"], changed, *gate, old_flag)
+    (note,) = err.splitlines()
+    assert code == 0 and note.startswith("note: ") and "pass --allow-different-labels" in note
+    # a flag for another kind does not cover it
+    doc["provenance"]["preprocessing"]["resize"] = "pil_bilinear"
+    (changed / "metrics.json").write_text(json.dumps(doc))
+    code, _, err = report(capsys, "diff", runs["reference"], changed, *gate, "--allow-different-labels")
+    assert code == 2 and "pass --allow-different-preprocessing if" in err

@@ -30,7 +30,7 @@ from evalharness.report.commands.diff import build_diff
 from evalharness.report.formats import add_format
 from evalharness.report.outputs import check_output_dir, check_output_file
 from evalharness.report.presenters import paired_of, summary_lines
-from evalharness.report.runs import ReportError, comparability, definition_of
+from evalharness.report.runs import ALLOW_FLAGS, ReportError, comparability, definition_of
 from evalharness.report.tracking import mlflow_store
 from evalharness.report.views import diff_view, pr_comment
 from evalharness.report.views.op_profile_table import run_sections as op_profile_sections
@@ -79,17 +79,20 @@ def cmd_diff(args: argparse.Namespace) -> int:
     a, b = load_run(local(args.run_a), "A"), load_run(local(args.run_b), "B")
     if args.figures:
         _check_figures_dir(args.figures, [a, b])
-    comp = comparability(a, b, args.allow_different_preprocessing)
+    comp = comparability(a, b)
+    allowed = _allowed(args, comp.kinds)
+    comp.accept(allowed)
     if comp.refused:
         raise ReportError("runs are not comparable: " + "; ".join(comp.refused))
     if not comp.acknowledged:
         for warning in comp.warnings:
             print(terminal(f"warning: {warning}"), file=sys.stderr)
         if rules and comp.warnings:
+            flags = " ".join(dict.fromkeys(ALLOW_FLAGS[k] for k in comp.kinds if k not in allowed))
             raise ReportError(
                 "refusing to gate runs whose "
                 + " and ".join(w.split(":")[0] for w in comp.warnings)
-                + "; pass --allow-different-preprocessing if that is the experiment"
+                + f"; pass {flags} if that is the experiment"
             )
     _check_cache_states(comp, rules, args.allow_cache_mismatch)
     doc = build_diff(a, b, comp, args.alpha, args.iou, args.min_score, args.margin)
@@ -108,6 +111,24 @@ def cmd_diff(args: argparse.Namespace) -> int:
     for g in failed:
         print(f"regression: {g['rule']}: {g['detail']}", file=sys.stderr)
     return EXIT_REGRESSION if failed else EXIT_OK
+
+
+def _allowed(args: argparse.Namespace, kinds: list[str]) -> set[str]:
+    """The kinds of difference the flags accept. --allow-different-preprocessing once covered a
+    different label set too: still taken so, with a one-line note naming the flag of its own."""
+    allowed = {kind for kind, flag in ALLOW_FLAGS.items() if getattr(args, _dest(flag))}
+    if "preprocessing" in allowed and "labels" in kinds and "labels" not in allowed:
+        print(
+            "note: the label sets differ and --allow-different-preprocessing is taken for "
+            "--allow-different-labels as before; pass --allow-different-labels for that",
+            file=sys.stderr,
+        )
+        allowed.add("labels")
+    return allowed
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
 
 
 def _check_figures_dir(directory: str, runs: list[Run]) -> None:
@@ -248,8 +269,10 @@ def parser() -> argparse.ArgumentParser:
                "markdown: a pull-request comment (gate and verdict first, long lists folded)")  # fmt: skip
     d.add_argument("-o", "--output", help="write the report here instead of stdout")
     d.add_argument("--fail-if", action="append", default=[], metavar="RULE", help="e.g. 'top1<-0.005'")
-    d.add_argument("--allow-different-preprocessing", action="store_true",
-                   help="accept (and gate) runs whose preprocessing or label set differ")  # fmt: skip
+    d.add_argument(ALLOW_FLAGS["preprocessing"], action="store_true",
+                   help="accept (and gate) runs whose preprocessing differs")  # fmt: skip
+    d.add_argument(ALLOW_FLAGS["labels"], action="store_true",
+                   help="accept (and gate) runs whose label sets (class names in order) differ")  # fmt: skip
     d.add_argument(cache_states.ALLOW_FLAG, action="store_true",
                    help="gate init/first-inference latency across different cache states")  # fmt: skip
     d.add_argument("--alpha", type=float, default=0.05, help="significance level of the paired tests")

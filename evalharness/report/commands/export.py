@@ -1,5 +1,6 @@
-"""``report export RUN --format csv|json|parquet``: a run's per-sample predictions as one row per sample, with
-its headline metrics, for spreadsheets and notebooks.
+"""``report export RUN --format csv|json|parquet``: a run's per-sample predictions as one row per sample
+(a detector's: one row per detection, its task's ``export_rows``), with its headline metrics, for
+spreadsheets and notebooks.
 
 Rows are the run's prediction records as :func:`evalharness.rundir.reader.load_run` reads them (never
 re-parsed here). A nested object becomes dotted columns (``a.b``); a list stays one cell: a JSON
@@ -51,9 +52,20 @@ def rows_of(run: Run) -> tuple[list[str], list[dict]]:
             f"run {run.label}: task {run.task} writes no per-sample predictions; nothing to export "
             f"(its metrics are in {os.path.join(run.dir, METRICS_FILE)})"
         )
-    rows = [flat_record(no_nan(r)) for r in run.predictions]
+    expand = definition.abilities.export_rows
+    records = (no_nan(r) for r in run.predictions)
+    rows = [row for r in records for row in (_expanded(r, *expand) if expand else [flat_record(r)])]
     columns = list(dict.fromkeys(k for r in rows for k in r))
     return columns, rows
+
+
+def _expanded(record: dict, field: str, names: tuple[str, ...]) -> list[dict]:
+    """One row per element of ``record[field]`` (a detector's boxes: one row per detection, its
+    values in ``<field>.<name>`` columns) beside the record's other fields; a record whose list is
+    empty keeps one row with those columns empty, so no sample is lost."""
+    base = flat_record({k: v for k, v in record.items() if k != field})
+    items = record.get(field) or [[None] * len(names)]
+    return [{**base, **{f"{field}.{n}": v for n, v in zip(names, item, strict=False)}} for item in items]
 
 
 def headline(run: Run) -> dict:

@@ -34,13 +34,19 @@ def rescore(run: Run, top_k: int | None = None, backend: str | None = None) -> d
     fresh_metrics = metrics_for_schema(recompute(run, top_k, backend), run.doc.get("schema_version", 1))
     recomputed = {k: v for k, v in fresh_metrics.items() if k not in ignored}
     stored, fresh = flatten(run.metrics), flatten(recomputed)
+    # a field added inside a recorded object since the run was made (TIDE's class counts): not
+    # recorded, so nothing to compare; listed, never counted as a difference (top-level metrics
+    # added later are left out by schema version above)
+    added = [k for k in fresh if "." in k and k not in stored]
     rows = [
         {"name": k, "stored": stored.get(k), "recomputed": v, "equal": stored.get(k) == v}
         for k, v in fresh.items()
+        if k not in added
     ]
     return {
         "run": run.dir,
         "task": run.task,
+        "not_recorded": added,
         "compared": len(rows),
         "mismatches": [r for r in rows if not r["equal"]],
         "headline": [r for r in rows if "." not in r["name"] and not isinstance(r["recomputed"], list)],
@@ -63,5 +69,10 @@ def sections(doc: dict) -> list[Section]:
     out = [Section("Headline metrics", headers, cells(doc["headline"]), key="headline")]
     if doc["mismatches"]:
         out.append(Section("Differences", headers, cells(doc["mismatches"]), key="mismatches"))
+    if doc.get("not_recorded"):
+        verdict += (
+            f"; {len(doc['not_recorded'])} value(s) this version adds were not recorded by the run "
+            f"(first: {doc['not_recorded'][0]}) and are not compared"
+        )
     out.append(Section("Verdict", notes=[verdict], key="verdict"))
     return out

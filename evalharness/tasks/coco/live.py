@@ -22,6 +22,7 @@ from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo, require_real
 from evalharness.data.coco_annotations import IMAGE_FILE_KEYS, load_annotations
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
+from evalharness.data.labels import label_set
 from evalharness.data.listing import list_images, warn_unscored
 from evalharness.data.preprocess import (
     detection_geometry,
@@ -312,8 +313,7 @@ class CocoTask(Task):
             "assumptions": self.source.assumptions,
             "labels": {
                 "class_map": self.class_map,
-                "path": self.labels_path,
-                "sha256": optional_sha256(self.labels_path),
+                **label_set(self.labels_path),
                 "categories": len(self.annotations["categories"]),
             },
             "preprocessing": preprocessing_provenance(self.spec, self.input),

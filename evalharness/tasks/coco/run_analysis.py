@@ -66,6 +66,7 @@ def sections_and_figures(run, curves_file: str, max_rows: int) -> tuple[list[Sec
     tide_note = (
         f"{tide.get('package')}, IoU {tide.get('pos_threshold')} / background "
         f"{tide.get('background_threshold')}; its own AP50 {fmt(100 * tide['AP50'], '.2f')}"
+        + _tide_ap_cause(tide)
         if tide.get("available")
         else f"not computed: {tide.get('reason', 'not recorded')}"
     )
@@ -184,3 +185,16 @@ def _class_curves(run, curves_file: str, rows: list[dict[str, Any]]) -> list[tup
         for r in top
         if str(r["category_id"]) in classes
     ]
+
+
+def _tide_ap_cause(tide: dict[str, Any]) -> str:
+    """Why TIDE's AP50 is not pycocotools' (stats/tide.py): classes detected but absent from these
+    images count as AP 0 in TIDE's average, and pycocotools leaves them out."""
+    absent, averaged = tide.get("classes_without_truth"), tide.get("classes_averaged")
+    if not absent:  # none, or a run recorded before the count
+        return ""
+    return (
+        f" (over {averaged} classes, {absent} of them detected but absent from these images, which TIDE "
+        f"counts as AP 0 and pycocotools leaves out; over the {averaged - absent} classes with ground truth "
+        f"{fmt(100 * tide['AP50_classes_with_truth'], '.2f')})"
+    )

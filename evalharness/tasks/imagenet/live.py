@@ -1,10 +1,13 @@
 """ILSVRC-2012 top-1..K accuracy, with the preprocessing of TFLite's imagenet evaluation tool.
 
-Ground-truth labels are matched to model outputs by label text (see ``data.labels``), so 1001-way
-outputs with a background class and 1000-way outputs both work with no assumed offset. A ground
-truth of bare class indices (a csv's class_index, no class list) is scored by index: the offset of a
-background first line is detected from the model's label file or given (``dataset.label_offset``),
-printed in the run's summary and recorded, never applied silently.
+Ground truth is scored the way it is given. Class indices (val.txt, the devkit, a csv's class_index)
+are scored by index when the dataset's class list lines up with the model's labels by count and
+order (``data.label_alignment``; a background first line is an offset of 1), whatever the spelling of
+the names, which are then only shown; what was decided is printed in the summary and recorded.
+Ground truth by name, or indices whose class list does not line up, is matched by label text
+(``data.labels``). Bare class indices (a csv's class_index, no names) are scored by index with the
+offset detected from the model's label file or given (``dataset.label_offset``), printed and
+recorded, never applied silently.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ from evalharness.core.checksum import optional_sha256
 from evalharness.core.errors import ModelMismatchError
 from evalharness.core.ranking import stable_topk
 from evalharness.core.tensors import TensorInfo, require_real
-from evalharness.data.ground_truth import INDEX_LABEL, LabeledSample, load_ground_truth
-from evalharness.data.label_formats import BACKGROUND_LINES
-from evalharness.data.labels import LabelMatcher, read_label_file
+from evalharness.data.ground_truth import INDEX_LABEL, ClassList, LabeledSample, load_ground_truth
+from evalharness.data.label_alignment import BACKGROUND_LINES, align
+from evalharness.data.labels import LabelMatcher, label_set, read_label_file
 from evalharness.data.listing import own_files_scored, warn_unscored
 from evalharness.data.preprocess import (
     image_input_spec,
@@ -97,6 +100,7 @@ class ImageNetTask(Task):
         self.spec = spec_from_config(model.get("preprocess"))
         self.dataset = dataset
         self.unscored = Counter()
+        self.classes = ClassList()
         samples = load_ground_truth(
             dataset["format"],
             dataset["root"],
@@ -105,6 +109,7 @@ class ImageNetTask(Task):
             dataset.get("synset_words"),
             dataset.get("devkit_meta"),
             unscored=self.unscored,
+            classes=self.classes,
         )
         own_files_scored(dataset["root"], self.unscored, [dataset.get(k) for k in DATASET_FILES])
         warn_unscored(dataset["root"], self.unscored)
@@ -120,11 +125,25 @@ class ImageNetTask(Task):
         self.truth: dict[str, int] = {}
         self.evaluator = None
         self.input = None
+        self.scored_by = "name"
 
     def _index_offset(self, given) -> int | None:
-        """The output index of class index 0 when the ground truth is bare indices (else None)."""
-        if not any(s.label == INDEX_LABEL for s in self.samples):
+        """The output index of class index 0 when the ground truth is by index and lines up with
+        the model's labels (else None: matched by name, ``self.not_by_index`` says why)."""
+        self.not_by_index = ""
+        if not self.samples or any(s.index is None for s in self.samples):
             return None
+        if self.classes.names:
+            aligned = align(self.classes.names, self.classes.count, self.labels, str(given))
+            self.not_by_index = aligned.problem and f"{self.classes.source}: {aligned.problem}"
+            if aligned.differing:  # same names everywhere: by index is by name, nothing assumed
+                self.assumptions.append({
+                    "what": "ground truth",
+                    "assumed": f"scored by class index (output = class index + {aligned.offset})",
+                    "why": aligned.note(self.classes.source, self.labels_path),
+                    "fix": "model.labels=<labels in the class list's order> or dataset.label_offset=0|1",
+                })
+            return aligned.offset
         first = self.labels[0].strip()
         if str(given) != "auto":
             return int(given)
@@ -140,12 +159,12 @@ class ImageNetTask(Task):
         return offset
 
     def _truth_index(self, sample: LabeledSample) -> int:
-        if sample.label != INDEX_LABEL:
+        if self.offset is None:
             return self.matcher.index(sample.label, sample.occurrence)
-        index = sample.occurrence + self.offset
+        index = sample.index + self.offset
         if not 0 <= index < len(self.labels):
             raise ModelMismatchError(
-                f"ground-truth class index {sample.occurrence} ({sample.key}) + offset {self.offset} is "
+                f"ground-truth class index {sample.index} ({sample.key}) + offset {self.offset} is "
                 f"outside the model's {len(self.labels)} labels ({self.labels_path}); give the model's "
                 "own label file (model.labels=...) or dataset.label_offset=0|1"
             )
@@ -158,9 +177,10 @@ class ImageNetTask(Task):
         self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
         out = classification_output(outputs, self.model_path)  # a detector is told task=coco first
         self.labels = read_label_file(self.labels_path)
-        self.matcher = LabelMatcher(self.labels, self.labels_path)
-        self.matcher.check_output_size(out.shape[-1])
+        LabelMatcher(self.labels, self.labels_path).check_output_size(out.shape[-1])
         self.offset = self._index_offset(self.dataset.get("label_offset", "auto"))
+        self.scored_by = "name" if self.offset is None else "index"
+        self.matcher = LabelMatcher(self.labels, self.labels_path, self.not_by_index)
         # Every ground-truth label must exist in the model's label file: fail before any image is read.
         self.truth = {s.key: self._truth_index(s) for s in self.samples}
         self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
@@ -191,12 +211,9 @@ class ImageNetTask(Task):
                 "synset_words_sha256": optional_sha256(d.get("synset_words")),
                 "devkit_meta_sha256": optional_sha256(d.get("devkit_meta")),
                 "unscored": dict(sorted(self.unscored.items())),
+                "scored_by": self.scored_by,  # index | name: how ground truth met the model's outputs
             },
-            "labels": {
-                "path": self.labels_path,
-                "sha256": optional_sha256(self.labels_path),
-                "count": len(self.labels),
-            },
+            "labels": label_set(self.labels_path),
             "preprocessing": preprocessing_provenance(self.spec, self.input),
             "assumptions": self.assumptions,
         }

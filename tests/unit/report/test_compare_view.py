@@ -18,6 +18,7 @@ from evalharness.stats.speedup import paired_block_speedup
          "equivalent within ±0.01; ~40 paired images would detect ...", 0.02, "no difference detected"),
         ("B's AP differs from A's by -0.0300 (...) (significant: paired bootstrap ΔAP ...)", -0.03, "worse"),
         ("B detects the same boxes as A (AP 0.3000, mean IoU 1.0000)", 0.0, "same"),
+        ("B is identical to A: the same top-K and scores, bit for bit, on all 5 images", 0.0, "same"),
         ("something else", None, "—"),
     ],
 )  # fmt: skip

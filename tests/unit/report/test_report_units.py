@@ -115,3 +115,14 @@ def test_write_json_streams_an_iterator_as_the_same_bytes(tmp_path):
     writer.close()
     assert streamed == whole == json.dumps(rows, separators=(",", ":")) + "\n"
     assert empty == "[]\n"
+
+
+def test_bit_identical_answers_read_identical_not_undetected():
+    a = [{**_pred(f"i{n}", [1, 2], 1), "scores": [0.75, 0.25]} for n in range(3)]
+    d = classification_diff(a, [dict(p) for p in a], same_label_file=True)
+    assert d["identical_images"] == 3
+    assert verdict(d, 0.05) == "B is identical to A: the same top-K and scores, bit for bit, on all 3 images"
+    b = [dict(p) for p in a]
+    b[2] = {**b[2], "scores": [0.75, 0.2500001]}  # one score off by a hair: no longer identical
+    d = classification_diff(a, b, same_label_file=True)
+    assert d["identical_images"] == 2 and verdict(d, 0.05).startswith("B is not significantly different")
