@@ -51,7 +51,9 @@ def test_a_tflite_passes_untouched():
 
 def test_a_missing_runtime_names_the_extra(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "onnxruntime" else real(n, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "onnxruntime" else real(n, *a)
+    )
     with pytest.raises(EvalHarnessError, match=r"pip install 'evalharness\[onnx\]'"):
         refuse_for_source("m.onnx", CPU)
 
@@ -83,7 +85,10 @@ def tiny_onnx(path, props=None, external=False):
         helper.make_node("Reshape", ["t", "shape"], ["f"]),
         helper.make_node("MatMul", ["f", "w"], ["y"]),
     ]
-    inits = [numpy_helper.from_array(np.array([1, 48], np.int64), "shape"), numpy_helper.from_array(WEIGHTS, "w")]
+    inits = [
+        numpy_helper.from_array(np.array([1, 48], np.int64), "shape"),
+        numpy_helper.from_array(WEIGHTS, "w"),
+    ]
     graph = helper.make_graph(
         nodes,
         "tiny",
@@ -123,7 +128,9 @@ def test_labels_come_from_metadata_props(tmp_path):
     assert listed.labels == ["a", "b", "c", "d", "e"] and listed.label_file == "metadata_props['labels']"
     lines = read_onnx_file(tiny_onnx(tmp_path / "b.onnx", {"classes": "a\nb"}))
     assert lines.labels == ["a", "b"]
-    ultra = read_onnx_file(tiny_onnx(tmp_path / "c.onnx", {"names": "{0: 'cat', 1: 'dog'}", "task": "detect"}))
+    ultra = read_onnx_file(
+        tiny_onnx(tmp_path / "c.onnx", {"names": "{0: 'cat', 1: 'dog'}", "task": "detect"})
+    )
     assert ultra.ultralytics["names"] == {0: "cat", 1: "dog"} and ultra.ultralytics["task"] == "detect"
 
 
@@ -148,7 +155,9 @@ def test_an_op_onnx_runtime_lacks_is_one_error(tmp_path):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("made.up", 1)])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("made.up", 1)]
+    )
     model.ir_version = 8
     onnx.save(model, str(tmp_path / "m.onnx"))
     with pytest.raises(EvalHarnessError) as exc:
