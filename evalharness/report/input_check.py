@@ -37,7 +37,12 @@ def compare_inputs(a: Run, b: Run) -> dict[str, Any]:
     recorded = [k for k in paired if ra[k].get(FLOAT) and rb[k].get(FLOAT)]
     if not paired or len(recorded) < len(paired):
         missing = [r.label for r, recs in ((a, ra), (b, rb)) if not any(x.get(FLOAT) for x in recs.values())]
-        why = f"run {' and '.join(missing)} predates input hashes" if missing else "some records lack them"
+        runs = (
+            f"runs {' and '.join(missing)} predate"
+            if len(missing) > 1
+            else f"run {''.join(missing)} predates"
+        )
+        why = f"{runs} input hashes" if missing else "some records lack them"
         return {"recorded": False, "paired": len(paired), "summary": f"inputs: not recorded ({why})"}
     same = [k for k in paired if ra[k][FLOAT] == rb[k][FLOAT]]
     exact = sum(ra[k].get(EXACT) == rb[k].get(EXACT) for k in paired)
