@@ -196,3 +196,19 @@ def validate(
         model_sources=freeze(sources),
         tracking=tracking,
     )
+
+
+def validate_job(job: list[str], what: str) -> RunSettings:
+    """One job's overrides composed and validated as its run will be (``what`` names it in the error)."""
+    from hydra import compose, initialize_config_dir
+
+    from evalharness.core.boundary import describe
+    from evalharness.core.paths import CONF_DIR
+
+    job = [a for a in job if not a.startswith("hydra.")]
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=job)
+        return validate(cfg, None, job, command_line=True)
+    except Exception as exc:
+        raise ConfigError(f"{what}: {describe(exc)}") from None

@@ -115,3 +115,50 @@ def test_inspect_says_a_source_model_in_one_line(tmp_path):
         and "is an ONNX model" in done.stderr
         and "Traceback" not in done.stderr
     )
+
+
+@pytest.fixture(scope="module")
+def defect_onnx(tmp_path_factory) -> Path:
+    """The ONNX model with one initializer scaled (the stem's 3x3 kernels x2): a conversion defect."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(ONNX))
+    weight = next(t for t in model.graph.initializer if tuple(t.dims) == (32, 1, 3, 3))
+    weight.CopyFrom(
+        numpy_helper.from_array(numpy_helper.to_array(weight).astype(np.float32) * 2, weight.name)
+    )
+    path = tmp_path_factory.mktemp("defect") / "converted_defect.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_the_chain_names_the_step_with_the_planted_defect(tmp_path, defect_onnx):
+    """source.onnx -> a converted copy with a scaled initializer -> the real .tflite: the waterfall
+    names the defect's step as the one that loses most, with its changed images."""
+    out = tmp_path / "chain"
+    chain = f"model.path={ONNX},{defect_onnx},{TFLITE}"
+    done = run_cli(["compare", "--chain", chain, *COMMON, "--out", str(out)], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    doc = json.loads((out / "chain.json").read_text())
+    source, defect, tflite = doc["rows"]
+    changes = [r["change"] for r in doc["rows"]]
+    assert changes == [f"model.path={p.stem}" for p in (ONNX, defect_onnx, TFLITE)]
+    assert defect["delta"] < 0 and defect["answers_changed"] > 0 and tflite["delta"] > 0
+    assert defect["inputs"]["identical"] == tflite["inputs"]["identical"] == IMAGES  # same inputs throughout
+    assert defect["snr_db"] < 30 and tflite["snr_db"] < 30
+    loser = doc["loses_most"]
+    assert loser["step"] == 1 and loser["changed_samples"] == defect["changed_samples"]
+    assert "loses most: step 1 (model.path=converted_defect)" in done.stdout
+    assert defect["changed_samples"][0] in done.stdout
+
+
+def test_a_chain_step_that_cannot_run_is_one_error_before_anything_runs(tmp_path):
+    out = tmp_path / "chain"
+    done = run_cli(["compare", "--chain", f"model.path={ONNX},{TFLITE}", "delegate=gpu,cpu", *COMMON,
+                    "--out", str(out)], tmp_path)  # fmt: skip
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: chain step 0") and "delegate=gpu" in errors[0]
+    assert not out.exists()
