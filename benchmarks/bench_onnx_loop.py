@@ -1,0 +1,91 @@
+"""evalharness's loop running an ONNX model vs a plain ONNX Runtime loop over the same images, as a
+ratio (not a unit test; the issue's target: >= 0.95 x the plain loop's throughput).
+
+    python benchmarks/bench_onnx_loop.py [--images 50] [--repeats 3]
+
+Both sides run EfficientNet-Lite0 (``models/efficientnet_lite0_fp32_nchw.onnx``) on val50's images
+with one intra-op thread and the same preprocessing (evalharness's own ``preprocess_file``, so the
+work per image is the same): the evalharness side is a whole run (``python -m evalharness
+model.path=X.onnx``: decode, preprocess, invoke, score, write predictions, hash the inputs), read
+back as images/s of its loop; the plain side is ``decode + preprocess + session.run + argmax`` in a
+Python loop, in turn. Printed: each side's images/s (the best of ``--repeats`` alternated runs: a
+shared machine's load hits both alike) and the ratio, plus the invoke-only ratio (mean
+``session.run`` ms of the plain loop over the mean invoke ms the run recorded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ASSETS = REPO.parent / "shared" / "assets"
+MODEL = ASSETS / "models" / "efficientnet_lite0_fp32_nchw.onnx"
+
+
+def evalharness_run(images: int) -> tuple[float, float]:
+    """(images/s of the run's loop, mean invoke ms) of one evalharness run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "evalharness", f"model.path={MODEL}", f"paths.data_dir={ASSETS}",
+               "dataset=imagenet_val50", f"task.num_images={images}", "model/preprocess=efficientnet",
+               f"model.labels={REPO / 'datasets/sample/imagenet_classes.txt'}", "loop.progress=false",
+               "loop.tensor_cache=false", f"hydra.run.dir={tmp}/run"]  # fmt: skip
+        subprocess.run(cmd, check=True, capture_output=True, cwd=REPO)
+        doc = json.loads((Path(tmp) / "run" / "metrics.json").read_text())
+    return doc["throughput"]["images_per_s"], doc["latency_ms"]["inference"]["mean"]
+
+
+def plain_loop(paths: list[Path]) -> tuple[float, float]:
+    """(images/s, mean session.run ms) of decode + preprocess + run + argmax, one after the other."""
+    import numpy as np
+    import onnxruntime as ort
+    import yaml
+
+    from evalharness.data.preprocess import InputSpec, preprocess_file, spec_from_config
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = 1, 1
+    session = ort.InferenceSession(str(MODEL), options, providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    spec = spec_from_config(yaml.safe_load((REPO / "conf/model/preprocess/efficientnet.yaml").read_text()))
+    inp = InputSpec(224, 224, 3, "float32", 0.0, 0, "nchw")
+    session.run(None, {name: preprocess_file(str(paths[0]), spec, inp)})  # warm-up, as the run's
+    invoke = 0.0
+    start = time.perf_counter()
+    for path in paths:
+        x = preprocess_file(str(path), spec, inp)
+        t = time.perf_counter()
+        (logits,) = session.run(None, {name: x})
+        invoke += time.perf_counter() - t
+        int(np.argmax(logits))
+    wall = time.perf_counter() - start
+    return len(paths) / wall, invoke * 1e3 / len(paths)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--images", type=int, default=50)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    sys.path.insert(0, str(REPO))
+    paths = sorted((ASSETS / "imagenet" / "val50").glob("*.JPEG"))[: args.images]
+    ours, plain = [], []
+    for _ in range(args.repeats):
+        ours.append(evalharness_run(len(paths)))
+        plain.append(plain_loop(paths))
+    best_ours, best_plain = max(ours), max(plain)
+    invoke_ours, invoke_plain = min(o[1] for o in ours), min(p[1] for p in plain)
+    print(f"{len(paths)} images, best of {args.repeats} alternated runs")
+    print(f"evalharness run (ONNX Runtime): {best_ours[0]:.1f} img/s (mean invoke {invoke_ours:.2f} ms)")
+    print(f"plain ONNX Runtime loop:        {best_plain[0]:.1f} img/s (mean run {invoke_plain:.2f} ms)")
+    print(f"throughput ratio evalharness / plain: {best_ours[0] / best_plain[0]:.3f}")
+    print(f"invoke ratio plain / evalharness:     {invoke_plain / invoke_ours:.3f}")
+
+
+if __name__ == "__main__":
+    main()
