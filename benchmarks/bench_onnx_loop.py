@@ -1,7 +1,7 @@
 """evalharness's loop running an ONNX model vs a plain ONNX Runtime loop over the same images, as a
 ratio (not a unit test; the issue's target: >= 0.95 x the plain loop's throughput).
 
-    python benchmarks/bench_onnx_loop.py [--images 50] [--repeats 3]
+    python benchmarks/bench_onnx_loop.py [--images 50] [--repeats 3] [OVERRIDE ...]
 
 Both sides run EfficientNet-Lite0 (``models/efficientnet_lite0_fp32_nchw.onnx``) on val50's images
 with one intra-op thread and the same preprocessing (evalharness's own ``preprocess_file``, so the
@@ -28,13 +28,13 @@ ASSETS = REPO.parent / "shared" / "assets"
 MODEL = ASSETS / "models" / "efficientnet_lite0_fp32_nchw.onnx"
 
 
-def evalharness_run(images: int) -> tuple[float, float]:
+def evalharness_run(images: int, extra: list[str]) -> tuple[float, float]:
     """(images/s of the run's loop, mean invoke ms) of one evalharness run."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "evalharness", f"model.path={MODEL}", f"paths.data_dir={ASSETS}",
                "dataset=imagenet_val50", f"task.num_images={images}", "model/preprocess=efficientnet",
                f"model.labels={REPO / 'datasets/sample/imagenet_classes.txt'}", "loop.progress=false",
-               "loop.tensor_cache=false", f"hydra.run.dir={tmp}/run"]  # fmt: skip
+               "loop.tensor_cache=false", f"hydra.run.dir={tmp}/run", *extra]  # fmt: skip
         subprocess.run(cmd, check=True, capture_output=True, cwd=REPO)
         doc = json.loads((Path(tmp) / "run" / "metrics.json").read_text())
     return doc["throughput"]["images_per_s"], doc["latency_ms"]["inference"]["mean"]
@@ -71,12 +71,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", type=int, default=50)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("overrides", nargs="*", help="more overrides of the evalharness run (loop.workers=0)")
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
     paths = sorted((ASSETS / "imagenet" / "val50").glob("*.JPEG"))[: args.images]
     ours, plain = [], []
     for _ in range(args.repeats):
-        ours.append(evalharness_run(len(paths)))
+        ours.append(evalharness_run(len(paths), args.overrides))
         plain.append(plain_loop(paths))
     best_ours, best_plain = max(ours), max(plain)
     invoke_ours, invoke_plain = min(o[1] for o in ours), min(p[1] for p in plain)
