@@ -99,12 +99,16 @@ def refuse_for_source(
     if fmt is None:
         return None
     where = f"model.path={path} is {fmt.noun}"
-    for key, p in (("delegate", plan), ("task.reference_delegate", reference)):
-        if p is not None and not kind_of(p).runs_source_models:
-            raise ConfigError(
-                f"{key}={p.name}: {where}, and {fmt.name} runs on the CPU through {fmt.runtime}; "
-                f"use {key}=cpu (or convert it to .tflite to run it on a delegate)"
-            )
+    if not kind_of(plan).runs_source_models:
+        raise ConfigError(
+            f"delegate={plan.name}: {where}, and {fmt.name} runs on the CPU through {fmt.runtime}; "
+            "use delegate=cpu (or convert it to .tflite to run it on a delegate)"
+        )
+    if reference is not None:  # inference_diff's reference pass: LiteRT's reference kernels
+        raise ConfigError(
+            f"task.reference_delegate={reference.name}: {where}; a reference pass runs LiteRT's reference "
+            f"kernels, {TFLITE_ONLY}: compare the {fmt.name} run with a .tflite run by report diff instead"
+        )
     refused = [
         (plan.compile_cache_dir is not None, "delegate.compile_cache_dir", "leave it empty"),
         (runner != "host", f"runner={runner}", f"{fmt.runtime} runs on this host: use runner=host"),
