@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -24,15 +25,16 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-ASSETS = REPO.parent / "shared" / "assets"
-MODEL = ASSETS / "models" / "efficientnet_lite0_fp32_nchw.onnx"
+MODEL = "models/efficientnet_lite0_fp32_nchw.onnx"
+ASSETS = REPO.parent / "shared" / "assets"  # --assets: a folder of the same layout elsewhere
 
 
-def evalharness_run(images: int, extra: list[str]) -> tuple[float, float]:
+def evalharness_run(assets: Path, images: int, extra: list[str]) -> tuple[float, float]:
     """(images/s of the run's loop, mean invoke ms) of one evalharness run."""
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "evalharness", f"model.path={MODEL}", f"paths.data_dir={ASSETS}",
-               "dataset=imagenet_val50", f"task.num_images={images}", "model/preprocess=efficientnet",
+        cmd = [sys.executable, "-m", "evalharness", f"model.path={assets / MODEL}",
+               f"paths.data_dir={assets}", "dataset=imagenet_val50", f"task.num_images={images}",
+               "model/preprocess=efficientnet",
                f"model.labels={REPO / 'datasets/sample/imagenet_classes.txt'}", "loop.progress=false",
                "loop.tensor_cache=false", f"hydra.run.dir={tmp}/run", *extra]  # fmt: skip
         subprocess.run(cmd, check=True, capture_output=True, cwd=REPO)
@@ -40,7 +42,7 @@ def evalharness_run(images: int, extra: list[str]) -> tuple[float, float]:
     return doc["throughput"]["images_per_s"], doc["latency_ms"]["inference"]["mean"]
 
 
-def plain_loop(paths: list[Path]) -> tuple[float, float]:
+def plain_loop(model: Path, paths: list[Path]) -> tuple[float, float]:
     """(images/s, mean session.run ms) of decode + preprocess + run + argmax, one after the other."""
     import numpy as np
     import onnxruntime as ort
@@ -50,7 +52,7 @@ def plain_loop(paths: list[Path]) -> tuple[float, float]:
 
     options = ort.SessionOptions()
     options.intra_op_num_threads, options.inter_op_num_threads = 1, 1
-    session = ort.InferenceSession(str(MODEL), options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
     name = session.get_inputs()[0].name
     spec = spec_from_config(yaml.safe_load((REPO / "conf/model/preprocess/efficientnet.yaml").read_text()))
     inp = InputSpec(224, 224, 3, "float32", 0.0, 0, "nchw")
@@ -71,17 +73,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", type=int, default=50)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--assets", type=Path, default=ASSETS, help="models/ and imagenet/val50 (default ../shared/assets)"
+    )
     ap.add_argument("overrides", nargs="*", help="more overrides of the evalharness run (loop.workers=0)")
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
-    paths = sorted((ASSETS / "imagenet" / "val50").glob("*.JPEG"))[: args.images]
+    assets = args.assets.resolve()
+    paths = sorted((assets / "imagenet" / "val50").glob("*.JPEG"))[: args.images]
     ours, plain = [], []
     for _ in range(args.repeats):
-        ours.append(evalharness_run(len(paths), args.overrides))
-        plain.append(plain_loop(paths))
+        ours.append(evalharness_run(assets, len(paths), args.overrides))
+        plain.append(plain_loop(assets / MODEL, paths))
     best_ours, best_plain = max(ours), max(plain)
     invoke_ours, invoke_plain = min(o[1] for o in ours), min(p[1] for p in plain)
-    print(f"{len(paths)} images, best of {args.repeats} alternated runs")
+    print(f"{len(paths)} images, best of {args.repeats} alternated runs, {os.cpu_count()} cores")
     print(f"evalharness run (ONNX Runtime): {best_ours[0]:.1f} img/s (mean invoke {invoke_ours:.2f} ms)")
     print(f"plain ONNX Runtime loop:        {best_plain[0]:.1f} img/s (mean run {invoke_plain:.2f} ms)")
     print(f"throughput ratio evalharness / plain: {best_ours[0] / best_plain[0]:.3f}")
