@@ -8,9 +8,10 @@ with one intra-op thread and the same preprocessing (evalharness's own ``preproc
 work per image is the same): the evalharness side is a whole run (``python -m evalharness
 model.path=X.onnx``: decode, preprocess, invoke, score, write predictions, hash the inputs), read
 back as images/s of its loop; the plain side is ``decode + preprocess + session.run + argmax`` in a
-Python loop, in turn. Printed: each side's images/s (the best of ``--repeats`` alternated runs: a
-shared machine's load hits both alike) and the ratio, plus the invoke-only ratio (mean
-``session.run`` ms of the plain loop over the mean invoke ms the run recorded).
+Python loop, back to back. Printed: each side's best images/s and the ratio of each back-to-back pair
+(median and range over ``--repeats`` pairs: a shared machine's load changes between pairs more than
+within one), plus the invoke-only ratio (mean ``session.run`` ms of the plain loop over the mean
+invoke ms the run recorded).
 """
 
 from __future__ import annotations
@@ -85,14 +86,18 @@ def main() -> None:
     for _ in range(args.repeats):
         ours.append(evalharness_run(assets, len(paths), args.overrides))
         plain.append(plain_loop(assets / MODEL, paths))
-    best_ours, best_plain = max(ours), max(plain)
-    invoke_ours, invoke_plain = min(o[1] for o in ours), min(p[1] for p in plain)
-    print(f"{len(paths)} images, best of {args.repeats} alternated runs, {os.cpu_count()} cores")
-    print(f"evalharness run (ONNX Runtime): {best_ours[0]:.1f} img/s (mean invoke {invoke_ours:.2f} ms)")
-    print(f"plain ONNX Runtime loop:        {best_plain[0]:.1f} img/s (mean run {invoke_plain:.2f} ms)")
-    print(f"throughput ratio evalharness / plain: {best_ours[0] / best_plain[0]:.3f}")
-    print(f"invoke ratio plain / evalharness:     {invoke_plain / invoke_ours:.3f}")
-
+    ratios = sorted(o[0] / p[0] for o, p in zip(ours, plain, strict=True))
+    invoke_ratios = sorted(p[1] / o[1] for o, p in zip(ours, plain, strict=True))
+    median = lambda v: v[len(v) // 2]  # noqa: E731
+    print(f"{len(paths)} images, {args.repeats} back-to-back pairs, {os.cpu_count()} cores")
+    print(f"evalharness run (ONNX Runtime): best {max(o[0] for o in ours):.1f} img/s, mean invoke "
+          f"{min(o[1] for o in ours):.2f} ms at best")  # fmt: skip
+    print(f"plain ONNX Runtime loop:        best {max(p[0] for p in plain):.1f} img/s, mean run "
+          f"{min(p[1] for p in plain):.2f} ms at best")  # fmt: skip
+    print(f"throughput ratio evalharness / plain, per pair: median {median(ratios):.3f} "
+          f"(range {ratios[0]:.3f}-{ratios[-1]:.3f})")  # fmt: skip
+    print(f"invoke ratio plain / evalharness, per pair:     median {median(invoke_ratios):.3f} "
+          f"(range {invoke_ratios[0]:.3f}-{invoke_ratios[-1]:.3f})")  # fmt: skip
 
 if __name__ == "__main__":
     main()
