@@ -182,5 +182,6 @@ class DiffDocument(_DiffKeys, total=False):
     its own, so that key is not listed here)."""
 
     op_profile: JSONMap
+    inputs: JSONMap  # were the runs fed the same inputs (report/input_check.py: summary, first_differing)
     verdict: str
     gates: list[JSONMap]  # the --fail-if rules and how each held (report diff --fail-if)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -46,3 +47,20 @@ def require_real(outputs: list[TensorInfo], model_path: str, what: str) -> None:
             raise ModelMismatchError(
                 f"{model_path}: output {out.name!r} is {out.dtype}, not real numbers; {what}"
             )
+
+
+def tensors_sha256(tensors: list[np.ndarray]) -> str:
+    """sha256 of the tensors' dtypes, shapes and C-order bytes, in input order (a record's input hash)."""
+    digest = hashlib.sha256()
+    for t in tensors:
+        a = np.ascontiguousarray(t)
+        digest.update(f"{a.dtype.str}{list(a.shape)};".encode())
+        digest.update(a.view(np.uint8).reshape(-1).data)
+    return digest.hexdigest()
+
+
+def real_nhwc(tensor: np.ndarray, info: TensorInfo, layout: str | None) -> np.ndarray:
+    """The float32 values ``tensor`` stands for (an integer input dequantised with its own scale and
+    zero point), transposed to NHWC where ``layout`` is nchw: what two layouts and dtypes compare by."""
+    real = np.asarray(info.dequantize(tensor), dtype=np.float32)
+    return real.transpose(0, 2, 3, 1) if layout == "nchw" and real.ndim == 4 else real

@@ -19,6 +19,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from evalharness.loop.input_identity import InputIdentity
+
 BLOCK_SAMPLES = 64
 BLOCK_BYTES = 4 * 2**20
 BLOCK_S = 0.25
@@ -27,18 +29,21 @@ BLOCK_S = 0.25
 class ScoringBlocks:
     """``add`` each invoked sample; ``flush`` scores what is held (the loop calls it at the end)."""
 
-    def __init__(self, task, record: Callable[[dict], None], result) -> None:
-        self.task, self.record, self.result = task, record, result
-        self._held: list[tuple[object, list[np.ndarray], float]] = []
+    def __init__(
+        self, task, record: Callable[[dict], None], result, identity: InputIdentity | None = None
+    ) -> None:
+        self.task, self.record, self.result, self.identity = task, record, result, identity
+        self._held: list[tuple[object, list[np.ndarray], float, dict[str, str]]] = []
         self._bytes = 0
         self._started = 0.0
 
     def add(self, sample, tensors: list[np.ndarray], outputs: list[np.ndarray], latency: float) -> None:
-        """One invoked sample. Its inputs are checked now (they are not held), its outputs later."""
+        """One invoked sample: its inputs checked and hashed now (not held), its outputs later."""
         self.result.checks.add_inputs(tensors)
+        hashes = self.identity.of(tensors) if self.identity is not None else {}
         if not self._held:
             self._started = time.perf_counter()
-        self._held.append((sample, outputs, latency))
+        self._held.append((sample, outputs, latency, hashes))
         self._bytes += sum(o.nbytes for o in outputs)
         if (
             len(self._held) >= BLOCK_SAMPLES
@@ -50,11 +55,11 @@ class ScoringBlocks:
     def flush(self) -> None:
         held, self._held, self._bytes = self._held, [], 0
         result, evaluator = self.result, self.task.evaluator
-        for sample, outputs, latency in held:
+        for sample, outputs, latency, hashes in held:
             start = time.perf_counter()
             result.inference_ms.append(latency)
             result.checks.add_outputs(outputs)
             prediction = evaluator.update(sample, outputs)
             if prediction is not None:
-                self.record({**prediction, "latency_ms": latency})
+                self.record({**prediction, "latency_ms": latency, **hashes})
             result.postprocess_s.append(time.perf_counter() - start)

@@ -32,12 +32,13 @@ from evalharness.core.interrupts import checkpoint
 from evalharness.core.schema import bounds
 from evalharness.loop.blocks import ScoringBlocks
 from evalharness.loop.checks import OutputChecks
+from evalharness.loop.input_identity import InputIdentity
 from evalharness.loop.memory import current_rss_mb, peak_rss_mb
 from evalharness.loop.progress import progress_bar
 from evalharness.loop.shape import SHAPES, LoopShape, requested, shaped
 from evalharness.stats.latency import summarize
 from evalharness.stats.validity import Rule, blocks_of, judge, throttled, verdict
-from evalharness.tasks.live import Task
+from evalharness.tasks.live import Task, input_layout
 
 
 @dataclass(frozen=True)
@@ -364,7 +365,7 @@ def run_loop(
         )
         run = _run_batched if model.batch_size else _run_each
         chunk = model.batch_size or size
-        scoring = ScoringBlocks(task, record, result)
+        scoring = ScoringBlocks(task, record, result, InputIdentity(model.inputs, input_layout(task)))
         try:
             run(model, scoring, settings, result, _chunks(task, items, chunk, settings, result, bar), size)
         finally:  # whatever stops the loop, every invoked sample is scored

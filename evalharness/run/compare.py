@@ -52,6 +52,10 @@ def parser() -> ArgumentParser:
                    help="exactly one KEY=A,B[,...] (the candidates, first = baseline) and any other "
                    "GROUP=OPTION / GROUP.KEY=VALUE of a run")  # fmt: skip
     p.add_argument("--out", help="directory for the runs and the tables (default: outputs/compare/<time>)")
+    p.add_argument("--chain", action="store_true",
+                   help="an ordered chain: each KEY=A,B,... moves one step at a time, in the order given "
+                   "(model.path=src.onnx,fp32.tflite quant=none,int8); a waterfall of Δ against the previous "
+                   "step and the step that loses most")  # fmt: skip
     p.add_argument("--no-interleave", action="store_true",
                    help="no interleaved measurement: no speed-up column")  # fmt: skip
     for f in dataclasses.fields(InterleaveSettings):
@@ -86,22 +90,10 @@ def swept(overrides: list[str]) -> tuple[int, str, list[str]]:
 
 def validate_candidates(overrides: list[str], index: int, key: str, values: list[str]) -> list[Any]:
     """Each candidate's composed, validated settings (the run's own checks), before anything runs."""
-    from hydra import compose, initialize_config_dir
+    from evalharness.run.settings import validate_job
 
-    from evalharness.core.paths import CONF_DIR
-    from evalharness.run.settings import validate
-
-    plans = []
-    for value in values:
-        job = [*overrides[:index], f"{key}={value}", *overrides[index + 1 :]]
-        job = [a for a in job if not a.startswith("hydra.")]
-        try:
-            with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-                cfg = compose(config_name="config", overrides=job)
-            plans.append(validate(cfg, None, job, command_line=True))
-        except Exception as exc:
-            raise ConfigError(f"candidate {key}={value}: {describe(exc)}") from None
-    return plans
+    jobs = [[*overrides[:index], f"{key}={value}", *overrides[index + 1 :]] for value in values]
+    return [validate_job(job, f"candidate {key}={value}") for job, value in zip(jobs, values, strict=True)]
 
 
 def run_candidates(overrides: list[str], out: str, key: str, values: list[str], shown: bool) -> int:
@@ -235,6 +227,10 @@ def compare(args) -> int:
     overrides, problem = precheck(args.overrides)
     if problem:
         raise ConfigError(problem)
+    if args.chain:
+        from evalharness.run.chain import chain
+
+        return chain(overrides, args.out or os.path.join("outputs", "chain", _now()))
     index, key, values = swept(overrides)
     settings = InterleaveSettings(**check(InterleaveSettings, _given(args), "compare options"))
     if settings.rounds_per_load % 2:

@@ -55,7 +55,7 @@ def accuracy_change(base: Run, run: Run) -> dict[str, Any]:
     if comp.refused:
         return {"refused": "; ".join(comp.refused)}
     doc = build_diff(base, run, comp)
-    return {"verdict": doc["verdict"], "pairwise": quantities(doc)[1], "warnings": comp.warnings}
+    return {"verdict": doc["verdict"], "pairwise": quantities(doc)[1], "warnings": comp.warnings, "doc": doc}
 
 
 def coverage_cell(run: Run) -> str:
@@ -75,7 +75,7 @@ def rows(candidates: list[dict[str, Any]], measurement: dict[str, Any] | None) -
     """One row per candidate: ``{"name", "run": Run | None, "status", "error"}`` in, the figures out
     (``measured``: index of the candidate in ``measurement``'s list, None when it was not measured)."""
     base = candidates[0]["run"]
-    metric = _metric(candidates)
+    metric = headline_metric(candidates)
     out = []
     for i, cand in enumerate(candidates):
         run: Run | None = cand["run"]
@@ -86,13 +86,13 @@ def rows(candidates: list[dict[str, Any]], measurement: dict[str, Any] | None) -
             row["latency_p50_ms"] = ((run.doc.get("latency_ms") or {}).get("inference") or {}).get("p50")
             row["coverage"] = coverage_cell(run)
             if i and candidates[0]["status"] == cand["status"] == "complete":
-                row.update(_change(base, run, metric))
+                row.update({k: v for k, v in change(base, run, metric).items() if k != "diff"})
         row.update(_speed(i, cand, row, measurement))
         out.append(row)
     return out
 
 
-def _metric(candidates: list[dict[str, Any]]) -> str | None:
+def headline_metric(candidates: list[dict[str, Any]]) -> str | None:
     for cand in candidates:
         if cand["run"] is not None and cand["run"].task:
             metrics = sweep_metrics(definition_of(cand["run"]))
@@ -100,12 +100,14 @@ def _metric(candidates: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _change(base: Run, run: Run, metric: str | None) -> dict[str, Any]:
+def change(base: Run, run: Run, metric: str | None) -> dict[str, Any]:
+    """The row fields of ``run`` against ``base``: Δ, its paired interval, the verdict word (and the
+    diff document, ``diff``, for what else a caller reads of it)."""
     found = accuracy_change(base, run)
     if "refused" in found:
         return {"accuracy": "not comparable", "accuracy_detail": found["refused"]}
     pairwise = found["pairwise"]
-    value = {"accuracy_detail": found["verdict"]}
+    value = {"accuracy_detail": found["verdict"], "diff": found["doc"]}
     if metric and base.metrics.get(metric) is not None and run.metrics.get(metric) is not None:
         value["delta"] = run.metrics[metric] - base.metrics[metric]
     if metric and f"{metric}_ci_low" in pairwise:

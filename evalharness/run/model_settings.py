@@ -65,6 +65,7 @@ def infer_model_settings(
     (its file checked by :func:`check_model_file` first); ``cache_dir`` None: a dry run that extracts
     no label file."""
     from evalharness.runtime.model_file import read_model_file
+    from evalharness.runtime.source_formats import source_format
 
     given = given_on_command_line(overrides)
     sources = {k: COMMAND_LINE if k in given else PRESET for k in SETTINGS}
@@ -73,7 +74,8 @@ def infer_model_settings(
     check_model_file(model["path"])
     sources["name"] = COMMAND_LINE if "name" in given else MODEL_FILE
 
-    info = read_model_file(model["path"])
+    fmt = source_format(model["path"])
+    info = fmt.read(model["path"]) if fmt is not None else read_model_file(model["path"])
     model = {**model, "preprocess": dict(model.get("preprocess") or {})}
     _labels(model, info, given, sources, cache_dir)
     _normalization(model, info, given, sources)
@@ -85,7 +87,11 @@ def check_model_file(path: str) -> None:
     """Every model file, a preset's too, through the one guard before any reader sees it: special
     files, size, a damaged flatbuffer and an input of dynamic size refused by key and file."""
     from evalharness.runtime.model_guard import read_model_bytes, refuse_dynamic_inputs
+    from evalharness.runtime.source_formats import source_format
 
+    if (fmt := source_format(path)) is not None:  # a source model: its own reader checks the file
+        fmt.read(path)
+        return
     refuse_dynamic_inputs(read_model_bytes(path), f"model.path={path}")
 
 

@@ -7,6 +7,7 @@ import os
 import platform
 import socket
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from evalharness import __version__
@@ -104,20 +105,38 @@ def library_record(plan: DelegatePlan) -> dict[str, Any] | None:
     }
 
 
-def model_assumptions(settings: RunSettings) -> list[dict[str, Any]]:
-    """What the run took for granted about the model: the preprocessing of a file given by path
-    whose metadata holds no normalization (its preset's default, which may be wrong for it)."""
+def model_assumptions(
+    settings: RunSettings, runtime: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """What the run took for granted about the model: the backend a source model's format picked, and
+    the preprocessing of a file given by path whose metadata holds no normalization (its preset's
+    default, which may be wrong for it)."""
+    from evalharness.runtime.source_formats import source_format
+
+    found: list[dict[str, Any]] = []
+    if (fmt := source_format(settings.model.path)) is not None:  # said once: the file picked the backend
+        found.append(
+            {
+                "what": "backend",
+                "assumed": f"{fmt.runtime} {(runtime or {}).get('version', '')} on the CPU".replace(
+                    "  ", " "
+                ),
+                "why": f"model.path names {fmt.noun} ({'/'.join(fmt.suffixes)})",
+                "fix": "model.path=<the converted .tflite> to run it on LiteRT",
+            }
+        )
     sources = settings.model_sources
     if sources.get("path") != "command line" or sources.get("preprocess") != "preset":
-        return []
+        return found
     pre = settings.model.preprocess
     return [
+        *found,
         {
             "what": "model.preprocess",
             "assumed": f"mean {pre.mean}, std {pre.std}, {pre.crop} crop",
             "why": "the model file carries no normalization metadata",
             "fix": "model.preprocess=efficientnet|torchvision|tflite_tool|... (see evalharness --help)",
-        }
+        },
     ]
 
 
@@ -144,7 +163,10 @@ def run_provenance(
             "native_log": model.native_log,
         },
         **task_provenance,
-        "assumptions": [*model_assumptions(settings), *task_provenance.get("assumptions", [])],
+        "assumptions": [
+            *model_assumptions(settings, model.runtime_info()),
+            *task_provenance.get("assumptions", []),
+        ],
         "host": host_info(),
         **({"device": model.device} if model.device is not None else {}),  # runner=adb: the phone
         "thread_budget": {**settings.thread_budget, "loop": loop_shape.record() if loop_shape else None},

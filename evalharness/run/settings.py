@@ -36,6 +36,7 @@ from evalharness.run.renamed_keys import renamed_in_group
 from evalharness.run.thread_budget import Limit, check_count, machine_limit, thread_budget
 from evalharness.run.variants import check_quant
 from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
+from evalharness.runtime.source_formats import refuse_for_source
 from evalharness.tasks.discovery import listed, task_definitions
 
 if TYPE_CHECKING:
@@ -178,9 +179,14 @@ def validate(
     accelerator = plan.offloads and not plan.expects_xnnpack  # XNNPACK offloads onto the CPU's cores
     check_parallel(loop.parallel, definition, dataset.shard.count, command_line, accelerator)
     check_quant(quant, definition, dataset)
+    reference = rules.reference_delegate
+    reference_plan = plan_delegate(reference, variant_dir=cache_dir) if reference else None
+    refuse_for_source(
+        model.path, plan, runner=runner["name"], runtime=groups["runtime"].name, quant=quant.name,
+        op_profile=loop.op_profile or rules.op_profile, reference=reference_plan,
+    )  # fmt: skip
     if not model.from_file:  # a file given alone was checked before it was read
         check_model_file(model.path)
-    reference = rules.reference_delegate
     return RunSettings(
         task=task,
         model=model,
@@ -191,10 +197,26 @@ def validate(
         paths=paths,
         resolved=freeze(resolved),
         definition=definition,
-        reference_plan=plan_delegate(reference, variant_dir=cache_dir) if reference else None,
+        reference_plan=reference_plan,
         quant=quant,
         runner=runner,
         thread_budget=freeze(budget),
         model_sources=freeze(sources),
         tracking=tracking,
     )
+
+
+def validate_job(job: list[str], what: str) -> RunSettings:
+    """One job's overrides composed and validated as its run will be (``what`` names it in the error)."""
+    from hydra import compose, initialize_config_dir
+
+    from evalharness.core.boundary import describe
+    from evalharness.core.paths import CONF_DIR
+
+    job = [a for a in job if not a.startswith("hydra.")]
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=job)
+        return validate(cfg, None, job, command_line=True)
+    except Exception as exc:
+        raise ConfigError(f"{what}: {describe(exc)}") from None

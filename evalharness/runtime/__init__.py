@@ -63,8 +63,13 @@ def load_model(
 ) -> Model:
     """Load ``model_path`` with the delegate ``plan`` on ``runtime`` (litert | tensorflow), or on an
     Android phone when the plan was made for ``runner=adb`` (``runner``: its checked settings).
-    Every backend stands on ai-edge-litert (its schema reads the file): its version is checked first."""
+    Every LiteRT backend stands on ai-edge-litert (its schema reads the file): its version is checked
+    first. A source model (ONNX, .pt2: ``source_formats``) goes to its own backend, whatever the plan."""
     from evalharness.runtime.litert import check_litert_version
+    from evalharness.runtime.source_formats import source_format
 
+    if (fmt := source_format(model_path)) is not None:
+        fmt.require(model_path)
+        return backends().get(fmt.backend).load(model_path, plan, runtime, runner)
     check_litert_version()
     return backends().get(plan.backend).load(model_path, plan, runtime, runner)

@@ -160,5 +160,8 @@ BACKENDS: Registry[type[Model]] = Registry(
         "compiled_cpu": "evalharness.runtime.compiled:CompiledCpuModel",
         "compiled_npu": "evalharness.runtime.npu_backend:CompiledNpuModel",
         "adb": "evalharness.runtime.android.backend:AdbModel",
+        # source models (runtime/source_formats.py): picked by the model file's format, not the plan
+        "onnxruntime": "evalharness.runtime.onnx_backend:OnnxModel",
+        "torch_export": "evalharness.runtime.torch_backend:TorchExportModel",
     },
 )

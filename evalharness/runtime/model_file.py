@@ -26,6 +26,7 @@ import json
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import flatbuffers
 import numpy as np
@@ -245,18 +246,28 @@ def _read_tflite_metadata(raw: bytes, info: ModelFile) -> None:
 
 
 def _ultralytics(raw: bytes, path: str) -> dict:
-    # JSON or a Python literal, from inside a file: the same limits as any untrusted file first
-    check_json_limits(raw, f"model.path={path}: its Ultralytics metadata", ConfigError)
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        meta = json.loads(text)
-    except ValueError:
-        try:
-            meta = ast.literal_eval(text)  # Ultralytics writes str(dict): a Python literal, never code
-        except (ValueError, SyntaxError):
-            raise ConfigError(f"model.path={path}: its Ultralytics metadata is not a dict literal") from None
+    meta = parse_literal(raw, path, "its Ultralytics metadata")
     if not isinstance(meta, dict):
         raise ConfigError(f"model.path={path}: its Ultralytics metadata is not a dict")
+    return ultralytics_meta(meta)
+
+
+def parse_literal(raw: bytes, path: str, what: str) -> Any:
+    """JSON or a Python literal, from inside a model file: the same limits as any untrusted file first."""
+    check_json_limits(raw, f"model.path={path}: {what}", ConfigError)
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        try:
+            return ast.literal_eval(text)  # Ultralytics writes str(dict): a Python literal, never code
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            raise ConfigError(f"model.path={path}: {what} is not a dict literal") from None
+
+
+def ultralytics_meta(meta: dict) -> dict:
+    """Ultralytics' metadata with ``names`` keyed by int and ``imgsz`` a list of ints (the .tflite's
+    appended file and an ONNX file's ``metadata_props`` hold the same fields)."""
     names = meta.get("names")
     if isinstance(names, dict):
         meta["names"] = {int(k): str(v) for k, v in names.items()}

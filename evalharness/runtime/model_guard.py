@@ -20,6 +20,7 @@ from ai_edge_litert import schema_py_generated as schema
 
 from evalharness.core.errors import ConfigError, ModelMismatchError
 from evalharness.core.fileguard import file_error_reason
+from evalharness.runtime.source_formats import refuse_tflite_only
 
 # Flatbuffers address 2 GiB; a model over that keeps its weights after the flatbuffer (Buffer.offset).
 # Larger than this bound is no single-device .tflite this tool can load whole.
@@ -33,22 +34,23 @@ _DAMAGED = (
 
 def read_model_bytes(path: str, key: str = "model.path") -> bytes:
     """The bytes of the model at ``path``, or one :class:`ConfigError` naming ``key`` and the file."""
-    where, stamp = f"{key}={path}", _stamp(path, key)
-    buf = _read(path, where)
-    if stamp not in _CHECKED:  # validation, each load and explain read one file: walked once
+    refuse_tflite_only(path, key, "reading the model's flatbuffer (inspect, explain, sub-models)")
+    where, mark = f"{key}={path}", stamp(path, key)
+    buf = read_bounded(path, where)
+    if mark not in _CHECKED:  # validation, each load and explain read one file: walked once
         check_model_bytes(buf, where)
-        _CHECKED.add(stamp)
+        _CHECKED.add(mark)
     return buf
 
 
 def check_model_file(path: str, key: str = "model.path") -> None:
     """:func:`read_model_bytes` for a caller that needs no bytes (a backend about to load the file):
     a file already walked unchanged is not read again."""
-    if _stamp(path, key) not in _CHECKED:
+    if stamp(path, key) not in _CHECKED:
         read_model_bytes(path, key)
 
 
-def _stamp(path: str, key: str) -> tuple[str, int, int]:
+def stamp(path: str, key: str) -> tuple[str, int, int]:
     """(real path, size, mtime) of a regular model file within the size bound, else the error."""
     where = f"{key}={path}"
     try:
@@ -64,7 +66,7 @@ def _stamp(path: str, key: str) -> tuple[str, int, int]:
     return os.path.realpath(path), st.st_size, st.st_mtime_ns
 
 
-def _read(path: str, where: str) -> bytes:
+def read_bounded(path: str, where: str) -> bytes:
     try:
         with open(path, "rb") as f:
             return f.read(MAX_MODEL_BYTES + 1)

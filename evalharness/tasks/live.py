@@ -124,6 +124,12 @@ class Task:
         return self.definition.artifacts(self.evaluator.scorer)
 
 
+def input_layout(task: Any) -> str | None:
+    """``nhwc`` / ``nchw`` of a task's image input (its bound ``InputSpec``, ``task.input``), so the
+    records' ``input_float_sha256`` compares two layouts (loop/input_identity.py); None: as fed."""
+    return getattr(getattr(task, "input", None), "layout", None)
+
+
 def image_cache_key(task: Any) -> dict[str, Any]:
     """Tensor-cache key of a file-image task: its images (manifest) and its preprocessing recipe,
     including the bound input spec (shape, dtype, quantisation) the tensors were made for."""

@@ -52,3 +52,12 @@ def test_old_shards_merge_into_the_old_whole_run(old, capsys, tmp_path, task):
     relabelled = (old / task / "results.txt").read_text()
     relabelled = relabelled.replace("TFLite-tool AP", "TFLite tool's AP, a secondary figure")
     assert (tmp_path / "m" / "results.txt").read_text() == relabelled
+
+
+def test_old_runs_diff_says_inputs_not_recorded(old, capsys):
+    """Runs from before the records' input hashes: report diff says so, never "identical"."""
+    code, out, err = _report(capsys, "diff", old / "imagenet", old / "imagenet", "--format", "json")
+    assert code == 0, err
+    inputs = json.loads(out)["inputs"]
+    assert inputs["recorded"] is False
+    assert inputs["summary"] == "inputs: not recorded (runs A and B predate input hashes)"

@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from evalharness.core.documents import DiffDocument, DiffRow, JSONMap, RunSummary
 from evalharness.core.numbers import delta, ratio, relative_pct
+from evalharness.report.input_check import compare_inputs
 from evalharness.report.presenters import headline, paired_of, verdict
 from evalharness.report.runs import Comparability, definition_of, malformed
 from evalharness.report.views.latency_rows import run_speedups
@@ -109,6 +110,7 @@ def _build_diff(
             side: compact((r.doc.get("latency_ms") or {}).get("validity")) for side, r in (("a", a), ("b", b))
         },
     }
+    doc["inputs"] = compare_inputs(a, b)
     if (ops := op_speedups(a.metrics.get("op_profile"), b.metrics.get("op_profile"))) is not None:
         doc["op_profile"] = ops
     if (paired := comparer(definition)) is not None:

@@ -24,7 +24,12 @@ def _name(run: RunSummary) -> str:
 
 
 def sections(doc: DiffDocument, max_rows: int = 20) -> list[Section]:
-    out = [_runs(doc), _comparability(doc), _value_table("Metrics", "metrics", doc["metrics"], ".4f", "+.4f")]
+    out = [
+        _runs(doc),
+        _comparability(doc),
+        _inputs(doc),
+        _value_table("Metrics", "metrics", doc["metrics"], ".4f", "+.4f"),
+    ]
     out.append(_latency(doc))
     out.append(_value_table("Model and delegation", "model", doc["model"], ".6g", "+.6g"))
     out += op_profile_sections(doc, max_rows)
@@ -62,6 +67,12 @@ def _comparability(doc: DiffDocument) -> Section:
         notes=notes or ["same task, images, ground truth, preprocessing and label set"],
         key="comparability",
     )
+
+
+def _inputs(doc: DiffDocument) -> Section:
+    """Were both runs fed the same inputs (the records' hashes; report/input_check.py)."""
+    block = doc.get("inputs") or {}
+    return Section("Inputs", notes=[block.get("summary") or "inputs: not compared"], key="inputs")
 
 
 def _value_table(name: str, key: str, rows: list[DiffRow], spec: str, delta_spec: str) -> Section:

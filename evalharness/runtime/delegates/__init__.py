@@ -82,6 +82,7 @@ class DelegateKind:
     plan: Callable[[Any], DelegatePlan]  # its settings -> a plan for this host
     compile_cache: bool = False  # its runtime exposes a compile cache evalharness can point at
     on_device: OnDevice | None = None  # None: benchmark_model cannot run it on a phone
+    runs_source_models: bool = False  # a source model (ONNX, .pt2: runtime/source_formats.py) may run on it
 
     @property
     def flags(self) -> list[str]:

@@ -14,11 +14,12 @@ def _bool(value) -> str:
     return str(value).lower()
 
 
-@register("cpu", compile_cache=True, on_device=OnDevice(flags=lambda f: []))
+@register("cpu", compile_cache=True, on_device=OnDevice(flags=lambda f: []), runs_source_models=True)
 def _cpu(cfg: DelegateSettings) -> DelegatePlan:
     """LiteRT's default CPU path: builtin kernels with XNNPACK applied by default. With
     delegate.compile_cache_dir, LiteRT's CompiledModel on the CPU: only its options carry XNNPACK's
-    weight cache (the Interpreter API has none)."""
+    weight cache (the Interpreter API has none). The one kind a source model (ONNX, .pt2) runs on:
+    its own runtime's CPU kernels."""
     backend = "compiled_cpu" if cfg.compile_cache_dir else "interpreter"
     return make_plan(cfg, "auto", backend=backend, offloads=False)
 

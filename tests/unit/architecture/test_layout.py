@@ -33,7 +33,10 @@ ENTRY = "evalharness.__main__"
 RUNS_ANYWHERE = re.compile(r"^evalharness\.(stats|report)(\.|$)|^evalharness\.tasks\.(\w+\.)?definition$|"
                            r"^evalharness\.tasks\.discovery$")  # fmt: skip
 RUNTIME_OR_LIVE = re.compile(r"^evalharness\.runtime(\.|$)|^evalharness\.tasks\.(\w+\.)?live$")
-VENDOR_PACKAGES = ("ai_edge_litert", "tensorflow", "openvino", "ai_edge_quantizer", "tflite_runtime")
+VENDOR_PACKAGES = (
+    "ai_edge_litert", "tensorflow", "openvino", "ai_edge_quantizer", "tflite_runtime",
+    "onnxruntime", "onnx", "torch",
+)  # fmt: skip
 
 
 def test_no_import_cycles():

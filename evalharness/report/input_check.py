@@ -1,0 +1,139 @@
+"""Were the two runs fed the same inputs? ``report diff``'s answer, image by image, from the hashes
+every prediction record carries (``loop/input_identity.py``).
+
+Two hashes per record: ``input_sha256`` (the exact tensors fed) and ``input_float_sha256`` (their real
+values in NHWC float32, so an NCHW model and an NHWC one, or a float and an integer input, compare).
+The answer is "inputs identical on N/N images", or the first image whose input differs and how: the
+input shape, layout and dtype of each run, the preprocessing settings that differ, and, where both
+inputs can be rebuilt from the image file exactly as recorded (the rebuilt tensor's hash must equal
+the record's: never a guessed number), the largest absolute difference of their values. Runs written
+before the hashes existed say "not recorded".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from evalharness.core.errors import EvalHarnessError
+from evalharness.core.fileguard import refuse_special_file
+from evalharness.core.numbers import fmt
+from evalharness.core.tensors import TensorInfo, real_nhwc, tensors_sha256
+from evalharness.data.preprocess import InputSpec, detection_input, preprocess_file, spec_from_config
+from evalharness.rundir.reader import Run
+
+FLOAT, EXACT = "input_float_sha256", "input_sha256"
+_REBUILD_ERRORS = (EvalHarnessError, OSError, ValueError, TypeError, KeyError)
+
+
+def compare_inputs(a: Run, b: Run) -> dict[str, Any]:
+    """The ``inputs`` block of a diff document (docs/output-files.md)."""
+    ra, rb = _by_id(a), _by_id(b)
+    paired = [k for k in ra if k in rb]
+    recorded = [k for k in paired if ra[k].get(FLOAT) and rb[k].get(FLOAT)]
+    if not paired or len(recorded) < len(paired):
+        missing = [r.label for r, recs in ((a, ra), (b, rb)) if not any(x.get(FLOAT) for x in recs.values())]
+        runs = (
+            f"runs {' and '.join(missing)} predate"
+            if len(missing) > 1
+            else f"run {''.join(missing)} predates"
+        )
+        why = f"{runs} input hashes" if missing else "some records lack them"
+        return {"recorded": False, "paired": len(paired), "summary": f"inputs: not recorded ({why})"}
+    same = [k for k in paired if ra[k][FLOAT] == rb[k][FLOAT]]
+    exact = sum(ra[k].get(EXACT) == rb[k].get(EXACT) for k in paired)
+    block: dict[str, Any] = {
+        "recorded": True,
+        "paired": len(paired),
+        "identical": len(same),
+        "bit_identical": exact,
+    }
+    if len(same) == len(paired):
+        tail = (
+            ""
+            if exact == len(paired)
+            else f"; the tensors fed differ in form only ({_form(a, b) or 'layout or dtype'})"
+        )
+        block["summary"] = f"inputs identical on {len(same)}/{len(paired)} images (real values, NHWC){tail}"
+        return block
+    first = next(k for k in paired if ra[k][FLOAT] != rb[k][FLOAT])
+    how = _how(a, b, first, ra[first][FLOAT], rb[first][FLOAT])
+    block["first_differing"] = {"id": first, "how": how}
+    block["summary"] = (
+        f"inputs differ on {len(paired) - len(same)}/{len(paired)} images; first: {first} ({how})"
+    )
+    return block
+
+
+def _by_id(run: Run) -> dict[str, Mapping[str, Any]]:
+    return {str(r.get("id")): r for r in run.predictions}
+
+
+def _input(run: Run) -> dict[str, Any]:
+    return dict(run.prov("preprocessing.input") or {})
+
+
+def _shape(run: Run) -> list[Any]:
+    i = _input(run)
+    return [i.get("height"), i.get("width"), i.get("channels")]
+
+
+def _form(a: Run, b: Run) -> str:
+    """What differs in the inputs' form: shape (NHWC), layout, dtype."""
+    ia, ib = _input(a), _input(b)
+    parts = []
+    if _shape(a) != _shape(b):
+        parts.append(f"shape (NHWC) {_shape(a)} vs {_shape(b)}")
+    for key in ("layout", "dtype"):
+        if ia.get(key) != ib.get(key):
+            parts.append(f"{key} {fmt(ia.get(key))} vs {fmt(ib.get(key))}")
+    return ", ".join(parts)
+
+
+def _how(a: Run, b: Run, sample: str, hash_a: str, hash_b: str) -> str:
+    parts = [_form(a, b)] if _form(a, b) else []
+    pa, pb = a.prov("preprocessing") or {}, b.prov("preprocessing") or {}
+    changed = [k for k in sorted(set(pa) | set(pb)) if k != "input" and pa.get(k) != pb.get(k)]
+    parts += [f"preprocess.{k} {fmt(pa.get(k))} vs {fmt(pb.get(k))}" for k in changed]
+    if _shape(a) == _shape(b):  # the real NHWC values compare whatever the layouts and dtypes
+        parts.append(_values(a, b, sample, hash_a, hash_b))
+    return "; ".join(parts)
+
+
+def _values(a: Run, b: Run, sample: str, hash_a: str, hash_b: str) -> str:
+    """max |A - B| of the sample's rebuilt inputs, when both rebuild to their recorded hashes."""
+    ta, why_a = _rebuilt(a, sample, hash_a)
+    tb, why_b = _rebuilt(b, sample, hash_b)
+    if ta is None or tb is None:
+        return f"values differ (max abs diff not shown: {why_a or why_b})"
+    return f"values: max abs diff {float(np.max(np.abs(ta - tb))):.6g}"
+
+
+def _rebuilt(run: Run, sample: str, recorded: str) -> tuple[np.ndarray | None, str | None]:
+    """The sample's real NHWC input rebuilt from its file with the run's own preprocessing, if that
+    reproduces the recorded hash (a classifier's crop or a detector's whole image: whichever does)."""
+    root, inp = run.prov("dataset.root"), _input(run)
+    path = os.path.realpath(os.path.join(str(root), sample))
+    if not root or not path.startswith(os.path.realpath(str(root)) + os.sep) or not os.path.isfile(path):
+        return None, f"{sample} is not under run {run.label}'s dataset root"
+    try:
+        refuse_special_file(path, f"run {run.label}'s image")
+        spec = spec_from_config({k: v for k, v in (run.prov("preprocessing") or {}).items() if k != "input"})
+        fields = {f.name for f in dataclasses.fields(InputSpec)}
+        spec_in = InputSpec(**{k: v for k, v in inp.items() if k in fields})
+        (info,) = [TensorInfo(**{**t, "shape": tuple(t["shape"])}) for t in run.prov("model.inputs") or []]
+        makers: list[Callable[[], np.ndarray]] = [
+            lambda: preprocess_file(path, spec, spec_in),
+            lambda: detection_input(path, spec, spec_in)[0],
+        ]
+        for make in makers:
+            real = real_nhwc(make(), info, spec_in.layout)
+            if tensors_sha256([real]) == recorded:
+                return real, None
+    except _REBUILD_ERRORS as exc:
+        return None, f"run {run.label}'s input could not be rebuilt ({type(exc).__name__})"
+    return None, f"run {run.label}'s input does not rebuild to its recorded hash"
