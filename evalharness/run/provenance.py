@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalharness import __version__
 from evalharness.core.checksum import sha256_file
+from evalharness.core.errors import EvalHarnessError
 from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import job_overrides
 
@@ -79,6 +80,17 @@ def model_info(path: str, inputs: list[TensorInfo], outputs: list[TensorInfo]) -
     }
 
 
+def size_record(path: str, sha256: str, cache_dir: str) -> dict[str, Any]:
+    """``provenance.model.size``: on-disk, gzip -9 and zstd bytes, weight sparsity and unique values
+    (runtime/model_size.py, cached by the file's sha256); a file whose weights cannot be read says why."""
+    from evalharness.runtime.model_size import cached_size
+
+    try:
+        return cached_size(path, sha256, cache_dir)
+    except EvalHarnessError as exc:
+        return {"bytes": os.path.getsize(path), "error": str(exc).splitlines()[0]}
+
+
 def tool_info() -> dict[str, Any]:
     return {"name": "evalharness", "version": __version__}
 
@@ -130,11 +142,13 @@ def run_provenance(
 ) -> dict[str, Any]:
     """``provenance`` of metrics.json: what ran (model, runtime, delegate and what it took, host,
     device), on what (the task's dataset/labels/preprocessing) and with which config."""
+    info = model_info(settings.model.path, model.inputs, model.outputs)
     return {
         "model": {
             "name": settings.model.name,
             "settings_source": settings.model_sources,
-            **model_info(settings.model.path, model.inputs, model.outputs),
+            **info,
+            "size": size_record(settings.model.path, info["sha256"], settings.paths.cache_dir),
             "quant": quant,
         },
         "runtime": model.runtime_info(),

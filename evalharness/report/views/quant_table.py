@@ -100,13 +100,18 @@ def _table1(rows: list[dict], others: list[str], definition) -> Section:
     value_key, p_key = paired.agreement_columns if paired else Comparison.agreement_columns
     agreement = next((r["agreement_name"] for r in rows if r.get("agreement_name")), "agreement")
     headers = [*others, "variant", *metrics, *(f"Δ {m} vs float" for m in metrics)]
-    headers += ["latency mean ms", "latency p50 ms", "size MB", "coverage", agreement, "p", "error"]
+    headers += ["latency mean ms", "latency p50 ms", "size MB", "gzip MB", "zstd MB", "sparsity"]
+    headers += ["unique max", "coverage", agreement, "p", "error"]
     numbers = [
         *((m, ".4f") for m in metrics),
         *((f"d_{m}_vs_float", "+.4f") for m in metrics),
         ("latency_mean_ms", ".2f"),
         ("latency_p50_ms", ".2f"),
         ("size_MB", ".2f"),
+        ("gzip_MB", ".2f"),
+        ("zstd_MB", ".2f"),
+        ("weight_sparsity", ".3f"),
+        ("unique_max", ".0f"),
         ("coverage", ".3f"),
         (value_key, ".4f"),
     ]
@@ -127,7 +132,11 @@ def _table1(rows: list[dict], others: list[str], definition) -> Section:
         "Δ and the agreement are against the float model (quant=none) with the same other parameters, "
         f"paired sample by sample ({', '.join(map(str, sorted(samples))) or 'all scored'} samples); p: the "
         "task's paired test of the agreement where it has one (classification: McNemar's exact "
-        "two-sided test on the images one model gets right and the other wrong)."
+        "two-sided test on the images one model gets right and the other wrong).",
+        "gzip: gzip -9 of the model file, as TFLite's model-optimisation guide measures download size; "
+        "sparsity: share of exact zeros in the weight tensors; unique max: most distinct values in one "
+        "weight tensor. prune and cluster variants are post-training (no fine-tuning): not the "
+        "toolkit's trained results.",
     ]
     return Section("Table 1: quantization variants", headers, cells, notes, key="quant")
 
