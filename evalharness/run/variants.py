@@ -78,6 +78,11 @@ def check_quant(quant: QuantSchema, definition: Any, dataset: DatasetSchema) -> 
         from evalharness.runtime.quantize import check_recipe
 
         check_recipe(recipe)
+    if repair and quant.weights.method != "none":
+        raise ConfigError(
+            f"quant.max_drop with quant.weights.method={quant.weights.method}: the repair search keeps ops "
+            "in float and does not yet undo pruning or clustering; drop quant.max_drop"
+        )
     if repair and definition.abilities.repair_metric is None:
         raise ConfigError(
             f"quant.max_drop: task={definition.name} offers no repair (its definition names no "
@@ -207,11 +212,41 @@ def prepare_variant(
     images (so calibration must not overlap them); ``dataset_files``: the search part's image files
     (calibration ``source: dataset``). ``quant=none`` returns None and changes nothing.
     """
-    recipe = quant.recipe
-    if not recipe:
+    recipe, edit = quant.recipe, quant.weights.method != "none"
+    if not recipe and not edit:
         return None
+    source = model["path"]
+    if not os.path.isfile(source):
+        raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
+    edited = None
+    if edit:  # pruned or clustered first, quantized after (the guide's order)
+        from evalharness.run.weight_variants import weight_variant
+
+        edited = weight_variant(source, quant.weights, cache_dir)
+        source = model["path"] = edited.pop("_path")
+    if not recipe:
+        return {"name": quant.name, "recipe": None, "weights": edited}
+    out = quantized_variant(quant, model, source, dataset_root, reads_dataset, cache_dir, dataset_files)
+    if edited is not None:
+        from evalharness.run.weight_variants import check_kept
+
+        edited["after_quantization"] = check_kept(model["path"], edited)
+    return {**out, "weights": edited}
+
+
+def quantized_variant(
+    quant: QuantSchema,
+    model: dict[str, Any],
+    source: str,
+    dataset_root: str,
+    reads_dataset: bool,
+    cache_dir: str,
+    dataset_files: list[str] | None,
+) -> dict[str, Any]:
+    """The recipe applied to ``source`` (the float model, or its pruned/clustered edit), cached."""
     from evalharness.runtime.quantize import check_recipe, is_recipe_file, needs_calibration, recipe_ops
 
+    recipe = quant.recipe
     check_recipe(recipe)
     io_dtype = quant.io_dtype
     if io_dtype and not is_recipe_file(recipe) and io_dtype != IO_DTYPES.get(recipe):
@@ -219,9 +254,6 @@ def prepare_variant(
             f"quant.io_dtype={io_dtype}: ai-edge-quantizer recipe {recipe} makes "
             f"{IO_DTYPES.get(recipe, 'float32')} inputs/outputs; other I/O types are not supported yet"
         )
-    source = model["path"]
-    if not os.path.isfile(source):
-        raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
     calibration: dict[str, Any] | None = None
     paths: list[Path] = []
     if needs_calibration(recipe):
@@ -229,6 +261,10 @@ def prepare_variant(
             raise ConfigError(f"quant={quant.name}: recipe {recipe} needs quant.calibration")
         calibration, paths = calibration_record(quant.calibration, reads_dataset, dataset_root, dataset_files)
     ops = recipe_ops(recipe) if is_recipe_file(recipe) else recipe
+    if quant.weights.method == "cluster":  # shared values stay shared: per-tensor weight scales
+        from evalharness.run.weight_variants import tensorwise
+
+        ops = tensorwise(recipe_ops(recipe))
     built = build_variant(source, ops, calibration, paths, model.get("preprocess"), cache_dir)
     record = built.pop("_cached")
     model["path"] = record["path"]
