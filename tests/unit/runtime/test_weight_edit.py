@@ -87,7 +87,12 @@ def test_select_keeps_first_conv_classifier_and_small(tmp_path):
 
 @pytest.mark.parametrize(
     "settings",
-    [_settings(), _settings(scope="global"), _settings(structure="2:4"), _settings(method="cluster", clusters=8)],
+    [
+        _settings(),
+        _settings(scope="global"),
+        _settings(structure="2:4"),
+        _settings(method="cluster", clusters=8),
+    ],
 )
 def test_edit_model_in_place(tmp_path, settings):
     path = _model(tmp_path / "m.tflite")
