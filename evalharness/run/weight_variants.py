@@ -44,6 +44,14 @@ def weight_variant(source: str, weights: WeightsSchema, cache_dir: str) -> dict[
 
     record = cached_model(cache_dir, "weights", key, build, record_name="variant.json")
     edit = record["edit"]
+    log.info(
+        "quant.weights: %s on %d weight tensors, %d left as they are (listed in "
+        "provenance.model.quant.weights.left_dense); %s",
+        weights.method,
+        len(edit["tensors"]),
+        len(edit["left_dense"]),
+        edit["note"],
+    )
     return {
         **settings,
         "note": edit["note"],
