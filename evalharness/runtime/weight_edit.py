@@ -14,9 +14,12 @@ every record says so.
   channel. Every weight becomes its centroid, so a tensor holds at most ``clusters`` values (per
   channel: per channel).
 
-Which tensors: float32 weights (:mod:`evalharness.runtime.weights`) of at least ``min_elements``
-values; the first convolution and the classifier (the last weight tensor) stay dense unless
-``keep_first`` / ``keep_last`` are false, as the toolkit's guide advises. The bytes are rewritten in
+Which tensors: float32 weights, or int8/uint8 weights of an already quantized model
+(:mod:`evalharness.runtime.weights`: edited on their real values and written back on the tensor's
+own scale, so a pruned weight is its zero point exactly; a clustered one is its centroid rounded to
+that grid, at most ``clusters`` values per channel), of at least ``min_elements`` values; the first
+convolution and the classifier (the last weight tensor) stay dense unless ``keep_first`` /
+``keep_last`` are false, as the toolkit's guide advises. The bytes are rewritten in
 place (:func:`evalharness.runtime.weights.replace_values`): same size, same flatbuffer.
 """
 
@@ -28,7 +31,7 @@ import numpy as np
 
 from evalharness.core.errors import ConfigError
 from evalharness.runtime.model_size import tensor_figures
-from evalharness.runtime.weights import WeightTensor, replace_values, stored_values, weight_tensors
+from evalharness.runtime.weights import WeightTensor, real_values, store_real_values, weight_tensors
 
 __all__ = ["cluster_values", "edit_model", "prune_2_4", "prune_global", "prune_values", "select"]
 
@@ -117,7 +120,7 @@ def select(weights: list[WeightTensor], s: Any) -> tuple[list[WeightTensor], lis
     chosen, skipped = [], []
     for w in weights:
         why = None
-        if w.dtype != "float32":
+        if w.dtype not in ("float32", "int8", "uint8") or (w.dtype != "float32" and not w.scale):
             why = f"{w.dtype} weights (edit the float model, quantize after: quant=prune+int8)"
         elif w.elements < s.min_elements:
             why = f"small: {w.elements} values < min_elements {s.min_elements}"
@@ -137,7 +140,7 @@ def select(weights: list[WeightTensor], s: Any) -> tuple[list[WeightTensor], lis
 
 
 def _edited(buf: bytearray, chosen: list[WeightTensor], s: Any) -> list[np.ndarray]:
-    values = [np.array(stored_values(buf, w), dtype=np.float32) for w in chosen]
+    values = [real_values(buf, w).astype(np.float32) for w in chosen]
     if s.method == "cluster":
         return [
             cluster_values(v, s.clusters, s.init, s.per_channel, w.channel_axis, s.seed + i)
@@ -163,6 +166,5 @@ def edit_model(path: str, s: Any) -> tuple[bytes, dict[str, Any]]:
         )
     tensors = []
     for w, v in zip(chosen, _edited(buf, chosen, s), strict=True):
-        replace_values(buf, w, v)
-        tensors.append({**w.describe(), **tensor_figures(v)})
+        tensors.append({**w.describe(), "dtype": w.dtype, **tensor_figures(store_real_values(buf, w, v))})
     return bytes(buf), {"tensors": tensors, "left_dense": skipped, "note": POST_TRAINING}

@@ -23,7 +23,14 @@ from ai_edge_litert import schema_py_generated as schema
 
 from evalharness.runtime.model_guard import read_model_bytes
 
-__all__ = ["WeightTensor", "real_values", "replace_values", "stored_values", "weight_tensors"]
+__all__ = [
+    "WeightTensor",
+    "real_values",
+    "replace_values",
+    "store_real_values",
+    "stored_values",
+    "weight_tensors",
+]
 
 _OP = schema.BuiltinOperator
 # op -> (input index of its weights, axis of its output channels)
@@ -147,18 +154,37 @@ def stored_values(buf: bytes | bytearray, w: WeightTensor) -> np.ndarray:
     return values.reshape(w.shape) if values.size == w.elements else values
 
 
+def _channel_params(w: WeightTensor, ndim: int) -> tuple[np.ndarray, np.ndarray]:
+    """(scale, zero point) of a quantized tensor, shaped to broadcast over its values."""
+
+    def shaped(values: tuple, default: float) -> np.ndarray:
+        shape = [1] * ndim
+        if len(values) > 1 and ndim:
+            shape[w.quantized_dimension] = -1
+        return np.asarray(values or (default,), np.float64).reshape(shape)
+
+    return shaped(w.scale, 1.0), shaped(w.zero_point, 0.0)
+
+
 def real_values(buf: bytes | bytearray, w: WeightTensor) -> np.ndarray:
     """The values the op computes with: stored floats, or dequantized integers (per channel)."""
     values = stored_values(buf, w)
     if not w.scale or values.dtype.kind == "f":
         return values.astype(np.float64)
-    shape = [1] * values.ndim
-    if len(w.scale) > 1 and values.ndim:
-        shape[w.quantized_dimension] = -1
-    scale = np.asarray(w.scale, np.float64).reshape(shape)
-    per_channel = len(w.zero_point) > 1
-    zero = np.asarray(w.zero_point or (0,), np.float64).reshape(shape if per_channel else [1] * values.ndim)
+    scale, zero = _channel_params(w, values.ndim)
     return (values.astype(np.float64) - zero) * scale
+
+
+def store_real_values(buf: bytearray, w: WeightTensor, values: np.ndarray) -> np.ndarray:
+    """Write real ``values`` over the tensor in place, quantized with the tensor's own scales and zero
+    points when it is an integer tensor (0.0 is its zero point exactly); returns what now stands."""
+    if np.dtype(w.dtype).kind == "f":
+        replace_values(buf, w, values)
+        return np.asarray(values, dtype=w.dtype).astype(np.float64)
+    scale, zero = _channel_params(w, np.ndim(values))
+    info = np.iinfo(w.dtype)
+    replace_values(buf, w, np.clip(np.round(np.asarray(values) / scale) + zero, info.min, info.max))
+    return real_values(buf, w)
 
 
 def replace_values(buf: bytearray, w: WeightTensor, values: np.ndarray) -> None:
