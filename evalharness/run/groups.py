@@ -78,6 +78,8 @@ class WeightsSchema:  # quant.weights: pruning or clustering of the float weight
     keep_first: bool = True  # the first convolution stays dense
     keep_last: bool = True  # the classifier (last weight tensor) stays dense
     seed: int = 0  # k-means++ draws
+    only: Any = None  # op indices whose weights are edited (of those that qualify); null: all
+    scan: bool = False  # sensitivity scan: each tensor edited alone, scored on quant.search's part
 
 
 @dataclass(frozen=True)

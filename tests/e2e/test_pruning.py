@@ -39,3 +39,28 @@ def test_prune_cluster_table_on_lite0(tmp_path):
     whys = {t["why"] for t in edited["left_dense"]}
     assert "the classifier, the last weight tensor (keep_last)" in whys  # the stem conv: small
     assert all(t["sparsity"] == pytest.approx(0.5, abs=1e-3) for t in edited["tensors"])
+
+
+def test_layer_search_holds_the_drop_on_held_out_images(tmp_path):
+    """quant.max_drop with quant=prune: the scan lists every qualifying layer with its Δ, the search
+    keeps the layers whose edit holds the drop, the held-out check is recorded."""
+    run_dir = tmp_path / "run"
+    args = [*VAL50, "model=efficientnet_lite0", "quant=prune", "task.num_images=6", "quant.max_drop=0.5"]
+    args += [
+        "quant.weights.min_elements=200000",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        f"hydra.run.dir={run_dir}",
+    ]
+    r = run_cli(args, tmp_path)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "weight tensors edited within top1 drop <= 0.5" in r.stdout
+    weights = json.loads((run_dir / "metrics.json").read_text())["provenance"]["model"]["quant"]["weights"]
+    search = weights["search"]
+    assert search["layers"] and all(
+        set(row) >= {"name", "op", "delta", "interval"} for row in search["layers"]
+    )
+    assert search["split"]["search"] == 3 and search["held_out"]["images"] == 3
+    assert search["status"] == "found" and {t["op_index"] for t in weights["tensors"]} == set(
+        search["chosen"]
+    )
+    assert search["held_out"]["holds"] == (search["held_out"]["drop"] <= 0.5)

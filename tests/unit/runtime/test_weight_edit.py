@@ -28,7 +28,7 @@ RNG = np.random.default_rng(7)
 def _settings(**over):
     base = dict(
         method="prune", sparsity=0.5, scope="per_tensor", structure="unstructured", clusters=16,
-        init="linear", per_channel=False, min_elements=0, keep_first=False, keep_last=False, seed=0,
+        init="linear", per_channel=False, min_elements=0, keep_first=False, keep_last=False, seed=0, only=None,
     )  # fmt: skip
     return SimpleNamespace(**{**base, **over})
 
@@ -164,3 +164,40 @@ def test_int8_after_prune_and_cluster_keeps_zeros_and_shared_values(tmp_path):
         assert all(w.dtype == "int8" for w in weights)
         if settings.method == "cluster":
             assert max(np.unique(real_values(buf, w)).size for w in weights) <= 8
+
+
+def _quant(name: str, recipe=None, **weights):
+    from evalharness.core.schema import build
+    from evalharness.run.groups import QuantSchema
+
+    node = {"name": name, "recipe": recipe, "weights": weights}
+    extra = {k: weights.pop(k) for k in ("max_drop",) if k in weights}
+    return build(QuantSchema, {**node, **extra}, "config group 'quant'")
+
+
+@pytest.mark.parametrize(
+    ("quant", "words"),
+    [
+        (_quant("none", scan=True), "quant.weights.scan needs pruning or clustering"),
+        (_quant("prune+int8", "static_wi8_ai8", method="prune", scan=True), "runs on the float model only"),
+        (_quant("prune", method="prune", max_drop=0.01, scan=False), "reads no dataset"),
+    ],
+)
+def test_layer_search_rules(quant, words):
+    """Refusals of the layer search are one ConfigError line (exit 2) before anything runs."""
+    from evalharness.core.errors import ConfigError
+    from evalharness.run.groups import DatasetSchema
+    from evalharness.run.variants import check_quant
+
+    abilities = SimpleNamespace(reads_dataset=False, repair_metric="top1")
+    definition = SimpleNamespace(name="toy", abilities=abilities)
+    with pytest.raises(ConfigError, match=words):
+        check_quant(quant, definition, DatasetSchema())
+
+
+def test_layer_search_splits_the_dataset():
+    from evalharness.run.variants import layer_search, split_of
+
+    assert split_of(_quant("prune", method="prune")) is None
+    scan = _quant("prune", method="prune", scan=True)
+    assert layer_search(scan) and split_of(scan) == {"fraction": 0.5, "scheme": "interleaved"}
