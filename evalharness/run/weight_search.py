@@ -31,7 +31,9 @@ from evalharness.tasks.definition import comparer
 
 
 def _paired(settings: RunSettings, base: Evaluation, ev: Evaluation) -> dict[str, Any]:
-    paired = comparer(settings.definition).paired_records(base.records, ev.records)
+    compare = comparer(settings.definition)
+    assert compare is not None  # check_quant: a layer search needs the task's repair_metric
+    paired = compare.paired_records(base.records, ev.records)
     return {"metric": ev.metric, "delta": paired["delta"], "interval": paired["interval"]}
 
 

@@ -186,7 +186,7 @@ def _table2(rows: list[dict], others: list[str], definition) -> Section | None:
 
 
 # the guide's order: float, its quantizations, then the weight edits and their quantizations
-ORDER = ("none", "fp16", "dynamic_int8", "weight_only_int8", "int8", "int16x8")
+ORDER: tuple[str, ...] = ("none", "fp16", "dynamic_int8", "weight_only_int8", "int8", "int16x8")
 ORDER += ("prune", "cluster", "prune+int8", "cluster+int8")
 
 
