@@ -50,12 +50,18 @@ def weight_search(settings: RunSettings, model: dict[str, Any]) -> tuple[dict[st
         part = Part(settings, model, split, "search")
         base = part.evaluate(source)
 
+        made = [0]
+
         def score(indices: list[int]) -> dict[str, Any]:
             data, _ = edit_model(source, dataclasses.replace(quant.weights, only=tuple(indices)))
-            path = os.path.join(work, "candidate.tflite")
+            made[0] += 1  # a new name per candidate: what loads a model may key on its path (as repair)
+            path = os.path.join(work, f"candidate_{made[0]}.tflite")
             with open(path, "wb") as f:
                 f.write(data)
-            return _paired(settings, base, part.evaluate(path))
+            try:
+                return _paired(settings, base, part.evaluate(path))
+            finally:
+                os.remove(path)
 
         print(
             f"weights: quant={quant.name}: {len(chosen)} weight tensors, each edited alone "

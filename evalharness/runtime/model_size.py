@@ -25,7 +25,7 @@ from evalharness.runtime.weights import real_values, weight_tensors
 
 __all__ = ["ZSTD_LEVEL", "cached_size", "model_size", "tensor_figures"]
 
-ZSTD_LEVEL = 19  # zstd's highest ordinary level: the compressed size a download could have
+ZSTD_LEVEL = 19  # a download's size: level 3 leaves a clustered Lite0 40 % bigger; ~5 s on 18 MB, cached
 METHOD = 1  # bump when the figures are computed differently (the cache key says it)
 
 

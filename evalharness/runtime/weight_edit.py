@@ -132,6 +132,8 @@ def select(weights: list[WeightTensor], s: Any) -> tuple[list[WeightTensor], lis
             s.method == "prune" and s.structure == "2:4" and (w.op == "DEPTHWISE_CONV_2D" or w.shape[-1] % 4)
         ):
             why = "2:4 needs input channels on the last axis in multiples of 4"
+        elif s.only is not None and w.op_index not in s.only:
+            why = "not in quant.weights.only"
         if why:
             skipped.append({**w.describe(), "why": why})
         else:

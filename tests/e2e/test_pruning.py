@@ -16,7 +16,7 @@ pytest.importorskip("ai_edge_quantizer")
 def test_prune_cluster_table_on_lite0(tmp_path):
     out = tmp_path / "sweep"
     args = ["-m", *VAL50, "model=efficientnet_lite0", "quant=none,prune,cluster+int8", "task.num_images=3"]
-    r = run_cli([*args, f"paths.cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={out}"], tmp_path)
+    r = run_cli([*args, f"hydra.sweep.dir={out}"], tmp_path)  # the session's cache (tests/conftest.py)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert "internal error" not in r.stderr and r.stderr.count("error:") <= 1
     rows = {row["quant"]: row for row in write_report(str(out))["rows"]}
@@ -48,7 +48,6 @@ def test_layer_search_holds_the_drop_on_held_out_images(tmp_path):
     args = [*VAL50, "model=efficientnet_lite0", "quant=prune", "task.num_images=6", "quant.max_drop=0.5"]
     args += [
         "quant.weights.min_elements=200000",
-        f"paths.cache_dir={tmp_path / 'cache'}",
         f"hydra.run.dir={run_dir}",
     ]
     r = run_cli(args, tmp_path)

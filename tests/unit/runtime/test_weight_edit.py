@@ -201,3 +201,10 @@ def test_layer_search_splits_the_dataset():
     assert split_of(_quant("prune", method="prune")) is None
     scan = _quant("prune", method="prune", scan=True)
     assert layer_search(scan) and split_of(scan) == {"fraction": 0.5, "scheme": "interleaved"}
+
+
+def test_only_edits_the_named_ops(tmp_path):
+    _, weights = weight_tensors(_model(tmp_path / "m.tflite"))
+    chosen, skipped = select(weights, _settings(only=(weights[1].op_index,)))
+    assert [w.name for w in chosen] == ["conv1_weights"]
+    assert {s["why"] for s in skipped} == {"not in quant.weights.only"}
