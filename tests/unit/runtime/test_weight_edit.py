@@ -27,8 +27,8 @@ RNG = np.random.default_rng(7)
 
 def _settings(**over):
     base = dict(
-        method="prune", sparsity=0.5, scope="per_tensor", structure="unstructured", clusters=16,
-        init="linear", per_channel=False, min_elements=0, keep_first=False, keep_last=False, seed=0, only=None,
+        method="prune", sparsity=0.5, scope="per_tensor", structure="unstructured", clusters=16, only=None,
+        init="linear", per_channel=False, min_elements=0, keep_first=False, keep_last=False, seed=0,
     )  # fmt: skip
     return SimpleNamespace(**{**base, **over})
 
