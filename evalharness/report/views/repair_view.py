@@ -151,7 +151,11 @@ def print_repair(record: dict) -> None:
 
 
 def failed_checks(quant: dict | None) -> list[str]:
-    """The run's failed check when the drop could not be held (exit 1)."""
+    """The run's failed check when the drop could not be held (exit 1): a quantization repair, or
+    the layer search of pruning or clustering (run/weight_search.py)."""
+    search = ((quant or {}).get("weights") or {}).get("search") or {}
+    if str(search.get("status", "")).startswith("cannot"):
+        return [f"quant.weights search: {search['target']} cannot be held with even one layer edited"]
     r = (quant or {}).get("repair")
     if not r or r["status"] != "cannot":
         return []
