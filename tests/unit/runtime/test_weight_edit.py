@@ -213,7 +213,8 @@ def test_only_edits_the_named_ops(tmp_path):
 def test_a_layer_search_that_cannot_hold_the_drop_is_a_failed_check():
     from evalharness.report.views.repair_view import failed_checks
 
-    search = {"status": "cannot: no layer alone holds the drop; the float model runs", "target": "top1 drop <= 0"}
+    status = "cannot: no layer alone holds the drop; the float model runs"
+    search = {"status": status, "target": "top1 drop <= 0"}
     assert failed_checks({"name": "prune", "weights": {"search": search}}) == [
         "quant.weights search: top1 drop <= 0 cannot be held with even one layer edited"
     ]
