@@ -206,7 +206,9 @@ def _merge_into(runs: list[Run], out_dir: str, provenance: dict | None, claimed:
     return doc
 
 
-def merged_document(runs: list[Run], preds: list[dict], metrics: dict, artifacts: list[str]) -> RunDocument:
+def merged_document(
+    runs: list[Run], preds: list[dict], metrics: dict, artifacts: list[str]
+) -> RunDocument:
     first = runs[0]
     assert first.task is not None  # merge_loaded refused a run of no mergeable task
     shard = first.prov("dataset.shard")
