@@ -87,8 +87,11 @@ def size_record(path: str, sha256: str, cache_dir: str) -> dict[str, Any]:
 
     try:
         return cached_size(path, sha256, cache_dir)
-    except EvalHarnessError as exc:
-        return {"bytes": os.path.getsize(path), "error": str(exc).splitlines()[0]}
+    except (EvalHarnessError, OSError, ValueError, IndexError) as exc:  # a flatbuffer it cannot walk
+        return {
+            "bytes": os.path.getsize(path),
+            "error": f"not measured: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+        }
 
 
 def tool_info() -> dict[str, Any]:
