@@ -23,7 +23,9 @@ from omegaconf import OmegaConf
 
 from evalharness.core.boundary import ArgumentParser, guarded
 from evalharness.core.errors import EvalHarnessError
+from evalharness.core.escape import terminal
 from evalharness.core.native_output import quiet_native_output, verbose
+from evalharness.core.numbers import fmt
 from evalharness.core.paths import CONF_DIR, model_stem
 from evalharness.data.describe import describe_dataset
 from evalharness.data.preprocess import image_layout
@@ -107,6 +109,7 @@ def native_output_to_stderr():
 def inspect_model(path: str, delegates: list[str] | None = None) -> dict:
     from evalharness.runtime.delegates import DELEGATES
     from evalharness.runtime.model_file import read_model_file
+    from evalharness.runtime.model_size import model_size
 
     info = read_model_file(path)
     names = delegates if delegates is not None else DELEGATES.names()
@@ -114,6 +117,7 @@ def inspect_model(path: str, delegates: list[str] | None = None) -> dict:
         "path": os.path.abspath(path),
         "bytes": os.path.getsize(path),
         **info.summary(),
+        "size": model_size(path),
         "inferred": inferred_configuration(path, info),
         "delegates": _prepare_all(path, names),
     }
@@ -156,6 +160,27 @@ def _delegate_line(name: str, r: dict) -> str:
     return f"  {name}: {took}/{c['ops_total']} ops delegated, {parts} partition(s); on CPU: {on_cpu}"
 
 
+def size_lines(size: dict) -> list[str]:
+    """The guide's size figures: on disk, compressed, and what compresses (zeros, shared values)."""
+    w, of = size["weights"], size["bytes"]
+    gz, zs = size["gzip9_bytes"], size["zstd_bytes"]
+    zstd = f"zstd {zs} ({zs / of:.3f}x)" if zs else f"zstd {size['zstd']}"
+    lines = [
+        f"size: {of} bytes on disk, gzip -9 {gz} ({gz / of:.3f}x), {zstd}",
+        f"weights: {w['tensors']} tensors, {w['elements']} values, sparsity {fmt(w['sparsity'], '.2%')} "
+        f"(exact zeros), unique values per tensor max {w['unique_max']}, "
+        f"median {fmt(w['unique_median'], '.0f')}",
+    ]
+    for t in size["tensors"]:
+        name = terminal(t["name"], keep="")
+        name = name if len(name) <= 60 else "..." + name[-57:]
+        lines.append(
+            f"  op {t['op_index']:>3} {t['op']:<17} {str(t['shape']):<20} sparsity {t['sparsity']:7.2%}  "
+            f"unique {t['unique']:>8}  {name}"
+        )
+    return lines
+
+
 def render_text(doc: dict) -> list[str]:
     labels = doc["labels"]
     inferred = doc["inferred"]
@@ -170,6 +195,7 @@ def render_text(doc: dict) -> list[str]:
         f"attached files: {', '.join(doc['attached_files']) or 'none'}",
         f"ultralytics: {doc['ultralytics'] or 'none'}",
         "ops: " + ", ".join(f"{k} {v}" for k, v in doc["op_histogram"].items()),
+        *size_lines(doc["size"]),
         f"inferred: {inferred['kind']}, input layout {inferred['layout']}",
     ]
     for key, value in inferred["settings"].items():

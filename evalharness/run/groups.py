@@ -66,6 +66,23 @@ class SearchSchema:  # the dataset split of quant.max_drop / quant/calibration=d
 
 
 @dataclass(frozen=True)
+class WeightsSchema:  # quant.weights: pruning or clustering of the float weights, before any quantization
+    method: str = field(default="none", metadata=bounds(choices=("none", "prune", "cluster")))
+    sparsity: float = field(default=0.5, metadata=bounds(0, 1))  # prune: share of weights set to zero
+    scope: str = field(default="per_tensor", metadata=bounds(choices=("per_tensor", "global")))
+    structure: str = field(default="unstructured", metadata=bounds(choices=("unstructured", "2:4")))
+    clusters: int = field(default=16, metadata=bounds(2, 65536))  # cluster: centroids per tensor/channel
+    init: str = field(default="linear", metadata=bounds(choices=("linear", "kmeans++")))
+    per_channel: bool = False  # cluster: centroids per output channel
+    min_elements: int = field(default=1024, metadata=bounds(0))  # smaller weight tensors stay dense
+    keep_first: bool = True  # the first convolution stays dense
+    keep_last: bool = True  # the classifier (last weight tensor) stays dense
+    seed: int = 0  # k-means++ draws
+    only: Any = None  # op indices whose weights are edited (of those that qualify); null: all
+    scan: bool = False  # sensitivity scan: each tensor edited alone, scored on quant.search's part
+
+
+@dataclass(frozen=True)
 class QuantSchema:  # conf/quant: a post-training-quantized variant of the float model (run/variants.py)
     name: str = "none"
     recipe: Any = None  # ai-edge-quantizer recipe (runtime/quantize.py RECIPES) or a JSON file; null: float
@@ -76,6 +93,7 @@ class QuantSchema:  # conf/quant: a post-training-quantized variant of the float
     max_drop: float | None = field(default=None, metadata=bounds(0, 1))
     max_drop_relative: float | None = field(default=None, metadata=bounds(0, 1))
     search: SearchSchema = field(default_factory=SearchSchema)
+    weights: WeightsSchema = field(default_factory=WeightsSchema)  # runtime/weight_edit.py
 
 
 @dataclass(frozen=True)

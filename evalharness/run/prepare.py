@@ -18,7 +18,13 @@ def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict[str
     A repair (``quant.max_drop``) or calibration drawn from the dataset splits the dataset: the plan
     then lists the held-out part only (``RunSettings.split``, :class:`evalharness.data.shard.Split`)."""
     from evalharness.core.schema import thaw
-    from evalharness.run.variants import from_dataset, prepare_variant, repair_requested, split_of
+    from evalharness.run.variants import (
+        from_dataset,
+        layer_search,
+        prepare_variant,
+        repair_requested,
+        split_of,
+    )
 
     model, quant = thaw(settings.model), settings.quant  # model: a scratch copy the variant's path goes into
     split = split_of(quant)
@@ -27,10 +33,12 @@ def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict[str
         choice = choose_calibration(settings, model)
         quant, split = dataclasses.replace(quant, calibration=choice.calibration), choice.split
     record: dict[str, Any] | None
-    if split is not None and repair_requested(quant):
+    if split is not None and repair_requested(quant) and quant.recipe:
         from evalharness.run.repair import repair_variant
 
         record = repair_variant(settings, model)
+    elif layer_search(quant):
+        record = searched_weights(settings, model)
     else:
         files = None
         if split is not None and from_dataset(quant):  # the search part: the slice that calibrates
@@ -70,6 +78,34 @@ def choose_calibration(settings: RunSettings, model: dict[str, Any]) -> Choice:
         return choose(cal, None, "dataset.shard.count > 1 (each shard would slice its own list)")
     listed = len(live_class(settings.definition)(*settings.task_inputs(model)).samples)
     return choose(cal, listed)
+
+
+def searched_weights(settings: RunSettings, model: dict[str, Any]) -> dict[str, Any] | None:
+    """``quant.weights.scan`` / ``quant.max_drop`` with prune or cluster (run/weight_search.py): the
+    layers searched on the search part, the chosen ones edited, checked on the held-out part."""
+    from evalharness.run.variants import prepare_variant
+    from evalharness.run.weight_search import held_out, weight_search
+
+    quant, source = settings.quant, model["path"]
+    found, only = weight_search(settings, model)
+    if only is not None:
+        quant = dataclasses.replace(quant, weights=dataclasses.replace(quant.weights, only=tuple(only)))
+    record = None
+    if only != []:
+        record = prepare_variant(quant, model, settings.dataset.root, True, settings.paths.cache_dir)
+    if record is None:  # no layer holds the drop: the float model runs, and the record says so
+        print(f"weights: {found['status']}", flush=True)
+        return {"name": quant.name, "recipe": None, "weights": {"search": found}}
+    if only is not None:
+        held = found["held_out"] = held_out(settings, dict(model, path=source), source, model["path"])
+        print(
+            f"weights: {len(only)} of {len(found['layers'])} weight tensors edited within {found['target']} "
+            f"on the search part; held out ({held['images']} images): drop {held['drop']:+.4f}, "
+            f"{'holds' if held['holds'] else 'does NOT hold'}",
+            flush=True,
+        )
+    record["weights"]["search"] = found
+    return record
 
 
 def prepare(settings: RunSettings, run_dir: str):

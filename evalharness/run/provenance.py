@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalharness import __version__
 from evalharness.core.checksum import sha256_file
+from evalharness.core.errors import EvalHarnessError
 from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import job_overrides
 
@@ -78,6 +79,20 @@ def model_info(path: str, inputs: list[TensorInfo], outputs: list[TensorInfo]) -
         "inputs": [t.as_dict() for t in inputs],
         "outputs": [t.as_dict() for t in outputs],
     }
+
+
+def size_record(path: str, sha256: str, cache_dir: str) -> dict[str, Any]:
+    """``provenance.model.size``: on-disk, gzip -9 and zstd bytes, weight sparsity and unique values
+    (runtime/model_size.py, cached by the file's sha256); a file whose weights cannot be read says why."""
+    from evalharness.runtime.model_size import cached_size
+
+    try:
+        return cached_size(path, sha256, cache_dir)
+    except (EvalHarnessError, OSError, ValueError, IndexError) as exc:  # a flatbuffer it cannot walk
+        return {
+            "bytes": os.path.getsize(path),
+            "error": f"not measured: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+        }
 
 
 def tool_info() -> dict[str, Any]:
@@ -149,11 +164,13 @@ def run_provenance(
 ) -> dict[str, Any]:
     """``provenance`` of metrics.json: what ran (model, runtime, delegate and what it took, host,
     device), on what (the task's dataset/labels/preprocessing) and with which config."""
+    info = model_info(settings.model.path, model.inputs, model.outputs)
     return {
         "model": {
             "name": settings.model.name,
             "settings_source": settings.model_sources,
-            **model_info(settings.model.path, model.inputs, model.outputs),
+            **info,
+            "size": size_record(settings.model.path, info["sha256"], settings.paths.cache_dir),
             "quant": quant,
         },
         "runtime": model.runtime_info(),

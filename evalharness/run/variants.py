@@ -57,33 +57,46 @@ def with_integer_input(preprocess: dict[str, Any] | None, quant: QuantSchema) ->
 
 
 def split_of(quant: QuantSchema) -> dict[str, Any] | None:
-    """The dataset split a quant setting implies (a repair search, or calibration drawn from the
-    dataset), without its part; None: the run sees the whole list."""
-    if not quant.recipe or not (repair_requested(quant) or from_dataset(quant)):
+    """The dataset split a quant setting implies (a repair search, calibration drawn from the
+    dataset, a layer search of pruning or clustering), without its part; None: the whole list."""
+    quantized = quant.recipe and (repair_requested(quant) or from_dataset(quant))
+    if not (quantized or layer_search(quant)):
         return None
     return {"fraction": float(quant.search.fraction), "scheme": quant.search.scheme}
 
 
+def layer_search(quant: QuantSchema) -> bool:
+    """The run searches which weight tensors to edit: a sensitivity scan, or a drop to hold."""
+    return quant.weights.method != "none" and (quant.weights.scan or repair_requested(quant))
+
+
 def check_quant(quant: QuantSchema, definition: Any, dataset: DatasetSchema) -> None:
     """Rules between the quant fields and the rest of the config (exit 2 before anything runs)."""
-    repair = repair_requested(quant)
+    repair, edit = repair_requested(quant), quant.weights.method != "none"
     if repair and quant.max_drop is not None and quant.max_drop_relative is not None:
         raise ConfigError("quant.max_drop and quant.max_drop_relative: give one (absolute or relative drop)")
     recipe = quant.recipe
-    splits = repair or from_dataset(quant)
-    what = "quant.max_drop" if repair else "quant/calibration=dataset"
-    if splits and not recipe:
+    if quant.weights.scan and not edit:
+        raise ConfigError("quant.weights.scan needs pruning or clustering: quant=prune or quant=cluster")
+    splits = repair or from_dataset(quant) or layer_search(quant)
+    what = "quant.max_drop" if repair else "quant.weights.scan" if edit else "quant/calibration=dataset"
+    if splits and not recipe and not edit:
         raise ConfigError(f"{what} needs a quantized variant: quant=int8 or int16x8 (quant={quant.name})")
     if recipe:
         from evalharness.runtime.quantize import check_recipe
 
         check_recipe(recipe)
-    if repair and definition.abilities.repair_metric is None:
+    if layer_search(quant) and recipe:
         raise ConfigError(
-            f"quant.max_drop: task={definition.name} offers no repair (its definition names no "
+            f"{what} with quant={quant.name}: the layer search of pruning and clustering runs on the float "
+            "model only; use quant=prune or quant=cluster (then quantize the chosen layers' model)"
+        )
+    if (repair or layer_search(quant)) and definition.abilities.repair_metric is None:
+        raise ConfigError(
+            f"{what}: task={definition.name} offers no repair (its definition names no "
             "repair_metric with a paired comparison of records; classification does)"
         )
-    if splits:  # a recipe is set by now
+    if splits:  # a recipe or a weight edit is set by now
         if not definition.abilities.reads_dataset:
             raise ConfigError(f"{what}: task={definition.name} reads no dataset to split")
         if not 0 < float(quant.search.fraction) < 1:
@@ -207,11 +220,41 @@ def prepare_variant(
     images (so calibration must not overlap them); ``dataset_files``: the search part's image files
     (calibration ``source: dataset``). ``quant=none`` returns None and changes nothing.
     """
-    recipe = quant.recipe
-    if not recipe:
+    recipe, edit = quant.recipe, quant.weights.method != "none"
+    if not recipe and not edit:
         return None
+    source = model["path"]
+    if not os.path.isfile(source):
+        raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
+    edited = None
+    if edit:  # pruned or clustered first, quantized after (the guide's order)
+        from evalharness.run.weight_variants import weight_variant
+
+        edited = weight_variant(source, quant.weights, cache_dir)
+        source = model["path"] = edited.pop("_path")
+    if not recipe:
+        return {"name": quant.name, "recipe": None, "weights": edited}
+    out = quantized_variant(quant, model, source, dataset_root, reads_dataset, cache_dir, dataset_files)
+    if edited is not None:
+        from evalharness.run.weight_variants import check_kept
+
+        edited["after_quantization"] = check_kept(model["path"], edited)
+    return {**out, "weights": edited}
+
+
+def quantized_variant(
+    quant: QuantSchema,
+    model: dict[str, Any],
+    source: str,
+    dataset_root: str,
+    reads_dataset: bool,
+    cache_dir: str,
+    dataset_files: list[str] | None,
+) -> dict[str, Any]:
+    """The recipe applied to ``source`` (the float model, or its pruned/clustered edit), cached."""
     from evalharness.runtime.quantize import check_recipe, is_recipe_file, needs_calibration, recipe_ops
 
+    recipe = quant.recipe
     check_recipe(recipe)
     io_dtype = quant.io_dtype
     if io_dtype and not is_recipe_file(recipe) and io_dtype != IO_DTYPES.get(recipe):
@@ -219,9 +262,6 @@ def prepare_variant(
             f"quant.io_dtype={io_dtype}: ai-edge-quantizer recipe {recipe} makes "
             f"{IO_DTYPES.get(recipe, 'float32')} inputs/outputs; other I/O types are not supported yet"
         )
-    source = model["path"]
-    if not os.path.isfile(source):
-        raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
     calibration: dict[str, Any] | None = None
     paths: list[Path] = []
     if needs_calibration(recipe):
@@ -229,6 +269,10 @@ def prepare_variant(
             raise ConfigError(f"quant={quant.name}: recipe {recipe} needs quant.calibration")
         calibration, paths = calibration_record(quant.calibration, reads_dataset, dataset_root, dataset_files)
     ops = recipe_ops(recipe) if is_recipe_file(recipe) else recipe
+    if quant.weights.method == "cluster":  # shared values stay shared: per-tensor weight scales
+        from evalharness.run.weight_variants import tensorwise
+
+        ops = tensorwise(recipe_ops(recipe))
     built = build_variant(source, ops, calibration, paths, model.get("preprocess"), cache_dir)
     record = built.pop("_cached")
     model["path"] = record["path"]

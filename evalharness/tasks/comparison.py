@@ -35,7 +35,8 @@ class Comparison:
     def agreement(self, a: Run, b: Run) -> dict[str, Any] | None:
         """Cheap sample-by-sample agreement of two runs on the same samples, for the sweep's N×N
         matrix and the quantization table: ``{"name": ..., "value": fraction, "p": p-value or None,
-        "samples": how many were paired (optional)}``; None: the task has none."""
+        "samples": how many were paired (optional), "interval": [low, high] of the headline metric's
+        paired change b - a (optional; the quantization table's Δ interval)}``; None: the task has none."""
         return None
 
     def pairwise(self, comparison: dict[str, Any]) -> dict[str, float]:

@@ -37,11 +37,24 @@ from evalharness.report.views.quant_table import add_quant_columns, quant_sectio
 from evalharness.rundir.files import METRICS_FILE
 from evalharness.rundir.reader import Run, load_run
 
-VALUE_COLUMNS = ("latency_mean_ms", "latency_p50_ms", "size_MB", "coverage", "num_scored")
+# the model's size as the optimisation guide measures it (provenance.model, runtime/model_size.py):
+# column -> (where in provenance, factor); one declaration per column, read by job_row
+SIZE_COLUMNS = {
+    "size_MB": ("model.bytes", 1e-6),
+    "gzip_MB": ("model.size.gzip9_bytes", 1e-6),
+    "zstd_MB": ("model.size.zstd_bytes", 1e-6),
+    "weight_sparsity": ("model.size.weights.sparsity", 1.0),
+    "unique_max": ("model.size.weights.unique_max", 1.0),
+}
+VALUE_COLUMNS = ("latency_mean_ms", "latency_p50_ms", *SIZE_COLUMNS, "coverage", "num_scored")
 SPECS = {
     "latency_mean_ms": ".3f",
     "latency_p50_ms": ".3f",
     "size_MB": ".3f",
+    "gzip_MB": ".3f",
+    "zstd_MB": ".3f",
+    "weight_sparsity": ".3f",
+    "unique_max": ".0f",
     "coverage": ".3f",
     "num_scored": "d",
 }
@@ -106,13 +119,14 @@ def job_row(job: dict, keys: list[str]) -> dict:
     if run is None:
         return {**row, "status": "missing", "error": f"no {METRICS_FILE} (job crashed or still running)"}
     inference = (run.doc.get("latency_ms") or {}).get("inference") or {}
-    size = run.prov("model.bytes")
+    for column, (where, factor) in SIZE_COLUMNS.items():
+        value = run.prov(where)
+        row[column] = value * factor if isinstance(value, int | float) else None
     row.update(
         status=run.status,
         error=run.doc.get("error") or (run.doc.get("stop_reason") if run.status != "complete" else None),
         latency_mean_ms=inference.get("mean"),
         latency_p50_ms=inference.get("p50"),
-        size_MB=size / 1e6 if size is not None else None,
         coverage=run.prov("delegate.coverage.fraction"),
         num_scored=run.metrics.get("num_scored"),
     )

@@ -77,11 +77,19 @@ def add_quant_columns(jobs: list[dict], rows: list[dict], keys: list[str]) -> li
             row.update({value_key: agreement["value"], p_key: agreement.get("p")})
             row.update(agreement_name=agreement["name"], paired_images=agreement.get("samples"))
             columns += [value_key, p_key]
+            if agreement.get("interval"):  # the paired interval of the headline's change (report diff's)
+                row["d_interval_low"], row["d_interval_high"] = agreement["interval"]
+                columns += ["d_interval_low", "d_interval_high"]
     return list(dict.fromkeys(columns))
 
 
 def _num(value, spec: str) -> str:
     return fmt(value, spec, missing="")
+
+
+def _interval(row: dict) -> str:
+    low, high = row.get("d_interval_low"), row.get("d_interval_high")
+    return "" if low is None or high is None else f"[{low:+.4f}, {high:+.4f}]"
 
 
 def _error(row: dict) -> str:
@@ -103,14 +111,19 @@ def _table1(rows: list[dict], others: list[str], definition) -> Section:
     paired = comparer(definition) if definition else None
     value_key, p_key = paired.agreement_columns if paired else Comparison.agreement_columns
     agreement = next((r["agreement_name"] for r in rows if r.get("agreement_name")), "agreement")
-    headers = [*others, "variant", *metrics, *(f"Δ {m} vs float" for m in metrics)]
-    headers += ["latency mean ms", "latency p50 ms", "size MB", "coverage", agreement, "p", "error"]
+    headers = [*others, "variant", *metrics, *(f"Δ {m} vs float" for m in metrics), "paired Δ interval"]
+    headers += ["latency mean ms", "latency p50 ms", "size MB", "gzip MB", "zstd MB", "sparsity"]
+    headers += ["unique max", "coverage", agreement, "p", "error"]
     numbers = [
         *((m, ".4f") for m in metrics),
         *((f"d_{m}_vs_float", "+.4f") for m in metrics),
         ("latency_mean_ms", ".2f"),
         ("latency_p50_ms", ".2f"),
         ("size_MB", ".2f"),
+        ("gzip_MB", ".2f"),
+        ("zstd_MB", ".2f"),
+        ("weight_sparsity", ".3f"),
+        ("unique_max", ".0f"),
         ("coverage", ".3f"),
         (value_key, ".4f"),
     ]
@@ -121,7 +134,9 @@ def _table1(rows: list[dict], others: list[str], definition) -> Section:
             [
                 *(str(r.get(k)) for k in others),
                 variant(r),
-                *(_num(r.get(key), spec) for key, spec in numbers),
+                *(_num(r.get(key), spec) for key, spec in numbers[: 2 * len(metrics)]),
+                _interval(r),
+                *(_num(r.get(key), spec) for key, spec in numbers[2 * len(metrics) :]),
                 format_p(p) if p is not None else "",
                 _error(r),
             ]
@@ -131,7 +146,13 @@ def _table1(rows: list[dict], others: list[str], definition) -> Section:
         "Δ and the agreement are against the float model (quant=none) with the same other parameters, "
         f"paired sample by sample ({', '.join(map(str, sorted(samples))) or 'all scored'} samples); p: the "
         "task's paired test of the agreement where it has one (classification: McNemar's exact "
-        "two-sided test on the images one model gets right and the other wrong)."
+        "two-sided test on the images one model gets right and the other wrong); paired Δ interval: "
+        "the task's paired 95 % interval of the headline metric's change, as report diff gives it "
+        "(classification: Newcombe's interval of Δtop-1).",
+        "gzip: gzip -9 of the model file, as TFLite's model-optimisation guide measures download size; "
+        "sparsity: share of exact zeros in the weight tensors; unique max: most distinct values in one "
+        "weight tensor. prune and cluster variants are post-training (no fine-tuning): not the "
+        "toolkit's trained results.",
     ]
     notes += [
         f"{variant(r)}: no Δ or agreement against the float model: {r['vs_float_refused']}"
@@ -173,7 +194,9 @@ def _table2(rows: list[dict], others: list[str], definition) -> Section | None:
     return Section("Table 2: int16 activations (16x8)", headers, cells, notes, key="quant16x8")
 
 
-ORDER = ("none", "fp16", "dynamic_int8", "weight_only_int8", "int8", "int16x8")
+# the guide's order: float, its quantizations, then the weight edits and their quantizations
+ORDER: tuple[str, ...] = ("none", "fp16", "dynamic_int8", "weight_only_int8", "int8", "int16x8")
+ORDER += ("prune", "cluster", "prune+int8", "cluster+int8")
 
 
 def _order(name: str) -> tuple:

@@ -45,6 +45,7 @@ class ClassificationComparison(Comparison):
             "value": c["top1_agreement"],
             "p": c["mcnemar_p"],
             "samples": c["paired_images"],
+            "interval": c["delta_top1_interval"],  # the paired interval of Δtop-1, as report diff
         }
 
     def pairwise(self, comparison: dict[str, Any]) -> dict[str, float]:

@@ -1,0 +1,104 @@
+"""Which layers tolerate pruning or clustering: ``quant.weights.scan`` and ``quant.max_drop`` with
+``quant=prune`` / ``quant=cluster``.
+
+The dataset is split as for a quantization repair (``quant.search``, :class:`evalharness.data.shard.Split`):
+everything below is measured on the search part, and the run reports on the held-out rest.
+
+1. **Scan**: every weight tensor that qualifies (:func:`evalharness.runtime.weight_edit.select`) is
+   edited alone and the model scored on the search part against the float model: the headline's
+   change with the paired interval ``report diff`` computes (the task's ``paired_records``).
+2. **Most layers within the drop** (``quant.max_drop`` / ``max_drop_relative``, the repair's
+   targets, :func:`evalharness.run.repair.allowed_drop`): the tensors ranked by their scan score
+   (least harm first, execution order on ties), the largest k whose first k tensors edited together
+   hold the drop on the search part (a binary search, which assumes more edits never hurt less).
+3. **Held out**: the chosen set (``quant.weights.only``, which a later run can be given back) is built
+   and cached as any edited variant, and scored with the float model on the held-out part: the
+   drop there, and whether it holds, are recorded (``provenance.model.quant.weights.search``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from typing import Any
+
+from evalharness.run.groups import RunSettings
+from evalharness.run.repair import allowed_drop, holds, target_text
+from evalharness.run.repair_eval import Evaluation, Part
+from evalharness.run.variants import repair_requested, split_of
+from evalharness.tasks.definition import comparer
+
+
+def _paired(settings: RunSettings, base: Evaluation, ev: Evaluation) -> dict[str, Any]:
+    compare = comparer(settings.definition)
+    assert compare is not None  # check_quant: a layer search needs the task's repair_metric
+    paired = compare.paired_records(base.records, ev.records)
+    return {"metric": ev.metric, "delta": paired["delta"], "interval": paired["interval"]}
+
+
+def weight_search(settings: RunSettings, model: dict[str, Any]) -> tuple[dict[str, Any], list[int] | None]:
+    """(``provenance.model.quant.weights.search``, the op indices to edit; None: every one)."""
+    from evalharness.runtime.weight_edit import edit_model, select
+    from evalharness.runtime.weights import weight_tensors
+
+    quant, source = settings.quant, model["path"]
+    split, metric = split_of(quant), settings.definition.abilities.repair_metric
+    assert split is not None  # variants.layer_search implies the split
+    chosen, _ = select(weight_tensors(source)[1], quant.weights)
+    with tempfile.TemporaryDirectory(prefix="evalharness-weights-") as work:
+        part = Part(settings, model, split, "search")
+        base = part.evaluate(source)
+
+        made = [0]
+
+        def score(indices: list[int]) -> dict[str, Any]:
+            data, _ = edit_model(source, dataclasses.replace(quant.weights, only=tuple(indices)))
+            made[0] += 1  # a new name per candidate: what loads a model may key on its path (as repair)
+            path = os.path.join(work, f"candidate_{made[0]}.tflite")
+            with open(path, "wb") as f:
+                f.write(data)
+            try:
+                return _paired(settings, base, part.evaluate(path))
+            finally:
+                os.remove(path)
+
+        print(
+            f"weights: quant={quant.name}: {len(chosen)} weight tensors, each edited alone "
+            f"({quant.weights.method}), scored on the search part ({len(part)} images)",
+            flush=True,
+        )
+        layers = [{**w.describe(), **score([w.op_index])} for w in chosen]
+        found: dict[str, Any] = {
+            "metric": metric,
+            "split": {**split, "search": len(part)},
+            "float_search": base.metric,
+            "layers": layers,
+        }
+        if not repair_requested(quant):
+            return found, None
+        allowed = allowed_drop(quant, base.metric)
+        ranked = sorted(layers, key=lambda r: -r["metric"])  # stable: execution order on ties
+        low, high, frontier = 0, len(ranked), []
+        while low < high:
+            k = (low + high + 1) // 2
+            row = {"k": k, **score([r["op_index"] for r in ranked[:k]])}
+            row["holds"] = holds(base.metric - row["metric"], allowed)
+            frontier.append(row)
+            low, high = (k, high) if row["holds"] else (low, k - 1)
+    only = sorted(r["op_index"] for r in ranked[:low])
+    found.update(target=target_text(quant, metric), allowed_drop=allowed, frontier=frontier, chosen=only)
+    found["status"] = "found" if only else "cannot: no layer alone holds the drop; the float model runs"
+    return found, only
+
+
+def held_out(settings: RunSettings, model: dict[str, Any], source: str, variant: str) -> dict[str, Any]:
+    """The chosen variant against the float model on the held-out part: drop and whether it holds."""
+    split = split_of(settings.quant)
+    assert split is not None
+    part = Part(settings, model, split, "held_out")
+    base = part.evaluate(source)
+    row = _paired(settings, base, part.evaluate(variant))
+    drop = base.metric - row["metric"]
+    allowed = allowed_drop(settings.quant, base.metric)
+    return {**row, "float": base.metric, "drop": drop, "holds": holds(drop, allowed), "images": len(part)}
