@@ -8,7 +8,9 @@ depends on the current working directory.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # evalharness/
 
@@ -87,7 +89,9 @@ def _empty_folder(folder: str) -> str | None:
         return None
 
 
-def check_example_folders(paths: dict, model: dict, dataset: dict) -> None:
+def check_example_folders(
+    paths: Mapping[str, Any], model: Mapping[str, Any], dataset: Mapping[str, Any]
+) -> None:
     """A preset's model or dataset file under ``paths.models_dir`` / ``paths.data_dir`` while that
     folder is missing or empty (a fresh clone, a new directory): one line naming the file, the
     folder and where such files come from, instead of a bare 'not found' that leaves the reader to
@@ -121,6 +125,7 @@ def check_example_folders(paths: dict, model: dict, dataset: dict) -> None:
         )
 
 
-def _prepare_script(dataset: dict) -> str:
-    """The datasets/ script that checks a download of this dataset's kind."""
-    return "datasets/prepare_coco.py" if dataset.get("format") == "coco" else "datasets/prepare_imagenet.py"
+def _prepare_script(dataset: Mapping[str, Any]) -> str:
+    """The datasets/ script that checks a download of this dataset's kind: detection data is an
+    annotations json (COCO's layout), classification data an image folder with ground truth."""
+    return "datasets/prepare_coco.py" if dataset.get("annotations") else "datasets/prepare_imagenet.py"

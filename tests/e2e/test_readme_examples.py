@@ -27,7 +27,9 @@ def _tracked_files() -> list[str]:
         pytest.skip("not a git checkout (or no git): cannot tell which files a clone holds")
     listed = subprocess.run(
         [git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO, capture_output=True, check=True,
+        cwd=REPO,
+        capture_output=True,
+        check=True,
     ).stdout.decode()
     return [f for f in listed.split("\0") if f and (REPO / f).is_file()]
 
@@ -56,7 +58,11 @@ def _run(command: str, pristine: Path, tmp_path: Path) -> subprocess.CompletedPr
     )
     return subprocess.run(
         ["bash", "-e", "-o", "pipefail", "-c", command],
-        cwd=clone, env=env, capture_output=True, text=True, timeout=180,
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
 
 
