@@ -80,8 +80,9 @@ EXAMPLE_SOURCES = 'docs/getting-started.md, "Where the examples find models and 
 def _empty_folder(folder: str) -> str | None:
     """'missing' or 'empty' for a folder that holds nothing here; None for a folder with contents
     or anything else there (a file, an unreadable folder: left to the check or reader that names it)."""
-    if not os.path.lexists(folder):
-        return "missing"
+    if not os.path.lexists(folder):  # missing, unless under a file (check_path_variables names that)
+        parent = next(p for p in Path(folder).parents if os.path.lexists(p))
+        return "missing" if parent.is_dir() else None
     try:
         with os.scandir(folder) as entries:
             return None if any(True for _ in entries) else "empty"

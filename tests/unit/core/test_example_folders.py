@@ -47,5 +47,6 @@ def test_a_folder_with_contents_or_a_file_elsewhere_is_left_to_its_reader(tmp_pa
     check_example_folders(PATHS, {"path": "elsewhere.tflite"}, {"root": "my_images", "format": "csv"})
     (tmp_path / "data").write_text("not a folder")  # named by check_path_variables or the reader
     check_example_folders(PATHS, {}, IMAGENET)
+    check_example_folders({"models_dir": "data/x"}, {"path": "data/x/m.tflite"}, {})  # under a file
     os.makedirs("present")
     check_example_folders({"models_dir": ".", "data_dir": "."}, {"path": "present"}, {"root": "???"})
