@@ -88,10 +88,16 @@ def all_blocks() -> list[Block]:
     return [b for f in doc_files() for b in blocks(f)]
 
 
-def runnable_blocks() -> list[Block]:
-    """Runnable blocks, each distinct text once (the README repeats some of the docs' examples)."""
+# The pages a new user follows first: their runnable blocks run in a fresh copy of the clone with
+# nothing beside it (tests/e2e/test_readme_examples.py), so they may use only what ships.
+FRESH_CLONE_PAGES = (REPO / "README.md", REPO / "docs" / "getting-started.md")
+
+
+def runnable_blocks(pages: tuple[Path, ...] | None = None) -> list[Block]:
+    """Runnable blocks (of ``pages`` only, when given), each distinct text once (the README repeats
+    some of the docs' examples)."""
     seen, out = set(), []
-    for b in all_blocks():
+    for b in (b for f in (pages or doc_files()) for b in blocks(f)):
         if b.runnable and (b.text, b.expected_exit) not in seen:
             seen.add((b.text, b.expected_exit))
             out.append(b)

@@ -8,7 +8,9 @@ depends on the current working directory.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # evalharness/
 
@@ -69,3 +71,62 @@ def check_path_variables(paths: object) -> None:
         if blocker is not None and not blocker.is_dir():
             what = "is not a folder" if blocker == path else f"is under {blocker}, which is not a folder"
             raise ConfigError(f"{where} {what}; point {variable} at a folder, or unset it")
+
+
+# Where a preset's file comes from when its folder is not set up: the page that says, per file.
+EXAMPLE_SOURCES = 'docs/getting-started.md, "Where the examples find models and data"'
+
+
+def _empty_folder(folder: str) -> str | None:
+    """'missing' or 'empty' for a folder that holds nothing here; None for a folder with contents
+    or anything else there (a file, an unreadable folder: left to the check or reader that names it)."""
+    if not os.path.lexists(folder):  # missing, unless under a file (check_path_variables names that)
+        parent = next(p for p in Path(folder).parents if os.path.lexists(p))
+        return "missing" if parent.is_dir() else None
+    try:
+        with os.scandir(folder) as entries:
+            return None if any(True for _ in entries) else "empty"
+    except OSError:
+        return None
+
+
+def check_example_folders(
+    paths: Mapping[str, Any], model: Mapping[str, Any], dataset: Mapping[str, Any]
+) -> None:
+    """A preset's model or dataset file under ``paths.models_dir`` / ``paths.data_dir`` while that
+    folder is missing or empty (a fresh clone, a new directory): one line naming the file, the
+    folder and where such files come from, instead of a bare 'not found' that leaves the reader to
+    guess the project's test layout. A folder with contents is the user's own: a file missing there
+    is left to its reader's message. ``paths``/``model``/``dataset``: the resolved groups."""
+    from evalharness.core.errors import ConfigError
+
+    models_dir, data_dir = str(paths.get("models_dir") or ""), str(paths.get("data_dir") or "")
+    files = [("model.path", model.get("path"), models_dir)]
+    files += [(f"dataset.{k}", dataset.get(k), data_dir) for k in ("root", "ground_truth", "annotations")]
+    for key, value, folder in files:
+        if not isinstance(value, str) or not folder or os.path.lexists(os.path.expanduser(value)):
+            continue
+        top = os.path.abspath(os.path.expanduser(folder))
+        if os.path.commonpath([top, os.path.abspath(os.path.expanduser(value))]) != top:
+            continue  # not under the presets' folder: its reader names it
+        state = _empty_folder(top)
+        if state is None:
+            continue
+        group = "models_dir" if key.startswith("model.") else "data_dir"
+        source = (
+            "the bundled model needs none: python -m evalharness"
+            if group == "models_dir"
+            else f"the bundled samples need none; {_prepare_script(dataset)} checks a download "
+            "(datasets/README.md)"
+        )
+        raise ConfigError(
+            f"{key}={value} not found, and paths.{group} ({folder}) is {state} here: presets find your own "
+            f"copies there, and {EXAMPLE_SOURCES} says where each file comes from ({source}); or set "
+            f"paths.{group}=<folder> or {PATH_VARIABLES[group]}"
+        )
+
+
+def _prepare_script(dataset: Mapping[str, Any]) -> str:
+    """The datasets/ script that checks a download of this dataset's kind: detection data is an
+    annotations json (COCO's layout), classification data an image folder with ground truth."""
+    return "datasets/prepare_coco.py" if dataset.get("annotations") else "datasets/prepare_imagenet.py"

@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from evalharness.core.errors import ConfigError
-from evalharness.core.paths import check_path_variables
+from evalharness.core.paths import check_example_folders, check_path_variables
 from evalharness.core.schema import build, build_extended, check, field_names, freeze, one_line
 from evalharness.loop.engine import LoopSettings
 from evalharness.loop.shape import given_workers
@@ -142,6 +142,7 @@ def validate(
         resolved = cast("dict[str, Any]", OmegaConf.to_container(cfg, resolve=True))  # a DictConfig's
     except OmegaConfBaseException as exc:
         raise ConfigError(f"config: {one_line(exc)}") from None
+    check_example_folders(resolved["paths"], resolved["model"], resolved["dataset"])
     inferred, sources = infer_model_settings(
         dict(resolved["model"]), list(overrides or []), resolved["paths"]["cache_dir"]
     )
