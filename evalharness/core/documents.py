@@ -184,3 +184,4 @@ class DiffDocument(_DiffKeys, total=False):
     op_profile: JSONMap
     verdict: str
     gates: list[JSONMap]  # the --fail-if rules and how each held (report diff --fail-if)
+    paired_on: JSONMap  # a held-out part: the images both runs scored, those left out and why

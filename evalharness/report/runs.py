@@ -44,6 +44,7 @@ class Comparability:
     notes: list[str] = field(default_factory=list)
     acknowledged: bool = False
     cache: str | None = None  # compile caches in different states (report/cache_states.py)
+    subset: str | None = None  # this run scores a held-out part of the other's list: pair on shared images
 
     def as_dict(self) -> dict:
         return {
@@ -52,6 +53,7 @@ class Comparability:
             "notes": self.notes,
             "acknowledged": self.acknowledged,
             "cache": self.cache,
+            "subset": self.subset,
         }
 
 
@@ -69,19 +71,21 @@ def comparability(a: Run, b: Run, allow_different_preprocessing: bool = False) -
         c.refused.append(f"task differs: {a.task} vs {b.task}")
         return c
     da, db = a.prov("dataset", {}), b.prov("dataset", {})
-    if da.get("manifest_sha256") != db.get("manifest_sha256"):
+    c.subset = held_out_part(a, b)
+    if c.subset is None and da.get("manifest_sha256") != db.get("manifest_sha256"):
         c.refused.append(
             f"dataset differs: manifest_sha256 {_short(da.get('manifest_sha256'))} ({da.get('name')}, "
             f"{da.get('count')} images) vs {_short(db.get('manifest_sha256'))} ({db.get('name')}, "
             f"{db.get('count')} images)"
         )
-    if da.get("count") != db.get("count"):
+    if c.subset is None and da.get("count") != db.get("count"):
         c.refused.append(f"sample count differs: {da.get('count')} vs {db.get('count')}")
     split = next((run for run in (a, b) if run.prov("dataset.split")), None)
-    if split is not None and da.get("manifest_sha256") != db.get("manifest_sha256"):  # why, and the fix
-        c.refused.append(
+    if split is not None and c.subset is None and da.get("manifest_sha256") != db.get("manifest_sha256"):
+        c.refused.append(  # why, and the fix
             f"run {split.label} scores only the held-out part of its dataset (its variant was calibrated or "
-            "searched on the rest: provenance.dataset.split); to compare on every image, calibrate "
+            "searched on the rest: provenance.dataset.split), and the other run did not score the list it "
+            "was cut from (provenance.dataset.split.whole); to compare on every image, calibrate "
             "elsewhere: quant/calibration=bundled or quant.calibration.roots=[DIR]"
         )
     if da.get("ground_truth_sha256") != db.get("ground_truth_sha256"):
@@ -107,6 +111,27 @@ def comparability(a: Run, b: Run, allow_different_preprocessing: bool = False) -
     if hosts:
         c.notes.append("host differs (latency compares machines, not only delegates): " + "; ".join(hosts))
     return c
+
+
+def _whole(run: Run) -> tuple:
+    """The identity of the list a run's images were cut from: the list a split was cut from (its
+    recorded ``split.whole``), else the run's own list; with the manifest's kind (sizes or content)."""
+    whole = run.prov("dataset.split.whole") if run.prov("dataset.split") else run.prov("dataset")
+    whole = whole or {}
+    return whole.get("count"), whole.get("manifest_sha256"), run.prov("dataset.manifest_kind")
+
+
+def held_out_part(a: Run, b: Run) -> str | None:
+    """The label of the run that scores a split's held-out part of the very list the other run's
+    images were cut from (same files by the manifest hash), so the two pair on the images both
+    scored (:mod:`evalharness.report.shared_images`); None: the runs scored the same list, or lists
+    no recorded identity relates."""
+    if a.prov("dataset.manifest_sha256") == b.prov("dataset.manifest_sha256"):
+        return None
+    split = [run for run in (a, b) if run.prov("dataset.split.part") == "held_out"]
+    if len(split) != 1 or None in _whole(a)[:2] or _whole(a) != _whole(b):
+        return None
+    return split[0].label
 
 
 def _short(digest: str | None) -> str:

@@ -21,6 +21,7 @@ from evalharness.report.commands.diff import quantities
 from evalharness.report.commands.sweep import VALUE_COLUMNS
 from evalharness.report.presenters import sweep_metrics
 from evalharness.report.runs import definition_of
+from evalharness.report.shared_images import shared_note
 from evalharness.stats.validity import comparison_notes
 
 DASH = "—"
@@ -107,6 +108,8 @@ def render_diff(doc: DiffDocument, sections: list[Section]) -> str:
         f"A = {_run_name(a)} → B = {_run_name(b)} · task {md_text(doc['task'])} · "
         f"{fmt(b.get('num_scored'))} samples"
     )
+    if doc.get("paired_on"):  # every figure below is on these images
+        out += ["", md_text(shared_note(doc["paired_on"]))]
     c = doc["comparability"]
     warnings = [*c["refused"], *c["warnings"], *([c["cache"]] if c.get("cache") else [])]
     out += ["", *_warnings(warnings)] if warnings else []
