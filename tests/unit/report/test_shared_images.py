@@ -12,6 +12,7 @@ import pytest
 from evalharness.core.tables import render_text
 from evalharness.report.commands.diff import build_diff
 from evalharness.report.commands.gate import evaluate, parse_rule
+from evalharness.report.commands.sweep import add_baseline
 from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.report.views import diff_view
 from evalharness.report.views.quant_table import add_quant_columns
@@ -78,11 +79,15 @@ def test_a_held_out_part_is_compared_on_the_images_both_runs_scored(tmp_path):
 def test_the_quantization_table_takes_its_delta_on_the_shared_images(tmp_path):
     a, b = _pair(tmp_path)
     jobs = [{"run": r.label, "doc": r} for r in (a, b)]
-    rows = [{"run": r.label, "quant": q, "status": "complete", "top1": r.metrics["top1"]}
-            for r, q in ((a, "none"), (b, "int8"))]  # fmt: skip
+    rows = [{"run": r.label, "quant": q, "status": "complete", "top1": r.metrics["top1"],
+             "latency_p50_ms": 1.0} for r, q in ((a, "none"), (b, "int8"))]  # fmt: skip
     add_quant_columns(jobs, rows, ["quant"])
     assert rows[1]["d_top1_vs_float"] == pytest.approx(-1 / 6) and rows[1]["vs_float_paired_on"]["count"] == 6
     assert rows[1]["paired_images"] == 6
+    # --baseline quant=none: the change and its paired interval on the same shared images
+    add_baseline(jobs, rows, ["quant"], {"quant": "none"}, ["top1"])
+    assert rows[1]["d_top1"] == pytest.approx(-1 / 6) and rows[1]["d_top1_ci_low"] < -1 / 6
+    assert rows[1]["baseline_paired_on"]["count"] == 6
 
 
 def test_a_held_out_run_with_an_image_the_other_did_not_score_is_refused(tmp_path):
