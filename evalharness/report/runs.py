@@ -113,11 +113,10 @@ def comparability(a: Run, b: Run, allow_different_preprocessing: bool = False) -
     return c
 
 
-def _whole(run: Run) -> tuple:
+def whole_list(run: Run) -> tuple:
     """The identity of the list a run's images were cut from: the list a split was cut from (its
     recorded ``split.whole``), else the run's own list; with the manifest's kind (sizes or content)."""
-    whole = run.prov("dataset.split.whole") if run.prov("dataset.split") else run.prov("dataset")
-    whole = whole or {}
+    whole = run.prov("dataset.split.whole") or run.prov("dataset") or {}  # a split made before: its own
     return whole.get("count"), whole.get("manifest_sha256"), run.prov("dataset.manifest_kind")
 
 
@@ -129,7 +128,7 @@ def held_out_part(a: Run, b: Run) -> str | None:
     if a.prov("dataset.manifest_sha256") == b.prov("dataset.manifest_sha256"):
         return None
     split = [run for run in (a, b) if run.prov("dataset.split.part") == "held_out"]
-    if len(split) != 1 or None in _whole(a)[:2] or _whole(a) != _whole(b):
+    if len(split) != 1 or None in whole_list(a)[:2] or whole_list(a) != whole_list(b):
         return None
     return split[0].label
 

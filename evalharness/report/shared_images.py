@@ -78,7 +78,7 @@ def _why(held: Run, other: Run, left_out: int) -> str:
     """Why images are left out: the split's other part built the held-out run's variant (and the
     held-out run may have stopped before its end: then the rest is said apart)."""
     whole = held.prov("dataset.split.whole.count") or 0
-    built = whole - (held.prov("dataset.count") or 0)
+    built = whole - (held.prov("dataset.shard.full_count") or held.prov("dataset.count") or 0)
     calibrated = held.prov("model.quant.calibration.source") == "dataset"
     verb = "calibrated" if calibrated else "calibrated or searched"
     text = f"{built} images {verb} run {held.label}'s variant"

@@ -13,6 +13,7 @@ import pytest
 from conftest import run_inprocess
 
 from evalharness.report.commands.entry import main as report_main
+from evalharness.report.commands.index import group_key
 from evalharness.report.views.quant_table import add_quant_columns
 from evalharness.rundir.reader import load_run
 
@@ -73,6 +74,7 @@ def test_enough_images_calibrate_on_an_unscored_slice_of_the_dataset(tmp_path, c
     add_quant_columns(jobs, rows, ["quant"])
     assert rows[1]["d_top1_vs_float"] == diff["metrics"][0]["delta"]
     assert rows[1]["vs_float_paired_on"]["count"] == 18
+    assert group_key(jobs[0]["doc"]) == group_key(jobs[1]["doc"])  # report index: one group, a diff
     # the slice's content keys the cached variant: one calibration image's bytes changed -> rebuilt
     quant = doc["provenance"]["model"]["quant"]
     key = json.loads(json.loads((Path(quant["cache"]["dir"]) / "variant.json").read_text())["key"])
