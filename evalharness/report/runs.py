@@ -32,7 +32,10 @@ class Comparability:
     """Why two runs cannot be compared (``refused``) or should be compared with care (``warnings``).
 
     Refused (exit 2): a failed run, another task, other images (manifest hash), another number of
-    images, other ground truth: a per-image or metric diff would be meaningless. ``cache``: the
+    images, other ground truth: a per-image or metric diff would be meaningless. Not refused:
+    ``subset``, a run on a split's held-out part of the very list the other scored (its recorded
+    ``split.whole``): the two are compared on the images both scored
+    (:mod:`evalharness.report.shared_images`). ``cache``: the
     compile caches were in different states (init figures do not compare; gates on them refuse).
     Warned: another preprocessing recipe or label set (a legitimate experiment, but easy to do by
     mistake); gating on such a pair needs ``--allow-different-preprocessing``. Notes: facts worth

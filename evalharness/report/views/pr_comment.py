@@ -12,6 +12,8 @@ text from a file (model and label names, rules, verdicts) is escaped there, mark
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from evalharness.core.documents import DiffDocument, RunSummary
 from evalharness.core.escape import Markdown, md_code, md_text
 from evalharness.core.markdown import details, section_body, table
@@ -123,9 +125,12 @@ def render_diff(doc: DiffDocument, sections: list[Section]) -> str:
     if doc.get("gates"):
         rows = [[g["rule"], g["detail"], Markdown("**FAIL**") if g["failed"] else "ok"] for g in doc["gates"]]
         out += ["", *table(["gate (--fail-if)", "tested", "result"], rows)]
+    shared = shared_note(doc["paired_on"]) if doc.get("paired_on") else None
     for s in sections:
         if s.key in ("verdict", "gates"):
             continue
+        if s.key == "comparability" and shared:  # said once, at the top
+            s = replace(s, notes=[n for n in s.notes if n != shared])
         out += ["", *details(_summary(s), section_body(s))]
     return "\n".join(out) + "\n"
 

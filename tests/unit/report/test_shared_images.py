@@ -14,7 +14,7 @@ from evalharness.report.commands.diff import build_diff
 from evalharness.report.commands.gate import evaluate, parse_rule
 from evalharness.report.commands.sweep import add_baseline
 from evalharness.report.runs import ReportError, comparability, definition_of
-from evalharness.report.views import diff_view
+from evalharness.report.views import diff_view, pr_comment
 from evalharness.report.views.quant_table import add_quant_columns
 from evalharness.rundir.reader import Run
 
@@ -71,7 +71,9 @@ def test_a_held_out_part_is_compared_on_the_images_both_runs_scored(tmp_path):
     assert a.metrics["top1"] == 0.75  # the run itself (and its metrics.json) unchanged
     assert doc["classification"]["paired_images"] == 6
     text = render_text("diff", diff_view.sections(doc))
-    assert text.count(f"compared on the 6 images both runs scored ({why})") == 1
+    note = f"compared on the 6 images both runs scored ({why})"
+    assert text.count(note) == 1
+    assert pr_comment.render_diff(doc, diff_view.sections(doc)).replace("\\'", "'").count(note) == 1
     gate = evaluate([parse_rule("top1<-0.1")], doc)[0]  # the gate tests the recomputed figures
     assert gate["failed"] and gate["tested"] == pytest.approx(-1 / 6)
 
