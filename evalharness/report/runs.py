@@ -116,6 +116,10 @@ def comparability(a: Run, b: Run, allow_different_preprocessing: bool = False) -
     return c
 
 
+def _short(digest: str | None) -> str:
+    return digest[:12] if digest else "none"
+
+
 def whole_list(run: Run) -> tuple:
     """The identity of the list a run's images were cut from: the list a split was cut from (its
     recorded ``split.whole``), else the run's own list; with the manifest's kind (sizes or content)."""
@@ -134,10 +138,6 @@ def held_out_part(a: Run, b: Run) -> str | None:
     if len(split) != 1 or None in whole_list(a)[:2] or whole_list(a) != whole_list(b):
         return None
     return split[0].label
-
-
-def _short(digest: str | None) -> str:
-    return digest[:12] if digest else "none"
 
 
 def definition_of(run: Run | Mapping[str, Any]):
