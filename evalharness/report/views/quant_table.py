@@ -67,10 +67,9 @@ def add_quant_columns(jobs: list[dict], rows: list[dict], keys: list[str]) -> li
         except EvalHarnessError as exc:  # other images: no Δ, a note says why
             row["vs_float_refused"] = str(exc).removeprefix("runs are not comparable: ")
             continue
-        if paired_on is not None:
-            row["vs_float_paired_on"] = paired_on.as_dict()
         float_values, values = base, row
-        if paired_on is not None:
+        if paired_on is not None:  # the rows hold each run's own figures: the Δ is of the recomputed ones
+            row["vs_float_paired_on"] = paired_on.as_dict()
             float_values, values = (sweep_values(definition, r.metrics) for r in (run_float, run))
         for metric in quant_metrics(definition):
             row[f"d_{metric}_vs_float"] = delta(float_values.get(metric), values.get(metric))
