@@ -185,3 +185,4 @@ class DiffDocument(_DiffKeys, total=False):
     inputs: JSONMap  # were the runs fed the same inputs (report/input_check.py: summary, first_differing)
     verdict: str
     gates: list[JSONMap]  # the --fail-if rules and how each held (report diff --fail-if)
+    paired_on: JSONMap  # a held-out part: the images both runs scored, those left out and why

@@ -115,7 +115,7 @@ def select_samples(samples: Sequence[Any], num_images: int, shard: Shard, source
         raise ConfigError(
             f"task.num_images={num_images} but {source} has {len(samples)} images; use 0 for all"
         )
-    full = list(samples[:num_images] if num_images else samples)
+    full = listed(samples, num_images)
     if shard.split is not None:
         full = shard.split.take(full)
         if not full:
@@ -132,14 +132,30 @@ def select_samples(samples: Sequence[Any], num_images: int, shard: Shard, source
     return selected, full
 
 
+def listed(samples: Sequence[Any], num_images: int) -> list:
+    """The list a run's samples are cut from: the first ``num_images`` (0: all), before any split."""
+    return list(samples[:num_images] if num_images else samples)
+
+
 def sharded_identity(
-    selected: Sequence[Any], full: Sequence[Any], shard: Shard, entry: Callable[[Any], tuple[str, str]]
+    selected: Sequence[Any],
+    full: Sequence[Any],
+    shard: Shard,
+    entry: Callable[[Any], tuple[str, str]],
+    before_split: Sequence[Any] | None = None,
 ) -> dict:
     """Dataset provenance fields: this run's count + manifest hash, and the shard with the identity of
-    the whole (unsharded) list. ``entry`` maps a sample to its (dataset-relative key, path)."""
+    the whole (unsharded) list. ``entry`` maps a sample to its (dataset-relative key, path).
+
+    ``before_split``: the list a split was cut from (:func:`listed`); its identity is recorded as
+    ``split.whole``, so a report can prove that a run on the held-out part scored a subset of
+    another run's images, the same files (``report diff`` then pairs the two on the shared images)."""
     mine = samples_identity(selected, entry)
     whole = mine if shard.count == 1 else samples_identity(full, entry)
     split = {"split": shard.split.record()} if shard.split is not None else {}
+    if split and before_split is not None:
+        identity = samples_identity(before_split, entry)
+        split["split"]["whole"] = {k: identity[k] for k in ("count", "manifest_sha256")}
     return {
         **mine,
         **split,

@@ -32,7 +32,10 @@ class Comparability:
     """Why two runs cannot be compared (``refused``) or should be compared with care (``warnings``).
 
     Refused (exit 2): a failed run, another task, other images (manifest hash), another number of
-    images, other ground truth: a per-image or metric diff would be meaningless. ``cache``: the
+    images, other ground truth: a per-image or metric diff would be meaningless. Not refused:
+    ``subset``, a run on a split's held-out part of the very list the other scored (its recorded
+    ``split.whole``): the two are compared on the images both scored
+    (:mod:`evalharness.report.shared_images`). ``cache``: the
     compile caches were in different states (init figures do not compare; gates on them refuse).
     Warned: another preprocessing recipe or label set (a legitimate experiment, but easy to do by
     mistake); gating on such a pair needs the flag of each kind of difference (:data:`ALLOW_FLAGS`).
@@ -45,6 +48,7 @@ class Comparability:
     notes: list[str] = field(default_factory=list)
     acknowledged: bool = False
     cache: str | None = None  # compile caches in different states (report/cache_states.py)
+    subset: str | None = None  # this run scores a held-out part of the other's list: pair on shared images
 
     def as_dict(self) -> dict:
         return {
@@ -53,6 +57,7 @@ class Comparability:
             "notes": self.notes,
             "acknowledged": self.acknowledged,
             "cache": self.cache,
+            "subset": self.subset,
         }
 
 
@@ -84,19 +89,21 @@ def comparability(a: Run, b: Run, allow: Collection[str] = ()) -> Comparability:
         c.refused.append(f"task differs: {a.task} vs {b.task}")
         return c
     da, db = a.prov("dataset", {}), b.prov("dataset", {})
-    if da.get("manifest_sha256") != db.get("manifest_sha256"):
+    c.subset = held_out_part(a, b)
+    if c.subset is None and da.get("manifest_sha256") != db.get("manifest_sha256"):
         c.refused.append(
             f"dataset differs: manifest_sha256 {_short(da.get('manifest_sha256'))} ({da.get('name')}, "
             f"{da.get('count')} images) vs {_short(db.get('manifest_sha256'))} ({db.get('name')}, "
             f"{db.get('count')} images)"
         )
-    if da.get("count") != db.get("count"):
+    if c.subset is None and da.get("count") != db.get("count"):
         c.refused.append(f"sample count differs: {da.get('count')} vs {db.get('count')}")
     split = next((run for run in (a, b) if run.prov("dataset.split")), None)
-    if split is not None and da.get("manifest_sha256") != db.get("manifest_sha256"):  # why, and the fix
-        c.refused.append(
+    if split is not None and c.subset is None and da.get("manifest_sha256") != db.get("manifest_sha256"):
+        c.refused.append(  # why, and the fix
             f"run {split.label} scores only the held-out part of its dataset (its variant was calibrated or "
-            "searched on the rest: provenance.dataset.split); to compare on every image, calibrate "
+            "searched on the rest: provenance.dataset.split), and the other run did not score the list it "
+            "was cut from (provenance.dataset.split.whole); to compare on every image, calibrate "
             "elsewhere: quant/calibration=bundled or quant.calibration.roots=[DIR]"
         )
     if da.get("ground_truth_sha256") != db.get("ground_truth_sha256"):
@@ -135,6 +142,26 @@ def _label_file_fields(a: Run, b: Run) -> tuple[str, ...]:
 
 def _short(digest: str | None) -> str:
     return digest[:12] if digest else "none"
+
+
+def whole_list(run: Run) -> tuple:
+    """The identity of the list a run's images were cut from: the list a split was cut from (its
+    recorded ``split.whole``), else the run's own list; with the manifest's kind (sizes or content)."""
+    whole = run.prov("dataset.split.whole") or run.prov("dataset") or {}  # a split made before: its own
+    return whole.get("count"), whole.get("manifest_sha256"), run.prov("dataset.manifest_kind")
+
+
+def held_out_part(a: Run, b: Run) -> str | None:
+    """The label of the run that scores a split's held-out part of the very list the other run's
+    images were cut from (same files by the manifest hash), so the two pair on the images both
+    scored (:mod:`evalharness.report.shared_images`); None: the runs scored the same list, or lists
+    no recorded identity relates."""
+    if a.prov("dataset.manifest_sha256") == b.prov("dataset.manifest_sha256"):
+        return None
+    split = [run for run in (a, b) if run.prov("dataset.split.part") == "held_out"]
+    if len(split) != 1 or None in whole_list(a)[:2] or whole_list(a) != whole_list(b):
+        return None
+    return split[0].label
 
 
 def definition_of(run: Run | Mapping[str, Any]):

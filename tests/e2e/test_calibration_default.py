@@ -13,6 +13,7 @@ import pytest
 from conftest import run_inprocess
 
 from evalharness.report.commands.entry import main as report_main
+from evalharness.report.commands.index import group_key
 from evalharness.report.views.quant_table import add_quant_columns
 from evalharness.rundir.reader import load_run
 
@@ -50,19 +51,30 @@ def test_enough_images_calibrate_on_an_unscored_slice_of_the_dataset(tmp_path, c
     assert doc["provenance"]["dataset"]["split"]["part"] == "held_out"
     line = next(x for x in results.splitlines() if x.strip().startswith("Calibrated:"))
     assert "6 images of the dataset, not scored" in line and cal["manifest_sha256"][:12] in line
-    # a float run on every image cannot be paired with it: the refusal says why and how to compare
+    # a float run on every image pairs with it on the 18 images both scored, said once at the top;
+    # both headlines recomputed there (the float run's own metrics.json untouched), gates read them
     _run(tmp_path, ["quant=none"], "float")
+    stored = (tmp_path / "float" / "metrics.json").read_bytes()
     capsys.readouterr()
-    assert report_main(["diff", str(tmp_path / "float"), str(tmp_path / "run")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("error:") == 1 and "scores only the held-out part" in err
-    assert "quant/calibration=bundled" in err and "Traceback" not in err
-    # nor does the quantization table subtract one from the other: no Δ, and a note saying why
+    pair = [str(tmp_path / "float"), str(tmp_path / "run")]
+    gate = ["--fail-if", "top1<-0.5", "--allow-different-preprocessing"]  # integer_input: float vs int8
+    assert report_main(["diff", *pair, *gate]) == 0
+    out, err = capsys.readouterr()
+    note = "compared on the 18 images both runs scored (6 images calibrated run B's variant and are left out)"
+    assert out.count(note) == 1 and "error:" not in err and "Traceback" not in err
+    assert report_main(["diff", *pair, "--format", "json"]) == 0
+    diff = json.loads(capsys.readouterr().out)
+    assert diff["paired_on"] == {"count": 18, "left_out": 6, "why": note.split("(")[1].rstrip(")")}
+    assert diff["a"]["num_scored"] == diff["b"]["num_scored"] == 18
+    assert (tmp_path / "float" / "metrics.json").read_bytes() == stored
+    # the quantization table's Δ too, with the same note
     jobs = [{"run": name, "doc": load_run(str(tmp_path / name), name)} for name in ("float", "run")]
     rows = [{"run": j["run"], "quant": q, "status": "complete", "top1": j["doc"].metrics["top1"]}
             for j, q in zip(jobs, ("none", "int8"), strict=True)]  # fmt: skip
     add_quant_columns(jobs, rows, ["quant"])
-    assert "d_top1_vs_float" not in rows[1] and "scores only the held-out" in rows[1]["vs_float_refused"]
+    assert rows[1]["d_top1_vs_float"] == diff["metrics"][0]["delta"]
+    assert rows[1]["vs_float_paired_on"]["count"] == 18
+    assert group_key(jobs[0]["doc"]) == group_key(jobs[1]["doc"])  # report index: one group, a diff
     # the slice's content keys the cached variant: one calibration image's bytes changed -> rebuilt
     quant = doc["provenance"]["model"]["quant"]
     key = json.loads(json.loads((Path(quant["cache"]["dir"]) / "variant.json").read_text())["key"])

@@ -65,7 +65,8 @@ def test_planted_bad_scale_is_the_one_op_kept_in_float_and_the_recipe_rebuilds_i
     assert "held-out top1 1.0000 vs float 1.0000" in repair_line
     assert "held; not a check: 12 paired" in repair_line
     split = doc["provenance"]["dataset"]["split"]
-    assert split == {"fraction": 0.5, "scheme": "interleaved", "part": "held_out"}
+    whole = split.pop("whole")  # the list the split was cut from: a diff against a run on it pairs
+    assert split == {"fraction": 0.5, "scheme": "interleaved", "part": "held_out"} and whole["count"] == 24
     assert r["split"]["search"] == 12 and r["evaluations"]["search"] >= 4
     # the calibration set: its size and source recorded
     assert {c["source"]: c["count"] for c in r["calibrations"].values()} == {"roots": 9, "dataset": 12}

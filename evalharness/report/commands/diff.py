@@ -16,6 +16,7 @@ from evalharness.core.numbers import delta, ratio, relative_pct
 from evalharness.report.input_check import compare_inputs
 from evalharness.report.presenters import headline, paired_of, verdict
 from evalharness.report.runs import Comparability, definition_of, malformed
+from evalharness.report.shared_images import on_shared_images
 from evalharness.report.views.latency_rows import run_speedups
 from evalharness.report.views.op_profile_table import speedups as op_speedups
 from evalharness.rundir.reader import Run
@@ -82,13 +83,19 @@ def build_diff(
     min_score: float | None = None,
     margin: float = 0.01,
 ) -> DiffDocument:
-    """The full comparison of two comparable runs (``comp.refused`` must be empty).
+    """The full comparison of two comparable runs (``comp.refused`` must be empty); a run on a
+    held-out part of the other's list (``comp.subset``) is compared on the images both scored, both
+    runs' figures recomputed there, and ``paired_on`` says how many and what was left out.
 
     ``margin``: the equivalence margin of the verdicts (a change whose interval lies within ±margin
     is called equivalent)."""
     definition = definition_of(a)
+    a, b, paired_on = on_shared_images(a, b, comp)  # a held-out part: both runs on the shared images
     with malformed(a, b):
-        return _build_diff(definition, a, b, comp, alpha, iou, min_score, margin)
+        doc = _build_diff(definition, a, b, comp, alpha, iou, min_score, margin)
+    if paired_on is not None:
+        doc["paired_on"] = paired_on.as_dict()
+    return doc
 
 
 def _build_diff(

@@ -24,7 +24,7 @@ from evalharness.core.boundary import describe
 from evalharness.core.documents import MetricsDocument
 from evalharness.core.errors import EvalHarnessError
 from evalharness.report.presenters import headline
-from evalharness.report.runs import ReportError, comparability, definition_of
+from evalharness.report.runs import ReportError, comparability, definition_of, whole_list
 from evalharness.report.tracking.mapping import DEFAULT_ARTIFACTS
 from evalharness.report.views.html import CSS
 from evalharness.rundir.document import failed_before_results, run_dir_of
@@ -73,11 +73,13 @@ def _headline(run: Run) -> str:
 
 
 def group_key(run: Run) -> str | None:
-    """Runs with the same key can be diffed (the identity ``report.runs.comparability`` refuses on)."""
+    """Runs with the same key can be diffed (the identity ``report.runs.comparability`` refuses on):
+    the list a run's images were cut from, so a run on a held-out part groups with one on the whole
+    list (``report diff`` compares the two on the images both scored)."""
     if run.status in ("failed", "unreadable") or not run.task:
         return None
-    d = run.prov("dataset", {}) or {}
-    identity = (run.task, d.get("manifest_sha256"), d.get("count"), d.get("ground_truth_sha256"))
+    count, manifest, _ = whole_list(run)
+    identity = (run.task, manifest, count, run.prov("dataset.ground_truth_sha256"))
     return "|".join(map(str, identity))
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.escape import csv_lines, csv_text
@@ -33,6 +34,7 @@ from evalharness.report.commands.sweep_pairs import (
 from evalharness.report.outputs import check_output_dir
 from evalharness.report.presenters import sweep_metrics, sweep_values
 from evalharness.report.runs import ReportError, comparability, definition_of
+from evalharness.report.shared_images import shared_note
 from evalharness.report.views.quant_table import add_quant_columns, quant_sections
 from evalharness.rundir.files import METRICS_FILE
 from evalharness.rundir.reader import Run, load_run
@@ -176,7 +178,10 @@ def add_baseline(
             row[f"d_{m}"] = delta(base.get(m), row.get(m))
         row["d_latency_p50_pct"] = relative_pct(base["latency_p50_ms"], row["latency_p50_ms"])
         row["speedup_p50"] = ratio(base["latency_p50_ms"], row["latency_p50_ms"])
-        paired = {} if base is row else baseline_pairwise(runs[base["run"]], runs[row["run"]])
+        paired, shared = ({}, None) if base is row else baseline_pairwise(runs[base["run"]], runs[row["run"]])
+        if shared is not None:  # a held-out part: the changes too are on the images both runs scored
+            row.update({f"d_{m}": r["delta"] for m, r in shared["rows"].items() if m in metrics})
+            row["baseline_paired_on"] = shared["paired_on"]
         for name, value in paired.items():
             if name.endswith(("_ci_low", "_ci_high")):
                 row[name if name.startswith("speedup_") else f"d_{name}"] = value
@@ -186,14 +191,21 @@ def add_baseline(
     return [*(f"d_{m}" for m in metrics), "d_latency_p50_pct", "speedup_p50", *intervals]
 
 
-def baseline_pairwise(base: Run, run: Run) -> dict[str, float]:
+def baseline_pairwise(base: Run, run: Run) -> tuple[dict[str, float], dict[str, Any] | None]:
     """The gate quantities of ``report diff BASE RUN`` with its default options (paired intervals of
     each change, McNemar or bootstrap p): the same code, so a sweep row and the diff of the same
-    pair print the same interval. Empty where the pair is not comparable image by image."""
+    pair print the same interval. Empty where the pair is not comparable image by image. Second:
+    where one run scores a held-out part of the other's list, the diff's rows (recomputed on the
+    images both scored) and its ``paired_on``; else None."""
     comp = comparability(base, run)
     if comp.refused:
-        return {}
-    return quantities(build_diff(base, run, comp))[1]
+        return {}, None
+    try:
+        doc = build_diff(base, run, comp)
+    except ReportError:  # a held-out part that is no part of the other's images: not paired
+        return {}, None
+    rows, values = quantities(doc)
+    return values, ({"rows": rows, "paired_on": doc["paired_on"]} if doc.get("paired_on") else None)
 
 
 def sweep_table(jobs: list[dict], baseline: dict[str, str] | None = None) -> tuple[list[str], list[dict]]:
@@ -252,6 +264,11 @@ def sections(multirun_dir: str, jobs: list[dict], columns: list[str], rows: list
     notes = [f"{len(rows)} jobs, {bad} not complete; multirun dir {os.path.abspath(multirun_dir)}"]
     cache_note = sweep_note([job["doc"] for job in jobs if job["doc"] is not None])
     notes += [cache_note] if cache_note else []
+    notes += [
+        f"{r['run']}: changes against the baseline {shared_note(r['baseline_paired_on'])}"
+        for r in rows
+        if r.get("baseline_paired_on")
+    ]
     return [Section("Runs", columns, cells, notes, key="sweep")]
 
 

@@ -9,6 +9,7 @@ from evalharness.core.numbers import fmt, fmt_pct
 from evalharness.core.tables import Section
 from evalharness.report.presenters import paired_of
 from evalharness.report.runs import definition_of
+from evalharness.report.shared_images import shared_note
 from evalharness.report.views.op_profile_table import diff_section as op_profile_sections
 from evalharness.stats import speedup
 from evalharness.stats.validity import comparison_notes
@@ -60,6 +61,8 @@ def _comparability(doc: DiffDocument) -> Section:
     tag = "warning (acknowledged)" if c["acknowledged"] else "WARNING"
     notes = [f"refused: {r}" for r in c["refused"]] + [f"{tag}: {w}" for w in c["warnings"]]
     notes += [f"note: {n}" for n in c["notes"]]
+    if doc.get("paired_on"):  # first: every figure below is on these images
+        notes.insert(0, shared_note(doc["paired_on"]))
     if c.get("cache"):
         notes.append(f"WARNING: {c['cache']}")
     return Section(

@@ -12,6 +12,8 @@ text from a file (model and label names, rules, verdicts) is escaped there, mark
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from evalharness.core.documents import DiffDocument, RunSummary
 from evalharness.core.escape import Markdown, md_code, md_text
 from evalharness.core.markdown import details, section_body, table
@@ -21,6 +23,7 @@ from evalharness.report.commands.diff import quantities
 from evalharness.report.commands.sweep import VALUE_COLUMNS
 from evalharness.report.presenters import sweep_metrics
 from evalharness.report.runs import definition_of
+from evalharness.report.shared_images import shared_note
 from evalharness.stats.validity import comparison_notes
 
 DASH = "—"
@@ -107,6 +110,8 @@ def render_diff(doc: DiffDocument, sections: list[Section]) -> str:
         f"A = {_run_name(a)} → B = {_run_name(b)} · task {md_text(doc['task'])} · "
         f"{fmt(b.get('num_scored'))} samples"
     )
+    if doc.get("paired_on"):  # every figure below is on these images
+        out += ["", md_text(shared_note(doc["paired_on"]))]
     c = doc["comparability"]
     warnings = [*c["refused"], *c["warnings"], *([c["cache"]] if c.get("cache") else [])]
     out += ["", *_warnings(warnings)] if warnings else []
@@ -120,9 +125,12 @@ def render_diff(doc: DiffDocument, sections: list[Section]) -> str:
     if doc.get("gates"):
         rows = [[g["rule"], g["detail"], Markdown("**FAIL**") if g["failed"] else "ok"] for g in doc["gates"]]
         out += ["", *table(["gate (--fail-if)", "tested", "result"], rows)]
+    shared = shared_note(doc["paired_on"]) if doc.get("paired_on") else None
     for s in sections:
         if s.key in ("verdict", "gates"):
             continue
+        if s.key == "comparability" and shared:  # said once, at the top
+            s = replace(s, notes=[n for n in s.notes if n != shared])
         out += ["", *details(_summary(s), section_body(s))]
     return "\n".join(out) + "\n"
 

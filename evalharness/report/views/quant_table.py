@@ -15,8 +15,10 @@ from __future__ import annotations
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import delta, fmt
 from evalharness.core.tables import Section
-from evalharness.report.presenters import sweep_metrics
-from evalharness.report.runs import comparability, definition_of
+from evalharness.report.presenters import sweep_metrics, sweep_values
+from evalharness.report.runs import Comparability, ReportError, comparability, definition_of
+from evalharness.report.shared_images import on_shared_images, shared_note
+from evalharness.rundir.reader import Run
 from evalharness.stats.paired import format_p
 from evalharness.tasks.comparison import Comparison
 from evalharness.tasks.definition import comparer
@@ -60,12 +62,17 @@ def add_quant_columns(jobs: list[dict], rows: list[dict], keys: list[str]) -> li
             definition = definition_of(run)
         except EvalHarnessError:
             continue
-        refused = comparability(run_float, run).refused  # other images (a split's held-out part): no Δ
-        if refused:
-            row["vs_float_refused"] = "; ".join(refused)
+        try:  # a held-out part (calibrated on the rest): both runs read on the images both scored
+            run_float, run, paired_on = on_shared_images(run_float, run, _comparable(run_float, run))
+        except EvalHarnessError as exc:  # other images: no Δ, a note says why
+            row["vs_float_refused"] = str(exc).removeprefix("runs are not comparable: ")
             continue
+        float_values, values = base, row
+        if paired_on is not None:  # the rows hold each run's own figures: the Δ is of the recomputed ones
+            row["vs_float_paired_on"] = paired_on.as_dict()
+            float_values, values = (sweep_values(definition, r.metrics) for r in (run_float, run))
         for metric in quant_metrics(definition):
-            row[f"d_{metric}_vs_float"] = delta(base.get(metric), row.get(metric))
+            row[f"d_{metric}_vs_float"] = delta(float_values.get(metric), values.get(metric))
             columns.append(f"d_{metric}_vs_float")
         try:
             paired = comparer(definition)
@@ -81,6 +88,14 @@ def add_quant_columns(jobs: list[dict], rows: list[dict], keys: list[str]) -> li
                 row["d_interval_low"], row["d_interval_high"] = agreement["interval"]
                 columns += ["d_interval_low", "d_interval_high"]
     return list(dict.fromkeys(columns))
+
+
+def _comparable(run_float: Run, run: Run) -> Comparability:
+    """The pair's comparability, refused as :class:`ReportError` (what ``report diff`` refuses)."""
+    comp = comparability(run_float, run)
+    if comp.refused:
+        raise ReportError("; ".join(comp.refused))
+    return comp
 
 
 def _num(value, spec: str) -> str:
@@ -158,6 +173,11 @@ def _table1(rows: list[dict], others: list[str], definition) -> Section:
         f"{variant(r)}: no Δ or agreement against the float model: {r['vs_float_refused']}"
         for r in rows
         if r.get("vs_float_refused")
+    ]
+    notes += [
+        f"{variant(r)}: Δ and agreement against the float model {shared_note(r['vs_float_paired_on'])}"
+        for r in rows
+        if r.get("vs_float_paired_on")
     ]
     return Section("Table 1: quantization variants", headers, cells, notes, key="quant")
 

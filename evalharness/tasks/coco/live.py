@@ -31,7 +31,7 @@ from evalharness.data.preprocess import (
     preprocessing_provenance,
     spec_from_config,
 )
-from evalharness.data.shard import Shard, select_samples, sharded_identity
+from evalharness.data.shard import Shard, listed, select_samples, sharded_identity
 from evalharness.data.yolo_labels import yolo_ground_truth
 from evalharness.data.yolo_layout import find_layout
 from evalharness.decoders.base import DECODERS, build_decoder
@@ -240,6 +240,8 @@ class CocoTask(Task):
         self.samples, self.full_samples = select_samples(
             samples, task["num_images"], self.shard, self.source.ground_truth
         )
+        # the list a split was cut from: its identity proves which images the other part holds
+        self.listed = listed(samples, task["num_images"]) if self.shard.split else None
         self.class_map = model["class_map"]
         self.labels_path = model.get("labels")
         self.categories = category_map(self.class_map, self.annotations, self.labels_path)
@@ -304,7 +306,9 @@ class CocoTask(Task):
                 "name": d.get("name"),
                 "format": "yolo" if self.source.record else "coco",
                 "root": self.source.root,
-                **sharded_identity(self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path)),
+                **sharded_identity(
+                    self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path), self.listed
+                ),
                 "ground_truth": self.source.ground_truth,
                 "ground_truth_sha256": self.source.sha256,
                 "unscored": dict(sorted(self.unscored.items())),

@@ -31,7 +31,7 @@ from evalharness.data.preprocess import (
     preprocessing_provenance,
     spec_from_config,
 )
-from evalharness.data.shard import Shard, select_samples, sharded_identity
+from evalharness.data.shard import Shard, listed, select_samples, sharded_identity
 from evalharness.decoders.base import detector_decoder
 from evalharness.tasks.imagenet.definition import TopKScorer
 from evalharness.tasks.live import RecordEvaluator, Task, image_cache_key
@@ -118,6 +118,8 @@ class ImageNetTask(Task):
         self.samples, self.full_samples = select_samples(
             samples, task["num_images"], self.shard, dataset["root"]
         )
+        # the list a split was cut from: its identity proves which images the other part holds
+        self.listed = listed(samples, task["num_images"]) if self.shard.split else None
         # labels are read once the model's outputs are known (bind): a detector is told to use
         # task=coco before anything about its labels
         self.labels: list[str] = []
@@ -204,7 +206,9 @@ class ImageNetTask(Task):
                 "name": d.get("name"),
                 "format": d.get("format", "auto"),
                 "root": d["root"],
-                **sharded_identity(self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path)),
+                **sharded_identity(
+                    self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path), self.listed
+                ),
                 "ground_truth": d.get("ground_truth"),
                 "ground_truth_sha256": optional_sha256(d.get("ground_truth")),
                 "class_names_sha256": optional_sha256(d.get("class_names")),

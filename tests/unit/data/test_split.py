@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalharness.core.errors import ConfigError
-from evalharness.data.shard import Shard, Split, select_samples
+from evalharness.data.manifest import samples_identity
+from evalharness.data.shard import Shard, Split, listed, select_samples, sharded_identity
 
 
 @given(
@@ -42,3 +43,17 @@ def test_an_empty_part_or_a_bad_split_is_a_config_error():
         select_samples([1], 0, Shard.from_config({"split": {"fraction": 0.5, "part": "held_out"}}), "x")
     with pytest.raises(ConfigError, match="fraction"):
         Split.from_config({"fraction": 1.0, "part": "search"})
+
+
+def test_a_held_out_part_records_the_identity_of_the_list_it_was_cut_from(tmp_path):
+    files = [tmp_path / f"{i:02d}.png" for i in range(12)]
+    for f in files:
+        f.write_bytes(b"x" * int(f.stem))
+    shard = Shard.from_config({"split": {"fraction": 0.25, "part": "held_out"}})
+    selected, full = select_samples(files, 8, shard, "x")
+    entry = lambda p: (p.name, str(p))  # noqa: E731
+    identity = sharded_identity(selected, full, shard, entry, listed(files, 8))
+    whole = samples_identity(files[:8], entry)
+    assert identity["count"] == 6
+    assert identity["split"]["whole"] == {k: whole[k] for k in ("count", "manifest_sha256")}
+    assert "whole" not in sharded_identity(selected, full, shard, entry)["split"]  # not given: not claimed
