@@ -16,6 +16,14 @@ from evalharness.rundir.reader import Run, flatten
 MODEL_INPUT_FIELDS = ("input.dtype", "input.scale", "input.zero_point")
 
 
+def _model_input_fields(a: Run, b: Run) -> tuple[str, ...]:
+    """The fields a preprocessing comparison leaves to the model: its input tensor's type, and how an
+    integer input is filled (``integer_input``) when one of the two models takes floats, where that
+    policy reads nothing (float vs int8 is the same image recipe)."""
+    dtypes = {str((run.prov("preprocessing") or {}).get("input", {}).get("dtype", "")) for run in (a, b)}
+    return MODEL_INPUT_FIELDS + (("integer_input",) if any(d.startswith("float") for d in dtypes) else ())
+
+
 class ReportError(EvalHarnessError):
     """A report cannot be made (missing file, runs not comparable, bad rule): exit status 2."""
 
@@ -111,7 +119,7 @@ def comparability(a: Run, b: Run, allow: Collection[str] = ()) -> Comparability:
             f"ground truth differs: {da.get('ground_truth')} ({_short(da.get('ground_truth_sha256'))}) vs "
             f"{db.get('ground_truth')} ({_short(db.get('ground_truth_sha256'))})"
         )
-    pre = field_differences(a.prov("preprocessing"), b.prov("preprocessing"), MODEL_INPUT_FIELDS)
+    pre = field_differences(a.prov("preprocessing"), b.prov("preprocessing"), _model_input_fields(a, b))
     if pre:
         c.warn("preprocessing", "preprocessing differs: " + "; ".join(pre))
     labels = field_differences(a.prov("labels"), b.prov("labels"), _label_file_fields(a, b))
