@@ -116,12 +116,14 @@ def _delegate(doc: Mapping[str, Any]) -> str | None:
     text = f"  Delegate: {record.get('name')}"
     coverage = record.get("coverage") or {}
     delegated, total = coverage.get("ops_delegated"), coverage.get("ops_total")
-    if total:
+    left = coverage.get("ops_on_cpu_by_type") or {}
+    if total and delegated is None and sum(left.values()) == total:  # a runtime with no delegate (ONNX)
+        text += f", {total} ops; {coverage.get('source')}"
+    elif total:
         took = "?" if delegated is None else delegated
         text += f", {took}/{total} ops delegated"
         if coverage.get("partitions") is not None:
             text += f" in {coverage['partitions']} partition(s)"
-        left = coverage.get("ops_on_cpu_by_type") or {}
         if left:
             text += " (left on CPU: " + ", ".join(f"{op} {n}" for op, n in sorted(left.items())) + ")"
     device = coverage.get("device") or {}

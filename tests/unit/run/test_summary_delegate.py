@@ -1,0 +1,29 @@
+"""The summary's Delegate line: what a delegate took, and a runtime with nothing to delegate to
+(ONNX Runtime) said as such instead of "?/N ops delegated" with every op "left on CPU"."""
+
+from __future__ import annotations
+
+from evalharness.run.summary import _delegate
+
+
+def _doc(coverage: dict) -> dict:
+    return {"provenance": {"delegate": {"name": "cpu", "coverage": coverage}}}
+
+
+def test_a_delegate_says_what_it_took_and_what_it_left():
+    line = _delegate(
+        _doc({"ops_total": 66, "ops_delegated": 64, "partitions": 1, "ops_on_cpu_by_type": {"MEAN": 2}})
+    )
+    assert line == "  Delegate: cpu, 64/66 ops delegated in 1 partition(s) (left on CPU: MEAN 2)"
+
+
+def test_a_runtime_without_delegation_says_so():
+    source = "ONNX Runtime CPUExecutionProvider: every op on the CPU (no delegation)"
+    coverage = {
+        "ops_total": 3,
+        "ops_delegated": None,
+        "ops_on_cpu_by_type": {"Conv": 2, "Gemm": 1},
+        "source": source,
+    }
+    line = _delegate(_doc(coverage))
+    assert line == f"  Delegate: cpu, 3 ops; {source}" and "left on CPU" not in line and "?" not in line
