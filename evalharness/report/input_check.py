@@ -110,7 +110,27 @@ def _values(a: Run, b: Run, sample: str, hash_a: str, hash_b: str) -> str:
     tb, why_b = _rebuilt(b, sample, hash_b)
     if ta is None or tb is None:
         return f"values differ (max abs diff not shown: {why_a or why_b})"
-    return f"values: max abs diff {float(np.max(np.abs(ta - tb))):.6g}"
+    diff = float(np.max(np.abs(ta - tb)))
+    return f"values: max abs diff {diff:.6g}" + _quantization_note(a, b, diff)
+
+
+def _quantization_note(a: Run, b: Run, diff: float) -> str:
+    """Where one input is an integer one (an int8 variant's) and the other float: how much of the
+    difference its quantization explains: rounding (≤ half a step), else values clipped to the
+    range the calibration gave the input, which the run should know about."""
+    quantized = [_input(run) for run in (a, b) if "int" in str(_input(run).get("dtype", ""))]
+    if len(quantized) != 1 or not quantized[0].get("scale"):
+        return ""
+    q = quantized[0]
+    info = np.iinfo(np.dtype(str(q["dtype"])))
+    scale, zero = float(q["scale"]), int(q.get("zero_point") or 0)
+    lo, hi = (info.min - zero) * scale, (info.max - zero) * scale
+    if diff <= scale / 2 + 1e-6:
+        return f" (the {q['dtype']} input's rounding: half a step is {scale / 2:.6g})"
+    return (
+        f" (more than the {q['dtype']} input's rounding, half a step {scale / 2:.6g}: values clipped to "
+        f"the calibrated input range [{lo:.4g}, {hi:.4g}])"
+    )
 
 
 def _rebuilt(run: Run, sample: str, recorded: str) -> tuple[np.ndarray | None, str | None]:
