@@ -133,12 +133,16 @@ def select_samples(samples: Sequence[Any], num_images: int, shard: Shard, source
 
 
 def sharded_identity(
-    selected: Sequence[Any], full: Sequence[Any], shard: Shard, entry: Callable[[Any], tuple[str, str]]
+    selected: Sequence[Any],
+    full: Sequence[Any],
+    shard: Shard,
+    entry: Callable[[Any], tuple[str, Any]],
+    content: bool = False,
 ) -> dict:
     """Dataset provenance fields: this run's count + manifest hash, and the shard with the identity of
     the whole (unsharded) list. ``entry`` maps a sample to its (dataset-relative key, path)."""
-    mine = samples_identity(selected, entry)
-    whole = mine if shard.count == 1 else samples_identity(full, entry)
+    mine = samples_identity(selected, entry, content)
+    whole = mine if shard.count == 1 else samples_identity(full, entry, content)
     split = {"split": shard.split.record()} if shard.split is not None else {}
     return {
         **mine,
