@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from evalharness.core.errors import DataError
+from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.registry import Registry
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS, FORMATS, LabeledSample, Member
 
@@ -64,6 +64,21 @@ class DatasetReader:
 
     def __init__(self, request: ReadRequest) -> None:
         self.request = request
+        # dataset options given but not read (a container's own labels win), said as an assumption
+        self.unread: tuple[str, ...] = ()
+
+    def assumption(self) -> dict[str, str] | None:
+        """What to print and record when dataset files were given and not read (else None)."""
+        given = [k for k in self.unread if getattr(self.request, k) is not None]
+        if not given:
+            return None
+        return {
+            "what": ", ".join(f"dataset.{k}" for k in given),
+            "assumed": "not read",
+            "why": f"the {self.name} shards hold their own labels"
+            + (" and class names" if "class_names" in self.unread else ""),
+            "fix": " ".join(f"dataset.{k}=null" for k in given),
+        }
 
     def samples(self) -> list[LabeledSample]:
         raise NotImplementedError
@@ -206,4 +221,10 @@ def reader_for(fmt: str, request: ReadRequest) -> tuple[DatasetReader, dict[str,
     else:
         FORMATS.get(fmt)  # a ground-truth format of a folder; an unknown name is one error line
         kind, note = "folder", None
+        found, why = detect(request.root)
+        if found != "folder":
+            raise ConfigError(
+                f"dataset.format={fmt} reads a folder's ground truth, but {why}; "
+                f"set dataset.format={found} (or auto)"
+            )
     return READERS.get(kind)(request), note

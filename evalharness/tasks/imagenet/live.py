@@ -114,6 +114,9 @@ class ImageNetTask(Task):
         if detected is not None:
             self.assumptions.append(detected)
         samples = self.reader.samples()
+        unread = self.reader.assumption()
+        if unread is not None:
+            self.assumptions.append(unread)
         own_files_scored(dataset["root"], self.unscored, [dataset.get(k) for k in DATASET_FILES])
         warn_unscored(dataset["root"], self.unscored)
         # As TFLite's tool: the first num_images in sorted file-name order; then this run's shard.
@@ -188,13 +191,13 @@ class ImageNetTask(Task):
         return [preprocess_bytes(data, sample.member.where, self.spec, self.input)]
 
     def provenance(self) -> dict:
-        d = self.dataset
+        d = {k: v for k, v in self.dataset.items() if k not in self.reader.unread}
         return {
             "dataset": {
                 "name": d.get("name"),
                 "format": d.get("format", "auto"),
                 **self.reader.provenance(),
-                "root": d["root"],
+                "root": self.dataset["root"],
                 **sharded_identity(
                     self.samples, self.full_samples, self.shard, sample_entry, d.get("manifest") == "content"
                 ),
