@@ -54,6 +54,7 @@ class ContainerReader(DatasetReader):
     :meth:`own_names`."""
 
     shards: list[str]
+    per_sample_files = False
 
     def list_shard(self, shard: str) -> Iterator[Listed]:
         raise NotImplementedError

@@ -60,6 +60,9 @@ class DatasetReader:
     and ``files()`` (what the run reads). ``names_source``: where the class names came from."""
 
     name: ClassVar[str]
+    # one file per sample, in sample order (what the tensor cache keys each tensor's source on);
+    # a container's samples share shard files, so its runs are not served by the tensor cache
+    per_sample_files: ClassVar[bool] = True
     names_source: str | None = None
 
     def __init__(self, request: ReadRequest) -> None:
@@ -105,6 +108,11 @@ class DatasetReader:
         if len(data) != member.length:
             raise DataError(f"{member.where}: shard is shorter than when it was listed; rerun")
         return data
+
+    @staticmethod
+    def shard_of(sample: LabeledSample) -> str | None:
+        """The shard file a sample is read from (None: its own file): ``dataset.shard.scheme=files``."""
+        return None if sample.member is None else sample.member.shard
 
     def files(self, samples: Sequence[LabeledSample]) -> Iterator[str]:
         """The files the samples are read from (each shard once), streamed, in order."""

@@ -122,8 +122,9 @@ class ImageNetTask(Task):
         # As TFLite's tool: the first num_images in sorted file-name order; then this run's shard.
         self.shard = Shard.from_config(dataset)
         self.samples, self.full_samples = select_samples(
-            samples, task["num_images"], self.shard, dataset["root"]
+            samples, task["num_images"], self.shard, dataset["root"], self.reader.shard_of
         )
+        self.cacheable = self.reader.per_sample_files
         # labels are read once the model's outputs are known (bind): a detector is told to use
         # task=coco before anything about its labels
         self.labels: list[str] = []
