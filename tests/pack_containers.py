@@ -73,6 +73,7 @@ def write_webdataset(items: Sequence[Item], folder: Path, shards: int = 1) -> st
 
 
 def _varint(n: int) -> bytes:
+    n &= (1 << 64) - 1  # a negative int64 is ten bytes of two's complement
     out = bytearray()
     while True:
         byte, n = n & 0x7F, n >> 7
