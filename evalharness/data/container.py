@@ -96,7 +96,7 @@ class ContainerReader(DatasetReader):
         if r.class_names is None and r.synset_words is None:
             self.names_source = "none (labels are class indices)"
             return None
-        gt = GroundTruthRequest(r.root, None, *(_path(p) for p in (r.class_names, r.synset_words, None)), ())
+        gt = GroundTruthRequest(Path(r.root), None, _path(r.class_names), _path(r.synset_words), None, ())
         path, classes = _class_list(gt, f"dataset.format={self.name}")
         self.names_source = str(path)
         return classes

@@ -197,16 +197,16 @@ def detect(root: str) -> tuple[str, str | None]:
     None: nothing to say, as before containers existed)."""
     if os.path.isdir(root):
         names = [n for n in os.listdir(root) if not n.startswith(".")]
-        kinds = {container_of(n) for n in names} - {None}
+        kinds = {kind for kind in map(container_of, names) if kind is not None}
         if len(kinds) == 1 and not any(n.lower().endswith(DEFAULT_EXTENSIONS) for n in names):
             kind = kinds.pop()
             return kind, f"dataset.root {root} holds {kind} shards and no image files"
         return "folder", None
     first = expand_braces(root)[0] if _BRACE.search(root) else root
-    kind = container_of(first)
-    if kind is None:
+    named = container_of(first)
+    if named is None:
         return "folder", None
-    return kind, f"dataset.root {root} names {kind} shard file(s)"
+    return named, f"dataset.root {root} names {named} shard file(s)"
 
 
 def reader_for(fmt: str, request: ReadRequest) -> tuple[DatasetReader, dict[str, str] | None]:

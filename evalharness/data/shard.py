@@ -110,7 +110,8 @@ class Shard:
         return list(items[start : start + size + (1 if self.index < extra else 0)])
 
     def _whole_files(self, items: Sequence[Any], group: Callable[[Any], str | None] | None) -> list:
-        files = sorted({group(item) for item in items} - {None}) if group is not None else []
+        found = {group(item) for item in items} if group is not None else set()
+        files = sorted(f for f in found if f is not None)
         if not files:
             raise ConfigError(
                 "dataset.shard.scheme=files splits a container's shard files (parquet, webdataset, "

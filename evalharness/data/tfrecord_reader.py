@@ -61,7 +61,7 @@ def _fast() -> Callable[[bytes], int]:
         from crc32c import crc32c
     except ImportError:
         return crc32c_python
-    return crc32c  # type: ignore[no-any-return]
+    return crc32c
 
 
 crc32c = _fast()
