@@ -6,9 +6,9 @@ val50 repeated to ``--images`` under distinct names, written once as real files 
 val.txt-style list), as one Hugging Face parquet file (row groups of 100, as ``datasets`` writes),
 as webdataset tar shards (4) and as TFDS TFRecord shards (4). Each run is its own process
 (``python -m evalharness``, tensor cache off, default loop settings); ``--repeats`` rounds in rotating
-order; reported per format: the median ``throughput.images_per_s`` of metrics.json, the median peak
-RSS of the process (metrics.json ``memory_mb.peak_rss``), the wall time, and the ratios to the folder measured in the same
-rounds. Also: the listing alone (index + sha256 of every image) per format.
+order; reported per format: the median ``throughput.images_per_s`` of metrics.json, the median
+peak RSS of the process (metrics.json ``memory_mb.peak_rss``), the wall time, and the ratios to the
+folder measured in the same rounds. Also: the listing alone (index + sha256 of every image) per format.
 """
 
 from __future__ import annotations
@@ -106,7 +106,8 @@ def main() -> None:
                 figures[name].append(run(args.model, formats[name], base / f"run-{name}-{r}"))
         print(f"{args.images} images, {args.model}, {args.repeats} rounds (medians), {os.cpu_count()} CPUs")
         print(
-            f"{'format':<11} {'img/s':>7} {'x folder':>8} {'peak RSS MiB':>13} {'x folder':>8} {'wall s':>7} {'listing s':>10}"
+            f"{'format':<11} {'img/s':>7} {'x folder':>8} {'peak RSS MiB':>13} {'x folder':>8} "
+            f"{'wall s':>7} {'listing s':>10}"
         )
         med = {n: [statistics.median(f[i] for f in figures[n]) for i in range(3)] for n in names}
         for n in names:
