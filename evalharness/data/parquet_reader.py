@@ -36,6 +36,12 @@ def _pyarrow() -> Any:
     return pq
 
 
+def _pyarrow_pool() -> Any:
+    import pyarrow as pa
+
+    return pa.default_memory_pool()
+
+
 def _features(schema: Any) -> dict[str, Any]:
     """The ``datasets`` features of a parquet schema's metadata ({} when absent or unreadable)."""
     raw = (schema.metadata or {}).get(b"huggingface")
@@ -92,20 +98,26 @@ class ParquetReader(ContainerReader):
         image, label = self._columns[shard]
         base, row = os.path.basename(shard), 0
         try:
-            pf = _pyarrow().ParquetFile(shard)
+            pf = _pyarrow().ParquetFile(shard, pre_buffer=False)
             for group in range(pf.num_row_groups):
                 table = pf.read_row_group(group, columns=[image, label])
-                images, labels = table.column(image).to_pylist(), table.column(label).to_pylist()
-                for i, (img, value) in enumerate(zip(images, labels, strict=True)):
-                    data, path = (img or {}).get("bytes"), (img or {}).get("path")
+                images, labels = table.column(image).combine_chunks(), table.column(label).to_pylist()
+                blobs, paths = images.field("bytes"), images.field("path")
+                for i, value in enumerate(labels):
+                    path = paths[i].as_py() if images[i].is_valid else None
                     name = os.path.basename(path) if path else f"{base}:{row}"
-                    found = Member(shard, f"row {row}", group, i, hashlib.sha256(data or b"").hexdigest())
-                    if not data:
+                    # hashed from Arrow's buffer, no copy: listing holds one row group, never the images
+                    blob = blobs[i].as_buffer() if images[i].is_valid and blobs[i].is_valid else None
+                    digest = hashlib.sha256(memoryview(blob) if blob is not None else b"").hexdigest()
+                    found = Member(shard, f"row {row}", group, i, digest)
+                    if blob is None or blob.size == 0:
                         raise DataError(f"{found.where}: image has no bytes; embed the images in the parquet")
                     yield name, class_index(value, found.where), found
                     row += 1
+                del table, images, blobs, paths
         except (OSError, ValueError) as exc:  # pyarrow's errors on a damaged file are both
             raise DataError(f"{shard}: parquet damaged at row {row} ({_first_line(exc)})") from None
+        _pyarrow_pool().release_unused()  # the allocator keeps freed row groups otherwise
 
     def read_member(self, member: Member) -> bytes:
         key = (member.shard, member.offset)
@@ -115,12 +127,16 @@ class ParquetReader(ContainerReader):
                 self._groups.move_to_end(key)
         if column is None:
             image, _ = self._columns[member.shard]
-            table = _pyarrow().ParquetFile(member.shard).read_row_group(member.offset, columns=[image])
+            pf = _pyarrow().ParquetFile(member.shard, pre_buffer=False)
+            table = pf.read_row_group(member.offset, columns=[image])
             column = table.column(image).combine_chunks().field("bytes")
             with self._lock:
                 self._groups[key] = column
+                evicted = len(self._groups) > GROUPS_KEPT
                 while len(self._groups) > GROUPS_KEPT:
                     self._groups.popitem(last=False)
+            if evicted:  # give the evicted group's memory back (the allocator keeps it otherwise)
+                _pyarrow_pool().release_unused()
         data = column[member.length].as_py()
         return data if isinstance(data, bytes) else b""
 
