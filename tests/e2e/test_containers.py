@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import VAL50, run_inprocess
+from conftest import VAL50, run_cli, run_inprocess
 from pack_containers import val50_items, write_parquet, write_tfrecord, write_webdataset
 
 pytest.importorskip("pyarrow", reason="the parquet reader needs pyarrow (the parquet extra)")
@@ -111,3 +111,18 @@ def test_undecodable_member_is_counted_unscored_by_shard_and_member(tmp_path):
     assert len(preds) == 2
     text = json.dumps(doc)
     assert f"val-0000.tar:{items[1][0]}: cannot decode image" in text
+
+
+def test_truncated_shard_is_one_error_line(tmp_path):
+    """A user error before any result: exit 2, one ``error:`` line naming the shard and the member."""
+    pattern = write_webdataset(val50_items()[:3], tmp_path / "wds", shards=1)
+    shard = tmp_path / "wds" / "val-0000.tar"
+    shard.write_bytes(shard.read_bytes()[:3000])  # inside the first image's data
+    proc = run_cli([*VAL50, MODEL, f"dataset.root='{pattern}'", "dataset.format=auto"], tmp_path)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2, proc.stderr
+    assert [line for line in lines if line.startswith("error:")] == [
+        f"error: {shard}:ILSVRC2012_val_00000347.JPEG: truncated (member of "
+        f"{len(val50_items()[0][1])} bytes runs past the end of the shard); re-copy it"
+    ]
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
