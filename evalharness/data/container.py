@@ -12,6 +12,7 @@ scored by index like a csv's ``class_index`` (the output offset is detected and 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
@@ -30,6 +31,7 @@ from evalharness.data.ground_truth import (
     _with_occurrence,
     bare_index,
 )
+from evalharness.data.shard_index import indexed
 
 Listed = tuple[str, int, Member]  # (sample id, class index, where its encoded image lies)
 
@@ -55,6 +57,8 @@ class ContainerReader(DatasetReader):
 
     shards: list[str]
     per_sample_files = False
+    from_index: int  # shards listed from a kept index (data/shard_index.py)
+    rebuilt: list[str]  # kept indexes not used, and why
 
     def list_shard(self, shard: str) -> Iterator[Listed]:
         raise NotImplementedError
@@ -69,8 +73,18 @@ class ContainerReader(DatasetReader):
         root = os.path.abspath(self.request.root)
         out: list[LabeledSample] = []
         first_shard: dict[str, str] = {}
+        self.from_index, self.rebuilt = 0, []
         for shard in self.shards:
-            for key, index, found in self.list_shard(shard):
+            listing, kept = indexed(
+                self.request.index_dir,
+                self.name,
+                shard,
+                self.request.unscored,
+                functools.partial(self.list_shard, shard),
+                self.rebuilt,
+            )
+            self.from_index += kept
+            for key, index, found in listing:
                 if key in first_shard:
                     raise DataError(
                         f"{found.where}: sample id {key!r} is also in {first_shard[key]}; "
@@ -112,7 +126,13 @@ class ContainerReader(DatasetReader):
         return classes[index]
 
     def provenance(self) -> dict[str, Any]:
-        return {"container": self.name, "shards": len(self.shards), "class_names_source": self.names_source}
+        index = {"dir": self.request.index_dir, "shards_from_index": self.from_index, "rebuilt": self.rebuilt}
+        return {
+            "container": self.name,
+            "shards": len(self.shards),
+            "class_names_source": self.names_source,
+            "index": index,
+        }
 
 
 def _path(value: str | None) -> Path | None:

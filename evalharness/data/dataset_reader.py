@@ -53,6 +53,7 @@ class ReadRequest:
     ground_truth_format: str = "auto"
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS
     unscored: Counter = field(default_factory=Counter)
+    index_dir: str | None = None  # where container shard indexes are kept (data/shard_index.py)
 
 
 class DatasetReader:

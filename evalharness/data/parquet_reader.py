@@ -126,6 +126,8 @@ class ParquetReader(ContainerReader):
             if column is not None:
                 self._groups.move_to_end(key)
         if column is None:
+            if member.shard not in self._columns:  # listed from a kept index: the schema not yet read
+                self._schema(member.shard)
             image, _ = self._columns[member.shard]
             pf = _pyarrow().ParquetFile(member.shard, pre_buffer=False)
             table = pf.read_row_group(member.offset, columns=[image])

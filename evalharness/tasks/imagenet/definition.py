@@ -39,6 +39,9 @@ class ImageNetDataset:
     # the manifest of a folder's images: size (fast) | content (sha256 of every image, as a container's
     # always is: a folder run that report diff can recognise as the same images as a container run)
     manifest: str = field(default="size", metadata=bounds(choices=("size", "content")))
+    # where the index of each container shard is kept between runs (the presets: under
+    # paths.cache_dir); null: every run lists (reads and hashes) every shard
+    index_dir: Any = None
 
 
 @dataclass

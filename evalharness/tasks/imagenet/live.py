@@ -92,6 +92,7 @@ def read_request(dataset: dict, unscored: Counter) -> ReadRequest:
         dataset.get("devkit_meta"),
         "auto" if fmt in ("auto", "folder", *CONTAINERS) else fmt,
         unscored=unscored,
+        index_dir=dataset.get("index_dir"),
     )
 
 

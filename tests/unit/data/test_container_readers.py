@@ -144,3 +144,25 @@ def test_unlabelled_split_is_one_error(tmp_path):
     folder = write_tfrecord(items, tmp_path / "t")
     with pytest.raises(DataError, match=r":record 0: label -1 is not a class index"):
         _samples(str(folder))
+
+
+def test_shard_index_is_kept_verified_and_rebuilt(tmp_path, caplog):
+    pattern = write_webdataset(ITEMS, tmp_path / "w", shards=2)
+    index_dir = str(tmp_path / "index")
+
+    def listed():
+        reader, _ = reader_for("auto", ReadRequest(pattern, index_dir=index_dir))
+        samples = reader.samples()
+        return reader, samples
+
+    first, samples = listed()
+    assert first.provenance()["index"]["shards_from_index"] == 0
+    second, again = listed()
+    assert second.provenance()["index"]["shards_from_index"] == 2
+    assert again == samples and second.open(again[0]) == ITEMS[0][1]
+    kept = sorted((tmp_path / "index").iterdir())
+    kept[0].write_text("[]")  # damaged: rebuilt and said, never used
+    third, again = listed()
+    assert third.provenance()["index"]["shards_from_index"] == 1
+    assert "rebuilt, not used" in third.provenance()["index"]["rebuilt"][0]
+    assert again == samples
