@@ -12,7 +12,6 @@ dataset.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import threading
 from collections import OrderedDict
@@ -20,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from evalharness.core.errors import ConfigError, DataError
+from evalharness.core.untrusted import parse_json
 from evalharness.data.container import ContainerReader, Listed, class_index
 from evalharness.data.ground_truth import Member
 
@@ -42,13 +42,15 @@ def _pyarrow_pool() -> Any:
     return pa.default_memory_pool()
 
 
-def _features(schema: Any) -> dict[str, Any]:
-    """The ``datasets`` features of a parquet schema's metadata ({} when absent or unreadable)."""
+def _features(schema: Any, shard: str) -> dict[str, Any]:
+    """The ``datasets`` features of a parquet schema's metadata ({} when the file has none), read
+    by the one reader of untrusted JSON (limits, shape): metadata that is not JSON is an error."""
     raw = (schema.metadata or {}).get(b"huggingface")
-    try:
-        features = json.loads(raw)["info"]["features"] if raw else {}
-    except (ValueError, KeyError, TypeError):
+    if not raw:
         return {}
+    doc = parse_json(raw, f"{shard} (huggingface schema metadata)", dict, fix="re-write the parquet")
+    info = doc.get("info")
+    features = info.get("features") if isinstance(info, dict) else None
     return features if isinstance(features, dict) else {}
 
 
@@ -71,7 +73,7 @@ class ParquetReader(ContainerReader):
             schema = pq.read_schema(shard)
         except (OSError, ValueError) as exc:
             raise DataError(f"{shard}: not a readable parquet file ({_first_line(exc)})") from None
-        features = _features(schema)
+        features = _features(schema, shard)
         image = _typed(features, "Image") or "image"
         label = _typed(features, "ClassLabel") or "label"
         names = schema.names
