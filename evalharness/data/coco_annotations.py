@@ -137,3 +137,5 @@ def finite_numbers(values, n: int) -> bool:
         and len(values) == n
         and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values)
     )
+
+

@@ -118,3 +118,5 @@ class LabelMatcher:
                 f"model output has {num_outputs} classes but labels file {self.labels_path} has "
                 f"{len(self.model_labels)} lines; {_FIX_LABELS}"
             )
+
+
