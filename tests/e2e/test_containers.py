@@ -126,3 +126,17 @@ def test_truncated_shard_is_one_error_line(tmp_path):
         f"{len(val50_items()[0][1])} bytes runs past the end of the shard); re-copy it"
     ]
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_resume_of_a_container_run_equals_the_whole_run(tmp_path, packed):
+    """A run cut short (predictions kept, no metrics.json, as a kill leaves it) resumes to the same
+    metrics; the shards' stat is part of the resume identity."""
+    root = f"dataset.root='{packed['webdataset']}'"
+    run_dir = tmp_path / "run"
+    whole, _ = _run(run_dir, root, "dataset.format=auto")
+    predictions = run_dir / "predictions.jsonl"
+    predictions.write_text("".join(predictions.read_text().splitlines(keepends=True)[:20]))
+    (run_dir / "metrics.json").unlink()
+    doc, preds = _run(run_dir, root, "dataset.format=auto", "loop.resume=true")
+    assert doc["status"] == "complete" and doc["resumed_samples"] == 20
+    assert doc["metrics"] == whole["metrics"] and len(preds) == 50
