@@ -1,5 +1,5 @@
 """The one registry style and the one discovery path for every plug-in kind: tasks, backends,
-delegates, runners, decoders, ground-truth formats, COCO evaluators, trackers.
+delegates, runners, decoders, ground-truth formats, dataset readers, COCO evaluators, trackers.
 
 A name maps to an object registered by decorator, or lazily to ``"module:object"`` so that naming a
 plug-in costs no import until it is used (a report lists tasks without loading a runtime). A kind

@@ -8,6 +8,7 @@ pixel is decoded (decompression-bomb guard); FIFOs, loops and broken links are n
 from __future__ import annotations
 
 import errno
+import io
 import os
 import re
 import stat
@@ -36,15 +37,28 @@ def decode_rgb(path: str) -> np.ndarray:
     image, and an image over MAX_IMAGE_PIXELS (checked from its header, before decoding).
     """
     _check_regular_file(path)
+    return _decode(path, path)
+
+
+def decode_rgb_bytes(data: bytes, name: str) -> np.ndarray:
+    """:func:`decode_rgb` of an image's encoded bytes (a member of a container shard), with the same
+    conversions and refusals; ``name`` (``shard:member``) names it in every error."""
+    if not data:
+        raise DataError(f"{name}: cannot decode image (empty member, 0 bytes)")
+    return _decode(io.BytesIO(data), name)
+
+
+def _decode(source: str | io.BytesIO, name: str) -> np.ndarray:
+    """Decode ``source`` (a path or the bytes of one) to RGB; errors name ``name``."""
     try:
         with warnings.catch_warnings():
             # Pillow's warning threshold is at most our limit, which is checked just below.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            opened = Image.open(path)
+            opened = Image.open(source)
         with opened as img:
             width, height = img.size
             if width * height > MAX_IMAGE_PIXELS:
-                raise DataError(_too_large(path, f"{width}x{height}, {width * height}", MAX_IMAGE_PIXELS))
+                raise DataError(_too_large(name, f"{width}x{height}, {width * height}", MAX_IMAGE_PIXELS))
             img.load()
             return _as_rgb(img)
     except DataError:
@@ -53,18 +67,24 @@ def decode_rgb(path: str) -> np.ndarray:
         found = re.search(r"\((\d+) pixels\)", str(exc))
         pillow_limit = 2 * Image.MAX_IMAGE_PIXELS if Image.MAX_IMAGE_PIXELS else MAX_IMAGE_PIXELS
         limit = min(MAX_IMAGE_PIXELS, pillow_limit)
-        raise DataError(_too_large(path, found.group(1) if found else f"over {limit}", limit)) from None
+        raise DataError(_too_large(name, found.group(1) if found else f"over {limit}", limit)) from None
     except UnidentifiedImageError:
-        with open(path, "rb") as f:
-            head = f.read(16)
         raise DataError(
-            f"{path}: cannot decode image (not a format Pillow recognises; the file starts with {head!r})"
+            f"{name}: cannot decode image (not a format Pillow recognises; "
+            f"the file starts with {_head(source)!r})"
         ) from None
     except OSError as exc:
-        raise DataError(f"{path}: cannot decode image ({file_error_reason(exc, path)})") from None
+        raise DataError(f"{name}: cannot decode image ({file_error_reason(exc, name)})") from None
     except Exception as exc:  # any other failure of a decoder on a corrupt file (struct.error, EOFError...)
         reason = (str(exc).splitlines() or [""])[0]
-        raise DataError(f"{path}: cannot decode image ({type(exc).__name__}: {reason})") from None
+        raise DataError(f"{name}: cannot decode image ({type(exc).__name__}: {reason})") from None
+
+
+def _head(source: str | io.BytesIO) -> bytes:
+    if isinstance(source, io.BytesIO):
+        return source.getvalue()[:16]
+    with open(source, "rb") as f:
+        return f.read(16)
 
 
 def _check_regular_file(path: str) -> None:

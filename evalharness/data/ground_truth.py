@@ -33,6 +33,25 @@ ILSVRC2012_CLASSES = 1000
 
 
 @dataclass(frozen=True, slots=True)
+class Member:
+    """Where one sample's encoded image lies inside a container shard.
+
+    ``offset``/``length``: bytes in the shard (tar, TFRecord) or row group / row (parquet);
+    ``sha256``: of the encoded bytes, taken when the shard was listed (the manifest hashes it)."""
+
+    shard: str  # absolute path of the shard file
+    name: str  # the member as a user finds it: tar member name, record or row index
+    offset: int
+    length: int
+    sha256: str
+
+    @property
+    def where(self) -> str:
+        """``shard:member``, how every message names the sample."""
+        return f"{self.shard}:{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
 class LabeledSample:
     """One labeled image. Compact on purpose (slots; the root string and the label texts are shared by
     every sample, the path is made when asked for), so a 50,000-image list costs little more than
@@ -46,11 +65,12 @@ class LabeledSample:
     occurrence: int | None = None
     # the class index the ground truth gives (in its class list's numbering); None: given by name only
     index: int | None = None
+    member: Member | None = None  # inside a container shard (dataset_reader.py); None: root/key
 
     @property
     def path(self) -> str:
-        """The absolute image path."""
-        return os.path.join(self.root, self.key)
+        """The absolute image path (``shard:member`` of a sample inside a container)."""
+        return os.path.join(self.root, self.key) if self.member is None else self.member.where
 
 
 @dataclass
@@ -274,5 +294,3 @@ def _by_index(classes: list[Label], source: Path, index: str, where: str) -> Lab
 
 
 # --- readers ----------------------------------------------------------------------------------
-
-

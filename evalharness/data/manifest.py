@@ -9,24 +9,33 @@ from typing import TypeVar
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.derived import file_state
+from evalharness.data.ground_truth import LabeledSample, Member
 
 T = TypeVar("T")
 
 _CHUNK = 1 << 20
 
 
-def manifest_hash(entries: Iterable[tuple[str, str]], content: bool = False, presorted: bool = False) -> str:
+def manifest_hash(
+    entries: Iterable[tuple[str, str | Member]], content: bool = False, presorted: bool = False
+) -> str:
     """sha256 over sorted ``key<TAB>size`` lines (or ``key<TAB>sha256`` when ``content``).
 
-    ``entries`` are (key, absolute path) pairs; keys are dataset-relative so the hash does not depend
-    on where the dataset lives. Sizes are the default because hashing 6 GB of ILSVRC val per run is
-    slow; ``dataset.manifest=content`` hashes every byte. ``presorted``: the entries already come in
-    sorted order, so they are hashed as they stream (no list of every entry is built).
+    ``entries`` are (key, absolute path) pairs, or (key, :class:`Member`) for a sample inside a
+    container, whose ident is always the sha256 of its encoded bytes (so the same images in a
+    folder hashed by content and in any container give the same manifest); keys are dataset-relative
+    so the hash does not depend on where the dataset lives. Sizes are the default because hashing
+    6 GB of ILSVRC val per run is slow; ``dataset.manifest=content`` hashes every byte.
+    ``presorted``: the entries already come in sorted order, so they are hashed as they stream (no
+    list of every entry is built).
     """
     digest = hashlib.sha256()
-    for key, path in entries if presorted else sorted(entries):
+    for key, path in entries if presorted else sorted(entries, key=lambda e: (e[0], str(e[1]))):
         try:
-            ident = sha256_file(path) if content else str(os.path.getsize(path))
+            if isinstance(path, Member):  # inside a container: the digest taken when it was listed
+                ident = path.sha256
+            else:
+                ident = sha256_file(path) if content else str(os.path.getsize(path))
         except OSError:  # a file gone since it was listed: the hash says so, the record still gets made
             ident = "missing"
         digest.update(f"{key}\t{ident}\n".encode())
@@ -34,14 +43,15 @@ def manifest_hash(entries: Iterable[tuple[str, str]], content: bool = False, pre
 
 
 def samples_identity(
-    samples: Sequence[T], entry: Callable[[T], tuple[str, str]], content: bool = False
+    samples: Sequence[T], entry: Callable[[T], tuple[str, str | Member]], content: bool = False
 ) -> dict:
     """The provenance fields that prove two runs saw the same samples: count + manifest hash of
     ``samples`` (``entry``: sample -> (key, path)), without a list of every entry: samples already
     in key order (the usual case) stream; others are visited in key order through a list of positions."""
     n = len(samples)
-    ordered = all(entry(samples[i]) <= entry(samples[i + 1]) for i in range(n - 1))
-    order = range(n) if ordered else sorted(range(n), key=lambda i: entry(samples[i]))
+    content = content or (n > 0 and isinstance(entry(samples[0])[1], Member))  # a container's: always
+    ordered = all(entry(samples[i])[0] <= entry(samples[i + 1])[0] for i in range(n - 1))
+    order = range(n) if ordered else sorted(range(n), key=lambda i: entry(samples[i])[0])
     return {
         "count": n,
         "manifest_sha256": manifest_hash((entry(samples[i]) for i in order), content, presorted=True),
@@ -61,3 +71,17 @@ def stat_digest(paths: Iterable[str]) -> str | None:
         digest.update(f"{path}\t{state or 'missing'}\n".encode())
         seen = True
     return digest.hexdigest() if seen else None
+
+
+def sample_entry(sample: LabeledSample) -> tuple[str, str | Member]:
+    """A labelled image's manifest entry: its key and its file, or its member inside a container."""
+    return sample.key, sample.path if sample.member is None else sample.member
+
+
+def truth_hash(samples: Iterable[LabeledSample]) -> str:
+    """sha256 over sorted ``key<TAB>label<TAB>occurrence`` lines: the ground truth of these samples by
+    content, whichever file or container it was read from (a val.txt, a parquet's label column)."""
+    digest = hashlib.sha256()
+    for key, label, occurrence in sorted((s.key, s.label, s.occurrence) for s in samples):
+        digest.update(f"{key}\t{label}\t{occurrence}\n".encode())
+    return digest.hexdigest()

@@ -18,7 +18,7 @@ import numpy as np
 from PIL import Image
 
 from evalharness.core.errors import ConfigError, ModelMismatchError
-from evalharness.data.decode import decode_rgb
+from evalharness.data.decode import decode_rgb, decode_rgb_bytes
 
 
 @dataclass(frozen=True)
@@ -289,6 +289,11 @@ def crop_and_resize(img: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> np
 def preprocess_file(path: str, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:
     """Decode, crop, resize and convert one image file into an input tensor."""
     return to_input_tensor(crop_and_resize(decode_rgb(path), spec, inp), spec, inp)
+
+
+def preprocess_bytes(data: bytes, name: str, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:
+    """:func:`preprocess_file` of an image's encoded bytes (a container's member named ``name``)."""
+    return to_input_tensor(crop_and_resize(decode_rgb_bytes(data, name), spec, inp), spec, inp)
 
 
 @dataclass(frozen=True)

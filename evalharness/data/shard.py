@@ -7,7 +7,9 @@ sharding mean the same thing for every task. The list being sharded is the task'
 - ``interleaved`` (default): shard *i* of *n* takes positions i, i+n, i+2n, ... of that list, so
   every shard sees a similar mix of the dataset and shard sizes differ by at most one;
 - ``contiguous``: shard *i* takes the i-th of *n* consecutive blocks (sizes differ by at most one,
-  the larger blocks first, as ``numpy.array_split``).
+  the larger blocks first, as ``numpy.array_split``);
+- ``files`` (a container: parquet, webdataset, TFRecord): shard *i* takes the samples of shard files
+  i, i+n, ... of the container's sorted files, so each process reads whole files and no other.
 
 A shard's metrics.json records the shard and the identity (count + manifest hash) of the whole
 list it was cut from, so ``report merge`` can prove that the shards it joins cover it exactly once.
@@ -29,7 +31,7 @@ from typing import Any
 from evalharness.core.errors import ConfigError
 from evalharness.data.manifest import samples_identity
 
-SCHEMES = ("interleaved", "contiguous")
+SCHEMES = ("interleaved", "contiguous", "files")
 PARTS = ("search", "held_out")
 
 
@@ -97,19 +99,46 @@ class Shard:
             raise ConfigError(f"dataset.shard.scheme={shard.scheme!r}; valid: {', '.join(SCHEMES)}")
         return shard
 
-    def take(self, items: Sequence[Any]) -> list:
+    def take(self, items: Sequence[Any], group: Callable[[Any], str | None] | None = None) -> list:
+        """This shard's part of ``items``; ``group``: the file a sample is read from (scheme files)."""
+        if self.scheme == "files":
+            return self._whole_files(items, group)
         if self.scheme == "interleaved":
             return list(items[self.index :: self.count])
         size, extra = divmod(len(items), self.count)
         start = self.index * size + min(self.index, extra)
         return list(items[start : start + size + (1 if self.index < extra else 0)])
 
+    def _whole_files(self, items: Sequence[Any], group: Callable[[Any], str | None] | None) -> list:
+        found = {group(item) for item in items} if group is not None else set()
+        files = sorted(f for f in found if f is not None)
+        if not files:
+            raise ConfigError(
+                "dataset.shard.scheme=files splits a container's shard files (parquet, webdataset, "
+                "tfrecord); for a folder use scheme=interleaved or contiguous"
+            )
+        if len(files) < self.count:
+            raise ConfigError(
+                f"dataset.shard.scheme=files: {len(files)} shard file(s) cannot make "
+                f"dataset.shard.count={self.count} shards; use at most {len(files)} or scheme=interleaved"
+            )
+        mine = set(files[self.index :: self.count])
+        assert group is not None
+        return [item for item in items if group(item) in mine]
 
-def select_samples(samples: Sequence[Any], num_images: int, shard: Shard, source: str) -> tuple[list, list]:
+
+def select_samples(
+    samples: Sequence[Any],
+    num_images: int,
+    shard: Shard,
+    source: str,
+    group: Callable[[Any], str | None] | None = None,
+) -> tuple[list, list]:
     """(this run's samples, the whole list they were cut from): first ``num_images``, then the split's
     part (when the run has a split), then the shard.
 
-    ``source`` names where the samples come from, for the error message.
+    ``source`` names where the samples come from, for the error message; ``group``: the file each
+    sample is read from (``dataset.shard.scheme=files``).
     """
     if num_images < 0 or num_images > len(samples):
         raise ConfigError(
@@ -123,7 +152,7 @@ def select_samples(samples: Sequence[Any], num_images: int, shard: Shard, source
                 f"the {shard.split.part} part of a split at fraction {shard.split.fraction} of "
                 f"{source} is empty; use more images (task.num_images) or another quant.search.fraction"
             )
-    selected = shard.take(full)
+    selected = shard.take(full, group)
     if not selected:
         raise ConfigError(
             f"dataset.shard.index={shard.index} of {shard.count} selects no image of {len(full)}; "
@@ -141,20 +170,22 @@ def sharded_identity(
     selected: Sequence[Any],
     full: Sequence[Any],
     shard: Shard,
-    entry: Callable[[Any], tuple[str, str]],
+    entry: Callable[[Any], tuple[str, Any]],
     before_split: Sequence[Any] | None = None,
+    content: bool = False,
 ) -> dict:
     """Dataset provenance fields: this run's count + manifest hash, and the shard with the identity of
-    the whole (unsharded) list. ``entry`` maps a sample to its (dataset-relative key, path).
+    the whole (unsharded) list. ``entry`` maps a sample to its (dataset-relative key, path);
+    ``content``: hash the samples' content (a container's stored sha256s), not relative path + size.
 
     ``before_split``: the list a split was cut from (:func:`listed`); its identity is recorded as
     ``split.whole``, so a report can prove that a run on the held-out part scored a subset of
     another run's images, the same files (``report diff`` then pairs the two on the shared images)."""
-    mine = samples_identity(selected, entry)
-    whole = mine if shard.count == 1 else samples_identity(full, entry)
+    mine = samples_identity(selected, entry, content)
+    whole = mine if shard.count == 1 else samples_identity(full, entry, content)
     split = {"split": shard.split.record()} if shard.split is not None else {}
     if split and before_split is not None:
-        identity = samples_identity(before_split, entry)
+        identity = samples_identity(before_split, entry, content)
         split["split"]["whole"] = {k: identity[k] for k in ("count", "manifest_sha256")}
     return {
         **mine,

@@ -99,10 +99,16 @@ def comparability(a: Run, b: Run, allow: Collection[str] = ()) -> Comparability:
     da, db = a.prov("dataset", {}), b.prov("dataset", {})
     c.subset = held_out_part(a, b)
     if c.subset is None and da.get("manifest_sha256") != db.get("manifest_sha256"):
+        kinds = {da.get("manifest_kind"), db.get("manifest_kind")}
+        hint = (
+            "; one manifest hashes sizes, the other content: run the folder with dataset.manifest=content"
+            if len(kinds) > 1 and (da.get("container") or db.get("container"))
+            else ""
+        )
         c.refused.append(
             f"dataset differs: manifest_sha256 {_short(da.get('manifest_sha256'))} ({da.get('name')}, "
             f"{da.get('count')} images) vs {_short(db.get('manifest_sha256'))} ({db.get('name')}, "
-            f"{db.get('count')} images)"
+            f"{db.get('count')} images){hint}"
         )
     if c.subset is None and da.get("count") != db.get("count"):
         c.refused.append(f"sample count differs: {da.get('count')} vs {db.get('count')}")
@@ -114,10 +120,12 @@ def comparability(a: Run, b: Run, allow: Collection[str] = ()) -> Comparability:
             "was cut from (provenance.dataset.split.whole); to compare on every image, calibrate "
             "elsewhere: quant/calibration=bundled or quant.calibration.roots=[DIR]"
         )
-    if da.get("ground_truth_sha256") != db.get("ground_truth_sha256"):
-        c.refused.append(
-            f"ground truth differs: {da.get('ground_truth')} ({_short(da.get('ground_truth_sha256'))}) vs "
-            f"{db.get('ground_truth')} ({_short(db.get('ground_truth_sha256'))})"
+    c.refused.extend(_truth_differs(da, db))
+    containers = (da.get("container") or "folder", db.get("container") or "folder")
+    if not c.refused and containers[0] != containers[1]:
+        c.notes.append(
+            f"the same images (sha256 of every image) and labels, read from a {containers[0]} and a "
+            f"{containers[1]}"
         )
     pre = field_differences(a.prov("preprocessing"), b.prov("preprocessing"), _model_input_fields(a, b))
     if pre:
@@ -146,6 +154,26 @@ def _label_file_fields(a: Run, b: Run) -> tuple[str, ...]:
     a run made before it was recorded compares by the file's sha256 alone, as then."""
     both = a.prov("labels.names_sha256") is not None and b.prov("labels.names_sha256") is not None
     return ("path", "sha256") if both else ("path", "names_sha256", "count")
+
+
+def _truth_differs(da: Mapping[str, Any], db: Mapping[str, Any]) -> list[str]:
+    """The ground truth compared by content (``truth_sha256``: every id's label) when both runs
+    recorded it, so a val.txt and a container's label column of the same labels agree; else by the
+    ground-truth file's hash, as runs made before containers were."""
+    if da.get("truth_sha256") and db.get("truth_sha256"):
+        if da["truth_sha256"] == db["truth_sha256"]:
+            return []
+        where = (da.get("ground_truth") or da.get("root"), db.get("ground_truth") or db.get("root"))
+        return [
+            f"ground truth differs: the labels of {where[0]} ({_short(da['truth_sha256'])}) vs "
+            f"{where[1]} ({_short(db['truth_sha256'])})"
+        ]
+    if da.get("ground_truth_sha256") == db.get("ground_truth_sha256"):
+        return []
+    return [
+        f"ground truth differs: {da.get('ground_truth')} ({_short(da.get('ground_truth_sha256'))}) vs "
+        f"{db.get('ground_truth')} ({_short(db.get('ground_truth_sha256'))})"
+    ]
 
 
 def _short(digest: str | None) -> str:

@@ -41,7 +41,7 @@ class ModelSchema:
 class ShardSchema:  # evalharness.data.shard: which part of the sample list this run scores
     index: int = 0
     count: int = 1
-    scheme: str = "interleaved"  # interleaved | contiguous
+    scheme: str = "interleaved"  # interleaved | contiguous | files (whole shard files of a container)
 
 
 @dataclass(frozen=True)

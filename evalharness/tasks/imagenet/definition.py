@@ -27,13 +27,21 @@ class ImageNetDataset:
     """The dataset fields classification reads (see :mod:`evalharness.data.ground_truth`)."""
 
     ground_truth: Any = None  # val.txt | csv | label lines; none for imagefolder / devkit
-    format: str = "auto"  # auto | val_txt | devkit | imagefolder | label_lines | csv
+    # a folder's ground-truth format (auto | folder | val_txt | devkit | imagefolder | label_lines | csv)
+    # or a container (parquet | webdataset | tfrecord; auto detects one from dataset.root: dataset_reader)
+    format: str = "auto"
     class_names: Any = None  # class list in the ground truth's index order (val.txt)
     synset_words: Any = None  # wnid -> text (imagefolder of wnid folders)
     devkit_meta: Any = None  # the ILSVRC devkit's data/meta.mat
     # a csv's class_index without a class list is scored by index: model output = index + offset;
     # auto: 1 when the model's label file starts with a background line, else 0 (printed, recorded)
     label_offset: str = field(default="auto", metadata=bounds(choices=("auto", "0", "1")))
+    # the manifest of a folder's images: size (fast) | content (sha256 of every image, as a container's
+    # always is: a folder run that report diff can recognise as the same images as a container run)
+    manifest: str = field(default="size", metadata=bounds(choices=("size", "content")))
+    # where the index of each container shard is kept between runs (the presets: under
+    # paths.cache_dir); null: every run lists (reads and hashes) every shard
+    index_dir: Any = None
 
 
 @dataclass

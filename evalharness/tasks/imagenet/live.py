@@ -21,12 +21,15 @@ from evalharness.core.checksum import optional_sha256
 from evalharness.core.errors import ModelMismatchError
 from evalharness.core.ranking import stable_topk
 from evalharness.core.tensors import TensorInfo, require_real
-from evalharness.data.ground_truth import INDEX_LABEL, ClassList, LabeledSample, load_ground_truth
+from evalharness.data.dataset_reader import CONTAINERS, ReadRequest, reader_for
+from evalharness.data.ground_truth import INDEX_LABEL, ClassList, LabeledSample
 from evalharness.data.label_alignment import BACKGROUND_LINES, align
 from evalharness.data.labels import LabelMatcher, label_set, read_label_file
 from evalharness.data.listing import own_files_scored, warn_unscored
+from evalharness.data.manifest import sample_entry, truth_hash
 from evalharness.data.preprocess import (
     image_input_spec,
+    preprocess_bytes,
     preprocess_file,
     preprocessing_provenance,
     spec_from_config,
@@ -88,6 +91,23 @@ class TopKEvaluator(RecordEvaluator):
 DATASET_FILES = ("ground_truth", "class_names", "synset_words", "devkit_meta")
 
 
+def read_request(dataset: dict, unscored: Counter, classes: ClassList | None = None) -> ReadRequest:
+    """What the dataset reader is given; ``dataset.format`` names a folder's ground-truth format
+    unless it names a container (or ``folder`` / ``auto``)."""
+    fmt = dataset["format"]
+    return ReadRequest(
+        dataset["root"],
+        dataset.get("ground_truth"),
+        dataset.get("class_names"),
+        dataset.get("synset_words"),
+        dataset.get("devkit_meta"),
+        "auto" if fmt in ("auto", "folder", *CONTAINERS) else fmt,
+        unscored=unscored,
+        index_dir=dataset.get("index_dir"),
+        classes=ClassList() if classes is None else classes,
+    )
+
+
 class ImageNetTask(Task):
     name = "imagenet"
     cacheable = True
@@ -100,30 +120,30 @@ class ImageNetTask(Task):
         self.spec = spec_from_config(model.get("preprocess"))
         self.dataset = dataset
         self.unscored = Counter()
-        self.classes = ClassList()
-        samples = load_ground_truth(
-            dataset["format"],
-            dataset["root"],
-            dataset.get("ground_truth"),
-            dataset.get("class_names"),
-            dataset.get("synset_words"),
-            dataset.get("devkit_meta"),
-            unscored=self.unscored,
-            classes=self.classes,
-        )
+        self.assumptions: list[dict] = []
+        self.classes = ClassList()  # the dataset's class list the reader used (index alignment)
+        # one reader contract (data/dataset_reader.py): a folder and its ground truth, or a container
+        fmt = dataset["format"]
+        self.reader, detected = reader_for(fmt, read_request(dataset, self.unscored, self.classes))
+        if detected is not None:
+            self.assumptions.append(detected)
+        samples = self.reader.samples()
+        unread = self.reader.assumption()
+        if unread is not None:
+            self.assumptions.append(unread)
         own_files_scored(dataset["root"], self.unscored, [dataset.get(k) for k in DATASET_FILES])
         warn_unscored(dataset["root"], self.unscored)
         # As TFLite's tool: the first num_images in sorted file-name order; then this run's shard.
         self.shard = Shard.from_config(dataset)
         self.samples, self.full_samples = select_samples(
-            samples, task["num_images"], self.shard, dataset["root"]
+            samples, task["num_images"], self.shard, dataset["root"], self.reader.shard_of
         )
         # the list a split was cut from: its identity proves which images the other part holds
         self.listed = listed(samples, task["num_images"]) if self.shard.split else None
+        self.cacheable = self.reader.per_sample_files
         # labels are read once the model's outputs are known (bind): a detector is told to use
         # task=coco before anything about its labels
         self.labels: list[str] = []
-        self.assumptions: list[dict] = []
         self.truth: dict[str, int] = {}
         self.evaluator = None
         self.input = None
@@ -191,24 +211,34 @@ class ImageNetTask(Task):
         return image_cache_key(self)
 
     def sample_files(self) -> Iterator[str]:
-        return (s.path for s in self.samples)
+        return self.reader.files(self.samples)
 
     def sample_id(self, sample: LabeledSample) -> str:
         return sample.key
 
     def prepare(self, sample: LabeledSample) -> list[np.ndarray]:
-        return [preprocess_file(sample.path, self.spec, self.input)]
+        if sample.member is None:
+            return [preprocess_file(sample.path, self.spec, self.input)]
+        data = self.reader.open(sample)
+        return [preprocess_bytes(data, sample.member.where, self.spec, self.input)]
 
     def provenance(self) -> dict:
-        d = self.dataset
+        d = {k: v for k, v in self.dataset.items() if k not in self.reader.unread}
         return {
             "dataset": {
                 "name": d.get("name"),
                 "format": d.get("format", "auto"),
-                "root": d["root"],
+                **self.reader.provenance(),
+                "root": self.dataset["root"],
                 **sharded_identity(
-                    self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path), self.listed
+                    self.samples,
+                    self.full_samples,
+                    self.shard,
+                    sample_entry,
+                    self.listed,
+                    d.get("manifest") == "content",
                 ),
+                "truth_sha256": truth_hash(self.samples),
                 "ground_truth": d.get("ground_truth"),
                 "ground_truth_sha256": optional_sha256(d.get("ground_truth")),
                 "class_names_sha256": optional_sha256(d.get("class_names")),

@@ -1,0 +1,139 @@
+"""What every container reader shares: its shard files, class names, labels and sample ids.
+
+A container module says only how one shard is listed (:meth:`ContainerReader.list_shard`: sample id,
+class index, :class:`Member`) and where the container keeps its class names; the rest is here, once:
+ids unique across shards, indices checked against the names, samples sorted by id as a folder's are
+(so ``task.num_images`` and shards take the same images whatever holds them).
+
+Class names, first found: the container's own (parquet features metadata, TFDS ``label.labels.txt``),
+else ``dataset.class_names`` / ``dataset.synset_words``, else none: the label is the bare class index,
+scored by index like a csv's ``class_index`` (the output offset is detected and said).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from evalharness.core.errors import DataError
+from evalharness.data.dataset_reader import DatasetReader, shard_files
+from evalharness.data.ground_truth import (
+    GroundTruthRequest,
+    Label,
+    LabeledSample,
+    Member,
+    _class_list,
+    _with_occurrence,
+    bare_index,
+)
+from evalharness.data.shard_index import indexed
+
+Listed = tuple[str, int, Member]  # (sample id, class index, where its encoded image lies)
+
+
+def member(shard: str, name: str, offset: int, data: bytes) -> Member:
+    """The member holding ``data`` at ``offset`` of ``shard``, with its digest taken now."""
+    return Member(shard, name, offset, len(data), hashlib.sha256(data).hexdigest())
+
+
+def class_index(value: Any, where: str) -> int:
+    """A label value read from a container as a class index >= 0, or one error naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DataError(
+            f"{where}: label {value!r} is not a class index >= 0 (an unlabelled test split?); "
+            "evaluate a split with labels"
+        )
+    return value
+
+
+class ContainerReader(DatasetReader):
+    """The shared half of a container reader; subclasses give :meth:`list_shard` and may give
+    :meth:`own_names`."""
+
+    shards: list[str]
+    per_sample_files = False
+    from_index: int  # shards listed from a kept index (data/shard_index.py)
+    rebuilt: list[str]  # kept indexes not used, and why
+
+    def list_shard(self, shard: str) -> Iterator[Listed]:
+        raise NotImplementedError
+
+    def own_names(self, shards: list[str]) -> tuple[list[str], str] | None:
+        """The container's own class names and where they were read, or None."""
+        return None
+
+    def samples(self) -> list[LabeledSample]:
+        self.shards = shard_files(self.request.root, self.name)
+        classes = self._classes()
+        root = os.path.abspath(self.request.root)
+        out: list[LabeledSample] = []
+        first_shard: dict[str, str] = {}
+        self.from_index, self.rebuilt = 0, []
+        for shard in self.shards:
+            listing, kept = indexed(
+                self.request.index_dir,
+                self.name,
+                shard,
+                self.request.unscored,
+                functools.partial(self.list_shard, shard),
+                self.rebuilt,
+            )
+            self.from_index += kept
+            for key, index, found in listing:
+                if key in first_shard:
+                    raise DataError(
+                        f"{found.where}: sample id {key!r} is also in {first_shard[key]}; "
+                        "each image must appear once in the dataset"
+                    )
+                first_shard[key] = shard
+                label = self._label(classes, index, found)
+                out.append(LabeledSample(root, key, sys.intern(label[0]), label[1], member=found))
+        if not out:
+            raise DataError(
+                f"no images found in the {self.name} shards of {self.request.root}; check dataset.root"
+            )
+        return sorted(out, key=lambda s: s.key)
+
+    def _classes(self) -> list[Label] | None:
+        own = self.own_names(self.shards)
+        self.unread = ("ground_truth", "devkit_meta")
+        if own is not None:
+            self.unread += ("class_names", "synset_words")
+            self.names_source = own[1]
+            return _with_occurrence(own[0])
+        r = self.request
+        if r.class_names is None and r.synset_words is None:
+            self.names_source = "none (labels are class indices)"
+            return None
+        gt = GroundTruthRequest(Path(r.root), None, _path(r.class_names), _path(r.synset_words), None, ())
+        path, classes = _class_list(gt, f"dataset.format={self.name}")
+        self.names_source = str(path)
+        return classes
+
+    def _label(self, classes: list[Label] | None, index: int, found: Member) -> Label:
+        if classes is None:
+            return bare_index(str(index), found.where)
+        if index >= len(classes):
+            raise DataError(
+                f"{found.where}: label {index} is outside the {len(classes)} class names "
+                f"({self.names_source}); pass the class list this dataset was written with"
+            )
+        return classes[index]
+
+    def provenance(self) -> dict[str, Any]:
+        index = {"dir": self.request.index_dir, "shards_from_index": self.from_index, "rebuilt": self.rebuilt}
+        return {
+            "container": self.name,
+            "shards": len(self.shards),
+            "class_names_source": self.names_source,
+            "index": index,
+        }
+
+
+def _path(value: str | None) -> Path | None:
+    return None if value is None else Path(value)

@@ -1,0 +1,240 @@
+"""The one reader contract of classification datasets, whatever holds them: a folder of image files
+with a label list, or a container (Hugging Face parquet, webdataset tar shards, TFDS TFRecords).
+
+A reader lists samples (stable ids, label texts, where each image's encoded bytes lie), opens one
+sample's bytes, and names the files a run reads (their stat is checked again when the run resumes).
+Readers are plug-ins of one registry (:data:`READERS`), picked by ``dataset.format``: a container's
+name, or a ground-truth format of a folder (``val_txt``, ``csv``, ...), or ``auto``, which detects a
+container from ``dataset.root`` where that is unambiguous (and says so) and is a folder otherwise.
+
+Why one contract: the run loop, the tensor cache, the manifest and resume see samples only, so a
+container is one module here and nothing above changes. A container's samples carry a
+:class:`Member` (shard, offset, length, sha256 of the bytes): workers read the bytes by offset from
+the shard themselves (nothing is unpacked to disk) and check them against the digest taken when the
+shard was listed, so a shard changed since is an error, never a wrong answer.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from evalharness.core.errors import ConfigError, DataError
+from evalharness.core.registry import Registry
+from evalharness.data.ground_truth import DEFAULT_EXTENSIONS, FORMATS, ClassList, LabeledSample, Member
+
+CONTAINERS = ("parquet", "webdataset", "tfrecord")
+# a shard file's name -> the container it belongs to (detection from dataset.root)
+_SHARD_NAMES = (
+    ("parquet", re.compile(r"\.parquet$", re.I)),
+    ("webdataset", re.compile(r"\.tar$", re.I)),
+    ("tfrecord", re.compile(r"\.tfrecords?$|\.tfrecords?-\d+-of-\d+$", re.I)),
+)
+_BRACE = re.compile(r"\{([^{}]*)\}")
+MAX_SHARDS = 100_000  # a brace pattern expanding to more is a typo, not a dataset
+
+
+@dataclass(frozen=True)
+class ReadRequest:
+    """What a reader is given: the dataset's root (a folder, a shard file, a directory of shards or
+    a brace pattern) and the dataset's own files (for a folder's ground truth; class lists)."""
+
+    root: str
+    ground_truth: str | None = None
+    class_names: str | None = None
+    synset_words: str | None = None
+    devkit_meta: str | None = None
+    ground_truth_format: str = "auto"
+    extensions: tuple[str, ...] = DEFAULT_EXTENSIONS
+    unscored: Counter = field(default_factory=Counter)
+    index_dir: str | None = None  # where container shard indexes are kept (data/shard_index.py)
+    classes: ClassList = field(default_factory=ClassList)  # filled with the class list a folder used
+
+
+class DatasetReader:
+    """The contract: ``samples()`` (sorted by key, labelled), ``open(sample)`` (its encoded bytes)
+    and ``files()`` (what the run reads). ``names_source``: where the class names came from."""
+
+    name: ClassVar[str]
+    # one file per sample, in sample order (what the tensor cache keys each tensor's source on);
+    # a container's samples share shard files, so its runs are not served by the tensor cache
+    per_sample_files: ClassVar[bool] = True
+    names_source: str | None = None
+
+    def __init__(self, request: ReadRequest) -> None:
+        self.request = request
+        # dataset options given but not read (a container's own labels win), said as an assumption
+        self.unread: tuple[str, ...] = ()
+
+    def assumption(self) -> dict[str, str] | None:
+        """What to print and record when dataset files were given and not read (else None)."""
+        given = [k for k in self.unread if getattr(self.request, k) is not None]
+        if not given:
+            return None
+        return {
+            "what": ", ".join(f"dataset.{k}" for k in given),
+            "assumed": "not read",
+            "why": f"the {self.name} shards hold their own labels"
+            + (" and class names" if "class_names" in self.unread else ""),
+            "fix": " ".join(f"dataset.{k}=null" for k in given),
+        }
+
+    def samples(self) -> list[LabeledSample]:
+        raise NotImplementedError
+
+    def open(self, sample: LabeledSample) -> bytes:
+        """The encoded image of ``sample``, checked against the digest it was listed with."""
+        member = sample.member
+        if member is None:
+            with open(sample.path, "rb") as f:
+                return f.read()
+        data = self.read_member(member)
+        if hashlib.sha256(data).hexdigest() != member.sha256:
+            raise DataError(
+                f"{member.where}: bytes differ from when the shard was listed (changed while the "
+                "run ran?); rerun on an unchanged copy"
+            )
+        return data
+
+    def read_member(self, member: Member) -> bytes:
+        """The bytes at ``member`` (containers read by offset; a parquet reader its row)."""
+        with open(member.shard, "rb") as f:
+            f.seek(member.offset)
+            data = f.read(member.length)
+        if len(data) != member.length:
+            raise DataError(f"{member.where}: shard is shorter than when it was listed; rerun")
+        return data
+
+    @staticmethod
+    def shard_of(sample: LabeledSample) -> str | None:
+        """The shard file a sample is read from (None: its own file): ``dataset.shard.scheme=files``."""
+        return None if sample.member is None else sample.member.shard
+
+    def files(self, samples: Sequence[LabeledSample]) -> Iterator[str]:
+        """The files the samples are read from (each shard once), streamed, in order."""
+        seen: set[str] = set()
+        for s in samples:
+            if s.member is None:
+                yield s.path
+            elif s.member.shard not in seen:
+                seen.add(s.member.shard)
+                yield s.member.shard
+
+    def provenance(self) -> dict[str, Any]:
+        """What metrics.json records of the container (nothing for a folder: its record is as it was)."""
+        return {}
+
+
+READERS: Registry[type[DatasetReader]] = Registry(
+    "dataset format",
+    base=DatasetReader,
+    lazy={
+        "folder": "evalharness.data.folder_reader:FolderReader",
+        "parquet": "evalharness.data.parquet_reader:ParquetReader",
+        "webdataset": "evalharness.data.webdataset_reader:WebDatasetReader",
+        "tfrecord": "evalharness.data.tfrecord_reader:TFRecordReader",
+    },
+)
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """``val-{0000..0063}.tar`` -> the 64 names (zero padding kept), ``{a,b}`` -> both; nested
+    patterns expand left to right. More than :data:`MAX_SHARDS` names is refused."""
+    found = _BRACE.search(pattern)
+    if not found:
+        return [pattern]
+    head, tail, body = pattern[: found.start()], pattern[found.end() :], found.group(1)
+    span = re.fullmatch(r"(\d+)\.\.(\d+)", body)
+    if span:
+        lo, hi = span.group(1), span.group(2)
+        if int(hi) - int(lo) >= MAX_SHARDS:
+            raise DataError(f"{pattern}: expands to more than {MAX_SHARDS} shards; check dataset.root")
+        width = len(lo) if lo.startswith("0") else 0
+        choices = [str(i).zfill(width) for i in range(int(lo), int(hi) + 1)]
+    else:
+        choices = body.split(",")
+    out = [name for choice in choices for name in expand_braces(head + choice + tail)]
+    if len(out) > MAX_SHARDS:
+        raise DataError(f"{pattern}: expands to more than {MAX_SHARDS} shards; check dataset.root")
+    return out
+
+
+def container_of(name: str) -> str | None:
+    """The container a shard file's name says it is, or None."""
+    return next((kind for kind, pattern in _SHARD_NAMES if pattern.search(name)), None)
+
+
+def shard_files(root: str, kind: str) -> list[str]:
+    """The shard files of ``root``: a brace pattern or glob, one file, or a directory's files of that
+    container (sorted); every one must exist."""
+    if os.path.isdir(root):
+        names = sorted(n for n in os.listdir(root) if not n.startswith(".") and container_of(n) == kind)
+        files = [os.path.join(root, n) for n in names]
+    elif _BRACE.search(root):
+        files = expand_braces(root)
+    elif glob.has_magic(root):
+        files = sorted(glob.glob(root))
+    else:
+        files = [root]
+    if not files:
+        raise DataError(f"no {kind} shards found at {root}; set dataset.root=<shard file, folder or pattern>")
+    missing = [f for f in files if not os.path.isfile(f)]
+    if missing:
+        raise DataError(
+            f"{kind} shard {missing[0]} not found ({len(missing)} of {len(files)} missing); "
+            "check dataset.root"
+        )
+    return [os.path.abspath(f) for f in files]
+
+
+def detect(root: str) -> tuple[str, str | None]:
+    """(container, why) for ``dataset.format=auto``: a container when ``root`` names shard files
+    (or is a directory holding only one container's shards and no images), else ``folder`` (why
+    None: nothing to say, as before containers existed)."""
+    if os.path.isdir(root):
+        names = [n for n in os.listdir(root) if not n.startswith(".")]
+        kinds = {kind for kind in map(container_of, names) if kind is not None}
+        if len(kinds) == 1 and not any(n.lower().endswith(DEFAULT_EXTENSIONS) for n in names):
+            kind = kinds.pop()
+            return kind, f"dataset.root {root} holds {kind} shards and no image files"
+        return "folder", None
+    first = expand_braces(root)[0] if _BRACE.search(root) else root
+    named = container_of(first)
+    if named is None:
+        return "folder", None
+    return named, f"dataset.root {root} names {named} shard file(s)"
+
+
+def reader_for(fmt: str, request: ReadRequest) -> tuple[DatasetReader, dict[str, str] | None]:
+    """The reader ``dataset.format`` picks, and the assumption to print and record when ``auto``
+    detected a container (None otherwise)."""
+    if fmt in CONTAINERS or fmt == "folder":
+        kind, note = fmt, None
+    elif fmt == "auto":
+        kind, why = detect(request.root)
+        note = (
+            None
+            if why is None
+            else {
+                "what": "dataset.format",
+                "assumed": kind,
+                "why": why,
+                "fix": "dataset.format=parquet|webdataset|tfrecord|folder",
+            }
+        )
+    else:
+        FORMATS.get(fmt)  # a ground-truth format of a folder; an unknown name is one error line
+        kind, note = "folder", None
+        found, why = detect(request.root)
+        if found != "folder":
+            raise ConfigError(
+                f"dataset.format={fmt} reads a folder's ground truth, but {why}; "
+                f"set dataset.format={found} (or auto)"
+            )
+    return READERS.get(kind)(request), note

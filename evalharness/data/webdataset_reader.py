@@ -1,0 +1,105 @@
+"""webdataset tar shards (``timm/imagenet-1k-wds``: ``val-{0000..0063}.tar``), read in place.
+
+Members are grouped by key (the member path up to the first dot of its name, as webdataset does):
+one image (``.jpg``/``.jpeg``/``.png`` or any extension the folder reader decodes) and its label, a
+``.cls`` member (the class index as text) or a ``.json`` one (an object with an integer ``label`` or
+``cls``). The sample id is key + the image's extension, the original file name. Tar headers are
+walked once per listing (the standard library's ``tarfile``, no extraction); each image's offset and
+size in the shard are kept, and workers read those bytes themselves. Other members are counted as
+not scored, by extension; a key with a label and no image, an image and no label, or two images is
+an error naming the shard and the member, as is a truncated shard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tarfile
+from collections.abc import Iterator
+from typing import Any
+
+from evalharness.core.errors import DataError
+from evalharness.core.untrusted import MAX_NUMBER_CHARS, parse_json
+from evalharness.data.container import ContainerReader, Listed, class_index
+from evalharness.data.ground_truth import Member
+
+MAX_LABEL_MEMBER = 1 << 16  # a .cls or .json label larger than 64 KiB is not a label
+
+
+def split_key(name: str) -> tuple[str, str]:
+    """(key, extension) of a member name: webdataset's key ends at the first dot of the file name."""
+    folder, _, base = name.rpartition("/")
+    stem, dot, ext = base.partition(".")
+    return (f"{folder}/{stem}" if folder else stem), (ext if dot else "")
+
+
+def _label(data: bytes, ext: str, where: str) -> int:
+    if ext == "cls":
+        text = data.decode("utf-8", "replace").strip()
+        if len(text) > MAX_NUMBER_CHARS or not text.isdigit():
+            raise DataError(f"{where}: .cls holds {text[:40]!r}, not a class index; fix the shard")
+        return int(text)
+    doc = parse_json(data, where, dict, fix="fix the shard")
+    value = doc.get("label", doc.get("cls"))
+    return class_index(value, where)
+
+
+class WebDatasetReader(ContainerReader):
+    name = "webdataset"
+
+    def list_shard(self, shard: str) -> Iterator[Listed]:
+        images: dict[str, tuple[str, Member]] = {}  # key -> (extension, member)
+        labels: dict[str, tuple[int, str]] = {}  # key -> (class index, member where)
+        extensions = {e.lstrip(".") for e in self.request.extensions}
+        for info, read in _members(shard):
+            key, ext = split_key(info.name)
+            where = f"{shard}:{info.name}"
+            if ext.lower() in extensions:
+                if key in images:
+                    raise DataError(f"{where}: second image for key {key!r}; keep one image a sample")
+                data = read(info.size)
+                found = Member(
+                    shard, info.name, info.offset_data, info.size, hashlib.sha256(data).hexdigest()
+                )
+                images[key] = (ext, found)
+            elif ext.lower() in ("cls", "json"):
+                if info.size > MAX_LABEL_MEMBER:
+                    raise DataError(f"{where}: {info.size} bytes is not a label; fix the shard")
+                labels[key] = (_label(read(info.size), ext.lower(), where), where)
+            else:
+                self.request.unscored[f"member extension .{ext or '(none)'} not read"] += 1
+        for key in sorted(labels.keys() - images.keys()):
+            raise DataError(f"{labels[key][1]}: a label with no image member for key {key!r}; fix the shard")
+        for key, (ext, found) in images.items():
+            if key not in labels:
+                raise DataError(f"{found.where}: no .cls or .json label for key {key!r}; fix the shard")
+            yield f"{key}.{ext}", labels[key][0], found
+
+
+def _members(shard: str) -> Iterator[tuple[tarfile.TarInfo, Any]]:
+    """The regular members of a tar shard with a reader of each one's bytes; a truncated or damaged
+    shard is one error naming the shard and the last member read."""
+    size, last = os.path.getsize(shard), "(start)"
+    with open(shard, "rb") as f:
+        try:
+            with tarfile.open(fileobj=f, mode="r:") as tar:
+                for info in tar:
+                    last = info.name
+                    if not info.isreg():
+                        continue
+                    if info.offset_data + info.size > size:
+                        raise DataError(
+                            f"{shard}:{info.name}: truncated (member of {info.size} bytes runs past "
+                            "the end of the shard); re-copy it"
+                        )
+
+                    def read(n: int, at: int = info.offset_data) -> bytes:
+                        f.seek(at)
+                        return f.read(n)
+
+                    yield info, read
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+            raise DataError(
+                f"{shard}: damaged or truncated tar after member {last} ({reason}); re-copy it"
+            ) from None

@@ -1,0 +1,168 @@
+"""Container readers without assets: tiny images packed here; every corruption is one DataError
+naming the shard and the member (a record, a tar member, a row)."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from pack_containers import example, record, write_parquet, write_tfrecord, write_webdataset  # noqa: E402
+
+from evalharness.core.errors import ConfigError, DataError  # noqa: E402
+from evalharness.data import tfrecord_reader as tfr  # noqa: E402
+from evalharness.data.dataset_reader import ReadRequest, detect, expand_braces, reader_for  # noqa: E402
+
+
+def _png(shade: int) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (4, 3), (shade, 0, 0)).save(out, "PNG")
+    return out.getvalue()
+
+
+ITEMS = [(f"img{i}.png", _png(i * 40), i) for i in range(4)]
+
+
+def _samples(root: str, fmt: str = "auto"):
+    reader, _ = reader_for(fmt, ReadRequest(root))
+    return reader, reader.samples()
+
+
+def test_crc32c_fallback_equals_known_value_and_package():
+    assert tfr.crc32c_python(b"123456789") == 0xE3069283
+    assert tfr.crc32c(b"123456789") == 0xE3069283
+    data = bytes(range(256)) * 7
+    assert tfr.crc32c_python(data) == tfr.crc32c(data)
+
+
+def test_brace_patterns():
+    assert expand_braces("val-{0000..0002}.tar") == ["val-0000.tar", "val-0001.tar", "val-0002.tar"]
+    assert expand_braces("{a,b}-{1..2}") == ["a-1", "a-2", "b-1", "b-2"]
+    with pytest.raises(DataError, match="more than"):
+        expand_braces("x-{0..999999}.tar")
+
+
+def test_example_wire_format_round_trip():
+    buf = example({"image": b"\x89PNG", "label": 7, "file_name": b"a.png"})
+    features = tfr.parse_example(buf)
+    assert features["label"] == ("int64", [7])
+    ((start, end),) = features["image"][1]
+    assert buf[start:end] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("kind", ["parquet", "webdataset", "tfrecord"])
+def test_each_container_lists_and_opens(tmp_path, kind):
+    pytest.importorskip("pyarrow") if kind == "parquet" else None
+    root = {
+        "parquet": lambda: str(write_parquet(ITEMS, tmp_path / "p", shards=2, group=1)),
+        "webdataset": lambda: write_webdataset(ITEMS, tmp_path / "w", shards=2),
+        "tfrecord": lambda: str(write_tfrecord(ITEMS, tmp_path / "t", shards=2)),
+    }[kind]()
+    assert detect(root)[0] == kind
+    reader, samples = _samples(root)
+    assert [s.key for s in samples] == [name for name, _, _ in ITEMS]
+    assert [reader.open(s) for s in samples] == [data for _, data, _ in ITEMS]
+    assert len(list(reader.files(samples))) == 2
+
+
+def test_folder_format_on_a_container_is_one_error(tmp_path):
+    root = str(write_tfrecord(ITEMS, tmp_path / "t"))
+    with pytest.raises(ConfigError, match="set dataset.format=tfrecord"):
+        reader_for("val_txt", ReadRequest(root))
+
+
+def test_tfrecord_bad_crc_names_shard_and_record(tmp_path):
+    folder = write_tfrecord(ITEMS, tmp_path / "t")
+    shard = next(folder.glob("*.tfrecord-*"))
+    data = bytearray(shard.read_bytes())
+    second = len(record(example({"image": ITEMS[0][1], "label": 0, "file_name": b"img0.png"})))
+    data[second + 20] ^= 0xFF  # a byte of record 1's data
+    shard.write_bytes(bytes(data))
+    with pytest.raises(DataError, match=rf"{shard.name}:record 1: bad CRC of the record data"):
+        _samples(str(folder))
+
+
+def test_tfrecord_truncated_names_the_record(tmp_path):
+    folder = write_tfrecord(ITEMS, tmp_path / "t")
+    shard = next(folder.glob("*.tfrecord-*"))
+    shard.write_bytes(shard.read_bytes()[:-10])
+    with pytest.raises(DataError, match=r":record 3: truncated"):
+        _samples(str(folder))
+
+
+def test_truncated_tar_names_shard_and_member(tmp_path):
+    pattern = write_webdataset(ITEMS, tmp_path / "w")
+    shard = tmp_path / "w" / "val-0000.tar"
+    whole = shard.read_bytes()
+    shard.write_bytes(whole[:2580])  # inside the second image's data (512-byte headers and blocks)
+    with pytest.raises(DataError, match=r"val-0000\.tar:img1\.png: truncated"):
+        _samples(pattern)
+    shard.write_bytes(whole[:1700])  # between members: the next header is missing
+    with pytest.raises(DataError, match=r"val-0000\.tar: damaged or truncated tar after member img0\.cls"):
+        _samples(pattern)
+
+
+def test_tar_image_without_label_names_the_member(tmp_path):
+    import tarfile
+
+    shard = tmp_path / "val-0000.tar"
+    with tarfile.open(shard, "w") as tar:
+        info = tarfile.TarInfo("img0.png")
+        info.size = len(ITEMS[0][1])
+        tar.addfile(info, io.BytesIO(ITEMS[0][1]))
+    with pytest.raises(DataError, match=r"val-0000\.tar:img0\.png: no \.cls or \.json label"):
+        _samples(str(shard))
+
+
+def test_parquet_without_image_column_names_the_shard(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    shard = tmp_path / "validation.parquet"
+    pq.write_table(pa.table({"label": [0, 1]}), shard)
+    with pytest.raises(DataError, match=r"validation\.parquet: no image column"):
+        _samples(str(shard))
+
+
+def test_a_member_changed_after_listing_is_refused(tmp_path):
+    pattern = write_webdataset(ITEMS, tmp_path / "w")
+    reader, samples = _samples(pattern)
+    shard = Path(samples[0].member.shard)
+    data = bytearray(shard.read_bytes())
+    data[samples[0].member.offset + 30] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    with pytest.raises(DataError, match=r"img0\.png: bytes differ from when the shard was listed"):
+        reader.open(samples[0])
+
+
+def test_unlabelled_split_is_one_error(tmp_path):
+    items = [(name, data, -1) for name, data, _ in ITEMS[:1]]
+    folder = write_tfrecord(items, tmp_path / "t")
+    with pytest.raises(DataError, match=r":record 0: label -1 is not a class index"):
+        _samples(str(folder))
+
+
+def test_shard_index_is_kept_verified_and_rebuilt(tmp_path, caplog):
+    pattern = write_webdataset(ITEMS, tmp_path / "w", shards=2)
+    index_dir = str(tmp_path / "index")
+
+    def listed():
+        reader, _ = reader_for("auto", ReadRequest(pattern, index_dir=index_dir))
+        samples = reader.samples()
+        return reader, samples
+
+    first, samples = listed()
+    assert first.provenance()["index"]["shards_from_index"] == 0
+    second, again = listed()
+    assert second.provenance()["index"]["shards_from_index"] == 2
+    assert again == samples and second.open(again[0]) == ITEMS[0][1]
+    kept = sorted((tmp_path / "index").iterdir())
+    kept[0].write_text("[]")  # damaged: rebuilt and said, never used
+    third, again = listed()
+    assert third.provenance()["index"]["shards_from_index"] == 1
+    assert "rebuilt, not used" in third.provenance()["index"]["rebuilt"][0]
+    assert again == samples
