@@ -120,7 +120,7 @@ def comparability(a: Run, b: Run, allow: Collection[str] = ()) -> Comparability:
             "was cut from (provenance.dataset.split.whole); to compare on every image, calibrate "
             "elsewhere: quant/calibration=bundled or quant.calibration.roots=[DIR]"
         )
-    c.refused.extend(_truth_differs(da, db))
+    c.refused.extend(_truth_differs(da, db, by_content=c.subset is None))
     containers = (da.get("container") or "folder", db.get("container") or "folder")
     if not c.refused and containers[0] != containers[1]:
         c.notes.append(
@@ -156,11 +156,12 @@ def _label_file_fields(a: Run, b: Run) -> tuple[str, ...]:
     return ("path", "sha256") if both else ("path", "names_sha256", "count")
 
 
-def _truth_differs(da: Mapping[str, Any], db: Mapping[str, Any]) -> list[str]:
-    """The ground truth compared by content (``truth_sha256``: every id's label) when both runs
-    recorded it, so a val.txt and a container's label column of the same labels agree; else by the
-    ground-truth file's hash, as runs made before containers were."""
-    if da.get("truth_sha256") and db.get("truth_sha256"):
+def _truth_differs(da: Mapping[str, Any], db: Mapping[str, Any], by_content: bool = True) -> list[str]:
+    """The ground truth compared by content (``truth_sha256``: every scored id's label) when both
+    runs recorded it, so a val.txt and a container's label column of the same labels agree; else by
+    the ground-truth file's hash, as runs made before containers were. ``by_content=False``: a held-out
+    part against the whole list (their scored ids differ by design): the file's hash."""
+    if by_content and da.get("truth_sha256") and db.get("truth_sha256"):
         if da["truth_sha256"] == db["truth_sha256"]:
             return []
         where = (da.get("ground_truth") or da.get("root"), db.get("ground_truth") or db.get("root"))
