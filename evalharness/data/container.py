@@ -92,7 +92,7 @@ class ContainerReader(DatasetReader):
                     )
                 first_shard[key] = shard
                 label = self._label(classes, index, found)
-                out.append(LabeledSample(root, key, sys.intern(label[0]), label[1], member=found))
+                out.append(LabeledSample(root, key, sys.intern(label[0]), label[1], label[2], member=found))
         if not out:
             raise DataError(
                 f"no images found in the {self.name} shards of {self.request.root}; check dataset.root"

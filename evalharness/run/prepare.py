@@ -76,8 +76,10 @@ def choose_calibration(settings: RunSettings, model: dict[str, Any]) -> Choice:
         return choose(cal, None)
     if settings.dataset.shard.count > 1:
         return choose(cal, None, "dataset.shard.count > 1 (each shard would slice its own list)")
-    listed = len(live_class(settings.definition)(*settings.task_inputs(model)).samples)
-    return choose(cal, listed)
+    task = live_class(settings.definition)(*settings.task_inputs(model))
+    if not getattr(task, "cacheable", True):  # samples inside container files, not one file each
+        return choose(cal, None, "the dataset is a container: calibration reads one image file per sample")
+    return choose(cal, len(task.samples))
 
 
 def searched_weights(settings: RunSettings, model: dict[str, Any]) -> dict[str, Any] | None:

@@ -166,3 +166,13 @@ def test_shard_index_is_kept_verified_and_rebuilt(tmp_path, caplog):
     assert third.provenance()["index"]["shards_from_index"] == 1
     assert "rebuilt, not used" in third.provenance()["index"]["rebuilt"][0]
     assert again == samples
+
+
+def test_bare_class_indices_keep_their_index():
+    """A container without class names (webdataset's .cls): each sample keeps its class index, so
+    the task scores it by index (``LabeledSample.index``), as a folder's val.txt without names."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        _, samples = _samples(write_webdataset(ITEMS, Path(folder) / "w", shards=1))
+    assert [s.index for s in samples] == [label for _, _, label in ITEMS]
