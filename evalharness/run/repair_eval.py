@@ -51,6 +51,15 @@ class Part:
         return len(self.task.samples)
 
     def files(self) -> list[str]:
+        """The part's image files, for a calibration that reads files (the quantizer's)."""
+        if not self.task.cacheable:  # samples inside container files: no file per image to hand on
+            from evalharness.core.errors import ConfigError
+
+            raise ConfigError(
+                "a calibration from the dataset reads one image file per sample, and this dataset is a "
+                "container (dataset.format): calibrate on a folder of images like it, "
+                "quant/calibration=bundled or quant.calibration.roots=[DIR]"
+            )
         return [str(f) for f in self.task.sample_files()]
 
     def ids(self) -> list[str]:
