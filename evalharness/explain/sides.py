@@ -17,7 +17,13 @@ import numpy as np
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import EvalHarnessError
-from evalharness.data.preprocess import InputSpec, PreprocessSpec, preprocess_file, spec_from_config
+from evalharness.data.preprocess import (
+    InputSpec,
+    PreprocessSpec,
+    preprocess_bytes,
+    preprocess_file,
+    spec_from_config,
+)
 from evalharness.report.runs import MODEL_INPUT_FIELDS, comparability, field_differences
 from evalharness.rundir.reader import Run
 from evalharness.runtime import DelegatePlan, Model, load_model, plan_delegate
@@ -146,6 +152,8 @@ def input_tensors(run: Run, ids: list[str]) -> list[np.ndarray]:
         {k: v for k, v in recorded.items() if k in {f.name for f in dataclasses.fields(PreprocessSpec)}}
     )
     inp = InputSpec(**fitted)
+    if run.prov("dataset.container"):
+        return _container_tensors(run, ids, spec, inp)
     tensors = []
     for sample_id in ids:
         path = os.path.join(root, sample_id)
@@ -153,3 +161,18 @@ def input_tensors(run: Run, ids: list[str]) -> list[np.ndarray]:
             raise ExplainError(f"run {run.label}: image {path} not found (provenance.dataset.root moved?)")
         tensors.append(preprocess_file(path, spec, inp))
     return tensors
+
+
+def _container_tensors(run: Run, ids: list[str], spec: PreprocessSpec, inp: InputSpec) -> list[np.ndarray]:
+    """The inputs of ``ids`` from the run's container (parquet, webdataset, TFRecord shards), each
+    member read by offset and checked against the digest it is listed with, as the run read it."""
+    from evalharness.data.dataset_reader import ReadRequest, reader_for
+
+    request = ReadRequest(str(run.prov("dataset.root")), index_dir=run.prov("dataset.index.dir"))
+    reader, _ = reader_for(str(run.prov("dataset.container")), request)
+    by_key = {s.key: s for s in reader.samples()}
+    missing = [i for i in ids if i not in by_key]
+    if missing:
+        where = run.prov("dataset.root")
+        raise ExplainError(f"run {run.label}: {missing[0]} is not in its container {where}")
+    return [preprocess_bytes(reader.open(by_key[i]), i, spec, inp) for i in ids]
