@@ -45,6 +45,7 @@ PATHS = {
     "delegate.external_delegate_path": "file",
     "delegate.edgetpu_library": "file",
     "delegate.compile_cache_dir": "dir",
+    "dataset.index_dir": "dir",
 }
 # free text, names chosen from a registry, or nested settings: attacked with a junk value
 TEXT = {
@@ -59,6 +60,7 @@ TEXT = {
     "model.preprocess.channel_order", "model.preprocess.integer_input", "model.preprocess.layout",
     "dataset.shard.scheme", "loop.tensor_cache", "task.start_up", "model.preprocess.mean",
     "model.preprocess.std", "tracking.name", "tracking.uri", "tracking.experiment", "loop.parallel",
+    "quant.weights.only",
 }  # fmt: skip
 BAD_PATHS = ("missing", "dir_for_file", "file_for_dir", "fifo", "symlink_loop", "empty_file")
 BASE = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "loop.progress=false"]

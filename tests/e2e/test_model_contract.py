@@ -30,7 +30,9 @@ LAYOUT = {  # provenance.delegate.coverage in metrics.json
 
 
 def test_every_backend_is_a_model():
-    assert backends().names() == ["adb", "compiled_cpu", "compiled_gpu", "compiled_npu", "interpreter"]
+    assert backends().names() == [
+        "adb", "compiled_cpu", "compiled_gpu", "compiled_npu", "interpreter", "onnxruntime", "torch_export",
+    ]  # fmt: skip
     for name in backends():
         assert issubclass(backends().get(name), Model), name
 

@@ -117,7 +117,8 @@ def _build_diff(
             side: compact((r.doc.get("latency_ms") or {}).get("validity")) for side, r in (("a", a), ("b", b))
         },
     }
-    doc["inputs"] = compare_inputs(a, b)
+    if definition.abilities.writes_predictions and definition.abilities.reads_dataset:
+        doc["inputs"] = compare_inputs(a, b)  # per-record input hashes; a benchmark feeds random data
     if (ops := op_speedups(a.metrics.get("op_profile"), b.metrics.get("op_profile"))) is not None:
         doc["op_profile"] = ops
     if (paired := comparer(definition)) is not None:
