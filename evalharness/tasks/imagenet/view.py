@@ -101,6 +101,9 @@ class ImageNetView(TaskView):
                     [f"{a['confusions_total']} wrong top-1 answers in all"], key="confusion"),
         ], []  # fmt: skip
 
+    def moved_most(self, c: dict[str, Any], n: int) -> tuple[list[dict[str, Any]], str | None]:
+        return _moved_most(c, n)
+
     def changed_samples(self, c: dict[str, Any]) -> list[tuple[str, str]]:
         return [
             (
@@ -137,6 +140,20 @@ def _top5_sections(c: dict[str, Any], max_rows: int) -> list[Section]:
         Section(f"Top-5 changes ({len(changes)})", ["image", "A top-5", "B top-5", "largest score gap", "on"],
                 rows, notes, key="top5"),
     ]  # fmt: skip
+
+
+def _moved_most(c: dict[str, Any], n: int) -> tuple[list[dict[str, Any]], str | None]:
+    """A chain step's top-5 changes: the images whose top-5 list changed, largest score gap first."""
+    changes = c.get("top5_changes")
+    if changes is None:
+        return [], None
+    if not changes:
+        return [], "top-5 lists equal on every image"
+    shown = ", ".join(
+        f"{ch['id']} (gap {fmt(ch['max_score_gap'], '.3g', missing='—')})" for ch in changes[:n]
+    )
+    more = f" (+{len(changes) - n} more)" if len(changes) > n else ""
+    return changes[:n], f"top-5 lists changed on {len(changes)} images: {shown}{more}"
 
 
 def _analysis_lines(analysis: dict[str, Any] | None) -> list[str]:
