@@ -81,6 +81,7 @@ def _main(argv: list[str] | None) -> int:
         )
     return 0
 
+
 def _conversion(a, b, out: str, args) -> int:
     """A source model's run against its .tflite's: explain.json and explain.txt (no bundle, no HTML)."""
     if args.bundle:

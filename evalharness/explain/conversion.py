@@ -28,6 +28,7 @@ from evalharness.rundir.reader import Run
 from evalharness.runtime import load_model
 from evalharness.runtime.source_formats import source_format
 
+NOT_TRACED = "intermediate tensors of {} are not traced (its names do not survive conversion)"
 DIVERGED_DB = 40.0  # float conversions stay far above (about 100 dB); a broken op falls far below
 
 
@@ -75,13 +76,7 @@ def explain_conversion(a: Run, b: Run, max_changed: int = 10, controls: int | No
         traced = onnx_trace(str(source.prov("model.path")), feeds, [str(m["tensor"]) for m in mapped])
         source_ops = len(nodes)
     else:
-        why = f"{fmt.name}: intermediate tensors are not traced (its names do not survive conversion)"
-        mapped, unmapped, traced, source_ops = (
-            [],
-            [{"op": t.index, "type": t.type, "why": why} for t in targets],
-            [],
-            None,
-        )
+        mapped, unmapped, traced, source_ops = [], [], [], None
     groups = {"changed": list(range(len(changed))), "controls": list(range(len(changed), len(ids)))}
     rows = _rows(graph, mapped, unmapped, acts, traced, groups, deq)
     return {
@@ -101,6 +96,7 @@ def explain_conversion(a: Run, b: Run, max_changed: int = 10, controls: int | No
             "by_name": sum(r["how"] == "name" for r in rows),
             "by_position": sum(r["how"] == "position" for r in rows),
             "unmapped": unmapped,
+            "not_traced": None if source_ops is not None else NOT_TRACED.format(fmt.noun),
         },
         "ops": rows,
         "diverges_at": _diverges(rows, groups),

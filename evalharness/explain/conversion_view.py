@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from evalharness.core.numbers import fmt
-from evalharness.core.tables import Section, more_rows
+from evalharness.core.tables import Section
 from evalharness.explain.conversion import DIVERGED_DB
 
 SHOWN = 12  # ops in the table (explain.json has every mapped op)
@@ -40,7 +40,7 @@ def conversion_sections(doc: dict[str, Any]) -> list[Section]:
         f"mapped {m['mapped']}/{m['tflite_ops']} .tflite ops to {doc['source']['format']} tensors "
         f"({m['by_name']} by name, {m['by_position']} by position; source graph: {source_ops})",
         *(f"op {u['op']} {u['type']}: not mapped ({u['why']})" for u in m["unmapped"][:5]),
-        *more_rows(len(m["unmapped"]), 5),
+        *([f"... {len(m['unmapped']) - 5} more in explain.json"] if len(m["unmapped"]) > 5 else []),
     ]
     group = "changed" if images["changed"] else "controls"
     ops, diverged = doc["ops"], doc["diverges_at"]
@@ -49,6 +49,9 @@ def conversion_sections(doc: dict[str, Any]) -> list[Section]:
                   _where(doc["enters_at"], "error enters most at")]  # fmt: skip
         start = max(0, next(i for i, r in enumerate(ops) if r["op"] == diverged["op"]) - 2)
         ops, shown = ops[start : start + SHOWN], "from the divergence on"
+    elif m.get("not_traced"):
+        notes.append(f"{m['not_traced']}: compared at the outputs only (below)")
+        shown = "none traced"
     else:  # nothing diverged: the SHOWN ops with the lowest SNR, in graph order
         worst = sorted(ops, key=lambda r: r[group]["snr_db"] if r[group]["snr_db"] is not None else math.inf)
         lowest = f" (lowest: op {worst[0]['op']}, {_snr(worst[0][group]['snr_db'])} dB)" if worst else ""
