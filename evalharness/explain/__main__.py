@@ -19,6 +19,8 @@ from evalharness.core.boundary import ArgumentParser, guarded
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_text
+from evalharness.explain.conversion import explain_conversion, is_conversion
+from evalharness.explain.conversion_view import conversion_sections
 from evalharness.explain.explainer import explain
 from evalharness.explain.explorer import explanation_data, write_all
 from evalharness.explain.render import model_explorer, render_html, sections, summary
@@ -60,6 +62,8 @@ def _main(argv: list[str] | None) -> int:
         raise EvalHarnessError(f"{out}/explain.json exists; remove it or pass --out DIR")
     if args.max_changed < 1 or (args.controls is not None and args.controls < 0):
         raise EvalHarnessError("--max-changed must be >= 1 and --controls >= 0")
+    if is_conversion(a, b):
+        return _conversion(a, b, out, args)
     doc = explain(a, b, args.max_changed, args.controls, args.bundle)
     text = render_text("evalharness explain: why did the answer change?", sections(doc))
     atomic_write_text(os.path.join(out, "explain.json"), stable_json(doc))
@@ -76,6 +80,20 @@ def _main(argv: list[str] | None) -> int:
             f"{made['images']} changed image(s); replay: {made['replay']}"
         )
     return 0
+
+
+def _conversion(a, b, out: str, args) -> int:
+    """A source model's run against its .tflite's: explain.json and explain.txt (no bundle, no HTML)."""
+    if args.bundle:
+        raise EvalHarnessError("--bundle: a repro bundle cuts .tflite sub-models; give two .tflite runs")
+    doc = explain_conversion(a, b, args.max_changed, args.controls)
+    text = render_text("evalharness explain: across a conversion", conversion_sections(doc))
+    atomic_write_text(os.path.join(out, "explain.json"), stable_json(doc))
+    atomic_write_text(os.path.join(out, "explain.txt"), text)
+    sys.stdout.write(text)
+    print(f"explain: {out}/explain.json (.txt)")
+    return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -73,6 +73,13 @@ class Side:
 
 
 def open_side(run: Run, label: str, workdir: str) -> Side:
+    path = checked_model_path(run)
+    plan, runtime, runner = run_path(run)
+    return Side(label, run, ModelGraph(path), plan, runtime, runner, workdir)
+
+
+def checked_model_path(run: Run) -> str:
+    """The run's model file, refused (exit 2) when missing or changed since the run (its sha256)."""
     path, recorded = run.prov("model.path"), run.prov("model.sha256")
     if not path or not os.path.isfile(path):
         raise ExplainError(f"run {run.label}: model file {path!r} (provenance.model.path) not found")
@@ -81,13 +88,17 @@ def open_side(run: Run, label: str, workdir: str) -> Side:
             f"run {run.label}: {path} changed since the run (sha256 differs from provenance.model.sha256); "
             "explain needs the model the run used"
         )
+    return str(path)
+
+
+def run_path(run: Run) -> tuple[DelegatePlan, str, dict]:
+    """(delegate plan, runtime, runner) the run ran with, planned again for its runner."""
     delegate = run.prov("config.delegate") or run.prov("delegate.flags")
     if not delegate:
         raise ExplainError(f"run {run.label}: no delegate config recorded (provenance.config.delegate)")
     runner = run.prov("config.runner") or {"name": "host"}
     plan = plan_delegate(delegate, runner.get("name", "host"))
-    runtime = run.prov("runtime.name", "litert")
-    return Side(label, run, ModelGraph(path), plan, runtime, runner, workdir)
+    return plan, run.prov("runtime.name", "litert"), runner
 
 
 def check_pair(a: Run, b: Run, ga: ModelGraph, gb: ModelGraph) -> dict[int, int]:

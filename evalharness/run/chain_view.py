@@ -1,7 +1,9 @@
 """The waterfall of ``evalharness compare --chain``: per step its headline metric, the change against
 the previous step with ``report diff``'s paired interval and verdict word, how many answers changed,
 whether the inputs were identical (the records' hashes), the output SNR against the previous step,
-its latency; and the step that loses most.
+its latency; under each step what moved most beyond the headline (the task view's ``moved_most``:
+ImageNet's changed top-5 lists with their score gaps, COCO's per-class ΔAP); and the step that
+loses most.
 
 Every change comes from :func:`evalharness.run.compare_view.change` (``report diff``'s own
 ``build_diff`` and quantities), never from a new interval. The step that loses most is the one with
@@ -56,7 +58,11 @@ def _against(previous: Run, run: Run, metric: str | None) -> dict[str, Any]:
     changed = view_of(definition_of(previous)).changed_samples(paired) if paired else []
     inputs = diff.get("inputs") or {}
     snr, pairs = topk_snr_db(previous.predictions, run.predictions)
+    moved, moved_text = (
+        view_of(definition_of(previous)).moved_most(paired, SHOWN_CHANGES) if paired else ([], None)
+    )
     return {**found, "answers_changed": len(changed), "changed_samples": [sid for sid, _ in changed],
+            "moved_most": moved, "moved_most_text": moved_text,
             "inputs": inputs, "snr_db": None if snr is None or math.isinf(snr) else snr,
             "snr_identical": snr is not None and math.isinf(snr), "snr_pairs": pairs}  # fmt: skip
 
@@ -118,6 +124,8 @@ def section(rows: list[dict[str, Any]], out_dir: str) -> Section:
     for row in rows:
         if row.get("error"):
             notes.append(f"step {row['step']}: {row['error']}")
+        if row.get("moved_most_text"):
+            notes.append(f"step {row['step']}: {row['moved_most_text']}")
         inputs = row.get("inputs") or {}
         if inputs.get("first_differing"):
             notes.append(f"step {row['step']}: {inputs['summary']}")

@@ -85,6 +85,12 @@ class ModelGraph:
     def tensor_name(self, index: int) -> str:
         return _name(self._sub.tensors[index])
 
+    def fused_activation(self, op_index: int) -> bool:
+        """Whether the op applies an activation to its own output (``fused_activation_function`` not
+        NONE): a converter folds ONNX's Conv + Clip into one such op, so the two map as one."""
+        options = self._sub.operators[op_index].builtinOptions
+        return bool(getattr(options, "fusedActivationFunction", 0))
+
     def tensor_signature(self, index: int) -> tuple:
         """(shape, type) of a tensor: what must agree for two models to share a graph."""
         t = self._sub.tensors[index]

@@ -14,6 +14,7 @@ from typing import Any
 
 from evalharness.stats.intervals import CONFIDENCE, POWER, images_needed_paired, paired_difference
 from evalharness.stats.power import resolution, resolution_text
+from evalharness.stats.topk_changes import topk_changes
 
 TOP_OVERLAP = 5  # top-5 overlap: the usual second ImageNet figure
 
@@ -101,6 +102,7 @@ def classification_diff(
         "delta_top1_interval": paired_difference(both_right, a_only, b_only, neither),
         "images_needed": images_needed_paired(n, a_only + b_only, change) if change is not None else None,
         "top1_changes": changes,
+        "top5_changes": topk_changes(pairs, key),
     }
 
 

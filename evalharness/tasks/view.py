@@ -55,3 +55,8 @@ class TaskView:
     def changed_samples(self, comparison: dict[str, Any]) -> list[tuple[str, str]]:
         """(sample id, caption) of the samples whose answer changed, for thumbnails."""
         return []
+
+    def moved_most(self, comparison: dict[str, Any], n: int) -> tuple[list[dict[str, Any]], str | None]:
+        """What moved most between two runs beyond the headline metric, for a chain step: (at most
+        ``n`` rows for its JSON, one line for its table); ([], None): nothing of the task's own."""
+        return [], None

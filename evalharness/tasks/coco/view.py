@@ -127,5 +127,19 @@ class CocoView(TaskView):
 
         return sections_and_figures(run, analysis.CURVES_FILE, max_rows)
 
+    def moved_most(self, d: dict[str, Any], n: int) -> tuple[list[dict[str, Any]], str | None]:
+        """A chain step's per-class ΔAP: the ``n`` classes that moved most (``report diff``'s rows,
+        largest |ΔAP| first, with the paired bootstrap interval where it ran)."""
+        rows = [r for r in d.get("per_class") or [] if r["delta"]][:n]
+        if not rows:
+            return [], "per-class AP unchanged" if d.get("per_class") else None
+        shown = []
+        for r in rows:
+            interval = (r.get("paired") or {}).get("interval")
+            shown.append(
+                f"{r['name']} {r['delta']:+.4f}" + (f" {fmt_interval(interval, '+.4f')}" if interval else "")
+            )
+        return rows, "per-class ΔAP, most moved: " + ", ".join(shown)
+
     def changed_samples(self, d: dict[str, Any]) -> list[tuple[str, str]]:
         return [(r["id"], analysis.changed_caption(r)) for r in d["changed_images"]]

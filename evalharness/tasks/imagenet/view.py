@@ -45,6 +45,7 @@ class ImageNetView(TaskView):
             ["only in A / only in B", f"{c['only_in_a']} / {c['only_in_b']}"],
             ["top-1 agreement", fmt(c["top1_agreement"], ".4f")],
             ["mean top-5 overlap", fmt(c["top5_overlap"], ".4f")],
+            *([["top-5 lists changed", fmt(len(c["top5_changes"]))]] if "top5_changes" in c else []),
             ["A right -> B wrong (regressions)", fmt(c["regressions"])],
             ["A wrong -> B right (improvements)", fmt(c["improvements"])],
             ["both wrong, top-1 changed", fmt(c["changed_both_wrong"])],
@@ -78,6 +79,7 @@ class ImageNetView(TaskView):
                 notes,
                 key="flips",
             ),
+            *_top5_sections(c, max_rows),
         ]
 
     def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict[str, Any]]]:
@@ -99,6 +101,9 @@ class ImageNetView(TaskView):
                     [f"{a['confusions_total']} wrong top-1 answers in all"], key="confusion"),
         ], []  # fmt: skip
 
+    def moved_most(self, c: dict[str, Any], n: int) -> tuple[list[dict[str, Any]], str | None]:
+        return _moved_most(c, n)
+
     def changed_samples(self, c: dict[str, Any]) -> list[tuple[str, str]]:
         return [
             (
@@ -108,6 +113,47 @@ class ImageNetView(TaskView):
             )
             for ch in c["top1_changes"]
         ]
+
+
+def _top5_sections(c: dict[str, Any], max_rows: int) -> list[Section]:
+    """The images whose top-5 list (order included) changed, largest score gap first (diffs since
+    the list is recorded: ``top5_changes``)."""
+    if "top5_changes" not in c:
+        return []
+    changes = c["top5_changes"]
+
+    def names(ch: dict[str, Any], side: str) -> str:
+        labels = ch[f"{side}_top5_labels"] or [str(i) for i in ch[f"{side}_top5"]]
+        return ", ".join(short(label) for label in labels)
+
+    rows = [
+        [ch["id"], names(ch, "a"), names(ch, "b"), fmt(ch["max_score_gap"], ".4g", missing="—"),
+         short(ch.get("gap_label") or str(ch["gap_class"])) if ch["gap_class"] is not None else "—"]
+        for ch in changes[:max_rows]
+    ]  # fmt: skip
+    notes = [
+        "top-5 in rank order; score gap: the largest |score A - score B| over the classes both records "
+        "score (their recorded top-K), and the class it is on",
+        *more_rows(len(changes), max_rows),
+    ]
+    return [
+        Section(f"Top-5 changes ({len(changes)})", ["image", "A top-5", "B top-5", "largest score gap", "on"],
+                rows, notes, key="top5"),
+    ]  # fmt: skip
+
+
+def _moved_most(c: dict[str, Any], n: int) -> tuple[list[dict[str, Any]], str | None]:
+    """A chain step's top-5 changes: the images whose top-5 list changed, largest score gap first."""
+    changes = c.get("top5_changes")
+    if changes is None:
+        return [], None
+    if not changes:
+        return [], "top-5 lists equal on every image"
+    shown = ", ".join(
+        f"{ch['id']} (gap {fmt(ch['max_score_gap'], '.3g', missing='—')})" for ch in changes[:n]
+    )
+    more = f" (+{len(changes) - n} more)" if len(changes) > n else ""
+    return changes[:n], f"top-5 lists changed on {len(changes)} images: {shown}{more}"
 
 
 def _analysis_lines(analysis: dict[str, Any] | None) -> list[str]:

@@ -58,3 +58,30 @@ def test_snr_over_the_scores_both_records_carry():
     snr, pairs = topk_snr_db(a, b)
     assert pairs == 2 and snr == pytest.approx(10 * math.log10((9 + 4) / 1))
     assert topk_snr_db([{"id": "x", "detections": []}], [{"id": "x"}]) == (None, 0)
+
+
+def test_what_moved_most_per_task_for_a_chain_step():
+    from types import SimpleNamespace
+
+    from evalharness.tasks.coco.view import CocoView
+    from evalharness.tasks.imagenet.view import ImageNetView
+
+    definition = SimpleNamespace(settings=None)
+    per_class = [
+        {"name": "person", "delta": -0.0126, "paired": {"interval": [-0.0163, 0.0]}},
+        {"name": "car", "delta": 0.0045, "paired": None},
+        {"name": "dog", "delta": 0.0},
+    ]
+    rows, text = CocoView(definition).moved_most({"per_class": per_class}, 5)
+    assert [r["name"] for r in rows] == ["person", "car"]  # an unmoved class is no row
+    assert text == "per-class ΔAP, most moved: person -0.0126 [-0.0163, +0.0000], car +0.0045"
+    assert CocoView(definition).moved_most({"per_class": per_class[2:]}, 5) == ([], "per-class AP unchanged")
+    top5 = [{"id": f"im{i}", "max_score_gap": 0.5 / (i + 1)} for i in range(3)]
+    rows, text = ImageNetView(definition).moved_most({"top5_changes": top5}, 2)
+    assert (
+        len(rows) == 2 and text == "top-5 lists changed on 3 images: im0 (gap 0.5), im1 (gap 0.25) (+1 more)"
+    )
+    assert (
+        ImageNetView(definition).moved_most({"top5_changes": []}, 2)[1] == "top-5 lists equal on every image"
+    )
+    assert ImageNetView(definition).moved_most({}, 2) == ([], None)  # a diff made before the list
