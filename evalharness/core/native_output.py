@@ -109,15 +109,15 @@ def leave(code: int) -> None:
     Why: OpenVINO's thread pool (TBB) and the LiteRT accelerators are torn down by C++ destructors
     after the interpreter finalises, and that teardown can abort (SIGABRT, exit -6) after a command
     has printed and written everything: a complete result would read as a crash. Nothing the user
-    asked for happens in that teardown, so it is skipped. ``EVALHARNESS_DEBUG=1`` keeps the normal
-    exit for whoever wants to see it."""
+    asked for happens in that teardown, so it is skipped. ``EVALHARNESS_DEBUG=1``, a profiler or a
+    tracer (``python -m cProfile``, coverage) keep the normal exit."""
     import atexit
     import threading
 
     from evalharness.core.boundary import debug
 
-    if debug():
-        sys.exit(code)
+    if debug() or sys.gettrace() is not None or sys.getprofile() is not None:
+        sys.exit(code)  # a profiler or coverage writes its file at the normal exit: keep it
     # what the interpreter's own exit does first: stop executors' workers, join non-daemon threads
     threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()  # logging.shutdown, weakref finalizers (temporary directories), ...
