@@ -75,3 +75,19 @@ def test_leave_does_python_exit_work_then_ends_with_the_code():
 def test_exit_code_follows_sys_exit():
     assert exit_code(SystemExit()) == 0 and exit_code(SystemExit(2)) == 2
     assert exit_code(SystemExit("message")) == 1
+
+
+def test_leave_keeps_the_normal_exit_under_a_profiler(monkeypatch):
+    """cProfile and coverage write their files at the normal exit: ``leave`` raises SystemExit then."""
+    import pytest
+
+    from evalharness.core.native_output import leave
+
+    monkeypatch.delenv("EVALHARNESS_DEBUG", raising=False)
+    sys.setprofile(lambda *args: None)
+    try:
+        with pytest.raises(SystemExit) as done:
+            leave(3)
+    finally:
+        sys.setprofile(None)
+    assert done.value.code == 3
