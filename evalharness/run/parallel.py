@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,11 @@ from evalharness.core.interrupts import Interrupted
 from evalharness.core.untrusted import read_json
 from evalharness.report.runs import ReportError
 from evalharness.run.groups import RunSettings
+
+if TYPE_CHECKING:  # for the types only
+    from evalharness.core.tensors import TensorInfo
+    from evalharness.runtime import DelegatePlan
+    from evalharness.tasks.definition import TaskDefinition
 from evalharness.run.start_up import child_failed
 from evalharness.run.thread_budget import available_cores
 from evalharness.rundir.document import has_document, holds_run
@@ -65,7 +70,9 @@ def parse(value: str) -> tuple[int, int] | str:
     raise ConfigError(f"loop.parallel={value!r}: use off, auto or PxT (processes x threads, e.g. 2x1)")
 
 
-def check(value: str, definition, shard_count: int, command_line: bool, accelerator: bool = False) -> None:
+def check(
+    value: str, definition: TaskDefinition, shard_count: int, command_line: bool, accelerator: bool = False
+) -> None:
     """Refuse, before anything runs, what cannot be split into shards and merged back, and ``auto``
     for a delegate that runs on an accelerator (it splits CPU cores, which an accelerator is not)."""
     asked = parse(value)
@@ -117,7 +124,7 @@ def _throughput(models: list[Any], window: float) -> float:
     return sum(counts) / (time.perf_counter() - start)
 
 
-def calibrate(model_path: str, plan, runtime: str, cores: int) -> dict[str, Any]:
+def calibrate(model_path: str, plan: DelegatePlan, runtime: str, cores: int) -> dict[str, Any]:
     """Each candidate's invoke throughput, ABBA rounds; the best one chosen."""
     from evalharness.runtime import load_model
 
@@ -146,7 +153,7 @@ def calibrate(model_path: str, plan, runtime: str, cores: int) -> dict[str, Any]
     }
 
 
-def _seeded(rng, info) -> np.ndarray:
+def _seeded(rng: np.random.Generator, info: TensorInfo) -> np.ndarray:
     if np.issubdtype(np.dtype(info.dtype), np.integer):
         limits = np.iinfo(info.dtype)
         return rng.integers(limits.min, int(limits.max) + 1, info.shape).astype(info.dtype)

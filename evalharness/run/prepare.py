@@ -4,12 +4,18 @@ samples listed), the tensor cache, the resize implementation. A refusal here wri
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalharness.data.preprocess import spec_from_config
 from evalharness.run.calibration_choice import Choice, choose, is_auto
 from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import is_multirun, use_cache
+
+if TYPE_CHECKING:  # for the types only: the loop and the task load when a run starts
+    from evalharness.loop.engine import LoopSettings
+    from evalharness.tasks.live import Task
+
+Prepared = tuple[RunSettings, dict[str, Any], "Task", "LoopSettings"]
 
 
 def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict[str, Any]]:
@@ -108,7 +114,7 @@ def searched_weights(settings: RunSettings, model: dict[str, Any]) -> dict[str, 
     return record
 
 
-def prepare(settings: RunSettings, run_dir: str):
+def prepare(settings: RunSettings, run_dir: str) -> Prepared | dict[str, Any]:
     """Everything before the run directory is claimed: (plan, quant record, task, loop settings), or
     the finished document of a sweep job that is skipped. Refusals here write nothing."""
     from evalharness.rundir.state import sweep_job_mode
@@ -118,7 +124,7 @@ def prepare(settings: RunSettings, run_dir: str):
     if is_multirun() and not (loop.resume or loop.overwrite):
         # a re-run sweep skips complete jobs (before any set-up) and resumes partial ones
         mode, finished = sweep_job_mode(run_dir, settings.config(), definition.abilities.can_resume)
-        if mode == "skip":
+        if mode == "skip" and finished is not None:
             print(f"skipped: {run_dir} already holds a complete run of this config")
             return finished
         if mode == "resume":

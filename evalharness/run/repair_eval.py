@@ -11,12 +11,15 @@ import math
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evalharness.report.presenters import headline
 from evalharness.run.groups import RunSettings
+
+if TYPE_CHECKING:  # for the types only: the runtime loads when a candidate is scored
+    from evalharness.runtime.contract import Model
 
 
 @dataclass
@@ -92,7 +95,7 @@ class Part:
         )
 
 
-def _invoke_all(model, inputs: list[Any]) -> tuple[list[list[np.ndarray]], list[float]]:
+def _invoke_all(model: Model, inputs: list[Any]) -> tuple[list[list[np.ndarray]], list[float]]:
     """Outputs per input and invoke times (ms; one warm-up invoke first, not timed)."""
     if model.batch_size:
         done = model.run_batch(inputs)

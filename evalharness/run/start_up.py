@@ -23,7 +23,7 @@ from evalharness.core.errors import ConfigError, EvalHarnessError, RunStopped
 from evalharness.core.numbers import relative_pct
 from evalharness.core.untrusted import read_json
 from evalharness.runtime.compile_cache import shader_cache_disabled
-from evalharness.runtime.delegates import compile_cache_kinds, kind_of
+from evalharness.runtime.delegates import DelegatePlan, compile_cache_kinds, kind_of
 
 MODES = ("as_found", "cold", "warm", "both")
 PASS_DIRS = {"cold": "cache_cold", "warm": "cache_warm"}
@@ -35,7 +35,7 @@ _OWN_KEYS = (
 )  # fmt: skip
 
 
-def check(mode: str, plan, command_line: bool) -> None:
+def check(mode: str, plan: DelegatePlan, command_line: bool) -> None:
     """Refuse, before anything runs, a mode that does not exist, a delegate whose caches the passes
     cannot make cold and then warm, or a run without a command line for the passes to repeat."""
     if mode not in MODES:

@@ -194,7 +194,7 @@ def calibration_record(
     return record, [path for _, path in files]
 
 
-def calibration_tensors(paths: list[Path], model_path: str, preprocess: dict[str, Any]) -> list[Any]:
+def calibration_tensors(paths: list[Path], model_path: str, preprocess: dict[str, Any] | None) -> list[Any]:
     from evalharness.runtime.quantize import float_input
 
     _, _, shape, dtype = float_input(model_path)
@@ -285,7 +285,12 @@ def quantized_variant(
 
 
 def build_variant(
-    source: str, recipe, calibration: dict[str, Any] | None, paths: list[Path], preprocess, cache_dir: str
+    source: str,
+    recipe: Any,
+    calibration: dict[str, Any] | None,
+    paths: list[Path],
+    preprocess: dict[str, Any] | None,
+    cache_dir: str,
 ) -> dict[str, Any]:
     """The variant of ``source`` made by ``recipe`` (a name or a recipe list), calibrated with that
     recipe on ``paths``, cached: the one way a variant is built (a run, a recipe file given back,

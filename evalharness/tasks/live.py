@@ -10,7 +10,7 @@ Optional abilities are methods with defaults here, never ``hasattr`` probes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from evalharness.core.tensors import TensorInfo
 from evalharness.data.manifest import samples_identity
-from evalharness.data.preprocess import preprocessing_provenance
+from evalharness.data.preprocess import InputSpec, preprocessing_provenance
 from evalharness.tasks.definition import Scorer, TaskDefinition
 from evalharness.tasks.discovery import definition_for
 
@@ -54,7 +54,7 @@ class ReferencePass:
     samples with another delegate, recording outputs instead of scoring them."""
 
     name = "reference"
-    delegate: dict[str, Any]  # the reference delegate config
+    delegate: Mapping[str, Any] | None  # the reference delegate config
     samples: Sequence[Any]
     evaluator: RecordEvaluator
 
@@ -122,6 +122,19 @@ class Task:
 
     def artifacts(self) -> dict[str, object]:
         return self.definition.artifacts(self.evaluator.scorer)
+
+
+def bound_input(task: Any) -> InputSpec:
+    """A file-image task's input spec, which ``bind`` sets (the loop binds before it prepares or
+    scores a sample): asked for before that is a programming error, not a run's."""
+    spec: InputSpec | None = getattr(task, "input", None)
+    if spec is None:
+        raise RuntimeError(f"{type(task).__name__}: a sample prepared or scored before bind()")
+    return spec
+
+
+# What the run loop runs (loop/engine.py): a task, or the reference pass it runs first.
+Looped = Task | ReferencePass
 
 
 def input_layout(task: Any) -> str | None:

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.labels import label_set
 from evalharness.data.listing import list_images, warn_unscored
 from evalharness.data.preprocess import (
+    InputSpec,
     detection_geometry,
     detection_input,
     image_input_spec,
@@ -35,7 +37,7 @@ from evalharness.data.shard import Shard, listed, select_samples, sharded_identi
 from evalharness.data.yolo_labels import yolo_ground_truth
 from evalharness.data.yolo_layout import find_layout
 from evalharness.decoders.base import DECODERS, build_decoder
-from evalharness.tasks.live import RecordEvaluator, Task, image_cache_key
+from evalharness.tasks.live import RecordEvaluator, Task, bound_input, image_cache_key
 
 CLASS_MAPS = ("coco91", "coco80", "labels")
 
@@ -49,16 +51,16 @@ class CocoSample:
     height: int
 
 
-def unannotated_files(annotations: dict, root: str) -> Counter:
+def unannotated_files(annotations: dict[str, Any], root: str) -> Counter[str]:
     """Files directly in ``root`` that no annotation names, by reason (they are never scored)."""
-    unscored: Counter = Counter()
+    unscored: Counter[str] = Counter()
     named = {img["file_name"] for img in annotations["images"]}
     images = list_images(Path(root), DEFAULT_EXTENSIONS, unscored)
     unscored["image not in the annotations"] += sum(name not in named for name in images)
     return +unscored
 
 
-def list_coco_samples(annotations: dict, root: str, annotations_path: str) -> list[CocoSample]:
+def list_coco_samples(annotations: dict[str, Any], root: str, annotations_path: str) -> list[CocoSample]:
     """Every annotated image, ascending image id; an annotated image missing on disk is an error."""
     if not os.path.isdir(root):
         raise DataError(f"image directory not found: {root} (set dataset.root=...)")
@@ -85,7 +87,7 @@ def list_coco_samples(annotations: dict, root: str, annotations_path: str) -> li
     return samples
 
 
-def category_map(class_map: str, annotations: dict, labels_path: str | None) -> dict[int, int]:
+def category_map(class_map: str, annotations: dict[str, Any], labels_path: str | None) -> dict[int, int]:
     """Model class index (0-based) -> COCO category id, for categories the annotations define.
 
     Classes that map to no annotated category (placeholder ids of 90-id label maps) are left out:
@@ -100,6 +102,8 @@ def category_map(class_map: str, annotations: dict, labels_path: str | None) -> 
         from evalharness.data.labels import read_label_file
 
         by_name = {c["name"]: int(c["id"]) for c in annotations["categories"]}
+        if labels_path is None:
+            raise ConfigError("model.class_map=labels reads the label file: set model.labels")
         lines = read_label_file(labels_path)
         return {i - 1: by_name[name] for i, name in enumerate(lines) if name in by_name}
     raise ConfigError(f"model.class_map={class_map!r}; valid: {', '.join(CLASS_MAPS)}")
@@ -110,20 +114,20 @@ class CocoSource:
     """Where a run's COCO ground truth came from: an instances JSON beside an image folder, or a
     YOLO layout converted (``data.yolo_labels``); what it recorded and assumed."""
 
-    annotations: dict
+    annotations: dict[str, Any]
     root: str  # the image folder
     ground_truth: str  # what a rescore reads again
     sha256: str | None
-    unscored: Counter
-    record: dict  # provenance.dataset's own fields of the format
-    assumptions: list
+    unscored: Counter[str]
+    record: dict[str, Any]  # provenance.dataset's own fields of the format
+    assumptions: list[dict[str, Any]]
 
 
-def coco_source(dataset: dict) -> CocoSource:
+def coco_source(dataset: dict[str, Any]) -> CocoSource:
     """The ground truth ``dataset.format`` names, or (auto) the instances JSON when one is given,
     else the YOLO layout at ``dataset.root`` (detected by its names alone, said once)."""
     fmt, ann_path = dataset.get("format") or "auto", dataset.get("annotations")
-    assumptions = []
+    assumptions: list[dict[str, Any]] = []
     if fmt == "auto" and not ann_path and find_layout(dataset["root"]) is not None:
         fmt = "yolo"
         assumptions.append(
@@ -153,8 +157,8 @@ def coco_source(dataset: dict) -> CocoSource:
     return CocoSource(annotations, dataset["root"], ann_path, sha, unscored, {}, assumptions)
 
 
-def _yolo_source(root: str, assumptions: list) -> CocoSource:
-    unscored: Counter = Counter()
+def _yolo_source(root: str, assumptions: list[dict[str, Any]]) -> CocoSource:
+    unscored: Counter[str] = Counter()
     layout, truth = yolo_ground_truth(root, unscored)
     facts = {
         "data_yaml": str(layout.data_yaml),
@@ -193,10 +197,10 @@ class CocoEvaluator(RecordEvaluator):
         self.task = task
         super().__init__(lambda: task.definition.scorer(task.annotations))
 
-    def record(self, sample: CocoSample, outputs: list[np.ndarray]) -> dict:
+    def record(self, sample: CocoSample, outputs: list[np.ndarray]) -> dict[str, Any]:
         t = self.task
         dets = t.decoder.decode(outputs)
-        geometry = detection_geometry(sample.width, sample.height, t.spec, t.input)
+        geometry = detection_geometry(sample.width, sample.height, t.spec, bound_input(t))
         boxes = geometry.to_original(dets.boxes)
         cats = [t.categories.get(int(cls)) for cls in dets.classes]
         keep = np.array([cat is not None for cat in cats], dtype=bool)
@@ -219,7 +223,7 @@ class CocoTask(Task):
     name = "coco"
     cacheable = True
 
-    def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+    def __init__(self, task: dict[str, Any], model: dict[str, Any], dataset: dict[str, Any]) -> None:
         self.settings = task
         self.model_path = model["path"]
         decoder_cfg = dict(model.get("decoder") or {})
@@ -245,9 +249,8 @@ class CocoTask(Task):
         self.class_map = model["class_map"]
         self.labels_path = model.get("labels")
         self.categories = category_map(self.class_map, self.annotations, self.labels_path)
-        self.evaluator = None
-        self.input = None
-        self.class_counts: Counter = Counter()  # model class index -> detections this session
+        self.input: InputSpec | None = None
+        self.class_counts: Counter[int] = Counter()  # model class index -> detections this session
 
     def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
         if len(inputs) != 1:
@@ -255,18 +258,19 @@ class CocoTask(Task):
                 f"{self.model_path}: {len(inputs)} inputs; a detector here has one image input"
             )
         i = inputs[0]
-        self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
+        spec = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
+        self.input = spec
         require_real(outputs, self.model_path, "a detector's boxes and scores are real numbers")
-        self.decoder.bind(outputs, (self.input.height, self.input.width), self.model_path)
+        self.decoder.bind(outputs, (spec.height, spec.width), self.model_path)
         self.evaluator = CocoEvaluator(self)
 
-    def cache_key(self) -> dict:
+    def cache_key(self) -> dict[str, Any]:
         return image_cache_key(self)
 
     def sample_files(self) -> Iterator[str]:
         return (s.path for s in self.samples)
 
-    def extra_metrics(self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]) -> dict:
+    def extra_metrics(self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]) -> dict[str, Any]:
         failed = self.unmapped_check()
         return {"failed_checks": failed} if failed else {}
 
@@ -291,7 +295,7 @@ class CocoTask(Task):
         return sample.key
 
     def prepare(self, sample: CocoSample) -> list[np.ndarray]:
-        tensor, geometry = detection_input(sample.path, self.spec, self.input)
+        tensor, geometry = detection_input(sample.path, self.spec, bound_input(self))
         if (geometry.orig_w, geometry.orig_h) != (sample.width, sample.height):
             raise DataError(
                 f"{sample.path}: image is {geometry.orig_w}x{geometry.orig_h} but the annotations say "
@@ -299,7 +303,7 @@ class CocoTask(Task):
             )
         return [tensor]
 
-    def provenance(self) -> dict:
+    def provenance(self) -> dict[str, Any]:
         d = self.dataset
         return {
             "dataset": {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from evalharness.data.label_alignment import BACKGROUND_LINES, align
 from evalharness.data.labels import LabelMatcher, label_set, read_label_file
 from evalharness.data.listing import own_files_scored, warn_unscored
 from evalharness.data.preprocess import (
+    InputSpec,
     image_input_spec,
     preprocess_file,
     preprocessing_provenance,
@@ -34,7 +36,7 @@ from evalharness.data.preprocess import (
 from evalharness.data.shard import Shard, listed, select_samples, sharded_identity
 from evalharness.decoders.base import detector_decoder
 from evalharness.tasks.imagenet.definition import TopKScorer
-from evalharness.tasks.live import RecordEvaluator, Task, image_cache_key
+from evalharness.tasks.live import RecordEvaluator, Task, bound_input, image_cache_key
 
 
 def classification_output(outputs: list[TensorInfo], model_path: str) -> TensorInfo:
@@ -68,7 +70,7 @@ class TopKEvaluator(RecordEvaluator):
         self.top_k, self.output, self.truth, self.labels = top_k, output, truth, labels
         super().__init__(lambda: TopKScorer(top_k))
 
-    def record(self, sample: LabeledSample, outputs: list[np.ndarray]) -> dict:
+    def record(self, sample: LabeledSample, outputs: list[np.ndarray]) -> dict[str, Any]:
         raw = outputs[0].reshape(-1)
         top = stable_topk(raw, self.top_k)
         truth = self.truth[sample.key]
@@ -92,14 +94,14 @@ class ImageNetTask(Task):
     name = "imagenet"
     cacheable = True
 
-    def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+    def __init__(self, task: dict[str, Any], model: dict[str, Any], dataset: dict[str, Any]) -> None:
         self.settings = task
         self.top_k = task["top_k"]
         self.model_path = model["path"]
         self.labels_path = model["labels"]
         self.spec = spec_from_config(model.get("preprocess"))
         self.dataset = dataset
-        self.unscored = Counter()
+        self.unscored: Counter[str] = Counter()
         self.classes = ClassList()
         samples = load_ground_truth(
             dataset["format"],
@@ -123,13 +125,12 @@ class ImageNetTask(Task):
         # labels are read once the model's outputs are known (bind): a detector is told to use
         # task=coco before anything about its labels
         self.labels: list[str] = []
-        self.assumptions: list[dict] = []
+        self.assumptions: list[dict[str, Any]] = []
         self.truth: dict[str, int] = {}
-        self.evaluator = None
-        self.input = None
+        self.input: InputSpec | None = None
         self.scored_by = "name"
 
-    def _index_offset(self, given) -> int | None:
+    def _index_offset(self, given: int | str) -> int | None:
         """The output index of class index 0 when the ground truth is by index and lines up with
         the model's labels (else None: matched by name, ``self.not_by_index`` says why)."""
         self.not_by_index = ""
@@ -163,6 +164,7 @@ class ImageNetTask(Task):
     def _truth_index(self, sample: LabeledSample) -> int:
         if self.offset is None:
             return self.matcher.index(sample.label, sample.occurrence)
+        assert sample.index is not None  # an offset is found only when every sample has an index
         index = sample.index + self.offset
         if not 0 <= index < len(self.labels):
             raise ModelMismatchError(
@@ -187,7 +189,7 @@ class ImageNetTask(Task):
         self.truth = {s.key: self._truth_index(s) for s in self.samples}
         self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
 
-    def cache_key(self) -> dict:
+    def cache_key(self) -> dict[str, Any]:
         return image_cache_key(self)
 
     def sample_files(self) -> Iterator[str]:
@@ -197,9 +199,9 @@ class ImageNetTask(Task):
         return sample.key
 
     def prepare(self, sample: LabeledSample) -> list[np.ndarray]:
-        return [preprocess_file(sample.path, self.spec, self.input)]
+        return [preprocess_file(sample.path, self.spec, bound_input(self))]
 
-    def provenance(self) -> dict:
+    def provenance(self) -> dict[str, Any]:
         d = self.dataset
         return {
             "dataset": {
