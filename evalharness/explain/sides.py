@@ -20,7 +20,8 @@ from evalharness.core.errors import EvalHarnessError
 from evalharness.data.preprocess import InputSpec, PreprocessSpec, preprocess_file, spec_from_config
 from evalharness.report.runs import MODEL_INPUT_FIELDS, comparability, field_differences
 from evalharness.rundir.reader import Run
-from evalharness.runtime import DelegatePlan, Model, load_model, plan_delegate
+from evalharness.runtime import DelegatePlan, Model, check_runner, load_model, plan_delegate
+from evalharness.runtime.runners import RunnerSettings
 from evalharness.runtime.subgraph import ModelGraph
 
 # What may differ between the runs' preprocessing: how the model's own input takes the pixels.
@@ -40,7 +41,7 @@ class Side:
     graph: ModelGraph
     plan: DelegatePlan
     runtime: str
-    runner: dict | None
+    runner: RunnerSettings | None
     workdir: str
     compilations: int = 0
     _written: dict = field(default_factory=dict)
@@ -78,8 +79,8 @@ def open_side(run: Run, label: str, workdir: str) -> Side:
     delegate = run.prov("config.delegate") or run.prov("delegate.flags")
     if not delegate:
         raise ExplainError(f"run {run.label}: no delegate config recorded (provenance.config.delegate)")
-    runner = run.prov("config.runner") or {"name": "host"}
-    plan = plan_delegate(delegate, runner.get("name", "host"))
+    runner = check_runner(run.prov("config.runner") or {"name": "host"}, latency_only_task=False)
+    plan = plan_delegate(delegate, runner.name)
     runtime = run.prov("runtime.name", "litert")
     return Side(label, run, ModelGraph(path), plan, runtime, runner, workdir)
 

@@ -195,7 +195,7 @@ def interleaved(
     chosen = [i for i, c in enumerate(candidates) if c["status"] == "complete"]
     if len(chosen) < 2 or chosen[0] != 0:
         return None
-    if any(plans[i].runner.get("name", "host") != "host" for i in chosen):
+    if any(plans[i].runner.name != "host" for i in chosen):
         return None  # a phone times its own invokes (benchmark_model): not interleaved here
     loaders = [loader(plans[i]) for i in chosen]
     for position, i in enumerate(chosen):

@@ -20,6 +20,7 @@ from evalharness.data.preprocess import PreprocessSpec
 from evalharness.loop.engine import LoopSettings
 from evalharness.report.tracking.mapping import NoTracking
 from evalharness.runtime import DelegatePlan
+from evalharness.runtime.runners import HostSettings, RunnerSettings
 
 
 @dataclass(frozen=True)
@@ -83,12 +84,24 @@ class WeightsSchema:  # quant.weights: pruning or clustering of the float weight
 
 
 @dataclass(frozen=True)
+class CalibrationSchema:  # conf/quant/calibration: the images that calibrate a variant (run/variants.py)
+    name: str = "bundled"
+    # roots: the folders below; dataset: the dataset's search part (a split); auto: one of the two,
+    # chosen against the dataset's size (run/calibration_choice.py)
+    source: str = field(default="roots", metadata=bounds(choices=("roots", "dataset", "auto")))
+    roots: tuple[str, ...] = ()
+    num_images: int = field(default=0, metadata=bounds(0))  # 0: all of them (auto: the slice's most)
+    min_dataset_images: int = field(default=100, metadata=bounds(0))  # auto: fewer, the roots instead
+    max_fraction: float = field(default=0.25, metadata=bounds(0, 1))  # auto: the slice's largest share
+
+
+@dataclass(frozen=True)
 class QuantSchema:  # conf/quant: a post-training-quantized variant of the float model (run/variants.py)
     name: str = "none"
     recipe: Any = None  # ai-edge-quantizer recipe (runtime/quantize.py RECIPES) or a JSON file; null: float
     io_dtype: Any = None  # integer recipes: the I/O type they make (int8 | int16)
     integer_input: Any = None  # model.preprocess.integer_input for a variant with integer inputs
-    calibration: Any = None  # {name, source: roots | dataset, roots: [folders], num_images}; calibrated only
+    calibration: CalibrationSchema | None = None  # calibrated recipes only
     # accuracy-aware repair (run/repair.py): the most the headline metric may drop, absolute or relative
     max_drop: float | None = field(default=None, metadata=bounds(0, 1))
     max_drop_relative: float | None = field(default=None, metadata=bounds(0, 1))
@@ -117,7 +130,8 @@ SCHEMAS: dict[str, type] = {
 class RunSettings:
     """Everything a run will do, validated and frozen: each core group an instance of its schema,
     read by attribute (``settings.model.path``; ``tests/unit/architecture/test_typed_settings.py``
-    refuses a read by key). ``task`` and ``runner`` are the plug-ins' own checked values (FrozenDict)."""
+    refuses a read by key). ``task`` is the task's own checked values (FrozenDict); ``runner`` an instance
+    of the runner's settings schema (``runtime/runners.py``)."""
 
     task: FrozenDict
     model: ModelSchema  # with the task's model_schema fields (core.schema.extended)
@@ -130,7 +144,7 @@ class RunSettings:
     definition: Any  # the task's TaskDefinition instance (scorer, abilities, summary lines)
     reference_plan: DelegatePlan | None = None  # the delegate of a task's reference pass (inference_diff)
     quant: QuantSchema = field(default_factory=QuantSchema)
-    runner: FrozenDict = field(default_factory=lambda: freeze({"name": "host"}))
+    runner: RunnerSettings = field(default_factory=HostSettings)
     thread_budget: FrozenDict = field(default_factory=FrozenDict)
     # setting -> where its value came from: command line | model file | preset
     model_sources: FrozenDict = field(default_factory=FrozenDict)

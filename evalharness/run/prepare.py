@@ -76,6 +76,7 @@ def choose_calibration(settings: RunSettings, model: dict[str, Any]) -> Choice:
     from evalharness.tasks.discovery import live_class
 
     cal = settings.quant.calibration
+    assert cal is not None  # called for quant/calibration=auto only (is_auto)
     if not needs_calibration(settings.quant.recipe):
         return choose(cal, None, "the recipe needs no calibration")
     if not settings.definition.abilities.reads_dataset:

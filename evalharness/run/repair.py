@@ -46,7 +46,7 @@ from evalharness.core.bars import progress
 from evalharness.core.errors import DataError
 from evalharness.core.schema import thaw
 from evalharness.run.calibration_choice import as_bundled, is_auto
-from evalharness.run.groups import QuantSchema, RunSettings
+from evalharness.run.groups import CalibrationSchema, QuantSchema, RunSettings
 from evalharness.run.repair_eval import Evaluation, Part, snr_db
 from evalharness.run.variants import (
     build_variant,
@@ -62,7 +62,7 @@ if TYPE_CHECKING:  # for the types only: the quantizer loads when a repair runs
     from evalharness.runtime.quantize import VariantBuilder
 
 # quant/calibration=dataset (conf/quant/calibration/dataset.yaml): the search part, every image
-DATASET_CALIBRATION = {"name": "dataset", "source": "dataset", "roots": [], "num_images": 0}
+DATASET_CALIBRATION = CalibrationSchema(name="dataset", source="dataset")
 
 
 class Search:
@@ -99,7 +99,7 @@ class Search:
     def add_calibration(
         self,
         label: str,
-        cal: dict[str, Any] | None,
+        cal: CalibrationSchema | None,
         float_preprocess: dict[str, Any] | None,
         dataset_root: str,
     ) -> None:
@@ -289,7 +289,7 @@ def repair_variant(settings: RunSettings, model: dict[str, Any]) -> dict[str, An
                 configured = as_bundled(configured)
             labels.append(_label(configured))
             s.add_calibration(labels[0], configured, float_preprocess, root)
-            if configured.get("source") != "dataset":
+            if configured.source != "dataset":
                 labels.append(_label(DATASET_CALIBRATION))
                 s.add_calibration(labels[1], DATASET_CALIBRATION, float_preprocess, root)
         else:
@@ -352,10 +352,10 @@ def repair_variant(settings: RunSettings, model: dict[str, Any]) -> dict[str, An
     return record
 
 
-def _label(cal: dict[str, Any]) -> str:
-    if cal.get("source") == "dataset":
+def _label(cal: CalibrationSchema) -> str:
+    if cal.source == "dataset":
         return "dataset search part"
-    return f"{cal.get('name') or 'roots'} (quant.calibration.roots)"
+    return f"{cal.name or 'roots'} (quant.calibration.roots)"
 
 
 def _reuse(quant: QuantSchema, recipe_path: str, chosen: str) -> list[str]:
@@ -363,8 +363,8 @@ def _reuse(quant: QuantSchema, recipe_path: str, chosen: str) -> list[str]:
     run's other settings (model, dataset, and the same quant.calibration unless it says otherwise)."""
     parts = [f"quant={quant.name}", f"quant.recipe={recipe_path}"]
     if chosen == _label(DATASET_CALIBRATION):
-        configured = quant.calibration or {}
-        num = configured.get("num_images") or 0 if configured.get("source") == "dataset" else 0
+        configured = quant.calibration
+        num = configured.num_images if configured is not None and configured.source == "dataset" else 0
         parts += [
             "quant/calibration=dataset",
             f"quant.calibration.num_images={num}",
