@@ -12,15 +12,19 @@ code its own. ``tests/unit/architecture/test_typed_settings.py`` refuses a read 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from evalharness.core.schema import FrozenDict, bounds, freeze, thaw
-from evalharness.data.preprocess import PreprocessSpec
+from evalharness.data.preprocess import PreprocessSpec, spec_from_config
 from evalharness.loop.engine import LoopSettings
 from evalharness.report.tracking.mapping import NoTracking
 from evalharness.runtime import DelegatePlan
 from evalharness.runtime.runners import HostSettings, RunnerSettings
+
+if TYPE_CHECKING:  # for the type only: a live half is imported when a job runs
+    from evalharness.tasks.live import Task
 
 
 @dataclass(frozen=True)
@@ -160,16 +164,20 @@ class RunSettings:
         }
         return dataclasses.replace(self, **frozen)
 
-    def task_inputs(
-        self, model: Any = None, split: Any = None
-    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        """(task, model, dataset) as plain values for a live task (a plug-in that reads them by key):
-        ``model`` instead of the plan's (a candidate variant), ``split`` instead of the plan's."""
-        dataset = thaw(self.dataset)
+    def live_task(
+        self, model: Mapping[str, Any] | None = None, split: Mapping[str, Any] | None = None
+    ) -> Task:
+        """The task's live half for this plan (typed, or plain values for a plug-in that reads them
+        by key: :func:`evalharness.tasks.live.live_task`): ``model`` a candidate variant's
+        (its path and preprocessing) instead of the plan's, ``split`` instead of the plan's."""
+        from evalharness.tasks.live import live_task
+
+        typed = self.model
+        if model is not None:
+            preprocess = spec_from_config(thaw(model.get("preprocess")))
+            typed = dataclasses.replace(typed, path=model["path"], preprocess=preprocess)
         split = self.split if split is None else split
-        if split is not None:
-            dataset["split"] = thaw(split)
-        return thaw(self.task), thaw(self.model if model is None else model), dataset
+        return live_task(self.definition, self.task, typed, self.dataset, split)
 
     def config(self) -> dict[str, Any]:
         """The resolved config as plain JSON values, for the run files."""

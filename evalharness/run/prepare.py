@@ -73,7 +73,6 @@ def choose_calibration(settings: RunSettings, model: dict[str, Any]) -> Choice:
     """``quant/calibration=auto`` resolved against the dataset's list (its size, after
     ``task.num_images``): a slice of it, or the bundled set (:mod:`evalharness.run.calibration_choice`)."""
     from evalharness.runtime.quantize import needs_calibration
-    from evalharness.tasks.discovery import live_class
 
     cal = settings.quant.calibration
     assert cal is not None  # called for quant/calibration=auto only (is_auto)
@@ -83,7 +82,7 @@ def choose_calibration(settings: RunSettings, model: dict[str, Any]) -> Choice:
         return choose(cal, None)
     if settings.dataset.shard.count > 1:
         return choose(cal, None, "dataset.shard.count > 1 (each shard would slice its own list)")
-    listed = len(live_class(settings.definition)(*settings.task_inputs(model)).samples)
+    listed = len(settings.live_task(model).samples)
     return choose(cal, listed)
 
 
@@ -119,7 +118,6 @@ def prepare(settings: RunSettings, run_dir: str) -> Prepared | dict[str, Any]:
     """Everything before the run directory is claimed: (plan, quant record, task, loop settings), or
     the finished document of a sweep job that is skipped. Refusals here write nothing."""
     from evalharness.rundir.state import sweep_job_mode
-    from evalharness.tasks.discovery import live_class
 
     definition, loop = settings.definition, settings.loop
     if is_multirun() and not (loop.resume or loop.overwrite):
@@ -133,7 +131,7 @@ def prepare(settings: RunSettings, run_dir: str) -> Prepared | dict[str, Any]:
         elif mode == "overwrite":
             loop = dataclasses.replace(loop, overwrite=True)
     settings, quant = with_quantized_variant(settings)
-    task = live_class(definition)(*settings.task_inputs())
+    task: Any = settings.live_task()  # a Task, or below the tensor cache's wrapper of one (the same face)
     if use_cache(settings.loop.tensor_cache) and task.cacheable:
         from evalharness.data.tensor_cache import CachedTask
 

@@ -43,10 +43,8 @@ class Part:
     def __init__(
         self, settings: RunSettings, model: dict[str, Any], split: dict[str, Any], part: str
     ) -> None:
-        from evalharness.tasks.discovery import live_class
-
         self.settings, self.part = settings, part
-        self.task = live_class(settings.definition)(*settings.task_inputs(model, {**split, "part": part}))
+        self.task = settings.live_task(model, {**split, "part": part})
         self._inputs: dict[str, list[Any]] = {}
         self.evaluations = 0
 

@@ -31,13 +31,13 @@ from evalharness.data.preprocess import (
     detection_input,
     image_input_spec,
     preprocessing_provenance,
-    spec_from_config,
 )
-from evalharness.data.shard import Shard, listed, select_samples, sharded_identity
+from evalharness.data.shard import listed, select_samples, sharded_identity
 from evalharness.data.yolo_labels import yolo_ground_truth
 from evalharness.data.yolo_layout import find_layout
 from evalharness.decoders.base import DECODERS, build_decoder
-from evalharness.tasks.live import RecordEvaluator, Task, bound_input, image_cache_key
+from evalharness.tasks.coco.definition import CocoSettings
+from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
 
 CLASS_MAPS = ("coco91", "coco80", "labels")
 
@@ -123,18 +123,19 @@ class CocoSource:
     assumptions: list[dict[str, Any]]
 
 
-def coco_source(dataset: dict[str, Any]) -> CocoSource:
+def coco_source(dataset: Any) -> CocoSource:
     """The ground truth ``dataset.format`` names, or (auto) the instances JSON when one is given,
-    else the YOLO layout at ``dataset.root`` (detected by its names alone, said once)."""
-    fmt, ann_path = dataset.get("format") or "auto", dataset.get("annotations")
+    else the YOLO layout at ``dataset.root`` (detected by its names alone, said once); ``dataset``:
+    the typed group (DatasetSchema extended with :class:`CocoDataset`)."""
+    fmt, ann_path = dataset.format or "auto", dataset.annotations
     assumptions: list[dict[str, Any]] = []
-    if fmt == "auto" and not ann_path and find_layout(dataset["root"]) is not None:
+    if fmt == "auto" and not ann_path and find_layout(dataset.root) is not None:
         fmt = "yolo"
         assumptions.append(
             {
                 "what": "dataset.format",
                 "assumed": "yolo",
-                "why": f"{dataset['root']} is an Ultralytics YOLO layout (data.yaml, labels/ beside images/)",
+                "why": f"{dataset.root} is an Ultralytics YOLO layout (data.yaml, labels/ beside images/)",
                 "fix": "dataset.format=coco dataset.annotations=<instances JSON>",
             }
         )
@@ -145,16 +146,16 @@ def coco_source(dataset: dict[str, Any]) -> CocoSource:
                 f"dataset.annotations={ann_path} is set too; give dataset.annotations=null, or "
                 "dataset.format=coco to score the instances JSON"
             )
-        return _yolo_source(dataset["root"], assumptions)
+        return _yolo_source(dataset.root, assumptions)
     if not ann_path:
         raise ConfigError(
             "task=coco needs dataset.annotations=<instances JSON> (e.g. dataset=coco_sample), or "
             "dataset.root=<a YOLO layout: data.yaml, images/, labels/>"
         )
     annotations = load_annotations(ann_path, image_keys=IMAGE_FILE_KEYS)
-    unscored = unannotated_files(annotations, dataset["root"])
+    unscored = unannotated_files(annotations, dataset.root)
     sha = optional_sha256(ann_path)
-    return CocoSource(annotations, dataset["root"], ann_path, sha, unscored, {}, assumptions)
+    return CocoSource(annotations, dataset.root, ann_path, sha, unscored, {}, assumptions)
 
 
 def _yolo_source(root: str, assumptions: list[dict[str, Any]]) -> CocoSource:
@@ -222,32 +223,33 @@ class CocoEvaluator(RecordEvaluator):
 class CocoTask(Task):
     name = "coco"
     cacheable = True
+    typed_inputs = True
 
-    def __init__(self, task: dict[str, Any], model: dict[str, Any], dataset: dict[str, Any]) -> None:
+    def __init__(self, task: CocoSettings, model: Any, dataset: Any, split: Any = None) -> None:
         self.settings = task
-        self.model_path = model["path"]
-        decoder_cfg = dict(model.get("decoder") or {})
+        self.model_path = model.path
+        decoder_cfg = dict(model.decoder or {})
         if not decoder_cfg.get("name"):
             raise ConfigError(
-                f"model {model.get('name')!r} has no output decoder: task=coco needs a detector preset "
+                f"model {model.name!r} has no output decoder: task=coco needs a detector preset "
                 f"(model.decoder.name={'|'.join(DECODERS.names())}); is this a classifier? use task=imagenet"
             )
         self.decoder = build_decoder(decoder_cfg.pop("name"), decoder_cfg)
-        self.spec = spec_from_config(model.get("preprocess"))
+        self.spec = checked_spec(model)
         self.dataset = dataset
         self.source = coco_source(dataset)
         self.annotations = self.source.annotations
         samples = list_coco_samples(self.annotations, self.source.root, self.source.ground_truth)
         self.unscored = self.source.unscored
         warn_unscored(self.source.root, self.unscored)
-        self.shard = Shard.from_config(dataset)
+        self.shard = shard_of(dataset, split)
         self.samples, self.full_samples = select_samples(
-            samples, task["num_images"], self.shard, self.source.ground_truth
+            samples, task.num_images, self.shard, self.source.ground_truth
         )
         # the list a split was cut from: its identity proves which images the other part holds
-        self.listed = listed(samples, task["num_images"]) if self.shard.split else None
-        self.class_map = model["class_map"]
-        self.labels_path = model.get("labels")
+        self.listed = listed(samples, task.num_images) if self.shard.split else None
+        self.class_map = model.class_map
+        self.labels_path = model.labels
         self.categories = category_map(self.class_map, self.annotations, self.labels_path)
         self.input: InputSpec | None = None
         self.class_counts: Counter[int] = Counter()  # model class index -> detections this session
@@ -280,7 +282,7 @@ class CocoTask(Task):
         annotations use. Counted over this session's detections."""
         produced = sum(self.class_counts.values())
         unmapped = {c: n for c, n in self.class_counts.items() if c not in self.categories}
-        limit = self.settings["max_unmapped_fraction"]
+        limit = self.settings.max_unmapped_fraction
         if not produced or sum(unmapped.values()) / produced <= limit:
             return []
         top = ", ".join(str(c) for c, _ in sorted(unmapped.items(), key=lambda kv: -kv[1])[:8])
@@ -304,10 +306,9 @@ class CocoTask(Task):
         return [tensor]
 
     def provenance(self) -> dict[str, Any]:
-        d = self.dataset
         return {
             "dataset": {
-                "name": d.get("name"),
+                "name": self.dataset.name,
                 "format": "yolo" if self.source.record else "coco",
                 "root": self.source.root,
                 **sharded_identity(

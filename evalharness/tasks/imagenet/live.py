@@ -31,12 +31,11 @@ from evalharness.data.preprocess import (
     image_input_spec,
     preprocess_file,
     preprocessing_provenance,
-    spec_from_config,
 )
-from evalharness.data.shard import Shard, listed, select_samples, sharded_identity
+from evalharness.data.shard import listed, select_samples, sharded_identity
 from evalharness.decoders.base import detector_decoder
-from evalharness.tasks.imagenet.definition import TopKScorer
-from evalharness.tasks.live import RecordEvaluator, Task, bound_input, image_cache_key
+from evalharness.tasks.imagenet.definition import ImageNetSettings, TopKScorer
+from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
 
 
 def classification_output(outputs: list[TensorInfo], model_path: str) -> TensorInfo:
@@ -93,35 +92,34 @@ DATASET_FILES = ("ground_truth", "class_names", "synset_words", "devkit_meta")
 class ImageNetTask(Task):
     name = "imagenet"
     cacheable = True
+    typed_inputs = True
 
-    def __init__(self, task: dict[str, Any], model: dict[str, Any], dataset: dict[str, Any]) -> None:
+    def __init__(self, task: ImageNetSettings, model: Any, dataset: Any, split: Any = None) -> None:
         self.settings = task
-        self.top_k = task["top_k"]
-        self.model_path = model["path"]
-        self.labels_path = model["labels"]
-        self.spec = spec_from_config(model.get("preprocess"))
+        self.top_k = task.top_k
+        self.model_path = model.path
+        self.labels_path = model.labels
+        self.spec = checked_spec(model)
         self.dataset = dataset
         self.unscored: Counter[str] = Counter()
         self.classes = ClassList()
         samples = load_ground_truth(
-            dataset["format"],
-            dataset["root"],
-            dataset.get("ground_truth"),
-            dataset.get("class_names"),
-            dataset.get("synset_words"),
-            dataset.get("devkit_meta"),
+            dataset.format,
+            dataset.root,
+            dataset.ground_truth,
+            dataset.class_names,
+            dataset.synset_words,
+            dataset.devkit_meta,
             unscored=self.unscored,
             classes=self.classes,
         )
-        own_files_scored(dataset["root"], self.unscored, [dataset.get(k) for k in DATASET_FILES])
-        warn_unscored(dataset["root"], self.unscored)
+        own_files_scored(dataset.root, self.unscored, [getattr(dataset, k) for k in DATASET_FILES])
+        warn_unscored(dataset.root, self.unscored)
         # As TFLite's tool: the first num_images in sorted file-name order; then this run's shard.
-        self.shard = Shard.from_config(dataset)
-        self.samples, self.full_samples = select_samples(
-            samples, task["num_images"], self.shard, dataset["root"]
-        )
+        self.shard = shard_of(dataset, split)
+        self.samples, self.full_samples = select_samples(samples, task.num_images, self.shard, dataset.root)
         # the list a split was cut from: its identity proves which images the other part holds
-        self.listed = listed(samples, task["num_images"]) if self.shard.split else None
+        self.listed = listed(samples, task.num_images) if self.shard.split else None
         # labels are read once the model's outputs are known (bind): a detector is told to use
         # task=coco before anything about its labels
         self.labels: list[str] = []
@@ -182,7 +180,7 @@ class ImageNetTask(Task):
         out = classification_output(outputs, self.model_path)  # a detector is told task=coco first
         self.labels = read_label_file(self.labels_path)
         LabelMatcher(self.labels, self.labels_path).check_output_size(out.shape[-1])
-        self.offset = self._index_offset(self.dataset.get("label_offset", "auto"))
+        self.offset = self._index_offset(self.dataset.label_offset)
         self.scored_by = "name" if self.offset is None else "index"
         self.matcher = LabelMatcher(self.labels, self.labels_path, self.not_by_index)
         # Every ground-truth label must exist in the model's label file: fail before any image is read.
@@ -205,17 +203,17 @@ class ImageNetTask(Task):
         d = self.dataset
         return {
             "dataset": {
-                "name": d.get("name"),
-                "format": d.get("format", "auto"),
-                "root": d["root"],
+                "name": d.name,
+                "format": d.format,
+                "root": d.root,
                 **sharded_identity(
                     self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path), self.listed
                 ),
-                "ground_truth": d.get("ground_truth"),
-                "ground_truth_sha256": optional_sha256(d.get("ground_truth")),
-                "class_names_sha256": optional_sha256(d.get("class_names")),
-                "synset_words_sha256": optional_sha256(d.get("synset_words")),
-                "devkit_meta_sha256": optional_sha256(d.get("devkit_meta")),
+                "ground_truth": d.ground_truth,
+                "ground_truth_sha256": optional_sha256(d.ground_truth),
+                "class_names_sha256": optional_sha256(d.class_names),
+                "synset_words_sha256": optional_sha256(d.synset_words),
+                "devkit_meta_sha256": optional_sha256(d.devkit_meta),
                 "unscored": dict(sorted(self.unscored.items())),
                 "scored_by": self.scored_by,  # index | name: how ground truth met the model's outputs
             },

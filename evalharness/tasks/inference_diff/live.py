@@ -26,7 +26,7 @@ from evalharness.decoders.base import build_decoder
 from evalharness.stats.decoded import compare_boxes, compare_classes
 from evalharness.stats.latency import summarize
 from evalharness.tasks.definition import Scorer
-from evalharness.tasks.inference_diff.definition import InferenceDiffDefinition
+from evalharness.tasks.inference_diff.definition import InferenceDiffDefinition, InferenceDiffSettings
 from evalharness.tasks.live import RecordEvaluator, ReferencePass, Task
 
 _RANGES = {"uint8": (0.0, 255.0), "int8": (-128.0, 127.0), "float32": (-1.0, 1.0)}
@@ -121,13 +121,14 @@ class DiffEvaluator(RecordEvaluator):
 
 class InferenceDiffTask(Task):
     name = "inference_diff"
+    typed_inputs = True
 
-    def __init__(self, task: dict[str, Any], model: dict[str, Any], dataset: dict[str, Any]) -> None:
+    def __init__(self, task: InferenceDiffSettings, model: Any, dataset: Any, split: Any = None) -> None:
         self.settings = task
-        self.num_runs, self.seed = task["num_runs"], task["seed"]
+        self.num_runs, self.seed = task.num_runs, task.seed
         self.reference_delegate = self.definition.rules().reference_delegate
-        self.model_path = model["path"]
-        self.decoder_config = dict(model.get("decoder") or {})
+        self.model_path = model.path
+        self.decoder_config = dict(model.decoder or {})
         self.decoder: Any = None  # the bound output decoder (decoders/), when the model has one
         self.decoded_kind: str | None = None
         self.reference_boxes: list[list[Any]] = []
