@@ -9,6 +9,7 @@ a value holding ``=`` stays whole, and a sweep (``a,b``, ``choice(...)``) is kep
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -55,4 +56,11 @@ def override_parts(text: str) -> Parts:
 def override_key(text: str) -> str:
     """The key (or group) an override sets or deletes, without its prefix."""
     return parse_override(text).key_or_group
+
+
+def names_any(text: str, keys: Iterable[str]) -> bool:
+    """The override sets or deletes one of ``keys``, or a key inside one (``dataset.shard`` covers
+    ``dataset.shard.index``), whatever its prefix."""
+    key = override_key(text)
+    return any(key == k or key.startswith(f"{k}.") for k in keys)
 

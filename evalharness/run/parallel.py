@@ -35,6 +35,7 @@ from evalharness.core import interrupts as children
 from evalharness.core.documents import RunDocument
 from evalharness.core.errors import ConfigError, RunStopped
 from evalharness.core.interrupts import Interrupted
+from evalharness.core.override_grammar import names_any
 from evalharness.core.untrusted import read_json
 from evalharness.report.runs import ReportError
 from evalharness.run.groups import RunSettings
@@ -53,8 +54,8 @@ _GIVEN = re.compile(r"^(\d+)x(\d+)$")
 # Overrides a shard process sets itself.
 # (loop.resume / loop.overwrite pass through: an interrupted parallel run resumes shard by shard.)
 _OWN_KEYS = (
-    "loop.parallel=", "dataset.shard.", "delegate.num_threads=", "hydra.run.dir=", "hydra.sweep.dir=",
-    "loop.progress=",
+    "loop.parallel", "dataset.shard", "delegate.num_threads", "hydra.run.dir", "hydra.sweep.dir",
+    "loop.progress",
 )  # fmt: skip
 SHARDS_DIR = "parallel"
 WINDOW_S, ROUNDS = 0.5, 2
@@ -164,9 +165,9 @@ def shard_overrides(
     overrides: list[str], p: int, i: int, t: int, shard_dir: str, resume: bool = True
 ) -> list[str]:
     """A shard's command line; ``resume`` False drops ``loop.resume`` (a shard that never started)."""
-    kept = [o for o in overrides if not o.lstrip("+~").startswith(_OWN_KEYS)]
+    kept = [o for o in overrides if not names_any(o, _OWN_KEYS)]
     if not resume:
-        kept = [o for o in kept if not o.lstrip("+~").startswith("loop.resume=")]
+        kept = [o for o in kept if not names_any(o, ["loop.resume"])]
     return [
         *kept,
         "loop.parallel=off",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from evalharness.core.errors import ConfigError
-from evalharness.core.override_grammar import override_key, override_parts
+from evalharness.core.override_grammar import names_any, override_key, override_parts
 from evalharness.loop.shape import PIPELINED, SEQUENTIAL, given_workers
 from evalharness.report.commands.sweep import parse_baseline, parse_override
 from evalharness.report.runs import ReportError
@@ -54,3 +54,15 @@ def test_the_sweep_table_and_its_baseline_read_overrides_the_same_way() -> None:
     for bad in ("delegate", "=cpu", "+delegate=cpu"):
         with pytest.raises(ReportError, match="expected KEY=VALUE"):
             parse_baseline([bad])
+
+
+def test_a_child_process_drops_what_it_sets_itself_whatever_the_prefix() -> None:
+    from evalharness.run.parallel import shard_overrides
+    from evalharness.run.start_up import child_overrides
+
+    given = ["model=m", "++loop.parallel=2x1", "~dataset.shard", "+dataset.shard.index=0", "loop.resume=true"]
+    assert names_any("++dataset.shard.index=1", ["dataset.shard"]) and not names_any("dataset=x", ["data"])
+    kept = shard_overrides(given, 2, 1, 1, "/r/shard_1", resume=False)
+    assert kept[0] == "model=m" and not [o for o in kept[1:] if o.startswith(("+", "~", "loop.resume"))]
+    passes = child_overrides(["~task.start_up", "++loop.resume=true", "model=m"], "/c", "/r")
+    assert passes[0] == "model=m" and "++loop.resume=true" not in passes
