@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
@@ -27,15 +26,15 @@ from evalharness.data.label_alignment import BACKGROUND_LINES, align
 from evalharness.data.labels import LabelMatcher, label_set, read_label_file
 from evalharness.data.listing import own_files_scored, warn_unscored
 from evalharness.data.preprocess import (
-    InputSpec,
     image_input_spec,
     preprocess_file,
     preprocessing_provenance,
+    spec_from_config,
 )
-from evalharness.data.shard import listed, select_samples, sharded_identity
+from evalharness.data.shard import Shard, listed, select_samples, sharded_identity
 from evalharness.decoders.base import detector_decoder
-from evalharness.tasks.imagenet.definition import ImageNetSettings, TopKScorer
-from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
+from evalharness.tasks.imagenet.definition import TopKScorer
+from evalharness.tasks.live import RecordEvaluator, Task, image_cache_key
 
 
 def classification_output(outputs: list[TensorInfo], model_path: str) -> TensorInfo:
@@ -69,7 +68,7 @@ class TopKEvaluator(RecordEvaluator):
         self.top_k, self.output, self.truth, self.labels = top_k, output, truth, labels
         super().__init__(lambda: TopKScorer(top_k))
 
-    def record(self, sample: LabeledSample, outputs: list[np.ndarray]) -> dict[str, Any]:
+    def record(self, sample: LabeledSample, outputs: list[np.ndarray]) -> dict:
         raw = outputs[0].reshape(-1)
         top = stable_topk(raw, self.top_k)
         truth = self.truth[sample.key]
@@ -92,43 +91,45 @@ DATASET_FILES = ("ground_truth", "class_names", "synset_words", "devkit_meta")
 class ImageNetTask(Task):
     name = "imagenet"
     cacheable = True
-    typed_inputs = True
 
-    def __init__(self, task: ImageNetSettings, model: Any, dataset: Any, split: Any = None) -> None:
+    def __init__(self, task: dict, model: dict, dataset: dict) -> None:
         self.settings = task
-        self.top_k = task.top_k
-        self.model_path = model.path
-        self.labels_path = model.labels
-        self.spec = checked_spec(model)
+        self.top_k = task["top_k"]
+        self.model_path = model["path"]
+        self.labels_path = model["labels"]
+        self.spec = spec_from_config(model.get("preprocess"))
         self.dataset = dataset
-        self.unscored: Counter[str] = Counter()
+        self.unscored = Counter()
         self.classes = ClassList()
         samples = load_ground_truth(
-            dataset.format,
-            dataset.root,
-            dataset.ground_truth,
-            dataset.class_names,
-            dataset.synset_words,
-            dataset.devkit_meta,
+            dataset["format"],
+            dataset["root"],
+            dataset.get("ground_truth"),
+            dataset.get("class_names"),
+            dataset.get("synset_words"),
+            dataset.get("devkit_meta"),
             unscored=self.unscored,
             classes=self.classes,
         )
-        own_files_scored(dataset.root, self.unscored, [getattr(dataset, k) for k in DATASET_FILES])
-        warn_unscored(dataset.root, self.unscored)
+        own_files_scored(dataset["root"], self.unscored, [dataset.get(k) for k in DATASET_FILES])
+        warn_unscored(dataset["root"], self.unscored)
         # As TFLite's tool: the first num_images in sorted file-name order; then this run's shard.
-        self.shard = shard_of(dataset, split)
-        self.samples, self.full_samples = select_samples(samples, task.num_images, self.shard, dataset.root)
+        self.shard = Shard.from_config(dataset)
+        self.samples, self.full_samples = select_samples(
+            samples, task["num_images"], self.shard, dataset["root"]
+        )
         # the list a split was cut from: its identity proves which images the other part holds
-        self.listed = listed(samples, task.num_images) if self.shard.split else None
+        self.listed = listed(samples, task["num_images"]) if self.shard.split else None
         # labels are read once the model's outputs are known (bind): a detector is told to use
         # task=coco before anything about its labels
         self.labels: list[str] = []
-        self.assumptions: list[dict[str, Any]] = []
+        self.assumptions: list[dict] = []
         self.truth: dict[str, int] = {}
-        self.input: InputSpec | None = None
+        self.evaluator = None
+        self.input = None
         self.scored_by = "name"
 
-    def _index_offset(self, given: int | str) -> int | None:
+    def _index_offset(self, given) -> int | None:
         """The output index of class index 0 when the ground truth is by index and lines up with
         the model's labels (else None: matched by name, ``self.not_by_index`` says why)."""
         self.not_by_index = ""
@@ -162,7 +163,6 @@ class ImageNetTask(Task):
     def _truth_index(self, sample: LabeledSample) -> int:
         if self.offset is None:
             return self.matcher.index(sample.label, sample.occurrence)
-        assert sample.index is not None  # an offset is found only when every sample has an index
         index = sample.index + self.offset
         if not 0 <= index < len(self.labels):
             raise ModelMismatchError(
@@ -180,14 +180,14 @@ class ImageNetTask(Task):
         out = classification_output(outputs, self.model_path)  # a detector is told task=coco first
         self.labels = read_label_file(self.labels_path)
         LabelMatcher(self.labels, self.labels_path).check_output_size(out.shape[-1])
-        self.offset = self._index_offset(self.dataset.label_offset)
+        self.offset = self._index_offset(self.dataset.get("label_offset", "auto"))
         self.scored_by = "name" if self.offset is None else "index"
         self.matcher = LabelMatcher(self.labels, self.labels_path, self.not_by_index)
         # Every ground-truth label must exist in the model's label file: fail before any image is read.
         self.truth = {s.key: self._truth_index(s) for s in self.samples}
         self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
 
-    def cache_key(self) -> dict[str, Any]:
+    def cache_key(self) -> dict:
         return image_cache_key(self)
 
     def sample_files(self) -> Iterator[str]:
@@ -197,23 +197,23 @@ class ImageNetTask(Task):
         return sample.key
 
     def prepare(self, sample: LabeledSample) -> list[np.ndarray]:
-        return [preprocess_file(sample.path, self.spec, bound_input(self))]
+        return [preprocess_file(sample.path, self.spec, self.input)]
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> dict:
         d = self.dataset
         return {
             "dataset": {
-                "name": d.name,
-                "format": d.format,
-                "root": d.root,
+                "name": d.get("name"),
+                "format": d.get("format", "auto"),
+                "root": d["root"],
                 **sharded_identity(
                     self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path), self.listed
                 ),
-                "ground_truth": d.ground_truth,
-                "ground_truth_sha256": optional_sha256(d.ground_truth),
-                "class_names_sha256": optional_sha256(d.class_names),
-                "synset_words_sha256": optional_sha256(d.synset_words),
-                "devkit_meta_sha256": optional_sha256(d.devkit_meta),
+                "ground_truth": d.get("ground_truth"),
+                "ground_truth_sha256": optional_sha256(d.get("ground_truth")),
+                "class_names_sha256": optional_sha256(d.get("class_names")),
+                "synset_words_sha256": optional_sha256(d.get("synset_words")),
+                "devkit_meta_sha256": optional_sha256(d.get("devkit_meta")),
                 "unscored": dict(sorted(self.unscored.items())),
                 "scored_by": self.scored_by,  # index | name: how ground truth met the model's outputs
             },

@@ -1,5 +1,6 @@
 """The one way a live task gets a run's settings (tasks.live.live_task): typed for a class that says
-``typed_inputs`` (every built-in task), plain dicts for a plug-in that reads them by key."""
+``typed_inputs`` (the built-in tasks but imagenet, for now), plain dicts for a plug-in that reads
+them by key."""
 
 from __future__ import annotations
 
