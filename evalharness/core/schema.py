@@ -114,11 +114,18 @@ def _instance(schema: type[T], values: Mapping[str, Any]) -> T:
     made = {}
     for f in dataclasses.fields(schema):  # type: ignore[arg-type]
         value = values.get(f.name)
-        kind = hints.get(f.name)
+        kind = _optional_of(hints.get(f.name))
         if isinstance(kind, type) and dataclasses.is_dataclass(kind) and isinstance(value, Mapping):
             value = _instance(kind, value)
         made[f.name] = value
     return schema(**made)
+
+
+def _optional_of(kind: Any) -> Any:
+    """``X`` of a field typed ``X | None`` (a group that may be null, e.g. ``quant.calibration``), else
+    ``kind`` unchanged."""
+    args = [a for a in typing.get_args(kind) if a is not type(None)]
+    return args[0] if len(args) == 1 and len(typing.get_args(kind)) == 2 else kind
 
 
 def bounds(
@@ -142,9 +149,9 @@ def check_bounds(schema: type, values: Mapping[str, Any], where: str) -> None:
     """Each field's declared bounds (see :func:`bounds`), nested dataclasses included."""
     hints = typing.get_type_hints(schema)
     for f in dataclasses.fields(schema):
-        value = values.get(f.name)
-        if dataclasses.is_dataclass(hints.get(f.name)) and isinstance(value, Mapping):
-            check_bounds(hints[f.name], value, f"{where} ({f.name})")
+        value, kind = values.get(f.name), _optional_of(hints.get(f.name))
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind) and isinstance(value, Mapping):
+            check_bounds(kind, value, f"{where} ({f.name})")
             continue
         meta = f.metadata
         if value is None or not meta:

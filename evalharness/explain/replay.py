@@ -185,6 +185,7 @@ def verified_plan(folder: str, label: str, side: dict):
 def replay(folder: str) -> int:
     """Run the bundle's two sub-models again; 0 when every output equals the recorded bit for bit."""
     from evalharness.runtime import load_model
+    from evalharness.runtime.runners import HostSettings
 
     doc = read_bundle(folder)
     _check_runtime(folder, doc)
@@ -194,7 +195,7 @@ def replay(folder: str) -> int:
     outputs = {}
     for label, side in doc["sides"].items():
         path = os.path.join(folder, side["model"])
-        model = load_model(path, plans[label], side["runtime"], {"name": "host"})
+        model = load_model(path, plans[label], side["runtime"], HostSettings())
         for k in range(len(doc["images"])):
             feeds = [tensor(tensors, f"{label}_img{k}_in{p}", folder, t) for p, t in enumerate(model.inputs)]
             model.set_inputs(feeds)

@@ -26,7 +26,8 @@ from evalharness.data.preprocess import (
 )
 from evalharness.report.runs import MODEL_INPUT_FIELDS, comparability, field_differences
 from evalharness.rundir.reader import Run
-from evalharness.runtime import DelegatePlan, Model, load_model, plan_delegate
+from evalharness.runtime import DelegatePlan, Model, check_runner, load_model, plan_delegate
+from evalharness.runtime.runners import RunnerSettings
 from evalharness.runtime.subgraph import ModelGraph
 
 # What may differ between the runs' preprocessing: how the model's own input takes the pixels.
@@ -46,7 +47,7 @@ class Side:
     graph: ModelGraph
     plan: DelegatePlan
     runtime: str
-    runner: dict | None
+    runner: RunnerSettings | None
     workdir: str
     compilations: int = 0
     _written: dict = field(default_factory=dict)
@@ -91,13 +92,13 @@ def checked_model_path(run: Run) -> str:
     return str(path)
 
 
-def run_path(run: Run) -> tuple[DelegatePlan, str, dict]:
+def run_path(run: Run) -> tuple[DelegatePlan, str, RunnerSettings]:
     """(delegate plan, runtime, runner) the run ran with, planned again for its runner."""
     delegate = run.prov("config.delegate") or run.prov("delegate.flags")
     if not delegate:
         raise ExplainError(f"run {run.label}: no delegate config recorded (provenance.config.delegate)")
-    runner = run.prov("config.runner") or {"name": "host"}
-    plan = plan_delegate(delegate, runner.get("name", "host"))
+    runner = check_runner(run.prov("config.runner") or {"name": "host"}, latency_only_task=False)
+    plan = plan_delegate(delegate, runner.name)
     return plan, run.prov("runtime.name", "litert"), runner
 
 

@@ -38,7 +38,7 @@ from evalharness.loop.progress import progress_bar
 from evalharness.loop.shape import SHAPES, LoopShape, requested, shaped
 from evalharness.stats.latency import summarize
 from evalharness.stats.validity import Rule, blocks_of, judge, throttled, verdict
-from evalharness.tasks.live import Task, input_layout
+from evalharness.tasks.live import Looped, input_layout
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ class LoopResult:
 
 
 def prepared(
-    task: Task,
+    task: Looped,
     samples: Iterable,
     workers: int,
     prefetch: int,
@@ -220,7 +220,7 @@ def _timed_invoke(model) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def _usable(task: Task, sample, tensors, settings: LoopSettings, result: LoopResult) -> bool:
+def _usable(task: Looped, sample, tensors, settings: LoopSettings, result: LoopResult) -> bool:
     """False for a sample whose preparation failed and is skipped (strict: the error stops the run)."""
     if not isinstance(tensors, DataError):
         return True
@@ -230,7 +230,9 @@ def _usable(task: Task, sample, tensors, settings: LoopSettings, result: LoopRes
     return False
 
 
-def _chunks(task: Task, items, size: int, settings: LoopSettings, result: LoopResult, bar) -> Iterator[list]:
+def _chunks(
+    task: Looped, items, size: int, settings: LoopSettings, result: LoopResult, bar
+) -> Iterator[list]:
     """Usable (sample, tensors) in lists of up to ``size``; a strict stop hands over the samples
     before the bad one first (they count, as in an unbatched run), then raises."""
     chunk: list = []
@@ -311,7 +313,7 @@ def batching(model, size: int) -> str:
 
 
 def run_loop(
-    task: Task,
+    task: Looped,
     load_model: Callable[[], Any],
     record: Callable[[dict], None],
     settings: LoopSettings,

@@ -79,7 +79,9 @@ def requested(shape: str, workers: int) -> LoopShape:
 def given_workers(shape: str, workers: int, overrides: list[str]) -> str:
     """``loop.shape`` once the command line is read: ``loop.workers=N`` given there (and no
     ``loop.shape``) chooses the shape, as it always has (0 = sequential, else pipelined)."""
-    keys = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    from evalharness.core.override_grammar import override_key
+
+    keys = {override_key(o) for o in overrides}
     if shape == AUTO and "loop.workers" in keys and "loop.shape" not in keys:
         return SEQUENTIAL if workers <= 0 else PIPELINED
     return shape

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalharness.data.shard import Split
+from evalharness.run.groups import CalibrationSchema
 
 AUTO = "auto"
 # measured (docs/quantization.md#calibration): int8 calibrated on the 9 bundled photos against a
@@ -33,8 +34,8 @@ BUNDLED_RISK = (
 )
 
 
-def is_auto(cal: Any) -> bool:
-    return bool(cal) and cal.get("source") == AUTO
+def is_auto(cal: CalibrationSchema | None) -> bool:
+    return cal is not None and cal.source == AUTO
 
 
 @dataclass(frozen=True)
@@ -42,22 +43,20 @@ class Choice:
     """The calibration setting to use (``source: roots`` or ``dataset``), the dataset split it implies
     (None: the run scores the whole list) and its record (``calibration.choice``)."""
 
-    calibration: dict[str, Any]
+    calibration: CalibrationSchema
     split: dict[str, Any] | None
     record: dict[str, Any]
 
 
-def as_bundled(cal: Any) -> dict[str, Any]:
+def as_bundled(cal: CalibrationSchema) -> CalibrationSchema:
     """The auto setting's fallback: its roots (the bundled photos), every image."""
-    return {"name": "bundled", "source": "roots", "roots": list(cal.get("roots") or []), "num_images": 0}
+    return CalibrationSchema(name="bundled", source="roots", roots=cal.roots, num_images=0)
 
 
-def choose(cal: Any, listed: int | None, why_not: str | None = None) -> Choice:
+def choose(cal: CalibrationSchema, listed: int | None, why_not: str | None = None) -> Choice:
     """The choice for an auto setting ``cal``: ``listed`` images in the dataset's list (None: the
     task reads no dataset); ``why_not``: why the dataset cannot be sliced (a sharded run)."""
-    least = int(cal.get("min_dataset_images", 100))
-    most = int(cal.get("num_images") or 100)
-    share = float(cal.get("max_fraction", 0.25))
+    least, most, share = cal.min_dataset_images, cal.num_images or 100, cal.max_fraction
     record: dict[str, Any] = {"rule": AUTO, "dataset_images": listed, "min_dataset_images": least}
     if listed is None or why_not or listed < least:
         few = f"the dataset has {listed} images, under {least}"
@@ -70,7 +69,7 @@ def choose(cal: Any, listed: int | None, why_not: str | None = None) -> Choice:
         fraction = (count - 0.5) / listed
     split = {"fraction": fraction, "scheme": "interleaved"}
     reason = f"the dataset has {listed} images (>= {least}): {count}, evenly spread, calibrate, not scored"
-    calibration = {"name": AUTO, "source": "dataset", "roots": [], "num_images": 0}
+    calibration = CalibrationSchema(name=AUTO, source="dataset")
     return Choice(calibration, split, {**record, "chosen": "dataset", "reason": reason})
 
 

@@ -14,6 +14,7 @@ fails or stops part-way is a row saying so, and exit 1.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import subprocess
@@ -194,7 +195,7 @@ def interleaved(
     chosen = [i for i, c in enumerate(candidates) if c["status"] == "complete"]
     if len(chosen) < 2 or chosen[0] != 0:
         return None
-    if any(plans[i].runner.get("name", "host") != "host" for i in chosen):
+    if any(plans[i].runner.name != "host" for i in chosen):
         return None  # a phone times its own invokes (benchmark_model): not interleaved here
     loaders = [loader(plans[i]) for i in chosen]
     for position, i in enumerate(chosen):
@@ -221,7 +222,7 @@ def loader(settings: RunSettings) -> Callable[[], Callable[[], None]]:
     return load
 
 
-def compare(args) -> int:
+def compare(args: argparse.Namespace) -> int:
     from evalharness.run.cli import precheck
 
     overrides, problem = precheck(args.overrides)
@@ -243,7 +244,13 @@ def compare(args) -> int:
 
 
 def _compare_into(
-    out: str, overrides: list[str], key: str, values: list[str], plans, settings: InterleaveSettings, quick
+    out: str,
+    overrides: list[str],
+    key: str,
+    values: list[str],
+    plans: list[RunSettings],
+    settings: InterleaveSettings,
+    quick: bool,
 ) -> int:
     """The candidates' runs into ``out`` (held), then the interleaved speed-ups unless ``quick``."""
     print(f"compare {key}: {', '.join(values)} -> {out} (runs' output: {os.path.join(out, RUNS_LOG)})")
@@ -289,7 +296,7 @@ def write(
     return EXIT_OK if all(c["status"] == "complete" for c in candidates) else EXIT_STOPPED
 
 
-def _given(args) -> dict[str, Any]:
+def _given(args: argparse.Namespace) -> dict[str, Any]:
     return {f.name: getattr(args, f.name) for f in dataclasses.fields(InterleaveSettings)}
 
 

@@ -12,9 +12,10 @@ from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import job_overrides
 
 if TYPE_CHECKING:  # for the types only: the loop and the runtime load when a run starts
-    from evalharness.loop.engine import LoopResult
+    from evalharness.loop.engine import LoopResult, LoopSettings
     from evalharness.rundir.files import RunWriter
     from evalharness.runtime.contract import Model
+    from evalharness.tasks.live import Task
 
 
 class Ran(NamedTuple):
@@ -31,7 +32,9 @@ class Ran(NamedTuple):
     op_profile: dict[str, Any] | None = None  # per-op time and placement (metrics.op_profile), if asked for
 
 
-def execute(settings: RunSettings, task, loop, done: list[dict[str, Any]], run_dir: str) -> Ran:
+def execute(
+    settings: RunSettings, task: Task, loop: LoopSettings, done: list[dict[str, Any]], run_dir: str
+) -> Ran:
     """The cold/warm passes and the reference pass (if the task has them) and the measured loop."""
     from evalharness.loop.engine import run_loop
     from evalharness.run.start_up import measure
@@ -75,7 +78,7 @@ def execute(settings: RunSettings, task, loop, done: list[dict[str, Any]], run_d
     return Ran(writer, model, result, reference, start_up, profile)
 
 
-def op_profile(settings: RunSettings, task, model) -> dict[str, Any]:
+def op_profile(settings: RunSettings, task: Task, model: Model) -> dict[str, Any]:
     """Per-op time and placement of the run's model on the run's delegate (the runtime's profiler,
     else sub-model timing), fed the first sample (after the measured loop, so it cannot disturb the
     loop's figures)."""

@@ -12,14 +12,19 @@ code its own. ``tests/unit/architecture/test_typed_settings.py`` refuses a read 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from evalharness.core.schema import FrozenDict, bounds, freeze, thaw
-from evalharness.data.preprocess import PreprocessSpec
+from evalharness.data.preprocess import PreprocessSpec, spec_from_config
 from evalharness.loop.engine import LoopSettings
 from evalharness.report.tracking.mapping import NoTracking
 from evalharness.runtime import DelegatePlan
+from evalharness.runtime.runners import HostSettings, RunnerSettings
+
+if TYPE_CHECKING:  # for the type only: a live half is imported when a job runs
+    from evalharness.tasks.live import Task
 
 
 @dataclass(frozen=True)
@@ -83,12 +88,24 @@ class WeightsSchema:  # quant.weights: pruning or clustering of the float weight
 
 
 @dataclass(frozen=True)
+class CalibrationSchema:  # conf/quant/calibration: the images that calibrate a variant (run/variants.py)
+    name: str = "bundled"
+    # roots: the folders below; dataset: the dataset's search part (a split); auto: one of the two,
+    # chosen against the dataset's size (run/calibration_choice.py)
+    source: str = field(default="roots", metadata=bounds(choices=("roots", "dataset", "auto")))
+    roots: tuple[str, ...] = ()
+    num_images: int = field(default=0, metadata=bounds(0))  # 0: all of them (auto: the slice's most)
+    min_dataset_images: int = field(default=100, metadata=bounds(0))  # auto: fewer, the roots instead
+    max_fraction: float = field(default=0.25, metadata=bounds(0, 1))  # auto: the slice's largest share
+
+
+@dataclass(frozen=True)
 class QuantSchema:  # conf/quant: a post-training-quantized variant of the float model (run/variants.py)
     name: str = "none"
     recipe: Any = None  # ai-edge-quantizer recipe (runtime/quantize.py RECIPES) or a JSON file; null: float
     io_dtype: Any = None  # integer recipes: the I/O type they make (int8 | int16)
     integer_input: Any = None  # model.preprocess.integer_input for a variant with integer inputs
-    calibration: Any = None  # {name, source: roots | dataset, roots: [folders], num_images}; calibrated only
+    calibration: CalibrationSchema | None = None  # calibrated recipes only
     # accuracy-aware repair (run/repair.py): the most the headline metric may drop, absolute or relative
     max_drop: float | None = field(default=None, metadata=bounds(0, 1))
     max_drop_relative: float | None = field(default=None, metadata=bounds(0, 1))
@@ -117,7 +134,8 @@ SCHEMAS: dict[str, type] = {
 class RunSettings:
     """Everything a run will do, validated and frozen: each core group an instance of its schema,
     read by attribute (``settings.model.path``; ``tests/unit/architecture/test_typed_settings.py``
-    refuses a read by key). ``task`` and ``runner`` are the plug-ins' own checked values (FrozenDict)."""
+    refuses a read by key). ``task`` is the task's own checked values (FrozenDict); ``runner`` an instance
+    of the runner's settings schema (``runtime/runners.py``)."""
 
     task: FrozenDict
     model: ModelSchema  # with the task's model_schema fields (core.schema.extended)
@@ -130,7 +148,7 @@ class RunSettings:
     definition: Any  # the task's TaskDefinition instance (scorer, abilities, summary lines)
     reference_plan: DelegatePlan | None = None  # the delegate of a task's reference pass (inference_diff)
     quant: QuantSchema = field(default_factory=QuantSchema)
-    runner: FrozenDict = field(default_factory=lambda: freeze({"name": "host"}))
+    runner: RunnerSettings = field(default_factory=HostSettings)
     thread_budget: FrozenDict = field(default_factory=FrozenDict)
     # setting -> where its value came from: command line | model file | preset
     model_sources: FrozenDict = field(default_factory=FrozenDict)
@@ -146,16 +164,20 @@ class RunSettings:
         }
         return dataclasses.replace(self, **frozen)
 
-    def task_inputs(
-        self, model: Any = None, split: Any = None
-    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        """(task, model, dataset) as plain values for a live task (a plug-in that reads them by key):
-        ``model`` instead of the plan's (a candidate variant), ``split`` instead of the plan's."""
-        dataset = thaw(self.dataset)
+    def live_task(
+        self, model: Mapping[str, Any] | None = None, split: Mapping[str, Any] | None = None
+    ) -> Task:
+        """The task's live half for this plan (typed, or plain values for a plug-in that reads them
+        by key: :func:`evalharness.tasks.live.live_task`): ``model`` a candidate variant's
+        (its path and preprocessing) instead of the plan's, ``split`` instead of the plan's."""
+        from evalharness.tasks.live import live_task
+
+        typed = self.model
+        if model is not None:
+            preprocess = spec_from_config(thaw(model.get("preprocess")))
+            typed = dataclasses.replace(typed, path=model["path"], preprocess=preprocess)
         split = self.split if split is None else split
-        if split is not None:
-            dataset["split"] = thaw(split)
-        return thaw(self.task), thaw(self.model if model is None else model), dataset
+        return live_task(self.definition, self.task, typed, self.dataset, split)
 
     def config(self) -> dict[str, Any]:
         """The resolved config as plain JSON values, for the run files."""

@@ -8,14 +8,17 @@ Every file the task's provenance hashes (``dataset.<name>_sha256``: the ground t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalharness.run.groups import RunSettings
 from evalharness.run.provenance import library_record
 from evalharness.rundir.state import identity_differences
 
+if TYPE_CHECKING:  # for the types only
+    from evalharness.tasks.live import Task
 
-def run_identity(settings: RunSettings, task, prov: dict[str, Any]) -> dict[str, Any]:
+
+def run_identity(settings: RunSettings, task: Task, prov: dict[str, Any]) -> dict[str, Any]:
     """The bytes a result depends on, recorded when a run starts so that a resume can refuse to mix
     inputs that changed (see :mod:`evalharness.rundir.state`)."""
     from evalharness.core.checksum import optional_sha256
@@ -42,7 +45,9 @@ def dataset_files(dataset: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in dataset.items() if k.endswith("_sha256") and k != "manifest_sha256"}
 
 
-def moved_inputs(settings: RunSettings, task, prov: dict[str, Any], identity: dict[str, Any]) -> list[str]:
+def moved_inputs(
+    settings: RunSettings, task: Task, prov: dict[str, Any], identity: dict[str, Any]
+) -> list[str]:
     """What changed on disk while the run ran (the model file, the sample files): such a result
     mixes two inputs and is ``invalid``."""
 

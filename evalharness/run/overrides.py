@@ -17,17 +17,14 @@ from pathlib import Path
 from typing import NoReturn, cast
 
 from hydra._internal.utils import get_args_parser
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, ValueType
-from hydra.errors import OverrideParseException
 
 from evalharness.core.errors import ConfigError
+from evalharness.core.override_grammar import override_parts, parse_override
 from evalharness.core.paths import CONF_DIR
 
 _LISTED = (ValueType.SIMPLE_CHOICE_SWEEP, ValueType.CHOICE_SWEEP)  # sweeps whose values are written out
 _PLAIN = (str, int, float, bool)
-_GRAMMAR = "write KEY=VALUE, quoting a value holding , ( ) [ ] { }: key='a(b)' (Hydra's override grammar)"
-_NOISE = ("See https://", "Error parsing override", "LexerNoViableAltException")
 
 
 def _refuse(message: str) -> NoReturn:
@@ -44,16 +41,8 @@ def split(args: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 def parse(overrides: list[str]) -> list[Override]:
     """Each override string parsed by Hydra's override grammar; one that is not is a
-    :class:`ConfigError` naming it (Hydra's own message does not)."""
-    parser, parsed = OverridesParser.create(), []
-    for text in overrides:
-        try:
-            parsed += parser.parse_overrides([text])
-        except OverrideParseException as exc:
-            said = [line.strip() for line in str(exc.message).splitlines()]
-            reason = next((line for line in said if line.strip("^") and not line.startswith(_NOISE)), "")
-            raise ConfigError(f"{text}: not an override Hydra reads ({reason}); {_GRAMMAR}") from None
-    return parsed
+    :class:`ConfigError` naming it (Hydra's own message does not): core.override_grammar."""
+    return [parse_override(text) for text in overrides]
 
 
 def options(override: Override) -> list[str] | None:
@@ -88,7 +77,7 @@ def rewrite(args: list[str], overrides: list[Override]) -> list[str]:
         named = options(o) if o.key_or_group == "model.preprocess" and not o.is_delete() else None
         if named and not o.is_add() and not o.is_force_add() and set(named) <= presets:
             line = cast(str, o.input_line)  # set: parse() made each override from its line
-            renamed[line] = "model/preprocess=" + line.partition("=")[2]
+            renamed[line] = "model/preprocess=" + override_parts(line).written
     out = [renamed.get(a, a) for a in args]
     keys = {o.key_or_group for o in overrides}
     if "model.path" in keys and "model" not in keys:

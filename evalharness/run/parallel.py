@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,9 +35,15 @@ from evalharness.core import interrupts as children
 from evalharness.core.documents import RunDocument
 from evalharness.core.errors import ConfigError, RunStopped
 from evalharness.core.interrupts import Interrupted
+from evalharness.core.override_grammar import names_any
 from evalharness.core.untrusted import read_json
 from evalharness.report.runs import ReportError
 from evalharness.run.groups import RunSettings
+
+if TYPE_CHECKING:  # for the types only
+    from evalharness.core.tensors import TensorInfo
+    from evalharness.runtime import DelegatePlan
+    from evalharness.tasks.definition import TaskDefinition
 from evalharness.run.start_up import child_failed
 from evalharness.run.thread_budget import available_cores
 from evalharness.rundir.document import has_document, holds_run
@@ -48,8 +54,8 @@ _GIVEN = re.compile(r"^(\d+)x(\d+)$")
 # Overrides a shard process sets itself.
 # (loop.resume / loop.overwrite pass through: an interrupted parallel run resumes shard by shard.)
 _OWN_KEYS = (
-    "loop.parallel=", "dataset.shard.", "delegate.num_threads=", "hydra.run.dir=", "hydra.sweep.dir=",
-    "loop.progress=",
+    "loop.parallel", "dataset.shard", "delegate.num_threads", "hydra.run.dir", "hydra.sweep.dir",
+    "loop.progress",
 )  # fmt: skip
 SHARDS_DIR = "parallel"
 WINDOW_S, ROUNDS = 0.5, 2
@@ -65,7 +71,9 @@ def parse(value: str) -> tuple[int, int] | str:
     raise ConfigError(f"loop.parallel={value!r}: use off, auto or PxT (processes x threads, e.g. 2x1)")
 
 
-def check(value: str, definition, shard_count: int, command_line: bool, accelerator: bool = False) -> None:
+def check(
+    value: str, definition: TaskDefinition, shard_count: int, command_line: bool, accelerator: bool = False
+) -> None:
     """Refuse, before anything runs, what cannot be split into shards and merged back, and ``auto``
     for a delegate that runs on an accelerator (it splits CPU cores, which an accelerator is not)."""
     asked = parse(value)
@@ -117,7 +125,7 @@ def _throughput(models: list[Any], window: float) -> float:
     return sum(counts) / (time.perf_counter() - start)
 
 
-def calibrate(model_path: str, plan, runtime: str, cores: int) -> dict[str, Any]:
+def calibrate(model_path: str, plan: DelegatePlan, runtime: str, cores: int) -> dict[str, Any]:
     """Each candidate's invoke throughput, ABBA rounds; the best one chosen."""
     from evalharness.runtime import load_model
 
@@ -146,7 +154,7 @@ def calibrate(model_path: str, plan, runtime: str, cores: int) -> dict[str, Any]
     }
 
 
-def _seeded(rng, info) -> np.ndarray:
+def _seeded(rng: np.random.Generator, info: TensorInfo) -> np.ndarray:
     if np.issubdtype(np.dtype(info.dtype), np.integer):
         limits = np.iinfo(info.dtype)
         return rng.integers(limits.min, int(limits.max) + 1, info.shape).astype(info.dtype)
@@ -157,9 +165,9 @@ def shard_overrides(
     overrides: list[str], p: int, i: int, t: int, shard_dir: str, resume: bool = True
 ) -> list[str]:
     """A shard's command line; ``resume`` False drops ``loop.resume`` (a shard that never started)."""
-    kept = [o for o in overrides if not o.lstrip("+~").startswith(_OWN_KEYS)]
+    kept = [o for o in overrides if not names_any(o, _OWN_KEYS)]
     if not resume:
-        kept = [o for o in kept if not o.lstrip("+~").startswith("loop.resume=")]
+        kept = [o for o in kept if not names_any(o, ["loop.resume"])]
     return [
         *kept,
         "loop.parallel=off",

@@ -4,12 +4,18 @@ samples listed), the tensor cache, the resize implementation. A refusal here wri
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalharness.data.preprocess import spec_from_config
 from evalharness.run.calibration_choice import Choice, choose, is_auto
 from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import is_multirun, use_cache
+
+if TYPE_CHECKING:  # for the types only: the loop and the task load when a run starts
+    from evalharness.loop.engine import LoopSettings
+    from evalharness.tasks.live import Task
+
+Prepared = tuple[RunSettings, dict[str, Any], "Task", "LoopSettings"]
 
 
 def with_quantized_variant(settings: RunSettings) -> tuple[RunSettings, dict[str, Any]]:
@@ -67,16 +73,16 @@ def choose_calibration(settings: RunSettings, model: dict[str, Any]) -> Choice:
     """``quant/calibration=auto`` resolved against the dataset's list (its size, after
     ``task.num_images``): a slice of it, or the bundled set (:mod:`evalharness.run.calibration_choice`)."""
     from evalharness.runtime.quantize import needs_calibration
-    from evalharness.tasks.discovery import live_class
 
     cal = settings.quant.calibration
+    assert cal is not None  # called for quant/calibration=auto only (is_auto)
     if not needs_calibration(settings.quant.recipe):
         return choose(cal, None, "the recipe needs no calibration")
     if not settings.definition.abilities.reads_dataset:
         return choose(cal, None)
     if settings.dataset.shard.count > 1:
         return choose(cal, None, "dataset.shard.count > 1 (each shard would slice its own list)")
-    task = live_class(settings.definition)(*settings.task_inputs(model))
+    task = settings.live_task(model)
     if not getattr(task, "cacheable", True):  # samples inside container files, not one file each
         return choose(cal, None, "the dataset is a container: calibration reads one image file per sample")
     return choose(cal, len(task.samples))
@@ -110,17 +116,16 @@ def searched_weights(settings: RunSettings, model: dict[str, Any]) -> dict[str, 
     return record
 
 
-def prepare(settings: RunSettings, run_dir: str):
+def prepare(settings: RunSettings, run_dir: str) -> Prepared | dict[str, Any]:
     """Everything before the run directory is claimed: (plan, quant record, task, loop settings), or
     the finished document of a sweep job that is skipped. Refusals here write nothing."""
     from evalharness.rundir.state import sweep_job_mode
-    from evalharness.tasks.discovery import live_class
 
     definition, loop = settings.definition, settings.loop
     if is_multirun() and not (loop.resume or loop.overwrite):
         # a re-run sweep skips complete jobs (before any set-up) and resumes partial ones
         mode, finished = sweep_job_mode(run_dir, settings.config(), definition.abilities.can_resume)
-        if mode == "skip":
+        if mode == "skip" and finished is not None:
             print(f"skipped: {run_dir} already holds a complete run of this config")
             return finished
         if mode == "resume":
@@ -128,7 +133,7 @@ def prepare(settings: RunSettings, run_dir: str):
         elif mode == "overwrite":
             loop = dataclasses.replace(loop, overwrite=True)
     settings, quant = with_quantized_variant(settings)
-    task = live_class(definition)(*settings.task_inputs())
+    task: Any = settings.live_task()  # a Task, or below the tensor cache's wrapper of one (the same face)
     if use_cache(settings.loop.tensor_cache) and task.cacheable:
         from evalharness.data.tensor_cache import CachedTask
 

@@ -37,14 +37,16 @@ import hashlib
 import os
 import tempfile
 import time
-from typing import Any
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from evalharness.core.atomic_io import no_nan
 from evalharness.core.bars import progress
 from evalharness.core.errors import DataError
 from evalharness.core.schema import thaw
 from evalharness.run.calibration_choice import as_bundled, is_auto
-from evalharness.run.groups import QuantSchema, RunSettings
+from evalharness.run.groups import CalibrationSchema, QuantSchema, RunSettings
 from evalharness.run.repair_eval import Evaluation, Part, snr_db
 from evalharness.run.variants import (
     build_variant,
@@ -56,8 +58,11 @@ from evalharness.run.variants import (
 from evalharness.stats.power import resolution, resolution_text
 from evalharness.tasks.definition import comparer
 
+if TYPE_CHECKING:  # for the types only: the quantizer loads when a repair runs
+    from evalharness.runtime.quantize import VariantBuilder
+
 # quant/calibration=dataset (conf/quant/calibration/dataset.yaml): the search part, every image
-DATASET_CALIBRATION = {"name": "dataset", "source": "dataset", "roots": [], "num_images": 0}
+DATASET_CALIBRATION = CalibrationSchema(name="dataset", source="dataset")
 
 
 class Search:
@@ -65,11 +70,20 @@ class Search:
     model (memoized by calibration and the set of ops kept in float)."""
 
     def __init__(
-        self, settings: RunSettings, quant: QuantSchema, model: dict, split: dict, work: str, bar: Any
+        self,
+        settings: RunSettings,
+        quant: QuantSchema,
+        model: dict[str, Any],
+        split: dict[str, Any],
+        work: str,
+        bar: Any,
     ) -> None:
         from evalharness.runtime.quantize import quantized_ops, recipe_ops
 
         self.definition, self.work, self.quant, self.bar = settings.definition, work, quant, bar
+        compare = comparer(self.definition)
+        assert compare is not None  # check_quant: a repair needs the task's repair_metric
+        self.compare = compare
         self.source = model["path"]
         self.part = Part(settings, model, split, "search")
         self.float = self.part.evaluate(self.source, keep_outputs=True)
@@ -77,15 +91,22 @@ class Search:
         self.base = recipe_ops(quant.recipe)
         self.ops = {i: (kind, scope) for i, kind, scope in quantized_ops(self.source, self.base)}
         self.allowed = allowed_drop(quant, self.float.metric)
-        self.builders: dict[str, object] = {}
-        self.calibrations: dict[str, tuple[dict | None, list]] = {}
-        self.seen: dict[tuple, dict] = {}
+        self.builders: dict[str, VariantBuilder] = {}
+        self.calibrations: dict[str, tuple[dict[str, Any] | None, list[Path]]] = {}
+        self.seen: dict[tuple[str, tuple[int, ...]], dict[str, Any]] = {}
         self.build_s = 0.0
 
-    def add_calibration(self, label: str, cal: dict | None, float_preprocess, dataset_root: str) -> None:
+    def add_calibration(
+        self,
+        label: str,
+        cal: CalibrationSchema | None,
+        float_preprocess: dict[str, Any] | None,
+        dataset_root: str,
+    ) -> None:
         from evalharness.runtime.quantize import VariantBuilder
 
-        record, paths = (None, [])
+        record: dict[str, Any] | None = None
+        paths: list[Path] = []
         if cal is not None:
             record, paths = calibration_record(cal, True, dataset_root, self.part.files())
         tensors = calibration_tensors(paths, self.source, float_preprocess) if record else None
@@ -94,12 +115,12 @@ class Search:
         self.build_s += time.perf_counter() - started
         self.calibrations[label] = (record, paths)
 
-    def recipe(self, ops) -> list[dict]:
+    def recipe(self, ops: Iterable[int]) -> list[dict[str, Any]]:
         from evalharness.runtime.quantize import keep_float
 
         return keep_float(self.base, [self.ops[i][1] for i in sorted(ops)])
 
-    def candidate(self, calibration: str, ops) -> dict:
+    def candidate(self, calibration: str, ops: Iterable[int]) -> dict[str, Any]:
         key = (calibration, tuple(sorted(ops)))
         if key in self.seen:
             return self.seen[key]
@@ -117,8 +138,9 @@ class Search:
         self.seen[key] = row
         return row
 
-    def row(self, ev: Evaluation, data: bytes | None = None) -> dict:
-        paired = comparer(self.definition).paired_records(self.float.records, ev.records)
+    def row(self, ev: Evaluation, data: bytes | None = None) -> dict[str, Any]:
+        paired = self.compare.paired_records(self.float.records, ev.records)
+        assert self.float.outputs is not None and ev.outputs is not None  # evaluated with keep_outputs
         drop = self.float.metric - ev.metric
         return {
             "metric": ev.metric,
@@ -154,12 +176,12 @@ def target_text(quant: QuantSchema, metric: str) -> str:
     return f"{metric} drop <= {quant.max_drop_relative:g} of the float model's (relative)"
 
 
-def _better(a: dict, b: dict) -> bool:
+def _better(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """``a`` is a better base than ``b``: holds, then higher metric, then higher output SNR."""
     return (a["holds"], a["metric"], a["snr_db"]) > (b["holds"], b["metric"], b["snr_db"])
 
 
-def search(s: Search, calibrations: list[str]) -> dict:
+def search(s: Search, calibrations: list[str]) -> dict[str, Any]:
     """The frontier, the ranking and the chosen float ops (see the module docstring)."""
     frontier = [{**s.row(s.float), "step": "float model", "calibration": None, "float_ops": None}]
     for label in calibrations:
@@ -180,7 +202,7 @@ def search(s: Search, calibrations: list[str]) -> dict:
     ]
     order = [r["op"] for r in ranked]
 
-    def prefix(k: int) -> dict:
+    def prefix(k: int) -> dict[str, Any]:
         row = s.candidate(cal, order[:k])
         return {**row, "step": f"top {k} ranked in float"}
 
@@ -216,11 +238,11 @@ def search(s: Search, calibrations: list[str]) -> dict:
     return out
 
 
-def _brief(row: dict) -> dict:
+def _brief(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row[k] for k in ("metric", "drop", "snr_db")}
 
 
-def repair_variant(settings: RunSettings, model: dict) -> dict:
+def repair_variant(settings: RunSettings, model: dict[str, Any]) -> dict[str, Any]:
     """Search the variant, build and cache the chosen one, score it on the held-out part, point
     ``model`` at it; returns ``provenance.model.quant`` (with ``repair``)."""
     from evalharness.report.views.repair_view import print_repair, write_recipe
@@ -232,6 +254,7 @@ def repair_variant(settings: RunSettings, model: dict) -> dict:
     if not os.path.isfile(source):
         raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
     split, definition = split_of(quant), settings.definition
+    assert split is not None  # a repair splits the dataset (variants.split_of)
     metric = definition.abilities.repair_metric
     float_preprocess = thaw(model.get("preprocess"))
     task_model = dict(model)
@@ -266,7 +289,7 @@ def repair_variant(settings: RunSettings, model: dict) -> dict:
                 configured = as_bundled(configured)
             labels.append(_label(configured))
             s.add_calibration(labels[0], configured, float_preprocess, root)
-            if configured.get("source") != "dataset":
+            if configured.source != "dataset":
                 labels.append(_label(DATASET_CALIBRATION))
                 s.add_calibration(labels[1], DATASET_CALIBRATION, float_preprocess, root)
         else:
@@ -282,7 +305,7 @@ def repair_variant(settings: RunSettings, model: dict) -> dict:
         bar.set_postfix_str(f"the held-out part ({len(held)} images)")
         held_float, held_variant = held.evaluate(source), held.evaluate(cached["path"])
         bar.update(2)
-    paired = comparer(definition).paired_records(held_float.records, held_variant.records)
+    paired = s.compare.paired_records(held_float.records, held_variant.records)
     drop = held_float.metric - held_variant.metric
     recipe_path = os.path.join(cached["dir"], "recipe.json")
     write_recipe(recipe_path, recipe)
@@ -329,10 +352,10 @@ def repair_variant(settings: RunSettings, model: dict) -> dict:
     return record
 
 
-def _label(cal: dict) -> str:
-    if cal.get("source") == "dataset":
+def _label(cal: CalibrationSchema) -> str:
+    if cal.source == "dataset":
         return "dataset search part"
-    return f"{cal.get('name') or 'roots'} (quant.calibration.roots)"
+    return f"{cal.name or 'roots'} (quant.calibration.roots)"
 
 
 def _reuse(quant: QuantSchema, recipe_path: str, chosen: str) -> list[str]:
@@ -340,8 +363,8 @@ def _reuse(quant: QuantSchema, recipe_path: str, chosen: str) -> list[str]:
     run's other settings (model, dataset, and the same quant.calibration unless it says otherwise)."""
     parts = [f"quant={quant.name}", f"quant.recipe={recipe_path}"]
     if chosen == _label(DATASET_CALIBRATION):
-        configured = quant.calibration or {}
-        num = configured.get("num_images") or 0 if configured.get("source") == "dataset" else 0
+        configured = quant.calibration
+        num = configured.num_images if configured is not None and configured.source == "dataset" else 0
         parts += [
             "quant/calibration=dataset",
             f"quant.calibration.num_images={num}",

@@ -11,12 +11,15 @@ import math
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evalharness.report.presenters import headline
 from evalharness.run.groups import RunSettings
+
+if TYPE_CHECKING:  # for the types only: the runtime loads when a candidate is scored
+    from evalharness.runtime.contract import Model
 
 
 @dataclass
@@ -40,10 +43,8 @@ class Part:
     def __init__(
         self, settings: RunSettings, model: dict[str, Any], split: dict[str, Any], part: str
     ) -> None:
-        from evalharness.tasks.discovery import live_class
-
         self.settings, self.part = settings, part
-        self.task = live_class(settings.definition)(*settings.task_inputs(model, {**split, "part": part}))
+        self.task = settings.live_task(model, {**split, "part": part})
         self._inputs: dict[str, list[Any]] = {}
         self.evaluations = 0
 
@@ -101,7 +102,7 @@ class Part:
         )
 
 
-def _invoke_all(model, inputs: list[Any]) -> tuple[list[list[np.ndarray]], list[float]]:
+def _invoke_all(model: Model, inputs: list[Any]) -> tuple[list[list[np.ndarray]], list[float]]:
     """Outputs per input and invoke times (ms; one warm-up invoke first, not timed)."""
     if model.batch_size:
         done = model.run_batch(inputs)

@@ -170,20 +170,20 @@ def validate(
     paths: PathsSchema = groups["paths"]
     quant: QuantSchema = groups["quant"]
     cache_dir = paths.cache_dir
-    plan = plan_delegate(delegate, runner=runner["name"], variant_dir=cache_dir)
+    plan = plan_delegate(delegate, runner=runner.name, variant_dir=cache_dir)
     definition = definition_class(task)
     rules = definition.rules()  # refuses settings whose fields disagree
     check_task_needs(definition, dataset, plan, command_line)
     loop = loop_settings(groups["loop"], overrides or [])
     check_counts(limit, threads, loop, rules.reference_delegate)
-    check_op_profile(loop.op_profile or rules.op_profile, loop.batch_size, runner["name"], loop.parallel)
+    check_op_profile(loop.op_profile or rules.op_profile, loop.batch_size, runner.name, loop.parallel)
     accelerator = plan.offloads and not plan.expects_xnnpack  # XNNPACK offloads onto the CPU's cores
     check_parallel(loop.parallel, definition, dataset.shard.count, command_line, accelerator)
     check_quant(quant, definition, dataset)
     reference = rules.reference_delegate
     reference_plan = plan_delegate(reference, variant_dir=cache_dir) if reference else None
     refuse_for_source(
-        model.path, plan, runner=runner["name"], runtime=groups["runtime"].name, quant=quant.name,
+        model.path, plan, runner=runner.name, runtime=groups["runtime"].name, quant=quant.name,
         op_profile=loop.op_profile or rules.op_profile, reference=reference_plan,
     )  # fmt: skip
     if not model.from_file:  # a file given alone was checked before it was read

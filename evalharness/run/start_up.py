@@ -21,21 +21,22 @@ from evalharness.core import interrupts as children
 from evalharness.core.boundary import EXIT_USER_ERROR
 from evalharness.core.errors import ConfigError, EvalHarnessError, RunStopped
 from evalharness.core.numbers import relative_pct
+from evalharness.core.override_grammar import names_any
 from evalharness.core.untrusted import read_json
 from evalharness.runtime.compile_cache import shader_cache_disabled
-from evalharness.runtime.delegates import compile_cache_kinds, kind_of
+from evalharness.runtime.delegates import DelegatePlan, compile_cache_kinds, kind_of
 
 MODES = ("as_found", "cold", "warm", "both")
 PASS_DIRS = {"cold": "cache_cold", "warm": "cache_warm"}
 CACHE_FOLDER = "compile_cache"
 # Overrides a pass sets itself (its caches, its run directory, no resume or progress bar).
 _OWN_KEYS = (
-    "task.start_up=", "delegate.compile_cache_dir=", "hydra.run.dir=", "hydra.sweep.dir=",
-    "loop.resume=", "loop.overwrite=", "loop.progress=", "loop.op_profile=", "task.op_profile=",
+    "task.start_up", "delegate.compile_cache_dir", "hydra.run.dir", "hydra.sweep.dir",
+    "loop.resume", "loop.overwrite", "loop.progress", "loop.op_profile", "task.op_profile",
 )  # fmt: skip
 
 
-def check(mode: str, plan, command_line: bool) -> None:
+def check(mode: str, plan: DelegatePlan, command_line: bool) -> None:
     """Refuse, before anything runs, a mode that does not exist, a delegate whose caches the passes
     cannot make cold and then warm, or a run without a command line for the passes to repeat."""
     if mode not in MODES:
@@ -61,7 +62,7 @@ def check(mode: str, plan, command_line: bool) -> None:
 
 def child_overrides(overrides: list[str], cache_dir: str, run_dir: str) -> list[str]:
     """This run's overrides for one pass: caches taken over, its own run directory."""
-    kept = [o for o in overrides if not o.lstrip("+~").startswith(_OWN_KEYS)]
+    kept = [o for o in overrides if not names_any(o, _OWN_KEYS)]
     return [
         *kept,
         "task.start_up=as_found",

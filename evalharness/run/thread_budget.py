@@ -166,7 +166,7 @@ def check_count(setting: str, count: int, limit: Limit) -> None:
 
 
 def thread_budget(
-    requested, launcher: Mapping[str, Any] | None, limit: Limit | None = None
+    requested: int | str, launcher: Mapping[str, Any] | None, limit: Limit | None = None
 ) -> tuple[int, dict[str, Any]]:
     """(threads to use, the record for metrics.json) for ``delegate.num_threads=requested``.
 

@@ -35,7 +35,7 @@ from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.listing import list_images
 from evalharness.data.manifest import manifest_hash
 from evalharness.data.preprocess import InputSpec, preprocess_file, spec_from_config
-from evalharness.run.groups import DatasetSchema, QuantSchema
+from evalharness.run.groups import CalibrationSchema, DatasetSchema, QuantSchema
 
 IO_DTYPES = {"static_wi8_ai8": "int8", "static_wi8_ai16": "int16"}  # what ai-edge-quantizer emits
 
@@ -45,7 +45,7 @@ def repair_requested(quant: QuantSchema) -> bool:
 
 
 def from_dataset(quant: QuantSchema) -> bool:
-    return (quant.calibration or {}).get("source") == "dataset"
+    return quant.calibration is not None and quant.calibration.source == "dataset"
 
 
 def with_integer_input(preprocess: dict[str, Any] | None, quant: QuantSchema) -> dict[str, Any] | None:
@@ -113,19 +113,21 @@ def recipe_key(recipe: str | list[Any]) -> dict[str, Any]:
     return {"recipe_sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
-def calibration_files(cal: dict[str, Any], dataset_files: list[str] | None = None) -> list[tuple[str, Path]]:
+def calibration_files(
+    cal: CalibrationSchema, dataset_files: list[str] | None = None
+) -> list[tuple[str, Path]]:
     """(manifest key, path) of the calibration images: every root listed (or the dataset's search
     part, ``source: dataset``), first ``num_images`` kept."""
-    if cal.get("source") == "dataset":
+    if cal.source == "dataset":
         files: list[tuple[str, Path]] = [
             (f"dataset/{os.path.basename(f)}", Path(f)) for f in dataset_files or []
         ]
-        num = int(cal.get("num_images") or 0)
+        num = cal.num_images
         files = files[:num] if num > 0 else files
         if not files:
             raise DataError("quant.calibration source=dataset: the dataset's search part has no image files")
         return files
-    roots = cal.get("roots") or []
+    roots = cal.roots
     if not roots:
         raise ConfigError("quant.calibration.roots is empty; give one or more image folders")
     files = []
@@ -133,10 +135,10 @@ def calibration_files(cal: dict[str, Any], dataset_files: list[str] | None = Non
         if not Path(root).is_dir():
             raise DataError(f"quant.calibration.roots[{i}]={root} is not a directory")
         files += [(f"{i}/{name}", Path(root, name)) for name in list_images(Path(root), DEFAULT_EXTENSIONS)]
-    num = int(cal.get("num_images") or 0)
+    num = cal.num_images
     files = files[:num] if num > 0 else files
     if not files:
-        raise DataError(f"quant.calibration.roots {roots}: no images ({', '.join(DEFAULT_EXTENSIONS)})")
+        raise DataError(f"quant.calibration.roots {list(roots)}: no images ({', '.join(DEFAULT_EXTENSIONS)})")
     return files
 
 
@@ -167,7 +169,7 @@ def refuse_overlap(calibration: list[dict[str, Any]], eval_root: str) -> dict[st
 
 
 def calibration_record(
-    cal: dict[str, Any], reads_dataset: bool, eval_root: str, dataset_files: list[str] | None = None
+    cal: CalibrationSchema, reads_dataset: bool, eval_root: str, dataset_files: list[str] | None = None
 ) -> tuple[dict[str, Any], list[Path]]:
     """(``provenance.model.quant.calibration``, image paths): manifest, source, size, and the
     evaluation set it was checked disjoint from."""
@@ -177,9 +179,9 @@ def calibration_record(
         for key, path in files
     ]
     record = {
-        "name": cal.get("name"),
-        "source": cal.get("source") or "roots",
-        "roots": [os.path.abspath(r) for r in cal.get("roots") or []],
+        "name": cal.name,
+        "source": cal.source,
+        "roots": [os.path.abspath(r) for r in cal.roots],
         "count": len(entries),
         "manifest_sha256": manifest_hash([(e["key"], e["path"]) for e in entries], content=True),
         "manifest_kind": "relative path + sha256",
@@ -194,7 +196,7 @@ def calibration_record(
     return record, [path for _, path in files]
 
 
-def calibration_tensors(paths: list[Path], model_path: str, preprocess: dict[str, Any]) -> list[Any]:
+def calibration_tensors(paths: list[Path], model_path: str, preprocess: dict[str, Any] | None) -> list[Any]:
     from evalharness.runtime.quantize import float_input
 
     _, _, shape, dtype = float_input(model_path)
@@ -285,7 +287,12 @@ def quantized_variant(
 
 
 def build_variant(
-    source: str, recipe, calibration: dict[str, Any] | None, paths: list[Path], preprocess, cache_dir: str
+    source: str,
+    recipe: Any,
+    calibration: dict[str, Any] | None,
+    paths: list[Path],
+    preprocess: dict[str, Any] | None,
+    cache_dir: str,
 ) -> dict[str, Any]:
     """The variant of ``source`` made by ``recipe`` (a name or a recipe list), calibrated with that
     recipe on ``paths``, cached: the one way a variant is built (a run, a recipe file given back,

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
 from evalharness.core.registry import Registry
-from evalharness.core.schema import FrozenDict
 from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan, check_delegate
-from evalharness.runtime.runners import RUNNERS, Runner
+from evalharness.runtime.runners import RUNNERS, Runner, RunnerSettings
 
 __all__ = [
     "Coverage",
@@ -51,7 +51,7 @@ def plan_delegate(raw: Mapping, runner: str = "host", variant_dir: str | None = 
     return dataclasses.replace(plan, variant_dir=variant_dir) if variant_dir else plan
 
 
-def check_runner(runner_cfg: Mapping, latency_only_task: bool) -> FrozenDict:
+def check_runner(runner_cfg: Mapping[str, Any], latency_only_task: bool) -> RunnerSettings:
     """The ``runner`` config group checked against its runner's schema (config time, nothing touched).
 
     ``latency_only_task``: the task measures only latency (task=benchmark), which runner=adb refuses."""
@@ -59,7 +59,7 @@ def check_runner(runner_cfg: Mapping, latency_only_task: bool) -> FrozenDict:
 
 
 def load_model(
-    model_path: str, plan: DelegatePlan, runtime: str = "litert", runner: Mapping | None = None
+    model_path: str, plan: DelegatePlan, runtime: str = "litert", runner: RunnerSettings | None = None
 ) -> Model:
     """Load ``model_path`` with the delegate ``plan`` on ``runtime`` (litert | tensorflow), or on an
     Android phone when the plan was made for ``runner=adb`` (``runner``: its checked settings).

@@ -18,7 +18,7 @@ import glob
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from evalharness.runtime.compile_cache import shader_cache, xnnpack_weight_cache
 from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.litert import captured_native_stderr, check_flatbuffer, graph_summary, runtime_info
+
+if TYPE_CHECKING:  # for the type only
+    from evalharness.runtime.runners import RunnerSettings
 
 _ICD_DIRS = ("/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d")
 _INSTALL_HINT = (
@@ -95,7 +98,7 @@ class CompiledBuffersModel(Model):
         raise NotImplementedError
 
     @classmethod
-    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> Model:
+    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: RunnerSettings | None) -> Model:
         if runtime != "litert":
             raise ConfigError(
                 f"delegate={plan.name} runs on {cls.accelerator}: use runtime=litert, not {runtime}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from evalharness.core.schema import freeze, thaw
 from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.thermal import read_thermal
+
+if TYPE_CHECKING:  # for the type only
+    from evalharness.runtime.runners import RunnerSettings
 
 
 @dataclass(frozen=True, eq=False)  # eq: Mapping's, so a Coverage equals its metrics.json dict
@@ -122,7 +126,7 @@ class Model(abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> Model:
+    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: RunnerSettings | None) -> Model:
         """Build from ``load_model``'s arguments (each backend takes the ones it reads)."""
 
     @abc.abstractmethod

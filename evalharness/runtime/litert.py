@@ -15,7 +15,7 @@ import importlib.metadata
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from evalharness.runtime.compile_cache import xnnpack_weight_cache
 from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.model_guard import check_model_file
+
+if TYPE_CHECKING:  # for the type only
+    from evalharness.runtime.runners import RunnerSettings
 
 RUNTIME_PACKAGES = {"litert": "ai-edge-litert", "tensorflow": "tensorflow"}
 # The ai-edge-litert releases whose libLiteRt.so C structs runtime/litert_capi.py mirrors and whose
@@ -216,7 +219,7 @@ class InterpreterModel(Model):
     placement = ("XNNPACK", "builtin kernel")
 
     @classmethod
-    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> Model:
+    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: RunnerSettings | None) -> Model:
         return cls(model_path, plan, runtime)
 
     def __init__(self, model_path: str, plan: DelegatePlan, runtime: str = "litert") -> None:

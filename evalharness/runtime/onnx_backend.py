@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +23,9 @@ from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.model_file import ModelFile, TensorSummary, parse_literal, ultralytics_meta
 from evalharness.runtime.model_guard import read_bounded, stamp
+
+if TYPE_CHECKING:  # for the type only
+    from evalharness.runtime.runners import RunnerSettings
 
 _DTYPES = {
     "tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
@@ -145,7 +147,7 @@ class OnnxModel(Model):
     timed_region = "InferenceSession.run() (inputs in, outputs out)"
 
     @classmethod
-    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> Model:
+    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: RunnerSettings | None) -> Model:
         return cls(model_path, plan)
 
     def __init__(self, model_path: str, plan: DelegatePlan) -> None:

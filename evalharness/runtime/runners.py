@@ -11,21 +11,32 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from evalharness.core.registry import Registry
-from evalharness.core.schema import FrozenDict, check
+from evalharness.core.schema import build
 from evalharness.runtime.delegates import DELEGATES, DelegatePlan, DelegateSettings
 
 
+@dataclass(frozen=True)
+class RunnerSettings:
+    """What every runner's settings hold; a runner's own schema (its ``runner`` config group)
+    subclasses this, so a reader names the type and reads by attribute (``settings.runner.name``)."""
+
+    name: str = "host"
+
+
 class Runner(abc.ABC):
-    """A place to run models; ``settings`` is the dataclass of its ``runner`` config group."""
+    """A place to run models; ``settings`` is the dataclass of its ``runner`` config group (a
+    :class:`RunnerSettings`)."""
 
-    settings: type
+    settings: type[RunnerSettings]
 
-    def check(self, cfg: Mapping, latency_only_task: bool) -> FrozenDict:
-        """The runner config checked and frozen; ``latency_only_task``: the task measures nothing
-        but latency (a runner whose every run already is a latency benchmark may refuse it)."""
-        return check(self.settings, cfg, "config group 'runner'")
+    def check(self, cfg: Mapping[str, Any], latency_only_task: bool) -> RunnerSettings:
+        """The runner config checked, as a frozen instance of ``settings``; ``latency_only_task``: the
+        task measures nothing but latency (a runner whose every run already is a latency benchmark
+        may refuse it)."""
+        return build(self.settings, cfg, "config group 'runner'")
 
     @abc.abstractmethod
     def plan(self, delegate: DelegateSettings) -> DelegatePlan:
@@ -38,8 +49,8 @@ RUNNERS: Registry[Runner] = Registry(
 )
 
 
-@dataclass
-class HostSettings:
+@dataclass(frozen=True)
+class HostSettings(RunnerSettings):
     name: str = "host"
 
 

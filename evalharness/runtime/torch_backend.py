@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +22,9 @@ from evalharness.runtime.contract import BACKENDS, Coverage, Model
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.model_file import ModelFile, TensorSummary
 from evalharness.runtime.model_guard import read_bounded, stamp
+
+if TYPE_CHECKING:  # for the type only
+    from evalharness.runtime.runners import RunnerSettings
 
 _LOADED: dict[tuple[str, int, int], Any] = {}
 
@@ -94,7 +96,7 @@ class TorchExportModel(Model):
     timed_region = "module(*inputs) (inputs in, outputs out)"
 
     @classmethod
-    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> Model:
+    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: RunnerSettings | None) -> Model:
         return cls(model_path, plan)
 
     def __init__(self, model_path: str, plan: DelegatePlan) -> None:

@@ -10,17 +10,20 @@ Optional abilities are methods with defaults here, never ``hasattr`` probes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
+from evalharness.core.schema import build, thaw
 from evalharness.core.tensors import TensorInfo
 from evalharness.data.manifest import samples_identity
-from evalharness.data.preprocess import preprocessing_provenance
+from evalharness.data.preprocess import InputSpec, PreprocessSpec, preprocessing_provenance, validate_spec
+from evalharness.data.shard import Shard
 from evalharness.tasks.definition import Scorer, TaskDefinition
-from evalharness.tasks.discovery import definition_for
+from evalharness.tasks.discovery import definition_for, live_class
 
 
 class RecordEvaluator:
@@ -54,7 +57,7 @@ class ReferencePass:
     samples with another delegate, recording outputs instead of scoring them."""
 
     name = "reference"
-    delegate: dict[str, Any]  # the reference delegate config
+    delegate: Mapping[str, Any] | None  # the reference delegate config
     samples: Sequence[Any]
     evaluator: RecordEvaluator
 
@@ -72,7 +75,13 @@ class Task:
     ``samples`` and ``evaluator`` (after ``bind``), and implement the four methods below."""
 
     name: ClassVar[str]
-    settings: dict[str, Any]
+    # How the constructor takes the run's settings (live_task below): True, typed:
+    # ``(task, model, dataset, split=None)``, the task group an instance of the definition's schema,
+    # model and dataset instances of the core schemas extended with the task's fields, all read by
+    # attribute, ``split`` the dataset split (a dict) or None. False (a plug-in's default): plain
+    # dicts ``(task, model, dataset)``, the split as ``dataset["split"]``.
+    typed_inputs: ClassVar[bool] = False
+    settings: Any  # the task group: its schema instance (typed_inputs) or a plain dict
     samples: Sequence[Any]
     evaluator: RecordEvaluator
     # Ability: one input tensor per sample from a file dataset, identified by ``cache_key()`` (the
@@ -83,7 +92,8 @@ class Task:
     @cached_property
     def definition(self) -> TaskDefinition:
         """The task's definition (scorer, summary lines, abilities) with this run's settings."""
-        return definition_for(self.name, self.settings)
+        settings = self.settings
+        return definition_for(self.name, thaw(settings) if dataclasses.is_dataclass(settings) else settings)
 
     def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
         """Check the model fits the task (clear error before the loop) and prepare preprocessing."""
@@ -122,6 +132,52 @@ class Task:
 
     def artifacts(self) -> dict[str, object]:
         return self.definition.artifacts(self.evaluator.scorer)
+
+
+def live_task(
+    definition: TaskDefinition, task: Mapping[str, Any], model: Any, dataset: Any, split: Any = None
+) -> Task:
+    """The definition's live task for a run's checked settings: ``task`` the task group's checked
+    values, ``model`` and ``dataset`` instances of their schemas extended with the task's fields,
+    ``split`` the dataset split the run lists (None: the whole list).
+
+    A live class with ``typed_inputs`` (coco, inference_diff, benchmark) gets them typed: the task
+    group as an instance of the definition's ``schema``, ``model`` and ``dataset`` as given, ``split`` as a
+    keyword. Any other (a plug-in that reads plain values by key) gets them through this one
+    adapter: plain JSON dicts, the split inside ``dataset`` as ``dataset["split"]``."""
+    cls = live_class(definition)
+    if getattr(cls, "typed_inputs", False):
+        own: Any = build(definition.schema, thaw(task), "config group 'task'")
+        return cast(Task, cls(own, model, dataset, split=thaw(split)))
+    plain = thaw(dataset)
+    if split is not None:
+        plain["split"] = thaw(split)
+    return cast(Task, cls(thaw(task), thaw(model), plain))
+
+
+def shard_of(dataset: Any, split: Mapping[str, Any] | None) -> Shard:
+    """The run's shard of a typed ``dataset`` (its ``shard`` group) with the dataset ``split``."""
+    return Shard.from_config({"shard": thaw(dataset.shard), "split": split})
+
+
+def checked_spec(model: Any) -> PreprocessSpec:
+    """A typed ``model``'s preprocessing, checked as ``spec_from_config`` checks a plain one."""
+    spec: PreprocessSpec = model.preprocess
+    validate_spec(spec)
+    return spec
+
+
+def bound_input(task: Any) -> InputSpec:
+    """A file-image task's input spec, which ``bind`` sets (the loop binds before it prepares or
+    scores a sample): asked for before that is a programming error, not a run's."""
+    spec: InputSpec | None = getattr(task, "input", None)
+    if spec is None:
+        raise RuntimeError(f"{type(task).__name__}: a sample prepared or scored before bind()")
+    return spec
+
+
+# What the run loop runs (loop/engine.py): a task, or the reference pass it runs first.
+Looped = Task | ReferencePass
 
 
 def input_layout(task: Any) -> str | None:

@@ -14,7 +14,7 @@ from evalharness.core.paths import CONF_DIR
 from evalharness.run.settings import validate
 from evalharness.runtime import load_model
 from evalharness.runtime.delegates import DELEGATES, parse_options
-from evalharness.tasks.discovery import live_class, task_definitions
+from evalharness.tasks.discovery import task_definitions
 
 HOST_UNAVAILABLE = {"nnapi", "hexagon", "coreml", "edgetpu", "external"}  # npu: OpenVINO runs it
 
@@ -65,7 +65,7 @@ def test_each_model_preset_composes_and_its_task_instantiates(model):
         pytest.skip(f"{cfg.model.path} is not among the shared assets (preset for the user's own export)")
     rc = validate(cfg)
     assert rc.model.name == model and rc.model.path.endswith(".tflite")
-    instance = live_class(task_definitions().get(rc.task["name"]))(*rc.task_inputs())
+    instance = rc.live_task()
     loaded = load_model(rc.model.path, rc.delegate_plan)
     instance.bind(loaded.inputs, loaded.outputs)  # the preset's model fits its task
 
@@ -104,8 +104,7 @@ def test_every_conf_file_composes_and_validates(option):
     if group == "model/preprocess":
         assert rc.model.preprocess.resize in ("tflite_bilinear", "pil_bilinear", "pil_bicubic")
     if group == "dataset" and Path(rc.dataset.root).is_dir():
-        live = live_class(task_definitions().get(rc.task["name"]))
-        live(*rc.task_inputs())  # lists samples, reads labels
+        rc.live_task()  # lists samples, reads labels
 
 
 def test_hydra_group_sets_run_dirs():

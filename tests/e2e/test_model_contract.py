@@ -14,6 +14,7 @@ from evalharness.core.errors import ConfigError
 from evalharness.core.paths import bundled
 from evalharness.runtime import Coverage, Model, backends, check_runner, load_model, plan_delegate, runners
 from evalharness.runtime.android import benchmark_model as bm
+from evalharness.runtime.runners import HostSettings
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fake_android" / "samples"
 LAYOUT = {  # provenance.delegate.coverage in metrics.json
@@ -90,7 +91,7 @@ def test_unknown_runner_lists_the_valid_ones():
 
 
 def test_runner_settings_are_checked_by_their_schema():
-    assert check_runner({"name": "host"}, latency_only_task=True) == {"name": "host"}
+    assert check_runner({"name": "host"}, latency_only_task=True) == HostSettings()
     with pytest.raises(ConfigError, match="config group 'runner'.*batch_size"):
         check_runner({"name": "host", "batch_size": 4}, latency_only_task=False)
 

@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from evalharness.core.boundary import describe
 from evalharness.core.errors import EvalHarnessError
+from evalharness.core.override_grammar import override_parts
 from evalharness.core.untrusted import read_json
 
 log = logging.getLogger("evalharness.report")
@@ -126,7 +127,7 @@ class TrackingCallback(Callback):
         overrides = [str(o) for o in config.hydra.overrides.task]
         try:
             store = Store(settings)
-            params = {f"sweep.{o.split('=', 1)[0]}": o.split("=", 1)[-1] for o in overrides}
+            params = {f"sweep.{p.key}": p.value for p in map(override_parts, overrides)}
             tags = {"evalharness.sweep_dir": os.path.abspath(sweep_dir), "evalharness.kind": "multirun"}
             run_id = store.start_parent(os.path.basename(os.path.normpath(sweep_dir)), params, tags)
             write_record(sweep_dir, store.record(run_id=run_id, status="logged"))

@@ -18,9 +18,11 @@ import re
 from typing import Any
 
 from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.errors import ConfigError
 from evalharness.core.escape import csv_lines, csv_text
 from evalharness.core.markdown import render_markdown
 from evalharness.core.numbers import delta, fmt, fmt_pct, ratio, relative_pct
+from evalharness.core.override_grammar import override_parts
 from evalharness.core.tables import Section, render_text
 from evalharness.core.untrusted import read_yaml
 from evalharness.report.cache_states import sweep_note
@@ -67,8 +69,9 @@ SCORED = ("complete", "partial")  # statuses with metrics
 
 
 def parse_override(text: str) -> tuple[str, str]:
-    key, _, value = text.partition("=")
-    return key.lstrip("+~"), value
+    """(key, value) of a job's override as Hydra reads it (core.override_grammar)."""
+    parts = override_parts(text)
+    return parts.key, parts.value
 
 
 def job_params(job_dir: str, run: Run | None) -> dict[str, str]:
@@ -79,7 +82,10 @@ def job_params(job_dir: str, run: Run | None) -> dict[str, str]:
         overrides = read_yaml(path, "overrides file", (list, type(None)), ReportError, fix) or []
     if not isinstance(overrides, list):
         raise ReportError(f"{path}: overrides are not a list; remove the file or rerun the job")
-    return dict(parse_override(str(o)) for o in overrides)
+    try:
+        return dict(parse_override(str(o)) for o in overrides)
+    except ConfigError as exc:
+        raise ReportError(f"{job_dir}: {exc}") from None
 
 
 def collect(multirun_dir: str) -> list[dict]:
@@ -354,8 +360,11 @@ def _short(key: str, value) -> str:
 def parse_baseline(items: list[str]) -> dict[str, str]:
     out = {}
     for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
+        try:
+            parts = override_parts(item)
+        except ConfigError:
+            parts = None
+        if parts is None or parts.prefix or not parts.key or "=" not in item:
             raise ReportError(f"--baseline {item!r}: expected KEY=VALUE, e.g. delegate=cpu")
-        out[key] = value
+        out[parts.key] = parts.value
     return out

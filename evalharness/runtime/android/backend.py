@@ -18,7 +18,7 @@ import os
 import re
 import shlex
 import tempfile
-from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,10 +27,14 @@ from evalharness.core.errors import EvalHarnessError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.android import benchmark_model as bm
 from evalharness.runtime.android.adb import Adb, tail
+from evalharness.runtime.android.runner import AdbSettings
 from evalharness.runtime.contract import BACKENDS, Model
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.litert import check_flatbuffer, graph_summary
 from evalharness.runtime.thermal import from_listing, listing_command
+
+if TYPE_CHECKING:  # for the type only
+    from evalharness.runtime.runners import RunnerSettings
 
 log = logging.getLogger("evalharness")
 _BEGIN, _END = "=== begin ", "=== end "
@@ -61,30 +65,32 @@ class AdbModel(Model):
     device: dict  # the phone it runs on: set in __init__, never None here
 
     @classmethod
-    def load(cls, model_path: str, plan: DelegatePlan, runtime: str, runner: Mapping | None) -> AdbModel:
-        if runner is None:
+    def load(
+        cls, model_path: str, plan: DelegatePlan, runtime: str, runner: RunnerSettings | None
+    ) -> AdbModel:
+        if not isinstance(runner, AdbSettings):
             raise EvalHarnessError("runner=adb: the runner's settings are missing")
         return cls(model_path, plan, runner)
 
-    def __init__(self, model_path: str, plan: DelegatePlan, runner: Mapping) -> None:
+    def __init__(self, model_path: str, plan: DelegatePlan, runner: AdbSettings) -> None:
         check_flatbuffer(model_path)
         self.plan, self.runner = plan, runner
-        self.batch_size = int(runner["batch_size"])
+        self.batch_size = int(runner.batch_size)
         self.inputs, self.outputs, ops = graph_summary(model_path)
         bad = [i.name for i in self.inputs if "," in i.name]
         if bad:
             raise EvalHarnessError(
                 f"input name(s) {bad} contain ',' which benchmark_model's --input_layer cannot carry"
             )
-        self.adb = Adb(runner["adb"], runner["serial"])
+        self.adb = Adb(runner.adb, runner.serial)
         serial = self.adb.check_device()
-        self.dir = runner["device_dir"].rstrip("/")
-        binary_sha = sha256_file(runner["benchmark_binary"])
+        self.dir = runner.device_dir.rstrip("/")
+        binary_sha = sha256_file(runner.benchmark_binary)
         props = self.adb.getprop()
         self.device = {
             "serial": serial,
             **{k: props.get(p) for k, p in PROPS.items()},
-            "benchmark_binary": {"path": os.path.abspath(runner["benchmark_binary"]), "sha256": binary_sha},
+            "benchmark_binary": {"path": os.path.abspath(runner.benchmark_binary), "sha256": binary_sha},
             "device_dir": self.dir,
         }
         self._runtime = {
@@ -96,11 +102,11 @@ class AdbModel(Model):
         model_sha = sha256_file(model_path)
         self._model_name = f"model-{model_sha[:16]}.tflite"
         self.adb.shell(f"mkdir -p {shlex.quote(self.dir)}/cache")
-        self.adb.push(runner["benchmark_binary"], f"{self.dir}/benchmark_model")
+        self.adb.push(runner.benchmark_binary, f"{self.dir}/benchmark_model")
         self.adb.push(model_path, f"{self.dir}/{self._model_name}")
         self.adb.shell(f"chmod 755 {shlex.quote(self.dir)}/benchmark_model")
         self.flags = [f"--graph={self._model_name}", *bm.device_flags(plan)]
-        if runner["delegate_serialize"] and bm.on_device(plan).serializable:
+        if runner.delegate_serialize and bm.on_device(plan).serializable:
             self.flags += ["--delegate_serialize_dir=cache", f"--delegate_serialize_token={model_sha[:16]}"]
         before = self.thermal()
         self.native_log = self._latency_run(sum(ops.values()))
@@ -141,11 +147,11 @@ class AdbModel(Model):
         cmd = [
             "./benchmark_model",
             *self.flags,
-            f"--num_runs={r['num_runs']}",
-            f"--warmup_runs={r['warmup_runs']}",
-            f"--min_secs={r['min_secs']}",
-            f"--warmup_min_secs={r['warmup_min_secs']}",
-            f"--max_secs={r['max_secs']}",
+            f"--num_runs={r.num_runs}",
+            f"--warmup_runs={r.warmup_runs}",
+            f"--min_secs={r.min_secs}",
+            f"--warmup_min_secs={r.warmup_min_secs}",
+            f"--max_secs={r.max_secs}",
         ]
         text, rc = self.adb.shell(self._cd() + " ".join(map(shlex.quote, cmd)) + " 2>&1", check=False)
         info = bm.check_log(text, self.plan)  # unknown flags / delegate not applied before the exit code
@@ -210,7 +216,7 @@ class AdbModel(Model):
             text, _ = self.adb.shell(f"sh {shlex.quote(self.dir)}/batch/run.sh {shlex.quote(self.dir)}")
             self.adb.pull(f"{self.dir}/batch/out", os.path.join(tmp, "pulled"))
             results = [self._one(text, j, os.path.join(tmp, "pulled")) for j in range(len(batch))]
-        if not self.runner["keep_device_files"]:
+        if not self.runner.keep_device_files:
             self.adb.shell(f"rm -rf {shlex.quote(self.dir)}/batch")
         return results
 

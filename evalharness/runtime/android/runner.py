@@ -9,16 +9,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
 from evalharness.core.errors import ConfigError
-from evalharness.core.schema import FrozenDict
 from evalharness.runtime.android import benchmark_model as bm
 from evalharness.runtime.delegates import DelegatePlan, DelegateSettings, make_plan
-from evalharness.runtime.runners import RUNNERS, Runner
+from evalharness.runtime.runners import RUNNERS, Runner, RunnerSettings
 
 
-@dataclass
-class AdbSettings:  # conf/runner/adb.yaml
+@dataclass(frozen=True)
+class AdbSettings(RunnerSettings):  # conf/runner/adb.yaml
     name: str = "adb"
     benchmark_binary: str = ""  # host path of benchmark_model built for Android (mandatory)
     adb: str = "adb"
@@ -39,9 +39,9 @@ class AdbRunner(Runner):
 
     settings = AdbSettings
 
-    def check(self, cfg: Mapping, latency_only_task: bool) -> FrozenDict:
-        runner = super().check(cfg, latency_only_task)
-        binary = runner["benchmark_binary"]
+    def check(self, cfg: Mapping[str, Any], latency_only_task: bool) -> AdbSettings:
+        runner = cast(AdbSettings, super().check(cfg, latency_only_task))
+        binary = runner.benchmark_binary
         if not binary:
             raise ConfigError(
                 "runner=adb needs runner.benchmark_binary=/path/to/android_aarch64_benchmark_model "
@@ -49,16 +49,16 @@ class AdbRunner(Runner):
             )
         if not os.path.isfile(binary):
             raise ConfigError(f"runner.benchmark_binary not found: {binary}")
-        if not runner["device_dir"].startswith("/"):
+        if not runner.device_dir.startswith("/"):
             raise ConfigError(
-                f"runner.device_dir={runner['device_dir']!r}: use an absolute path on the phone"
+                f"runner.device_dir={runner.device_dir!r}: use an absolute path on the phone"
             )
         if latency_only_task:
             raise ConfigError(
                 "task=benchmark with runner=adb: every adb run's latency_ms already is benchmark_model's "
                 "own standard run on the phone; use task=imagenet|coco|inference_diff, or runner=host"
             )
-        if runner["batch_size"] < 1 or runner["num_runs"] < 1:
+        if runner.batch_size < 1 or runner.num_runs < 1:
             raise ConfigError("runner.batch_size and runner.num_runs must be >= 1")
         return runner
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from evalharness.core.tensors import TensorInfo
+from evalharness.tasks.benchmark.definition import BenchmarkSettings
 from evalharness.tasks.inference_diff.live import seed_tool_inputs
 from evalharness.tasks.live import RecordEvaluator, Task
 
@@ -53,10 +54,12 @@ class BenchmarkTask(Task):
     name = "benchmark"
     samples: Runs  # type: ignore[assignment]  # sized and iterable, never indexed (no files to list)
 
-    def __init__(self, task: dict[str, Any], model: dict[str, Any], dataset: dict[str, Any]) -> None:
+    typed_inputs = True
+
+    def __init__(self, task: BenchmarkSettings, model: Any, dataset: Any, split: Any = None) -> None:
         self.settings = task
-        self.seed = task["seed"]
-        self.samples = Runs(task["num_runs"], task["min_secs"], task["max_runs"])
+        self.seed = task.seed
+        self.samples = Runs(task.num_runs, task.min_secs, task.max_runs)
         self.evaluator = _Counter(self.definition.scorer)
         self._tensors: list[np.ndarray] = []
 

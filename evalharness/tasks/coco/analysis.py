@@ -9,7 +9,8 @@ here has code of its own.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from evalharness.stats.detection_analysis import BACKGROUND, IOU, confusion, con
 from evalharness.stats.intervals import fmt_interval
 from evalharness.stats.paired import holm
 from evalharness.stats.tide import MAIN, NAMES, errors_per_image, tide_delta, tide_line
+
+if TYPE_CHECKING:  # for the types only
+    from evalharness.rundir.reader import Run
 
 TOP = 5  # classes and confusions named in results.txt
 CURVE_CLASSES = 6  # per-class PR curves drawn in a diff: the classes whose AP changed most
@@ -66,7 +70,7 @@ def _name(name: str) -> str:
     return "[background]" if name == "background" else name
 
 
-def compare(a, b, ground_truth: dict[str, Any], per_class: list[dict[str, Any]]) -> dict[str, Any]:
+def compare(a: Run, b: Run, ground_truth: dict[str, Any], per_class: list[dict[str, Any]]) -> dict[str, Any]:
     """Between runs ``a`` and ``b`` (:class:`~evalharness.rundir.reader.Run`): TIDE of A, B and Δ per
     type, the F1 threshold shift, both confusion matrices at A's F1-optimal threshold (one threshold,
     so a changed count is a changed model, not a moved threshold) with the pairs that changed most,
@@ -121,7 +125,7 @@ def compare(a, b, ground_truth: dict[str, Any], per_class: list[dict[str, Any]])
     }
 
 
-def _class_curves(a, b, categories: list[int]) -> list[dict[str, Any]]:
+def _class_curves(a: Run, b: Run, categories: list[int]) -> list[dict[str, Any]]:
     """The per-class PR curves of A and B (their ``pr_curves.json``) of ``categories``, where both
     runs wrote them."""
     import os
@@ -146,10 +150,12 @@ def _class_curves(a, b, categories: list[int]) -> list[dict[str, Any]]:
     ]
 
 
-def _blocks(records: list[dict[str, Any]], wanted: set[Any] | None = None):
+def _blocks(
+    records: list[dict[str, Any]], wanted: set[Any] | None = None
+) -> Callable[[], Iterator[tuple[Any, np.ndarray]]]:
     """``blocks()`` of a run's records: (image_id, (n, 6) array of category, score, x, y, w, h)."""
 
-    def blocks():
+    def blocks() -> Iterator[tuple[Any, np.ndarray]]:
         for r in records:
             if r.get("detections") and (wanted is None or r["image_id"] in wanted):
                 yield r["image_id"], np.asarray(r["detections"], dtype=np.float64).reshape(-1, 6)
@@ -157,7 +163,7 @@ def _blocks(records: list[dict[str, Any]], wanted: set[Any] | None = None):
     return blocks
 
 
-def _minus(b, a):
+def _minus(b: float | None, a: float | None) -> float | None:
     return None if a is None or b is None else b - a
 
 
@@ -236,7 +242,7 @@ def sections(d: dict[str, Any], max_rows: int) -> list[Section]:
     ]
 
 
-def _points(value, spec: str = ".2f") -> str:
+def _points(value: float | None, spec: str = ".2f") -> str:
     return fmt(None if value is None else 100 * value, spec)
 
 
@@ -355,7 +361,7 @@ def label_changed_images(
     for preds in (preds_a, preds_b):
         found = errors_per_image(ground_truth, _blocks(preds, wanted), ids)
         if not found["available"]:
-            return found["reason"]
+            return str(found["reason"])
         per_side.append(found["per_image"])
     for row, image_id in zip(rows, ids, strict=True):
         a, b = per_side[0][image_id], per_side[1][image_id]

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,17 +26,18 @@ from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.labels import label_set
 from evalharness.data.listing import list_images, warn_unscored
 from evalharness.data.preprocess import (
+    InputSpec,
     detection_geometry,
     detection_input,
     image_input_spec,
     preprocessing_provenance,
-    spec_from_config,
 )
-from evalharness.data.shard import Shard, listed, select_samples, sharded_identity
+from evalharness.data.shard import listed, select_samples, sharded_identity
 from evalharness.data.yolo_labels import yolo_ground_truth
 from evalharness.data.yolo_layout import find_layout
 from evalharness.decoders.base import DECODERS, build_decoder
-from evalharness.tasks.live import RecordEvaluator, Task, image_cache_key
+from evalharness.tasks.coco.definition import CocoSettings
+from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
 
 CLASS_MAPS = ("coco91", "coco80", "labels")
 
@@ -49,16 +51,16 @@ class CocoSample:
     height: int
 
 
-def unannotated_files(annotations: dict, root: str) -> Counter:
+def unannotated_files(annotations: dict[str, Any], root: str) -> Counter[str]:
     """Files directly in ``root`` that no annotation names, by reason (they are never scored)."""
-    unscored: Counter = Counter()
+    unscored: Counter[str] = Counter()
     named = {img["file_name"] for img in annotations["images"]}
     images = list_images(Path(root), DEFAULT_EXTENSIONS, unscored)
     unscored["image not in the annotations"] += sum(name not in named for name in images)
     return +unscored
 
 
-def list_coco_samples(annotations: dict, root: str, annotations_path: str) -> list[CocoSample]:
+def list_coco_samples(annotations: dict[str, Any], root: str, annotations_path: str) -> list[CocoSample]:
     """Every annotated image, ascending image id; an annotated image missing on disk is an error."""
     if not os.path.isdir(root):
         raise DataError(f"image directory not found: {root} (set dataset.root=...)")
@@ -85,7 +87,7 @@ def list_coco_samples(annotations: dict, root: str, annotations_path: str) -> li
     return samples
 
 
-def category_map(class_map: str, annotations: dict, labels_path: str | None) -> dict[int, int]:
+def category_map(class_map: str, annotations: dict[str, Any], labels_path: str | None) -> dict[int, int]:
     """Model class index (0-based) -> COCO category id, for categories the annotations define.
 
     Classes that map to no annotated category (placeholder ids of 90-id label maps) are left out:
@@ -100,6 +102,8 @@ def category_map(class_map: str, annotations: dict, labels_path: str | None) -> 
         from evalharness.data.labels import read_label_file
 
         by_name = {c["name"]: int(c["id"]) for c in annotations["categories"]}
+        if labels_path is None:
+            raise ConfigError("model.class_map=labels reads the label file: set model.labels")
         lines = read_label_file(labels_path)
         return {i - 1: by_name[name] for i, name in enumerate(lines) if name in by_name}
     raise ConfigError(f"model.class_map={class_map!r}; valid: {', '.join(CLASS_MAPS)}")
@@ -110,27 +114,28 @@ class CocoSource:
     """Where a run's COCO ground truth came from: an instances JSON beside an image folder, or a
     YOLO layout converted (``data.yolo_labels``); what it recorded and assumed."""
 
-    annotations: dict
+    annotations: dict[str, Any]
     root: str  # the image folder
     ground_truth: str  # what a rescore reads again
     sha256: str | None
-    unscored: Counter
-    record: dict  # provenance.dataset's own fields of the format
-    assumptions: list
+    unscored: Counter[str]
+    record: dict[str, Any]  # provenance.dataset's own fields of the format
+    assumptions: list[dict[str, Any]]
 
 
-def coco_source(dataset: dict) -> CocoSource:
+def coco_source(dataset: Any) -> CocoSource:
     """The ground truth ``dataset.format`` names, or (auto) the instances JSON when one is given,
-    else the YOLO layout at ``dataset.root`` (detected by its names alone, said once)."""
-    fmt, ann_path = dataset.get("format") or "auto", dataset.get("annotations")
-    assumptions = []
-    if fmt == "auto" and not ann_path and find_layout(dataset["root"]) is not None:
+    else the YOLO layout at ``dataset.root`` (detected by its names alone, said once); ``dataset``:
+    the typed group (DatasetSchema extended with :class:`CocoDataset`)."""
+    fmt, ann_path = dataset.format or "auto", dataset.annotations
+    assumptions: list[dict[str, Any]] = []
+    if fmt == "auto" and not ann_path and find_layout(dataset.root) is not None:
         fmt = "yolo"
         assumptions.append(
             {
                 "what": "dataset.format",
                 "assumed": "yolo",
-                "why": f"{dataset['root']} is an Ultralytics YOLO layout (data.yaml, labels/ beside images/)",
+                "why": f"{dataset.root} is an Ultralytics YOLO layout (data.yaml, labels/ beside images/)",
                 "fix": "dataset.format=coco dataset.annotations=<instances JSON>",
             }
         )
@@ -141,20 +146,20 @@ def coco_source(dataset: dict) -> CocoSource:
                 f"dataset.annotations={ann_path} is set too; give dataset.annotations=null, or "
                 "dataset.format=coco to score the instances JSON"
             )
-        return _yolo_source(dataset["root"], assumptions)
+        return _yolo_source(dataset.root, assumptions)
     if not ann_path:
         raise ConfigError(
             "task=coco needs dataset.annotations=<instances JSON> (e.g. dataset=coco_sample), or "
             "dataset.root=<a YOLO layout: data.yaml, images/, labels/>"
         )
     annotations = load_annotations(ann_path, image_keys=IMAGE_FILE_KEYS)
-    unscored = unannotated_files(annotations, dataset["root"])
+    unscored = unannotated_files(annotations, dataset.root)
     sha = optional_sha256(ann_path)
-    return CocoSource(annotations, dataset["root"], ann_path, sha, unscored, {}, assumptions)
+    return CocoSource(annotations, dataset.root, ann_path, sha, unscored, {}, assumptions)
 
 
-def _yolo_source(root: str, assumptions: list) -> CocoSource:
-    unscored: Counter = Counter()
+def _yolo_source(root: str, assumptions: list[dict[str, Any]]) -> CocoSource:
+    unscored: Counter[str] = Counter()
     layout, truth = yolo_ground_truth(root, unscored)
     facts = {
         "data_yaml": str(layout.data_yaml),
@@ -193,10 +198,10 @@ class CocoEvaluator(RecordEvaluator):
         self.task = task
         super().__init__(lambda: task.definition.scorer(task.annotations))
 
-    def record(self, sample: CocoSample, outputs: list[np.ndarray]) -> dict:
+    def record(self, sample: CocoSample, outputs: list[np.ndarray]) -> dict[str, Any]:
         t = self.task
         dets = t.decoder.decode(outputs)
-        geometry = detection_geometry(sample.width, sample.height, t.spec, t.input)
+        geometry = detection_geometry(sample.width, sample.height, t.spec, bound_input(t))
         boxes = geometry.to_original(dets.boxes)
         cats = [t.categories.get(int(cls)) for cls in dets.classes]
         keep = np.array([cat is not None for cat in cats], dtype=bool)
@@ -218,36 +223,36 @@ class CocoEvaluator(RecordEvaluator):
 class CocoTask(Task):
     name = "coco"
     cacheable = True
+    typed_inputs = True
 
-    def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+    def __init__(self, task: CocoSettings, model: Any, dataset: Any, split: Any = None) -> None:
         self.settings = task
-        self.model_path = model["path"]
-        decoder_cfg = dict(model.get("decoder") or {})
+        self.model_path = model.path
+        decoder_cfg = dict(model.decoder or {})
         if not decoder_cfg.get("name"):
             raise ConfigError(
-                f"model {model.get('name')!r} has no output decoder: task=coco needs a detector preset "
+                f"model {model.name!r} has no output decoder: task=coco needs a detector preset "
                 f"(model.decoder.name={'|'.join(DECODERS.names())}); is this a classifier? use task=imagenet"
             )
         self.decoder = build_decoder(decoder_cfg.pop("name"), decoder_cfg)
-        self.spec = spec_from_config(model.get("preprocess"))
+        self.spec = checked_spec(model)
         self.dataset = dataset
         self.source = coco_source(dataset)
         self.annotations = self.source.annotations
         samples = list_coco_samples(self.annotations, self.source.root, self.source.ground_truth)
         self.unscored = self.source.unscored
         warn_unscored(self.source.root, self.unscored)
-        self.shard = Shard.from_config(dataset)
+        self.shard = shard_of(dataset, split)
         self.samples, self.full_samples = select_samples(
-            samples, task["num_images"], self.shard, self.source.ground_truth
+            samples, task.num_images, self.shard, self.source.ground_truth
         )
         # the list a split was cut from: its identity proves which images the other part holds
-        self.listed = listed(samples, task["num_images"]) if self.shard.split else None
-        self.class_map = model["class_map"]
-        self.labels_path = model.get("labels")
+        self.listed = listed(samples, task.num_images) if self.shard.split else None
+        self.class_map = model.class_map
+        self.labels_path = model.labels
         self.categories = category_map(self.class_map, self.annotations, self.labels_path)
-        self.evaluator = None
-        self.input = None
-        self.class_counts: Counter = Counter()  # model class index -> detections this session
+        self.input: InputSpec | None = None
+        self.class_counts: Counter[int] = Counter()  # model class index -> detections this session
 
     def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
         if len(inputs) != 1:
@@ -255,18 +260,19 @@ class CocoTask(Task):
                 f"{self.model_path}: {len(inputs)} inputs; a detector here has one image input"
             )
         i = inputs[0]
-        self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
+        spec = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
+        self.input = spec
         require_real(outputs, self.model_path, "a detector's boxes and scores are real numbers")
-        self.decoder.bind(outputs, (self.input.height, self.input.width), self.model_path)
+        self.decoder.bind(outputs, (spec.height, spec.width), self.model_path)
         self.evaluator = CocoEvaluator(self)
 
-    def cache_key(self) -> dict:
+    def cache_key(self) -> dict[str, Any]:
         return image_cache_key(self)
 
     def sample_files(self) -> Iterator[str]:
         return (s.path for s in self.samples)
 
-    def extra_metrics(self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]) -> dict:
+    def extra_metrics(self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]) -> dict[str, Any]:
         failed = self.unmapped_check()
         return {"failed_checks": failed} if failed else {}
 
@@ -276,7 +282,7 @@ class CocoTask(Task):
         annotations use. Counted over this session's detections."""
         produced = sum(self.class_counts.values())
         unmapped = {c: n for c, n in self.class_counts.items() if c not in self.categories}
-        limit = self.settings["max_unmapped_fraction"]
+        limit = self.settings.max_unmapped_fraction
         if not produced or sum(unmapped.values()) / produced <= limit:
             return []
         top = ", ".join(str(c) for c, _ in sorted(unmapped.items(), key=lambda kv: -kv[1])[:8])
@@ -291,7 +297,7 @@ class CocoTask(Task):
         return sample.key
 
     def prepare(self, sample: CocoSample) -> list[np.ndarray]:
-        tensor, geometry = detection_input(sample.path, self.spec, self.input)
+        tensor, geometry = detection_input(sample.path, self.spec, bound_input(self))
         if (geometry.orig_w, geometry.orig_h) != (sample.width, sample.height):
             raise DataError(
                 f"{sample.path}: image is {geometry.orig_w}x{geometry.orig_h} but the annotations say "
@@ -299,11 +305,10 @@ class CocoTask(Task):
             )
         return [tensor]
 
-    def provenance(self) -> dict:
-        d = self.dataset
+    def provenance(self) -> dict[str, Any]:
         return {
             "dataset": {
-                "name": d.get("name"),
+                "name": self.dataset.name,
                 "format": "yolo" if self.source.record else "coco",
                 "root": self.source.root,
                 **sharded_identity(

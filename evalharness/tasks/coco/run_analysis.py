@@ -7,7 +7,7 @@ matrix. Nothing is recomputed: the numbers are the run's own.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import fmt
@@ -16,11 +16,16 @@ from evalharness.core.untrusted import read_json
 from evalharness.stats.detection_analysis import IOU, confusion_pairs
 from evalharness.stats.tide import MAIN, NAMES, SPECIAL
 
+if TYPE_CHECKING:  # for the types only
+    from evalharness.rundir.reader import Run
+
 CLASSES_DRAWN = 25  # per-class AP bars: the classes with the most ground truth
 CURVE_CLASSES = 6
 
 
-def sections_and_figures(run, curves_file: str, max_rows: int) -> tuple[list[Section], list[dict[str, Any]]]:
+def sections_and_figures(
+    run: Run, curves_file: str, max_rows: int
+) -> tuple[list[Section], list[dict[str, Any]]]:
     a = run.metrics.get("analysis")
     if not a:
         raise EvalHarnessError(
@@ -110,7 +115,7 @@ def sections_and_figures(run, curves_file: str, max_rows: int) -> tuple[list[Sec
     return sections, _figures(run, a, curves_file)
 
 
-def _figures(run, a: dict[str, Any], curves_file: str) -> list[dict[str, Any]]:
+def _figures(run: Run, a: dict[str, Any], curves_file: str) -> list[dict[str, Any]]:
     curves = a["pr_curves"]
     out = []
     per_class = _class_curves(run, curves_file, a["per_class"])
@@ -174,7 +179,7 @@ def _figures(run, a: dict[str, Any], curves_file: str) -> list[dict[str, Any]]:
     return out
 
 
-def _class_curves(run, curves_file: str, rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+def _class_curves(run: Run, curves_file: str, rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     path = os.path.join(run.dir or "", curves_file)
     if not os.path.isfile(path):
         return []

@@ -16,6 +16,7 @@ Decoded answers are compared too (:mod:`evalharness.stats.decoded`): with the mo
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from evalharness.decoders.base import build_decoder
 from evalharness.stats.decoded import compare_boxes, compare_classes
 from evalharness.stats.latency import summarize
 from evalharness.tasks.definition import Scorer
+from evalharness.tasks.inference_diff.definition import InferenceDiffDefinition, InferenceDiffSettings
 from evalharness.tasks.live import RecordEvaluator, ReferencePass, Task
 
 _RANGES = {"uint8": (0.0, 255.0), "int8": (-128.0, 127.0), "float32": (-1.0, 1.0)}
@@ -43,7 +45,8 @@ def seed_tool_inputs(rng: np.random.Generator, info: TensorInfo) -> np.ndarray:
         out = np.concatenate([out, draw[(draw >= 0) & (draw < 1)]])
     lo, hi = _RANGES[info.dtype]
     values = np.float32(lo) + np.float32(hi - lo) * out[:n].astype(np.float32)
-    return values.astype(info.dtype).reshape(info.shape)  # static_cast: truncation toward zero
+    tensor: np.ndarray = values.astype(info.dtype).reshape(info.shape)
+    return tensor  # static_cast: truncation toward zero
 
 
 def is_score_vector(outputs: list[TensorInfo]) -> bool:
@@ -54,7 +57,7 @@ def is_score_vector(outputs: list[TensorInfo]) -> bool:
     return shape[-1] >= 2 and int(np.prod(shape)) == shape[-1]
 
 
-def output_error(ref: np.ndarray, test: np.ndarray) -> dict:
+def output_error(ref: np.ndarray, test: np.ndarray) -> dict[str, Any]:
     """Error figures of one output of one run (dequantized float arrays of equal shape)."""
     ref, test = ref.astype(np.float64).ravel(), test.astype(np.float64).ravel()
     err = np.abs(test - ref)
@@ -85,7 +88,7 @@ class _Recorder(RecordEvaluator):
         self.task.reference_outputs = []
         self.task.reference_boxes = []
 
-    def update(self, sample: int, outputs: list[np.ndarray]) -> dict:
+    def update(self, sample: int, outputs: list[np.ndarray]) -> dict[str, Any]:
         real = [info.dequantize(o) for info, o in zip(self.task.outputs, outputs, strict=True)]
         self.task.reference_outputs.append(real)
         if self.task.decoder is not None:
@@ -99,18 +102,18 @@ class DiffEvaluator(RecordEvaluator):
     def __init__(self, task: InferenceDiffTask) -> None:
         self.task = task
         super().__init__(
-            lambda: task.definition.scorer([info.name for info in task.outputs], task.decoded_kind)
+            lambda: task.own_definition.scorer([info.name for info in task.outputs], task.decoded_kind)
         )
 
-    def record(self, sample: int, outputs: list[np.ndarray]) -> dict:
+    def record(self, sample: int, outputs: list[np.ndarray]) -> dict[str, Any]:
         task = self.task
         ref = task.reference_outputs[sample]
         real = [info.dequantize(out) for info, out in zip(task.outputs, outputs, strict=True)]
         errors = [output_error(r, t) for r, t in zip(ref, real, strict=True)]
-        record = {"id": f"run{sample}", "outputs": errors}
+        record: dict[str, Any] = {"id": f"run{sample}", "outputs": errors}
         if task.decoded_kind == "classifier":
             record["decoded"] = compare_classes(ref[0], real[0])
-        elif task.decoded_kind == "detector":
+        elif task.decoded_kind == "detector" and task.decoder is not None:
             test = task.decoder.decode(outputs).rows()
             record["decoded"] = compare_boxes(task.reference_boxes[sample], test, task.decoded_min_score)
         return record
@@ -118,21 +121,21 @@ class DiffEvaluator(RecordEvaluator):
 
 class InferenceDiffTask(Task):
     name = "inference_diff"
+    typed_inputs = True
 
-    def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+    def __init__(self, task: InferenceDiffSettings, model: Any, dataset: Any, split: Any = None) -> None:
         self.settings = task
-        self.num_runs, self.seed = task["num_runs"], task["seed"]
+        self.num_runs, self.seed = task.num_runs, task.seed
         self.reference_delegate = self.definition.rules().reference_delegate
-        self.model_path = model["path"]
-        self.decoder_config = dict(model.get("decoder") or {})
-        self.decoder = None
+        self.model_path = model.path
+        self.decoder_config = dict(model.decoder or {})
+        self.decoder: Any = None  # the bound output decoder (decoders/), when the model has one
         self.decoded_kind: str | None = None
-        self.reference_boxes: list[list] = []
+        self.reference_boxes: list[list[Any]] = []
         self.samples = list(range(self.num_runs))
         self.reference_outputs: list[list[np.ndarray]] = []
         self.inputs: list[TensorInfo] = []
         self.outputs: list[TensorInfo] = []
-        self.evaluator = None
 
     def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
         if self.outputs and [o.shape for o in outputs] != [o.shape for o in self.outputs]:
@@ -153,8 +156,13 @@ class InferenceDiffTask(Task):
             self.decoder, self.decoded_kind = None, "classifier" if is_score_vector(self.outputs) else None
 
     @property
+    def own_definition(self) -> InferenceDiffDefinition:
+        """The definition as this task's own class (its scorer's and settings' signatures)."""
+        return cast(InferenceDiffDefinition, self.definition)
+
+    @property
     def decoded_min_score(self) -> float:
-        return self.definition.decoded_min_score()
+        return self.own_definition.decoded_min_score()
 
     def reference_pass(self) -> _ReferencePass:
         """The same samples and inputs with a recording evaluator: the loop's reference pass."""
@@ -168,13 +176,15 @@ class InferenceDiffTask(Task):
         rng = np.random.default_rng([self.seed, sample])
         return [seed_tool_inputs(rng, info) for info in self.inputs]
 
-    def extra_metrics(self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]) -> dict:
+    def extra_metrics(
+        self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]
+    ) -> dict[str, Any]:
         return {
             "reference_latency_us": _latency_us(reference_ms or []),
             "test_latency_us": _latency_us(test_ms),
         }
 
-    def provenance(self) -> dict:
+    def provenance(self) -> dict[str, Any]:
         return {
             "dataset": {
                 "name": "random",
@@ -186,7 +196,7 @@ class InferenceDiffTask(Task):
         }
 
 
-def _latency_us(inference_ms: list[float]) -> dict:
+def _latency_us(inference_ms: Sequence[float]) -> dict[str, Any]:
     stats = summarize([ms * 1e3 for ms in inference_ms])
     return {k: stats[k] for k in ("count", "mean", "std")} if stats["count"] else {"count": 0}
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from evalharness.data.shard import Split
 from evalharness.run.calibration_choice import calibration_line, choose, is_auto
+from evalharness.run.groups import CalibrationSchema
 
-AUTO = {"name": "auto", "source": "auto", "roots": ["/b/images"], "num_images": 100,
-        "min_dataset_images": 100, "max_fraction": 0.25}  # fmt: skip
+AUTO = CalibrationSchema(name="auto", source="auto", roots=("/b/images",), num_images=100)
 
 
 def test_enough_images_give_an_evenly_spread_slice_capped_by_count_and_share():
     for listed, expected in ((100, 25), (400, 100), (50000, 100), (137, 34)):
         choice = choose(AUTO, listed)
-        assert choice.calibration["source"] == "dataset" and choice.record["chosen"] == "dataset"
+        assert choice.calibration.source == "dataset" and choice.record["chosen"] == "dataset"
         split = Split(choice.split["fraction"], choice.split["scheme"], "search")
         assert len(split.take(list(range(listed)))) == expected
 
@@ -24,13 +24,13 @@ def test_too_few_images_no_dataset_or_shards_fall_back_to_the_roots_with_the_rea
         (500, "dataset.shard.count > 1", "shard"),
     ):
         choice = choose(AUTO, listed, why_not)
-        assert choice.split is None and choice.calibration["source"] == "roots"
-        assert choice.calibration["roots"] == ["/b/images"] and reason in choice.record["reason"]
+        assert choice.split is None and choice.calibration.source == "roots"
+        assert choice.calibration.roots == ("/b/images",) and reason in choice.record["reason"]
         assert choice.record["risk"]
 
 
 def test_is_auto():
-    assert is_auto(AUTO) and not is_auto({"source": "roots"}) and not is_auto(None)
+    assert is_auto(AUTO) and not is_auto(CalibrationSchema(source="roots")) and not is_auto(None)
 
 
 def test_the_summary_line_names_source_count_ids_and_the_fallbacks_risk():

@@ -240,7 +240,7 @@ def test_runner_config_validates(tmp_path):
     binary = tmp_path / "benchmark_model"
     binary.write_bytes(b"\x7fELF")
     rc = validate(compose_config(["delegate=nnapi", "runner=adb", f"runner.benchmark_binary={binary}"]))
-    assert rc.delegate_plan.backend == "adb" and rc.runner["device_dir"] == "/data/local/tmp/evalharness"
+    assert rc.delegate_plan.backend == "adb" and rc.runner.device_dir == "/data/local/tmp/evalharness"
     with pytest.raises(DelegateUnavailableError, match="runner=adb"):  # on the host NNAPI is still refused
         validate(compose_config(["delegate=nnapi"]))
     with pytest.raises(ConfigError, match="task=benchmark"):
