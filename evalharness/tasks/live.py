@@ -86,7 +86,7 @@ class Task:
     evaluator: RecordEvaluator
     # Ability: one input tensor per sample from a file dataset, identified by ``cache_key()`` (the
     # tensor cache, data/tensor_cache.py, may serve it); ``cache`` is that cache when one serves the run.
-    cacheable: ClassVar[bool] = False
+    cacheable: bool = False  # a class's answer; a task whose dataset decides it sets its own
     cache = None
 
     @cached_property

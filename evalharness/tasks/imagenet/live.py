@@ -13,7 +13,8 @@ recorded, never applied silently.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from evalharness.data.labels import LabelMatcher, label_set, read_label_file
 from evalharness.data.listing import own_files_scored, warn_unscored
 from evalharness.data.manifest import sample_entry, truth_hash
 from evalharness.data.preprocess import (
+    InputSpec,
     image_input_spec,
     preprocess_bytes,
     preprocess_file,
@@ -37,7 +39,7 @@ from evalharness.data.preprocess import (
 from evalharness.data.shard import Shard, listed, select_samples, sharded_identity
 from evalharness.decoders.base import detector_decoder
 from evalharness.tasks.imagenet.definition import TopKScorer
-from evalharness.tasks.live import RecordEvaluator, Task, image_cache_key
+from evalharness.tasks.live import RecordEvaluator, Task, bound_input, image_cache_key
 
 
 def classification_output(outputs: list[TensorInfo], model_path: str) -> TensorInfo:
@@ -71,7 +73,7 @@ class TopKEvaluator(RecordEvaluator):
         self.top_k, self.output, self.truth, self.labels = top_k, output, truth, labels
         super().__init__(lambda: TopKScorer(top_k))
 
-    def record(self, sample: LabeledSample, outputs: list[np.ndarray]) -> dict:
+    def record(self, sample: LabeledSample, outputs: list[np.ndarray]) -> dict[str, Any]:
         raw = outputs[0].reshape(-1)
         top = stable_topk(raw, self.top_k)
         truth = self.truth[sample.key]
@@ -91,7 +93,9 @@ class TopKEvaluator(RecordEvaluator):
 DATASET_FILES = ("ground_truth", "class_names", "synset_words", "devkit_meta")
 
 
-def read_request(dataset: dict, unscored: Counter, classes: ClassList | None = None) -> ReadRequest:
+def read_request(
+    dataset: Mapping[str, Any], unscored: Counter[str], classes: ClassList | None = None
+) -> ReadRequest:
     """What the dataset reader is given; ``dataset.format`` names a folder's ground-truth format
     unless it names a container (or ``folder`` / ``auto``)."""
     fmt = dataset["format"]
@@ -112,15 +116,15 @@ class ImageNetTask(Task):
     name = "imagenet"
     cacheable = True
 
-    def __init__(self, task: dict, model: dict, dataset: dict) -> None:
+    def __init__(self, task: dict[str, Any], model: dict[str, Any], dataset: dict[str, Any]) -> None:
         self.settings = task
         self.top_k = task["top_k"]
         self.model_path = model["path"]
         self.labels_path = model["labels"]
         self.spec = spec_from_config(model.get("preprocess"))
         self.dataset = dataset
-        self.unscored = Counter()
-        self.assumptions: list[dict] = []
+        self.unscored: Counter[str] = Counter()
+        self.assumptions: list[dict[str, Any]] = []
         self.classes = ClassList()  # the dataset's class list the reader used (index alignment)
         # one reader contract (data/dataset_reader.py): a folder and its ground truth, or a container
         fmt = dataset["format"]
@@ -145,11 +149,10 @@ class ImageNetTask(Task):
         # task=coco before anything about its labels
         self.labels: list[str] = []
         self.truth: dict[str, int] = {}
-        self.evaluator = None
-        self.input = None
+        self.input: InputSpec | None = None  # set by bind, with the evaluator
         self.scored_by = "name"
 
-    def _index_offset(self, given) -> int | None:
+    def _index_offset(self, given: int | str) -> int | None:
         """The output index of class index 0 when the ground truth is by index and lines up with
         the model's labels (else None: matched by name, ``self.not_by_index`` says why)."""
         self.not_by_index = ""
@@ -183,7 +186,7 @@ class ImageNetTask(Task):
     def _truth_index(self, sample: LabeledSample) -> int:
         if self.offset is None:
             return self.matcher.index(sample.label, sample.occurrence)
-        index = sample.index + self.offset
+        index = (sample.index or 0) + self.offset  # by index: every sample has one (_index_offset)
         if not 0 <= index < len(self.labels):
             raise ModelMismatchError(
                 f"ground-truth class index {sample.index} ({sample.key}) + offset {self.offset} is "
@@ -207,7 +210,7 @@ class ImageNetTask(Task):
         self.truth = {s.key: self._truth_index(s) for s in self.samples}
         self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
 
-    def cache_key(self) -> dict:
+    def cache_key(self) -> dict[str, Any]:
         return image_cache_key(self)
 
     def sample_files(self) -> Iterator[str]:
@@ -218,11 +221,11 @@ class ImageNetTask(Task):
 
     def prepare(self, sample: LabeledSample) -> list[np.ndarray]:
         if sample.member is None:
-            return [preprocess_file(sample.path, self.spec, self.input)]
+            return [preprocess_file(sample.path, self.spec, bound_input(self))]
         data = self.reader.open(sample)
-        return [preprocess_bytes(data, sample.member.where, self.spec, self.input)]
+        return [preprocess_bytes(data, sample.member.where, self.spec, bound_input(self))]
 
-    def provenance(self) -> dict:
+    def provenance(self) -> dict[str, Any]:
         d = {k: v for k, v in self.dataset.items() if k not in self.reader.unread}
         return {
             "dataset": {
