@@ -53,6 +53,19 @@ def override_parts(text: str) -> Parts:
     return Parts(prefix, o.key_or_group, written, str(value) if isinstance(value, _PLAIN) else written)
 
 
+def recorded_parts(text: str) -> Parts:
+    """The parts of an override a run directory recorded (``.hydra/overrides.yaml``, provenance):
+    Hydra's reading where its grammar reads the text, else the text as recorded (the key before the
+    first ``=``, the rest as the value). A report shows what a file holds; it does not refuse it,
+    and it never executes it either way (the value is text, escaped where it is shown)."""
+    try:
+        return override_parts(text)
+    except ConfigError:
+        key, _, value = text.strip().partition("=")
+        bare = key.lstrip("+~")
+        return Parts(key[: len(key) - len(bare)], bare, value, value)
+
+
 def override_key(text: str) -> str:
     """The key (or group) an override sets or deletes, without its prefix."""
     return parse_override(text).key_or_group

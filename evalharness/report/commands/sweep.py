@@ -22,7 +22,7 @@ from evalharness.core.errors import ConfigError
 from evalharness.core.escape import csv_lines, csv_text
 from evalharness.core.markdown import render_markdown
 from evalharness.core.numbers import delta, fmt, fmt_pct, ratio, relative_pct
-from evalharness.core.override_grammar import override_parts
+from evalharness.core.override_grammar import override_parts, recorded_parts
 from evalharness.core.tables import Section, render_text
 from evalharness.core.untrusted import read_yaml
 from evalharness.report.cache_states import sweep_note
@@ -69,8 +69,9 @@ SCORED = ("complete", "partial")  # statuses with metrics
 
 
 def parse_override(text: str) -> tuple[str, str]:
-    """(key, value) of a job's override as Hydra reads it (core.override_grammar)."""
-    parts = override_parts(text)
+    """(key, value) of a job's recorded override: as Hydra reads it, else as recorded
+    (core.override_grammar.recorded_parts)."""
+    parts = recorded_parts(text)
     return parts.key, parts.value
 
 

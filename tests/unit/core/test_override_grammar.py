@@ -66,3 +66,13 @@ def test_a_child_process_drops_what_it_sets_itself_whatever_the_prefix() -> None
     assert kept[0] == "model=m" and not [o for o in kept[1:] if o.startswith(("+", "~", "loop.resume"))]
     passes = child_overrides(["~task.start_up", "++loop.resume=true", "model=m"], "/c", "/r")
     assert passes[0] == "model=m" and "++loop.resume=true" not in passes
+
+
+def test_a_recorded_override_hydra_cannot_read_is_shown_as_recorded():
+    """A run directory's overrides are data: one Hydra's grammar refuses is still listed (key before
+    the first "=", the rest as text), never a refused report."""
+    from evalharness.core.override_grammar import recorded_parts
+
+    parts = recorded_parts("++model.name=m<svg onload=alert(1)>`x")
+    assert (parts.prefix, parts.key, parts.value) == ("++", "model.name", "m<svg onload=alert(1)>`x")
+    assert recorded_parts("delegate=gpu").value == "gpu"
