@@ -78,10 +78,12 @@ def model_size(path: str) -> dict[str, Any]:
 
 
 def cached_size(path: str, sha256: str, cache_dir: str) -> dict[str, Any]:
-    """:func:`model_size`, read from ``<cache_dir>/model_size/<sha256>.json`` when that entry was
-    written for this file and method; ``cache`` says hit, built or why an entry was rebuilt."""
+    """:func:`model_size`, read from ``<cache_dir>/model_size/<sha256>-<method>.json`` when that
+    entry was written for this file and method; ``cache`` says hit, built or why an entry was rebuilt."""
     key = {"sha256": sha256, "method": METHOD, "zstd": _zstd(b"")[1]}
-    entry = os.path.join(os.path.expanduser(cache_dir), "model_size", f"{sha256}.json")
+    # one entry per file and method (zstd present or not), so two environments never rebuild each other's
+    method = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    entry = os.path.join(os.path.expanduser(cache_dir), "model_size", f"{sha256}-{method}.json")
     rebuilt: list[str] = []
 
     def read() -> dict[str, Any]:
