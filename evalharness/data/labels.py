@@ -116,8 +116,11 @@ class LabelMatcher:
             hint = f" (closest: {close[0]!r})" if close else ""
             raise ModelMismatchError(
                 f"ground-truth label {label!r} is not in labels file {self.labels_path}{hint}"
-                + (f" and the ground truth's classes do not line up with it by index ({self.not_by_index})"
-                   if self.not_by_index else "")
+                + (
+                    f" and the ground truth's classes do not line up with it by index ({self.not_by_index})"
+                    if self.not_by_index
+                    else ""
+                )
                 + f"; {_FIX_LABELS} or fix the dataset's class names"
             )
         if occurrence is None:
@@ -148,5 +151,3 @@ class LabelMatcher:
                 f"model output has {num_outputs} classes but labels file {self.labels_path} has "
                 f"{len(self.model_labels)} lines; {_FIX_LABELS}"
             )
-
-

@@ -3,10 +3,10 @@
 metadata (the ``ClassLabel`` feature's ``names``).
 
 Sample ids are ``image.path`` (the original file name) where the writer kept it, else
-``<shard>:<row>``. Rows are read a row group at a time through pyarrow (the ``parquet`` extra): the
-listing hashes each image's bytes and drops the group; a worker reads the group holding its sample,
-and the last few groups stay cached (:data:`GROUPS_KEPT`), so memory is a few row groups, never the
-dataset.
+``<shard>:<row>``. The file is read a page at a time by :mod:`evalharness.data.parquet_format`, with
+no pyarrow: a member is (the offset of the data page holding its image, its row in that page); the
+listing hashes each page's images and drops the page, a worker decodes the page holding its sample
+and the last few pages stay cached (:data:`PAGES_KEPT`), so memory is a few pages, never the dataset.
 """
 
 from __future__ import annotations
@@ -18,34 +18,20 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from evalharness.core.errors import ConfigError, DataError
+from evalharness.core.errors import DataError
 from evalharness.core.untrusted import parse_json
 from evalharness.data.container import ContainerReader, Listed, class_index
 from evalharness.data.ground_truth import Member
+from evalharness.data.parquet_format import BYTE_ARRAY, INT32, INT64, Chunk, ParquetFile
 
-GROUPS_KEPT = 4  # row groups cached for the workers (HF writes ~100 images a group: ~10 MB each)
-
-
-def _pyarrow() -> Any:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ConfigError(
-            "dataset.format=parquet needs pyarrow; pip install 'evalharness[parquet]'"
-        ) from None
-    return pq
+PAGES_KEPT = 2  # decoded image pages cached for the workers (pyarrow writes ~1 MB pages)
+FILES_KEPT = 16  # footers kept open: a worker reads a few shards at a time
 
 
-def _pyarrow_pool() -> Any:
-    import pyarrow as pa
-
-    return pa.default_memory_pool()
-
-
-def _features(schema: Any, shard: str) -> dict[str, Any]:
-    """The ``datasets`` features of a parquet schema's metadata ({} when the file has none), read
-    by the one reader of untrusted JSON (limits, shape): metadata that is not JSON is an error."""
-    raw = (schema.metadata or {}).get(b"huggingface")
+def _features(metadata: dict[str, str], shard: str) -> dict[str, Any]:
+    """The ``datasets`` features of a parquet file's metadata ({} when the file has none), read by
+    the one reader of untrusted JSON (limits, shape): metadata that is not JSON is an error."""
+    raw = metadata.get("huggingface")
     if not raw:
         return {}
     doc = parse_json(raw, f"{shard} (huggingface schema metadata)", dict, fix="re-write the parquet")
@@ -63,94 +49,92 @@ class ParquetReader(ContainerReader):
 
     def __init__(self, request: Any) -> None:
         super().__init__(request)
-        self._columns: dict[str, tuple[str, str]] = {}  # shard -> (image column, label column)
-        self._groups: OrderedDict[tuple[str, int], Any] = OrderedDict()
+        self._files: OrderedDict[str, tuple[ParquetFile, str, str, dict[str, Any]]] = OrderedDict()
+        self._pages: OrderedDict[tuple[str, int], list[Any]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def _schema(self, shard: str) -> tuple[Any, str, str, dict[str, Any]]:
-        pq = _pyarrow()
-        try:
-            schema = pq.read_schema(shard)
-        except (OSError, ValueError) as exc:
-            raise DataError(f"{shard}: not a readable parquet file ({_first_line(exc)})") from None
-        features = _features(schema, shard)
+    def _file(self, shard: str) -> tuple[ParquetFile, str, str, dict[str, Any]]:
+        """(the shard's footer, image column, label column, features), checked once and kept."""
+        with self._lock:
+            kept = self._files.get(shard)
+        if kept is not None:
+            return kept
+        pf = ParquetFile(shard)
+        features = _features(pf.metadata, shard)
         image = _typed(features, "Image") or "image"
         label = _typed(features, "ClassLabel") or "label"
-        names = schema.names
-        if image not in names or not _image_struct(schema.field(image).type):
+        columns = ", ".join(pf.top)[:200]
+        if "bytes" not in pf.top.get(image, []) or pf.leaves[(image, "bytes")].physical != BYTE_ARRAY:
             raise DataError(
                 f"{shard}: no image column (a struct with bytes and path, as the datasets library "
-                f"writes; columns: {', '.join(names)[:200]}); give the parquet of an image dataset"
+                f"writes; columns: {columns}); give the parquet of an image dataset"
             )
-        if label not in names:
-            raise DataError(f"{shard}: no label column {label!r} (columns: {', '.join(names)[:200]})")
-        self._columns[shard] = (image, label)
-        return schema, image, label, features
+        if pf.top.get(label) != [] or pf.leaves[(label,)].physical not in (INT32, INT64):
+            raise DataError(f"{shard}: no integer label column {label!r} (columns: {columns})")
+        for path in ((image, "bytes"), (image, "path"), (label,)):
+            if path in pf.leaves and pf.leaves[path].max_rep:
+                raise DataError(
+                    f"{shard}: column {'.'.join(path)} is repeated; give one image and label a row"
+                )
+        found = (pf, image, label, features)
+        with self._lock:
+            self._files[shard] = found
+            while len(self._files) > FILES_KEPT:
+                self._files.popitem(last=False)
+        return found
 
     def own_names(self, shards: list[str]) -> tuple[list[str], str] | None:
-        _, _, label, features = self._schema(shards[0])
+        _, _, label, features = self._file(shards[0])
         names = (features.get(label) or {}).get("names")
         if isinstance(names, list) and names and all(isinstance(n, str) for n in names):
             return names, f"{shards[0]} (huggingface features metadata, {label}.names)"
         return None
 
     def list_shard(self, shard: str) -> Iterator[Listed]:
-        if shard not in self._columns:
-            self._schema(shard)
-        image, label = self._columns[shard]
+        pf, image, label, _ = self._file(shard)
         base, row = os.path.basename(shard), 0
-        try:
-            pf = _pyarrow().ParquetFile(shard, pre_buffer=False)
-            for group in range(pf.num_row_groups):
-                table = pf.read_row_group(group, columns=[image, label])
-                images, labels = table.column(image).combine_chunks(), table.column(label).to_pylist()
-                blobs, paths = images.field("bytes"), images.field("path")
-                for i, value in enumerate(labels):
-                    path = paths[i].as_py() if images[i].is_valid else None
-                    name = os.path.basename(path) if path else f"{base}:{row}"
-                    # hashed from Arrow's buffer, no copy: listing holds one row group, never the images
-                    blob = blobs[i].as_buffer() if images[i].is_valid and blobs[i].is_valid else None
-                    digest = hashlib.sha256(memoryview(blob) if blob is not None else b"").hexdigest()
-                    found = Member(shard, f"row {row}", group, i, digest)
-                    if blob is None or blob.size == 0:
+        for group in pf.groups:
+            labels = _column(pf, group.get((label,)))
+            paths = _column(pf, group.get((image, "path")))
+            chunk = group[(image, "bytes")]
+            first = row
+            for page in pf.pages(chunk):
+                for i, blob in enumerate(page.values):
+                    at = row - first
+                    if at >= len(labels):
+                        raise DataError(f"{shard}: parquet damaged at row {row} (more images than labels)")
+                    path = paths[at] if at < len(paths) else None
+                    name = (
+                        os.path.basename(bytes(path).decode("utf-8", "replace")) if path else f"{base}:{row}"
+                    )
+                    found = Member(
+                        shard, f"row {row}", page.offset, i, hashlib.sha256(blob or b"").hexdigest()
+                    )
+                    if not blob:
                         raise DataError(f"{found.where}: image has no bytes; embed the images in the parquet")
-                    yield name, class_index(value, found.where), found
+                    yield name, class_index(labels[at], found.where), found
                     row += 1
-                del table, images, blobs, paths
-        except (OSError, ValueError) as exc:  # pyarrow's errors on a damaged file are both
-            raise DataError(f"{shard}: parquet damaged at row {row} ({_first_line(exc)})") from None
-        _pyarrow_pool().release_unused()  # the allocator keeps freed row groups otherwise
+            if row - first != len(labels):
+                raise DataError(
+                    f"{shard}: parquet damaged at row {row} ({len(labels)} labels in the row group)"
+                )
 
     def read_member(self, member: Member) -> bytes:
         key = (member.shard, member.offset)
         with self._lock:
-            column = self._groups.get(key)
-            if column is not None:
-                self._groups.move_to_end(key)
-        if column is None:
-            if member.shard not in self._columns:  # listed from a kept index: the schema not yet read
-                self._schema(member.shard)
-            image, _ = self._columns[member.shard]
-            pf = _pyarrow().ParquetFile(member.shard, pre_buffer=False)
-            table = pf.read_row_group(member.offset, columns=[image])
-            column = table.column(image).combine_chunks().field("bytes")
+            values = self._pages.get(key)
+            if values is not None:
+                self._pages.move_to_end(key)
+        if values is None:
+            values = self._file(member.shard)[0].page_at(member.offset)
             with self._lock:
-                self._groups[key] = column
-                evicted = len(self._groups) > GROUPS_KEPT
-                while len(self._groups) > GROUPS_KEPT:
-                    self._groups.popitem(last=False)
-            if evicted:  # give the evicted group's memory back (the allocator keeps it otherwise)
-                _pyarrow_pool().release_unused()
-        data = column[member.length].as_py()
-        return data if isinstance(data, bytes) else b""
+                self._pages[key] = values
+                while len(self._pages) > PAGES_KEPT:
+                    self._pages.popitem(last=False)
+        blob = values[member.length] if 0 <= member.length < len(values) else None
+        return bytes(blob) if blob is not None else b""
 
 
-def _image_struct(kind: Any) -> bool:
-    try:
-        return kind.get_field_index("bytes") >= 0
-    except AttributeError:  # not a struct
-        return False
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+def _column(pf: ParquetFile, chunk: Chunk | None) -> list[Any]:
+    """Every value of a (small) column chunk: labels, paths; [] for a column the file lacks."""
+    return [] if chunk is None else [v for page in pf.pages(chunk) for v in page.values]

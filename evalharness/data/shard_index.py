@@ -21,7 +21,7 @@ from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.derived import Damaged, file_state, read_json_object, read_or_rebuild
 from evalharness.data.ground_truth import Member
 
-VERSION = 1
+VERSION = 2  # 2: a parquet member is (data page offset, row in the page)
 Listed = tuple[str, int, Member]
 
 

@@ -1,0 +1,358 @@
+"""A parquet file read page by page, with no pyarrow: the footer, the schema's leaf columns, and the
+values of one data page at a time (definition levels, PLAIN and dictionary encodings).
+
+That is all a Hugging Face image dataset needs (an ``image`` struct of ``bytes``/``path`` and an
+integer ``label``), and it keeps a streamed run's memory at about one page (pyarrow writes ~1 MB
+pages) instead of pyarrow's import, allocator and row groups. Anything outside it (a repeated
+column, an encrypted footer, a DELTA encoding) is one :class:`DataError` naming what and the fix.
+
+The file is untrusted: every offset and size is checked against the column chunk it must lie in, a
+page header is read from a bounded window, a page's checksum is verified when the writer kept one,
+and malformation is :class:`DataError` naming the shard and the byte.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+import threading
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from evalharness.core.errors import DataError
+from evalharness.data import parquet_codecs
+from evalharness.data.thrift_compact import Malformed, Short, Struct, read_struct
+
+MAGIC = b"PAR1"
+MAX_FOOTER = 64 << 20  # a 50,000-image file's footer is ~100 KB
+MAX_HEADER = 1 << 20  # page headers are tens of bytes (statistics of large values are not written)
+MAX_PAGE = 1 << 30
+MAX_ROWS = 1 << 20  # rows in one page (pyarrow writes at most 20,000)
+INT32, INT64, BYTE_ARRAY = 1, 2, 6
+DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
+PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY = 0, 2, 3, 8
+DICTIONARIES_KEPT = 1
+
+Value = Any  # bytes-like (BYTE_ARRAY) or int (INT32/INT64)
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """A primitive column: its dotted path, physical type and highest definition/repetition level."""
+
+    path: tuple[str, ...]
+    physical: int
+    max_def: int
+    max_rep: int
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One column's bytes in one row group."""
+
+    leaf: Leaf
+    start: int  # the first page (the dictionary page, where there is one)
+    end: int
+    codec: int
+    num_values: int
+
+
+@dataclass(frozen=True)
+class Page:
+    """A data page's values, one per row (None for a null), and where its header starts."""
+
+    offset: int
+    values: list[Value | None]
+
+
+class ParquetFile:
+    """The footer of ``path`` read and checked; pages read on demand (thread-safe)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        size = os.path.getsize(path)
+        tail = _pread(path, max(0, size - 8), 8)
+        if size < 12 or tail[4:] != MAGIC or _pread(path, 0, 4) != MAGIC:
+            why = "an encrypted footer, which this reader does not open" if tail[4:] == b"PARE" else "no PAR1"
+            raise DataError(f"{path}: not a readable parquet file ({why})")
+        length = int.from_bytes(tail[:4], "little")
+        if not 0 < length <= min(size - 12, MAX_FOOTER):
+            raise DataError(f"{path}: not a readable parquet file (footer length {length})")
+        try:
+            meta, _ = read_struct(_pread(path, size - 8 - length, length))
+            self.leaves, self.top = _schema(meta.get(2) or [])
+            self.metadata = {_text(kv.get(1)): _text(kv.get(2)) for kv in meta.get(5) or []}
+            self.groups = [self._group(g, size) for g in meta.get(4) or []]
+        except (Malformed, KeyError, TypeError, AttributeError, ValueError) as exc:
+            why = _first_line(exc)
+            raise DataError(f"{path}: parquet footer damaged ({why}); re-write the file") from None
+        self._chunks = sorted((c for g in self.groups for c in g.values()), key=lambda c: c.start)
+        self._starts = [c.start for c in self._chunks]
+        self._dictionaries: OrderedDict[int, list[Value]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _group(self, group: Struct, size: int) -> dict[tuple[str, ...], Chunk]:
+        chunks: dict[tuple[str, ...], Chunk] = {}
+        for column in group[1]:
+            if column.get(1) is not None or 3 not in column:
+                raise ValueError("a column chunk in another file or encrypted")
+            meta = column[3]
+            path = tuple(_text(p) for p in meta[3])
+            leaf = self.leaves[path]
+            data, dictionary = meta[9], meta.get(11)
+            start = dictionary if dictionary is not None and 0 < dictionary < data else data
+            end = start + meta[7]
+            if not 4 <= start <= end <= size - 8:
+                raise ValueError(f"column {'.'.join(path)} at bytes {start}..{end} outside the file")
+            chunks[path] = Chunk(leaf, start, end, meta[4], meta[5])
+        return chunks
+
+    def pages(self, chunk: Chunk) -> Iterator[Page]:
+        """The data pages of ``chunk`` in order, their values resolved through its dictionary."""
+        seen, pos, dictionary = 0, chunk.start, None
+        while seen < chunk.num_values:
+            if pos >= chunk.end:
+                raise DataError(f"{self.path}: column {'.'.join(chunk.leaf.path)} ends before its values")
+            header, body, after = self._page(chunk, pos)
+            if header[1] == DICTIONARY_PAGE:
+                dictionary = self._dictionary_values(chunk, header, body, pos)
+            elif header[1] in (DATA_PAGE, DATA_PAGE_V2):
+                values = self._values(chunk, header, body, dictionary, pos)
+                seen += len(values)
+                yield Page(pos, values)
+            pos = after
+
+    def page_at(self, offset: int) -> list[Value | None]:
+        """The values of the data page whose header starts at ``offset`` (as :meth:`pages` gave)."""
+        index = bisect.bisect_right(self._starts, offset) - 1
+        chunk = self._chunks[index] if index >= 0 else None
+        if chunk is None or not chunk.start <= offset < chunk.end:
+            raise self._damaged(offset, "no column chunk holds it: the file changed since it was listed")
+        header, body, _ = self._page(chunk, offset)
+        if header[1] not in (DATA_PAGE, DATA_PAGE_V2):
+            raise self._damaged(offset, "not a data page: the file changed since it was listed")
+        return self._values(chunk, header, body, self._dictionary_of(chunk), offset)
+
+    def _dictionary_of(self, chunk: Chunk) -> list[Value] | None:
+        with self._lock:
+            kept = self._dictionaries.get(chunk.start)
+        if kept is not None:
+            return kept
+        header, body, _ = self._page(chunk, chunk.start)
+        if header[1] != DICTIONARY_PAGE:
+            return None
+        values = self._dictionary_values(chunk, header, body, chunk.start)
+        with self._lock:
+            self._dictionaries[chunk.start] = values
+            while len(self._dictionaries) > DICTIONARIES_KEPT:
+                self._dictionaries.popitem(last=False)
+        return values
+
+    def _page(self, chunk: Chunk, pos: int) -> tuple[Struct, bytes | memoryview, int]:
+        """(header, decompressed body, offset after the page) of the page at ``pos``."""
+        window = min(4096, chunk.end - pos)
+        while True:
+            try:
+                header, length = read_struct(_pread(self.path, pos, window))
+                break
+            except Short:
+                if window >= min(MAX_HEADER, chunk.end - pos):
+                    raise self._damaged(pos, "page header runs past its column") from None
+                window = min(window * 16, MAX_HEADER, chunk.end - pos)
+            except Malformed as exc:
+                raise self._damaged(pos, str(exc)) from None
+        try:
+            kind, raw_size, size = header[1], header[2], header[3]
+        except KeyError:
+            raise self._damaged(pos, "page header without type or sizes") from None
+        start, after = pos + length, pos + length + size
+        if not (0 <= size <= MAX_PAGE and 0 <= raw_size <= MAX_PAGE and after <= chunk.end):
+            raise self._damaged(pos, f"a {size}-byte page past its column's end")
+        body = _pread(self.path, start, size)
+        if 4 in header and zlib.crc32(body) != header[4] & 0xFFFFFFFF:
+            raise self._damaged(pos, "page checksum mismatch")
+        if kind == DATA_PAGE_V2:  # levels are stored uncompressed ahead of the values
+            v2 = header.get(8) or {}
+            levels = v2.get(5, 0) + v2.get(6, 0)
+            if not 0 <= levels <= size:
+                raise self._damaged(pos, "level lengths past the page")
+            values: bytes | memoryview = body[levels:]
+            if v2.get(7, True):  # is_compressed
+                values = self._inflate(chunk, values, raw_size - levels, pos)
+            return header, bytes(body[:levels]) + bytes(values), after
+        return header, self._inflate(chunk, body, raw_size, pos), after
+
+    def _inflate(self, chunk: Chunk, body: bytes | memoryview, size: int, pos: int) -> bytes | memoryview:
+        try:
+            where = f"{self.path}:{'.'.join(chunk.leaf.path)}"
+            return parquet_codecs.decompress(chunk.codec, body, size, where)
+        except parquet_codecs.Damaged as exc:
+            raise self._damaged(pos, str(exc)) from None
+
+    def _dictionary_values(
+        self, chunk: Chunk, header: Struct, body: bytes | memoryview, pos: int
+    ) -> list[Value]:
+        info = header.get(7) or {}
+        if info.get(2, PLAIN) not in (PLAIN, PLAIN_DICTIONARY):
+            raise self._unsupported(chunk, f"a dictionary encoded as {info.get(2)}")
+        return _plain(memoryview(body), 0, chunk.leaf.physical, info.get(1, 0), self._damaged_at(pos))
+
+    def _values(
+        self, chunk: Chunk, header: Struct, body: bytes | memoryview, dictionary: list[Value] | None, pos: int
+    ) -> list[Value | None]:
+        damaged = self._damaged_at(pos)
+        leaf, data = chunk.leaf, memoryview(body)
+        v2 = header[1] == DATA_PAGE_V2
+        info = header.get(8 if v2 else 5) or {}
+        count, encoding = info.get(1, 0), info.get(4 if v2 else 2)
+        if not 0 <= count <= MAX_ROWS:
+            raise damaged(f"{count} values in one page")
+        at, levels = 0, [leaf.max_def] * count
+        if leaf.max_def:
+            if v2:
+                end = info.get(6, 0) + info.get(5, 0)
+                at = info.get(6, 0)
+            else:
+                if info.get(3, RLE) != RLE:
+                    raise self._unsupported(chunk, "bit-packed definition levels (deprecated)")
+                end = 4 + int.from_bytes(data[0:4], "little")
+                at = 4
+            levels = hybrid(data, at, end, leaf.max_def.bit_length(), count, damaged)
+            at = end
+        present = sum(1 for level in levels if level == leaf.max_def)
+        if encoding == PLAIN:
+            found = _plain(data, at, leaf.physical, present, damaged)
+        elif encoding in (PLAIN_DICTIONARY, RLE_DICTIONARY):
+            if dictionary is None:
+                raise damaged("dictionary-encoded page without a dictionary")
+            if at >= len(data):
+                indices: list[int] = []
+            else:
+                indices = hybrid(data, at + 1, len(data), data[at], present, damaged)
+            if any(i >= len(dictionary) for i in indices):
+                raise damaged("a dictionary index past the dictionary")
+            found = [dictionary[i] for i in indices]
+        else:
+            raise self._unsupported(chunk, f"values encoded as {encoding}")
+        if len(found) != present:
+            raise damaged(f"{len(found)} values for {present} rows")
+        values = iter(found)
+        return [next(values) if level == leaf.max_def else None for level in levels]
+
+    def _damaged(self, pos: int, why: str) -> DataError:
+        return DataError(f"{self.path}: parquet damaged at byte {pos} ({why[:200]}); re-write the file")
+
+    def _damaged_at(self, pos: int) -> Any:
+        return lambda why: self._damaged(pos, why)
+
+    def _unsupported(self, chunk: Chunk, what: str) -> DataError:
+        return DataError(
+            f"{self.path}: column {'.'.join(chunk.leaf.path)} has {what}, which this reader does not "
+            "decode; re-write the parquet with pyarrow's defaults (dictionary or PLAIN encoding)"
+        )
+
+
+def hybrid(data: memoryview, pos: int, end: int, width: int, count: int, damaged: Any) -> list[int]:
+    """``count`` values of parquet's RLE / bit-packed hybrid encoding in ``data[pos:end]``."""
+    out: list[int] = []
+    if width == 0:
+        return [0] * count
+    if width > 32 or end > len(data):
+        raise damaged(f"levels of width {width} or past the page")
+    mask, size = (1 << width) - 1, (width + 7) // 8
+    while len(out) < count:
+        if pos >= end:
+            raise damaged("levels end early")
+        header, pos = _varint(data, pos, end, damaged)
+        if header & 1:  # bit-packed groups of 8 values, width bytes each, least significant bit first
+            for _ in range(min(header >> 1, (count - len(out) + 7) // 8)):
+                group = int.from_bytes(data[pos : pos + width], "little")
+                pos += width
+                out.extend((group >> (i * width)) & mask for i in range(8))
+        else:  # one value repeated
+            value = int.from_bytes(data[pos : pos + size], "little")
+            pos += size
+            out.extend([value] * min(header >> 1, count - len(out)))
+    if pos > end:
+        raise damaged("levels run past their length")
+    return out[:count]
+
+
+def _plain(data: memoryview, pos: int, physical: int, count: int, damaged: Any) -> list[Value]:
+    if physical in (INT32, INT64):
+        width = 4 if physical == INT32 else 8
+        if pos + count * width > len(data):
+            raise damaged("integers past the page")
+        return list(struct.unpack_from(f"<{count}{'i' if width == 4 else 'q'}", data, pos))
+    if physical != BYTE_ARRAY:
+        raise damaged(f"physical type {physical} where bytes or integers were expected")
+    out: list[Value] = []
+    for _ in range(count):
+        length = int.from_bytes(data[pos : pos + 4], "little")
+        pos += 4
+        if pos + length > len(data):
+            raise damaged("a byte array past the page")
+        out.append(data[pos : pos + length])
+        pos += length
+    return out
+
+
+def _varint(data: memoryview, pos: int, end: int, damaged: Any) -> tuple[int, int]:
+    shift = result = 0
+    while pos < end and shift <= 63:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+    raise damaged("a run header past the levels")
+
+
+def _schema(elements: list[Struct]) -> tuple[dict[tuple[str, ...], Leaf], dict[str, list[str]]]:
+    """(leaf columns by path, each top-level field's child names: [] for a primitive)."""
+    leaves: dict[tuple[str, ...], Leaf] = {}
+    top: dict[str, list[str]] = {}
+    position = 1
+
+    def walk(prefix: tuple[str, ...], children: int, max_def: int, max_rep: int) -> list[str]:
+        nonlocal position
+        names = []
+        for _ in range(children):
+            element = elements[position]
+            position += 1
+            name, repetition = _text(element[4]), element.get(3, 0)
+            path = (*prefix, name)
+            d, r = max_def + (repetition != 0), max_rep + (repetition == 2)
+            kids = element.get(5) or 0
+            if kids:
+                grandchildren = walk(path, kids, d, r)
+                if not prefix:
+                    top[name] = grandchildren
+            else:
+                leaves[path] = Leaf(path, element.get(1, -1), d, r)
+                if not prefix:
+                    top[name] = []
+            names.append(name)
+        return names
+
+    if elements:
+        walk((), elements[0].get(5) or 0, 0, 0)
+    return leaves, top
+
+
+def _text(value: Any) -> str:
+    return bytes(value).decode("utf-8", "replace") if value is not None else ""
+
+
+def _pread(path: str, offset: int, size: int) -> bytes:
+    with open(path, "rb") as f:
+        return os.pread(f.fileno(), size, offset)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]

@@ -1,0 +1,176 @@
+"""The pyarrow-free parquet reader against what pyarrow writes (every codec, page version, encoding,
+nulls, checksums), the compact protocol and snappy by hand, and each damage as one DataError naming
+the shard and the byte."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalharness.core.errors import DataError
+from evalharness.data import parquet_codecs
+from evalharness.data.parquet_format import ParquetFile
+from evalharness.data.thrift_compact import Malformed, Short, read_struct
+
+REPO = Path(__file__).resolve().parents[3]
+
+WRITERS = [
+    {},  # pyarrow's defaults, which the datasets library keeps: snappy, dictionary then PLAIN, v1 pages
+    {"compression": "none"},
+    {"compression": "gzip"},
+    {"compression": "zstd"},
+    {"compression": "brotli"},
+    {"compression": "lz4"},
+    {"data_page_version": "2.0", "compression": "zstd", "data_page_size": 300},
+    {"use_dictionary": False, "write_page_checksum": True},
+    {"data_page_size": 100},
+]
+
+
+def _table(pa):
+    rows = [{"bytes": bytes([i]) * (40 + i), "path": f"img{i}.png"} for i in range(40)]
+    rows[3], rows[5] = None, {"bytes": None, "path": "x"}
+    rows[8] = dict(rows[9])  # a repeated image: one dictionary entry for two rows
+    labels = [i % 7 for i in range(40)]
+    labels[7] = None
+    return pa.table({"image": rows, "label": pa.array(labels, pa.int64())})
+
+
+def _read(pf: ParquetFile, path: tuple[str, ...]) -> list:
+    out = []
+    for group in pf.groups:
+        for page in pf.pages(group[path]):
+            assert [_b(v) for v in pf.page_at(page.offset)] == [_b(v) for v in page.values]
+            out += [_b(v) for v in page.values]
+    return out
+
+
+def _b(value):
+    return bytes(value) if isinstance(value, memoryview) else value
+
+
+@pytest.mark.parametrize(
+    "writer", WRITERS, ids=lambda w: ",".join(f"{k}={v}" for k, v in w.items()) or "defaults"
+)
+def test_every_value_equals_pyarrows(tmp_path, writer):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    if writer.get("compression") in ("brotli", "lz4"):
+        pytest.importorskip("cramjam", reason="brotli and lz4 pages are decoded by cramjam")
+    table = _table(pa)
+    pq.write_table(table, tmp_path / "t.parquet", row_group_size=16, **writer)
+    pf = ParquetFile(str(tmp_path / "t.parquet"))
+    rows = table.to_pylist()
+    assert pf.top == {"image": ["bytes", "path"], "label": []}
+    assert _read(pf, ("image", "bytes")) == [r["image"] and r["image"]["bytes"] for r in rows]
+    assert _read(pf, ("image", "path")) == [r["image"] and r["image"]["path"].encode() for r in rows]
+    assert _read(pf, ("label",)) == [r["label"] for r in rows]
+
+
+def test_snappy_pages_decode_in_python_without_cramjam(tmp_path, monkeypatch):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(parquet_codecs, "_cramjam", lambda: None)
+    table = _table(pa)
+    pq.write_table(table, tmp_path / "t.parquet", row_group_size=16, data_page_size=200)
+    rows = table.to_pylist()
+    assert _read(ParquetFile(str(tmp_path / "t.parquet")), ("image", "bytes")) == [
+        r["image"] and r["image"]["bytes"] for r in rows
+    ]
+
+
+def test_a_flipped_byte_in_a_checksummed_page_names_the_shard_and_byte(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    shard = tmp_path / "validation.parquet"
+    pq.write_table(_table(pa), shard, write_page_checksum=True, compression="none", use_dictionary=False)
+    pf = ParquetFile(str(shard))
+    chunk = pf.groups[0][("image", "bytes")]
+    page = next(pf.pages(chunk))  # the chunk's one page: its last byte is an image's
+    data = bytearray(shard.read_bytes())
+    data[chunk.end - 1] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    with pytest.raises(
+        DataError, match=rf"validation\.parquet: parquet damaged at byte {page.offset} \(page checksum"
+    ):
+        ParquetFile(str(shard)).page_at(page.offset)
+
+
+def test_truncated_and_foreign_files_are_one_error(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    shard = tmp_path / "v.parquet"
+    pq.write_table(_table(pa), shard)
+    data = shard.read_bytes()
+    shard.write_bytes(data[: len(data) // 2])
+    with pytest.raises(DataError, match=r"v\.parquet: not a readable parquet file \(no PAR1\)"):
+        ParquetFile(str(shard))
+    footer = int.from_bytes(data[-8:-4], "little")
+    shard.write_bytes(data[: -8 - footer] + b"\x19" * footer + data[-8:])  # the footer's bytes replaced
+    with pytest.raises(DataError, match=r"v\.parquet: parquet footer damaged"):
+        ParquetFile(str(shard))
+
+
+def test_compact_protocol_by_hand():
+    # field 1 i32 = -3 (zigzag 5), field 4 binary "ab", field 5 list<i32> [1, 2], field 6 true, stop
+    data = bytes([0x15, 0x05, 0x38, 0x02]) + b"ab" + bytes([0x19, 0x25, 0x02, 0x04, 0x11, 0x00])
+    struct, end = read_struct(data)
+    assert struct == {1: -3, 4: b"ab", 5: [1, 2], 6: True} and end == len(data)
+    with pytest.raises(Short):
+        read_struct(data[:5])
+    with pytest.raises(Malformed, match="nested deeper"):
+        read_struct(bytes([0x1C]) * 40)
+    with pytest.raises(Short, match="elements"):  # a count no file of this size can hold
+        read_struct(bytes([0x19, 0xF5, 0xFF, 0xFF, 0xFF, 0x0F]))
+
+
+def test_snappy_by_hand_literal_and_overlapping_copy():
+    block = bytes([10, 0x04]) + b"ab" + bytes([(4 << 2) | 1, 2])  # "ab" then copy 8 from 2 back
+    assert parquet_codecs.snappy(block, 10) == b"ab" * 5
+    with pytest.raises(parquet_codecs.Damaged, match="header says"):
+        parquet_codecs.snappy(block, 9)
+    with pytest.raises(parquet_codecs.Damaged, match="before the start"):
+        parquet_codecs.snappy(bytes([10, (4 << 2) | 1, 9]), 10)
+
+
+def test_snappy_in_python_equals_cramjam():
+    cramjam = pytest.importorskip("cramjam")
+    data = (bytes(range(256)) * 40) + b"\xff\xd8" * 3000 + bytes(5000)
+    assert parquet_codecs.snappy(bytes(cramjam.snappy.compress_raw(data)), len(data)) == data
+
+
+def test_a_codec_nobody_here_decodes_names_it_and_the_fix(monkeypatch):
+    with pytest.raises(
+        DataError, match=r"s\.parquet:image\.bytes: pages compressed with lzo.*compression='snappy'"
+    ):
+        parquet_codecs.decompress(3, b"", 0, "s.parquet:image.bytes")
+    monkeypatch.setattr(parquet_codecs, "_cramjam", lambda: None)
+    with pytest.raises(DataError, match=r"brotli.*evalharness\[parquet\]"):
+        parquet_codecs.decompress(4, b"", 0, "s.parquet:image.bytes")
+
+
+def test_a_parquet_dataset_is_read_without_importing_pyarrow(tmp_path):
+    """pyarrow's import and allocator cost a streamed run more memory than its images: never loaded."""
+    pytest.importorskip("pyarrow")
+    sys.path.insert(0, str(REPO / "tests"))
+    from pack_containers import write_parquet
+
+    items = [(f"img{i}.png", bytes([i]) * 50, i) for i in range(5)]
+    folder = write_parquet(items, tmp_path / "p", group=2)
+    script = (
+        "import sys\n"
+        "from evalharness.data.dataset_reader import ReadRequest, reader_for\n"
+        f"reader, _ = reader_for('parquet', ReadRequest({str(folder)!r}))\n"
+        "samples = reader.samples()\n"
+        "assert [reader.read_member(s.member) for s in samples] == [bytes([i]) * 50 for i in range(5)]\n"
+        "assert 'pyarrow' not in sys.modules, 'pyarrow was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
