@@ -48,7 +48,10 @@ class DatasetView:
 
 
 Describer = Callable[[Path], "DatasetView | None"]
-DESCRIBERS: Registry[Describer] = Registry("dataset format")
+# containers (parquet, webdataset, TFRecord) are described by the reader a run uses, imported when asked
+DESCRIBERS: Registry[Describer] = Registry(
+    "dataset format", lazy={"container": "evalharness.data.describe_container:describe_container"}
+)
 
 
 def describe_dataset(path: str | os.PathLike[str]) -> DatasetView:

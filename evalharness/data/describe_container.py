@@ -1,0 +1,41 @@
+"""``evalharness inspect`` on a container (a parquet file or folder of them, webdataset tar shards,
+TFRecord shards): read by the very reader a run uses (so what it lists is what a run scores, and a
+damaged shard is the same one error), then shown as every other dataset is.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from evalharness.data.dataset_reader import CONTAINERS, READERS, ReadRequest, detect
+from evalharness.data.describe import FIRST, DatasetView
+from evalharness.data.ground_truth import INDEX_LABEL
+
+
+def describe_container(path: Path) -> DatasetView | None:
+    kind, _ = detect(str(path))
+    if kind not in CONTAINERS:
+        return None
+    request = ReadRequest(str(path))
+    reader = READERS.get(kind)(request)
+    samples = reader.samples()
+    labels = Counter(s.label if s.label != INDEX_LABEL else f"class index {s.occurrence}" for s in samples)
+    facts = reader.provenance()
+    named = facts.get("class_names_source", "")
+    setting = "" if not named.startswith("none") else " dataset.class_names=<the class list>"
+    details = {"shards": facts.get("shards"), "class_names": named}
+    if request.unscored:
+        details["not_scored"] = dict(sorted(request.unscored.items()))
+    return DatasetView(
+        kind,
+        str(path),
+        len(samples),
+        len(labels),
+        list(labels)[:FIRST],
+        [s.key for s in samples[:FIRST]],
+        f"the labels in the {kind} shards",
+        "top-1..K accuracy of a classifier",
+        f"task=imagenet dataset=imagefolder dataset.root={path} dataset.format={kind}{setting}",
+        details,
+    )

@@ -1,0 +1,43 @@
+"""``inspect`` on each container: the format, the count, the class names and first ids as the run's
+own reader lists them, and the run's command line."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from pack_containers import write_parquet, write_tfrecord, write_webdataset  # noqa: E402
+
+from evalharness.data.describe import describe_dataset  # noqa: E402
+
+
+def _png(shade: int) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (4, 3), (shade, 0, 0)).save(out, "PNG")
+    return out.getvalue()
+
+
+ITEMS = [(f"img{i}.png", _png(i * 40), i) for i in range(4)]
+
+
+@pytest.mark.parametrize("kind", ["parquet", "webdataset", "tfrecord"])
+def test_each_container_is_described_by_its_reader(tmp_path, kind):
+    if kind == "parquet":
+        pytest.importorskip("pyarrow", reason="the test writes the parquet with pyarrow")
+        root = write_parquet(ITEMS, tmp_path / "p", shards=2, group=1)
+    elif kind == "webdataset":
+        write_webdataset(ITEMS, tmp_path / "w", shards=2)
+        root = tmp_path / "w"
+    else:
+        root = write_tfrecord(ITEMS, tmp_path / "t", shards=2)
+    view = describe_dataset(root)
+    assert (view.format, view.samples, view.details["shards"]) == (kind, 4, 2)
+    assert view.first_ids[0].startswith("img0") and view.ground_truth == f"the labels in the {kind} shards"
+    assert f"dataset.root={root} dataset.format={kind}" in view.run
+    if kind != "webdataset":  # the container's own names (parquet metadata, TFDS label.labels.txt)
+        assert view.classes == 4 and view.class_names[0] == "tench, Tinca tinca"
