@@ -103,7 +103,7 @@ class DatasetReader:
         return data
 
     def read_member(self, member: Member) -> bytes:
-        """The bytes at ``member`` (containers read by offset; a parquet reader its row)."""
+        """The bytes at ``member`` (containers read by offset; a parquet reader decodes its page)."""
         with open(member.shard, "rb") as f:
             f.seek(member.offset)
             data = f.read(member.length)

@@ -10,6 +10,7 @@ container (parquet, webdataset shards, TFRecords) plugs in with one
 
 from __future__ import annotations
 
+import glob
 import os
 import stat
 from collections import Counter
@@ -57,7 +58,7 @@ DESCRIBERS: Registry[Describer] = Registry(
 def describe_dataset(path: str | os.PathLike[str]) -> DatasetView:
     """The view of the first describer that recognises ``path`` (the folder fallback last)."""
     p = Path(path)
-    if not os.path.lexists(p):
+    if not os.path.lexists(p) and not glob.has_magic(str(p)) and "{" not in str(p):  # shard patterns
         raise DataError(f"{p} not found; give a dataset folder, a data.yaml or an instances JSON")
     names = [n for n in DESCRIBERS.names() if n != FALLBACK] + [FALLBACK]
     for name in names:
@@ -140,7 +141,7 @@ def _folder(path: Path) -> DatasetView | None:
     unscored: Counter[str] = Counter()
     samples = load_ground_truth(fmt, str(path), str(ground_truth), None, None, None, unscored=unscored)
     own_files_scored(str(path), unscored, [str(ground_truth)])
-    labels = Counter(s.label if s.label != INDEX_LABEL else f"class index {s.occurrence}" for s in samples)
+    labels = Counter(s.label if s.label != INDEX_LABEL else f"class index {s.index}" for s in samples)
     return _classified(
         path,
         fmt,

@@ -20,7 +20,7 @@ def describe_container(path: Path) -> DatasetView | None:
     request = ReadRequest(str(path))
     reader = READERS.get(kind)(request)
     samples = reader.samples()
-    labels = Counter(s.label if s.label != INDEX_LABEL else f"class index {s.occurrence}" for s in samples)
+    labels = Counter(s.label if s.label != INDEX_LABEL else f"class index {s.index}" for s in samples)
     facts = reader.provenance()
     named = facts.get("class_names_source", "")
     setting = "" if not named.startswith("none") else " dataset.class_names=<the class list>"

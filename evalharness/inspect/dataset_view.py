@@ -9,14 +9,18 @@ import os
 from pathlib import Path
 
 from evalharness.core.escape import terminal
+from evalharness.data.dataset_reader import detect
 from evalharness.data.describe import DatasetView
 
 DATASET_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def is_dataset_path(path: str) -> bool:
-    """A folder, a data.yaml or an instances JSON is a dataset; anything else is read as a model."""
-    return os.path.isdir(path) or Path(path).suffix.lower() in DATASET_SUFFIXES
+    """A folder, a data.yaml, an instances JSON or container shards (a file, glob or brace pattern
+    named as parquet, tar or TFRecord shards) is a dataset; anything else is read as a model."""
+    if os.path.isdir(path) or Path(path).suffix.lower() in DATASET_SUFFIXES:
+        return True
+    return detect(path)[0] != "folder"
 
 
 def render_dataset(view: DatasetView) -> list[str]:

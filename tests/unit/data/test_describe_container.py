@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from pack_containers import write_parquet, write_tfrecord, write_webdataset  # noqa: E402
 
 from evalharness.data.describe import describe_dataset  # noqa: E402
+from evalharness.inspect.dataset_view import is_dataset_path  # noqa: E402
 
 
 def _png(shade: int) -> bytes:
@@ -31,13 +32,16 @@ def test_each_container_is_described_by_its_reader(tmp_path, kind):
         pytest.importorskip("pyarrow", reason="the test writes the parquet with pyarrow")
         root = write_parquet(ITEMS, tmp_path / "p", shards=2, group=1)
     elif kind == "webdataset":
-        write_webdataset(ITEMS, tmp_path / "w", shards=2)
-        root = tmp_path / "w"
+        root = write_webdataset(ITEMS, tmp_path / "w", shards=2)  # a brace pattern, as users give it
     else:
         root = write_tfrecord(ITEMS, tmp_path / "t", shards=2)
     view = describe_dataset(root)
     assert (view.format, view.samples, view.details["shards"]) == (kind, 4, 2)
     assert view.first_ids[0].startswith("img0") and view.ground_truth == f"the labels in the {kind} shards"
     assert f"dataset.root={root} dataset.format={kind}" in view.run
+    assert is_dataset_path(str(root))  # inspect reads it as a dataset, not a model
     if kind != "webdataset":  # the container's own names (parquet metadata, TFDS label.labels.txt)
         assert view.classes == 4 and view.class_names[0] == "tench, Tinca tinca"
+    else:  # no class list: the indices, and the run is told to give one
+        assert view.class_names[:2] == ["class index 0", "class index 1"]
+        assert "dataset.class_names=<the class list>" in view.run
