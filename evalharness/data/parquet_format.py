@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import struct
 import threading
 import zlib
 from collections import OrderedDict
@@ -25,6 +24,17 @@ from typing import Any
 
 from evalharness.core.errors import DataError
 from evalharness.data import parquet_codecs
+from evalharness.data.parquet_values import (
+    BYTE_ARRAY,
+    ENCODINGS,
+    INT32,
+    INT64,
+    Value,
+    delta_binary_packed,
+    delta_byte_arrays,
+    hybrid,
+    plain,
+)
 from evalharness.data.thrift_compact import Malformed, Short, Struct, read_struct
 
 MAGIC = b"PAR1"
@@ -32,12 +42,10 @@ MAX_FOOTER = 64 << 20  # a 50,000-image file's footer is ~100 KB
 MAX_HEADER = 1 << 20  # page headers are tens of bytes (statistics of large values are not written)
 MAX_PAGE = 1 << 30
 MAX_ROWS = 1 << 20  # rows in one page (pyarrow writes at most 20,000)
-INT32, INT64, BYTE_ARRAY = 1, 2, 6
 DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
 PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY = 0, 2, 3, 8
+DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY = 5, 6, 7
 DICTIONARIES_KEPT = 1
-
-Value = Any  # bytes-like (BYTE_ARRAY) or int (INT32/INT64)
 
 
 @dataclass(frozen=True)
@@ -198,8 +206,8 @@ class ParquetFile:
     ) -> list[Value]:
         info = header.get(7) or {}
         if info.get(2, PLAIN) not in (PLAIN, PLAIN_DICTIONARY):
-            raise self._unsupported(chunk, f"a dictionary encoded as {info.get(2)}")
-        return _plain(memoryview(body), 0, chunk.leaf.physical, info.get(1, 0), self._damaged_at(pos))
+            raise self._unsupported(chunk, f"a dictionary encoded as {_encoding(info.get(2))}")
+        return plain(memoryview(body), 0, chunk.leaf.physical, info.get(1, 0), self._damaged_at(pos))
 
     def _values(
         self, chunk: Chunk, header: Struct, body: bytes | memoryview, dictionary: list[Value] | None, pos: int
@@ -218,14 +226,14 @@ class ParquetFile:
                 at = info.get(6, 0)
             else:
                 if info.get(3, RLE) != RLE:
-                    raise self._unsupported(chunk, "bit-packed definition levels (deprecated)")
+                    raise self._unsupported(chunk, "BIT_PACKED definition levels (deprecated)")
                 end = 4 + int.from_bytes(data[0:4], "little")
                 at = 4
             levels = hybrid(data, at, end, leaf.max_def.bit_length(), count, damaged)
             at = end
         present = sum(1 for level in levels if level == leaf.max_def)
         if encoding == PLAIN:
-            found = _plain(data, at, leaf.physical, present, damaged)
+            found = plain(data, at, leaf.physical, present, damaged)
         elif encoding in (PLAIN_DICTIONARY, RLE_DICTIONARY):
             if dictionary is None:
                 raise damaged("dictionary-encoded page without a dictionary")
@@ -236,8 +244,12 @@ class ParquetFile:
             if any(i >= len(dictionary) for i in indices):
                 raise damaged("a dictionary index past the dictionary")
             found = [dictionary[i] for i in indices]
+        elif encoding == DELTA_BINARY_PACKED and leaf.physical in (INT32, INT64):
+            found = delta_binary_packed(data, at, leaf.physical, present, damaged)[0]
+        elif encoding in (DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY) and leaf.physical == BYTE_ARRAY:
+            found = delta_byte_arrays(data, at, present, encoding == DELTA_BYTE_ARRAY, damaged)
         else:
-            raise self._unsupported(chunk, f"values encoded as {encoding}")
+            raise self._unsupported(chunk, f"values encoded as {_encoding(encoding)}")
         if len(found) != present:
             raise damaged(f"{len(found)} values for {present} rows")
         values = iter(found)
@@ -256,61 +268,8 @@ class ParquetFile:
         )
 
 
-def hybrid(data: memoryview, pos: int, end: int, width: int, count: int, damaged: Any) -> list[int]:
-    """``count`` values of parquet's RLE / bit-packed hybrid encoding in ``data[pos:end]``."""
-    out: list[int] = []
-    if width == 0:
-        return [0] * count
-    if width > 32 or end > len(data):
-        raise damaged(f"levels of width {width} or past the page")
-    mask, size = (1 << width) - 1, (width + 7) // 8
-    while len(out) < count:
-        if pos >= end:
-            raise damaged("levels end early")
-        header, pos = _varint(data, pos, end, damaged)
-        if header & 1:  # bit-packed groups of 8 values, width bytes each, least significant bit first
-            for _ in range(min(header >> 1, (count - len(out) + 7) // 8)):
-                group = int.from_bytes(data[pos : pos + width], "little")
-                pos += width
-                out.extend((group >> (i * width)) & mask for i in range(8))
-        else:  # one value repeated
-            value = int.from_bytes(data[pos : pos + size], "little")
-            pos += size
-            out.extend([value] * min(header >> 1, count - len(out)))
-    if pos > end:
-        raise damaged("levels run past their length")
-    return out[:count]
-
-
-def _plain(data: memoryview, pos: int, physical: int, count: int, damaged: Any) -> list[Value]:
-    if physical in (INT32, INT64):
-        width = 4 if physical == INT32 else 8
-        if pos + count * width > len(data):
-            raise damaged("integers past the page")
-        return list(struct.unpack_from(f"<{count}{'i' if width == 4 else 'q'}", data, pos))
-    if physical != BYTE_ARRAY:
-        raise damaged(f"physical type {physical} where bytes or integers were expected")
-    out: list[Value] = []
-    for _ in range(count):
-        length = int.from_bytes(data[pos : pos + 4], "little")
-        pos += 4
-        if pos + length > len(data):
-            raise damaged("a byte array past the page")
-        out.append(data[pos : pos + length])
-        pos += length
-    return out
-
-
-def _varint(data: memoryview, pos: int, end: int, damaged: Any) -> tuple[int, int]:
-    shift = result = 0
-    while pos < end and shift <= 63:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-    raise damaged("a run header past the levels")
+def _encoding(code: Any) -> str:
+    return ENCODINGS.get(code, f"encoding {code}") if isinstance(code, int) else "no encoding"
 
 
 def _schema(elements: list[Struct]) -> tuple[dict[tuple[str, ...], Leaf], dict[str, list[str]]]:

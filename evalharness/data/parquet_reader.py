@@ -22,7 +22,8 @@ from evalharness.core.errors import DataError
 from evalharness.core.untrusted import parse_json
 from evalharness.data.container import ContainerReader, Listed, class_index
 from evalharness.data.ground_truth import Member
-from evalharness.data.parquet_format import BYTE_ARRAY, INT32, INT64, Chunk, ParquetFile
+from evalharness.data.parquet_format import Chunk, ParquetFile
+from evalharness.data.parquet_values import BYTE_ARRAY, INT32, INT64
 
 PAGES_KEPT = 2  # decoded image pages cached for the workers (pyarrow writes ~1 MB pages)
 FILES_KEPT = 16  # footers kept open: a worker reads a few shards at a time

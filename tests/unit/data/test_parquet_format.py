@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,18 @@ WRITERS = [
     {"data_page_version": "2.0", "compression": "zstd", "data_page_size": 300},
     {"use_dictionary": False, "write_page_checksum": True},
     {"data_page_size": 100},
+    {"write_page_index": True, "use_content_defined_chunking": True},  # newer datasets releases
+    # parquet v2 writers (Spark, DuckDB): delta-packed integers and byte arrays
+    {
+        "use_dictionary": False,
+        "column_encoding": {"label": "DELTA_BINARY_PACKED", "image.bytes": "DELTA_LENGTH_BYTE_ARRAY"},
+    },
+    {
+        "use_dictionary": False,
+        "data_page_version": "2.0",
+        "data_page_size": 200,
+        "column_encoding": {"image.path": "DELTA_BYTE_ARRAY", "image.bytes": "DELTA_BYTE_ARRAY"},
+    },
 ]
 
 
@@ -100,6 +113,31 @@ def test_a_flipped_byte_in_a_checksummed_page_names_the_shard_and_byte(tmp_path)
         DataError, match=rf"validation\.parquet: parquet damaged at byte {page.offset} \(page checksum"
     ):
         ParquetFile(str(shard)).page_at(page.offset)
+
+
+def test_delta_packed_integers_at_their_limits():
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    values = [(-1) ** i * i * i * 1000003 for i in range(300)] + [None, 2**62, -(2**63), 2**63 - 1, 5]
+    table = pa.table({"label": pa.array(values, pa.int64()), "small": pa.array(range(305), pa.int32())})
+    with tempfile.TemporaryDirectory() as tmp:  # no tmp_path: the limits are the point, not the file
+        path = f"{tmp}/d.parquet"
+        encodings = {"label": "DELTA_BINARY_PACKED", "small": "DELTA_BINARY_PACKED"}
+        pq.write_table(table, path, use_dictionary=False, column_encoding=encodings)
+        pf = ParquetFile(path)
+        assert _read(pf, ("label",)) == values and _read(pf, ("small",)) == list(range(305))
+
+
+def test_an_encoding_it_does_not_decode_is_named(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "b.parquet"
+    table = pa.table({"label": pa.array(range(9), pa.int64())})
+    pq.write_table(table, path, use_dictionary=False, column_encoding={"label": "BYTE_STREAM_SPLIT"})
+    with pytest.raises(DataError, match=r"b\.parquet: column label has values encoded as BYTE_STREAM_SPLIT"):
+        _read(ParquetFile(str(path)), ("label",))
 
 
 def test_truncated_and_foreign_files_are_one_error(tmp_path):
