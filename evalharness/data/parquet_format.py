@@ -41,6 +41,7 @@ MAGIC = b"PAR1"
 MAX_FOOTER = 64 << 20  # a 50,000-image file's footer is ~100 KB
 MAX_HEADER = 1 << 20  # page headers are tens of bytes (statistics of large values are not written)
 MAX_PAGE = 1 << 30
+MAX_NESTING = 16  # schema depth (an image dataset's is 2)
 MAX_ROWS = 1 << 20  # rows in one page (pyarrow writes at most 20,000)
 DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
 PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY = 0, 2, 3, 8
@@ -95,7 +96,7 @@ class ParquetFile:
             self.leaves, self.top = _schema(meta.get(2) or [])
             self.metadata = {_text(kv.get(1)): _text(kv.get(2)) for kv in meta.get(5) or []}
             self.groups = [self._group(g, size) for g in meta.get(4) or []]
-        except (Malformed, KeyError, TypeError, AttributeError, ValueError) as exc:
+        except (Malformed, KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
             why = _first_line(exc)
             raise DataError(f"{path}: parquet footer damaged ({why}); re-write the file") from None
         self._chunks = sorted((c for g in self.groups for c in g.values()), key=lambda c: c.start)
@@ -111,12 +112,12 @@ class ParquetFile:
             meta = column[3]
             path = tuple(_text(p) for p in meta[3])
             leaf = self.leaves[path]
-            data, dictionary = meta[9], meta.get(11)
-            start = dictionary if dictionary is not None and 0 < dictionary < data else data
-            end = start + meta[7]
+            data, dictionary = _int(meta[9]), meta.get(11)
+            start = _int(dictionary) if dictionary is not None and 0 < _int(dictionary) < data else data
+            end = start + _int(meta[7])
             if not 4 <= start <= end <= size - 8:
                 raise ValueError(f"column {'.'.join(path)} at bytes {start}..{end} outside the file")
-            chunks[path] = Chunk(leaf, start, end, meta[4], meta[5])
+            chunks[path] = Chunk(leaf, start, end, _int(meta[4]), _int(meta[5]))
         return chunks
 
     def pages(self, chunk: Chunk) -> Iterator[Page]:
@@ -174,9 +175,10 @@ class ParquetFile:
             except Malformed as exc:
                 raise self._damaged(pos, str(exc)) from None
         try:
-            kind, raw_size, size = header[1], header[2], header[3]
-        except KeyError:
-            raise self._damaged(pos, "page header without type or sizes") from None
+            kind, raw_size, size = _int(header[1]), _int(header[2]), _int(header[3])
+            _checked(header)
+        except (KeyError, ValueError):
+            raise self._damaged(pos, "page header without its type, sizes or counts as integers") from None
         start, after = pos + length, pos + length + size
         if not (0 <= size <= MAX_PAGE and 0 <= raw_size <= MAX_PAGE and after <= chunk.end):
             raise self._damaged(pos, f"a {size}-byte page past its column's end")
@@ -207,7 +209,10 @@ class ParquetFile:
         info = header.get(7) or {}
         if info.get(2, PLAIN) not in (PLAIN, PLAIN_DICTIONARY):
             raise self._unsupported(chunk, f"a dictionary encoded as {_encoding(info.get(2))}")
-        return plain(memoryview(body), 0, chunk.leaf.physical, info.get(1, 0), self._damaged_at(pos))
+        count = info.get(1, 0)
+        if not 0 <= count <= MAX_ROWS:
+            raise self._damaged(pos, f"a dictionary of {count} values")
+        return plain(memoryview(body), 0, chunk.leaf.physical, count, self._damaged_at(pos))
 
     def _values(
         self, chunk: Chunk, header: Struct, body: bytes | memoryview, dictionary: list[Value] | None, pos: int
@@ -268,6 +273,30 @@ class ParquetFile:
         )
 
 
+def _int(value: Any) -> int:
+    if not isinstance(value, int):
+        raise ValueError(f"{type(value).__name__} where an integer belongs")
+    return value
+
+
+# the integer fields read from a page header's data, dictionary and v2 headers
+_HEADER_INTS = {5: (1, 2, 3, 4), 7: (1, 2), 8: (1, 2, 3, 4, 5, 6, 7)}
+
+
+def _checked(header: Struct) -> None:
+    """A page header whose fields have the types this reader uses (a damaged file has any)."""
+    if 4 in header:
+        _int(header[4])
+    for field, ints in _HEADER_INTS.items():
+        if field in header:
+            sub = header[field]
+            if not isinstance(sub, dict):
+                raise ValueError("a page header's sub-header is not a struct")
+            for key in ints:
+                if key in sub:
+                    _int(sub[key])
+
+
 def _encoding(code: Any) -> str:
     return ENCODINGS.get(code, f"encoding {code}") if isinstance(code, int) else "no encoding"
 
@@ -284,16 +313,18 @@ def _schema(elements: list[Struct]) -> tuple[dict[tuple[str, ...], Leaf], dict[s
         for _ in range(children):
             element = elements[position]
             position += 1
-            name, repetition = _text(element[4]), element.get(3, 0)
+            if not isinstance(element, dict) or len(prefix) >= MAX_NESTING:
+                raise ValueError("a schema element that is not a struct, or nested too deep")
+            name, repetition = _text(element[4]), _int(element.get(3, 0))
             path = (*prefix, name)
             d, r = max_def + (repetition != 0), max_rep + (repetition == 2)
-            kids = element.get(5) or 0
+            kids = _int(element.get(5) or 0)
             if kids:
                 grandchildren = walk(path, kids, d, r)
                 if not prefix:
                     top[name] = grandchildren
             else:
-                leaves[path] = Leaf(path, element.get(1, -1), d, r)
+                leaves[path] = Leaf(path, _int(element.get(1, -1)), d, r)
                 if not prefix:
                     top[name] = []
             names.append(name)
@@ -305,7 +336,9 @@ def _schema(elements: list[Struct]) -> tuple[dict[tuple[str, ...], Leaf], dict[s
 
 
 def _text(value: Any) -> str:
-    return bytes(value).decode("utf-8", "replace") if value is not None else ""
+    if value is not None and not isinstance(value, bytes):
+        raise ValueError(f"{type(value).__name__} where a string belongs")
+    return value.decode("utf-8", "replace") if value is not None else ""
 
 
 def _pread(path: str, offset: int, size: int) -> bytes:
