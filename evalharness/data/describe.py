@@ -154,7 +154,7 @@ def _folder(path: Path) -> DatasetView | None:
 def _images_of(folder: Path, ground_truth: Path) -> tuple[Path, list[str]]:
     """(the folder holding the images, notes): a ground-truth list with no image beside it and one
     subfolder of images (ILSVRC's ``val.txt`` beside ``val50/``) is described as that pair, said;
-    several such subfolders: the folder as it is, with a note naming them (which one is the user's)."""
+    several such subfolders: one error naming them."""
     if ground_truth.parent != folder or list_images(folder, DEFAULT_EXTENSIONS):
         return folder, []
     holders = [d for d in _subfolders(folder) if list_images(folder / d, DEFAULT_EXTENSIONS)]
@@ -164,11 +164,11 @@ def _images_of(folder: Path, ground_truth: Path) -> tuple[Path, list[str]]:
             f"no images in {folder}: described as {holders[0]}/ (the one subfolder holding images) with "
             f"{ground_truth.name}; the run below passes both"
         ]
-    if holders:
-        return folder, [
-            f"no images in {folder}; the images are in one of {', '.join(h + '/' for h in holders)}: pass "
-            f"dataset.root={folder}/<that folder> dataset.ground_truth={ground_truth}"
-        ]
+    if holders:  # which one is the user's is not guessed (as two ground-truth files are not)
+        raise DataError(
+            f"no images in {folder}; the images are in one of {', '.join(h + '/' for h in holders)}: "
+            f"inspect that folder, and give a run dataset.root=<it> dataset.ground_truth={ground_truth}"
+        )
     return folder, []
 
 

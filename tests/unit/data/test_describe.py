@@ -69,10 +69,9 @@ def test_a_list_beside_one_image_subfolder_is_described_as_that_pair(tmp_path):
     said = "described as val50/ (the one subfolder holding images) with val.txt; the run below passes both"
     assert note == f"no images in {tmp_path}: {said}"
     assert f"note: {note}" in render_dataset(view)
-    _images(tmp_path / "other", "c.JPEG")  # two image subfolders: which is the user's; said, not guessed
-    view = describe_dataset(tmp_path)
-    assert (view.samples, view.path) == (0, str(tmp_path))
-    assert "the images are in one of other/, val50/: pass dataset.root=" in view.details["notes"][0]
+    _images(tmp_path / "other", "c.JPEG")  # two image subfolders: which is the user's is not guessed
+    with pytest.raises(DataError, match=r"the images are in one of other/, val50/: inspect that folder"):
+        describe_dataset(tmp_path)
 
 
 def test_an_empty_count_by_reason_is_not_printed_and_kept_in_json(tmp_path):
