@@ -135,9 +135,10 @@ def _folder(path: Path) -> DatasetView | None:
     ground_truth = _ground_truth_file(path)
     if ground_truth is None:
         return _class_folders(path) if _subfolders(path) else _images_only(path)
+    path, notes = _images_of(path, ground_truth)
     fmt = detect_format(str(ground_truth))
     if fmt != "csv":  # class indices or lines: the class list is a run's own setting
-        return _index_list(path, ground_truth, fmt)
+        return _index_list(path, ground_truth, fmt, notes)
     unscored: Counter[str] = Counter()
     samples = load_ground_truth(fmt, str(path), str(ground_truth), None, None, None, unscored=unscored)
     own_files_scored(str(path), unscored, [str(ground_truth)])
@@ -150,8 +151,33 @@ def _folder(path: Path) -> DatasetView | None:
         [s.key for s in samples],
         f"csv {ground_truth}",
         f" dataset.ground_truth={ground_truth}",
-        {"not_scored": dict(sorted(unscored.items()))},
+        {"not_scored": dict(sorted(unscored.items())), **_notes(notes)},
     )
+
+
+def _images_of(folder: Path, ground_truth: Path) -> tuple[Path, list[str]]:
+    """(the folder holding the images, notes): a ground-truth list with no image beside it and one
+    subfolder of images (ILSVRC's ``val.txt`` beside ``val50/``) is described as that pair, said;
+    several such subfolders: one error naming them."""
+    if ground_truth.parent != folder or list_images(folder, DEFAULT_EXTENSIONS):
+        return folder, []
+    holders = [d for d in _subfolders(folder) if list_images(folder / d, DEFAULT_EXTENSIONS)]
+    if len(holders) == 1:
+        images = folder / holders[0]
+        return images, [
+            f"no images in {folder}: described as {holders[0]}/ (the one subfolder holding images) with "
+            f"{ground_truth.name}; the run below passes both"
+        ]
+    if holders:  # which one is the user's is not guessed (as two ground-truth files are not)
+        raise DataError(
+            f"no images in {folder}; the images are in one of {', '.join(h + '/' for h in holders)}: "
+            f"inspect that folder, and give a run dataset.root=<it> dataset.ground_truth={ground_truth}"
+        )
+    return folder, []
+
+
+def _notes(notes: list[str]) -> dict[str, Any]:
+    return {"notes": notes} if notes else {}
 
 
 def _classified(
@@ -227,7 +253,7 @@ def _images_only(folder: Path) -> DatasetView | None:
     )
 
 
-def _index_list(folder: Path, ground_truth: Path, fmt: str) -> DatasetView:
+def _index_list(folder: Path, ground_truth: Path, fmt: str, notes: list[str]) -> DatasetView:
     """A val.txt-style list ("<image> <class index>"): its images and indices; the class names come
     from the class list a run is given (dataset.class_names=...), so the indices are shown."""
     images = set(list_images(folder, DEFAULT_EXTENSIONS))
@@ -242,5 +268,5 @@ def _index_list(folder: Path, ground_truth: Path, fmt: str) -> DatasetView:
         [name for name, _ in pairs],
         f"{fmt} {ground_truth} (class indices: names from dataset.class_names)",
         f" dataset.ground_truth={ground_truth} dataset.class_names=<the class list>",
-        {"lines": len(rows), "images_in_folder": len(images)},
+        {"lines": len(rows), "images_in_folder": len(images), **_notes(notes)},
     )

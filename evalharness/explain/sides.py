@@ -178,13 +178,11 @@ def input_tensors(run: Run, ids: list[str]) -> list[np.ndarray]:
 def _container_tensors(run: Run, ids: list[str], spec: PreprocessSpec, inp: InputSpec) -> list[np.ndarray]:
     """The inputs of ``ids`` from the run's container (parquet, webdataset, TFRecord shards), each
     member read by offset and checked against the digest it is listed with, as the run read it."""
-    from evalharness.data.dataset_reader import ReadRequest, reader_for
+    from evalharness.data.container_images import ContainerImages
 
-    request = ReadRequest(str(run.prov("dataset.root")), index_dir=run.prov("dataset.index.dir"))
-    reader, _ = reader_for(str(run.prov("dataset.container")), request)
-    by_key = {s.key: s for s in reader.samples()}
-    missing = [i for i in ids if i not in by_key]
+    where = str(run.prov("dataset.root"))
+    images = ContainerImages(str(run.prov("dataset.container")), where, run.prov("dataset.index.dir"))
+    missing = images.missing(ids)
     if missing:
-        where = run.prov("dataset.root")
         raise ExplainError(f"run {run.label}: {missing[0]} is not in its container {where}")
-    return [preprocess_bytes(reader.open(by_key[i]), i, spec, inp) for i in ids]
+    return [preprocess_bytes(images.open(i), i, spec, inp) for i in ids]

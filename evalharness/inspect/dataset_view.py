@@ -34,5 +34,9 @@ def render_dataset(view: DatasetView) -> list[str]:
         f"a run scores: {view.scores}",
         f"  python -m evalharness {view.run}",
     ]
-    lines += [f"{key}: {value}" for key, value in view.details.items()]
+    for key, value in view.details.items():
+        if key == "notes":
+            lines += [f"note: {note}" for note in value]
+        elif value or not isinstance(value, (dict, list)):  # an empty count by reason says nothing
+            lines.append(f"{key}: {value}")
     return [terminal(line, "") for line in lines]

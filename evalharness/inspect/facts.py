@@ -106,7 +106,8 @@ def native_output_to_stderr():
         os.close(saved)
 
 
-def inspect_model(path: str, delegates: list[str] | None = None) -> dict:
+def inspect_model(path: str, delegates: list[str] | None = None, loud: bool = False) -> dict:
+    """The model's facts; ``loud``: what the runtimes print while delegates are prepared on stderr."""
     from evalharness.runtime.delegates import DELEGATES
     from evalharness.runtime.model_file import read_model_file
     from evalharness.runtime.model_size import model_size
@@ -119,21 +120,21 @@ def inspect_model(path: str, delegates: list[str] | None = None) -> dict:
         **info.summary(),
         "size": model_size(path),
         "inferred": inferred_configuration(path, info),
-        "delegates": _prepare_all(path, names),
+        "delegates": _prepare_all(path, names, loud),
     }
 
 
-def _prepare_all(path: str, names: list[str]) -> dict:
-    with runtime_output_kept():
+def _prepare_all(path: str, names: list[str], loud: bool) -> dict:
+    with runtime_output_kept(loud):
         return {name: delegate_report(path, name) for name in names}
 
 
 @contextlib.contextmanager
-def runtime_output_kept() -> Iterator[None]:
+def runtime_output_kept(loud: bool = False) -> Iterator[None]:
     """What the runtimes print while every delegate is prepared — native lines, and Python-level
     ones such as OpenVINO's compile progress bars — is kept off the terminal by core.native_output's
-    quiet capture (as a run keeps it), and stdout stays the report's; ``-v`` shows it on stderr."""
-    if verbose():
+    quiet capture (as a run keeps it), and stdout stays the report's; ``-v`` (``loud``) shows it on stderr."""
+    if loud or verbose():
         with native_output_to_stderr():
             yield
         return
@@ -160,8 +161,12 @@ def _delegate_line(name: str, r: dict) -> str:
     return f"  {name}: {took}/{c['ops_total']} ops delegated, {parts} partition(s); on CPU: {on_cpu}"
 
 
-def size_lines(size: dict) -> list[str]:
-    """The guide's size figures: on disk, compressed, and what compresses (zeros, shared values)."""
+LARGEST = 5  # weight tensors the default view lists (all of them under -v and in --json)
+
+
+def size_lines(size: dict, every_tensor: bool = False) -> list[str]:
+    """The guide's size figures: on disk, compressed, and what compresses (zeros, shared values);
+    then the largest weight tensors (``every_tensor``: each one, in op order)."""
     w, of = size["weights"], size["bytes"]
     gz, zs = size["gzip9_bytes"], size["zstd_bytes"]
     zstd = f"zstd {zs} ({zs / of:.3f}x)" if zs else f"zstd {size['zstd']}"
@@ -171,17 +176,23 @@ def size_lines(size: dict) -> list[str]:
         f"(exact zeros), unique values per tensor max {w['unique_max']}, "
         f"median {fmt(w['unique_median'], '.0f')}",
     ]
-    for t in size["tensors"]:
+    tensors = size["tensors"]
+    if not every_tensor and len(tensors) > LARGEST:
+        shown = sorted(tensors, key=lambda t: (-t["elements"], t["op_index"]))[:LARGEST]
+        lines.append(f"  the {LARGEST} largest ({len(tensors) - LARGEST} more: -v or --json):")
+    else:
+        shown = tensors
+    for t in shown:
         name = terminal(t["name"], keep="")
         name = name if len(name) <= 60 else "..." + name[-57:]
         lines.append(
-            f"  op {t['op_index']:>3} {t['op']:<17} {str(t['shape']):<20} sparsity {t['sparsity']:7.2%}  "
-            f"unique {t['unique']:>8}  {name}"
+            f"  op {t['op_index']:>3} {t['op']:<17} {str(t['shape']):<20} {t['elements']:>9} values  "
+            f"sparsity {t['sparsity']:7.2%}  unique {t['unique']:>8}  {name}"
         )
     return lines
 
 
-def render_text(doc: dict) -> list[str]:
+def render_text(doc: dict, every_tensor: bool = False) -> list[str]:
     labels = doc["labels"]
     inferred = doc["inferred"]
     lines = [f"{doc['path']} ({doc['bytes']} bytes, {doc['converter'] or 'converter unknown'})", "inputs:"]
@@ -195,7 +206,7 @@ def render_text(doc: dict) -> list[str]:
         f"attached files: {', '.join(doc['attached_files']) or 'none'}",
         f"ultralytics: {doc['ultralytics'] or 'none'}",
         "ops: " + ", ".join(f"{k} {v}" for k, v in doc["op_histogram"].items()),
-        *size_lines(doc["size"]),
+        *size_lines(doc["size"], every_tensor),
         f"inferred: {inferred['kind']}, input layout {inferred['layout']}",
     ]
     for key, value in inferred["settings"].items():
@@ -216,11 +227,19 @@ def _main(argv: list[str] | None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument("--delegate", action="append", help="only these delegates (repeatable)")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help=f"every weight tensor (the text view lists the {LARGEST} largest; --json has them all) "
+        "and what the runtimes print while delegates are prepared, on stderr",
+    )
     args = parser.parse_args(argv)
     if is_dataset_path(args.model):  # see what was found at a dataset path (inspect/dataset_view.py)
         view = describe_dataset(args.model)
         print(json.dumps(view.as_dict(), indent=2) if args.json else "\n".join(render_dataset(view)))
         return 0
-    doc = inspect_model(args.model, args.delegate)
-    print(json.dumps(doc, indent=2, sort_keys=True) if args.json else "\n".join(render_text(doc)))
+    every = args.verbose or verbose()  # `evalharness inspect -v ...`: the entry takes -v for itself
+    doc = inspect_model(args.model, args.delegate, every)
+    print(json.dumps(doc, indent=2, sort_keys=True) if args.json else "\n".join(render_text(doc, every)))
     return 0

@@ -71,6 +71,23 @@ def test_container_equals_folder_image_by_image(tmp_path, packed, folder, kind):
 
         assert explain([str(folder_dir), str(tmp_path / "run"), "--out", str(tmp_path / "explain")]) == 0
         assert json.loads((tmp_path / "explain" / "explain.json").read_text())
+        _html_thumbnails_from_members(tmp_path / "run", folder_dir, preds[0]["id"])
+
+
+def _html_thumbnails_from_members(container_dir: Path, folder_dir: Path, changed: str) -> None:
+    """The HTML diff with the container run as A shows a changed image from its shards' members
+    (checked against the run's sha256); the runs agree, so one change is written into the document."""
+    from evalharness.report.commands.diff import build_diff
+    from evalharness.report.runs import comparability
+    from evalharness.report.views.diff_view import render_html
+    from evalharness.rundir.reader import load_run
+
+    a, b = load_run(str(container_dir), "A"), load_run(str(folder_dir), "B")
+    doc = build_diff(a, b, comparability(a, b))
+    change = {"id": changed, "kind": "changed", "label": "x", "a_top1": "y", "b_top1": "z"}
+    doc["classification"]["top1_changes"] = [change]  # type: ignore[typeddict-unknown-key]
+    page = render_html(doc)
+    assert page.count('<img src="data:image/jpeg;base64,') == 1 and f"{changed}: both wrong" in page
 
 
 def test_whole_shard_files_split_and_merge(tmp_path, packed, folder):

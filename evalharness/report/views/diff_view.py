@@ -152,13 +152,10 @@ def _inference(doc: DiffDocument, side: str) -> dict:
 
 
 def _thumbnails(doc: DiffDocument, samples: list[tuple[str, str]], heading: str) -> str:
-    """Thumbnails of the listed samples, read from A's dataset root (the runs saw the same images)."""
+    """Thumbnails of the listed samples as run A read them (the runs saw the same images): files under
+    its dataset root, or its container's members checked against their sha256 (views/thumbnails.py)."""
     from evalharness.report.views import html
+    from evalharness.report.views.thumbnails import thumbnail_items
 
-    root = doc["a"].get("dataset_root") or ""
-    items = []
-    for sample_id, caption in samples:
-        uri = html.thumbnail_uri(os.path.join(root, sample_id))
-        if uri:
-            items.append((f"{sample_id}: {caption}", uri))
-    return html.thumbnails_html(heading, items)
+    items, notes = thumbnail_items(doc["a"], samples, definition_of(doc).abilities.sample_key)
+    return html.thumbnails_html(heading, items, notes)

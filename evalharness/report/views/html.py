@@ -61,30 +61,41 @@ def figure_html(caption: str, svg: str | None, note: str = "") -> str:
     return f'<figure class="plot">{svg}<figcaption>{escape(caption)}.{extra}</figcaption></figure>'
 
 
-def thumbnails_html(title: str, items: list[tuple[str, str]]) -> str:
-    """(caption, data URI) pairs as a grid of small images; nothing when no image could be read."""
-    if not items:
+def thumbnails_html(title: str, items: list[tuple[str, str]], notes: list[str] | None = None) -> str:
+    """(caption, data URI) pairs as a grid of small images, then the notes saying what was not shown;
+    nothing when there is neither."""
+    if not items and not notes:
         return ""
     cells = "".join(
         f'<figure><img src="{uri}" alt="{escape(cap)}"><figcaption>{escape(cap)}</figcaption></figure>'
         for cap, uri in items
     )
-    return f'<section id="thumbnails"><h2>{escape(title)}</h2><div class="thumbs">{cells}</div></section>'
+    grid = f'<div class="thumbs">{cells}</div>' if items else ""
+    said = "".join(f'<p class="note">{escape(n)}</p>' for n in notes or [])
+    return f'<section id="thumbnails"><h2>{escape(title)}</h2>{grid}{said}</section>'
 
 
 def thumbnail_uri(path: str, size: int = 128) -> str | None:
-    """A small JPEG of the image as a data URI, or None when the file is absent or unreadable."""
-    if not os.path.isfile(path):
-        return None
+    """A small JPEG of the image file as a data URI, or None when the file is absent or unreadable."""
+    return _jpeg_uri(path, size) if os.path.isfile(path) else None
+
+
+def thumbnail_uri_of(data: bytes, size: int = 128) -> str | None:
+    """A small JPEG of encoded image bytes (a container member's) as a data URI, or None when they
+    are not a readable image."""
+    return _jpeg_uri(io.BytesIO(data), size)
+
+
+def _jpeg_uri(source: str | io.BytesIO, size: int) -> str | None:
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(path) as img:
+        with Image.open(source) as img:
             img = img.convert("RGB")
             img.thumbnail((size, size))
             buf = io.BytesIO()
             img.save(buf, format="JPEG", quality=70)
-    except (OSError, UnidentifiedImageError):
+    except (OSError, UnidentifiedImageError, ValueError, Image.DecompressionBombError):
         return None
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 

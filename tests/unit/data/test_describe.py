@@ -58,6 +58,32 @@ def test_a_val_txt_lists_class_indices(tmp_path):
     assert "dataset.class_names=" in view.run and view.details == {"lines": 3, "images_in_folder": 2}
 
 
+def test_a_list_beside_one_image_subfolder_is_described_as_that_pair(tmp_path):
+    """ILSVRC's layout: ``val.txt`` beside ``val50/`` (no image beside the list): the pair, said once."""
+    _images(tmp_path / "val50", "a.JPEG", "b.JPEG")
+    (tmp_path / "val.txt").write_text("a.JPEG 3\nb.JPEG 7\nc.JPEG 7\n")
+    view = describe_dataset(tmp_path)
+    assert (view.format, view.samples, view.path) == ("val_txt", 2, str(tmp_path / "val50"))
+    assert f"dataset.root={tmp_path / 'val50'} dataset.ground_truth={tmp_path / 'val.txt'}" in view.run
+    [note] = view.details["notes"]
+    said = "described as val50/ (the one subfolder holding images) with val.txt; the run below passes both"
+    assert note == f"no images in {tmp_path}: {said}"
+    assert f"note: {note}" in render_dataset(view)
+    _images(tmp_path / "other", "c.JPEG")  # two image subfolders: which is the user's is not guessed
+    with pytest.raises(DataError, match=r"the images are in one of other/, val50/: inspect that folder"):
+        describe_dataset(tmp_path)
+
+
+def test_an_empty_count_by_reason_is_not_printed_and_kept_in_json(tmp_path):
+    _images(tmp_path, "x.png")
+    (tmp_path / "labels.csv").write_text("filename,label\nx.png,cat\n")
+    view = describe_dataset(tmp_path)
+    assert view.as_dict()["details"] == {"not_scored": {}}
+    assert not any(line.startswith("not_scored") for line in render_dataset(view))
+    (tmp_path / "notes.md").write_text("not an image")
+    assert "not_scored: {'extension .md not read': 1}" in render_dataset(describe_dataset(tmp_path))
+
+
 def test_what_is_no_dataset_is_one_error(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataError, match="is no dataset evalharness reads"):
