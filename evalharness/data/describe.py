@@ -260,13 +260,15 @@ def _index_list(folder: Path, ground_truth: Path, fmt: str, notes: list[str]) ->
     rows = [line.split() for line in read_label_file(str(ground_truth), "ground-truth file") if line.strip()]
     pairs = sorted((r[0], r[1]) for r in rows if len(r) == 2 and r[0] in images)
     indices = list(Counter(index for _, index in pairs))
+    words = ground_truth.parent / "synset_words.txt"  # ILSVRC's class list, where it was kept beside
+    names = f"dataset.synset_words={words}" if words.is_file() else "dataset.class_names=<the class list>"
     return _classified(
         folder,
         fmt,
         len(pairs),
         [f"class index {i}" for i in indices],
         [name for name, _ in pairs],
-        f"{fmt} {ground_truth} (class indices: names from dataset.class_names)",
-        f" dataset.ground_truth={ground_truth} dataset.class_names=<the class list>",
+        f"{fmt} {ground_truth} (class indices: names from {names.partition('=')[0]})",
+        f" dataset.ground_truth={ground_truth} {names}",
         {"lines": len(rows), "images_in_folder": len(images), **_notes(notes)},
     )

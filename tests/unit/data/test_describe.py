@@ -56,6 +56,8 @@ def test_a_val_txt_lists_class_indices(tmp_path):
     view = describe_dataset(tmp_path / "val")
     assert (view.format, view.samples, view.classes) == ("val_txt", 2, 2)
     assert "dataset.class_names=" in view.run and view.details == {"lines": 3, "images_in_folder": 2}
+    (tmp_path / "synset_words.txt").write_text("n01 a\n")  # ILSVRC's class list kept beside: named
+    assert f"dataset.synset_words={tmp_path / 'synset_words.txt'}" in describe_dataset(tmp_path / "val").run
 
 
 def test_a_list_beside_one_image_subfolder_is_described_as_that_pair(tmp_path):
