@@ -1,14 +1,16 @@
 """Containers vs a folder: throughput and peak RSS of the same images (not a unit test).
 
-    python benchmarks/bench_containers.py [--images 1000] [--repeats 3] [--model mobilenet_v1_0.25_128_quant]
+    python benchmarks/bench_containers.py [--images 1000] [--repeats 3] [--image-kb 0]
+        [--model mobilenet_v1_0.25_128_quant]
 
-val50 repeated to ``--images`` under distinct names, written once as real files in a folder (with a
-val.txt-style list), as one Hugging Face parquet file (row groups of 100, as ``datasets`` writes),
-as webdataset tar shards (4) and as TFDS TFRecord shards (4). Each run is its own process
-(``python -m evalharness``, tensor cache off, default loop settings); ``--repeats`` rounds in rotating
-order; reported per format: the median ``throughput.images_per_s`` of metrics.json, the median
-peak RSS of the process (metrics.json ``memory_mb.peak_rss``), the wall time, and the ratios to the
-folder measured in the same rounds. Also: the listing alone (index + sha256 of every image) per format.
+val50 repeated to ``--images`` as distinct files (a JPEG comment naming each), written once as real
+files in a folder (with a val.txt-style list), as one Hugging Face parquet file (row groups of 100,
+as ``datasets`` writes), as webdataset tar shards (4) and as TFDS TFRecord shards (4). Each run is
+its own process (``python -m evalharness``, tensor cache off, default loop settings); ``--repeats``
+rounds in rotating order; reported per format: the median ``throughput.images_per_s`` of
+metrics.json, the median peak RSS of the process (metrics.json ``memory_mb.peak_rss``), the wall
+time, and the ratios to the folder measured in the same rounds. Also: the listing alone (index +
+sha256 of every image) per format.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -26,6 +29,24 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 from pack_containers import ASSETS, val50_items, write_parquet, write_tfrecord, write_webdataset  # noqa: E402
+
+
+def distinct(items, size_kb: int = 0):
+    """Each repeat made a different file: a JPEG comment (COM segment) naming it, right after SOI;
+    with ``size_kb``, more comment segments of random bytes until the file is that large (val50's
+    files are ~32 KB, ILSVRC's average ~130 KB: what a parquet page holds scales with it).
+    Byte-identical repeats would let parquet's dictionary encoding store each image once, which no
+    real dataset allows."""
+    rng = random.Random(0)
+    out = []
+    for name, data, label in items:
+        assert data[:2] == b"\xff\xd8", name
+        segments = [name.encode()]
+        while sum(len(s) + 4 for s in segments) + len(data) < size_kb * 1024:
+            segments.append(rng.randbytes(min(60000, size_kb * 1024 - len(data))))
+        comments = b"".join(b"\xff\xfe" + (len(s) + 2).to_bytes(2, "big") + s for s in segments)
+        out.append((name, data[:2] + comments + data[2:], label))
+    return out
 
 
 def write_folder(items, folder: Path) -> tuple[Path, Path]:
@@ -72,8 +93,9 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--model", default="mobilenet_v1_0.25_128_quant")
+    parser.add_argument("--image-kb", type=int, default=0, help="pad each image to this size (0: as val50's)")
     args = parser.parse_args()
-    items = val50_items(repeat=-(-args.images // 50))[: args.images]
+    items = distinct(val50_items(repeat=-(-args.images // 50))[: args.images], args.image_kb)
     with tempfile.TemporaryDirectory(prefix="bench-containers-") as tmp:
         base = Path(tmp)
         images, val_txt = write_folder(items, base / "folder")
@@ -104,7 +126,11 @@ def main() -> None:
         for r in range(args.repeats):
             for name in names[r % len(names) :] + names[: r % len(names)]:
                 figures[name].append(run(args.model, formats[name], base / f"run-{name}-{r}"))
-        print(f"{args.images} images, {args.model}, {args.repeats} rounds (medians), {os.cpu_count()} CPUs")
+        mean_kb = sum(len(d) for _, d, _ in items) / len(items) / 1024
+        print(
+            f"{args.images} images (mean {mean_kb:.0f} KB), {args.model}, {args.repeats} rounds (medians), "
+            f"{os.cpu_count()} CPUs"
+        )
         print(
             f"{'format':<11} {'img/s':>7} {'x folder':>8} {'peak RSS MiB':>13} {'x folder':>8} "
             f"{'wall s':>7} {'listing s':>10}"

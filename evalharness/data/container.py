@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from evalharness.core.derived import file_state
 from evalharness.core.errors import DataError
 from evalharness.data.dataset_reader import DatasetReader, shard_files
 from evalharness.data.ground_truth import (
@@ -59,6 +60,8 @@ class ContainerReader(DatasetReader):
     per_sample_files = False
     from_index: int  # shards listed from a kept index (data/shard_index.py)
     rebuilt: list[str]  # kept indexes not used, and why
+    reordered = 0  # samples the read plan put in another order than their ids
+    listed_states: dict[str, tuple[int, ...]]  # shard -> file state while listed (unchanged throughout)
 
     def list_shard(self, shard: str) -> Iterator[Listed]:
         raise NotImplementedError
@@ -73,8 +76,9 @@ class ContainerReader(DatasetReader):
         root = os.path.abspath(self.request.root)
         out: list[LabeledSample] = []
         first_shard: dict[str, str] = {}
-        self.from_index, self.rebuilt = 0, []
+        self.from_index, self.rebuilt, self.listed_states = 0, [], {}
         for shard in self.shards:
+            before = file_state(shard)
             listing, kept = indexed(
                 self.request.index_dir,
                 self.name,
@@ -93,11 +97,34 @@ class ContainerReader(DatasetReader):
                 first_shard[key] = shard
                 label = self._label(classes, index, found)
                 out.append(LabeledSample(root, key, sys.intern(label[0]), label[1], label[2], member=found))
+            if before is not None and file_state(shard) == before:  # not written while it was listed
+                self.listed_states[shard] = before
         if not out:
             raise DataError(
                 f"no images found in the {self.name} shards of {self.request.root}; check dataset.root"
             )
         return sorted(out, key=lambda s: s.key)
+
+    def unchanged_since_listed(self, shard: str) -> bool:
+        listed = self.listed_states.get(shard)
+        return listed is not None and file_state(shard) == listed
+
+    def read_plan(self, samples: list[LabeledSample]) -> list[LabeledSample]:
+        """The samples in the order they are stored (shard, then offset): a shuffled container
+        (TFDS shuffles its records) is read front to back, not jumping between shards, and a parquet
+        page is decoded once for all the images it holds. Sample ids, manifests and metrics do not
+        depend on the order; predictions.jsonl follows it (``provenance.dataset.read_order``)."""
+        rank = {shard: i for i, shard in enumerate(self.shards)}
+
+        def stored(s: LabeledSample) -> tuple[int, int, int]:
+            member = s.member
+            return (
+                (-1, 0, 0) if member is None else (rank.get(member.shard, -1), member.offset, member.length)
+            )
+
+        ordered = sorted(samples, key=stored)
+        self.reordered = sum(a is not b for a, b in zip(ordered, samples, strict=True))
+        return ordered
 
     def _classes(self) -> list[Label] | None:
         own = self.own_names(self.shards)
@@ -127,9 +154,13 @@ class ContainerReader(DatasetReader):
 
     def provenance(self) -> dict[str, Any]:
         index = {"dir": self.request.index_dir, "shards_from_index": self.from_index, "rebuilt": self.rebuilt}
+        order = "stored order (shard, offset)"
+        if self.reordered:
+            order += f": {self.reordered} samples read in another order than their ids"
         return {
             "container": self.name,
             "shards": len(self.shards),
+            "read_order": order,
             "class_names_source": self.names_source,
             "index": index,
         }

@@ -18,7 +18,7 @@ import os
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ from evalharness.data.parquet_values import (
     hybrid,
     plain,
 )
+from evalharness.data.snappy import BLOCK, Damaged
 from evalharness.data.thrift_compact import Malformed, Short, Struct, read_struct
 
 MAGIC = b"PAR1"
@@ -46,7 +47,6 @@ MAX_ROWS = 1 << 20  # rows in one page (pyarrow writes at most 20,000)
 DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
 PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY = 0, 2, 3, 8
 DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY = 5, 6, 7
-DICTIONARIES_KEPT = 1
 
 
 @dataclass(frozen=True)
@@ -144,11 +144,13 @@ class ParquetFile:
         header, body, _ = self._page(chunk, offset)
         if header[1] not in (DATA_PAGE, DATA_PAGE_V2):
             raise self._damaged(offset, "not a data page: the file changed since it was listed")
-        return self._values(chunk, header, body, self._dictionary_of(chunk), offset)
+        return self._values(chunk, header, body, lambda: self._dictionary_of(chunk), offset)
 
     def _dictionary_of(self, chunk: Chunk) -> list[Value] | None:
         with self._lock:
             kept = self._dictionaries.get(chunk.start)
+            if kept is None:  # the old one goes before the new one is read: one in memory, not two
+                self._dictionaries.clear()
         if kept is not None:
             return kept
         header, body, _ = self._page(chunk, chunk.start)
@@ -157,8 +159,6 @@ class ParquetFile:
         values = self._dictionary_values(chunk, header, body, chunk.start)
         with self._lock:
             self._dictionaries[chunk.start] = values
-            while len(self._dictionaries) > DICTIONARIES_KEPT:
-                self._dictionaries.popitem(last=False)
         return values
 
     def _page(self, chunk: Chunk, pos: int) -> tuple[Struct, bytes | memoryview, int]:
@@ -175,33 +175,41 @@ class ParquetFile:
             except Malformed as exc:
                 raise self._damaged(pos, str(exc)) from None
         try:
-            kind, raw_size, size = _int(header[1]), _int(header[2]), _int(header[3])
+            _int(header[1])
+            raw_size, size = _int(header[2]), _int(header[3])
             _checked(header)
         except (KeyError, ValueError):
             raise self._damaged(pos, "page header without its type, sizes or counts as integers") from None
         start, after = pos + length, pos + length + size
         if not (0 <= size <= MAX_PAGE and 0 <= raw_size <= MAX_PAGE and after <= chunk.end):
             raise self._damaged(pos, f"a {size}-byte page past its column's end")
-        body = _pread(self.path, start, size)
-        if 4 in header and zlib.crc32(body) != header[4] & 0xFFFFFFFF:
-            raise self._damaged(pos, "page checksum mismatch")
-        if kind == DATA_PAGE_V2:  # levels are stored uncompressed ahead of the values
+        with _Stored(self.path, start, size) as stored:
+            try:
+                body = self._decoded(chunk, header, stored, size, raw_size, pos)
+            except Damaged as exc:  # a checksum, where kept, says damage before the codec does
+                stored.drain()
+                why = "page checksum mismatch" if not stored.checksum_holds(header.get(4)) else str(exc)
+                raise self._damaged(pos, why) from None
+            if stored.drain() or not stored.checksum_holds(header.get(4)):
+                raise self._damaged(pos, "page checksum mismatch or bytes after its values")
+        return header, body, after
+
+    def _decoded(
+        self, chunk: Chunk, header: Struct, stored: _Stored, size: int, raw_size: int, pos: int
+    ) -> bytes | memoryview:
+        """The page's bytes as :meth:`_values` reads them: v2 levels (stored uncompressed ahead of the
+        values) then the values, decompressed as they stream."""
+        prefix, compressed = b"", True
+        if header[1] == DATA_PAGE_V2:
             v2 = header.get(8) or {}
             levels = v2.get(5, 0) + v2.get(6, 0)
-            if not 0 <= levels <= size:
+            if not 0 <= levels <= min(size, raw_size):
                 raise self._damaged(pos, "level lengths past the page")
-            values: bytes | memoryview = body[levels:]
-            if v2.get(7, True):  # is_compressed
-                values = self._inflate(chunk, values, raw_size - levels, pos)
-            return header, bytes(body[:levels]) + bytes(values), after
-        return header, self._inflate(chunk, body, raw_size, pos), after
-
-    def _inflate(self, chunk: Chunk, body: bytes | memoryview, size: int, pos: int) -> bytes | memoryview:
-        try:
-            where = f"{self.path}:{'.'.join(chunk.leaf.path)}"
-            return parquet_codecs.decompress(chunk.codec, body, size, where)
-        except parquet_codecs.Damaged as exc:
-            raise self._damaged(pos, str(exc)) from None
+            prefix, compressed = stored.read(levels), bool(v2.get(7, True))
+            size, raw_size = size - levels, raw_size - levels
+        codec = chunk.codec if compressed else 0
+        where = f"{self.path}:{'.'.join(chunk.leaf.path)}"
+        return parquet_codecs.decompress_stream(codec, stored.read, size, raw_size, where, prefix)
 
     def _dictionary_values(
         self, chunk: Chunk, header: Struct, body: bytes | memoryview, pos: int
@@ -215,7 +223,12 @@ class ParquetFile:
         return plain(memoryview(body), 0, chunk.leaf.physical, count, self._damaged_at(pos))
 
     def _values(
-        self, chunk: Chunk, header: Struct, body: bytes | memoryview, dictionary: list[Value] | None, pos: int
+        self,
+        chunk: Chunk,
+        header: Struct,
+        body: bytes | memoryview,
+        dictionary: list[Value] | None | Callable[[], list[Value] | None],
+        pos: int,
     ) -> list[Value | None]:
         damaged = self._damaged_at(pos)
         leaf, data = chunk.leaf, memoryview(body)
@@ -240,6 +253,8 @@ class ParquetFile:
         if encoding == PLAIN:
             found = plain(data, at, leaf.physical, present, damaged)
         elif encoding in (PLAIN_DICTIONARY, RLE_DICTIONARY):
+            if callable(dictionary):  # read only for a page that needs it (not a PLAIN fallback)
+                dictionary = dictionary()
             if dictionary is None:
                 raise damaged("dictionary-encoded page without a dictionary")
             if at >= len(data):
@@ -339,6 +354,37 @@ def _text(value: Any) -> str:
     if value is not None and not isinstance(value, bytes):
         raise ValueError(f"{type(value).__name__} where a string belongs")
     return value.decode("utf-8", "replace") if value is not None else ""
+
+
+class _Stored:
+    """A page's stored bytes read from the file as a decoder asks for them, CRC-32 taken on the way."""
+
+    def __init__(self, path: str, start: int, size: int) -> None:
+        self.file = open(path, "rb")  # noqa: SIM115 - closed by __exit__
+        self.file.seek(start)
+        self.left, self.crc = size, 0
+
+    def __enter__(self) -> _Stored:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.file.close()
+
+    def read(self, n: int) -> bytes:
+        data = self.file.read(max(0, min(n, self.left)))
+        self.left -= len(data)
+        self.crc = zlib.crc32(data, self.crc)
+        return data
+
+    def drain(self) -> int:
+        """Read what the decoder left (for the checksum); the count of bytes it left."""
+        left = self.left
+        while self.left > 0 and self.read(BLOCK):
+            pass
+        return left
+
+    def checksum_holds(self, crc: Any) -> bool:
+        return crc is None or self.crc == crc & 0xFFFFFFFF
 
 
 def _pread(path: str, offset: int, size: int) -> bytes:

@@ -5,8 +5,9 @@ metadata (the ``ClassLabel`` feature's ``names``).
 Sample ids are ``image.path`` (the original file name) where the writer kept it, else
 ``<shard>:<row>``. The file is read a page at a time by :mod:`evalharness.data.parquet_format`, with
 no pyarrow: a member is (the offset of the data page holding its image, its row in that page); the
-listing hashes each page's images and drops the page, a worker decodes the page holding its sample
-and the last few pages stay cached (:data:`PAGES_KEPT`), so memory is a few pages, never the dataset.
+listing hashes each page's images and drops the page; a worker decodes the page holding its sample,
+which is kept while the run's read plan has reads of it (:meth:`ParquetReader.read_member`), so
+memory is one page, never the dataset.
 """
 
 from __future__ import annotations
@@ -21,11 +22,10 @@ from typing import Any
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import parse_json
 from evalharness.data.container import ContainerReader, Listed, class_index
-from evalharness.data.ground_truth import Member
+from evalharness.data.ground_truth import LabeledSample, Member
 from evalharness.data.parquet_format import Chunk, ParquetFile
 from evalharness.data.parquet_values import BYTE_ARRAY, INT32, INT64
 
-PAGES_KEPT = 2  # decoded image pages cached for the workers (pyarrow writes ~1 MB pages)
 FILES_KEPT = 16  # footers kept open: a worker reads a few shards at a time
 
 
@@ -51,8 +51,11 @@ class ParquetReader(ContainerReader):
     def __init__(self, request: Any) -> None:
         super().__init__(request)
         self._files: OrderedDict[str, tuple[ParquetFile, str, str, dict[str, Any]]] = OrderedDict()
-        self._pages: OrderedDict[tuple[str, int], list[Any]] = OrderedDict()
+        self._pages: dict[tuple[str, int], list[Any]] = {}  # decoded pages kept (one, but at a switch)
+        self._rows: dict[tuple[tuple[str, int], int], bytes] = {}  # rows copied out of a dropped page
+        self._expected: dict[tuple[str, int], set[int]] = {}  # the read plan: rows still to read
         self._lock = threading.Lock()
+        self._decoding = threading.Lock()
 
     def _file(self, shard: str) -> tuple[ParquetFile, str, str, dict[str, Any]]:
         """(the shard's footer, image column, label column, features), checked once and kept."""
@@ -120,20 +123,66 @@ class ParquetReader(ContainerReader):
                     f"{shard}: parquet damaged at row {row} ({len(labels)} labels in the row group)"
                 )
 
-    def read_member(self, member: Member) -> bytes:
-        key = (member.shard, member.offset)
+    def read_plan(self, samples: list[LabeledSample]) -> list[LabeledSample]:
+        """As stored; and which rows of which page the run will read, so that a page is kept exactly
+        as long as reads of it remain (:meth:`read_member`)."""
+        ordered = super().read_plan(samples)
+        expected: dict[tuple[str, int], set[int]] = {}
+        for s in ordered:
+            if s.member is not None:
+                expected.setdefault((s.member.shard, s.member.offset), set()).add(s.member.length)
         with self._lock:
-            values = self._pages.get(key)
-            if values is not None:
-                self._pages.move_to_end(key)
-        if values is None:
+            self._expected = expected
+        return ordered
+
+    def read_member(self, member: Member) -> bytes:
+        """The image at (page, row). The page holding it is decoded once and kept while the run's
+        plan still has reads of it. When the next page is needed, the few rows of the old one still
+        to be read (workers a step behind) are copied out and the old page goes before the new one
+        is decoded: memory is one page (~100 images as ``datasets`` writes them), never two. Reads
+        outside a plan (explain, thumbnails) keep the last page only."""
+        key, row = (member.shard, member.offset), member.length
+        with self._lock:
+            found = self._take(key, row)
+        if found is not None:
+            return found
+        with self._decoding:  # two workers wanting the next page decode it once
+            with self._lock:
+                found = self._take(key, row)
+                if found is None:
+                    self._make_room(key)
+            if found is not None:
+                return found
             values = self._file(member.shard)[0].page_at(member.offset)
             with self._lock:
                 self._pages[key] = values
-                while len(self._pages) > PAGES_KEPT:
-                    self._pages.popitem(last=False)
-        blob = values[member.length] if 0 <= member.length < len(values) else None
-        return bytes(blob) if blob is not None else b""
+                found = self._take(key, row)
+        return found if found is not None else b""
+
+    def _take(self, key: tuple[str, int], row: int) -> bytes | None:
+        """The row's bytes from what is kept (None: its page is not), counted as read (the lock held)."""
+        kept = self._rows.pop((key, row), None)
+        if kept is None:
+            values = self._pages.get(key)
+            if values is None:
+                return None
+            blob = values[row] if 0 <= row < len(values) else None
+            kept = bytes(blob) if blob is not None else b""
+        waiting = self._expected.get(key)
+        if waiting is not None:
+            waiting.discard(row)
+            if not waiting:  # the plan reads nothing more of this page
+                del self._expected[key]
+                self._pages.pop(key, None)
+        return kept
+
+    def _make_room(self, key: tuple[str, int]) -> None:
+        """Drop every kept page but ``key``'s, copying out the rows of them the plan still reads."""
+        for other in [k for k in self._pages if k != key]:
+            values = self._pages.pop(other)
+            for row in self._expected.get(other, ()):
+                if 0 <= row < len(values) and values[row] is not None:
+                    self._rows[(other, row)] = bytes(values[row])
 
 
 def _column(pf: ParquetFile, chunk: Chunk | None) -> list[Any]:

@@ -142,6 +142,7 @@ class ImageNetTask(Task):
         self.samples, self.full_samples = select_samples(
             samples, task["num_images"], self.shard, dataset["root"], self.reader.shard_of
         )
+        self.samples = self.reader.read_plan(self.samples)  # a container's: as stored, not by id
         # the list a split was cut from: its identity proves which images the other part holds
         self.listed = listed(samples, task["num_images"]) if self.shard.split else None
         self.cacheable = self.reader.per_sample_files

@@ -4,6 +4,7 @@ naming the shard and the member (a record, a tar member, a row)."""
 from __future__ import annotations
 
 import io
+import os
 import sys
 from pathlib import Path
 
@@ -176,3 +177,39 @@ def test_bare_class_indices_keep_their_index():
     with tempfile.TemporaryDirectory() as folder:
         _, samples = _samples(write_webdataset(ITEMS, Path(folder) / "w", shards=1))
     assert [s.index for s in samples] == [label for _, _, label in ITEMS]
+
+
+def test_a_shuffled_container_is_read_as_stored(tmp_path):
+    """TFDS shuffles records: the read plan goes front to back through the shards, ids unchanged."""
+    shuffled = [ITEMS[2], ITEMS[0], ITEMS[3], ITEMS[1]]
+    reader, samples = _samples(str(write_tfrecord(shuffled, tmp_path / "t", shards=2)))
+    assert [s.key for s in samples] == ["img0.png", "img1.png", "img2.png", "img3.png"]
+    plan = reader.read_plan(samples)
+    assert [s.key for s in plan] == ["img2.png", "img0.png", "img3.png", "img1.png"]
+    assert reader.provenance()["read_order"].endswith(": 4 samples read in another order than their ids")
+
+
+def test_a_parquet_page_is_kept_while_the_plan_reads_it_and_stragglers_are_copied_out(tmp_path):
+    pytest.importorskip("pyarrow")
+    items = [(f"img{i:02d}.png", _png(i * 20), i % 4) for i in range(12)]
+    reader, samples = _samples(str(write_parquet(items, tmp_path / "p", group=4)))
+    plan = reader.read_plan(samples)
+    by_key = {s.key: s for s in plan}
+    order = ["img00.png", "img01.png", "img02.png", "img04.png", "img03.png", "img05.png", "img06.png"]
+    order += ["img08.png", "img07.png", "img09.png", "img10.png", "img11.png"]  # two workers, a step apart
+    for key in order:
+        assert reader.open(by_key[key]) == items[int(key[3:5])][1]
+        assert len(reader._pages) <= 1  # never two pages decoded at once
+    assert reader._pages == {} and reader._rows == {} and reader._expected == {}
+    assert reader.open(plan[5]) == items[5][1]  # a read outside the plan (explain): decoded again
+
+
+def test_a_shard_unchanged_since_listing_is_read_without_a_second_hash(tmp_path):
+    """Its stat proves no write since the listing hashed it; any write (even a touch) makes every
+    member's sha256 checked again."""
+    reader, samples = _samples(write_webdataset(ITEMS, tmp_path / "w"))
+    shard = samples[0].member.shard
+    assert reader.unchanged_since_listed(shard)
+    os.utime(shard)  # a write's footprint: ctime moves, no user call sets it back
+    assert not reader.unchanged_since_listed(shard)
+    assert reader.open(samples[0]) == ITEMS[0][1]  # the same bytes: the digest check passes

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from evalharness.core.errors import DataError
-from evalharness.data import parquet_codecs
+from evalharness.data import parquet_codecs, snappy
 from evalharness.data.parquet_format import ParquetFile
 from evalharness.data.thrift_compact import Malformed, Short, read_struct
 
@@ -84,17 +84,20 @@ def test_every_value_equals_pyarrows(tmp_path, writer):
     assert _read(pf, ("label",)) == [r["label"] for r in rows]
 
 
-def test_snappy_pages_decode_in_python_without_cramjam(tmp_path, monkeypatch):
+@pytest.mark.parametrize("block", [7, 1 << 18])
+def test_snappy_pages_stream_through_any_block_size(tmp_path, monkeypatch, block):
+    """Pages decoded as they stream from the file: a 7-byte block puts every tag, length and long
+    literal across a refill."""
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
-    monkeypatch.setattr(parquet_codecs, "_cramjam", lambda: None)
-    table = _table(pa)
-    pq.write_table(table, tmp_path / "t.parquet", row_group_size=16, data_page_size=200)
-    rows = table.to_pylist()
-    assert _read(ParquetFile(str(tmp_path / "t.parquet")), ("image", "bytes")) == [
-        r["image"] and r["image"]["bytes"] for r in rows
-    ]
+    monkeypatch.setattr(snappy, "BLOCK", block)
+    rng = random.Random(3)
+    images = [rng.randbytes(30_000) + b"\xff\xd8" * 500 for _ in range(12)]  # literals and copies
+    table = pa.table({"image": [{"bytes": b, "path": f"{i}.jpg"} for i, b in enumerate(images)]})
+    pq.write_table(table, tmp_path / "t.parquet", row_group_size=6)
+    pf = ParquetFile(str(tmp_path / "t.parquet"))
+    assert _read(pf, ("image", "bytes")) == images
 
 
 def test_a_flipped_byte_in_a_checksummed_page_names_the_shard_and_byte(tmp_path):
@@ -169,17 +172,17 @@ def test_compact_protocol_by_hand():
 
 def test_snappy_by_hand_literal_and_overlapping_copy():
     block = bytes([10, 0x04]) + b"ab" + bytes([(4 << 2) | 1, 2])  # "ab" then copy 8 from 2 back
-    assert parquet_codecs.snappy(block, 10) == b"ab" * 5
-    with pytest.raises(parquet_codecs.Damaged, match="header says"):
-        parquet_codecs.snappy(block, 9)
-    with pytest.raises(parquet_codecs.Damaged, match="before the start"):
-        parquet_codecs.snappy(bytes([10, (4 << 2) | 1, 9]), 10)
+    assert snappy.decode_bytes(block, 10) == b"ab" * 5
+    with pytest.raises(snappy.Damaged, match="header says"):
+        snappy.decode_bytes(block, 9)
+    with pytest.raises(snappy.Damaged, match="copy outside the block"):
+        snappy.decode_bytes(bytes([10, (4 << 2) | 1, 9]), 10)
 
 
 def test_snappy_in_python_equals_cramjam():
     cramjam = pytest.importorskip("cramjam")
     data = (bytes(range(256)) * 40) + b"\xff\xd8" * 3000 + bytes(5000)
-    assert parquet_codecs.snappy(bytes(cramjam.snappy.compress_raw(data)), len(data)) == data
+    assert snappy.decode_bytes(bytes(cramjam.snappy.compress_raw(data)), len(data)) == data
 
 
 def test_a_codec_nobody_here_decodes_names_it_and_the_fix(monkeypatch):
