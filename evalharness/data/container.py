@@ -39,7 +39,7 @@ Listed = tuple[str, int, Member]  # (sample id, class index, where its encoded i
 
 def member(shard: str, name: str, offset: int, data: bytes) -> Member:
     """The member holding ``data`` at ``offset`` of ``shard``, with its digest taken now."""
-    return Member(shard, name, offset, len(data), hashlib.sha256(data).hexdigest())
+    return Member(shard, name, offset, len(data), hashlib.sha256(data).digest())
 
 
 def class_index(value: Any, where: str) -> int:

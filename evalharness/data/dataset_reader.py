@@ -104,7 +104,7 @@ class DatasetReader:
         data = self.read_member(member)
         if self.unchanged_since_listed(member.shard):  # stat'ed after the read: no write since listing
             return data
-        if hashlib.sha256(data).hexdigest() != member.sha256:
+        if hashlib.sha256(data).digest() != member.digest:
             raise DataError(
                 f"{member.where}: bytes differ from when the shard was listed (changed while the "
                 "run ran?); rerun on an unchanged copy"

@@ -36,14 +36,21 @@ ILSVRC2012_CLASSES = 1000
 class Member:
     """Where one sample's encoded image lies inside a container shard.
 
-    ``offset``/``length``: bytes in the shard (tar, TFRecord) or row group / row (parquet);
-    ``sha256``: of the encoded bytes, taken when the shard was listed (the manifest hashes it)."""
+    ``offset``/``length``: bytes in the shard (tar, TFRecord) or data page / row (parquet);
+    ``digest``: sha256 of the encoded bytes, taken when the shard was listed (the manifest hashes
+    it), kept as 32 bytes rather than 64 hex characters: a container's sample list is most of its
+    memory."""
 
     shard: str  # absolute path of the shard file
     name: str  # the member as a user finds it: tar member name, record or row index
     offset: int
     length: int
-    sha256: str
+    digest: bytes
+
+    @property
+    def sha256(self) -> str:
+        """The digest in hex, as manifests and indexes write it."""
+        return self.digest.hex()
 
     @property
     def where(self) -> str:

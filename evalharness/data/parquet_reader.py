@@ -111,9 +111,7 @@ class ParquetReader(ContainerReader):
                     name = (
                         os.path.basename(bytes(path).decode("utf-8", "replace")) if path else f"{base}:{row}"
                     )
-                    found = Member(
-                        shard, f"row {row}", page.offset, i, hashlib.sha256(blob or b"").hexdigest()
-                    )
+                    found = Member(shard, f"row {row}", page.offset, i, hashlib.sha256(blob or b"").digest())
                     if not blob:
                         raise DataError(f"{found.where}: image has no bytes; embed the images in the parquet")
                     yield name, class_index(labels[at], found.where), found

@@ -21,8 +21,17 @@ from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.derived import Damaged, file_state, read_json_object, read_or_rebuild
 from evalharness.data.ground_truth import Member
 
-VERSION = 2  # 2: a parquet member is (data page offset, row in the page)
+VERSION = 2  # 2: a parquet member is (data page offset, row in the page); columns
 Listed = tuple[str, int, Member]
+COLUMNS = ("ids", "classes", "members", "offsets", "lengths", "sha256")
+FIELDS: tuple[Callable[[Listed], Any], ...] = (
+    lambda e: e[0],
+    lambda e: e[1],
+    lambda e: e[2].name,
+    lambda e: e[2].offset,
+    lambda e: e[2].length,
+    lambda e: e[2].sha256,
+)
 
 
 def _path(index_dir: str, reader: str, shard: str, state: tuple[int, ...]) -> str:
@@ -36,14 +45,23 @@ def _read(path: str, reader: str, shard: str, state: tuple[int, ...]) -> tuple[l
         VERSION, reader, shard, list(state),
     ]:  # fmt: skip
         raise Damaged("written for another shard, state or version")
+    columns = [doc[name] for name in COLUMNS]  # one list a field: no list object per entry
+    if not all(isinstance(c, list) and len(c) == len(columns[0]) for c in columns):
+        raise Damaged("its columns are not lists of one length")
     out: list[Listed] = []
-    for entry in doc["entries"]:
-        key, index, name, offset, length, digest = entry
+    for key, index, name, offset, length, digest in zip(*columns, strict=True):
         if not (isinstance(key, str) and isinstance(name, str) and isinstance(digest, str)):
             raise Damaged("an entry is not (id, index, member, offset, length, sha256)")
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (index, offset, length)):
             raise Damaged("an entry is not (id, index, member, offset, length, sha256)")
-        out.append((key, index, Member(shard, name, offset, length, digest)))
+        try:
+            raw = bytes.fromhex(digest)
+        except ValueError:
+            raise Damaged("a sha256 that is not hex") from None
+        if len(raw) != 32:
+            raise Damaged("a sha256 that is not 32 bytes")
+        # the member's name is one string with the id where they are equal (tar members)
+        out.append((key, index, Member(shard, key if name == key else name, offset, length, raw)))
     unscored = doc["unscored"]
     if not isinstance(unscored, dict) or not all(isinstance(v, int) for v in unscored.values()):
         raise Damaged("unscored is not a count by reason")
@@ -76,7 +94,7 @@ def indexed(
         "shard": shard,
         "state": list(state),
         "unscored": dict(unscored - before),
-        "entries": [[k, i, m.name, m.offset, m.length, m.sha256] for k, i, m in listed],
+        **{name: [field(entry) for entry in listed] for name, field in zip(COLUMNS, FIELDS, strict=True)},
     }
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -58,9 +58,7 @@ class WebDatasetReader(ContainerReader):
                 if key in images:
                     raise DataError(f"{where}: second image for key {key!r}; keep one image a sample")
                 data = read(info.size)
-                found = Member(
-                    shard, info.name, info.offset_data, info.size, hashlib.sha256(data).hexdigest()
-                )
+                found = Member(shard, info.name, info.offset_data, info.size, hashlib.sha256(data).digest())
                 images[key] = (ext, found)
             elif ext.lower() in ("cls", "json"):
                 if info.size > MAX_LABEL_MEMBER:
@@ -73,7 +71,9 @@ class WebDatasetReader(ContainerReader):
         for key, (ext, found) in images.items():
             if key not in labels:
                 raise DataError(f"{found.where}: no .cls or .json label for key {key!r}; fix the shard")
-            yield f"{key}.{ext}", labels[key][0], found
+            sample_id = f"{key}.{ext}"
+            # the member's own name where it is the id: one string a sample, not two
+            yield found.name if found.name == sample_id else sample_id, labels[key][0], found
 
 
 def _members(shard: str) -> Iterator[tuple[tarfile.TarInfo, Any]]:
