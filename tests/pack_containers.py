@@ -30,6 +30,20 @@ def val50_items(repeat: int = 1) -> list[Item]:
     return [(f"r{r:02d}_{name}", data, label) for r in range(repeat) for name, data, label in base]
 
 
+def tiny_png(shade: int, size: tuple[int, int] = (4, 3)) -> bytes:
+    """A real PNG of one colour: unit tests pack these, no assets needed."""
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", size, (shade, 0, 0)).save(out, "PNG")
+    return out.getvalue()
+
+
+def tiny_items(n: int = 4, size: tuple[int, int] = (4, 3)) -> list[Item]:
+    """``img<i>.png`` of class i, each a different colour."""
+    return [(f"img{i}.png", tiny_png(i * 40, size), i) for i in range(n)]
+
+
 def class_names() -> list[str]:
     return CLASS_NAMES.read_text(encoding="utf-8").splitlines()
 

@@ -38,11 +38,15 @@ def reads_by_key(source: str) -> list[int]:
     """Lines of ``source`` that read a typed settings group (or a value inside one) by key."""
     lines = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Subscript) and _reads_a_group(node.value) or (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "get"
-            and _reads_a_group(node.func.value)
+        if (
+            isinstance(node, ast.Subscript)
+            and _reads_a_group(node.value)
+            or (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get"
+                and _reads_a_group(node.func.value)
+            )
         ):
             lines.append(node.lineno)
     return sorted(lines)

@@ -156,7 +156,7 @@ def test_shape_names_the_missing_key_and_the_wrong_type(tmp_path):
 
 
 def test_limits_leave_ordinary_json_alone():
-    text = json.dumps({"a": [[[1.5e-7, -2, "x]]]}}\\\"[[["]]], "b": "9" * 500, "c": 12345678901234567890})
+    text = json.dumps({"a": [[[1.5e-7, -2, 'x]]]}}\\"[[[']]], "b": "9" * 500, "c": 12345678901234567890})
     assert parse_json(text, "t") == json.loads(text)
     nested = "[" * MAX_DEPTH + "]" * MAX_DEPTH
     assert parse_json(nested, "t", top=list) == json.loads(nested)
@@ -166,8 +166,11 @@ def test_limits_leave_ordinary_json_alone():
 
 def test_yaml_aliases_cannot_expand_past_the_node_limit(tmp_path):
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
-    lines += [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, "
-              f"*a{i - 1}, *a{i - 1}, *a{i - 1}]" for i in range(1, 9)]
+    lines += [
+        f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, "
+        f"*a{i - 1}, *a{i - 1}, *a{i - 1}]"
+        for i in range(1, 9)
+    ]
     path = tmp_path / "bomb.yaml"
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(EvalHarnessError, match="expand to over"):

@@ -9,23 +9,23 @@ import sys
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from pack_containers import example, record, write_parquet, write_tfrecord, write_webdataset  # noqa: E402
+from pack_containers import (  # noqa: E402
+    example,
+    record,
+    tiny_items,
+    tiny_png,
+    write_parquet,
+    write_tfrecord,
+    write_webdataset,
+)
 
 from evalharness.core.errors import ConfigError, DataError  # noqa: E402
 from evalharness.data import tfrecord_reader as tfr  # noqa: E402
 from evalharness.data.dataset_reader import ReadRequest, detect, expand_braces, reader_for  # noqa: E402
 
-
-def _png(shade: int) -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (4, 3), (shade, 0, 0)).save(out, "PNG")
-    return out.getvalue()
-
-
-ITEMS = [(f"img{i}.png", _png(i * 40), i) for i in range(4)]
+ITEMS = tiny_items()
 
 
 def _samples(root: str, fmt: str = "auto"):
@@ -191,7 +191,7 @@ def test_a_shuffled_container_is_read_as_stored(tmp_path):
 
 def test_a_parquet_page_is_kept_while_the_plan_reads_it_and_stragglers_are_copied_out(tmp_path):
     pytest.importorskip("pyarrow")
-    items = [(f"img{i:02d}.png", _png(i * 20), i % 4) for i in range(12)]
+    items = [(f"img{i:02d}.png", tiny_png(i * 20), i % 4) for i in range(12)]
     reader, samples = _samples(str(write_parquet(items, tmp_path / "p", group=4)))
     plan = reader.read_plan(samples)
     by_key = {s.key: s for s in plan}

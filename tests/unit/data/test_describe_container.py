@@ -3,27 +3,18 @@ own reader lists them, and the run's command line."""
 
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from pack_containers import write_parquet, write_tfrecord, write_webdataset  # noqa: E402
+from pack_containers import tiny_items, write_parquet, write_tfrecord, write_webdataset  # noqa: E402
 
 from evalharness.data.describe import describe_dataset  # noqa: E402
 from evalharness.inspect.dataset_view import is_dataset_path  # noqa: E402
 
-
-def _png(shade: int) -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (4, 3), (shade, 0, 0)).save(out, "PNG")
-    return out.getvalue()
-
-
-ITEMS = [(f"img{i}.png", _png(i * 40), i) for i in range(4)]
+ITEMS = tiny_items()
 
 
 @pytest.mark.parametrize("kind", ["parquet", "webdataset", "tfrecord"])

@@ -33,6 +33,8 @@ class FakeClock:
 
 
 NO_THERMAL = {"source": "none", "exposed": False, "zones_c": {}, "cooling": {}}
+
+
 def _cold() -> dict:
     return NO_THERMAL
 

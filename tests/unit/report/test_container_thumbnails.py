@@ -5,29 +5,19 @@ digest; shards changed, gone or a member's bytes changed: no image and one note,
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import sys
 from pathlib import Path
 
-from PIL import Image
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from pack_containers import write_webdataset  # noqa: E402
+from pack_containers import tiny_items, tiny_png, write_webdataset  # noqa: E402
 
 from evalharness.data.container import ContainerReader  # noqa: E402
 from evalharness.data.dataset_reader import DatasetReader  # noqa: E402
 from evalharness.report.views.html import thumbnails_html  # noqa: E402
 from evalharness.report.views.thumbnails import thumbnail_items  # noqa: E402
 
-
-def _png(shade: int) -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (8, 6), (shade, 0, 0)).save(out, "PNG")
-    return out.getvalue()
-
-
-ITEMS = [(f"img{i}.png", _png(i * 40), i) for i in range(3)]
+ITEMS = tiny_items(3, (8, 6))
 WANTED = [("img1.png", "A right -> B wrong")]
 
 
@@ -58,7 +48,7 @@ def test_members_are_shown_from_the_shards(tmp_path):
 
 def test_shards_changed_since_the_run_show_nothing_and_say_so(tmp_path):
     summary = _run(tmp_path)
-    write_webdataset([(n, _png(200) if n == "img1.png" else d, c) for n, d, c in ITEMS], tmp_path / "wds")
+    write_webdataset([(n, tiny_png(200) if n == "img1.png" else d, c) for n, d, c in ITEMS], tmp_path / "wds")
     items, notes = thumbnail_items(summary, WANTED, "id")  # type: ignore[arg-type]
     assert items == [] and len(notes) == 1 and "do not hold the images run A read" in notes[0]
     page = thumbnails_html("Thumbnails", items, notes)

@@ -122,7 +122,10 @@ def test_params_tags_and_files(tmp_path):
     (tmp_path / ".hydra").mkdir()
     (tmp_path / ".hydra" / "overrides.yaml").write_text("[]")
     assert [(p.rsplit("/", 1)[-1], f) for p, f in run_files(r)] == [
-        ("metrics.json", ""), ("predictions.jsonl", ""), ("report.html", ""), ("overrides.yaml", ".hydra")
+        ("metrics.json", ""),
+        ("predictions.jsonl", ""),
+        ("report.html", ""),
+        ("overrides.yaml", ".hydra"),
     ]
 
 

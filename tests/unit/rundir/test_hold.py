@@ -36,8 +36,9 @@ def test_hold_is_refused_while_another_process_holds_the_directory(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, tmp_path], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(EvalHarnessError, match="in use by another running evalharness process"), hold(
-            str(tmp_path)
+        with (
+            pytest.raises(EvalHarnessError, match="in use by another running evalharness process"),
+            hold(str(tmp_path)),
         ):
             pass
     finally:
