@@ -268,6 +268,8 @@ def _run_shards(settings: RunSettings, run_dir: str, overrides: list[str]) -> Ru
     print(f"loop.parallel: {p} process(es) x {t} thread(s) ({record['source']})", file=sys.stderr, flush=True)
     dirs = [os.path.join(run_dir, SHARDS_DIR, f"shard_{i}") for i in range(p)]
     start = time.perf_counter()
+    if p > 1:
+        list_container_once(settings)
     todo = [i for i, d in enumerate(dirs) if not (settings.loop.resume and _status(d) == "complete")]
     args = {i: shard_overrides(overrides, p, i, t, dirs[i], holds_run(dirs[i])) for i in todo}
     commands = {i: [sys.executable, "-m", "evalharness", *args[i]] for i in todo}
@@ -300,6 +302,22 @@ def _run_shards(settings: RunSettings, run_dir: str, overrides: list[str]) -> Ru
     with open(os.path.join(run_dir, RESULTS_FILE), encoding="utf-8") as f:
         print(f.read(), end="")
     return doc
+
+
+def list_container_once(settings: RunSettings) -> None:
+    """A container dataset listed here, once, before the shard processes start. Each shard process
+    lists every shard file (ids and sha256 of every image) to take its part of the sample list; with
+    the listing kept as shard indexes (``dataset.index_dir``), P processes read the indexes instead
+    of hashing every image P times at once. A damaged shard is the same one error here, first."""
+    from evalharness.data.dataset_reader import CONTAINERS, READERS, ReadRequest, detect
+
+    dataset = settings.dataset
+    fmt, index_dir = getattr(dataset, "format", None), getattr(dataset, "index_dir", None)
+    if index_dir is None or fmt not in ("auto", *CONTAINERS):
+        return
+    kind = fmt if fmt in CONTAINERS else detect(dataset.root)[0]
+    if kind in CONTAINERS:
+        READERS.get(kind)(ReadRequest(dataset.root, index_dir=str(index_dir))).samples()
 
 
 def _status(run_dir: str) -> str | None:

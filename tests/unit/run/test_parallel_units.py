@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from evalharness.core.errors import ConfigError
-from evalharness.run.parallel import _take_over, candidates, check, parse, shard_overrides
+from evalharness.run.parallel import (
+    _take_over,
+    candidates,
+    check,
+    list_container_once,
+    parse,
+    shard_overrides,
+)
 from evalharness.tasks.definition import Abilities
 
 
@@ -139,3 +149,20 @@ def test_a_split_run_resumes_only_as_one(tmp_path):
     refuse_unsplit_resume(str(tmp_path), False)  # not a resume: the claim decides
     with pytest.raises(ConfigError, match="resume it with loop.parallel=2xT"):
         refuse_unsplit_resume(str(tmp_path), True)
+
+
+def test_a_container_is_listed_once_before_the_shard_processes(tmp_path):
+    """P shard processes would each hash every image of the dataset; the parent lists it once into
+    the kept shard indexes, which they then read. A folder, or no index dir, is left to them."""
+    from types import SimpleNamespace
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from pack_containers import tiny_items, write_webdataset  # noqa: PLC0415
+
+    root = write_webdataset(tiny_items(), tmp_path / "w", shards=2)
+    index_dir = tmp_path / "index"
+    for fmt, kept in (("val_txt", None), ("auto", None), ("auto", index_dir), ("webdataset", index_dir)):
+        dataset = SimpleNamespace(root=root, format=fmt, index_dir=kept)
+        list_container_once(SimpleNamespace(dataset=dataset))  # type: ignore[arg-type]
+        listed = sorted(index_dir.glob("webdataset-*.json")) if index_dir.exists() else []
+        assert len(listed) == (0 if kept is None else 2)
