@@ -297,7 +297,7 @@ def build_variant(
     """The variant of ``source`` made by ``recipe`` (a name or a recipe list), calibrated with that
     recipe on ``paths``, cached: the one way a variant is built (a run, a recipe file given back,
     the variant a repair chose)."""
-    from evalharness.runtime.quantize import quantize, quantizer_version
+    from evalharness.runtime.quantize import RANGE_RULE, quantize, quantizer_version
 
     source_sha = sha256_file(source)
     key = {
@@ -306,6 +306,7 @@ def build_variant(
         "quantizer": quantizer_version(),
         "calibration_manifest_sha256": calibration and calibration["manifest_sha256"],
         "calibration_preprocess": calibration and preprocess,
+        "calibration_ranges": calibration and RANGE_RULE,  # a changed merge rule is another variant
     }
 
     def build(folder: str) -> tuple[bytes, dict[str, Any]]:
