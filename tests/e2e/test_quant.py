@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -72,6 +73,24 @@ def test_calibration_overlapping_the_eval_set_is_refused(tmp_path):
 def test_default_calibration_with_the_bundled_sample_as_eval_set_is_refused(tmp_path):
     r = run_cli(["quant=int8", "dataset=sample", f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
     assert r.returncode == 2 and "must be disjoint" in r.stderr.splitlines()[-1]
+
+
+def test_default_int8_keeps_the_logits_range_of_every_calibration_photo(tmp_path):
+    """The 9 bundled photos calibrate (val50 < 100 images); each tensor's range is the min/max over
+    all of them. The quantizer's own moving average kept mostly the first photo's range, and Lite0's
+    int8 output sat at its top value on 9 of these 10 images (45 of 50 on val50; now 7 of 50)."""
+    run = tmp_path / "run"
+    args = [*VAL50, "model=efficientnet_lite0", "quant=int8", "task.num_images=10"]
+    r = run_cli([*args, f"paths.cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={run}"], tmp_path)
+    assert r.returncode == 0 and "error:" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    doc = json.loads((run / "metrics.json").read_text())
+    quant = doc["provenance"]["model"]["quant"]
+    assert quant["calibration"]["count"] == 9 and quant["calibration"]["choice"]["chosen"] == "bundled"
+    (out,) = doc["output_checks"]["outputs"]
+    assert doc["output_checks"]["samples"] == 10 and out["at_max_samples"] <= 4  # was 9 of 10
+    key = json.loads(json.loads((Path(quant["cache"]["dir"]) / "variant.json").read_text())["key"])
+    assert key["calibration_ranges"] == "min_max over images"  # the merge rule keys the variant
+    assert "top answers tie there" not in r.stdout
 
 
 def _sweep(tmp_path, quant: str, extra: list[str]) -> dict:
