@@ -112,8 +112,8 @@ def test_quantization_sweep_on_val50_cpu(tmp_path):
     assert rows["fp16"]["size_MB"] == pytest.approx(9.4, abs=0.1)
     assert rows["int8"]["size_MB"] == pytest.approx(5.3, abs=0.1)
     assert rows["fp16"]["top1_agreement"] == 1.0 and rows["fp16"]["mcnemar_p"] == 1.0
-    assert 0.85 <= rows["int8"]["top1_agreement"] < 1.0 and 0 < rows["int8"]["mcnemar_p"] <= 1.0
-    assert abs(rows["int8"]["d_top1_vs_float"]) <= 0.04
+    assert 0.94 <= rows["int8"]["top1_agreement"] <= 1.0 and 0 < rows["int8"]["mcnemar_p"] <= 1.0
+    assert abs(rows["int8"]["d_top1_vs_float"]) <= 0.02  # 0.00 since ranges are min/max (was -0.02)
     for r in rows.values():
         assert r["top1"] is not None and r["latency_p50_ms"] > 0 and r["coverage"] is not None
     md = (sweep["dir"] / "sweep.md").read_text()
@@ -128,6 +128,7 @@ def test_quantization_sweep_on_val50_cpu(tmp_path):
     assert quant["source"]["sha256"] == docs["none"]["provenance"]["model"]["sha256"]
     assert docs["none"]["provenance"]["model"]["quant"] == {"name": "none", "recipe": None}
     assert quant["calibration"]["count"] == 9 and quant["calibration"]["eval_set"]["count"] == 50
+    assert docs["int8"]["output_checks"]["outputs"][0]["at_max_samples"] <= 10  # 7 of 50 (was 45)
     assert docs["int8"]["provenance"]["model"]["inputs"][0]["dtype"] == "int8"
     # 16-bit activations (their reference kernels' speed is a benchmark's figure: benchmarks/bench_quant.py)
     assert docs["int16x8"]["provenance"]["model"]["inputs"][0]["dtype"] == "int16"
