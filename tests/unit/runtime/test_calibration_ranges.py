@@ -7,7 +7,7 @@ import itertools
 
 import numpy as np
 
-from evalharness.runtime.quantize import calibrate_ranges, merge_ranges
+from evalharness.runtime.quantize import QUANTIZER_RULE, RANGE_RULE, calibrate_ranges, merge_ranges
 
 
 def _qsv(lo, hi):
@@ -57,9 +57,9 @@ def test_other_statistics_are_not_merged_here():
 
 def test_calibrate_ranges_calibrates_image_by_image_and_falls_back_to_the_quantizers_own():
     q = FakeQuantizer()
-    merged = calibrate_ranges(q, "serving_default", IMAGES)
-    assert q.calls == [1, 1, 1] and merged["out"]["max"][0] == np.float32(11.40)
+    merged, rule = calibrate_ranges(q, "serving_default", IMAGES)
+    assert q.calls == [1, 1, 1] and merged["out"]["max"][0] == np.float32(11.40) and rule == RANGE_RULE
     q = FakeQuantizer()
     odd = [{"t": {"min": 0.0, "max": 1.0, "hessian": 1}}] * 2
-    assert calibrate_ranges(q, "serving_default", odd) == {"out": {"ema": True}}
+    assert calibrate_ranges(q, "serving_default", odd) == ({"out": {"ema": True}}, QUANTIZER_RULE)
     assert q.calls == [1, 1, 2]
