@@ -3,7 +3,8 @@
 The variant is built by :mod:`evalharness.runtime.quantize` (ai-edge-quantizer) and cached under
 ``<paths.cache_dir>/quant/<key>/`` where the key hashes the source model's sha256, the recipe, the
 quantizer version and, for calibrated recipes, the calibration manifest (relative name + sha256 of
-every image) and the preprocessing that turns those images into tensors. A changed calibration set
+every image), the preprocessing that turns those images into tensors and the rule that merges their
+ranges (:data:`evalharness.runtime.quantize.RANGE_RULE`). A changed calibration set
 is a new key, so it rebuilds; an identical one is a cache hit. Files are written atomically (temp
 file + rename), and a cached model whose sha256 no longer matches its record is rebuilt.
 
@@ -297,7 +298,7 @@ def build_variant(
     """The variant of ``source`` made by ``recipe`` (a name or a recipe list), calibrated with that
     recipe on ``paths``, cached: the one way a variant is built (a run, a recipe file given back,
     the variant a repair chose)."""
-    from evalharness.runtime.quantize import quantize, quantizer_version
+    from evalharness.runtime.quantize import RANGE_RULE, VariantBuilder, quantizer_version
 
     source_sha = sha256_file(source)
     key = {
@@ -306,12 +307,14 @@ def build_variant(
         "quantizer": quantizer_version(),
         "calibration_manifest_sha256": calibration and calibration["manifest_sha256"],
         "calibration_preprocess": calibration and preprocess,
+        "calibration_ranges": calibration and RANGE_RULE,  # a changed merge rule is another variant
     }
 
     def build(folder: str) -> tuple[bytes, dict[str, Any]]:
         tensors = calibration_tensors(paths, source, preprocess) if calibration else None
-        data, recipe_ops = quantize(source, recipe, tensors)
-        return data, {"recipe_ops": recipe_ops}
+        builder = VariantBuilder(source, recipe, tensors)
+        data, recipe_ops = builder.build(builder.recipe)
+        return data, {"recipe_ops": recipe_ops, "calibration_ranges": builder.range_rule}
 
     record = cached_model(cache_dir, "quant", key, build, record_name="variant.json")
     return {
@@ -326,6 +329,6 @@ def build_variant(
             "build_s": record["build_s"],
             "rebuilt": record["rebuilt"],
         },
-        "calibration": calibration,
+        "calibration": calibration and {**calibration, "ranges": record.get("calibration_ranges")},
         "_cached": record,
     }
