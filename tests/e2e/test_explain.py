@@ -241,17 +241,22 @@ def test_quantized_variant_matched_by_name(runs, tmp_path):
     a = runs("eff_cpu", f"model={EFFNET}", "delegate=cpu")
     b = runs("eff_int8", f"model={EFFNET}", "delegate=cpu", "quant=int8")
     doc = _explain(a, b, tmp_path / "out")
+    # calibrated by min/max over the images, the int8 variant answers as the float model on val50
+    # (docs/quantization.md): any answer that does change is traced and reproduced
     changed = [i for i in doc["images"] if i["group"] == "changed"]
-    assert changed and all(i["reproduced"] for i in changed)
+    assert all(i["reproduced"] for i in changed)
     assert len(doc["ops"]) == 60
     local = [op["controls"]["local"]["snr_db"] for op in doc["ops"]]
     assert all(isinstance(v, float) and 10 < v < 80 for v in local)  # int8 error: finite, not noise
+    summary = (tmp_path / "out" / "explain.txt").read_text()
+    if not changed:
+        assert "no answer changed" in summary
+        return
     b_doc = doc["bisection"]
     assert b_doc["changed"] == len(changed)
     if b_doc["split_op"] is None:  # even A's logits, in B's int8 output, change the answer
         assert b_doc["trials"][str(len(doc["ops"]) - 1)] < len(changed)
         assert b_doc["output_saturated"]  # here: the int8 output clips the top logits, which tie
-    summary = (tmp_path / "out" / "explain.txt").read_text()
     assert f"of {len(changed)} changed answers" in summary
 
 
