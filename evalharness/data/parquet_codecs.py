@@ -45,7 +45,8 @@ def decompress_stream(
 
 
 def decompress(codec: int, data: bytes | memoryview, size: int, where: str) -> bytes | memoryview:
-    """The ``size`` bytes ``data`` decompresses to under parquet codec ``codec``."""
+    """The ``size`` bytes ``data`` decompresses to under parquet codec ``codec`` (snappy streams:
+    :func:`decompress_stream`)."""
     if codec == 0:
         return data
     if codec == 2:
@@ -55,8 +56,6 @@ def decompress(codec: int, data: bytes | memoryview, size: int, where: str) -> b
         except zlib.error as exc:
             raise Damaged(f"gzip: {exc}") from None
         return _sized(out, size)
-    if codec == 1:
-        return snappy.decode_bytes(data, size)
     cramjam = _cramjam()
     if codec == 6:
         return _sized(

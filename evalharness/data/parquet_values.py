@@ -12,6 +12,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from evalharness.data.thrift_compact import Malformed, varint, zigzag
+
 INT32, INT64, BYTE_ARRAY = 1, 2, 6
 ENCODINGS = {
     0: "PLAIN", 2: "PLAIN_DICTIONARY", 3: "RLE", 4: "BIT_PACKED", 5: "DELTA_BINARY_PACKED",
@@ -33,7 +35,7 @@ def hybrid(data: memoryview, pos: int, end: int, width: int, count: int, damaged
     while len(out) < count:
         if pos >= end:
             raise damaged("levels end early")
-        header, pos = varint(data, pos, end, damaged)
+        header, pos = _varint(data, pos, end, damaged)
         if header & 1:  # bit-packed groups of 8 values, width bytes each, least significant bit first
             for _ in range(min(header >> 1, (count - len(out) + 7) // 8)):
                 group = int.from_bytes(data[pos : pos + width], "little")
@@ -67,16 +69,11 @@ def plain(data: memoryview, pos: int, physical: int, count: int, damaged: Any) -
     return out
 
 
-def varint(data: memoryview, pos: int, end: int, damaged: Any) -> tuple[int, int]:
-    shift = result = 0
-    while pos < end and shift <= 63:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-    raise damaged("a run header past the levels")
+def _varint(data: memoryview, pos: int, end: int, damaged: Any) -> tuple[int, int]:
+    try:
+        return varint(data, pos, end)
+    except Malformed as exc:  # Short included: a run header or delta block past its bytes
+        raise damaged(f"{exc} in the page's values") from None
 
 
 def delta_binary_packed(
@@ -87,18 +84,18 @@ def delta_binary_packed(
     least-significant bit first); arithmetic wraps at the physical type's width, as the writer's.
     Returns the values and the offset after them (a byte array's lengths are followed by its bytes)."""
     end, bits = len(data), 32 if physical == INT32 else 64
-    block, pos = varint(data, pos, end, damaged)
-    minis, pos = varint(data, pos, end, damaged)
-    total, pos = varint(data, pos, end, damaged)
-    first, pos = varint(data, pos, end, damaged)
+    block, pos = _varint(data, pos, end, damaged)
+    minis, pos = _varint(data, pos, end, damaged)
+    total, pos = _varint(data, pos, end, damaged)
+    first, pos = _varint(data, pos, end, damaged)
     if not (0 < minis <= block <= MAX_BLOCK and block % minis == 0 and (block // minis) % 8 == 0):
         raise damaged(f"a delta block of {block} values in {minis} miniblocks")
     per_mini, wrap = block // minis, 1 << bits
-    value = (first >> 1) ^ -(first & 1)
+    value = zigzag(first)
     out = [value] if count else []
     while len(out) < min(count, total):
-        raw, pos = varint(data, pos, end, damaged)
-        least = (raw >> 1) ^ -(raw & 1)
+        raw, pos = _varint(data, pos, end, damaged)
+        least = zigzag(raw)
         widths = bytes(data[pos : pos + minis])
         pos += minis
         for width in widths:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from evalharness.data.thrift_compact import varint
+
 BLOCK = 1 << 18  # bytes read from the file at a time
 
 
@@ -29,17 +31,8 @@ def decode(read: Callable[[int], bytes], limit: int, prefix: bytes = b"") -> mem
 
 
 def _decode(read: Callable[[int], bytes], limit: int, prefix: bytes) -> memoryview:
-    buf, pos = memoryview(read(BLOCK)), 0
-    size = shift = 0
-    while True:  # the decoded length, a varint
-        byte = buf[pos]
-        pos += 1
-        size |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            break
-        shift += 7
-        if shift > 35:
-            raise Damaged("snappy length longer than 32 bits")
+    buf = memoryview(read(BLOCK))
+    size, pos = varint(buf, 0, len(buf))  # the decoded length
     if size != limit:
         raise Damaged(f"snappy block of {size} bytes, the page header says {limit}")
     first = len(prefix)
@@ -91,16 +84,3 @@ def _decode(read: Callable[[int], bytes], limit: int, prefix: bytes) -> memoryvi
     if pos != len(buf) or read(1):
         raise Damaged("snappy block longer than it declares")
     return memoryview(out)
-
-
-def decode_bytes(data: bytes | memoryview, limit: int) -> memoryview:
-    """The snappy block ``data`` decoded (the whole block at hand)."""
-    view, at = memoryview(data), 0
-
-    def read(n: int) -> bytes:
-        nonlocal at
-        chunk = bytes(view[at : at + n])
-        at += len(chunk)
-        return chunk
-
-    return decode(read, limit)

@@ -26,6 +26,29 @@ class Short(Malformed):
     """The struct runs past the bytes given: read more of the file and decode again."""
 
 
+def varint(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    """(value, offset after it) of the unsigned LEB128 varint at ``pos``: thrift's compact protocol,
+    parquet's RLE run headers and delta blocks, snappy's length all write integers so. Past ``end``:
+    :class:`Short`; longer than 64 bits: :class:`Malformed`."""
+    shift = result = 0
+    while True:
+        if pos >= end:
+            raise Short("ends inside a varint")
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise Malformed("a varint longer than 64 bits")
+
+
+def zigzag(n: int) -> int:
+    """A signed integer from its zigzag encoding (0, -1, 1, -2, ... as 0, 1, 2, 3, ...)."""
+    return (n >> 1) ^ -(n & 1)
+
+
 class Reader:
     """A cursor over ``data`` decoding compact-protocol values."""
 
@@ -47,19 +70,11 @@ class Reader:
         return out
 
     def varint(self) -> int:
-        shift = result = 0
-        while True:
-            byte = self._byte()
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return result
-            shift += 7
-            if shift > 63:
-                raise Malformed("a varint longer than 64 bits")
+        value, self.pos = varint(self.data, self.pos, len(self.data))
+        return value
 
     def zigzag(self) -> int:
-        n = self.varint()
-        return (n >> 1) ^ -(n & 1)
+        return zigzag(self.varint())
 
     def struct(self, depth: int = 0) -> Struct:
         if depth > MAX_DEPTH:
