@@ -17,7 +17,6 @@ import bisect
 import os
 import threading
 import zlib
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -101,7 +100,7 @@ class ParquetFile:
             raise DataError(f"{path}: parquet footer damaged ({why}); re-write the file") from None
         self._chunks = sorted((c for g in self.groups for c in g.values()), key=lambda c: c.start)
         self._starts = [c.start for c in self._chunks]
-        self._dictionaries: OrderedDict[int, list[Value]] = OrderedDict()
+        self._dictionary: tuple[int, list[Value]] | None = None  # (chunk start, values): the last one
         self._lock = threading.Lock()
 
     def _group(self, group: Struct, size: int) -> dict[tuple[str, ...], Chunk]:
@@ -148,17 +147,16 @@ class ParquetFile:
 
     def _dictionary_of(self, chunk: Chunk) -> list[Value] | None:
         with self._lock:
-            kept = self._dictionaries.get(chunk.start)
-            if kept is None:  # the old one goes before the new one is read: one in memory, not two
-                self._dictionaries.clear()
-        if kept is not None:
-            return kept
+            kept = self._dictionary
+            if kept is not None and kept[0] == chunk.start:
+                return kept[1]
+            self._dictionary = None  # the old one goes before the new one is read: one in memory
         header, body, _ = self._page(chunk, chunk.start)
         if header[1] != DICTIONARY_PAGE:
             return None
         values = self._dictionary_values(chunk, header, body, chunk.start)
         with self._lock:
-            self._dictionaries[chunk.start] = values
+            self._dictionary = (chunk.start, values)
         return values
 
     def _page(self, chunk: Chunk, pos: int) -> tuple[Struct, bytes | memoryview, int]:

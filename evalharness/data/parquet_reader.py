@@ -26,7 +26,7 @@ from evalharness.data.ground_truth import LabeledSample, Member
 from evalharness.data.parquet_format import Chunk, ParquetFile
 from evalharness.data.parquet_values import BYTE_ARRAY, INT32, INT64
 
-FILES_KEPT = 16  # footers kept open: a worker reads a few shards at a time
+FILES_KEPT = 16  # footers kept parsed: a worker reads a few shards at a time
 
 
 def _features(metadata: dict[str, str], shard: str) -> dict[str, Any]:

@@ -24,14 +24,6 @@ from evalharness.data.ground_truth import Member
 VERSION = 2  # 2: a parquet member is (data page offset, row in the page); columns
 Listed = tuple[str, int, Member]
 COLUMNS = ("ids", "classes", "members", "offsets", "lengths", "sha256")
-FIELDS: tuple[Callable[[Listed], Any], ...] = (
-    lambda e: e[0],
-    lambda e: e[1],
-    lambda e: e[2].name,
-    lambda e: e[2].offset,
-    lambda e: e[2].length,
-    lambda e: e[2].sha256,
-)
 
 
 def _path(index_dir: str, reader: str, shard: str, state: tuple[int, ...]) -> str:
@@ -68,6 +60,12 @@ def _read(path: str, reader: str, shard: str, state: tuple[int, ...]) -> tuple[l
     return out, Counter(unscored)
 
 
+def _columns(listed: list[Listed]) -> list[list[Any]]:
+    """The listing as :data:`COLUMNS`, one list a field."""
+    rows = [(key, index, m.name, m.offset, m.length, m.sha256) for key, index, m in listed]
+    return [[row[j] for row in rows] for j in range(len(COLUMNS))]
+
+
 def indexed(
     index_dir: str | None,
     reader: str,
@@ -94,7 +92,7 @@ def indexed(
         "shard": shard,
         "state": list(state),
         "unscored": dict(unscored - before),
-        **{name: [field(entry) for entry in listed] for name, field in zip(COLUMNS, FIELDS, strict=True)},
+        **dict(zip(COLUMNS, _columns(listed), strict=True)),
     }
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
