@@ -27,6 +27,18 @@ CLASSIFIERS = [
 ]
 VAL50 = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "dataset=imagenet_val50"]
 
+
+def lite0_on_val50(images: int) -> list[str]:
+    """EfficientNet-Lite0 in any source format on val50's first ``images``: its own preprocessing and
+    the bundled ILSVRC labels (an ONNX or .pt2 file carries no label file)."""
+    return [
+        f"paths.data_dir={ASSETS}",
+        "dataset=imagenet_val50",
+        f"task.num_images={images}",
+        f"model.labels={bundled('imagenet_classes.txt')}",
+        "model/preprocess=efficientnet",
+    ]
+
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
 OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)
 OmegaConf.register_new_resolver("quant_tag", quant_tag, replace=True)

@@ -9,9 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ASSETS, MODELS, run_cli, run_inprocess
+from conftest import MODELS, lite0_on_val50, run_cli, run_inprocess
 
-from evalharness.core.paths import BUNDLED_DIR
 from evalharness.report.commands.entry import main as report_main
 
 pytest.importorskip("onnxruntime", reason="the onnx extra is not installed (pip install 'evalharness[onnx]')")
@@ -20,13 +19,7 @@ pytest.importorskip("onnx", reason="the onnx extra is not installed (pip install
 ONNX = MODELS / "efficientnet_lite0_fp32_nchw.onnx"
 TFLITE = MODELS / "efficientnet_lite0_fp32.tflite"
 IMAGES = 8
-COMMON = [
-    f"paths.data_dir={ASSETS}",
-    "dataset=imagenet_val50",
-    f"task.num_images={IMAGES}",
-    f"model.labels={BUNDLED_DIR / 'imagenet_classes.txt'}",
-    "model/preprocess=efficientnet",
-]
+COMMON = lite0_on_val50(IMAGES)
 
 
 def _records(run_dir: Path) -> dict[str, dict]:

