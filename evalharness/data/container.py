@@ -83,6 +83,7 @@ class ContainerReader(DatasetReader):
                 self.request.index_dir,
                 self.name,
                 shard,
+                before,
                 self.request.unscored,
                 functools.partial(self.list_shard, shard),
                 self.rebuilt,

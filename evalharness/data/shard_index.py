@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from evalharness.core.atomic_io import atomic_write_text
-from evalharness.core.derived import Damaged, file_state, read_json_object, read_or_rebuild
+from evalharness.core.derived import Damaged, read_json_object, read_or_rebuild
 from evalharness.data.ground_truth import Member
 
 VERSION = 2  # 2: a parquet member is (data page offset, row in the page); columns
@@ -70,13 +70,15 @@ def indexed(
     index_dir: str | None,
     reader: str,
     shard: str,
+    state: tuple[int, ...] | None,
     unscored: Counter,
     listing: Callable[[], Iterator[Listed]],
     rebuilt: list[str],
 ) -> tuple[Iterator[Listed] | list[Listed], bool]:
-    """(the shard's listing, whether it came from a kept index). Without ``index_dir`` the shard is
-    listed as it is read; otherwise a verified index serves it, else it is listed and kept."""
-    state = file_state(shard)
+    """(the shard's listing, whether it came from a kept index). ``state``: the shard's
+    :func:`~evalharness.core.derived.file_state` taken before it is read (None: not stat'ed).
+    Without ``index_dir`` the shard is listed as it is read; otherwise a verified index serves it,
+    else it is listed and kept."""
     if index_dir is None or state is None:
         return listing(), False
     path = _path(index_dir, reader, shard, state)
