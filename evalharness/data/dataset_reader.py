@@ -101,7 +101,15 @@ class DatasetReader:
         if member is None:
             with open(sample.path, "rb") as f:
                 return f.read()
-        data = self.read_member(member)
+        try:
+            data = self.read_member(member)
+        except DataError:  # damage found in a shard written to since: say that, not "damaged"
+            if self.unchanged_since_listed(member.shard):
+                raise
+            raise DataError(
+                f"{member.where}: the shard changed since it was listed (changed while the run ran?); "
+                "rerun on an unchanged copy"
+            ) from None
         if self.unchanged_since_listed(member.shard):  # stat'ed after the read: no write since listing
             return data
         if hashlib.sha256(data).digest() != member.digest:

@@ -213,3 +213,14 @@ def test_a_shard_unchanged_since_listing_is_read_without_a_second_hash(tmp_path)
     os.utime(shard)  # a write's footprint: ctime moves, no user call sets it back
     assert not reader.unchanged_since_listed(shard)
     assert reader.open(samples[0]) == ITEMS[0][1]  # the same bytes: the digest check passes
+
+
+def test_a_parquet_shard_replaced_after_listing_is_one_error_saying_so(tmp_path):
+    pytest.importorskip("pyarrow")
+    reader, samples = _samples(str(write_parquet(ITEMS, tmp_path / "p", group=2)))
+    shard = Path(samples[0].member.shard)
+    other = write_parquet(ITEMS[::-1] * 2, tmp_path / "q", group=3)
+    shard.write_bytes(next(other.iterdir()).read_bytes())
+    # its page offset now lands on other bytes: the damage is reported as the change it is
+    with pytest.raises(DataError, match=r"parquet:row 0: the shard changed since it was listed"):
+        reader.open(samples[0])
