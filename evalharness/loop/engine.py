@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from evalharness.core.boundary import debug, describe
-from evalharness.core.errors import ConfigError, DataError
+from evalharness.core.errors import ConfigError, DataError, EvalHarnessError
 from evalharness.core.interrupts import checkpoint
 from evalharness.core.schema import bounds
 from evalharness.loop.blocks import ScoringBlocks
@@ -297,6 +297,11 @@ def _run_batched(
     for chunk in chunks:
         outputs = model.run_batch([tensors for _, tensors in chunk])
         for (sample, tensors), (out, latency) in zip(chunk, outputs, strict=True):
+            if latency is None:  # else a bare TypeError when the latencies (array of floats) take it
+                raise EvalHarnessError(
+                    "the runner reported no inference time for a sample of the batch "
+                    "(benchmark_model printed no per-run timings)"
+                )
             scoring.add(sample, tensors, out, latency)
 
 
