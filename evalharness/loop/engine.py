@@ -43,6 +43,14 @@ if TYPE_CHECKING:  # for the type only
     from evalharness.runtime.contract import Model
 
 
+class StageMs(TypedDict):
+    """``throughput.per_image_ms``: mean ms per sample of each stage (None: none measured)."""
+
+    preprocess: float | None
+    invoke: float | None
+    postprocess: float | None
+
+
 class BatchRecord(TypedDict):
     """``throughput.batch``: samples per invoke, how the model takes them, padding samples run."""
 
@@ -118,7 +126,7 @@ class LoopResult:
     prepare_s: array[float] = field(default_factory=lambda: array("d"))
     postprocess_s: array[float] = field(default_factory=lambda: array("d"))
 
-    def stage_ms(self) -> dict[str, float | None]:
+    def stage_ms(self) -> StageMs:
         """Mean milliseconds per sample of each stage (None: no sample measured in this session)."""
 
         def mean_ms(values: array[float]) -> float | None:

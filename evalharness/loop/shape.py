@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 SEQUENTIAL, PIPELINED, AUTO, PHASED = "sequential", "pipelined", "auto", "phased"
 SHAPES = (AUTO, SEQUENTIAL, PIPELINED, PHASED)
@@ -48,6 +48,15 @@ MIN_PREP_SHARE = 0.05
 Item = TypeVar("Item")  # what preparing one sample gives (the loop's (sample, tensors or error))
 
 
+class ShapeRecord(TypedDict):
+    """``provenance.thread_budget.loop``: the shape the loop ran in, its preparing threads and why."""
+
+    shape: str
+    workers: int
+    source: str
+    calibration: dict[str, Any] | None
+
+
 @dataclass
 class LoopShape:
     """What the loop did: the shape of (most of) the run, why, and the calibration's figures."""
@@ -57,7 +66,7 @@ class LoopShape:
     source: str
     calibration: dict[str, Any] | None = None
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> ShapeRecord:
         return {
             "shape": self.shape,
             "workers": self.workers if self.shape in (PIPELINED, PHASED) else 0,
