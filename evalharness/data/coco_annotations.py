@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import read_json
@@ -22,7 +23,7 @@ _ANNOTATION_KEYS = ("id", "image_id", "category_id", "bbox", "area", "iscrowd")
 _FORMAT_HINT = "COCO instances format: https://cocodataset.org/#format-data"
 
 
-def load_annotations(path: str | Path, image_keys: tuple[str, ...] = ("id",)) -> dict:
+def load_annotations(path: str | Path, image_keys: tuple[str, ...] = ("id",)) -> dict[str, Any]:
     """A COCO instances JSON, checked so that a bad file fails here, by name, not deep in pycocotools.
 
     ``image_keys``: what every image must have; a caller that reads the images from disk passes
@@ -34,10 +35,10 @@ def load_annotations(path: str | Path, image_keys: tuple[str, ...] = ("id",)) ->
     data = read_json(path, "COCO annotation file", fix=f"re-export or re-download it ({_FORMAT_HINT})")
     check_annotations(data, str(path), image_keys)
     require_boxes(data, f"COCO annotation file {path}", "give the instances file with the boxes")
-    return data
+    return cast("dict[str, Any]", data)  # check_annotations: a JSON object
 
 
-def require_boxes(data: dict, source: str, fix: str) -> None:
+def require_boxes(data: Mapping[str, Any], source: str, fix: str) -> None:
     """Ground truth without one box to score against would make AP undefined: refused, naming it."""
     if not any(not a["iscrowd"] for a in data["annotations"]):
         raise DataError(
@@ -68,7 +69,7 @@ def check_annotations(
         ("categories", ("id", "name")),
         ("annotations", _ANNOTATION_KEYS),
     ):
-        seen: set = set()
+        seen: set[Any] = set()
         for index, item in enumerate(gt[section]):
             absent = [key for key in keys if not isinstance(item, dict) or key not in item]
             if absent:
@@ -86,7 +87,7 @@ def check_annotations(
         _one_id_per_file(gt["images"], source)
 
 
-def _one_id_per_file(images: list[dict], source: str) -> None:
+def _one_id_per_file(images: list[dict[str, Any]], source: str) -> None:
     """Two image ids naming one file would score that file twice (its boxes and its detections)."""
     first: dict[str, int] = {}
     for image in images:
@@ -102,13 +103,13 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _id_problem(value: object, seen: set) -> str | None:
+def _id_problem(value: object, seen: set[Any]) -> str | None:
     if not isinstance(value, int) or isinstance(value, bool):
         return f"id {value!r}, not an integer"
     return f"id {value} a second time (ids must be unique)" if value in seen else None
 
 
-def _image_problem(image: dict) -> str | None:
+def _image_problem(image: dict[str, Any]) -> str | None:
     """width/height, where given, must be positive integers; file_name a non-empty string."""
     for key in ("width", "height"):
         value = image.get(key)
@@ -119,7 +120,7 @@ def _image_problem(image: dict) -> str | None:
     return None
 
 
-def _annotation_problem(ann: dict, ids: dict[str, set]) -> str | None:
+def _annotation_problem(ann: dict[str, Any], ids: dict[str, set[Any]]) -> str | None:
     for key, section, what in (("image_id", "images", "image"), ("category_id", "categories", "category")):
         value = ann[key]
         if not isinstance(value, int) or isinstance(value, bool) or value not in ids[section]:
@@ -136,7 +137,7 @@ def _annotation_problem(ann: dict, ids: dict[str, set]) -> str | None:
     return None
 
 
-def finite_numbers(values, n: int) -> bool:
+def finite_numbers(values: object, n: int) -> bool:
     return (
         isinstance(values, list | tuple)
         and len(values) == n

@@ -52,7 +52,7 @@ class ReadRequest:
     devkit_meta: str | None = None
     ground_truth_format: str = "auto"
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS
-    unscored: Counter = field(default_factory=Counter)
+    unscored: Counter[str] = field(default_factory=Counter)
     index_dir: str | None = None  # where container shard indexes are kept (data/shard_index.py)
     classes: ClassList = field(default_factory=ClassList)  # filled with the class list a folder used
 

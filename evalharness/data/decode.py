@@ -129,7 +129,8 @@ def image_size(path: str) -> tuple[int, int]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(path) as img:
-                return img.size
+                size: tuple[int, int] = img.size  # (width, height); Pillow's types are not installed here
+                return size
     except Exception as exc:  # noqa: BLE001 - any reader's failure on a corrupt header is this one line
         reason = (str(exc).splitlines() or [""])[0][:200]
         raise DataError(f"{path}: cannot read the image header ({type(exc).__name__}: {reason})") from None

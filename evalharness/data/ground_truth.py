@@ -104,7 +104,7 @@ class GroundTruthRequest:
     synset_words: Path | None
     devkit_meta: Path | None
     extensions: tuple[str, ...]  # lower case, with the dot
-    unscored: Counter = field(default_factory=Counter)  # files under root not taken, by reason
+    unscored: Counter[str] = field(default_factory=Counter)  # files under root not taken, by reason
     classes: ClassList = field(default_factory=ClassList)  # the class list read, for the task
 
 
@@ -132,7 +132,7 @@ def load_ground_truth(
     synset_words: str | None,
     devkit_meta: str | None,
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
-    unscored: Counter | None = None,
+    unscored: Counter[str] | None = None,
     classes: ClassList | None = None,
 ) -> list[LabeledSample]:
     """The labeled images of ``root``, sorted by key; files not taken are counted into ``unscored``

@@ -220,7 +220,9 @@ def _csv_line(gt: Path, filename: str) -> int:
         return next(i for i, values in enumerate(rows, start=2) if values[column].strip() == filename)
 
 
-def _csv_labeler(req: GroundTruthRequest, gt: Path, header: list[str]) -> Callable[[dict, str], Label]:
+def _csv_labeler(
+    req: GroundTruthRequest, gt: Path, header: list[str]
+) -> Callable[[dict[str, str], str], Label]:
     """Label of a csv row from the best column.
 
     class_index wins when a class list is given (it tells the two "crane"s apart); a text column

@@ -11,7 +11,7 @@ import logging
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from evalharness.core.errors import DataError
@@ -20,7 +20,7 @@ from evalharness.core.fileguard import file_error_reason
 log = logging.getLogger("evalharness")
 
 
-def list_entries(folder: Path, unscored: Counter | None = None) -> Iterator[tuple[str, int | str]]:
+def list_entries(folder: Path, unscored: Counter[str] | None = None) -> Iterator[tuple[str, int | str]]:
     """(name, st_mode following links, or why stat failed) of each non-dot entry of ``folder``, in
     sorted name order; dot entries are counted in ``unscored`` as ``hidden``.
 
@@ -78,7 +78,7 @@ def not_read(name: str) -> str:
 
 
 def list_images(
-    folder: Path, extensions: tuple[str, ...], unscored: Counter | None = None, subdirs: bool = False
+    folder: Path, extensions: tuple[str, ...], unscored: Counter[str] | None = None, subdirs: bool = False
 ) -> list[str]:
     """Names of the image files directly in ``folder``, sorted; extension case-insensitive, dotfiles
     skipped.
@@ -106,7 +106,7 @@ def list_images(
     return found
 
 
-def own_files_scored(root: str, unscored: Counter, files) -> None:
+def own_files_scored(root: str, unscored: Counter[str], files: Iterable[str | None]) -> None:
     """The dataset's own files lying among its images (a labels.csv beside the photos) are read, not
     left out: they leave the ``unscored`` count."""
     for file in filter(None, files):
@@ -124,7 +124,7 @@ SIDECAR_EXTENSIONS = (".csv", ".txt", ".json", ".md", ".yaml", ".yml")
 _SIDECARS = {not_read(f"x{ext}") for ext in SIDECAR_EXTENSIONS}
 
 
-def warn_unscored(root: str, unscored: Counter) -> None:
+def warn_unscored(root: str, unscored: Counter[str]) -> None:
     """One warning line for the files under a dataset root that will not be scored, by reason
     (sidecar text files left out of the line: see :data:`SIDECAR_EXTENSIONS`)."""
     shown = {reason: n for reason, n in unscored.items() if reason not in _SIDECARS}

@@ -11,6 +11,7 @@ downscaling and gives other numbers; it is offered only as an explicit option.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +70,7 @@ def validate_spec(spec: PreprocessSpec) -> None:
         raise ConfigError("model.preprocess.mean/std need 3 values each and std > 0")
 
 
-def spec_from_config(values: dict | None) -> PreprocessSpec:
+def spec_from_config(values: Mapping[str, Any] | None) -> PreprocessSpec:
     """A validated spec from ``model.preprocess`` (YAML lists become tuples)."""
     fields: dict[str, Any] = {
         k: tuple(v) if isinstance(v, list) else v for k, v in dict(values or {}).items()
@@ -143,10 +144,11 @@ def resize_bilinear_tflite(img: np.ndarray, out_h: int, out_w: int) -> np.ndarra
     return out.reshape(out_h, out_w, channels)
 
 
-_exact_resize = resize_bilinear_tflite  # what "tflite_bilinear" runs; see set_exact_resize
+Resize = Callable[[np.ndarray, int, int], np.ndarray]  # (HxWxC image, height, width) -> resized
+_exact_resize: Resize = resize_bilinear_tflite  # what "tflite_bilinear" runs; see set_exact_resize
 
 
-def set_exact_resize(resize=None) -> None:
+def set_exact_resize(resize: Resize | None = None) -> None:
     """Which implementation runs the tool's resize (None: the numpy port above). The run installs
     LiteRT's own reference kernel (``loop.resize=native``, :mod:`evalharness.runtime.native_resize`);
     data/ does not import the runtime, so it is handed in. Both give the same bits (tested), so the
@@ -181,7 +183,11 @@ SUPPORTED_INPUT_DTYPES = ("uint8", "int8", "int16", "float32", "float16")
 
 
 def image_input_spec(
-    shape, dtype: str, quantization: tuple[float, int], model_path: str, spec: PreprocessSpec | None = None
+    shape: Iterable[int],
+    dtype: str,
+    quantization: tuple[float, int],
+    model_path: str,
+    spec: PreprocessSpec | None = None,
 ) -> InputSpec:
     """Check that a model input is one RGB image, NHWC or NCHW (and, given ``spec``, that the
     preprocessing can fill it); one clear error before the loop otherwise."""
@@ -242,21 +248,24 @@ def to_input_tensor(pixels: np.ndarray, spec: PreprocessSpec, inp: InputSpec) ->
 def _to_nhwc_tensor(pixels: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:
     if spec.channel_order == "bgr":
         pixels = pixels[..., ::-1]
+    tensor: np.ndarray  # the one image, HxWxC (numpy's stubs type the ufuncs' results as Any)
     if inp.dtype in ("float32", "float16"):
         mean = np.asarray(spec.mean, dtype=np.float32)
         inv_std = (np.float32(1) / np.asarray(spec.std, dtype=np.float32)).astype(np.float32)
-        return ((pixels - mean) * inv_std).astype(inp.dtype)[None]
-    if _quantizes(spec, inp):
+        tensor = ((pixels - mean) * inv_std).astype(inp.dtype)
+    elif _quantizes(spec, inp):
         mean = np.asarray(spec.mean, dtype=np.float32)
         std = np.asarray(spec.std, dtype=np.float32)
         info = np.iinfo(inp.dtype)
         q = np.round((pixels - mean) / std / np.float32(inp.scale)) + inp.zero_point
-        return np.clip(q, info.min, info.max).astype(inp.dtype)[None]
-    if inp.dtype == "int16":
+        tensor = np.clip(q, info.min, info.max).astype(inp.dtype)
+    elif inp.dtype == "int16":
         raise ModelMismatchError(_INT16_NEEDS_QUANTIZE)
-    if inp.dtype == "uint8":
-        return np.trunc(pixels).astype(np.uint8)[None]  # static_cast<uint8_t>: truncation
-    return np.trunc(pixels - np.float32(128)).astype(np.int8)[None]  # int8: trunc(x - 128)
+    elif inp.dtype == "uint8":
+        tensor = np.trunc(pixels).astype(np.uint8)  # static_cast<uint8_t>: truncation
+    else:
+        tensor = np.trunc(pixels - np.float32(128)).astype(np.int8)  # int8: trunc(x - 128)
+    return tensor[None]
 
 
 def resize_shorter_then_crop(img: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:
@@ -270,7 +279,7 @@ def resize_shorter_then_crop(img: np.ndarray, spec: PreprocessSpec, inp: InputSp
     return resized[top : top + inp.height, left : left + inp.width]
 
 
-def preprocessing_provenance(spec: PreprocessSpec, inp: InputSpec | None) -> dict:
+def preprocessing_provenance(spec: PreprocessSpec, inp: InputSpec | None) -> dict[str, Any]:
     """What metrics.json records about preprocessing: the spec and the input it was fitted to."""
     return {**dataclasses.asdict(spec), "input": dataclasses.asdict(inp) if inp else None}
 

@@ -23,16 +23,32 @@ part only, so what it reports on never served to build the model.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypedDict, TypeVar
 
 from evalharness.core.errors import ConfigError
 from evalharness.data.manifest import samples_identity
 
 SCHEMES = ("interleaved", "contiguous", "files")
 PARTS = ("search", "held_out")
+
+
+T = TypeVar("T")  # a sample, whatever the dataset reader makes of one
+
+
+class _Split(TypedDict):
+    fraction: float
+    scheme: str
+    part: str
+
+
+class SplitRecord(_Split, total=False):
+    """``provenance.dataset.split``: the split a run's samples were cut by, and (``whole``) the
+    count and manifest hash of the list it was cut from."""
+
+    whole: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -48,7 +64,7 @@ class Split:
     part: str = "held_out"
 
     @classmethod
-    def from_config(cls, raw) -> Split | None:
+    def from_config(cls, raw: Mapping[str, Any] | None) -> Split | None:
         if not raw:
             return None
         split = cls(float(raw["fraction"]), str(raw.get("scheme", "interleaved")), str(raw["part"]))
@@ -63,12 +79,12 @@ class Split:
         f = Fraction(repr(self.fraction))
         return [math.ceil((i + 1) * f) > math.ceil(i * f) for i in range(n)]
 
-    def take(self, items: Sequence[Any]) -> list:
+    def take(self, items: Sequence[T]) -> list[T]:
         want = self.part == "search"
         flags = self.in_search(len(items))
         return [item for item, searched in zip(items, flags, strict=True) if searched == want]
 
-    def record(self) -> dict:
+    def record(self) -> SplitRecord:
         return {"fraction": self.fraction, "scheme": self.scheme, "part": self.part}
 
 
@@ -80,7 +96,7 @@ class Shard:
     split: Split | None = None  # applied before the shard: see Split
 
     @classmethod
-    def from_config(cls, dataset: dict) -> Shard:
+    def from_config(cls, dataset: Mapping[str, Any]) -> Shard:
         raw = dataset.get("shard") or {}
         shard = cls(
             int(raw.get("index", 0)),
@@ -99,7 +115,7 @@ class Shard:
             raise ConfigError(f"dataset.shard.scheme={shard.scheme!r}; valid: {', '.join(SCHEMES)}")
         return shard
 
-    def take(self, items: Sequence[Any], group: Callable[[Any], str | None] | None = None) -> list:
+    def take(self, items: Sequence[T], group: Callable[[T], str | None] | None = None) -> list[T]:
         """This shard's part of ``items``; ``group``: the file a sample is read from (scheme files)."""
         if self.scheme == "files":
             return self._whole_files(items, group)
@@ -109,7 +125,7 @@ class Shard:
         start = self.index * size + min(self.index, extra)
         return list(items[start : start + size + (1 if self.index < extra else 0)])
 
-    def _whole_files(self, items: Sequence[Any], group: Callable[[Any], str | None] | None) -> list:
+    def _whole_files(self, items: Sequence[T], group: Callable[[T], str | None] | None) -> list[T]:
         found = {group(item) for item in items} if group is not None else set()
         files = sorted(f for f in found if f is not None)
         if not files:
@@ -128,12 +144,12 @@ class Shard:
 
 
 def select_samples(
-    samples: Sequence[Any],
+    samples: Sequence[T],
     num_images: int,
     shard: Shard,
     source: str,
-    group: Callable[[Any], str | None] | None = None,
-) -> tuple[list, list]:
+    group: Callable[[T], str | None] | None = None,
+) -> tuple[list[T], list[T]]:
     """(this run's samples, the whole list they were cut from): first ``num_images``, then the split's
     part (when the run has a split), then the shard.
 
@@ -161,7 +177,7 @@ def select_samples(
     return selected, full
 
 
-def listed(samples: Sequence[Any], num_images: int) -> list:
+def listed(samples: Sequence[T], num_images: int) -> list[T]:
     """The list a run's samples are cut from: the first ``num_images`` (0: all), before any split."""
     return list(samples[:num_images] if num_images else samples)
 
@@ -173,7 +189,7 @@ def sharded_identity(
     entry: Callable[[Any], tuple[str, Any]],
     before_split: Sequence[Any] | None = None,
     content: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """Dataset provenance fields: this run's count + manifest hash, and the shard with the identity of
     the whole (unsharded) list. ``entry`` maps a sample to its (dataset-relative key, path);
     ``content``: hash the samples' content (a container's stored sha256s), not relative path + size.

@@ -31,7 +31,7 @@ def _path(index_dir: str, reader: str, shard: str, state: tuple[int, ...]) -> st
     return os.path.join(os.path.expanduser(index_dir), f"{reader}-{key[:32]}.json")
 
 
-def _read(path: str, reader: str, shard: str, state: tuple[int, ...]) -> tuple[list[Listed], Counter]:
+def _read(path: str, reader: str, shard: str, state: tuple[int, ...]) -> tuple[list[Listed], Counter[str]]:
     doc = read_json_object(path)
     if [doc.get("version"), doc.get("reader"), doc.get("shard"), doc.get("state")] != [
         VERSION, reader, shard, list(state),
@@ -71,7 +71,7 @@ def indexed(
     reader: str,
     shard: str,
     state: tuple[int, ...] | None,
-    unscored: Counter,
+    unscored: Counter[str],
     listing: Callable[[], Iterator[Listed]],
     rebuilt: list[str],
 ) -> tuple[Iterator[Listed] | list[Listed], bool]:

@@ -25,8 +25,11 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.checksum import crc32_array
@@ -35,6 +38,36 @@ from evalharness.core.derived import DAMAGE, Damaged, file_state, read_or_rebuil
 LAYOUT = 2  # part of the key: a cache written with another file layout is another cache
 _NO_STATE = (-1, -1, -1, -1)
 
+Mapped = np.memmap[Any, np.dtype[Any]]  # one .npy file of the cache, mapped
+SourceIdentity = tuple[tuple[int, ...], np.ndarray]  # a sample's source: (its stat, its sha256)
+
+
+class TensorCacheStats(TypedDict):
+    """``provenance.dataset.cache``: what the cache served this run, and what it rebuilt."""
+
+    dir: str
+    hits: int
+    misses: int
+    corrupt_rebuilt: int
+    stale_rebuilt: int
+    rebuilt: list[str]
+
+
+class CacheableTask(Protocol):
+    """What the cache asks of the task it wraps (a ``tasks.live.Task`` that is ``cacheable``)."""
+
+    samples: Sequence[Any]
+
+    def sample_id(self, sample: Any) -> str: ...
+
+    def sample_files(self) -> Iterable[str]: ...
+
+    def bind(self, inputs: Any, outputs: Any) -> None: ...
+
+    def cache_key(self) -> dict[str, Any]: ...
+
+    def prepare(self, sample: Any) -> list[np.ndarray]: ...
+
 
 def source_digest(path: str) -> np.ndarray:
     """sha256 of a file's bytes as 32 uint8 (how a sample's source is recorded)."""
@@ -42,7 +75,7 @@ def source_digest(path: str) -> np.ndarray:
         return np.frombuffer(hashlib.sha256(f.read()).digest(), np.uint8)
 
 
-def decoder_identity() -> dict:
+def decoder_identity() -> dict[str, str | None]:
     """The image decoder's versions, part of the key: another Pillow or libjpeg-turbo may decode a
     JPEG to other pixels (the exact resize is not: its two implementations give the same bits)."""
     import PIL
@@ -59,14 +92,16 @@ def _digest_or_none(path: str) -> np.ndarray | None:
 
 
 class TensorCache:
-    def __init__(self, root: str, key: dict, count: int, shape: tuple[int, ...], dtype: str) -> None:
+    def __init__(
+        self, root: str, key: Mapping[str, Any], count: int, shape: tuple[int, ...], dtype: str
+    ) -> None:
         text = json.dumps(
             {**key, "count": count, "shape": list(shape), "dtype": dtype, "layout": LAYOUT}, sort_keys=True
         )
         self.dir = os.path.join(os.path.expanduser(root), hashlib.sha256(text.encode()).hexdigest()[:24])
         self.rebuilt: list[str] = []  # why the whole cache was rebuilt (said once, in stats())
         self.hits = self.misses = self.corrupt = self.stale = 0
-        specs = {
+        specs: dict[str, tuple[npt.DTypeLike, tuple[int, ...]]] = {
             "tensors": (dtype, (count, *shape)),
             "crc32": (np.uint32, (count,)),
             "filled": (np.uint8, (count,)),
@@ -93,17 +128,19 @@ class TensorCache:
             np.asarray(a) for a in (self.data, self.crc, self.filled, self.source_state)
         )
 
-    def _map(self, name: str, mode: str, dtype, shape: tuple) -> np.memmap:
+    def _map(self, name: str, mode: str, dtype: npt.DTypeLike, shape: tuple[int, ...]) -> Mapped:
         return np.lib.format.open_memmap(
             os.path.join(self.dir, f"{name}.npy"), mode, dtype=dtype, shape=shape
         )
 
-    def _open(self, text: str, specs: dict) -> dict:
+    def _open(
+        self, text: str, specs: Mapping[str, tuple[npt.DTypeLike, tuple[int, ...]]]
+    ) -> dict[str, Mapped]:
         """The existing cache's arrays, each verified to be this key's shape and dtype."""
         with open(os.path.join(self.dir, "key.json"), encoding="utf-8") as f:
             if f.read() != text:
                 raise Damaged("key.json was written for another key")
-        arrays = {}
+        arrays: dict[str, Mapped] = {}
         for name, (dtype, shape) in specs.items():
             try:
                 arr = self._map(name, "r+", dtype, shape)  # r+ reads shape and dtype from the file
@@ -135,7 +172,8 @@ class TensorCache:
                     say_rebuilt(f"tensor cache {self.dir}", f"{source} changed since its tensor was cached")
                 return None
             self.source_state[i] = state  # same bytes, new stat (a copy, a touch): verified, served
-        arr = self._tensors[i].copy()  # verified and served as one copy: a later write cannot change it
+        # verified and served as one copy: a later write cannot change it
+        arr: np.ndarray = self._tensors[i].copy()
         if crc32_array(arr) != int(self._crcs[i]):
             self.filled[i] = 0
             self.corrupt += 1
@@ -144,14 +182,14 @@ class TensorCache:
         self.hits += 1
         return arr
 
-    def source_identity(self, source: str) -> tuple[tuple, np.ndarray] | None:
+    def source_identity(self, source: str) -> SourceIdentity | None:
         """(stat, sha256) of a sample's source, taken BEFORE it is decoded: a write during the decode
         leaves a stat that the next read sees differ, and a digest that then fails to match. None
         when it cannot be read (the task's own read then says why)."""
         digest = _digest_or_none(source)
         return None if digest is None else (file_state(source) or _NO_STATE, digest)
 
-    def put(self, i: int, arr: np.ndarray, identity: tuple[tuple, np.ndarray] | None) -> None:
+    def put(self, i: int, arr: np.ndarray, identity: SourceIdentity | None) -> None:
         if identity is None:
             return
         self.data[i] = arr
@@ -163,7 +201,7 @@ class TensorCache:
         for array in self._arrays.values():
             array.flush()
 
-    def stats(self) -> dict:
+    def stats(self) -> TensorCacheStats:
         return {
             "dir": self.dir,
             "hits": self.hits,
@@ -178,22 +216,22 @@ class CachedTask:
     """Wraps a task whose ``prepare`` yields one input tensor per sample from a file dataset
     (``sample_files()`` lists each sample's file, in sample order)."""
 
-    def __init__(self, task, root: str) -> None:
+    def __init__(self, task: CacheableTask, root: str) -> None:
         self._task, self._root = task, root
         self.cache: TensorCache | None = None  # made by bind(), once the model's input is known
         self._index = {task.sample_id(s): i for i, s in enumerate(task.samples)}
         self._sources = list(task.sample_files())
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._task, name)
 
-    def bind(self, inputs, outputs) -> None:
+    def bind(self, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
         self._task.bind(inputs, outputs)
         (info,) = inputs
         key = {**self._task.cache_key(), "decoder": decoder_identity()}
         self.cache = TensorCache(self._root, key, len(self._index), info.shape, info.dtype)
 
-    def prepare(self, sample) -> list[np.ndarray]:
+    def prepare(self, sample: Any) -> list[np.ndarray]:
         assert self.cache is not None, "bind() comes before prepare()"
         i = self._index[self._task.sample_id(sample)]
         source = self._sources[i]

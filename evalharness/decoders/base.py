@@ -15,9 +15,12 @@ entry points.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from evalharness.core.errors import ConfigError
 from evalharness.core.registry import Registry
@@ -43,11 +46,12 @@ class Detections:
         ]
 
 
-def build_decoder(name: str, params: dict | None = None):
+def build_decoder(name: str, params: Mapping[str, Any] | None = None) -> Decoder:
     """The decoder ``name`` with ``params`` checked against its fields (one-line ConfigError)."""
     cls = DECODERS.get(name)
     check_keys(cls, params or {}, f"decoder {name}", what="parameter")
-    return instantiate(cls, params, f"decoder {name}")
+    decoder: Decoder = instantiate(cls, params, f"decoder {name}")
+    return decoder
 
 
 def _shapes(outputs: list[TensorInfo]) -> str:
@@ -76,7 +80,7 @@ def detector_decoder(outputs: list[TensorInfo]) -> str | None:
     return None
 
 
-def _check_choice(decoder: str, param: str, value, choices: tuple) -> None:
+def _check_choice(decoder: str, param: str, value: object, choices: tuple[object, ...]) -> None:
     if value not in choices:
         raise ConfigError(f"decoder {decoder}: {param}={value!r}; valid: {', '.join(map(str, choices))}")
 
@@ -94,7 +98,15 @@ class Decoder:
     def __post_init__(self) -> None:
         self.notes = []
 
-    def _real_values(self, outputs: list[np.ndarray]) -> list[np.ndarray]:
+    def bind(self, outputs: list[TensorInfo], input_hw: tuple[int, int], model_path: str) -> None:
+        """Check the model's outputs and keep their details; each decoder family defines it."""
+        raise NotImplementedError(f"{type(self).__name__} does not define bind")
+
+    def decode(self, outputs: list[npt.NDArray[Any]]) -> Detections:
+        """The raw outputs of one image as :class:`Detections`; each decoder family defines it."""
+        raise NotImplementedError(f"{type(self).__name__} does not define decode")
+
+    def _real_values(self, outputs: list[npt.NDArray[Any]]) -> list[npt.NDArray[np.float64]]:
         """Dequantised float64 copies of the raw outputs, in the bound order."""
         if not getattr(self, "outputs", None):
             raise RuntimeError(f"{type(self).__name__}.decode called before bind")
@@ -102,7 +114,7 @@ class Decoder:
         return [np.asarray(info.dequantize(v), dtype=np.float64) for info, v in pairs]
 
 
-DECODERS: Registry = Registry(
+DECODERS: Registry[type[Decoder]] = Registry(
     "output decoder",
     base=Decoder,
     lazy={

@@ -79,10 +79,10 @@ class SsdPostprocessDecoder(Decoder):
         """Decide which [1,N] output is the classes from one decode's values, or use TF1 order."""
         first, second = self._pair
 
-        def integral(v):
+        def integral(v: np.ndarray) -> bool:
             return bool(np.all(v == np.round(v)))
 
-        def probability(v):
+        def probability(v: np.ndarray) -> bool:
             return bool(np.all((v >= 0) & (v <= 1)))
 
         if a.size and integral(a) and not integral(b) and probability(b):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from evalharness.core.errors import ConfigError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo
@@ -12,7 +13,7 @@ from evalharness.decoders.base import DECODERS, Decoder, Detections, _check_choi
 from evalharness.decoders.nms import nms
 
 
-def _tristate(decoder: str, param: str, value) -> bool | None:
+def _tristate(decoder: str, param: str, value: str | bool) -> bool | None:
     """Config value auto | true | false (YAML may give a bool or a string) -> None | True | False."""
     table = {"auto": None, "true": True, "false": False, True: True, False: False}
     key = value.lower() if isinstance(value, str) else value
@@ -110,11 +111,14 @@ class YoloDecoder(Decoder):
             f"{shape[3 - self._attr_axis]} candidates"
         )
 
-    def _to_xyxy(self, b: np.ndarray) -> np.ndarray:
+    def _to_xyxy(self, b: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        corners: npt.NDArray[np.float64]  # numpy's stubs type copy() and concatenate() of these as Any
         if self.box_format == "xyxy":
-            return b.copy()
-        half = b[:, 2:4] / 2
-        return np.concatenate([b[:, 0:2] - half, b[:, 0:2] + half], axis=1)
+            corners = b.copy()
+        else:
+            half = b[:, 2:4] / 2
+            corners = np.concatenate([b[:, 0:2] - half, b[:, 0:2] + half], axis=1)
+        return corners
 
     def decode(self, outputs: list[np.ndarray]) -> Detections:
         pred = self._real_values(outputs)[0][0]

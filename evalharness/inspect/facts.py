@@ -16,8 +16,9 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterator
-from typing import cast
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from omegaconf import OmegaConf
 
@@ -32,15 +33,39 @@ from evalharness.data.preprocess import image_layout
 from evalharness.inspect.dataset_view import is_dataset_path, render_dataset
 from evalharness.run.model_settings import infer_model_settings
 
+if TYPE_CHECKING:  # for the type only: the runtime is imported when a model is inspected
+    from evalharness.runtime.model_file import ModelFile
+
 DETECTOR_SETTINGS = ("decoder", "class_map")
 
 
-def _preset(path) -> dict:
+class InferredConfiguration(TypedDict):
+    """What a run with only ``model.path`` would make of the file (``inferred`` in the report)."""
+
+    kind: str  # detector | classifier | unknown: <what to give>
+    layout: str | None  # the image input's layout, None without one image input
+    settings: dict[str, Any]  # the model group as the run would fill it
+    settings_source: dict[str, Any]  # setting -> where its value came from
+
+
+class _DelegateStatus(TypedDict):
+    status: str  # prepared | unavailable | error
+
+
+class DelegateReport(_DelegateStatus, total=False):
+    """One delegate's answer: ``coverage`` when prepared, else the ``reason`` or ``error``."""
+
+    reason: str
+    error: str
+    coverage: dict[str, Any]
+
+
+def _preset(path: Path) -> dict[str, Any]:
     # a preset file is a YAML mapping (a DictConfig converts to a dict)
-    return cast(dict, OmegaConf.to_container(OmegaConf.load(path))) if path.is_file() else {}
+    return cast("dict[str, Any]", OmegaConf.to_container(OmegaConf.load(path))) if path.is_file() else {}
 
 
-def inferred_configuration(path: str, info) -> dict:
+def inferred_configuration(path: str, info: ModelFile) -> InferredConfiguration:
     """The ``file`` model preset as a run with only ``model.path`` would fill it (nothing written)."""
     model = {
         "name": model_stem(path),
@@ -69,12 +94,12 @@ def inferred_configuration(path: str, info) -> dict:
     }
 
 
-def delegate_defaults(name: str) -> dict:
+def delegate_defaults(name: str) -> dict[str, Any]:
     """The delegate's own preset (conf/delegate/<name>.yaml) on one thread, or just its name."""
     return {**_preset(CONF_DIR / "delegate" / f"{name}.yaml"), "name": name, "num_threads": 1}
 
 
-def delegate_report(path: str, name: str) -> dict:
+def delegate_report(path: str, name: str) -> DelegateReport:
     """Prepare ``path`` with delegate ``name``: measured coverage, or why it could not."""
     from evalharness.runtime import load_model, plan_delegate
 
@@ -92,7 +117,7 @@ def delegate_report(path: str, name: str) -> dict:
 
 
 @contextlib.contextmanager
-def native_output_to_stderr():
+def native_output_to_stderr() -> Iterator[None]:
     """The runtime's native INFO lines go to fd 1 on some paths: keep stdout for the report (JSON)."""
     sys.stdout.flush()
     saved = os.dup(1)
@@ -106,7 +131,7 @@ def native_output_to_stderr():
         os.close(saved)
 
 
-def inspect_model(path: str, delegates: list[str] | None = None, loud: bool = False) -> dict:
+def inspect_model(path: str, delegates: list[str] | None = None, loud: bool = False) -> dict[str, Any]:
     """The model's facts; ``loud``: what the runtimes print while delegates are prepared on stderr."""
     from evalharness.runtime.delegates import DELEGATES
     from evalharness.runtime.model_file import read_model_file
@@ -124,7 +149,7 @@ def inspect_model(path: str, delegates: list[str] | None = None, loud: bool = Fa
     }
 
 
-def _prepare_all(path: str, names: list[str], loud: bool) -> dict:
+def _prepare_all(path: str, names: list[str], loud: bool) -> dict[str, DelegateReport]:
     with runtime_output_kept(loud):
         return {name: delegate_report(path, name) for name in names}
 
@@ -144,13 +169,13 @@ def runtime_output_kept(loud: bool = False) -> Iterator[None]:
         yield
 
 
-def _tensor_line(t: dict) -> str:
+def _tensor_line(t: Mapping[str, Any]) -> str:
     q = t["quantization"]
     quant = f" scale={q['scale']:.6g} zero_point={q['zero_point']}" if q["scale"] else ""
     return f"  {t['name']}: {t['shape']} {t['dtype']}{quant}"
 
 
-def _delegate_line(name: str, r: dict) -> str:
+def _delegate_line(name: str, r: DelegateReport) -> str:
     if r["status"] != "prepared":
         return f"  {name}: {r['status']}: {r.get('reason') or r.get('error')}"
     c = r["coverage"]
@@ -164,7 +189,7 @@ def _delegate_line(name: str, r: dict) -> str:
 LARGEST = 5  # weight tensors the default view lists (all of them under -v and in --json)
 
 
-def size_lines(size: dict, every_tensor: bool = False) -> list[str]:
+def size_lines(size: Mapping[str, Any], every_tensor: bool = False) -> list[str]:
     """The guide's size figures: on disk, compressed, and what compresses (zeros, shared values);
     then the largest weight tensors (``every_tensor``: each one, in op order)."""
     w, of = size["weights"], size["bytes"]
@@ -192,7 +217,7 @@ def size_lines(size: dict, every_tensor: bool = False) -> list[str]:
     return lines
 
 
-def render_text(doc: dict, every_tensor: bool = False) -> list[str]:
+def render_text(doc: Mapping[str, Any], every_tensor: bool = False) -> list[str]:
     labels = doc["labels"]
     inferred = doc["inferred"]
     lines = [f"{doc['path']} ({doc['bytes']} bytes, {doc['converter'] or 'converter unknown'})", "inputs:"]

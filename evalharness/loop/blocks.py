@@ -15,29 +15,47 @@ first sample (a slow model's predictions reach the file as they did).
 from __future__ import annotations
 
 import time
+from array import array
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from evalharness.loop.checks import OutputChecks
 from evalharness.loop.input_identity import InputIdentity
+
+if TYPE_CHECKING:  # for the type only
+    from evalharness.tasks.live import Looped
 
 BLOCK_SAMPLES = 64
 BLOCK_BYTES = 4 * 2**20
 BLOCK_S = 0.25
 
 
+class Scored(Protocol):
+    """What scoring fills in of the loop's result (``engine.LoopResult``, which imports this module)."""
+
+    checks: OutputChecks
+    inference_ms: array[float]
+    postprocess_s: array[float]
+
+
 class ScoringBlocks:
     """``add`` each invoked sample; ``flush`` scores what is held (the loop calls it at the end)."""
 
     def __init__(
-        self, task, record: Callable[[dict], None], result, identity: InputIdentity | None = None
+        self,
+        task: Looped,
+        record: Callable[[dict[str, Any]], None],
+        result: Scored,
+        identity: InputIdentity | None = None,
     ) -> None:
         self.task, self.record, self.result, self.identity = task, record, result, identity
         self._held: list[tuple[object, list[np.ndarray], float, dict[str, str]]] = []
         self._bytes = 0
         self._started = 0.0
 
-    def add(self, sample, tensors: list[np.ndarray], outputs: list[np.ndarray], latency: float) -> None:
+    def add(self, sample: Any, tensors: list[np.ndarray], outputs: list[np.ndarray], latency: float) -> None:
         """One invoked sample: its inputs checked and hashed now (not held), its outputs later."""
         self.result.checks.add_inputs(tensors)
         hashes = self.identity.of(tensors) if self.identity is not None else {}

@@ -13,16 +13,30 @@ session's samples are checked (a resumed run's earlier samples were checked when
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
 import numpy as np
 
 from evalharness.core.checksum import crc32_array, crc32_bytes
+
+
+class _OutputStats(TypedDict):
+    """What is counted of one output tensor over the samples."""
+
+    nonfinite_samples: int
+    nonfinite_values: int
+    all_zero_samples: int
+    crc: int | None  # the first sample's checksum
+    varies: bool  # a later sample's checksum differed
+    at_max_samples: int | None  # None: a float output
 
 
 class OutputChecks:
     def __init__(self) -> None:
         self.samples = 0
         self._inputs: set[int] = set()  # at most two distinct input checksums are kept
-        self._outputs: list[dict] = []
+        self._outputs: list[_OutputStats] = []
 
     def add_inputs(self, inputs: list[np.ndarray]) -> None:
         """One sample's inputs (only their checksums, and only until two distinct ones are seen)."""
@@ -61,7 +75,7 @@ class OutputChecks:
                 stats["varies"] = True
         self.samples += 1
 
-    def record(self, names: list[str]) -> dict:
+    def record(self, names: list[str]) -> dict[str, Any]:
         """The ``output_checks`` block of metrics.json, with the list of checks that failed."""
         distinct_inputs = len(self._inputs) > 1
         outputs = []
@@ -83,7 +97,7 @@ class OutputChecks:
         return {**record, "failed": failures(record)}
 
 
-def failures(record: dict, nonfinite: bool = True, constant: bool = True) -> list[str]:
+def failures(record: Mapping[str, Any], nonfinite: bool = True, constant: bool = True) -> list[str]:
     """The failed checks of an ``output_checks`` record: non-finite outputs (when ``nonfinite``) and
     every output the same for every input (when ``constant``; one constant output among others, like
     a detector's count, is normal)."""

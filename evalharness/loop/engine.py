@@ -17,28 +17,46 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from evalharness.core.boundary import debug, describe
-from evalharness.core.errors import ConfigError, DataError
+from evalharness.core.errors import ConfigError, DataError, EvalHarnessError
 from evalharness.core.interrupts import checkpoint
 from evalharness.core.schema import bounds
 from evalharness.loop.blocks import ScoringBlocks
 from evalharness.loop.checks import OutputChecks
 from evalharness.loop.input_identity import InputIdentity
 from evalharness.loop.memory import current_rss_mb, peak_rss_mb
+from evalharness.loop.preparation import Prepared, prepared
 from evalharness.loop.progress import progress_bar
 from evalharness.loop.shape import SHAPES, LoopShape, requested, shaped
 from evalharness.stats.latency import summarize
 from evalharness.stats.validity import Rule, blocks_of, judge, throttled, verdict
 from evalharness.tasks.live import Looped, input_layout
+
+if TYPE_CHECKING:  # for the type only
+    from evalharness.loop.progress import ProgressBar
+    from evalharness.runtime.contract import Model
+
+
+class StageMs(TypedDict):
+    """``throughput.per_image_ms``: mean ms per sample of each stage (None: none measured)."""
+
+    preprocess: float | None
+    invoke: float | None
+    postprocess: float | None
+
+
+class BatchRecord(TypedDict):
+    """``throughput.batch``: samples per invoke, how the model takes them, padding samples run."""
+
+    size: int
+    how: str
+    padded: int
 
 
 @dataclass(frozen=True)
@@ -87,30 +105,31 @@ class LoopResult:
     init_ms: float = 0.0
     first_inference_ms: float | None = None
     warmup_ms: list[float] = field(default_factory=list)
-    inference_ms: array = field(default_factory=lambda: array("d"))  # 8 bytes a sample, however many
-    skipped: list[dict] = field(default_factory=list)
+    inference_ms: array[float] = field(default_factory=lambda: array("d"))  # 8 bytes a sample, however many
+    skipped: list[dict[str, str]] = field(default_factory=list)
     first_output_repeatable: bool | None = None
     timed_region: str = "invoke() only"
-    memory_mb: dict = field(default_factory=dict)
+    memory_mb: dict[str, Any] = field(default_factory=dict)
     resumed: int = 0  # samples restored from an interrupted earlier session
-    batch: dict | None = None  # loop.batch_size: {"size", "how", "padded"} (throughput.batch)
+    batch: BatchRecord | None = None  # loop.batch_size: {"size", "how", "padded"} (throughput.batch)
     wall_s: float = 0.0  # wall-clock time of the sample loop (after model load), for throughput
     error: BaseException | None = None
     checks: OutputChecks = field(default_factory=OutputChecks)
-    reported_latency: dict | None = None  # a runner's own latency figures (runner=adb), not host timing
+    # a runner's own latency figures (runner=adb), not host timing
+    reported_latency: dict[str, Any] | None = None
     shape: LoopShape | None = None  # sequential or pipelined preparation, and why
     # thermal snapshots bracketing the timed invokes ({"before", "after"}: the runner's own when it
     # times on its device, else the loop's), for the latency's validity
-    thermal: dict = field(default_factory=dict)
+    thermal: dict[str, Any] = field(default_factory=dict)
     # Seconds per sample outside invoke(): preparing its inputs (on the preparing threads when
     # pipelined) and scoring its outputs; appends are atomic under the GIL, so threads share them
-    prepare_s: array = field(default_factory=lambda: array("d"))
-    postprocess_s: array = field(default_factory=lambda: array("d"))
+    prepare_s: array[float] = field(default_factory=lambda: array("d"))
+    postprocess_s: array[float] = field(default_factory=lambda: array("d"))
 
-    def stage_ms(self) -> dict:
+    def stage_ms(self) -> StageMs:
         """Mean milliseconds per sample of each stage (None: no sample measured in this session)."""
 
-        def mean_ms(values: array) -> float | None:
+        def mean_ms(values: array[float]) -> float | None:
             return sum(values) * 1e3 / len(values) if values else None
 
         invoked = self.inference_ms[self.resumed :]
@@ -120,7 +139,7 @@ class LoopResult:
             "postprocess": mean_ms(self.postprocess_s),
         }
 
-    def validity(self, rule: Rule) -> dict | None:
+    def validity(self, rule: Rule) -> dict[str, Any] | None:
         """Was this session's latency a valid measurement (``stats/validity.py``)? None: no invoke
         timed. Its duration is the loop's wall-clock, what ``task=benchmark``'s ``min_secs`` counts."""
         before, after = self.thermal.get("before") or {}, self.thermal.get("after") or {}
@@ -140,7 +159,7 @@ class LoopResult:
         return found | {"thermal": {"source": before.get("source"), "exposed": exposed, "throttled": hot,
                                     "before": before, "after": after}}  # fmt: skip
 
-    def latency(self) -> dict:
+    def latency(self) -> dict[str, Any]:
         if self.reported_latency is not None:
             return {**self.reported_latency, "timed_region": self.timed_region}
         return {
@@ -152,95 +171,45 @@ class LoopResult:
         }
 
 
-def prepared(
-    task: Looped,
-    samples: Iterable,
-    workers: int,
-    prefetch: int,
-    phased: bool = False,
-    spent: array | None = None,
-) -> Iterator[tuple[object, object]]:
-    """(sample, tensors or the DataError preparing it raised), in sample order; each preparation's
-    seconds are appended to ``spent``: wall-clock when samples are prepared in turn with the invokes,
-    the preparing thread's CPU time when they are prepared beside them (workers > 0). A thread
-    waiting meanwhile for the cores or the GIL — while a GPU compiles its program in the first
-    invoke, or a software renderer runs one — waits for the invoke; that wait is not preprocessing
-    (it once read "9515 ms preprocess" per image on a GPU).
-
-    With workers > 0 a bounded window of ``prefetch`` samples is prepared ahead on a thread pool;
-    consuming the futures in submission order keeps results deterministic whatever the timing.
-    ``phased``: the window (at least ``workers`` samples) is prepared on all ``workers`` threads at
-    once and only then handed out, so no preparation runs while the interpreter's threads do: the
-    cores alternate between all preparing and all invoking (``loop.shape=phased``).
-    """
-
-    clock = time.thread_time if workers > 0 else time.perf_counter
-
-    def attempt(sample):
-        start = clock()
-        try:
-            return task.prepare(sample)
-        except DataError as exc:
-            return exc
-        finally:
-            if spent is not None:
-                spent.append(clock() - start)
-
-    if workers <= 0:
-        for sample in samples:
-            yield sample, attempt(sample)
-        return
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prepare")
-    if phased:
-        try:
-            it = iter(samples)
-            while chunk := list(islice(it, max(prefetch, workers))):
-                ready = list(pool.map(attempt, chunk))  # the whole phase, before any of it is invoked
-                yield from zip(chunk, ready, strict=True)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-        return
-    try:
-        it, window = iter(samples), deque[tuple[object, Any]]()
-        for sample in it:
-            window.append((sample, pool.submit(attempt, sample)))
-            if len(window) >= max(prefetch, 1):
-                head, future = window.popleft()
-                yield head, future.result()
-        while window:
-            head, future = window.popleft()
-            yield head, future.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _timed_invoke(model) -> float:
+def _timed_invoke(model: Model) -> float:
     start = time.perf_counter()
     model.invoke()
     return (time.perf_counter() - start) * 1e3
 
 
-def _usable(task: Looped, sample, tensors, settings: LoopSettings, result: LoopResult) -> bool:
-    """False for a sample whose preparation failed and is skipped (strict: the error stops the run)."""
+def _usable(
+    task: Looped,
+    sample: Any,
+    tensors: list[np.ndarray] | DataError,
+    settings: LoopSettings,
+    result: LoopResult,
+) -> list[np.ndarray] | None:
+    """The sample's tensors; None for a sample whose preparation failed and is skipped (strict: the
+    error stops the run)."""
     if not isinstance(tensors, DataError):
-        return True
+        return tensors
     if settings.strict:
         raise tensors
     result.skipped.append({"sample": task.sample_id(sample), "reason": str(tensors)})
-    return False
+    return None
 
 
 def _chunks(
-    task: Looped, items, size: int, settings: LoopSettings, result: LoopResult, bar
-) -> Iterator[list]:
+    task: Looped,
+    items: Iterable[Prepared],
+    size: int,
+    settings: LoopSettings,
+    result: LoopResult,
+    bar: ProgressBar,
+) -> Iterator[list[tuple[Any, list[np.ndarray]]]]:
     """Usable (sample, tensors) in lists of up to ``size``; a strict stop hands over the samples
     before the bad one first (they count, as in an unbatched run), then raises."""
-    chunk: list = []
+    chunk: list[tuple[Any, list[np.ndarray]]] = []
     try:
         for sample, tensors in items:
             bar.update()
-            if _usable(task, sample, tensors, settings, result):
-                chunk.append((sample, tensors))
+            if (usable := _usable(task, sample, tensors, settings, result)) is not None:
+                chunk.append((sample, usable))
             if len(chunk) >= size:
                 yield chunk
                 chunk = []
@@ -252,15 +221,23 @@ def _chunks(
         yield chunk
 
 
-def _stacked(chunk: list, size: int) -> list[np.ndarray]:
+def _stacked(chunk: list[tuple[Any, list[np.ndarray]]], size: int) -> list[np.ndarray]:
     """One tensor per input holding the chunk's samples, padded to ``size`` by repeating the last
     sample (a real input: the padded invoke costs what a full one does; its outputs are dropped)."""
     rows = [tensors for _, tensors in chunk] + [chunk[-1][1]] * (size - len(chunk))
     return [np.concatenate(column) for column in zip(*rows, strict=True)]
 
 
+Chunks = Iterable[list[tuple[Any, list[np.ndarray]]]]  # usable (sample, tensors) in lists of up to a batch
+
+
 def _run_each(
-    model, scoring: ScoringBlocks, settings: LoopSettings, result: LoopResult, chunks, size: int
+    model: Model,
+    scoring: ScoringBlocks,
+    settings: LoopSettings,
+    result: LoopResult,
+    chunks: Chunks,
+    size: int,
 ) -> None:
     """In-process models: one timed invoke per ``size`` samples (plus the first invoke's warm-up).
     With size > 1 each sample's latency is the batch's invoke time divided by ``size``."""
@@ -289,7 +266,12 @@ def _run_each(
 
 
 def _run_batched(
-    model, scoring: ScoringBlocks, settings: LoopSettings, result: LoopResult, chunks, size: int
+    model: Model,
+    scoring: ScoringBlocks,
+    settings: LoopSettings,
+    result: LoopResult,
+    chunks: Chunks,
+    size: int,
 ) -> None:
     """Batch runners (runner=adb): up to ``model.batch_size`` prepared samples go to the device in one
     round trip. Each prediction's latency_ms is the device's figure for that sample; the run's
@@ -297,10 +279,15 @@ def _run_batched(
     for chunk in chunks:
         outputs = model.run_batch([tensors for _, tensors in chunk])
         for (sample, tensors), (out, latency) in zip(chunk, outputs, strict=True):
+            if latency is None:  # else a bare TypeError when the latencies (array of floats) take it
+                raise EvalHarnessError(
+                    "the runner reported no inference time for a sample of the batch "
+                    "(benchmark_model printed no per-run timings)"
+                )
             scoring.add(sample, tensors, out, latency)
 
 
-def batching(model, size: int) -> str:
+def batching(model: Model, size: int) -> str:
     """``loop.batch_size``: how the model takes ``size`` samples per invoke (error: it cannot)."""
     if size == 1:
         return "one sample per invoke"
@@ -314,11 +301,11 @@ def batching(model, size: int) -> str:
 
 def run_loop(
     task: Looped,
-    load_model: Callable[[], Any],
-    record: Callable[[dict], None],
+    load_model: Callable[[], Model],
+    record: Callable[[dict[str, Any]], None],
     settings: LoopSettings,
-    done: list[dict] | None = None,
-) -> tuple[Any, LoopResult]:
+    done: list[dict[str, Any]] | None = None,
+) -> tuple[Model, LoopResult]:
     """Run ``task`` on the model from ``load_model``; each prediction goes to ``record`` at once.
 
     ``done``: prediction records of an interrupted earlier session of this run. They are restored

@@ -19,8 +19,9 @@ conditions were not met.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -50,8 +51,8 @@ def measure(
     loaders: Sequence[Callable[[], Callable[[], None]]],
     settings: InterleaveSettings = InterleaveSettings(),
     clock: Callable[[], float] = time.perf_counter,
-    thermal: Callable[[], dict] = read_thermal,
-) -> dict:
+    thermal: Callable[[], dict[str, Any]] = read_thermal,
+) -> dict[str, Any]:
     """Interleave the candidates and return ``{"settings", "order", "rounds", "thermal",
     "measurements", "comparisons"}``: one measurement per candidate (block means in ms, invoke
     statistics, validity) and each candidate's speed-up over the first. ``loaders[i]()`` loads
@@ -126,7 +127,7 @@ def _warm(invokers: list[Callable[[], None]], settings: InterleaveSettings) -> N
             invoke()
 
 
-def _calibrate(invoke: Callable[[], None], settings: InterleaveSettings, clock) -> int:
+def _calibrate(invoke: Callable[[], None], settings: InterleaveSettings, clock: Callable[[], float]) -> int:
     """Invokes per block so a block lasts about ``block_secs`` (timed once, after the warm-up)."""
     t0 = clock()
     invoke()
@@ -134,7 +135,9 @@ def _calibrate(invoke: Callable[[], None], settings: InterleaveSettings, clock) 
     return max(1, int(round(settings.block_secs / one)))
 
 
-def _measurement(blocks: list[float], samples: list[float], settings: InterleaveSettings, hot) -> dict:
+def _measurement(
+    blocks: list[float], samples: list[float], settings: InterleaveSettings, hot: Sequence[str]
+) -> dict[str, Any]:
     rule = Rule(settings.min_secs, settings.min_invokes, settings.max_cv, settings.block_secs)
     verdict = judge(blocks, samples, rule, hot)
     return {
@@ -144,7 +147,7 @@ def _measurement(blocks: list[float], samples: list[float], settings: Interleave
     }
 
 
-def compare_pair(base: dict, cand: dict, unit: int = 1) -> dict:
+def compare_pair(base: Mapping[str, Any], cand: Mapping[str, Any], unit: int = 1) -> dict[str, Any]:
     """The candidate's speed-up over the base (>1: faster) with its paired interval and one word;
     ``unit``: rounds per load (one paired observation per load of the two)."""
     found = paired_block_speedup(base["block_means_ms"], cand["block_means_ms"], unit)

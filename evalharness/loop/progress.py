@@ -4,8 +4,20 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Protocol
 
 from evalharness.core.bars import progress
+
+if TYPE_CHECKING:  # for the type only
+    from evalharness.tasks.live import Looped
+
+
+class ProgressBar(Protocol):
+    """What the loop asks of a bar: one more sample done, and the end (tqdm's or :class:`_SecondsBar`)."""
+
+    def update(self) -> object: ...
+
+    def close(self) -> object: ...
 
 
 class _SecondsBar:
@@ -26,9 +38,10 @@ class _SecondsBar:
         self.bar.close()
 
 
-def progress_bar(task, total: int, shown: bool):
+def progress_bar(task: Looped, total: int, shown: bool) -> ProgressBar:
     """Samples done of ``total``, or seconds of a time-bounded sample source."""
     seconds = getattr(task.samples, "time_bound_s", None)
     if seconds:
         return _SecondsBar(seconds, task.name, not shown)
-    return progress(total, task.name, "img", shown)
+    bar: ProgressBar = progress(total, task.name, "img", shown)  # a tqdm (untyped)
+    return bar

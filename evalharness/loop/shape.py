@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
+from typing import Any, TypedDict, TypeVar
 
 SEQUENTIAL, PIPELINED, AUTO, PHASED = "sequential", "pipelined", "auto", "phased"
 SHAPES = (AUTO, SEQUENTIAL, PIPELINED, PHASED)
@@ -44,6 +45,17 @@ MIN_SAMPLES = 2 * CALIBRATION_SAMPLES  # below this, calibrating is most of the 
 # without trusting the ratio (docs/benchmarks.md, *Throughput* gives the measured noise and cost).
 MIN_PREP_SHARE = 0.05
 
+Item = TypeVar("Item")  # what preparing one sample gives (the loop's (sample, tensors or error))
+
+
+class ShapeRecord(TypedDict):
+    """``provenance.thread_budget.loop``: the shape the loop ran in, its preparing threads and why."""
+
+    shape: str
+    workers: int
+    source: str
+    calibration: dict[str, Any] | None
+
 
 @dataclass
 class LoopShape:
@@ -52,9 +64,9 @@ class LoopShape:
     shape: str
     workers: int  # preparing threads of the pipelined and phased shapes (0 when sequential)
     source: str
-    calibration: dict | None = None
+    calibration: dict[str, Any] | None = None
 
-    def record(self) -> dict:
+    def record(self) -> ShapeRecord:
         return {
             "shape": self.shape,
             "workers": self.workers if self.shape in (PIPELINED, PHASED) else 0,
@@ -88,11 +100,11 @@ def given_workers(shape: str, workers: int, overrides: list[str]) -> str:
 
 
 def shaped(
-    prepare_items: Callable[..., Iterator],
-    samples: Iterable,
+    prepare_items: Callable[..., Iterator[Item]],
+    samples: Iterable[Any],
     total: int,
     choice: LoopShape,
-) -> Iterator:
+) -> Iterator[Item]:
     """``prepare_items(samples, workers[, phased])`` in the chosen shape; with ``auto``, calibrate first and
     set ``choice.shape``, ``choice.source`` and ``choice.calibration`` on the way."""
     if choice.shape == PHASED:

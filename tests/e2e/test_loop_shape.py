@@ -15,7 +15,7 @@ import pytest
 from conftest import VAL50, run_inprocess
 from repeated_dataset import make_dataset, overrides
 
-from evalharness.loop.engine import prepared
+from evalharness.loop.preparation import prepared
 from evalharness.loop.shape import (
     AUTO,
     BLOCK,

@@ -9,7 +9,7 @@ import pytest
 from conftest import VAL50, run_inprocess
 
 from evalharness.core.errors import DataError
-from evalharness.loop.engine import prepared
+from evalharness.loop.preparation import prepared
 
 
 class _Task:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from evalharness.core.errors import DataError
-from evalharness.loop.engine import prepared
+from evalharness.loop.preparation import prepared
 from evalharness.loop.shape import PHASED, requested
 
 

@@ -113,3 +113,26 @@ def test_a_slow_model_is_scored_sample_by_sample(monkeypatch):
 def test_block_edges(n):
     records, _, result = _run(n)
     assert len(records) == n == len(result.inference_ms)
+
+
+class _BatchModel(_Model):
+    """A runner that batches (runner=adb's way): the device's latency per sample, None for ``missing``."""
+
+    batch_size = 4
+
+    def __init__(self, missing: int) -> None:
+        super().__init__(lambda: None)
+        self.missing = missing
+
+    def run_batch(self, batch):
+        latency = {self.missing: None}
+        return [([np.array([t[0][0]], np.uint8)], latency.get(int(t[0][0]), 2.0)) for t in batch]
+
+
+def test_a_batch_runner_without_a_samples_latency_stops_with_the_reason():
+    records = []
+    settings = LoopSettings(progress=False, shape="sequential", warmup_runs=0)
+    _, result = run_loop(_Task(12), lambda: _BatchModel(missing=6), records.append, settings)
+    assert result.status == "partial" and "reported no inference time" in result.stop_reason
+    assert [r["id"] for r in records] == [str(i) for i in range(6)]  # those before it are all scored
+    assert list(result.inference_ms) == [2.0] * 6
