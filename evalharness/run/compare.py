@@ -206,9 +206,9 @@ def interleaved(
 def loader(settings: RunSettings) -> Callable[[], Callable[[], None]]:
     """Loads a candidate afresh (the quantized variant its run used) and returns one timed call of
     it, with the seeded random input benchmark_model and ``task=benchmark`` use, set once."""
-    from evalharness.transforms.plan import with_quantized_variant
     from evalharness.runtime import load_model
     from evalharness.tasks.inference_diff.live import seed_tool_inputs
+    from evalharness.transforms.plan import with_quantized_variant
 
     settings, _ = with_quantized_variant(settings)
 

@@ -247,8 +247,7 @@ def repair_variant(request: Request) -> Variant:
     from evalharness.runtime.quantize import needs_calibration, quantizer_version
     from evalharness.runtime.subgraph import ModelGraph
 
-    started, settings, model = time.perf_counter(), request.settings, request.source
-    quant = settings.quant
+    started, settings, quant, model = time.perf_counter(), request.settings, request.quant, request.source
     source = model.path
     if not os.path.isfile(source):
         raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
