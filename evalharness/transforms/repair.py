@@ -159,7 +159,7 @@ def allowed_drop(quant: QuantSchema, float_metric: float) -> float:
     if quant.max_drop is not None:
         return float(quant.max_drop)
     relative = quant.max_drop_relative
-    assert relative is not None  # a repair (variants.repair_requested) sets one of the two
+    assert relative is not None  # a repair (quant_rules.repair_requested) sets one of the two
     return float(relative) * float_metric
 
 

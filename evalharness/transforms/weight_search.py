@@ -45,7 +45,7 @@ def weight_search(settings: RunSettings, model: ModelSchema) -> tuple[dict[str, 
 
     quant, source = settings.quant, model.path
     split, metric = split_of(quant), settings.definition.abilities.repair_metric
-    assert split is not None  # variants.layer_search implies the split
+    assert split is not None  # quant_rules.layer_search implies the split
     chosen, _ = select(weight_tensors(source)[1], quant.weights)
     with tempfile.TemporaryDirectory(prefix="evalharness-weights-") as work:
         part = Part(settings, model, split, "search")
