@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from repeated_dataset import make_dataset, overrides  # noqa: E402
 
 from evalharness.run.parallel import candidates  # noqa: E402
-from evalharness.run.thread_budget import available_cores  # noqa: E402
+from evalharness.settings.thread_budget import available_cores  # noqa: E402
 
 
 def run(data: Path, out: Path, model: str, parallel: str) -> tuple[float, dict]:

@@ -42,10 +42,10 @@ from evalharness.core.native_output import (
 )
 from evalharness.core.paths import CONF_DIR, bundled, model_stem, quant_tag
 from evalharness.core.registry import load_object
-from evalharness.run.cli import help_text, precheck
 from evalharness.run.job import run
 from evalharness.rundir.document import holds_run, now
 from evalharness.rundir.files import keep_native_log
+from evalharness.settings.cli import help_text, precheck
 
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
 OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)

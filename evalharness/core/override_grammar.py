@@ -2,7 +2,7 @@
 sweep's task overrides) read with Hydra's own override grammar, never split by hand.
 
 In core so that every room reads it the same way (the loop's ``loop.workers`` check, the sweep
-table's parameters, the tracker's sweep parameters, the command-line checks of ``run/overrides.py``):
+table's parameters, the tracker's sweep parameters, the command-line checks of ``settings/overrides.py``):
 a ``+``/``++``/``~`` prefix is not part of the key, a quoted value is the value without its quotes,
 a value holding ``=`` stays whole, and a sweep (``a,b``, ``choice(...)``) is kept as written.
 """

@@ -31,7 +31,7 @@ from evalharness.core.paths import CONF_DIR, model_stem
 from evalharness.data.describe import describe_dataset
 from evalharness.data.preprocess import image_layout
 from evalharness.inspect.dataset_view import is_dataset_path, render_dataset
-from evalharness.run.model_settings import infer_model_settings
+from evalharness.settings.model_settings import infer_model_settings
 
 if TYPE_CHECKING:  # for the type only: the runtime is imported when a model is inspected
     from evalharness.runtime.model_file import ModelFile

@@ -25,8 +25,8 @@ from evalharness.core.markdown import render_markdown
 from evalharness.core.numbers import stable_json
 from evalharness.core.tables import render_text
 from evalharness.run.compare_view import short_name
-from evalharness.run.overrides import options, parse
 from evalharness.rundir.state import hold
+from evalharness.settings.overrides import options, parse
 
 FILES = ("chain.json", "chain.txt", "chain.md")
 RUNS_LOG = "runs.log"  # the steps' own output, as compare's
@@ -62,7 +62,7 @@ def chain_steps(overrides: list[str]) -> list[dict[str, Any]]:
 
 def chain(overrides: list[str], out: str) -> int:
     """Validate every step, run them in order into ``out``, print and write the waterfall."""
-    from evalharness.run.settings import validate_job
+    from evalharness.settings.validate import validate_job
 
     steps = chain_steps(overrides)
     for i, step in enumerate(steps):

@@ -34,10 +34,10 @@ from evalharness.core.schema import check
 from evalharness.core.tables import render_text
 from evalharness.core.untrusted import read_json
 from evalharness.loop.interleave import InterleaveSettings
-from evalharness.run.groups import RunSettings
-from evalharness.run.overrides import options, parse
 from evalharness.rundir.files import METRICS_FILE
 from evalharness.rundir.state import hold
+from evalharness.settings.groups import RunSettings
+from evalharness.settings.overrides import options, parse
 
 RUNS_LOG = "runs.log"
 FILES = ("compare.json", "compare.txt", "compare.md")
@@ -91,7 +91,7 @@ def swept(overrides: list[str]) -> tuple[int, str, list[str]]:
 
 def validate_candidates(overrides: list[str], index: int, key: str, values: list[str]) -> list[Any]:
     """Each candidate's composed, validated settings (the run's own checks), before anything runs."""
-    from evalharness.run.settings import validate_job
+    from evalharness.settings.validate import validate_job
 
     jobs = [[*overrides[:index], f"{key}={value}", *overrides[index + 1 :]] for value in values]
     return [validate_job(job, f"candidate {key}={value}") for job, value in zip(jobs, values, strict=True)]
@@ -206,9 +206,9 @@ def interleaved(
 def loader(settings: RunSettings) -> Callable[[], Callable[[], None]]:
     """Loads a candidate afresh (the quantized variant its run used) and returns one timed call of
     it, with the seeded random input benchmark_model and ``task=benchmark`` use, set once."""
-    from evalharness.run.prepare import with_quantized_variant
     from evalharness.runtime import load_model
     from evalharness.tasks.inference_diff.live import seed_tool_inputs
+    from evalharness.transforms.plan import with_quantized_variant
 
     settings, _ = with_quantized_variant(settings)
 
@@ -223,7 +223,7 @@ def loader(settings: RunSettings) -> Callable[[], Callable[[], None]]:
 
 
 def compare(args: argparse.Namespace) -> int:
-    from evalharness.run.cli import precheck
+    from evalharness.settings.cli import precheck
 
     overrides, problem = precheck(args.overrides)
     if problem:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.interrupts import checkpoint
-from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import job_overrides
+from evalharness.settings.groups import RunSettings
 
 if TYPE_CHECKING:  # for the types only: the loop and the runtime load when a run starts
     from evalharness.loop.engine import LoopResult, LoopSettings

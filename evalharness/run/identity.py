@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from evalharness.run.groups import RunSettings
 from evalharness.run.provenance import library_record
 from evalharness.rundir.state import identity_differences
+from evalharness.settings.groups import RunSettings
 
 if TYPE_CHECKING:  # for the types only
     from evalharness.tasks.live import Task

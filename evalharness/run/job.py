@@ -1,6 +1,6 @@
 """One job: an immutable run plan -> a run directory. What ``python -m evalharness`` runs per job.
 
-The flow is one way: plan (:mod:`evalharness.run.settings`) -> the task's live half lists and
+The flow is one way: plan (:mod:`evalharness.settings.validate`) -> the task's live half lists and
 prepares samples (``tasks/<task>/live.py``) -> the loop invokes and times
 (:mod:`evalharness.loop.engine`) -> the task's scorer makes metrics -> the run directory gets its
 files (:mod:`evalharness.rundir`). What a task or a model can do is asked through their declared
@@ -20,19 +20,19 @@ from evalharness.core.errors import RunStopped
 from evalharness.core.interrupts import Interrupted
 from evalharness.report.views.repair_view import write_repair
 from evalharness.run.execute import execute
-from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import job_overrides, multirun_launcher
 from evalharness.run.identity import run_identity
-from evalharness.run.parallel import parse as parse_parallel
 from evalharness.run.parallel import refuse_unsplit_resume, run_parallel
 from evalharness.run.prepare import prepare, use_resize
 from evalharness.run.record import record_config, record_interrupt, record_run
 from evalharness.rundir.document import now
+from evalharness.settings.child_processes import parse_parallel
+from evalharness.settings.groups import RunSettings
 
 
 def run(cfg: DictConfig, run_dir: str) -> Mapping[str, Any]:
     """Run the configured task into ``run_dir``; returns the metrics.json document."""
-    from evalharness.run.settings import validate
+    from evalharness.settings.validate import validate
 
     settings = validate(cfg, multirun_launcher(), job_overrides(), command_line=HydraConfig.initialized())
     if parse_parallel(settings.loop.parallel) != "off":

@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -38,19 +37,17 @@ from evalharness.core.interrupts import Interrupted
 from evalharness.core.override_grammar import names_any
 from evalharness.core.untrusted import read_json
 from evalharness.report.runs import ReportError
-from evalharness.run.groups import RunSettings
+from evalharness.settings.child_processes import AUTO, parse_parallel
+from evalharness.settings.groups import RunSettings
 
 if TYPE_CHECKING:  # for the types only
     from evalharness.core.tensors import TensorInfo
     from evalharness.runtime import DelegatePlan
-    from evalharness.tasks.definition import TaskDefinition
 from evalharness.run.start_up import child_failed
-from evalharness.run.thread_budget import available_cores
 from evalharness.rundir.document import has_document, holds_run
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, read_predictions
+from evalharness.settings.thread_budget import available_cores
 
-OFF, AUTO = "off", "auto"
-_GIVEN = re.compile(r"^(\d+)x(\d+)$")
 # Overrides a shard process sets itself.
 # (loop.resume / loop.overwrite pass through: an interrupted parallel run resumes shard by shard.)
 _OWN_KEYS = (
@@ -59,46 +56,6 @@ _OWN_KEYS = (
 )  # fmt: skip
 SHARDS_DIR = "parallel"
 WINDOW_S, ROUNDS = 0.5, 2
-
-
-def parse(value: str) -> tuple[int, int] | str:
-    """``off``, ``auto`` or (processes, threads) from ``PxT``; anything else is a ConfigError."""
-    text = str(value).strip().lower()
-    if text in (OFF, AUTO):
-        return text
-    if (m := _GIVEN.match(text)) and int(m.group(1)) >= 1 and int(m.group(2)) >= 1:
-        return int(m.group(1)), int(m.group(2))
-    raise ConfigError(f"loop.parallel={value!r}: use off, auto or PxT (processes x threads, e.g. 2x1)")
-
-
-def check(
-    value: str, definition: TaskDefinition, shard_count: int, command_line: bool, accelerator: bool = False
-) -> None:
-    """Refuse, before anything runs, what cannot be split into shards and merged back, and ``auto``
-    for a delegate that runs on an accelerator (it splits CPU cores, which an accelerator is not)."""
-    asked = parse(value)
-    if asked == OFF:
-        return
-    if asked == AUTO and accelerator:
-        raise ConfigError(
-            "loop.parallel=auto splits this machine's CPU cores between interpreters; the delegate runs "
-            "on an accelerator: give the split, e.g. loop.parallel=2x1, or use loop.parallel=off"
-        )
-    if not definition.abilities.mergeable:
-        raise ConfigError(
-            f"loop.parallel={value}: task={definition.name} cannot be split into shards and merged "
-            "(no per-sample records in dataset order); use loop.parallel=off"
-        )
-    if shard_count > 1:
-        raise ConfigError(
-            f"loop.parallel={value} shards the run itself: drop dataset.shard.count={shard_count} "
-            "or use loop.parallel=off"
-        )
-    if not command_line:
-        raise ConfigError(
-            f"loop.parallel={value} repeats the command line in child processes; run it with "
-            "python -m evalharness (this config was composed without one)"
-        )
 
 
 def candidates(cores: int) -> list[tuple[int, int]]:
@@ -217,7 +174,7 @@ def _take_over(
 
     done = claim(run_dir, config, {}, resume=resume, overwrite=overwrite, can_resume=can_resume)
     shards = os.path.join(run_dir, SHARDS_DIR)  # the shards check the inputs' identity themselves
-    prior, asked = _shard_dirs(run_dir), parse(split)
+    prior, asked = _shard_dirs(run_dir), parse_parallel(split)
     if resume and done and not prior:
         release(run_dir)
         raise ConfigError(
@@ -257,7 +214,7 @@ def _run_shards(settings: RunSettings, run_dir: str, overrides: list[str]) -> Ru
     from evalharness.report.commands.merge import merge_runs
 
     cores = available_cores()
-    asked = parse(settings.loop.parallel)
+    asked = parse_parallel(settings.loop.parallel)
     record: dict[str, Any] = {"requested": str(settings.loop.parallel), "cores": cores}
     if isinstance(asked, str):  # AUTO: run() never sends "off" here
         cal = calibrate(settings.model.path, settings.delegate_plan, settings.runtime.name, cores)

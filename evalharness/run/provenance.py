@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from evalharness import __version__
 from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import EvalHarnessError
-from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import job_overrides
+from evalharness.settings.groups import RunSettings
 
 if TYPE_CHECKING:
     from evalharness.core.tensors import TensorInfo

@@ -18,12 +18,12 @@ from evalharness.report.presenters import summary_lines
 from evalharness.report.views.op_profile_table import top_lines as op_profile_lines
 from evalharness.report.views.repair_view import failed_checks
 from evalharness.run.execute import Ran
-from evalharness.run.groups import RunSettings
 from evalharness.run.hydra_access import job_overrides
 from evalharness.run.identity import moved_inputs
 from evalharness.run.provenance import delegate_record, run_provenance
 from evalharness.run.summary import summary_block
 from evalharness.rundir.document import now
+from evalharness.settings.groups import RunSettings
 from evalharness.tasks.definition import failed_checks as task_failed_checks
 from evalharness.tasks.metrics import result_problems
 

@@ -19,14 +19,11 @@ from typing import Any
 
 from evalharness.core import interrupts as children
 from evalharness.core.boundary import EXIT_USER_ERROR
-from evalharness.core.errors import ConfigError, EvalHarnessError, RunStopped
+from evalharness.core.errors import EvalHarnessError, RunStopped
 from evalharness.core.numbers import relative_pct
 from evalharness.core.override_grammar import names_any
 from evalharness.core.untrusted import read_json
-from evalharness.runtime.compile_cache import shader_cache_disabled
-from evalharness.runtime.delegates import DelegatePlan, compile_cache_kinds, kind_of
 
-MODES = ("as_found", "cold", "warm", "both")
 PASS_DIRS = {"cold": "cache_cold", "warm": "cache_warm"}
 CACHE_FOLDER = "compile_cache"
 # Overrides a pass sets itself (its caches, its run directory, no resume or progress bar).
@@ -34,30 +31,6 @@ _OWN_KEYS = (
     "task.start_up", "delegate.compile_cache_dir", "hydra.run.dir", "hydra.sweep.dir",
     "loop.resume", "loop.overwrite", "loop.progress", "loop.op_profile", "task.op_profile",
 )  # fmt: skip
-
-
-def check(mode: str, plan: DelegatePlan, command_line: bool) -> None:
-    """Refuse, before anything runs, a mode that does not exist, a delegate whose caches the passes
-    cannot make cold and then warm, or a run without a command line for the passes to repeat."""
-    if mode not in MODES:
-        raise ConfigError(f"task.start_up={mode!r}; valid: {', '.join(MODES)}")
-    if mode == "as_found":
-        return
-    if not command_line:
-        raise ConfigError(
-            f"task.start_up={mode} repeats the command line in child processes; run it with "
-            "python -m evalharness (this config was composed without one)"
-        )
-    if not kind_of(plan).compile_cache:
-        raise ConfigError(
-            f"task.start_up={mode} needs a compile cache to empty and fill; delegate={plan.name} has none "
-            f"evalharness can point at (only {', '.join(compile_cache_kinds())}); use task.start_up=as_found"
-        )
-    if plan.shader_cache and shader_cache_disabled():
-        raise ConfigError(
-            f"task.start_up={mode} with MESA_SHADER_CACHE_DISABLE set: the driver caches nothing, so no "
-            "pass can be warm; unset MESA_SHADER_CACHE_DISABLE or use task.start_up=as_found"
-        )
 
 
 def child_overrides(overrides: list[str], cache_dir: str, run_dir: str) -> list[str]:

@@ -14,8 +14,8 @@ from typing import Any
 
 from evalharness.report.presenters import headline_accuracy
 from evalharness.report.runs import definition_of
+from evalharness.report.views.quant_table import calibration_line
 from evalharness.report.views.repair_view import verdict
-from evalharness.run.calibration_choice import calibration_line
 from evalharness.stats.intervals import fmt_interval
 
 HEADING = "== summary"

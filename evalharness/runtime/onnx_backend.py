@@ -74,7 +74,7 @@ def read_onnx(path: str, key: str = "model.path") -> tuple[bytes, Any]:
 
 
 def read_onnx_file(path: str) -> ModelFile:
-    """What an ONNX file says about itself, in the ``.tflite`` reader's form (run/model_settings)."""
+    """What an ONNX file says about itself, in the ``.tflite`` reader's form (settings/model_settings.py)."""
     _, proto = read_onnx(path)
     props = {p.key: p.value for p in proto.metadata_props}
     init = {t.name for t in proto.graph.initializer}

@@ -2,7 +2,7 @@
 
 The only module that imports ``ai_edge_quantizer`` (optional extra ``[quant]``). It maps the
 recipe names of ``conf/quant/*.yaml`` to the quantizer's recipes and returns the variant's bytes;
-caching, calibration data and provenance live in :mod:`evalharness.run.variants`.
+caching, calibration data and provenance live in :mod:`evalharness.transforms.quantized`.
 
 A recipe is either a name of :data:`RECIPES` or the quantizer's own JSON recipe (a list of op
 configs, ``quant.recipe=FILE``: what ``quant.max_drop`` writes). Ops are kept in float by the

@@ -11,9 +11,9 @@ from omegaconf import OmegaConf
 
 from evalharness.core.errors import ConfigError, DelegateUnavailableError
 from evalharness.core.paths import CONF_DIR
-from evalharness.run.settings import validate
 from evalharness.runtime import load_model
 from evalharness.runtime.delegates import DELEGATES, parse_options
+from evalharness.settings.validate import validate
 from evalharness.tasks.discovery import task_definitions
 
 HOST_UNAVAILABLE = {"nnapi", "hexagon", "coreml", "edgetpu", "external"}  # npu: OpenVINO runs it

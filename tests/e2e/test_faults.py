@@ -22,9 +22,9 @@ from conftest import ASSETS, MODELS, compose_config
 from evalharness.core.boundary import describe
 from evalharness.core.errors import RunStopped
 from evalharness.report.tracking.mapping import TRACKERS
-from evalharness.run.settings import SCHEMAS
 from evalharness.runtime import runners
 from evalharness.runtime.delegates import DELEGATES
+from evalharness.settings.validate import SCHEMAS
 from evalharness.tasks.discovery import task_definitions
 
 # group.key -> "file" | "dir": attacked with every bad-path kind

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from evalharness.core.errors import ConfigError
 from evalharness.core.paths import CONF_DIR
 from evalharness.report.commands import entry as cli
-from evalharness.run.thread_budget import launcher_share, thread_budget
+from evalharness.settings.thread_budget import launcher_share, thread_budget
 
 JOBLIB = "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
 SHARDS2 = [*VAL50, "dataset.shard.count=2", "dataset.shard.index=0,1"]
@@ -121,7 +121,7 @@ def _delegate(num_threads) -> OmegaConf:
 
 
 def test_thread_budget_divides_cores_and_flags_oversubscription(monkeypatch):
-    monkeypatch.setattr("evalharness.run.thread_budget.available_cores", lambda: 8)
+    monkeypatch.setattr("evalharness.settings.thread_budget.available_cores", lambda: 8)
     cfg = _delegate("auto")
     record = apply_thread_budget(cfg, {"_target_": JOBLIB, "n_jobs": 3})
     assert cfg.delegate.num_threads == "auto" and record["num_threads"] == 2 and not record["oversubscribed"]
@@ -134,8 +134,8 @@ def test_thread_budget_divides_cores_and_flags_oversubscription(monkeypatch):
 
 
 def test_a_launcher_without_its_plugin_is_one_line_naming_the_extra(monkeypatch):
-    from evalharness.run import launchers
-    from evalharness.run.overrides import parse
+    from evalharness.settings import launchers
+    from evalharness.settings.overrides import parse
 
     monkeypatch.setattr(launchers, "_installed", lambda module: False)
     assert launchers.missing_launcher_plugin(parse(["hydra/launcher=slurm"])) == (

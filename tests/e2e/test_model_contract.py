@@ -100,7 +100,8 @@ def test_validating_a_config_loads_no_backend():
     """Validation reads the model file through its guard (the flatbuffer schema: pure Python), and
     loads no interpreter, accelerator or backend module."""
     code = (
-        "import sys; from conftest import compose_config; from evalharness.run.settings import validate; "
+        "import sys; from conftest import compose_config; "
+        "from evalharness.settings.validate import validate; "
         "validate(compose_config(['delegate=xnnpack'])); "
         "print(sorted(m for m in sys.modules if m.startswith(('ai_edge_litert', 'evalharness.runtime.lit'))))"
     )

@@ -14,9 +14,9 @@ import pytest
 from conftest import MODELS, VAL50, run_cli, run_inprocess
 
 from evalharness.core.paths import bundled
-from evalharness.run.cli import precheck
-from evalharness.run.model_settings import given_on_command_line
 from evalharness.runtime.model_file import read_model_file
+from evalharness.settings.cli import precheck
+from evalharness.settings.model_settings import given_on_command_line
 
 
 def _predictions(run_dir):

@@ -24,7 +24,7 @@ from conftest import MODELS, compose_config, run_cli, run_inprocess
 
 from evalharness.core.errors import EvalHarnessError, ModelMismatchError
 from evalharness.inspect.facts import main as inspect_main
-from evalharness.run.settings import validate
+from evalharness.settings.validate import validate
 
 SOURCE = MODELS / "mobilenet_v1_0.25_128_quant.tflite"
 PRESET = "model=mobilenet_v1_0.25_128_quant"

@@ -73,8 +73,8 @@ def test_the_guides_size_targets_on_lite0():
     the toolkit's guide advises) to about 0.69 x; cluster 16 to <= 0.35 x with <= 16 values a tensor."""
     import gzip
 
-    from evalharness.run.groups import WeightsSchema
     from evalharness.runtime.weight_edit import edit_model
+    from evalharness.settings.groups import WeightsSchema
 
     path = str(MODELS / "efficientnet_lite0_fp32.tflite")
     raw = Path(path).read_bytes()

@@ -12,10 +12,11 @@ import pytest
 from evalharness.core.errors import DataError, DelegateUnavailableError
 from evalharness.core.paths import bundled
 from evalharness.core.schema import build
+from evalharness.data.preprocess import spec_from_config
 from evalharness.report.commands.sweep import write_report
-from evalharness.run.groups import QuantSchema
-from evalharness.run.variants import prepare_variant
 from evalharness.runtime.compiled import check_vulkan
+from evalharness.settings.groups import ModelSchema, QuantSchema
+from evalharness.transforms.quantized import quantize_model
 from tests.conftest import ASSETS, MODELS, VAL50, run_cli
 
 pytest.importorskip("ai_edge_quantizer")
@@ -37,26 +38,28 @@ def int8(roots: list[str], num_images: int = 2) -> QuantSchema:
     return build(QuantSchema, {**node, "calibration": calibration}, "config group 'quant'")
 
 
-def model() -> dict:
-    return {"path": FLOAT, "preprocess": dict(PREPROCESS)}
+def model() -> ModelSchema:
+    return ModelSchema(path=FLOAT, preprocess=spec_from_config(PREPROCESS))
 
 
 def test_variant_is_cached_and_a_changed_calibration_set_rebuilds_it(tmp_path):
     roots = [bundled("images")]
-    first = prepare_variant(int8(roots), m1 := model(), EVAL, True, str(tmp_path))
-    again = prepare_variant(int8(roots), m2 := model(), EVAL, True, str(tmp_path))
-    assert (first["cache"]["status"], again["cache"]["status"]) == ("built", "hit")
-    assert m1["path"] == m2["path"] != FLOAT and first["variant_sha256"] == again["variant_sha256"]
-    assert first["calibration"]["count"] == 2 and first["calibration"]["eval_set"]["count"] == 50
-    assert m1["preprocess"]["integer_input"] == "quantize"  # int8 inputs: float recipe, quantized
-    changed = prepare_variant(int8(roots, 3), model(), EVAL, True, str(tmp_path))
+    first = quantize_model(int8(roots), model(), EVAL, True, str(tmp_path))
+    again = quantize_model(int8(roots), model(), EVAL, True, str(tmp_path))
+    built, hit = first.provenance, again.provenance
+    assert (built["cache"]["status"], hit["cache"]["status"]) == ("built", "hit")
+    assert first.path == again.path != FLOAT and built["variant_sha256"] == hit["variant_sha256"]
+    assert first.cache_key == again.cache_key
+    assert first.cache_key is not None and first.cache_key["source_sha256"] == built["source"]["sha256"]
+    assert built["calibration"]["count"] == 2 and built["calibration"]["eval_set"]["count"] == 50
+    assert first.model.preprocess.integer_input == "quantize"  # int8 inputs: float recipe, quantized
+    changed = quantize_model(int8(roots, 3), model(), EVAL, True, str(tmp_path)).provenance
     assert changed["cache"]["status"] == "built"
-    assert changed["calibration"]["manifest_sha256"] != first["calibration"]["manifest_sha256"]
-    with open(m1["path"], "r+b") as f:  # a damaged cached file is rebuilt, not used
+    assert changed["calibration"]["manifest_sha256"] != built["calibration"]["manifest_sha256"]
+    with open(first.path, "r+b") as f:  # a damaged cached file is rebuilt, not used
         f.write(b"junk")
-    assert (
-        prepare_variant(int8(roots), model(), EVAL, True, str(tmp_path))["cache"]["status"] == "built"
-    )
+    again = quantize_model(int8(roots), model(), EVAL, True, str(tmp_path))
+    assert again.provenance["cache"]["status"] == "built"
 
 
 def test_calibration_overlapping_the_eval_set_is_refused(tmp_path):
@@ -67,7 +70,7 @@ def test_calibration_overlapping_the_eval_set_is_refused(tmp_path):
     shutil.copy(ASSETS / "imagenet" / "val50" / "ILSVRC2012_val_00000699.JPEG", same_bytes / "fish.jpg")
     for folder in (same_name, same_bytes):
         with pytest.raises(DataError, match="disjoint"):
-            prepare_variant(int8([str(folder)], 0), model(), EVAL, True, str(tmp_path))
+            quantize_model(int8([str(folder)], 0), model(), EVAL, True, str(tmp_path))
 
 
 def test_default_calibration_with_the_bundled_sample_as_eval_set_is_refused(tmp_path):

@@ -94,7 +94,7 @@ def tracking_settings(config: DictConfig):
     node = OmegaConf.select(config, "tracking")
     try:
         settings = check_tracking(OmegaConf.to_container(node, resolve=True) if node is not None else None)
-    except Exception:  # noqa: BLE001 - reported by run/settings.validate in the job
+    except Exception:  # noqa: BLE001 - reported by settings/validate.validate in the job
         return None
     return settings if settings.name != "none" else None
 

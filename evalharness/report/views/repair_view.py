@@ -175,7 +175,7 @@ def verdict(r: dict) -> str:
 
 def failed_checks(quant: dict | None) -> list[str]:
     """The run's failed checks (exit 1): the drop could not be held on the search part (a
-    quantization repair, or the layer search of pruning or clustering, run/weight_search.py), or the
+    quantization repair, or the layer search of pruning or clustering, transforms/weight_search.py), or the
     held-out part, when it can resolve the target, shows a repair missed it."""
     search = ((quant or {}).get("weights") or {}).get("search") or {}
     if str(search.get("status", "")).startswith("cannot"):

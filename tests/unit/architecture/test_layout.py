@@ -25,6 +25,8 @@ FLOORS = [
     ("decoders", "runtime"),
     ("tasks",),
     ("loop", "report"),
+    ("settings",),
+    ("transforms",),
     ("run", "explain"),
     ("inspect",),
 ]

@@ -1,7 +1,7 @@
 """Settings are typed after validation and read by attribute: ``settings.model.path``, never
 ``settings.model["path"]`` or ``settings.model.get("path")``. A read by key of a validated group
 cannot be checked by mypy and turns a misspelt key into a silent ``None``; so outside validation
-(run/settings.py builds the groups, core/schema.py is the mechanism) no such read may appear."""
+(settings/validate.py builds the groups, core/schema.py is the mechanism) no such read may appear."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import dataclasses
 import typing
 from pathlib import Path
 
-from evalharness.run.groups import SCHEMAS, RunSettings
+from evalharness.settings.groups import SCHEMAS, RunSettings
 
 PACKAGE = Path(__file__).resolve().parents[3] / "evalharness"
-VALIDATION = {"run/settings.py", "run/groups.py", "core/schema.py"}
+VALIDATION = {"settings/validate.py", "settings/groups.py", "core/schema.py"}
 # names a validated plan goes by (the ``rp`` of older code, ``rc`` of tests included)
 PLAN_NAMES = {"settings", "rp", "rc", "run_settings"}
 # the typed groups of RunSettings (``task`` and ``runner`` are plug-ins' own checked values)
@@ -93,8 +93,8 @@ def test_a_validated_plan_is_typed_and_records_the_resolved_config():
 
     from evalharness.core.schema import thaw
     from evalharness.data.preprocess import PreprocessSpec
-    from evalharness.run.groups import DatasetSchema, ModelSchema
-    from evalharness.run.settings import validate
+    from evalharness.settings.groups import DatasetSchema, ModelSchema
+    from evalharness.settings.validate import validate
 
     settings = validate(compose_config([]))
     assert isinstance(settings.model, ModelSchema) and isinstance(settings.model.preprocess, PreprocessSpec)

@@ -1,4 +1,4 @@
-"""The YAML read from someone else's file (core/untrusted.read_yaml, run/config_files.py): data within
+"""The YAML read from someone else's file (core/untrusted.read_yaml, settings/config_files.py): data within
 limits, never a tag run, never a bomb expanded, one ConfigError naming the file."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from evalharness.core.errors import ConfigError
 from evalharness.core.untrusted import MAX_ALIAS_NODES, MAX_DEPTH, parse_yaml, read_yaml
-from evalharness.run.config_files import config_file_problem
+from evalharness.settings.config_files import config_file_problem
 
 BOMB = b'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + b"".join(
     f"{n}: &{n} [{','.join([f'*{p}'] * 9)}]\n".encode() for p, n in zip("abcdefgh", "bcdefghi", strict=True)

@@ -8,14 +8,9 @@ from pathlib import Path
 import pytest
 
 from evalharness.core.errors import ConfigError
-from evalharness.run.parallel import (
-    _take_over,
-    candidates,
-    check,
-    list_container_once,
-    parse,
-    shard_overrides,
-)
+from evalharness.run.parallel import _take_over, candidates, list_container_once, shard_overrides
+from evalharness.settings.child_processes import check_parallel as check
+from evalharness.settings.child_processes import parse_parallel as parse
 from evalharness.tasks.definition import Abilities
 
 
@@ -109,7 +104,7 @@ def test_a_single_interrupted_run_is_not_resumed_in_parallel(tmp_path):
 
 
 def test_op_profile_is_refused_where_it_could_not_be_kept_or_run():
-    from evalharness.run.settings import check_op_profile
+    from evalharness.settings.validate import check_op_profile
 
     check_op_profile(True, 1, "host", "off")
     check_op_profile(False, 8, "adb", "auto")  # not asked for: nothing to refuse

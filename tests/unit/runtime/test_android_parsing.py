@@ -8,9 +8,9 @@ import pytest
 from conftest import compose_config
 
 from evalharness.core.errors import ConfigError, DelegateUnavailableError, EvalHarnessError
-from evalharness.run.settings import validate
 from evalharness.runtime import plan_delegate
 from evalharness.runtime.android import benchmark_model as bm
+from evalharness.settings.validate import validate
 
 SAMPLES = Path(__file__).resolve().parents[2] / "fake_android" / "samples"
 NEW_LOG = (SAMPLES / "benchmark_model_new.log").read_text()  # verbatim device logs of each generation

@@ -143,8 +143,8 @@ def test_size_cache_hits_and_rebuilds_damage(tmp_path):
 
 def test_int8_after_prune_and_cluster_keeps_zeros_and_shared_values(tmp_path):
     pytest.importorskip("ai_edge_quantizer")
-    from evalharness.run.weight_variants import check_kept, tensorwise
     from evalharness.runtime.quantize import quantize, recipe_ops
+    from evalharness.transforms.weight_variants import check_kept, tensorwise
 
     path = _model(tmp_path / "m.tflite")
     calibration = [RNG.normal(size=(1, 8, 8, 16)).astype(np.float32) for _ in range(4)]
@@ -168,7 +168,7 @@ def test_int8_after_prune_and_cluster_keeps_zeros_and_shared_values(tmp_path):
 
 def _quant(name: str, recipe=None, **weights):
     from evalharness.core.schema import build
-    from evalharness.run.groups import QuantSchema
+    from evalharness.settings.groups import QuantSchema
 
     node = {"name": name, "recipe": recipe, "weights": weights}
     extra = {k: weights.pop(k) for k in ("max_drop",) if k in weights}
@@ -186,8 +186,8 @@ def _quant(name: str, recipe=None, **weights):
 def test_layer_search_rules(quant, words):
     """Refusals of the layer search are one ConfigError line (exit 2) before anything runs."""
     from evalharness.core.errors import ConfigError
-    from evalharness.run.groups import DatasetSchema
-    from evalharness.run.variants import check_quant
+    from evalharness.settings.groups import DatasetSchema
+    from evalharness.settings.quant_rules import check_quant
 
     abilities = SimpleNamespace(reads_dataset=False, repair_metric="top1")
     definition = SimpleNamespace(name="toy", abilities=abilities)
@@ -196,7 +196,7 @@ def test_layer_search_rules(quant, words):
 
 
 def test_layer_search_splits_the_dataset():
-    from evalharness.run.variants import layer_search, split_of
+    from evalharness.settings.quant_rules import layer_search, split_of
 
     assert split_of(_quant("prune", method="prune")) is None
     scan = _quant("prune", method="prune", scan=True)

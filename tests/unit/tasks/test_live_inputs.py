@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from evalharness.core.schema import build, extended, freeze
-from evalharness.run.groups import DatasetSchema, ModelSchema
+from evalharness.settings.groups import DatasetSchema, ModelSchema
 from evalharness.tasks import live
 from evalharness.tasks.live import Task, live_task, shard_of
 

@@ -10,7 +10,7 @@ import importlib.util
 
 from hydra.core.override_parser.types import Override
 
-from evalharness.run.overrides import options
+from evalharness.settings.overrides import options
 
 PLUGINS = {  # launcher choice -> (plugin module, pip extra)
     "joblib": ("hydra_plugins.hydra_joblib_launcher", "launchers"),

@@ -1,4 +1,4 @@
-"""The machine's bound on thread and process counts (run/thread_budget.py): the cgroup's pids limit
+"""The machine's bound on thread and process counts (settings/thread_budget.py): the cgroup's pids limit
 (v2 and v1, the tightest ancestor), RLIMIT_NPROC and the cores, and the keys checked against it. The
 cgroup fs and the affinity are planted, so these hold on any machine."""
 
@@ -8,8 +8,8 @@ import pytest
 
 from evalharness.core.errors import ConfigError
 from evalharness.loop.engine import LoopSettings
-from evalharness.run import thread_budget as tb
-from evalharness.run.settings import check_counts
+from evalharness.settings import thread_budget as tb
+from evalharness.settings.validate import check_counts
 
 
 def plant(directory, pids_max: str, current: int | None = None) -> None:

@@ -15,7 +15,7 @@ DATA_KEYS = ("root", "annotations", "ground_truth")
 def dataset_named(dataset: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """``dataset`` with its name taken from the first data key the command line set (the folder's
     or file's name), unless the command line names it."""
-    from evalharness.run.overrides import parse
+    from evalharness.settings.overrides import parse
 
     given = {o.key_or_group.removeprefix("dataset.") for o in parse(overrides)}
     if "name" in given:

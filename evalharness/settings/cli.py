@@ -9,7 +9,7 @@ selects (defaults from ``conf/config.yaml``): the task's ``schema`` (and the fie
 words a flag that another delegate reads), the runner's settings, the core groups'. Plug-in tasks
 (``EVALHARNESS_PLUGINS`` + ``hydra.searchpath``) are checked in the same way. :func:`precheck` runs
 every check made before composing on the overrides as Hydra's grammar reads them
-(:mod:`evalharness.run.overrides`); ``evalharness compare`` runs it on its overrides too.
+(:mod:`evalharness.settings.overrides`); ``evalharness compare`` runs it on its overrides too.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from evalharness.core.boundary import describe
 from evalharness.core.errors import ConfigError, EvalHarnessError
 from evalharness.core.paths import CONF_DIR
 from evalharness.core.schema import extended, field_names
-from evalharness.run.overrides import check_group_options, conf_dirs, options, parse, rewrite, split
+from evalharness.settings.overrides import check_group_options, conf_dirs, options, parse, rewrite, split
 
 _CHOSEN = ("task", "delegate", "runner", "tracking")  # groups whose option decides which keys are valid
 
@@ -142,8 +142,8 @@ def _delegate_problem(key: str, parts: list[str], name: str) -> str | None:
 
 
 def _problem(key: str, chosen: dict[str, list[str] | None], dirs: list[Path]) -> str | None:
-    from evalharness.run.groups import SCHEMAS
     from evalharness.runtime.runners import RUNNERS
+    from evalharness.settings.groups import SCHEMAS
     from evalharness.tasks.discovery import task_definitions
 
     group, *parts = key.split(".")
@@ -183,9 +183,9 @@ def _task_group_problem(
     key: str, group: str, parts: list[str], chosen: dict[str, list[str] | None], dirs: list[Path]
 ) -> str | None:
     """``model``/``dataset``: the core fields plus the chosen task's; other tasks' fields pass (as in
-    run/settings.check_group: a preset describes its model or dataset for every task)."""
-    from evalharness.run.groups import SCHEMAS
-    from evalharness.run.settings import task_fields
+    settings/validate.check_group: a preset describes its model or dataset for every task)."""
+    from evalharness.settings.groups import SCHEMAS
+    from evalharness.settings.validate import task_fields
     from evalharness.tasks.discovery import task_definitions
 
     definitions, others = task_definitions(), task_fields(group)
@@ -217,9 +217,9 @@ def unknown_key(overrides: list[Override]) -> str | None:
 def precheck(args: list[str]) -> tuple[list[str], str | None]:
     """The command line as Hydra will get it (rewritten), and the one-line problem found before
     composing: Hydra's grammar, a renamed key, an unknown group option or key, a missing launcher."""
-    from evalharness.run.config_files import config_file_problem
-    from evalharness.run.launchers import missing_launcher_plugin
-    from evalharness.run.renamed_keys import renamed_override
+    from evalharness.settings.config_files import config_file_problem
+    from evalharness.settings.launchers import missing_launcher_plugin
+    from evalharness.settings.renamed_keys import renamed_override
 
     try:
         flags, given = split(args)

@@ -2,14 +2,14 @@
 
 Each group's YAML is built into a frozen instance of its dataclass with
 :func:`evalharness.core.schema.build` and read by attribute (``settings.model.path``): the core
-groups' schemas are here (a group a task adds fields to is an instance of the core schema extended
+groups' schemas are in :mod:`evalharness.settings.groups` (a group a task adds fields to is an instance of the core schema extended
 by the task's ``model_schema``/``dataset_schema``, :func:`evalharness.core.schema.extended`); the
 task's schema comes from its definition (:mod:`evalharness.tasks.discovery`), the delegate's and the
 runner's from the runtime (``runtime/delegates.py``, ``runtime/runners.py``). So a typo'd key, a
 wrong type or a missing mandatory value (``???``) is one ``ConfigError`` line naming the key, before
 any file is read. Defaults live in ``conf/``; the dataclasses only say what may be there. Derived
-values (the thread budget, a quantized variant) make a new plan (:meth:`RunSettings.replace`);
-nothing edits a validated value in place.
+values (the thread budget, a model variant: :mod:`evalharness.transforms`) make a new plan
+(:meth:`RunSettings.replace`); nothing edits a validated value in place.
 """
 
 from __future__ import annotations
@@ -27,16 +27,22 @@ from evalharness.core.schema import build, build_extended, check, field_names, f
 from evalharness.loop.engine import LoopSettings
 from evalharness.loop.shape import given_workers
 from evalharness.report.tracking.mapping import check_tracking
-from evalharness.run.dataset_name import dataset_named
-from evalharness.run.groups import SCHEMAS, DatasetSchema, ModelSchema, PathsSchema, QuantSchema, RunSettings
-from evalharness.run.model_settings import check_model_file, infer_model_settings
-from evalharness.run.parallel import check as check_parallel
-from evalharness.run.parallel import parse as parse_parallel
-from evalharness.run.renamed_keys import renamed_in_group
-from evalharness.run.thread_budget import Limit, check_count, machine_limit, thread_budget
-from evalharness.run.variants import check_quant
 from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
 from evalharness.runtime.source_formats import refuse_for_source
+from evalharness.settings.child_processes import check_parallel, check_start_up, parse_parallel
+from evalharness.settings.dataset_name import dataset_named
+from evalharness.settings.groups import (
+    SCHEMAS,
+    DatasetSchema,
+    ModelSchema,
+    PathsSchema,
+    QuantSchema,
+    RunSettings,
+)
+from evalharness.settings.model_settings import check_model_file, infer_model_settings
+from evalharness.settings.quant_rules import check_quant
+from evalharness.settings.renamed_keys import renamed_in_group
+from evalharness.settings.thread_budget import Limit, check_count, machine_limit, thread_budget
 from evalharness.tasks.discovery import listed, task_definitions
 
 if TYPE_CHECKING:
@@ -72,8 +78,6 @@ def check_task_needs(
     definition: TaskDefinition, dataset: DatasetSchema, plan: DelegatePlan, command_line: bool
 ) -> None:
     """What the task needs of the other groups: samples to shard, a compile cache to empty."""
-    from evalharness.run.start_up import check as check_start_up
-
     if not definition.abilities.reads_dataset and dataset.shard.count > 1:
         raise ConfigError(
             f"task={definition.name} reads no dataset samples, so dataset.shard.count>1 cannot split it; "
@@ -102,7 +106,7 @@ def check_op_profile(wanted: bool, batch_size: int, runner: str, parallel: str) 
 
 def check_counts(limit: Limit, threads: int, loop: LoopSettings, reference: Mapping[str, Any] | None) -> None:
     """The thread and process counts beside ``delegate.num_threads`` against the machine's bound
-    (run/thread_budget.py): the preparing threads, both together, the parallel split, the reference
+    (settings/thread_budget.py): the preparing threads, both together, the parallel split, the reference
     delegate's threads."""
     check_count(f"loop.workers={loop.workers}", loop.workers, limit)
     both = (limit.cores if threads == -1 else threads) + loop.workers  # -1: the runtime takes every core

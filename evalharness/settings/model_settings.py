@@ -47,7 +47,7 @@ SSD_DECODER = {"name": "ssd_postprocess", "score_threshold": 0.0}
 def given_on_command_line(overrides: list[str]) -> set[str]:
     """Model settings the user wrote (``model.labels=…`` -> ``labels``; ``model/preprocess=…`` and
     ``model.preprocess.mean=…`` -> ``preprocess`` and ``preprocess.mean``)."""
-    from evalharness.run.overrides import parse
+    from evalharness.settings.overrides import parse
 
     given: set[str] = set()
     for key in (o.key_or_group for o in parse(overrides)):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from evalharness.data.shard import Split
-from evalharness.run.calibration_choice import calibration_line, choose, is_auto
-from evalharness.run.groups import CalibrationSchema
+from evalharness.report.views.quant_table import calibration_line
+from evalharness.settings.groups import CalibrationSchema
+from evalharness.transforms.calibration_choice import choose, is_auto
 
 AUTO = CalibrationSchema(name="auto", source="auto", roots=("/b/images",), num_images=100)
 

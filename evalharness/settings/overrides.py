@@ -6,7 +6,7 @@ overrides, and its override parser turns each override into an ``Override`` (key
 a value or a sweep). Every check and rewrite reads those objects, never the text, so a sweep
 (``a,b``, ``choice(...)``, ``glob(*)``, ``range(...)``), a quoted value and a value holding
 ``()[]{}*`` mean here what they will mean to Hydra; what cannot be named without composing (a glob,
-a range) is left to the checks after composing (:func:`evalharness.run.settings.validate`).
+a range) is left to the checks after composing (:func:`evalharness.settings.validate.validate`).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def conf_dirs(overrides: list[Override]) -> list[Path]:
 def rewrite(args: list[str], overrides: list[Override]) -> list[str]:
     """The spellings a user tries, made into Hydra's: ``model.preprocess=<preset>`` is the
     ``model/preprocess`` group; ``model.path=X`` without ``model=`` selects the ``file`` preset (the
-    run is named after X and its settings come from the file, see ``evalharness.run.model_settings``)."""
+    run is named after X and its settings come from the file, see ``evalharness.settings.model_settings``)."""
     presets = {p.stem for d in conf_dirs(overrides) for p in (d / "model" / "preprocess").glob("*.yaml")}
     renamed = {}
     for o in overrides:

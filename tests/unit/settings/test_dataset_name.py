@@ -3,7 +3,7 @@ were labelled dataset=coco_sample in the summary, the diff and the PR comment)."
 
 from __future__ import annotations
 
-from evalharness.run.dataset_name import dataset_named
+from evalharness.settings.dataset_name import dataset_named
 
 PRESET = {"name": "coco_sample", "root": "/pkg/coco/images", "annotations": "/pkg/coco/instances_sample.json"}
 

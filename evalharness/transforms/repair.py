@@ -33,30 +33,28 @@ one is built again the ordinary way and its sha256 compared with the searched on
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalharness.core.atomic_io import no_nan
 from evalharness.core.bars import progress
 from evalharness.core.errors import DataError
-from evalharness.core.schema import thaw
-from evalharness.run.calibration_choice import as_bundled, is_auto
-from evalharness.run.groups import CalibrationSchema, QuantSchema, RunSettings
-from evalharness.run.repair_eval import Evaluation, Part, snr_db
-from evalharness.run.variants import (
-    build_variant,
-    calibration_record,
-    calibration_tensors,
-    split_of,
-    with_integer_input,
-)
+from evalharness.data.preprocess import PreprocessSpec
+from evalharness.settings.groups import CalibrationSchema, ModelSchema, QuantSchema, RunSettings
+from evalharness.settings.quant_rules import split_of
 from evalharness.stats.power import resolution, resolution_text
 from evalharness.tasks.definition import comparer
+from evalharness.transforms.calibration import calibration_record, calibration_tensors
+from evalharness.transforms.calibration_choice import as_bundled, is_auto
+from evalharness.transforms.quantized import build_variant, integer_input
+from evalharness.transforms.repair_eval import Evaluation, Part, snr_db
+from evalharness.transforms.variant import Request, Variant
 
 if TYPE_CHECKING:  # for the types only: the quantizer loads when a repair runs
     from evalharness.runtime.quantize import VariantBuilder
@@ -73,8 +71,8 @@ class Search:
         self,
         settings: RunSettings,
         quant: QuantSchema,
-        model: dict[str, Any],
-        split: dict[str, Any],
+        model: ModelSchema,
+        split: Mapping[str, Any],
         work: str,
         bar: Any,
     ) -> None:
@@ -84,7 +82,7 @@ class Search:
         compare = comparer(self.definition)
         assert compare is not None  # check_quant: a repair needs the task's repair_metric
         self.compare = compare
-        self.source = model["path"]
+        self.source = model.path
         self.part = Part(settings, model, split, "search")
         self.float = self.part.evaluate(self.source, keep_outputs=True)
         bar.update(1)
@@ -100,7 +98,7 @@ class Search:
         self,
         label: str,
         cal: CalibrationSchema | None,
-        float_preprocess: dict[str, Any] | None,
+        float_preprocess: PreprocessSpec,
         dataset_root: str,
     ) -> None:
         from evalharness.runtime.quantize import VariantBuilder
@@ -161,7 +159,7 @@ def allowed_drop(quant: QuantSchema, float_metric: float) -> float:
     if quant.max_drop is not None:
         return float(quant.max_drop)
     relative = quant.max_drop_relative
-    assert relative is not None  # a repair (variants.repair_requested) sets one of the two
+    assert relative is not None  # a repair (quant_rules.repair_requested) sets one of the two
     return float(relative) * float_metric
 
 
@@ -242,24 +240,23 @@ def _brief(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row[k] for k in ("metric", "drop", "snr_db")}
 
 
-def repair_variant(settings: RunSettings, model: dict[str, Any]) -> dict[str, Any]:
-    """Search the variant, build and cache the chosen one, score it on the held-out part, point
-    ``model`` at it; returns ``provenance.model.quant`` (with ``repair``)."""
+def repair_variant(request: Request) -> Variant:
+    """The registered transform of ``repair``: search the variant, build and cache the chosen one,
+    score it on the held-out part; its provenance is ``provenance.model.quant`` (with ``repair``)."""
     from evalharness.report.views.repair_view import print_repair, write_recipe
     from evalharness.runtime.quantize import needs_calibration, quantizer_version
     from evalharness.runtime.subgraph import ModelGraph
 
-    started, quant = time.perf_counter(), settings.quant
-    source = model["path"]
+    started, settings, quant, model = time.perf_counter(), request.settings, request.quant, request.source
+    source = model.path
     if not os.path.isfile(source):
         raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
     split, definition = split_of(quant), settings.definition
-    assert split is not None  # a repair splits the dataset (variants.split_of)
+    assert split is not None  # a repair splits the dataset (quant_rules.split_of)
     metric = definition.abilities.repair_metric
-    float_preprocess = thaw(model.get("preprocess"))
-    task_model = dict(model)
-    if quant.integer_input:  # the float model's float input is unchanged
-        task_model["preprocess"] = with_integer_input(float_preprocess, quant)
+    float_preprocess = model.preprocess
+    # the float model's float input is unchanged; the variant's integer input as quant.integer_input
+    task_model = dataclasses.replace(model, preprocess=integer_input(float_preprocess, quant))
     root = settings.dataset.root
     shown = settings.loop.progress
     with (
@@ -301,16 +298,13 @@ def repair_variant(settings: RunSettings, model: dict[str, Any]) -> dict[str, An
         cal_record, cal_paths = s.calibrations[found["calibration"]]
         cache_dir = settings.paths.cache_dir
         built = build_variant(source, recipe, cal_record, cal_paths, float_preprocess, cache_dir)
-        cached = built.pop("_cached")
         bar.set_postfix_str(f"the held-out part ({len(held)} images)")
-        held_float, held_variant = held.evaluate(source), held.evaluate(cached["path"])
+        held_float, held_variant = held.evaluate(source), held.evaluate(built.path)
         bar.update(2)
     paired = s.compare.paired_records(held_float.records, held_variant.records)
     drop = held_float.metric - held_variant.metric
-    recipe_path = os.path.join(cached["dir"], "recipe.json")
+    recipe_path = os.path.join(built.folder, "recipe.json")
     write_recipe(recipe_path, recipe)
-    model["path"] = cached["path"]
-    model["preprocess"] = task_model.get("preprocess")
     repair = {
         "status": found["status"],
         "metric": definition.abilities.repair_metric,
@@ -324,8 +318,8 @@ def repair_variant(settings: RunSettings, model: dict[str, Any]) -> dict[str, An
             "float_ops": [{"op": i, "type": s.ops[i][0], "scope": s.ops[i][1]} for i in chosen["float_ops"]],
             "calibration": found["calibration"],
             "searched_sha256": chosen["sha256"],
-            "rebuilt_sha256": built["variant_sha256"],
-            "same_bytes": chosen["sha256"] == built["variant_sha256"],
+            "rebuilt_sha256": built.provenance["variant_sha256"],
+            "same_bytes": chosen["sha256"] == built.provenance["variant_sha256"],
         },
         "held_out": {
             "images": len(held),
@@ -346,10 +340,10 @@ def repair_variant(settings: RunSettings, model: dict[str, Any]) -> dict[str, An
         "recipe_file": recipe_path,
         "reuse": _reuse(quant, recipe_path, found["calibration"]),
     }
-    record = {"name": quant.name, "recipe": quant.recipe, **built, "recipe_ops": recipe}
+    record = {"name": quant.name, "recipe": quant.recipe, **built.provenance, "recipe_ops": recipe}
     record["repair"] = no_nan(repair, inf_as_text=True)  # inf SNR: identical outputs, -inf: NaN ones
     print_repair(record)
-    return record
+    return Variant(dataclasses.replace(task_model, path=built.path), record, built.key)
 
 
 def _label(cal: CalibrationSchema) -> str:

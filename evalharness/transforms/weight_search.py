@@ -8,7 +8,7 @@ everything below is measured on the search part, and the run reports on the held
    edited alone and the model scored on the search part against the float model: the headline's
    change with the paired interval ``report diff`` computes (the task's ``paired_records``).
 2. **Most layers within the drop** (``quant.max_drop`` / ``max_drop_relative``, the repair's
-   targets, :func:`evalharness.run.repair.allowed_drop`): the tensors ranked by their scan score
+   targets, :func:`evalharness.transforms.repair.allowed_drop`): the tensors ranked by their scan score
    (least harm first, execution order on ties), the largest k whose first k tensors edited together
    hold the drop on the search part (a binary search, which assumes more edits never hurt less).
 3. **Held out**: the chosen set (``quant.weights.only``, which a later run can be given back) is built
@@ -23,11 +23,12 @@ import os
 import tempfile
 from typing import Any
 
-from evalharness.run.groups import RunSettings
-from evalharness.run.repair import allowed_drop, holds, target_text
-from evalharness.run.repair_eval import Evaluation, Part
-from evalharness.run.variants import repair_requested, split_of
+from evalharness.settings.groups import ModelSchema, RunSettings
+from evalharness.settings.quant_rules import repair_requested, split_of
 from evalharness.tasks.definition import comparer
+from evalharness.transforms.repair import allowed_drop, holds, target_text
+from evalharness.transforms.repair_eval import Evaluation, Part
+from evalharness.transforms.variant import Request, Variant
 
 
 def _paired(settings: RunSettings, base: Evaluation, ev: Evaluation) -> dict[str, Any]:
@@ -37,14 +38,14 @@ def _paired(settings: RunSettings, base: Evaluation, ev: Evaluation) -> dict[str
     return {"metric": ev.metric, "delta": paired["delta"], "interval": paired["interval"]}
 
 
-def weight_search(settings: RunSettings, model: dict[str, Any]) -> tuple[dict[str, Any], list[int] | None]:
+def weight_search(settings: RunSettings, model: ModelSchema) -> tuple[dict[str, Any], list[int] | None]:
     """(``provenance.model.quant.weights.search``, the op indices to edit; None: every one)."""
     from evalharness.runtime.weight_edit import edit_model, select
     from evalharness.runtime.weights import weight_tensors
 
-    quant, source = settings.quant, model["path"]
+    quant, source = settings.quant, model.path
     split, metric = split_of(quant), settings.definition.abilities.repair_metric
-    assert split is not None  # variants.layer_search implies the split
+    assert split is not None  # quant_rules.layer_search implies the split
     chosen, _ = select(weight_tensors(source)[1], quant.weights)
     with tempfile.TemporaryDirectory(prefix="evalharness-weights-") as work:
         part = Part(settings, model, split, "search")
@@ -92,13 +93,40 @@ def weight_search(settings: RunSettings, model: dict[str, Any]) -> tuple[dict[st
     return found, only
 
 
-def held_out(settings: RunSettings, model: dict[str, Any], source: str, variant: str) -> dict[str, Any]:
-    """The chosen variant against the float model on the held-out part: drop and whether it holds."""
+def held_out(settings: RunSettings, model: ModelSchema, variant: str) -> dict[str, Any]:
+    """The chosen variant against the float model (``model``) on the held-out part: drop and whether
+    it holds."""
     split = split_of(settings.quant)
     assert split is not None
     part = Part(settings, model, split, "held_out")
-    base = part.evaluate(source)
+    base = part.evaluate(model.path)
     row = _paired(settings, base, part.evaluate(variant))
     drop = base.metric - row["metric"]
     allowed = allowed_drop(settings.quant, base.metric)
     return {**row, "float": base.metric, "drop": drop, "holds": holds(drop, allowed), "images": len(part)}
+
+
+def searched_variant(request: Request) -> Variant:
+    """The registered transform of ``layer_search``: the layers searched on the search part, the
+    chosen ones edited (:func:`evalharness.transforms.quantized.quantize_model`), checked on the
+    held-out part; no layer that holds the drop: the float model runs, and the record says so."""
+    from evalharness.transforms.quantized import quantize_model
+
+    settings, quant, source = request.settings, request.quant, request.source
+    found, only = weight_search(settings, source)
+    if only is not None:
+        quant = dataclasses.replace(quant, weights=dataclasses.replace(quant.weights, only=tuple(only)))
+    if only == []:
+        print(f"weights: {found['status']}", flush=True)
+        return Variant(source, {"name": quant.name, "recipe": None, "weights": {"search": found}})
+    variant = quantize_model(quant, source, settings.dataset.root, True, settings.paths.cache_dir)
+    if only is not None:
+        held = found["held_out"] = held_out(settings, source, variant.path)
+        print(
+            f"weights: {len(only)} of {len(found['layers'])} weight tensors edited within {found['target']} "
+            f"on the search part; held out ({held['images']} images): drop {held['drop']:+.4f}, "
+            f"{'holds' if held['holds'] else 'does NOT hold'}",
+            flush=True,
+        )
+    weights = {**variant.provenance["weights"], "search": found}
+    return dataclasses.replace(variant, provenance={**variant.provenance, "weights": weights})

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from evalharness.run.cli import precheck, unknown_key
-from evalharness.run.overrides import check_group_options, options, parse, split
+from evalharness.settings.cli import precheck, unknown_key
+from evalharness.settings.overrides import check_group_options, options, parse, split
 
 
 def test_hydra_flags_are_split_from_the_overrides():

@@ -1,7 +1,7 @@
 """The typed config groups: each core group's schema (a frozen dataclass) and :class:`RunSettings`,
 the validated plan made of their instances.
 
-Apart from :mod:`evalharness.run.settings` (which builds them) so that every reader of a plan can
+Apart from :mod:`evalharness.settings.validate` (which builds them) so that every reader of a plan can
 name its type (``settings: RunSettings``) without importing the validation and what it imports.
 A value is read by attribute (``settings.model.path``); a group a task adds fields to is an
 instance of the core schema extended by the task's ``model_schema``/``dataset_schema``
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from evalharness.core.schema import FrozenDict, bounds, freeze, thaw
-from evalharness.data.preprocess import PreprocessSpec, spec_from_config
+from evalharness.data.preprocess import PreprocessSpec
 from evalharness.loop.engine import LoopSettings
 from evalharness.report.tracking.mapping import NoTracking
 from evalharness.runtime import DelegatePlan
@@ -88,10 +88,10 @@ class WeightsSchema:  # quant.weights: pruning or clustering of the float weight
 
 
 @dataclass(frozen=True)
-class CalibrationSchema:  # conf/quant/calibration: the images that calibrate a variant (run/variants.py)
+class CalibrationSchema:  # conf/quant/calibration: the images that calibrate a variant (transforms/)
     name: str = "bundled"
     # roots: the folders below; dataset: the dataset's search part (a split); auto: one of the two,
-    # chosen against the dataset's size (run/calibration_choice.py)
+    # chosen against the dataset's size (transforms/calibration_choice.py)
     source: str = field(default="roots", metadata=bounds(choices=("roots", "dataset", "auto")))
     roots: tuple[str, ...] = ()
     num_images: int = field(default=0, metadata=bounds(0))  # 0: all of them (auto: the slice's most)
@@ -100,13 +100,14 @@ class CalibrationSchema:  # conf/quant/calibration: the images that calibrate a 
 
 
 @dataclass(frozen=True)
-class QuantSchema:  # conf/quant: a post-training-quantized variant of the float model (run/variants.py)
+class QuantSchema:  # conf/quant: a variant of the float model (transforms/)
     name: str = "none"
     recipe: Any = None  # ai-edge-quantizer recipe (runtime/quantize.py RECIPES) or a JSON file; null: float
     io_dtype: Any = None  # integer recipes: the I/O type they make (int8 | int16)
     integer_input: Any = None  # model.preprocess.integer_input for a variant with integer inputs
     calibration: CalibrationSchema | None = None  # calibrated recipes only
-    # accuracy-aware repair (run/repair.py): the most the headline metric may drop, absolute or relative
+    # accuracy-aware repair (transforms/repair.py): the most the headline metric may drop, absolute
+    # or relative
     max_drop: float | None = field(default=None, metadata=bounds(0, 1))
     max_drop_relative: float | None = field(default=None, metadata=bounds(0, 1))
     search: SearchSchema = field(default_factory=SearchSchema)
@@ -164,20 +165,14 @@ class RunSettings:
         }
         return dataclasses.replace(self, **frozen)
 
-    def live_task(
-        self, model: Mapping[str, Any] | None = None, split: Mapping[str, Any] | None = None
-    ) -> Task:
+    def live_task(self, model: ModelSchema | None = None, split: Mapping[str, Any] | None = None) -> Task:
         """The task's live half for this plan (typed, or plain values for a plug-in that reads them
-        by key: :func:`evalharness.tasks.live.live_task`): ``model`` a candidate variant's
+        by key: :func:`evalharness.tasks.live.live_task`): ``model`` a candidate variant's settings
         (its path and preprocessing) instead of the plan's, ``split`` instead of the plan's."""
         from evalharness.tasks.live import live_task
 
-        typed = self.model
-        if model is not None:
-            preprocess = spec_from_config(thaw(model.get("preprocess")))
-            typed = dataclasses.replace(typed, path=model["path"], preprocess=preprocess)
         split = self.split if split is None else split
-        return live_task(self.definition, self.task, typed, self.dataset, split)
+        return live_task(self.definition, self.task, model or self.model, self.dataset, split)
 
     def config(self) -> dict[str, Any]:
         """The resolved config as plain JSON values, for the run files."""

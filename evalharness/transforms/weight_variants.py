@@ -17,24 +17,25 @@ fails is said, never passed over.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from typing import Any
 
 from evalharness.core.checksum import sha256_file
-from evalharness.core.schema import thaw
 from evalharness.core.variant_cache import cached_model
-from evalharness.run.groups import WeightsSchema
+from evalharness.settings.groups import WeightsSchema
+from evalharness.transforms.variant import CachedFile
 
 EDIT_VERSION = 1  # bump when runtime/weight_edit.py edits differently
 log = logging.getLogger("evalharness")
 
 
-def weight_variant(source: str, weights: WeightsSchema, cache_dir: str) -> dict[str, Any]:
-    """``provenance.model.quant.weights`` of the edited model, with its path under ``_path``."""
+def weight_variant(source: str, weights: WeightsSchema, cache_dir: str) -> CachedFile:
+    """The edited model in the cache; its provenance is ``provenance.model.quant.weights``."""
     from evalharness.runtime.weight_edit import edit_model
 
-    settings = thaw(weights)
+    settings = dataclasses.asdict(weights)  # the settings as JSON: in the key and the record
     source_sha = sha256_file(source)
     key = {"source_sha256": source_sha, "weights": settings, "edit_version": EDIT_VERSION}
 
@@ -52,7 +53,7 @@ def weight_variant(source: str, weights: WeightsSchema, cache_dir: str) -> dict[
         len(edit["left_dense"]),
         edit["note"],
     )
-    return {
+    provenance = {
         **settings,
         "note": edit["note"],
         "source": {"path": os.path.abspath(source), "sha256": source_sha, "bytes": os.path.getsize(source)},
@@ -66,8 +67,8 @@ def weight_variant(source: str, weights: WeightsSchema, cache_dir: str) -> dict[
             "build_s": record["build_s"],
             "rebuilt": record["rebuilt"],
         },
-        "_path": record["path"],
     }
+    return CachedFile(provenance, record["path"], record["dir"], key)
 
 
 def tensorwise(recipe: list[dict[str, Any]]) -> list[dict[str, Any]]:

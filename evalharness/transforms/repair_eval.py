@@ -1,7 +1,8 @@
 """One part of a split dataset (search or held-out) and the scoring of a model file on it, as a run
 scores it: the task's own live half lists the samples, prepares the inputs and makes the records,
 its scorer makes the metrics, the run's delegate and runtime invoke. No run directory: this is what
-``quant.max_drop`` evaluates each candidate variant with (:mod:`evalharness.run.repair`).
+``quant.max_drop`` evaluates each candidate variant with (:mod:`evalharness.transforms.repair`), and
+the layer search of pruning and clustering (:mod:`evalharness.transforms.weight_search`).
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ import json
 import math
 import statistics
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evalharness.report.presenters import headline
-from evalharness.run.groups import RunSettings
+from evalharness.settings.groups import ModelSchema, RunSettings
 
 if TYPE_CHECKING:  # for the types only: the runtime loads when a candidate is scored
     from evalharness.runtime.contract import Model
@@ -41,7 +43,7 @@ class Part:
     spec: the float model's and every integer-input variant's)."""
 
     def __init__(
-        self, settings: RunSettings, model: dict[str, Any], split: dict[str, Any], part: str
+        self, settings: RunSettings, model: ModelSchema, split: Mapping[str, Any], part: str
     ) -> None:
         self.settings, self.part = settings, part
         self.task = settings.live_task(model, {**split, "part": part})

@@ -9,9 +9,9 @@ import pytest
 
 from evalharness.core.errors import ConfigError
 from evalharness.core.schema import build
-from evalharness.run.groups import CalibrationSchema, QuantSchema, RunSettings
 from evalharness.runtime import check_runner
 from evalharness.runtime.runners import HostSettings, RunnerSettings
+from evalharness.settings.groups import CalibrationSchema, QuantSchema, RunSettings
 
 AUTO = {"name": "auto", "source": "auto", "roots": ["/b"], "num_images": 100, "min_dataset_images": 100,
         "max_fraction": 0.25}  # fmt: skip

@@ -58,8 +58,8 @@ def test_runner_conf_and_schema_agree(name):
 
 @pytest.mark.parametrize("old", ["loop.cache", "task.cache", "delegate.cache_dir"])
 def test_a_renamed_key_is_refused_with_its_new_name(old):
-    from evalharness.run.overrides import parse
-    from evalharness.run.renamed_keys import RENAMED, renamed_in_group, renamed_override
+    from evalharness.settings.overrides import parse
+    from evalharness.settings.renamed_keys import RENAMED, renamed_in_group, renamed_override
 
     assert RENAMED[old] in renamed_override(parse(["model=x", f"+{old}=true"]))
     assert RENAMED[old] in renamed_override(parse([f"~{old}"])) and renamed_override(parse([f"++{old}=1"]))
