@@ -1,15 +1,24 @@
-"""``evalharness compare KEY=A,B[,C...] [OVERRIDES...]``: run each candidate, then one table.
+"""``evalharness compare KEY=A,B[,C...] [OVERRIDES...]``: run each candidate, then one table; with
+``--chain``, the deployment chain in one command and the step that lost the accuracy.
 
-Each candidate is a normal run (its own run directory and metrics.json): the command is the multirun
-``evalharness -m KEY=A,B ... hydra.sweep.dir=OUT`` in a child process, so a candidate that crashes
-its accelerator cannot take the comparison down, and the sweep files come from ``report sweep``'s
-writer (with ``--baseline KEY=A``). Then the candidates that completed are loaded together in this
-process and their latency is measured interleaved (:mod:`evalharness.loop.interleave`); the table
-(:mod:`evalharness.run.compare_view`) takes its accuracy changes from ``report diff``'s code.
+Each candidate is a normal run (its own run directory and metrics.json) in a child process of its
+own (:mod:`evalharness.run.candidates`, the one runner of both), so a candidate that crashes its
+accelerator cannot take the comparison down. ``compare`` runs its candidates as the jobs of the
+multirun ``evalharness -m KEY=A,B ... hydra.sweep.dir=OUT`` would be, and the sweep files come from
+``report sweep``'s writer (with ``--baseline KEY=A``). Then the candidates that completed are loaded
+together in this process and their latency is measured interleaved
+(:mod:`evalharness.loop.interleave`); the table (:mod:`evalharness.run.compare_view`) takes its
+accuracy changes from ``report diff``'s code.
 
-Every candidate is composed and validated before anything runs, so an unknown key, a single
-candidate or a bad value is one ``error:`` line and exit 2 with nothing written; a candidate that
-fails or stops part-way is a row saying so, and exit 1.
+A chain is ordered: the first value of every listed key is the start (the source model, say), then
+each key moves to its next value in the order the keys are given, keeping the moves before it, so
+``model.path=src.onnx,fp32.tflite quant=none,int8 delegate=cpu,gpu`` runs four steps: the ONNX source,
+the float .tflite, its int8 variant, and that variant on the GPU. The waterfall compares each step
+with the one before it by ``report diff``'s code.
+
+Every candidate (every step) is composed and validated before anything runs, so an unknown key, a
+single candidate or a bad value is one ``error:`` line and exit 2 with nothing written; a candidate
+that fails or stops part-way is a row saying so, and exit 1.
 """
 
 from __future__ import annotations
@@ -17,30 +26,25 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from evalharness.core import interrupts as children
-from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.boundary import EXIT_OK, EXIT_STOPPED, ArgumentParser, debug, describe, guarded
-from evalharness.core.errors import ConfigError
-from evalharness.core.markdown import render_markdown
-from evalharness.core.numbers import stable_json
+from evalharness.core.errors import ConfigError, EvalHarnessError
 from evalharness.core.schema import check
-from evalharness.core.tables import render_text
 from evalharness.core.untrusted import read_json
 from evalharness.loop.interleave import InterleaveSettings
 from evalharness.rundir.files import METRICS_FILE
+from evalharness.run.candidates import RUNS_LOG, last_error, run_all, single_run, sweep_job, write_tables
 from evalharness.rundir.state import hold
 from evalharness.settings.groups import RunSettings
 from evalharness.settings.overrides import options, parse
 
-RUNS_LOG = "runs.log"
 FILES = ("compare.json", "compare.txt", "compare.md")
+CHAIN_FILES = ("chain.json", "chain.txt", "chain.md")
 
 
 def parser() -> ArgumentParser:
@@ -89,53 +93,16 @@ def swept(overrides: list[str]) -> tuple[int, str, list[str]]:
     return i, key, values
 
 
-def validate_candidates(overrides: list[str], index: int, key: str, values: list[str]) -> list[Any]:
+def candidate_jobs(overrides: list[str], index: int, key: str, values: list[str]) -> list[list[str]]:
+    """Each candidate's overrides: the command line with its one value in the swept one's place."""
+    return [[*overrides[:index], f"{key}={value}", *overrides[index + 1 :]] for value in values]
+
+
+def validate_candidates(jobs: list[list[str]], key: str, values: list[str]) -> list[Any]:
     """Each candidate's composed, validated settings (the run's own checks), before anything runs."""
     from evalharness.settings.validate import validate_job
 
-    jobs = [[*overrides[:index], f"{key}={value}", *overrides[index + 1 :]] for value in values]
     return [validate_job(job, f"candidate {key}={value}") for job, value in zip(jobs, values, strict=True)]
-
-
-def run_candidates(overrides: list[str], out: str, key: str, values: list[str], shown: bool) -> int:
-    """The multirun in a child process, its output kept in ``out/runs.log``; returns its exit code.
-    Meanwhile a bar on stderr counts the candidates done and names the one running (``shown``)."""
-    from evalharness.core.bars import progress
-
-    os.makedirs(out, exist_ok=True)
-    cmd = [sys.executable, "-m", "evalharness", "-m", *overrides, f"hydra.sweep.dir={out}"]
-    with open(os.path.join(out, RUNS_LOG), "a", encoding="utf-8") as log:
-        proc = children.start(cmd, stdout=log, stderr=subprocess.STDOUT)
-        with progress(len(values), "compare", "candidate", shown and bool(values)) as bar:
-            while True:
-                done = _jobs_done(out)
-                bar.update(min(done, len(values)) - bar.n)
-                if done < len(values):
-                    bar.set_postfix_str(f"running {key}={values[done]}")
-                try:
-                    proc.wait(timeout=0.5)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-        children.forget(proc)
-        return proc.returncode
-
-
-def _jobs_done(out: str) -> int:
-    """The multirun's jobs that have written their metrics.json (Hydra runs them in value order)."""
-    names = os.listdir(out) if os.path.isdir(out) else []
-    return sum(
-        os.path.isfile(os.path.join(out, n, METRICS_FILE)) for n in names if n.split("_", 1)[0].isdigit()
-    )
-
-
-def last_error(out: str) -> str | None:
-    try:
-        with open(os.path.join(out, RUNS_LOG), encoding="utf-8", errors="replace") as f:
-            errors = [line.strip() for line in f if line.startswith("error:")]
-    except OSError:
-        return None
-    return errors[-1][len("error:") :].strip() if errors else None
 
 
 def gather(out: str, key: str, values: list[str]) -> list[dict[str, Any]]:
@@ -229,23 +196,22 @@ def compare(args: argparse.Namespace) -> int:
     if problem:
         raise ConfigError(problem)
     if args.chain:
-        from evalharness.run.chain import chain
-
         return chain(overrides, args.out or os.path.join("outputs", "chain", _now()))
     index, key, values = swept(overrides)
     settings = InterleaveSettings(**check(InterleaveSettings, _given(args), "compare options"))
     if settings.rounds_per_load % 2:
         raise ConfigError(f"--rounds-per-load {settings.rounds_per_load}: give an even number (or 0)")
-    plans = validate_candidates(overrides, index, key, values)
+    jobs = candidate_jobs(overrides, index, key, values)
+    plans = validate_candidates(jobs, key, values)
     out = args.out or os.path.join("outputs", "compare", _now())
     check_out(out, key, values)
     with hold(out):  # the claim of every writer (rundir/state.py); each job claims its own directory
-        return _compare_into(out, overrides, key, values, plans, settings, args.no_interleave)
+        return _compare_into(out, jobs, key, values, plans, settings, args.no_interleave)
 
 
 def _compare_into(
     out: str,
-    overrides: list[str],
+    jobs: list[list[str]],
     key: str,
     values: list[str],
     plans: list[RunSettings],
@@ -254,9 +220,10 @@ def _compare_into(
 ) -> int:
     """The candidates' runs into ``out`` (held), then the interleaved speed-ups unless ``quick``."""
     print(f"compare {key}: {', '.join(values)} -> {out} (runs' output: {os.path.join(out, RUNS_LOG)})")
-    code = run_candidates(overrides, out, key, values, all(p.loop.progress for p in plans))
+    runs = [sweep_job(f"{key}={v}", job, out, i) for i, (job, v) in enumerate(zip(jobs, values, strict=True))]
+    codes = run_all(runs, out, all(p.loop.progress for p in plans))
     candidates = gather(out, key, values)
-    if code not in (EXIT_OK, EXIT_STOPPED) and all(c["run"] is None for c in candidates):
+    if any(c not in (EXIT_OK, EXIT_STOPPED) for c in codes) and all(c["run"] is None for c in candidates):
         raise ConfigError(last_error(out) or f"the runs did not start; see {os.path.join(out, RUNS_LOG)}")
     measurement = None
     if not quick:
@@ -281,19 +248,83 @@ def write(
 
     table = compare_view.rows(candidates, measurement)
     section = compare_view.section(key, table, measurement, out)
-    title = f"evalharness compare: {key}={','.join(values)}"
-    text = render_text(title, [section])
     try:
         first = candidates[0]["params"].get(key, values[0])  # as the job recorded it
         sweep.write_report(out, None, {key: first})
     except Exception as exc:  # noqa: BLE001 - the table stands without the sweep files
         print(f"warning: sweep files not written: {describe(exc)}", file=sys.stderr)
     doc = {"key": key, "candidates": values, "rows": table, "interleaved": measurement}
-    for name, body in zip(FILES, (stable_json(doc), text, render_markdown(title, [section])), strict=True):
-        atomic_write_text(os.path.join(out, name), body)
-    sys.stdout.write(text)
-    print(f"wrote {', '.join(os.path.join(out, n) for n in FILES)} and sweep.csv/.md/.html")
+    title = f"evalharness compare: {key}={','.join(values)}"
+    write_tables(out, FILES, title, section, doc, " and sweep.csv/.md/.html")
     return EXIT_OK if all(c["status"] == "complete" for c in candidates) else EXIT_STOPPED
+
+
+def chain_steps(overrides: list[str]) -> list[dict[str, Any]]:
+    """Each step: ``{"label", "job"}`` (its overrides), the first the start, then one move each."""
+    from evalharness.run.compare_view import short_name
+
+    moves, fixed = [], []
+    for arg in overrides:
+        if arg.startswith("-"):
+            raise ConfigError(f"{arg}: compare --chain runs its steps itself; give overrides only (no -m)")
+        (override,) = parse([arg])
+        if not override.is_sweep_override():
+            fixed.append(arg)
+            continue
+        key, values = override.key_or_group, options(override)
+        if values is None:
+            raise ConfigError(f"{arg}: give a chain's values as a comma list, e.g. {key}=a,b")
+        if any(a == b for a, b in zip(values, values[1:], strict=False)):
+            raise ConfigError(f"{arg}: a value repeated in a row is no step; give each once")
+        moves.append((key, values))
+    if not moves:
+        raise ConfigError("compare --chain needs KEY=A,B (one step per value after the first), "
+                          "e.g. model.path=src.onnx,fp32.tflite quant=none,int8")  # fmt: skip
+    current = {key: values[0] for key, values in moves}
+    states = [(", ".join(f"{k}={short_name(v)}" for k, v in current.items()), dict(current))]
+    for key, values in moves:
+        for value in values[1:]:
+            current[key] = value
+            states.append((f"{key}={short_name(value)}", dict(current)))
+    return [{"label": label, "job": [*fixed, *(f"{k}={v}" for k, v in at.items())]} for label, at in states]
+
+
+def chain(overrides: list[str], out: str) -> int:
+    """Validate every step, run them in order into ``out``, print and write the waterfall."""
+    from evalharness.settings.validate import validate_job
+
+    steps = chain_steps(overrides)
+    for i, step in enumerate(steps):
+        validate_job(step["job"], f"chain step {i} ({step['label']})")
+    if os.path.isdir(out) and os.listdir(out):
+        raise ConfigError(f"--out {out} is not empty; give a new directory for the chain's runs")
+    with hold(out):  # the claim of every writer (rundir/state.py); each step claims its own directory
+        return _run_chain(steps, out)
+
+
+def _run_chain(steps: list[dict[str, Any]], out: str) -> int:
+    from evalharness.run import compare_view
+    from evalharness.rundir.reader import load_run
+
+    print(f"compare --chain: {len(steps)} steps -> {out} (runs' output: {os.path.join(out, RUNS_LOG)})")
+    for i, step in enumerate(steps):
+        step["dir"] = os.path.join(out, f"{i}_{_slug(step['label'])}")
+    run_all([single_run(s["label"], s["job"], s["dir"]) for s in steps], out, shown=False)
+    for i, step in enumerate(steps):
+        try:
+            step["run"] = load_run(step["dir"], f"step {i}")
+        except EvalHarnessError as exc:
+            step["run"], step["error"] = None, f"no run ({exc}); see {os.path.join(out, RUNS_LOG)}"
+    table = compare_view.waterfall(steps)
+    title = "evalharness compare --chain: " + " -> ".join(s["label"] for s in steps)
+    doc = {"steps": [{"label": s["label"], "job": s["job"], "dir": s["dir"]} for s in steps], "rows": table,
+           "loses_most": compare_view.loser(table)}  # fmt: skip
+    write_tables(out, CHAIN_FILES, title, compare_view.chain_section(table, out), doc)
+    return EXIT_OK if all(r["status"] == "complete" for r in table) else EXIT_STOPPED
+
+
+def _slug(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in label)[:80]
 
 
 def _given(args: argparse.Namespace) -> dict[str, Any]:

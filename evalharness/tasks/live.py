@@ -141,7 +141,7 @@ def live_task(
     values, ``model`` and ``dataset`` instances of their schemas extended with the task's fields,
     ``split`` the dataset split the run lists (None: the whole list).
 
-    A live class with ``typed_inputs`` (coco, inference_diff, benchmark) gets them typed: the task
+    A live class with ``typed_inputs`` (every built-in task) gets them typed: the task
     group as an instance of the definition's ``schema``, ``model`` and ``dataset`` as given, ``split`` as a
     keyword. Any other (a plug-in that reads plain values by key) gets them through this one
     adapter: plain JSON dicts, the split inside ``dataset`` as ``dataset["split"]``."""

@@ -12,18 +12,20 @@ from evalharness.core.errors import ConfigError
 from evalharness.core.schema import bounds
 from evalharness.stats.validity import Rule
 from evalharness.tasks.benchmark.view import BenchmarkView
+from evalharness.tasks.defaults import from_conf
 from evalharness.tasks.definition import Abilities, Rules, Scorer, TaskDefinition, register
 
 
 @dataclass
+@from_conf("benchmark")  # the defaults: conf/task/benchmark.yaml
 class BenchmarkSettings:
-    name: str = "benchmark"
-    num_runs: int = field(default=50, metadata=bounds(1))
-    min_secs: float = field(default=1.0, metadata=bounds(0.0))
-    max_runs: int = field(default=100000, metadata=bounds(1))
-    seed: int = 0
-    start_up: str = "as_found"  # cold | warm | both: start-ups measured again in child processes
-    op_profile: bool = False  # per-op time and placement after the loop (same as loop.op_profile)
+    name: str
+    num_runs: int = field(metadata=bounds(1))
+    min_secs: float = field(metadata=bounds(0.0))
+    max_runs: int = field(metadata=bounds(1))
+    seed: int
+    start_up: str  # cold | warm | both: start-ups measured again in child processes
+    op_profile: bool  # per-op time and placement after the loop (same as loop.op_profile)
 
 
 class RunCounter(Scorer):

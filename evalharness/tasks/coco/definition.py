@@ -21,6 +21,7 @@ from evalharness.tasks.coco.analysis import CURVES_FILE
 from evalharness.tasks.coco.comparison import DetectionComparison
 from evalharness.tasks.coco.scorer import CocoScorer, bootstrap_settings, load_ground_truth
 from evalharness.tasks.coco.view import TOOL_AP_LABEL, CocoView
+from evalharness.tasks.defaults import from_conf, setting
 from evalharness.tasks.definition import Abilities, Scorer, TaskDefinition, register
 from evalharness.tasks.metrics import Metric
 
@@ -51,18 +52,24 @@ class CocoModel:
 
 
 @dataclass
+@from_conf("coco")  # the defaults: conf/task/coco.yaml
 class CocoSettings:
-    name: str = "coco"
-    num_images: int = 0  # first N images in ascending image id; 0 = all
-    backend: str = "pycocotools"  # pycocotools | faster_coco_eval
-    tflite_tool_ap: bool = True  # also report AP as TFLite's coco_object_detection tool defines it
+    name: str
+    num_images: int  # first N images in ascending image id; 0 = all
+    backend: str  # pycocotools | faster_coco_eval
+    tflite_tool_ap: bool  # also report AP as TFLite's coco_object_detection tool defines it
     # fail the run when more than this fraction of detections map to no annotated category
-    max_unmapped_fraction: float = field(default=0.5, metadata=bounds(0.0, 1.0))
-    bootstrap_resamples: int = 1000  # image-level resamples of the AP intervals; 0 = no intervals
-    bootstrap_seed: int = 0  # the resamples' seed: rescore, merge and diff redraw the same images
+    max_unmapped_fraction: float = field(metadata=bounds(0.0, 1.0))
+    bootstrap_resamples: int  # image-level resamples of the AP intervals; 0 = no intervals
+    bootstrap_seed: int  # the resamples' seed: rescore, merge and diff redraw the same images
     # metrics.analysis: per-class table, PR curves, F1-optimal threshold, confusion matrix, TIDE
-    analysis: bool = True
-    tide: bool = False  # TIDE's breakdown (tidecv): opt in, the analysis' one costly part
+    analysis: bool
+    tide: bool  # TIDE's breakdown (tidecv): opt in, the analysis' one costly part
+
+
+# How a run recorded before the setting existed was made (tasks/defaults.py): pycocotools was the
+# only backend, a run had no analysis, and an analysis had TIDE in it.
+RECORDED_BEFORE = {"backend": "pycocotools", "analysis": False, "tide": True}
 
 
 @register
@@ -105,15 +112,17 @@ class CocoDefinition(TaskDefinition):
     comparison = DetectionComparison
     view = CocoView
 
+    def _setting(self, key: str) -> Any:
+        return setting(self.settings, self.name, key, RECORDED_BEFORE)
+
     def scorer(self, ground_truth: Any = None, backend: str | None = None) -> CocoScorer:
-        s = self.settings
         return CocoScorer(
             ground_truth,
-            backend or s.get("backend", "pycocotools"),
-            s.get("tflite_tool_ap", True),
+            backend or self._setting("backend"),
+            self._setting("tflite_tool_ap"),
             *bootstrap_settings(self.settings),
-            analysis=bool(s.get("analysis", False)),
-            tide=bool(s.get("tide", True)),
+            analysis=bool(self._setting("analysis")),
+            tide=bool(self._setting("tide")),
         )
 
     def rescorer(
@@ -126,7 +135,7 @@ class CocoDefinition(TaskDefinition):
         if top_k is not None:
             raise EvalHarnessError(f"--top-k applies to classification runs, not to task {self.name}")
         first = runs[0]
-        stored = first.metrics.get("backend") or self.settings.get("backend", "pycocotools")
+        stored = first.metrics.get("backend") or self._setting("backend")
         tflite = "tflite_tool" in first.metrics  # score what the run reported
         analysis = "analysis" in first.metrics
         tide = (first.metrics.get("analysis") or {}).get("tide", {}).get("reason") != TIDE_OFF

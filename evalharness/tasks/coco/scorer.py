@@ -12,6 +12,7 @@ from evalharness.rundir.reader import Run
 from evalharness.stats.coco_intervals import bootstrap_intervals
 from evalharness.stats.intervals import CONFIDENCE
 from evalharness.tasks.coco.store import DetectionStore
+from evalharness.tasks.defaults import setting
 from evalharness.tasks.definition import Scorer
 
 if TYPE_CHECKING:
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
 
 def bootstrap_settings(settings: Mapping[str, Any]) -> tuple[int, int]:
     """(resamples, seed) of the run's settings; runs made before them get the defaults."""
-    return int(settings.get("bootstrap_resamples", 1000)), int(settings.get("bootstrap_seed", 0))
+    resamples, seed = (setting(settings, "coco", key) for key in ("bootstrap_resamples", "bootstrap_seed"))
+    return int(resamples), int(seed)
 
 
 def load_ground_truth(run: Run) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from evalharness.core.schema import bounds
 from evalharness.rundir.reader import Run
 from evalharness.stats.classification_analysis import PerClassCounter
 from evalharness.stats.intervals import CONFIDENCE, wilson
+from evalharness.tasks.defaults import from_conf
 from evalharness.tasks.definition import Abilities, Scorer, TaskDefinition, register
 from evalharness.tasks.imagenet.comparison import ClassificationComparison
 from evalharness.tasks.imagenet.view import ImageNetView
@@ -45,10 +46,11 @@ class ImageNetDataset:
 
 
 @dataclass
+@from_conf("imagenet")  # the defaults: conf/task/imagenet.yaml
 class ImageNetSettings:
-    name: str = "imagenet"
-    top_k: int = field(default=10, metadata=bounds(1, 1000))  # report Top-1..Top-k
-    num_images: int = 0  # first N images in sorted file-name order; 0 = all
+    name: str
+    top_k: int = field(metadata=bounds(1, 1000))  # report Top-1..Top-k
+    num_images: int  # first N images in sorted file-name order; 0 = all
 
 
 class TopKScorer(Scorer):

@@ -13,7 +13,7 @@ recorded, never applied silently.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -34,12 +34,11 @@ from evalharness.data.preprocess import (
     preprocess_bytes,
     preprocess_file,
     preprocessing_provenance,
-    spec_from_config,
 )
-from evalharness.data.shard import Shard, listed, select_samples, sharded_identity
+from evalharness.data.shard import listed, select_samples, sharded_identity
 from evalharness.decoders.base import detector_decoder
-from evalharness.tasks.imagenet.definition import TopKScorer
-from evalharness.tasks.live import RecordEvaluator, Task, bound_input, image_cache_key
+from evalharness.tasks.imagenet.definition import ImageNetSettings, TopKScorer
+from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
 
 
 def classification_output(outputs: list[TensorInfo], model_path: str) -> TensorInfo:
@@ -93,21 +92,20 @@ class TopKEvaluator(RecordEvaluator):
 DATASET_FILES = ("ground_truth", "class_names", "synset_words", "devkit_meta")
 
 
-def read_request(
-    dataset: Mapping[str, Any], unscored: Counter[str], classes: ClassList | None = None
-) -> ReadRequest:
-    """What the dataset reader is given; ``dataset.format`` names a folder's ground-truth format
-    unless it names a container (or ``folder`` / ``auto``)."""
-    fmt = dataset["format"]
+def read_request(dataset: Any, unscored: Counter[str], classes: ClassList | None = None) -> ReadRequest:
+    """What the dataset reader is given (``dataset``: the typed dataset group, ImageNet's fields);
+    ``dataset.format`` names a folder's ground-truth format unless it names a container (or
+    ``folder`` / ``auto``)."""
+    fmt = dataset.format
     return ReadRequest(
-        dataset["root"],
-        dataset.get("ground_truth"),
-        dataset.get("class_names"),
-        dataset.get("synset_words"),
-        dataset.get("devkit_meta"),
+        dataset.root,
+        dataset.ground_truth,
+        dataset.class_names,
+        dataset.synset_words,
+        dataset.devkit_meta,
         "auto" if fmt in ("auto", "folder", *CONTAINERS) else fmt,
         unscored=unscored,
-        index_dir=dataset.get("index_dir"),
+        index_dir=dataset.index_dir,
         classes=ClassList() if classes is None else classes,
     )
 
@@ -115,36 +113,36 @@ def read_request(
 class ImageNetTask(Task):
     name = "imagenet"
     cacheable = True
+    typed_inputs = True
 
-    def __init__(self, task: dict[str, Any], model: dict[str, Any], dataset: dict[str, Any]) -> None:
+    def __init__(self, task: ImageNetSettings, model: Any, dataset: Any, split: Any = None) -> None:
         self.settings = task
-        self.top_k = task["top_k"]
-        self.model_path = model["path"]
-        self.labels_path = model["labels"]
-        self.spec = spec_from_config(model.get("preprocess"))
+        self.top_k = task.top_k
+        self.model_path = model.path
+        self.labels_path = model.labels
+        self.spec = checked_spec(model)
         self.dataset = dataset
         self.unscored: Counter[str] = Counter()
         self.assumptions: list[dict[str, Any]] = []
         self.classes = ClassList()  # the dataset's class list the reader used (index alignment)
         # one reader contract (data/dataset_reader.py): a folder and its ground truth, or a container
-        fmt = dataset["format"]
-        self.reader, detected = reader_for(fmt, read_request(dataset, self.unscored, self.classes))
+        self.reader, detected = reader_for(dataset.format, read_request(dataset, self.unscored, self.classes))
         if detected is not None:
             self.assumptions.append(detected)
         samples = self.reader.samples()
         unread = self.reader.assumption()
         if unread is not None:
             self.assumptions.append(unread)
-        own_files_scored(dataset["root"], self.unscored, [dataset.get(k) for k in DATASET_FILES])
-        warn_unscored(dataset["root"], self.unscored)
+        own_files_scored(dataset.root, self.unscored, [getattr(dataset, k) for k in DATASET_FILES])
+        warn_unscored(dataset.root, self.unscored)
         # As TFLite's tool: the first num_images in sorted file-name order; then this run's shard.
-        self.shard = Shard.from_config(dataset)
+        self.shard = shard_of(dataset, split)
         self.samples, self.full_samples = select_samples(
-            samples, task["num_images"], self.shard, dataset["root"], self.reader.shard_of
+            samples, task.num_images, self.shard, dataset.root, self.reader.shard_of
         )
         self.samples = self.reader.read_plan(self.samples)  # a container's: as stored, not by id
         # the list a split was cut from: its identity proves which images the other part holds
-        self.listed = listed(samples, task["num_images"]) if self.shard.split else None
+        self.listed = listed(samples, task.num_images) if self.shard.split else None
         self.cacheable = self.reader.per_sample_files
         # labels are read once the model's outputs are known (bind): a detector is told to use
         # task=coco before anything about its labels
@@ -204,7 +202,7 @@ class ImageNetTask(Task):
         out = classification_output(outputs, self.model_path)  # a detector is told task=coco first
         self.labels = read_label_file(self.labels_path)
         LabelMatcher(self.labels, self.labels_path).check_output_size(out.shape[-1])
-        self.offset = self._index_offset(self.dataset.get("label_offset", "auto"))
+        self.offset = self._index_offset(self.dataset.label_offset)
         self.scored_by = "name" if self.offset is None else "index"
         self.matcher = LabelMatcher(self.labels, self.labels_path, self.not_by_index)
         # Every ground-truth label must exist in the model's label file: fail before any image is read.
@@ -226,28 +224,32 @@ class ImageNetTask(Task):
         data = self.reader.open(sample)
         return [preprocess_bytes(data, sample.member.where, self.spec, bound_input(self))]
 
+    def _given(self, name: str) -> Any:
+        """A dataset field as the run read it: None when the reader did not read it."""
+        return None if name in self.reader.unread else getattr(self.dataset, name)
+
     def provenance(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.dataset.items() if k not in self.reader.unread}
+        d = self._given
         return {
             "dataset": {
-                "name": d.get("name"),
-                "format": d.get("format", "auto"),
+                "name": d("name"),
+                "format": self.dataset.format,
                 **self.reader.provenance(),
-                "root": self.dataset["root"],
+                "root": self.dataset.root,
                 **sharded_identity(
                     self.samples,
                     self.full_samples,
                     self.shard,
                     sample_entry,
                     self.listed,
-                    d.get("manifest") == "content",
+                    d("manifest") == "content",
                 ),
                 "truth_sha256": truth_hash(self.samples),
-                "ground_truth": d.get("ground_truth"),
-                "ground_truth_sha256": optional_sha256(d.get("ground_truth")),
-                "class_names_sha256": optional_sha256(d.get("class_names")),
-                "synset_words_sha256": optional_sha256(d.get("synset_words")),
-                "devkit_meta_sha256": optional_sha256(d.get("devkit_meta")),
+                "ground_truth": d("ground_truth"),
+                "ground_truth_sha256": optional_sha256(d("ground_truth")),
+                "class_names_sha256": optional_sha256(d("class_names")),
+                "synset_words_sha256": optional_sha256(d("synset_words")),
+                "devkit_meta_sha256": optional_sha256(d("devkit_meta")),
                 "unscored": dict(sorted(self.unscored.items())),
                 "scored_by": self.scored_by,  # index | name: how ground truth met the model's outputs
             },

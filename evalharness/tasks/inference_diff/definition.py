@@ -28,6 +28,7 @@ import numpy as np
 from evalharness.core.schema import bounds
 from evalharness.stats.decoded import DecodedScorer, failed_checks
 from evalharness.stats.intervals import CONFIDENCE, z_value
+from evalharness.tasks.defaults import from_conf, setting
 from evalharness.tasks.definition import Abilities, Rules, Scorer, TaskDefinition, register
 from evalharness.tasks.inference_diff.view import InferenceDiffView, OutputErrorsComparison
 
@@ -44,20 +45,21 @@ DECODED_IOU = 0.5  # a detector's boxes match at IoU >= this (COCO's AP50 thresh
 
 
 @dataclass
+@from_conf("inference_diff")  # the defaults: conf/task/inference_diff.yaml
 class InferenceDiffSettings:
-    name: str = "inference_diff"
-    num_runs: int = field(default=50, metadata=bounds(1))
-    seed: int = 0
-    min_cosine: float = 0.95  # above 1 every run trips the check (how tests force one)
-    zero_tol: float = field(default=1e-6, metadata=bounds(0.0))
-    fail_on_check: bool = True
+    name: str
+    num_runs: int = field(metadata=bounds(1))
+    seed: int
+    min_cosine: float  # above 1 every run trips the check (how tests force one)
+    zero_tol: float = field(metadata=bounds(0.0))
+    fail_on_check: bool
     # a detector's reference boxes compared decoded: those scored >= this (random inputs give a
     # detector a few confident boxes and many near-tied ones below ~0.15 that mean nothing)
-    decoded_min_score: float = 0.3
+    decoded_min_score: float
     # a detector: fewer boxes kept (same box and class) fails
-    min_decoded_agreement: float = field(default=0.9, metadata=bounds(0.0, 1.0))
+    min_decoded_agreement: float = field(metadata=bounds(0.0, 1.0))
     # a delegate config: TFLite's builtin kernels on one thread, as the seed tool's reference
-    reference_delegate: Any = field(default_factory=lambda: {"name": "reference", "num_threads": 1})
+    reference_delegate: Any
 
 
 class OutputErrorScorer(Scorer):
@@ -140,24 +142,26 @@ class InferenceDiffDefinition(TaskDefinition):
     def scorer(self, ground_truth: list[str] | None = None, decoded: str | None = None) -> OutputErrorScorer:
         """``ground_truth``: the model's output names (the live run knows them once bound);
         ``decoded``: how the outputs decode ('classifier', 'detector', None: no decoder)."""
-        s = self.settings
         extra = (
             {
                 "min_score": self.decoded_min_score(),
                 "iou_threshold": DECODED_IOU,
                 "match": "any class",
-                "min_agreement": float(s.get("min_decoded_agreement", 0.9)),
+                "min_agreement": float(self._setting("min_decoded_agreement")),
             }
             if decoded == "detector"
             else {}
         )
         return OutputErrorScorer(
             ground_truth or [],
-            float(s.get("min_cosine", 0.95)),
-            float(s.get("zero_tol", 1e-6)),
+            float(self._setting("min_cosine")),
+            float(self._setting("zero_tol")),
             DecodedScorer(decoded, extra),
-            float(s.get("min_decoded_agreement", 0.9)),
+            float(self._setting("min_decoded_agreement")),
         )
 
     def decoded_min_score(self) -> float:
-        return float(self.settings.get("decoded_min_score", 0.3))
+        return float(self._setting("decoded_min_score"))
+
+    def _setting(self, key: str) -> Any:
+        return setting(self.settings, self.name, key)

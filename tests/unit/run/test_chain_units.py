@@ -8,8 +8,8 @@ import math
 import pytest
 
 from evalharness.core.errors import ConfigError
-from evalharness.run.chain import chain_steps
-from evalharness.run.chain_view import loser
+from evalharness.run.compare import chain_steps
+from evalharness.run.compare_view import loser
 from evalharness.stats.score_snr import topk_snr_db
 
 

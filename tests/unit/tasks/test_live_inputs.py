@@ -1,5 +1,5 @@
 """The one way a live task gets a run's settings (tasks.live.live_task): typed for a class that says
-``typed_inputs`` (the built-in tasks but imagenet, for now), plain dicts for a plug-in that reads
+``typed_inputs`` (every built-in task), plain dicts for a plug-in that reads
 them by key."""
 
 from __future__ import annotations
@@ -81,3 +81,11 @@ def test_a_plug_in_that_reads_by_key_gets_plain_dicts_with_the_split_in_the_data
     assert task == TASK and type(model) is dict and model["path"] == "m.tflite"
     assert dataset["root"] == "/d" and dataset["split"] == {"fraction": 0.5, "part": "held_out"}
     assert "split" not in _made(monkeypatch, Plain, None)[2]
+
+
+@pytest.mark.parametrize("name", ["imagenet", "coco", "inference_diff", "benchmark"])
+def test_every_built_in_live_half_takes_typed_inputs(name: str) -> None:
+    """No built-in task reads its groups by key: the plain-dict adapter is for plug-ins only."""
+    from evalharness.tasks.discovery import definition_for
+
+    assert live.live_class(definition_for(name)).typed_inputs
