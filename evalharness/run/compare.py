@@ -37,7 +37,6 @@ from evalharness.core.errors import ConfigError, EvalHarnessError
 from evalharness.core.schema import check
 from evalharness.core.untrusted import read_json
 from evalharness.loop.interleave import InterleaveSettings
-from evalharness.rundir.files import METRICS_FILE
 from evalharness.run.candidates import RUNS_LOG, last_error, run_all, single_run, sweep_job, write_tables
 from evalharness.rundir.state import hold
 from evalharness.settings.groups import RunSettings
