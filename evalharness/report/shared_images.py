@@ -91,8 +91,6 @@ def restricted(run: Run, ids: set, key: str) -> Run:
     """``run`` as it reads on the images ``ids``: its records cut to them, its metrics recomputed
     from those records by the task's scorer (only what the scorer makes: no stored figure of every
     image survives into the view)."""
-    view = Run(run.label, run.dir, {**run.doc})
+    view = run.with_metrics(run.metrics)
     view.__dict__["predictions"] = [r for r in run.predictions if r[key] in ids]  # the cached property
-    metrics = metrics_for_schema(recompute(view), run.doc.get("schema_version", 1))
-    view.doc["metrics"] = metrics
-    return view
+    return view.with_metrics(metrics_for_schema(recompute(view), run.document.schema_version))

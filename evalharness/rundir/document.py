@@ -19,8 +19,8 @@ from typing import Any
 from evalharness.core.documents import FailureDocument, JSONMap, RunDocument
 from evalharness.core.escape import terminal
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE, RunWriter
+from evalharness.rundir.metrics_file import SCHEMA_VERSION
 
-SCHEMA_VERSION = 4
 # metrics keys each schema version added (2: confidence intervals; 3 adds no metric, only
 # provenance.delegate.cache, the compile caches' cold/warm record; 4: the error analysis). A
 # document of an older version lacks them: a rescore does not count them as mismatches, a merge of
