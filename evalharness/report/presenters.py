@@ -60,13 +60,12 @@ class _Missing(dict):
         return "None"
 
 
-def summary_lines(definition: TaskDefinition, doc: Mapping[str, Any]) -> list[str]:
-    """The ``results.txt`` lines (and what the run prints): a line per declared metric, the interval
-    line of those that have one, then whatever the task's view makes of them."""
-    metrics = doc.get("metrics") or {}
+def metric_lines(definition: TaskDefinition, metrics: Mapping[str, Any]) -> list[str]:
+    """The generic ``results.txt`` lines of a result (:func:`evalharness.report.summary.results_lines`
+    adds the task view's): a line per declared metric, the interval line of those that have one; a
+    task that declares none, a line per number."""
     if not definition.metrics:
-        lines = [f"{k}: {v:g}" for k, v in headline(definition, metrics).items()]
-        return view_of(definition).summary_lines(doc, lines)
+        return [f"{k}: {v:g}" for k, v in headline(definition, metrics).items()]
     lines = [
         f"{m.text(m.label, name)}: {m.number(metrics, name) * m.scale:{m.format}}"
         for m in definition.metrics
@@ -78,7 +77,7 @@ def summary_lines(definition: TaskDefinition, doc: Mapping[str, Any]) -> list[st
         how = _fill(with_interval[0].interval_how, {**metrics, **intervals})
         shown = [(m.text(m.title, n), intervals.get(n)) for m in with_interval for n in m.picked(metrics)]
         lines += interval_lines(intervals, how, shown)
-    return view_of(definition).summary_lines(doc, lines)
+    return lines
 
 
 def verdict(definition: TaskDefinition, diff: Mapping[str, Any]) -> str:

@@ -77,9 +77,10 @@ def on_shared_images(a: Run, b: Run, comp: Comparability) -> tuple[Run, Run, Pai
 def _why(held: Run, other: Run, left_out: int) -> str:
     """Why images are left out: the split's other part built the held-out run's variant (and the
     held-out run may have stopped before its end: then the rest is said apart)."""
-    whole = held.prov("dataset.split.whole.count") or 0
-    built = whole - (held.prov("dataset.shard.full_count") or held.prov("dataset.count") or 0)
-    calibrated = held.prov("model.quant.calibration.source") == "dataset"
+    dataset = held.provenance.dataset
+    whole = (dataset.split.whole.count if dataset.split and dataset.split.whole else None) or 0
+    built = whole - ((dataset.shard.full_count if dataset.shard else None) or dataset.count or 0)
+    calibrated = held.provenance.model.quant.calibration.get("source") == "dataset"
     verb = "calibrated" if calibrated else "calibrated or searched"
     text = f"{built} images {verb} run {held.label}'s variant"
     if built == left_out:

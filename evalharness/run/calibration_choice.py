@@ -13,8 +13,8 @@ once the dataset's size is known, so the default never quietly calibrates on a f
   list): the bundled set (the setting's ``roots``), and the summary says its size and what such a
   set has cost on real models (:data:`BUNDLED_RISK`).
 
-What was chosen and why is ``provenance.model.quant.calibration.choice``; the summary line is made
-from it (:func:`calibration_line`).
+What was chosen and why is ``provenance.model.quant.calibration.choice``; the run summary's
+``Calibrated:`` line is made from it (:func:`evalharness.report.summary.calibration_line`).
 """
 
 from __future__ import annotations
@@ -71,40 +71,3 @@ def choose(cal: CalibrationSchema, listed: int | None, why_not: str | None = Non
     reason = f"the dataset has {listed} images (>= {least}): {count}, evenly spread, calibrate, not scored"
     calibration = CalibrationSchema(name=AUTO, source="dataset")
     return Choice(calibration, split, {**record, "chosen": "dataset", "reason": reason})
-
-
-def clipped(checks: dict[str, Any] | None) -> str | None:
-    """What the run measured of a clipped range: the integer outputs that reached their type's top
-    value, on how many of the scored samples (``output_checks``; None: none did)."""
-    checks = checks or {}
-    n = checks.get("samples") or 0
-    hit = [o for o in checks.get("outputs") or [] if o.get("at_max_samples")]
-    if not n or not hit:
-        return None
-    parts = [f"{o['name']} on {o['at_max_samples']} of {n}" for o in hit]
-    text = "measured: integer output at its top value (" + ", ".join(parts) + " images)"
-    if any(2 * o["at_max_samples"] >= n for o in hit):
-        text += ", most of them: if calibration clipped its range, the top answers tie there (explain)"
-    return text
-
-
-def calibration_line(quant: dict[str, Any], checks: dict[str, Any] | None = None) -> str | None:
-    """The summary's ``Calibrated:`` line of ``provenance.model.quant``: source, count, the ids'
-    hash, for the bundled fallback its size and risk, and what the run measured of a clipped
-    output range (``checks``: the run's ``output_checks``); None: nothing was calibrated."""
-    cal = quant.get("calibration")
-    if not cal:
-        return None
-    ids = str(cal.get("manifest_sha256") or "?")[:12]
-    choice = cal.get("choice") or {}
-    count = cal.get("count")
-    if cal.get("source") == "dataset":
-        what = f"{count} images of the dataset, not scored (the run reports on the rest)"
-    else:
-        what = f"{count} images from quant.calibration.roots ({cal.get('name') or 'roots'})"
-    text = f"  Calibrated: {what}; ids sha256 {ids}"
-    if choice.get("chosen") == "bundled" and (count or 0) < choice.get("min_dataset_images", 0):
-        text += f"; not a slice of the dataset because {choice.get('reason')}; risk: {choice.get('risk')}"
-        text += "; calibrate on images like yours: quant.calibration.roots=[DIR]"
-    measured = clipped(checks)
-    return text + (f"; {measured}" if measured else "")

@@ -48,9 +48,9 @@ def flag(source: Mapping[str, Any], key: str) -> bool | None:
 
 
 def items(source: Mapping[str, Any], key: str) -> tuple[Any, ...]:
-    """``source[key]`` when it is a JSON list, else ``()``."""
+    """``source[key]`` when it is a JSON list (or a tuple: a document built in memory), else ``()``."""
     value = source.get(key)
-    return tuple(value) if isinstance(value, list) else ()
+    return tuple(value) if isinstance(value, list | tuple) else ()
 
 
 def objects(source: Mapping[str, Any], key: str) -> tuple[JSONMap, ...]:
@@ -63,11 +63,13 @@ def strings(source: Mapping[str, Any], key: str) -> tuple[str, ...]:
     return tuple(str(v) for v in items(source, key))
 
 
-def counts(source: Mapping[str, Any], key: str) -> dict[str, int]:
-    """A map of names to whole counts (``ops_on_cpu_by_type``); entries of another type left out."""
-    return {
-        str(k): v for k, v in mapping(source, key).items() if isinstance(v, int) and not isinstance(v, bool)
-    }
+def counts(source: Mapping[str, Any], key: str) -> dict[str, int] | None:
+    """A map of names to whole counts (``ops_on_cpu_by_type``), entries of another type left out;
+    None when not recorded."""
+    found = optional_mapping(source, key)
+    if found is None:
+        return None
+    return {str(k): v for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def dig(doc: Mapping[str, Any], dotted: str, default: Any = None) -> Any:

@@ -16,7 +16,7 @@ field by field (rescore, merge, resume) reads it through :mod:`evalharness.rundi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +82,12 @@ class LatencyStats:
         p50, p90, p99 = number(raw, "p50"), number(raw, "p90"), number(raw, "p99")
         return cls(integer(raw, "count"), mean, std, low, high, p50, p90, p99, raw)
 
+    def figures(self, names: Iterable[str]) -> list[float | None]:
+        """The statistics named (``mean``, ``p50``, ...), in that order: the columns of a table."""
+        known = {"mean": self.mean, "std": self.std, "min": self.min, "max": self.max}
+        known |= {"p50": self.p50, "p90": self.p90, "p99": self.p99}
+        return [known[name] for name in names]
+
 
 @dataclass(frozen=True)
 class Latency:
@@ -115,7 +121,12 @@ class Latency:
     @property
     def valid(self) -> bool | None:
         """Whether the invoke latencies are a valid measurement; None when not judged."""
-        return None if self.validity is None else bool(self.validity.get("valid"))
+        return None if self.validity is None or "valid" not in self.validity else bool(self.validity["valid"])
+
+    @property
+    def block_cv(self) -> float | None:
+        """The coefficient of variation of the ~0.1 s block means the validity was judged by."""
+        return number(self.validity or {}, "cv")
 
     @property
     def problems(self) -> tuple[str, ...]:

@@ -87,7 +87,7 @@ class Coverage:
     ops_delegated: int | None = None
     partitions: int | None = None
     fraction: float | None = None
-    ops_on_cpu_by_type: dict[str, int] = field(default_factory=dict)
+    ops_on_cpu_by_type: dict[str, int] | None = None
     source: str | None = None
     device: JSONMap = field(default_factory=dict)
     raw: JSONMap = field(default_factory=dict, repr=False)
@@ -153,12 +153,13 @@ class SplitRecord:
     """``provenance.dataset.split``: a run on the held-out part of a list (``whole``: that list)."""
 
     part: str | None = None
-    whole: JSONMap = field(default_factory=dict)
+    whole: DatasetRecord | None = None  # None: a split recorded before ``whole`` was
     raw: JSONMap = field(default_factory=dict, repr=False)
 
     @classmethod
     def parse(cls, raw: JSONMap) -> SplitRecord:
-        return cls(text(raw, "part"), mapping(raw, "whole"), raw)
+        whole = mapping(raw, "whole")
+        return cls(text(raw, "part"), DatasetRecord.parse(whole) if whole else None, raw)
 
 
 @dataclass(frozen=True)
@@ -199,6 +200,11 @@ class DatasetRecord:
             text(mapping(raw, "index"), "dir"),
             raw,
         )
+
+    @property
+    def held_out(self) -> bool:
+        """The run scored the held-out part of a split (its variant was calibrated on the rest)."""
+        return self.split is not None and self.split.part == "held_out"
 
 
 @dataclass(frozen=True)
@@ -256,6 +262,10 @@ class RunConfig:
         """The ``name`` config group (``task``, ``delegate``, ``model``, ...), ``{}`` when absent."""
         return mapping(self.raw, name)
 
+    def section(self, name: str, key: str) -> JSONMap:
+        """The object ``key`` of the ``name`` group (``model.decoder``), ``{}`` when absent."""
+        return mapping(self.group(name), key)
+
 
 @dataclass(frozen=True)
 class Provenance:
@@ -300,9 +310,14 @@ class Provenance:
         return dig(self.raw, dotted)
 
     @property
+    def model_input(self) -> JSONMap:
+        """``preprocessing.input``: the model input tensor the recipe filled (size, dtype, scale)."""
+        return mapping(self.preprocessing, "input")
+
+    @property
     def input_dtype(self) -> str:
         """The model input tensor's type as the preprocessing recorded it ("" when not recorded)."""
-        return str(mapping(self.preprocessing, "input").get("dtype", ""))
+        return str(self.model_input.get("dtype", ""))
 
     @property
     def loop_shape(self) -> str | None:

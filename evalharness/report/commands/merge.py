@@ -23,10 +23,11 @@ from collections import Counter
 
 from evalharness.core.documents import RunDocument
 from evalharness.report.outputs import check_output_dir
-from evalharness.report.presenters import summary_lines
 from evalharness.report.runs import ReportError, definition_of, malformed
+from evalharness.report.summary import results_lines
 from evalharness.rundir.document import has_document, holds_run, run_document, write_run
 from evalharness.rundir.files import RESULTS_FILE, RunWriter
+from evalharness.rundir.metrics_file import parse_document
 from evalharness.rundir.provenance_record import ShardRecord
 from evalharness.rundir.reader import Run, load_run
 from evalharness.rundir.state import hold
@@ -113,6 +114,7 @@ def _shard(run: Run) -> ShardRecord:
 def merged_predictions(runs: list[Run]) -> list[dict]:
     """Every shard's records in dataset order; a sample scored twice is refused."""
     key = definition_of(runs[0]).abilities.sample_key
+    assert key is not None  # check_shards took only mergeable tasks, which name their sample key
     records = [rec for run in runs for rec in run.predictions]
     dupes = [k for k, n in Counter(rec[key] for rec in records).items() if n > 1]
     if dupes:
@@ -213,7 +215,7 @@ def _merge_into(runs: list[Run], out_dir: str, provenance: dict | None, claimed:
     for rec in preds:
         writer.append(rec)
     writer.close()
-    write_run(writer, doc, summary_lines(definition, doc), artifacts)
+    write_run(writer, doc, results_lines(definition, parse_document(doc)), artifacts)
     return doc
 
 

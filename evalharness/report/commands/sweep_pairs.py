@@ -41,7 +41,7 @@ def _groups(jobs: list[dict]) -> list[list[dict]]:
         run = job["doc"]
         if run is None or run.status != "complete" or not run.task:
             continue
-        groups.setdefault((run.task, run.prov("dataset.manifest_sha256")), []).append(job)
+        groups.setdefault((run.task, run.provenance.dataset.manifest_sha256), []).append(job)
     return [g for g in groups.values() if len(g) > 1]
 
 

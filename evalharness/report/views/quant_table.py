@@ -228,8 +228,8 @@ def host_note(runs: dict, rows: list[dict]) -> str:
     for r in rows:
         if r["status"] in SCORED:
             run = runs[r["run"]]
-            features = run.prov("host.cpu_features") or []
-            return f"host CPU: {run.prov('host.cpu', '?')}; features: {', '.join(features) or 'none listed'}"
+            host = run.provenance.host
+            return f"host CPU: {host.cpu or '?'}; features: {', '.join(host.cpu_features) or 'none listed'}"
     return "host CPU: unknown (no job completed)"
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from evalharness.data.shard import Split
-from evalharness.run.calibration_choice import calibration_line, choose, is_auto
+from evalharness.report.summary import calibration_line
+from evalharness.run.calibration_choice import choose, is_auto
 from evalharness.run.groups import CalibrationSchema
 
 AUTO = CalibrationSchema(name="auto", source="auto", roots=("/b/images",), num_images=100)

@@ -81,7 +81,8 @@ def test_every_block_reads_as_attributes():
     assert prov.delegate.coverage.ops_on_cpu_by_type == {"SOFTMAX": 1}  # an edited entry left out
     assert prov.delegate.library_sha256 == "l" * 64 and prov.delegate.cache == ()
     assert prov.dataset.shard is not None and prov.dataset.shard.full_count == 10
-    assert prov.dataset.split is not None and prov.dataset.split.whole == {"count": 8}
+    split = prov.dataset.split
+    assert split is not None and split.whole is not None and split.whole.count == 8
     assert prov.dataset.index_dir == "/idx" and prov.labels.names_sha256 == "c" * 64
     assert (
         prov.host.cpu_features == ("avx",)
