@@ -80,7 +80,8 @@ def _why(held: Run, other: Run, left_out: int) -> str:
     dataset = held.provenance.dataset
     whole = (dataset.split.whole.count if dataset.split and dataset.split.whole else None) or 0
     built = whole - ((dataset.shard.full_count if dataset.shard else None) or dataset.count or 0)
-    calibrated = held.provenance.model.quant.calibration.get("source") == "dataset"
+    calibration = held.provenance.model.quant.calibration
+    calibrated = calibration is not None and calibration.source == "dataset"
     verb = "calibrated" if calibrated else "calibrated or searched"
     text = f"{built} images {verb} run {held.label}'s variant"
     if built == left_out:

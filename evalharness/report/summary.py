@@ -16,6 +16,7 @@ from evalharness.report.runs import definition_of
 from evalharness.report.views.repair_view import verdict
 from evalharness.rundir.json_fields import JSONMap
 from evalharness.rundir.metrics_file import Document
+from evalharness.rundir.provenance_record import QuantRecord
 from evalharness.stats.intervals import fmt_interval
 from evalharness.tasks.definition import TaskDefinition, view_of
 
@@ -25,7 +26,7 @@ HEADING = "== summary"
 def results_lines(definition: TaskDefinition, document: Document) -> list[str]:
     """The ``results.txt`` lines (and what the run prints): a line per declared metric, the interval
     line of those that have one, then whatever the task's view makes of them."""
-    return view_of(definition).summary_lines(document, metric_lines(definition, document.metrics.values))
+    return view_of(definition).summary_lines(document, metric_lines(definition, document.metrics))
 
 
 def summary_block(document: Document, run_dir: str | None = None) -> list[str]:
@@ -36,7 +37,7 @@ def summary_block(document: Document, run_dir: str | None = None) -> list[str]:
         _speed(document),
         _latency_validity(document),
         _delegate(document),
-        calibration_line(document.provenance.model.quant.raw, document.output_checks),
+        calibration_line(document.provenance.model.quant, document.output_checks),
         _repair(document),
         *_assumed(document),
         _status(document),
@@ -59,7 +60,7 @@ def _what_ran(doc: Document) -> str:
 def _accuracy(doc: Document) -> str | None:
     """The task's headline figure with its interval and the interval's method, named."""
     try:
-        headline = headline_accuracy(definition_of(doc), doc.metrics.values)
+        headline = headline_accuracy(definition_of(doc), doc.metrics)
     except Exception:  # noqa: BLE001 - a document this code cannot read has no headline to show
         return None
     if headline is None:
@@ -149,24 +150,23 @@ def clipped(checks: JSONMap | None) -> str | None:
     return text
 
 
-def calibration_line(quant: JSONMap, checks: JSONMap | None = None) -> str | None:
+def calibration_line(quant: QuantRecord, checks: JSONMap | None = None) -> str | None:
     """The summary's ``Calibrated:`` line of ``provenance.model.quant``: source, count, the ids'
     hash, for the bundled fallback its size and risk (the choice made by
     :mod:`evalharness.run.calibration_choice`), and what the run measured of a clipped output range
     (``checks``: the run's ``output_checks``); None: nothing was calibrated."""
-    cal = quant.get("calibration")
-    if not cal:
+    cal = quant.calibration
+    if cal is None:
         return None
-    ids = str(cal.get("manifest_sha256") or "?")[:12]
-    choice = cal.get("choice") or {}
-    count = cal.get("count")
-    if cal.get("source") == "dataset":
+    ids = (cal.manifest_sha256 or "?")[:12]
+    choice, count = cal.choice, cal.count
+    if cal.source == "dataset":
         what = f"{count} images of the dataset, not scored (the run reports on the rest)"
     else:
-        what = f"{count} images from quant.calibration.roots ({cal.get('name') or 'roots'})"
+        what = f"{count} images from quant.calibration.roots ({cal.name or 'roots'})"
     text = f"  Calibrated: {what}; ids sha256 {ids}"
-    if choice.get("chosen") == "bundled" and (count or 0) < choice.get("min_dataset_images", 0):
-        text += f"; not a slice of the dataset because {choice.get('reason')}; risk: {choice.get('risk')}"
+    if choice.chosen == "bundled" and (count or 0) < (choice.min_dataset_images or 0):
+        text += f"; not a slice of the dataset because {choice.reason}; risk: {choice.risk}"
         text += "; calibrate on images like yours: quant.calibration.roots=[DIR]"
     measured = clipped(checks)
     return text + (f"; {measured}" if measured else "")

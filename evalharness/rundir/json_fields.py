@@ -3,7 +3,8 @@
 A metrics.json read back may be older than this code or edited by hand: a key may be missing or
 hold another type. Each reader here answers the type it promises or its empty value (None, ``{}``,
 ``()``), never an exception, so the typed document says "not recorded" exactly where the string-key
-reads it replaces (``doc.get(k) or {}``) did. Only :mod:`evalharness.rundir` reads JSON this way.
+reads it replaces (a missing key read as an empty object) did. Only :mod:`evalharness.rundir` reads
+JSON this way.
 """
 
 from __future__ import annotations

@@ -28,17 +28,60 @@ from evalharness.rundir.json_fields import (
 
 
 @dataclass(frozen=True)
+class CalibrationChoice:
+    """``calibration.choice``: why ``quant/calibration=auto`` took a slice of the dataset or the
+    bundled set (run/calibration_choice.py)."""
+
+    chosen: str | None = None  # dataset | bundled
+    min_dataset_images: int | None = None
+    reason: str | None = None
+    risk: str | None = None
+
+    @classmethod
+    def parse(cls, raw: JSONMap) -> CalibrationChoice:
+        least = integer(raw, "min_dataset_images")
+        return cls(text(raw, "chosen"), least, text(raw, "reason"), text(raw, "risk"))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """``provenance.model.quant.calibration``: the images a quantized variant was calibrated on."""
+
+    source: str | None = None  # dataset: a slice of the run's own list, not scored
+    name: str | None = None
+    count: int | None = None
+    manifest_sha256: str | None = None  # of the calibration ids
+    choice: CalibrationChoice = field(default_factory=CalibrationChoice)
+    raw: JSONMap = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def parse(cls, raw: JSONMap) -> Calibration:
+        choice = CalibrationChoice.parse(mapping(raw, "choice"))
+        return cls(
+            text(raw, "source"),
+            text(raw, "name"),
+            integer(raw, "count"),
+            text(raw, "manifest_sha256"),
+            choice,
+            raw,
+        )
+
+
+@dataclass(frozen=True)
 class QuantRecord:
     """``provenance.model.quant``: the variant made (``name`` none for the model as given)."""
 
     name: str | None = None
-    calibration: JSONMap = field(default_factory=dict)
+    calibration: Calibration | None = None  # None: nothing was calibrated
     repair: JSONMap | None = None  # quant.max_drop: the held-out verdict of a repair
     raw: JSONMap = field(default_factory=dict, repr=False)
 
     @classmethod
     def parse(cls, raw: JSONMap) -> QuantRecord:
-        return cls(text(raw, "name"), mapping(raw, "calibration"), optional_mapping(raw, "repair"), raw)
+        cal = mapping(raw, "calibration")
+        return cls(
+            text(raw, "name"), Calibration.parse(cal) if cal else None, optional_mapping(raw, "repair"), raw
+        )
 
 
 @dataclass(frozen=True)

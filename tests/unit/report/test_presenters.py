@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from evalharness.report import presenters
 from evalharness.report.summary import results_lines
-from evalharness.rundir.metrics_file import parse_document
+from evalharness.rundir.metrics_file import Metrics, parse_document
 from evalharness.tasks.definition import Abilities, TaskDefinition
 from evalharness.tasks.metrics import Metric
 from evalharness.tasks.view import TaskView
@@ -63,8 +63,9 @@ def test_a_view_extends_the_generic_lines():
 
 def test_headline_names_and_accuracy():
     assert presenters.headline(Toy({}), METRICS) == {"err": 0.25, "hits": 3, "deep": 0.5}
-    assert presenters.headline_accuracy(Toy({}), METRICS) == ("err", 0.25, [0.2, 0.3], "normal")
-    assert presenters.headline_accuracy(Speed({}), {"num_scored": 3}) is None
+    lead = presenters.headline_accuracy(Toy({}), Metrics.parse(METRICS))
+    assert lead == ("err", 0.25, [0.2, 0.3], "normal")
+    assert presenters.headline_accuracy(Speed({}), Metrics.parse({"num_scored": 3})) is None
     assert presenters.headline(Speed({}), {"num_scored": 3, "x": {"y": 1.5}}) == {"num_scored": 3, "x.y": 1.5}
 
 
