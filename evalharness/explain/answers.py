@@ -30,13 +30,13 @@ class Answers:
         graph, run = side.graph, side.run
         self.outputs, self.deq = list(graph.outputs), deq
         self.min_score, self.iou = float(options["min_score"]), float(options["iou"])
-        decoder = dict(run.prov("config.model.decoder") or {})
+        decoder = dict(run.provenance.config.section("model", "decoder"))
         self.decoder = None
         if decoder.get("name"):
             self.kind = "detector"
             self.decoder = build_decoder(decoder.pop("name"), decoder)
             infos = [deq.infos[t] for t in self.outputs]  # runtime shapes (a custom op: unset in the file)
-            size = run.prov("preprocessing.input") or {}
+            size = run.provenance.model_input
             self.decoder.bind(infos, (int(size.get("height", 1)), int(size.get("width", 1))), graph.path)
         elif len(self.outputs) == 1 and _is_vector(graph.tensor_signature(self.outputs[0])[0]):
             self.kind = "classifier"

@@ -91,13 +91,13 @@ def write_bundle(folder: str, ctx, culprit: int | None) -> dict:
         sides[label] = {
             "model": os.path.basename(path),
             "model_sha256": sha256_file(path),
-            "source_model": run.prov("model.path"),
-            "source_sha256": run.prov("model.sha256"),
-            "delegate": run.prov("config.delegate") or run.prov("delegate.flags"),
-            "runner": run.prov("config.runner") or {"name": "host"},
+            "source_model": run.provenance.model.path,
+            "source_sha256": run.provenance.model.sha256,
+            "delegate": run.provenance.config.group("delegate") or run.provenance.delegate.flags,
+            "runner": run.provenance.config.group("runner") or {"name": "host"},
             "runtime": side.runtime,
             "op_resolver": side.plan.op_resolver,
-            "libraries": _libraries(run.prov("config.delegate") or {}, side.plan.external_path),
+            "libraries": _libraries(run.provenance.config.group("delegate"), side.plan.external_path),
         }
     buffer = _npz(arrays)
     atomic_write_bytes(os.path.join(folder, "tensors.npz"), buffer)

@@ -34,12 +34,12 @@ DIVERGED_DB = 40.0  # float conversions stay far above (about 100 dB); a broken 
 
 def is_conversion(a: Run, b: Run) -> bool:
     """Whether one of the runs ran a source model (ONNX, ``.pt2``): explain across a conversion."""
-    return any(source_format(str(r.prov("model.path") or "")) is not None for r in (a, b))
+    return any(source_format(str(r.provenance.model.path or "")) is not None for r in (a, b))
 
 
 def explain_conversion(a: Run, b: Run, max_changed: int = 10, controls: int | None = None) -> dict[str, Any]:
     """The explanation document of a source run against its ``.tflite`` run (either order)."""
-    formats = [source_format(str(r.prov("model.path") or "")) for r in (a, b)]
+    formats = [source_format(str(r.provenance.model.path or "")) for r in (a, b)]
     if (formats[0] is None) == (formats[1] is None):
         raise ExplainError(
             "explain across a conversion needs one source model (ONNX, .pt2) run and one .tflite run; "
@@ -71,9 +71,9 @@ def explain_conversion(a: Run, b: Run, max_changed: int = 10, controls: int | No
     if fmt.name == "ONNX":
         from evalharness.runtime.onnx_trace import onnx_nodes, onnx_trace
 
-        nodes = onnx_nodes(str(source.prov("model.path")))
+        nodes = onnx_nodes(str(source.provenance.model.path))
         mapped, unmapped = map_ops(targets, nodes)
-        traced = onnx_trace(str(source.prov("model.path")), feeds, [str(m["tensor"]) for m in mapped])
+        traced = onnx_trace(str(source.provenance.model.path), feeds, [str(m["tensor"]) for m in mapped])
         source_ops = len(nodes)
     else:
         mapped, unmapped, traced, source_ops = [], [], [], None
@@ -84,10 +84,10 @@ def explain_conversion(a: Run, b: Run, max_changed: int = 10, controls: int | No
         "source": {
             "run": source.label,
             "dir": source.dir,
-            "path": source.prov("model.path"),
+            "path": source.provenance.model.path,
             "format": fmt.name,
         },
-        "target": {"run": target.label, "dir": target.dir, "path": target.prov("model.path")},
+        "target": {"run": target.label, "dir": target.dir, "path": target.provenance.model.path},
         "images": {"changed": changed, "controls": control, "changed_in_all": total},
         "mapping": {
             "tflite_ops": len(graph.ops),

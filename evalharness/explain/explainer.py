@@ -196,9 +196,9 @@ def _run_identity(side) -> dict:
     run = side.run
     return {
         "dir": run.dir,
-        "model": run.prov("model.path"),
-        "sha256": run.prov("model.sha256"),
-        "delegate": run.prov("delegate.name"),
+        "model": run.provenance.model.path,
+        "sha256": run.provenance.model.sha256,
+        "delegate": run.provenance.delegate.name,
         "op_resolver": side.plan.op_resolver,
         "runtime": side.runtime,
     }

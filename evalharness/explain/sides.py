@@ -81,7 +81,7 @@ def open_side(run: Run, label: str, workdir: str) -> Side:
 
 def checked_model_path(run: Run) -> str:
     """The run's model file, refused (exit 2) when missing or changed since the run (its sha256)."""
-    path, recorded = run.prov("model.path"), run.prov("model.sha256")
+    path, recorded = run.provenance.model.path, run.provenance.model.sha256
     if not path or not os.path.isfile(path):
         raise ExplainError(f"run {run.label}: model file {path!r} (provenance.model.path) not found")
     if recorded and sha256_file(path) != recorded:
@@ -94,12 +94,12 @@ def checked_model_path(run: Run) -> str:
 
 def run_path(run: Run) -> tuple[DelegatePlan, str, RunnerSettings]:
     """(delegate plan, runtime, runner) the run ran with, planned again for its runner."""
-    delegate = run.prov("config.delegate") or run.prov("delegate.flags")
+    delegate = run.provenance.config.group("delegate") or run.provenance.delegate.flags
     if not delegate:
         raise ExplainError(f"run {run.label}: no delegate config recorded (provenance.config.delegate)")
-    runner = check_runner(run.prov("config.runner") or {"name": "host"}, latency_only_task=False)
+    runner = check_runner(run.provenance.config.group("runner") or {"name": "host"}, latency_only_task=False)
     plan = plan_delegate(delegate, runner.name)
-    return plan, run.prov("runtime.name", "litert"), runner
+    return plan, run.provenance.runtime.name or "litert", runner
 
 
 def check_pair(a: Run, b: Run, ga: ModelGraph, gb: ModelGraph) -> dict[int, int]:
@@ -129,7 +129,7 @@ def check_pair(a: Run, b: Run, ga: ModelGraph, gb: ModelGraph) -> dict[int, int]
             f"{ga.path} and {gb.path}: {len(differing)} activation tensors differ in shape "
             f"(first: {ga.tensor_name(differing[0])!r}); explain needs tensors it can feed across"
         )
-    recipe = field_differences(a.prov("preprocessing"), b.prov("preprocessing"), INPUT_FIELDS)
+    recipe = field_differences(a.provenance.preprocessing, b.provenance.preprocessing, INPUT_FIELDS)
     if recipe:
         raise ExplainError(
             "the runs' preprocessing differs (" + "; ".join(recipe) + "); the answer would change "
@@ -155,16 +155,16 @@ def _match_tensors(ga: ModelGraph, gb: ModelGraph) -> dict[int, int] | None:
 
 def input_tensors(run: Run, ids: list[str]) -> list[np.ndarray]:
     """The exact input tensors the run fed for ``ids``, made again from its recorded preprocessing."""
-    recorded = dict(run.prov("preprocessing") or {})
+    recorded = dict(run.provenance.preprocessing)
     fitted = recorded.pop("input", None)
-    root = run.prov("dataset.root")
+    root = run.provenance.dataset.root
     if not fitted or not root:
         raise ExplainError(f"run {run.label}: no preprocessing input or dataset root recorded")
     spec: PreprocessSpec = spec_from_config(
         {k: v for k, v in recorded.items() if k in {f.name for f in dataclasses.fields(PreprocessSpec)}}
     )
     inp = InputSpec(**fitted)
-    if run.prov("dataset.container"):
+    if run.provenance.dataset.container:
         return _container_tensors(run, ids, spec, inp)
     tensors = []
     for sample_id in ids:
@@ -180,8 +180,9 @@ def _container_tensors(run: Run, ids: list[str], spec: PreprocessSpec, inp: Inpu
     member read by offset and checked against the digest it is listed with, as the run read it."""
     from evalharness.data.container_images import ContainerImages
 
-    where = str(run.prov("dataset.root"))
-    images = ContainerImages(str(run.prov("dataset.container")), where, run.prov("dataset.index.dir"))
+    dataset = run.provenance.dataset
+    where = str(dataset.root)
+    images = ContainerImages(str(dataset.container), where, dataset.index_dir)
     missing = images.missing(ids)
     if missing:
         raise ExplainError(f"run {run.label}: {missing[0]} is not in its container {where}")

@@ -17,7 +17,7 @@ def cache_state(run: Run) -> str | None:
     """``"mesa_shader_cache=warm"`` (one per cache, sorted); ``"none"`` when the backend uses none
     (a cache recorded ``off`` is not used: the reference kernels and the Interpreter's XNNPACK both
     start without one); ``None`` when the run predates the record."""
-    records = run.prov("delegate.cache")
+    records = run.provenance.delegate.cache
     if records is None:
         return None
     states = sorted(f"{r['kind']}={r['state']}" for r in records if r["state"] != "off")

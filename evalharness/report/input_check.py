@@ -74,7 +74,7 @@ def _by_id(run: Run) -> dict[str, Mapping[str, Any]]:
 
 
 def _input(run: Run) -> dict[str, Any]:
-    return dict(run.prov("preprocessing.input") or {})
+    return dict(run.provenance.model_input)
 
 
 def _shape(run: Run) -> list[Any]:
@@ -96,7 +96,7 @@ def _form(a: Run, b: Run) -> str:
 
 def _how(a: Run, b: Run, sample: str, hash_a: str, hash_b: str) -> str:
     parts = [_form(a, b)] if _form(a, b) else []
-    pa, pb = a.prov("preprocessing") or {}, b.prov("preprocessing") or {}
+    pa, pb = a.provenance.preprocessing, b.provenance.preprocessing
     changed = [k for k in sorted(set(pa) | set(pb)) if k != "input" and pa.get(k) != pb.get(k)]
     parts += [f"preprocess.{k} {fmt(pa.get(k))} vs {fmt(pb.get(k))}" for k in changed]
     if _shape(a) == _shape(b):  # the real NHWC values compare whatever the layouts and dtypes
@@ -136,16 +136,16 @@ def _quantization_note(a: Run, b: Run, diff: float) -> str:
 def _rebuilt(run: Run, sample: str, recorded: str) -> tuple[np.ndarray | None, str | None]:
     """The sample's real NHWC input rebuilt from its file with the run's own preprocessing, if that
     reproduces the recorded hash (a classifier's crop or a detector's whole image: whichever does)."""
-    root, inp = run.prov("dataset.root"), _input(run)
+    root, inp = run.provenance.dataset.root, _input(run)
     path = os.path.realpath(os.path.join(str(root), sample))
     if not root or not path.startswith(os.path.realpath(str(root)) + os.sep) or not os.path.isfile(path):
         return None, f"{sample} is not under run {run.label}'s dataset root"
     try:
         refuse_special_file(path, f"run {run.label}'s image")
-        spec = spec_from_config({k: v for k, v in (run.prov("preprocessing") or {}).items() if k != "input"})
+        spec = spec_from_config({k: v for k, v in run.provenance.preprocessing.items() if k != "input"})
         fields = {f.name for f in dataclasses.fields(InputSpec)}
         spec_in = InputSpec(**{k: v for k, v in inp.items() if k in fields})
-        (info,) = [TensorInfo(**{**t, "shape": tuple(t["shape"])}) for t in run.prov("model.inputs") or []]
+        (info,) = [TensorInfo(**{**t, "shape": tuple(t["shape"])}) for t in run.provenance.model.inputs]
         makers: list[Callable[[], np.ndarray]] = [
             lambda: preprocess_file(path, spec, spec_in),
             lambda: detection_input(path, spec, spec_in)[0],

@@ -27,7 +27,7 @@ def _inputs(runs: Iterable[Run]) -> tuple[set[str], set[str]]:
     files, roots = set(), set()
     for run in runs:
         for group in _INPUT_GROUPS:
-            for key, value in (run.prov(f"config.{group}") or {}).items():
+            for key, value in run.provenance.config.group(group).items():
                 if not (isinstance(value, str) and os.path.isabs(value)):
                     continue
                 real = os.path.realpath(value)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evalharness.rundir.metrics_file import Metrics
 from evalharness.rundir.reader import flatten
 from evalharness.stats.intervals import interval_lines
 from evalharness.tasks.definition import TaskDefinition, view_of
@@ -36,18 +37,18 @@ def _lead(definition: TaskDefinition, metrics: Mapping[str, Any]) -> tuple[Metri
 
 
 def headline_accuracy(
-    definition: TaskDefinition, metrics: dict
-) -> tuple[str, float, list | None, str] | None:
+    definition: TaskDefinition, metrics: Metrics
+) -> tuple[str, float, list[float] | None, str] | None:
     """The figure a run's summary leads with: (title, value, its interval or None, how that interval
     was made); None for a task without a headline metric (speed only, output errors)."""
-    lead = _lead(definition, metrics)
+    lead = _lead(definition, metrics.values)
     if lead is None:
         return None
     metric, name = lead
-    intervals = metrics.get("intervals") or {}
+    intervals = metrics.intervals
     interval = intervals.get(name) if metric.interval or name in intervals else None
     how = _fill(metric.interval_method, intervals)
-    return metric.text(metric.title, name), metric.number(metrics, name), interval, how
+    return metric.text(metric.title, name), metric.number(metrics.values, name), interval, how
 
 
 def _fill(template: str, intervals: Mapping[str, Any]) -> str:
@@ -60,25 +61,25 @@ class _Missing(dict):
         return "None"
 
 
-def summary_lines(definition: TaskDefinition, doc: Mapping[str, Any]) -> list[str]:
-    """The ``results.txt`` lines (and what the run prints): a line per declared metric, the interval
-    line of those that have one, then whatever the task's view makes of them."""
-    metrics = doc.get("metrics") or {}
+def metric_lines(definition: TaskDefinition, result: Metrics) -> list[str]:
+    """The generic ``results.txt`` lines of a result (:func:`evalharness.report.summary.results_lines`
+    adds the task view's): a line per declared metric, the interval line of those that have one; a
+    task that declares none, a line per number."""
+    metrics = result.values
     if not definition.metrics:
-        lines = [f"{k}: {v:g}" for k, v in headline(definition, metrics).items()]
-        return view_of(definition).summary_lines(doc, lines)
+        return [f"{k}: {v:g}" for k, v in headline(definition, metrics).items()]
     lines = [
         f"{m.text(m.label, name)}: {m.number(metrics, name) * m.scale:{m.format}}"
         for m in definition.metrics
         for name in m.members(metrics)
     ]
-    intervals = metrics.get("intervals") or {}
+    intervals = result.intervals
     with_interval = [m for m in definition.metrics if m.interval]
     if with_interval:
         how = _fill(with_interval[0].interval_how, {**metrics, **intervals})
         shown = [(m.text(m.title, n), intervals.get(n)) for m in with_interval for n in m.picked(metrics)]
         lines += interval_lines(intervals, how, shown)
-    return view_of(definition).summary_lines(doc, lines)
+    return lines
 
 
 def verdict(definition: TaskDefinition, diff: Mapping[str, Any]) -> str:

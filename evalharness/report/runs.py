@@ -10,7 +10,10 @@ from typing import Any
 from evalharness.core.boundary import debug
 from evalharness.core.errors import EvalHarnessError
 from evalharness.report.cache_states import cache_mismatch
+from evalharness.rundir.metrics_file import Document
+from evalharness.rundir.provenance_record import DatasetRecord
 from evalharness.rundir.reader import Run, flatten
+from evalharness.tasks.definition import TaskDefinition
 
 # Input-tensor fields that belong to the model (float vs int8), not to the preprocessing recipe.
 MODEL_INPUT_FIELDS = ("input.dtype", "input.scale", "input.zero_point")
@@ -20,7 +23,7 @@ def _model_input_fields(a: Run, b: Run) -> tuple[str, ...]:
     """The fields a preprocessing comparison leaves to the model: its input tensor's type, and how an
     integer input is filled (``integer_input``) when one of the two models takes floats, where that
     policy reads nothing (float vs int8 is the same image recipe)."""
-    dtypes = {str((run.prov("preprocessing") or {}).get("input", {}).get("dtype", "")) for run in (a, b)}
+    dtypes = {run.provenance.input_dtype for run in (a, b)}
     return MODEL_INPUT_FIELDS + (("integer_input",) if any(d.startswith("float") for d in dtypes) else ())
 
 
@@ -87,33 +90,33 @@ def comparability(a: Run, b: Run, allow: Collection[str] = ()) -> Comparability:
     c = Comparability()
     for run in (a, b):
         if run.status == "failed":
-            c.refused.append(f"run {run.label} failed: {run.doc.get('error') or 'no error recorded'}")
+            c.refused.append(f"run {run.label} failed: {run.document.error or 'no error recorded'}")
         elif run.status == "interrupted":  # before its metrics: loop.resume=true finishes it
-            why = run.doc.get("stop_reason")
+            why = run.document.stop_reason
             c.refused.append(f"run {run.label} has no metrics: {why}; loop.resume=true finishes it")
     if c.refused:
         return c
     if a.task != b.task:
         c.refused.append(f"task differs: {a.task} vs {b.task}")
         return c
-    da, db = a.prov("dataset", {}), b.prov("dataset", {})
+    da, db = a.provenance.dataset, b.provenance.dataset
     c.subset = held_out_part(a, b)
-    if c.subset is None and da.get("manifest_sha256") != db.get("manifest_sha256"):
-        kinds = {da.get("manifest_kind"), db.get("manifest_kind")}
+    if c.subset is None and da.manifest_sha256 != db.manifest_sha256:
+        kinds = {da.manifest_kind, db.manifest_kind}
         hint = (
             "; one manifest hashes sizes, the other content: run the folder with dataset.manifest=content"
-            if len(kinds) > 1 and (da.get("container") or db.get("container"))
+            if len(kinds) > 1 and (da.container or db.container)
             else ""
         )
         c.refused.append(
-            f"dataset differs: manifest_sha256 {_short(da.get('manifest_sha256'))} ({da.get('name')}, "
-            f"{da.get('count')} images) vs {_short(db.get('manifest_sha256'))} ({db.get('name')}, "
-            f"{db.get('count')} images){hint}"
+            f"dataset differs: manifest_sha256 {_short(da.manifest_sha256)} ({da.name}, "
+            f"{da.count} images) vs {_short(db.manifest_sha256)} ({db.name}, "
+            f"{db.count} images){hint}"
         )
-    if c.subset is None and da.get("count") != db.get("count"):
-        c.refused.append(f"sample count differs: {da.get('count')} vs {db.get('count')}")
-    split = next((run for run in (a, b) if run.prov("dataset.split")), None)
-    if split is not None and c.subset is None and da.get("manifest_sha256") != db.get("manifest_sha256"):
+    if c.subset is None and da.count != db.count:
+        c.refused.append(f"sample count differs: {da.count} vs {db.count}")
+    split = next((run for run in (a, b) if run.provenance.dataset.split), None)
+    if split is not None and c.subset is None and da.manifest_sha256 != db.manifest_sha256:
         c.refused.append(  # why, and the fix
             f"run {split.label} scores only the held-out part of its dataset (its variant was calibrated or "
             "searched on the rest: provenance.dataset.split), and the other run did not score the list it "
@@ -121,28 +124,28 @@ def comparability(a: Run, b: Run, allow: Collection[str] = ()) -> Comparability:
             "elsewhere: quant/calibration=bundled or quant.calibration.roots=[DIR]"
         )
     c.refused.extend(_truth_differs(da, db, by_content=c.subset is None))
-    containers = (da.get("container") or "folder", db.get("container") or "folder")
+    containers = (da.container or "folder", db.container or "folder")
     if not c.refused and containers[0] != containers[1]:
         c.notes.append(
             f"the same images (sha256 of every image) and labels, read from a {containers[0]} and a "
             f"{containers[1]}"
         )
-    pre = field_differences(a.prov("preprocessing"), b.prov("preprocessing"), _model_input_fields(a, b))
+    pre = field_differences(a.provenance.preprocessing, b.provenance.preprocessing, _model_input_fields(a, b))
     if pre:
         c.warn("preprocessing", "preprocessing differs: " + "; ".join(pre))
-    labels = field_differences(a.prov("labels"), b.prov("labels"), _label_file_fields(a, b))
+    labels = field_differences(a.provenance.labels.raw, b.provenance.labels.raw, _label_file_fields(a, b))
     if labels:
         c.warn("labels", "label set differs: " + "; ".join(labels))
     for run in (a, b):
         if run.status != "complete":
             c.notes.append(
-                f"run {run.label} is {run.status} ({run.doc.get('stop_reason')}): "
-                f"{run.metrics.get('num_scored')} of {run.metrics.get('num_images')} images scored; "
+                f"run {run.label} is {run.status} ({run.document.stop_reason}): "
+                f"{run.document.metrics.num_scored} of {run.document.metrics.num_images} images scored; "
                 "per-image statistics cover the images both runs scored"
             )
     c.accept(allow)
     c.cache = cache_mismatch(a, b)
-    hosts = field_differences(a.prov("host"), b.prov("host"), ("hostname",))
+    hosts = field_differences(a.provenance.host.raw, b.provenance.host.raw, ("hostname",))
     if hosts:
         c.notes.append("host differs (latency compares machines, not only delegates): " + "; ".join(hosts))
     return c
@@ -152,28 +155,28 @@ def _label_file_fields(a: Run, b: Run) -> tuple[str, ...]:
     """The label fields that name a file rather than the label set: the path always, and the file's
     sha256 when both runs record ``names_sha256`` (the class names in order are the set's identity);
     a run made before it was recorded compares by the file's sha256 alone, as then."""
-    both = a.prov("labels.names_sha256") is not None and b.prov("labels.names_sha256") is not None
+    both = a.provenance.labels.names_sha256 is not None and b.provenance.labels.names_sha256 is not None
     return ("path", "sha256") if both else ("path", "names_sha256", "count")
 
 
-def _truth_differs(da: Mapping[str, Any], db: Mapping[str, Any], by_content: bool = True) -> list[str]:
+def _truth_differs(da: DatasetRecord, db: DatasetRecord, by_content: bool = True) -> list[str]:
     """The ground truth compared by content (``truth_sha256``: every scored id's label) when both
     runs recorded it, so a val.txt and a container's label column of the same labels agree; else by
     the ground-truth file's hash, as runs made before containers were. ``by_content=False``: a held-out
     part against the whole list (their scored ids differ by design): the file's hash."""
-    if by_content and da.get("truth_sha256") and db.get("truth_sha256"):
-        if da["truth_sha256"] == db["truth_sha256"]:
+    if by_content and da.truth_sha256 and db.truth_sha256:
+        if da.truth_sha256 == db.truth_sha256:
             return []
-        where = (da.get("ground_truth") or da.get("root"), db.get("ground_truth") or db.get("root"))
+        where = (da.ground_truth or da.root, db.ground_truth or db.root)
         return [
-            f"ground truth differs: the labels of {where[0]} ({_short(da['truth_sha256'])}) vs "
-            f"{where[1]} ({_short(db['truth_sha256'])})"
+            f"ground truth differs: the labels of {where[0]} ({_short(da.truth_sha256)}) vs "
+            f"{where[1]} ({_short(db.truth_sha256)})"
         ]
-    if da.get("ground_truth_sha256") == db.get("ground_truth_sha256"):
+    if da.ground_truth_sha256 == db.ground_truth_sha256:
         return []
     return [
-        f"ground truth differs: {da.get('ground_truth')} ({_short(da.get('ground_truth_sha256'))}) vs "
-        f"{db.get('ground_truth')} ({_short(db.get('ground_truth_sha256'))})"
+        f"ground truth differs: {da.ground_truth} ({_short(da.ground_truth_sha256)}) vs "
+        f"{db.ground_truth} ({_short(db.ground_truth_sha256)})"
     ]
 
 
@@ -181,11 +184,12 @@ def _short(digest: str | None) -> str:
     return digest[:12] if digest else "none"
 
 
-def whole_list(run: Run) -> tuple:
+def whole_list(run: Run) -> tuple[object, object, str | None]:
     """The identity of the list a run's images were cut from: the list a split was cut from (its
     recorded ``split.whole``), else the run's own list; with the manifest's kind (sizes or content)."""
-    whole = run.prov("dataset.split.whole") or run.prov("dataset") or {}  # a split made before: its own
-    return whole.get("count"), whole.get("manifest_sha256"), run.prov("dataset.manifest_kind")
+    dataset = run.provenance.dataset
+    whole = (dataset.split.whole if dataset.split else None) or dataset  # a split made before: its own
+    return whole.count, whole.manifest_sha256, dataset.manifest_kind
 
 
 def held_out_part(a: Run, b: Run) -> str | None:
@@ -193,22 +197,23 @@ def held_out_part(a: Run, b: Run) -> str | None:
     images were cut from (same files by the manifest hash), so the two pair on the images both
     scored (:mod:`evalharness.report.shared_images`); None: the runs scored the same list, or lists
     no recorded identity relates."""
-    if a.prov("dataset.manifest_sha256") == b.prov("dataset.manifest_sha256"):
+    if a.provenance.dataset.manifest_sha256 == b.provenance.dataset.manifest_sha256:
         return None
-    split = [run for run in (a, b) if run.prov("dataset.split.part") == "held_out"]
+    split = [run for run in (a, b) if run.provenance.dataset.held_out]
     if len(split) != 1 or None in whole_list(a)[:2] or whole_list(a) != whole_list(b):
         return None
     return split[0].label
 
 
-def definition_of(run: Run | Mapping[str, Any]):
-    """The task definition of a run (or of a diff document), with the run's task settings.
+def definition_of(run: Run | Document | Mapping[str, Any]) -> TaskDefinition:
+    """The task definition of a run, with the run's task settings; of a metrics.json document or a
+    diff document, with the task's defaults.
 
     A run made with a plug-in task needs that plug-in importable here too; the error says how.
     """
     from evalharness.tasks.discovery import PLUGINS_ENV, task_definitions
 
-    task = run.task if isinstance(run, Run) else run.get("task")
+    task = run.get("task") if isinstance(run, Mapping) else run.task
     settings = run.task_settings if isinstance(run, Run) else {}
     definitions = task_definitions()
     if task not in definitions:

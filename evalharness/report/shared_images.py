@@ -77,9 +77,11 @@ def on_shared_images(a: Run, b: Run, comp: Comparability) -> tuple[Run, Run, Pai
 def _why(held: Run, other: Run, left_out: int) -> str:
     """Why images are left out: the split's other part built the held-out run's variant (and the
     held-out run may have stopped before its end: then the rest is said apart)."""
-    whole = held.prov("dataset.split.whole.count") or 0
-    built = whole - (held.prov("dataset.shard.full_count") or held.prov("dataset.count") or 0)
-    calibrated = held.prov("model.quant.calibration.source") == "dataset"
+    dataset = held.provenance.dataset
+    whole = (dataset.split.whole.count if dataset.split and dataset.split.whole else None) or 0
+    built = whole - ((dataset.shard.full_count if dataset.shard else None) or dataset.count or 0)
+    calibration = held.provenance.model.quant.calibration
+    calibrated = calibration is not None and calibration.source == "dataset"
     verb = "calibrated" if calibrated else "calibrated or searched"
     text = f"{built} images {verb} run {held.label}'s variant"
     if built == left_out:
@@ -91,8 +93,6 @@ def restricted(run: Run, ids: set, key: str) -> Run:
     """``run`` as it reads on the images ``ids``: its records cut to them, its metrics recomputed
     from those records by the task's scorer (only what the scorer makes: no stored figure of every
     image survives into the view)."""
-    view = Run(run.label, run.dir, {**run.doc})
+    view = run.with_metrics(run.metrics)
     view.__dict__["predictions"] = [r for r in run.predictions if r[key] in ids]  # the cached property
-    metrics = metrics_for_schema(recompute(view), run.doc.get("schema_version", 1))
-    view.doc["metrics"] = metrics
-    return view
+    return view.with_metrics(metrics_for_schema(recompute(view), run.document.schema_version))

@@ -14,14 +14,13 @@ from omegaconf import OmegaConf
 from evalharness.core.documents import RunDocument
 from evalharness.core.errors import RunStopped
 from evalharness.core.escape import terminal
-from evalharness.report.presenters import summary_lines
+from evalharness.report.summary import results_lines, summary_block
 from evalharness.report.views.op_profile_table import top_lines as op_profile_lines
 from evalharness.report.views.repair_view import failed_checks
 from evalharness.run.execute import Ran
 from evalharness.run.hydra_access import job_overrides
 from evalharness.run.identity import moved_inputs
 from evalharness.run.provenance import delegate_record, run_provenance
-from evalharness.run.summary import summary_block
 from evalharness.rundir.document import now
 from evalharness.settings.groups import RunSettings
 from evalharness.tasks.definition import failed_checks as task_failed_checks
@@ -111,6 +110,7 @@ def record_run(
 ) -> RunDocument:
     """Score, build and write the run's files; raise RunStopped when it did not complete."""
     from evalharness.rundir.document import run_document, write_run
+    from evalharness.rundir.metrics_file import parse_document
 
     definition, writer, model, result = settings.definition, ran.writer, ran.model, ran.result
     reference = ran.reference[2] if ran.reference else None
@@ -172,13 +172,14 @@ def record_run(
         output_checks=checks,
         reference=reference_record,
     )
-    lines = summary_lines(definition, doc)
+    document = parse_document(doc)
+    lines = results_lines(definition, document)
     if status == "invalid":
         lines = [f"INVALID: {stop_reason}", *lines]
     if ran.op_profile:
         write_op_profile(writer.run_dir, ran.op_profile)
         lines += op_profile_lines(ran.op_profile)
-    block = summary_block(doc, writer.run_dir)
+    block = summary_block(document, writer.run_dir)
     path = write_run(writer, doc, [*block, "", *lines], artifacts)  # results.txt escapes its lines
     for line in [*lines, *block]:  # model, label and file names come from files: controls shown
         print(terminal(line))

@@ -19,8 +19,8 @@ from typing import Any
 from evalharness.core.documents import FailureDocument, JSONMap, RunDocument
 from evalharness.core.escape import terminal
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE, RunWriter
+from evalharness.rundir.metrics_file import SCHEMA_VERSION, Document
 
-SCHEMA_VERSION = 4
 # metrics keys each schema version added (2: confidence intervals; 3 adds no metric, only
 # provenance.delegate.cache, the compile caches' cold/warm record; 4: the error analysis). A
 # document of an older version lacks them: a rescore does not count them as mismatches, a merge of
@@ -139,12 +139,12 @@ def write_failure(
     return RunWriter(run_dir).write_metrics(failure_document(message, config, overrides, kept))
 
 
-def failed_before_results(run_dir: str, doc: Mapping[str, Any]) -> bool:
+def failed_before_results(run_dir: str, doc: Document) -> bool:
     """``doc`` (``run_dir``'s metrics.json) records a run that failed before any result: status
     ``failed``, no metrics, no prediction written. Such a record blocks nothing (the next run into the
     directory replaces it, :mod:`evalharness.rundir.state`) and ``report index`` leaves it out
     unless asked; a run with results still needs ``loop.resume`` or ``loop.overwrite``."""
-    if doc.get("status") != "failed" or doc.get("metrics"):
+    if doc.status != "failed" or doc.has_metrics:
         return False
     predictions = os.path.join(run_dir, PREDICTIONS_FILE)
     return not os.path.exists(predictions) or os.path.getsize(predictions) == 0

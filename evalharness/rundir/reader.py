@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from evalharness.core.documents import JSONMap, MetricsDocument
+from evalharness.core.documents import JSONMap
 from evalharness.core.errors import DataError, EvalHarnessError
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.untrusted import read_json
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, parse_predictions
+from evalharness.rundir.json_fields import dig
+from evalharness.rundir.metrics_file import Document, parse_document
+from evalharness.rundir.provenance_record import Provenance
 
 
 class RunDirError(EvalHarnessError):
@@ -25,65 +28,73 @@ class RunDirError(EvalHarnessError):
 
 @dataclass
 class Run:
-    """One run directory: its metrics.json document and, on demand, its per-sample predictions."""
+    """One run directory: its metrics.json, typed (:attr:`document`), and on demand its per-sample
+    predictions. ``doc`` is the JSON object as read; only :mod:`evalharness.rundir` looks inside it
+    (tests/unit/architecture/test_run_document.py holds that)."""
 
     label: str
     dir: str
-    doc: MetricsDocument = field(repr=False)
+    doc: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def document(self) -> Document:
+        """The typed document (an older version migrated: :func:`evalharness.rundir.metrics_file.migrate`),
+        parsed on each use (cheap), so it always says what ``doc`` holds."""
+        return parse_document(self.doc)
 
     @property
     def status(self) -> str:
-        return self.doc.get("status", "unknown")
+        return self.document.status
 
     @property
     def task(self) -> str | None:
-        return self.doc.get("task")
+        return self.document.task
 
     @property
     def metrics(self) -> JSONMap:
-        return self.doc.get("metrics") or {}
+        """The task's figures, as its definition declares them (``{}`` for a failure)."""
+        return self.document.metrics.values
 
     @property
-    def provenance(self) -> JSONMap:
-        return self.doc.get("provenance") or {}
+    def provenance(self) -> Provenance:
+        return self.document.provenance
 
     def prov(self, dotted: str, default: Any = None) -> Any:
         """``provenance.<dotted>`` or ``default`` when any part is missing."""
-        return dig(self.provenance, dotted, default)
+        return dig(self.provenance.raw, dotted, default)
 
     @property
-    def task_settings(self) -> dict[str, Any]:
+    def task_settings(self) -> JSONMap:
         """The ``task`` config group the run used (what its scorer was built from)."""
-        return self.prov("config.task") or {}
+        return self.provenance.config.group("task")
 
     @property
     def name(self) -> str:
         """Short identity for tables: model @ delegate."""
-        return f"{self.prov('model.name', '?')} @ {self.prov('delegate.name', '?')}"
+        return f"{self.provenance.model.name or '?'} @ {self.provenance.delegate.name or '?'}"
+
+    def with_metrics(self, metrics: JSONMap) -> Run:
+        """This run as it reads with ``metrics`` in place of its own (a view on part of its images),
+        its prediction records (when read) kept."""
+        view = Run(self.label, self.dir, {**self.doc, "metrics": metrics})
+        if "predictions" in self.__dict__:
+            view.__dict__["predictions"] = self.__dict__["predictions"]
+        return view
 
     @cached_property
     def predictions(self) -> list[dict[str, Any]]:
         """The run's records; as many as its metrics.json says it wrote, or an error naming both
         (a file emptied or cut after the run would otherwise compare as fewer samples)."""
-        recorded = self.doc.get("predictions") or {}
-        path = os.path.join(self.dir, recorded.get("path") or PREDICTIONS_FILE)
+        recorded = self.document.predictions
+        path = os.path.join(self.dir, recorded.path or PREDICTIONS_FILE)
         records = read_jsonl(path, self.label)
-        count = recorded.get("count")
-        if isinstance(count, int) and not isinstance(count, bool) and count != len(records):
+        count = recorded.count
+        if count is not None and count != len(records):
             raise RunDirError(
                 f"run {self.label}: {path} holds {len(records)} records but its {METRICS_FILE} says the run "
                 f"wrote {count}; the file changed after the run: restore it or run again"
             )
         return records
-
-
-def dig(doc: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
-    value: Any = doc
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return default
-        value = value[part]
-    return value
 
 
 def load_run(path: str, label: str) -> Run:

@@ -39,6 +39,7 @@ from evalharness.core.errors import ConfigError, EvalHarnessError
 from evalharness.core.untrusted import read_json
 from evalharness.rundir.document import failed_before_results
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RUN_FILES, STATE_FILE, read_predictions
+from evalharness.rundir.metrics_file import parse_document
 from evalharness.rundir.reader import flatten
 
 log = logging.getLogger("evalharness")
@@ -209,7 +210,7 @@ def _replace_failed_record(run_dir: str) -> None:
         doc = _read_object(path)
     except EvalHarnessError:
         return  # an unreadable record is the claim's to refuse, as before
-    if not failed_before_results(run_dir, doc):
+    if not failed_before_results(run_dir, parse_document(doc)):
         return
     for name in RUN_FILES:
         if os.path.lexists(os.path.join(run_dir, name)):

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.tables import Section
+from evalharness.rundir.metrics_file import Document
 from evalharness.rundir.reader import Run
 
 
@@ -27,7 +28,7 @@ class TaskView:
         self.definition = definition
         self.settings = definition.settings
 
-    def summary_lines(self, doc: Mapping[str, Any], lines: list[str]) -> list[str]:
+    def summary_lines(self, doc: Document, lines: list[str]) -> list[str]:
         """The ``results.txt`` lines (and what the run prints) of a metrics.json document, given
         the generic ones made from the declared metrics: kept, extended or replaced."""
         return lines

@@ -13,8 +13,8 @@ once the dataset's size is known, so the default never quietly calibrates on a f
   list): the bundled set (the setting's ``roots``), and the summary says its size and what such a
   set has cost on real models (:data:`BUNDLED_RISK`).
 
-What was chosen and why is ``provenance.model.quant.calibration.choice``; the summary line is made
-from it (:func:`evalharness.report.views.quant_table.calibration_line`).
+What was chosen and why is ``provenance.model.quant.calibration.choice``; the run summary's
+``Calibrated:`` line is made from it (:func:`evalharness.report.summary.calibration_line`).
 """
 
 from __future__ import annotations

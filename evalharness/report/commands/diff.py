@@ -27,21 +27,21 @@ LATENCY_STATS = ("mean", "p50", "p90", "p99", "min", "max")
 
 
 def latency_values(run: Run) -> dict[str, float | None]:
-    lat = run.doc.get("latency_ms") or {}
-    inference = lat.get("inference") or {}
-    values = {f"latency_{s}": inference.get(s) for s in LATENCY_STATS}
-    values["latency_init"] = lat.get("init")
-    values["latency_first_inference"] = lat.get("first_inference")
+    latency = run.document.latency
+    figures = latency.inference.figures(LATENCY_STATS)
+    values = {f"latency_{s}": figure for s, figure in zip(LATENCY_STATS, figures, strict=True)}
+    values["latency_init"] = latency.init
+    values["latency_first_inference"] = latency.first_inference
     return values
 
 
 def model_values(run: Run) -> dict[str, Any]:
-    cov = run.prov("delegate.coverage") or {}
+    coverage = run.provenance.delegate.coverage
     return {
-        "size_bytes": run.prov("model.bytes"),
-        "coverage": cov.get("fraction"),
-        "ops_delegated": cov.get("ops_delegated"),
-        "partitions": cov.get("partitions"),
+        "size_bytes": run.provenance.model.bytes,
+        "coverage": coverage.fraction,
+        "ops_delegated": coverage.ops_delegated,
+        "partitions": coverage.partitions,
     }
 
 
@@ -57,20 +57,21 @@ def _rows(va: dict[str, Any], vb: dict[str, Any], speedup: bool = False) -> list
 
 
 def run_summary(run: Run) -> RunSummary:
+    prov = run.provenance
     return {
         "label": run.label,
         "dir": run.dir,
         "status": run.status,
         "task": run.task,
-        "model": run.prov("model.name"),
-        "model_sha256": run.prov("model.sha256"),
-        "delegate": run.prov("delegate.name"),
-        "runtime": f"{run.prov('runtime.name')} {run.prov('runtime.version')}",
-        "dataset": run.prov("dataset.name"),
-        "dataset_root": run.prov("dataset.root"),
-        "num_scored": run.metrics.get("num_scored"),
-        "ops_on_cpu_by_type": run.prov("delegate.coverage.ops_on_cpu_by_type"),
-        "cpu": run.prov("host.cpu"),
+        "model": prov.model.name,
+        "model_sha256": prov.model.sha256,
+        "delegate": prov.delegate.name,
+        "runtime": f"{prov.runtime.name} {prov.runtime.version}",
+        "dataset": prov.dataset.name,
+        "dataset_root": prov.dataset.root,
+        "num_scored": run.document.metrics.num_scored,
+        "ops_on_cpu_by_type": prov.delegate.coverage.ops_on_cpu_by_type,
+        "cpu": prov.host.cpu,
     }
 
 
@@ -114,7 +115,7 @@ def _build_diff(
         "equivalence_margin": margin,
         "latency_speedup": run_speedups(a, b),
         "latency_validity": {
-            side: compact((r.doc.get("latency_ms") or {}).get("validity")) for side, r in (("a", a), ("b", b))
+            side: compact(r.document.latency.validity) for side, r in (("a", a), ("b", b))
         },
     }
     if definition.abilities.writes_predictions and definition.abilities.reads_dataset:

@@ -29,12 +29,14 @@ from evalharness.report.commands import export, gate, index, merge, rescore, swe
 from evalharness.report.commands.diff import build_diff
 from evalharness.report.formats import add_format
 from evalharness.report.outputs import check_output_dir, check_output_file
-from evalharness.report.presenters import paired_of, summary_lines
+from evalharness.report.presenters import paired_of
 from evalharness.report.runs import ALLOW_FLAGS, ReportError, comparability, definition_of
+from evalharness.report.summary import results_lines
 from evalharness.report.tracking import mlflow_store
 from evalharness.report.views import diff_view, pr_comment
 from evalharness.report.views.op_profile_table import run_sections as op_profile_sections
 from evalharness.rundir.document import run_dir_of
+from evalharness.rundir.metrics_file import parse_document
 from evalharness.rundir.reader import Run, load_run
 from evalharness.tasks.definition import view_of
 
@@ -188,7 +190,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
         sections, specs = [], []
     if profile:
         sections = [*sections, *op_profile_sections(profile, args.max_rows)]
-    title = f"evalharness analysis: {run.prov('model.name')} @ {run.prov('delegate.name')} ({run.dir})"
+    title = f"evalharness analysis: {run.provenance.model.name} @ {run.provenance.delegate.name} ({run.dir})"
     if args.format == "html":
         text = html.page(title, sections, analysis_view.blocks(specs))
     else:
@@ -223,7 +225,8 @@ def cmd_rescore(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     doc = merge.merge_runs(args.runs, args.out)
-    for line in summary_lines(definition_of(doc), doc):
+    document = parse_document(doc)
+    for line in results_lines(definition_of(document), document):
         print(terminal(line))
     info = doc["merged"]
     print(

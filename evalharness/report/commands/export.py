@@ -98,9 +98,9 @@ def to_json(run: Run) -> str:
         "dir": run.dir,
         "task": run.task,
         "status": run.status,
-        "model": run.prov("model.name"),
-        "delegate": run.prov("delegate.name"),
-        "num_scored": run.metrics.get("num_scored"),
+        "model": run.provenance.model.name,
+        "delegate": run.provenance.delegate.name,
+        "num_scored": run.document.metrics.num_scored,
     }
     return dumps({"run": about, "metrics": headline(run), "columns": columns, "rows": rows})
 

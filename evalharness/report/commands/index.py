@@ -63,7 +63,7 @@ def run_id(run: Run) -> str:
 
 def _headline(run: Run) -> str:
     if run.status in ("failed", "unreadable") or not run.task:
-        return run.doc.get("error") or ""
+        return run.document.error or ""
     try:
         metrics = headline(definition_of(run), run.metrics)
     except EvalHarnessError as exc:
@@ -79,21 +79,27 @@ def group_key(run: Run) -> str | None:
     if run.status in ("failed", "unreadable") or not run.task:
         return None
     count, manifest, _ = whole_list(run)
-    identity = (run.task, manifest, count, run.prov("dataset.ground_truth_sha256"))
+    identity = (run.task, manifest, count, run.provenance.dataset.ground_truth_sha256)
     return "|".join(map(str, identity))
 
 
+def _configured(run: Run, group: str) -> object:
+    """The ``name`` of a config group as the run was configured (a failed run ran no model)."""
+    return run.provenance.config.group(group).get("name")
+
+
 def row(run: Run, groups: dict[str, str]) -> dict:
+    prov = run.provenance
     return {
         "id": run_id(run),
         "run": run.label,
         "task": run.task or "",
-        "model": run.prov("model.name") or run.prov("config.model.name") or "",
-        "delegate": run.prov("delegate.name") or run.prov("config.delegate.name") or "",
-        "quant": run.prov("model.quant.name") or run.prov("config.quant.name") or "",
+        "model": prov.model.name or _configured(run, "model") or "",
+        "delegate": prov.delegate.name or _configured(run, "delegate") or "",
+        "quant": prov.model.quant.name or _configured(run, "quant") or "",
         "status": run.status,
         "headline": _headline(run),
-        "date": (run.doc.get("started_at") or run.doc.get("finished_at") or "")[:19].replace("T", " "),
+        "date": (run.document.started_at or run.document.finished_at or "")[:19].replace("T", " "),
         "group": groups.get(group_key(run) or "", ""),
     }
 
@@ -106,7 +112,7 @@ def pairs(runs: list[Run]) -> list[tuple[Run, Run]]:
         if group_key(a) is not None and group_key(a) == group_key(b)
     ]
 
-    found.sort(key=lambda p: max(r.doc.get("started_at") or "" for r in p), reverse=True)
+    found.sort(key=lambda p: max(r.document.started_at or "" for r in p), reverse=True)
     found.sort(key=lambda p: os.path.dirname(p[0].dir) != os.path.dirname(p[1].dir))  # stable: newest first
     return found
 
@@ -146,8 +152,8 @@ def write_index(
     runs = find_runs(root)
     if not runs:
         raise ReportError(f"no runs (folders with {METRICS_FILE}) under {root}")
-    left_out = 0 if failed else sum(failed_before_results(r.dir, r.doc) for r in runs)
-    runs = runs if failed else [r for r in runs if not failed_before_results(r.dir, r.doc)]
+    left_out = 0 if failed else sum(failed_before_results(r.dir, r.document) for r in runs)
+    runs = runs if failed else [r for r in runs if not failed_before_results(r.dir, r.document)]
     keys = list(dict.fromkeys(k for r in runs if (k := group_key(r))))
     groups = {k: chr(ord("A") + i) if i < 26 else str(i) for i, k in enumerate(keys)}
     here = os.path.dirname(os.path.abspath(output))

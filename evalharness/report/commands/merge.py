@@ -23,17 +23,18 @@ from collections import Counter
 
 from evalharness.core.documents import RunDocument
 from evalharness.report.outputs import check_output_dir
-from evalharness.report.presenters import summary_lines
 from evalharness.report.runs import ReportError, definition_of, malformed
+from evalharness.report.summary import results_lines
 from evalharness.rundir.document import has_document, holds_run, run_document, write_run
 from evalharness.rundir.files import RESULTS_FILE, RunWriter
-from evalharness.rundir.reader import Run, dig, load_run
+from evalharness.rundir.metrics_file import parse_document
+from evalharness.rundir.provenance_record import ShardRecord
+from evalharness.rundir.reader import Run, load_run
 from evalharness.rundir.state import hold
 from evalharness.stats.latency import summarize
 from evalharness.tasks.discovery import and_list, listed
 from evalharness.tasks.metrics import result_problems
 
-PROCESS_LATENCY = ("init", "first_inference", "warmup", "inference")
 # provenance fields every shard of one evaluation must share
 SAME = (
     "model.sha256",
@@ -68,13 +69,13 @@ def check_shards(runs: list[Run]) -> list[Run]:
     for run in runs:
         if run.status != "complete":
             problems.append(
-                f"run {run.dir} is {run.status} ({run.doc.get('stop_reason') or run.doc.get('error')}): "
+                f"run {run.dir} is {run.status} ({run.document.stop_reason or run.document.error}): "
                 "finish it first (loop.resume=true)"
             )
         elif not definition_of(run).abilities.mergeable:
             mergeable = and_list(listed(lambda d: d.abilities.mergeable))
             problems.append(f"run {run.dir} is a {run.task} run; merge joins {mergeable}")
-        elif not run.prov("dataset.shard"):
+        elif not (run.provenance.dataset.shard and run.provenance.dataset.shard.raw):
             problems.append(f"run {run.dir} records no dataset.shard (made before sharding existed)")
     if problems:
         raise ReportError("cannot merge: " + "; ".join(problems))
@@ -83,30 +84,37 @@ def check_shards(runs: list[Run]) -> list[Run]:
         if run.task != first.task:
             problems.append(f"task differs: {first.task} vs {run.task} ({run.dir})")
         for key in SAME:
-            a, b = first.prov(key), run.prov(key)
+            a, b = first.provenance.named(key), run.provenance.named(key)
             if a != b:
                 problems.append(f"{key} differs: {_short(a)} ({first.dir}) vs {_short(b)} ({run.dir})")
     if problems:
         raise ReportError("cannot merge shards of different evaluations: " + "; ".join(problems))
-    count = first.prov("dataset.shard.count")
-    seen = Counter(run.prov("dataset.shard.index") for run in runs)
-    twice = sorted(i for i, n in seen.items() if n > 1)
+    count = _shard(first).count or 0
+    seen = Counter(_shard(run).index for run in runs)
+    twice = sorted((i for i, n in seen.items() if n > 1), key=lambda i: -1 if i is None else i)
     missing = sorted(set(range(count)) - set(seen))
     if twice:
         problems.append(f"overlapping shards: index {', '.join(map(str, twice))} given more than once")
     if missing:
         problems.append(f"missing shard(s) {', '.join(map(str, missing))} of {count}")
-    total, full = sum(run.prov("dataset.count") for run in runs), first.prov("dataset.shard.full_count")
+    total = sum(run.provenance.dataset.count or 0 for run in runs)
+    full = _shard(first).full_count
     if not problems and total != full:
         problems.append(f"the shards hold {total} samples, the list they were cut from {full}")
     if problems:
         raise ReportError("cannot merge: " + "; ".join(problems))
-    return sorted(runs, key=lambda r: r.prov("dataset.shard.index"))
+    return sorted(runs, key=lambda r: _shard(r).index or 0)
+
+
+def _shard(run: Run) -> ShardRecord:
+    """The shard record of a run :func:`check_shards` accepted (it has one)."""
+    return run.provenance.dataset.shard or ShardRecord()
 
 
 def merged_predictions(runs: list[Run]) -> list[dict]:
     """Every shard's records in dataset order; a sample scored twice is refused."""
     key = definition_of(runs[0]).abilities.sample_key
+    assert key is not None  # check_shards took only mergeable tasks, which name their sample key
     records = [rec for run in runs for rec in run.predictions]
     dupes = [k for k, n in Counter(rec[key] for rec in records).items() if n > 1]
     if dupes:
@@ -118,9 +126,9 @@ def pooled_latency(runs: list[Run], preds: list[dict]) -> dict:
     """Inference statistics over the union of every process's per-invoke samples."""
     per_process = [
         {
-            "shard": run.prov("dataset.shard.index"),
-            "host": run.prov("host.hostname"),
-            **{k: dig(run.doc, f"latency_ms.{k}") for k in PROCESS_LATENCY},
+            "shard": _shard(run).index,
+            "host": run.provenance.host.hostname,
+            **run.document.latency.per_process(),
         }
         for run in runs
     ]
@@ -134,7 +142,7 @@ def pooled_latency(runs: list[Run], preds: list[dict]) -> dict:
         "first_inference": mean_of("first_inference"),
         "warmup": pooled_summary([p["warmup"] or {"count": 0} for p in per_process]),
         "inference": summarize([p["latency_ms"] for p in preds]),
-        "timed_region": runs[0].doc.get("latency_ms", {}).get("timed_region"),
+        "timed_region": runs[0].document.latency.timed_region,
         "per_process": per_process,
         "pooling": "inference: statistics of all processes' per-invoke samples; init and first_inference: "
         "mean over processes; warmup: count/mean/std/min/max pooled exactly",
@@ -156,6 +164,11 @@ def pooled_summary(parts: list[dict]) -> dict:
         "min": min(p["min"] for p in parts),
         "max": max(p["max"] for p in parts),
     }
+
+
+def _peak_rss(run: Run) -> float:
+    peak = run.document.memory.peak_rss
+    return 0.0 if peak is None else peak
 
 
 def _all_or_none(values) -> bool | None:
@@ -189,8 +202,8 @@ def _merge_into(runs: list[Run], out_dir: str, provenance: dict | None, claimed:
         scorer = definition.rescorer(runs, preds).add_all(preds)
     metrics = {
         **scorer.result(),
-        "num_images": runs[0].prov("dataset.shard.full_count"),
-        "num_skipped": sum(run.metrics.get("num_skipped", 0) for run in runs),
+        "num_images": _shard(runs[0]).full_count,
+        "num_skipped": sum(run.document.metrics.num_skipped or 0 for run in runs),
     }
     problems = result_problems(definition.metrics, metrics)
     if problems:
@@ -202,7 +215,7 @@ def _merge_into(runs: list[Run], out_dir: str, provenance: dict | None, claimed:
     for rec in preds:
         writer.append(rec)
     writer.close()
-    write_run(writer, doc, summary_lines(definition, doc), artifacts)
+    write_run(writer, doc, results_lines(definition, parse_document(doc)), artifacts)
     return doc
 
 
@@ -211,37 +224,37 @@ def merged_document(
 ) -> RunDocument:
     first = runs[0]
     assert first.task is not None  # merge_loaded refused a run of no mergeable task
-    shard = first.prov("dataset.shard")
-    hosts = sorted({run.prov("host.hostname") for run in runs}, key=str)
-    provenance = dict(first.provenance)
+    shard = _shard(first).raw
+    hosts = sorted({run.provenance.host.hostname for run in runs}, key=str)
+    provenance = dict(first.provenance.raw)
     provenance["dataset"] = {
-        **first.prov("dataset"),
+        **first.provenance.dataset.raw,
         "count": shard["full_count"],
         "manifest_sha256": shard["full_manifest_sha256"],
         "shard": {**shard, "index": None},
     }
-    overrides = first.prov("overrides", [])
+    overrides = first.provenance.overrides
     provenance["overrides"] = [o for o in overrides if not o.startswith("dataset.shard.index=")]
     return run_document(
         task=first.task,
         status="complete",
         stop_reason=None,
-        started_at=min(run.doc.get("started_at") or "" for run in runs),
-        finished_at=max(run.doc.get("finished_at") or "" for run in runs),
+        started_at=min(run.document.started_at or "" for run in runs),
+        finished_at=max(run.document.finished_at or "" for run in runs),
         metrics=metrics,
         latency_ms=pooled_latency(runs, preds),
-        memory_mb={"peak_rss": max(dig(r.doc, "memory_mb.peak_rss", 0.0) for r in runs)},
-        skipped=[s for run in runs for s in run.doc.get("skipped", [])],
-        first_output_repeatable=_all_or_none(run.doc.get("first_output_repeatable") for run in runs),
-        resumed_samples=sum(run.doc.get("resumed_samples", 0) for run in runs),
+        memory_mb={"peak_rss": max(_peak_rss(r) for r in runs)},
+        skipped=[s for run in runs for s in run.document.skipped],
+        first_output_repeatable=_all_or_none(run.document.first_output_repeatable for run in runs),
+        resumed_samples=sum(run.document.resumed_samples or 0 for run in runs),
         throughput={
-            "images_per_s_per_process": [dig(r.doc, "throughput.images_per_s") for r in runs],
-            "loop_wall_s_per_process": [dig(r.doc, "throughput.loop_wall_s") for r in runs],
+            "images_per_s_per_process": [r.document.throughput.images_per_s for r in runs],
+            "loop_wall_s_per_process": [r.document.throughput.loop_wall_s for r in runs],
         },
         predictions_count=len(preds),
         artifacts=artifacts,
         provenance=provenance,
-        schema_version=min(run.doc.get("schema_version", 1) for run in runs),  # old shards stay old
+        schema_version=min(run.document.schema_version for run in runs),  # old shards stay old
         merged={
             "shards": len(runs),
             "processes": len(runs),

@@ -22,6 +22,17 @@ MERGED_PREFIX = "merged_"
 SHARD_INDEX = "dataset.shard.index"  # the override that tells a group's jobs apart
 
 
+def _shard_count(run: Run) -> int:
+    shard = run.provenance.dataset.shard
+    return (shard.count if shard is not None else None) or 1
+
+
+def _shard_index(run: Run) -> int:
+    """A shard group's runs all record their index (a shard count above 1 says so)."""
+    shard = run.provenance.dataset.shard
+    return (shard.index if shard is not None else None) or 0
+
+
 def shard_groups(sweep_dir: str) -> dict[tuple, list[Run]]:
     """Sharded runs of ``sweep_dir`` grouped by their overrides without the shard index."""
     try:
@@ -31,7 +42,7 @@ def shard_groups(sweep_dir: str) -> dict[tuple, list[Run]]:
     groups: dict[tuple, list[Run]] = {}
     for job in jobs:
         run = job["doc"]
-        if job["run"].startswith(MERGED_PREFIX) or run is None or (run.prov("dataset.shard.count") or 1) <= 1:
+        if job["run"].startswith(MERGED_PREFIX) or run is None or _shard_count(run) <= 1:
             continue
         key = tuple(sorted((k, v) for k, v in job["params"].items() if k != SHARD_INDEX))
         groups.setdefault(key, []).append(run)
@@ -42,7 +53,7 @@ def merge_sweep(sweep_dir: str) -> tuple[list[str], list[str]]:
     """Merge every complete shard group of a multirun: (merged run dirs, reasons for groups left alone)."""
     merged, problems = [], []
     for runs in shard_groups(sweep_dir).values():
-        first = min(runs, key=lambda run: run.prov("dataset.shard.index"))
+        first = min(runs, key=_shard_index)
         out = os.path.join(sweep_dir, MERGED_PREFIX + os.path.basename(first.dir))
         if os.path.isfile(os.path.join(out, METRICS_FILE)):
             continue

@@ -31,7 +31,7 @@ def rescore(run: Run, top_k: int | None = None, backend: str | None = None) -> d
     if run.status == "failed" or not run.metrics:
         raise ReportError(f"run {run.label} has no metrics to reproduce (status {run.status})")
     ignored = definition_of(run).abilities.rescore_ignores
-    fresh_metrics = metrics_for_schema(recompute(run, top_k, backend), run.doc.get("schema_version", 1))
+    fresh_metrics = metrics_for_schema(recompute(run, top_k, backend), run.document.schema_version)
     recomputed = {k: v for k, v in fresh_metrics.items() if k not in ignored}
     stored, fresh = flatten(run.metrics), flatten(recomputed)
     # a field added inside a recorded object since the run was made (TIDE's class counts): not

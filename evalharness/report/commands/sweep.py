@@ -77,7 +77,7 @@ def parse_override(text: str) -> tuple[str, str]:
 
 def job_params(job_dir: str, run: Run | None) -> dict[str, str]:
     path = os.path.join(job_dir, ".hydra", "overrides.yaml")
-    overrides = run.prov("overrides", []) if run else []
+    overrides: object = list(run.provenance.overrides) if run else []
     if os.path.lexists(path):  # a FIFO or a dangling link there is refused by name, not passed over
         fix = "remove the file or rerun the job"
         overrides = read_yaml(path, "overrides file", (list, type(None)), ReportError, fix) or []
@@ -127,28 +127,28 @@ def job_row(job: dict, keys: list[str]) -> dict:
     run: Run | None = job["doc"]
     if run is None:
         return {**row, "status": "missing", "error": f"no {METRICS_FILE} (job crashed or still running)"}
-    inference = (run.doc.get("latency_ms") or {}).get("inference") or {}
+    document = run.document
+    inference = document.latency.inference
     for column, (where, factor) in SIZE_COLUMNS.items():
-        value = run.prov(where)
+        value = run.provenance.named(where)  # the size block's figures, named by their dotted paths
         row[column] = value * factor if isinstance(value, int | float) else None
     row.update(
         status=run.status,
-        error=run.doc.get("error") or (run.doc.get("stop_reason") if run.status != "complete" else None),
-        latency_mean_ms=inference.get("mean"),
-        latency_p50_ms=inference.get("p50"),
-        coverage=run.prov("delegate.coverage.fraction"),
-        num_scored=run.metrics.get("num_scored"),
+        error=document.error or (document.stop_reason if run.status != "complete" else None),
+        latency_mean_ms=inference.mean,
+        latency_p50_ms=inference.p50,
+        coverage=document.provenance.delegate.coverage.fraction,
+        num_scored=document.metrics.num_scored,
     )
     if run.task:
         definition = definition_of(run)
         values = sweep_values(definition, run.metrics)
         row.update({m: v for m, v in values.items() if isinstance(v, float)})
         if definition.abilities.latency_only:  # benchmark_model's other figures: start-up and memory
-            latency, memory = run.doc.get("latency_ms") or {}, run.doc.get("memory_mb") or {}
             row.update(
-                init_ms=latency.get("init"),
-                first_inference_ms=latency.get("first_inference"),
-                peak_rss_MB=memory.get("peak_rss"),
+                init_ms=document.latency.init,
+                first_inference_ms=document.latency.first_inference,
+                peak_rss_MB=document.memory.peak_rss,
             )
     return row
 

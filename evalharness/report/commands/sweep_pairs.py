@@ -26,7 +26,7 @@ def add_interval_columns(jobs: list[dict], rows: list[dict], metrics: list[str])
     for metric in (m for m in metrics if m in INTERVAL_METRICS):
         for row in rows:
             run = by_name.get(row["run"])
-            interval = ((run.metrics or {}).get("intervals") or {}).get(metric) if run else None
+            interval = run.document.metrics.intervals.get(metric) if run else None
             if isinstance(interval, list):
                 row[f"{metric}_ci_low"], row[f"{metric}_ci_high"] = interval
         if any(f"{metric}_ci_low" in r for r in rows):
@@ -41,7 +41,7 @@ def _groups(jobs: list[dict]) -> list[list[dict]]:
         run = job["doc"]
         if run is None or run.status != "complete" or not run.task:
             continue
-        groups.setdefault((run.task, run.prov("dataset.manifest_sha256")), []).append(job)
+        groups.setdefault((run.task, run.provenance.dataset.manifest_sha256), []).append(job)
     return [g for g in groups.values() if len(g) > 1]
 
 

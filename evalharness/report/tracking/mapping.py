@@ -98,7 +98,7 @@ def run_status(run: Run) -> tuple[str, str]:
     status = run.status
     if status == "complete":
         return "FINISHED", status
-    if status == "interrupted" or (status == "partial" and run.doc.get("stop_reason") == "interrupted"):
+    if status == "interrupted" or (status == "partial" and run.document.stop_reason == "interrupted"):
         return "KILLED", status
     return "FAILED", status
 
@@ -115,28 +115,28 @@ def run_metrics(run: Run) -> dict[str, float]:
     if run.status == "failed" or not run.task:
         return {}
     out: dict[str, Any] = dict(headline(definition_of(run), run.metrics))
-    for name, value in (run.metrics.get("intervals") or {}).items():
+    document = run.document
+    for name, value in document.metrics.intervals.items():
         if isinstance(value, list | tuple) and len(value) == 2:
             out[f"{name}_ci_low"], out[f"{name}_ci_high"] = value
-    for key in ("num_images", "num_scored", "num_skipped"):
-        out[key] = run.metrics.get(key)
-    latency = run.doc.get("latency_ms") or {}
-    for stat, value in (latency.get("inference") or {}).items():
+    metrics = document.metrics
+    out |= {"num_images": metrics.num_images, "num_scored": metrics.num_scored}
+    out["num_skipped"] = metrics.num_skipped
+    latency = document.latency
+    for stat, value in latency.inference.raw.items():
         out[f"latency_{stat}_ms" if stat != "count" else "latency_count"] = value
-    out["latency_init_ms"] = latency.get("init")
-    out["latency_first_inference_ms"] = latency.get("first_inference")
-    validity = latency.get("validity") or {}
-    if "valid" in validity:  # 1: the latencies are a valid measurement (stats/validity.py)
-        out["latency_valid"] = float(bool(validity["valid"]))
-        out["latency_block_cv"] = validity.get("cv")
-    throughput = run.doc.get("throughput") or {}
-    out["images_per_s"] = throughput.get("images_per_s")
-    out["loop_wall_s"] = throughput.get("loop_wall_s")
-    coverage = run.prov("delegate.coverage") or {}
-    out["coverage"] = coverage.get("fraction")
-    for key in ("ops_total", "ops_delegated", "partitions"):
-        out[key] = coverage.get(key)
-    out["model_bytes"] = run.prov("model.bytes")
+    out["latency_init_ms"] = latency.init
+    out["latency_first_inference_ms"] = latency.first_inference
+    if latency.valid is not None:  # 1: the latencies are a valid measurement (stats/validity.py)
+        out["latency_valid"] = float(latency.valid)
+        out["latency_block_cv"] = latency.block_cv
+    out["images_per_s"] = document.throughput.images_per_s
+    out["loop_wall_s"] = document.throughput.loop_wall_s
+    coverage = document.provenance.delegate.coverage
+    out["coverage"] = coverage.fraction
+    out |= {"ops_total": coverage.ops_total, "ops_delegated": coverage.ops_delegated}
+    out["partitions"] = coverage.partitions
+    out["model_bytes"] = document.provenance.model.bytes
     return {k: n for k, v in out.items() if (n := _number(v)) is not None}
 
 
@@ -148,10 +148,9 @@ def _key(name: str) -> str:
 def run_params(run: Run) -> dict[str, str]:
     """The validated run settings (``provenance.config``), flattened to dotted keys, plus the job's
     overrides; a failed record's config is the composed one it could not validate."""
-    config = run.prov("config") or {}
+    config = run.provenance.config.raw
     params = {_key(k): "" if v is None else str(v) for k, v in flatten(config).items()}
-    overrides = run.prov("overrides") or []
-    params["overrides"] = " ".join(map(str, overrides))
+    params["overrides"] = " ".join(run.provenance.overrides)
     return params
 
 
@@ -159,22 +158,23 @@ def run_tags(run: Run, run_dir: str) -> dict[str, str]:
     """Identity a tracker filters on: what was run (model/library sha256, runtime versions) and how
     it ended (``evalharness.status``, the stop reason or error)."""
     _, status = run_status(run)
+    prov = run.provenance
     tags = {
         "evalharness.status": status,
         "evalharness.task": run.task or "",
         "evalharness.run_dir": os.path.abspath(run_dir),
-        "model.name": run.prov("model.name"),
-        "model.sha256": run.prov("model.sha256"),
-        "model.quant": run.prov("model.quant.name"),
-        "delegate.name": run.prov("delegate.name"),
-        "delegate.library.sha256": run.prov("delegate.library.sha256"),
-        "runtime.name": run.prov("runtime.name"),
-        "runtime.package": run.prov("runtime.package"),
-        "runtime.version": run.prov("runtime.version"),
-        "evalharness.version": run.prov("evalharness.version"),
-        "dataset.manifest_sha256": run.prov("dataset.manifest_sha256"),
-        "host": run.prov("host.hostname"),
-        "evalharness.stop_reason": run.doc.get("stop_reason") or run.doc.get("error"),
+        "model.name": prov.model.name,
+        "model.sha256": prov.model.sha256,
+        "model.quant": prov.model.quant.name,
+        "delegate.name": prov.delegate.name,
+        "delegate.library.sha256": prov.delegate.library_sha256,
+        "runtime.name": prov.runtime.name,
+        "runtime.package": prov.runtime.package,
+        "runtime.version": prov.runtime.version,
+        "evalharness.version": prov.evalharness_version,
+        "dataset.manifest_sha256": prov.dataset.manifest_sha256,
+        "host": prov.host.hostname,
+        "evalharness.stop_reason": run.document.stop_reason or run.document.error,
     }
     return {k: str(v) for k, v in tags.items() if v not in (None, "")}
 
@@ -186,9 +186,9 @@ def run_files(run: Run) -> list[tuple[str, str]]:
     names = [
         "metrics.json",
         "results.txt",
-        (run.doc.get("predictions") or {}).get("path") or "predictions.jsonl",
+        run.document.predictions.path or "predictions.jsonl",
     ]
-    names += [a for a in run.doc.get("artifacts") or [] if isinstance(a, str)]
+    names += run.document.artifacts
     names += sorted(n for n in os.listdir(run.dir) if n.endswith(".html"))
     out = [(os.path.join(run.dir, n), "") for n in dict.fromkeys(names)]
     out += [(os.path.join(run.dir, ".hydra", n), ".hydra") for n in ("config.yaml", "overrides.yaml")]

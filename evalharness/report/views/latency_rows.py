@@ -13,7 +13,7 @@ from evalharness.stats.speedup import speedup_intervals
 def samples(run: Run) -> np.ndarray:
     """The run's per-invoke latencies (ms); empty for a task that writes no predictions."""
     writes = definition_of(run).abilities.writes_predictions
-    stored = writes and (run.doc.get("predictions") or {}).get("count")
+    stored = writes and run.document.predictions.count
     values = [r.get("latency_ms") for r in run.predictions] if stored else []
     return np.asarray([v for v in values if isinstance(v, int | float)], dtype=np.float64)
 

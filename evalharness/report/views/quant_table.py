@@ -7,13 +7,10 @@ task's own sample-by-sample agreement with the float model (``Comparison.agreeme
 agreement with McNemar's exact p, the box-match rate, ...), so a 0.02 drop says whether it is beyond
 chance on this many samples. Table 2: float vs int8 vs int16x8 (16-bit activations), one row per
 other-parameter group. Failed jobs stay in both tables with their error. Reads run files and task
-definitions only (no runtime import). Beside them, the run summary's ``Calibrated:`` line of one
-variant (:func:`calibration_line`).
+definitions only (no runtime import).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import delta, fmt
@@ -231,8 +228,8 @@ def host_note(runs: dict, rows: list[dict]) -> str:
     for r in rows:
         if r["status"] in SCORED:
             run = runs[r["run"]]
-            features = run.prov("host.cpu_features") or []
-            return f"host CPU: {run.prov('host.cpu', '?')}; features: {', '.join(features) or 'none listed'}"
+            host = run.provenance.host
+            return f"host CPU: {host.cpu or '?'}; features: {', '.join(host.cpu_features) or 'none listed'}"
     return "host CPU: unknown (no job completed)"
 
 
@@ -245,39 +242,3 @@ def quant_sections(jobs: list[dict], rows: list[dict], keys: list[str]) -> list[
     table2 = _table2(rows, others, definition)
     return [table1, *([table2] if table2 else [])]
 
-
-def clipped(checks: dict[str, Any] | None) -> str | None:
-    """What the run measured of a clipped range: the integer outputs that reached their type's top
-    value, on how many of the scored samples (``output_checks``; None: none did)."""
-    checks = checks or {}
-    n = checks.get("samples") or 0
-    hit = [o for o in checks.get("outputs") or [] if o.get("at_max_samples")]
-    if not n or not hit:
-        return None
-    parts = [f"{o['name']} on {o['at_max_samples']} of {n}" for o in hit]
-    text = "measured: integer output at its top value (" + ", ".join(parts) + " images)"
-    if any(2 * o["at_max_samples"] >= n for o in hit):
-        text += ", most of them: if calibration clipped its range, the top answers tie there (explain)"
-    return text
-
-
-def calibration_line(quant: dict[str, Any], checks: dict[str, Any] | None = None) -> str | None:
-    """The summary's ``Calibrated:`` line of ``provenance.model.quant``: source, count, the ids'
-    hash, for the bundled fallback its size and risk, and what the run measured of a clipped
-    output range (``checks``: the run's ``output_checks``); None: nothing was calibrated."""
-    cal = quant.get("calibration")
-    if not cal:
-        return None
-    ids = str(cal.get("manifest_sha256") or "?")[:12]
-    choice = cal.get("choice") or {}
-    count = cal.get("count")
-    if cal.get("source") == "dataset":
-        what = f"{count} images of the dataset, not scored (the run reports on the rest)"
-    else:
-        what = f"{count} images from quant.calibration.roots ({cal.get('name') or 'roots'})"
-    text = f"  Calibrated: {what}; ids sha256 {ids}"
-    if choice.get("chosen") == "bundled" and (count or 0) < choice.get("min_dataset_images", 0):
-        text += f"; not a slice of the dataset because {choice.get('reason')}; risk: {choice.get('risk')}"
-        text += "; calibrate on images like yours: quant.calibration.roots=[DIR]"
-    measured = clipped(checks)
-    return text + (f"; {measured}" if measured else "")

@@ -25,7 +25,7 @@ def thumbnail_items(
 ) -> tuple[Items, list[str]]:
     """(thumbnails, notes) of ``samples`` ((sample id, caption) pairs) as run A saw them."""
     run = _run(run_a)
-    container = run.prov("dataset.container") if run is not None else None
+    container = run.provenance.dataset.container if run is not None else None
     if run is None or not container:
         root = run_a.get("dataset_root") or ""
         found = ((f"{i}: {cap}", html.thumbnail_uri(os.path.join(root, i))) for i, cap in samples)
@@ -43,13 +43,14 @@ def _run(summary: RunSummary) -> Run | None:
 def _from_container(
     run: Run, container: str, samples: list[tuple[str, str]], sample_key: str | None
 ) -> tuple[Items, list[str]]:
-    root = str(run.prov("dataset.root"))
+    dataset = run.provenance.dataset
+    root = str(dataset.root)
     try:
-        images = ContainerImages(container, root, run.prov("dataset.index.dir"))
+        images = ContainerImages(container, root, dataset.index_dir)
         keys = [str(r[sample_key]) for r in run.predictions] if sample_key else []
     except (EvalHarnessError, KeyError, TypeError) as exc:
         return [], [f"no thumbnails: run {run.label}'s {container} shards could not be read ({exc})"]
-    if not images.proves(keys, run.prov("dataset.manifest_sha256")):
+    if not images.proves(keys, dataset.manifest_sha256):
         return [], [
             f"no thumbnails: the {container} shards at {root} do not hold the images run {run.label} read "
             "(their content manifest differs from its dataset.manifest_sha256: changed since the run, "

@@ -24,7 +24,7 @@ class DetectionComparison(Comparison):
         A would ship (its F1-optimal threshold), never every box down to 0 unasked."""
         if given is not None:
             return given, "--min-score"
-        f1 = ((a.metrics.get("analysis") or {}).get("f1") or {}).get("score_threshold")
+        f1 = ((a.document.metrics.analysis or {}).get("f1") or {}).get("score_threshold")
         if f1 is not None:
             return float(f1), "run A's F1-optimal score threshold"
         return 0.5, "default: run A records no F1-optimal threshold"

@@ -31,14 +31,15 @@ def load_ground_truth(run: Run) -> dict[str, Any]:
     from evalharness.core.checksum import sha256_file
     from evalharness.data.coco_annotations import load_annotations
 
-    path = run.prov("dataset.ground_truth")
+    dataset = run.provenance.dataset
+    path = dataset.ground_truth
     if not path:
         raise EvalHarnessError(
             f"run {run.label}: provenance.dataset.ground_truth is empty; no annotations to score"
         )
-    recorded = run.prov("dataset.ground_truth_sha256")
+    recorded = dataset.ground_truth_sha256
     digest: str | None
-    if run.prov("dataset.format") == "yolo":  # the layout's labels converted again, compared by content
+    if dataset.format == "yolo":  # the layout's labels converted again, compared by content
         from evalharness.data.yolo_labels import yolo_ground_truth
 
         truth = yolo_ground_truth(path)[1]

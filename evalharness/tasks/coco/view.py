@@ -9,6 +9,7 @@ from typing import Any
 
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section, more_rows
+from evalharness.rundir.metrics_file import Document
 from evalharness.rundir.reader import Run
 from evalharness.stats.coco_intervals import BOOTSTRAP_STATS
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines
@@ -23,14 +24,14 @@ class CocoView(TaskView):
     thumbnails = ("changed_images", "Thumbnails: changed boxes")
     delta_figure = ("per_class", "per_class", "Per-class AP change (B - A)")
 
-    def summary_lines(self, doc: Mapping[str, Any], lines: list[str]) -> list[str]:
+    def summary_lines(self, doc: Document, lines: list[str]) -> list[str]:
         """COCOeval.summarize()'s 12 lines, then the TFLite-tool AP when it was computed."""
-        metrics = doc["metrics"]
+        metrics = doc.metrics.values
         lines = list(metrics["summary"])
         if "tflite_tool" in metrics:
             ap = metrics["tflite_tool"]["AP"]
             lines.append(f"{TOOL_AP_LABEL}: {ap:.6f}")
-        intervals = metrics.get("intervals") or {}  # schema 2 on, bootstrap_resamples > 0
+        intervals = doc.metrics.intervals  # schema 2 on, bootstrap_resamples > 0
         how = f"image bootstrap, B={intervals.get('resamples')}, seed {intervals.get('seed')}"
         lines += interval_lines(intervals, how, [(n, intervals.get(n)) for n in BOOTSTRAP_STATS])
         return lines + analysis.summary_lines(metrics)

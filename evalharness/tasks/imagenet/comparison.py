@@ -18,7 +18,7 @@ class ClassificationComparison(Comparison):
     agreement_columns = ("top1_agreement", "mcnemar_p")
 
     def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> dict[str, Any]:
-        same_labels = a.prov("labels.sha256") == b.prov("labels.sha256")
+        same_labels = a.provenance.labels.sha256 == b.provenance.labels.sha256
         c = classification_diff(a.predictions, b.predictions, same_labels)
         if options.get("alpha") is not None:  # report diff (a sweep's agreement needs none of this)
             c["per_class"] = per_class_changes(a.predictions, b.predictions, options["alpha"])

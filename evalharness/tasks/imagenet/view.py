@@ -10,6 +10,7 @@ from typing import Any
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section, more_rows
+from evalharness.rundir.metrics_file import Document
 from evalharness.rundir.reader import Run
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval
 from evalharness.stats.paired import format_p, verdict
@@ -31,9 +32,9 @@ def short(label: str | None) -> str:
 class ImageNetView(TaskView):
     thumbnails = ("flips", "Thumbnails: top-1 changes")
 
-    def summary_lines(self, doc: Mapping[str, Any], lines: list[str]) -> list[str]:
+    def summary_lines(self, doc: Document, lines: list[str]) -> list[str]:
         """The generic top-k lines, then the weakest classes and the commonest confusions."""
-        return lines + _analysis_lines(doc["metrics"].get("analysis"))
+        return lines + _analysis_lines(doc.metrics.analysis)
 
     def verdict(self, diff: Mapping[str, Any]) -> str:
         key = ClassificationComparison.key

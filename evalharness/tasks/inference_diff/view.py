@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalharness.core.tables import Section
+from evalharness.rundir.metrics_file import Document
 from evalharness.rundir.reader import Run
 from evalharness.stats.decoded import summary as decoded_summary
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines
@@ -22,7 +23,7 @@ class OutputErrorsComparison(Comparison):
         """Per output: each run's mean error with its interval (runs made before schema 2: none)."""
         rows = []
         for side, run in (("a", a), ("b", b)):
-            intervals = ((run.metrics.get("intervals") or {}).get("avg_error")) or {}
+            intervals = run.document.metrics.intervals.get("avg_error") or {}
             for out in run.metrics.get("outputs") or []:
                 if side == "a":
                     rows.append({"name": out["name"]})
@@ -49,8 +50,8 @@ class InferenceDiffView(TaskView):
             sections.append(Section("Decoded outputs", headers, rows, key="decoded"))
         return sections
 
-    def summary_lines(self, doc: Mapping[str, Any], lines: list[str]) -> list[str]:
-        metrics = doc["metrics"]
+    def summary_lines(self, doc: Document, lines: list[str]) -> list[str]:
+        metrics = doc.metrics.values
         ref, test = metrics.get("reference_latency_us", {}), metrics.get("test_latency_us", {})
         lines = [
             f"Num evaluation runs: {metrics['num_scored']}",
@@ -59,7 +60,7 @@ class InferenceDiffView(TaskView):
         ]
         for i, out in enumerate(metrics["outputs"]):
             lines.append(f"OutputDiff[{i}]: avg_error={out['avg_error']:g}, std_dev={out['std_dev']:g}")
-        intervals = metrics.get("intervals") or {}
+        intervals = doc.metrics.intervals
         errors = intervals.get("avg_error") or {}
         shown = [(f"OutputDiff[{i}]", errors.get(out["name"])) for i, out in enumerate(metrics["outputs"])]
         lines += interval_lines(intervals, f"avg_error, {metrics['num_scored']} runs", shown)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from evalharness.core.tables import render_text
-from evalharness.report import presenters
 from evalharness.report.commands.diff import build_diff, quantities
 from evalharness.report.commands.sweep import job_row, metric_columns
 from evalharness.report.runs import comparability, definition_of
+from evalharness.report.summary import results_lines
 from evalharness.report.views import diff_view
 from evalharness.report.views.quant_table import add_quant_columns, quant_sections
 from evalharness.rundir.reader import Run
@@ -56,7 +56,7 @@ def _run(tmp_path: Path, label: str, mse: float, mae: float, quant: str) -> Run:
 
 def test_one_declared_metric_shows_in_summary_diff_sweep_and_quant_table(plus, tmp_path):
     a, b = _run(tmp_path, "A", 0.04, 0.2, "none"), _run(tmp_path, "B", 0.09, 0.3, "dynamic")
-    assert presenters.summary_lines(definition_of(a), a.doc) == ["MSE: 0.04", "MAE: 0.2"]
+    assert results_lines(definition_of(a), a.document) == ["MSE: 0.04", "MAE: 0.2"]
 
     doc = build_diff(a, b, comparability(a, b))
     row = next(r for r in doc["metrics"] if r["name"] == "mae")

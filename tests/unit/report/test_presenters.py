@@ -4,6 +4,8 @@ its declared metrics alone (no assets, no run directory)."""
 from __future__ import annotations
 
 from evalharness.report import presenters
+from evalharness.report.summary import results_lines
+from evalharness.rundir.metrics_file import Metrics, parse_document
 from evalharness.tasks.definition import Abilities, TaskDefinition
 from evalharness.tasks.metrics import Metric
 from evalharness.tasks.view import TaskView
@@ -40,7 +42,7 @@ def _diff(a: float, b: float) -> dict:
 
 
 def test_summary_lines_are_one_per_declared_metric_then_the_intervals():
-    assert presenters.summary_lines(Toy({}), {"metrics": METRICS}) == [
+    assert results_lines(Toy({}), parse_document({"metrics": METRICS})) == [
         "Error: 0.250",
         "hits: 3",
         "deep: 0.5",
@@ -56,13 +58,14 @@ def test_a_view_extends_the_generic_lines():
     class WithView(Toy):
         view = Shown
 
-    assert presenters.summary_lines(WithView({}), {"metrics": {"err": 1}})[-1] == "and more"
+    assert results_lines(WithView({}), parse_document({"metrics": {"err": 1}}))[-1] == "and more"
 
 
 def test_headline_names_and_accuracy():
     assert presenters.headline(Toy({}), METRICS) == {"err": 0.25, "hits": 3, "deep": 0.5}
-    assert presenters.headline_accuracy(Toy({}), METRICS) == ("err", 0.25, [0.2, 0.3], "normal")
-    assert presenters.headline_accuracy(Speed({}), {"num_scored": 3}) is None
+    lead = presenters.headline_accuracy(Toy({}), Metrics.parse(METRICS))
+    assert lead == ("err", 0.25, [0.2, 0.3], "normal")
+    assert presenters.headline_accuracy(Speed({}), Metrics.parse({"num_scored": 3})) is None
     assert presenters.headline(Speed({}), {"num_scored": 3, "x": {"y": 1.5}}) == {"num_scored": 3, "x.y": 1.5}
 
 

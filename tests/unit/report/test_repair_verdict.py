@@ -3,8 +3,9 @@ miss the held-out part can resolve, a report only (said why) on one it cannot. P
 
 from __future__ import annotations
 
+from evalharness.report.summary import summary_block
 from evalharness.report.views.repair_view import failed_checks, verdict
-from evalharness.run.summary import summary_block
+from evalharness.rundir.metrics_file import parse_document
 from evalharness.stats.power import resolution
 
 
@@ -54,7 +55,7 @@ def test_the_run_summary_carries_the_verdict_and_the_failed_check():
         "metrics": {"failed_checks": failed_checks({"repair": r})},
         "provenance": {"model": {"name": "m", "quant": {"name": "int8", "repair": r}}},
     }
-    lines = summary_block(doc)
+    lines = summary_block(parse_document(doc))
     assert any(line.startswith("  Repair:   held-out top1 0.7200 vs float 0.7600") for line in lines)
     status = next(line for line in lines if line.startswith("  Status:"))
     assert status.startswith("  Status:   complete; failed check(s): quant repair: held-out top1 drop")

@@ -10,6 +10,7 @@ import pytest
 from evalharness.core.errors import EvalHarnessError
 from evalharness.rundir.document import failed_before_results, write_failure
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, STATE_FILE
+from evalharness.rundir.metrics_file import parse_document
 from evalharness.rundir.state import claim, release
 
 CONFIG = {"task": {"name": "t"}}
@@ -35,7 +36,7 @@ def _failed(run, claimed: bool, predictions: str = "") -> None:
 def test_a_record_of_a_run_that_failed_before_any_result_is_replaced(tmp_path, caplog, claimed):
     run = tmp_path / "run"
     _failed(run, claimed)
-    assert failed_before_results(str(run), json.loads((run / METRICS_FILE).read_text()))
+    assert failed_before_results(str(run), parse_document(json.loads((run / METRICS_FILE).read_text())))
     _claim(run)  # no flags: the corrected command works as typed
     assert not (run / METRICS_FILE).exists()
     assert json.loads((run / STATE_FILE).read_text())["config"] == CONFIG
@@ -45,7 +46,7 @@ def test_a_record_of_a_run_that_failed_before_any_result_is_replaced(tmp_path, c
 def test_a_failed_run_with_predictions_and_a_complete_run_still_need_a_flag(tmp_path):
     run = tmp_path / "run"
     _failed(run, True, predictions='{"id": "a"}\n')
-    assert not failed_before_results(str(run), json.loads((run / METRICS_FILE).read_text()))
+    assert not failed_before_results(str(run), parse_document(json.loads((run / METRICS_FILE).read_text())))
     with pytest.raises(EvalHarnessError, match="already holds a failed run"):
         _claim(run)
     done = tmp_path / "done"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from evalharness.data.shard import Split
-from evalharness.report.views.quant_table import calibration_line
+from evalharness.report.summary import calibration_line
+from evalharness.rundir.provenance_record import QuantRecord
 from evalharness.settings.groups import CalibrationSchema
 from evalharness.transforms.calibration_choice import choose, is_auto
 
@@ -37,14 +38,14 @@ def test_is_auto():
 def test_the_summary_line_names_source_count_ids_and_the_fallbacks_risk():
     slice_cal = {"source": "dataset", "count": 25, "manifest_sha256": "a" * 64}
     slice_cal["choice"] = choose(AUTO, 100).record
-    line = calibration_line({"calibration": slice_cal})
+    line = calibration_line(QuantRecord.parse({"calibration": slice_cal}))
     assert "25 images of the dataset, not scored" in line and "a" * 12 in line and "risk" not in line
     bundled = {"source": "roots", "name": "bundled", "count": 9, "manifest_sha256": "b" * 64,
                "choice": choose(AUTO, 50).record}  # fmt: skip
-    line = calibration_line({"calibration": bundled})
+    line = calibration_line(QuantRecord.parse({"calibration": bundled}))
     assert "9 images from quant.calibration.roots" in line and "50 images, under 100" in line
     assert "risk:" in line and "quant.calibration.roots=[DIR]" in line
-    assert calibration_line({"name": "none", "recipe": None}) is None
+    assert calibration_line(QuantRecord.parse({"name": "none", "recipe": None})) is None
 
 
 def test_a_clipped_integer_output_is_measured_and_said_beside_the_calibration():
@@ -58,9 +59,10 @@ def test_a_clipped_integer_output_is_measured_and_said_beside_the_calibration():
     record = checks.record(["logits", "score"])
     assert record["outputs"][0]["at_max_samples"] == 2 and "at_max_samples" not in record["outputs"][1]
     cal = {"source": "roots", "name": "bundled", "count": 9, "manifest_sha256": "c" * 64}
-    line = calibration_line({"calibration": cal}, record)
+    line = calibration_line(QuantRecord.parse({"calibration": cal}), record)
     assert "measured: integer output at its top value (logits on 2 of 3 images)" in line
     assert "if calibration clipped its range, the top answers tie there" in line
     quiet = OutputChecks()
     quiet.add_outputs([np.array([3], np.int8)])
-    assert "measured" not in calibration_line({"calibration": cal}, quiet.record(["logits"]))
+    quant = QuantRecord.parse({"calibration": cal})
+    assert "measured" not in calibration_line(quant, quiet.record(["logits"]))

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from evalharness.run.summary import _delegate
+from evalharness.report.summary import _delegate
+from evalharness.rundir.metrics_file import Document, parse_document
 
 
-def _doc(coverage: dict) -> dict:
-    return {"provenance": {"delegate": {"name": "cpu", "coverage": coverage}}}
+def _doc(coverage: dict) -> Document:
+    return parse_document({"provenance": {"delegate": {"name": "cpu", "coverage": coverage}}})
 
 
 def test_a_delegate_says_what_it_took_and_what_it_left():
