@@ -11,11 +11,11 @@ Three places carry settings in real files:
 - Ultralytics' ``temp_meta.txt`` (or ``metadata.json``): a Python dict literal / JSON object with
   ``task``, ``imgsz``, ``stride``, ``batch``, ``names``.
 
-The metadata flatbuffer is read with ``flatbuffers``' generic table accessors, each field by name
-through slots generated from the schema's declaration (:mod:`evalharness.runtime.metadata_schema`):
-the only maintained-looking generated reader (``tflite-support``) last shipped in 2023 and pins
-old TensorFlow-era dependencies, so it is not used. The model flatbuffer itself is
-read with ``ai_edge_litert``'s generated schema, as :mod:`evalharness.runtime.modelgen` writes it.
+The metadata flatbuffer is read through accessors generated from the one declaration of its schema
+(:mod:`evalharness.runtime.metadata_schema`), each field by name: the only maintained-looking
+generated reader (``tflite-support``) last shipped in 2023 and pins old TensorFlow-era dependencies,
+so it is not used. The model flatbuffer itself is read with ``ai_edge_litert``'s generated schema,
+as :mod:`evalharness.runtime.modelgen` writes it. Neither reader touches a table offset.
 """
 
 from __future__ import annotations
@@ -28,11 +28,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
-from flatbuffers import number_types as nt
-from flatbuffers.table import Table
 
 from evalharness.core.errors import ConfigError
 from evalharness.core.untrusted import check_json_limits
@@ -187,62 +184,23 @@ def _attached(buf: bytes) -> dict[str, bytes]:
         return {}
 
 
-class _Fb:
-    """A table of the metadata flatbuffer of type ``kind``, its fields read by name: slots come
-    from the schema declaration (:mod:`evalharness.runtime.metadata_schema`), never a number here."""
-
-    def __init__(self, tab: Table, kind: str) -> None:
-        self.tab, self.kind = tab, kind
-
-    def _at(self, field: str) -> int:
-        return self.tab.Offset(4 + 2 * METADATA.slot(self.kind, field))
-
-    def string(self, field: str) -> str | None:
-        o = self._at(field)
-        return self.tab.String(o + self.tab.Pos).decode(errors="replace") if o else None
-
-    def byte(self, field: str) -> int:
-        o = self._at(field)
-        return self.tab.Get(nt.Uint8Flags, o + self.tab.Pos) if o else 0
-
-    def table(self, field: str, kind: str | None = None) -> _Fb | None:
-        """The table in ``field``; a union's value needs its member type (``kind``)."""
-        o = self._at(field)
-        kind = kind or METADATA.types[self.kind][field]
-        return _Fb(Table(self.tab.Bytes, self.tab.Indirect(o + self.tab.Pos)), kind) if o else None
-
-    def tables(self, field: str) -> list[_Fb]:
-        o = self._at(field)
-        if not o:
-            return []
-        start, count = self.tab.Vector(o), self.tab.VectorLen(o)
-        kind = METADATA.types[self.kind][field]
-        return [_Fb(Table(self.tab.Bytes, self.tab.Indirect(start + 4 * j)), kind) for j in range(count)]
-
-    def floats(self, field: str) -> list[float]:
-        o = self._at(field)
-        return [float(v) for v in self.tab.GetVectorAsNumpy(nt.Float32Flags, o)] if o else []
-
-
 def _read_tflite_metadata(raw: bytes, info: ModelFile) -> None:
     """The model's name, version, author and licence, the first input's normalisation and the
     label file an output tensor names (``TENSOR_AXIS_LABELS``)."""
-    data = bytearray(raw)
-    root = _Fb(Table(data, flatbuffers.encode.Get(nt.UOffsetTFlags.packer_type, data, 0)), "ModelMetadata")
+    root = METADATA.root(raw, "ModelMetadata")
     fields = ("name", "description", "version", "author", "license")
-    info.metadata = {k: text for k in fields if (text := root.string(k))}
-    subgraphs = root.tables("subgraph_metadata")
+    info.metadata = {k: text for k in fields if (text := getattr(root, k))}
+    subgraphs = root.subgraph_metadata
     if not subgraphs:
         return
-    for tensor in subgraphs[0].tables("input_tensor_metadata")[:1]:
-        for unit in tensor.tables("process_units"):
-            opts = unit.table("options", "NormalizationOptions")
-            if unit.byte("options_type") == _NORMALIZATION_OPTIONS and opts is not None:
-                info.normalization = {"mean": opts.floats("mean"), "std": opts.floats("std")}
-    for tensor in subgraphs[0].tables("output_tensor_metadata"):
-        for f in tensor.tables("associated_files"):
-            if f.byte("type") == _TENSOR_AXIS_LABELS and f.string("name"):
-                info.label_file = info.label_file or f.string("name")
+    for tensor in subgraphs[0].input_tensor_metadata[:1]:
+        for unit in tensor.process_units:
+            if unit.options_type == _NORMALIZATION_OPTIONS and unit.options is not None:
+                info.normalization = {"mean": unit.options.mean, "std": unit.options.std}
+    for tensor in subgraphs[0].output_tensor_metadata:
+        for f in tensor.associated_files:
+            if f.type == _TENSOR_AXIS_LABELS and f.name:
+                info.label_file = info.label_file or f.name
 
 
 def _ultralytics(raw: bytes, path: str) -> dict:

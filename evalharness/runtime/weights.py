@@ -79,6 +79,7 @@ def weight_tensors(path: str) -> tuple[bytes, list[WeightTensor]]:
     """(the file's bytes, its weight tensors in execution order) of subgraph 0."""
     buf = read_model_bytes(path)
     model = schema.Model.GetRootAsModel(buf, 0)
+    start = np.frombuffer(buf, np.uint8).ctypes.data  # the address the generated views lie from
     graph = model.Subgraphs(0)
     producers = {}
     for i in range(graph.OperatorsLength()):
@@ -98,7 +99,7 @@ def weight_tensors(path: str) -> tuple[bytes, list[WeightTensor]]:
         tensor = graph.Tensors(index) if index >= 0 else None
         if tensor is None or tensor.Type() not in _NUMPY or not tensor.Buffer() or tensor.Buffer() in seen:
             continue
-        place = _data_place(model.Buffers(tensor.Buffer()))
+        place = _data_place(model.Buffers(tensor.Buffer()), start)
         if place is None:
             continue
         seen.add(tensor.Buffer())
@@ -116,15 +117,16 @@ def _behind_dequantize(model, producers: dict, index: int) -> int:
     return -1  # computed, not a constant
 
 
-def _data_place(buffer) -> tuple[int, int] | None:
-    """(offset, size) of a buffer's bytes in the file; None for an empty buffer."""
+def _data_place(buffer, start: int) -> tuple[int, int] | None:
+    """(offset, size) of a buffer's bytes in the file whose first byte is at address ``start``;
+    None for an empty buffer. The generated ``DataAsNumpy`` is a view into the file's bytes, so its
+    address less the file's is where the data lies (no table offset read here)."""
     if buffer.Offset() > 1:  # models over 2 GB keep buffers after the flatbuffer
         return int(buffer.Offset()), int(buffer.Size())
     if not buffer.DataLength():
         return None
-    tab = buffer._tab
-    field = tab.Offset(4)  # Buffer.data: the table's first field
-    return int(tab.Vector(field)), int(tab.VectorLen(field))
+    data = buffer.DataAsNumpy()
+    return int(data.ctypes.data) - start, int(data.nbytes)
 
 
 def _weight(tensor, index: int, op_index: int, op: str, axis: int, place: tuple[int, int]) -> WeightTensor:

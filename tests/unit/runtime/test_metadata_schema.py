@@ -78,3 +78,33 @@ def test_a_written_metadata_buffer_reads_back_by_name():
     _read_tflite_metadata(_metadata_bytes(), info)
     assert info.metadata == {"name": "Toy", "author": "me"}
     assert info.normalization == {"mean": [127.5], "std": [128.0]} and info.label_file == "labels.txt"
+
+
+def test_the_generated_accessors_read_a_written_buffer_by_attribute():
+    root = METADATA.root(_metadata_bytes(), "ModelMetadata")
+    assert (root.name, root.author, root.version) == ("Toy", "me", None)
+    (graph,) = root.subgraph_metadata
+    (unit,) = graph.input_tensor_metadata[0].process_units
+    assert unit.options_type == METADATA.values["ProcessUnitOptions"]["NormalizationOptions"]
+    assert (unit.options.mean, unit.options.std) == ([127.5], [128.0])
+    (afile,) = graph.output_tensor_metadata[0].associated_files
+    assert (afile.name, afile.type, afile.description) == ("labels.txt", 2, None)
+    assert graph.output_tensor_metadata[0].process_units == []
+
+
+def test_only_the_generated_accessors_touch_table_offsets():
+    """Flatbuffers are read through generated accessors only: LiteRT's schema_py_generated for the
+    model, metadata_schema's for the metadata; no reader elsewhere reaches into a table."""
+    import re
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[3] / "evalharness"
+    raw = re.compile(r"\._tab\b|flatbuffers\.table|\bTable\(|\.Indirect\(|\.VectorLen\(")
+    found = [
+        f"{path.relative_to(package)}:{n}"
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "metadata_schema.py"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if raw.search(line)
+    ]
+    assert not found, found
