@@ -2,13 +2,14 @@
 
 Each group's YAML is built into a frozen instance of its dataclass with
 :func:`evalharness.core.schema.build` and read by attribute (``settings.model.path``): the core
-groups' schemas are in :mod:`evalharness.settings.groups` (a group a task adds fields to is an instance of the core schema extended
-by the task's ``model_schema``/``dataset_schema``, :func:`evalharness.core.schema.extended`); the
-task's schema comes from its definition (:mod:`evalharness.tasks.discovery`), the delegate's and the
-runner's from the runtime (``runtime/delegates.py``, ``runtime/runners.py``). So a typo'd key, a
-wrong type or a missing mandatory value (``???``) is one ``ConfigError`` line naming the key, before
-any file is read. Defaults live in ``conf/``; the dataclasses only say what may be there. Derived
-values (the thread budget, a model variant: :mod:`evalharness.transforms`) make a new plan
+groups' schemas are in :mod:`evalharness.settings.groups` (a group a task adds fields to is an
+instance of the core schema extended by the task's ``model_schema``/``dataset_schema``,
+:func:`evalharness.core.schema.extended`); the task's schema comes from its definition
+(:mod:`evalharness.tasks.discovery`), the delegate's and the runner's from the runtime
+(``runtime/delegates.py``, ``runtime/runners.py``). So a typo'd key, a wrong type or a missing
+mandatory value (``???``) is one ``ConfigError`` line naming the key, before any file is read.
+Defaults live in ``conf/``; the dataclasses only say what may be there. Derived values (the thread
+budget, a model variant: :mod:`evalharness.transforms`) make a new plan
 (:meth:`RunSettings.replace`); nothing edits a validated value in place.
 """
 

@@ -24,7 +24,7 @@ from evalharness.core.errors import RunStopped
 from evalharness.report.tracking.mapping import TRACKERS
 from evalharness.runtime import runners
 from evalharness.runtime.delegates import DELEGATES
-from evalharness.settings.validate import SCHEMAS
+from evalharness.settings.groups import SCHEMAS
 from evalharness.tasks.discovery import task_definitions
 
 # group.key -> "file" | "dir": attacked with every bad-path kind
