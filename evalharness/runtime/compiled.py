@@ -24,7 +24,7 @@ import numpy as np
 
 from evalharness.core.errors import ConfigError, DelegateUnavailableError, EvalHarnessError
 from evalharness.runtime.compile_cache import shader_cache, xnnpack_weight_cache
-from evalharness.runtime.contract import BACKENDS, Coverage, Model
+from evalharness.runtime.contract import BACKENDS, Coverage, Model, RuntimeInfo
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.litert import captured_native_stderr, check_flatbuffer, graph_summary, runtime_info
 
@@ -166,7 +166,7 @@ class CompiledBuffersModel(Model):
             )
         return [buffers[i] for i in found if i is not None]
 
-    def runtime_info(self) -> dict:
+    def runtime_info(self) -> RuntimeInfo:
         return runtime_info("litert")
 
     def set_inputs(self, tensors: list[np.ndarray]) -> None:

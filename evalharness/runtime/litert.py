@@ -23,7 +23,7 @@ from evalharness.core.errors import DelegateUnavailableError, EvalHarnessError, 
 from evalharness.core.native_output import routine
 from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.compile_cache import xnnpack_weight_cache
-from evalharness.runtime.contract import BACKENDS, Coverage, Model
+from evalharness.runtime.contract import BACKENDS, Coverage, Model, RuntimeInfo
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.model_guard import check_model_file
 
@@ -79,7 +79,7 @@ def _import_runtime(runtime: str):
     raise EvalHarnessError(f"unknown runtime {runtime!r}; valid: {', '.join(RUNTIME_PACKAGES)}")
 
 
-def runtime_info(runtime: str) -> dict:
+def runtime_info(runtime: str) -> RuntimeInfo:
     package = RUNTIME_PACKAGES.get(runtime, runtime)
     try:
         version = importlib.metadata.version(package)
@@ -286,7 +286,7 @@ class InterpreterModel(Model):
                 f"require_full_delegation=true; left on CPU: {cov['ops_on_cpu_by_type']}"
             )
 
-    def runtime_info(self) -> dict:
+    def runtime_info(self) -> RuntimeInfo:
         return runtime_info(self._runtime)
 
     def set_batch(self, size: int) -> str:

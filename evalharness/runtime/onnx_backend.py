@@ -19,7 +19,7 @@ import numpy as np
 
 from evalharness.core.errors import ConfigError, EvalHarnessError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo
-from evalharness.runtime.contract import BACKENDS, Coverage, Model
+from evalharness.runtime.contract import BACKENDS, Coverage, Model, RuntimeInfo
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.model_file import ModelFile, TensorSummary, parse_literal, ultralytics_meta
 from evalharness.runtime.model_guard import read_bounded, stamp
@@ -186,7 +186,7 @@ class OnnxModel(Model):
             source="ONNX Runtime CPUExecutionProvider: every op on the CPU (no delegation)",
         )
 
-    def runtime_info(self) -> dict:
+    def runtime_info(self) -> RuntimeInfo:
         return {"name": "onnxruntime", "package": "onnxruntime", "version": self._version}
 
     def set_inputs(self, tensors: list[np.ndarray]) -> None:

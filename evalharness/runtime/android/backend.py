@@ -28,7 +28,7 @@ from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.android import benchmark_model as bm
 from evalharness.runtime.android.adb import Adb, tail
 from evalharness.runtime.android.runner import AdbSettings
-from evalharness.runtime.contract import BACKENDS, Model
+from evalharness.runtime.contract import BACKENDS, Model, RuntimeInfo
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.litert import check_flatbuffer, graph_summary
 from evalharness.runtime.thermal import from_listing, listing_command
@@ -93,7 +93,7 @@ class AdbModel(Model):
             "benchmark_binary": {"path": os.path.abspath(runner.benchmark_binary), "sha256": binary_sha},
             "device_dir": self.dir,
         }
-        self._runtime = {
+        self._runtime: RuntimeInfo = {
             "name": "benchmark_model",
             "package": "android",
             "version": f"sha256:{binary_sha[:16]}",
@@ -112,7 +112,7 @@ class AdbModel(Model):
         self.native_log = self._latency_run(sum(ops.values()))
         self.latency_thermal = {"before": before, "after": self.thermal()}
 
-    def runtime_info(self) -> dict:
+    def runtime_info(self) -> RuntimeInfo:
         return self._runtime
 
     def thermal(self) -> dict:
