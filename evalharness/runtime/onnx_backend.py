@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -78,7 +79,10 @@ def read_onnx_file(path: str) -> ModelFile:
     _, proto = read_onnx(path)
     props = {p.key: p.value for p in proto.metadata_props}
     init = {t.name for t in proto.graph.initializer}
-    tensors = lambda values: [_summary(v) for v in values if v.name not in init]  # noqa: E731
+
+    def tensors(values: Iterable[Any]) -> list[TensorSummary]:
+        return [_summary(v) for v in values if v.name not in init]
+
     info = ModelFile(
         path=path,
         inputs=tensors(proto.graph.input),

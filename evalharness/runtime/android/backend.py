@@ -18,7 +18,7 @@ import os
 import re
 import shlex
 import tempfile
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -62,7 +62,7 @@ class AdbModel(Model):
     """A model on the phone, run in batches (``run_batch``) with benchmark_model's own figures."""
 
     timed_region = "benchmark_model on the device (its own timers)"
-    device: dict  # the phone it runs on: set in __init__, never None here
+    device: dict[str, Any]  # the phone it runs on: set in __init__, never None here
 
     @classmethod
     def load(
@@ -115,7 +115,7 @@ class AdbModel(Model):
     def runtime_info(self) -> RuntimeInfo:
         return self._runtime
 
-    def thermal(self) -> dict:
+    def thermal(self) -> dict[str, Any]:
         """The phone's /sys/class/thermal, listed through one ``adb shell``."""
         try:
             text, _ = self.adb.shell(listing_command(), check=False)
