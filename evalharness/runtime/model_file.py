@@ -27,7 +27,7 @@ import zipfile
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import flatbuffers
 import numpy as np
@@ -49,6 +49,27 @@ _NORMALIZATION_OPTIONS = METADATA.values["ProcessUnitOptions"]["NormalizationOpt
 ULTRALYTICS_FILES = ("temp_meta.txt", "metadata.json")
 
 
+class Quantization(TypedDict):
+    scale: float
+    zero_point: int
+
+
+class TensorRecord(TypedDict):
+    """One input or output as ``inspect`` reports it."""
+
+    name: str
+    shape: list[int]
+    dtype: str
+    quantization: Quantization
+
+
+class LabelsSummary(TypedDict):
+    """How many class names the file carries, and where they are."""
+
+    count: int
+    source: str | None
+
+
 @dataclass(frozen=True)
 class TensorSummary:
     name: str
@@ -57,7 +78,7 @@ class TensorSummary:
     scale: float = 0.0
     zero_point: int = 0
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> TensorRecord:
         return {
             "name": self.name,
             "shape": self.shape,
@@ -97,7 +118,7 @@ class ModelFile:
             "ultralytics": self.ultralytics,
         }
 
-    def _labels_summary(self) -> dict[str, Any] | None:
+    def _labels_summary(self) -> LabelsSummary | None:
         """The class names the file carries: a label file's lines, else Ultralytics' names."""
         if self.labels is not None:
             return {"count": len(self.labels), "source": self.label_file}

@@ -20,7 +20,7 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -101,7 +101,17 @@ def _took(npu: Mapping[str, Any]) -> str:
     return f" (the plug-in took {npu['ops_selected']} of {npu['ops_total']} ops)"
 
 
-def openvino_info(device: str) -> dict[str, Any]:
+class OpenVinoInfo(TypedDict):
+    """The openvino wheel and the device as it names it (``provenance.delegate.npu.openvino``)."""
+
+    version: str
+    device: str
+    device_name: str | None
+    default_inference_precision: str | None
+    available: list[str]
+
+
+def openvino_info(device: str) -> OpenVinoInfo:
     """The openvino wheel's version and the device as OpenVINO names it (imported here: it also puts
     libopenvino where the Intel plug-ins' loader finds it)."""
     import openvino
