@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from evalharness.core.checksum import optional_sha256, sha256_lines
 from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
@@ -75,7 +75,16 @@ def read_synset_words(path: str | Path) -> list[tuple[str, str]]:
     return pairs
 
 
-def label_set(path: str | None) -> dict[str, Any]:
+class LabelSet(TypedDict):
+    """``provenance.labels``: the label file and the identity of the names it holds."""
+
+    path: str | None
+    sha256: str | None
+    names_sha256: str | None
+    count: int | None
+
+
+def label_set(path: str | None) -> LabelSet:
     """A run's label set for its provenance: the file (path, sha256) and the identity of the set,
     ``names_sha256`` over the class names in order, which is what ``report diff`` compares: two
     files holding the same names (Ultralytics' metadata with another date) are one label set."""

@@ -228,16 +228,11 @@ def _stacked(chunk: list[tuple[Any, list[np.ndarray]]], size: int) -> list[np.nd
     return [np.concatenate(column) for column in zip(*rows, strict=True)]
 
 
-Chunks = Iterable[list[tuple[Any, list[np.ndarray]]]]  # usable (sample, tensors) in lists of up to a batch
+Ready = Iterable[list[tuple[Any, list[np.ndarray]]]]  # usable (sample, tensors), in lists of up to a batch
 
 
 def _run_each(
-    model: Model,
-    scoring: ScoringBlocks,
-    settings: LoopSettings,
-    result: LoopResult,
-    chunks: Chunks,
-    size: int,
+    model: Model, scoring: ScoringBlocks, settings: LoopSettings, result: LoopResult, chunks: Ready, size: int
 ) -> None:
     """In-process models: one timed invoke per ``size`` samples (plus the first invoke's warm-up).
     With size > 1 each sample's latency is the batch's invoke time divided by ``size``."""
@@ -266,12 +261,7 @@ def _run_each(
 
 
 def _run_batched(
-    model: Model,
-    scoring: ScoringBlocks,
-    settings: LoopSettings,
-    result: LoopResult,
-    chunks: Chunks,
-    size: int,
+    model: Model, scoring: ScoringBlocks, settings: LoopSettings, result: LoopResult, chunks: Ready, size: int
 ) -> None:
     """Batch runners (runner=adb): up to ``model.batch_size`` prepared samples go to the device in one
     round trip. Each prediction's latency_ms is the device's figure for that sample; the run's

@@ -44,7 +44,9 @@ def backends() -> Registry[type[Model]]:
     return BACKENDS
 
 
-def plan_delegate(raw: Mapping, runner: str = "host", variant_dir: str | None = None) -> DelegatePlan:
+def plan_delegate(
+    raw: Mapping[str, Any], runner: str = "host", variant_dir: str | None = None
+) -> DelegatePlan:
     """Check a delegate config (a plain dict from Hydra) and plan it for ``runner``; ``variant_dir``:
     the run's ``paths.cache_dir``, where a backend caches the model files it derives (AOT builds)."""
     plan = runners().get(runner).plan(check_delegate(raw))

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import TypedDict
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.derived import file_state, say_rebuilt
@@ -45,17 +46,32 @@ def _size(path: str) -> tuple[int, int]:
     return entries, total
 
 
+class CacheRecord(TypedDict):
+    """One ``provenance.delegate.cache`` entry: a compile cache, its cold/warm state and its sizes."""
+
+    kind: str
+    accelerator: str
+    state: str  # disabled | off | cold | rebuilt | warm | partial
+    path: str | None
+    source: str
+    entries_before: int
+    bytes_before: int
+    bytes_after: int
+
+
 class CacheProbe:
     """One cache of one accelerator, sized when created (before the load) and when recorded."""
 
-    def __init__(self, kind: str, accelerator: str, path: str | None, source: str, disabled: bool = False):
+    def __init__(
+        self, kind: str, accelerator: str, path: str | None, source: str, disabled: bool = False
+    ) -> None:
         self.kind, self.accelerator, self.path, self.source, self.disabled = (
             kind, accelerator, path, source, disabled,
         )  # fmt: skip
         self.before, self._said = self._measure(), False
         self.before_state = self._file_state()
 
-    def _file_state(self):
+    def _file_state(self) -> tuple[int, int, int, int] | None:
         """A single-file cache's state (None for a directory cache, no cache, or no file yet)."""
         if self.path is None or self.disabled or not os.path.isfile(self.path):
             return None
@@ -81,7 +97,7 @@ class CacheProbe:
             return "rebuilt"
         return "warm" if after[1] <= self.before[1] else "partial"
 
-    def record(self) -> dict:
+    def record(self) -> CacheRecord:
         """The ``provenance.delegate.cache`` entry (sizes now: the run has finished)."""
         after = self._measure()
         state = self.state(after)
@@ -120,7 +136,7 @@ def model_cache_dir(cache_dir: str, model_path: str, delegate: str) -> str:
     return path
 
 
-def shader_cache_base(environ=os.environ) -> tuple[str, str]:
+def shader_cache_base(environ: Mapping[str, str] = os.environ) -> tuple[str, str]:
     """(folder Mesa keeps its shader caches in, which setting chose it), as Mesa resolves it."""
     if environ.get("MESA_SHADER_CACHE_DIR"):
         return environ["MESA_SHADER_CACHE_DIR"], "MESA_SHADER_CACHE_DIR"
@@ -129,7 +145,7 @@ def shader_cache_base(environ=os.environ) -> tuple[str, str]:
     return os.path.join(os.path.expanduser("~"), ".cache"), "HOME/.cache"
 
 
-def shader_cache_disabled(environ=os.environ) -> bool:
+def shader_cache_disabled(environ: Mapping[str, str] = os.environ) -> bool:
     """The Vulkan driver was told not to cache shaders (``MESA_SHADER_CACHE_DISABLE``)."""
     return environ.get("MESA_SHADER_CACHE_DISABLE", "").lower() in _TRUE
 

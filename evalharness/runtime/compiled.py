@@ -18,13 +18,14 @@ import glob
 import os
 import re
 import tempfile
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from evalharness.core.errors import ConfigError, DelegateUnavailableError, EvalHarnessError
+from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.compile_cache import shader_cache, xnnpack_weight_cache
-from evalharness.runtime.contract import BACKENDS, Coverage, Model
+from evalharness.runtime.contract import BACKENDS, Coverage, Model, RuntimeInfo
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.litert import captured_native_stderr, check_flatbuffer, graph_summary, runtime_info
 
@@ -55,9 +56,19 @@ def check_vulkan() -> None:
         )
 
 
-def parse_gpu_log(lines: list[str]) -> dict:
+class GpuLog(TypedDict):
+    """What the GPU accelerator printed while it compiled the model (None where it said nothing)."""
+
+    adapter: str | None
+    software_renderer: bool | None
+    gpu_ops: int | None
+    cpu_ops: int | None
+    unsupported: list[str]  # its "not supported by GPU delegate" lines
+
+
+def parse_gpu_log(lines: list[str]) -> GpuLog:
     """Adapter and GPU/CPU op split as the accelerator printed them (None where it said nothing)."""
-    info: dict = {
+    info: GpuLog = {
         "adapter": None,
         "software_renderer": None,
         "gpu_ops": None,
@@ -105,7 +116,7 @@ class CompiledBuffersModel(Model):
             )
         return cls(model_path, plan)
 
-    def _options(self, accelerator: str, weight_cache: str = "", **vendor_options):
+    def _options(self, accelerator: str, weight_cache: str = "", **vendor_options: Any) -> Any:
         """LiteRT ``Options`` for ``accelerator`` (GPU | NPU | CPU), with the CPU for refused ops unless
         require_full_delegation; ``weight_cache``: XNNPACK's packed-weight cache file."""
         from ai_edge_litert.options import CpuOptions, HardwareAccelerator, Options
@@ -116,7 +127,9 @@ class CompiledBuffersModel(Model):
         cpu = CpuOptions(num_threads=max(self.plan.num_threads, 0), xnnpack_weight_cache_path=weight_cache)
         return Options(hardware_accelerators=accel, cpu_options=cpu, **vendor_options)
 
-    def _compile(self, model_path: str, options, environment=None, source_path: str | None = None) -> None:
+    def _compile(
+        self, model_path: str, options: Any, environment: Any = None, source_path: str | None = None
+    ) -> None:
         """``source_path``: the undelegated graph when ``model_path`` is already compiled (AOT)."""
         from ai_edge_litert.compiled_model import CompiledModel
 
@@ -146,7 +159,7 @@ class CompiledBuffersModel(Model):
             f"delegate={self.plan.name} could not compile {model_path}: {text[:300]}"
         )
 
-    def _by_name(self, buffers: list, kind: str, infos: list) -> list:
+    def _by_name(self, buffers: list[Any], kind: str, infos: list[TensorInfo]) -> list[Any]:
         """Buffers in the order of our TensorInfo lists, matched by graph tensor index (signature
         names can differ from tensor names, e.g. ``args_0`` vs ``serving_default_args_0``)."""
         sig, spec = next(iter(self._model.get_signature_list().items()))
@@ -166,7 +179,7 @@ class CompiledBuffersModel(Model):
             )
         return [buffers[i] for i in found if i is not None]
 
-    def runtime_info(self) -> dict:
+    def runtime_info(self) -> RuntimeInfo:
         return runtime_info("litert")
 
     def set_inputs(self, tensors: list[np.ndarray]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -22,12 +22,21 @@ from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.thermal import read_thermal
 
-if TYPE_CHECKING:  # for the type only
+if TYPE_CHECKING:  # for the types only
+    from evalharness.runtime.compile_cache import CacheProbe, CacheRecord
     from evalharness.runtime.runners import RunnerSettings
 
 
+class RuntimeInfo(TypedDict):
+    """``provenance.runtime``: what ran the model."""
+
+    name: str
+    package: str
+    version: str
+
+
 @dataclass(frozen=True, eq=False)  # eq: Mapping's, so a Coverage equals its metrics.json dict
-class Coverage(Mapping):
+class Coverage(Mapping[str, Any]):
     """How much of the graph the delegate really took; ``None`` where the backend cannot tell.
 
     Readable like the metrics.json dict (``coverage["ops_total"]``, ``.get``) for code that
@@ -39,12 +48,12 @@ class Coverage(Mapping):
     ops_delegated: int | None
     partitions: int | None
     fully_accelerated: bool
-    ops_on_cpu_by_type: dict | None
-    unsupported_ops: list
+    ops_on_cpu_by_type: dict[str, int] | None
+    unsupported_ops: list[str]
     adapter: str | None
     software_renderer: bool | None
     source: str
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:  # deep-frozen, like every validated value
         for name in ("ops_on_cpu_by_type", "unsupported_ops", "extra"):
@@ -56,7 +65,7 @@ class Coverage(Mapping):
             return None
         return round(self.ops_delegated / self.ops_total, 6) if self.ops_total else 0.0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The ``provenance.delegate.coverage`` block of metrics.json (a fresh, mutable copy)."""
         return {
             "ops_total": self.ops_total,
@@ -71,7 +80,7 @@ class Coverage(Mapping):
             "source": self.source,
         }
 
-    def __getitem__(self, key: str):
+    def __getitem__(self, key: str) -> Any:
         return self.as_dict()[key]
 
     def __iter__(self) -> Iterator[str]:
@@ -96,17 +105,17 @@ class Model(abc.ABC):
     native_log: list[str]
     timed_region: str = "invoke() only"
     batch_size: int = 0
-    reported_latency: dict | None = None
-    memory: dict | None = None
-    device: dict | None = None
-    caches: tuple = ()  # runtime.cache.CacheProbe per compile cache, created before the load
+    reported_latency: dict[str, Any] | None = None
+    memory: dict[str, Any] | None = None
+    device: dict[str, Any] | None = None
+    caches: tuple[CacheProbe, ...] = ()  # runtime.cache.CacheProbe per compile cache, created before the load
     # what ran an op (op profile): (taken by the delegate or accelerator, left on the CPU)
     placement: tuple[str, str] = ("delegate", "CPU")
     # thermal snapshots around a runner's own latency run ({"before", "after"}; runner=adb), else None:
     # the loop's own snapshots bracket the timed invokes
-    latency_thermal: dict | None = None
+    latency_thermal: dict[str, Any] | None = None
 
-    def thermal(self) -> dict:
+    def thermal(self) -> dict[str, Any]:
         """The thermal state of the machine that runs the model (``runtime/thermal.py``); never raises."""
         return read_thermal()
 
@@ -120,7 +129,7 @@ class Model(abc.ABC):
         the backend does not tell (the runtime profile then maps partitions by node order alone)."""
         return None
 
-    def cache_record(self) -> list[dict]:
+    def cache_record(self) -> list[CacheRecord]:
         """``provenance.delegate.cache``: each cache's location, size and cold/warm state, sized now."""
         return [probe.record() for probe in self.caches]
 
@@ -130,7 +139,7 @@ class Model(abc.ABC):
         """Build from ``load_model``'s arguments (each backend takes the ones it reads)."""
 
     @abc.abstractmethod
-    def runtime_info(self) -> dict:
+    def runtime_info(self) -> RuntimeInfo:
         """``provenance.runtime``: ``{"name", "package", "version"}`` of what ran the model."""
 
     def set_batch(self, size: int) -> str:

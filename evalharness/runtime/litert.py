@@ -15,7 +15,8 @@ import importlib.metadata
 import os
 import re
 import tempfile
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from evalharness.core.errors import DelegateUnavailableError, EvalHarnessError, 
 from evalharness.core.native_output import routine
 from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.compile_cache import xnnpack_weight_cache
-from evalharness.runtime.contract import BACKENDS, Coverage, Model
+from evalharness.runtime.contract import BACKENDS, Coverage, Model, RuntimeInfo
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.model_guard import check_model_file
 
@@ -62,7 +63,7 @@ def check_litert_version(installed: str | None = None) -> str:
     return installed
 
 
-def _import_runtime(runtime: str):
+def _import_runtime(runtime: str) -> tuple[Any, Any, Any]:
     """Return (Interpreter, OpResolverType, load_delegate) of the chosen runtime."""
     if runtime == "litert":
         from ai_edge_litert import interpreter as lite
@@ -79,7 +80,7 @@ def _import_runtime(runtime: str):
     raise EvalHarnessError(f"unknown runtime {runtime!r}; valid: {', '.join(RUNTIME_PACKAGES)}")
 
 
-def runtime_info(runtime: str) -> dict:
+def runtime_info(runtime: str) -> RuntimeInfo:
     package = RUNTIME_PACKAGES.get(runtime, runtime)
     try:
         version = importlib.metadata.version(package)
@@ -89,7 +90,7 @@ def runtime_info(runtime: str) -> dict:
 
 
 @contextlib.contextmanager
-def captured_native_stderr(sink: list[str]):
+def captured_native_stderr(sink: list[str]) -> Iterator[None]:
     """Collect what native code prints on fd 2 (TFLite logs there) and echo it afterwards."""
     with tempfile.TemporaryFile(mode="w+b") as tmp:
         saved = os.dup(2)
@@ -138,7 +139,10 @@ def check_delegate_library(path: str) -> None:
         )
 
 
-def _tensor_info(d: dict) -> TensorInfo:
+OpDetails = dict[str, Any]  # one op of the interpreter's graph, as its _get_ops_details() gives it
+
+
+def _tensor_info(d: dict[str, Any]) -> TensorInfo:
     scale, zero_point = d.get("quantization", (0.0, 0))
     return TensorInfo(
         name=str(d["name"]),
@@ -150,20 +154,20 @@ def _tensor_info(d: dict) -> TensorInfo:
     )
 
 
-def delegated_ops(ops: list[dict]) -> tuple[dict, list, set[int]]:
+def delegated_ops(ops: list[OpDetails]) -> tuple[dict[int, OpDetails], list[OpDetails], set[int]]:
     """The original ops by index, the DELEGATE nodes, and the original ops those nodes replaced."""
     original, delegate_nodes, members = partitions(ops)
     return original, delegate_nodes, set().union(*members)
 
 
-def partitions(ops: list[dict]) -> tuple[dict, list, list[list[int]]]:
+def partitions(ops: list[OpDetails]) -> tuple[dict[int, OpDetails], list[OpDetails], list[list[int]]]:
     """The original ops by index, the DELEGATE nodes (by index: the order the interpreter created
     them, which is the order it runs them), and for each the original ops it replaced, ascending
     (walked back from the node's outputs to its inputs)."""
     original = {o["index"]: o for o in ops if o["op_name"] != "DELEGATE"}
     delegate_nodes = sorted((o for o in ops if o["op_name"] == "DELEGATE"), key=lambda o: o["index"])
     producer = {int(t): idx for idx, o in original.items() for t in o["outputs"]}
-    members = []
+    members: list[list[int]] = []
     for node in delegate_nodes:
         stop = {int(t) for t in node["inputs"]}
         frontier = [int(t) for t in node["outputs"]]
@@ -178,7 +182,7 @@ def partitions(ops: list[dict]) -> tuple[dict, list, list[list[int]]]:
     return original, delegate_nodes, members
 
 
-def delegation_coverage(ops: list[dict]) -> Coverage:
+def delegation_coverage(ops: list[OpDetails]) -> Coverage:
     """Ops delegated / total, partitions and op types left on the CPU, from the delegated graph."""
     original, delegate_nodes, covered = delegated_ops(ops)
     left = collections.Counter(o["op_name"] for idx, o in original.items() if idx not in covered)
@@ -195,7 +199,9 @@ def delegation_coverage(ops: list[dict]) -> Coverage:
     )
 
 
-def graph_summary(model_path: str, runtime: str = "litert") -> tuple[list, list, collections.Counter]:
+def graph_summary(
+    model_path: str, runtime: str = "litert"
+) -> tuple[list[TensorInfo], list[TensorInfo], collections.Counter[str]]:
     """Inputs, outputs (with quantisation) and op types of the undelegated graph, without running it."""
     interpreter_cls, resolver_enum, _ = _import_runtime(runtime)
     try:
@@ -286,7 +292,7 @@ class InterpreterModel(Model):
                 f"require_full_delegation=true; left on CPU: {cov['ops_on_cpu_by_type']}"
             )
 
-    def runtime_info(self) -> dict:
+    def runtime_info(self) -> RuntimeInfo:
         return runtime_info(self._runtime)
 
     def set_batch(self, size: int) -> str:

@@ -13,7 +13,9 @@ from __future__ import annotations
 import ctypes as C
 import os
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -21,6 +23,7 @@ CPU, GPU = 1, 2  # LiteRtHwAccelerators
 _RUNTIME_LIBRARY_DIR = 22  # kLiteRtEnvOptionTagRuntimeLibraryDir
 _ANY_STRING = 8  # kLiteRtAnyTypeString
 # LiteRtElementType (= TfLiteType) -> bytes per element, for the output buffers
+Buffers: TypeAlias = "C.Array[C.c_void_p]"  # tensor buffer handles, as LiteRtRunCompiledModel takes them
 _ELEMENT_BYTES = {1: 4, 2: 4, 3: 1, 4: 8, 6: 1, 7: 2, 9: 1, 10: 2, 11: 8, 12: 16, 16: 4, 17: 2}
 
 
@@ -88,7 +91,9 @@ def load_library() -> tuple[C.CDLL, str]:
 class ProfiledModel:
     """One profiled compiled model and its host-memory buffers; ``close`` frees them in order."""
 
-    def __init__(self, model_path: str, hardware: int, cpu_payload: str, inputs: dict[int, np.ndarray]):
+    def __init__(
+        self, model_path: str, hardware: int, cpu_payload: str, inputs: dict[int, np.ndarray]
+    ) -> None:
         self.lib, folder = load_library()
         self._stack = ExitStack()
         try:
@@ -101,7 +106,9 @@ class ProfiledModel:
         if status != 0:
             raise ProfilerUnavailable(f"{what} failed (LiteRtStatus {status})")
 
-    def _handle(self, create, *args, destroy: str | None = None, what: str = "") -> C.c_void_p:
+    def _handle(
+        self, create: Callable[..., int], *args: Any, destroy: str | None = None, what: str = ""
+    ) -> C.c_void_p:
         handle = C.c_void_p()
         self._ok(create(*args, C.byref(handle)), what)
         if destroy:
@@ -121,7 +128,9 @@ class ProfiledModel:
             what="LiteRtCreateOpaqueOptions",
         )
 
-    def _build(self, folder, model_path, hardware, cpu_payload, inputs) -> None:
+    def _build(
+        self, folder: str, model_path: str, hardware: int, cpu_payload: str, inputs: dict[int, np.ndarray]
+    ) -> None:
         lib = self.lib
         self._folder = C.c_char_p(folder.encode())  # must outlive the environment
         env_options = (_EnvOption * 1)(
@@ -175,7 +184,7 @@ class ProfiledModel:
         self.inputs = self._input_buffers(signature, inputs)
         self.outputs = self._output_buffers(signature)
 
-    def _tensor(self, signature, kind: str, i: int) -> tuple[_TensorType, int]:
+    def _tensor(self, signature: C.c_void_p, kind: str, i: int) -> tuple[_TensorType, int]:
         tensor = self._handle(
             getattr(self.lib, f"LiteRtGetSignature{kind}TensorByIndex"),
             signature,
@@ -187,7 +196,7 @@ class ProfiledModel:
         self._ok(self.lib.LiteRtGetTensorIndex(tensor, C.byref(index)), "LiteRtGetTensorIndex")
         return ttype, index.value
 
-    def _count(self, signature, kind: str) -> int:
+    def _count(self, signature: C.c_void_p, kind: str) -> int:
         n = C.c_size_t()
         self._ok(getattr(self.lib, f"LiteRtGetNumSignature{kind}s")(signature, C.byref(n)), f"{kind} count")
         return n.value
@@ -209,7 +218,7 @@ class ProfiledModel:
             what="LiteRtCreateTensorBufferFromHostMemory",
         )
 
-    def _input_buffers(self, signature, inputs: dict[int, np.ndarray]):
+    def _input_buffers(self, signature: C.c_void_p, inputs: dict[int, np.ndarray]) -> Buffers:
         buffers = []
         for i in range(self._count(signature, "Input")):
             ttype, index = self._tensor(signature, "Input", i)
@@ -232,7 +241,7 @@ class ProfiledModel:
             buffers.append(self._host_buffer(ttype, array))
         return (C.c_void_p * len(buffers))(*buffers)
 
-    def _output_buffers(self, signature):
+    def _output_buffers(self, signature: C.c_void_p) -> Buffers:
         n = self._count(signature, "Output")
         layouts = (_Layout * n)()
         self._ok(

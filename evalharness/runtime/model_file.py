@@ -25,8 +25,9 @@ import io
 import json
 import zipfile
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
@@ -45,6 +46,27 @@ _NORMALIZATION_OPTIONS = METADATA.values["ProcessUnitOptions"]["NormalizationOpt
 ULTRALYTICS_FILES = ("temp_meta.txt", "metadata.json")
 
 
+class Quantization(TypedDict):
+    scale: float
+    zero_point: int
+
+
+class TensorRecord(TypedDict):
+    """One input or output as ``inspect`` reports it."""
+
+    name: str
+    shape: list[int]
+    dtype: str
+    quantization: Quantization
+
+
+class LabelsSummary(TypedDict):
+    """How many class names the file carries, and where they are."""
+
+    count: int
+    source: str | None
+
+
 @dataclass(frozen=True)
 class TensorSummary:
     name: str
@@ -53,7 +75,7 @@ class TensorSummary:
     scale: float = 0.0
     zero_point: int = 0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> TensorRecord:
         return {
             "name": self.name,
             "shape": self.shape,
@@ -72,14 +94,14 @@ class ModelFile:
     op_histogram: dict[str, int]
     metadata_buffers: list[str]
     description: str | None = None  # the converter's string ("MLIR Converted.")
-    metadata: dict = field(default_factory=dict)  # name, version, author, license, description
-    normalization: dict | None = None  # {"mean": [...], "std": [...]} of the first input
+    metadata: dict[str, str] = field(default_factory=dict)  # name, version, author, license, description
+    normalization: dict[str, list[float]] | None = None  # {"mean": [...], "std": [...]} of the first input
     label_file: str | None = None  # associated file holding the labels (name inside the zip)
     labels: list[str] | None = None
     attached_files: list[str] = field(default_factory=list)
-    ultralytics: dict | None = None
+    ultralytics: dict[str, Any] | None = None
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {
             "inputs": [t.as_dict() for t in self.inputs],
             "outputs": [t.as_dict() for t in self.outputs],
@@ -93,7 +115,7 @@ class ModelFile:
             "ultralytics": self.ultralytics,
         }
 
-    def _labels_summary(self) -> dict | None:
+    def _labels_summary(self) -> LabelsSummary | None:
         """The class names the file carries: a label file's lines, else Ultralytics' names."""
         if self.labels is not None:
             return {"count": len(self.labels), "source": self.label_file}
@@ -114,7 +136,10 @@ def read_model_file(path: str) -> ModelFile:
     buf = read_model_bytes(path)
     model = schema.Model.GetRootAsModel(buf, 0)
     graph = model.Subgraphs(0)
-    tensors = lambda ids: [_tensor(graph.Tensors(int(i))) for i in ids]  # noqa: E731
+
+    def tensors(ids: Iterable[int]) -> list[TensorSummary]:
+        return [_tensor(graph.Tensors(int(i))) for i in ids]
+
     info = ModelFile(
         path=path,
         inputs=tensors(graph.InputsAsNumpy()),
@@ -143,7 +168,7 @@ def read_model_file(path: str) -> ModelFile:
     return info
 
 
-def _tensor(t) -> TensorSummary:
+def _tensor(t: Any) -> TensorSummary:  # a generated Tensor reader
     q = t.Quantization()
     scale = float(q.ScaleAsNumpy()[0]) if q is not None and q.ScaleLength() else 0.0
     zero = int(q.ZeroPointAsNumpy()[0]) if q is not None and q.ZeroPointLength() else 0
@@ -151,8 +176,8 @@ def _tensor(t) -> TensorSummary:
     return TensorSummary((t.Name() or b"").decode(), shape, _DTYPES.get(t.Type(), str(t.Type())), scale, zero)
 
 
-def _op_histogram(model) -> dict[str, int]:
-    counts: Counter = Counter()
+def _op_histogram(model: Any) -> dict[str, int]:
+    counts: Counter[str] = Counter()
     for g in range(model.SubgraphsLength()):
         graph = model.Subgraphs(g)
         for i in range(graph.OperatorsLength()):
@@ -163,7 +188,7 @@ def _op_histogram(model) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _metadata_buffer(buf: bytes, model, name: str) -> bytes | None:
+def _metadata_buffer(buf: bytes, model: Any, name: str) -> bytes | None:
     for i in range(model.MetadataLength()):
         entry = model.Metadata(i)
         if entry.Name().decode() != name:
@@ -203,7 +228,7 @@ def _read_tflite_metadata(raw: bytes, info: ModelFile) -> None:
                 info.label_file = info.label_file or f.name
 
 
-def _ultralytics(raw: bytes, path: str) -> dict:
+def _ultralytics(raw: bytes, path: str) -> dict[str, Any]:
     meta = parse_literal(raw, path, "its Ultralytics metadata")
     if not isinstance(meta, dict):
         raise ConfigError(f"model.path={path}: its Ultralytics metadata is not a dict")
@@ -223,7 +248,7 @@ def parse_literal(raw: bytes, path: str, what: str) -> Any:
             raise ConfigError(f"model.path={path}: {what} is not a dict literal") from None
 
 
-def ultralytics_meta(meta: dict) -> dict:
+def ultralytics_meta(meta: dict[str, Any]) -> dict[str, Any]:
     """Ultralytics' metadata with ``names`` keyed by int and ``imgsz`` a list of ints (the .tflite's
     appended file and an ONNX file's ``metadata_props`` hold the same fields)."""
     names = meta.get("names")

@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import stat
 import struct
+from collections.abc import Callable
+from typing import Any
 
 from ai_edge_litert import schema_py_generated as schema
 
@@ -115,7 +117,7 @@ def _walk(buf: bytes) -> str | None:
     return None
 
 
-def _walk_graph(graph, buffers: int, codes: int) -> str | None:
+def _walk_graph(graph: Any, buffers: int, codes: int) -> str | None:  # a generated SubGraph reader
     tensors = graph.TensorsLength()
     for i in range(tensors):
         t = graph.Tensors(i)
@@ -146,9 +148,8 @@ def _walk_graph(graph, buffers: int, codes: int) -> str | None:
     return None
 
 
-def _indices(length: int, get) -> list:
+def _indices(length: int, get: Callable[[], Any]) -> list[int]:
     return list(get()) if length else []
-
 
 
 def refuse_dynamic_inputs(buf: bytes, where: str) -> None:

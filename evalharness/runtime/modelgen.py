@@ -19,10 +19,12 @@ Every op is a plain builtin (version 1) that LiteRT's default resolver and XNNPA
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import flatbuffers
 import numpy as np
+import numpy.typing as npt
 from ai_edge_litert import schema_py_generated as schema
 
 __all__ = [
@@ -52,11 +54,18 @@ class _Graph:
 
     def __init__(self) -> None:
         self.buffers = [schema.BufferT()]  # buffer 0: the empty sentinel every model starts with
-        self.tensors: list = []
-        self.operators: list = []
+        self.tensors: list[Any] = []  # schema.TensorT (the generated object API)
+        self.operators: list[Any] = []  # schema.OperatorT
         self.opcodes: dict[int, int] = {}
 
-    def tensor(self, name: str, shape, dtype: str, data=None, quant: tuple[float, int] | None = None) -> int:
+    def tensor(
+        self,
+        name: str,
+        shape: Iterable[int],
+        dtype: str,
+        data: npt.ArrayLike | None = None,
+        quant: tuple[float, int] | None = None,
+    ) -> int:
         t = schema.TensorT()
         t.name, t.shape, t.type, t.hasRank = name, [int(s) for s in shape], _TENSOR_TYPES[dtype], True
         if data is not None:
@@ -71,7 +80,14 @@ class _Graph:
         self.tensors.append(t)
         return len(self.tensors) - 1
 
-    def op(self, code: int, inputs: list[int], outputs: list[int], options_type=_OPTS.NONE, options=None):
+    def op(
+        self,
+        code: int,
+        inputs: list[int],
+        outputs: list[int],
+        options_type: int = _OPTS.NONE,
+        options: Any = None,
+    ) -> None:
         op = schema.OperatorT()
         op.opcodeIndex = self.opcodes.setdefault(code, len(self.opcodes))
         op.inputs, op.outputs = inputs, outputs
@@ -110,7 +126,7 @@ class _Graph:
         return bytes(builder.Output())
 
 
-def _tensor_map(name: str, index: int):
+def _tensor_map(name: str, index: int) -> Any:  # a schema.TensorMapT
     m = schema.TensorMapT()
     m.name, m.tensorIndex = name, index
     return m

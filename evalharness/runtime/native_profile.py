@@ -21,9 +21,29 @@ implemented: the WebGPU accelerator answers ``UNIMPLEMENTED: Profile is not impl
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, TypedDict
+
 import numpy as np
 
 from evalharness.runtime.litert_capi import CPU, GPU, ProfiledModel, ProfilerUnavailable
+
+if TYPE_CHECKING:  # for the type only
+    from evalharness.runtime.delegates import DelegatePlan
+
+OpRow = dict[str, Any]  # one op event: kernel, ms, and node or (partition, position)
+
+
+class RuntimeProfile(TypedDict):
+    """What the runtime's profiler measured over the profiled invokes (see :func:`runtime_profile`)."""
+
+    hardware: str  # CPU | GPU
+    walls_ms: list[float]
+    cpu_ms: list[float]
+    invoke_events_ms: list[float] | None
+    runtime_ms: list[float] | None
+    per_invoke: list[list[OpRow]]
+    nodes_mapped: bool
+
 
 __all__ = ["SOURCE", "ProfilerUnavailable", "map_to_nodes", "op_events", "plan_options", "runtime_profile"]
 
@@ -38,7 +58,7 @@ _INVOKE = 1  # DEFAULT events; the interpreter's own "Invoke" is one of them
 _KERNEL_MODE = {"auto": "delegate", "builtin_without_default_delegates": "builtin"}
 
 
-def plan_options(plan) -> tuple[int, str]:
+def plan_options(plan: DelegatePlan) -> tuple[int, str]:
     """The hardware and the options payload that reproduce the run's plan; refuses the rest."""
     if plan.backend in ("interpreter", "compiled_cpu") and plan.external_path is None:
         mode = _KERNEL_MODE.get(plan.op_resolver)
@@ -52,12 +72,13 @@ def plan_options(plan) -> tuple[int, str]:
     raise ProfilerUnavailable(f"delegate={plan.name} does not run on this host's LiteRT CompiledModel")
 
 
-def op_events(events: list[tuple[str, int, float, int]]) -> tuple[list[dict], float | None, float | None]:
+def op_events(events: list[tuple[str, int, float, int]]) -> tuple[list[OpRow], float | None, float | None]:
     """The op events of one invoke as rows in run order (builtin: ``node``; delegate: ``partition``
     and ``position`` in it); the interpreter's own "Invoke" event (ms); and the runtime's whole time
     for the run: that event plus LiteRT's own steps around it (``LiteRT::Run[...]``: buffer
     registration and sync). None where the profiler reported no Invoke event."""
-    rows, partition, last, invoke, around = [], -1, None, None, 0.0
+    rows: list[OpRow] = []
+    partition, last, invoke, around = -1, None, None, 0.0
     for tag, kind, ms, meta in events:
         if kind == _INVOKE and tag == "Invoke" and invoke is None:
             invoke = ms
@@ -74,7 +95,7 @@ def op_events(events: list[tuple[str, int, float, int]]) -> tuple[list[dict], fl
     return rows, invoke, None if invoke is None else invoke + around
 
 
-def map_to_nodes(rows: list[dict], n_ops: int, partitions: list[list[int]] | None = None) -> bool:
+def map_to_nodes(rows: list[OpRow], n_ops: int, partitions: list[list[int]] | None = None) -> bool:
     """Give each delegate row the original node it ran; True when every row got one.
 
     With ``partitions`` (per delegate node in run order, the nodes it replaced: the interpreter's
@@ -107,12 +128,12 @@ def map_to_nodes(rows: list[dict], n_ops: int, partitions: list[list[int]] | Non
 
 def runtime_profile(
     model_path: str,
-    plan,
+    plan: DelegatePlan,
     inputs: dict[int, np.ndarray],
     n_ops: int,
     repeats: int,
     partitions: list[list[int]] | None = None,
-) -> dict:
+) -> RuntimeProfile:
     """``repeats`` profiled invokes (after one unprofiled warm-up) of ``model_path`` under ``plan``.
 
     ``inputs``: the prepared sample by original tensor index. Returns the per-invoke wall times,
@@ -143,8 +164,14 @@ def runtime_profile(
         "hardware": "GPU" if plan.backend == "compiled_gpu" else "CPU",
         "walls_ms": walls,
         "cpu_ms": cpus,
-        "invoke_events_ms": invokes if None not in invokes else None,
-        "runtime_ms": runtimes if None not in runtimes else None,
+        "invoke_events_ms": _every_one(invokes),
+        "runtime_ms": _every_one(runtimes),
         "per_invoke": per_invoke,
         "nodes_mapped": mapped,
     }
+
+
+def _every_one(values: list[float | None]) -> list[float] | None:
+    """The figures when every invoke reported one, else None."""
+    known = [v for v in values if v is not None]
+    return known if len(known) == len(values) else None

@@ -46,7 +46,8 @@ class _Resizer:
         # it twice (contiguous first); the temporary view is gone before invoke checks for one
         self.interpreter.tensor(self.input)()[0] = img
         self.interpreter.invoke()
-        return self.interpreter.get_tensor(self.output)[0]
+        resized: np.ndarray = self.interpreter.get_tensor(self.output)[0]  # the interpreter is untyped
+        return resized
 
 
 class NativeBilinear:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import DelegateUnavailableError
@@ -23,7 +24,7 @@ from evalharness.core.variant_cache import cached_model
 AOT_SOC = "LNL"
 
 
-def _plugin_flags(flags: Mapping) -> dict[str, str]:
+def _plugin_flags(flags: Mapping[str, Any]) -> dict[str, str]:
     """The apply_plugin tool's ``intel_openvino_*`` flags for these delegate settings."""
     from evalharness.runtime.delegates import parse_options
 
@@ -36,7 +37,7 @@ def _plugin_flags(flags: Mapping) -> dict[str, str]:
     return out
 
 
-def _compile(model_path: str, flags: Mapping, out_dir: str) -> bytes:
+def _compile(model_path: str, flags: Mapping[str, Any], out_dir: str) -> bytes:
     import openvino  # noqa: F401 - puts libopenvino where the plug-in's loader finds it
     from ai_edge_litert.aot import aot_compile
     from ai_edge_litert.aot.vendors.intel_openvino import target
@@ -64,12 +65,17 @@ def _compile(model_path: str, flags: Mapping, out_dir: str) -> bytes:
     _, model = result.models_with_backend[0]
     if not model.in_memory:
         model.load()
-    return model.model_bytes
+    compiled: bytes = model.model_bytes  # ai_edge_litert.aot's model (untyped)
+    return compiled
 
 
 def aot_compiled(
-    model_path: str, flags: Mapping, plugin_sha256: str | None, openvino_version: str, cache_dir: str
-) -> dict:
+    model_path: str,
+    flags: Mapping[str, Any],
+    plugin_sha256: str | None,
+    openvino_version: str,
+    cache_dir: str,
+) -> dict[str, Any]:
     """Path of the AOT-compiled model under ``cache_dir`` (built or reused) and its cache record."""
     import importlib.metadata
 
@@ -83,7 +89,7 @@ def aot_compiled(
         "ai_edge_litert": importlib.metadata.version("ai-edge-litert"),
     }
 
-    def build(folder: str) -> tuple[bytes, dict]:
+    def build(folder: str) -> tuple[bytes, dict[str, Any]]:
         data = _compile(model_path, flags, folder)
         for name in os.listdir(folder):  # the tool's own output file: the cache writes ours atomically
             if name.endswith(".tflite") and name != "model.tflite":

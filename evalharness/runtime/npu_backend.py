@@ -19,7 +19,8 @@ import logging
 import os
 import re
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -66,10 +67,10 @@ def _sha256_of_dir(path: str) -> str | None:
     return digest.hexdigest()
 
 
-def parse_npu_log(lines: list[str]) -> dict:
+def parse_npu_log(lines: list[str]) -> dict[str, Any]:
     """Partition counts, whether a plug-in applied and the devices, as LiteRT and the plug-in logged
     them (``None`` where they said nothing); ``failure``: the first native error line."""
-    info: dict = {
+    info: dict[str, Any] = {
         "ops_selected": None,
         "ops_total": None,
         "partitions": None,
@@ -94,13 +95,23 @@ def parse_npu_log(lines: list[str]) -> dict:
     return info
 
 
-def _took(npu: dict) -> str:
+def _took(npu: Mapping[str, Any]) -> str:
     if npu["ops_selected"] is None:
         return ""
     return f" (the plug-in took {npu['ops_selected']} of {npu['ops_total']} ops)"
 
 
-def openvino_info(device: str) -> dict:
+class OpenVinoInfo(TypedDict):
+    """The openvino wheel and the device as it names it (``provenance.delegate.npu.openvino``)."""
+
+    version: str
+    device: str
+    device_name: str | None
+    default_inference_precision: str | None
+    available: list[str]
+
+
+def openvino_info(device: str) -> OpenVinoInfo:
     """The openvino wheel's version and the device as OpenVINO names it (imported here: it also puts
     libopenvino where the Intel plug-ins' loader finds it)."""
     import openvino
@@ -168,7 +179,7 @@ class CompiledNpuModel(CompiledBuffersModel):
         self.coverage = self._coverage(model_path, sum(self.ops_by_type.values()))
         self._probe(model_path)
 
-    def _load_aot(self, model_path: str, options, env) -> None:
+    def _load_aot(self, model_path: str, options: Any, env: Any) -> None:
         """Compile ahead of time (cached), then load the compiled model: the plug-in does not run
         at load, so the partition counts come from the compiled graph (DISPATCH_OP nodes)."""
         from evalharness.runtime.npu_aot import AOT_SOC, aot_compiled, compiled_graph

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evalharness.core.errors import ConfigError, EvalHarnessError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo
-from evalharness.runtime.contract import BACKENDS, Coverage, Model
+from evalharness.runtime.contract import BACKENDS, Coverage, Model, RuntimeInfo
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.model_file import ModelFile, TensorSummary, parse_literal, ultralytics_meta
 from evalharness.runtime.model_guard import read_bounded, stamp
@@ -78,7 +79,10 @@ def read_onnx_file(path: str) -> ModelFile:
     _, proto = read_onnx(path)
     props = {p.key: p.value for p in proto.metadata_props}
     init = {t.name for t in proto.graph.initializer}
-    tensors = lambda values: [_summary(v) for v in values if v.name not in init]  # noqa: E731
+
+    def tensors(values: Iterable[Any]) -> list[TensorSummary]:
+        return [_summary(v) for v in values if v.name not in init]
+
     info = ModelFile(
         path=path,
         inputs=tensors(proto.graph.input),
@@ -186,7 +190,7 @@ class OnnxModel(Model):
             source="ONNX Runtime CPUExecutionProvider: every op on the CPU (no delegation)",
         )
 
-    def runtime_info(self) -> dict:
+    def runtime_info(self) -> RuntimeInfo:
         return {"name": "onnxruntime", "package": "onnxruntime", "version": self._version}
 
     def set_inputs(self, tensors: list[np.ndarray]) -> None:

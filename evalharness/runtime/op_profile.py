@@ -22,7 +22,8 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -30,12 +31,31 @@ from evalharness.runtime.native_profile import SOURCE as NATIVE_SOURCE
 from evalharness.runtime.native_profile import ProfilerUnavailable, runtime_profile
 from evalharness.runtime.subgraph import ModelGraph
 
+if TYPE_CHECKING:  # for the types only
+    from evalharness.runtime.contract import Model
+    from evalharness.runtime.delegates import DelegatePlan
+
+Row = dict[str, Any]  # one op's line of the record: what it is, where it ran, its time statistics
+Loader = Callable[[str], "Model"]  # a model file -> loaded with the run's plan
+WhyNot = Callable[[float, float, Row, list[Row]], str]  # (sum, ratio, invoke, ops) -> why the sum is off
+
+
+class PlacementCheck(TypedDict):
+    """Do the per-op placements count what the coverage record says the delegate took?"""
+
+    ops_delegated_by_coverage: int | None
+    ops_delegated_by_profile: int | None
+    agree: bool | None
+
+
 SOURCE = "sub-model timing"
 TOLERANCE = 0.10  # |sum / invoke - 1| the record accepts as "per-op times add up"
 SAME_SPEED = 1.25  # profiled invoke / the run's invoke within [1/x, x]: the profile timed the run's speed
 
 
-def _timed(model, tensors: list[np.ndarray], repeats: int, cpu: list[float] | None = None) -> list[float]:
+def _timed(
+    model: Model, tensors: list[np.ndarray], repeats: int, cpu: list[float] | None = None
+) -> list[float]:
     """``repeats`` invoke times (ms) after one untimed warm-up invoke; ``cpu`` gets the process's
     CPU time (ms, all its threads) of each timed invoke."""
     model.set_inputs(tensors)
@@ -50,7 +70,7 @@ def _timed(model, tensors: list[np.ndarray], repeats: int, cpu: list[float] | No
     return times
 
 
-def _stats(times: Sequence[float]) -> dict:
+def _stats(times: Sequence[float]) -> Row:
     a = np.asarray(times, dtype=np.float64)
     return {
         "mean_ms": float(a.mean()),
@@ -62,7 +82,9 @@ def _stats(times: Sequence[float]) -> dict:
     }
 
 
-def _activations(graph: ModelGraph, load, inputs: list[np.ndarray], folder: str) -> dict[int, np.ndarray]:
+def _activations(
+    graph: ModelGraph, load: Loader, inputs: list[np.ndarray], folder: str
+) -> dict[int, np.ndarray]:
     """Every tensor of one whole-graph run, by its original index (the exposed model keeps them)."""
     model = load(graph.write_exposed(os.path.join(folder, "exposed.tflite")))
     model.set_inputs(inputs)
@@ -72,7 +94,7 @@ def _activations(graph: ModelGraph, load, inputs: list[np.ndarray], folder: str)
     return values
 
 
-def _placement(model) -> str | None:
+def _placement(model: Model) -> str | None:
     """What ran a one-op model, from its own coverage record (None: the backend does not say)."""
     delegated = model.coverage["ops_delegated"]
     if delegated is None:
@@ -82,13 +104,13 @@ def _placement(model) -> str | None:
 
 def profile_ops(
     model_path: str,
-    load,
-    whole,
+    load: Loader,
+    whole: Model,
     inputs: list[np.ndarray],
     repeats: int = 20,
     folder: str | None = None,
-    plan=None,
-) -> dict:
+    plan: DelegatePlan | None = None,
+) -> dict[str, Any]:
     """Per-op times and placements of ``model_path``.
 
     ``load(path) -> Model`` loads a file with the run's plan; ``whole`` is the run's loaded model,
@@ -110,7 +132,7 @@ def profile_ops(
         acts = _activations(graph, load, inputs, tmp)
         whole_cpu: list[float] = []
         whole_times = _timed(whole, inputs, repeats, whole_cpu)
-        ops = []
+        ops: list[Row] = []
         for op in graph.ops:
             path = graph.write(
                 os.path.join(tmp, f"op{op.index}.tflite"), op.index, op.index + 1, list(op.outputs)
@@ -136,8 +158,13 @@ def profile_ops(
 
 
 def _from_runtime(
-    graph: ModelGraph, model_path: str, plan, whole, inputs: list[np.ndarray], repeats: int
-) -> dict:
+    graph: ModelGraph,
+    model_path: str,
+    plan: DelegatePlan,
+    whole: Model,
+    inputs: list[np.ndarray],
+    repeats: int,
+) -> dict[str, Any]:
     """The record from the runtime's profiler; the run's own model is timed around it, so the record
     shows whether profiling changed the speed (``profiled_over_run_invoke``)."""
     run_times = _timed(whole, inputs, repeats)
@@ -145,7 +172,7 @@ def _from_runtime(
     got = runtime_profile(model_path, plan, by_index, len(graph.ops), repeats, whole.partition_nodes())
     run_times += _timed(whole, inputs, repeats)
     delegated, builtin = whole.placement
-    ops = []
+    ops: list[Row] = []
     for j, first in enumerate(got["per_invoke"][0]):
         node = first.get("node")
         op = graph.ops[node] if node is not None and node < len(graph.ops) else None
@@ -209,7 +236,7 @@ def _from_runtime(
     return record
 
 
-def _submodel_note(total: float, ratio: float, invoke: dict, ops: list[dict]) -> str:
+def _submodel_note(total: float, ratio: float, invoke: Row, ops: list[Row]) -> str:
     overhead = min((o["min_ms"] for o in ops), default=0.0)
     return (
         f"per-op medians sum to {total:.3f} ms vs {invoke['median_ms']:.3f} ms per whole invoke "
@@ -223,7 +250,7 @@ def _submodel_note(total: float, ratio: float, invoke: dict, ops: list[dict]) ->
     )
 
 
-def _runtime_note(total: float, ratio: float, invoke: dict, ops: list[dict]) -> str:
+def _runtime_note(total: float, ratio: float, invoke: Row, ops: list[Row]) -> str:
     inner = invoke.get("event_median_ms")
     span = f"the interpreter's Invoke event ({inner:.3f} ms, median)" if inner is not None else "its time"
     return (
@@ -234,15 +261,15 @@ def _runtime_note(total: float, ratio: float, invoke: dict, ops: list[dict]) -> 
 
 
 def summarise(
-    ops: list[dict],
-    invoke: dict,
-    placements: dict,
+    ops: list[Row],
+    invoke: Row,
+    placements: PlacementCheck,
     placement_source: str,
     repeats: int,
     source: str,
-    why_not,
+    why_not: WhyNot,
     paired: tuple[str, float] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The record: per op, roll-ups per type and backend, the sum check and the placement check.
 
     Medians, not means: on a shared machine a few slow invokes move a mean by more than the
@@ -276,9 +303,9 @@ def summarise(
     }
 
 
-def rollup(ops: list[dict], key: str, total: float) -> dict:
+def rollup(ops: list[Row], key: str, total: float) -> dict[str, dict[str, Any]]:
     """Count, summed median time and share of the sum per value of ``key``, costliest first."""
-    groups: dict[str, dict] = {}
+    groups: dict[str, dict[str, Any]] = {}
     for op in ops:
         g = groups.setdefault(str(op[key]), {"count": 0, "ms": 0.0})
         g["count"] += 1
@@ -288,7 +315,7 @@ def rollup(ops: list[dict], key: str, total: float) -> dict:
     return dict(sorted(groups.items(), key=lambda kv: -kv[1]["ms"]))
 
 
-def check_placements(ops: list[dict], coverage: dict, fallback: str) -> dict:
+def check_placements(ops: list[Row], coverage: Mapping[str, Any], fallback: str) -> PlacementCheck:
     """Do the per-op placements count what the coverage record says the delegate took?
     ``fallback``: the backend's name for "left on the CPU"."""
     delegated = coverage.get("ops_delegated")

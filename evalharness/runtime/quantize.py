@@ -20,7 +20,9 @@ import io
 import json
 import logging
 import re
+from collections.abc import Iterator
 from importlib import metadata
+from typing import Any, cast
 
 import numpy as np
 
@@ -36,6 +38,9 @@ RECIPES = {
     "static_wi8_ai16": "int8 weights, int16 activations (calibrated), int16 I/O",
 }
 CALIBRATED = ("static_wi8_ai8", "static_wi8_ai16")
+Recipe = list[
+    dict[str, Any]
+]  # the quantizer's JSON recipe: its op configs (regex, operation, algorithm_key, ...)
 
 
 def quantizer_version() -> str:
@@ -47,7 +52,7 @@ def quantizer_version() -> str:
         ) from None
 
 
-def _recipe(name: str):
+def _recipe(name: str) -> Any:  # the quantizer's recipe object
     from ai_edge_quantizer import recipe
 
     if name == "float_casting_fp16":
@@ -78,7 +83,7 @@ def check_recipe(name: str) -> None:
         )
 
 
-def load_recipe_file(path: str) -> list[dict]:
+def load_recipe_file(path: str) -> Recipe:
     """The quantizer's JSON recipe in ``path`` (a list of op configs), checked by the quantizer's own
     recipe manager; a missing, unreadable or malformed file is a ConfigError (exit 2)."""
     fix = "give an ai-edge-quantizer recipe"
@@ -98,7 +103,7 @@ def load_recipe_file(path: str) -> list[dict]:
         recipe_manager.RecipeManager().load_quantization_recipe(recipe)
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"quant.recipe={path}: the quantizer refuses it: {exc}") from None
-    return recipe
+    return cast(Recipe, recipe)  # checked above: a list of op configs
 
 
 def _check_regex(path: str, number: int, pattern: object) -> None:
@@ -115,7 +120,7 @@ def _check_regex(path: str, number: int, pattern: object) -> None:
         ) from None
 
 
-def recipe_ops(recipe: str | list) -> list[dict]:
+def recipe_ops(recipe: str | Recipe) -> Recipe:
     """The JSON recipe (list of op configs) of a recipe name, a recipe file, or a recipe list."""
     if isinstance(recipe, list):
         return recipe
@@ -123,10 +128,11 @@ def recipe_ops(recipe: str | list) -> list[dict]:
         return load_recipe_file(recipe)
     check_recipe(recipe)
     quantizer_version()
-    return json.loads(json.dumps(_recipe(recipe)))
+    ops: Recipe = json.loads(json.dumps(_recipe(recipe)))
+    return ops
 
 
-def needs_calibration(recipe: str | list) -> bool:
+def needs_calibration(recipe: str | Recipe) -> bool:
     """The recipe quantizes activations statically (it needs calibration images)."""
     if isinstance(recipe, str) and not is_recipe_file(recipe):
         return recipe in CALIBRATED
@@ -137,7 +143,7 @@ def needs_calibration(recipe: str | list) -> bool:
     return bool(manager.need_calibration())
 
 
-def keep_float(recipe: list[dict], scopes: list[str]) -> list[dict]:
+def keep_float(recipe: Recipe, scopes: list[str]) -> Recipe:
     """``recipe`` with the ops of ``scopes`` kept in float (``no_quantize``, exact scope match)."""
     extra = [
         {"regex": "^" + re.escape(scope) + "$", "operation": "*", "algorithm_key": "no_quantize"}
@@ -146,7 +152,7 @@ def keep_float(recipe: list[dict], scopes: list[str]) -> list[dict]:
     return [*recipe, *extra]
 
 
-def quantized_ops(model_path: str, recipe: list[dict]) -> list[tuple[int, str, str]]:
+def quantized_ops(model_path: str, recipe: Recipe) -> list[tuple[int, str, str]]:
     """(op index, op type, scope) of the ops ``recipe`` quantizes, as the quantizer scopes and
     selects them (its recipe manager: the last matching entry wins; unsupported ops stay float)."""
     from ai_edge_quantizer import algorithm_manager, recipe_manager
@@ -158,7 +164,7 @@ def quantized_ops(model_path: str, recipe: list[dict]) -> list[tuple[int, str, s
     if len(model.subgraphs) != 1:
         raise EvalHarnessError(f"quant: {model_path} has {len(model.subgraphs)} subgraphs; repair needs one")
     sub, codes = model.subgraphs[0], model.operatorCodes
-    found = []
+    found: list[tuple[int, str, str]] = []
     for i, op in enumerate(sub.operators):
         code = codes[op.opcodeIndex].builtinCode
         name = tfl.TFL_OP_CODE_TO_NAME.get(code)
@@ -187,8 +193,8 @@ def float_input(model_path: str) -> tuple[str, str, tuple[int, ...], str]:
 
 
 def quantize(
-    model_path: str, recipe_name: str | list, calibration: list[np.ndarray] | None
-) -> tuple[bytes, list]:
+    model_path: str, recipe_name: str | Recipe, calibration: list[np.ndarray] | None
+) -> tuple[bytes, Recipe]:
     """The quantized model's bytes and the exact recipe (list of op configs) that made it.
     ``recipe_name``: a name of :data:`RECIPES`, a recipe file, or a recipe list; calibrated with
     that recipe (what a ``quant.recipe=FILE`` run does)."""
@@ -201,9 +207,9 @@ class VariantBuilder:
     :meth:`build` quantizes any recipe with that result (a recipe that keeps ops in float needs a
     subset of the base recipe's tensor ranges)."""
 
-    def __init__(self, model_path: str, recipe: str | list, calibration: list[np.ndarray] | None) -> None:
+    def __init__(self, model_path: str, recipe: str | Recipe, calibration: list[np.ndarray] | None) -> None:
         self.model_path, self.recipe = model_path, recipe_ops(recipe)
-        self.calibration_result = None
+        self.calibration_result: dict[str, Any] | None = None  # the merged ranges, per tensor
         self.range_rule: str | None = None  # how the images' ranges were merged (None: no calibration)
         from ai_edge_quantizer import quantizer
 
@@ -216,7 +222,7 @@ class VariantBuilder:
                 data = [{name: np.asarray(t, dtype=dtype).reshape(shape)} for t in calibration]
                 self.calibration_result, self.range_rule = calibrate_ranges(q, key, data)
 
-    def build(self, recipe: list[dict]) -> tuple[bytes, list]:
+    def build(self, recipe: Recipe) -> tuple[bytes, Recipe]:
         from ai_edge_quantizer import quantizer
 
         q = quantizer.Quantizer(self.model_path, recipe)
@@ -228,14 +234,15 @@ class VariantBuilder:
             except (ValueError, RuntimeError, KeyError) as exc:
                 where = self.model_path
                 raise EvalHarnessError(f"quant: ai-edge-quantizer failed on {where}: {exc}") from None
-        return bytes(result.quantized_model), json.loads(json.dumps(list(result.recipe)))
+        made: Recipe = json.loads(json.dumps(list(result.recipe)))  # the exact recipe, as plain JSON
+        return bytes(result.quantized_model), made
 
 
 RANGE_RULE = "min_max over images"  # how calibration merges the images' ranges (keys the cache)
 QUANTIZER_RULE = "the quantizer's moving average"  # statistics min/max cannot merge (recorded so)
 
 
-def calibrate_ranges(q, key: str, samples: list[dict]) -> tuple[dict, str]:
+def calibrate_ranges(q: Any, key: str, samples: list[dict[str, np.ndarray]]) -> tuple[dict[str, Any], str]:
     """Each tensor's range over all calibration images: the smallest min and the largest max, as
     TFLite's own converter records it (its calibration logger keeps a running min/max).
 
@@ -258,11 +265,11 @@ def calibrate_ranges(q, key: str, samples: list[dict]) -> tuple[dict, str]:
 MERGED = {"min": np.minimum, "max": np.maximum, "num_samples": np.add}
 
 
-def merge_ranges(per_image: list[dict]) -> dict | None:
+def merge_ranges(per_image: list[dict[str, Any]]) -> dict[str, Any] | None:
     """Per-tensor ``{"min", "max", "num_samples"}`` over the images' calibration results
     (elementwise, so per-channel ranges stay per channel); None when a result holds other
     statistics."""
-    merged: dict = {}
+    merged: dict[str, Any] = {}
     for result in per_image:
         for tensor, qsv in result.items():
             if set(qsv) - set(MERGED):
@@ -277,12 +284,12 @@ def merge_ranges(per_image: list[dict]) -> dict | None:
     return merged
 
 
-def _label(recipe) -> str:
+def _label(recipe: str | Recipe) -> str:
     return recipe if isinstance(recipe, str) else "(recipe list)"
 
 
 @contextlib.contextmanager
-def _quiet():
+def _quiet() -> Iterator[None]:
     """The quantizer logs and prints progress bars; keep the run's output to our own lines."""
     logging.getLogger("absl").setLevel(logging.ERROR)
     previous = logging.root.manager.disable

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import flatbuffers
 import numpy as np
@@ -27,7 +28,7 @@ from evalharness.runtime.model_guard import read_model_bytes
 
 __all__ = ["GraphOp", "ModelGraph"]
 
-_OP_NAMES = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+_OP_NAMES: dict[int, str] = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
 
 
 @dataclass(frozen=True)
@@ -76,10 +77,11 @@ class ModelGraph:
         ]
 
     @staticmethod
-    def _op_type(code) -> str:
+    def _op_type(code: Any) -> str:  # a generated OperatorCodeT
         builtin = max(int(code.builtinCode), int(code.deprecatedBuiltinCode))
         if builtin == schema.BuiltinOperator.CUSTOM:
-            return (code.customCode or b"CUSTOM").decode() if isinstance(code.customCode, bytes) else "CUSTOM"
+            custom = code.customCode
+            return (custom or b"CUSTOM").decode() if isinstance(custom, bytes) else "CUSTOM"
         return _OP_NAMES.get(builtin, f"OP{builtin}")
 
     def tensor_name(self, index: int) -> str:
@@ -91,7 +93,7 @@ class ModelGraph:
         options = self._sub.operators[op_index].builtinOptions
         return bool(getattr(options, "fusedActivationFunction", 0))
 
-    def tensor_signature(self, index: int) -> tuple:
+    def tensor_signature(self, index: int) -> tuple[tuple[int, ...], int]:
         """(shape, type) of a tensor: what must agree for two models to share a graph."""
         t = self._sub.tensors[index]
         return (tuple(int(s) for s in (t.shape if t.shape is not None else [])), int(t.type))
@@ -135,10 +137,10 @@ class ModelGraph:
             f.write(builder.Output())
         return path
 
-    def _pruned(self, used: set[int]) -> tuple[list, list, list]:
+    def _pruned(self, used: set[int]) -> tuple[list[Any], list[Any], list[Any]]:
         """Tensors (indices kept) whose constant data is carried only where an op of the cut uses
         it, and the buffers that remain: a 60-op cut of an 18 MB model stays small to write."""
-        buffers, remap, tensors = [self._model.buffers[0]], {}, []
+        buffers, remap, tensors = [self._model.buffers[0]], dict[int, int](), list[Any]()
         for index, tensor in enumerate(self._sub.tensors):
             t = copy.copy(tensor)
             if index in used and tensor.buffer:
@@ -149,7 +151,7 @@ class ModelGraph:
             else:
                 t.buffer = 0
             tensors.append(t)
-        metadata = []
+        metadata: list[Any] = []  # the generated object API's TensorT, BufferT, MetadataT
         for entry in self._model.metadata or []:  # e.g. min_runtime_version: buffers named by index
             m = copy.copy(entry)
             m.buffer = len(buffers)
@@ -165,11 +167,11 @@ class ModelGraph:
         return self.write(path, 0, len(self.ops), list(dict.fromkeys([*self.outputs, *acts])))
 
 
-def _name(tensor) -> str:
+def _name(tensor: Any) -> str:
     return _decode(tensor.name)
 
 
-def _decode(name) -> str:
+def _decode(name: object) -> str:
     if name is None:
         return ""
     return name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)

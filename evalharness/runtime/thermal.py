@@ -8,6 +8,7 @@ current and maximum state. The host reads the files; a phone answers one ``adb s
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from evalharness.stats.validity import snapshot
 
@@ -15,9 +16,9 @@ ROOT = "/sys/class/thermal"
 _FILES = ("type", "temp", "cur_state", "max_state")
 
 
-def read_thermal(root: str | Path = ROOT) -> dict:
+def read_thermal(root: str | Path = ROOT) -> dict[str, Any]:
     """This host's snapshot."""
-    base, entries = Path(root), {}
+    base, entries = Path(root), dict[str, str]()
     for folder in sorted([*base.glob("thermal_zone*"), *base.glob("cooling_device*")]):
         for name in _FILES:
             try:
@@ -35,9 +36,9 @@ def listing_command(root: str = ROOT) -> str:
     return f'cd {root} 2>/dev/null && for f in {globs}; do [ -r "$f" ] && {show}; done; true'
 
 
-def from_listing(text: str, source: str) -> dict:
+def from_listing(text: str, source: str) -> dict[str, Any]:
     """The snapshot from :func:`listing_command`'s output (``\\r\\n`` from older adb included)."""
-    entries = {}
+    entries: dict[str, str] = {}
     for line in text.replace("\r", "").splitlines():
         path, sep, value = line.partition("\t")
         if sep and path.startswith(("thermal_zone", "cooling_device")):

@@ -18,7 +18,7 @@ import numpy as np
 
 from evalharness.core.errors import ConfigError, EvalHarnessError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo
-from evalharness.runtime.contract import BACKENDS, Coverage, Model
+from evalharness.runtime.contract import BACKENDS, Coverage, Model, RuntimeInfo
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.model_file import ModelFile, TensorSummary
 from evalharness.runtime.model_guard import read_bounded, stamp
@@ -130,7 +130,7 @@ class TorchExportModel(Model):
             source="PyTorch on the CPU: every op in torch's own kernels (no delegation)",
         )
 
-    def runtime_info(self) -> dict:
+    def runtime_info(self) -> RuntimeInfo:
         return {"name": "torch", "package": "torch", "version": str(self._torch.__version__)}
 
     def set_inputs(self, tensors: list[np.ndarray]) -> None:

@@ -17,6 +17,7 @@ through :func:`evalharness.runtime.model_guard.read_model_bytes` (a damaged file
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
@@ -71,7 +72,7 @@ class WeightTensor:
     def elements(self) -> int:
         return int(np.prod(self.shape)) if self.shape else 1
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {"name": self.name, "op": self.op, "op_index": self.op_index, "shape": list(self.shape)}
 
 
@@ -81,7 +82,7 @@ def weight_tensors(path: str) -> tuple[bytes, list[WeightTensor]]:
     model = schema.Model.GetRootAsModel(buf, 0)
     start = np.frombuffer(buf, np.uint8).ctypes.data  # the address the generated views lie from
     graph = model.Subgraphs(0)
-    producers = {}
+    producers: dict[int, Any] = {}  # tensor index -> the generated Operator reader making it
     for i in range(graph.OperatorsLength()):
         op = graph.Operators(i)
         for t in op.OutputsAsNumpy() if op.OutputsLength() else ():
@@ -107,7 +108,7 @@ def weight_tensors(path: str) -> tuple[bytes, list[WeightTensor]]:
     return buf, found
 
 
-def _behind_dequantize(model, producers: dict, index: int) -> int:
+def _behind_dequantize(model: Any, producers: dict[int, Any], index: int) -> int:
     op = producers.get(index)
     if op is None:
         return index
@@ -117,7 +118,7 @@ def _behind_dequantize(model, producers: dict, index: int) -> int:
     return -1  # computed, not a constant
 
 
-def _data_place(buffer, start: int) -> tuple[int, int] | None:
+def _data_place(buffer: Any, start: int) -> tuple[int, int] | None:
     """(offset, size) of a buffer's bytes in the file whose first byte is at address ``start``;
     None for an empty buffer. The generated ``DataAsNumpy`` is a view into the file's bytes, so its
     address less the file's is where the data lies (no table offset read here)."""
@@ -129,7 +130,9 @@ def _data_place(buffer, start: int) -> tuple[int, int] | None:
     return int(data.ctypes.data) - start, int(data.nbytes)
 
 
-def _weight(tensor, index: int, op_index: int, op: str, axis: int, place: tuple[int, int]) -> WeightTensor:
+def _weight(
+    tensor: Any, index: int, op_index: int, op: str, axis: int, place: tuple[int, int]
+) -> WeightTensor:
     q = tensor.Quantization()
     scale = tuple(float(s) for s in q.ScaleAsNumpy()) if q is not None and q.ScaleLength() else ()
     zero = tuple(int(z) for z in q.ZeroPointAsNumpy()) if q is not None and q.ZeroPointLength() else ()
@@ -159,7 +162,7 @@ def stored_values(buf: bytes | bytearray, w: WeightTensor) -> np.ndarray:
 def _channel_params(w: WeightTensor, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     """(scale, zero point) of a quantized tensor, shaped to broadcast over its values."""
 
-    def shaped(values: tuple, default: float) -> np.ndarray:
+    def shaped(values: tuple[float, ...], default: float) -> np.ndarray:
         shape = [1] * ndim
         if len(values) > 1 and ndim:
             shape[w.quantized_dimension] = -1
@@ -174,7 +177,8 @@ def real_values(buf: bytes | bytearray, w: WeightTensor) -> np.ndarray:
     if not w.scale or values.dtype.kind == "f":
         return values.astype(np.float64)
     scale, zero = _channel_params(w, values.ndim)
-    return (values.astype(np.float64) - zero) * scale
+    real: np.ndarray = (values.astype(np.float64) - zero) * scale  # numpy's stubs: Any
+    return real
 
 
 def store_real_values(buf: bytearray, w: WeightTensor, values: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ import os
 import re
 import shlex
 import tempfile
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.android import benchmark_model as bm
 from evalharness.runtime.android.adb import Adb, tail
 from evalharness.runtime.android.runner import AdbSettings
-from evalharness.runtime.contract import BACKENDS, Model
+from evalharness.runtime.contract import BACKENDS, Model, RuntimeInfo
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.litert import check_flatbuffer, graph_summary
 from evalharness.runtime.thermal import from_listing, listing_command
@@ -62,7 +62,7 @@ class AdbModel(Model):
     """A model on the phone, run in batches (``run_batch``) with benchmark_model's own figures."""
 
     timed_region = "benchmark_model on the device (its own timers)"
-    device: dict  # the phone it runs on: set in __init__, never None here
+    device: dict[str, Any]  # the phone it runs on: set in __init__, never None here
 
     @classmethod
     def load(
@@ -93,7 +93,7 @@ class AdbModel(Model):
             "benchmark_binary": {"path": os.path.abspath(runner.benchmark_binary), "sha256": binary_sha},
             "device_dir": self.dir,
         }
-        self._runtime = {
+        self._runtime: RuntimeInfo = {
             "name": "benchmark_model",
             "package": "android",
             "version": f"sha256:{binary_sha[:16]}",
@@ -112,10 +112,10 @@ class AdbModel(Model):
         self.native_log = self._latency_run(sum(ops.values()))
         self.latency_thermal = {"before": before, "after": self.thermal()}
 
-    def runtime_info(self) -> dict:
+    def runtime_info(self) -> RuntimeInfo:
         return self._runtime
 
-    def thermal(self) -> dict:
+    def thermal(self) -> dict[str, Any]:
         """The phone's /sys/class/thermal, listed through one ``adb shell``."""
         try:
             text, _ = self.adb.shell(listing_command(), check=False)

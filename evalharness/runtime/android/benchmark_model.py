@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from evalharness.core.errors import DelegateUnavailableError, EvalHarnessError
 from evalharness.runtime.contract import Coverage
@@ -72,7 +74,7 @@ def _ms(us: float | None) -> float | None:
     return None if us is None else us / 1e3
 
 
-def parse_stat(line: str) -> dict | None:
+def parse_stat(line: str) -> dict[str, float | None] | None:
     """A ``count=... first=... curr=... min=... max=... avg=... std=... [p5= median= p95=]`` line
     (or its ``count=N curr=X(all same)`` / ``count=0`` forms) -> stats in ms, our summary keys."""
     m = _STAT.search(line)
@@ -95,10 +97,15 @@ def parse_stat(line: str) -> dict | None:
     return stats
 
 
-def parse_latency(log: str) -> dict:
+def parse_latency(log: str) -> dict[str, Any]:
     """The run's latency_ms block (ms) from both line generations of benchmark_model's summary."""
     stats = [s for s in map(parse_stat, log.splitlines()) if s is not None]
-    block: dict = {"init": None, "first_inference": None, "warmup": {"count": 0}, "inference": {"count": 0}}
+    block: dict[str, Any] = {
+        "init": None,
+        "first_inference": None,
+        "warmup": {"count": 0},
+        "inference": {"count": 0},
+    }
     if stats:
         block["inference"] = stats[-1]
         block["warmup"] = stats[0] if len(stats) > 1 else {"count": 0}
@@ -116,9 +123,9 @@ def parse_latency(log: str) -> dict:
     return block
 
 
-def parse_memory(log: str) -> dict:
+def parse_memory(log: str) -> dict[str, Any]:
     """benchmark_model's memory lines (MB): deltas from the tool's start and the periodic peak."""
-    mem: dict = {"note": "benchmark_model on the device (its own, approximate, figures)"}
+    mem: dict[str, Any] = {"note": "benchmark_model on the device (its own, approximate, figures)"}
     if m := _MEM_DELTA.search(log):
         mem["init_delta"], mem["overall_delta"] = _number(m.group(1)), _number(m.group(2))
     if m := _MEM_PEAK.search(log):
@@ -126,9 +133,9 @@ def parse_memory(log: str) -> dict:
     return mem
 
 
-def parse_delegation(log: str) -> dict:
+def parse_delegation(log: str) -> dict[str, Any]:
     """What benchmark_model said about delegation: applied lines, Replacing lines, accelerators."""
-    info: dict = {
+    info: dict[str, Any] = {
         "applied": None,
         "not_applied": None,
         "kernels": None,
@@ -154,7 +161,7 @@ def parse_delegation(log: str) -> dict:
     return info
 
 
-def check_log(log: str, plan: DelegatePlan) -> dict:
+def check_log(log: str, plan: DelegatePlan) -> dict[str, Any]:
     """Raise on anything benchmark_model would only warn about; return parse_delegation's dict."""
     if m := _UNCONSUMED.search(log):
         raise DelegateUnavailableError(
@@ -163,11 +170,7 @@ def check_log(log: str, plan: DelegatePlan) -> dict:
         )
     info = parse_delegation(log)
     wanted = plan.flags.get("nnapi_accelerator_name")
-    if (
-        wanted
-        and info["accelerators"] is not None
-        and wanted not in info["accelerators"]
-    ):
+    if wanted and info["accelerators"] is not None and wanted not in info["accelerators"]:
         raise DelegateUnavailableError(
             f"NNAPI accelerator {wanted!r} is not on this device; "
             f"available: {', '.join(info['accelerators'])}"
@@ -191,7 +194,7 @@ def check_log(log: str, plan: DelegatePlan) -> dict:
     return info
 
 
-def coverage(info: dict, plan: DelegatePlan, ops_total: int) -> Coverage:
+def coverage(info: Mapping[str, Any], plan: DelegatePlan, ops_total: int) -> Coverage:
     """The delegation coverage from the Replacing line of the requested delegate."""
     tag = on_device(plan).replacing_tag
     if tag is None:

@@ -23,7 +23,7 @@ import os
 import platform
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from evalharness.core.errors import ConfigError, DelegateUnavailableError
 from evalharness.core.registry import Registry
@@ -52,7 +52,7 @@ class DelegatePlan:
     expects_xnnpack: bool = False  # the run is only valid if XNNPACK really took nodes
     backend: str = "interpreter"  # the runtime/contract.py BACKENDS name: interpreter | compiled_gpu | adb
     require_full_delegation: bool = False
-    flags: dict = field(default_factory=dict)
+    flags: dict[str, Any] = field(default_factory=dict)
     compile_cache_dir: str | None = None  # delegate.compile_cache_dir (absolute), or None
     offloads: bool = True  # False: the CPU's own kernels (nothing to cover, nothing partial to warn of)
     shader_cache: bool = False  # the driver's shader cache is one of its compile caches (GPU)
@@ -69,11 +69,11 @@ class OnDevice:
     delegate (TAG)" line that counts its ops ('' any but XNNPACK's, None: count none);
     ``serializable``: honours --delegate_serialize_dir; ``warning``: the device facts -> a caveat."""
 
-    flags: Callable[[Mapping], list[str]]
+    flags: Callable[[Mapping[str, Any]], list[str]]
     applied_as: str = ""
     replacing_tag: str | None = "xnnpack"
     serializable: bool = False
-    warning: Callable[[Mapping], str | None] = lambda device: None
+    warning: Callable[[Mapping[str, Any]], str | None] = lambda device: None
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def parse_options(text: str) -> dict[str, str]:
     return options
 
 
-def make_plan(cfg: DelegateSettings, op_resolver: str, **kw) -> DelegatePlan:
+def make_plan(cfg: DelegateSettings, op_resolver: str, **kw: Any) -> DelegatePlan:
     """The plan every runner starts from: thread count checked, the delegate's flags recorded."""
     if cfg.num_threads < -1 or cfg.num_threads == 0:
         raise ConfigError(f"delegate.num_threads={cfg.num_threads}: use -1 (runtime decides) or >= 1")
@@ -146,10 +146,15 @@ def make_plan(cfg: DelegateSettings, op_resolver: str, **kw) -> DelegatePlan:
     )
 
 
-def register(name: str, schema: type = DelegateSettings, **abilities):
+PlanFunction = TypeVar("PlanFunction", bound=Callable[[Any], DelegatePlan])  # a kind's settings -> its plan
+
+
+def register(
+    name: str, schema: type = DelegateSettings, **abilities: Any
+) -> Callable[[PlanFunction], PlanFunction]:
     """``@register("gpu", GpuSettings, compile_cache=True)`` on a kind's plan function."""
 
-    def add(plan: Callable[[Any], DelegatePlan]):
+    def add(plan: PlanFunction) -> PlanFunction:
         DELEGATES.register(name)(DelegateKind(schema, plan, **abilities))
         return plan
 
@@ -181,7 +186,7 @@ def _every_flag() -> type:
     return dataclasses.make_dataclass("DelegateFlags", [(k, Any, field(default=v)) for k, v in flags.items()])
 
 
-def check_delegate(raw: Mapping) -> DelegateSettings:
+def check_delegate(raw: Mapping[str, Any]) -> DelegateSettings:
     """A delegate config (a plain dict from Hydra) checked against its delegate's schema.
 
     A flag that only another delegate reads is tolerated at its default and refused otherwise."""
@@ -196,4 +201,7 @@ def check_delegate(raw: Mapping) -> DelegateSettings:
             f"delegate={name} does not read {', '.join(stray)}; "
             f"its flags: {', '.join(f for f in own if f != 'name')}"
         )
-    return instantiate(DELEGATES.get(name).schema, {k: raw[k] for k in raw if k in own}, f"delegate={name}")
+    settings: DelegateSettings = instantiate(
+        DELEGATES.get(name).schema, {k: raw[k] for k in raw if k in own}, f"delegate={name}"
+    )
+    return settings

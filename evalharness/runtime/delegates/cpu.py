@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from evalharness.core.errors import ConfigError, DelegateUnavailableError
 from evalharness.runtime.delegates import DelegatePlan, DelegateSettings, OnDevice, make_plan, register
 
 
-def _bool(value) -> str:
+def _bool(value: object) -> str:
     return str(value).lower()
 
 
@@ -30,7 +31,7 @@ class ReferenceSettings(DelegateSettings):
     op_resolver: str = "auto"
 
 
-def _reference_on_device(f: Mapping) -> list[str]:
+def _reference_on_device(f: Mapping[str, Any]) -> list[str]:
     if f.get("op_resolver") not in ("auto", "builtin_without_default_delegates"):
         raise ConfigError(
             f"delegate=reference op_resolver={f.get('op_resolver')!r} is host-only; on the device "
@@ -59,7 +60,7 @@ class XnnpackSettings(DelegateSettings):
     xnnpack_force_fp16: bool = False
 
 
-def _xnnpack_on_device(f: Mapping) -> list[str]:
+def _xnnpack_on_device(f: Mapping[str, Any]) -> list[str]:
     return ["--use_xnnpack=true", f"--xnnpack_force_fp16={_bool(f['xnnpack_force_fp16'])}"]
 
 

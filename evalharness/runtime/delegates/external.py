@@ -7,6 +7,7 @@ import ctypes.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from evalharness.core.errors import ConfigError, DelegateUnavailableError
 from evalharness.runtime.delegates import (
@@ -30,7 +31,7 @@ class ExternalSettings(DelegateSettings):
     external_delegate_options: str = ""  # "k1:v1;k2:v2"
 
 
-def _external_on_device(f: Mapping) -> list[str]:
+def _external_on_device(f: Mapping[str, Any]) -> list[str]:
     path = f["external_delegate_path"]
     if not path.startswith("/"):
         raise ConfigError(

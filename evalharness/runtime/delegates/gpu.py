@@ -6,6 +6,7 @@ from __future__ import annotations
 import platform
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from evalharness.core.errors import ConfigError, DelegateUnavailableError
 from evalharness.runtime.delegates import (
@@ -28,7 +29,7 @@ class GpuSettings(DelegateSettings):
     gpu_backend: str = ""
 
 
-def _on_device(f: Mapping) -> list[str]:
+def _on_device(f: Mapping[str, Any]) -> list[str]:
     device_choice("gpu_backend", f["gpu_backend"], ON_DEVICE_BACKENDS)
     out = [
         "--use_gpu=true",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from evalharness.runtime.delegates import (
     CPU_CHOICES,
@@ -31,7 +32,7 @@ class NnapiSettings(DelegateSettings):
     max_delegated_partitions: int = 0  # 0 = no limit
 
 
-def _nnapi_flags(f: Mapping) -> list[str]:
+def _nnapi_flags(f: Mapping[str, Any]) -> list[str]:
     device_choice("nnapi_execution_preference", f["nnapi_execution_preference"], NNAPI_PREFERENCES)
     device_choice("nnapi_execution_priority", f["nnapi_execution_priority"], NNAPI_PRIORITIES)
     out = ["--use_nnapi=true"]
@@ -46,16 +47,16 @@ def _nnapi_flags(f: Mapping) -> list[str]:
     return out
 
 
-def _nnapi_warning(device: Mapping) -> str | None:
+def _nnapi_warning(device: Mapping[str, Any]) -> str | None:
     sdk = int(device.get("sdk") or 0)
     if sdk >= NNAPI_DEPRECATED_FROM_SDK:
         return f"NNAPI is deprecated from Android 15 (this device: SDK {sdk}); results may not last"
     return None
 
 
-register(
-    "nnapi", NnapiSettings, on_device=OnDevice(_nnapi_flags, "NNAPI", "nnapi", True, _nnapi_warning)
-)(unavailable("NNAPI is Android-only (this host: {host}): run on the device (runner=adb) or " + CPU_CHOICES))
+register("nnapi", NnapiSettings, on_device=OnDevice(_nnapi_flags, "NNAPI", "nnapi", True, _nnapi_warning))(
+    unavailable("NNAPI is Android-only (this host: {host}): run on the device (runner=adb) or " + CPU_CHOICES)
+)
 
 
 @dataclass
@@ -64,11 +65,11 @@ class HexagonSettings(DelegateSettings):
     hexagon_lib_path: str = "/data/local/tmp"
 
 
-def _hexagon_flags(f: Mapping) -> list[str]:
+def _hexagon_flags(f: Mapping[str, Any]) -> list[str]:
     return ["--use_hexagon=true", f"--hexagon_lib_path={f['hexagon_lib_path']}"]
 
 
-def _hexagon_warning(device: Mapping) -> str:
+def _hexagon_warning(device: Mapping[str, Any]) -> str:
     return (
         f"the Hexagon delegate supports only Hexagon 680-690 DSPs (this SoC: {device.get('soc_model')} / "
         f"{device.get('board_platform')})"

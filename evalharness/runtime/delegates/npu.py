@@ -98,5 +98,3 @@ def _npu_aot(cfg: NpuSettings) -> DelegatePlan:
             f"delegate=npu_aot compiles ahead of time; for npu_compile={cfg.npu_compile} use delegate=npu"
         )
     return _npu(cfg)
-
-
