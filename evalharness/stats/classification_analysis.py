@@ -12,12 +12,31 @@ are adjusted by Holm's step-down method over the classes present before a class 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, TypedDict
 
 from evalharness.stats.intervals import paired_difference, wilson
 from evalharness.stats.paired import holm, mcnemar_exact, pair_by_id
 
 CONFUSIONS_KEPT = 20  # most frequent (truth -> top-1) confusions a run records
+
+
+class PerClassResult(TypedDict):
+    """A classification run's per-class table and its commonest confusions (:class:`PerClassCounter`)."""
+
+    per_class: list[dict[str, Any]]  # label, images, correct, top1, interval; worst top-1 first
+    classes_present: int
+    confusions: list[dict[str, Any]]  # truth, predicted, count; the CONFUSIONS_KEPT commonest
+    confusions_total: int
+
+
+class PerClassChanges(TypedDict):
+    """Per true label, the paired change of top-1 between two runs (:func:`per_class_changes`)."""
+
+    correction: str  # "holm"
+    alpha: float
+    classes_tested: int
+    changed: list[dict[str, Any]]
+    significant: list[dict[str, Any]]
 
 
 def _correct(record: dict[str, Any]) -> bool:
@@ -47,7 +66,7 @@ class PerClassCounter:
         elif _top1(record) is not None:
             self.confusions[(label, _top1(record))] += 1
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> PerClassResult:
         rows = [
             {
                 "label": label,
@@ -70,7 +89,7 @@ class PerClassCounter:
 
 def per_class_changes(
     preds_a: list[dict[str, Any]], preds_b: list[dict[str, Any]], alpha: float
-) -> dict[str, Any]:
+) -> PerClassChanges:
     """Per true label on the paired images: both runs' top-1, Δ with Newcombe's paired interval,
     McNemar's exact p and Holm's adjusted p (over every class present); ``significant``: the classes
     whose adjusted p is below ``alpha``, largest |Δ| first."""

@@ -17,6 +17,7 @@ from evalharness.tasks.definition import Scorer
 
 if TYPE_CHECKING:
     from evalharness.stats.coco_bootstrap import Matching
+    from evalharness.stats.detection_analysis import ClassCurves
 
 
 def bootstrap_settings(settings: Mapping[str, Any]) -> tuple[int, int]:
@@ -70,7 +71,7 @@ class CocoScorer(Scorer):
         self.detections = DetectionStore()
         self.image_ids: list[int] = []
         self.unmapped = 0
-        self.curves: dict[str, Any] | None = None  # per-class PR curves, made by result() with the analysis
+        self.curves: ClassCurves | None = None  # per-class PR curves, made by result() with the analysis
 
     def add(self, record: dict[str, Any]) -> None:
         self.detections.add(record["image_id"], record["detections"])
