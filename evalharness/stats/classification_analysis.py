@@ -15,7 +15,7 @@ from collections import Counter
 from typing import Any, TypedDict
 
 from evalharness.stats.intervals import paired_difference, wilson
-from evalharness.stats.paired import holm, mcnemar_exact, pair_by_id
+from evalharness.stats.paired import PerClassChanges, holm, mcnemar_exact, pair_by_id
 
 CONFUSIONS_KEPT = 20  # most frequent (truth -> top-1) confusions a run records
 
@@ -27,16 +27,6 @@ class PerClassResult(TypedDict):
     classes_present: int
     confusions: list[dict[str, Any]]  # truth, predicted, count; the CONFUSIONS_KEPT commonest
     confusions_total: int
-
-
-class PerClassChanges(TypedDict):
-    """Per true label, the paired change of top-1 between two runs (:func:`per_class_changes`)."""
-
-    correction: str  # "holm"
-    alpha: float
-    classes_tested: int
-    changed: list[dict[str, Any]]
-    significant: list[dict[str, Any]]
 
 
 def _correct(record: dict[str, Any]) -> bool:

@@ -12,16 +12,24 @@ and the value equals the exact rational one to 1e-12 (subnormal p-values include
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
 from evalharness.stats.intervals import CONFIDENCE, POWER, images_needed_paired, paired_difference
 from evalharness.stats.power import resolution, resolution_text
 from evalharness.stats.topk_changes import topk_changes
 
-if TYPE_CHECKING:
-    from evalharness.stats.classification_analysis import PerClassChanges
-
 TOP_OVERLAP = 5  # top-5 overlap: the usual second ImageNet figure
+
+
+class PerClassChanges(TypedDict):
+    """Per true label, the paired change of top-1 between two runs
+    (:func:`evalharness.stats.classification_analysis.per_class_changes`)."""
+
+    correction: str  # "holm"
+    alpha: float
+    classes_tested: int
+    changed: list[dict[str, Any]]
+    significant: list[dict[str, Any]]
 
 
 class _ClassificationDiffKeys(TypedDict):
