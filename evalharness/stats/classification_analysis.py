@@ -12,6 +12,7 @@ are adjusted by Holm's step-down method over the classes present before a class 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from evalharness.stats.intervals import paired_difference, wilson
@@ -29,11 +30,11 @@ class PerClassResult(TypedDict):
     confusions_total: int
 
 
-def _correct(record: dict[str, Any]) -> bool:
+def _correct(record: Mapping[str, Any]) -> bool:
     return record.get("rank") == 0
 
 
-def _top1(record: dict[str, Any]) -> Any:
+def _top1(record: Mapping[str, Any]) -> Any:
     labels = record.get("topk_labels") or []
     return labels[0] if labels else None
 
@@ -46,7 +47,7 @@ class PerClassCounter:
         self.hits: Counter[Any] = Counter()
         self.confusions: Counter[Any] = Counter()
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any]) -> None:
         label = record.get("label")
         if label is None:
             return

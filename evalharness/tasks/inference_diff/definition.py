@@ -20,11 +20,13 @@ silent-zero checks stay on the raw tensors for every model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from evalharness.core.documents import JSONMap
 from evalharness.core.schema import bounds
 from evalharness.stats.decoded import DecodedScorer, failed_checks
 from evalharness.stats.intervals import CONFIDENCE, z_value
@@ -77,13 +79,13 @@ class OutputErrorScorer(Scorer):
         self.per_output: list[list[dict[str, Any]]] = [[] for _ in self.names]
         self.decoded, self.min_decoded_agreement = decoded, min_decoded_agreement
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any]) -> None:
         for runs, stats in zip(self.per_output, record["outputs"], strict=True):
             runs.append(stats)
         if record.get("decoded") is not None:
             self.decoded.add(record["id"], record["decoded"])
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> JSONMap:
         outputs: list[dict[str, Any]] = []
         failed: list[str] = []
         informational: list[str] = []
