@@ -20,6 +20,7 @@ from evalharness.stats.detection_analysis import BACKGROUND, IOU, confusion, con
 from evalharness.stats.intervals import fmt_interval
 from evalharness.stats.paired import holm
 from evalharness.stats.tide import MAIN, NAMES, errors_per_image, tide_delta, tide_line
+from evalharness.tasks.coco.analysis_comparison import AnalysisComparison
 
 if TYPE_CHECKING:  # for the types only
     from evalharness.rundir.reader import Run
@@ -71,7 +72,9 @@ def _name(name: str) -> str:
     return "[background]" if name == "background" else name
 
 
-def compare(a: Run, b: Run, ground_truth: dict[str, Any], per_class: list[dict[str, Any]]) -> dict[str, Any]:
+def compare(
+    a: Run, b: Run, ground_truth: dict[str, Any], per_class: list[dict[str, Any]]
+) -> AnalysisComparison:
     """Between runs ``a`` and ``b`` (:class:`~evalharness.rundir.reader.Run`): TIDE of A, B and Δ per
     type, the F1 threshold shift, both confusion matrices at A's F1-optimal threshold (one threshold,
     so a changed count is a changed model, not a moved threshold) with the pairs that changed most,
@@ -80,7 +83,7 @@ def compare(a: Run, b: Run, ground_truth: dict[str, Any], per_class: list[dict[s
     preds_a, preds_b = a.predictions, b.predictions
     image_ids = [r["image_id"] for r in preds_a]
     aa, ab = a_metrics.get("analysis"), b_metrics.get("analysis")
-    out = {"recorded": {"a": aa is not None, "b": ab is not None}}
+    out: AnalysisComparison = {"recorded": {"a": aa is not None, "b": ab is not None}}
     if aa is None or ab is None:
         return out
     threshold = aa["f1"]["score_threshold"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,7 +97,7 @@ def list_coco_samples(annotations: dict[str, Any], root: str, annotations_path: 
     return samples
 
 
-def category_map(class_map: str, annotations: dict[str, Any], labels_path: str | None) -> dict[int, int]:
+def category_map(class_map: str, annotations: dict[str, Any], labels_path: str | None) -> Mapping[int, int]:
     """Model class index (0-based) -> COCO category id, for categories the annotations define.
 
     Classes that map to no annotated category (placeholder ids of 90-id label maps) are left out:

@@ -28,7 +28,7 @@ import numpy as np
 
 from evalharness.core.documents import JSONMap
 from evalharness.core.schema import bounds
-from evalharness.stats.decoded import DecodedScorer, failed_checks
+from evalharness.stats.decoded import DecodedScorer, DetectorSettings, failed_checks
 from evalharness.stats.intervals import CONFIDENCE, z_value
 from evalharness.tasks.defaults import from_conf, setting
 from evalharness.tasks.definition import Abilities, Rules, Scorer, TaskDefinition, register
@@ -144,7 +144,7 @@ class InferenceDiffDefinition(TaskDefinition):
     def scorer(self, ground_truth: list[str] | None = None, decoded: str | None = None) -> OutputErrorScorer:
         """``ground_truth``: the model's output names (the live run knows them once bound);
         ``decoded``: how the outputs decode ('classifier', 'detector', None: no decoder)."""
-        extra = (
+        extra: DetectorSettings = (
             {
                 "min_score": self.decoded_min_score(),
                 "iou_threshold": DECODED_IOU,
