@@ -126,10 +126,22 @@ class DetectionRecord(PredictionRecord, total=False):
     unmapped: int  # detections of classes the class map has no category for
 
 
+class OutputError(TypedDict):
+    """task=inference_diff: one output's error against the reference delegate's output, one run."""
+
+    avg: float  # mean |test - reference| over the finite entries (NaN: none finite)
+    max: float
+    p99: float
+    nonfinite: int  # NaN or Inf entries of the test output
+    cosine: float
+    test_abs_max: float
+    ref_abs_max: float
+
+
 class OutputErrorRecord(PredictionRecord, total=False):
     """task=inference_diff: per output, the error against the reference delegate's output."""
 
-    outputs: list[JSONMap]
+    outputs: list[OutputError]
     decoded: JSONMap  # the decoded answers compared (classifier or detector), when asked
 
 

@@ -9,7 +9,7 @@ matched ones show whether B lost, gained or shifted detections.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -80,9 +80,25 @@ def match_detections(
     return pairs, len(dets_a) - len(pairs), len(dets_b) - len(pairs)
 
 
+class DetectionDiff(TypedDict):
+    """Two detection runs' boxes matched image by image (:func:`detection_diff`)."""
+
+    paired_images: int
+    only_in_a: int
+    only_in_b: int
+    iou_threshold: float
+    min_score: float
+    detections: dict[str, int]  # a, b, matched, only_a, only_b: summed over the images
+    unmatched: int
+    images_changed: int
+    mean_iou: float | None
+    mean_abs_score_delta: float | None
+    changed_images: list[dict[str, Any]]  # the per-image rows with a box only on one side, most first
+
+
 def detection_diff(
     preds_a: list[dict[str, Any]], preds_b: list[dict[str, Any]], iou: float = 0.5, min_score: float = 0.0
-) -> dict[str, Any]:
+) -> DetectionDiff:
     """Per-image matched/unmatched counts, mean IoU and score shift of matched detections."""
     pairs, only_a, only_b = pair_by_id(preds_a, preds_b)
     images, ious, score_shift = [], [], []

@@ -12,19 +12,29 @@ are adjusted by Holm's step-down method over the classes present before a class 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 from evalharness.stats.intervals import paired_difference, wilson
-from evalharness.stats.paired import holm, mcnemar_exact, pair_by_id
+from evalharness.stats.paired import PerClassChanges, holm, mcnemar_exact, pair_by_id
 
 CONFUSIONS_KEPT = 20  # most frequent (truth -> top-1) confusions a run records
 
 
-def _correct(record: dict[str, Any]) -> bool:
+class PerClassResult(TypedDict):
+    """A classification run's per-class table and its commonest confusions (:class:`PerClassCounter`)."""
+
+    per_class: list[dict[str, Any]]  # label, images, correct, top1, interval; worst top-1 first
+    classes_present: int
+    confusions: list[dict[str, Any]]  # truth, predicted, count; the CONFUSIONS_KEPT commonest
+    confusions_total: int
+
+
+def _correct(record: Mapping[str, Any]) -> bool:
     return record.get("rank") == 0
 
 
-def _top1(record: dict[str, Any]) -> Any:
+def _top1(record: Mapping[str, Any]) -> Any:
     labels = record.get("topk_labels") or []
     return labels[0] if labels else None
 
@@ -37,7 +47,7 @@ class PerClassCounter:
         self.hits: Counter[Any] = Counter()
         self.confusions: Counter[Any] = Counter()
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any]) -> None:
         label = record.get("label")
         if label is None:
             return
@@ -47,7 +57,7 @@ class PerClassCounter:
         elif _top1(record) is not None:
             self.confusions[(label, _top1(record))] += 1
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> PerClassResult:
         rows = [
             {
                 "label": label,
@@ -70,7 +80,7 @@ class PerClassCounter:
 
 def per_class_changes(
     preds_a: list[dict[str, Any]], preds_b: list[dict[str, Any]], alpha: float
-) -> dict[str, Any]:
+) -> PerClassChanges:
     """Per true label on the paired images: both runs' top-1, Δ with Newcombe's paired interval,
     McNemar's exact p and Holm's adjusted p (over every class present); ``significant``: the classes
     whose adjusted p is below ``alpha``, largest |Δ| first."""

@@ -26,13 +26,22 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 AREA_ALL = 0  # index of area range "all" in pycocotools' evalImgs
 AP50, AP75 = 0, 5  # IoU threshold indices of 0.50 and 0.75 in 0.50:0.05:0.95
 EPS = np.spacing(1)  # pycocotools' guard in tp / (tp + fp + eps)
+
+
+class Resamples(TypedDict):
+    """:meth:`Matching.resampled`: AP, AP50, AP75 (each (B,)) and per-class AP (B, K), NaN for -1."""
+
+    AP: np.ndarray
+    AP50: np.ndarray
+    AP75: np.ndarray
+    per_class: np.ndarray
 
 
 @dataclass
@@ -127,7 +136,7 @@ class Matching:
             ignored=self.ignored[:, keep],
         )
 
-    def resampled(self, weights: np.ndarray) -> dict[str, np.ndarray]:
+    def resampled(self, weights: np.ndarray) -> Resamples:
         """AP, AP50, AP75 (each (B,)) and per-class AP (B, K) for (B, N) image weights.
 
         NaN where pycocotools would give -1 (no non-ignored ground truth in the resample).
@@ -140,8 +149,12 @@ class Matching:
         plan = [_threshold_plan(cat, matched[t], ignored[t], n_cat, n_rec) for t in range(n_thr)]
         tiled = np.flatnonzero(copy >= 0)
         tiled_copy, tiled_img = copy[tiled], img[tiled]
-        out = {name: np.empty(len(weights)) for name in ("AP", "AP50", "AP75")}
-        out["per_class"] = np.empty((len(weights), n_cat))
+        out: Resamples = {
+            "AP": np.empty(len(weights)),
+            "AP50": np.empty(len(weights)),
+            "AP75": np.empty(len(weights)),
+            "per_class": np.empty((len(weights), n_cat)),
+        }
         total = np.zeros(img.size + 1)  # total[j + 1]: weight of the entries 0..j (total[0] = 0)
         q = np.empty((n_thr, n_cat, n_rec))
         for b, w in enumerate(weights):
@@ -185,34 +198,51 @@ class Matching:
         copy = np.where(reps[segment] > 1, offset // sizes[segment], -1)
         return index, copy
 
-    def _precision(self, tp: dict[str, Any], w_det: Any, total: Any, npig: Any, q: np.ndarray) -> None:
+    def _precision(self, tp: _ThresholdPlan, w_det: Any, total: Any, npig: Any, q: np.ndarray) -> None:
         """pycocotools' interpolated precision (K, R) at one IoU threshold for one resample, into q."""
         q[:] = 0.0
-        pos = tp["pos"]
+        pos = tp.pos
         if pos.size == 0:
             return
         w_tp = w_det[pos]
         tp_cum = np.cumsum(w_tp)
-        tp_sum = tp_cum - (tp_cum - w_tp)[tp["first_tp"]]  # true positives of the category so far
-        seen = total[pos + 1] - total[tp["start"]]  # detections of the category so far
-        if tp["ign"].size:  # minus the ignored ones (matched to crowd boxes)
-            ign_cum = np.concatenate(([0.0], np.cumsum(w_det[tp["ign"]])))
-            seen -= ign_cum[tp["ign_before"]] - ign_cum[tp["ign_cat_start"]]
+        tp_sum = tp_cum - (tp_cum - w_tp)[tp.first_tp]  # true positives of the category so far
+        seen = total[pos + 1] - total[tp.start]  # detections of the category so far
+        if tp.ign.size:  # minus the ignored ones (matched to crowd boxes)
+            ign_cum = np.concatenate(([0.0], np.cumsum(w_det[tp.ign])))
+            seen -= ign_cum[tp.ign_before] - ign_cum[tp.ign_cat_start]
         with np.errstate(divide="ignore", invalid="ignore"):
-            rc = tp_sum / npig[tp["cat"]]
+            rc = tp_sum / npig[tp.cat]
             # a true positive of an image not drawn is no point of the resample: -1 never wins
             pr = np.where(w_tp > 0, tp_sum / (seen + EPS), -1.0)
         # interpolated precision: the max of pr over the later points of the same category (the
         # offsets keep categories apart in one running maximum)
-        pr += tp["offset"]
-        env = np.maximum.accumulate(pr[::-1])[::-1] - tp["offset"]
-        key = np.searchsorted(self.rec_thrs, rc, "right") + tp["cat_key"]  # thresholds reached
-        idx = np.searchsorted(key, tp["wanted"], "left")
-        hit = idx < tp["ends"]
+        pr += tp.offset
+        env = np.maximum.accumulate(pr[::-1])[::-1] - tp.offset
+        key = np.searchsorted(self.rec_thrs, rc, "right") + tp.cat_key  # thresholds reached
+        idx = np.searchsorted(key, tp.wanted, "left")
+        hit = idx < tp.ends
         q[hit] = np.maximum(env[idx[hit]], 0.0)
 
 
-def _threshold_plan(det_cat: Any, matched: Any, ignored: Any, n_cat: int, n_rec: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _ThresholdPlan:
+    """What does not depend on the weights at one IoU threshold (:func:`_threshold_plan`)."""
+
+    pos: np.ndarray  # true-positive positions
+    cat: np.ndarray  # their categories
+    ign: np.ndarray  # ignored detections' positions
+    ign_before: np.ndarray  # ignored dets at or before each tp
+    ign_cat_start: np.ndarray
+    start: np.ndarray  # where each tp's category block starts
+    first_tp: np.ndarray
+    offset: np.ndarray
+    cat_key: np.ndarray
+    wanted: np.ndarray  # first point reaching recall threshold r of category k: searched for as this key
+    ends: np.ndarray
+
+
+def _threshold_plan(det_cat: Any, matched: Any, ignored: Any, n_cat: int, n_rec: int) -> _ThresholdPlan:
     """What does not depend on the weights at IoU threshold t: true-positive positions, the
     ignored detections before each, and where each category's block starts."""
     tp_mask = matched & ~ignored
@@ -221,17 +251,17 @@ def _threshold_plan(det_cat: Any, matched: Any, ignored: Any, n_cat: int, n_rec:
     cat = det_cat[pos]
     starts = np.searchsorted(det_cat, np.arange(n_cat), "left")
     first_tp = np.searchsorted(pos, starts, "left")  # index in pos of each category's first tp
-    return {
-        "pos": pos,
-        "cat": cat,
-        "ign": ign,
-        "ign_before": np.searchsorted(ign, pos, "right"),  # ignored dets at or before each tp
-        "ign_cat_start": np.searchsorted(ign, starts[cat], "left"),
-        "start": starts[cat],
-        "first_tp": first_tp[cat],
-        "offset": 3.0 * (n_cat - cat),
-        "cat_key": (n_rec + 1) * cat,
+    return _ThresholdPlan(
+        pos=pos,
+        cat=cat,
+        ign=ign,
+        ign_before=np.searchsorted(ign, pos, "right"),  # ignored dets at or before each tp
+        ign_cat_start=np.searchsorted(ign, starts[cat], "left"),
+        start=starts[cat],
+        first_tp=first_tp[cat],
+        offset=3.0 * (n_cat - cat),
+        cat_key=(n_rec + 1) * cat,
         # first point reaching recall threshold r of category k: searched for as this key
-        "wanted": np.arange(1, n_rec + 1)[None, :] + (n_rec + 1) * np.arange(n_cat)[:, None],
-        "ends": np.searchsorted(cat, np.arange(n_cat), "right")[:, None],
-    }
+        wanted=np.arange(1, n_rec + 1)[None, :] + (n_rec + 1) * np.arange(n_cat)[:, None],
+        ends=np.searchsorted(cat, np.arange(n_cat), "right")[:, None],
+    )

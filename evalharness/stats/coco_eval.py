@@ -13,7 +13,7 @@ import copy
 import io
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -46,6 +46,43 @@ _NUMBER_TYPES = {int, float}  # exact types: bool (an int subclass) and strings 
 # none, and eval["recall"]). Called as (gt, detections, image_ids, keep_matching).
 Backend = Callable[..., tuple[np.ndarray, np.ndarray, list[Any], Any, np.ndarray]]
 EVALUATORS: Registry[Backend] = Registry("COCO evaluator")
+
+
+class ClassAP(TypedDict):
+    """One category of ``per_class``: AP (IoU .50:.95) and AP50, None where pycocotools says -1."""
+
+    name: str
+    AP: float | None
+    AP50: float | None
+    num_gt: int
+
+
+PerClassAP = dict[str, ClassAP]  # by category id (a string, as JSON keys are)
+
+
+class Accumulated(TypedDict):
+    """What the analysis reads of the backend's accumulation (``analysis=True``)."""
+
+    precision: np.ndarray  # eval["precision"] (T, R, K, A, M)
+    recall: np.ndarray  # eval["recall"]
+    cat_ids: list[Any]
+    matching: Any  # the untrimmed coco_bootstrap.Matching
+
+
+class _Scored(TypedDict):
+    backend: str
+    stats: dict[str, float]  # by COCO_STAT_NAMES
+    per_class: PerClassAP
+    num_detections: int
+    num_images: int
+    summary: list[str]
+
+
+class ScoredBoxes(_Scored, total=False):
+    """:func:`evaluate_bbox`'s result; ``matching`` and ``accumulated`` only where asked for."""
+
+    matching: Any  # the trimmed coco_bootstrap.Matching
+    accumulated: Accumulated
 
 
 def _plainly_valid(detections: list[dict[str, Any]], known: set[Any], categories: set[Any]) -> bool:
@@ -102,7 +139,7 @@ def evaluate_bbox(
     image_ids: list[int] | None = None,
     keep_matching: bool = False,
     analysis: bool = False,
-) -> dict[str, Any]:
+) -> ScoredBoxes:
     """COCO bbox stats, per-class AP and the summary text; ``image_ids`` scores only those images.
 
     ``keep_matching``: also return ``matching`` (a :class:`~evalharness.stats.coco_bootstrap.Matching`)
@@ -121,13 +158,7 @@ def evaluate_bbox(
     stats, precision, cat_ids, matching, recall = run(gt, dets, ids, keep_matching or analysis)
     if (keep_matching or analysis) and matching is None:
         matching = _pycocotools(gt, dets, ids, evaluate_only=True)
-    extra = {"matching": matching.trimmed()} if keep_matching else {}
-    if analysis:
-        extra["accumulated"] = {
-            "precision": precision, "recall": recall, "cat_ids": cat_ids, "matching": matching
-        }  # fmt: skip
-    return {
-        **extra,
+    scored: ScoredBoxes = {
         "backend": backend,
         "stats": {name: float(value) for name, value in zip(COCO_STAT_NAMES, stats, strict=True)},
         "per_class": _per_class(gt, ids, precision, cat_ids),
@@ -135,6 +166,13 @@ def evaluate_bbox(
         "num_images": len(ids),
         "summary": format_summary(stats),
     }
+    if keep_matching:
+        scored["matching"] = matching.trimmed()
+    if analysis:
+        scored["accumulated"] = {
+            "precision": precision, "recall": recall, "cat_ids": cat_ids, "matching": matching
+        }  # fmt: skip
+    return scored
 
 
 def format_summary(stats: Any) -> list[str]:
@@ -149,14 +187,14 @@ def format_summary(stats: Any) -> list[str]:
 
 def _per_class(
     gt: dict[str, Any], image_ids: list[Any], precision: np.ndarray, cat_ids: list[Any]
-) -> dict[str, Any]:
+) -> PerClassAP:
     """AP (IoU .50:.95) and AP50 per category from eval["precision"][T, R, K, area=all, maxDets=100]."""
     chosen = set(image_ids)
     num_gt = Counter(
         ann["category_id"] for ann in gt["annotations"] if ann["image_id"] in chosen and not ann["iscrowd"]
     )
     names = {category["id"]: category["name"] for category in gt["categories"]}
-    out = {}
+    out: PerClassAP = {}
     for k, cat_id in enumerate(cat_ids):
         cat_id = int(cat_id)
         curves = precision[:, :, k, 0, -1]

@@ -9,15 +9,53 @@ a paired diff draws the same images for both runs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from evalharness.core.interrupts import checkpoint
 from evalharness.stats.intervals import bootstrap_p, percentile_interval, resample_weights
 
 BOOTSTRAP_STATS = ("AP", "AP50", "AP75")
 
+Interval = list[float] | None  # [low, high]; None where the resamples give none
 
-def bootstrap_intervals(matching: Any, resamples: int, seed: int, confidence: float) -> dict[str, Any]:
+
+class _Bootstrap(TypedDict):
+    method: str
+    confidence: float
+    resamples: int
+    seed: int
+
+
+class BootstrapIntervals(_Bootstrap):
+    """A detection run's ``metrics.intervals``: percentile intervals of AP, AP50, AP75, and per
+    category id of its AP."""
+
+    AP: Interval
+    AP50: Interval
+    AP75: Interval
+    per_class_AP: dict[str, Interval]
+
+
+class PairedDelta(TypedDict):
+    """One ΔAP's paired interval and two-sided bootstrap p."""
+
+    interval: Interval
+    p: float | None
+
+
+class _PairedDeltas(_Bootstrap):
+    AP: PairedDelta
+    AP50: PairedDelta
+    AP75: PairedDelta
+
+
+class PairedAPBootstrap(_PairedDeltas, total=False):
+    """ΔAP (B − A) per stat and, where both runs share the categories, per category id."""
+
+    per_class: dict[str, PairedDelta]
+
+
+def bootstrap_intervals(matching: Any, resamples: int, seed: int, confidence: float) -> BootstrapIntervals:
     """Percentile intervals of AP, AP50, AP75 and per-class AP over image-level resamples."""
     checkpoint("bootstrap")  # a test's pause point (core/interrupts.py)
     values = matching.resampled(resample_weights(len(matching.img_ids), resamples, seed))
@@ -30,14 +68,16 @@ def bootstrap_intervals(matching: Any, resamples: int, seed: int, confidence: fl
         "confidence": confidence,
         "resamples": resamples,
         "seed": seed,
-        **{name: percentile_interval(values[name], confidence) for name in BOOTSTRAP_STATS},
+        "AP": percentile_interval(values["AP"], confidence),
+        "AP50": percentile_interval(values["AP50"], confidence),
+        "AP75": percentile_interval(values["AP75"], confidence),
         "per_class_AP": per_class,
     }
 
 
 def paired_ap_bootstrap(
     matching_a: Any, matching_b: Any, resamples: int, seed: int, confidence: float
-) -> dict[str, Any]:
+) -> PairedAPBootstrap:
     """ΔAP (B − A) per stat, and per category (``per_class``, by category id), with its paired
     interval and two-sided bootstrap p: each resample draws the same images for both runs (their
     image lists must be equal)."""
@@ -45,10 +85,15 @@ def paired_ap_bootstrap(
         raise ValueError("paired bootstrap needs both runs scored on the same images")
     weights = resample_weights(len(matching_a.img_ids), resamples, seed)
     a, b = matching_a.resampled(weights), matching_b.resampled(weights)
-    out = {"method": "paired bootstrap", "confidence": confidence, "resamples": resamples, "seed": seed}
-    for name in BOOTSTRAP_STATS:
-        deltas = b[name] - a[name]
-        out[name] = _paired(deltas, confidence)
+    out: PairedAPBootstrap = {
+        "method": "paired bootstrap",
+        "confidence": confidence,
+        "resamples": resamples,
+        "seed": seed,
+        "AP": _paired(b["AP"] - a["AP"], confidence),
+        "AP50": _paired(b["AP50"] - a["AP50"], confidence),
+        "AP75": _paired(b["AP75"] - a["AP75"], confidence),
+    }
     if list(matching_a.cat_ids) == list(matching_b.cat_ids):  # same ground truth: always, once comparable
         deltas = b["per_class"] - a["per_class"]
         out["per_class"] = {
@@ -57,5 +102,5 @@ def paired_ap_bootstrap(
     return out
 
 
-def _paired(deltas: Any, confidence: float) -> dict[str, Any]:
+def _paired(deltas: Any, confidence: float) -> PairedDelta:
     return {"interval": percentile_interval(deltas, confidence), "p": bootstrap_p(deltas)}

@@ -10,13 +10,36 @@ tasks/coco_object_detection/preprocess_coco_minival.py (which ground truth it se
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from evalharness.data.coco_annotations import check_annotations
 from evalharness.stats.boxes import iou_matrix
 from evalharness.stats.coco_eval import evaluated_subset
+
+
+class ToolClassAP(TypedDict):
+    """One category of the tool's ``per_class``: AP and AP50, None for a category with neither
+    ground truth nor detections."""
+
+    name: str
+    AP: float | None
+    AP50: float | None
+    num_gt: int
+    num_detections: int
+
+
+class ToolAP(TypedDict):
+    """A detection run's ``metrics.tflite_tool``: AP as the TFLite tool defines it."""
+
+    mode: str  # "tflite_tool"
+    AP: float | None
+    AP_per_iou: dict[str, float | None]  # "0.50".."0.95"
+    per_class: dict[str, ToolClassAP]  # by category id
+    num_detections: int
+    num_images: int
+
 
 IOU_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))  # the tool's default 0.5:0.05:0.95
 NUM_RECALL_POINTS = 100  # ObjectDetectionAveragePrecisionParams.num_recall_points default: 101 levels
@@ -28,7 +51,7 @@ def tflite_tool_ap(
     image_ids: list[int] | None = None,
     *,
     drop_out_of_image: bool = True,
-) -> dict[str, Any]:
+) -> ToolAP:
     """AP over IoU 0.50:0.95 as the TFLite tool defines it; differs from pycocotools as follows.
 
     - Crowd boxes are ordinary ground truth: the preprocessing script never reads ``iscrowd``, so a
@@ -66,7 +89,8 @@ def tflite_tool_ap(
         det_boxes[det["category_id"]].append((det["image_id"], float(det["score"]), _xyxy(det["bbox"])))
 
     thresholds = np.asarray(IOU_THRESHOLDS)
-    per_class, counted = {}, []
+    per_class: dict[str, ToolClassAP] = {}
+    counted = []
     for category in sorted(gt["categories"], key=lambda c: c["id"]):
         cat_id = category["id"]
         truths, preds = gt_boxes.get(cat_id, []), det_boxes.get(cat_id, [])

@@ -19,7 +19,8 @@ Used by ``task=inference_diff`` (per run, aggregated by :class:`DecodedScorer`) 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -28,6 +29,63 @@ from evalharness.stats.boxes import match_detections
 
 NO_DECODER = "no decoder: raw tensors only"
 TOP_K = 5
+
+
+class Spread(TypedDict):
+    """Mean, min and max of some values; None without values."""
+
+    mean: float | None
+    min: float | None
+    max: float | None
+
+
+class DetectorSettings(TypedDict, total=False):
+    """How a detector's answers were compared (recorded with the result; none for a classifier)."""
+
+    min_score: float
+    iou_threshold: float
+    match: str  # "any class"
+    min_agreement: float
+
+
+class NoDecoderSummary(TypedDict):
+    """metrics.json ``decoded`` of an inference_diff run whose outputs no decoder reads."""
+
+    kind: str  # "none"
+    note: str
+
+
+class ClassifierSummary(DetectorSettings):
+    """metrics.json ``decoded`` of a classifier's inference_diff run (:meth:`DecodedScorer.result`)."""
+
+    kind: str  # "classifier"
+    runs: int
+    top1_agree: int
+    top1_agreement: float | None
+    top5_overlap: Spread
+    abs_score_change: Spread
+    changed_runs: list[str]  # the first run ids whose decoded answer changed
+
+
+class DetectorSummary(DetectorSettings):
+    """metrics.json ``decoded`` of a detector's inference_diff run (:meth:`DecodedScorer.result`)."""
+
+    kind: str  # "detector"
+    runs: int
+    runs_with_ref_boxes: int
+    ref_boxes: int
+    test_boxes: int
+    matched: int
+    lost: int
+    new: int
+    iou: Spread
+    class_agreement: float | None
+    box_agreement: float | None  # the boxes that stayed (matched, same class) among every box
+    abs_score_change: Spread
+    changed_runs: list[str]
+
+
+DecodedSummary = NoDecoderSummary | ClassifierSummary | DetectorSummary
 
 
 def top_classes(scores: np.ndarray, k: int = TOP_K) -> list[int]:
@@ -72,7 +130,7 @@ def compare_boxes(ref: list[Any], test: list[Any], min_score: float, iou: float 
     }
 
 
-def _stats(values: list[float]) -> dict[str, Any]:
+def _stats(values: list[float]) -> Spread:
     if not values:
         return {"mean": None, "min": None, "max": None}
     arr = np.asarray(values, dtype=np.float64)
@@ -88,14 +146,15 @@ class DecodedScorer:
 
     LISTED = 10  # run ids whose decoded answer changed, listed in the metrics
 
-    def __init__(self, kind: str | None, settings: dict[str, Any] | None = None) -> None:
-        self.kind, self.settings = kind, dict(settings or {})
+    def __init__(self, kind: str | None, settings: DetectorSettings | None = None) -> None:
+        self.kind = kind
+        self.settings: DetectorSettings = {**(settings or {})}
         self.records: list[tuple[str, dict[str, Any]]] = []
 
     def add(self, run_id: str, record: dict[str, Any]) -> None:
         self.records.append((run_id, record))
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> DecodedSummary:
         if self.kind is None:
             return {"kind": "none", "note": NO_DECODER}
         rows = [r for _, r in self.records]
@@ -134,7 +193,7 @@ class DecodedScorer:
         }
 
 
-def failed_checks(decoded: dict[str, Any], min_agreement: float) -> list[str]:
+def failed_checks(decoded: Mapping[str, Any], min_agreement: float) -> list[str]:
     """A detector's decoded check: fewer than ``min_agreement`` of the boxes stayed (same box, same
     class). A classifier's decoded answers inform only: on random inputs near-tied scores flip top-1
     classes that a cosine check on the score vector judges better."""

@@ -12,15 +12,64 @@ the same IoU threshold and the F1-optimal score threshold, both recorded.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from evalharness.stats.boxes import iou_matrix, xyxy
+from evalharness.stats.tide import TideBreakdown
+
+if TYPE_CHECKING:
+    from evalharness.stats.coco_eval import ScoredBoxes
 
 IOU = 0.5  # the IoU of the F1 threshold, the confusion matrix and TIDE (index 0 of 0.50:0.05:0.95)
 BACKGROUND = 0  # the confusion matrix's background "category" (no COCO category has id 0)
 TIDE_OFF = "turned off (task.tide=false)"
+
+# The all-class precision at the 101 recall thresholds, at IoU .50 and averaged over .50:.95.
+PRCurves = TypedDict("PRCurves", {"recall": str, "IoU=0.50": list[float], "IoU=0.50:0.95": list[float]})
+# One category's precision at the 101 recall thresholds (``pr_curves.json``).
+ClassCurve = TypedDict("ClassCurve", {"name": str, "IoU=0.50": list[float], "IoU=0.50:0.95": list[float]})
+
+
+class ClassCurves(TypedDict):
+    """``pr_curves.json`` of a run: the recall thresholds and, by category id, its curves."""
+
+    recall: list[float]
+    classes: dict[str, ClassCurve]
+
+
+class F1Threshold(TypedDict):
+    """The F1-optimal score threshold at IoU .50 and P, R there (None without detections or truth)."""
+
+    iou: float
+    num_gt: int
+    score_threshold: float | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    detections_kept: int
+
+
+class Confusion(TypedDict):
+    """(truth category, detected category, count) cells, ``background`` standing for no object."""
+
+    iou: float
+    score_threshold: float | None
+    background: int
+    cells: list[list[int]]
+    ignored_on_crowds: int
+
+
+class DetectionAnalysis(TypedDict):
+    """``metrics.analysis`` of a detection run (:func:`analyse`)."""
+
+    iou_threshold: float
+    per_class: list[dict[str, Any]]
+    pr_curves: PRCurves
+    f1: F1Threshold
+    confusion: Confusion
+    tide: TideBreakdown
 
 
 def per_class_table(
@@ -53,22 +102,27 @@ def per_class_table(
     return rows
 
 
-def pr_curves(precision: np.ndarray) -> dict[str, Any]:
+def pr_curves(precision: np.ndarray) -> PRCurves:
     """The all-class precision at the 101 recall thresholds (area all, maxDets 100), at IoU .50 and
     averaged over .50:.95: the mean over the categories pycocotools averages for AP (those with
     ground truth), so the mean of each curve is AP50 and AP."""
-    out: dict[str, Any] = {"recall": "0.00:0.01:1.00 (pycocotools' 101 recall thresholds)"}
-    for name, curves in (("IoU=0.50", precision[0:1]), ("IoU=0.50:0.95", precision)):
+
+    def curve(curves: np.ndarray) -> list[float]:
         values = curves[:, :, :, 0, -1]  # (T, R, K)
         valid = (values > -1).all(axis=(0, 1))
-        out[name] = [round(float(v), 6) for v in values[:, :, valid].mean(axis=(0, 2))] if valid.any() else []
-    return out
+        return [round(float(v), 6) for v in values[:, :, valid].mean(axis=(0, 2))] if valid.any() else []
+
+    return {
+        "recall": "0.00:0.01:1.00 (pycocotools' 101 recall thresholds)",
+        "IoU=0.50": curve(precision[0:1]),
+        "IoU=0.50:0.95": curve(precision),
+    }
 
 
-def per_class_curves(precision: np.ndarray, cat_ids: list[Any], names: dict[int, str]) -> dict[str, Any]:
+def per_class_curves(precision: np.ndarray, cat_ids: list[Any], names: dict[int, str]) -> ClassCurves:
     """Each category's precision at the 101 recall thresholds, at IoU .50 and averaged over
     .50:.95 (``pr_curves.json`` of a run; categories without ground truth left out)."""
-    classes = {}
+    classes: dict[str, ClassCurve] = {}
     for k, cat in enumerate(cat_ids):
         values = precision[:, :, k, 0, -1]  # (T, R)
         if (values <= -1).any():
@@ -81,7 +135,7 @@ def per_class_curves(precision: np.ndarray, cat_ids: list[Any], names: dict[int,
     return {"recall": [round(r / 100, 2) for r in range(101)], "classes": classes}
 
 
-def f1_threshold(matching: Any) -> dict[str, Any]:
+def f1_threshold(matching: Any) -> F1Threshold:
     """The score threshold that maximises F1 over all classes at IoU .50, with P and R there.
 
     pycocotools matches greedily in score order, so the matches of the detections scoring >= s do
@@ -92,7 +146,7 @@ def f1_threshold(matching: Any) -> dict[str, Any]:
     scores = matching.det_score[counted]
     hit = matching.matched[0][counted]
     num_gt = int(matching.gt_count.sum())
-    out = {
+    out: F1Threshold = {
         "iou": IOU,
         "num_gt": num_gt,
         "score_threshold": None,
@@ -113,18 +167,20 @@ def f1_threshold(matching: Any) -> dict[str, Any]:
     best = int(np.argmax(f1))  # the highest threshold on ties (scores descend)
     at = last[best]
     out.update(
-        score_threshold=float(scores[at]),
-        precision=float(precision[best]),
-        recall=float(recall[best]),
-        f1=float(f1[best]),
-        detections_kept=int(kept[at]),
+        {
+            "score_threshold": float(scores[at]),
+            "precision": float(precision[best]),
+            "recall": float(recall[best]),
+            "f1": float(f1[best]),
+            "detections_kept": int(kept[at]),
+        }
     )
     return out
 
 
 def confusion(
     gt: dict[str, Any], blocks: Any, image_ids: list[int], score_threshold: float | None
-) -> dict[str, Any]:
+) -> Confusion:
     """Counts of (ground-truth category, detected category) at IoU >= .50 among the detections
     scoring >= ``score_threshold``, with ``BACKGROUND`` (0) for a detection on no object (row) and an
     object no detection found (column).
@@ -223,18 +279,18 @@ def confusion_pairs(
     return rows[:limit] if limit else rows
 
 
-def _tide(tide: Any, gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> dict[str, Any]:
+def _tide(tide: Any, gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> TideBreakdown:
     from evalharness.stats.tide import absent, tide_breakdown
 
     if callable(tide):
-        done: dict[str, Any] = tide()
+        done: TideBreakdown = tide()
         return done
     return tide_breakdown(gt, blocks, image_ids) if tide else absent(TIDE_OFF)
 
 
 def analyse(
-    gt: dict[str, Any], scored: dict[str, Any], blocks: Any, image_ids: list[int], tide: Any = True
-) -> dict[str, Any]:
+    gt: dict[str, Any], scored: ScoredBoxes, blocks: Any, image_ids: list[int], tide: Any = True
+) -> DetectionAnalysis:
     """The whole per-run analysis (``metrics.analysis`` of a detection run) from ``evaluate_bbox(...,
     analysis=True)``'s result and ``blocks()``, the run's per-image detections (see :func:`confusion`).
     ``tide``: compute TIDE here (True), not at all (False), or the function that waits for the

@@ -12,13 +12,52 @@ and the value equals the exact rational one to 1e-12 (subnormal p-values include
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 from evalharness.stats.intervals import CONFIDENCE, POWER, images_needed_paired, paired_difference
 from evalharness.stats.power import resolution, resolution_text
 from evalharness.stats.topk_changes import topk_changes
 
 TOP_OVERLAP = 5  # top-5 overlap: the usual second ImageNet figure
+
+
+class PerClassChanges(TypedDict):
+    """Per true label, the paired change of top-1 between two runs
+    (:func:`evalharness.stats.classification_analysis.per_class_changes`)."""
+
+    correction: str  # "holm"
+    alpha: float
+    classes_tested: int
+    changed: list[dict[str, Any]]
+    significant: list[dict[str, Any]]
+
+
+class _ClassificationDiffKeys(TypedDict):
+    paired_images: int
+    only_in_a: int
+    only_in_b: int
+    top1_agreement: float | None
+    identical_images: int  # ranked outputs and scores the same numbers in both runs (bit for bit)
+    top5_overlap: float | None
+    regressions: int  # A right -> B wrong
+    improvements: int  # A wrong -> B right
+    changed_both_wrong: int
+    discordant: int
+    mcnemar_p: float
+    delta_top1: float | None
+    delta_top1_interval: list[float] | None  # Newcombe's paired interval of delta_top1
+    images_needed: int | None
+    top1_changes: list[dict[str, Any]]
+    top5_changes: list[dict[str, Any]]
+
+
+class ClassificationDiff(_ClassificationDiffKeys, total=False):
+    """Two classification runs paired image by image (:func:`classification_diff`); ``report diff``
+    adds the per-class changes and the changed confusions
+    (:mod:`evalharness.stats.classification_analysis`)."""
+
+    per_class: PerClassChanges
+    confusion_changes: list[dict[str, Any]]
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -62,7 +101,7 @@ def pair_by_id(
 
 def classification_diff(
     preds_a: list[dict[str, Any]], preds_b: list[dict[str, Any]], same_label_file: bool
-) -> dict[str, Any]:
+) -> ClassificationDiff:
     """Top-1 changes, agreement, top-5 overlap and McNemar on paired correctness.
 
     Predictions are compared by output index when both runs used the same label file, else by label

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Any
+from typing import TypedDict
 
 CONFIDENCE = 0.95  # two-sided: every interval in metrics.json and the reports (stats/intervals.py)
 POWER = 0.80  # the power of every "images needed" figure
@@ -57,7 +57,20 @@ def detectable_paired_change(
     return high
 
 
-def resolution(n: int, target: float, confidence: float = CONFIDENCE, power: float = POWER) -> dict[str, Any]:
+class Resolution(TypedDict):
+    """What ``images`` paired images can resolve (:func:`resolution`)."""
+
+    images: int
+    target: float
+    detectable: float | None  # the smallest detectable change; None: none up to 1
+    images_needed: int | None  # the images ``target`` needs; None: target 0
+    resolves: bool
+    confidence: float
+    power: float
+    assumes: str
+
+
+def resolution(n: int, target: float, confidence: float = CONFIDENCE, power: float = POWER) -> Resolution:
     """Whether ``n`` paired images can resolve a change of ``target`` (a drop bound, a margin): the
     smallest detectable change, the images ``target`` needs, in the most favourable case."""
     detectable = detectable_paired_change(n, None, confidence, power)
@@ -74,7 +87,7 @@ def resolution(n: int, target: float, confidence: float = CONFIDENCE, power: flo
     }
 
 
-def resolution_text(r: dict[str, Any], what: str) -> str:
+def resolution_text(r: Resolution, what: str) -> str:
     """One sentence: ``what`` (e.g. 'quant.max_drop=0.01') cannot be resolved by these images."""
     smallest = "no change up to 1" if r["detectable"] is None else f"nothing below {r['detectable']:.3f}"
     needed = f"~{r['images_needed']}" if r["images_needed"] else "no number of"

@@ -23,7 +23,7 @@ the figure.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 POS_THRESHOLD = 0.5  # IoU of a true positive (TIDE's default; the COCO AP50 threshold)
 BACKGROUND_THRESHOLD = 0.1  # IoU below which a false positive is background (TIDE's default)
@@ -41,6 +41,33 @@ NAMES = {
     "FalseNeg": "all false negatives",
 }
 INSTALL_HINT = "pip install 'evalharness[analysis]'"
+
+
+class TideBreakdown(TypedDict):
+    """``metrics.analysis.tide`` of a detection run: the same keys with TIDE (``available``) or
+    without it (every figure None, ``reason`` saying why)."""
+
+    available: bool
+    reason: str | None
+    package: str | None
+    pos_threshold: float
+    background_threshold: float
+    max_dets: int
+    AP50: float | None
+    classes_averaged: int | None
+    classes_without_truth: int | None
+    AP50_classes_with_truth: float | None
+    dAP: dict[str, float | None]  # by MAIN
+    special_dAP: dict[str, float | None]  # by SPECIAL
+    counts: dict[str, int | None]  # by MAIN
+
+
+class ErrorsPerImage(TypedDict, total=False):
+    """TIDE's error counts per image (``{image_id: {type: n}}``), or why there are none."""
+
+    available: bool
+    reason: str  # when not available
+    per_image: dict[int, dict[str, int]]
 
 
 def _evaluate(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> Any:
@@ -84,7 +111,7 @@ def _evaluate(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> Any:
 FAILURES = (ArithmeticError, ValueError, IndexError, KeyError, RuntimeError)
 
 
-def tide_breakdown(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> dict[str, Any]:
+def tide_breakdown(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> TideBreakdown:
     """dAP per error type (AP fractions, 0..1 like every AP of a run) and counts, or
     ``{"available": False, "reason": ...}``. ``blocks()``: (image_id, (n, 6) array of category,
     score, x, y, w, h) per image."""
@@ -116,7 +143,7 @@ def tide_breakdown(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> dic
     }
 
 
-def tide_in_background(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> Callable[[], dict[str, Any]]:
+def tide_in_background(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> Callable[[], TideBreakdown]:
     """Start :func:`tide_breakdown` in a child process and return the function that waits for it.
 
     tidecv is pure Python and single-threaded, as is pycocotools' scoring: run one beside the
@@ -137,7 +164,7 @@ def tide_in_background(gt: dict[str, Any], blocks: Any, image_ids: list[int]) ->
     for pid in workers:  # ended with the run on a signal (core/interrupts.py)
         adopt(pid)
 
-    def finish() -> dict[str, Any]:
+    def finish() -> TideBreakdown:
         try:
             return future.result()
         except Exception as exc:  # noqa: BLE001 - the child's failure is the record's reason
@@ -150,11 +177,11 @@ def tide_in_background(gt: dict[str, Any], blocks: Any, image_ids: list[int]) ->
     return finish
 
 
-def _breakdown_of(gt: dict[str, Any], data: list[Any], image_ids: list[int]) -> dict[str, Any]:
+def _breakdown_of(gt: dict[str, Any], data: list[Any], image_ids: list[int]) -> TideBreakdown:
     return tide_breakdown(gt, lambda: iter(data), image_ids)
 
 
-def absent(reason: str) -> dict[str, Any]:
+def absent(reason: str) -> TideBreakdown:
     """The record of a run without TIDE: the same keys as with it (a run's keys are fixed by its
     schema version), every figure None, and why."""
     return {
@@ -174,13 +201,13 @@ def absent(reason: str) -> dict[str, Any]:
     }
 
 
-def errors_per_image(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> dict[str, Any]:
+def errors_per_image(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> ErrorsPerImage:
     """TIDE's error type counts per image ({image_id: {type: n}}), or ``{"available": False, ...}``.
     TIDE types every error within its own image, so a subset of images gets the same labels as the
     whole set (only the dAP figures need every image)."""
     evaluated = _evaluate(gt, blocks, image_ids)
     if isinstance(evaluated, dict):
-        return evaluated
+        return {"available": False, "reason": evaluated["reason"]}
     counts: dict[int, Any] = {image_id: dict.fromkeys(MAIN, 0) for image_id in image_ids}
     for error in evaluated[2].errors:
         owner = getattr(error, "pred", None) or error.gt

@@ -12,12 +12,21 @@ thermal snapshots read elsewhere (``runtime/thermal.py``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 import numpy as np
 
 THROTTLING = ("processor", "cpufreq", "cpu")  # cooling device types that slow the CPU down
+
+
+class RuleRecord(TypedDict):
+    """A :class:`Rule` as the record holds it."""
+
+    min_secs: float
+    min_invokes: int
+    max_cv: float
+    block_secs: float
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,34 @@ class Rule:
     min_invokes: int = 20  # timed invokes, at least
     max_cv: float = 0.25  # of the block means, at most
     block_secs: float = 0.1  # a block's target duration, where the blocks are made from a sequence
+
+    def record(self) -> RuleRecord:
+        """The rule as a verdict records it (its fields, in order)."""
+        return {
+            "min_secs": self.min_secs,
+            "min_invokes": self.min_invokes,
+            "max_cv": self.max_cv,
+            "block_secs": self.block_secs,
+        }
+
+
+class Verdict(TypedDict):
+    """The verdict on one measurement (:func:`verdict`): ``valid`` and the ``problems`` that make it not."""
+
+    timed_secs: float
+    invokes: int
+    cv: float | None  # None: not measured, or the record has no block times (``cv_checked`` False)
+    cv_checked: bool
+    valid: bool
+    problems: list[str]
+    rule: RuleRecord
+
+
+class Judgement(Verdict):
+    """:func:`judge`'s verdict: with the blocks it judged and what its duration counts."""
+
+    blocks: int
+    duration_basis: str  # "summed invoke time" | "wall-clock"
 
 
 def snapshot(entries: Mapping[str, str], source: str) -> dict[str, Any]:
@@ -85,7 +122,7 @@ def judge(
     rule: Rule,
     hot: Sequence[str] = (),
     secs: float | None = None,
-) -> dict[str, Any]:
+) -> Judgement:
     """The verdict on one measurement from its invokes and their block means. ``secs``: its
     duration where it is not the summed invoke time (a run's loop: the wall-clock its own stopping
     rule counts)."""
@@ -94,12 +131,12 @@ def judge(
     duration = float(sum(samples_ms)) / 1e3 if secs is None else secs
     found = verdict(duration, len(samples_ms), cv, rule, hot)
     basis = "summed invoke time" if secs is None else "wall-clock"
-    return found | {"blocks": int(means.size), "duration_basis": basis}
+    return {**found, "blocks": int(means.size), "duration_basis": basis}
 
 
 def verdict(
     secs: float, invokes: int, cv: float | None, rule: Rule, hot: Sequence[str] = (), cv_measured: bool = True
-) -> dict[str, Any]:
+) -> Verdict:
     """The verdict from the figures: ``valid`` and the ``problems`` that make it not.
     ``cv_measured`` False: the measurement has no block times (a device tool's summary), so the CV
     bound is not checked and the record says so."""
@@ -121,7 +158,7 @@ def verdict(
         "cv_checked": cv_measured,
         "valid": not problems,
         "problems": problems,
-        "rule": asdict(rule),
+        "rule": rule.record(),
     }
 
 

@@ -9,13 +9,45 @@ and the quantization table read :meth:`Comparison.agreement`; ``--fail-if`` name
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
+from evalharness.core.documents import JSONMap
 from evalharness.core.errors import EvalHarnessError
 from evalharness.rundir.reader import Run
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+PairQuantities = dict[str, float]  # the numbers of a pair ``--fail-if`` rules may name, by name
+
+
+class _AgreementKeys(TypedDict):
+    name: str  # e.g. "top-1 agreement"
+    value: float | None  # the fraction of samples that agree
+    p: float | None
+
+
+class Agreement(_AgreementKeys, total=False):
+    """:meth:`Comparison.agreement`: a cheap sample-by-sample agreement of two runs."""
+
+    samples: int  # how many were paired
+    # [low, high] of the paired interval of the headline metric's change b - a, or None (no pairs):
+    # Any, since report/views/quant_table.py unpacks it after a truth test mypy does not narrow on
+    interval: Any
+
+
+class _PairedRecordsKeys(TypedDict):
+    delta: float | None
+    interval: list[float] | None
+    method: str
+    changed: int  # how many samples' answers differ
+
+
+class PairedRecords(_PairedRecordsKeys, total=False):
+    """:meth:`Comparison.paired_records`: the repair metric's change B − A with its paired interval."""
+
+    paired: int
+    mcnemar_p: float
 
 
 class Comparison:
@@ -27,25 +59,25 @@ class Comparison:
         self.definition = definition
         self.settings = definition.settings
 
-    def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> dict[str, Any]:
+    def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> JSONMap:
         """The paired comparison of two comparable runs (``options``: alpha, iou, min_score as
         ``report diff`` was given them; empty where only the agreement is wanted)."""
         raise NotImplementedError
 
-    def agreement(self, a: Run, b: Run) -> dict[str, Any] | None:
+    def agreement(self, a: Run, b: Run) -> Agreement | None:
         """Cheap sample-by-sample agreement of two runs on the same samples, for the sweep's N×N
         matrix and the quantization table: ``{"name": ..., "value": fraction, "p": p-value or None,
         "samples": how many were paired (optional), "interval": [low, high] of the headline metric's
         paired change b - a (optional; the quantization table's Δ interval)}``; None: the task has none."""
         return None
 
-    def pairwise(self, comparison: dict[str, Any]) -> dict[str, float]:
+    def pairwise(self, comparison: JSONMap) -> PairQuantities:
         """The pair quantities ``--fail-if`` rules may name (numbers of the comparison)."""
         return {k: v for k, v in comparison.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
     def paired_records(
         self, records_a: list[dict[str, Any]], records_b: list[dict[str, Any]]
-    ) -> dict[str, Any]:
+    ) -> PairedRecords:
         """The repair metric of B minus A with its paired interval, from two passes' records on the
         same samples, by the code ``report diff`` uses for two runs: ``{"delta", "interval",
         "method", "changed"}`` (``changed``: how many samples' answers differ)."""

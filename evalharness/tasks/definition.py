@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
+from evalharness.core.documents import JSONMap
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.registry import Registry
 from evalharness.rundir.reader import Run
@@ -45,13 +46,14 @@ class Scorer:
     session of a resumed run, the predictions.jsonl of a finished run, the shards of a merge).
     """
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any]) -> None:
         raise NotImplementedError
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> JSONMap:
+        """metrics.json ``metrics``: a block whose keys are the task's (its definition's metrics)."""
         raise NotImplementedError
 
-    def add_all(self: S, records: Iterable[dict[str, Any]]) -> S:
+    def add_all(self: S, records: Iterable[Mapping[str, Any]]) -> S:
         for record in records:
             self.add(record)
         return self
@@ -141,7 +143,7 @@ class TaskDefinition:
             raise EvalHarnessError(f"--top-k/--backend do not apply to task {self.name}")
         return self.scorer()
 
-    def artifacts(self, scorer: Scorer) -> dict[str, object]:
+    def artifacts(self, scorer: Scorer) -> Mapping[str, object]:
         """Extra run files made from the scored records (name -> JSON object or row iterator)."""
         return {}
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, TypedDict, cast
 
 import numpy as np
 
+from evalharness.core.documents import JSONMap
 from evalharness.core.schema import build, thaw
 from evalharness.core.tensors import TensorInfo
 from evalharness.data.manifest import samples_identity
@@ -48,7 +49,7 @@ class RecordEvaluator:
     def restore(self, record: dict[str, Any]) -> None:
         self.scorer.add(record)
 
-    def compute(self) -> dict[str, Any]:
+    def compute(self) -> JSONMap:
         return self.scorer.result()
 
 
@@ -107,12 +108,12 @@ class Task:
         """Decode and preprocess one sample into the model's input tensors."""
         raise NotImplementedError
 
-    def provenance(self) -> dict[str, Any]:
-        """Dataset and preprocessing description for metrics.json."""
+    def provenance(self) -> JSONMap:
+        """Dataset and preprocessing description for metrics.json (``provenance``: the task's keys)."""
         raise NotImplementedError
 
     # Optional abilities ------------------------------------------------------------------------
-    def cache_key(self) -> dict[str, Any]:
+    def cache_key(self) -> Mapping[str, Any]:
         """Identity of the prepared tensors, for ``cacheable`` tasks (called after ``bind``)."""
         raise NotImplementedError
 
@@ -124,13 +125,15 @@ class Task:
         """A pass over the same inputs with a reference delegate before the measured one, or None."""
         return None
 
-    def extra_metrics(self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]) -> dict[str, Any]:
+    def extra_metrics(
+        self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]
+    ) -> Mapping[str, Any]:
         """Metrics made from the loop's timing or from what this session saw rather than from records
         (inference_diff's latencies; a check that fails the run goes under ``failed_checks``, which
         the definition's :func:`~evalharness.tasks.definition.failed_checks` reads)."""
         return {}
 
-    def artifacts(self) -> dict[str, object]:
+    def artifacts(self) -> Mapping[str, object]:
         return self.definition.artifacts(self.evaluator.scorer)
 
 
@@ -186,7 +189,22 @@ def input_layout(task: Any) -> str | None:
     return getattr(getattr(task, "input", None), "layout", None)
 
 
-def image_cache_key(task: Any) -> dict[str, Any]:
+class ImageCacheKey(TypedDict):
+    """The tensor-cache key of a file-image task (:func:`image_cache_key`)."""
+
+    task: str
+    manifest: str  # the images' manifest sha256
+    preprocessing: dict[str, Any]  # the recipe and the bound input spec
+
+
+class FailedChecks(TypedDict, total=False):
+    """:meth:`Task.extra_metrics` of a task whose session can fail a check: ``failed_checks``, absent
+    when none failed."""
+
+    failed_checks: list[str]
+
+
+def image_cache_key(task: Any) -> ImageCacheKey:
     """Tensor-cache key of a file-image task: its images (manifest) and its preprocessing recipe,
     including the bound input spec (shape, dtype, quantisation) the tensors were made for."""
     return {

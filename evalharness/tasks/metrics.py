@@ -80,7 +80,10 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def values(declared: Iterable[Metric], metrics: Mapping[str, Any]) -> dict[str, float]:
+MetricValues = dict[str, float]  # metric values by name (``top1``, ``AP``, ...), in declaration order
+
+
+def values(declared: Iterable[Metric], metrics: Mapping[str, Any]) -> MetricValues:
     """Every declared metric the result holds, by name, in declaration order."""
     return {name: m.number(metrics, name) for m in declared for name in m.members(metrics)}
 

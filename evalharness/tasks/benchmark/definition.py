@@ -5,9 +5,11 @@ Timing and memory come from the run loop like every other task; the records only
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalharness.core.documents import JSONMap
 from evalharness.core.errors import ConfigError
 from evalharness.core.schema import bounds
 from evalharness.stats.validity import Rule
@@ -32,10 +34,10 @@ class RunCounter(Scorer):
     def __init__(self) -> None:
         self.count = 0
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any]) -> None:
         self.count += 1
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> JSONMap:
         return {"num_scored": self.count}
 
 

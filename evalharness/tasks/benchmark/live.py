@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from evalharness.core.documents import JSONMap
 from evalharness.core.tensors import TensorInfo
 from evalharness.tasks.benchmark.definition import BenchmarkSettings
 from evalharness.tasks.inference_diff.live import seed_tool_inputs
@@ -73,7 +74,7 @@ class BenchmarkTask(Task):
     def prepare(self, sample: int) -> list[np.ndarray]:
         return self._tensors
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> JSONMap:
         return {
             "dataset": {
                 "name": "random",

@@ -20,9 +20,11 @@ from evalharness.stats.detection_analysis import BACKGROUND, IOU, confusion, con
 from evalharness.stats.intervals import fmt_interval
 from evalharness.stats.paired import holm
 from evalharness.stats.tide import MAIN, NAMES, errors_per_image, tide_delta, tide_line
+from evalharness.tasks.coco.analysis_comparison import AnalysisComparison
 
 if TYPE_CHECKING:  # for the types only
     from evalharness.rundir.reader import Run
+    from evalharness.stats.coco_intervals import PairedAPBootstrap
 
 TOP = 5  # classes and confusions named in results.txt
 CURVE_CLASSES = 6  # per-class PR curves drawn in a diff: the classes whose AP changed most
@@ -70,7 +72,9 @@ def _name(name: str) -> str:
     return "[background]" if name == "background" else name
 
 
-def compare(a: Run, b: Run, ground_truth: dict[str, Any], per_class: list[dict[str, Any]]) -> dict[str, Any]:
+def compare(
+    a: Run, b: Run, ground_truth: dict[str, Any], per_class: list[dict[str, Any]]
+) -> AnalysisComparison:
     """Between runs ``a`` and ``b`` (:class:`~evalharness.rundir.reader.Run`): TIDE of A, B and Δ per
     type, the F1 threshold shift, both confusion matrices at A's F1-optimal threshold (one threshold,
     so a changed count is a changed model, not a moved threshold) with the pairs that changed most,
@@ -79,7 +83,7 @@ def compare(a: Run, b: Run, ground_truth: dict[str, Any], per_class: list[dict[s
     preds_a, preds_b = a.predictions, b.predictions
     image_ids = [r["image_id"] for r in preds_a]
     aa, ab = a_metrics.get("analysis"), b_metrics.get("analysis")
-    out = {"recorded": {"a": aa is not None, "b": ab is not None}}
+    out: AnalysisComparison = {"recorded": {"a": aa is not None, "b": ab is not None}}
     if aa is None or ab is None:
         return out
     threshold = aa["f1"]["score_threshold"]
@@ -246,7 +250,7 @@ def _points(value: float | None, spec: str = ".2f") -> str:
     return fmt(None if value is None else 100 * value, spec)
 
 
-def attach_paired(rows: list[dict[str, Any]], boot: dict[str, Any]) -> None:
+def attach_paired(rows: list[dict[str, Any]], boot: PairedAPBootstrap) -> None:
     """Each per-class ΔAP row gets ``paired``: its interval and p from the paired bootstrap of ΔAP
     (the same resamples), and ``p_holm``, p adjusted by Holm over the classes tested."""
     per_class, floor = boot.get("per_class") or {}, 1 / boot["resamples"]

@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evalharness.core.documents import JSONMap
 from evalharness.rundir.reader import Run
 from evalharness.stats.boxes import detection_diff, per_class_deltas
-from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, paired_ap_bootstrap
+from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, PairedAPBootstrap, paired_ap_bootstrap
 from evalharness.stats.intervals import CONFIDENCE
 from evalharness.tasks.coco import analysis
 from evalharness.tasks.coco.scorer import CocoScorer, bootstrap_settings, load_ground_truth
-from evalharness.tasks.comparison import Comparison
+from evalharness.tasks.comparison import Agreement, Comparison, PairQuantities
 
 
 class DetectionComparison(Comparison):
@@ -29,9 +30,9 @@ class DetectionComparison(Comparison):
             return float(f1), "run A's F1-optimal score threshold"
         return 0.5, "default: run A records no F1-optimal threshold"
 
-    def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> dict[str, Any]:
+    def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> JSONMap:
         min_score, source = self.diff_score_threshold(a, options.get("min_score"))
-        det = detection_diff(a.predictions, b.predictions, options["iou"], min_score)
+        det: JSONMap = {**detection_diff(a.predictions, b.predictions, options["iou"], min_score)}
         det["min_score_source"] = source
         if det["changed_images"]:
             why = analysis.label_changed_images(
@@ -49,13 +50,13 @@ class DetectionComparison(Comparison):
             det["analysis"] = analysis.compare(a, b, load_ground_truth(a), det["per_class"])
         return det
 
-    def agreement(self, a: Run, b: Run) -> dict[str, Any]:
+    def agreement(self, a: Run, b: Run) -> Agreement:
         """Box-match rate: matched boxes (same class, IoU >= 0.5) over the mean box count."""
         boxes = detection_diff(a.predictions, b.predictions, 0.5, 0.0)["detections"]
         total = boxes["a"] + boxes["b"]
         return {"name": "box-match rate", "value": 2 * boxes["matched"] / total if total else None, "p": None}
 
-    def _paired_bootstrap(self, a: Run, b: Run, resamples: int, seed: int) -> dict[str, Any]:
+    def _paired_bootstrap(self, a: Run, b: Run, resamples: int, seed: int) -> PairedAPBootstrap:
         """ΔAP, ΔAP50, ΔAP75 with paired intervals and p: both runs' matchings re-accumulated on the
         same image resamples (runs are comparable, so they scored the same images)."""
         ground_truth = load_ground_truth(a)
@@ -65,7 +66,7 @@ class DetectionComparison(Comparison):
             matchings.append(scorer.matching())
         return paired_ap_bootstrap(matchings[0], matchings[1], resamples, seed, CONFIDENCE)
 
-    def pairwise(self, comparison: dict[str, Any]) -> dict[str, float]:
+    def pairwise(self, comparison: JSONMap) -> PairQuantities:
         values = super().pairwise(comparison)
         values.pop("iou_threshold", None)
         values.pop("min_score", None)

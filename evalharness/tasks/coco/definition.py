@@ -8,6 +8,7 @@ annotation file, so a live run, ``rescore`` and a ``merge`` of shards score the 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,7 +149,7 @@ class CocoDefinition(TaskDefinition):
             tide,
         )
 
-    def artifacts(self, scorer: CocoScorer) -> dict[str, object]:  # type: ignore[override]  # its own scorer
+    def artifacts(self, scorer: CocoScorer) -> Mapping[str, object]:  # type: ignore[override]  # its own scorer
         """The standard COCO results JSON, re-scorable by any COCO tool; the per-class PR curves."""
         curves = {CURVES_FILE: scorer.curves} if scorer.curves else {}
         return {RESULTS_FILE: scorer.detections.rows(), **curves}

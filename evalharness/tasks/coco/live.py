@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from evalharness.core.checksum import optional_sha256
+from evalharness.core.documents import JSONMap
 from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo, require_real
 from evalharness.data.coco_annotations import IMAGE_FILE_KEYS, load_annotations
@@ -37,7 +38,16 @@ from evalharness.data.yolo_labels import yolo_ground_truth
 from evalharness.data.yolo_layout import find_layout
 from evalharness.decoders.base import DECODERS, build_decoder
 from evalharness.tasks.coco.definition import CocoSettings
-from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
+from evalharness.tasks.live import (
+    FailedChecks,
+    ImageCacheKey,
+    RecordEvaluator,
+    Task,
+    bound_input,
+    checked_spec,
+    image_cache_key,
+    shard_of,
+)
 
 CLASS_MAPS = ("coco91", "coco80", "labels")
 
@@ -87,7 +97,7 @@ def list_coco_samples(annotations: dict[str, Any], root: str, annotations_path: 
     return samples
 
 
-def category_map(class_map: str, annotations: dict[str, Any], labels_path: str | None) -> dict[int, int]:
+def category_map(class_map: str, annotations: dict[str, Any], labels_path: str | None) -> Mapping[int, int]:
     """Model class index (0-based) -> COCO category id, for categories the annotations define.
 
     Classes that map to no annotated category (placeholder ids of 90-id label maps) are left out:
@@ -266,13 +276,13 @@ class CocoTask(Task):
         self.decoder.bind(outputs, (spec.height, spec.width), self.model_path)
         self.evaluator = CocoEvaluator(self)
 
-    def cache_key(self) -> dict[str, Any]:
+    def cache_key(self) -> ImageCacheKey:
         return image_cache_key(self)
 
     def sample_files(self) -> Iterator[str]:
         return (s.path for s in self.samples)
 
-    def extra_metrics(self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]) -> dict[str, Any]:
+    def extra_metrics(self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]) -> FailedChecks:
         failed = self.unmapped_check()
         return {"failed_checks": failed} if failed else {}
 
@@ -305,7 +315,7 @@ class CocoTask(Task):
             )
         return [tensor]
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> JSONMap:
         return {
             "dataset": {
                 "name": self.dataset.name,

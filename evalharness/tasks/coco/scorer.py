@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from evalharness.core.documents import JSONMap
 from evalharness.core.errors import EvalHarnessError
 from evalharness.rundir.reader import Run
 from evalharness.stats.coco_intervals import bootstrap_intervals
@@ -17,6 +18,7 @@ from evalharness.tasks.definition import Scorer
 
 if TYPE_CHECKING:
     from evalharness.stats.coco_bootstrap import Matching
+    from evalharness.stats.detection_analysis import ClassCurves
 
 
 def bootstrap_settings(settings: Mapping[str, Any]) -> tuple[int, int]:
@@ -70,14 +72,14 @@ class CocoScorer(Scorer):
         self.detections = DetectionStore()
         self.image_ids: list[int] = []
         self.unmapped = 0
-        self.curves: dict[str, Any] | None = None  # per-class PR curves, made by result() with the analysis
+        self.curves: ClassCurves | None = None  # per-class PR curves, made by result() with the analysis
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any]) -> None:
         self.detections.add(record["image_id"], record["detections"])
         self.image_ids.append(record["image_id"])
         self.unmapped += record.get("unmapped", 0)
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> JSONMap:
         from evalharness.stats.coco_eval import evaluate_bbox
         from evalharness.stats.coco_tool_ap import tflite_tool_ap
 

@@ -6,20 +6,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evalharness.core.documents import JSONMap
 from evalharness.rundir.reader import Run
 from evalharness.stats.classification_analysis import confusion_changes, per_class_changes
 from evalharness.stats.intervals import CONFIDENCE
 from evalharness.stats.paired import classification_diff
-from evalharness.tasks.comparison import Comparison
+from evalharness.tasks.comparison import Agreement, Comparison, PairedRecords, PairQuantities
 
 
 class ClassificationComparison(Comparison):
     key = "classification"
     agreement_columns = ("top1_agreement", "mcnemar_p")
 
-    def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> dict[str, Any]:
+    def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> JSONMap:
         same_labels = a.provenance.labels.sha256 == b.provenance.labels.sha256
-        c = classification_diff(a.predictions, b.predictions, same_labels)
+        c: JSONMap = {**classification_diff(a.predictions, b.predictions, same_labels)}
         if options.get("alpha") is not None:  # report diff (a sweep's agreement needs none of this)
             c["per_class"] = per_class_changes(a.predictions, b.predictions, options["alpha"])
             c["confusion_changes"] = confusion_changes(a.predictions, b.predictions)
@@ -27,7 +28,7 @@ class ClassificationComparison(Comparison):
 
     def paired_records(
         self, records_a: list[dict[str, Any]], records_b: list[dict[str, Any]]
-    ) -> dict[str, Any]:
+    ) -> PairedRecords:
         c = classification_diff(records_a, records_b, True)  # one label file: the same model's variants
         return {
             "delta": c["delta_top1"],
@@ -38,7 +39,7 @@ class ClassificationComparison(Comparison):
             "mcnemar_p": c["mcnemar_p"],
         }
 
-    def agreement(self, a: Run, b: Run) -> dict[str, Any]:
+    def agreement(self, a: Run, b: Run) -> Agreement:
         c = self.compare(a, b, {})
         return {
             "name": "top-1 agreement",
@@ -48,7 +49,7 @@ class ClassificationComparison(Comparison):
             "interval": c["delta_top1_interval"],  # the paired interval of Δtop-1, as report diff
         }
 
-    def pairwise(self, comparison: dict[str, Any]) -> dict[str, float]:
+    def pairwise(self, comparison: JSONMap) -> PairQuantities:
         """As the base, plus ``top1_ci_low``/``top1_ci_high``: the paired interval of Δtop-1."""
         values = super().pairwise(comparison)
         if comparison.get("delta_top1_interval"):

@@ -8,9 +8,11 @@ same numbers bit for bit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalharness.core.documents import JSONMap
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.schema import bounds
 from evalharness.rundir.reader import Run
@@ -62,7 +64,7 @@ class TopKScorer(Scorer):
         self.count = 0
         self.per_class = PerClassCounter()
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any]) -> None:
         self.per_class.add(record)
         top = record["topk"][: self.top_k]
         if record["label_index"] in top:
@@ -70,7 +72,7 @@ class TopKScorer(Scorer):
                 self.hits[rank] += 1
         self.count += 1
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> JSONMap:
         n, k = self.count, self.top_k
         metrics: dict[str, Any] = {f"top{i + 1}": (float(self.hits[i]) / n if n else 0.0) for i in range(k)}
         metrics["correct"] = {f"top{i + 1}": self.hits[i] for i in range(k)}

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from evalharness.core.checksum import optional_sha256
+from evalharness.core.documents import JSONMap
 from evalharness.core.errors import ModelMismatchError
 from evalharness.core.ranking import stable_topk
 from evalharness.core.tensors import TensorInfo, require_real
@@ -38,7 +39,15 @@ from evalharness.data.preprocess import (
 from evalharness.data.shard import listed, select_samples, sharded_identity
 from evalharness.decoders.base import detector_decoder
 from evalharness.tasks.imagenet.definition import ImageNetSettings, TopKScorer
-from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
+from evalharness.tasks.live import (
+    ImageCacheKey,
+    RecordEvaluator,
+    Task,
+    bound_input,
+    checked_spec,
+    image_cache_key,
+    shard_of,
+)
 
 
 def classification_output(outputs: list[TensorInfo], model_path: str) -> TensorInfo:
@@ -209,7 +218,7 @@ class ImageNetTask(Task):
         self.truth = {s.key: self._truth_index(s) for s in self.samples}
         self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
 
-    def cache_key(self) -> dict[str, Any]:
+    def cache_key(self) -> ImageCacheKey:
         return image_cache_key(self)
 
     def sample_files(self) -> Iterator[str]:
@@ -228,7 +237,7 @@ class ImageNetTask(Task):
         """A dataset field as the run read it: None when the reader did not read it."""
         return None if name in self.reader.unread else getattr(self.dataset, name)
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> JSONMap:
         d = self._given
         return {
             "dataset": {

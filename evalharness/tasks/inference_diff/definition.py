@@ -20,13 +20,15 @@ silent-zero checks stay on the raw tensors for every model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from evalharness.core.documents import JSONMap
 from evalharness.core.schema import bounds
-from evalharness.stats.decoded import DecodedScorer, failed_checks
+from evalharness.stats.decoded import DecodedScorer, DetectorSettings, failed_checks
 from evalharness.stats.intervals import CONFIDENCE, z_value
 from evalharness.tasks.defaults import from_conf, setting
 from evalharness.tasks.definition import Abilities, Rules, Scorer, TaskDefinition, register
@@ -77,13 +79,13 @@ class OutputErrorScorer(Scorer):
         self.per_output: list[list[dict[str, Any]]] = [[] for _ in self.names]
         self.decoded, self.min_decoded_agreement = decoded, min_decoded_agreement
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any]) -> None:
         for runs, stats in zip(self.per_output, record["outputs"], strict=True):
             runs.append(stats)
         if record.get("decoded") is not None:
             self.decoded.add(record["id"], record["decoded"])
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> JSONMap:
         outputs: list[dict[str, Any]] = []
         failed: list[str] = []
         informational: list[str] = []
@@ -142,7 +144,7 @@ class InferenceDiffDefinition(TaskDefinition):
     def scorer(self, ground_truth: list[str] | None = None, decoded: str | None = None) -> OutputErrorScorer:
         """``ground_truth``: the model's output names (the live run knows them once bound);
         ``decoded``: how the outputs decode ('classifier', 'detector', None: no decoder)."""
-        extra = (
+        extra: DetectorSettings = (
             {
                 "min_score": self.decoded_min_score(),
                 "iou_threshold": DECODED_IOU,

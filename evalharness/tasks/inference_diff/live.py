@@ -16,10 +16,11 @@ Decoded answers are compared too (:mod:`evalharness.stats.decoded`): with the mo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
+from evalharness.core.documents import JSONMap, OutputError
 from evalharness.core.errors import ModelMismatchError
 from evalharness.core.tensors import TensorInfo
 from evalharness.decoders.base import build_decoder
@@ -28,6 +29,25 @@ from evalharness.stats.latency import summarize
 from evalharness.tasks.definition import Scorer
 from evalharness.tasks.inference_diff.definition import InferenceDiffDefinition, InferenceDiffSettings
 from evalharness.tasks.live import RecordEvaluator, ReferencePass, Task
+
+
+class _LatencyCount(TypedDict):
+    count: int
+
+
+class LatencyUs(_LatencyCount, total=False):
+    """One pass's invoke latency in µs: count, mean and std (count 0 alone: nothing timed)."""
+
+    mean: float
+    std: float
+
+
+class DiffLatencies(TypedDict):
+    """The metrics inference_diff makes from the loop's timing (:meth:`InferenceDiffTask.extra_metrics`)."""
+
+    reference_latency_us: LatencyUs
+    test_latency_us: LatencyUs
+
 
 _RANGES = {"uint8": (0.0, 255.0), "int8": (-128.0, 127.0), "float32": (-1.0, 1.0)}
 
@@ -57,7 +77,7 @@ def is_score_vector(outputs: list[TensorInfo]) -> bool:
     return shape[-1] >= 2 and int(np.prod(shape)) == shape[-1]
 
 
-def output_error(ref: np.ndarray, test: np.ndarray) -> dict[str, Any]:
+def output_error(ref: np.ndarray, test: np.ndarray) -> OutputError:
     """Error figures of one output of one run (dequantized float arrays of equal shape)."""
     ref, test = ref.astype(np.float64).ravel(), test.astype(np.float64).ravel()
     err = np.abs(test - ref)
@@ -176,15 +196,13 @@ class InferenceDiffTask(Task):
         rng = np.random.default_rng([self.seed, sample])
         return [seed_tool_inputs(rng, info) for info in self.inputs]
 
-    def extra_metrics(
-        self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]
-    ) -> dict[str, Any]:
+    def extra_metrics(self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]) -> DiffLatencies:
         return {
             "reference_latency_us": _latency_us(reference_ms or []),
             "test_latency_us": _latency_us(test_ms),
         }
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> JSONMap:
         return {
             "dataset": {
                 "name": "random",
@@ -196,9 +214,11 @@ class InferenceDiffTask(Task):
         }
 
 
-def _latency_us(inference_ms: Sequence[float]) -> dict[str, Any]:
+def _latency_us(inference_ms: Sequence[float]) -> LatencyUs:
     stats = summarize([ms * 1e3 for ms in inference_ms])
-    return {k: stats[k] for k in ("count", "mean", "std")} if stats["count"] else {"count": 0}
+    if not stats["count"]:
+        return {"count": 0}
+    return {"count": stats["count"], "mean": stats["mean"], "std": stats["std"]}
 
 
 class _ReferencePass(ReferencePass):
