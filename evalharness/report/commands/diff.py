@@ -21,7 +21,7 @@ from evalharness.report.views.latency_rows import run_speedups
 from evalharness.report.views.op_profile_table import speedups as op_speedups
 from evalharness.rundir.reader import Run
 from evalharness.stats.validity import compact
-from evalharness.tasks.definition import comparer
+from evalharness.tasks.definition import TaskDefinition, comparer
 
 LATENCY_STATS = ("mean", "p50", "p90", "p99", "min", "max")
 
@@ -100,7 +100,14 @@ def build_diff(
 
 
 def _build_diff(
-    definition, a: Run, b: Run, comp, alpha: float, iou: float, min_score: float | None, margin: float
+    definition: TaskDefinition,
+    a: Run,
+    b: Run,
+    comp: Comparability,
+    alpha: float,
+    iou: float,
+    min_score: float | None,
+    margin: float,
 ) -> DiffDocument:
     # a plain dict while it is built: the paired comparison goes under the definition's own key
     doc: JSONMap = {
