@@ -194,6 +194,27 @@ class PredictionsFile:
 
 
 @dataclass(frozen=True)
+class Merged:
+    """``merged``: the shards ``report merge`` pooled into this run."""
+
+    shards: int | None = None
+    processes: int | None = None
+    hosts: tuple[str, ...] = ()
+    host_count: int | None = None
+    scheme: str | None = None
+    runs: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, raw: JSONMap) -> Merged:
+        shards, processes, count = (
+            integer(raw, "shards"),
+            integer(raw, "processes"),
+            integer(raw, "host_count"),
+        )
+        return cls(shards, processes, strings(raw, "hosts"), count, text(raw, "scheme"), strings(raw, "runs"))
+
+
+@dataclass(frozen=True)
 class Document:
     """A run's ``metrics.json``: a finished run's, a failure's (``error``, no metrics) or an
     interruption's (``predictions`` says what was kept), of any schema version."""
@@ -218,7 +239,7 @@ class Document:
     output_checks: JSONMap | None = None
     provenance: Provenance = field(default_factory=Provenance)
     reference: JSONMap | None = None  # a reference pass's delegate and latency
-    merged: JSONMap | None = None  # report merge: the shards pooled into this run
+    merged: Merged | None = None  # report merge: the shards pooled into this run
     raw: JSONMap = field(default_factory=dict, repr=False)
 
     def to_json(self) -> JSONMap:
@@ -269,6 +290,6 @@ def parse_document(raw: Mapping[str, Any]) -> Document:
         output_checks=optional_mapping(doc, "output_checks"),
         provenance=Provenance.parse(mapping(doc, "provenance")),
         reference=optional_mapping(doc, "reference"),
-        merged=optional_mapping(doc, "merged"),
+        merged=None if (merged := optional_mapping(doc, "merged")) is None else Merged.parse(merged),
         raw=dict(raw),
     )

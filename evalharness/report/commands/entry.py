@@ -229,10 +229,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
     document = parse_document(doc)
     for line in results_lines(definition_of(document), document):
         print(terminal(line))
-    info = doc["merged"]
+    info = document.merged
+    assert info is not None  # a merge's document records its shards
     print(
-        f"merged {info['shards']} shards ({info['processes']} processes on {info['host_count']} host(s)): "
-        f"{doc['metrics']['num_scored']} samples -> {args.out}"
+        f"merged {info.shards} shards ({info.processes} processes on {info.host_count} host(s)): "
+        f"{document.metrics.num_scored} samples -> {args.out}"
     )
     return EXIT_OK
 
