@@ -48,6 +48,7 @@ class Metrics:
     intervals: JSONMap = field(default_factory=dict)  # schema 2
     analysis: JSONMap | None = None  # schema 4: the error analysis; None: not recorded
     failed_checks: tuple[str, ...] = ()
+    op_profile: JSONMap | None = None  # loop.op_profile: the per-op timings; None: not profiled
 
     @classmethod
     def parse(cls, raw: JSONMap) -> Metrics:
@@ -59,7 +60,21 @@ class Metrics:
             mapping(raw, "intervals"),
             optional_mapping(raw, "analysis"),
             strings(raw, "failed_checks"),
+            optional_mapping(raw, "op_profile"),
         )
+
+    def part(self, key: str) -> JSONMap:
+        """An object among the task's figures (COCO's ``per_class``), ``{}`` when not recorded: what
+        the task's own definition and view read, by the names they declare."""
+        return mapping(self.values, key)
+
+    def analysis_part(self, key: str) -> JSONMap:
+        """An object of the error analysis (COCO's ``f1``, ``tide``), ``{}`` when not recorded."""
+        return mapping(self.analysis or {}, key)
+
+    def interval_part(self, key: str) -> JSONMap:
+        """Intervals kept per output or class under one name (``avg_error``), ``{}`` when none."""
+        return mapping(self.intervals, key)
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,7 @@ def _build_diff(
     }
     if definition.abilities.writes_predictions and definition.abilities.reads_dataset:
         doc["inputs"] = compare_inputs(a, b)  # per-record input hashes; a benchmark feeds random data
-    if (ops := op_speedups(a.metrics.get("op_profile"), b.metrics.get("op_profile"))) is not None:
+    if (ops := op_speedups(a.document.metrics.op_profile, b.document.metrics.op_profile)) is not None:
         doc["op_profile"] = ops
     if (paired := comparer(definition)) is not None:
         doc[paired.key] = paired.compare(a, b, {"alpha": alpha, "iou": iou, "min_score": min_score})

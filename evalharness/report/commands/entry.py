@@ -182,7 +182,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
     run = load_run(local(args.run), "RUN")
     if args.figures:
         _check_figures_dir(args.figures, [run])
-    profile = run.metrics.get("op_profile")
+    profile = run.document.metrics.op_profile
     try:
         sections, specs = view_of(definition_of(run)).run_analysis(run, args.max_rows)
     except EvalHarnessError:

@@ -77,7 +77,7 @@ def agreement_sections(jobs: list[dict[str, Any]], label: Callable[[dict[str, An
         if kind is None:
             continue
         notes = [
-            f"{kind} of every pair of runs on the same {group[0]['doc'].metrics.get('num_scored')} "
+            f"{kind} of every pair of runs on the same {group[0]['doc'].document.metrics.num_scored} "
             "images; in brackets McNemar's exact p on the paired correctness (p >= 0.05: the pair's "
             "accuracies are not distinguishable on these images)"
         ]
