@@ -9,9 +9,11 @@ missing or mistyped key is None, ``{}`` or ``()``. A document of an older schema
 brought to the current layout by :func:`migrate` (each version's step says what it fills in), so no
 reader branches on the version; the version the file was written with stays in ``schema_version``.
 
-Every block keeps the JSON object it was parsed from (``raw``): the on-disk document is that JSON
-(:mod:`evalharness.rundir.document` builds it, byte for byte as before), and what compares documents
-field by field (rescore, merge, resume) reads it through :mod:`evalharness.rundir` too.
+Every block keeps the JSON object it was parsed from (``raw``). Writing goes the same way round:
+:mod:`evalharness.rundir.document` builds a run's (or a failure's) JSON in its fixed key order, the
+typed document is parsed from it (what the run's summary lines are made from) and
+``RunWriter.write_metrics`` writes :meth:`Document.to_json`: the bytes of metrics.json are the
+builder's, as before, and nothing is written that a reader could not parse back.
 """
 
 from __future__ import annotations

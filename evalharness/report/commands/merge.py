@@ -219,7 +219,8 @@ def _merge_into(
     for rec in preds:
         writer.append(rec)
     writer.close()
-    write_run(writer, doc, results_lines(definition, parse_document(doc)), artifacts)
+    document = parse_document(doc)
+    write_run(writer, document, results_lines(definition, document), artifacts)
     return doc
 
 
