@@ -150,3 +150,12 @@ def test_a_merged_run_names_its_shards():
         ("x", "y"),
     )
     assert parse_document({}).merged is None
+
+
+def test_the_typed_document_follows_a_replaced_block():
+    doc: dict = {"status": "complete", "metrics": {"top1": 1.0}}
+    run = Run("A", "/runs/a", doc)
+    first = run.document
+    assert run.document is first  # parsed once
+    doc["metrics"] = {"top1": 0.5}
+    assert run.metrics == {"top1": 0.5} and run.document is not first
