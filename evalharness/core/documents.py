@@ -2,15 +2,15 @@
 the ``report diff`` document.
 
 They are JSON on disk and plain dicts in memory (a ``TypedDict`` is a dict at run time: nothing
-written changes); typing them lets the type checker hold the builder (``rundir/document.py``), the
-reader (``rundir/reader.py``) and ``report diff`` to the same keys, which docs/output-files.md lists.
+written changes); typing them lets the type checker hold the builder (``rundir/document.py``) and
+``report diff`` to the same keys, which docs/output-files.md lists.
 One module on the lowest floor, so that every room can name them. The blocks whose keys belong to a
 task or a plug-in (``metrics``, ``provenance``, a diff's paired comparison) stay ``JSONMap``: their
 shape is the task definition's, not this file's.
 
-A document read back from a file is what the file holds, not what these types say (an older
-schema version, a hand-edited file): :class:`MetricsDocument` has every key optional, and readers
-still check what they use.
+A metrics.json read back from a file is what the file holds, not what these types say (an older
+schema version, a hand-edited file): readers get it as the typed, tolerantly parsed
+:class:`evalharness.rundir.metrics_file.Document`, never as one of these dicts.
 """
 
 from __future__ import annotations
@@ -70,31 +70,6 @@ class FailureDocument(_Kept):
     metrics: None
     finished_at: str
     provenance: JSONMap  # config and overrides only
-
-
-class MetricsDocument(TypedDict, total=False):
-    """metrics.json as a reader finds it: either document above, or an older schema version."""
-
-    schema_version: int
-    task: str
-    status: str
-    stop_reason: str | None
-    error: str
-    started_at: str
-    finished_at: str
-    metrics: JSONMap | None
-    latency_ms: JSONMap
-    memory_mb: JSONMap
-    skipped: list[Any]
-    first_output_repeatable: bool | None
-    resumed_samples: int
-    throughput: JSONMap
-    predictions: JSONMap  # a PredictionsFile, if the file is what the run wrote
-    artifacts: list[str]
-    output_checks: JSONMap | None
-    provenance: JSONMap
-    reference: JSONMap
-    merged: JSONMap
 
 
 class _RecordKeys(TypedDict):

@@ -11,6 +11,7 @@ Exit 0 done; 2 user error (runs not comparable, no shared graph, missing model),
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -26,7 +27,7 @@ from evalharness.explain.explorer import explanation_data, write_all
 from evalharness.explain.render import model_explorer, render_html, sections, summary
 from evalharness.report.outputs import check_output_dir
 from evalharness.report.views.explain_location import HTML_FILE, explain_dir
-from evalharness.rundir.reader import load_run
+from evalharness.rundir.reader import Run, load_run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,7 +83,7 @@ def _main(argv: list[str] | None) -> int:
     return 0
 
 
-def _conversion(a, b, out: str, args) -> int:
+def _conversion(a: Run, b: Run, out: str, args: argparse.Namespace) -> int:
     """A source model's run against its .tflite's: explain.json and explain.txt (no bundle, no HTML)."""
     if args.bundle:
         raise EvalHarnessError("--bundle: a repro bundle cuts .tflite sub-models; give two .tflite runs")

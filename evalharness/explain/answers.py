@@ -15,6 +15,8 @@ Beside that yes/no, each image gets the decoded comparison of :mod:`evalharness.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from evalharness.decoders.base import build_decoder
@@ -26,7 +28,7 @@ from evalharness.stats.decoded import boxes_agree, compare_boxes, compare_classe
 class Answers:
     """One side's answers from its output tensors (raw values by tensor index)."""
 
-    def __init__(self, side: Side, deq: Dequantizer, options: dict) -> None:
+    def __init__(self, side: Side, deq: Dequantizer, options: dict[str, Any]) -> None:
         graph, run = side.graph, side.run
         self.outputs, self.deq = list(graph.outputs), deq
         self.min_score, self.iou = float(options["min_score"]), float(options["iou"])
@@ -46,28 +48,28 @@ class Answers:
                 "top-1 class of a one-score-vector classifier or the decoded boxes of a detector preset"
             )
 
-    def of(self, values: dict[int, np.ndarray]):
+    def of(self, values: dict[int, np.ndarray]) -> Any:
         """The decoded answer: a classifier's real scores, a detector's ``[class, score, x, y, w, h]``."""
         if self.decoder is not None:
             return self.decoder.decode([values[t] for t in self.outputs]).rows()
         return self.deq(self.outputs[0], values[self.outputs[0]]).ravel()
 
-    def same(self, a, b) -> bool:
+    def same(self, a: Any, b: Any) -> bool:
         if self.kind == "detector":
             return boxes_agree(a, b, self.min_score, self.iou)
         return top_classes(a, 1) == top_classes(b, 1)
 
-    def label(self, answer):
+    def label(self, answer: Any) -> Any:
         """What the images table shows as the answer: the top-1 class, or the number of boxes."""
         if self.kind == "detector":
             return sum(1 for r in answer if r[1] >= self.min_score)
         return top_classes(answer, 1)[0]
 
-    def compare(self, a, b) -> dict:
+    def compare(self, a: Any, b: Any) -> dict[str, Any]:
         if self.kind == "detector":
             return compare_boxes(a, b, self.min_score, self.iou)
         return compare_classes(a, b)
 
 
-def _is_vector(shape: tuple) -> bool:
+def _is_vector(shape: tuple[Any, ...]) -> bool:
     return bool(shape) and shape[-1] >= 2 and int(np.prod(shape)) == shape[-1]

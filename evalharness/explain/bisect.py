@@ -19,6 +19,9 @@ changed answer is back or no single op brings one more back (those stay unexplai
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from evalharness.core.bars import progress
@@ -26,7 +29,7 @@ from evalharness.explain.answers import Answers
 from evalharness.explain.sides import Side
 
 
-def saturated_ties(side: Side, acts: list[dict], images: list[int]) -> list[int]:
+def saturated_ties(side: Side, acts: list[dict[int, np.ndarray]], images: list[int]) -> list[int]:
     """Images whose integer output has its top value at the type's maximum more than once: clipped
     logits tie and the lowest class index wins, whatever the ops computed."""
     found = []
@@ -44,19 +47,19 @@ class Bisection:
         self,
         b: Side,
         answers: Answers,
-        a_acts: list[dict],
-        b_acts: list[dict],
+        a_acts: list[dict[int, np.ndarray]],
+        b_acts: list[dict[int, np.ndarray]],
         changed: list[int],
-        a_answers: list,
-        swap=None,
-    ):
+        a_answers: list[Any],
+        swap: Callable[[int, list[dict[int, np.ndarray]]], list[dict[int, np.ndarray]]] | None = None,
+    ) -> None:
         self.b, self.answers, self.a_acts, self.b_acts = b, answers, a_acts, b_acts
         self.swap = swap  # (op, B's tensors per image) -> that op's outputs by A's kernel, as B's tensors
         self.changed, self.a_answers = changed, a_answers
         self.n = len(b.graph.ops)
         self.trials: dict[int, int] = {}
 
-    def _suffix_answers(self, start: int, feeds: list[dict]) -> list:
+    def _suffix_answers(self, start: int, feeds: list[dict[int, np.ndarray]]) -> list[Any]:
         if start >= self.n:
             return [self.answers.of(f) for f in feeds]
         graph = self.b.graph
@@ -65,7 +68,7 @@ class Bisection:
         outs = self.b.run_model(model, [{t: f[t] for t in crossing} for f in feeds])
         return [self.answers.of(o) for o in outs]
 
-    def _count(self, answers: list) -> list[int]:
+    def _count(self, answers: list[Any]) -> list[int]:
         same = self.answers.same
         return [i for i, got in zip(self.changed, answers, strict=True) if same(self.a_answers[i], got)]
 
@@ -135,7 +138,7 @@ class Bisection:
                 v.update(o)
         return self._count([self.answers.of(v) for v in values])
 
-    def rounds(self, upto: int, weight, limit: int = 5) -> list[dict]:
+    def rounds(self, upto: int, weight: Callable[[int], float], limit: int = 5) -> list[dict[str, Any]]:
         """Culprits fixed one after another: each round, the op 0..upto that (with the culprits so far
         fixed) brings back most of the changed answers still wrong (ties: ``weight(op)``, the larger
         first); at most ``limit`` rounds."""

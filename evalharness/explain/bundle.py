@@ -18,18 +18,21 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from typing import Any
 
 import numpy as np
 
 from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
 from evalharness.core.checksum import sha256_file
 from evalharness.core.numbers import stable_json
-from evalharness.explain.sides import ExplainError
+from evalharness.explain.sides import ExplainError, Side
 
 BUNDLE = "bundle.json"
 
 
-def _suffix(side, start: int, feeds: list[dict]) -> tuple[list, list[dict]]:
+def _suffix(
+    side: Side, start: int, feeds: list[dict[int, np.ndarray]]
+) -> tuple[list[int], list[dict[int, np.ndarray]]]:
     """(the sub-model's input tensor indices, its outputs per feed) for ops start..end on ``side``."""
     graph = side.graph
     model = side.load(f"bundle{start}", lambda p: graph.write(p, start, len(graph.ops)))
@@ -37,7 +40,7 @@ def _suffix(side, start: int, feeds: list[dict]) -> tuple[list, list[dict]]:
     return crossing, side.run_model(model, [{t: f[t] for t in crossing} for f in feeds])
 
 
-def reproduces(ctx, start: int, images: list[int]) -> list[int]:
+def reproduces(ctx: Any, start: int, images: list[int]) -> list[int]:
     """Changed images on which ops start..end give A's answer on A's path and another on B's."""
     a_feeds = [ctx.a_acts[i] for i in images]
     b_feeds = [ctx.a_fed[i] for i in images]
@@ -53,7 +56,7 @@ def reproduces(ctx, start: int, images: list[int]) -> list[int]:
     return found
 
 
-def reduce(ctx, culprit: int, images: list[int]) -> tuple[int, list[int]]:
+def reduce(ctx: Any, culprit: int, images: list[int]) -> tuple[int, list[int]]:
     """(first op of the smallest suffix that still reproduces the change, the images it does on)."""
     n = len(ctx.side_b.graph.ops)
     start, kept = culprit, reproduces(ctx, culprit, images)
@@ -70,7 +73,7 @@ def reduce(ctx, culprit: int, images: list[int]) -> tuple[int, list[int]]:
     return start, kept
 
 
-def write_bundle(folder: str, ctx, culprit: int | None) -> dict:
+def write_bundle(folder: str, ctx: Any, culprit: int | None) -> dict[str, Any]:
     """Write the bundle of the reproduced changed images into ``folder``; returns its summary."""
     if not ctx.reproduced:
         raise ExplainError("nothing to bundle: no changed answer was reproduced")
@@ -124,7 +127,7 @@ def write_bundle(folder: str, ctx, culprit: int | None) -> dict:
     }
 
 
-def _npz(arrays: dict) -> bytes:
+def _npz(arrays: dict[str, Any]) -> bytes:
     import io
 
     out = io.BytesIO()
@@ -132,7 +135,7 @@ def _npz(arrays: dict) -> bytes:
     return out.getvalue()
 
 
-def _libraries(delegate: dict, loaded: str | None) -> list[dict]:
+def _libraries(delegate: dict[str, Any], loaded: str | None) -> list[dict[str, Any]]:
     """sha256 of the files a delegate's settings name and of the library its plan loads (an
     external delegate's, found on the library path too): the replay loads nothing else."""
     found = []
@@ -145,7 +148,7 @@ def _libraries(delegate: dict, loaded: str | None) -> list[dict]:
     return found
 
 
-def environment() -> dict:
+def environment() -> dict[str, Any]:
     """Versions of what ran both sides, and the hashes of the runtime's native libraries."""
     from importlib import metadata
 

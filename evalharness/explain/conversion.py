@@ -114,7 +114,9 @@ def _aligned(value: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
     return None
 
 
-def _rows(graph, mapped, unmapped, acts, traced, groups, deq) -> list[dict[str, Any]]:
+def _rows(
+    graph: Any, mapped: Any, unmapped: Any, acts: Any, traced: Any, groups: Any, deq: Any
+) -> list[dict[str, Any]]:
     """One row per mapped op with the errors of the ``.tflite`` tensor against the source's, per group;
     a pair whose shapes do not align moves to ``unmapped`` with the reason."""
     rows = []
@@ -165,7 +167,9 @@ def _brief(row: dict[str, Any], group: str) -> dict[str, Any]:
             "snr_db": row[group]["snr_db"], "max_abs": row[group]["max_abs"]}  # fmt: skip
 
 
-def _outputs(ids, captions, changed, acts, outputs, graph_outputs, deq) -> list[dict[str, Any]]:
+def _outputs(
+    ids: Any, captions: Any, changed: Any, acts: Any, outputs: Any, graph_outputs: Any, deq: Any
+) -> list[dict[str, Any]]:
     """Per image: the first output of both sides compared (SNR, max |diff|) and each side's top-1."""
     rows = []
     for i, sid in enumerate(ids):

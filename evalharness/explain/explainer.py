@@ -13,12 +13,16 @@ from __future__ import annotations
 import math
 import tempfile
 import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 from evalharness.core.bars import progress
 from evalharness.explain.answers import Answers
 from evalharness.explain.bisect import Bisection, saturated_ties
 from evalharness.explain.rollup import first_nonfinite, op_types
-from evalharness.explain.sides import ExplainError, check_pair, input_tensors, open_side
+from evalharness.explain.sides import ExplainError, Side, check_pair, input_tensors, open_side
 from evalharness.explain.trace import (
     Dequantizer,
     full_trace,
@@ -64,7 +68,7 @@ def pick_images(
 STEPS = ("A's every tensor", "B's every tensor", "each op's local error", "bisection", "report")
 
 
-def _step(bar) -> None:
+def _step(bar: Any) -> None:
     bar.update(1)
     if bar.n < len(STEPS):
         bar.set_postfix_str(STEPS[int(bar.n)])
@@ -72,7 +76,7 @@ def _step(bar) -> None:
 
 def explain(
     a: Run, b: Run, max_changed: int = 10, controls: int | None = None, bundle: str | None = None
-) -> dict:
+) -> dict[str, Any]:
     """The explanation document (explain.json) of B's answers against A's; ``bundle``: also write
     the repro bundle there (:mod:`evalharness.explain.bundle`)."""
     started = time.perf_counter()
@@ -165,7 +169,9 @@ def explain(
     }
 
 
-def _decoded_row(d: dict, image: str, changed: bool, restored_split: set, top_culprit: dict) -> dict:
+def _decoded_row(
+    d: dict[str, Any], image: str, changed: bool, restored_split: set[Any], top_culprit: dict[str, Any]
+) -> dict[str, Any]:
     """B's decoded answer against A's (classifier: scores in real units; detector: matched boxes)
     and, for a reproduced change, whether the split point and the culprit op (each taken from A)
     give A's answer back."""
@@ -192,7 +198,7 @@ def _decoded_row(d: dict, image: str, changed: bool, restored_split: set, top_cu
     return row
 
 
-def _run_identity(side) -> dict:
+def _run_identity(side: Side) -> dict[str, Any]:
     run = side.run
     return {
         "dir": run.dir,
@@ -204,7 +210,17 @@ def _run_identity(side) -> dict:
     }
 
 
-def _bisect(side_b, answers_b, a_acts, b_acts, reproduced, a_answers, ids, rows, swap) -> dict | None:
+def _bisect(
+    side_b: Side,
+    answers_b: Answers,
+    a_acts: list[dict[int, np.ndarray]],
+    b_acts: list[dict[int, np.ndarray]],
+    reproduced: list[int],
+    a_answers: list[Any],
+    ids: list[str],
+    rows: list[dict[str, Any]],
+    swap: Callable[[int, list[dict[int, np.ndarray]]], list[dict[int, np.ndarray]]] | None,
+) -> dict[str, Any] | None:
     if not reproduced:
         return None
     search = Bisection(side_b, answers_b, a_acts, b_acts, reproduced, a_answers, swap)

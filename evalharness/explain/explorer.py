@@ -36,15 +36,15 @@ LOW_IS_BAD: list[dict[str, Any]] = [
 HIGH_IS_BAD = list(reversed([{"stop": 1 - g["stop"], "bgColor": g["bgColor"]} for g in LOW_IS_BAD]))
 
 
-def _snr(value) -> float:
+def _snr(value: Any) -> float:
     if value is None:
         return SNR_CAP
     if not math.isfinite(value):
         return math.copysign(SNR_CAP, value)
-    return round(min(max(value, -SNR_CAP), SNR_CAP), 3)
+    return round(min(max(float(value), -SNR_CAP), SNR_CAP), 3)
 
 
-def explanation_data(doc: dict, graph: str) -> dict[str, dict]:
+def explanation_data(doc: dict[str, Any], graph: str) -> dict[str, dict[str, Any]]:
     """File name -> node data of an explanation document (explain.json)."""
     ops = doc["ops"]
     changed = any(i["group"] == "changed" and i["reproduced"] for i in doc["images"])
@@ -76,7 +76,7 @@ def explanation_data(doc: dict, graph: str) -> dict[str, dict]:
     }
 
 
-def write_all(folder: str, files: dict[str, dict]) -> None:
+def write_all(folder: str, files: dict[str, dict[str, Any]]) -> None:
     os.makedirs(folder, exist_ok=True)
     for name, data in files.items():
         atomic_write_text(os.path.join(folder, name), stable_json(data))

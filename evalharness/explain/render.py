@@ -10,6 +10,7 @@ to see each op's local SNR on the changed images on the graph, the culprit paint
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section
@@ -18,11 +19,11 @@ from evalharness.report.views import html, plots
 SNR_CAP = 120.0  # |dB| shown in Model Explorer for identical tensors (+inf) and NaN outputs (-inf)
 
 
-def _snr(row: dict, group: str, kind: str):
+def _snr(row: dict[str, Any], group: str, kind: str) -> Any:
     return row.get(group, {}).get(kind, {}).get("snr_db")
 
 
-def _db(value) -> str:
+def _db(value: Any) -> str:
     if value is None:
         return "n/a"
     return "inf" if math.isinf(value) and value > 0 else f"{value:.1f}"
@@ -32,12 +33,12 @@ def _short(name: str, width: int = 48) -> str:
     return name if len(name) <= width else name[: width - 3] + "..."
 
 
-def culprit(doc: dict) -> dict | None:
+def culprit(doc: dict[str, Any]) -> dict[str, Any] | None:
     found = (doc.get("bisection") or {}).get("culprits") or []
     return found[0] if found else None
 
 
-def summary(doc: dict) -> str:
+def summary(doc: dict[str, Any]) -> str:
     """The one sentence that answers "why did the answer change?"."""
     first = doc.get("first_nonfinite")
     if first:  # NaN mode: where B's path first goes non-finite while A's stays finite
@@ -61,7 +62,7 @@ def summary(doc: dict) -> str:
     return head + _why(doc)
 
 
-def _why(doc: dict) -> str:
+def _why(doc: dict[str, Any]) -> str:
     b, ops = doc.get("bisection"), doc["ops"]
     traced = [i for i in doc["images"] if i["group"] == "changed"]
     if not b:
@@ -114,7 +115,7 @@ def _why(doc: dict) -> str:
     return text
 
 
-def sections(doc: dict, max_ops: int | None = None) -> list[Section]:
+def sections(doc: dict[str, Any], max_ops: int | None = None) -> list[Section]:
     runs = doc["runs"]
     run_rows = [
         [label, r["delegate"] or "?", r["op_resolver"], r["model"], r["dir"]] for label, r in runs.items()
@@ -171,7 +172,7 @@ def sections(doc: dict, max_ops: int | None = None) -> list[Section]:
     return out
 
 
-def _culprit_table(b: dict, ops: list[dict]) -> Section:
+def _culprit_table(b: dict[str, Any], ops: list[dict[str, Any]]) -> Section:
     rows = [
         [
             str(c["round"]),
@@ -198,7 +199,7 @@ def _culprit_table(b: dict, ops: list[dict]) -> Section:
     )
 
 
-def _type_table(types: list[dict]) -> Section:
+def _type_table(types: list[dict[str, Any]]) -> Section:
     rows = [
         [
             t["type"],
@@ -219,7 +220,7 @@ def _type_table(types: list[dict]) -> Section:
     )
 
 
-def _images(doc: dict) -> tuple[list[str], list[list[str]], str]:
+def _images(doc: dict[str, Any]) -> tuple[list[str], list[list[str]], str]:
     """The images table: A's and B's decoded answers side by side (classifier or detector)."""
     restored = "restored: split / culprit"
     if (doc.get("answer") or {}).get("kind") == "detector":
@@ -241,20 +242,20 @@ def _images(doc: dict) -> tuple[list[str], list[list[str]], str]:
     return headers, [_classifier_row(i) for i in doc["images"]], note + _change_note(doc)
 
 
-def _change_note(doc: dict) -> str:
+def _change_note(doc: dict[str, Any]) -> str:
     """What changed on each changed image, in the runs' own comparison (report diff's caption)."""
     said = [f"{i['id']}: {i['change']}" for i in doc["images"] if i.get("change")]
     return "; in the runs (report diff): " + "; ".join(said) if said else ""
 
 
-def _restored(d: dict) -> str:
+def _restored(d: dict[str, Any]) -> str:
     yes = {True: "yes", False: "no"}
     if "restored_at_split" not in d:
         return ""
     return f"{yes[d['restored_at_split']]} / {yes[d['restored_by_culprit']]}"
 
 
-def _classifier_row(image: dict) -> list[str]:
+def _classifier_row(image: dict[str, Any]) -> list[str]:
     d = image.get("decoded") or {}  # explain.json written before the decoded comparison: none
     return [
         image["id"],
@@ -268,7 +269,7 @@ def _classifier_row(image: dict) -> list[str]:
     ]
 
 
-def _detector_row(image: dict) -> list[str]:
+def _detector_row(image: dict[str, Any]) -> list[str]:
     d = image["decoded"]
     return [
         image["id"],
@@ -286,7 +287,7 @@ def _detector_row(image: dict) -> list[str]:
     ]
 
 
-def _op_table(doc: dict, max_ops: int | None) -> Section:
+def _op_table(doc: dict[str, Any], max_ops: int | None) -> Section:
     ops = doc["ops"][:max_ops] if max_ops else doc["ops"]
     mark = (culprit(doc) or {}).get("op")
     rows = [
@@ -320,7 +321,7 @@ def _op_table(doc: dict, max_ops: int | None) -> Section:
     )  # fmt: skip
 
 
-def _own(row: dict) -> str:
+def _own(row: dict[str, Any]) -> str:
     for group in ("changed", "controls"):
         split = (row.get(group) or {}).get("split")
         if split:
@@ -328,10 +329,10 @@ def _own(row: dict) -> str:
     return "n/a"
 
 
-def render_html(doc: dict) -> str:
+def render_html(doc: dict[str, Any]) -> str:
     ops = doc["ops"]
 
-    def series(group: str, kind: str) -> list:
+    def series(group: str, kind: str) -> list[Any]:
         return [
             v if v is not None and math.isfinite(v) else None for v in (_snr(r, group, kind) for r in ops)
         ]
@@ -351,7 +352,7 @@ def render_html(doc: dict) -> str:
     )
 
 
-def model_explorer(doc: dict) -> dict:
+def model_explorer(doc: dict[str, Any]) -> dict[str, Any]:
     """Model Explorer node data (one graph): local SNR on the changed images (controls when none)."""
     group = (
         "changed" if any(i["group"] == "changed" and i["reproduced"] for i in doc["images"]) else "controls"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import os
 import zipfile
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,7 @@ class BundleError(EvalHarnessError):
     """A bundle that is damaged or names something its hashes do not vouch for (exit 2)."""
 
 
-def read_bundle(folder: str) -> dict:
+def read_bundle(folder: str) -> dict[str, Any]:
     """``bundle.json`` of ``folder``, of the shape :func:`evalharness.explain.bundle.write_bundle`
     writes; anything else is one BundleError naming the file and the key."""
     path = os.path.join(folder, BUNDLE)
@@ -68,7 +69,8 @@ def read_bundle(folder: str) -> dict:
     check_shape(doc["environment"], where, dict, {"litert_native_libraries": list}, BundleError, fix)
     for entry in doc["environment"]["litert_native_libraries"]:
         check_shape(entry, f"{where}.litert_native_libraries", dict, _NATIVE, BundleError, fix)
-    return doc
+    checked: dict[str, Any] = doc
+    return checked
 
 
 def read_tensors(folder: str) -> dict[str, np.ndarray]:
@@ -83,7 +85,7 @@ def read_tensors(folder: str) -> dict[str, np.ndarray]:
         raise BundleError(f"bundle tensors {path} is damaged ({' '.join(str(exc).split())[:160]})") from None
 
 
-def tensor(tensors: dict, name: str, folder: str, info=None) -> np.ndarray:
+def tensor(tensors: dict[str, Any], name: str, folder: str, info: Any = None) -> np.ndarray:
     """The array ``name`` of the bundle; with ``info`` (the model input it feeds), of its shape and type."""
     where = f"bundle tensors {os.path.join(folder, TENSORS)}"
     if name not in tensors:
@@ -94,10 +96,11 @@ def tensor(tensors: dict, name: str, folder: str, info=None) -> np.ndarray:
             f"{where}: {name} is {value.dtype.name} {list(value.shape)}, the sub-model's input "
             f"{info.dtype} {list(info.shape)}; make the bundle again"
         )
-    return value
+    array: np.ndarray = value
+    return array
 
 
-def _vouched(folder: str, what: str, path: str, recorded: dict | None) -> None:
+def _vouched(folder: str, what: str, path: str, recorded: dict[str, Any] | None) -> None:
     """``path`` is the file ``recorded`` names, with its sha256, or the replay stops here."""
     refuse_special_file(path, what)
     now = sha256_file(path) if os.path.isfile(path) else "none (no such file)"
@@ -115,7 +118,7 @@ def _vouched(folder: str, what: str, path: str, recorded: dict | None) -> None:
         )
 
 
-def _check_runtime(folder: str, doc: dict) -> None:
+def _check_runtime(folder: str, doc: dict[str, Any]) -> None:
     """The LiteRT native libraries here are those the bundle recorded, file by file."""
     recorded = {e["file"]: e["sha256"] for e in doc["environment"]["litert_native_libraries"]}
     here = {e["file"]: e["sha256"] for e in environment()["litert_native_libraries"]}
@@ -129,7 +132,7 @@ def _check_runtime(folder: str, doc: dict) -> None:
             )
 
 
-def verified_plan(folder: str, label: str, side: dict):
+def verified_plan(folder: str, label: str, side: dict[str, Any]) -> Any:
     """The delegate plan of ``side`` on this host, once the sub-model, the runner and every library
     the plan would load are vouched for by the bundle's hashes (nothing is loaded here)."""
     from evalharness.runtime import plan_delegate

@@ -13,11 +13,12 @@ and the local-vs-inherited split of each op's error.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 
-def own_share(local_snr, accumulated_snr) -> dict | None:
+def own_share(local_snr: float | None, accumulated_snr: float | None) -> dict[str, Any] | None:
     """``{"own", "inherited"}`` shares of an op's accumulated error (None when B's path is exact or
     either error is unknown or not finite)."""
     if local_snr is None or accumulated_snr is None or math.isinf(accumulated_snr):
@@ -29,7 +30,14 @@ def own_share(local_snr, accumulated_snr) -> dict | None:
     return {"own": round(own, 4), "inherited": round(1 - own, 4)}
 
 
-def first_nonfinite(graph, tensor_map: dict, a_acts: list, b_acts: list, ids: list, rows: list):
+def first_nonfinite(
+    graph: Any,
+    tensor_map: dict[int, int],
+    a_acts: list[dict[int, np.ndarray]],
+    b_acts: list[dict[int, np.ndarray]],
+    ids: list[Any],
+    rows: list[Any],
+) -> dict[str, Any] | None:
     """NaN mode: the first op (execution order) whose output on B's path is not finite on some image
     while A's is finite there, and whether its own kernel makes the non-finite values from A's
     finite inputs (its local error counts them) or it inherits them."""
@@ -51,11 +59,11 @@ def first_nonfinite(graph, tensor_map: dict, a_acts: list, b_acts: list, ids: li
     return None
 
 
-def op_types(rows: list[dict], culprits: list[dict]) -> list[dict]:
+def op_types(rows: list[dict[str, Any]], culprits: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per op type: how many ops, culprits and answers they bring back, and the local SNR on the
     changed images (controls where none changed): the roll-up a delegate vendor reads first."""
     group = "changed" if any(r["changed"]["local"]["snr_db"] is not None for r in rows) else "controls"
-    by: dict[str, dict] = {}
+    by: dict[str, dict[str, Any]] = {}
     for r in rows:
         t = by.setdefault(r["type"], {"type": r["type"], "ops": 0, "culprits": 0, "restores": 0, "snr": []})
         t["ops"] += 1
@@ -73,7 +81,8 @@ def op_types(rows: list[dict], culprits: list[dict]) -> list[dict]:
         t["local_snr_median"] = values[len(values) // 2] if values else None
         t["group"] = group
         out.append(t)
-    def order(t: dict) -> tuple:
+
+    def order(t: dict[str, Any]) -> tuple[Any, ...]:
         return (-t["restores"], math.inf if t["local_snr_min"] is None else t["local_snr_min"])
 
     return sorted(out, key=order)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -50,11 +52,12 @@ class Side:
     runner: RunnerSettings | None
     workdir: str
     compilations: int = 0
-    _written: dict = field(default_factory=dict)
+    _written: dict[str, Any] = field(default_factory=dict)
 
-    def load(self, key: str, write) -> Model:
-        """Load the sub-model ``key`` (written once by ``write(path)``) on this side's path."""
-        path = self._written.get(key)
+    def load(self, key: str, write: Callable[..., str]) -> Model:
+        """Load the sub-model ``key`` (written once by ``write(path)``, which returns the path) on
+        this side's path."""
+        path: str | None = self._written.get(key)
         if path is None:
             path = write(os.path.join(self.workdir, f"{self.label}_{key}.tflite"))
             self._written[key] = path

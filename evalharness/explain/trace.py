@@ -14,6 +14,8 @@ the same units. SNR is pooled over the group's images: 10·log10(Σa² / Σ(a−
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +33,7 @@ class Dequantizer:
         self.dtypes: dict[int, str] = {}
         self.infos: dict[int, TensorInfo] = {}  # as the interpreter reports them (runtime shapes)
 
-    def learn(self, model) -> None:
+    def learn(self, model: Any) -> None:
         for info in [*model.inputs, *model.outputs]:
             self.params.setdefault(info.index, (info.scale, info.zero_point))
             self.dtypes.setdefault(info.index, info.dtype)
@@ -61,7 +63,7 @@ def full_trace(side: Side, inputs: list[np.ndarray], deq: Dequantizer) -> list[d
 
 
 def translate(
-    a_acts: list[dict], tensor_map: dict[int, int], deq_a: Dequantizer, deq_b: Dequantizer
+    a_acts: list[dict[int, np.ndarray]], tensor_map: dict[int, int], deq_a: Dequantizer, deq_b: Dequantizer
 ) -> list[dict[int, np.ndarray]]:
     """A's activations as B's tensors (B's indices; requantized where B's type or scale differs:
     a float model's tensors fed to its int8 variant)."""
@@ -75,7 +77,9 @@ def translate(
     return out
 
 
-def kernel_swap(side_a: Side, tensor_map: dict[int, int], deq_a: Dequantizer, deq_b: Dequantizer):
+def kernel_swap(
+    side_a: Side, tensor_map: dict[int, int], deq_a: Dequantizer, deq_b: Dequantizer
+) -> Callable[[int, list[dict[int, np.ndarray]]], list[dict[int, np.ndarray]]]:
     """``swap(op, values)``: op's outputs by A's kernel (A's single-op sub-model) fed B's tensors
     (``values``: B's tensor index -> value, per image), as B's tensors: each value requantized where
     the two sides' types or scales differ (a float op run inside an int8 path)."""
@@ -83,7 +87,7 @@ def kernel_swap(side_a: Side, tensor_map: dict[int, int], deq_a: Dequantizer, de
     def same(t: int, u: int) -> bool:
         return deq_a.dtypes.get(t) == deq_b.dtypes.get(u) and deq_a.params.get(t) == deq_b.params.get(u)
 
-    def swap(j: int, values: list[dict]) -> list[dict]:
+    def swap(j: int, values: list[dict[int, np.ndarray]]) -> list[dict[int, np.ndarray]]:
         graph = side_a.graph
         op = graph.ops[j]
         model = side_a.load(f"op{j}", lambda p: graph.write(p, j, j + 1, list(op.outputs)))
@@ -107,7 +111,9 @@ def kernel_swap(side_a: Side, tensor_map: dict[int, int], deq_a: Dequantizer, de
     return swap
 
 
-def local_outputs(side: Side, a_fed: list[dict], deq: Dequantizer) -> list[list[dict[int, np.ndarray]]]:
+def local_outputs(
+    side: Side, a_fed: list[dict[int, np.ndarray]], deq: Dequantizer
+) -> list[list[dict[int, np.ndarray]]]:
     """Per op, B's output of that op alone fed A's tensors (``translate``d; one entry per image)."""
     per_op = []
     for op in side.graph.ops:
@@ -120,7 +126,7 @@ def local_outputs(side: Side, a_fed: list[dict], deq: Dequantizer) -> list[list[
     return per_op
 
 
-def error_stats(pairs: list[tuple[np.ndarray, np.ndarray]]) -> dict:
+def error_stats(pairs: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
     """max / mean absolute error, mean cosine similarity and pooled SNR (dB) of (a, b) pairs, and
     how many of B's values are not finite (a delegate's NaN / inf outputs: every error then reads
     infinite, never a quiet number)."""
@@ -157,13 +163,13 @@ def error_stats(pairs: list[tuple[np.ndarray, np.ndarray]]) -> dict:
 def op_errors(
     graph: ModelGraph,
     tensor_map: dict[int, int],
-    a_acts: list[dict],
-    b_acts: list[dict],
-    b_local: list[list[dict]],
+    a_acts: list[dict[int, np.ndarray]],
+    b_acts: list[dict[int, np.ndarray]],
+    b_local: list[list[dict[int, np.ndarray]]],
     groups: dict[str, list[int]],
     deq_a: Dequantizer,
     deq_b: Dequantizer,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """One row per op: its identity and, per group of images, local and accumulated errors of its
     first output."""
     rows = []

@@ -8,6 +8,7 @@ can, rather than a per-command list that drifts.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 NAMES = {
     "text": "text",
@@ -34,11 +35,17 @@ def shown(can: tuple[str, ...]) -> str:
 class _Format(argparse.Action):
     """Stores the canonical name; a known format this command cannot produce is a usage error."""
 
-    def __init__(self, *args, can: tuple[str, ...], **kwargs):
+    def __init__(self, *args: Any, can: tuple[str, ...], **kwargs: Any) -> None:
         self.can = can
         super().__init__(*args, **kwargs)
 
-    def __call__(self, parser, namespace, value, option_string=None):
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        value: Any,
+        option_string: str | None = None,
+    ) -> None:
         if canonical(value) not in self.can:
             parser.error(f"{option_string} {value}: this command writes {shown(self.can)}; give one of those")
         setattr(namespace, self.dest, canonical(value))

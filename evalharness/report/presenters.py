@@ -56,7 +56,7 @@ def _fill(template: str, intervals: Mapping[str, Any]) -> str:
     return template.format_map(_Missing(intervals)) if intervals or "{" not in template else ""
 
 
-class _Missing(dict):
+class _Missing(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return "None"
 
@@ -131,6 +131,6 @@ def sweep_values(definition: TaskDefinition, metrics: Mapping[str, Any]) -> dict
     return {n: declared[n].number(metrics, n) for n in sweep_metrics(definition) if n in declared}
 
 
-def paired_of(definition: TaskDefinition, diff: Mapping[str, Any]) -> dict | None:
+def paired_of(definition: TaskDefinition, diff: Mapping[str, Any]) -> dict[str, Any] | None:
     """The paired comparison a ``report diff`` document holds for the task; None: none."""
     return diff.get(definition.comparison.key) if definition.comparison else None

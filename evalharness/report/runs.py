@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,9 @@ class ReportError(EvalHarnessError):
     """A report cannot be made (missing file, runs not comparable, bad rule): exit status 2."""
 
 
-def field_differences(a: dict | None, b: dict | None, ignore: tuple[str, ...] = ()) -> list[str]:
+def field_differences(
+    a: dict[str, Any] | None, b: dict[str, Any] | None, ignore: tuple[str, ...] = ()
+) -> list[str]:
     """``key: A vs B`` for every differing leaf, in key order."""
     fa, fb = flatten(a or {}), flatten(b or {})
     keys = sorted((set(fa) | set(fb)) - set(ignore))
@@ -61,7 +63,7 @@ class Comparability:
     cache: str | None = None  # compile caches in different states (report/cache_states.py)
     subset: str | None = None  # this run scores a held-out part of the other's list: pair on shared images
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "refused": self.refused,
             "warnings": self.warnings,
@@ -70,7 +72,6 @@ class Comparability:
             "cache": self.cache,
             "subset": self.subset,
         }
-
 
     def warn(self, kind: str, text: str) -> None:
         self.warnings.append(text)
@@ -227,7 +228,7 @@ def definition_of(run: Run | Document | Mapping[str, Any]) -> TaskDefinition:
 
 
 @contextlib.contextmanager
-def malformed(*runs: Run):
+def malformed(*runs: Run) -> Iterator[None]:
     """Records or metrics that lack what their task's definition reads become one error line."""
     try:
         yield

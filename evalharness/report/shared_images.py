@@ -89,7 +89,7 @@ def _why(held: Run, other: Run, left_out: int) -> str:
     return f"{left_out} images left out: {text}, the rest run {held.label} did not score"
 
 
-def restricted(run: Run, ids: set, key: str) -> Run:
+def restricted(run: Run, ids: set[Any], key: str) -> Run:
     """``run`` as it reads on the images ``ids``: its records cut to them, its metrics recomputed
     from those records by the task's scorer (only what the scorer makes: no stored figure of every
     image survives into the view)."""

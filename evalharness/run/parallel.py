@@ -35,7 +35,6 @@ from evalharness.core.documents import RunDocument
 from evalharness.core.errors import ConfigError, RunStopped
 from evalharness.core.interrupts import Interrupted
 from evalharness.core.override_grammar import names_any
-from evalharness.core.untrusted import read_json
 from evalharness.report.runs import ReportError
 from evalharness.settings.child_processes import AUTO, parse_parallel
 from evalharness.settings.groups import RunSettings
@@ -47,6 +46,7 @@ from evalharness.run.start_up import child_failed
 from evalharness.rundir.document import has_document, holds_run
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, read_predictions
 from evalharness.settings.thread_budget import available_cores
+from evalharness.rundir.reader import load_run
 
 # Overrides a shard process sets itself.
 # (loop.resume / loop.overwrite pass through: an interrupted parallel run resumes shard by shard.)
@@ -280,12 +280,11 @@ def list_container_once(settings: RunSettings) -> None:
 def _status(run_dir: str) -> str | None:
     if not has_document(run_dir):
         return None
-    return str(read_json(os.path.join(run_dir, METRICS_FILE), "run file").get("status", "unknown"))
+    return load_run(run_dir, "run").status
 
 
 def _count(shard_dir: str) -> int:
-    doc = read_json(os.path.join(shard_dir, METRICS_FILE), "shard file", required={"predictions": dict})
-    count = doc["predictions"].get("count")
-    if not isinstance(count, int) or isinstance(count, bool):
+    count = load_run(shard_dir, "shard").document.predictions.count
+    if count is None:
         raise RunStopped(f"shard {shard_dir}: its {METRICS_FILE} has no predictions.count; run it again")
     return count

@@ -180,7 +180,7 @@ def record_run(
         write_op_profile(writer.run_dir, ran.op_profile)
         lines += op_profile_lines(ran.op_profile)
     block = summary_block(document, writer.run_dir)
-    path = write_run(writer, doc, [*block, "", *lines], artifacts)  # results.txt escapes its lines
+    path = write_run(writer, document, [*block, "", *lines], artifacts)  # results.txt escapes its lines
     for line in [*lines, *block]:  # model, label and file names come from files: controls shown
         print(terminal(line))
     print(f"metrics: {path}")

@@ -22,7 +22,7 @@ from evalharness.core.boundary import EXIT_USER_ERROR
 from evalharness.core.errors import EvalHarnessError, RunStopped
 from evalharness.core.numbers import relative_pct
 from evalharness.core.override_grammar import names_any
-from evalharness.core.untrusted import read_json
+from evalharness.rundir.reader import load_run
 
 PASS_DIRS = {"cold": "cache_cold", "warm": "cache_warm"}
 CACHE_FOLDER = "compile_cache"
@@ -62,21 +62,21 @@ def run_pass(overrides: list[str], cache_dir: str, run_dir: str, expected: str) 
     done = children.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise child_failed(f"task.start_up: the {expected} pass", done.returncode, done.stderr, run_dir)
-    doc = read_json(os.path.join(run_dir, "metrics.json"), f"task.start_up: the {expected} pass's file")
-    caches = doc["provenance"]["delegate"]["cache"]
+    document = load_run(run_dir, f"task.start_up's {expected} pass").document
+    caches = document.provenance.delegate.cache or ()
     found = sorted({c["state"] for c in caches})
     if found != [expected]:
         raise RunStopped(
             f"task.start_up: the {expected} pass found its caches {', '.join(found) or 'absent'} "
             f"({run_dir}/metrics.json): its figures would not be {expected} ones"
         )
-    lat = doc["latency_ms"]
+    lat = document.latency
     return {
         "run_dir": os.path.basename(run_dir),
         "state": expected,
-        "init": lat["init"],
-        "first_inference": lat["first_inference"],
-        "inference_mean": lat["inference"]["mean"],
+        "init": lat.init,
+        "first_inference": lat.first_inference,
+        "inference_mean": lat.inference.mean,
         "cache_bytes": sum(c["bytes_after"] for c in caches),
     }
 

@@ -19,7 +19,7 @@ from typing import Any
 from evalharness.core.documents import FailureDocument, JSONMap, RunDocument
 from evalharness.core.escape import terminal
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, STATE_FILE, RunWriter
-from evalharness.rundir.metrics_file import SCHEMA_VERSION, Document
+from evalharness.rundir.metrics_file import SCHEMA_VERSION, Document, parse_document
 
 # metrics keys each schema version added (2: confidence intervals; 3 adds no metric, only
 # provenance.delegate.cache, the compile caches' cold/warm record; 4: the error analysis). A
@@ -117,10 +117,11 @@ def failure_document(
     return doc
 
 
-def write_run(writer: RunWriter, doc: RunDocument, lines: list[str], artifacts: Mapping[str, object]) -> str:
-    """Artifacts, metrics.json, then results.txt (atomic each); returns the metrics.json path.
-    results.txt is what a terminal shows (``cat``): label texts and file names in it show their
-    control characters, by the one terminal escaping."""
+def write_run(writer: RunWriter, doc: Document, lines: list[str], artifacts: Mapping[str, object]) -> str:
+    """Artifacts, metrics.json (the typed document's JSON: :func:`run_document`'s, as built), then
+    results.txt (atomic each); returns the metrics.json path. results.txt is what a terminal shows
+    (``cat``): label texts and file names in it show their control characters, by the one terminal
+    escaping."""
     for name, obj in artifacts.items():
         writer.write_json(name, obj)
     path = writer.write_metrics(doc)
@@ -136,7 +137,8 @@ def write_failure(
     stale = os.path.join(run_dir, RESULTS_FILE)
     if os.path.lexists(stale):
         os.unlink(stale)
-    return RunWriter(run_dir).write_metrics(failure_document(message, config, overrides, kept))
+    record = parse_document(failure_document(message, config, overrides, kept))
+    return RunWriter(run_dir).write_metrics(record)
 
 
 def failed_before_results(run_dir: str, doc: Document) -> bool:

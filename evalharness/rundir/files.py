@@ -22,10 +22,10 @@ from evalharness.core.atomic_io import (
     no_nan,
     strict_json_line,
 )
-from evalharness.core.documents import FailureDocument, RunDocument
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.native_output import NATIVE_LOG
 from evalharness.core.untrusted import check_json_limits
+from evalharness.rundir.metrics_file import Document
 
 log = logging.getLogger("evalharness")
 
@@ -135,9 +135,9 @@ class RunWriter:
             self._predictions.close()
             self._predictions = None
 
-    def write_metrics(self, doc: RunDocument | FailureDocument) -> str:
+    def write_metrics(self, doc: Document) -> str:
         """The metrics.json document (built by :mod:`evalharness.rundir.document`), atomically."""
-        atomic_write_text(self.metrics_path, dumps(doc))
+        atomic_write_text(self.metrics_path, dumps(doc.to_json()))
         return self.metrics_path
 
     def write_json(self, name: str, obj: object) -> str:

@@ -9,9 +9,11 @@ missing or mistyped key is None, ``{}`` or ``()``. A document of an older schema
 brought to the current layout by :func:`migrate` (each version's step says what it fills in), so no
 reader branches on the version; the version the file was written with stays in ``schema_version``.
 
-Every block keeps the JSON object it was parsed from (``raw``): the on-disk document is that JSON
-(:mod:`evalharness.rundir.document` builds it, byte for byte as before), and what compares documents
-field by field (rescore, merge, resume) reads it through :mod:`evalharness.rundir` too.
+Every block keeps the JSON object it was parsed from (``raw``). Writing goes the same way round:
+:mod:`evalharness.rundir.document` builds a run's (or a failure's) JSON in its fixed key order, the
+typed document is parsed from it (what the run's summary lines are made from) and
+``RunWriter.write_metrics`` writes :meth:`Document.to_json`: the bytes of metrics.json are the
+builder's, as before, and nothing is written that a reader could not parse back.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class Metrics:
     intervals: JSONMap = field(default_factory=dict)  # schema 2
     analysis: JSONMap | None = None  # schema 4: the error analysis; None: not recorded
     failed_checks: tuple[str, ...] = ()
+    op_profile: JSONMap | None = None  # loop.op_profile: the per-op timings; None: not profiled
 
     @classmethod
     def parse(cls, raw: JSONMap) -> Metrics:
@@ -59,7 +62,21 @@ class Metrics:
             mapping(raw, "intervals"),
             optional_mapping(raw, "analysis"),
             strings(raw, "failed_checks"),
+            optional_mapping(raw, "op_profile"),
         )
+
+    def part(self, key: str) -> JSONMap:
+        """An object among the task's figures (COCO's ``per_class``), ``{}`` when not recorded: what
+        the task's own definition and view read, by the names they declare."""
+        return mapping(self.values, key)
+
+    def analysis_part(self, key: str) -> JSONMap:
+        """An object of the error analysis (COCO's ``f1``, ``tide``), ``{}`` when not recorded."""
+        return mapping(self.analysis or {}, key)
+
+    def interval_part(self, key: str) -> JSONMap:
+        """Intervals kept per output or class under one name (``avg_error``), ``{}`` when none."""
+        return mapping(self.intervals, key)
 
 
 @dataclass(frozen=True)
@@ -194,6 +211,27 @@ class PredictionsFile:
 
 
 @dataclass(frozen=True)
+class Merged:
+    """``merged``: the shards ``report merge`` pooled into this run."""
+
+    shards: int | None = None
+    processes: int | None = None
+    hosts: tuple[str, ...] = ()
+    host_count: int | None = None
+    scheme: str | None = None
+    runs: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, raw: JSONMap) -> Merged:
+        shards, processes, count = (
+            integer(raw, "shards"),
+            integer(raw, "processes"),
+            integer(raw, "host_count"),
+        )
+        return cls(shards, processes, strings(raw, "hosts"), count, text(raw, "scheme"), strings(raw, "runs"))
+
+
+@dataclass(frozen=True)
 class Document:
     """A run's ``metrics.json``: a finished run's, a failure's (``error``, no metrics) or an
     interruption's (``predictions`` says what was kept), of any schema version."""
@@ -218,7 +256,7 @@ class Document:
     output_checks: JSONMap | None = None
     provenance: Provenance = field(default_factory=Provenance)
     reference: JSONMap | None = None  # a reference pass's delegate and latency
-    merged: JSONMap | None = None  # report merge: the shards pooled into this run
+    merged: Merged | None = None  # report merge: the shards pooled into this run
     raw: JSONMap = field(default_factory=dict, repr=False)
 
     def to_json(self) -> JSONMap:
@@ -269,6 +307,6 @@ def parse_document(raw: Mapping[str, Any]) -> Document:
         output_checks=optional_mapping(doc, "output_checks"),
         provenance=Provenance.parse(mapping(doc, "provenance")),
         reference=optional_mapping(doc, "reference"),
-        merged=optional_mapping(doc, "merged"),
+        merged=None if (merged := optional_mapping(doc, "merged")) is None else Merged.parse(merged),
         raw=dict(raw),
     )

@@ -35,12 +35,20 @@ class Run:
     label: str
     dir: str
     doc: Mapping[str, Any] = field(repr=False)
+    _parsed: tuple[tuple[tuple[str, int], ...], Document] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def document(self) -> Document:
-        """The typed document (an older version migrated: :func:`evalharness.rundir.metrics_file.migrate`),
-        parsed on each use (cheap), so it always says what ``doc`` holds."""
-        return parse_document(self.doc)
+        """The typed document (an older version migrated: :func:`evalharness.rundir.metrics_file.migrate`).
+        Parsed once, and again when a top-level block of ``doc`` was replaced since (a test or a view
+        that sets ``metrics``), so it always says what ``doc`` holds; the parsed document keeps the
+        blocks it was read from alive, so their identities cannot be reused meanwhile."""
+        blocks = tuple((key, id(value)) for key, value in self.doc.items())
+        if self._parsed is None or self._parsed[0] != blocks:
+            self._parsed = (blocks, parse_document(self.doc))
+        return self._parsed[1]
 
     @property
     def status(self) -> str:

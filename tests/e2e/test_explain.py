@@ -28,6 +28,7 @@ from evalharness.explain.explainer import COMPARE_OPTIONS
 from evalharness.explain.sides import ExplainError
 from evalharness.explain.trace import Dequantizer
 from evalharness.report.views.explain_location import explain_dir
+from evalharness.rundir.reader import Run
 from evalharness.runtime import load_model, plan_delegate
 from evalharness.runtime.subgraph import ModelGraph
 
@@ -308,7 +309,7 @@ def test_detector_with_perturbed_weights_names_that_op(coco_runs, tmp_path):
 
 def test_outputs_no_decoder_understands_are_refused(two_output_model):
     """Two outputs and no model.decoder: neither a top-1 class nor boxes to restore (exit 2)."""
-    run = SimpleNamespace(prov=lambda key, default=None: default)
+    run = Run("A", "/runs/a", {})  # a run that recorded no decoder (nor anything else)
     side = SimpleNamespace(graph=ModelGraph(two_output_model), run=run)
     with pytest.raises(ExplainError, match=r"2 output\(s\) and no model.decoder"):
         Answers(side, Dequantizer(), COMPARE_OPTIONS)

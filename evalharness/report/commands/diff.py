@@ -21,7 +21,7 @@ from evalharness.report.views.latency_rows import run_speedups
 from evalharness.report.views.op_profile_table import speedups as op_speedups
 from evalharness.rundir.reader import Run
 from evalharness.stats.validity import compact
-from evalharness.tasks.definition import comparer
+from evalharness.tasks.definition import TaskDefinition, comparer
 
 LATENCY_STATS = ("mean", "p50", "p90", "p99", "min", "max")
 
@@ -100,7 +100,14 @@ def build_diff(
 
 
 def _build_diff(
-    definition, a: Run, b: Run, comp, alpha: float, iou: float, min_score: float | None, margin: float
+    definition: TaskDefinition,
+    a: Run,
+    b: Run,
+    comp: Comparability,
+    alpha: float,
+    iou: float,
+    min_score: float | None,
+    margin: float,
 ) -> DiffDocument:
     # a plain dict while it is built: the paired comparison goes under the definition's own key
     doc: JSONMap = {
@@ -120,7 +127,7 @@ def _build_diff(
     }
     if definition.abilities.writes_predictions and definition.abilities.reads_dataset:
         doc["inputs"] = compare_inputs(a, b)  # per-record input hashes; a benchmark feeds random data
-    if (ops := op_speedups(a.metrics.get("op_profile"), b.metrics.get("op_profile"))) is not None:
+    if (ops := op_speedups(a.document.metrics.op_profile, b.document.metrics.op_profile)) is not None:
         doc["op_profile"] = ops
     if (paired := comparer(definition)) is not None:
         doc[paired.key] = paired.compare(a, b, {"alpha": alpha, "iou": iou, "min_score": min_score})

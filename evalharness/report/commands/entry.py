@@ -30,7 +30,7 @@ from evalharness.report.commands.diff import build_diff
 from evalharness.report.formats import add_format
 from evalharness.report.outputs import check_output_dir, check_output_file
 from evalharness.report.presenters import paired_of
-from evalharness.report.runs import ALLOW_FLAGS, ReportError, comparability, definition_of
+from evalharness.report.runs import ALLOW_FLAGS, Comparability, ReportError, comparability, definition_of
 from evalharness.report.summary import results_lines
 from evalharness.report.tracking import mlflow_store
 from evalharness.report.views import diff_view, pr_comment
@@ -41,7 +41,8 @@ from evalharness.rundir.reader import Run, load_run
 from evalharness.tasks.definition import view_of
 
 EXIT_OK, EXIT_REGRESSION = 0, 1
-_downloads: list[tempfile.TemporaryDirectory] = []  # mlflow:<run_id> copies, removed when the command ends
+# mlflow:<run_id> copies, removed when the command ends
+_downloads: list[tempfile.TemporaryDirectory[str]] = []
 
 
 def local(spec: str) -> str:
@@ -68,7 +69,7 @@ def _emit(text: str | bytes, output: str | None, runs: list[Run]) -> None:
     print(f"wrote {output}", file=sys.stderr)
 
 
-def _render(doc: Mapping[str, Any], fmt: str, title: str, sections) -> str:
+def _render(doc: Mapping[str, Any], fmt: str, title: str, sections: list[Any]) -> str:
     if fmt == "json":
         return stable_json(doc)
     if fmt == "markdown":
@@ -151,7 +152,7 @@ def _write_figures(doc: DiffDocument, directory: str) -> None:
     _write_specs(view_of(definition).figures(paired) if paired else [], directory)
 
 
-def _write_specs(specs: list[dict], directory: str) -> None:
+def _write_specs(specs: list[dict[str, Any]], directory: str) -> None:
     from evalharness.report.views import analysis_view, plots
 
     paths = analysis_view.write_files(specs, directory)
@@ -161,7 +162,7 @@ def _write_specs(specs: list[dict], directory: str) -> None:
         print(f"wrote {path}", file=sys.stderr)
 
 
-def _check_cache_states(comp, rules: list, allowed: bool) -> None:
+def _check_cache_states(comp: Comparability, rules: list[Any], allowed: bool) -> None:
     """Warn on a cache-state mismatch; refuse gating init/first-inference on it unless allowed."""
     if comp.cache is None:
         return
@@ -181,7 +182,7 @@ def cmd_analysis(args: argparse.Namespace) -> int:
     run = load_run(local(args.run), "RUN")
     if args.figures:
         _check_figures_dir(args.figures, [run])
-    profile = run.metrics.get("op_profile")
+    profile = run.document.metrics.op_profile
     try:
         sections, specs = view_of(definition_of(run)).run_analysis(run, args.max_rows)
     except EvalHarnessError:
@@ -228,10 +229,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
     document = parse_document(doc)
     for line in results_lines(definition_of(document), document):
         print(terminal(line))
-    info = doc["merged"]
+    info = document.merged
+    assert info is not None  # a merge's document records its shards
     print(
-        f"merged {info['shards']} shards ({info['processes']} processes on {info['host_count']} host(s)): "
-        f"{doc['metrics']['num_scored']} samples -> {args.out}"
+        f"merged {info.shards} shards ({info.processes} processes on {info.host_count} host(s)): "
+        f"{document.metrics.num_scored} samples -> {args.out}"
     )
     return EXIT_OK
 
@@ -344,7 +346,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _usages(sub: argparse._SubParsersAction) -> str:
+def _usages(sub: argparse._SubParsersAction[Any]) -> str:
     """Every subcommand's usage line, from its own parser (nothing written by hand can drift)."""
     usages = [parser.format_usage().removeprefix("usage: ").rstrip() for parser in sub.choices.values()]
     return "subcommands and their options (SUBCOMMAND -h for each option's meaning):\n" + "\n".join(
@@ -358,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         try:
             args = parser().parse_args(argv)
-            return args.func(args)
+            code: int = args.func(args)
+            return code
         finally:
             while _downloads:
                 _downloads.pop().cleanup()

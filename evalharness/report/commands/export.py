@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from evalharness.core.atomic_io import dumps, no_nan
 from evalharness.core.escape import csv_lines, csv_text
@@ -33,7 +34,7 @@ BINARY = ("parquet",)  # written to a file (-o), never to a terminal
 METRIC_PREFIX = "metric."
 
 
-def flat_record(record: dict, prefix: str = "") -> dict:
+def flat_record(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """Dotted key -> value; lists (and empty objects) stay whole, as one value."""
     out = {}
     for key, value in record.items():
@@ -44,7 +45,7 @@ def flat_record(record: dict, prefix: str = "") -> dict:
     return out
 
 
-def rows_of(run: Run) -> tuple[list[str], list[dict]]:
+def rows_of(run: Run) -> tuple[list[str], list[dict[str, Any]]]:
     """(columns in first-seen order, one flat row per prediction record)."""
     definition = definition_of(run)
     if not definition.abilities.writes_predictions:
@@ -59,7 +60,7 @@ def rows_of(run: Run) -> tuple[list[str], list[dict]]:
     return columns, rows
 
 
-def _expanded(record: dict, field: str, names: tuple[str, ...]) -> list[dict]:
+def _expanded(record: dict[str, Any], field: str, names: tuple[str, ...]) -> list[dict[str, Any]]:
     """One row per element of ``record[field]`` (a detector's boxes: one row per detection, its
     values in ``<field>.<name>`` columns) beside the record's other fields; a record whose list is
     empty keeps one row with those columns empty, so no sample is lost."""
@@ -68,11 +69,12 @@ def _expanded(record: dict, field: str, names: tuple[str, ...]) -> list[dict]:
     return [{**base, **{f"{field}.{n}": v for n, v in zip(names, item, strict=False)}} for item in items]
 
 
-def headline(run: Run) -> dict:
-    return no_nan(presented_headline(definition_of(run), run.metrics))
+def headline(run: Run) -> dict[str, Any]:
+    values: dict[str, Any] = no_nan(presented_headline(definition_of(run), run.metrics))
+    return values
 
 
-def csv_cell(value) -> str:
+def csv_cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
@@ -119,10 +121,11 @@ def to_parquet(run: Run) -> bytes:
         table[METRIC_PREFIX + name] = pa.array([value] * len(rows))
     sink = pa.BufferOutputStream()
     pq.write_table(pa.table(table), sink)
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
-def _arrow_column(pa, values: list):
+def _arrow_column(pa: Any, values: list[Any]) -> Any:
     try:
         return pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed kinds in one column: the csv's JSON text

@@ -42,6 +42,7 @@ import math
 import operator
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from evalharness.core.documents import DiffDocument
 from evalharness.core.numbers import delta, fmt, fmt_pct, relative_pct
@@ -84,7 +85,7 @@ def _condition(text: str, part: str) -> Rule:
     return Rule(part.strip(), m["name"], m["op"], float(m["value"]), m["pct"] == "%")
 
 
-def evaluate(rules: list[Rule], doc: DiffDocument) -> list[dict]:
+def evaluate(rules: list[Rule], doc: DiffDocument) -> list[dict[str, Any]]:
     """One result per rule: the tested value, whether it failed, and a line saying why."""
     rows, pairwise = quantities(doc)
     proportion = definition_of(doc).abilities.repair_metric  # a per-image proportion, paired
@@ -105,7 +106,9 @@ def evaluate(rules: list[Rule], doc: DiffDocument) -> list[dict]:
     return results
 
 
-def _resolvable(result: dict, rule: Rule, proportion: str | None, pairwise: dict) -> dict:
+def _resolvable(
+    result: dict[str, Any], rule: Rule, proportion: str | None, pairwise: dict[str, Any]
+) -> dict[str, Any]:
     """A threshold on the change of a per-image proportion (top-1) that the paired images cannot
     tell from noise is said beside the result (stats/power.py): the gate still tests the point
     estimate as written, but its reader learns that it decides on chance."""
@@ -119,12 +122,12 @@ def _resolvable(result: dict, rule: Rule, proportion: str | None, pairwise: dict
     return {**result, "detail": f"{result['detail']}; {text}", "resolution": r}
 
 
-def _lookup(name: str, table: dict):
+def _lookup(name: str, table: dict[str, Any]) -> Any:
     exact = {k.lower(): k for k in table}
     return exact.get(name.lower())
 
 
-def _evaluate(rule: Rule, rows: dict, pairwise: dict) -> dict:
+def _evaluate(rule: Rule, rows: dict[str, Any], pairwise: dict[str, Any]) -> dict[str, Any]:
     key = _lookup(rule.name, rows)
     if key is not None:
         row = rows[key]

@@ -86,7 +86,7 @@ class SweepReportCallback(Callback):
             log.warning("shard runs not merged: %s", problem)
 
 
-def tracking_settings(config: DictConfig):
+def tracking_settings(config: DictConfig) -> Any:
     """The validated ``tracking`` group, or None when off or invalid (the job's validation has already
     said why: a second line here would repeat it)."""
     from evalharness.report.tracking.mapping import check_tracking

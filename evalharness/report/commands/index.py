@@ -17,11 +17,11 @@ import itertools
 import json
 import os
 from html import escape
+from typing import Any
 
 from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.bars import progress
 from evalharness.core.boundary import describe
-from evalharness.core.documents import MetricsDocument
 from evalharness.core.errors import EvalHarnessError
 from evalharness.report.presenters import headline
 from evalharness.report.runs import ReportError, comparability, definition_of, whole_list
@@ -52,7 +52,7 @@ def find_runs(root: str) -> list[Run]:
             try:
                 runs.append(load_run(folder, rel))
             except EvalHarnessError as exc:
-                doc: MetricsDocument = {"status": "unreadable", "error": describe(exc)}
+                doc = {"status": "unreadable", "error": describe(exc)}
                 runs.append(Run(rel, os.path.abspath(folder), doc))
     return runs
 
@@ -88,7 +88,7 @@ def _configured(run: Run, group: str) -> object:
     return run.provenance.config.group(group).get("name")
 
 
-def row(run: Run, groups: dict[str, str]) -> dict:
+def row(run: Run, groups: dict[str, str]) -> dict[str, Any]:
     prov = run.provenance
     return {
         "id": run_id(run),
@@ -142,7 +142,7 @@ def render_pair(a: Run, b: Run, path: str) -> str | None:
 
 def write_index(
     root: str, output: str | None = None, max_pairs: int = MAX_PAIRS, failed: bool = False
-) -> dict:
+) -> dict[str, Any]:
     """Write the index page (default ``<root>/index.html``) and its pre-rendered diffs. Records of
     runs that failed before any result (a refused config: nothing to look at, and the next run into
     the directory replaces them) are left out, and counted on the page, unless ``failed``."""
@@ -177,7 +177,13 @@ def write_index(
 
 
 def page(
-    root: str, rows: list[dict], links: dict, rendered: dict, problems: dict, diffs: str, left_out: int = 0
+    root: str,
+    rows: list[dict[str, Any]],
+    links: dict[str, Any],
+    rendered: dict[str, Any],
+    problems: dict[str, Any],
+    diffs: str,
+    left_out: int = 0,
 ) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in ("", *COLUMNS, "group", "files"))
     body = []

@@ -20,6 +20,8 @@ runtime, preprocessing, labels, ground truth, task settings or the list they wer
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
+from typing import Any
 
 from evalharness.core.documents import RunDocument
 from evalharness.report.outputs import check_output_dir
@@ -58,7 +60,7 @@ SAME = (
 )
 
 
-def _short(value) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -111,7 +113,7 @@ def _shard(run: Run) -> ShardRecord:
     return run.provenance.dataset.shard or ShardRecord()
 
 
-def merged_predictions(runs: list[Run]) -> list[dict]:
+def merged_predictions(runs: list[Run]) -> list[dict[str, Any]]:
     """Every shard's records in dataset order; a sample scored twice is refused."""
     key = definition_of(runs[0]).abilities.sample_key
     assert key is not None  # check_shards took only mergeable tasks, which name their sample key
@@ -122,7 +124,7 @@ def merged_predictions(runs: list[Run]) -> list[dict]:
     return sorted(records, key=lambda rec: rec[key])
 
 
-def pooled_latency(runs: list[Run], preds: list[dict]) -> dict:
+def pooled_latency(runs: list[Run], preds: list[dict[str, Any]]) -> dict[str, Any]:
     """Inference statistics over the union of every process's per-invoke samples."""
     per_process = [
         {
@@ -133,7 +135,7 @@ def pooled_latency(runs: list[Run], preds: list[dict]) -> dict:
         for run in runs
     ]
 
-    def mean_of(name: str):
+    def mean_of(name: str) -> float | None:
         values = [p[name] for p in per_process if p[name] is not None]
         return sum(values) / len(values) if values else None
 
@@ -149,7 +151,7 @@ def pooled_latency(runs: list[Run], preds: list[dict]) -> dict:
     }
 
 
-def pooled_summary(parts: list[dict]) -> dict:
+def pooled_summary(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """count/mean/std(population)/min/max of the union of samples, from per-part summaries."""
     parts = [p for p in parts if p.get("count")]
     n = sum(p["count"] for p in parts)
@@ -171,12 +173,12 @@ def _peak_rss(run: Run) -> float:
     return 0.0 if peak is None else peak
 
 
-def _all_or_none(values) -> bool | None:
+def _all_or_none(values: Iterable[bool | None]) -> bool | None:
     values = list(values)
     return None if None in values else all(values)
 
 
-def merge_runs(paths: list[str], out_dir: str, provenance: dict | None = None) -> RunDocument:
+def merge_runs(paths: list[str], out_dir: str, provenance: dict[str, Any] | None = None) -> RunDocument:
     """Merge the shard runs at ``paths`` into a run directory ``out_dir``; returns its metrics.json.
     ``provenance``: blocks added to the merged provenance (``loop.parallel``'s record)."""
     if len(paths) < 1:
@@ -184,7 +186,7 @@ def merge_runs(paths: list[str], out_dir: str, provenance: dict | None = None) -
     return merge_loaded([load_run(p, f"shard{i}") for i, p in enumerate(paths)], out_dir, provenance)
 
 
-def merge_loaded(runs: list[Run], out_dir: str, provenance: dict | None = None) -> RunDocument:
+def merge_loaded(runs: list[Run], out_dir: str, provenance: dict[str, Any] | None = None) -> RunDocument:
     """Merge already loaded shard runs into ``out_dir`` (see :func:`merge_runs`)."""
     runs = check_shards(runs)
     check_output_dir(out_dir, runs)
@@ -192,7 +194,9 @@ def merge_loaded(runs: list[Run], out_dir: str, provenance: dict | None = None) 
         return _merge_into(runs, out_dir, provenance, claimed)
 
 
-def _merge_into(runs: list[Run], out_dir: str, provenance: dict | None, claimed: bool) -> RunDocument:
+def _merge_into(
+    runs: list[Run], out_dir: str, provenance: dict[str, Any] | None, claimed: bool
+) -> RunDocument:
     """The merge under ``out_dir``'s lock; ``claimed``: the caller's own claim (``loop.parallel``)."""
     if has_document(out_dir) or (not claimed and holds_run(out_dir)):
         raise ReportError(f"{out_dir} already holds a run; choose another --out")
@@ -215,12 +219,13 @@ def _merge_into(runs: list[Run], out_dir: str, provenance: dict | None, claimed:
     for rec in preds:
         writer.append(rec)
     writer.close()
-    write_run(writer, doc, results_lines(definition, parse_document(doc)), artifacts)
+    document = parse_document(doc)
+    write_run(writer, document, results_lines(definition, document), artifacts)
     return doc
 
 
 def merged_document(
-    runs: list[Run], preds: list[dict], metrics: dict, artifacts: list[str]
+    runs: list[Run], preds: list[dict[str, Any]], metrics: dict[str, Any], artifacts: list[str]
 ) -> RunDocument:
     first = runs[0]
     assert first.task is not None  # merge_loaded refused a run of no mergeable task

@@ -10,6 +10,7 @@ A merged directory that already exists (a resumed sweep) is kept.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.report.commands.merge import merge_loaded
@@ -33,13 +34,13 @@ def _shard_index(run: Run) -> int:
     return (shard.index if shard is not None else None) or 0
 
 
-def shard_groups(sweep_dir: str) -> dict[tuple, list[Run]]:
+def shard_groups(sweep_dir: str) -> dict[tuple[Any, ...], list[Run]]:
     """Sharded runs of ``sweep_dir`` grouped by their overrides without the shard index."""
     try:
         jobs = collect(sweep_dir)
     except ReportError:  # no job directories: nothing to merge
         return {}
-    groups: dict[tuple, list[Run]] = {}
+    groups: dict[tuple[Any, ...], list[Run]] = {}
     for job in jobs:
         run = job["doc"]
         if job["run"].startswith(MERGED_PREFIX) or run is None or _shard_count(run) <= 1:

@@ -8,6 +8,8 @@ ranks; ``--backend`` scores detections with another COCO backend.
 
 from __future__ import annotations
 
+from typing import Any
+
 from evalharness.core.tables import Section
 from evalharness.report.runs import ReportError, definition_of, malformed
 from evalharness.rundir.document import metrics_for_schema
@@ -15,7 +17,7 @@ from evalharness.rundir.reader import Run, flatten
 from evalharness.tasks.discovery import and_list, listed
 
 
-def recompute(run: Run, top_k: int | None = None, backend: str | None = None) -> dict:
+def recompute(run: Run, top_k: int | None = None, backend: str | None = None) -> dict[str, Any]:
     """The run's metrics recomputed from its records by its task's scorer."""
     definition = definition_of(run)
     if not definition.abilities.rescorable:
@@ -26,7 +28,7 @@ def recompute(run: Run, top_k: int | None = None, backend: str | None = None) ->
         return definition.rescorer([run], records, top_k, backend).add_all(records).result()
 
 
-def rescore(run: Run, top_k: int | None = None, backend: str | None = None) -> dict:
+def rescore(run: Run, top_k: int | None = None, backend: str | None = None) -> dict[str, Any]:
     """Stored vs recomputed value of every recomputed field; ``reproduced`` when all are equal."""
     if run.status == "failed" or not run.metrics:
         raise ReportError(f"run {run.label} has no metrics to reproduce (status {run.status})")
@@ -54,8 +56,8 @@ def rescore(run: Run, top_k: int | None = None, backend: str | None = None) -> d
     }
 
 
-def sections(doc: dict) -> list[Section]:
-    def cells(rows: list[dict]) -> list[list[str]]:
+def sections(doc: dict[str, Any]) -> list[Section]:
+    def cells(rows: list[dict[str, Any]]) -> list[list[str]]:
         return [
             [r["name"], repr(r["stored"]), repr(r["recomputed"]), "yes" if r["equal"] else "NO"] for r in rows
         ]

@@ -89,7 +89,7 @@ def job_params(job_dir: str, run: Run | None) -> dict[str, str]:
         raise ReportError(f"{job_dir}: {exc}") from None
 
 
-def collect(multirun_dir: str) -> list[dict]:
+def collect(multirun_dir: str) -> list[dict[str, Any]]:
     """Every job directory of the multirun, with its parameters and run (None without metrics.json)."""
     if not os.path.isdir(multirun_dir):
         raise ReportError(f"{multirun_dir} is not a directory; give a multirun dir (outputs/multirun/<time>)")
@@ -106,12 +106,12 @@ def collect(multirun_dir: str) -> list[dict]:
     return jobs
 
 
-def varying_keys(jobs: list[dict]) -> list[str]:
+def varying_keys(jobs: list[dict[str, Any]]) -> list[str]:
     keys = list(dict.fromkeys(k for j in jobs for k in j["params"]))
     return [k for k in keys if len({j["params"].get(k) for j in jobs}) > 1]
 
 
-def _natural(value: str | None) -> tuple:
+def _natural(value: str | None) -> tuple[Any, ...]:
     if value is None:
         return (2, "")
     return (0, float(value), "") if re.fullmatch(r"-?\d+(\.\d+)?", value) else (1, value)
@@ -122,7 +122,7 @@ def _job_number(name: str) -> int:
     return int(head) if head.isdigit() else -1
 
 
-def job_row(job: dict, keys: list[str]) -> dict:
+def job_row(job: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     row = {"run": job["run"], **{k: job["params"].get(k) for k in keys}}
     run: Run | None = job["doc"]
     if run is None:
@@ -153,7 +153,9 @@ def job_row(job: dict, keys: list[str]) -> dict:
     return row
 
 
-def _baseline_row(rows: list[dict], row: dict, baseline: dict, others: list[str]) -> dict | None:
+def _baseline_row(
+    rows: list[dict[str, Any]], row: dict[str, Any], baseline: dict[str, Any], others: list[str]
+) -> dict[str, Any] | None:
     """The scored row with the baseline values and ``row``'s values of every other varying key."""
     wanted = {**{k: row[k] for k in others}, **baseline}
     matches = (r for r in rows if r["status"] in SCORED and all(r[k] == v for k, v in wanted.items()))
@@ -161,7 +163,11 @@ def _baseline_row(rows: list[dict], row: dict, baseline: dict, others: list[str]
 
 
 def add_baseline(
-    jobs: list[dict], rows: list[dict], keys: list[str], baseline: dict[str, str], metrics: list[str]
+    jobs: list[dict[str, Any]],
+    rows: list[dict[str, Any]],
+    keys: list[str],
+    baseline: dict[str, str],
+    metrics: list[str],
 ) -> list[str]:
     """Add d_<metric>, d_latency_p50_pct and speedup_p50 to every row that has a baseline row, and
     the paired interval of each change (``d_<metric>_ci_low/high``) where the two runs are on the
@@ -215,7 +221,9 @@ def baseline_pairwise(base: Run, run: Run) -> tuple[dict[str, float], dict[str, 
     return values, ({"rows": rows, "paired_on": doc["paired_on"]} if doc.get("paired_on") else None)
 
 
-def sweep_table(jobs: list[dict], baseline: dict[str, str] | None = None) -> tuple[list[str], list[dict]]:
+def sweep_table(
+    jobs: list[dict[str, Any]], baseline: dict[str, str] | None = None
+) -> tuple[list[str], list[dict[str, Any]]]:
     """(columns, rows) of ``jobs`` (:func:`collect`) sorted by the varying parameters, then job number."""
     keys = varying_keys(jobs)
     rows = [job_row(j, keys) for j in jobs]
@@ -229,7 +237,7 @@ def sweep_table(jobs: list[dict], baseline: dict[str, str] | None = None) -> tup
     return ["run", *keys, "status", *metrics, *VALUE_COLUMNS, *extra, "error"], rows
 
 
-def metric_columns(jobs: list[dict], rows: list[dict]) -> list[str]:
+def metric_columns(jobs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[str]:
     """Each task's sweep metrics (its declared ``sweep`` metrics) that some row has, in order."""
     declared = [
         m
@@ -240,13 +248,13 @@ def metric_columns(jobs: list[dict], rows: list[dict]) -> list[str]:
     return [m for m in dict.fromkeys(declared) if any(m in r for r in rows)]
 
 
-def to_csv(columns: list[str], rows: list[dict]) -> str:
+def to_csv(columns: list[str], rows: list[dict[str, Any]]) -> str:
     return csv_lines(
         [[csv_text(c) for c in columns], *([_csv_cell(r.get(c)) for c in columns] for r in rows)]
     )
 
 
-def _csv_cell(value) -> str:
+def _csv_cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
@@ -254,7 +262,7 @@ def _csv_cell(value) -> str:
     return format(value, ".10g") if isinstance(value, float) else str(value)
 
 
-def _cell(column: str, value) -> str:
+def _cell(column: str, value: Any) -> str:
     if column.endswith("_pct"):
         return fmt_pct(value) if value is not None else ""
     if column.endswith(("_ci_low", "_ci_high")):
@@ -265,7 +273,9 @@ def _cell(column: str, value) -> str:
     return fmt(value, ".4f", missing="")
 
 
-def sections(multirun_dir: str, jobs: list[dict], columns: list[str], rows: list[dict]) -> list[Section]:
+def sections(
+    multirun_dir: str, jobs: list[dict[str, Any]], columns: list[str], rows: list[dict[str, Any]]
+) -> list[Section]:
     cells = [[_cell(c, r.get(c)) for c in columns] for r in rows]
     bad = sum(r["status"] not in ("complete",) for r in rows)
     notes = [f"{len(rows)} jobs, {bad} not complete; multirun dir {os.path.abspath(multirun_dir)}"]
@@ -279,7 +289,9 @@ def sections(multirun_dir: str, jobs: list[dict], columns: list[str], rows: list
     return [Section("Runs", columns, cells, notes, key="sweep")]
 
 
-def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, str] | None = None) -> dict:
+def write_report(
+    multirun_dir: str, out: str | None = None, baseline: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Write sweep.csv/.md/.html into ``out`` (default: the multirun dir); returns paths and text."""
     from evalharness.report.views import html, plots
 
@@ -330,7 +342,9 @@ def write_report(multirun_dir: str, out: str | None = None, baseline: dict[str, 
     }
 
 
-def with_export_columns(jobs: list[dict], columns: list[str], rows: list[dict]) -> tuple[list, list]:
+def with_export_columns(
+    jobs: list[dict[str, Any]], columns: list[str], rows: list[dict[str, Any]]
+) -> tuple[list[Any], list[Any]]:
     """The csv's columns plus ``report export``'s per-run ones (``metric.<name>``, every headline
     metric), so a sweep table and the exports of its runs join on the same names."""
     from evalharness.report.commands.export import METRIC_PREFIX, headline
@@ -345,14 +359,14 @@ def with_export_columns(jobs: list[dict], columns: list[str], rows: list[dict]) 
     return [*columns, *extra], prefixed
 
 
-def _label(row: dict, columns: list[str]) -> str:
+def _label(row: dict[str, Any], columns: list[str]) -> str:
     """A run's name in matrices and plots: its varying values, a file by its stem (``model.path``
     given as a full path made every label a path)."""
     params = columns[1 : columns.index("status")]
     return ", ".join(_short(k, row[k]) for k in params) or row["run"]
 
 
-def _short(key: str, value) -> str:
+def _short(key: str, value: Any) -> str:
     if key.endswith(".path") and isinstance(value, str) and "/" in value:
         return os.path.splitext(os.path.basename(value))[0]
     return str(value)

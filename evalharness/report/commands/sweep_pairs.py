@@ -9,6 +9,9 @@ image apart. The matrix says which pairs really differ (the task's own agreement
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section
 from evalharness.report.runs import definition_of
@@ -19,7 +22,9 @@ from evalharness.tasks.definition import comparer
 INTERVAL_METRICS = ("top1", "top5", "AP", "AP50")
 
 
-def add_interval_columns(jobs: list[dict], rows: list[dict], metrics: list[str]) -> list[str]:
+def add_interval_columns(
+    jobs: list[dict[str, Any]], rows: list[dict[str, Any]], metrics: list[str]
+) -> list[str]:
     """``<metric>_ci_low``/``_ci_high`` from each run's ``metrics.intervals`` (schema 2 runs)."""
     by_name = {j["run"]: j["doc"] for j in jobs}
     columns = []
@@ -34,9 +39,9 @@ def add_interval_columns(jobs: list[dict], rows: list[dict], metrics: list[str])
     return columns
 
 
-def _groups(jobs: list[dict]) -> list[list[dict]]:
+def _groups(jobs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """Scored jobs by (task, images): only runs on the same images are compared."""
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for job in jobs:
         run = job["doc"]
         if run is None or run.status != "complete" or not run.task:
@@ -45,7 +50,7 @@ def _groups(jobs: list[dict]) -> list[list[dict]]:
     return [g for g in groups.values() if len(g) > 1]
 
 
-def agreement_sections(jobs: list[dict], label) -> list[Section]:
+def agreement_sections(jobs: list[dict[str, Any]], label: Callable[[dict[str, Any]], str]) -> list[Section]:
     """One N×N table per group of runs on the same images: agreement, and McNemar p where the task
     has a paired test. ``label(job)``: the row/column name."""
     out = []
@@ -72,7 +77,7 @@ def agreement_sections(jobs: list[dict], label) -> list[Section]:
         if kind is None:
             continue
         notes = [
-            f"{kind} of every pair of runs on the same {group[0]['doc'].metrics.get('num_scored')} "
+            f"{kind} of every pair of runs on the same {group[0]['doc'].document.metrics.num_scored} "
             "images; in brackets McNemar's exact p on the paired correctness (p >= 0.05: the pair's "
             "accuracies are not distinguishable on these images)"
         ]
@@ -92,7 +97,9 @@ def pareto_front(points: list[tuple[str, float, float]]) -> list[str]:
     return front
 
 
-def latency_samples(jobs: list[dict], label) -> list[tuple[str, list[float]]]:
+def latency_samples(
+    jobs: list[dict[str, Any]], label: Callable[[dict[str, Any]], str]
+) -> list[tuple[str, list[float]]]:
     """(label, per-invoke latencies in ms) of every scored job that stored them."""
     out = []
     for job in jobs:

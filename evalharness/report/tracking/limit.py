@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from evalharness.core.errors import EvalHarnessError
+
+T = TypeVar("T")
 
 
 class TrackingFailed(EvalHarnessError):
     """A tracker that did not take a run: timed out, or its backend's own error in one line."""
 
 
-def bounded(call: Callable[[], Any], timeout_s: float, cancelled: threading.Event) -> Any:
+def bounded(call: Callable[[], T], timeout_s: float, cancelled: threading.Event) -> T:
     """``call()`` in a daemon thread, waited for at most ``timeout_s``; then ``cancelled`` is set
     (the backend's calls check it, so the abandoned thread stops at its next one) and
     :class:`TrackingFailed` says so. A backend's own error comes back as one line."""
@@ -45,4 +47,4 @@ def bounded(call: Callable[[], Any], timeout_s: float, cancelled: threading.Even
     if error is not None:
         text = " ".join(str(error).split())[:200]
         raise TrackingFailed(f"{type(error).__name__}: {text}" if text else type(error).__name__) from None
-    return box.get("value")
+    return cast(T, box.get("value"))

@@ -103,7 +103,7 @@ def run_status(run: Run) -> tuple[str, str]:
     return "FAILED", status
 
 
-def _number(value) -> float | None:
+def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)

@@ -14,11 +14,13 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 from evalharness.core.atomic_io import atomic_write_text, dumps
 from evalharness.report.runs import ReportError
 from evalharness.report.tracking import mapping as tracking
-from evalharness.report.tracking.limit import TrackingFailed, bounded
+from evalharness.report.tracking.limit import T, TrackingFailed, bounded
 from evalharness.rundir.reader import Run, load_run
 
 SOURCE_PREFIX = "mlflow:"
@@ -28,7 +30,7 @@ BACKEND_LOGGERS = ("mlflow", "sqlalchemy", "alembic")  # silenced once a step is
 
 
 @functools.lru_cache(maxsize=4)
-def client(uri: str, timeout_s: int = 30, retries: int = 2):
+def client(uri: str, timeout_s: int = 30, retries: int = 2) -> Any:
     """One client per store and process (opening a SQLite store checks its schema: once is enough).
     ``timeout_s`` and ``retries`` go to MLflow's own settings where it has them: each HTTP request
     to a server, and the attempts of its SQL engine at a store it cannot open (a module constant,
@@ -50,14 +52,14 @@ def experiment_id(uri: str, name: str, artifacts: str | None, timeout_s: int = 3
     c = client(uri, timeout_s, retries)
     found = c.get_experiment_by_name(name)
     if found is not None:
-        return found.experiment_id
+        return str(found.experiment_id)
     try:
-        return c.create_experiment(name, artifact_location=artifacts)
+        return str(c.create_experiment(name, artifact_location=artifacts))
     except Exception:  # noqa: BLE001 - another job of the sweep made it meanwhile
         found = c.get_experiment_by_name(name)
         if found is None:
             raise
-        return found.experiment_id
+        return str(found.experiment_id)
 
 
 @functools.lru_cache(maxsize=4)
@@ -68,7 +70,7 @@ def _announce(text: str) -> None:
 class Store:
     """The configured MLflow store: the validated ``tracking`` settings and the resolved URI."""
 
-    def __init__(self, settings, cwd: str | None = None, announce: bool = True):
+    def __init__(self, settings: Any, cwd: str | None = None, announce: bool = True) -> None:
         self.settings = settings
         self.uri, self.assumed = tracking.store_uri(settings, cwd)
         if self.assumed and announce:
@@ -80,7 +82,7 @@ class Store:
         self.cancelled = threading.Event()  # set when a step ran out of time: its thread stops
 
     @property
-    def client(self):
+    def client(self) -> Any:
         return _Guarded(client(self.uri, *self.timing), self.cancelled)
 
     def experiment(self) -> str:
@@ -90,7 +92,7 @@ class Store:
     def _check(self) -> None:
         _stop_if(self.cancelled)
 
-    def _bounded(self, step, *args):
+    def _bounded(self, step: Callable[..., T], *args: Any) -> T:
         """One logging step, at most ``tracking.timeout_s`` of wall time whatever MLflow does. An
         abandoned step's thread may still be inside MLflow, which logs its retries to stderr: those
         loggers are silenced, so the thread never holds stderr's lock while the process exits."""
@@ -101,7 +103,7 @@ class Store:
                 for name in BACKEND_LOGGERS:
                     logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
-    def record(self, **fields) -> dict:
+    def record(self, **fields: Any) -> dict[str, Any]:
         return {"backend": "mlflow", "uri": self.uri, "assumed": self.assumed, **fields}
 
     def start_parent(self, name: str, params: dict[str, str], tags: dict[str, str]) -> str:
@@ -117,7 +119,7 @@ class Store:
     def _start_parent(self, name: str, params: dict[str, str], tags: dict[str, str]) -> str:
         run = self.client.create_run(self.experiment(), run_name=name, tags=tags)
         self._params(run.info.run_id, params)
-        return run.info.run_id
+        return str(run.info.run_id)
 
     def _end_parent(self, run_id: str, failed: int, files: list[str]) -> None:
         for path in files:
@@ -145,7 +147,7 @@ class Store:
             for path, folder in tracking.run_files(run):
                 self.client.log_artifact(run_id, path, folder or None)
         self.client.set_terminated(run_id, tracking.run_status(run)[0])
-        return run_id
+        return str(run_id)
 
     def _params(self, run_id: str, params: dict[str, str]) -> None:
         from mlflow.entities import Param
@@ -164,22 +166,22 @@ class _Guarded:
     """An MLflow client whose every call first checks that its step has not run out of time, so an
     abandoned worker logs nothing more once ``tracking.json`` says the step failed."""
 
-    def __init__(self, inner, cancelled: threading.Event):
+    def __init__(self, inner: Any, cancelled: threading.Event) -> None:
         self._inner, self._cancelled = inner, cancelled
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)
         if not callable(attr):
             return attr
 
-        def call(*args, **kwargs):
+        def call(*args: Any, **kwargs: Any) -> Any:
             _stop_if(self._cancelled)
             return attr(*args, **kwargs)
 
         return call
 
 
-def write_record(directory: str, record: dict) -> None:
+def write_record(directory: str, record: dict[str, Any]) -> None:
     """``tracking.json`` beside a run's files (or in a sweep dir): where it was tracked, or why not."""
     atomic_write_text(os.path.join(directory, tracking.TRACKING_FILE), dumps(record))
 

@@ -10,6 +10,8 @@ matrices). Every function returns None without matplotlib, as :mod:`evalharness.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 from evalharness.report.views import plots
 
@@ -17,7 +19,7 @@ COLOURS = ("#4c78a8", "#e45756", "#54a24b", "#9d755d")
 MATRIX_CLASSES = 25  # the matrix shows the categories with the most counts; the rest are in the tables
 
 
-def _curves(spec: dict):
+def _curves(spec: dict[str, Any]) -> tuple[Any, Any]:
     """``panels``: (title, [(label, ys over x = 0..1 evenly)]) each, up to 3 per row."""
     panels = spec["panels"]
     cols = min(len(panels), 3)
@@ -42,7 +44,7 @@ def _curves(spec: dict):
     return matplotlib, fig
 
 
-def _bars(spec: dict):
+def _bars(spec: dict[str, Any]) -> tuple[Any, Any]:
     labels, series = spec["labels"], spec["series"]
     matplotlib, fig = plots._sized_figure(7.0, 0.6 + 0.45 * max(len(labels), 1))
     if fig is None:
@@ -59,7 +61,7 @@ def _bars(spec: dict):
     return matplotlib, fig
 
 
-def _matrix(spec: dict):
+def _matrix(spec: dict[str, Any]) -> tuple[Any, Any]:
     import numpy as np
 
     sides = spec["sides"]
@@ -88,7 +90,7 @@ def _matrix(spec: dict):
     return matplotlib, fig
 
 
-BUILDERS = {
+BUILDERS: dict[str, Callable[[dict[str, Any]], tuple[Any, Any]]] = {
     "curves": _curves,
     "bars": _bars,
     "matrix": _matrix,
@@ -96,12 +98,12 @@ BUILDERS = {
 }
 
 
-def svg(spec: dict) -> str | None:
+def svg(spec: dict[str, Any]) -> str | None:
     matplotlib, fig = BUILDERS[spec["kind"]](spec)
     return None if fig is None else plots._svg(matplotlib, fig, spec["name"])
 
 
-def blocks(specs: list[dict]) -> dict[str, list[str]]:
+def blocks(specs: list[dict[str, Any]]) -> dict[str, list[str]]:
     """HTML figure blocks by the section key they follow."""
     from evalharness.report.views import html
 
@@ -112,7 +114,7 @@ def blocks(specs: list[dict]) -> dict[str, list[str]]:
     return out
 
 
-def write_files(specs: list[dict], directory: str) -> list[str]:
+def write_files(specs: list[dict[str, Any]], directory: str) -> list[str]:
     """Each figure as ``<name>.svg`` and ``<name>.png`` in ``directory`` (made if absent); the paths."""
     paths = []
     for spec in specs:

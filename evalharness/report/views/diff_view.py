@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from evalharness.core.documents import DiffDocument, DiffRow, RunSummary
 from evalharness.core.numbers import fmt, fmt_pct
@@ -103,7 +104,7 @@ def _latency(doc: DiffDocument) -> Section:
     return Section("Latency", ["stat", "A", "B", "delta %", "speed-up"], rows, notes, key="latency")
 
 
-def _gates(gates: list[dict]) -> Section:
+def _gates(gates: list[dict[str, Any]]) -> Section:
     rows = [[g["rule"], g["detail"], "FAIL" if g["failed"] else "ok"] for g in gates]
     return Section("Gates (--fail-if)", ["rule", "tested", "result"], rows, key="gates")
 
@@ -147,7 +148,7 @@ def _explain_link(doc: DiffDocument) -> str:
     )
 
 
-def _inference(doc: DiffDocument, side: str) -> dict:
+def _inference(doc: DiffDocument, side: str) -> dict[str, Any]:
     return {r["name"].removeprefix("latency_"): r.get(side) for r in doc["latency"]}
 
 

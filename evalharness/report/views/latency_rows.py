@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from evalharness.report.runs import definition_of
@@ -18,5 +20,5 @@ def samples(run: Run) -> np.ndarray:
     return np.asarray([v for v in values if isinstance(v, int | float)], dtype=np.float64)
 
 
-def run_speedups(a: Run, b: Run) -> dict:
+def run_speedups(a: Run, b: Run) -> dict[str, Any]:
     return speedup_intervals(samples(a), samples(b))

@@ -8,9 +8,12 @@ are written in this one form."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 
-def node_data(graph: str, values: Mapping[int, float], gradient: list[dict], name: str) -> dict:
+def node_data(
+    graph: str, values: Mapping[int, float], gradient: list[dict[str, Any]], name: str
+) -> dict[str, Any]:
     """``ModelNodeData`` JSON of one quantity: ``values`` by op index."""
     results = {str(op): {"value": value} for op, value in sorted(values.items())}
     return {graph: {"name": name, "results": results, "gradient": gradient}}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import Any
 
 from evalharness.core.documents import DiffDocument
 from evalharness.core.tables import Section, render_text
@@ -27,7 +28,7 @@ CSV_COLUMNS = (
 )
 
 
-def run_sections(record: dict, n: int = 10) -> list[Section]:
+def run_sections(record: dict[str, Any], n: int = 10) -> list[Section]:
     """One run's op profile as tables: the costliest ``n`` ops, per op type, per backend, and the
     sum and placement checks as notes (``results.txt``, ``report analysis`` in every format)."""
     total = record["sum_median_ms"] or 1.0
@@ -64,7 +65,7 @@ _BASES = {  # the sum check's denominator, as the sum line names it
 }
 
 
-def _sum_line(record: dict) -> str:
+def _sum_line(record: dict[str, Any]) -> str:
     invoke, basis = record["invoke"], record.get("sum_basis") or "medians"
     text = (
         f"per-op medians sum to {record['sum_median_ms']:.3f} ms, invoke median {invoke['median_ms']:.3f} ms"
@@ -87,22 +88,22 @@ def _sum_line(record: dict) -> str:
     return text + f"; against the invoke's process CPU time {invoke['cpu_median_ms']:.3f} ms: x{cpu:.3f}"
 
 
-def _index(op: dict) -> str:
+def _index(op: dict[str, Any]) -> str:
     return "-" if op["index"] is None else str(op["index"])
 
 
-def _rollup(title: str, what: str, groups: dict, notes: list[str] | None = None) -> Section:
+def _rollup(title: str, what: str, groups: dict[str, Any], notes: list[str] | None = None) -> Section:
     ranked = sorted(groups.items(), key=lambda kv: -kv[1]["ms"])  # metrics.json stores keys sorted
     rows = [[name, str(g["count"]), f"{g['ms']:.3f}", f"{g['share']:.1%}"] for name, g in ranked]
     return Section(title, [what, "ops", "median ms", "share"], rows, notes or [])
 
 
-def top_lines(record: dict, n: int = 10) -> list[str]:
+def top_lines(record: dict[str, Any], n: int = 10) -> list[str]:
     """The op profile's lines in ``results.txt`` and on the terminal."""
     return render_text("Op profile", run_sections(record, n)).splitlines()
 
 
-def csv_text(record: dict) -> str:
+def csv_text(record: dict[str, Any]) -> str:
     """One row per op (execution order), the columns of :data:`CSV_COLUMNS`."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -113,7 +114,7 @@ def csv_text(record: dict) -> str:
     return out.getvalue()
 
 
-def model_explorer(record: dict) -> dict:
+def model_explorer(record: dict[str, Any]) -> dict[str, Any]:
     """Model Explorer node data: median ms per node (keyed by the op's output tensor name, as
     ``explain``'s), the backend in the node's label colour."""
     colours: dict[str, str] = {}
@@ -142,7 +143,7 @@ def time_ratio(a_ms: float, b_ms: float) -> float | None:
     return a_ms / b_ms if b_ms else None
 
 
-def speedups(a: dict | None, b: dict | None) -> dict | None:
+def speedups(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any] | None:
     """Per op type (and per op, where both runs profiled the same graph): A's time / B's time
     (> 1: B faster), medians. None when neither run carries an op profile; ``only`` names the one
     that does when only one does (said in the diff, never silently dropped)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable
+from typing import Any
 
 from evalharness.core.escape import terminal
 
@@ -25,7 +26,7 @@ LATENCY_NOTE = (
 )
 
 
-def _matplotlib():
+def _matplotlib() -> tuple[Any, Any] | None:
     try:
         import matplotlib
         from matplotlib.figure import Figure
@@ -43,7 +44,7 @@ def _shown(made: Callable[[float, int | None], str]) -> Callable[[float, int | N
     return shown
 
 
-def controls_shown(fig) -> None:
+def controls_shown(fig: Any) -> None:
     """Every text of the figure — titles, labels, legends, tick labels — with its control characters
     shown (:func:`evalharness.core.escape.terminal`): class and model names come from files, and a
     glyph matplotlib cannot draw is echoed raw in its warning on stderr (and is no valid SVG text)."""
@@ -61,7 +62,7 @@ def controls_shown(fig) -> None:
         text.set_text(terminal(text.get_text()))
 
 
-def _svg(matplotlib, fig, prefix: str) -> str:
+def _svg(matplotlib: Any, fig: Any, prefix: str) -> str:
     """The figure as an inline ``<svg>`` whose element ids start with ``prefix``.
 
     Several SVGs share one HTML page, and matplotlib numbers ids per figure (``patch_1``, clip
@@ -79,7 +80,7 @@ def _svg(matplotlib, fig, prefix: str) -> str:
     )
 
 
-def _sized_figure(width: float, height: float):
+def _sized_figure(width: float, height: float) -> tuple[Any, Any]:
     """(matplotlib, a new Figure) or (None, None) without matplotlib."""
     mpl = _matplotlib()
     if mpl is None:
@@ -88,11 +89,11 @@ def _sized_figure(width: float, height: float):
     return matplotlib, Figure(figsize=(width, height))
 
 
-def _figure(rows: int):
+def _figure(rows: int) -> tuple[Any, Any]:
     return _sized_figure(7.0, 0.6 + 0.45 * max(rows, 1))
 
 
-def latency_summary(runs: list[tuple[str, dict]]) -> str | None:
+def latency_summary(runs: list[tuple[str, dict[str, Any]]]) -> str | None:
     """``runs``: (label, latency_ms.inference dict) per run, drawn top to bottom."""
     matplotlib, fig = _figure(len(runs))
     if fig is None:
@@ -111,14 +112,14 @@ def latency_summary(runs: list[tuple[str, dict]]) -> str | None:
     return _svg(matplotlib, fig, "latency")
 
 
-def class_deltas(rows: list[dict], limit: int = 25) -> str | None:
+def class_deltas(rows: list[dict[str, Any]], limit: int = 25) -> str | None:
     """Horizontal bars of per-class AP change (B - A), largest |delta| first; the paired interval as
     a whisker where the row has one (``paired.interval``)."""
     matplotlib, fig = class_deltas_figure(rows, limit)
     return None if fig is None else _svg(matplotlib, fig, "classes")
 
 
-def class_deltas_figure(rows: list[dict], limit: int = 25):
+def class_deltas_figure(rows: list[dict[str, Any]], limit: int = 25) -> tuple[Any, Any]:
     """(matplotlib, the figure of :func:`class_deltas`), or (None, None) without matplotlib."""
     rows = [r for r in rows if r["delta"] is not None][:limit]
     matplotlib, fig = _figure(len(rows))
@@ -180,7 +181,7 @@ def scatter(
 LABEL_OFFSETS = ((4, 4), (4, -11), (-4, 4), (-4, -11), (4, 14), (4, -21), (-4, 14), (-4, -21))
 
 
-def _place_labels(ax, fig, points: list[tuple[str, float, float]], fontsize: int = 7) -> None:
+def _place_labels(ax: Any, fig: Any, points: list[tuple[str, float, float]], fontsize: int = 7) -> None:
     """Each point's label at the first of :data:`LABEL_OFFSETS` where its box (estimated from the
     text length) overlaps no label placed before: runs of a sweep often sit close together, and
     labels drawn all up-right of their points printed over each other."""

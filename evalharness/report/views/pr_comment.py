@@ -13,6 +13,7 @@ text from a file (model and label names, rules, verdicts) is escaped there, mark
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from evalharness.core.documents import DiffDocument, RunSummary
 from evalharness.core.escape import Markdown, md_code, md_text
@@ -39,7 +40,7 @@ def _warnings(lines: list[str]) -> list[str]:
 
 
 # report diff ------------------------------------------------------------------------------------
-def gate_line(gates: list[dict] | None) -> str:
+def gate_line(gates: list[dict[str, Any]] | None) -> str:
     """``**Gate: passed** (2 rules)`` or ``**Gate: FAILED** — rule: detail; ...``; "" without rules."""
     if not gates:
         return ""
@@ -142,7 +143,7 @@ BASELINE_NOTE = (
 )
 
 
-def sweep_line(rows: list[dict]) -> str:
+def sweep_line(rows: list[dict[str, Any]]) -> str:
     bad = [r for r in rows if r["status"] != "complete"]
     line = f"**Sweep: {len(rows)} jobs, {len(rows) - len(bad)} complete**"
     if bad:
@@ -150,7 +151,7 @@ def sweep_line(rows: list[dict]) -> str:
     return line
 
 
-def sweep_compact(columns: list[str], rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+def sweep_compact(columns: list[str], rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     """Parameters, status, each key metric with its interval, its change against the baseline,
     latency p50 and the speed-up: the sweep's rows as ``report sweep`` made them."""
     params = columns[1 : columns.index("status")]
@@ -173,14 +174,14 @@ def sweep_compact(columns: list[str], rows: list[dict]) -> tuple[list[str], list
     return headers, out
 
 
-def _with_interval(row: dict, column: str, spec: str) -> str:
+def _with_interval(row: dict[str, Any], column: str, spec: str) -> str:
     """``value [low, high]`` where the row holds the column's interval (a Δ's is the paired one)."""
     low, high = row.get(f"{column}_ci_low"), row.get(f"{column}_ci_high")
     shown = fmt(row.get(column), spec, missing=DASH)
     return shown + (f" [{low:{spec}}, {high:{spec}}]" if low is not None and high is not None else "")
 
 
-def render_sweep(columns: list[str], rows: list[dict], sections: list[Section]) -> str:
+def render_sweep(columns: list[str], rows: list[dict[str, Any]], sections: list[Section]) -> str:
     """The sweep as a PR comment: one status line, the compact table, the rest in details blocks."""
     headers, cells = sweep_compact(columns, rows)
     out = [sweep_line(rows), "", *table(headers, cells)]

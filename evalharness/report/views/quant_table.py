@@ -12,6 +12,8 @@ definitions only (no runtime import).
 
 from __future__ import annotations
 
+from typing import Any
+
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import delta, fmt
 from evalharness.core.tables import Section
@@ -21,34 +23,34 @@ from evalharness.report.shared_images import on_shared_images, shared_note
 from evalharness.rundir.reader import Run
 from evalharness.stats.paired import format_p
 from evalharness.tasks.comparison import Comparison
-from evalharness.tasks.definition import comparer
+from evalharness.tasks.definition import TaskDefinition, comparer
 
 FLOAT = "none"
 SCORED = ("complete", "partial")
 
 
-def variant(row: dict) -> str:
+def variant(row: dict[str, Any]) -> str:
     return row.get("quant") or FLOAT  # a job without a quant override ran the float model
 
 
-def _float_row(rows: list[dict], row: dict, others: list[str]) -> dict | None:
+def _float_row(rows: list[dict[str, Any]], row: dict[str, Any], others: list[str]) -> dict[str, Any] | None:
     for r in rows:
         if variant(r) == FLOAT and all(r.get(k) == row.get(k) for k in others):
             return r
     return None
 
 
-def runs_of(jobs: list[dict]) -> dict:
+def runs_of(jobs: list[dict[str, Any]]) -> dict[str, Any]:
     """Job name -> its run (:func:`evalharness.report.commands.sweep.collect` read each document once)."""
     return {job["run"]: job["doc"] for job in jobs if job["doc"] is not None}
 
 
-def quant_metrics(definition) -> tuple[str, ...]:
+def quant_metrics(definition: TaskDefinition) -> tuple[str, ...]:
     """The metrics the quantization tables show: the task's sweep metrics."""
     return sweep_metrics(definition)
 
 
-def add_quant_columns(jobs: list[dict], rows: list[dict], keys: list[str]) -> list[str]:
+def add_quant_columns(jobs: list[dict[str, Any]], rows: list[dict[str, Any]], keys: list[str]) -> list[str]:
     """Change against the float row (``d_<metric>_vs_float``) and the task's agreement with it in
     every scored row that has a scored float row with the same other values; returns the columns."""
     others = [k for k in keys if k != "quant"]
@@ -98,20 +100,20 @@ def _comparable(run_float: Run, run: Run) -> Comparability:
     return comp
 
 
-def _num(value, spec: str) -> str:
+def _num(value: Any, spec: str) -> str:
     return fmt(value, spec, missing="")
 
 
-def _interval(row: dict) -> str:
+def _interval(row: dict[str, Any]) -> str:
     low, high = row.get("d_interval_low"), row.get("d_interval_high")
     return "" if low is None or high is None else f"[{low:+.4f}, {high:+.4f}]"
 
 
-def _error(row: dict) -> str:
+def _error(row: dict[str, Any]) -> str:
     return "" if row["status"] == "complete" else f"{row['status']}: {row.get('error') or ''}".strip()
 
 
-def _scored_definition(runs: dict, rows: list[dict]):
+def _scored_definition(runs: dict[str, Any], rows: list[dict[str, Any]]) -> TaskDefinition | None:
     for r in rows:
         if r["status"] in SCORED:
             try:
@@ -121,7 +123,7 @@ def _scored_definition(runs: dict, rows: list[dict]):
     return None
 
 
-def _table1(rows: list[dict], others: list[str], definition) -> Section:
+def _table1(rows: list[dict[str, Any]], others: list[str], definition: TaskDefinition | None) -> Section:
     metrics = quant_metrics(definition) if definition else ()
     paired = comparer(definition) if definition else None
     value_key, p_key = paired.agreement_columns if paired else Comparison.agreement_columns
@@ -182,7 +184,9 @@ def _table1(rows: list[dict], others: list[str], definition) -> Section:
     return Section("Table 1: quantization variants", headers, cells, notes, key="quant")
 
 
-def _table2(rows: list[dict], others: list[str], definition) -> Section | None:
+def _table2(
+    rows: list[dict[str, Any]], others: list[str], definition: TaskDefinition | None
+) -> Section | None:
     if definition is None or not quant_metrics(definition) or not any(variant(r) == "int16x8" for r in rows):
         return None
     metric = quant_metrics(definition)[0]
@@ -219,11 +223,11 @@ ORDER: tuple[str, ...] = ("none", "fp16", "dynamic_int8", "weight_only_int8", "i
 ORDER += ("prune", "cluster", "prune+int8", "cluster+int8")
 
 
-def _order(name: str) -> tuple:
+def _order(name: str) -> tuple[Any, ...]:
     return (ORDER.index(name), "") if name in ORDER else (len(ORDER), name)
 
 
-def host_note(runs: dict, rows: list[dict]) -> str:
+def host_note(runs: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     """Which CPU ran the sweep: int8 speed depends on it (VNNI, dot-product instructions)."""
     for r in rows:
         if r["status"] in SCORED:
@@ -233,7 +237,7 @@ def host_note(runs: dict, rows: list[dict]) -> str:
     return "host CPU: unknown (no job completed)"
 
 
-def quant_sections(jobs: list[dict], rows: list[dict], keys: list[str]) -> list[Section]:
+def quant_sections(jobs: list[dict[str, Any]], rows: list[dict[str, Any]], keys: list[str]) -> list[Section]:
     others = [k for k in keys if k != "quant"]
     runs = runs_of(jobs)
     definition = _scored_definition(runs, rows)

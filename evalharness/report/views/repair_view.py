@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from evalharness.core.markdown import render_markdown
 from evalharness.core.numbers import fmt
@@ -18,7 +19,7 @@ TITLE = "evalharness quant.max_drop: the fewest ops in float that hold the drop"
 RANKED_SHOWN = 10
 
 
-def _db(value) -> str:
+def _db(value: Any) -> str:
     if isinstance(value, str):
         return value
     return fmt(value, ".1f")
@@ -33,13 +34,13 @@ def _ops(ops: list[int] | None, width: int = 6) -> str:
     return shown + (f", … (+{len(ops) - width})" if len(ops) > width else "")
 
 
-def _coverage(c: dict) -> str:
+def _coverage(c: dict[str, Any]) -> str:
     if c.get("ops_delegated") is None:
         return "n/a"
     return f"{c['ops_delegated']}/{c['ops_total']}"
 
 
-def sections(record: dict) -> list[Section]:
+def sections(record: dict[str, Any]) -> list[Section]:
     r = record["repair"]
     metric = r["metric"]
     rows = [
@@ -127,7 +128,7 @@ def sections(record: dict) -> list[Section]:
 FRONTIER_HEADERS = ["step", "float ops", "ops"]
 
 
-def summary(record: dict) -> str:
+def summary(record: dict[str, Any]) -> str:
     r = record["repair"]
     h, metric = r["held_out"], r["metric"]
     n = len(r["chosen"]["float_ops"])
@@ -146,19 +147,19 @@ def summary(record: dict) -> str:
     )
 
 
-def print_repair(record: dict) -> None:
+def print_repair(record: dict[str, Any]) -> None:
     print(render_text(TITLE, sections(record)), end="")
     print(summary(record))
     print(f"repair: {verdict(record['repair'])}")
 
 
-def resolvable(r: dict) -> bool:
+def resolvable(r: dict[str, Any]) -> bool:
     """The held-out part can tell the target from noise (``resolution``; a repair recorded before
     it was measured: taken as resolvable, as it was then)."""
     return bool((r.get("resolution") or {}).get("resolves", True))
 
 
-def verdict(r: dict) -> str:
+def verdict(r: dict[str, Any]) -> str:
     """The held-out result as one line (the run's summary and the repair's printout): held or
     missed, and whether that is a check (exit 1 on a miss) or, on too few images, a report only."""
     h, metric = r["held_out"], r["metric"]
@@ -173,7 +174,7 @@ def verdict(r: dict) -> str:
     return text + ("" if h["holds"] else " (a failed check)")
 
 
-def failed_checks(quant: dict | None) -> list[str]:
+def failed_checks(quant: dict[str, Any] | None) -> list[str]:
     """The run's failed checks (exit 1): the drop could not be held on the search part (a
     quantization repair, or the layer search of pruning or clustering, transforms/weight_search.py), or the
     held-out part, when it can resolve the target, shows a repair missed it."""
@@ -194,7 +195,7 @@ def failed_checks(quant: dict | None) -> list[str]:
     ]
 
 
-def write_repair(run_dir: str, record: dict | None) -> None:
+def write_repair(run_dir: str, record: dict[str, Any] | None) -> None:
     """``<run_dir>/repair/``: the recipe (reusable with quant.recipe=FILE), the whole record, the
     tables as text and Markdown, and Model Explorer node data of which ops stayed in float."""
     if not record or not record.get("repair"):
@@ -211,14 +212,14 @@ def write_repair(run_dir: str, record: dict | None) -> None:
     atomic_write_text(os.path.join(folder, "model_explorer_float_ops.json"), stable_json(explorer))
 
 
-def write_recipe(path: str, recipe: list[dict]) -> None:
+def write_recipe(path: str, recipe: list[dict[str, Any]]) -> None:
     """The quantizer's JSON recipe as ``quant.recipe=FILE`` reads it back."""
     from evalharness.core.atomic_io import atomic_write_text
 
     atomic_write_text(path, json.dumps(recipe, indent=1) + "\n")
 
 
-def float_ops_data(r: dict) -> dict:
+def float_ops_data(r: dict[str, Any]) -> dict[str, Any]:
     """Model Explorer node data (``ModelNodeData``, nodes by op index, as its TFLite adapter names
     them) of the repair on the float model's graph: 1 = kept in float, 0 = quantized, for every op the
     recipe quantizes."""

@@ -25,7 +25,7 @@ class DetectionComparison(Comparison):
         A would ship (its F1-optimal threshold), never every box down to 0 unasked."""
         if given is not None:
             return given, "--min-score"
-        f1 = ((a.document.metrics.analysis or {}).get("f1") or {}).get("score_threshold")
+        f1 = a.document.metrics.analysis_part("f1").get("score_threshold")
         if f1 is not None:
             return float(f1), "run A's F1-optimal score threshold"
         return 0.5, "default: run A records no F1-optimal threshold"
@@ -40,7 +40,7 @@ class DetectionComparison(Comparison):
             )
             det["error_types_note"] = why or "TIDE error types (tidecv) of B minus A on the image"
         det["per_class"] = per_class_deltas(
-            a.metrics.get("per_class") or {}, b.metrics.get("per_class") or {}
+            a.document.metrics.part("per_class"), b.document.metrics.part("per_class")
         )
         resamples, seed = bootstrap_settings(self.settings)
         if resamples > 0:

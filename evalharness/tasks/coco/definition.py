@@ -139,7 +139,7 @@ class CocoDefinition(TaskDefinition):
         stored = first.metrics.get("backend") or self._setting("backend")
         tflite = "tflite_tool" in first.metrics  # score what the run reported
         analysis = "analysis" in first.metrics
-        tide = (first.document.metrics.analysis or {}).get("tide", {}).get("reason") != TIDE_OFF
+        tide = first.document.metrics.analysis_part("tide").get("reason") != TIDE_OFF
         return CocoScorer(
             load_ground_truth(first),
             backend or stored,

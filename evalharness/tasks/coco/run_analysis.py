@@ -26,7 +26,7 @@ CURVE_CLASSES = 6
 def sections_and_figures(
     run: Run, curves_file: str, max_rows: int
 ) -> tuple[list[Section], list[dict[str, Any]]]:
-    a = run.metrics.get("analysis")
+    a = run.document.metrics.analysis
     if not a:
         raise EvalHarnessError(
             f"run {run.label} records no metrics.analysis (made before schema 4, or with "

@@ -84,7 +84,7 @@ class ImageNetView(TaskView):
         ]
 
     def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict[str, Any]]]:
-        a = run.metrics.get("analysis")
+        a = run.document.metrics.analysis
         if not a:
             raise EvalHarnessError(
                 f"run {run.label} records no metrics.analysis (made before schema 4); rerun it"

@@ -23,7 +23,7 @@ class OutputErrorsComparison(Comparison):
         """Per output: each run's mean error with its interval (runs made before schema 2: none)."""
         rows = []
         for side, run in (("a", a), ("b", b)):
-            intervals = run.document.metrics.intervals.get("avg_error") or {}
+            intervals = run.document.metrics.interval_part("avg_error")
             for out in run.metrics.get("outputs") or []:
                 if side == "a":
                     rows.append({"name": out["name"]})
@@ -61,7 +61,7 @@ class InferenceDiffView(TaskView):
         for i, out in enumerate(metrics["outputs"]):
             lines.append(f"OutputDiff[{i}]: avg_error={out['avg_error']:g}, std_dev={out['std_dev']:g}")
         intervals = doc.metrics.intervals
-        errors = intervals.get("avg_error") or {}
+        errors = doc.metrics.interval_part("avg_error")
         shown = [(f"OutputDiff[{i}]", errors.get(out["name"])) for i, out in enumerate(metrics["outputs"])]
         lines += interval_lines(intervals, f"avg_error, {metrics['num_scored']} runs", shown)
         lines.append(decoded_summary(metrics.get("decoded")))

@@ -6,8 +6,9 @@ typed document: rundir/metrics_file.py, rundir/provenance_record.py) no such rea
 
 What is flagged, outside rundir/: a call of ``.prov(...)`` or ``dig(...)``; any ``.doc`` attribute
 (the JSON object a :class:`evalharness.rundir.reader.Run` was read from); ``.raw.get(...)`` and
-``.raw[...]`` (a key of the JSON a typed block keeps for comparing or showing it whole). Other dicts
-(a diff document, a config group, a prediction record) are not the run document and pass.
+``.raw[...]`` (a key of the JSON a typed block keeps for comparing or showing it whole); a
+``read_json(...)`` of ``METRICS_FILE`` (metrics.json read past the one reader, ``load_run``). Other
+dicts (a diff document, a config group, a prediction record) are not the run document and pass.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ def _string_reads(source: str) -> list[tuple[int, str]]:
                 found.append((node.lineno, f"{name}(...)"))
             if isinstance(func, ast.Attribute) and func.attr == "get" and _is_raw(func.value):
                 found.append((node.lineno, ".raw.get(...)"))
+            if name == "read_json" and any(_names_metrics_file(arg) for arg in node.args):
+                found.append((node.lineno, "read_json(metrics.json)"))
         elif isinstance(node, ast.Attribute) and node.attr == "doc":
             found.append((node.lineno, ".doc"))
         elif isinstance(node, ast.Subscript) and _is_raw(node.value):
@@ -52,13 +55,23 @@ def _is_raw(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "raw"
 
 
+def _names_metrics_file(node: ast.expr) -> bool:
+    return any(
+        (isinstance(n, ast.Name) and n.id == "METRICS_FILE")
+        or (isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.endswith("metrics.json"))
+        for n in ast.walk(node)
+    )
+
+
 def test_the_check_sees_each_kind_of_string_read():
     source = (
         "run.prov('model.name')\ndig(doc, 'a.b')\nrun.doc.get('status')\n"
         "run.document.latency.raw['init']\nrun.provenance.host.raw.get('os')\n"
+        "read_json(os.path.join(d, METRICS_FILE), 'run file')\n"
     )
     kinds = [what for _, what in _string_reads(source)]
-    assert sorted(kinds) == sorted(["prov(...)", "dig(...)", ".doc", ".raw[...]", ".raw.get(...)"])
+    expected = ["prov(...)", "dig(...)", ".doc", ".raw[...]", ".raw.get(...)", "read_json(metrics.json)"]
+    assert sorted(kinds) == sorted(expected)
     assert not _string_reads("run.provenance.model.name\ndiff['a']\nconfig.get('task') or {}\n")
 
 

@@ -14,6 +14,7 @@ from evalharness.core.atomic_io import atomic_create_text
 from evalharness.core.errors import EvalHarnessError
 from evalharness.rundir.document import write_failure, write_run
 from evalharness.rundir.files import METRICS_FILE, RESULTS_FILE, STATE_FILE, RunWriter
+from evalharness.rundir.metrics_file import parse_document
 from evalharness.rundir.state import claim, release
 
 CONFIG = {"task": {"name": "toy"}, "loop": {}}
@@ -72,13 +73,14 @@ class FullDisk(RunWriter):
 def test_results_follow_the_committed_record(tmp_path):
     writer = FullDisk(str(tmp_path))
     with pytest.raises(OSError):
-        write_run(writer, {"status": "complete", "metrics": {"top1": 0.5}}, ["Top-1 Accuracy: 0.5"], {})
+        record = parse_document({"status": "complete", "metrics": {"top1": 0.5}})
+        write_run(writer, record, ["Top-1 Accuracy: 0.5"], {})
     assert json.loads((tmp_path / METRICS_FILE).read_text())["status"] == "complete"
     assert not (tmp_path / RESULTS_FILE).exists()
 
 
 def test_a_failure_record_removes_figures_an_earlier_session_printed(tmp_path):
-    write_run(RunWriter(str(tmp_path)), {"status": "partial"}, ["Top-1 Accuracy: 0.5"], {})
+    write_run(RunWriter(str(tmp_path)), parse_document({"status": "partial"}), ["Top-1 Accuracy: 0.5"], {})
     write_failure(str(tmp_path), "the disk is full", {}, [])
     assert json.loads((tmp_path / METRICS_FILE).read_text())["status"] == "failed"
     assert not (tmp_path / RESULTS_FILE).exists()

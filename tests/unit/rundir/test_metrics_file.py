@@ -138,3 +138,24 @@ def test_a_view_with_other_metrics_keeps_the_run():
     run = Run("A", "/runs/a", {"status": "complete", "metrics": {"top1": 1.0}})
     view = run.with_metrics({"top1": 0.5})
     assert view.metrics == {"top1": 0.5} and run.metrics == {"top1": 1.0}
+
+
+def test_a_merged_run_names_its_shards():
+    doc = parse_document(
+        {"merged": {"shards": 2, "processes": 2, "hosts": ["a"], "host_count": 1, "runs": ["x", "y"]}}
+    )
+    assert doc.merged is not None and (doc.merged.shards, doc.merged.hosts, doc.merged.runs) == (
+        2,
+        ("a",),
+        ("x", "y"),
+    )
+    assert parse_document({}).merged is None
+
+
+def test_the_typed_document_follows_a_replaced_block():
+    doc: dict = {"status": "complete", "metrics": {"top1": 1.0}}
+    run = Run("A", "/runs/a", doc)
+    first = run.document
+    assert run.document is first  # parsed once
+    doc["metrics"] = {"top1": 0.5}
+    assert run.metrics == {"top1": 0.5} and run.document is not first
