@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
+from shared_runs import Make, Runs, RunStore
 
 from evalharness.core.paths import CONF_DIR, bundled, model_stem, quant_tag
 
@@ -42,8 +45,14 @@ def lite0_on_val50(images: int) -> list[str]:
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
 OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)
 OmegaConf.register_new_resolver("quant_tag", quant_tag, replace=True)
-# Multiruns turn the tensor cache on: keep the tests' cache out of the user's home.
+# Multiruns turn the tensor cache on: keep the tests' cache out of the user's home. Each xdist worker
+# takes its own folder under the one the controller made (the workers inherit its environment), so
+# that no two test processes fill one cache at once.
 os.environ.setdefault("EVALHARNESS_CACHE", tempfile.mkdtemp(prefix="evalharness-test-cache-"))
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    worker_cache = os.path.join(os.environ["EVALHARNESS_CACHE"], os.environ["PYTEST_XDIST_WORKER"])
+    os.makedirs(worker_cache, exist_ok=True)
+    os.environ["EVALHARNESS_CACHE"] = worker_cache
 
 
 def pytest_collection_modifyitems(config, items):
@@ -51,6 +60,38 @@ def pytest_collection_modifyitems(config, items):
     e2e = REPO / "tests" / "e2e"
     if not ASSETS.is_dir() and any(e2e in Path(str(item.path)).parents for item in items):
         pytest.exit(f"shared test assets not found at {ASSETS} (tests/unit runs without them)", returncode=3)
+
+
+# A module-scoped fixture (a module's runs, a built dataset) holds state its module's tests share.
+_MODULE_STATE = re.compile(r"""scope=["'](module|class|package)["']|runs_fixture\(""")
+
+
+@functools.cache
+def _keeps_module_state(path: str) -> bool:
+    file = REPO / path
+    return not file.is_file() or bool(_MODULE_STATE.search(file.read_text()))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``-n`` (pyproject.toml: ``-n auto``) with the default ``--dist load``: a module that keeps
+    module-scoped state goes to one worker as a whole, so that its fixtures are made once, not once
+    on every worker that picks one of its tests (and its tests see the state in their order); every
+    other test is handed out alone. Whole modules go first, largest first, then single tests in
+    collection order (end-to-end, then unit), so that short tests fill the end.
+
+    xdist's own ``--dist loadgroup`` does not group on pytest 9.2 (pytest-xdist issue 1386), hence
+    this scheduler; another ``--dist`` given on the command line is xdist's own."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleStateScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if _keeps_module_state(path) else nodeid
+
+    return ModuleStateScheduling(config, log)
 
 
 def one_coco_image(directory: Path, image_id: int) -> tuple[Path, list[dict], list[dict]]:
@@ -88,18 +129,74 @@ def run_cli(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.C
     )
 
 
+def run_inprocess_into(overrides: list[str], run_dir: Path) -> None:
+    """:func:`run_inprocess` for a :class:`RunStore`: the run must complete."""
+    doc = run_inprocess(overrides, run_dir)
+    assert doc["status"] == "complete", doc.get("error")
+
+
+def run_inprocess_keeping_invalid(overrides: list[str], run_dir: Path) -> None:
+    """:func:`run_inprocess` for a :class:`RunStore`, where a run stopped as invalid (NaN outputs:
+    what explain is for) is kept as it stopped."""
+    from evalharness.core.errors import RunStopped
+
+    try:
+        run_inprocess(overrides, run_dir)
+    except RunStopped:
+        assert json.loads((run_dir / "metrics.json").read_text())["status"] == "invalid"
+
+
 @pytest.fixture(scope="session")
-def val50_runs(tmp_path_factory) -> dict:
+def run_store(tmp_path_factory) -> RunStore:
+    """Folders and runs made once per test session, shared by every xdist worker (tests/shared_runs.py)."""
+    return RunStore(tmp_path_factory)
+
+
+def make_runs(
+    run_store: RunStore,
+    common: list[str],
+    variants: dict[str, list[str]] | None = None,
+    *,
+    keep_invalid: bool = False,
+    make: Make | None = None,
+    key: str = "",
+) -> Runs:
+    """Run directories of ``common`` + each variant's overrides: ``runs[name]`` for the variants
+    given here (made now, before any test captures output), ``runs(name, *overrides)`` for one
+    declared where a test first needs it (made then). Each run is made once per session and shared
+    with every module asking for the same overrides (tests/shared_runs.py). ``make(overrides,
+    run_dir)`` makes one (default: in-process, and it must complete; ``keep_invalid``: a run stopped
+    as invalid is kept as it stopped); ``key`` names what else a run depends on (a data file that is
+    no override)."""
+    make = make or (run_inprocess_keeping_invalid if keep_invalid else run_inprocess_into)
+    runs = Runs(run_store, ["loop.progress=false", *common], variants, make, key)
+    for name in runs:
+        runs[name]
+    return runs
+
+
+def runs_fixture(
+    common: list[str], variants: dict[str, list[str]] | None = None, *, keep_invalid: bool = False
+):
+    """A module's ``runs`` fixture: ``name = runs_fixture(common, variants)`` at module level
+    defines a module-scoped fixture ``name`` returning :func:`make_runs`'s runs."""
+
+    @pytest.fixture(scope="module")
+    def runs(run_store: RunStore) -> Runs:
+        return make_runs(run_store, common, variants, keep_invalid=keep_invalid)
+
+    return runs
+
+
+@pytest.fixture(scope="session")
+def val50_runs(run_store) -> dict:
     """(model, delegate) -> metrics.json document + predictions, computed once per session."""
-    cache: dict = {}
 
     def get(model: str, delegate: str = "cpu") -> tuple[dict, list[dict]]:
-        if (model, delegate) not in cache:
-            run_dir = tmp_path_factory.mktemp(f"{model}-{delegate}")
-            doc = run_inprocess([*VAL50, f"model={model}", f"delegate={delegate}"], run_dir)
-            preds = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
-            cache[model, delegate] = (doc, preds)
-        return cache[model, delegate]
+        run_dir = run_store.run([*VAL50, f"model={model}", f"delegate={delegate}"], run_inprocess)
+        doc = json.loads((run_dir / "metrics.json").read_text())
+        preds = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+        return doc, preds
 
     return get
 
@@ -114,11 +211,14 @@ def task_lines(run_dir: Path) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def sample_run(tmp_path_factory) -> Path:
+def sample_run(run_store) -> Path:
     """One complete run of the bundled sample, made once per session: the run directory that tests
     copy or read (never change: the threat-model suites check its files stay byte-identical)."""
-    out = tmp_path_factory.mktemp("sample_run") / "run"
-    command = [sys.executable, "-m", "evalharness", "loop.progress=false", f"hydra.run.dir={out}"]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return out
+
+    def make(folder: Path) -> None:
+        out = folder / "run"
+        command = [sys.executable, "-m", "evalharness", "loop.progress=false", f"hydra.run.dir={out}"]
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+
+    return run_store.once("sample_run", make) / "run"

@@ -45,8 +45,8 @@ if TYPE_CHECKING:  # for the types only
 from evalharness.run.start_up import child_failed
 from evalharness.rundir.document import has_document, holds_run
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, read_predictions
-from evalharness.settings.thread_budget import available_cores
 from evalharness.rundir.reader import load_run
+from evalharness.settings.thread_budget import available_cores
 
 # Overrides a shard process sets itself.
 # (loop.resume / loop.overwrite pass through: an interrupted parallel run resumes shard by shard.)

@@ -12,7 +12,7 @@ from conftest import VAL50, run_cli, run_inprocess, task_lines
 from test_gpu import NO_VULKAN
 from test_report_classification import report
 
-from evalharness.core.errors import ConfigError, RunStopped
+from evalharness.core.errors import ConfigError, EvalHarnessError, RunStopped
 from evalharness.core.numbers import relative_pct
 from evalharness.run import start_up as cache_runs
 
@@ -83,9 +83,9 @@ def test_passes_need_a_command_line_to_repeat(tmp_path):
 
 def test_a_failing_pass_keeps_its_exit_class_and_error_line(tmp_path):
     """A pass's user error stays exit 2 (not RunStopped), a stopped or crashed pass is exit 1."""
-    with pytest.raises(Exception, match=r"the cold pass failed \(exit 2\): .*no_such\.tflite") as err:
+    with pytest.raises(EvalHarnessError, match=r"the cold pass failed \(exit 2\): .*no_such\.tflite") as err:
         cache_runs.run_pass([*BENCH, "model.path=no_such.tflite"], str(tmp_path / "c"), str(tmp_path), "cold")
-    assert not isinstance(err.value, RunStopped)
+    assert err.type is EvalHarnessError and not isinstance(err.value, RunStopped)
     stopped = cache_runs.child_failed(
         "task.start_up: the warm pass", 1, "log line\nerror: run stopped early (SIGTERM)\n", "d"
     )

@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 from conftest import ASSETS, VAL50, run_cli, run_inprocess
+from shared_runs import edit_document
 
 IMAGES = sorted((ASSETS / "imagenet" / "val50").glob("*.JPEG"))[:4]
 
@@ -65,10 +66,7 @@ def test_a_class_list_edited_before_resume_is_refused(tmp_path):
     args = [*VAL50, "task.num_images=2", "dataset.class_names=null", f"dataset.synset_words={words}"]
     run = tmp_path / "run"
     run_inprocess(args, run)
-    doc = json.loads((run / "metrics.json").read_text())
-    (run / "metrics.json").write_text(
-        json.dumps({**doc, "status": "partial"})
-    )  # as an interruption leaves it
+    edit_document(run, status="partial")  # as an interruption leaves it
     lines = words.read_text().splitlines(keepends=True)
     lines[0], lines[1] = lines[1], lines[0]  # two classes swap names
     words.write_text("".join(lines))

@@ -19,9 +19,8 @@ import numpy as np
 import pytest
 import test_external_delegate
 from ai_edge_litert import schema_py_generated as schema
-from conftest import ASSETS, MODELS, VAL50, run_inprocess
+from conftest import ASSETS, MODELS, VAL50, runs_fixture
 
-from evalharness.core.errors import RunStopped
 from evalharness.explain.__main__ import main
 from evalharness.explain.answers import Answers
 from evalharness.explain.explainer import COMPARE_OPTIONS
@@ -41,30 +40,9 @@ delegate_lib = test_external_delegate.delegate_lib  # the fixture compiling the 
 two_output_model = test_external_delegate.two_output_model
 
 
-def memoized_runs(tmp_path_factory, common: list[str], keep_invalid: bool = False):
-    """(name, *overrides) -> run directory of ``common`` + overrides, made once per module;
-    ``keep_invalid``: a run stopped as invalid (NaN outputs, what explain is for) is kept."""
-    made: dict[str, Path] = {}
-
-    def get(name: str, *overrides: str) -> Path:
-        if name not in made:
-            run_dir = tmp_path_factory.mktemp(name) / "run"
-            try:
-                run_inprocess([*common, "loop.progress=false", *overrides], run_dir)
-            except RunStopped:
-                if not keep_invalid:
-                    raise
-                assert json.loads((run_dir / "metrics.json").read_text())["status"] == "invalid"
-            made[name] = run_dir
-        return made[name]
-
-    return get
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """(name, *overrides) -> a val50 run directory, made once per module."""
-    return memoized_runs(tmp_path_factory, VAL50, keep_invalid=True)
+# (name, *overrides) -> a val50 run directory, made once per session; a run stopped as invalid
+# (NaN outputs, what explain is for) is kept
+runs = runs_fixture(VAL50, keep_invalid=True)
 
 
 def _explain(a: Path, b: Path, out: Path, *extra: str) -> dict:
@@ -265,11 +243,10 @@ SSD = "ssd_mobilenet_v1_coco_quant_postprocess"
 PLANTED_SSD_OP = 10  # a CONV_2D of SSD MobileNet's feature extractor
 
 
-@pytest.fixture(scope="module")
-def coco_runs(tmp_path_factory):
-    """(name, *overrides) -> a task=coco run of SSD MobileNet on COCO val25, made once per module."""
-    common = ["task=coco", f"model={SSD}", f"paths.data_dir={ASSETS}", "dataset=coco_val25", "task.tide=true"]
-    return memoized_runs(tmp_path_factory, common)
+# (name, *overrides) -> a task=coco run of SSD MobileNet on COCO val25, made once per session
+coco_runs = runs_fixture(
+    ["task=coco", f"model={SSD}", f"paths.data_dir={ASSETS}", "dataset=coco_val25", "task.tide=true"]
+)
 
 
 def test_detector_cpu_vs_reference_restores_the_changed_boxes(coco_runs, tmp_path):

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ASSETS, MODELS, run_inprocess
+from conftest import ASSETS, MODELS, make_runs
 
 from evalharness.core.paths import BUNDLED_DIR
 from evalharness.explain.__main__ import main
@@ -28,8 +28,7 @@ COMMON = [
 ]
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
+def _plant_defect(folder: Path) -> None:
     import numpy as np
     import onnx
     from onnx import numpy_helper
@@ -38,14 +37,15 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     weight = next(t for t in model.graph.initializer if tuple(t.dims) == (32, 1, 3, 3))
     scaled = numpy_helper.to_array(weight).astype(np.float32) * 2
     weight.CopyFrom(numpy_helper.from_array(scaled, weight.name))
-    defect = tmp_path_factory.mktemp("defect") / "converted_defect.onnx"
-    onnx.save(model, str(defect))
-    out = {}
-    for name, path in (("tflite", TFLITE), ("source", ONNX), ("defect", defect)):
-        out[name] = tmp_path_factory.mktemp(name)
-        doc = run_inprocess([*COMMON, f"model.path={path}"], out[name])
-        assert doc["status"] == "complete", doc.get("error")
-    return out
+    folder.mkdir()
+    onnx.save(model, str(folder / "converted_defect.onnx"))
+
+
+@pytest.fixture(scope="module")
+def runs(run_store) -> dict[str, Path]:
+    defect = run_store.once("explain_conversion_defect", _plant_defect) / "converted_defect.onnx"
+    paths = {"tflite": TFLITE, "source": ONNX, "defect": defect}
+    return make_runs(run_store, COMMON, {name: [f"model.path={path}"] for name, path in paths.items()})
 
 
 def _explain(runs, a: str, b: str, tmp_path: Path, capsys) -> tuple[dict, str]:

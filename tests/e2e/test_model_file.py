@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import MODELS, VAL50, run_cli, run_inprocess
 
+from evalharness.core.errors import ConfigError
 from evalharness.core.paths import bundled
 from evalharness.runtime.model_file import read_model_file
 from evalharness.settings.cli import precheck
@@ -39,7 +40,7 @@ def test_reader_on_shared_models():
 def test_not_a_tflite_file_is_one_error(tmp_path):
     bad = tmp_path / "x.tflite"
     bad.write_bytes(b"not a model at all")
-    with pytest.raises(Exception, match="model.path=.*not a .tflite flatbuffer"):
+    with pytest.raises(ConfigError, match="model.path=.*not a .tflite flatbuffer"):
         read_model_file(str(bad))
 
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import MODELS, lite0_on_val50, run_cli, run_inprocess
+from conftest import MODELS, lite0_on_val50, run_cli, runs_fixture
 
 from evalharness.report.commands.entry import main as report_main
 
@@ -27,18 +27,14 @@ def _records(run_dir: Path) -> dict[str, dict]:
     return {r["id"]: r for r in map(json.loads, lines)}
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
-    out = {}
-    for name, extra in (
-        ("tflite", [f"model.path={TFLITE}"]),
-        ("onnx", [f"model.path={ONNX}"]),
-        ("onnx_drift", [f"model.path={ONNX}", "model.preprocess.resize=pil_bilinear"]),
-    ):
-        out[name] = tmp_path_factory.mktemp(name)
-        doc = run_inprocess([*COMMON, *extra], out[name])
-        assert doc["status"] == "complete", doc.get("error")
-    return out
+runs = runs_fixture(
+    COMMON,
+    {
+        "tflite": [f"model.path={TFLITE}"],
+        "onnx": [f"model.path={ONNX}"],
+        "onnx_drift": [f"model.path={ONNX}", "model.preprocess.resize=pil_bilinear"],
+    },
+)
 
 
 def _diff(capsys, a: Path, b: Path) -> dict:

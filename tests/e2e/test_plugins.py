@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import MODELS, task_lines
+from conftest import MODELS, make_runs, task_lines
 
 from evalharness.core.escape import md_text
 from evalharness.core.paths import BUNDLED_DIR
@@ -92,14 +92,13 @@ def _doc(run_dir: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def runs(plugin, data_file, tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp(f"{plugin.name}_runs")
-    out = {}
-    for delegate in ("cpu", "reference"):
-        out[delegate] = root / delegate
-        proc = evalharness(plugin, data_file, root, f"delegate={delegate}", f"hydra.run.dir={out[delegate]}")
+def runs(plugin, data_file, run_store) -> dict[str, Path]:
+    def make(overrides: list[str], run_dir: Path) -> None:
+        proc = evalharness(plugin, data_file, run_dir.parent, *overrides, f"hydra.run.dir={run_dir}")
         assert proc.returncode == 0, proc.stderr
-    return out
+
+    variants = {delegate: [f"delegate={delegate}"] for delegate in ("cpu", "reference")}
+    return make_runs(run_store, [], variants, make=make, key=f"{plugin.name} {data_file}")
 
 
 def test_run_scores_with_the_plugin_scorer(plugin, runs):

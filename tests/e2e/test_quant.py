@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from shared_runs import fake_run_dir
 
 from evalharness.core.errors import DataError, DelegateUnavailableError
 from evalharness.core.paths import bundled
@@ -140,14 +141,11 @@ def test_quantization_sweep_on_val50_cpu(tmp_path):
 def test_failed_job_appears_in_the_quant_table_with_its_error(tmp_path):
     """Plumbing only: a failed job's metrics.json (as __main__ writes it) is a row, not a gap."""
     for i, (q, status) in enumerate([("none", "complete"), ("weight_only_int8", "failed")]):
-        job = tmp_path / f"{i}_job"
-        (job / ".hydra").mkdir(parents=True)
-        (job / ".hydra" / "overrides.yaml").write_text(f"- quant={q}\n- delegate=gpu\n")
         doc = {"status": status, "metrics": {"top1": 0.8, "top5": 0.94}, "provenance": {}}
         if status == "failed":
             doc = {"status": "failed", "error": "GPU accelerator: shape mismatch", "metrics": None}
-        (job / "metrics.json").write_text(json.dumps(doc))
-        (job / "predictions.jsonl").write_text("")
+        overrides = f"- quant={q}\n- delegate=gpu\n"
+        fake_run_dir(tmp_path / f"{i}_job", doc, [], files={".hydra/overrides.yaml": overrides})
     md = (tmp_path / "sweep.md").read_text() if write_report(str(tmp_path)) else ""
     line = next(x for x in md.splitlines() if "weight_only_int8" in x and "Table" not in x)
     assert "failed: GPU accelerator: shape mismatch" in line

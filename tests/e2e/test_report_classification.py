@@ -6,8 +6,9 @@ import json
 import shutil
 
 import pytest
-from conftest import VAL50, run_inprocess
+from conftest import VAL50, runs_fixture
 from scipy.stats import binomtest
+from shared_runs import fake_run_dir
 
 from evalharness.report.commands import entry as cli
 
@@ -15,20 +16,10 @@ MODEL = "model=mobilenet_v2_1.0_224_quant"
 FLIPPED = ["ILSVRC2012_val_00000947.JPEG", "ILSVRC2012_val_00002721.JPEG"]
 
 
-def make_runs(factory, base: list[str], variants: dict[str, list[str]]) -> dict:
-    """Real run directories, one per variant: ``base + variants[name]`` run in-process."""
-    dirs = {}
-    for name, extra in variants.items():
-        dirs[name] = factory.mktemp(name)
-        run_inprocess([*base, *extra], dirs[name])
-    return dirs
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict:
-    """reference and cpu on val50, cpu on the first 10 images."""
-    variants = {"reference": ["delegate=reference"], "cpu": [], "cpu10": ["task.num_images=10"]}
-    return make_runs(tmp_path_factory, [*VAL50, MODEL], variants)
+# reference and cpu on val50, cpu on the first 10 images
+runs = runs_fixture(
+    [*VAL50, MODEL], {"reference": ["delegate=reference"], "cpu": [], "cpu10": ["task.num_images=10"]}
+)
 
 
 def report(capsys, *argv) -> tuple[int, str, str]:
@@ -120,7 +111,7 @@ def test_different_preprocessing_warns_and_blocks_gating_until_allowed(runs, cap
     shutil.copytree(runs["cpu"], changed)
     doc = json.loads((changed / "metrics.json").read_text())
     doc["provenance"]["preprocessing"]["resize"] = "pil_bilinear"
-    (changed / "metrics.json").write_text(json.dumps(doc))
+    fake_run_dir(changed, doc)
     code, out, err = report(capsys, "diff", runs["reference"], changed)
     assert code == 0 and "WARNING: preprocessing differs: resize 'tflite_bilinear' vs 'pil_bilinear'" in out
     assert err == "warning: preprocessing differs: resize 'tflite_bilinear' vs 'pil_bilinear'\n"
@@ -192,7 +183,7 @@ def test_rescore_reports_a_tampered_number(runs, capsys, tmp_path):
     shutil.copytree(runs["reference"], tampered)
     doc = json.loads((tampered / "metrics.json").read_text())
     doc["metrics"]["top1"] = 0.78
-    (tampered / "metrics.json").write_text(json.dumps(doc))
+    fake_run_dir(tampered, doc)
     code, out, _ = report(capsys, "rescore", tampered)
     assert code == 1 and "NOT reproduced: 1 of 37 values differ" in out and "0.78" in out  # schema 4: 37
 
@@ -204,7 +195,7 @@ def test_each_kind_of_difference_has_its_own_flag(runs, capsys, tmp_path):
     shutil.copytree(runs["cpu"], changed)
     doc = json.loads((changed / "metrics.json").read_text())
     doc["provenance"]["labels"]["names_sha256"] = "0" * 64
-    (changed / "metrics.json").write_text(json.dumps(doc))
+    fake_run_dir(changed, doc)
     gate = ("--fail-if", "top1<-0.5")
     code, _, err = report(capsys, "diff", runs["reference"], changed, *gate)
     assert code == 2 and "label set differs" in err and "pass --allow-different-labels if" in err
@@ -216,6 +207,6 @@ def test_each_kind_of_difference_has_its_own_flag(runs, capsys, tmp_path):
     assert code == 0 and note.startswith("note: ") and "pass --allow-different-labels" in note
     # a flag for another kind does not cover it
     doc["provenance"]["preprocessing"]["resize"] = "pil_bilinear"
-    (changed / "metrics.json").write_text(json.dumps(doc))
+    fake_run_dir(changed, doc)
     code, _, err = report(capsys, "diff", runs["reference"], changed, *gate, "--allow-different-labels")
     assert code == 2 and "pass --allow-different-preprocessing if" in err

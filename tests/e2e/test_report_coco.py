@@ -6,8 +6,9 @@ import json
 import re
 
 import pytest
-from conftest import ASSETS, MODELS
-from test_report_classification import make_runs, report
+from conftest import ASSETS, MODELS, runs_fixture
+from shared_runs import fake_run_dir
+from test_report_classification import report
 
 from evalharness.stats.coco_eval import COCO_STAT_NAMES
 
@@ -15,9 +16,7 @@ COCO = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "task=coco", "
 COCO += ["task.tide=true"]  # TIDE is opt-in
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict:
-    return make_runs(tmp_path_factory, COCO, {d: [f"delegate={d}"] for d in ("reference", "cpu")})
+runs = runs_fixture(COCO, {d: [f"delegate={d}"] for d in ("reference", "cpu")})
 
 
 def test_detection_diff_per_class_and_per_image(runs, capsys):
@@ -241,8 +240,7 @@ def test_quantization_table_of_a_coco_sweep_prints_ap_deltas(runs, tmp_path):
     for i, (variant, delegate) in enumerate((("none", "reference"), ("fp16", "cpu"))):
         job = sweep / f"{i}_coco_{variant}"
         shutil.copytree(runs[delegate], job)
-        (job / ".hydra").mkdir(exist_ok=True)
-        (job / ".hydra" / "overrides.yaml").write_text(f"- quant={variant}\n- task=coco\n")
+        fake_run_dir(job, files={".hydra/overrides.yaml": f"- quant={variant}\n- task=coco\n"})
     write_report(str(sweep))
     md = (sweep / "sweep.md").read_text()
     table = md.split("## Table 1: quantization variants")[1].split("\n\n")[1].splitlines()

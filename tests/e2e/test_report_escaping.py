@@ -18,6 +18,7 @@ from html.parser import HTMLParser
 import pytest
 import yaml
 from conftest import MODELS, REPO, run_inprocess
+from shared_runs import fake_run_dir
 from test_report_classification import report
 
 SAMPLE = REPO / "datasets" / "sample"
@@ -63,8 +64,8 @@ def hostile(tmp_path_factory) -> dict:
     sweep = tmp / "multirun"
     for n, side in enumerate("ab"):
         shutil.copytree(runs[side], sweep / str(n))
-        (sweep / str(n) / ".hydra").mkdir(exist_ok=True)
-        (sweep / str(n) / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump([f"model.name={NAMES[n]}"]))
+        overrides = yaml.safe_dump([f"model.name={NAMES[n]}"])
+        fake_run_dir(sweep / str(n), files={".hydra/overrides.yaml": overrides})
     return {**runs, "printed": printed, "sweep": sweep, "tmp": tmp}
 
 

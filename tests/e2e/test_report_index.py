@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 from conftest import run_inprocess
+from shared_runs import fake_run_dir
 from test_report_classification import report
 from test_report_sweep import dump_dom
 
@@ -34,7 +35,7 @@ def outputs(tmp_path_factory):
         doc["started_at"] = f"2026-11-{i + 1:02d}T10:00:00+00:00"
         if i == 19:
             doc = failure_document("a failed job", doc["provenance"]["config"], [])
-        (run_dir / "metrics.json").write_text(json.dumps(doc))
+        fake_run_dir(run_dir, doc)
     return root
 
 
@@ -76,8 +77,7 @@ def test_records_of_runs_that_failed_before_any_result_are_left_out_unless_asked
     real = next(p.parent for p in sorted(outputs.rglob("metrics.json")))
     shutil.copytree(real, root / "real")
     refused = root / "refused"  # a config error's record: no metrics, no predictions
-    refused.mkdir(parents=True)
-    (refused / "metrics.json").write_text(json.dumps(failure_document("task.num_images=500: ...", {}, [])))
+    fake_run_dir(refused, failure_document("task.num_images=500: ...", {}, []))
     code, out, _ = report(capsys, "index", root, "--max-pairs", "0")
     assert code == 0 and "1 runs, 0 diffs ready to open; 1 record(s) of runs that failed before any" in out
     assert "--failed lists them" in (root / "index.html").read_text()

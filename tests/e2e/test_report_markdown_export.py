@@ -11,8 +11,9 @@ import re
 import shutil
 
 import pytest
-from conftest import ASSETS, MODELS, VAL50
-from test_report_classification import FLIPPED, MODEL, make_runs, report
+from conftest import ASSETS, MODELS, VAL50, runs_fixture
+from shared_runs import fake_run_dir
+from test_report_classification import FLIPPED, MODEL, report
 
 from evalharness.core.escape import md_text
 from evalharness.report.commands.export import METRIC_PREFIX
@@ -25,14 +26,8 @@ DELIMITER = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
 UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 
-@pytest.fixture(scope="module")
-def val50(tmp_path_factory) -> dict:
-    return make_runs(tmp_path_factory, [*VAL50, MODEL], {"reference": ["delegate=reference"], "cpu": []})
-
-
-@pytest.fixture(scope="module")
-def coco(tmp_path_factory) -> dict:
-    return make_runs(tmp_path_factory, COCO, {d: [f"delegate={d}"] for d in ("reference", "cpu")})
+val50 = runs_fixture([*VAL50, MODEL], {"reference": ["delegate=reference"], "cpu": []})
+coco = runs_fixture(COCO, {d: [f"delegate={d}"] for d in ("reference", "cpu")})
 
 
 def rendered_tables(text: str) -> list[list[int]]:
@@ -159,8 +154,7 @@ def test_sweep_md_is_a_comment_on_stdout(val50, tmp_path, capsys):
     for n, delegate in enumerate(("cpu", "reference")):
         job = sweep / str(n)
         shutil.copytree(val50[delegate], job)
-        (job / ".hydra").mkdir(exist_ok=True)
-        (job / ".hydra" / "overrides.yaml").write_text(f"- delegate={delegate}\n- {MODEL}\n")
+        fake_run_dir(job, files={".hydra/overrides.yaml": f"- delegate={delegate}\n- {MODEL}\n"})
     code, md, err = report(capsys, "sweep", sweep, "--format", "md", "--baseline", "delegate=cpu")
     assert code == 0 and "wrote" not in md and f"wrote {sweep / 'sweep.md'}" in err
     assert md.splitlines()[0] == "**Sweep: 2 jobs, 2 complete**"

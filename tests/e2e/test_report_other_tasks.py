@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 
-import pytest
-from conftest import MODELS
-from test_report_classification import make_runs, report
+from conftest import MODELS, runs_fixture
+from test_report_classification import report
 
 BENCH = [f"paths.models_dir={MODELS}", "task=benchmark", "task.num_runs=5", "task.min_secs=0"]
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict:
-    return make_runs(tmp_path_factory, BENCH, {d: [f"delegate={d}"] for d in ("reference", "cpu")})
+runs = runs_fixture(BENCH, {d: [f"delegate={d}"] for d in ("reference", "cpu")})
 
 
 def test_benchmark_diff_compares_latency_and_gates_on_it(runs, capsys):

@@ -8,6 +8,7 @@ import json
 
 import pytest
 from conftest import ASSETS, run_cli, run_inprocess, task_lines
+from shared_runs import edit_document, fake_run_dir
 
 from evalharness.core.errors import EvalHarnessError
 
@@ -71,11 +72,9 @@ def test_an_undefined_ap_makes_the_run_invalid_not_a_score(tmp_path):
 
 def test_a_repeated_prediction_line_is_refused_on_resume(tmp_path):
     run_inprocess(["task.num_images=3"], tmp_path)
-    doc = json.loads((tmp_path / "metrics.json").read_text())
-    doc["status"] = "partial"
-    (tmp_path / "metrics.json").write_text(json.dumps(doc))
+    edit_document(tmp_path, status="partial")
     lines = (tmp_path / "predictions.jsonl").read_text().splitlines(keepends=True)
-    (tmp_path / "predictions.jsonl").write_text("".join([*lines, lines[0]]))
+    fake_run_dir(tmp_path, files={"predictions.jsonl": "".join([*lines, lines[0]])})
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
     with pytest.raises(EvalHarnessError, match="record 4 is sample .* a second time"):
         run_inprocess(["task.num_images=3", "loop.resume=true"], tmp_path)

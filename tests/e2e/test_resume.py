@@ -12,6 +12,7 @@ import time
 
 import pytest
 from conftest import VAL50, run_inprocess
+from shared_runs import edit_document
 
 from evalharness.core.errors import ConfigError, EvalHarnessError
 
@@ -97,9 +98,7 @@ def test_existing_run_is_never_overwritten_silently(tmp_path):
 
 def test_resume_refuses_a_different_config(tmp_path):
     run_inprocess(["task.num_images=2"], tmp_path)
-    doc = json.loads((tmp_path / "metrics.json").read_text())
-    doc["status"] = "partial"
-    (tmp_path / "metrics.json").write_text(json.dumps(doc))
+    edit_document(tmp_path, status="partial")
     with pytest.raises(ConfigError, match="config differs from the interrupted run in delegate.num_threads"):
         run_inprocess(["task.num_images=2", "loop.resume=true", "delegate.num_threads=2"], tmp_path)
 

@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 from conftest import ASSETS, MODELS, VAL50, run_inprocess, task_lines
+from shared_runs import edit_document
 
 from evalharness.core.errors import ConfigError
 from evalharness.data.shard import Shard, select_samples
@@ -140,10 +141,7 @@ def test_merge_refuses_other_model_delegate_or_preprocessing(val50_shards, tmp_p
 def test_merge_refuses_a_partial_shard_and_an_existing_output(val50_shards, tmp_path):
     partial = tmp_path / "partial"
     shutil.copytree(val50_shards[2], partial)
-    doc = json.loads((partial / "metrics.json").read_text())
-    (partial / "metrics.json").write_text(
-        json.dumps({**doc, "status": "partial", "stop_reason": "interrupted"})
-    )
+    edit_document(partial, status="partial", stop_reason="interrupted")
     a, b, c = map(str, val50_shards)
     with pytest.raises(ReportError, match="is partial \\(interrupted\\): finish it first"):
         merge_runs([a, b, str(partial)], str(tmp_path / "m"))

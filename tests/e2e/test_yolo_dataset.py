@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import ASSETS, MODELS, run_cli, run_inprocess
+from conftest import ASSETS, MODELS, make_runs, run_cli, run_inprocess
 from yolo_dataset import without_crowd, write_layout
 
 from evalharness.core.errors import ConfigError, DataError
@@ -27,21 +27,30 @@ COCO = ["task=coco", f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "
 ALL_AREAS = ("AP", "AP50", "AP75", "AR1", "AR10", "AR100")
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """(instances JSON without crowd, the layout, the JSON run's dir and doc, the YOLO run's)."""
-    base = tmp_path_factory.mktemp("yolo25")
+def _write_yolo25(base) -> None:
+    """val25's instances JSON without crowd and the same images and boxes as a YOLO layout."""
+    base.mkdir()
     instances = json.loads((ASSETS / "coco/instances_val25.json").read_text())
-    reference = base / "instances_nocrowd.json"
-    reference.write_text(json.dumps(without_crowd(instances)))
-    layout = base / "coco-yolo"
-    write_layout(instances, ASSETS / "coco/val25", layout)
-    json_dir, yolo_dir = base / "json-run", base / "yolo-run"
-    json_doc = run_inprocess([*COCO, "dataset=coco_val25", f"dataset.annotations={reference}"], json_dir)
-    # format auto: the layout is detected from its names, and the run says so
-    yolo_doc = run_inprocess(
-        [*COCO, "dataset=yolo", "dataset.format=auto", f"dataset.root={layout}"], yolo_dir
+    (base / "instances_nocrowd.json").write_text(json.dumps(without_crowd(instances)))
+    write_layout(instances, ASSETS / "coco/val25", base / "coco-yolo")
+
+
+@pytest.fixture(scope="module")
+def runs(run_store):
+    """(instances JSON without crowd, the layout, the JSON run's dir and doc, the YOLO run's)."""
+    base = run_store.once("yolo25", _write_yolo25)
+    reference, layout = base / "instances_nocrowd.json", base / "coco-yolo"
+    made = make_runs(
+        run_store,
+        COCO,
+        {
+            "json": ["dataset=coco_val25", f"dataset.annotations={reference}"],
+            # format auto: the layout is detected from its names, and the run says so
+            "yolo": ["dataset=yolo", "dataset.format=auto", f"dataset.root={layout}"],
+        },
     )
+    json_dir, yolo_dir = made["json"], made["yolo"]
+    json_doc, yolo_doc = (json.loads((d / "metrics.json").read_text()) for d in (json_dir, yolo_dir))
     return reference, layout, (json_dir, json_doc), (yolo_dir, yolo_doc)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evalharness.core.errors import DataError
+from evalharness.core.errors import DataError, ModelMismatchError
 from evalharness.data.ground_truth import ClassList, load_ground_truth
 from evalharness.data.label_alignment import align
 from evalharness.data.labels import LabelMatcher, read_label_file
@@ -48,8 +48,9 @@ def test_one_index_with_two_names_is_refused(tmp_path):
 
 def test_the_text_fallback_names_why_not_by_index():
     matcher = LabelMatcher(read_label_file(LABELS_1001), LABELS_1001, "order: class 3 'x' is output 9")
-    with pytest.raises(Exception) as exc:
+    with pytest.raises(ModelMismatchError, match="'crane' is on lines 136 and 519 of labels file") as exc:
         matcher.index("crane")
+    assert exc.type is ModelMismatchError
     message = str(exc.value)
     assert "class_index" not in message.split("do not line up")[0]
     assert "do not line up with it (order: class 3" in message and "dataset.class_names" in message

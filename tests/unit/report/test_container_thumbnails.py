@@ -5,12 +5,12 @@ digest; shards changed, gone or a member's bytes changed: no image and one note,
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from pack_containers import tiny_items, tiny_png, write_webdataset  # noqa: E402
+from shared_runs import fake_run_dir
 
 from evalharness.data.container import ContainerReader  # noqa: E402
 from evalharness.data.dataset_reader import DatasetReader  # noqa: E402
@@ -30,12 +30,9 @@ def _run(tmp_path: Path, items=ITEMS) -> dict:
         "root": pattern,
         "manifest_sha256": hashlib.sha256(lines.encode()).hexdigest(),
     }
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
     doc = {"status": "complete", "task": "imagenet", "provenance": {"dataset": dataset},
            "predictions": {"path": "predictions.jsonl", "count": len(items)}}  # fmt: skip
-    (run_dir / "metrics.json").write_text(json.dumps(doc))
-    (run_dir / "predictions.jsonl").write_text("".join(json.dumps({"id": n}) + "\n" for n, _, _ in items))
+    run_dir = fake_run_dir(tmp_path / "run", doc, [{"id": n} for n, _, _ in items])
     return {"label": "A", "dir": str(run_dir), "dataset_root": pattern}
 
 

@@ -5,10 +5,10 @@ with one more :class:`Metric` shows it in the summary, ``report diff`` (its rows
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from shared_runs import fake_run_dir
 
 from evalharness.core.tables import render_text
 from evalharness.report.commands.diff import build_diff, quantities
@@ -40,10 +40,8 @@ def plus(monkeypatch):
 
 
 def _run(tmp_path: Path, label: str, mse: float, mae: float, quant: str) -> Run:
-    run_dir = tmp_path / label
-    run_dir.mkdir()
     records = [{"id": f"img{i}", "prediction": 0.5 + (i == 0) * mae, "target": 0.5} for i in range(3)]
-    (run_dir / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    run_dir = fake_run_dir(tmp_path / label, predictions=records)
     doc = {
         "task": "toy_mse_plus",
         "status": "complete",

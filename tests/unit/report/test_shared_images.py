@@ -4,10 +4,10 @@ refused (no assets: run documents and records are written here)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from shared_runs import fake_run_dir
 
 from evalharness.core.tables import render_text
 from evalharness.report.commands.diff import build_diff
@@ -29,8 +29,7 @@ def _run(tmp_path: Path, label: str, ids: list[str], wrong: set[str], **dataset)
          else [int(i[1]), 1 - int(i[1])]}
         for i in ids
     ]  # fmt: skip
-    (tmp_path / label).mkdir()
-    (tmp_path / label / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    fake_run_dir(tmp_path / label, predictions=records)
     digest = WHOLE["manifest_sha256"] if ids == IDS else label * 64
     identity = {"count": len(ids), "manifest_sha256": digest}
     doc = {

@@ -11,6 +11,7 @@ import time
 
 import pytest
 import yaml
+from shared_runs import fake_run_dir
 
 from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.paths import CONF_DIR
@@ -117,10 +118,9 @@ def test_params_tags_and_files(tmp_path):
     assert tags["evalharness.status"] == "partial" and tags["evalharness.stop_reason"] == "bad image"
     assert (tags["model.sha256"], tags["runtime.version"]) == ("abc", "2.3.0")
     assert "delegate.library.sha256" not in tags  # no library: no empty tag
-    for name in ("metrics.json", "predictions.jsonl", "report.html"):
-        (tmp_path / name).write_text(json.dumps({}))
-    (tmp_path / ".hydra").mkdir()
-    (tmp_path / ".hydra" / "overrides.yaml").write_text("[]")
+    empty = json.dumps({})
+    files = {"predictions.jsonl": empty, "report.html": empty, ".hydra/overrides.yaml": "[]"}
+    fake_run_dir(tmp_path, {}, files=files)
     assert [(p.rsplit("/", 1)[-1], f) for p, f in run_files(r)] == [
         ("metrics.json", ""),
         ("predictions.jsonl", ""),

@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from shared_runs import fake_run_dir
 
-from evalharness.core.errors import ConfigError
+from evalharness.core.errors import ConfigError, EvalHarnessError
 from evalharness.run.parallel import _take_over, candidates, list_container_once, shard_overrides
 from evalharness.settings.child_processes import check_parallel as check
 from evalharness.settings.child_processes import parse_parallel as parse
@@ -73,16 +74,16 @@ def test_a_run_already_there_is_refused_continued_or_replaced_like_a_single_run(
     claim(run, config, {}, resume=False, overwrite=False, can_resume=True)  # another writer holds it
     release(run)
     (tmp_path / "parallel" / "shard_0").mkdir(parents=True)
-    (tmp_path / "metrics.json").write_text('{"status": "complete"}')
+    fake_run_dir(tmp_path, {"status": "complete"})
     with pytest.raises(EvalHarnessError, match="already holds a complete run; loop.resume=true"):
         take(False, False)
     with pytest.raises(EvalHarnessError, match="nothing to resume"):
         take(True, False)
-    (tmp_path / "metrics.json").write_text('{"status": "partial"}')
+    fake_run_dir(tmp_path, {"status": "partial"})
     take(True, False)  # the parent's record goes, shards stay
     release(run)
     assert not (tmp_path / "metrics.json").exists() and (tmp_path / "parallel" / "shard_0").is_dir()
-    (tmp_path / "metrics.json").write_text('{"status": "complete"}')
+    fake_run_dir(tmp_path, {"status": "complete"})
     take(False, True)
     release(run)
     assert not (tmp_path / "metrics.json").exists() and not (tmp_path / "parallel").exists()
@@ -94,12 +95,13 @@ def test_a_single_interrupted_run_is_not_resumed_in_parallel(tmp_path):
     run, config = str(tmp_path), {"task": {"name": "t"}, "loop": {}}
     claim(run, config, {}, resume=False, overwrite=False, can_resume=True)
     release(run)
-    (tmp_path / "predictions.jsonl").write_text('{"id": "a", "latency_ms": 1.0}\n')
+    fake_run_dir(tmp_path, predictions=[{"id": "a", "latency_ms": 1.0}])
     before = (tmp_path / "predictions.jsonl").read_bytes()
     with pytest.raises(ConfigError, match="not split by loop.parallel"):
         _take_over(run, config, True, False, True)
-    with pytest.raises(Exception, match="already holds an interrupted run"):
+    with pytest.raises(EvalHarnessError, match="already holds an interrupted run; loop.resume=true") as exc:
         _take_over(run, config, False, False, True)
+    assert exc.type is EvalHarnessError
     assert (tmp_path / "predictions.jsonl").read_bytes() == before
 
 
@@ -125,7 +127,7 @@ def test_a_resume_with_another_split_is_refused_before_anything_is_touched(tmp_p
     release(run)
     for i in range(2):
         (tmp_path / "parallel" / f"shard_{i}").mkdir(parents=True)
-    (tmp_path / "metrics.json").write_text('{"status": "interrupted"}')
+    fake_run_dir(tmp_path, {"status": "interrupted"})
     for split in ("3x1", "auto"):
         with pytest.raises(ConfigError, match="give its split, loop.parallel=2xT"):
             _take_over(run, config, True, False, True, split)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from shared_runs import fake_run_dir
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.rundir.state import claim, hold, release
@@ -54,7 +55,7 @@ def test_an_interrupted_record_names_what_was_kept_and_is_resumed(tmp_path):
 
     run, config = str(tmp_path), {"task": {"name": "t"}}
     claim(run, config, {}, resume=False, overwrite=False, can_resume=True)
-    (tmp_path / "predictions.jsonl").write_text('{"id": "a", "latency_ms": 1.0}\n')
+    fake_run_dir(tmp_path, predictions=[{"id": "a", "latency_ms": 1.0}])
     write_failure(run, "interrupted by SIGTERM while scoring", config, [], (1, "predictions.jsonl"))
     release(run)
     doc = json.loads((tmp_path / "metrics.json").read_text())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from shared_runs import fake_run_dir
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.rundir.state import claim, release
@@ -15,8 +16,8 @@ CONFIG = {"task": {"name": "imagenet"}}
 
 @pytest.mark.parametrize("identity", [[1], "text", 7, {"model_sha256": "other"}])
 def test_a_recorded_identity_of_the_wrong_shape_is_refused(tmp_path, identity):
-    (tmp_path / "run_state.json").write_text(json.dumps({"config": CONFIG, "identity": identity}))
-    (tmp_path / "metrics.json").write_text(json.dumps({"status": "partial"}))
+    state = json.dumps({"config": CONFIG, "identity": identity})
+    fake_run_dir(tmp_path, {"status": "partial"}, files={"run_state.json": state})
     with pytest.raises(EvalHarnessError) as caught:
         try:
             claim(
