@@ -17,6 +17,7 @@ for ILSVRC's 6 GB, so a listing of more than :data:`SLOW_CRC_BYTES` without the 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import struct
@@ -132,11 +133,17 @@ def parse_example(buf: bytes, wanted: tuple[str, ...] = WANTED) -> dict[str, tup
     bounded whatever the record holds: a record of millions of tiny features or packed integers
     costs a pass over its bytes, not a Python object each."""
     out: dict[str, tuple[str, list[Any]]] = {}
+    names = frozenset(key.encode() for key in wanted)
     for number, wire, a, b in fields(buf, 0, len(buf)):
         if number != 1 or wire != 2:
             continue
         for n2, w2, ea, eb in fields(buf, a, b):  # Features.feature: map entries
             if n2 != 1 or w2 != 2:
+                continue
+            name = _leading_name(buf, ea, eb)
+            if name is not None and name not in names:  # its name first, as writers put it: skipped fast
+                if len(out) < 64:
+                    out.setdefault(name.decode("utf-8", "replace"), ("other", []))
                 continue
             key, feature = "", (0, 0)
             for n3, w3, fa, fb in fields(buf, ea, eb):
@@ -150,15 +157,32 @@ def parse_example(buf: bytes, wanted: tuple[str, ...] = WANTED) -> dict[str, tup
                 continue
             for kind, w4, la, lb in fields(buf, *feature):
                 if kind == 1 and w4 == 2:
-                    spans = [(s, e) for n5, w5, s, e in fields(buf, la, lb) if n5 == 1 and w5 == 2]
-                    out[key] = ("bytes", spans[:KEPT_VALUES])
+                    spans = ((s, e) for n5, w5, s, e in fields(buf, la, lb) if n5 == 1 and w5 == 2)
+                    _keep(out, key, "bytes", list(itertools.islice(spans, KEPT_VALUES)))
                 elif kind == 3 and w4 == 2:
-                    out[key] = ("int64", _int64s(buf, la, lb))
+                    _keep(out, key, "int64", _int64s(buf, la, lb))
     return out
 
 
+def _leading_name(buf: bytes, start: int, end: int) -> bytes | None:
+    """The name of the map entry at ``buf[start:end]`` when it comes first with a one-byte length
+    (as every writer puts it), else None (read the slow way)."""
+    if end - start < 2 or buf[start] != 0x0A or buf[start + 1] >= 0x80 or start + 2 + buf[start + 1] > end:
+        return None
+    return buf[start + 2 : start + 2 + buf[start + 1]]
+
+
+def _keep(out: dict[str, tuple[str, list[Any]]], key: str, kind: str, values: list[Any]) -> None:
+    """A feature's values; a name given twice keeps both (two labels are then seen, not the last)."""
+    before = out.get(key)
+    kept = before[1] + values if before is not None and before[0] == kind else values
+    out[key] = (kind, kept[:KEPT_VALUES])
+
+
 def _int64s(buf: bytes, start: int, end: int) -> list[int]:
-    values = []
+    """The first :data:`KEPT_VALUES` values of an Int64List (the rest is not walked: a list of
+    millions costs nothing)."""
+    values: list[int] = []
     for number, wire, a, b in fields(buf, start, end):
         if number != 1:
             continue
@@ -166,10 +190,11 @@ def _int64s(buf: bytes, start: int, end: int) -> list[int]:
             values.append(_signed(a))
         elif wire == 2:  # packed
             i = a
-            while i < b:
+            while i < b and len(values) < KEPT_VALUES:
                 value, i = _varint(buf, i, b)
-                if len(values) < KEPT_VALUES:
-                    values.append(_signed(value))
+                values.append(_signed(value))
+        if len(values) >= KEPT_VALUES:
+            break
     return values[:KEPT_VALUES]
 
 
@@ -272,6 +297,8 @@ class TFRecordReader(ContainerReader):
                     f"(features: {', '.join(sorted(features))[:200]}); this reader reads "
                     f"{'/'.join(IMAGE_KEYS)} bytes and {'/'.join(LABEL_KEYS)} int64"
                 )
+            if len(image) > 1:
+                raise DataError(f"{where}: more than one image in the record; write one image a record")
             name = _first(features, NAME_KEYS, "bytes")
             sid = data[name[0][0] : name[0][1]].decode("utf-8", "replace") if name else f"{base}:{index}"
             start, end = image[0]

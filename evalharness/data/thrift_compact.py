@@ -15,8 +15,8 @@ from typing import Any
 MAX_DEPTH = 32  # parquet's deepest struct is ~6 levels
 # Values one struct may decode to: each costs a byte of input but ~50-100 bytes as a Python object,
 # so a 64 MB footer of empty structs would be gigabytes. A 50,000-image file's footer holds ~10,000;
-# 500 row groups of 3 columns ~40,000.
-MAX_VALUES = 1 << 21
+# 500 row groups of 3 columns ~40,000. 2**19 of the costliest kind (empty structs) is ~40 MB.
+MAX_VALUES = 1 << 19
 Struct = dict[int, Any]
 
 _STOP, _TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET, _MAP, _STRUCT = range(13)
