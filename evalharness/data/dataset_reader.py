@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import itertools
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -38,6 +39,8 @@ _SHARD_NAMES = (
 )
 _BRACE = re.compile(r"\{([^{}]*)\}")
 MAX_SHARDS = 100_000  # a brace pattern expanding to more is a typo, not a dataset
+MAX_BRACE_GROUPS = 16  # val-{0000..0063}.tar has one; each group is a level of the expansion
+MAX_PATTERN = 4096  # a path (PATH_MAX); each name built costs the pattern's length
 
 
 @dataclass(frozen=True)
@@ -167,24 +170,40 @@ READERS: Registry[type[DatasetReader]] = Registry(
 
 def expand_braces(pattern: str) -> list[str]:
     """``val-{0000..0063}.tar`` -> the 64 names (zero padding kept), ``{a,b}`` -> both; nested
-    patterns expand left to right. More than :data:`MAX_SHARDS` names is refused."""
+    patterns expand left to right. The names are produced one at a time and counted: a pattern past
+    :data:`MAX_SHARDS` names is refused at the first name over, before any list of them is built
+    (``{0..99999}{0..99999}`` is refused in the time of 100,000 names, not 10**10)."""
+    if pattern.count("{") > MAX_BRACE_GROUPS or len(pattern) > MAX_PATTERN:
+        raise DataError(
+            f"{pattern[:200]}: more than {MAX_BRACE_GROUPS} brace groups or {MAX_PATTERN} characters; "
+            "check dataset.root"
+        )
+    names = list(itertools.islice(_names(pattern), MAX_SHARDS + 1))
+    if len(names) > MAX_SHARDS:
+        raise DataError(f"{pattern[:200]}: expands to more than {MAX_SHARDS} shards; check dataset.root")
+    return names
+
+
+def _names(pattern: str) -> Iterator[str]:
+    """The names of ``pattern``, lazily (a range's bounds checked before it is counted)."""
     found = _BRACE.search(pattern)
     if not found:
-        return [pattern]
+        yield pattern
+        return
     head, tail, body = pattern[: found.start()], pattern[found.end() :], found.group(1)
-    span = re.fullmatch(r"(\d+)\.\.(\d+)", body)
+    span = re.fullmatch(r"(\d{1,18})\.\.(\d{1,18})", body)
     if span:
         lo, hi = span.group(1), span.group(2)
         if int(hi) - int(lo) >= MAX_SHARDS:
-            raise DataError(f"{pattern}: expands to more than {MAX_SHARDS} shards; check dataset.root")
+            raise DataError(f"{pattern[:200]}: expands to more than {MAX_SHARDS} shards; check dataset.root")
         width = len(lo) if lo.startswith("0") else 0
-        choices = [str(i).zfill(width) for i in range(int(lo), int(hi) + 1)]
+        choices: Iterable[str] = (str(i).zfill(width) for i in range(int(lo), int(hi) + 1))
+    elif re.fullmatch(r"\d+\.\.\d+", body):
+        raise DataError(f"{pattern[:200]}: a range bound of over 18 digits; check dataset.root")
     else:
         choices = body.split(",")
-    out = [name for choice in choices for name in expand_braces(head + choice + tail)]
-    if len(out) > MAX_SHARDS:
-        raise DataError(f"{pattern}: expands to more than {MAX_SHARDS} shards; check dataset.root")
-    return out
+    for choice in choices:
+        yield from _names(head + choice + tail)
 
 
 def container_of(name: str) -> str | None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from evalharness.core.errors import DataError
 from evalharness.data import parquet_codecs
+from evalharness.data.bounds import CODEC_EXPANSION, MOST_EXPANSION, OverBudget, backed
 from evalharness.data.parquet_values import (
     BYTE_ARRAY,
     ENCODINGS,
@@ -40,7 +41,7 @@ from evalharness.data.thrift_compact import Malformed, Short, Struct, read_struc
 MAGIC = b"PAR1"
 MAX_FOOTER = 64 << 20  # a 50,000-image file's footer is ~100 KB
 MAX_HEADER = 1 << 20  # page headers are tens of bytes (statistics of large values are not written)
-MAX_PAGE = 1 << 30
+MAX_PAGE = 1 << 30  # stored bytes of one page (what they decode to: data/bounds.py)
 MAX_NESTING = 16  # schema depth (an image dataset's is 2)
 MAX_ROWS = 1 << 20  # rows in one page (pyarrow writes at most 20,000)
 DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
@@ -179,8 +180,12 @@ class ParquetFile:
         except (KeyError, ValueError):
             raise self._damaged(pos, "page header without its type, sizes or counts as integers") from None
         start, after = pos + length, pos + length + size
-        if not (0 <= size <= MAX_PAGE and 0 <= raw_size <= MAX_PAGE and after <= chunk.end):
+        if not (0 <= size <= MAX_PAGE and after <= chunk.end):
             raise self._damaged(pos, f"a {size}-byte page past its column's end")
+        try:  # the decoded size is allocated before a byte is decoded: it must be backed first
+            backed(raw_size, size, "the page", CODEC_EXPANSION.get(chunk.codec, MOST_EXPANSION))
+        except OverBudget as exc:
+            raise self._damaged(pos, str(exc)) from None
         with _Stored(self.path, start, size) as stored:
             try:
                 body = self._decoded(chunk, header, stored, size, raw_size, pos)

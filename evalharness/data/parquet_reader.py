@@ -88,10 +88,29 @@ class ParquetReader(ContainerReader):
         return found
 
     def own_names(self, shards: list[str]) -> tuple[list[str], str] | None:
-        _, _, label, features = self._file(shards[0])
+        """The ClassLabel names every shard's metadata holds. Each shard's labels are indices into
+        its own list, so shards whose lists differ (or one without a list) cannot be read through
+        one of them: that is one error naming both shards, never the first shard's list for all."""
+        first = self._names(shards[0])
+        for shard in shards[1:]:
+            names = self._names(shard)
+            if names != first:
+                differ = _difference(first, names)
+                raise DataError(
+                    f"{shards[0]} and {shard} have different class names in their huggingface features "
+                    f"metadata ({differ}); give the shards of one dataset, or re-write them with one "
+                    "ClassLabel"
+                )
+        if first is None:
+            return None
+        label = self._file(shards[0])[2]
+        return first, f"{shards[0]} (huggingface features metadata, {label}.names)"
+
+    def _names(self, shard: str) -> list[str] | None:
+        _, _, label, features = self._file(shard)
         names = (features.get(label) or {}).get("names")
         if isinstance(names, list) and names and all(isinstance(n, str) for n in names):
-            return names, f"{shards[0]} (huggingface features metadata, {label}.names)"
+            return names
         return None
 
     def list_shard(self, shard: str) -> Iterator[Listed]:
@@ -181,6 +200,15 @@ class ParquetReader(ContainerReader):
             for row in self._expected.get(other, ()):
                 if 0 <= row < len(values) and values[row] is not None:
                     self._rows[(other, row)] = bytes(values[row])
+
+
+def _difference(first: list[str] | None, other: list[str] | None) -> str:
+    if first is None or other is None:
+        return "one has no class names"
+    if len(first) != len(other):
+        return f"{len(first)} and {len(other)} names"
+    index = next(i for i, (a, b) in enumerate(zip(first, other, strict=True)) if a != b)
+    return f"class {index} is {first[index]!r} and {other[index]!r}"
 
 
 def _column(pf: ParquetFile, chunk: Chunk | None) -> list[Any]:

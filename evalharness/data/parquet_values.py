@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from evalharness.data.bounds import VALUES_EXPANSION, OverBudget, backed
 from evalharness.data.thrift_compact import Malformed, varint, zigzag
 
 INT32, INT64, BYTE_ARRAY = 1, 2, 6
@@ -31,16 +32,15 @@ def hybrid(data: memoryview, pos: int, end: int, width: int, count: int, damaged
         return [0] * count
     if width > 32 or end > len(data):
         raise damaged(f"levels of width {width} or past the page")
-    mask, size = (1 << width) - 1, (width + 7) // 8
+    size = (width + 7) // 8
     while len(out) < count:
         if pos >= end:
             raise damaged("levels end early")
         header, pos = _varint(data, pos, end, damaged)
         if header & 1:  # bit-packed groups of 8 values, width bytes each, least significant bit first
-            for _ in range(min(header >> 1, (count - len(out) + 7) // 8)):
-                group = int.from_bytes(data[pos : pos + width], "little")
-                pos += width
-                out.extend((group >> (i * width)) & mask for i in range(8))
+            groups = min(header >> 1, (count - len(out) + 7) // 8)
+            out.extend(_unpack(data, pos, width, groups * 8))
+            pos += groups * width
         else:  # one value repeated
             value = int.from_bytes(data[pos : pos + size], "little")
             pos += size
@@ -48,6 +48,20 @@ def hybrid(data: memoryview, pos: int, end: int, width: int, count: int, damaged
     if pos > end:
         raise damaged("levels run past their length")
     return out[:count]
+
+
+def _unpack(data: memoryview, pos: int, width: int, n: int) -> list[int]:
+    """``n`` values of ``width`` bits packed least-significant bit first from ``data[pos:]``, a group
+    of 8 values (``width`` bytes) at a time: linear in ``n`` whatever the width (shifting one integer
+    of the whole run would be quadratic)."""
+    if width == 0:
+        return [0] * n
+    mask, out = (1 << width) - 1, list[int]()
+    for start in range(pos, pos + (n + 7) // 8 * width, width):
+        group = int.from_bytes(data[start : start + width], "little")
+        out.extend((group >> (i * width)) & mask for i in range(8))
+    del out[n:]
+    return out
 
 
 def plain(data: memoryview, pos: int, physical: int, count: int, damaged: Any) -> list[Value]:
@@ -99,16 +113,15 @@ def delta_binary_packed(
         widths = bytes(data[pos : pos + minis])
         pos += minis
         for width in widths:
-            if len(out) >= min(count, total):
+            wanted = min(count, total) - len(out)
+            if wanted <= 0:
                 break
             if width > bits or pos + per_mini * width // 8 > end:
                 raise damaged(f"a delta miniblock of width {width} past the page")
-            packed = int.from_bytes(data[pos : pos + per_mini * width // 8], "little")
-            pos += per_mini * width // 8
-            mask = (1 << width) - 1
-            for k in range(min(per_mini, min(count, total) - len(out))):
-                value = (value + least + ((packed >> (k * width)) & mask)) % wrap
+            for delta in _unpack(data, pos, width, min(per_mini, wanted)):
+                value = (value + least + delta) % wrap
                 out.append(value - wrap if value >= wrap >> 1 else value)
+            pos += per_mini * width // 8
     if len(out) < count:
         raise damaged(f"{len(out)} delta-packed values for {count} rows")
     return out[:count], pos
@@ -121,6 +134,15 @@ def delta_byte_arrays(data: memoryview, pos: int, count: int, prefixed: bool, da
     if prefixed:
         prefixes, pos = delta_binary_packed(data, pos, INT32, count, damaged)
     lengths, pos = delta_binary_packed(data, pos, INT32, count, damaged)
+    try:  # what the values will total, before one is built: prefixes repeat at no cost
+        backed(
+            sum(max(0, n) for n in prefixes) + sum(max(0, n) for n in lengths),
+            len(data),
+            "the page's byte arrays",
+            VALUES_EXPANSION,
+        )
+    except OverBudget as exc:
+        raise damaged(f"{exc}; re-write the column with dictionary or PLAIN encoding") from None
     out: list[Value] = []
     previous: Value = b""
     for prefix, length in zip(prefixes, lengths, strict=True):

@@ -17,6 +17,7 @@ for ILSVRC's 6 GB, so a listing of more than :data:`SLOW_CRC_BYTES` without the 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import struct
@@ -25,6 +26,7 @@ from typing import Any
 
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import read_json
+from evalharness.data.bounds import DECODE_BUDGET, OverBudget, backed
 from evalharness.data.container import ContainerReader, Listed, class_index, member
 from evalharness.data.dataset_reader import shard_files
 from evalharness.data.ground_truth import LabeledSample
@@ -33,7 +35,7 @@ from evalharness.data.labels import read_label_file
 IMAGE_KEYS = ("image", "image/encoded")
 LABEL_KEYS = ("label", "image/class/label")
 NAME_KEYS = ("image/filename", "file_name")
-MAX_RECORD = 1 << 30  # a record longer than 1 GiB is a damaged length, not an image
+MAX_RECORD = DECODE_BUDGET  # a record longer than 1 GiB is a damaged length, not an image
 _MASK_DELTA = 0xA282EAD8
 SLOW_CRC_BYTES = 64 << 20
 log = logging.getLogger("evalharness")
@@ -120,33 +122,67 @@ def _signed(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def parse_example(buf: bytes) -> dict[str, tuple[str, list[Any]]]:
-    """The features of a serialized tf.train.Example: name -> ("bytes", [(start, end), ...]) or
-    ("int64", [values]) (float lists are skipped: no field read here is one)."""
+WANTED = IMAGE_KEYS + LABEL_KEYS + NAME_KEYS
+KEPT_VALUES = 2  # of a feature's list: the first, and a second to say there is more than one
+
+
+def parse_example(buf: bytes, wanted: tuple[str, ...] = WANTED) -> dict[str, tuple[str, list[Any]]]:
+    """The ``wanted`` features of a serialized tf.train.Example: name -> ("bytes", [(start, end),
+    ...]) or ("int64", [values]), at most :data:`KEPT_VALUES` of each list, and the other feature
+    names as ("other", []) (float lists are skipped: no field read here is one). What is kept is
+    bounded whatever the record holds: a record of millions of tiny features or packed integers
+    costs a pass over its bytes, not a Python object each."""
     out: dict[str, tuple[str, list[Any]]] = {}
+    names = frozenset(key.encode() for key in wanted)
     for number, wire, a, b in fields(buf, 0, len(buf)):
         if number != 1 or wire != 2:
             continue
         for n2, w2, ea, eb in fields(buf, a, b):  # Features.feature: map entries
             if n2 != 1 or w2 != 2:
                 continue
+            name = _leading_name(buf, ea, eb)
+            if name is not None and name not in names:  # its name first, as writers put it: skipped fast
+                if len(out) < 64:
+                    out.setdefault(name.decode("utf-8", "replace"), ("other", []))
+                continue
             key, feature = "", (0, 0)
             for n3, w3, fa, fb in fields(buf, ea, eb):
                 if n3 == 1 and w3 == 2:
-                    key = buf[fa:fb].decode("utf-8", "replace")
+                    key = buf[fa:fb].decode("utf-8", "replace") if fb - fa <= 256 else "(long name)"
                 elif n3 == 2 and w3 == 2:
                     feature = (fa, fb)
+            if key not in wanted:
+                if len(out) < 64:
+                    out.setdefault(key, ("other", []))
+                continue
             for kind, w4, la, lb in fields(buf, *feature):
                 if kind == 1 and w4 == 2:
-                    spans = [(s, e) for n5, w5, s, e in fields(buf, la, lb) if n5 == 1 and w5 == 2]
-                    out[key] = ("bytes", spans)
+                    spans = ((s, e) for n5, w5, s, e in fields(buf, la, lb) if n5 == 1 and w5 == 2)
+                    _keep(out, key, "bytes", list(itertools.islice(spans, KEPT_VALUES)))
                 elif kind == 3 and w4 == 2:
-                    out[key] = ("int64", _int64s(buf, la, lb))
+                    _keep(out, key, "int64", _int64s(buf, la, lb))
     return out
 
 
+def _leading_name(buf: bytes, start: int, end: int) -> bytes | None:
+    """The name of the map entry at ``buf[start:end]`` when it comes first with a one-byte length
+    (as every writer puts it), else None (read the slow way)."""
+    if end - start < 2 or buf[start] != 0x0A or buf[start + 1] >= 0x80 or start + 2 + buf[start + 1] > end:
+        return None
+    return buf[start + 2 : start + 2 + buf[start + 1]]
+
+
+def _keep(out: dict[str, tuple[str, list[Any]]], key: str, kind: str, values: list[Any]) -> None:
+    """A feature's values; a name given twice keeps both (two labels are then seen, not the last)."""
+    before = out.get(key)
+    kept = before[1] + values if before is not None and before[0] == kind else values
+    out[key] = (kind, kept[:KEPT_VALUES])
+
+
 def _int64s(buf: bytes, start: int, end: int) -> list[int]:
-    values = []
+    """The first :data:`KEPT_VALUES` values of an Int64List (the rest is not walked: a list of
+    millions costs nothing)."""
+    values: list[int] = []
     for number, wire, a, b in fields(buf, start, end):
         if number != 1:
             continue
@@ -154,10 +190,12 @@ def _int64s(buf: bytes, start: int, end: int) -> list[int]:
             values.append(_signed(a))
         elif wire == 2:  # packed
             i = a
-            while i < b:
+            while i < b and len(values) < KEPT_VALUES:
                 value, i = _varint(buf, i, b)
                 values.append(_signed(value))
-    return values
+        if len(values) >= KEPT_VALUES:
+            break
+    return values[:KEPT_VALUES]
 
 
 def _first(features: dict[str, tuple[str, list[Any]]], keys: tuple[str, ...], kind: str) -> list[Any] | None:
@@ -165,6 +203,15 @@ def _first(features: dict[str, tuple[str, list[Any]]], keys: tuple[str, ...], ki
         if key in features and features[key][0] == kind and features[key][1]:
             return features[key][1]
     return None
+
+
+def _one_label(features: dict[str, tuple[str, list[Any]]], where: str) -> None:
+    """A record whose labels differ (``label`` and ``image/class/label``, or a list of two values) is
+    one error: which one is the truth is not for the reader to guess."""
+    said = {key: features[key][1] for key in LABEL_KEYS if key in features and features[key][0] == "int64"}
+    if len({value for values in said.values() for value in values}) > 1:
+        shown = ", ".join(f"{key} {values}" for key, values in said.items())
+        raise DataError(f"{where}: two labels ({shown}); write one label a record")
 
 
 # --- the reader -------------------------------------------------------------------------------
@@ -188,8 +235,10 @@ def records(shard: str) -> Iterator[tuple[int, int, bytes]]:
             if masked_crc(head[:8]) != length_crc:
                 raise DataError(f"{where}: bad CRC of the record length (damaged shard); re-copy it")
             offset = f.tell()
-            if length > MAX_RECORD or offset + length + 4 > size:
-                raise DataError(f"{where}: truncated (the record runs past the end of the file); re-copy it")
+            try:
+                backed(length, max(0, size - offset - 4), "the record", budget=MAX_RECORD)
+            except OverBudget as exc:
+                raise DataError(f"{where}: truncated or damaged ({exc}); re-copy the shard") from None
             data = f.read(length)
             (data_crc,) = struct.unpack("<I", f.read(4))
             if masked_crc(data) != data_crc:
@@ -216,16 +265,20 @@ class TFRecordReader(ContainerReader):
         return {**super().provenance(), "crc32c": crc}
 
     def own_names(self, shards: list[str]) -> tuple[list[str], str] | None:
-        folder = os.path.dirname(shards[0])
-        labels = os.path.join(folder, "label.labels.txt")
-        if os.path.isfile(labels):
-            return read_label_file(labels, "TFDS label.labels.txt"), labels
-        info = os.path.join(folder, "dataset_info.json")
-        if os.path.isfile(info):
-            names = _class_label_names(read_json(info, "TFDS dataset_info.json"))
-            if names:
-                return names, info
-        return None
+        """The class names beside the shards; shards in several folders must have the same ones
+        (or none anywhere): one folder's names never label another's records."""
+        folders = list(dict.fromkeys(os.path.dirname(shard) for shard in shards))
+        first = _names_beside(folders[0])
+        for folder in folders[1:]:
+            other = _names_beside(folder)
+            if (first and first[0]) != (other and other[0]):
+                pairs = ((first, folders[0]), (other, folder))
+                said = [f[1] if f else f"no class names in {d}" for f, d in pairs]
+                raise DataError(
+                    f"the shards' class names differ: {said[0]} and {said[1]}; give the shards of "
+                    "one dataset (one label.labels.txt for all) or set dataset.class_names"
+                )
+        return first
 
     def list_shard(self, shard: str) -> Iterator[Listed]:
         base = os.path.basename(shard)
@@ -235,6 +288,7 @@ class TFRecordReader(ContainerReader):
                 features = parse_example(data)
             except ValueError as exc:
                 raise DataError(f"{where}: not a tf.train.Example ({exc}); re-copy the shard") from None
+            _one_label(features, where)
             image = _first(features, IMAGE_KEYS, "bytes")
             label = _first(features, LABEL_KEYS, "int64")
             if image is None or label is None:
@@ -243,11 +297,27 @@ class TFRecordReader(ContainerReader):
                     f"(features: {', '.join(sorted(features))[:200]}); this reader reads "
                     f"{'/'.join(IMAGE_KEYS)} bytes and {'/'.join(LABEL_KEYS)} int64"
                 )
+            if len(image) > 1:
+                raise DataError(f"{where}: more than one image in the record; write one image a record")
             name = _first(features, NAME_KEYS, "bytes")
             sid = data[name[0][0] : name[0][1]].decode("utf-8", "replace") if name else f"{base}:{index}"
             start, end = image[0]
             found = member(shard, f"record {index}", offset + start, data[start:end])
             yield os.path.basename(sid), class_index(label[0], found.where), found
+
+
+def _names_beside(folder: str) -> tuple[list[str], str] | None:
+    """(class names, their file) of the TFDS files in ``folder``: label.labels.txt, else
+    dataset_info.json's ClassLabel; None where neither is."""
+    labels = os.path.join(folder, "label.labels.txt")
+    if os.path.isfile(labels):
+        return read_label_file(labels, "TFDS label.labels.txt"), labels
+    info = os.path.join(folder, "dataset_info.json")
+    if os.path.isfile(info):
+        names = _class_label_names(read_json(info, "TFDS dataset_info.json"))
+        if names:
+            return names, info
+    return None
 
 
 def _class_label_names(info: Any, depth: int = 0) -> list[str] | None:

@@ -13,6 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 MAX_DEPTH = 32  # parquet's deepest struct is ~6 levels
+# Values one struct may decode to: each costs a byte of input but ~50-100 bytes as a Python object,
+# so a 64 MB footer of empty structs would be gigabytes. A 50,000-image file's footer holds ~10,000;
+# 500 row groups of 3 columns ~40,000. 2**19 of the costliest kind (empty structs) is ~40 MB.
+MAX_VALUES = 1 << 19
 Struct = dict[int, Any]
 
 _STOP, _TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET, _MAP, _STRUCT = range(13)
@@ -53,7 +57,7 @@ class Reader:
     """A cursor over ``data`` decoding compact-protocol values."""
 
     def __init__(self, data: bytes | memoryview, pos: int = 0) -> None:
-        self.data, self.pos = memoryview(data), pos
+        self.data, self.pos, self.values = memoryview(data), pos, 0
 
     def _byte(self) -> int:
         if self.pos >= len(self.data):
@@ -88,6 +92,7 @@ class Reader:
             kind, delta = header & 0x0F, header >> 4
             last = last + delta if delta else self.zigzag()
             if kind in (_TRUE, _FALSE):
+                self._count(1)
                 out[last] = kind == _TRUE
             else:
                 out[last] = self.value(kind, depth)
@@ -95,6 +100,7 @@ class Reader:
     def value(self, kind: int, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise Malformed(f"values nested deeper than {MAX_DEPTH}")
+        self._count(1)
         if kind == _BYTE:
             return int.from_bytes(self._take(1), "little", signed=True)
         if kind in (_I16, _I32, _I64):
@@ -110,6 +116,7 @@ class Reader:
                 size = self.varint()
             self._fits(size)
             if element in (_TRUE, _FALSE):  # a bool element is one byte: 1 true
+                self._count(size)
                 return [self._byte() == 1 for _ in range(size)]
             return [self.value(element, depth + 1) for _ in range(size)]
         if kind == _MAP:
@@ -125,6 +132,11 @@ class Reader:
         if kind == _STRUCT:
             return self.struct(depth + 1)
         raise Malformed(f"unknown compact type {kind}")
+
+    def _count(self, n: int) -> None:
+        self.values += n
+        if self.values > MAX_VALUES:
+            raise Malformed(f"more than {MAX_VALUES} values in one struct")
 
     def _fits(self, size: int) -> None:
         """Every element takes at least a byte: a count beyond the bytes left is damage, not memory."""

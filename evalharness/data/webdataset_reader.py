@@ -7,7 +7,8 @@ one image (``.jpg``/``.jpeg``/``.png`` or any extension the folder reader decode
 walked once per listing (the standard library's ``tarfile``, no extraction); each image's offset and
 size in the shard are kept, and workers read those bytes themselves. Other members are counted as
 not scored, by extension; a key with a label and no image, an image and no label, or two images is
-an error naming the shard and the member, as is a truncated shard.
+an error naming the shard and the member, as are a key with two labels that differ (``.cls`` and
+``.json``, or two of one) and a truncated shard.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import MAX_NUMBER_CHARS, parse_json
+from evalharness.data.bounds import OverBudget, backed
 from evalharness.data.container import ContainerReader, Listed, class_index
 from evalharness.data.ground_truth import Member
 
@@ -57,13 +59,23 @@ class WebDatasetReader(ContainerReader):
             if ext.lower() in extensions:
                 if key in images:
                     raise DataError(f"{where}: second image for key {key!r}; keep one image a sample")
+                try:  # read whole to hash: within the budget (the shard's size was checked)
+                    backed(info.size, info.size, "the member")
+                except OverBudget as exc:
+                    raise DataError(f"{where}: {exc}; keep images under it") from None
                 data = read(info.size)
                 found = Member(shard, info.name, info.offset_data, info.size, hashlib.sha256(data).digest())
                 images[key] = (ext, found)
             elif ext.lower() in ("cls", "json"):
                 if info.size > MAX_LABEL_MEMBER:
                     raise DataError(f"{where}: {info.size} bytes is not a label; fix the shard")
-                labels[key] = (_label(read(info.size), ext.lower(), where), where)
+                label = _label(read(info.size), ext.lower(), where)
+                if key in labels and labels[key][0] != label:  # timm's .json repeats its .cls: fine
+                    raise DataError(
+                        f"{where}: a second label for key {key!r} ({label}; {labels[key][1]} says "
+                        f"{labels[key][0]}); keep one .cls or .json label a sample"
+                    )
+                labels.setdefault(key, (label, where))
             else:
                 self.request.unscored[f"member extension .{ext or '(none)'} not read"] += 1
         for key in sorted(labels.keys() - images.keys()):
