@@ -122,6 +122,16 @@ def test_a_page_declaring_more_than_its_bytes_is_refused_before_it_is_allocated(
     )
 
 
+@pytest.mark.parametrize("codec", [c for c in CODECS.values() if c], ids=[k for k, c in CODECS.items() if c])
+def test_a_page_that_decodes_to_less_than_it_declares_is_damage_not_padding(tmp_path, codec):
+    declared = len(VALUES) + 64  # within every codec's ratio: only decoding can tell
+    body = _compressed(codec, declared)
+    col = Column(("label",), INT64, [page(body, 4, raw=declared)], 4, codec=codec)
+    path = tmp_path / "short.parquet"
+    path.write_bytes(parquet([col], 4))
+    _held(bounded(lambda: _read_all(path)), match=r"short\.parquet: parquet damaged at byte 4")
+
+
 # --- parquet: values a page's encoding expands to ----------------------------------------------
 
 
