@@ -18,19 +18,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pack_containers import _varint as varint  # an unsigned LEB128 varint, as protobuf's
+
 STOP, TRUE, FALSE, I32, I64, BIN, LIST, MAP, STRUCT = 0, 1, 2, 5, 6, 8, 9, 11, 12
 INT32, INT64, BYTE_ARRAY = 1, 2, 6
 PLAIN, RLE_DICTIONARY, DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY = 0, 8, 5, 6, 7
 DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
-
-
-def varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def zigzag(n: int) -> int:
@@ -184,6 +177,9 @@ def bounded(read: Callable[[], Any], timeout: float = 20.0) -> Outcome:
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         os.close(r)
+        with open("/proc/self/statm") as f:  # a read that runs away fails in here, not the machine
+            mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        resource.setrlimit(resource.RLIMIT_AS, (mapped + (3 << 30), resource.RLIM_INFINITY))
         start, began = _rss(), time.perf_counter()
         try:
             result, error, message = read(), None, ""

@@ -59,10 +59,10 @@ def decompress(codec: int, data: bytes | memoryview, size: int, where: str) -> b
     cramjam = _cramjam()
     if codec == 6:
         return _sized(
-            _zstd(data, size) if cramjam is None else _cram(cramjam.zstd.decompress, data, size), size
+            _zstd(data, size) if cramjam is None else _cram(cramjam.zstd.decompress_into, data, size), size
         )
     if cramjam is not None and codec in (4, 7):
-        decoder = cramjam.brotli.decompress if codec == 4 else cramjam.lz4.decompress_block
+        decoder = cramjam.brotli.decompress_into if codec == 4 else cramjam.lz4.decompress_block_into
         return _sized(_cram(decoder, data, size), size)
     name = NAMES.get(codec, f"codec {codec}")
     fix = (
@@ -74,12 +74,17 @@ def decompress(codec: int, data: bytes | memoryview, size: int, where: str) -> b
 
 
 def _cram(decoder: Any, data: bytes | memoryview, size: int) -> memoryview:
-    """cramjam's decoder, told the size so that a forged header cannot make it allocate more."""
+    """cramjam's decoder writing into a buffer of the declared size (already backed by the stored
+    bytes, data/bounds.py), so a forged header cannot make it allocate more; it returns what it
+    wrote, so a page that decodes to less is damage (told ``output_len``, cramjam pads with zeros)."""
+    out = bytearray(size)
     try:
-        out = decoder(data, output_len=size)
+        written = decoder(data, out)
     except Exception as exc:  # cramjam raises its own DecompressionError
         raise Damaged(str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__) from None
-    return memoryview(out)  # cramjam's buffer, not copied: a page is ~1 MB
+    if written != size:
+        raise Damaged(f"decompressed to {written} bytes, the page header says {size}")
+    return memoryview(out)
 
 
 def _zstd(data: bytes | memoryview, size: int) -> bytes:

@@ -51,16 +51,18 @@ def hybrid(data: memoryview, pos: int, end: int, width: int, count: int, damaged
 
 
 def _unpack(data: memoryview, pos: int, width: int, n: int) -> list[int]:
-    """``n`` values of ``width`` bits packed least-significant bit first from ``data[pos:]``, a group
-    of 8 values (``width`` bytes) at a time: linear in ``n`` whatever the width (shifting one integer
-    of the whole run would be quadratic)."""
+    """``n`` values of ``width`` bits packed least-significant bit first from ``data[pos:]``, 64
+    values (``8 * width`` bytes) at a time: linear in ``n`` whatever the width (shifting one integer
+    of a whole 65,536-value miniblock would be quadratic), and as fast as one integer for the
+    32-value miniblocks writers make."""
     if width == 0:
         return [0] * n
     mask, out = (1 << width) - 1, list[int]()
-    for start in range(pos, pos + (n + 7) // 8 * width, width):
-        group = int.from_bytes(data[start : start + width], "little")
-        out.extend((group >> (i * width)) & mask for i in range(8))
-    del out[n:]
+    for first in range(0, n, 64):
+        count = min(64, n - first)
+        at = pos + first * width // 8
+        run = int.from_bytes(data[at : at + (count * width + 7) // 8], "little")
+        out.extend([(run >> shift) & mask for shift in range(0, count * width, width)])
     return out
 
 

@@ -123,6 +123,7 @@ def _signed(value: int) -> int:
 
 
 WANTED = IMAGE_KEYS + LABEL_KEYS + NAME_KEYS
+_WANTED_NAMES = frozenset(key.encode() for key in WANTED)
 KEPT_VALUES = 2  # of a feature's list: the first, and a second to say there is more than one
 
 
@@ -133,7 +134,7 @@ def parse_example(buf: bytes, wanted: tuple[str, ...] = WANTED) -> dict[str, tup
     bounded whatever the record holds: a record of millions of tiny features or packed integers
     costs a pass over its bytes, not a Python object each."""
     out: dict[str, tuple[str, list[Any]]] = {}
-    names = frozenset(key.encode() for key in wanted)
+    names = _WANTED_NAMES if wanted is WANTED else frozenset(key.encode() for key in wanted)
     for number, wire, a, b in fields(buf, 0, len(buf)):
         if number != 1 or wire != 2:
             continue

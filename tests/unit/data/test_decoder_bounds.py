@@ -122,6 +122,51 @@ def test_a_page_declaring_more_than_its_bytes_is_refused_before_it_is_allocated(
     )
 
 
+@pytest.mark.parametrize("codec", [c for c in CODECS.values() if c], ids=[k for k, c in CODECS.items() if c])
+def test_a_page_that_decodes_to_less_than_it_declares_is_damage_not_padding(tmp_path, codec):
+    declared = len(VALUES) + 64  # within every codec's ratio: only decoding can tell
+    body = _compressed(codec, declared)
+    col = Column(("label",), INT64, [page(body, 4, raw=declared)], 4, codec=codec)
+    path = tmp_path / "short.parquet"
+    path.write_bytes(parquet([col], 4))
+    _held(bounded(lambda: _read_all(path)), match=r"short\.parquet: parquet damaged at byte 4")
+
+
+def _plain_bytes(*values: bytes) -> bytes:
+    return b"".join(len(v).to_bytes(4, "little") + v for v in values)
+
+
+@pytest.mark.parametrize("column", ["image.bytes", "image.path", "label"])
+def test_a_parquet_dataset_declaring_2_to_the_40_is_one_error_within_the_budget(tmp_path, column):
+    """Through the dataset reader, as a run lists it: whichever column's page declares 2**40."""
+    png = tiny_png(1)
+    stored = {
+        "image.bytes": (BYTE_ARRAY, _plain_bytes(png)),
+        "image.path": (BYTE_ARRAY, _plain_bytes(b"img0.png")),
+        "label": (INT64, VALUES[:8]),
+    }
+    columns = []
+    for name, (physical, body) in stored.items():
+        declared = HUGE if name == column else len(body)
+        columns.append(
+            Column(
+                tuple(name.split(".")),
+                physical,
+                [page(snappy_literal(body, declared), 1, raw=declared)],
+                1,
+                codec=1,
+            )
+        )
+    path = tmp_path / "validation-00000-of-00001.parquet"
+    path.write_bytes(parquet(columns, 1))
+    outcome = bounded(lambda: len(reader_for("parquet", ReadRequest(str(path)))[0].samples()))
+    _held(
+        outcome,
+        match=r"validation-00000-of-00001\.parquet: parquet damaged at byte \d+ "
+        r"\(the page declares 1099511627776",
+    )
+
+
 # --- parquet: values a page's encoding expands to ----------------------------------------------
 
 
