@@ -157,7 +157,7 @@ def delta_packed(values: Sequence[int], block: int = 128, minis: int = 4) -> byt
 @dataclass(frozen=True)
 class Outcome:
     """What a read did in the child: the error it raised (type name, message; None for none), its
-    result's repr, the seconds it took, the growth of its peak resident memory in bytes."""
+    result's repr, the CPU seconds it took, the growth of its peak resident memory in bytes."""
 
     error: str | None
     message: str
@@ -171,6 +171,11 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def bounded(read: Callable[[], Any], timeout: float = 20.0) -> Outcome:
     """``read()`` in a forked child: a read that runs past ``timeout`` is killed (``killed``)."""
     r, w = os.pipe()
@@ -180,13 +185,15 @@ def bounded(read: Callable[[], Any], timeout: float = 20.0) -> Outcome:
         with open("/proc/self/statm") as f:  # a read that runs away fails in here, not the machine
             mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
         resource.setrlimit(resource.RLIMIT_AS, (mapped + (3 << 30), resource.RLIM_INFINITY))
-        start, began = _rss(), time.perf_counter()
+        # CPU seconds, not wall time: a loaded machine (parallel test workers) stretches the wall
+        # clock of a linear read, never its CPU time by much; a quadratic read's CPU time grows
+        start, began = _rss(), _cpu_seconds()
         try:
             result, error, message = read(), None, ""
             message = repr(result)[:2000]
         except BaseException as exc:  # noqa: BLE001 - whatever it is, the parent asserts on it
             error, message = type(exc).__name__, str(exc)
-        seconds = time.perf_counter() - began
+        seconds = _cpu_seconds() - began
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - start
         os.write(w, pickle.dumps(Outcome(error, message, seconds, peak)))
         os._exit(0)
