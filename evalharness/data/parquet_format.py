@@ -78,6 +78,10 @@ class Page:
     values: list[Value | None]
 
 
+# FileMetaData's required fields (parquet.thrift): without them a footer says nothing of the file
+_REQUIRED_FOOTER = {2: "schema", 3: "num_rows", 4: "row_groups"}
+
+
 class ParquetFile:
     """The footer of ``path`` read and checked; pages read on demand (thread-safe)."""
 
@@ -93,7 +97,10 @@ class ParquetFile:
             raise DataError(f"{path}: not a readable parquet file (footer length {length})")
         try:
             meta, _ = read_struct(_pread(path, size - 8 - length, length))
-            self.leaves, self.top = _schema(meta.get(2) or [])
+            missing = [name for field, name in _REQUIRED_FOOTER.items() if field not in meta]
+            if missing:  # a damaged footer must not read as a file of no columns and no rows
+                raise ValueError(f"no {', no '.join(missing)}")
+            self.leaves, self.top = _schema(meta[2])
             self.metadata = {_text(kv.get(1)): _text(kv.get(2)) for kv in meta.get(5) or []}
             self.groups = [self._group(g, size) for g in meta.get(4) or []]
         except (Malformed, KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
