@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from evalharness.core.errors import DelegateUnavailableError, EvalHarnessError
 from evalharness.runtime.contract import Coverage
@@ -133,9 +132,28 @@ def parse_memory(log: str) -> dict[str, Any]:
     return mem
 
 
-def parse_delegation(log: str) -> dict[str, Any]:
+class ReplacingLine(TypedDict):
+    """One "Replacing N out of M node(s) with delegate (TAG) node, yielding P partitions" line."""
+
+    nodes: int
+    of: int | None
+    delegate: str
+    partitions: int
+
+
+class DelegationLog(TypedDict):
+    """What benchmark_model said about delegation (None where it said nothing)."""
+
+    applied: tuple[str, str] | None  # ("XNNPACK", "completely" | "partially") of "Explicitly applied"
+    not_applied: str | None
+    kernels: int | None
+    replacing: list[ReplacingLine]
+    accelerators: list[str] | None  # NNAPI's available accelerators
+
+
+def parse_delegation(log: str) -> DelegationLog:
     """What benchmark_model said about delegation: applied lines, Replacing lines, accelerators."""
-    info: dict[str, Any] = {
+    info: DelegationLog = {
         "applied": None,
         "not_applied": None,
         "kernels": None,
@@ -161,7 +179,7 @@ def parse_delegation(log: str) -> dict[str, Any]:
     return info
 
 
-def check_log(log: str, plan: DelegatePlan) -> dict[str, Any]:
+def check_log(log: str, plan: DelegatePlan) -> DelegationLog:
     """Raise on anything benchmark_model would only warn about; return parse_delegation's dict."""
     if m := _UNCONSUMED.search(log):
         raise DelegateUnavailableError(
@@ -194,7 +212,7 @@ def check_log(log: str, plan: DelegatePlan) -> dict[str, Any]:
     return info
 
 
-def coverage(info: Mapping[str, Any], plan: DelegatePlan, ops_total: int) -> Coverage:
+def coverage(info: DelegationLog, plan: DelegatePlan, ops_total: int) -> Coverage:
     """The delegation coverage from the Replacing line of the requested delegate."""
     tag = on_device(plan).replacing_tag
     if tag is None:
@@ -205,7 +223,7 @@ def coverage(info: Mapping[str, Any], plan: DelegatePlan, ops_total: int) -> Cov
             for r in info["replacing"]
             if (tag in r["delegate"].lower() if tag else "xnnpack" not in r["delegate"].lower())
         ]
-    delegated = lines[0]["nodes"] if lines else 0
+    delegated: int | None = lines[0]["nodes"] if lines else 0
     if lines and lines[0]["of"] is not None and lines[0]["of"] != ops_total:
         delegated = None  # the device's graph disagrees with the host's count: unknown, not a guess
     partitions = lines[0]["partitions"] if lines else (info["kernels"] or 0)
