@@ -15,8 +15,9 @@ import logging
 import os
 from collections.abc import Callable
 from tokenize import TokenError
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from evalharness.core.documents import JSONMap
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.escape import terminal
 from evalharness.core.untrusted import parse_json
@@ -72,14 +73,14 @@ def why(exc: BaseException) -> str:
     return text[:200] if isinstance(exc, Damaged) else f"unreadable ({type(exc).__name__}: {text[:160]})"
 
 
-def read_json_object(path: str) -> dict[str, Any]:
+def read_json_object(path: str) -> JSONMap:
     """A JSON file that must hold an object, through the one reader of untrusted JSON (limits,
     UTF-8, shape); anything else raises :class:`Damaged`. A missing file stays a FileNotFoundError:
     a plain miss."""
     with open(path, "rb") as f:
         data = f.read()
     why_damaged = "cut short, or written by another version"
-    record: dict[str, Any] = parse_json(data, os.path.basename(path), dict, error=Damaged, fix=why_damaged)
+    record: JSONMap = parse_json(data, os.path.basename(path), dict, error=Damaged, fix=why_damaged)
     return record
 
 

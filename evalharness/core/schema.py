@@ -130,7 +130,7 @@ def _optional_of(kind: Any) -> Any:
 
 def bounds(
     low: float | None = None, high: float | None = None, choices: tuple[Any, ...] = (), **kind: Any
-) -> dict[str, Any]:
+) -> Mapping[str, Any]:
     """Field metadata a schema declares: ``field(default=4, metadata=bounds(1))``: the value must be
     >= ``low``, <= ``high``, one of ``choices``. ``kind``: what the value is (``path="file"`` or
     ``"dir"``, ``text=True``) so checks and the generated fault tests know how to attack it."""

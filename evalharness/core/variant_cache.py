@@ -22,6 +22,7 @@ from typing import Any
 from evalharness.core.atomic_io import atomic_write_bytes, atomic_write_text
 from evalharness.core.checksum import sha256_file
 from evalharness.core.derived import Damaged, read_json_object, read_or_rebuild
+from evalharness.core.documents import JSONMap
 
 ARTIFACT = "model.tflite"
 RECORD = "record.json"
@@ -29,12 +30,12 @@ RECORD = "record.json"
 
 def cached_record(
     folder: str, key_text: str, record_name: str = RECORD, rebuilt: list[str] | None = None
-) -> dict[str, Any] | None:
+) -> JSONMap | None:
     """A cache folder's JSON record if it was built for ``key_text`` and its artifact is intact
     (present, same sha256 as recorded); None means rebuild (damage said once, its line appended
     to ``rebuilt``)."""
 
-    def read() -> dict[str, Any]:
+    def read() -> JSONMap:
         record = read_json_object(os.path.join(folder, record_name))
         if record.get("record_sha256") != _self_digest(record):
             raise Damaged(f"{record_name} is not the record this cache wrote (its record_sha256 differs)")
@@ -62,7 +63,7 @@ Build = Callable[[str], tuple[bytes, dict[str, Any]]]
 
 def cached_model(
     cache_dir: str, kind: str, key: dict[str, Any], build: Build, record_name: str = RECORD
-) -> dict[str, Any]:
+) -> JSONMap:
     """The model file for ``key`` under ``<cache_dir>/<kind>/<hash>/``, built by ``build(folder)``
     (-> file bytes, extra record fields) when missing or damaged. Returns the record with ``path``,
     ``dir``, ``cache`` (``hit`` or ``built``) and ``rebuilt`` (why a damaged entry was not used, the

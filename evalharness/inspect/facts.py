@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 from omegaconf import OmegaConf
 
 from evalharness.core.boundary import ArgumentParser, guarded
+from evalharness.core.documents import JSONMap
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.escape import terminal
 from evalharness.core.native_output import quiet_native_output, verbose
@@ -60,9 +61,9 @@ class DelegateReport(_DelegateStatus, total=False):
     coverage: dict[str, Any]
 
 
-def _preset(path: Path) -> dict[str, Any]:
+def _preset(path: Path) -> JSONMap:
     # a preset file is a YAML mapping (a DictConfig converts to a dict)
-    return cast("dict[str, Any]", OmegaConf.to_container(OmegaConf.load(path))) if path.is_file() else {}
+    return cast("JSONMap", OmegaConf.to_container(OmegaConf.load(path))) if path.is_file() else {}
 
 
 def inferred_configuration(path: str, info: ModelFile) -> InferredConfiguration:
@@ -94,7 +95,7 @@ def inferred_configuration(path: str, info: ModelFile) -> InferredConfiguration:
     }
 
 
-def delegate_defaults(name: str) -> dict[str, Any]:
+def delegate_defaults(name: str) -> JSONMap:
     """The delegate's own preset (conf/delegate/<name>.yaml) on one thread, or just its name."""
     return {**_preset(CONF_DIR / "delegate" / f"{name}.yaml"), "name": name, "num_threads": 1}
 
@@ -131,8 +132,9 @@ def native_output_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def inspect_model(path: str, delegates: list[str] | None = None, loud: bool = False) -> dict[str, Any]:
-    """The model's facts; ``loud``: what the runtimes print while delegates are prepared on stderr."""
+def inspect_model(path: str, delegates: list[str] | None = None, loud: bool = False) -> JSONMap:
+    """The model's facts (what ``inspect --json`` prints: the file's summary and more); ``loud``:
+    what the runtimes print while delegates are prepared on stderr."""
     from evalharness.runtime.delegates import DELEGATES
     from evalharness.runtime.model_file import read_model_file
     from evalharness.runtime.model_size import model_size
@@ -149,7 +151,7 @@ def inspect_model(path: str, delegates: list[str] | None = None, loud: bool = Fa
     }
 
 
-def _prepare_all(path: str, names: list[str], loud: bool) -> dict[str, DelegateReport]:
+def _prepare_all(path: str, names: list[str], loud: bool) -> Mapping[str, DelegateReport]:
     with runtime_output_kept(loud):
         return {name: delegate_report(path, name) for name in names}
 

@@ -35,7 +35,7 @@ MAP_FIELDS = (
 )
 
 
-def metrics_for_schema(metrics: dict[str, Any], version: int) -> dict[str, Any]:
+def metrics_for_schema(metrics: JSONMap, version: int) -> JSONMap:
     """``metrics`` without the keys added after schema ``version``."""
     newer = {key for v, keys in METRICS_ADDED.items() if v > version for key in keys}
     return {k: v for k, v in metrics.items() if k not in newer}

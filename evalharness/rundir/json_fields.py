@@ -64,7 +64,7 @@ def strings(source: Mapping[str, Any], key: str) -> tuple[str, ...]:
     return tuple(str(v) for v in items(source, key))
 
 
-def counts(source: Mapping[str, Any], key: str) -> dict[str, int] | None:
+def counts(source: Mapping[str, Any], key: str) -> Mapping[str, int] | None:
     """A map of names to whole counts (``ops_on_cpu_by_type``), entries of another type left out;
     None when not recorded."""
     found = optional_mapping(source, key)

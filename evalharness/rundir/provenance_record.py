@@ -10,6 +10,7 @@ tolerantly (:mod:`evalharness.rundir.json_fields`): a missing or mistyped field 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,7 +131,7 @@ class Coverage:
     ops_delegated: int | None = None
     partitions: int | None = None
     fraction: float | None = None
-    ops_on_cpu_by_type: dict[str, int] | None = None
+    ops_on_cpu_by_type: Mapping[str, int] | None = None
     source: str | None = None
     device: JSONMap = field(default_factory=dict)
     raw: JSONMap = field(default_factory=dict, repr=False)

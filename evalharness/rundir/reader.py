@@ -142,10 +142,10 @@ def read_jsonl(path: str, label: str) -> list[dict[str, Any]]:
     return records
 
 
-def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+def flatten(value: Any, prefix: str = "") -> Mapping[str, Any]:
     """Dotted key -> leaf value in document order, so nested blocks compare field by field."""
     if isinstance(value, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for key in value:
             out.update(flatten(value[key], f"{prefix}{key}."))
         return out

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from evalharness.core.atomic_io import atomic_create_text, dumps
+from evalharness.core.documents import JSONMap
 from evalharness.core.errors import ConfigError, EvalHarnessError
 from evalharness.core.untrusted import read_json
 from evalharness.rundir.document import failed_before_results
@@ -51,7 +52,7 @@ def config_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return sorted(k for k in a.keys() | b.keys() if a.get(k, "<unset>") != b.get(k, "<unset>"))
 
 
-def _stable(config: dict[str, Any]) -> dict[str, Any]:
+def _stable(config: JSONMap) -> JSONMap:
     """The config a resume must match: all of it but the VOLATILE groups (``loop``)."""
     return {k: v for k, v in config.items() if k not in VOLATILE}
 
@@ -68,9 +69,9 @@ def _recorded(run_dir: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     return config, _read_object(metrics_path)
 
 
-def _read_object(path: str) -> dict[str, Any]:
+def _read_object(path: str) -> JSONMap:
     fix = "loop.overwrite=true starts the run over"
-    doc: dict[str, Any] = read_json(path, "run file", error=EvalHarnessError, fix=fix)
+    doc: JSONMap = read_json(path, "run file", error=EvalHarnessError, fix=fix)
     return doc
 
 
@@ -237,7 +238,7 @@ def _each_sample_once(path: str) -> list[dict[str, Any]]:
     return records
 
 
-def _recorded_identity(run_dir: str) -> dict[str, Any]:
+def _recorded_identity(run_dir: str) -> JSONMap:
     path = os.path.join(run_dir, STATE_FILE)
     identity = _read_object(path).get("identity") or {}
     if not isinstance(identity, dict):  # an edited record: what the run read cannot be compared

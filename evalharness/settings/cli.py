@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import typing
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -33,14 +33,14 @@ from evalharness.settings.overrides import check_group_options, conf_dirs, optio
 _CHOSEN = ("task", "delegate", "runner", "tracking")  # groups whose option decides which keys are valid
 
 
-def _defaults() -> dict[str, str]:
+def _defaults() -> Mapping[str, str]:
     """group -> default option, from conf/config.yaml's defaults list."""
     config = cast("dict[str, Any]", OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml")))
     entries = config.get("defaults", [])
     return {k: str(v) for e in entries if isinstance(e, dict) for k, v in e.items()}
 
 
-def config_groups(dirs: list[Path]) -> dict[str, list[str]]:
+def config_groups(dirs: list[Path]) -> Mapping[str, list[str]]:
     """Every config group (a folder of conf/, nested ones as ``a/b``) -> its options, sorted."""
     groups: dict[str, set[str]] = {}
     for d in dirs:
@@ -82,7 +82,7 @@ def help_text(args: list[str], subcommands: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def _chosen(overrides: list[Override]) -> dict[str, list[str] | None]:
+def _chosen(overrides: list[Override]) -> Mapping[str, list[str] | None]:
     """task, delegate, runner, tracking -> the options the command line selects (None: what cannot
     be named before composing, a glob or range sweep or a deletion)."""
     defaults = _defaults()
@@ -141,7 +141,7 @@ def _delegate_problem(key: str, parts: list[str], name: str) -> str | None:
     return _message(key, parts, kind.schema, f"delegate={name}")
 
 
-def _problem(key: str, chosen: dict[str, list[str] | None], dirs: list[Path]) -> str | None:
+def _problem(key: str, chosen: Mapping[str, list[str] | None], dirs: list[Path]) -> str | None:
     from evalharness.runtime.runners import RUNNERS
     from evalharness.settings.groups import SCHEMAS
     from evalharness.tasks.discovery import task_definitions
@@ -180,7 +180,7 @@ def _tracking_problem(key: str, parts: list[str], name: str | None) -> str | Non
 
 
 def _task_group_problem(
-    key: str, group: str, parts: list[str], chosen: dict[str, list[str] | None], dirs: list[Path]
+    key: str, group: str, parts: list[str], chosen: Mapping[str, list[str] | None], dirs: list[Path]
 ) -> str | None:
     """``model``/``dataset``: the core fields plus the chosen task's; other tasks' fields pass (as in
     settings/validate.check_group: a preset describes its model or dataset for every task)."""

@@ -6,13 +6,14 @@ labelled ``dataset=coco_sample`` in the summary, the diff and the pull-request c
 from __future__ import annotations
 
 import os
-from typing import Any
+
+from evalharness.core.documents import JSONMap
 
 # The keys that say which data is read, in the order their file names the dataset best.
 DATA_KEYS = ("root", "annotations", "ground_truth")
 
 
-def dataset_named(dataset: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+def dataset_named(dataset: JSONMap, overrides: list[str]) -> JSONMap:
     """``dataset`` with its name taken from the first data key the command line set (the folder's
     or file's name), unless the command line names it."""
     from evalharness.settings.overrides import parse

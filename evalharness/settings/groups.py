@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from evalharness.core.documents import JSONMap
 from evalharness.core.schema import FrozenDict, bounds, freeze, thaw
 from evalharness.data.preprocess import PreprocessSpec
 from evalharness.loop.engine import LoopSettings
@@ -174,6 +175,6 @@ class RunSettings:
         split = self.split if split is None else split
         return live_task(self.definition, self.task, model or self.model, self.dataset, split)
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JSONMap:
         """The resolved config as plain JSON values, for the run files."""
-        return cast(dict[str, Any], thaw(self.resolved))
+        return cast(JSONMap, thaw(self.resolved))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 from omegaconf import OmegaConf
 
 from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.documents import JSONMap
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.paths import CONF_DIR
 from evalharness.data.labels import LABELS_AUTO
@@ -162,9 +163,9 @@ def _normalization(model: dict[str, Any], info: ModelFile, given: set[Any], sour
     sources["preprocess"] = f"{PRESET} (crop, resize), {MODEL_FILE} (mean/std: NormalizationOptions)"
 
 
-def _preset(name: str) -> dict[str, Any]:
+def _preset(name: str) -> JSONMap:
     preset = OmegaConf.load(CONF_DIR / "model" / "preprocess" / f"{name}.yaml")
-    return cast(dict[str, Any], OmegaConf.to_container(preset))
+    return cast(JSONMap, OmegaConf.to_container(preset))
 
 
 def _detector(model: dict[str, Any], info: ModelFile, given: set[Any], sources: dict[str, Any]) -> None:

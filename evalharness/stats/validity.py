@@ -17,6 +17,8 @@ from typing import Any, TypedDict
 
 import numpy as np
 
+from evalharness.core.documents import JSONMap
+
 THROTTLING = ("processor", "cpufreq", "cpu")  # cooling device types that slow the CPU down
 
 
@@ -162,7 +164,7 @@ def verdict(
     }
 
 
-def compact(validity: dict[str, Any] | None) -> dict[str, Any] | None:
+def compact(validity: JSONMap | None) -> JSONMap | None:
     """A run's ``latency_ms.validity`` without its thermal snapshots (what a comparison carries)."""
     if not validity:
         return None

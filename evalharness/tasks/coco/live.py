@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,16 +38,10 @@ from evalharness.data.yolo_labels import yolo_ground_truth
 from evalharness.data.yolo_layout import find_layout
 from evalharness.decoders.base import DECODERS, build_decoder
 from evalharness.tasks.coco.definition import CocoSettings
-from evalharness.tasks.live import (
-    FailedChecks,
-    ImageCacheKey,
-    RecordEvaluator,
-    Task,
-    bound_input,
-    checked_spec,
-    image_cache_key,
-    shard_of,
-)
+from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
+
+if TYPE_CHECKING:  # for the types only
+    from evalharness.tasks.live import FailedChecks, ImageCacheKey
 
 CLASS_MAPS = ("coco91", "coco80", "labels")
 

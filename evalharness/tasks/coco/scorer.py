@@ -27,9 +27,10 @@ def bootstrap_settings(settings: Mapping[str, Any]) -> tuple[int, int]:
     return int(resamples), int(seed)
 
 
-def load_ground_truth(run: Run) -> dict[str, Any]:
-    """The ground truth the run recorded (an annotation file, or a YOLO layout's labels converted),
-    refused if it changed since (sha256 of the file, or of the converted annotations)."""
+def load_ground_truth(run: Run) -> JSONMap:
+    """The ground truth the run recorded (a COCO instances JSON object: an annotation file, or a YOLO
+    layout's labels converted), refused if it changed since (sha256 of the file, or of the converted
+    annotations)."""
     from evalharness.core.checksum import sha256_file
     from evalharness.data.coco_annotations import load_annotations
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,15 +39,10 @@ from evalharness.data.preprocess import (
 from evalharness.data.shard import listed, select_samples, sharded_identity
 from evalharness.decoders.base import detector_decoder
 from evalharness.tasks.imagenet.definition import ImageNetSettings, TopKScorer
-from evalharness.tasks.live import (
-    ImageCacheKey,
-    RecordEvaluator,
-    Task,
-    bound_input,
-    checked_spec,
-    image_cache_key,
-    shard_of,
-)
+from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
+
+if TYPE_CHECKING:  # for the types only
+    from evalharness.tasks.live import ImageCacheKey
 
 
 def classification_output(outputs: list[TensorInfo], model_path: str) -> TensorInfo:
