@@ -1,14 +1,11 @@
 """A parquet file read page by page, with no pyarrow: the footer, the schema's leaf columns, and the
-values of one data page at a time (definition levels, PLAIN and dictionary encodings).
+values of one data page at a time (definition levels; PLAIN, dictionary and DELTA encodings).
 
-That is all a Hugging Face image dataset needs (an ``image`` struct of ``bytes``/``path`` and an
-integer ``label``), and it keeps a streamed run's memory at about one page (pyarrow writes ~1 MB
-pages) instead of pyarrow's import, allocator and row groups. Anything outside it (a repeated
-column, an encrypted footer, a DELTA encoding) is one :class:`DataError` naming what and the fix.
-
-The file is untrusted: every offset and size is checked against the column chunk it must lie in, a
-page header is read from a bounded window, a page's checksum is verified when the writer kept one,
-and malformation is :class:`DataError` naming the shard and the byte.
+That is what a Hugging Face image dataset needs, and it keeps a streamed run's memory at about one
+page instead of pyarrow's import, allocator and row groups. The file is untrusted: every offset and
+size is checked against the chunk it must lie in and the budgets of data/bounds.py, a page header is
+read from a bounded window, a page's checksum is verified where kept, and anything else (a repeated
+column, an encrypted footer, damage) is one :class:`DataError` naming the shard, what, and the fix.
 """
 
 from __future__ import annotations
@@ -47,6 +44,7 @@ MAX_ROWS = 1 << 20  # rows in one page (pyarrow writes at most 20,000)
 DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
 PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY = 0, 2, 3, 8
 DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY = 5, 6, 7
+_REQUIRED_FOOTER = {2: "schema", 3: "num_rows", 4: "row_groups"}  # FileMetaData's (parquet.thrift)
 
 
 @dataclass(frozen=True)
@@ -78,10 +76,6 @@ class Page:
     values: list[Value | None]
 
 
-# FileMetaData's required fields (parquet.thrift): without them a footer says nothing of the file
-_REQUIRED_FOOTER = {2: "schema", 3: "num_rows", 4: "row_groups"}
-
-
 class ParquetFile:
     """The footer of ``path`` read and checked; pages read on demand (thread-safe)."""
 
@@ -97,9 +91,8 @@ class ParquetFile:
             raise DataError(f"{path}: not a readable parquet file (footer length {length})")
         try:
             meta, _ = read_struct(_pread(path, size - 8 - length, length))
-            missing = [name for field, name in _REQUIRED_FOOTER.items() if field not in meta]
-            if missing:  # a damaged footer must not read as a file of no columns and no rows
-                raise ValueError(f"no {', no '.join(missing)}")
+            if missing := [name for key, name in _REQUIRED_FOOTER.items() if key not in meta]:
+                raise ValueError(f"no {', no '.join(missing)}")  # not a file of no columns and no rows
             self.leaves, self.top = _schema(meta[2])
             self.metadata = {_text(kv.get(1)): _text(kv.get(2)) for kv in meta.get(5) or []}
             self.groups = [self._group(g, size) for g in meta.get(4) or []]
