@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any, cast
 
 import hydra
@@ -114,7 +115,7 @@ SUBCOMMANDS = {  # THE table of subcommands: name -> ("module:function", its lin
 }  # fmt: skip
 
 
-def _quietly(command, args: list[str]) -> int:
+def _quietly(command: Callable[[list[str]], int], args: list[str]) -> int:
     """A subcommand (``main(argv) -> int``) with native output held back; its tail shown only when
     the command fails. Inside the one boundary, so ``SystemExit(0)`` and ``return 0`` are success."""
     native: list[str] = []
@@ -162,7 +163,7 @@ def _main() -> None:
         sys.argv[1:] = [a for a in sys.argv[1:] if a not in ("-v", "--verbose")]
     if sys.argv[1:2] and sys.argv[1] in SUBCOMMANDS:  # `evalharness report|explain|inspect|compare ...`
         command = load_object(SUBCOMMANDS[sys.argv[1]][0], f"subcommand {sys.argv[1]}")
-        code = _quietly(command, sys.argv[2:])
+        code = _quietly(cast("Callable[[list[str]], int]", command), sys.argv[2:])  # the table's contract
         silence_teardown()
         sys.exit(code)
     if {"--help", "-h"} & set(sys.argv[1:]):
