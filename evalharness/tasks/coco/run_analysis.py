@@ -13,12 +13,12 @@ from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section, more_rows
 from evalharness.core.untrusted import read_json
+from evalharness.rundir.json_fields import mapping
 from evalharness.stats.detection_analysis import IOU, confusion_pairs
 from evalharness.stats.tide import MAIN, NAMES, SPECIAL
 
 if TYPE_CHECKING:  # for the types only
-    from evalharness.rundir.json_fields import mapping
-from evalharness.rundir.reader import Run
+    from evalharness.rundir.reader import Run
 
 CLASSES_DRAWN = 25  # per-class AP bars: the classes with the most ground truth
 CURVE_CLASSES = 6
