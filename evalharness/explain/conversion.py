@@ -176,7 +176,7 @@ def _outputs(
         t = graph_outputs[0]
         ours = deq(t, acts[i][t])
         theirs = _aligned(np.asarray(outputs[i][0]), tuple(ours.shape))
-        stats = error_stats([(theirs.astype(np.float64), ours)]) if theirs is not None else {}
+        stats = error_stats([(theirs.astype(np.float64), ours)] if theirs is not None else [])
         rows.append({
             "id": sid, "group": "changed" if sid in changed else "control", "caption": captions.get(sid, ""),
             "snr_db": stats.get("snr_db"), "max_abs": stats.get("max_abs"),

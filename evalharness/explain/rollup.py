@@ -13,12 +13,17 @@ and the local-vs-inherited split of each op's error.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 
-def own_share(local_snr: float | None, accumulated_snr: float | None) -> dict[str, Any] | None:
+class OwnShare(TypedDict):
+    own: float  # the share of the accumulated error the op's own kernel makes
+    inherited: float  # the share it was fed
+
+
+def own_share(local_snr: float | None, accumulated_snr: float | None) -> OwnShare | None:
     """``{"own", "inherited"}`` shares of an op's accumulated error (None when B's path is exact or
     either error is unknown or not finite)."""
     if local_snr is None or accumulated_snr is None or math.isinf(accumulated_snr):

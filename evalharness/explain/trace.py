@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -126,12 +126,25 @@ def local_outputs(
     return per_op
 
 
-def error_stats(pairs: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
+class ErrorStats(TypedDict):
+    """How far B's values are from A's over a set of (a, b) pairs (None: no pair to measure)."""
+
+    max_abs: float | None
+    mean_abs: float | None
+    cosine: float | None
+    snr_db: float | None
+    nonfinite: int | None
+
+
+NO_PAIRS: ErrorStats = {"max_abs": None, "mean_abs": None, "cosine": None, "snr_db": None, "nonfinite": None}
+
+
+def error_stats(pairs: list[tuple[np.ndarray, np.ndarray]]) -> ErrorStats:
     """max / mean absolute error, mean cosine similarity and pooled SNR (dB) of (a, b) pairs, and
     how many of B's values are not finite (a delegate's NaN / inf outputs: every error then reads
     infinite, never a quiet number)."""
     if not pairs:
-        return {"max_abs": None, "mean_abs": None, "cosine": None, "snr_db": None, "nonfinite": None}
+        return NO_PAIRS.copy()
     nonfinite = sum(int(np.size(b) - np.count_nonzero(np.isfinite(b))) for _, b in pairs)
     if nonfinite:
         return {

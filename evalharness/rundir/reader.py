@@ -68,7 +68,9 @@ class Run:
         return self.document.provenance
 
     def prov(self, dotted: str, default: Any = None) -> Any:
-        """``provenance.<dotted>`` or ``default`` when any part is missing."""
+        """``provenance.<dotted>`` or ``default`` when any part is missing. Superseded by the typed
+        :attr:`provenance`; kept only for the modules tests/unit/architecture/test_run_document.py
+        still lists (``run/compare*``, ``run/chain_view``: being merged), to go with them."""
         return dig(self.provenance.raw, dotted, default)
 
     @property

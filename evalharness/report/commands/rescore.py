@@ -8,13 +8,34 @@ ranks; ``--backend`` scores detections with another COCO backend.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from evalharness.core.tables import Section
 from evalharness.report.runs import ReportError, definition_of, malformed
 from evalharness.rundir.document import metrics_for_schema
 from evalharness.rundir.reader import Run, flatten
 from evalharness.tasks.discovery import and_list, listed
+
+
+class RescoreRow(TypedDict):
+    """One recomputed value beside the stored one (a dotted name inside nested metrics)."""
+
+    name: str
+    stored: Any
+    recomputed: Any
+    equal: bool
+
+
+class RescoreDocument(TypedDict):
+    """What ``report rescore`` found (its ``--format json`` output)."""
+
+    run: str
+    task: str | None
+    not_recorded: list[str]  # values this version adds inside recorded objects: not compared
+    compared: int
+    mismatches: list[RescoreRow]
+    headline: list[RescoreRow]
+    reproduced: bool
 
 
 def recompute(run: Run, top_k: int | None = None, backend: str | None = None) -> dict[str, Any]:
@@ -28,7 +49,7 @@ def recompute(run: Run, top_k: int | None = None, backend: str | None = None) ->
         return definition.rescorer([run], records, top_k, backend).add_all(records).result()
 
 
-def rescore(run: Run, top_k: int | None = None, backend: str | None = None) -> dict[str, Any]:
+def rescore(run: Run, top_k: int | None = None, backend: str | None = None) -> RescoreDocument:
     """Stored vs recomputed value of every recomputed field; ``reproduced`` when all are equal."""
     if run.status == "failed" or not run.metrics:
         raise ReportError(f"run {run.label} has no metrics to reproduce (status {run.status})")
@@ -40,7 +61,7 @@ def rescore(run: Run, top_k: int | None = None, backend: str | None = None) -> d
     # recorded, so nothing to compare; listed, never counted as a difference (top-level metrics
     # added later are left out by schema version above)
     added = [k for k in fresh if "." in k and k not in stored]
-    rows = [
+    rows: list[RescoreRow] = [
         {"name": k, "stored": stored.get(k), "recomputed": v, "equal": stored.get(k) == v}
         for k, v in fresh.items()
         if k not in added
@@ -56,8 +77,8 @@ def rescore(run: Run, top_k: int | None = None, backend: str | None = None) -> d
     }
 
 
-def sections(doc: dict[str, Any]) -> list[Section]:
-    def cells(rows: list[dict[str, Any]]) -> list[list[str]]:
+def sections(doc: RescoreDocument) -> list[Section]:
+    def cells(rows: list[RescoreRow]) -> list[list[str]]:
         return [
             [r["name"], repr(r["stored"]), repr(r["recomputed"]), "yes" if r["equal"] else "NO"] for r in rows
         ]

@@ -13,6 +13,7 @@ from evalharness.core.errors import EvalHarnessError
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section, more_rows
 from evalharness.core.untrusted import read_json
+from evalharness.rundir.json_fields import mapping
 from evalharness.stats.detection_analysis import IOU, confusion_pairs
 from evalharness.stats.tide import MAIN, NAMES, SPECIAL
 
@@ -60,13 +61,11 @@ def sections_and_figures(
     names = {r["category_id"]: r["name"] for r in rows}
     pairs = confusion_pairs(a["confusion"]["cells"], names)
     confusions = [[f"{p['truth_name']} -> {p['predicted_name']}", str(p["count"])] for p in pairs[:max_rows]]
-    tide = a.get("tide") or {}
+    tide = run.document.metrics.analysis_part("tide")
+    counts, main, special = mapping(tide, "counts"), mapping(tide, "dAP"), mapping(tide, "special_dAP")
     tide_rows = [
-        [NAMES[t], fmt(None if v is None else 100 * v, ".2f"), fmt((tide.get("counts") or {}).get(t))]
-        for t, v in [
-            *((t, (tide.get("dAP") or {}).get(t)) for t in MAIN),
-            *((t, (tide.get("special_dAP") or {}).get(t)) for t in SPECIAL),
-        ]
+        [NAMES[t], fmt(None if v is None else 100 * v, ".2f"), fmt(counts.get(t))]
+        for t, v in [*((t, main.get(t)) for t in MAIN), *((t, special.get(t)) for t in SPECIAL)]
     ]
     tide_note = (
         f"{tide.get('package')}, IoU {tide.get('pos_threshold')} / background "
@@ -156,7 +155,7 @@ def _figures(run: Run, a: dict[str, Any], curves_file: str) -> list[dict[str, An
             "series": [("AP", [r["AP"] for r in drawn]), ("AP50", [r["AP50"] for r in drawn])],
         }
     )
-    if (a.get("tide") or {}).get("available"):
+    if run.document.metrics.analysis_part("tide").get("available"):
         out.append(
             {
                 "after": "tide",
