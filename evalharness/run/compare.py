@@ -120,7 +120,7 @@ def gather(out: str, key: str, values: list[str]) -> list[dict[str, Any]]:
         job = jobs.get(number)
         run = job["doc"] if job else None
         status = run.status if run is not None else "missing"
-        error = (run.doc.get("error") or run.doc.get("stop_reason")) if run is not None else None
+        error = (run.document.error or run.document.stop_reason) if run is not None else None
         if run is None:
             error = f"no metrics.json (see {os.path.join(out, RUNS_LOG)})"
         found.append({"name": _name(value), "value": value, "run": run, "status": status,

@@ -76,14 +76,14 @@ def accuracy_change(base: Run, run: Run) -> dict[str, Any]:
 
 
 def coverage_cell(run: Run) -> str:
-    cov = run.prov("delegate.coverage") or {}
-    if cov.get("ops_total") is None:
+    cov = run.provenance.delegate.coverage
+    if cov.ops_total is None:
         return "n/a"
-    done = cov.get("ops_delegated")
-    text = f"{'?' if done is None else done}/{cov['ops_total']} ops"
-    if cov.get("partitions"):
-        text += f", {cov['partitions']} part."
-    if (cov.get("device") or {}).get("software_renderer"):
+    done = cov.ops_delegated
+    text = f"{'?' if done is None else done}/{cov.ops_total} ops"
+    if cov.partitions:
+        text += f", {cov.partitions} part."
+    if cov.device.get("software_renderer"):
         text += " (software renderer)"
     return text
 
@@ -100,7 +100,7 @@ def rows(candidates: list[dict[str, Any]], measurement: dict[str, Any] | None) -
         row["metric"] = metric
         if run is not None and cand["status"] in ("complete", "partial"):
             row["value"] = run.metrics.get(metric) if metric else None
-            row["latency_p50_ms"] = ((run.doc.get("latency_ms") or {}).get("inference") or {}).get("p50")
+            row["latency_p50_ms"] = run.document.latency.inference.p50
             row["coverage"] = coverage_cell(run)
             if i and candidates[0]["status"] == cand["status"] == "complete":
                 row.update({k: v for k, v in change(base, run, metric).items() if k != "diff"})
@@ -227,12 +227,12 @@ def waterfall(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for i, step in enumerate(steps):
         run: Run | None = step["run"]
-        status, error = (run.status, run.doc.get("error")) if run is not None else ("missing", None)
+        status, error = (run.status, run.document.error) if run is not None else ("missing", None)
         row: dict[str, Any] = {"step": i, "change": step["label"], "metric": metric, "status": status,
                                "error": step.get("error") or error}  # fmt: skip
         if run is not None:
             row["value"] = run.metrics.get(metric) if metric else None
-            row["latency_p50_ms"] = ((run.doc.get("latency_ms") or {}).get("inference") or {}).get("p50")
+            row["latency_p50_ms"] = run.document.latency.inference.p50
             previous = steps[i - 1]["run"] if i else None
             if previous is not None and previous.status == run.status == "complete":
                 row.update(_against(previous, run, metric))

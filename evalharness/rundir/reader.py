@@ -17,7 +17,6 @@ from evalharness.core.errors import DataError, EvalHarnessError
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.untrusted import read_json
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, parse_predictions
-from evalharness.rundir.json_fields import dig
 from evalharness.rundir.metrics_file import Document, parse_document
 from evalharness.rundir.provenance_record import Provenance
 
@@ -66,12 +65,6 @@ class Run:
     @property
     def provenance(self) -> Provenance:
         return self.document.provenance
-
-    def prov(self, dotted: str, default: Any = None) -> Any:
-        """``provenance.<dotted>`` or ``default`` when any part is missing. Superseded by the typed
-        :attr:`provenance`; kept only for the modules tests/unit/architecture/test_run_document.py
-        still lists (``run/compare*``, ``run/chain_view``: being merged), to go with them."""
-        return dig(self.provenance.raw, dotted, default)
 
     @property
     def task_settings(self) -> JSONMap:

@@ -19,10 +19,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[3] / "evalharness"
 READER = "rundir/"
 # module -> why it still reads the run document by key (each to go)
-ALLOWED: dict[str, str] = {
-    "run/compare.py": "being merged into one candidate runner (issue 50, item 3); migrated after",
-    "run/compare_view.py": "being merged into one candidate runner (issue 50, item 3); migrated after",
-}
+ALLOWED: dict[str, str] = {}
 
 
 def _string_reads(source: str) -> list[tuple[int, str]]:
