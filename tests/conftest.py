@@ -77,9 +77,23 @@ def _keeps_module_state(path: str) -> bool:
     return not file.is_file() or bool(_MODULE_STATE.search(file.read_text()))
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """``python -m pytest`` runs on one xdist worker per core (``-n auto``) unless ``-n`` (or
+    ``--tx``, ``--dist``) is given or xdist is not loaded (``-p no:xdist``); not in a worker."""
+    if (
+        config.pluginmanager.hasplugin("xdist")
+        and not os.environ.get("PYTEST_XDIST_WORKER")
+        and config.option.numprocesses is None
+        and not config.option.tx
+        and config.option.dist == "no"
+    ):
+        config.option.numprocesses = "auto"
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``-n`` (pyproject.toml: ``-n auto``) with the default ``--dist load``: a module that keeps
+    """``-n`` (``-n auto`` by default: :func:`pytest_cmdline_main`) with ``--dist load``: a module that keeps
     module-scoped state goes to one worker as a whole, so that its fixtures are made once, not once
     on every worker that picks one of its tests (and its tests see the state in their order); every
     other test is handed out alone. Whole modules go first, largest first, then single tests in
@@ -198,7 +212,8 @@ def val50_runs(run_store) -> dict:
     """(model, delegate) -> metrics.json document + predictions, computed once per session."""
 
     def get(model: str, delegate: str = "cpu") -> tuple[dict, list[dict]]:
-        run_dir = run_store.run([*VAL50, f"model={model}", f"delegate={delegate}"], run_inprocess)
+        overrides = ["loop.progress=false", *VAL50, f"model={model}", f"delegate={delegate}"]
+        run_dir = run_store.run(overrides, run_inprocess_into)  # the same run as runs_fixture's
         doc = json.loads((run_dir / "metrics.json").read_text())
         preds = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
         return doc, preds

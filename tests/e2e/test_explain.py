@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 import test_external_delegate
 from ai_edge_litert import schema_py_generated as schema
-from conftest import ASSETS, MODELS, VAL50, runs_fixture
+from conftest import MODELS, VAL50, runs_fixture
+from test_report_coco import COCO as COCO_VAL25
 
 from evalharness.explain.__main__ import main
 from evalharness.explain.answers import Answers
@@ -243,10 +244,9 @@ SSD = "ssd_mobilenet_v1_coco_quant_postprocess"
 PLANTED_SSD_OP = 10  # a CONV_2D of SSD MobileNet's feature extractor
 
 
-# (name, *overrides) -> a task=coco run of SSD MobileNet on COCO val25, made once per session
-coco_runs = runs_fixture(
-    ["task=coco", f"model={SSD}", f"paths.data_dir={ASSETS}", "dataset=coco_val25", "task.tide=true"]
-)
+# (name, *overrides) -> a task=coco run of SSD MobileNet (the task's default model) on COCO val25,
+# made once per session: the runs report_coco's tests read
+coco_runs = runs_fixture(COCO_VAL25)
 
 
 def test_detector_cpu_vs_reference_restores_the_changed_boxes(coco_runs, tmp_path):

@@ -18,7 +18,8 @@ FLIPPED = ["ILSVRC2012_val_00000947.JPEG", "ILSVRC2012_val_00002721.JPEG"]
 
 # reference and cpu on val50, cpu on the first 10 images
 runs = runs_fixture(
-    [*VAL50, MODEL], {"reference": ["delegate=reference"], "cpu": [], "cpu10": ["task.num_images=10"]}
+    [*VAL50, MODEL],
+    {"reference": ["delegate=reference"], "cpu": ["delegate=cpu"], "cpu10": ["task.num_images=10"]},
 )
 
 

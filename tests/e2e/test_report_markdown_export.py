@@ -26,7 +26,7 @@ DELIMITER = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
 UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 
-val50 = runs_fixture([*VAL50, MODEL], {"reference": ["delegate=reference"], "cpu": []})
+val50 = runs_fixture([*VAL50, MODEL], {d: [f"delegate={d}"] for d in ("reference", "cpu")})
 coco = runs_fixture(COCO, {d: [f"delegate={d}"] for d in ("reference", "cpu")})
 
 
