@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
 from evalharness.core.errors import ModelMismatchError
+
+
+class TensorRecord(TypedDict):
+    """A model tensor as metrics.json's ``provenance.model.inputs``/``outputs`` and ``inspect`` write it."""
+
+    name: str
+    index: int
+    shape: list[int]
+    dtype: str
+    scale: float
+    zero_point: int
 
 
 @dataclass(frozen=True)
@@ -33,10 +44,15 @@ class TensorInfo:
         )
         return real
 
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["shape"] = list(self.shape)
-        return d
+    def as_dict(self) -> TensorRecord:
+        return {
+            "name": self.name,
+            "index": self.index,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "scale": self.scale,
+            "zero_point": self.zero_point,
+        }
 
 
 def require_real(outputs: list[TensorInfo], model_path: str, what: str) -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section
@@ -39,6 +39,9 @@ from evalharness.report.runs import comparability, definition_of
 from evalharness.rundir.reader import Run
 from evalharness.stats.score_snr import topk_snr_db
 from evalharness.tasks.definition import view_of
+
+if TYPE_CHECKING:
+    from evalharness.loop.interleave import Interleaved
 
 COLUMNS = ["candidate", "status", "metric", "value", "Δ vs first [95% paired]", "accuracy",
            "speed-up [95%]", "speed", "p50 ms", "coverage"]  # fmt: skip
@@ -88,7 +91,7 @@ def coverage_cell(run: Run) -> str:
     return text
 
 
-def rows(candidates: list[dict[str, Any]], measurement: dict[str, Any] | None) -> list[dict[str, Any]]:
+def rows(candidates: list[dict[str, Any]], measurement: Interleaved | None) -> list[dict[str, Any]]:
     """One row per candidate: ``{"name", "run": Run | None, "status", "error"}`` in, the figures out
     (``measured``: index of the candidate in ``measurement``'s list, None when it was not measured)."""
     base = candidates[0]["run"]
@@ -134,7 +137,7 @@ def change(base: Run, run: Run, metric: str | None) -> dict[str, Any]:
 
 
 def _speed(
-    i: int, cand: dict[str, Any], row: dict[str, Any], measurement: dict[str, Any] | None
+    i: int, cand: dict[str, Any], row: dict[str, Any], measurement: Interleaved | None
 ) -> dict[str, Any]:
     index = cand.get("measured")
     if measurement is not None and index is not None and i == 0:
@@ -171,7 +174,7 @@ def cells(row: dict[str, Any]) -> list[str]:
             fmt(row.get("latency_p50_ms"), ".3f", missing="—"), row.get("coverage", "—")]  # fmt: skip
 
 
-def _loads(measurement: dict[str, Any]) -> str:
+def _loads(measurement: Interleaved) -> str:
     took = f"{measurement['load_secs']:.1f} s of loading"
     if measurement["rounds_per_load"]:
         return f"each candidate loaded afresh every {measurement['rounds_per_load']} rounds, {took}"
@@ -182,7 +185,7 @@ def _loads(measurement: dict[str, Any]) -> str:
 
 
 def section(
-    key: str, table: list[dict[str, Any]], measurement: dict[str, Any] | None, out_dir: str
+    key: str, table: list[dict[str, Any]], measurement: Interleaved | None, out_dir: str
 ) -> Section:
     notes = [
         f"candidates: {key}=…; Δ and speed-up against the first ({table[0]['candidate']}); run dirs and "

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # for the types only: the loop and the runtime load when a ru
     from evalharness.loop.engine import LoopResult, LoopSettings
     from evalharness.rundir.files import RunWriter
     from evalharness.runtime.contract import Model
+    from evalharness.runtime.op_profile import OpProfile
     from evalharness.tasks.live import Task
 
 
@@ -29,7 +30,7 @@ class Ran(NamedTuple):
     start_up: dict[str, Any] | None = (
         None  # cold/warm passes (metrics.compile_cache), if the task asked for them
     )
-    op_profile: dict[str, Any] | None = None  # per-op time and placement (metrics.op_profile), if asked for
+    op_profile: OpProfile | None = None  # per-op time and placement (metrics.op_profile), if asked for
 
 
 def execute(
@@ -78,7 +79,7 @@ def execute(
     return Ran(writer, model, result, reference, start_up, profile)
 
 
-def op_profile(settings: RunSettings, task: Task, model: Model) -> dict[str, Any]:
+def op_profile(settings: RunSettings, task: Task, model: Model) -> OpProfile:
     """Per-op time and placement of the run's model on the run's delegate (the runtime's profiler,
     else sub-model timing), fed the first sample (after the measured loop, so it cannot disturb the
     loop's figures)."""
