@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -116,7 +116,7 @@ class LoopResult:
     error: BaseException | None = None
     checks: OutputChecks = field(default_factory=OutputChecks)
     # a runner's own latency figures (runner=adb), not host timing
-    reported_latency: dict[str, Any] | None = None
+    reported_latency: Mapping[str, Any] | None = None
     shape: LoopShape | None = None  # sequential or pipelined preparation, and why
     # thermal snapshots bracketing the timed invokes ({"before", "after"}: the runner's own when it
     # times on its device, else the loop's), for the latency's validity

@@ -90,7 +90,7 @@ def record_interrupt(
     return RunStopped(f"{message}, recorded in {path}; loop.resume=true continues the run")
 
 
-def invalid_reasons(settings: RunSettings, checks: dict[str, Any]) -> list[str]:
+def invalid_reasons(settings: RunSettings, checks: Mapping[str, Any]) -> list[str]:
     """Output checks that make the run ``invalid`` unless the loop settings allow them."""
     from evalharness.loop.checks import failures
 

@@ -105,7 +105,7 @@ class Model(abc.ABC):
     native_log: list[str]
     timed_region: str = "invoke() only"
     batch_size: int = 0
-    reported_latency: dict[str, Any] | None = None
+    reported_latency: Mapping[str, Any] | None = None
     memory: dict[str, Any] | None = None
     device: dict[str, Any] | None = None
     caches: tuple[CacheProbe, ...] = ()  # runtime.cache.CacheProbe per compile cache, created before the load

@@ -29,8 +29,8 @@ import logging
 import os
 import resource
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 from evalharness.core.errors import ConfigError
 
@@ -69,6 +69,16 @@ def launcher_share(launcher: Mapping[str, Any] | None, cores: int) -> tuple[str,
     return name, None, None
 
 
+class LimitRecord(TypedDict):
+    """``provenance.thread_budget.bound``: the thread limit and what set it."""
+
+    bound: int
+    because: str
+    cores: int
+    pids_left: int | None
+    nproc: int | None
+
+
 @dataclass(frozen=True)
 class Limit:
     """The most threads (or processes) this process may ask for at once, and what set it."""
@@ -79,8 +89,14 @@ class Limit:
     pids_left: int | None  # None: no cgroup pids limit found
     nproc: int | None  # None: RLIMIT_NPROC unlimited
 
-    def record(self) -> dict[str, Any]:
-        return asdict(self)
+    def record(self) -> LimitRecord:
+        return {
+            "bound": self.bound,
+            "because": self.because,
+            "cores": self.cores,
+            "pids_left": self.pids_left,
+            "nproc": self.nproc,
+        }
 
 
 def _read_int(path: str) -> int | None:

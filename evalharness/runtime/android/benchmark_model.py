@@ -96,10 +96,19 @@ def parse_stat(line: str) -> dict[str, float | None] | None:
     return stats
 
 
-def parse_latency(log: str) -> dict[str, Any]:
+class DeviceLatency(TypedDict):
+    """metrics.json ``latency_ms`` of a run timed by benchmark_model on the device (ms)."""
+
+    init: float | None
+    first_inference: float | None
+    warmup: dict[str, Any]  # count, then the tool's statistics (mean, min, max, p50, ...)
+    inference: dict[str, Any]
+
+
+def parse_latency(log: str) -> DeviceLatency:
     """The run's latency_ms block (ms) from both line generations of benchmark_model's summary."""
     stats = [s for s in map(parse_stat, log.splitlines()) if s is not None]
-    block: dict[str, Any] = {
+    block: DeviceLatency = {
         "init": None,
         "first_inference": None,
         "warmup": {"count": 0},
