@@ -11,7 +11,7 @@ import numpy as np
 from evalharness.core.errors import ModelMismatchError
 
 
-class TensorRecord(TypedDict):
+class TensorInfoRecord(TypedDict):
     """A model tensor as metrics.json's ``provenance.model.inputs``/``outputs`` and ``inspect`` write it."""
 
     name: str
@@ -44,7 +44,7 @@ class TensorInfo:
         )
         return real
 
-    def as_dict(self) -> TensorRecord:
+    def as_dict(self) -> TensorInfoRecord:
         return {
             "name": self.name,
             "index": self.index,

@@ -131,7 +131,22 @@ def native_output_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def inspect_model(path: str, delegates: list[str] | None = None, loud: bool = False) -> dict[str, Any]:
+if TYPE_CHECKING:  # a runtime type: the runtime is imported when a model is inspected
+    from evalharness.runtime.model_file import ModelFileSummary
+    from evalharness.runtime.model_size import ModelSize
+
+    class ModelFacts(ModelFileSummary):
+        """What ``evalharness inspect`` says of a model: the file, its size figures, the configuration a
+        run would infer from it and each delegate's answer (``--json`` prints it)."""
+
+        path: str
+        bytes: int
+        size: ModelSize
+        inferred: InferredConfiguration
+        delegates: dict[str, DelegateReport]
+
+
+def inspect_model(path: str, delegates: list[str] | None = None, loud: bool = False) -> ModelFacts:
     """The model's facts; ``loud``: what the runtimes print while delegates are prepared on stderr."""
     from evalharness.runtime.delegates import DELEGATES
     from evalharness.runtime.model_file import read_model_file

@@ -17,7 +17,7 @@ from evalharness.run.hydra_access import job_overrides
 from evalharness.settings.groups import RunSettings
 
 if TYPE_CHECKING:
-    from evalharness.core.tensors import TensorInfo, TensorRecord
+    from evalharness.core.tensors import TensorInfo, TensorInfoRecord
     from evalharness.loop.shape import LoopShape
     from evalharness.runtime import DelegatePlan
     from evalharness.runtime.compile_cache import CacheRecord
@@ -42,8 +42,8 @@ class ModelFileInfo(TypedDict):
     path: str
     sha256: str
     bytes: int
-    inputs: list[TensorRecord]
-    outputs: list[TensorRecord]
+    inputs: list[TensorInfoRecord]
+    outputs: list[TensorInfoRecord]
 
 
 class SizeNotMeasured(TypedDict):
