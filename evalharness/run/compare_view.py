@@ -28,9 +28,11 @@ significant"); ties go to the step that changed more answers.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from evalharness.core.documents import DiffDocument
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section
 from evalharness.report.commands.diff import build_diff, quantities
@@ -69,7 +71,29 @@ def verdict_word(sentence: str, change: float | None) -> str:
     return "—"
 
 
-def accuracy_change(base: Run, run: Run) -> dict[str, Any]:
+class AccuracyFound(TypedDict, total=False):
+    """``report diff BASE RUN`` for a compare table: why the runs are not comparable (``refused``),
+    else the diff's verdict, its pairwise quantities, the warnings and the diff document."""
+
+    refused: str
+    verdict: str
+    pairwise: dict[str, float]
+    warnings: list[str]
+    doc: DiffDocument
+
+
+class RowChange(TypedDict, total=False):
+    """A candidate's accuracy fields against the first: Δ, its paired interval, the verdict word
+    (``diff``: the diff document, for what else a caller reads of it; never a table cell)."""
+
+    accuracy: str
+    accuracy_detail: str
+    diff: DiffDocument
+    delta: float
+    delta_interval: list[float]
+
+
+def accuracy_change(base: Run, run: Run) -> AccuracyFound:
     """``report diff BASE RUN``'s verdict and pairwise quantities (default options), or why none."""
     comp = comparability(base, run)
     if comp.refused:
@@ -120,14 +144,14 @@ def headline_metric(candidates: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def change(base: Run, run: Run, metric: str | None) -> dict[str, Any]:
+def change(base: Run, run: Run, metric: str | None) -> RowChange:
     """The row fields of ``run`` against ``base``: Δ, its paired interval, the verdict word (and the
     diff document, ``diff``, for what else a caller reads of it)."""
     found = accuracy_change(base, run)
     if "refused" in found:
         return {"accuracy": "not comparable", "accuracy_detail": found["refused"]}
     pairwise = found["pairwise"]
-    value = {"accuracy_detail": found["verdict"], "diff": found["doc"]}
+    value: RowChange = {"accuracy_detail": found["verdict"], "diff": found["doc"]}
     if metric and base.metrics.get(metric) is not None and run.metrics.get(metric) is not None:
         value["delta"] = run.metrics[metric] - base.metrics[metric]
     if metric and f"{metric}_ci_low" in pairwise:
@@ -243,7 +267,7 @@ def waterfall(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _against(previous: Run, run: Run, metric: str | None) -> dict[str, Any]:
+def _against(previous: Run, run: Run, metric: str | None) -> Mapping[str, Any]:
     found = change(previous, run, metric)
     diff = found.pop("diff", None)
     if diff is None:

@@ -13,6 +13,7 @@ from evalharness.settings.groups import RunSettings
 
 if TYPE_CHECKING:  # for the types only: the loop and the runtime load when a run starts
     from evalharness.loop.engine import LoopResult, LoopSettings
+    from evalharness.run.start_up import StartUp
     from evalharness.rundir.files import RunWriter
     from evalharness.runtime.contract import Model
     from evalharness.runtime.op_profile import OpProfile
@@ -27,9 +28,7 @@ class Ran(NamedTuple):
     result: LoopResult
     # (plan, model, loop result) of the reference pass, if the task has one
     reference: tuple[Any, Model, LoopResult] | None
-    start_up: dict[str, Any] | None = (
-        None  # cold/warm passes (metrics.compile_cache), if the task asked for them
-    )
+    start_up: StartUp | None = None  # cold/warm passes (metrics.compile_cache), if the task asked for them
     op_profile: OpProfile | None = None  # per-op time and placement (metrics.op_profile), if asked for
 
 
