@@ -12,7 +12,7 @@ import re
 from typing import Any, TypedDict
 
 from evalharness.core.errors import DelegateUnavailableError, EvalHarnessError
-from evalharness.runtime.contract import Coverage
+from evalharness.runtime.contract import Coverage, DeviceLatency
 from evalharness.runtime.delegates import DELEGATES, DelegatePlan, OnDevice, kind_of
 
 _UNCONSUMED = re.compile(r"Unconsumed cmdline flags:\s*(.*\S)")
@@ -94,15 +94,6 @@ def parse_stat(line: str) -> dict[str, float | None] | None:
         if theirs in fields:
             stats[ours] = fields[theirs]
     return stats
-
-
-class DeviceLatency(TypedDict):
-    """metrics.json ``latency_ms`` of a run timed by benchmark_model on the device (ms)."""
-
-    init: float | None
-    first_inference: float | None
-    warmup: dict[str, Any]  # count, then the tool's statistics (mean, min, max, p50, ...)
-    inference: dict[str, Any]
 
 
 def parse_latency(log: str) -> DeviceLatency:
