@@ -12,7 +12,7 @@ from evalharness.core.errors import ModelMismatchError
 
 
 class TensorInfoRecord(TypedDict):
-    """A :class:`TensorInfo` as provenance records it (``provenance.model.inputs`` / ``outputs``)."""
+    """A model tensor as metrics.json's ``provenance.model.inputs``/``outputs`` and ``inspect`` write it."""
 
     name: str
     index: int

@@ -22,7 +22,7 @@ from typing import Any
 
 from evalharness.core.derived import file_state
 from evalharness.core.errors import DataError
-from evalharness.data.dataset_reader import DatasetReader, shard_files
+from evalharness.data.dataset_reader import ContainerIndex, ContainerProvenance, DatasetReader, shard_files
 from evalharness.data.ground_truth import (
     GroundTruthRequest,
     Label,
@@ -153,8 +153,12 @@ class ContainerReader(DatasetReader):
             )
         return classes[index]
 
-    def provenance(self) -> dict[str, Any]:
-        index = {"dir": self.request.index_dir, "shards_from_index": self.from_index, "rebuilt": self.rebuilt}
+    def provenance(self) -> ContainerProvenance:
+        index: ContainerIndex = {
+            "dir": self.request.index_dir,
+            "shards_from_index": self.from_index,
+            "rebuilt": self.rebuilt,
+        }
         order = "stored order (shard, offset)"
         if self.reordered:
             order += f": {self.reordered} samples read in another order than their ids"

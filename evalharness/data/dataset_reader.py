@@ -24,7 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar, TypedDict
 
 from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.registry import Registry
@@ -58,6 +58,25 @@ class ReadRequest:
     unscored: Counter[str] = field(default_factory=Counter)
     index_dir: str | None = None  # where container shard indexes are kept (data/shard_index.py)
     classes: ClassList = field(default_factory=ClassList)  # filled with the class list a folder used
+
+
+class ContainerIndex(TypedDict):
+    """``provenance.dataset.index``: where a container's shard indexes lie and how many were used."""
+
+    dir: str | None
+    shards_from_index: int
+    rebuilt: list[str]  # kept indexes not used, and why
+
+
+class ContainerProvenance(TypedDict, total=False):
+    """What ``provenance.dataset`` says of the container read (empty for a folder of files)."""
+
+    container: str
+    shards: int
+    read_order: str
+    class_names_source: str | None
+    index: ContainerIndex
+    crc32c: str  # tfrecord: which CRC-32C checked the records
 
 
 class DatasetReader:
@@ -151,7 +170,7 @@ class DatasetReader:
                 seen.add(s.member.shard)
                 yield s.member.shard
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> ContainerProvenance:
         """What metrics.json records of the container (nothing for a folder: its record is as it was)."""
         return {}
 

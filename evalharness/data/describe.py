@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evalharness.core.errors import DataError
 from evalharness.core.registry import Registry
@@ -176,7 +176,11 @@ def _images_of(folder: Path, ground_truth: Path) -> tuple[Path, list[str]]:
     return folder, []
 
 
-def _notes(notes: list[str]) -> dict[str, Any]:
+class _Notes(TypedDict, total=False):
+    notes: list[str]  # what a describer noticed; absent when nothing
+
+
+def _notes(notes: list[str]) -> _Notes:
     return {"notes": notes} if notes else {}
 
 

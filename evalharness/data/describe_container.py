@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from evalharness.data.dataset_reader import CONTAINERS, READERS, ReadRequest, detect
 from evalharness.data.describe import FIRST, DatasetView
@@ -22,9 +23,9 @@ def describe_container(path: Path) -> DatasetView | None:
     samples = reader.samples()
     labels = Counter(s.label if s.label != INDEX_LABEL else f"class index {s.index}" for s in samples)
     facts = reader.provenance()
-    named = facts.get("class_names_source", "")
+    named = facts.get("class_names_source") or ""
     setting = "" if not named.startswith("none") else " dataset.class_names=<the class list>"
-    details = {"shards": facts.get("shards"), "class_names": named}
+    details: dict[str, Any] = {"shards": facts.get("shards"), "class_names": named}
     if request.unscored:
         details["not_scored"] = dict(sorted(request.unscored.items()))
     return DatasetView(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TypedDict, TypeVar
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.derived import file_state
@@ -42,9 +42,17 @@ def manifest_hash(
     return digest.hexdigest()
 
 
+class SamplesIdentity(TypedDict):
+    """The provenance fields that prove two runs saw the same samples (``provenance.dataset``)."""
+
+    count: int
+    manifest_sha256: str
+    manifest_kind: str  # "relative path + sha256" | "relative path + size"
+
+
 def samples_identity(
     samples: Sequence[T], entry: Callable[[T], tuple[str, str | Member]], content: bool = False
-) -> dict[str, Any]:
+) -> SamplesIdentity:
     """The provenance fields that prove two runs saw the same samples: count + manifest hash of
     ``samples`` (``entry``: sample -> (key, path)), without a list of every entry: samples already
     in key order (the usual case) stream; others are visited in key order through a list of positions."""

@@ -28,7 +28,7 @@ from evalharness.core.errors import DataError
 from evalharness.core.untrusted import read_json
 from evalharness.data.bounds import DECODE_BUDGET, OverBudget, backed
 from evalharness.data.container import ContainerReader, Listed, class_index, member
-from evalharness.data.dataset_reader import shard_files
+from evalharness.data.dataset_reader import ContainerProvenance, shard_files
 from evalharness.data.ground_truth import LabeledSample
 from evalharness.data.labels import read_label_file
 
@@ -261,7 +261,7 @@ class TFRecordReader(ContainerReader):
             )
         return super().samples()
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> ContainerProvenance:
         crc = "pure Python" if crc32c is crc32c_python else "crc32c package"
         return {**super().provenance(), "crc32c": crc}
 

@@ -132,9 +132,23 @@ def native_output_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def inspect_model(path: str, delegates: list[str] | None = None, loud: bool = False) -> JSONMap:
-    """The model's facts (what ``inspect --json`` prints: the file's summary and more); ``loud``:
-    what the runtimes print while delegates are prepared on stderr."""
+if TYPE_CHECKING:  # a runtime type: the runtime is imported when a model is inspected
+    from evalharness.runtime.model_file import ModelFileSummary
+    from evalharness.runtime.model_size import ModelSize
+
+    class ModelFacts(ModelFileSummary):
+        """What ``evalharness inspect`` says of a model: the file, its size figures, the configuration a
+        run would infer from it and each delegate's answer (``--json`` prints it)."""
+
+        path: str
+        bytes: int
+        size: ModelSize
+        inferred: InferredConfiguration
+        delegates: dict[str, DelegateReport]
+
+
+def inspect_model(path: str, delegates: list[str] | None = None, loud: bool = False) -> ModelFacts:
+    """The model's facts; ``loud``: what the runtimes print while delegates are prepared on stderr."""
     from evalharness.runtime.delegates import DELEGATES
     from evalharness.runtime.model_file import read_model_file
     from evalharness.runtime.model_size import model_size
@@ -151,7 +165,7 @@ def inspect_model(path: str, delegates: list[str] | None = None, loud: bool = Fa
     }
 
 
-def _prepare_all(path: str, names: list[str], loud: bool) -> Mapping[str, DelegateReport]:
+def _prepare_all(path: str, names: list[str], loud: bool) -> dict[str, DelegateReport]:
     with runtime_output_kept(loud):
         return {name: delegate_report(path, name) for name in names}
 

@@ -32,6 +32,29 @@ class _OutputStats(TypedDict):
     at_max_samples: int | None  # None: a float output
 
 
+class _OutputKeys(TypedDict):
+    name: str
+    nonfinite_samples: int
+    nonfinite_values: int
+    all_zero_samples: int
+    same_for_every_input: bool
+
+
+class OutputCheck(_OutputKeys, total=False):
+    """One output's line of ``output_checks`` (``at_max_samples``: integer outputs only)."""
+
+    at_max_samples: int
+
+
+class OutputChecksRecord(TypedDict):
+    """metrics.json ``output_checks``: what was counted of each output and the checks that failed."""
+
+    samples: int
+    distinct_inputs: bool
+    outputs: list[OutputCheck]
+    failed: list[str]
+
+
 class OutputChecks:
     def __init__(self) -> None:
         self.samples = 0
@@ -75,26 +98,24 @@ class OutputChecks:
                 stats["varies"] = True
         self.samples += 1
 
-    def record(self, names: list[str]) -> dict[str, Any]:
+    def record(self, names: list[str]) -> OutputChecksRecord:
         """The ``output_checks`` block of metrics.json, with the list of checks that failed."""
         distinct_inputs = len(self._inputs) > 1
-        outputs = []
+        outputs: list[OutputCheck] = []
         for name, stats in zip(names, self._outputs, strict=False):
-            constant = distinct_inputs and not stats["varies"]
-            outputs.append(
-                {
-                    "name": name,
-                    "nonfinite_samples": stats["nonfinite_samples"],
-                    "nonfinite_values": stats["nonfinite_values"],
-                    "all_zero_samples": stats["all_zero_samples"],
-                    "same_for_every_input": constant,
-                    **(
-                        {} if stats["at_max_samples"] is None else {"at_max_samples": stats["at_max_samples"]}
-                    ),
-                }
-            )
+            check: OutputCheck = {
+                "name": name,
+                "nonfinite_samples": stats["nonfinite_samples"],
+                "nonfinite_values": stats["nonfinite_values"],
+                "all_zero_samples": stats["all_zero_samples"],
+                "same_for_every_input": distinct_inputs and not stats["varies"],
+            }
+            if stats["at_max_samples"] is not None:
+                check["at_max_samples"] = stats["at_max_samples"]
+            outputs.append(check)
         record = {"samples": self.samples, "distinct_inputs": distinct_inputs, "outputs": outputs}
-        return {**record, "failed": failures(record)}
+        return {"samples": self.samples, "distinct_inputs": distinct_inputs, "outputs": outputs,
+                "failed": failures(record)}  # fmt: skip
 
 
 def failures(record: Mapping[str, Any], nonfinite: bool = True, constant: bool = True) -> list[str]:

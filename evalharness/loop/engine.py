@@ -34,13 +34,13 @@ from evalharness.loop.memory import current_rss_mb, peak_rss_mb
 from evalharness.loop.preparation import Prepared, prepared
 from evalharness.loop.progress import progress_bar
 from evalharness.loop.shape import SHAPES, LoopShape, requested, shaped
-from evalharness.stats.latency import summarize
+from evalharness.stats.latency import LatencySummary, summarize
 from evalharness.stats.validity import Rule, blocks_of, judge, throttled, verdict
 from evalharness.tasks.live import Looped, input_layout
 
 if TYPE_CHECKING:  # for the type only
     from evalharness.loop.progress import ProgressBar
-    from evalharness.runtime.contract import Model
+    from evalharness.runtime.contract import DeviceLatency, Model
 
 
 class StageMs(TypedDict):
@@ -98,6 +98,17 @@ class LoopSettings:
     op_profile_repeats: int = field(default=20, metadata=bounds(1, 10000))
 
 
+class LatencyBlock(TypedDict):
+    """metrics.json ``latency_ms`` (before its validity): the loop's own timing, or a runner's
+    (benchmark_model on a phone: its summary's statistics), and what was timed."""
+
+    init: float | None
+    first_inference: float | None
+    warmup: LatencySummary | dict[str, Any]  # a runner's: count and the statistics it printed
+    inference: LatencySummary | dict[str, Any]
+    timed_region: str
+
+
 @dataclass
 class LoopResult:
     status: str = "complete"  # complete | partial
@@ -116,7 +127,7 @@ class LoopResult:
     error: BaseException | None = None
     checks: OutputChecks = field(default_factory=OutputChecks)
     # a runner's own latency figures (runner=adb), not host timing
-    reported_latency: dict[str, Any] | None = None
+    reported_latency: DeviceLatency | None = None
     shape: LoopShape | None = None  # sequential or pipelined preparation, and why
     # thermal snapshots bracketing the timed invokes ({"before", "after"}: the runner's own when it
     # times on its device, else the loop's), for the latency's validity
@@ -159,7 +170,7 @@ class LoopResult:
         return found | {"thermal": {"source": before.get("source"), "exposed": exposed, "throttled": hot,
                                     "before": before, "after": after}}  # fmt: skip
 
-    def latency(self) -> dict[str, Any]:
+    def latency(self) -> LatencyBlock:
         if self.reported_latency is not None:
             return {**self.reported_latency, "timed_region": self.timed_region}
         return {

@@ -21,13 +21,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from evalharness.core.schema import bounds
 from evalharness.runtime.thermal import read_thermal
-from evalharness.stats.latency import summarize
+from evalharness.stats.latency import LatencySummary, summarize
 from evalharness.stats.speedup import paired_block_speedup
 from evalharness.stats.validity import Rule, judge, throttled
 
@@ -47,12 +47,48 @@ class InterleaveSettings:
     max_load_secs: float = field(default=1.0, metadata=bounds(0.0))  # slower first load + warm-up: no reload
 
 
+class Measurement(TypedDict):
+    """One candidate's interleaved measurement: its block means, invoke statistics and validity."""
+
+    block_means_ms: list[float]
+    latency_ms: LatencySummary
+    timed_secs: float
+    cv: float | None
+    valid: bool
+    problems: list[str]
+
+
+class InterleaveThermal(TypedDict):
+    """The thermal snapshots around the whole measurement and the cooling devices that throttled."""
+
+    before: dict[str, Any]
+    after: dict[str, Any]
+    throttled: list[str]
+
+
+class Interleaved(TypedDict):
+    """What :func:`measure` found: how the candidates were interleaved, each one's measurement and
+    each one's speed-up over the first (metrics.json ``latency_interleaved`` of ``compare``)."""
+
+    settings: dict[str, Any]  # the InterleaveSettings, as written
+    order: str
+    rounds: int
+    loads: int
+    rounds_per_load: int
+    load_secs: float
+    invokes_per_block: list[int]
+    block_order: list[int]
+    thermal: InterleaveThermal
+    measurements: list[Measurement]
+    comparisons: list[dict[str, Any]]  # compare_pair of each candidate against the first
+
+
 def measure(
     loaders: Sequence[Callable[[], Callable[[], None]]],
     settings: InterleaveSettings = InterleaveSettings(),
     clock: Callable[[], float] = time.perf_counter,
     thermal: Callable[[], dict[str, Any]] = read_thermal,
-) -> dict[str, Any]:
+) -> Interleaved:
     """Interleave the candidates and return ``{"settings", "order", "rounds", "thermal",
     "measurements", "comparisons"}``: one measurement per candidate (block means in ms, invoke
     statistics, validity) and each candidate's speed-up over the first. ``loaders[i]()`` loads
@@ -137,13 +173,16 @@ def _calibrate(invoke: Callable[[], None], settings: InterleaveSettings, clock: 
 
 def _measurement(
     blocks: list[float], samples: list[float], settings: InterleaveSettings, hot: Sequence[str]
-) -> dict[str, Any]:
+) -> Measurement:
     rule = Rule(settings.min_secs, settings.min_invokes, settings.max_cv, settings.block_secs)
     verdict = judge(blocks, samples, rule, hot)
     return {
         "block_means_ms": blocks,
         "latency_ms": summarize(samples),
-        **{k: verdict[k] for k in ("timed_secs", "cv", "valid", "problems")},
+        "timed_secs": verdict["timed_secs"],
+        "cv": verdict["cv"],
+        "valid": verdict["valid"],
+        "problems": verdict["problems"],
     }
 
 

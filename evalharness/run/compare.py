@@ -36,7 +36,7 @@ from evalharness.core.boundary import EXIT_OK, EXIT_STOPPED, ArgumentParser, deb
 from evalharness.core.errors import ConfigError, EvalHarnessError
 from evalharness.core.schema import check
 from evalharness.core.untrusted import read_json
-from evalharness.loop.interleave import InterleaveSettings
+from evalharness.loop.interleave import Interleaved, InterleaveSettings
 from evalharness.run.candidates import RUNS_LOG, last_error, run_all, single_run, sweep_job, write_tables
 from evalharness.rundir.state import hold
 from evalharness.settings.groups import RunSettings
@@ -154,7 +154,7 @@ def _name(value: str) -> str:
 
 def interleaved(
     plans: list[Any], candidates: list[dict[str, Any]], settings: InterleaveSettings
-) -> dict[str, Any] | None:
+) -> Interleaved | None:
     """The interleaved measurement of the complete candidates (the first among them), or None."""
     from evalharness.loop.interleave import measure
 
@@ -240,7 +240,7 @@ def write(
     key: str,
     values: list[str],
     candidates: list[dict[str, Any]],
-    measurement: dict[str, Any] | None,
+    measurement: Interleaved | None,
 ) -> int:
     from evalharness.report.commands import sweep
     from evalharness.run import compare_view

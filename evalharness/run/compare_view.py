@@ -28,9 +28,11 @@ significant"); ties go to the step that changed more answers.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from evalharness.core.documents import DiffDocument
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section
 from evalharness.report.commands.diff import build_diff, quantities
@@ -39,6 +41,9 @@ from evalharness.report.runs import comparability, definition_of
 from evalharness.rundir.reader import Run
 from evalharness.stats.score_snr import topk_snr_db
 from evalharness.tasks.definition import view_of
+
+if TYPE_CHECKING:
+    from evalharness.loop.interleave import Interleaved
 
 COLUMNS = ["candidate", "status", "metric", "value", "Δ vs first [95% paired]", "accuracy",
            "speed-up [95%]", "speed", "p50 ms", "coverage"]  # fmt: skip
@@ -66,7 +71,29 @@ def verdict_word(sentence: str, change: float | None) -> str:
     return "—"
 
 
-def accuracy_change(base: Run, run: Run) -> dict[str, Any]:
+class AccuracyFound(TypedDict, total=False):
+    """``report diff BASE RUN`` for a compare table: why the runs are not comparable (``refused``),
+    else the diff's verdict, its pairwise quantities, the warnings and the diff document."""
+
+    refused: str
+    verdict: str
+    pairwise: dict[str, float]
+    warnings: list[str]
+    doc: DiffDocument
+
+
+class RowChange(TypedDict, total=False):
+    """A candidate's accuracy fields against the first: Δ, its paired interval, the verdict word
+    (``diff``: the diff document, for what else a caller reads of it; never a table cell)."""
+
+    accuracy: str
+    accuracy_detail: str
+    diff: DiffDocument
+    delta: float
+    delta_interval: list[float]
+
+
+def accuracy_change(base: Run, run: Run) -> AccuracyFound:
     """``report diff BASE RUN``'s verdict and pairwise quantities (default options), or why none."""
     comp = comparability(base, run)
     if comp.refused:
@@ -88,7 +115,7 @@ def coverage_cell(run: Run) -> str:
     return text
 
 
-def rows(candidates: list[dict[str, Any]], measurement: dict[str, Any] | None) -> list[dict[str, Any]]:
+def rows(candidates: list[dict[str, Any]], measurement: Interleaved | None) -> list[dict[str, Any]]:
     """One row per candidate: ``{"name", "run": Run | None, "status", "error"}`` in, the figures out
     (``measured``: index of the candidate in ``measurement``'s list, None when it was not measured)."""
     base = candidates[0]["run"]
@@ -117,14 +144,14 @@ def headline_metric(candidates: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def change(base: Run, run: Run, metric: str | None) -> dict[str, Any]:
+def change(base: Run, run: Run, metric: str | None) -> RowChange:
     """The row fields of ``run`` against ``base``: Δ, its paired interval, the verdict word (and the
     diff document, ``diff``, for what else a caller reads of it)."""
     found = accuracy_change(base, run)
     if "refused" in found:
         return {"accuracy": "not comparable", "accuracy_detail": found["refused"]}
     pairwise = found["pairwise"]
-    value = {"accuracy_detail": found["verdict"], "diff": found["doc"]}
+    value: RowChange = {"accuracy_detail": found["verdict"], "diff": found["doc"]}
     if metric and base.metrics.get(metric) is not None and run.metrics.get(metric) is not None:
         value["delta"] = run.metrics[metric] - base.metrics[metric]
     if metric and f"{metric}_ci_low" in pairwise:
@@ -134,7 +161,7 @@ def change(base: Run, run: Run, metric: str | None) -> dict[str, Any]:
 
 
 def _speed(
-    i: int, cand: dict[str, Any], row: dict[str, Any], measurement: dict[str, Any] | None
+    i: int, cand: dict[str, Any], row: dict[str, Any], measurement: Interleaved | None
 ) -> dict[str, Any]:
     index = cand.get("measured")
     if measurement is not None and index is not None and i == 0:
@@ -171,7 +198,7 @@ def cells(row: dict[str, Any]) -> list[str]:
             fmt(row.get("latency_p50_ms"), ".3f", missing="—"), row.get("coverage", "—")]  # fmt: skip
 
 
-def _loads(measurement: dict[str, Any]) -> str:
+def _loads(measurement: Interleaved) -> str:
     took = f"{measurement['load_secs']:.1f} s of loading"
     if measurement["rounds_per_load"]:
         return f"each candidate loaded afresh every {measurement['rounds_per_load']} rounds, {took}"
@@ -182,7 +209,7 @@ def _loads(measurement: dict[str, Any]) -> str:
 
 
 def section(
-    key: str, table: list[dict[str, Any]], measurement: dict[str, Any] | None, out_dir: str
+    key: str, table: list[dict[str, Any]], measurement: Interleaved | None, out_dir: str
 ) -> Section:
     notes = [
         f"candidates: {key}=…; Δ and speed-up against the first ({table[0]['candidate']}); run dirs and "
@@ -240,7 +267,7 @@ def waterfall(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _against(previous: Run, run: Run, metric: str | None) -> dict[str, Any]:
+def _against(previous: Run, run: Run, metric: str | None) -> Mapping[str, Any]:
     found = change(previous, run, metric)
     diff = found.pop("diff", None)
     if diff is None:

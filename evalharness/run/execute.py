@@ -13,8 +13,10 @@ from evalharness.settings.groups import RunSettings
 
 if TYPE_CHECKING:  # for the types only: the loop and the runtime load when a run starts
     from evalharness.loop.engine import LoopResult, LoopSettings
+    from evalharness.run.start_up import StartUp
     from evalharness.rundir.files import RunWriter
     from evalharness.runtime.contract import Model
+    from evalharness.runtime.op_profile import OpProfile
     from evalharness.tasks.live import Task
 
 
@@ -26,10 +28,8 @@ class Ran(NamedTuple):
     result: LoopResult
     # (plan, model, loop result) of the reference pass, if the task has one
     reference: tuple[Any, Model, LoopResult] | None
-    start_up: dict[str, Any] | None = (
-        None  # cold/warm passes (metrics.compile_cache), if the task asked for them
-    )
-    op_profile: dict[str, Any] | None = None  # per-op time and placement (metrics.op_profile), if asked for
+    start_up: StartUp | None = None  # cold/warm passes (metrics.compile_cache), if the task asked for them
+    op_profile: OpProfile | None = None  # per-op time and placement (metrics.op_profile), if asked for
 
 
 def execute(
@@ -78,7 +78,7 @@ def execute(
     return Ran(writer, model, result, reference, start_up, profile)
 
 
-def op_profile(settings: RunSettings, task: Task, model: Model) -> dict[str, Any]:
+def op_profile(settings: RunSettings, task: Task, model: Model) -> OpProfile:
     """Per-op time and placement of the run's model on the run's delegate (the runtime's profiler,
     else sub-model timing), fed the first sample (after the measured loop, so it cannot disturb the
     loop's figures)."""

@@ -8,7 +8,7 @@ import platform
 import socket
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from evalharness import __version__
 from evalharness.core.checksum import sha256_file
@@ -17,10 +17,66 @@ from evalharness.run.hydra_access import job_overrides
 from evalharness.settings.groups import RunSettings
 
 if TYPE_CHECKING:
-    from evalharness.core.tensors import TensorInfo
+    from evalharness.core.tensors import TensorInfo, TensorInfoRecord
     from evalharness.loop.shape import LoopShape
     from evalharness.runtime import DelegatePlan
+    from evalharness.runtime.compile_cache import CacheRecord
     from evalharness.runtime.contract import Model
+    from evalharness.runtime.model_size import ModelSize
+
+class HostInfo(TypedDict):
+    """``provenance.host``: the machine that ran the loop."""
+
+    hostname: str
+    os: str
+    machine: str
+    cpu: str
+    cpu_features: list[str]
+    cpu_count: int | None
+    python: str
+
+
+class ModelFileInfo(TypedDict):
+    """The file half of ``provenance.model``: where the model is, its hash, size and tensors."""
+
+    path: str
+    sha256: str
+    bytes: int
+    inputs: list[TensorInfoRecord]
+    outputs: list[TensorInfoRecord]
+
+
+class SizeNotMeasured(TypedDict):
+    """``provenance.model.size`` of a file whose weights could not be read: its bytes and why."""
+
+    bytes: int
+    error: str
+
+
+class ToolInfo(TypedDict):
+    """``provenance.evalharness``: the tool and release that wrote the run."""
+
+    name: str
+    version: str
+
+
+class DelegateBlock(TypedDict):
+    """What ``provenance.delegate`` (and a reference pass's delegate) says of a delegate that ran."""
+
+    name: str
+    flags: dict[str, Any]  # the delegate's own settings, keyed by its flags
+    op_resolver: str
+    coverage: dict[str, Any]  # Coverage.as_dict(): its keys plus the backend's extra figures
+    cache: list[CacheRecord]
+
+
+class LibraryRecord(TypedDict):
+    """``provenance.delegate.library``: an external delegate's shared library and its options."""
+
+    path: str
+    sha256: str
+    options: dict[str, str]
+
 
 # CPU features that change which kernels run (and so latency, sometimes results).
 _CPU_FLAGS = (
@@ -58,7 +114,7 @@ def _cpuinfo() -> tuple[str, list[str]]:
     return model, sorted(f for f in _CPU_FLAGS if f in flags)
 
 
-def host_info() -> dict[str, Any]:
+def host_info() -> HostInfo:
     cpu, features = _cpuinfo()
     return {
         "hostname": socket.gethostname(),
@@ -71,7 +127,7 @@ def host_info() -> dict[str, Any]:
     }
 
 
-def model_info(path: str, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> dict[str, Any]:
+def model_info(path: str, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> ModelFileInfo:
     return {
         "path": os.path.abspath(path),
         "sha256": sha256_file(path),
@@ -81,7 +137,7 @@ def model_info(path: str, inputs: list[TensorInfo], outputs: list[TensorInfo]) -
     }
 
 
-def size_record(path: str, sha256: str, cache_dir: str) -> dict[str, Any]:
+def size_record(path: str, sha256: str, cache_dir: str) -> ModelSize | SizeNotMeasured:
     """``provenance.model.size``: on-disk, gzip -9 and zstd bytes, weight sparsity and unique values
     (runtime/model_size.py, cached by the file's sha256); a file whose weights cannot be read says why."""
     from evalharness.runtime.model_size import cached_size
@@ -95,11 +151,11 @@ def size_record(path: str, sha256: str, cache_dir: str) -> dict[str, Any]:
         }
 
 
-def tool_info() -> dict[str, Any]:
+def tool_info() -> ToolInfo:
     return {"name": "evalharness", "version": __version__}
 
 
-def delegate_record(plan: DelegatePlan, model: Model) -> dict[str, Any]:
+def delegate_record(plan: DelegatePlan, model: Model) -> DelegateBlock:
     """What metrics.json says about a delegate that ran: its plan and what it really took."""
     return {
         "name": plan.name,
@@ -110,7 +166,7 @@ def delegate_record(plan: DelegatePlan, model: Model) -> dict[str, Any]:
     }
 
 
-def library_record(plan: DelegatePlan) -> dict[str, Any] | None:
+def library_record(plan: DelegatePlan) -> LibraryRecord | None:
     if not plan.external_path:
         return None
     return {

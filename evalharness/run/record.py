@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from omegaconf import OmegaConf
@@ -89,14 +90,14 @@ def record_interrupt(
     return RunStopped(f"{message}, recorded in {path}; loop.resume=true continues the run")
 
 
-def invalid_reasons(settings: RunSettings, checks: dict[str, Any]) -> list[str]:
+def invalid_reasons(settings: RunSettings, checks: Mapping[str, Any]) -> list[str]:
     """Output checks that make the run ``invalid`` unless the loop settings allow them."""
     from evalharness.loop.checks import failures
 
     return failures(checks, not settings.loop.allow_nonfinite, not settings.loop.allow_constant_outputs)
 
 
-def write_op_profile(run_dir: str, profile: dict[str, Any]) -> None:
+def write_op_profile(run_dir: str, profile: Mapping[str, Any]) -> None:
     """``op_profile.csv`` (one row per op) and ``op_profile.model_explorer.json`` (node data)."""
     from evalharness.core.atomic_io import atomic_write_text
     from evalharness.report.views.op_profile_table import CSV_FILE, EXPLORER_FILE, csv_text, model_explorer

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from typing import Any
+from typing import TypedDict
 
 from evalharness.core import interrupts as children
 from evalharness.core.boundary import EXIT_USER_ERROR
@@ -55,7 +55,35 @@ def child_failed(what: str, code: int, stderr: str, run_dir: str) -> EvalHarness
     return EvalHarnessError(message) if code == EXIT_USER_ERROR else RunStopped(message)
 
 
-def run_pass(overrides: list[str], cache_dir: str, run_dir: str, expected: str) -> dict[str, Any]:
+class PassFigures(TypedDict):
+    """``metrics.compile_cache.cold``/``warm``: one pass's start-up figures and its caches' size."""
+
+    run_dir: str
+    state: str  # cold | warm
+    init: float | None
+    first_inference: float | None
+    inference_mean: float | None
+    cache_bytes: int
+
+
+class Reduction(TypedDict):
+    """Cold -> warm reduction of each start-up figure, in per cent (None: not measured)."""
+
+    init: float | None
+    first_inference: float | None
+
+
+class StartUp(TypedDict):
+    """metrics.json ``metrics.compile_cache``: the cold and warm passes asked for and the reduction."""
+
+    mode: str  # cold | warm | both
+    cache_dir: str
+    cold: PassFigures | None
+    warm: PassFigures | None
+    reduction_pct: Reduction | None
+
+
+def run_pass(overrides: list[str], cache_dir: str, run_dir: str, expected: str) -> PassFigures:
     """One pass in a child process; its figures and cache record, checked against ``expected``."""
     cmd = [sys.executable, "-m", "evalharness", *child_overrides(overrides, cache_dir, run_dir)]
     print(f"task.start_up: the {expected} pass, in a child process -> {run_dir}", file=sys.stderr, flush=True)
@@ -81,7 +109,7 @@ def run_pass(overrides: list[str], cache_dir: str, run_dir: str, expected: str) 
     }
 
 
-def measure(mode: str, overrides: list[str], run_dir: str) -> dict[str, Any] | None:
+def measure(mode: str, overrides: list[str], run_dir: str) -> StartUp | None:
     """``mode`` cold | warm | both: the passes' figures and the cold -> warm reduction (%), for
     ``metrics.compile_cache``; None for ``as_found`` (no pass)."""
     if mode == "as_found":
@@ -90,15 +118,24 @@ def measure(mode: str, overrides: list[str], run_dir: str) -> dict[str, Any] | N
     for folder in (CACHE_FOLDER, *PASS_DIRS.values()):  # fresh and empty, whatever a rerun left
         shutil.rmtree(os.path.join(run_dir, folder), ignore_errors=True)
     cold = run_pass(overrides, cache_dir, os.path.join(run_dir, PASS_DIRS["cold"]), "cold")
-    result: dict[str, Any] = {"mode": mode, "cache_dir": CACHE_FOLDER, "cold": None, "warm": None}
-    result["reduction_pct"] = None
+    result: StartUp = {
+        "mode": mode,
+        "cache_dir": CACHE_FOLDER,
+        "cold": None,
+        "warm": None,
+        "reduction_pct": None,
+    }
     if mode in ("cold", "both"):
         result["cold"] = cold
     if mode in ("warm", "both"):
         result["warm"] = run_pass(overrides, cache_dir, os.path.join(run_dir, PASS_DIRS["warm"]), "warm")
-    if mode == "both":
+    if mode == "both" and (warm := result["warm"]) is not None:
+
+        def reduction(a: float | None, b: float | None) -> float | None:
+            return None if (pct := relative_pct(a, b)) is None else -pct
+
         result["reduction_pct"] = {
-            k: None if (pct := relative_pct(cold[k], result["warm"][k])) is None else -pct
-            for k in ("init", "first_inference")
+            "init": reduction(cold["init"], warm["init"]),
+            "first_inference": reduction(cold["first_inference"], warm["first_inference"]),
         }
     return result

@@ -62,7 +62,7 @@ def run_document(
     predictions_count: int,
     artifacts: list[str],
     provenance: dict[str, Any],
-    output_checks: dict[str, Any] | None = None,
+    output_checks: Mapping[str, Any] | None = None,
     schema_version: int = SCHEMA_VERSION,
     reference: JSONMap | None = None,
     merged: JSONMap | None = None,
@@ -87,7 +87,7 @@ def run_document(
         "throughput": throughput,
         "predictions": {"path": PREDICTIONS_FILE, "format": "jsonl", "count": predictions_count},
         "artifacts": sorted(artifacts),
-        "output_checks": output_checks,
+        "output_checks": None if output_checks is None else dict(output_checks),
         "provenance": provenance,
     }
     if reference is not None:

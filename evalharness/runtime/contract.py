@@ -27,6 +27,16 @@ if TYPE_CHECKING:  # for the types only
     from evalharness.runtime.runners import RunnerSettings
 
 
+class DeviceLatency(TypedDict):
+    """metrics.json ``latency_ms`` of a runner that times on its device (benchmark_model on a
+    phone: ``runtime/android``), in ms."""
+
+    init: float | None
+    first_inference: float | None
+    warmup: dict[str, Any]  # count, then the tool's statistics (mean, min, max, p50, ...)
+    inference: dict[str, Any]
+
+
 class RuntimeInfo(TypedDict):
     """``provenance.runtime``: what ran the model."""
 
@@ -105,7 +115,7 @@ class Model(abc.ABC):
     native_log: list[str]
     timed_region: str = "invoke() only"
     batch_size: int = 0
-    reported_latency: dict[str, Any] | None = None
+    reported_latency: DeviceLatency | None = None
     memory: dict[str, Any] | None = None
     device: dict[str, Any] | None = None
     caches: tuple[CacheProbe, ...] = ()  # runtime.cache.CacheProbe per compile cache, created before the load

@@ -67,6 +67,21 @@ class LabelsSummary(TypedDict):
     source: str | None
 
 
+class ModelFileSummary(TypedDict):
+    """What ``inspect`` reports of the file itself: tensors, ops, metadata and attached files."""
+
+    inputs: list[TensorRecord]
+    outputs: list[TensorRecord]
+    op_histogram: dict[str, int]
+    metadata_buffers: list[str]
+    converter: str | None
+    metadata: dict[str, str]
+    normalization: dict[str, list[float]] | None
+    labels: LabelsSummary | None
+    attached_files: list[str]
+    ultralytics: dict[str, Any] | None
+
+
 @dataclass(frozen=True)
 class TensorSummary:
     name: str
@@ -101,7 +116,7 @@ class ModelFile:
     attached_files: list[str] = field(default_factory=list)
     ultralytics: dict[str, Any] | None = None
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> ModelFileSummary:
         return {
             "inputs": [t.as_dict() for t in self.inputs],
             "outputs": [t.as_dict() for t in self.outputs],

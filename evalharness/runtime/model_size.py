@@ -15,18 +15,61 @@ import gzip
 import hashlib
 import json
 import os
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
 from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.derived import Damaged, read_json_object, read_or_rebuild
-from evalharness.runtime.weights import real_values, weight_tensors
+from evalharness.runtime.weights import WeightDescription, real_values, weight_tensors
 
-__all__ = ["ZSTD_LEVEL", "cached_size", "model_size", "tensor_figures"]
+__all__ = ["ZSTD_LEVEL", "ModelSize", "TensorFigures", "cached_size", "model_size", "tensor_figures"]
 
 ZSTD_LEVEL = 19  # a download's size: level 3 leaves a clustered Lite0 40 % bigger; ~5 s on 18 MB, cached
 METHOD = 1  # bump when the figures are computed differently (the cache key says it)
+
+
+class TensorFigures(TypedDict):
+    """What makes one weight tensor compress: its elements, exact zeros and distinct values."""
+
+    elements: int
+    zeros: int
+    sparsity: float
+    unique: int
+
+
+class TensorSize(WeightDescription, TensorFigures):
+    """``provenance.model.size.tensors[]``: one weight tensor, where it is and its figures."""
+
+    dtype: str
+
+
+class WeightFigures(TypedDict):
+    """``provenance.model.size.weights``: the figures over every weight tensor."""
+
+    tensors: int
+    elements: int
+    zeros: int
+    sparsity: float | None
+    unique_max: int | None
+    unique_median: float | None
+    what: str
+
+
+class _SizeKeys(TypedDict):
+    bytes: int
+    gzip9_bytes: int
+    zstd_bytes: int | None
+    zstd: str  # the zstandard release and level, or why not measured
+    weights: WeightFigures
+    tensors: list[TensorSize]
+
+
+class ModelSize(_SizeKeys, total=False):
+    """``provenance.model.size``: the figures of one model file (``cache``: read from the cache
+    entry (``hit``), ``built`` or why it was rebuilt; absent from :func:`model_size`'s own answer)."""
+
+    cache: str
 
 
 def _zstd(data: bytes) -> tuple[int | None, str]:
@@ -38,7 +81,7 @@ def _zstd(data: bytes) -> tuple[int | None, str]:
     return size, f"zstandard {zstandard.__version__} level {ZSTD_LEVEL}"
 
 
-def tensor_figures(values: np.ndarray) -> dict[str, Any]:
+def tensor_figures(values: np.ndarray) -> TensorFigures:
     """Elements, exact zeros, sparsity and distinct values of one tensor's real values."""
     flat = np.ravel(values)
     zeros = int(np.count_nonzero(flat == 0))
@@ -50,11 +93,13 @@ def tensor_figures(values: np.ndarray) -> dict[str, Any]:
     }
 
 
-def model_size(path: str) -> dict[str, Any]:
+def model_size(path: str) -> ModelSize:
     """The figures of the model at ``path`` (no cache)."""
     buf, weights = weight_tensors(path)
     zstd_bytes, zstd = _zstd(buf)
-    tensors = [{**w.describe(), "dtype": w.dtype, **tensor_figures(real_values(buf, w))} for w in weights]
+    tensors: list[TensorSize] = [
+        {**w.describe(), "dtype": w.dtype, **tensor_figures(real_values(buf, w))} for w in weights
+    ]
     elements = sum(t["elements"] for t in tensors)
     zeros = sum(t["zeros"] for t in tensors)
     unique = [t["unique"] for t in tensors]
@@ -77,7 +122,7 @@ def model_size(path: str) -> dict[str, Any]:
     }
 
 
-def cached_size(path: str, sha256: str, cache_dir: str) -> dict[str, Any]:
+def cached_size(path: str, sha256: str, cache_dir: str) -> ModelSize:
     """:func:`model_size`, read from ``<cache_dir>/model_size/<sha256>-<method>.json`` when that
     entry was written for this file and method; ``cache`` says hit, built or why an entry was rebuilt."""
     key = {"sha256": sha256, "method": METHOD, "zstd": _zstd(b"")[1]}
@@ -86,13 +131,14 @@ def cached_size(path: str, sha256: str, cache_dir: str) -> dict[str, Any]:
     entry = os.path.join(os.path.expanduser(cache_dir), "model_size", f"{sha256}-{method}.json")
     rebuilt: list[str] = []
 
-    def read() -> dict[str, Any]:
+    def read() -> ModelSize:
         record = read_json_object(entry)
         if record.get("key") != key or not isinstance(record.get("size"), dict):
             raise Damaged("written for another file or method")
         if record.get("digest") != _digest(record["size"]):
             raise Damaged("its figures are not the ones written (digest differs)")
-        return dict(record["size"])
+        copy: ModelSize = record["size"].copy()  # a dict (checked above), its keys as written
+        return copy
 
     size = read_or_rebuild(f"model size cache {entry}", read, rebuilt)
     if size is not None:
@@ -103,5 +149,5 @@ def cached_size(path: str, sha256: str, cache_dir: str) -> dict[str, Any]:
     return {**size, "cache": "rebuilt: " + rebuilt[0] if rebuilt else "built"}
 
 
-def _digest(size: dict[str, Any]) -> str:
+def _digest(size: ModelSize) -> str:
     return hashlib.sha256(json.dumps(size, sort_keys=True).encode()).hexdigest()

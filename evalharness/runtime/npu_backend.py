@@ -67,10 +67,23 @@ def _sha256_of_dir(path: str) -> str | None:
     return digest.hexdigest()
 
 
-def parse_npu_log(lines: list[str]) -> dict[str, Any]:
+class NpuLog(TypedDict):
+    """What LiteRT and the compiler plug-in logged of an NPU load (``None`` where they said nothing)."""
+
+    ops_selected: int | None
+    ops_total: int | None
+    partitions: int | None
+    plugins_applied: int | None
+    plugin: str | None
+    compile_device: str | None
+    dispatch_device: str | None
+    failure: str | None  # the first native error line
+
+
+def parse_npu_log(lines: list[str]) -> NpuLog:
     """Partition counts, whether a plug-in applied and the devices, as LiteRT and the plug-in logged
     them (``None`` where they said nothing); ``failure``: the first native error line."""
-    info: dict[str, Any] = {
+    info: NpuLog = {
         "ops_selected": None,
         "ops_total": None,
         "partitions": None,
@@ -82,8 +95,10 @@ def parse_npu_log(lines: list[str]) -> dict[str, Any]:
     }
     for line in lines:
         if m := _PARTITIONED.search(line):
-            for key, value in zip(("ops_selected", "ops_total", "partitions"), m.groups(), strict=True):
-                info[key] = (info[key] or 0) + int(value)
+            selected, total, partitions = (int(value) for value in m.groups())
+            info["ops_selected"] = (info["ops_selected"] or 0) + selected
+            info["ops_total"] = (info["ops_total"] or 0) + total
+            info["partitions"] = (info["partitions"] or 0) + partitions
         elif m := _APPLIED.search(line):
             info["plugins_applied"], info["plugin"] = int(m.group(1)), m.group(2)
         elif m := _DISPATCH_DEVICE.search(line):

@@ -48,6 +48,34 @@ class PlacementCheck(TypedDict):
     agree: bool | None
 
 
+class _OpProfileKeys(TypedDict):
+    source: str
+    placement_source: str
+    repeats: int
+    invoke: Row
+    sum_median_ms: float
+    sum_mean_ms: float
+    sum_over_invoke: float | None
+    sum_basis: str
+    sum_over_invoke_cpu: float | None
+    adds_up: bool
+    tolerance: float
+    note: str | None
+    placements: PlacementCheck
+    by_type: dict[str, dict[str, Any]]
+    by_backend: dict[str, dict[str, Any]]
+    ops: list[Row]
+
+
+class OpProfile(_OpProfileKeys, total=False):
+    """metrics.json ``op_profile``: per op, roll-ups per type and backend, the sum check and the
+    placement check (:func:`summarise`); the runtime's profiler adds whether it mapped the delegate's
+    operators to graph nodes and a note where profiling changed the speed."""
+
+    nodes_mapped: bool
+    speed_note: str | None
+
+
 SOURCE = "sub-model timing"
 TOLERANCE = 0.10  # |sum / invoke - 1| the record accepts as "per-op times add up"
 SAME_SPEED = 1.25  # profiled invoke / the run's invoke within [1/x, x]: the profile timed the run's speed
@@ -110,7 +138,7 @@ def profile_ops(
     repeats: int = 20,
     folder: str | None = None,
     plan: DelegatePlan | None = None,
-) -> dict[str, Any]:
+) -> OpProfile:
     """Per-op times and placements of ``model_path``.
 
     ``load(path) -> Model`` loads a file with the run's plan; ``whole`` is the run's loaded model,
@@ -164,7 +192,7 @@ def _from_runtime(
     whole: Model,
     inputs: list[np.ndarray],
     repeats: int,
-) -> dict[str, Any]:
+) -> OpProfile:
     """The record from the runtime's profiler; the run's own model is timed around it, so the record
     shows whether profiling changed the speed (``profiled_over_run_invoke``)."""
     run_times = _timed(whole, inputs, repeats)
@@ -269,7 +297,7 @@ def summarise(
     source: str,
     why_not: WhyNot,
     paired: tuple[str, float] | None = None,
-) -> dict[str, Any]:
+) -> OpProfile:
     """The record: per op, roll-ups per type and backend, the sum check and the placement check.
 
     Medians, not means: on a shared machine a few slow invokes move a mean by more than the

@@ -17,7 +17,7 @@ through :func:`evalharness.runtime.model_guard.read_model_bytes` (a damaged file
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
@@ -51,6 +51,15 @@ _NUMPY = {
 }
 
 
+class WeightDescription(TypedDict):
+    """A weight tensor as a report names it: the tensor, the op that reads it and its shape."""
+
+    name: str
+    op: str
+    op_index: int
+    shape: list[int]
+
+
 @dataclass(frozen=True)
 class WeightTensor:
     """One constant weight tensor: which op reads it, its shape and type, where its bytes are."""
@@ -72,7 +81,7 @@ class WeightTensor:
     def elements(self) -> int:
         return int(np.prod(self.shape)) if self.shape else 1
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> WeightDescription:
         return {"name": self.name, "op": self.op, "op_index": self.op_index, "shape": list(self.shape)}
 
 

@@ -70,7 +70,7 @@ def launcher_share(launcher: Mapping[str, Any] | None, cores: int) -> tuple[str,
 
 
 class LimitRecord(TypedDict):
-    """A :class:`Limit` as the run's provenance records it (``thread_budget``)."""
+    """``provenance.thread_budget.bound``: the thread limit and what set it."""
 
     bound: int
     because: str

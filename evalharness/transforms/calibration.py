@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import ConfigError, DataError
@@ -52,7 +52,17 @@ def calibration_files(
     return files
 
 
-def refuse_overlap(calibration: list[dict[str, Any]], eval_root: str) -> dict[str, Any]:
+class EvalSetManifest(TypedDict):
+    """``calibration.eval_set``: the evaluation folder checked to share no image with calibration."""
+
+    root: str
+    count: int
+    manifest_sha256: str
+    manifest_kind: str
+    overlap_checked_by: str
+
+
+def refuse_overlap(calibration: list[dict[str, Any]], eval_root: str) -> EvalSetManifest:
     """The eval folder's manifest; DataError if any of its images shares a name or bytes with calibration."""
     names = list_images(Path(eval_root), DEFAULT_EXTENSIONS) if Path(eval_root).is_dir() else []
     images = {name: Path(eval_root, name) for name in names}

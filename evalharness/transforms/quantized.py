@@ -28,7 +28,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import ConfigError, DataError
@@ -52,7 +52,14 @@ def integer_input(preprocess: PreprocessSpec, quant: QuantSchema) -> PreprocessS
     return spec
 
 
-def recipe_key(recipe: str | list[Any]) -> dict[str, Any]:
+class RecipeKey(TypedDict, total=False):
+    """A recipe in a cache key: its name, or the sha256 of a recipe list (one of the two)."""
+
+    recipe: str
+    recipe_sha256: str
+
+
+def recipe_key(recipe: str | list[Any]) -> RecipeKey:
     """What the cache key says of a recipe: a name, or the sha256 of a recipe list's canonical JSON."""
     if isinstance(recipe, str):
         return {"recipe": recipe}

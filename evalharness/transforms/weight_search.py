@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from evalharness.settings.groups import ModelSchema, RunSettings
 from evalharness.settings.quant_rules import repair_requested, split_of
@@ -31,7 +31,38 @@ from evalharness.transforms.repair_eval import Evaluation, Part
 from evalharness.transforms.variant import Request, Variant
 
 
-def _paired(settings: RunSettings, base: Evaluation, ev: Evaluation) -> dict[str, Any]:
+class PairedScore(TypedDict):
+    """A candidate's metric on a part of the dataset and its paired change against the float model."""
+
+    metric: float
+    delta: float | None
+    interval: list[float] | None
+
+
+class FrontierStep(PairedScore):
+    """``weights.search.frontier[]``: the top k layers edited together and whether the drop held."""
+
+    k: int
+    holds: bool
+
+
+class HeldOutCheck(PairedScore):
+    """``weights.search.held_out``: the chosen variant against the float model on the held-out part."""
+
+    float: float
+    drop: float
+    holds: bool
+    images: int
+
+
+if TYPE_CHECKING:  # the runtime's weight reader is imported when a search runs
+    from evalharness.runtime.weights import WeightDescription
+
+    class LayerScore(WeightDescription, PairedScore):
+        """``weights.search.layers[]``: one weight tensor edited alone, scored on the search part."""
+
+
+def _paired(settings: RunSettings, base: Evaluation, ev: Evaluation) -> PairedScore:
     compare = comparer(settings.definition)
     assert compare is not None  # check_quant: a layer search needs the task's repair_metric
     paired = compare.paired_records(base.records, ev.records)
@@ -53,7 +84,7 @@ def weight_search(settings: RunSettings, model: ModelSchema) -> tuple[dict[str, 
 
         made = [0]
 
-        def score(indices: list[int]) -> dict[str, Any]:
+        def score(indices: list[int]) -> PairedScore:
             data, _ = edit_model(source, dataclasses.replace(quant.weights, only=tuple(indices)))
             made[0] += 1  # a new name per candidate: what loads a model may key on its path (as repair)
             path = os.path.join(work, f"candidate_{made[0]}.tflite")
@@ -69,7 +100,7 @@ def weight_search(settings: RunSettings, model: ModelSchema) -> tuple[dict[str, 
             f"({quant.weights.method}), scored on the search part ({len(part)} images)",
             flush=True,
         )
-        layers = [{**w.describe(), **score([w.op_index])} for w in chosen]
+        layers: list[LayerScore] = [{**w.describe(), **score([w.op_index])} for w in chosen]
         found: dict[str, Any] = {
             "metric": metric,
             "split": {**split, "search": len(part)},
@@ -80,11 +111,12 @@ def weight_search(settings: RunSettings, model: ModelSchema) -> tuple[dict[str, 
             return found, None
         allowed = allowed_drop(quant, base.metric)
         ranked = sorted(layers, key=lambda r: -r["metric"])  # stable: execution order on ties
-        low, high, frontier = 0, len(ranked), []
+        low, high = 0, len(ranked)
+        frontier: list[FrontierStep] = []
         while low < high:
             k = (low + high + 1) // 2
-            row = {"k": k, **score([r["op_index"] for r in ranked[:k]])}
-            row["holds"] = holds(base.metric - row["metric"], allowed)
+            scored = score([r["op_index"] for r in ranked[:k]])
+            row: FrontierStep = {"k": k, **scored, "holds": holds(base.metric - scored["metric"], allowed)}
             frontier.append(row)
             low, high = (k, high) if row["holds"] else (low, k - 1)
     only = sorted(r["op_index"] for r in ranked[:low])
@@ -93,7 +125,7 @@ def weight_search(settings: RunSettings, model: ModelSchema) -> tuple[dict[str, 
     return found, only
 
 
-def held_out(settings: RunSettings, model: ModelSchema, variant: str) -> dict[str, Any]:
+def held_out(settings: RunSettings, model: ModelSchema, variant: str) -> HeldOutCheck:
     """The chosen variant against the float model (``model``) on the held-out part: drop and whether
     it holds."""
     split = split_of(settings.quant)

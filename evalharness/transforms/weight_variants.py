@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from typing import Any
+from typing import Any, TypedDict
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.variant_cache import cached_model
@@ -82,7 +82,26 @@ def tensorwise(recipe: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def check_kept(quantized: str, edited: dict[str, Any]) -> dict[str, Any]:
+class BrokenTensor(TypedDict):
+    """An edited tensor that quantization changed: [before, after] of its zeros and distinct values."""
+
+    name: str
+    zeros: list[int]
+    unique: list[int]
+
+
+class KeptCheck(TypedDict):
+    """``weights.after_quantization``: did the quantized model keep each edited tensor's zeros and
+    distinct values (``held``), and which tensors did not (``broken``)."""
+
+    checked: int
+    of: int
+    held: bool
+    broken: list[BrokenTensor]
+    unique_max: int | None
+
+
+def check_kept(quantized: str, edited: dict[str, Any]) -> KeptCheck:
     """Read the quantized model's weights back: each edited tensor (by name) keeps at least its zeros
     and at most its distinct values. ``held`` false names the tensors that did not."""
     from evalharness.runtime.model_size import tensor_figures
@@ -90,7 +109,8 @@ def check_kept(quantized: str, edited: dict[str, Any]) -> dict[str, Any]:
 
     buf, weights = weight_tensors(quantized)
     after = {w.name: tensor_figures(real_values(buf, w)) for w in weights}
-    broken, checked = [], 0
+    broken: list[BrokenTensor] = []
+    checked = 0
     for t in edited["tensors"]:
         got = after.get(t["name"])
         if got is None:

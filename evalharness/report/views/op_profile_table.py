@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 from typing import Any
 
 from evalharness.core.documents import DiffDocument
@@ -28,7 +29,7 @@ CSV_COLUMNS = (
 )
 
 
-def run_sections(record: dict[str, Any], n: int = 10) -> list[Section]:
+def run_sections(record: Mapping[str, Any], n: int = 10) -> list[Section]:
     """One run's op profile as tables: the costliest ``n`` ops, per op type, per backend, and the
     sum and placement checks as notes (``results.txt``, ``report analysis`` in every format)."""
     total = record["sum_median_ms"] or 1.0
@@ -65,7 +66,7 @@ _BASES = {  # the sum check's denominator, as the sum line names it
 }
 
 
-def _sum_line(record: dict[str, Any]) -> str:
+def _sum_line(record: Mapping[str, Any]) -> str:
     invoke, basis = record["invoke"], record.get("sum_basis") or "medians"
     text = (
         f"per-op medians sum to {record['sum_median_ms']:.3f} ms, invoke median {invoke['median_ms']:.3f} ms"
@@ -98,12 +99,12 @@ def _rollup(title: str, what: str, groups: dict[str, Any], notes: list[str] | No
     return Section(title, [what, "ops", "median ms", "share"], rows, notes or [])
 
 
-def top_lines(record: dict[str, Any], n: int = 10) -> list[str]:
+def top_lines(record: Mapping[str, Any], n: int = 10) -> list[str]:
     """The op profile's lines in ``results.txt`` and on the terminal."""
     return render_text("Op profile", run_sections(record, n)).splitlines()
 
 
-def csv_text(record: dict[str, Any]) -> str:
+def csv_text(record: Mapping[str, Any]) -> str:
     """One row per op (execution order), the columns of :data:`CSV_COLUMNS`."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -114,7 +115,7 @@ def csv_text(record: dict[str, Any]) -> str:
     return out.getvalue()
 
 
-def model_explorer(record: dict[str, Any]) -> dict[str, Any]:
+def model_explorer(record: Mapping[str, Any]) -> dict[str, Any]:
     """Model Explorer node data: median ms per node (keyed by the op's output tensor name, as
     ``explain``'s), the backend in the node's label colour."""
     colours: dict[str, str] = {}

@@ -12,7 +12,7 @@ import re
 from typing import Any, TypedDict
 
 from evalharness.core.errors import DelegateUnavailableError, EvalHarnessError
-from evalharness.runtime.contract import Coverage
+from evalharness.runtime.contract import Coverage, DeviceLatency
 from evalharness.runtime.delegates import DELEGATES, DelegatePlan, OnDevice, kind_of
 
 _UNCONSUMED = re.compile(r"Unconsumed cmdline flags:\s*(.*\S)")
@@ -96,10 +96,10 @@ def parse_stat(line: str) -> dict[str, float | None] | None:
     return stats
 
 
-def parse_latency(log: str) -> dict[str, Any]:
+def parse_latency(log: str) -> DeviceLatency:
     """The run's latency_ms block (ms) from both line generations of benchmark_model's summary."""
     stats = [s for s in map(parse_stat, log.splitlines()) if s is not None]
-    block: dict[str, Any] = {
+    block: DeviceLatency = {
         "init": None,
         "first_inference": None,
         "warmup": {"count": 0},

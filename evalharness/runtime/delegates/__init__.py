@@ -114,7 +114,7 @@ def compile_cache_kinds() -> list[str]:
 
 
 def parse_options(text: str) -> dict[str, str]:
-    """``"k:v;k:v"`` (benchmark_model's external_delegate_options) -> dict; malformed -> ConfigError."""
+    """``"k:v;k:v"`` (benchmark_model's external_delegate_options) as a map; malformed -> ConfigError."""
     options: dict[str, str] = {}
     for item in filter(None, (part.strip() for part in text.split(";"))):
         key, sep, value = item.partition(":")
