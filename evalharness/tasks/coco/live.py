@@ -36,6 +36,7 @@ from evalharness.data.shard import listed, select_samples, sharded_identity
 from evalharness.data.yolo_labels import yolo_ground_truth
 from evalharness.data.yolo_layout import find_layout
 from evalharness.decoders.base import DECODERS, build_decoder
+from evalharness.decoders.image_shapes import shape_fields
 from evalharness.tasks.coco.definition import CocoSettings
 from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
 
@@ -217,6 +218,7 @@ class CocoEvaluator(RecordEvaluator):
                 for cat, score, box in zip(kept_cats, scores.tolist(), xywh.tolist(), strict=True)
             ],
             "unmapped": len(cats) - len(kept_cats),
+            **shape_fields(dets, keep, boxes, geometry),
         }
 
 
