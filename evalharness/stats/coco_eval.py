@@ -137,10 +137,11 @@ def evaluate_bbox(
     }
 
 
-def format_summary(stats: Any) -> list[str]:
-    """The 12 lines COCOeval.summarize() prints, character for character, for any backend."""
+def format_summary(stats: Any, rows: tuple[tuple[str, str, str, int], ...] = _SUMMARY_ROWS) -> list[str]:
+    """The lines COCOeval.summarize() prints, character for character, for any backend: the 12 of
+    ``bbox`` / ``segm``, or those of the ``rows`` given (``keypoints``' 10)."""
     lines = []
-    for (kind, iou, area, max_dets), value in zip(_SUMMARY_ROWS, stats, strict=True):
+    for (kind, iou, area, max_dets), value in zip(rows, stats, strict=True):
         title = "Average Precision" if kind == "AP" else "Average Recall"
         where = f"IoU={iou:<9} | area={area:>6s} | maxDets={max_dets:>3d}"
         lines.append(f" {title:<18} ({kind}) @[ {where} ] = {value:0.3f}")

@@ -11,6 +11,7 @@ from evalharness.core.errors import EvalHarnessError
 from evalharness.rundir.reader import Run
 from evalharness.stats.coco_intervals import bootstrap_intervals
 from evalharness.stats.intervals import CONFIDENCE
+from evalharness.tasks.coco.shape_store import ShapeStore
 from evalharness.tasks.coco.store import DetectionStore
 from evalharness.tasks.defaults import setting
 from evalharness.tasks.definition import Scorer
@@ -68,12 +69,14 @@ class CocoScorer(Scorer):
         self.annotations, self.backend, self.tflite_tool = annotations, backend, tflite_tool
         self.resamples, self.seed, self.analysis, self.tide = resamples, seed, analysis, tide
         self.detections = DetectionStore()
+        self.shapes = ShapeStore()  # a seg / pose model's masks and keypoints
         self.image_ids: list[int] = []
         self.unmapped = 0
         self.curves: dict[str, Any] | None = None  # per-class PR curves, made by result() with the analysis
 
     def add(self, record: dict[str, Any]) -> None:
         self.detections.add(record["image_id"], record["detections"])
+        self.shapes.add(record)
         self.image_ids.append(record["image_id"])
         self.unmapped += record.get("unmapped", 0)
 
@@ -110,6 +113,10 @@ class CocoScorer(Scorer):
             metrics["intervals"] = bootstrap_intervals(
                 scored["matching"], self.resamples, self.seed, CONFIDENCE
             )
+        shapes = self.shapes.metrics(self.annotations, self.image_ids, self.resamples, self.seed)
+        if "intervals" in shapes:  # segm_AP, keypoints_AP, ... beside the boxes' AP, AP50, AP75
+            metrics["intervals"] = {**metrics.get("intervals", {}), **shapes.pop("intervals")}
+        metrics.update(shapes)
         if self.analysis:
             from evalharness.stats.detection_analysis import analyse, per_class_curves
 

@@ -34,6 +34,11 @@ class CocoView(TaskView):
         intervals = doc.metrics.intervals  # schema 2 on, bootstrap_resamples > 0
         how = f"image bootstrap, B={intervals.get('resamples')}, seed {intervals.get('seed')}"
         lines += interval_lines(intervals, how, [(n, intervals.get(n)) for n in BOOTSTRAP_STATS])
+        for kind, what in (("segm", "Masks"), ("keypoints", "Keypoints")):  # a seg / pose model's
+            if isinstance(metrics.get(kind), dict):
+                lines += [f"{what} (pycocotools, iouType='{kind}'):", *metrics[kind]["summary"]]
+                names = [f"{kind}_{n}" for n in BOOTSTRAP_STATS if f"{kind}_{n}" in intervals]
+                lines += interval_lines(intervals if names else None, how, [(n, intervals[n]) for n in names])
         return lines + analysis.summary_lines(metrics)
 
     def verdict(self, diff: Mapping[str, Any]) -> str:

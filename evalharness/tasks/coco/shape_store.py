@@ -1,0 +1,72 @@
+"""A seg / pose run's masks and keypoints until they are scored, and the metrics made of them.
+
+A record of a seg head carries ``masks`` (one RLE ``counts`` text per detection, in the order of
+``detections``) and ``mask_size`` ([height, width]); a pose head's carries ``keypoints`` (K x 3
+values per detection). They are kept as the records give them (RLE text is ~1/100 of the mask), and
+become COCO result dicts only when scored, so ``rescore`` of predictions.jsonl scores the same list.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalharness.core.errors import DataError
+from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, bootstrap_intervals
+from evalharness.stats.intervals import CONFIDENCE
+
+SHAPES = ("segm", "keypoints")
+
+
+class ShapeStore:
+    """``segm`` and ``keypoints`` results per added record, in the order added."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, list[dict[str, Any]]] = {kind: [] for kind in SHAPES}
+        self.seen = {kind: False for kind in SHAPES}  # a seg / pose run: scored even with 0 detections
+
+    def add(self, record: dict[str, Any]) -> None:
+        detections, image_id = record["detections"], record["image_id"]
+        for kind, key in (("segm", "masks"), ("keypoints", "keypoints")):
+            if key not in record:
+                continue
+            shapes = record[key]
+            if not isinstance(shapes, list) or len(shapes) != len(detections):
+                raise DataError(
+                    f"record of image {record.get('id', image_id)}: {key} holds "
+                    f"{len(shapes) if isinstance(shapes, list) else 'no list of'} entries for "
+                    f"{len(detections)} detections; the predictions file is damaged: run again"
+                )
+            self.seen[kind] = True
+            for (cat, score, *_), shape in zip(detections, shapes, strict=True):
+                if kind == "segm":
+                    value: Any = {"size": record["mask_size"], "counts": shape}
+                    self.results[kind].append(
+                        {"image_id": image_id, "category_id": cat, "score": score, "segmentation": value}
+                    )
+                else:
+                    self.results[kind].append(
+                        {"image_id": image_id, "category_id": cat, "score": score, "keypoints": shape}
+                    )
+
+    def metrics(
+        self, annotations: dict[str, Any], image_ids: list[int], resamples: int, seed: int
+    ) -> dict[str, Any]:
+        """The ``segm_*`` / ``keypoints_*`` stats of what was added, ``segm`` / ``keypoints`` (per
+        class, summary, count) and their ``intervals`` (``segm_AP``, ..., ``segm_per_class_AP``)."""
+        from evalharness.stats.coco_shapes import PREFIX, evaluate_shapes
+
+        out: dict[str, Any] = {}
+        intervals: dict[str, Any] = {}
+        for kind in SHAPES:
+            if not self.seen[kind]:
+                continue
+            scored = evaluate_shapes(annotations, self.results[kind], kind, image_ids, resamples > 0)
+            out.update(scored["stats"])
+            out[kind] = {k: scored[k] for k in ("per_class", "summary", "num_detections")}
+            if resamples > 0:
+                drawn = bootstrap_intervals(scored["matching"], resamples, seed, CONFIDENCE)
+                intervals.update({PREFIX[kind] + name: drawn[name] for name in BOOTSTRAP_STATS})
+                intervals[PREFIX[kind] + "per_class_AP"] = drawn["per_class_AP"]
+        if intervals:
+            out["intervals"] = intervals
+        return out
