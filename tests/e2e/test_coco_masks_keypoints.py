@@ -153,3 +153,12 @@ def test_a_pose_model_on_an_instances_json_is_one_error(tmp_path):
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert proc.returncode == 2 and len(errors) == 1, proc.stderr
     assert "instances_val25.json has no 'keypoints'" in errors[0] and "person_keypoints" in errors[0]
+
+
+@pytest.mark.parametrize(
+    "name, head", [("yolov8n_seg_int8_256", "segment"), ("yolov8n_pose_uint8_256", "pose")]
+)
+def test_inspect_names_the_head(name, head, tmp_path):
+    proc = run_cli(["inspect", str(ASSETS / "yolo" / f"{name}.tflite")], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"inferred: detector ({head} head: boxes and " in proc.stdout
