@@ -83,7 +83,8 @@ def inferred_configuration(path: str, info: ModelFile) -> InferredConfiguration:
     model, sources = infer_model_settings(model, [f"model.path={path}"], None)
     image = info.inputs[0].shape if len(info.inputs) == 1 else None
     if model["decoder"]:
-        kind = "detector" + HEAD_KINDS.get(model["decoder"].get("name"), "")
+        name = model["decoder"].get("name") if isinstance(model["decoder"], dict) else None
+        kind = "detector" + HEAD_KINDS.get(str(name), "")
     elif len(info.outputs) == 1 and len(info.outputs[0].shape) in (1, 2):
         kind = "classifier"
     else:
