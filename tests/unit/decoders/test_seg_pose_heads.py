@@ -129,3 +129,15 @@ def test_heads_are_told_by_their_shapes_without_metadata():
         "pose", _file([[1, 56, 1344]], {"task": "pose", "kpt_shape": [17, 3], "names": {0: "p"}}), {}
     )
     assert pose == {"name": "yolo_pose", "max_detections": 100, "num_classes": 1, "num_keypoints": 17}
+
+
+@pytest.mark.parametrize(
+    "x0, y0, h, w", [(0, 0, 30, 40), (3, 5, 10, 7), (39, 29, 1, 1), (10, 0, 30, 5), (0, 0, 0, 0)]
+)
+def test_column_rle_equals_pycocotools_on_the_whole_mask(x0, y0, h, w):
+    from evalharness.decoders.image_shapes import _column_rle
+
+    patch = np.random.default_rng(h * 100 + w).random((h, w)) > 0.5
+    whole = np.zeros((30, 40), np.uint8, order="F")
+    whole[y0 : y0 + h, x0 : x0 + w] = patch
+    assert _column_rle(patch, x0, y0, 30, 40) == mask_utils.encode(whole)["counts"].decode()
