@@ -5,17 +5,19 @@
 against the instances JSON's polygons and crowd RLEs (pycocotools converts them with each image's
 size). ``keypoints``: the 10 stats COCO defines for them (``maxDets=20``, no small area), prefixed
 ``keypoints_``, by OKS with COCO's per-keypoint sigmas and each ground-truth annotation's ``area``.
-Results carry only the shape (``segmentation`` or ``keypoints``), not the box: pycocotools' loadRes
-then takes a detection's area from its mask, or from its keypoints' extent, as COCO's own results
-files do. Per-class AP and the image bootstrap reuse the box machinery unchanged: pycocotools'
-``evalImgs`` has the same layout whatever the iouType (:mod:`evalharness.stats.coco_bootstrap`).
+``task.backend=faster_coco_eval`` scores them too (the same stats). Results carry only the shape
+(``segmentation`` or ``keypoints``), not the box: pycocotools' loadRes then takes a detection's area
+from its mask, or from its keypoints' extent, as COCO's own results files do. Per-class AP and the
+image bootstrap reuse the box machinery unchanged: pycocotools' ``evalImgs`` has the same layout
+whatever the iouType (:mod:`evalharness.stats.coco_bootstrap`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from evalharness.core.errors import DataError
+from evalharness.core.errors import ConfigError, DataError
 from evalharness.stats.coco_eval import COCO_STAT_NAMES, _per_class, _score, format_summary
 
 KEYPOINT_STATS = ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
@@ -45,19 +47,23 @@ def evaluate_shapes(
     iou_type: str,
     image_ids: list[int],
     keep_matching: bool,
+    backend: str = "pycocotools",
 ) -> dict[str, Any]:
     """``{stats, per_class, summary, num_detections[, matching]}`` of ``results`` (COCO result dicts
-    with ``segmentation`` or ``keypoints``) on ``image_ids``, scored by pycocotools."""
-    from pycocotools.coco import COCO
-    from pycocotools.cocoeval import COCOeval
-
+    with ``segmentation`` or ``keypoints``) on ``image_ids``, scored by ``backend`` (pycocotools, or
+    faster-coco-eval: the same stats; its matching is not kept, so pycocotools' ``evaluate()`` makes
+    the bootstrap's, as for boxes)."""
     if iou_type == "keypoints":
         check_keypoint_ground_truth(gt, "the ground truth")
     ids = sorted(set(image_ids))
-    make_eval = lambda g, d: COCOeval(g, d, iou_type)  # noqa: E731
+    coco_cls, make_eval = _evaluator(backend, iou_type)
+    pycocotools_matches = backend == "pycocotools" and keep_matching
     stats, precision, cat_ids, matching, _ = _score(
-        COCO, make_eval, gt, results, ids, keep_matching=keep_matching
+        coco_cls, make_eval, gt, results, ids, keep_matching=pycocotools_matches
     )
+    if keep_matching and matching is None:
+        coco_cls, make_eval = _evaluator("pycocotools", iou_type)
+        matching = _score(coco_cls, make_eval, gt, results, ids, evaluate_only=True)
     names = STAT_NAMES[iou_type]
     rows = _KEYPOINT_ROWS if iou_type == "keypoints" else None
     scored = {
@@ -69,3 +75,24 @@ def evaluate_shapes(
     if keep_matching:
         scored["matching"] = matching.trimmed()
     return scored
+
+
+def _evaluator(backend: str, iou_type: str) -> tuple[type, Callable[..., Any]]:
+    """(COCO class, COCOeval factory) of a backend, for ``iou_type``."""
+    if backend == "faster_coco_eval":
+        try:
+            from faster_coco_eval import COCO as FasterCOCO
+            from faster_coco_eval import COCOeval_faster
+        except ImportError:
+            raise ConfigError(
+                "COCO metric backend 'faster_coco_eval' needs the faster-coco-eval package; "
+                "pip install 'evalharness[faster]' or use backend 'pycocotools'"
+            ) from None
+        quiet = lambda *args, **kwargs: None  # noqa: E731
+        return FasterCOCO, lambda g, d: COCOeval_faster(g, d, iou_type, print_function=quiet)
+    if backend != "pycocotools":
+        raise ConfigError(f"COCO metric backend {backend!r}; valid: pycocotools, faster_coco_eval")
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    return COCO, lambda g, d: COCOeval(g, d, iou_type)

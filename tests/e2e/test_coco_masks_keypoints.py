@@ -165,3 +165,19 @@ def test_inspect_names_the_head(name, head):
     path = str(ASSETS / "yolo" / f"{name}.tflite")
     kind = inferred_configuration(path, read_model_file(path))["kind"]
     assert kind.startswith(f"detector ({head} head: boxes and ")
+
+
+@pytest.mark.parametrize("name", ["yolov8n_seg_int8_256", "yolov8n_pose_uint8_256"])
+def test_faster_coco_eval_gives_the_same_mask_and_keypoint_stats(runs, name):
+    from evalharness.data.coco_annotations import load_annotations
+    from evalharness.tasks.coco.shape_store import ShapeStore
+
+    _, doc, records = runs[name]
+    store = ShapeStore()
+    for record in records:
+        store.add(record)
+    ids = [r["image_id"] for r in records]
+    faster = store.metrics(load_annotations(str(MODELS[name])), ids, 0, 0, "faster_coco_eval")
+    kind = "segm" if "seg" in name else "keypoints"
+    for stat in stat_names(kind):
+        assert faster[stat] == pytest.approx(doc["metrics"][stat], abs=1e-12), stat

@@ -113,7 +113,8 @@ class CocoScorer(Scorer):
             metrics["intervals"] = bootstrap_intervals(
                 scored["matching"], self.resamples, self.seed, CONFIDENCE
             )
-        shapes = self.shapes.metrics(self.annotations, self.image_ids, self.resamples, self.seed)
+        ids, resamples = self.image_ids, self.resamples
+        shapes = self.shapes.metrics(self.annotations, ids, resamples, self.seed, self.backend)
         if "intervals" in shapes:  # segm_AP, keypoints_AP, ... beside the boxes' AP, AP50, AP75
             metrics["intervals"] = {**metrics.get("intervals", {}), **shapes.pop("intervals")}
         metrics.update(shapes)

@@ -49,7 +49,7 @@ class ShapeStore:
                     )
 
     def metrics(
-        self, annotations: dict[str, Any], image_ids: list[int], resamples: int, seed: int
+        self, annotations: dict[str, Any], image_ids: list[int], resamples: int, seed: int, backend: str
     ) -> dict[str, Any]:
         """The ``segm_*`` / ``keypoints_*`` stats of what was added, ``segm`` / ``keypoints`` (per
         class, summary, count) and their ``intervals`` (``segm_AP``, ..., ``segm_per_class_AP``)."""
@@ -60,7 +60,7 @@ class ShapeStore:
         for kind in SHAPES:
             if not self.seen[kind]:
                 continue
-            scored = evaluate_shapes(annotations, self.results[kind], kind, image_ids, resamples > 0)
+            scored = evaluate_shapes(annotations, self.results[kind], kind, image_ids, resamples > 0, backend)
             out.update(scored["stats"])
             out[kind] = {k: scored[k] for k in ("per_class", "summary", "num_detections")}
             if resamples > 0:

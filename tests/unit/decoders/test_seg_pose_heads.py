@@ -141,3 +141,17 @@ def test_column_rle_equals_pycocotools_on_the_whole_mask(x0, y0, h, w):
     whole = np.zeros((30, 40), np.uint8, order="F")
     whole[y0 : y0 + h, x0 : x0 + w] = patch
     assert _column_rle(patch, x0, y0, 30, 40) == mask_utils.encode(whole)["counts"].decode()
+
+
+def test_a_record_whose_masks_do_not_match_its_detections_is_refused():
+    from evalharness.tasks.coco.shape_store import ShapeStore
+
+    record = {
+        "id": "a.jpg",
+        "image_id": 1,
+        "detections": [[1, 0.9, 0, 0, 1, 1]],
+        "masks": [],
+        "mask_size": [2, 2],
+    }
+    with pytest.raises(DataError, match="record of image a.jpg: masks holds 0 entries for 1 detections"):
+        ShapeStore().add(record)
