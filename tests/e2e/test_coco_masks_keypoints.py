@@ -181,3 +181,15 @@ def test_faster_coco_eval_gives_the_same_mask_and_keypoint_stats(runs, name):
     kind = "segm" if "seg" in name else "keypoints"
     for stat in stat_names(kind):
         assert faster[stat] == pytest.approx(doc["metrics"][stat], abs=1e-12), stat
+
+
+def test_diff_names_the_mask_ap_change_with_its_paired_interval(runs, capsys):
+    a, b = runs["yolov8n_seg_float_io"][0], runs["yolov8n_seg_int8_256"][0]
+    argv = ["diff", a, b, "--format", "json", "--allow-different-preprocessing", "--allow-different-labels"]
+    code, out, _ = report(capsys, *argv, "--fail-if", "segm_AP<-0.05")
+    doc = json.loads(out)
+    assert code == 1  # the int8 export's masks lose more than 0.05 AP, and the gate says so
+    rows = {r["name"]: r for r in doc["metrics"]}
+    assert rows["segm_AP"]["delta"] == pytest.approx(rows["segm_AP"]["b"] - rows["segm_AP"]["a"])
+    low, high = doc["detection"]["paired_bootstrap"]["segm_AP"]["interval"]
+    assert low <= rows["segm_AP"]["delta"] <= high < 0

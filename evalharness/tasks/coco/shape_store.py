@@ -15,6 +15,8 @@ from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, bootstrap_interval
 from evalharness.stats.intervals import CONFIDENCE
 
 SHAPES = ("segm", "keypoints")
+# the figures with (paired) bootstrap intervals beside the boxes' AP, AP50, AP75
+SHAPE_BOOTSTRAP_STATS = tuple(f"{kind}_{name}" for kind in SHAPES for name in BOOTSTRAP_STATS)
 
 
 class ShapeStore:
@@ -70,3 +72,14 @@ class ShapeStore:
         if intervals:
             out["intervals"] = intervals
         return out
+
+    def matchings(self, annotations: dict[str, Any], image_ids: list[int]) -> dict[str, Any]:
+        """pycocotools' per-image matching of the added masks / keypoints, by kind (for the paired
+        bootstrap of two runs' ``segm_AP``, ``keypoints_AP``, ...)."""
+        from evalharness.stats.coco_shapes import evaluate_shapes
+
+        return {
+            kind: evaluate_shapes(annotations, self.results[kind], kind, image_ids, True)["matching"]
+            for kind in SHAPES
+            if self.seen[kind]
+        }

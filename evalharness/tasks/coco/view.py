@@ -14,6 +14,7 @@ from evalharness.rundir.reader import Run
 from evalharness.stats.coco_intervals import BOOTSTRAP_STATS
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines
 from evalharness.tasks.coco import analysis
+from evalharness.tasks.coco.shape_store import SHAPE_BOOTSTRAP_STATS
 from evalharness.tasks.view import TaskView
 
 # TFLite's coco evaluation tool's AP: its own recipe, a second opinion beside COCO's AP above
@@ -98,7 +99,8 @@ class CocoView(TaskView):
                     f"Δ{name} {boot['confidence']:.0%} paired interval, p (B={boot['resamples']})",
                     f"{fmt_interval(boot[name]['interval'], '+.4f')}, p={fmt(boot[name]['p'], '.3g')}",
                 ]
-                for name in BOOTSTRAP_STATS
+                for name in (*BOOTSTRAP_STATS, *SHAPE_BOOTSTRAP_STATS)
+                if name in boot
             ]
         return [
             Section(
