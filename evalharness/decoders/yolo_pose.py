@@ -4,10 +4,12 @@ One output ``[1, 4+C+3K, N]`` (or transposed): x, y, visibility per keypoint aft
 C class scores (C = 1, person, unless ``num_classes`` says otherwise). The attribute axis is the
 shorter one (a head has far more candidates than attributes) unless ``layout`` names it. K comes
 from ``num_keypoints`` (set from the file's ``kpt_shape`` when Ultralytics' metadata has one) or
-from the width; a width whose keypoint part is not x, y, visibility triples is refused. Keypoints
-are in the boxes' unit (normalised 0-1 or input pixels, told as for boxes) and come back
-normalised to the input; the visibility score is passed on as the model gives it (Ultralytics'
-exports apply the sigmoid inside the graph).
+from the width; a width whose keypoint part is not x, y, visibility triples is refused. An
+end-to-end export (NMS inside) gives ``[1, K, 6+3K]`` rows of x1, y1, x2, y2, score, class and the
+keypoints instead, kept as :mod:`evalharness.decoders.yolo_nms` keeps its rows. Keypoints are in
+the boxes' unit (normalised 0-1 or input pixels, told as for boxes) and come back normalised to
+the input; the visibility score is passed on as the model gives it (Ultralytics' exports apply the
+sigmoid inside the graph).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from evalharness.core.errors import ConfigError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo
 from evalharness.decoders.base import DECODERS, Detections, _shapes
 from evalharness.decoders.yolo import YoloDecoder
+from evalharness.decoders.yolo_nms import final_rows
 
 POSE_EXPECTS = "one output [1, 4+C+3K, N] or [1, N, 4+C+3K]: box, C class scores, K (x, y, visibility)"
 
@@ -53,7 +56,10 @@ class YoloPoseDecoder(YoloDecoder):
         else:
             axis = 1 if self.layout == "channels_first" else 2
         classes = 1 if self.num_classes is None else int(self.num_classes)
-        values = shape[axis] - 4 - classes
+        self._nms_inside = self.layout == "auto" and 6 < shape[2] < shape[1] and (shape[2] - 6) % 3 == 0
+        if self._nms_inside:  # end-to-end export: [1, K, x1 y1 x2 y2 score class + 3K keypoint values]
+            axis = 2
+        values = shape[axis] - (6 if self._nms_inside else 4 + classes)
         if values < 3 or values % 3:
             raise ModelMismatchError(
                 f"{model_path}: pose head {shape}: {shape[axis]} attributes - 4 box - {classes} class "
@@ -69,15 +75,21 @@ class YoloPoseDecoder(YoloDecoder):
         self._attr_axis, self._classes, self._has_obj = axis, classes, False
         self._keypoints = values // 3
         self._pixels = None if self._normalized_cfg is None else not self._normalized_cfg
-        layout = "channels_first" if axis == 1 else "channels_last"
+        layout = (
+            "NMS inside, rows of x1 y1 x2 y2 score class"
+            if self._nms_inside
+            else ("channels_first" if axis == 1 else "channels_last")
+        )
         self.notes.append(
             f"pose head: {layout}, {classes} class(es), {self._keypoints} keypoints (x, y, visibility), "
             f"{shape[3 - axis]} candidates"
         )
 
     def decode(self, outputs: list[np.ndarray]) -> Detections:
-        kept = self._kept_rows(self._real_values(outputs)[0][0])
-        keypoints = kept.rows[:, 4 + self._classes :].reshape(-1, self._keypoints, 3).copy()
+        raw = self._real_values(outputs)[0][0]
+        kept = final_rows(self, raw) if self._nms_inside else self._kept_rows(raw)
+        first = 6 if self._nms_inside else 4 + self._classes
+        keypoints = kept.rows[:, first:].reshape(-1, self._keypoints, 3).copy()
         if self._pixels:
             h, w = self.input_hw
             keypoints[:, :, :2] /= np.array([w, h], dtype=np.float64)

@@ -3,7 +3,9 @@ one prototype tensor.
 
 Two outputs, told apart by rank: rows ``[1, 4+C+M, N]`` (or transposed) of box, C class scores
 and M mask coefficients, and prototypes ``[1, h, w, M]`` (NHWC, TFLite's) or ``[1, M, h, w]``.
-Which prototype axis holds the M channels is read from the input size (the grid is the input / 4,
+An end-to-end export (NMS inside, Ultralytics' ``end2end``) gives rows ``[1, K, 6+M]`` of x1, y1, x2,
+y2, score, class and the coefficients instead: kept as :mod:`evalharness.decoders.yolo_nms` keeps
+its rows. Which prototype axis holds the M channels is read from the input size (the grid is the input / 4,
 Ultralytics' stride-4 mask branch). The rows are filtered and suppressed exactly as the box decoder
 does (:class:`~evalharness.decoders.yolo.YoloDecoder`); only the kept rows' coefficients are
 returned, with the prototypes, so masks are made for at most ``max_detections`` boxes (by the task,
@@ -20,6 +22,7 @@ from evalharness.core.errors import ModelMismatchError
 from evalharness.core.tensors import TensorInfo
 from evalharness.decoders.base import DECODERS, Detections, _shapes
 from evalharness.decoders.yolo import YoloDecoder
+from evalharness.decoders.yolo_nms import final_rows
 
 SEG_EXPECTS = "two outputs: rows [1, 4+C+M, N] (or [1, N, 4+C+M]) and prototypes [1, h, w, M] or [1, M, h, w]"
 PROTOTYPE_STRIDE = 4  # the prototype grid is the input size / 4 in every Ultralytics seg head
@@ -62,6 +65,15 @@ class YoloSegDecoder(YoloDecoder):
         self._nhwc, self._masks = axis == 3, protos[axis]
         classes = 80 if self.num_classes is None else int(self.num_classes)
         width = 4 + classes + self._masks
+        self._nms_inside = self.layout == "auto" and rows[2] == 6 + self._masks and width not in rows[1:]
+        if self._nms_inside:  # end-to-end export: [1, K, x1 y1 x2 y2 score class + M coefficients]
+            self.outputs, self._classes = list(outputs), classes
+            self._pixels = None if self._normalized_cfg is None else not self._normalized_cfg
+            self.notes.append(
+                f"seg head with NMS inside: {rows[1]} rows of box, score, class, {self._masks} "
+                f"mask coefficients; prototypes {protos} ({'NHWC' if self._nhwc else 'NCHW'})"
+            )
+            return
         axes = [ax for ax in (1, 2) if rows[ax] == width] if self.layout == "auto" else []
         if self.layout != "auto":
             axes = [1 if self.layout == "channels_first" else 2]
@@ -84,9 +96,11 @@ class YoloSegDecoder(YoloDecoder):
 
     def decode(self, outputs: list[np.ndarray]) -> Detections:
         real = self._real_values(outputs)
-        kept = self._kept_rows(real[self._rows_at][0])
+        if self._nms_inside:
+            kept, first = final_rows(self, real[self._rows_at][0]), 6
+        else:
+            kept, first = self._kept_rows(real[self._rows_at][0]), 4 + self._classes
         protos = real[self._protos_at][0]
-        first = 4 + self._classes
         return Detections(
             boxes=kept.boxes,
             scores=kept.scores,

@@ -36,7 +36,8 @@ def yolo_head(info: ModelFile) -> str | None:
         grid = [d // PROTOTYPE_STRIDE for d in hw]
         if protos[1:3] == grid or protos[2:4] == grid:
             return "segment"
-    if len(shapes) == 1 and len(shapes[0]) == 3 and COCO_POSE_WIDTH in shapes[0][1:]:
+    widths = {COCO_POSE_WIDTH, COCO_POSE_WIDTH + 1}  # raw; end-to-end (x1 y1 x2 y2 score class)
+    if len(shapes) == 1 and len(shapes[0]) == 3 and widths & set(shapes[0][1:]):
         return "pose"
     return None
 

@@ -155,3 +155,20 @@ def test_a_record_whose_masks_do_not_match_its_detections_is_refused():
     }
     with pytest.raises(DataError, match="record of image a.jpg: masks holds 0 entries for 1 detections"):
         ShapeStore().add(record)
+
+
+def test_end_to_end_heads_keep_the_model_rows_with_their_masks_and_keypoints():
+    rows, protos = seg_outputs()
+    final = np.zeros((1, 300, 6 + M), np.float32)
+    final[0, 0, :6] = [16, 24, 48, 40, 0.9, 3]  # input pixels, as the raw head's box above
+    final[0, 0, 6] = 1.0
+    seg = bind("yolo_seg", [final, protos])
+    dets = seg.decode([final, protos])
+    raw = bind("yolo_seg", [rows, protos]).decode([rows, protos])
+    assert dets.boxes.tolist() == raw.boxes.tolist() and dets.classes.tolist() == [3]
+    assert np.array_equal(dets.mask_coefficients, raw.mask_coefficients)
+    pose = np.zeros((1, 300, 6 + 51), np.float32)
+    pose[0, 0, :9] = [16, 24, 48, 40, 0.8, 0, 40, 24, 0.7]
+    dets = bind("yolo_pose", [pose]).decode([pose])
+    assert len(dets) == 1 and dets.keypoints[0, 0].tolist() == pytest.approx([40 / 64, 24 / 64, 0.7])
+    assert yolo_head(_file([[1, 300, 57]])) == "pose"
