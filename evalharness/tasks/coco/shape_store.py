@@ -8,6 +8,7 @@ become COCO result dicts only when scored, so ``rescore`` of predictions.jsonl s
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from evalharness.core.errors import DataError
@@ -17,6 +18,32 @@ from evalharness.stats.intervals import CONFIDENCE
 SHAPES = ("segm", "keypoints")
 # the figures with (paired) bootstrap intervals beside the boxes' AP, AP50, AP75
 SHAPE_BOOTSTRAP_STATS = tuple(f"{kind}_{name}" for kind in SHAPES for name in BOOTSTRAP_STATS)
+
+
+RLE_CHARACTERS = frozenset(chr(c) for c in range(48, 48 + 64))  # COCO's compressed counts: 6 bits + 48
+
+
+def _shape_problem(record: dict[str, Any], key: str, shapes: Any, detections: int) -> str | None:
+    """What is wrong with a read-back record's ``masks`` / ``keypoints`` (None: nothing): one entry
+    per detection, RLE text with a [height, width] ``mask_size``, or x, y, visibility triples of
+    finite numbers, all of one length."""
+    if not isinstance(shapes, list) or len(shapes) != detections:
+        count = len(shapes) if isinstance(shapes, list) else "no list of"
+        return f"{key} holds {count} entries for {detections} detections"
+    if key == "masks":
+        size = record.get("mask_size")
+        if not (isinstance(size, list) and len(size) == 2 and all(type(v) is int and v > 0 for v in size)):
+            return f"mask_size is {size!r}, not [height, width]"
+        if not all(isinstance(rle, str) and set(rle) <= RLE_CHARACTERS for rle in shapes):
+            return "a mask is not COCO RLE text"
+        return None
+    lengths = {len(k) if isinstance(k, list) else -1 for k in shapes}
+    numbers = all(
+        type(v) in (int, float) and math.isfinite(v) for k in shapes if isinstance(k, list) for v in k
+    )
+    if not numbers or len(lengths) > 1 or any(n < 3 or n % 3 for n in lengths):
+        return "keypoints are not x, y, visibility triples of finite numbers, one length for every detection"
+    return None
 
 
 class ShapeStore:
@@ -32,11 +59,11 @@ class ShapeStore:
             if key not in record:
                 continue
             shapes = record[key]
-            if not isinstance(shapes, list) or len(shapes) != len(detections):
+            problem = _shape_problem(record, key, shapes, len(detections))
+            if problem:
                 raise DataError(
-                    f"record of image {record.get('id', image_id)}: {key} holds "
-                    f"{len(shapes) if isinstance(shapes, list) else 'no list of'} entries for "
-                    f"{len(detections)} detections; the predictions file is damaged: run again"
+                    f"predictions.jsonl record of image {record.get('id', image_id)}: {problem}; the "
+                    "predictions file is damaged: run the model again"
                 )
             self.seen[kind] = True
             for (cat, score, *_), shape in zip(detections, shapes, strict=True):

@@ -157,6 +157,23 @@ def test_a_record_whose_masks_do_not_match_its_detections_is_refused():
         ShapeStore().add(record)
 
 
+@pytest.mark.parametrize(
+    "fields, problem",
+    [
+        ({"masks": ["0\x00"], "mask_size": [2, 2]}, "a mask is not COCO RLE text"),
+        ({"masks": ["04"], "mask_size": [2]}, r"mask_size is \[2\], not \[height, width\]"),
+        ({"keypoints": [[1.0, 2.0]]}, "keypoints are not x, y, visibility triples"),
+        ({"keypoints": [[1.0, float("nan"), 1.0]]}, "keypoints are not x, y, visibility triples"),
+    ],
+)
+def test_malformed_masks_or_keypoints_read_back_are_refused(fields, problem):
+    from evalharness.tasks.coco.shape_store import ShapeStore
+
+    record = {"id": "a.jpg", "image_id": 1, "detections": [[1, 0.9, 0, 0, 1, 1]], **fields}
+    with pytest.raises(DataError, match=f"predictions.jsonl record of image a.jpg: {problem}"):
+        ShapeStore().add(record)
+
+
 def test_end_to_end_heads_keep_the_model_rows_with_their_masks_and_keypoints():
     rows, protos = seg_outputs()
     final = np.zeros((1, 300, 6 + M), np.float32)
