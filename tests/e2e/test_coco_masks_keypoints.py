@@ -193,3 +193,30 @@ def test_diff_names_the_mask_ap_change_with_its_paired_interval(runs, capsys):
     assert rows["segm_AP"]["delta"] == pytest.approx(rows["segm_AP"]["b"] - rows["segm_AP"]["a"])
     low, high = doc["detection"]["paired_bootstrap"]["segm_AP"]["interval"]
     assert low <= rows["segm_AP"]["delta"] <= high < 0
+
+
+@pytest.mark.parametrize(
+    "outputs, task, message",
+    [
+        ([(1, 116, 336), (1, 16, 16, 16)], None, "have 16 channels, but the rows [1, 116, 336] have no axis"),
+        ([(1, 55, 336)], "pose", "not x, y, visibility triples (a multiple of 3)"),
+    ],
+)
+def test_a_bad_seg_or_pose_head_is_one_error_naming_the_model(tmp_path, outputs, task, message):
+    """The seg head told by its shapes alone, the pose head by Ultralytics' task: the decoder is
+    picked, then refuses the head before any image is read."""
+    import numpy as np
+
+    from evalharness.runtime.modelgen import append_files, constant_output_model
+
+    arrays = [np.zeros(shape, np.float32) for shape in outputs]
+    model = constant_output_model(str(tmp_path / "bad.tflite"), arrays, input_shape=(1, 64, 64, 3))
+    if task:
+        append_files(model, {"temp_meta.txt": str({"task": task, "names": {0: "person"}})})
+    ground_truth = KEYPOINTS if task == "pose" else INSTANCES
+    args = [f"model.path={model}", f"dataset.root={COCO_DIR / 'val5'}"]
+    args += [f"dataset.annotations={str(ground_truth).replace('val25', 'val5')}"]
+    proc = run_cli(["task=coco", *args, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr
+    assert "bad.tflite" in errors[0] and message in errors[0]
