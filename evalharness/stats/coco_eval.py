@@ -247,6 +247,16 @@ def _faster_coco_eval(
     gt: dict[str, Any], detections: list[dict[str, Any]], image_ids: list[Any], keep_matching: bool = False
 ) -> Any:  # as _score
     """Matching is not kept (faster-coco-eval's evalImgs differ): evaluate_bbox asks pycocotools."""
+    COCO, COCOeval_faster = faster_coco_eval_classes()  # noqa: N806  # the package's class names
+
+    def make_eval(coco_gt: Any, coco_dt: Any) -> Any:
+        return COCOeval_faster(coco_gt, coco_dt, "bbox", print_function=lambda *args, **kwargs: None)
+
+    return _score(COCO, make_eval, gt, detections, image_ids)
+
+
+def faster_coco_eval_classes() -> tuple[type, Any]:
+    """faster-coco-eval's (COCO, COCOeval_faster), or a ConfigError saying how to install it."""
     try:
         from faster_coco_eval import COCO, COCOeval_faster
     except ImportError:
@@ -254,11 +264,7 @@ def _faster_coco_eval(
             "COCO metric backend 'faster_coco_eval' needs the faster-coco-eval package; "
             "pip install 'evalharness[faster]' or use backend 'pycocotools'"
         ) from None
-
-    def make_eval(coco_gt: Any, coco_dt: Any) -> Any:
-        return COCOeval_faster(coco_gt, coco_dt, "bbox", print_function=lambda *args, **kwargs: None)
-
-    return _score(COCO, make_eval, gt, detections, image_ids)
+    return COCO, COCOeval_faster
 
 
 def evaluated_subset(

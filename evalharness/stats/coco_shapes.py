@@ -18,7 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 from evalharness.core.errors import ConfigError, DataError
-from evalharness.stats.coco_eval import COCO_STAT_NAMES, _per_class, _score, format_summary
+from evalharness.stats.coco_eval import (
+    COCO_STAT_NAMES,
+    _per_class,
+    _score,
+    faster_coco_eval_classes,
+    format_summary,
+)
 
 KEYPOINT_STATS = ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
 _KEYPOINT_ROWS = tuple(
@@ -80,16 +86,9 @@ def evaluate_shapes(
 def _evaluator(backend: str, iou_type: str) -> tuple[type, Callable[..., Any]]:
     """(COCO class, COCOeval factory) of a backend, for ``iou_type``."""
     if backend == "faster_coco_eval":
-        try:
-            from faster_coco_eval import COCO as FasterCOCO
-            from faster_coco_eval import COCOeval_faster
-        except ImportError:
-            raise ConfigError(
-                "COCO metric backend 'faster_coco_eval' needs the faster-coco-eval package; "
-                "pip install 'evalharness[faster]' or use backend 'pycocotools'"
-            ) from None
+        faster_coco, COCOeval_faster = faster_coco_eval_classes()  # noqa: N806  # the package's name
         quiet = lambda *args, **kwargs: None  # noqa: E731
-        return FasterCOCO, lambda g, d: COCOeval_faster(g, d, iou_type, print_function=quiet)
+        return faster_coco, lambda g, d: COCOeval_faster(g, d, iou_type, print_function=quiet)
     if backend != "pycocotools":
         raise ConfigError(f"COCO metric backend {backend!r}; valid: pycocotools, faster_coco_eval")
     from pycocotools.coco import COCO
