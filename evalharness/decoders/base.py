@@ -8,9 +8,9 @@ shaped detector fails at once with the fix in the message; ``decode`` dequantise
 tensor details and returns :class:`Detections` whose boxes are x1, y1, x2, y2 in 0..1 of the model
 input. Undoing the resize or letterbox to original-image pixels (and clipping there) is the task's
 job, since only it knows how the image was prepared. The decoders live one family per module
-(``ssd``, ``yolo``, ``yolo_nms``), registered lazily by name; an outside decoder registers itself
-with ``@DECODERS.register(name)`` from a plug-in module or the ``evalharness.output_decoders``
-entry points.
+(``ssd``, ``yolo``, ``yolo_nms``, ``yolo_seg``, ``yolo_pose``), registered lazily by name; an
+outside decoder registers itself with ``@DECODERS.register(name)`` from a plug-in module or the
+``evalharness.output_decoders`` entry points.
 """
 
 from __future__ import annotations
@@ -33,6 +33,12 @@ class Detections:
     boxes: np.ndarray  # [N, 4] float64, x1, y1, x2, y2 normalised to the model input (0..1)
     scores: np.ndarray  # [N] float64
     classes: np.ndarray  # [N] int64, the model's own 0-based class index
+    # YOLO-seg (decoders.yolo_seg): each kept row's mask coefficients [N, M] and the image's
+    # prototypes [h, w, M]; the task makes masks of them once it knows the letterbox
+    mask_coefficients: np.ndarray | None = None
+    prototypes: np.ndarray | None = None
+    # YOLO-pose (decoders.yolo_pose): [N, K, 3] x, y normalised to the model input, visibility score
+    keypoints: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
@@ -121,5 +127,7 @@ DECODERS: Registry[type[Decoder]] = Registry(
         "ssd_postprocess": "evalharness.decoders.ssd:SsdPostprocessDecoder",
         "yolo": "evalharness.decoders.yolo:YoloDecoder",
         "yolo_nms": "evalharness.decoders.yolo_nms:YoloNmsDecoder",
+        "yolo_pose": "evalharness.decoders.yolo_pose:YoloPoseDecoder",
+        "yolo_seg": "evalharness.decoders.yolo_seg:YoloSegDecoder",
     },
 )

@@ -121,10 +121,16 @@ class YoloDecoder(Decoder):
         return corners
 
     def decode(self, outputs: list[np.ndarray]) -> Detections:
-        pred = self._real_values(outputs)[0][0]
-        if self._attr_axis == 1:
-            pred = pred.T  # -> [N, attributes]
-        boxes, cls_scores = pred[:, :4], pred[:, 4 + self._has_obj :]
+        kept = self._kept_rows(self._real_values(outputs)[0][0])
+        return Detections(boxes=kept.boxes, scores=kept.scores, classes=kept.classes)
+
+    def _kept_rows(self, raw: npt.NDArray[np.float64]) -> KeptRows:
+        """The head's rows that survive the score filter and NMS, best first: their row index (for
+        the mask coefficients or keypoints a seg/pose row carries after the class scores), boxes
+        normalised to the input, scores and classes."""
+        pred = raw.T if self._attr_axis == 1 else raw  # -> [N, attributes]
+        first = 4 + self._has_obj
+        boxes, cls_scores = pred[:, :4], pred[:, first : first + self._classes]
         if self._pixels is None:
             self._pixels = bool(boxes.size and np.max(boxes) > 2)
             unit = "input pixels" if self._pixels else "normalised units"
@@ -148,4 +154,16 @@ class YoloDecoder(Decoder):
         if self._pixels:
             h, w = self.input_hw
             xyxy = xyxy / np.array([w, h, w, h], dtype=np.float64)
-        return Detections(boxes=xyxy, scores=scores[cand][keep], classes=labels[cand][keep].astype(np.int64))
+        rows = cand[keep]
+        return KeptRows(pred[rows], xyxy, scores[rows], labels[rows].astype(np.int64))
+
+
+@dataclass
+class KeptRows:
+    """What survived NMS: the whole rows (box, scores, then what a seg/pose head adds) and the
+    decoded boxes, scores and classes of the same rows."""
+
+    rows: npt.NDArray[np.float64]
+    boxes: npt.NDArray[np.float64]
+    scores: npt.NDArray[np.float64]
+    classes: npt.NDArray[np.int64]

@@ -10,12 +10,15 @@ size (``normalized=auto``: a coordinate above 2 means pixels, as for the raw YOL
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from evalharness.core.errors import ModelMismatchError
 from evalharness.core.tensors import TensorInfo
 from evalharness.decoders import base
+from evalharness.decoders.yolo import KeptRows
 
 NMS_EXPECTS = "one output [1, N, 6]: x1, y1, x2, y2, score, class per detection (NMS inside the model)"
 
@@ -46,13 +49,21 @@ class YoloNmsDecoder(base.Decoder):
         self.notes.append(f"NMS inside the model: {out.shape[1]} rows of x1, y1, x2, y2, score, class")
 
     def decode(self, outputs: list[np.ndarray]) -> base.Detections:
-        rows = self._real_values(outputs)[0][0]
-        rows = rows[rows[:, 4] > self.conf_threshold][: self.max_detections]
-        boxes = rows[:, :4].copy()
-        if self._pixels is None:
-            self._pixels = bool(boxes.size and np.max(boxes) > 2)
-            self.notes.append(f"boxes in {'input pixels' if self._pixels else 'normalised units'} (auto)")
-        if self._pixels:
-            h, w = self.input_hw
-            boxes = boxes / np.array([w, h, w, h], dtype=np.float64)
-        return base.Detections(boxes=boxes, scores=rows[:, 4], classes=np.round(rows[:, 5]).astype(np.int64))
+        kept = final_rows(self, self._real_values(outputs)[0][0])
+        return base.Detections(boxes=kept.boxes, scores=kept.scores, classes=kept.classes)
+
+
+def final_rows(decoder: Any, rows: npt.NDArray[np.float64]) -> KeptRows:
+    """Rows of an NMS-inside head (x1, y1, x2, y2, score, class, then what a seg / pose head adds)
+    with score > ``decoder.conf_threshold``, the first ``decoder.max_detections`` in the model's
+    order; boxes in input pixels (``decoder._pixels``, None: told by a coordinate above 2, once)
+    divided by the input size."""
+    rows = rows[rows[:, 4] > decoder.conf_threshold][: decoder.max_detections]
+    boxes = rows[:, :4].copy()
+    if decoder._pixels is None:
+        decoder._pixels = bool(boxes.size and np.max(boxes) > 2)
+        decoder.notes.append(f"boxes in {'input pixels' if decoder._pixels else 'normalised units'} (auto)")
+    if decoder._pixels:
+        h, w = decoder.input_hw
+        boxes = boxes / np.array([w, h, w, h], dtype=np.float64)
+    return KeptRows(rows, boxes, rows[:, 4], np.round(rows[:, 5]).astype(np.int64))

@@ -38,6 +38,10 @@ if TYPE_CHECKING:  # for the type only: the runtime is imported when a model is 
     from evalharness.runtime.model_file import ModelFile
 
 DETECTOR_SETTINGS = ("decoder", "class_map")
+HEAD_KINDS = {  # what `inspect` adds to "detector" for a seg / pose head (docs/tasks/coco-masks-keypoints.md)
+    "yolo_seg": " (segment head: boxes and masks)",
+    "yolo_pose": " (pose head: boxes and keypoints)",
+}
 
 
 class InferredConfiguration(TypedDict):
@@ -80,12 +84,13 @@ def inferred_configuration(path: str, info: ModelFile) -> InferredConfiguration:
     model, sources = infer_model_settings(model, [f"model.path={path}"], None)
     image = info.inputs[0].shape if len(info.inputs) == 1 else None
     if model["decoder"]:
-        kind = "detector"
+        name = model["decoder"].get("name") if isinstance(model["decoder"], dict) else None
+        kind = "detector" + HEAD_KINDS.get(str(name), "")
     elif len(info.outputs) == 1 and len(info.outputs[0].shape) in (1, 2):
         kind = "classifier"
     else:
         kind = "unknown: give model.decoder (detectors) or use a task that needs no decoding"
-    if kind != "detector":  # a decoder and a COCO class map say nothing of a classifier
+    if not kind.startswith("detector"):  # a decoder and a COCO class map say nothing of a classifier
         model = {k: v for k, v in model.items() if k not in DETECTOR_SETTINGS}
     return {
         "kind": kind,

@@ -10,6 +10,9 @@ did not set:
 - ``preprocess.mean/std``: the input's ``NormalizationOptions``;
 - Ultralytics exports: ``decoder: yolo``, ``class_map`` (``coco80`` for the 80 COCO names, else
   ``labels``) and letterbox preprocessing (the ``yolo_letterbox`` preset);
+- YOLO-seg / YOLO-pose heads (Ultralytics' ``task``, or the output shapes alone:
+  :mod:`evalharness.settings.yolo_heads`): ``decoder: yolo_seg`` / ``yolo_pose``, ``class_map``
+  ``coco80`` and letterbox preprocessing;
 - a graph ending in ``TFLite_Detection_PostProcess``: ``decoder: ssd_postprocess``.
 
 A command-line value always wins; where it contradicts the file a warning says so. Every setting's
@@ -31,6 +34,7 @@ from evalharness.core.documents import JSONMap
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.paths import CONF_DIR
 from evalharness.data.labels import LABELS_AUTO
+from evalharness.settings.yolo_heads import head_decoder, yolo_head
 
 if TYPE_CHECKING:
     from evalharness.runtime.model_file import ModelFile
@@ -170,7 +174,21 @@ def _preset(name: str) -> JSONMap:
 
 def _detector(model: dict[str, Any], info: ModelFile, given: set[Any], sources: dict[str, Any]) -> None:
     meta = info.ultralytics or {}
-    if meta.get("task") == "detect":
+    head = yolo_head(info)
+    if head is not None:
+        how = f"{'Ultralytics task' if meta.get('task') == head else 'output shapes'}: {head} head"
+        if "decoder" not in given:
+            model["decoder"] = head_decoder(head, info, YOLO_DECODER)
+            sources["decoder"] = f"{MODEL_FILE} ({how})"
+        if "class_map" not in given:  # COCO's 80 classes, or the person class first in COCO's ids
+            names = [meta.get("names", {}).get(i) for i in range(5)]
+            coco = not meta.get("names") or tuple(names) == COCO80_FIRST or head == "pose"
+            model["class_map"] = "coco80" if coco else "labels"
+            sources["class_map"] = f"{MODEL_FILE} ({how})"
+        if "preprocess" not in given:
+            model["preprocess"] = {**model["preprocess"], **_preset("yolo_letterbox")}
+            sources["preprocess"] = f"{MODEL_FILE} ({how}: yolo_letterbox)"
+    elif meta.get("task") == "detect":
         nms_inside = (
             len(info.outputs) == 1 and len(info.outputs[0].shape) == 3 and info.outputs[0].shape[2] == 6
         )

@@ -175,10 +175,11 @@ def evaluate_bbox(
     return scored
 
 
-def format_summary(stats: Any) -> list[str]:
-    """The 12 lines COCOeval.summarize() prints, character for character, for any backend."""
+def format_summary(stats: Any, rows: tuple[tuple[str, str, str, int], ...] = _SUMMARY_ROWS) -> list[str]:
+    """The lines COCOeval.summarize() prints, character for character, for any backend: the 12 of
+    ``bbox`` / ``segm``, or those of the ``rows`` given (``keypoints``' 10)."""
     lines = []
-    for (kind, iou, area, max_dets), value in zip(_SUMMARY_ROWS, stats, strict=True):
+    for (kind, iou, area, max_dets), value in zip(rows, stats, strict=True):
         title = "Average Precision" if kind == "AP" else "Average Recall"
         where = f"IoU={iou:<9} | area={area:>6s} | maxDets={max_dets:>3d}"
         lines.append(f" {title:<18} ({kind}) @[ {where} ] = {value:0.3f}")
@@ -284,6 +285,16 @@ def _faster_coco_eval(
     gt: dict[str, Any], detections: list[dict[str, Any]], image_ids: list[Any], keep_matching: bool = False
 ) -> Any:  # as _score
     """Matching is not kept (faster-coco-eval's evalImgs differ): evaluate_bbox asks pycocotools."""
+    COCO, COCOeval_faster = faster_coco_eval_classes()  # noqa: N806  # the package's class names
+
+    def make_eval(coco_gt: Any, coco_dt: Any) -> Any:
+        return COCOeval_faster(coco_gt, coco_dt, "bbox", print_function=lambda *args, **kwargs: None)
+
+    return _score(COCO, make_eval, gt, detections, image_ids)
+
+
+def faster_coco_eval_classes() -> tuple[type, Any]:
+    """faster-coco-eval's (COCO, COCOeval_faster), or a ConfigError saying how to install it."""
     try:
         from faster_coco_eval import COCO, COCOeval_faster
     except ImportError:
@@ -291,11 +302,7 @@ def _faster_coco_eval(
             "COCO metric backend 'faster_coco_eval' needs the faster-coco-eval package; "
             "pip install 'evalharness[faster]' or use backend 'pycocotools'"
         ) from None
-
-    def make_eval(coco_gt: Any, coco_dt: Any) -> Any:
-        return COCOeval_faster(coco_gt, coco_dt, "bbox", print_function=lambda *args, **kwargs: None)
-
-    return _score(COCO, make_eval, gt, detections, image_ids)
+    return COCO, COCOeval_faster
 
 
 def evaluated_subset(

@@ -342,7 +342,8 @@ def test_yolo_other_class_counts(tmp_path):
         (
             "yolov8",
             {},
-            "unknown output decoder 'yolov8'; valid: ssd_postprocess, yolo, yolo_nms. Did you mean 'yolo'",
+            "unknown output decoder 'yolov8'; valid: ssd_postprocess, yolo, yolo_nms, yolo_pose, yolo_seg. "
+            "Did you mean 'yolo'",
         ),
     ],
 )
@@ -352,4 +353,4 @@ def test_config_errors(name, params, match):
 
 
 def test_registry_lists_decoders():
-    assert DECODERS.names() == ["ssd_postprocess", "yolo", "yolo_nms"]
+    assert DECODERS.names() == ["ssd_postprocess", "yolo", "yolo_nms", "yolo_pose", "yolo_seg"]

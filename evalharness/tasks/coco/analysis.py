@@ -9,7 +9,7 @@ here has code of its own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +24,6 @@ from evalharness.tasks.coco.analysis_comparison import AnalysisComparison
 
 if TYPE_CHECKING:  # for the types only
     from evalharness.rundir.reader import Run
-    from evalharness.stats.coco_intervals import PairedAPBootstrap
 
 TOP = 5  # classes and confusions named in results.txt
 CURVE_CLASSES = 6  # per-class PR curves drawn in a diff: the classes whose AP changed most
@@ -250,7 +249,7 @@ def _points(value: float | None, spec: str = ".2f") -> str:
     return fmt(None if value is None else 100 * value, spec)
 
 
-def attach_paired(rows: list[dict[str, Any]], boot: PairedAPBootstrap) -> None:
+def attach_paired(rows: list[dict[str, Any]], boot: Mapping[str, Any]) -> None:
     """Each per-class ΔAP row gets ``paired``: its interval and p from the paired bootstrap of ΔAP
     (the same resamples), and ``p_holm``, p adjusted by Holm over the classes tested."""
     per_class, floor = boot.get("per_class") or {}, 1 / boot["resamples"]

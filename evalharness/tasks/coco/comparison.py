@@ -9,10 +9,11 @@ from typing import Any
 from evalharness.core.documents import JSONMap
 from evalharness.rundir.reader import Run
 from evalharness.stats.boxes import detection_diff, per_class_deltas
-from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, PairedAPBootstrap, paired_ap_bootstrap
+from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, paired_ap_bootstrap
 from evalharness.stats.intervals import CONFIDENCE
 from evalharness.tasks.coco import analysis
 from evalharness.tasks.coco.scorer import CocoScorer, bootstrap_settings, load_ground_truth
+from evalharness.tasks.coco.shape_store import SHAPE_BOOTSTRAP_STATS
 from evalharness.tasks.comparison import Agreement, Comparison, PairQuantities
 
 
@@ -56,22 +57,30 @@ class DetectionComparison(Comparison):
         total = boxes["a"] + boxes["b"]
         return {"name": "box-match rate", "value": 2 * boxes["matched"] / total if total else None, "p": None}
 
-    def _paired_bootstrap(self, a: Run, b: Run, resamples: int, seed: int) -> PairedAPBootstrap:
-        """ΔAP, ΔAP50, ΔAP75 with paired intervals and p: both runs' matchings re-accumulated on the
-        same image resamples (runs are comparable, so they scored the same images)."""
+    def _paired_bootstrap(self, a: Run, b: Run, resamples: int, seed: int) -> JSONMap:
+        """ΔAP, ΔAP50, ΔAP75 (and a seg / pose model's ``segm_AP``, ``keypoints_AP``, ...) with paired
+        intervals and p: both runs' matchings re-accumulated on the same image resamples (runs are
+        comparable, so they scored the same images)."""
         ground_truth = load_ground_truth(a)
-        matchings = []
+        matchings, shapes = [], []
         for run in (a, b):
             scorer = CocoScorer(ground_truth, "pycocotools", False).add_all(run.predictions)
             matchings.append(scorer.matching())
-        return paired_ap_bootstrap(matchings[0], matchings[1], resamples, seed, CONFIDENCE)
+            shapes.append(scorer.shapes.matchings(ground_truth, scorer.image_ids))
+        # the boxes' ΔAP (PairedAPBootstrap) and, keyed by kind, each shape's: one JSON block
+        boot: JSONMap = dict(paired_ap_bootstrap(matchings[0], matchings[1], resamples, seed, CONFIDENCE))
+        for kind in [k for k in shapes[0] if k in shapes[1]]:  # ΔAP of masks / keypoints: segm_AP, ...
+            pair = shapes[0][kind], shapes[1][kind]
+            paired: Mapping[str, Any] = paired_ap_bootstrap(*pair, resamples, seed, CONFIDENCE)
+            boot.update({f"{kind}_{name}": paired[name] for name in BOOTSTRAP_STATS})
+        return boot
 
     def pairwise(self, comparison: JSONMap) -> PairQuantities:
         values = super().pairwise(comparison)
         values.pop("iou_threshold", None)
         values.pop("min_score", None)
         boot = comparison.get("paired_bootstrap") or {}
-        for name in BOOTSTRAP_STATS:
+        for name in (*BOOTSTRAP_STATS, *SHAPE_BOOTSTRAP_STATS):
             if isinstance(boot.get(name), dict) and boot[name]["interval"] is not None:
                 low, high = boot[name]["interval"]
                 values.update({f"{name}_ci_low": low, f"{name}_ci_high": high, f"{name}_p": boot[name]["p"]})

@@ -17,6 +17,7 @@ from evalharness.core.schema import bounds
 from evalharness.rundir.reader import Run
 from evalharness.stats.coco_eval import COCO_STAT_NAMES
 from evalharness.stats.coco_intervals import BOOTSTRAP_STATS
+from evalharness.stats.coco_shapes import KEYPOINT_STATS
 from evalharness.stats.detection_analysis import TIDE_OFF
 from evalharness.tasks.coco.analysis import CURVES_FILE
 from evalharness.tasks.coco.comparison import DetectionComparison
@@ -73,6 +74,25 @@ class CocoSettings:
 RECORDED_BEFORE = {"backend": "pycocotools", "analysis": False, "tide": True}
 
 
+def shape_metrics(kind: str, stats: tuple[str, ...], what: str) -> tuple[Metric, ...]:
+    """A seg / pose model's ``segm_*`` / ``keypoints_*`` stats (:mod:`evalharness.stats.coco_shapes`),
+    declared as the box stats are: AP, AP50, AP75 fractions with image-bootstrap intervals; absent
+    from a box model's run, so nothing shows them there. Not sweep columns: those are the task's,
+    whatever its runs hold, and a box model's sweep would show them empty."""
+    return tuple(
+        Metric(
+            f"{kind}_{name}",
+            title=f"{what} {name}",
+            fraction=name in BOOTSTRAP_STATS,
+            undefined=f": the scored images hold no annotation {what} (pycocotools' -1)",
+            interval=name in BOOTSTRAP_STATS,
+            interval_how="image bootstrap, B={resamples}, seed {seed}",
+            interval_method=PERCENTILE_WHY,
+        )
+        for name in stats
+    )
+
+
 @register
 class CocoDefinition(TaskDefinition):
     name = "coco"
@@ -109,6 +129,8 @@ class CocoDefinition(TaskDefinition):
         ),
         *(Metric(name) for name in COCO_STAT_NAMES if name not in BOOTSTRAP_STATS),
         Metric("tflite_AP", label=TOOL_AP_LABEL, path="tflite_tool.AP", format=".6f"),
+        *shape_metrics("segm", COCO_STAT_NAMES, "mask"),
+        *shape_metrics("keypoints", KEYPOINT_STATS, "keypoint"),
     )
     comparison = DetectionComparison
     view = CocoView

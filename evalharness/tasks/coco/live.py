@@ -37,6 +37,9 @@ from evalharness.data.shard import listed, select_samples, sharded_identity
 from evalharness.data.yolo_labels import yolo_ground_truth
 from evalharness.data.yolo_layout import find_layout
 from evalharness.decoders.base import DECODERS, build_decoder
+from evalharness.decoders.image_shapes import shape_fields
+from evalharness.decoders.yolo_pose import YoloPoseDecoder
+from evalharness.stats.coco_shapes import check_keypoint_ground_truth
 from evalharness.tasks.coco.definition import CocoSettings
 from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
 
@@ -221,6 +224,7 @@ class CocoEvaluator(RecordEvaluator):
                 for cat, score, box in zip(kept_cats, scores.tolist(), xywh.tolist(), strict=True)
             ],
             "unmapped": len(cats) - len(kept_cats),
+            **shape_fields(dets, keep, boxes, geometry),
         }
 
 
@@ -243,6 +247,8 @@ class CocoTask(Task):
         self.dataset = dataset
         self.source = coco_source(dataset)
         self.annotations = self.source.annotations
+        if isinstance(self.decoder, YoloPoseDecoder):  # before any image: not a silent keypoint AP of 0
+            check_keypoint_ground_truth(self.annotations, self.source.ground_truth)
         samples = list_coco_samples(self.annotations, self.source.root, self.source.ground_truth)
         self.unscored = self.source.unscored
         warn_unscored(self.source.root, self.unscored)

@@ -12,6 +12,7 @@ from evalharness.core.errors import EvalHarnessError
 from evalharness.rundir.reader import Run
 from evalharness.stats.coco_intervals import bootstrap_intervals
 from evalharness.stats.intervals import CONFIDENCE
+from evalharness.tasks.coco.shape_store import ShapeStore
 from evalharness.tasks.coco.store import DetectionStore
 from evalharness.tasks.defaults import setting
 from evalharness.tasks.definition import Scorer
@@ -71,12 +72,14 @@ class CocoScorer(Scorer):
         self.annotations, self.backend, self.tflite_tool = annotations, backend, tflite_tool
         self.resamples, self.seed, self.analysis, self.tide = resamples, seed, analysis, tide
         self.detections = DetectionStore()
+        self.shapes = ShapeStore()  # a seg / pose model's masks and keypoints
         self.image_ids: list[int] = []
         self.unmapped = 0
         self.curves: ClassCurves | None = None  # per-class PR curves, made by result() with the analysis
 
     def add(self, record: Mapping[str, Any]) -> None:
         self.detections.add(record["image_id"], record["detections"])
+        self.shapes.add(record)
         self.image_ids.append(record["image_id"])
         self.unmapped += record.get("unmapped", 0)
 
@@ -98,7 +101,7 @@ class CocoScorer(Scorer):
             keep_matching=self.resamples > 0,
             analysis=self.analysis,
         )
-        metrics = {
+        metrics: JSONMap = {
             **scored["stats"],
             "per_class": scored["per_class"],
             "summary": scored["summary"],
@@ -113,6 +116,11 @@ class CocoScorer(Scorer):
             metrics["intervals"] = bootstrap_intervals(
                 scored["matching"], self.resamples, self.seed, CONFIDENCE
             )
+        ids, resamples = self.image_ids, self.resamples
+        shapes = self.shapes.metrics(self.annotations, ids, resamples, self.seed, self.backend)
+        if "intervals" in shapes:  # segm_AP, keypoints_AP, ... beside the boxes' AP, AP50, AP75
+            metrics["intervals"] = {**metrics.get("intervals", {}), **shapes.pop("intervals")}
+        metrics.update(shapes)
         if self.analysis:
             from evalharness.stats.detection_analysis import analyse, per_class_curves
 

@@ -14,6 +14,7 @@ from evalharness.rundir.reader import Run
 from evalharness.stats.coco_intervals import BOOTSTRAP_STATS
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines
 from evalharness.tasks.coco import analysis
+from evalharness.tasks.coco.shape_store import SHAPE_BOOTSTRAP_STATS
 from evalharness.tasks.view import TaskView
 
 # TFLite's coco evaluation tool's AP: its own recipe, a second opinion beside COCO's AP above
@@ -34,6 +35,11 @@ class CocoView(TaskView):
         intervals = doc.metrics.intervals  # schema 2 on, bootstrap_resamples > 0
         how = f"image bootstrap, B={intervals.get('resamples')}, seed {intervals.get('seed')}"
         lines += interval_lines(intervals, how, [(n, intervals.get(n)) for n in BOOTSTRAP_STATS])
+        for kind, what in (("segm", "Masks"), ("keypoints", "Keypoints")):  # a seg / pose model's
+            if isinstance(metrics.get(kind), dict):
+                lines += [f"{what} (pycocotools, iouType='{kind}'):", *metrics[kind]["summary"]]
+                names = [f"{kind}_{n}" for n in BOOTSTRAP_STATS if f"{kind}_{n}" in intervals]
+                lines += interval_lines(intervals if names else None, how, [(n, intervals[n]) for n in names])
         return lines + analysis.summary_lines(metrics)
 
     def verdict(self, diff: Mapping[str, Any]) -> str:
@@ -93,7 +99,8 @@ class CocoView(TaskView):
                     f"Δ{name} {boot['confidence']:.0%} paired interval, p (B={boot['resamples']})",
                     f"{fmt_interval(boot[name]['interval'], '+.4f')}, p={fmt(boot[name]['p'], '.3g')}",
                 ]
-                for name in BOOTSTRAP_STATS
+                for name in (*BOOTSTRAP_STATS, *SHAPE_BOOTSTRAP_STATS)
+                if name in boot
             ]
         return [
             Section(

@@ -1,0 +1,97 @@
+"""COCO instance-mask and person-keypoint metrics, scored by pycocotools (``iouType='segm'`` and
+``'keypoints'``), beside the box stats every seg / pose model also has.
+
+``segm``: the 12 stats of :data:`~evalharness.stats.coco_eval.COCO_STAT_NAMES` prefixed ``segm_``,
+against the instances JSON's polygons and crowd RLEs (pycocotools converts them with each image's
+size). ``keypoints``: the 10 stats COCO defines for them (``maxDets=20``, no small area), prefixed
+``keypoints_``, by OKS with COCO's per-keypoint sigmas and each ground-truth annotation's ``area``.
+``task.backend=faster_coco_eval`` scores them too (the same stats). Results carry only the shape
+(``segmentation`` or ``keypoints``), not the box: pycocotools' loadRes then takes a detection's area
+from its mask, or from its keypoints' extent, as COCO's own results files do. Per-class AP and the
+image bootstrap reuse the box machinery unchanged: pycocotools' ``evalImgs`` has the same layout
+whatever the iouType (:mod:`evalharness.stats.coco_bootstrap`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from evalharness.core.errors import ConfigError, DataError
+from evalharness.stats.coco_eval import (
+    COCO_STAT_NAMES,
+    _per_class,
+    _score,
+    faster_coco_eval_classes,
+    format_summary,
+)
+
+KEYPOINT_STATS = ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
+_KEYPOINT_ROWS = tuple(
+    (kind, iou, area, 20)
+    for kind in ("AP", "AR")
+    for iou, area in (("0.50:0.95", "all"), ("0.50", "all"), ("0.75", "all"), ("0.50:0.95", "medium"),
+                      ("0.50:0.95", "large"))
+)  # fmt: skip
+STAT_NAMES = {"segm": COCO_STAT_NAMES, "keypoints": KEYPOINT_STATS}
+PREFIX = {"segm": "segm_", "keypoints": "keypoints_"}
+
+
+def check_keypoint_ground_truth(gt: dict[str, Any], source: str) -> None:
+    """A pose model is scored against a ``person_keypoints_*.json``: refuse ground truth whose
+    annotations hold no ``keypoints`` (an instances JSON), naming ``source``, instead of a silent 0."""
+    if not any("keypoints" in ann for ann in gt["annotations"]):
+        raise DataError(
+            f"{source} has no 'keypoints' in its annotations, so a pose model's keypoints cannot be "
+            "scored; give dataset.annotations=<person_keypoints_*.json> (COCO's keypoint annotations)"
+        )
+
+
+def evaluate_shapes(
+    gt: dict[str, Any],
+    results: list[dict[str, Any]],
+    iou_type: str,
+    image_ids: list[int],
+    keep_matching: bool,
+    backend: str = "pycocotools",
+) -> dict[str, Any]:
+    """``{stats, per_class, summary, num_detections[, matching]}`` of ``results`` (COCO result dicts
+    with ``segmentation`` or ``keypoints``) on ``image_ids``, scored by ``backend`` (pycocotools, or
+    faster-coco-eval: the same stats; its matching is not kept, so pycocotools' ``evaluate()`` makes
+    the bootstrap's, as for boxes)."""
+    if iou_type == "keypoints":
+        check_keypoint_ground_truth(gt, "the ground truth")
+    ids = sorted(set(image_ids))
+    coco_cls, make_eval = _evaluator(backend, iou_type)
+    pycocotools_matches = backend == "pycocotools" and keep_matching
+    stats, precision, cat_ids, matching, _ = _score(
+        coco_cls, make_eval, gt, results, ids, keep_matching=pycocotools_matches
+    )
+    if keep_matching and matching is None:
+        coco_cls, make_eval = _evaluator("pycocotools", iou_type)
+        matching = _score(coco_cls, make_eval, gt, results, ids, evaluate_only=True)
+    names = STAT_NAMES[iou_type]
+    rows = _KEYPOINT_ROWS if iou_type == "keypoints" else None
+    scored = {
+        "stats": {PREFIX[iou_type] + name: float(v) for name, v in zip(names, stats, strict=True)},
+        "per_class": _per_class(gt, ids, precision, cat_ids),
+        "summary": format_summary(stats, rows) if rows else format_summary(stats),
+        "num_detections": len(results),
+    }
+    if keep_matching:
+        scored["matching"] = matching.trimmed()
+    return scored
+
+
+def _evaluator(backend: str, iou_type: str) -> tuple[type, Callable[..., Any]]:
+    """(COCO class, COCOeval factory) of a backend, for ``iou_type``."""
+    if backend == "faster_coco_eval":
+        faster_coco, COCOeval_faster = faster_coco_eval_classes()  # noqa: N806  # the package's name
+        quiet = lambda *args, **kwargs: None  # noqa: E731
+        return faster_coco, lambda g, d: COCOeval_faster(g, d, iou_type, print_function=quiet)
+    if backend != "pycocotools":
+        raise ConfigError(f"COCO metric backend {backend!r}; valid: pycocotools, faster_coco_eval")
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    return COCO, lambda g, d: COCOeval(g, d, iou_type)

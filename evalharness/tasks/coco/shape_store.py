@@ -1,0 +1,114 @@
+"""A seg / pose run's masks and keypoints until they are scored, and the metrics made of them.
+
+A record of a seg head carries ``masks`` (one RLE ``counts`` text per detection, in the order of
+``detections``) and ``mask_size`` ([height, width]); a pose head's carries ``keypoints`` (K x 3
+values per detection). They are kept as the records give them (RLE text is ~1/100 of the mask), and
+become COCO result dicts only when scored, so ``rescore`` of predictions.jsonl scores the same list.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from evalharness.core.errors import DataError
+from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, bootstrap_intervals
+from evalharness.stats.intervals import CONFIDENCE
+
+SHAPES = ("segm", "keypoints")
+# the figures with (paired) bootstrap intervals beside the boxes' AP, AP50, AP75
+SHAPE_BOOTSTRAP_STATS = tuple(f"{kind}_{name}" for kind in SHAPES for name in BOOTSTRAP_STATS)
+
+
+RLE_CHARACTERS = frozenset(chr(c) for c in range(48, 48 + 64))  # COCO's compressed counts: 6 bits + 48
+
+
+def _shape_problem(record: Mapping[str, Any], key: str, shapes: Any, detections: int) -> str | None:
+    """What is wrong with a read-back record's ``masks`` / ``keypoints`` (None: nothing): one entry
+    per detection, RLE text with a [height, width] ``mask_size``, or x, y, visibility triples of
+    finite numbers, all of one length."""
+    if not isinstance(shapes, list) or len(shapes) != detections:
+        count = len(shapes) if isinstance(shapes, list) else "no list of"
+        return f"{key} holds {count} entries for {detections} detections"
+    if key == "masks":
+        size = record.get("mask_size")
+        if not (isinstance(size, list) and len(size) == 2 and all(type(v) is int and v > 0 for v in size)):
+            return f"mask_size is {size!r}, not [height, width]"
+        if not all(isinstance(rle, str) and set(rle) <= RLE_CHARACTERS for rle in shapes):
+            return "a mask is not COCO RLE text"
+        return None
+    lengths = {len(k) if isinstance(k, list) else -1 for k in shapes}
+    numbers = all(
+        type(v) in (int, float) and math.isfinite(v) for k in shapes if isinstance(k, list) for v in k
+    )
+    if not numbers or len(lengths) > 1 or any(n < 3 or n % 3 for n in lengths):
+        return "keypoints are not x, y, visibility triples of finite numbers, one length for every detection"
+    return None
+
+
+class ShapeStore:
+    """``segm`` and ``keypoints`` results per added record, in the order added."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, list[dict[str, Any]]] = {kind: [] for kind in SHAPES}
+        self.seen = {kind: False for kind in SHAPES}  # a seg / pose run: scored even with 0 detections
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        detections, image_id = record["detections"], record["image_id"]
+        for kind, key in (("segm", "masks"), ("keypoints", "keypoints")):
+            if key not in record:
+                continue
+            shapes = record[key]
+            problem = _shape_problem(record, key, shapes, len(detections))
+            if problem:
+                raise DataError(
+                    f"predictions.jsonl record of image {record.get('id', image_id)}: {problem}; the "
+                    "predictions file is damaged: run the model again"
+                )
+            self.seen[kind] = True
+            for (cat, score, *_), shape in zip(detections, shapes, strict=True):
+                if kind == "segm":
+                    value: Any = {"size": record["mask_size"], "counts": shape}
+                    self.results[kind].append(
+                        {"image_id": image_id, "category_id": cat, "score": score, "segmentation": value}
+                    )
+                else:
+                    self.results[kind].append(
+                        {"image_id": image_id, "category_id": cat, "score": score, "keypoints": shape}
+                    )
+
+    def metrics(
+        self, annotations: dict[str, Any], image_ids: list[int], resamples: int, seed: int, backend: str
+    ) -> dict[str, Any]:
+        """The ``segm_*`` / ``keypoints_*`` stats of what was added, ``segm`` / ``keypoints`` (per
+        class, summary, count) and their ``intervals`` (``segm_AP``, ..., ``segm_per_class_AP``)."""
+        from evalharness.stats.coco_shapes import PREFIX, evaluate_shapes
+
+        out: dict[str, Any] = {}
+        intervals: dict[str, Any] = {}
+        for kind in SHAPES:
+            if not self.seen[kind]:
+                continue
+            scored = evaluate_shapes(annotations, self.results[kind], kind, image_ids, resamples > 0, backend)
+            out.update(scored["stats"])
+            out[kind] = {k: scored[k] for k in ("per_class", "summary", "num_detections")}
+            if resamples > 0:
+                matching = scored["matching"]
+                drawn: Mapping[str, Any] = bootstrap_intervals(matching, resamples, seed, CONFIDENCE)
+                intervals.update({PREFIX[kind] + name: drawn[name] for name in BOOTSTRAP_STATS})
+                intervals[PREFIX[kind] + "per_class_AP"] = drawn["per_class_AP"]
+        if intervals:
+            out["intervals"] = intervals
+        return out
+
+    def matchings(self, annotations: dict[str, Any], image_ids: list[int]) -> dict[str, Any]:
+        """pycocotools' per-image matching of the added masks / keypoints, by kind (for the paired
+        bootstrap of two runs' ``segm_AP``, ``keypoints_AP``, ...)."""
+        from evalharness.stats.coco_shapes import evaluate_shapes
+
+        return {
+            kind: evaluate_shapes(annotations, self.results[kind], kind, image_ids, True)["matching"]
+            for kind in SHAPES
+            if self.seen[kind]
+        }

@@ -1,0 +1,222 @@
+"""YOLO-seg and YOLO-pose exports on COCO val25: masks and keypoints scored by pycocotools beside
+the boxes, checked against pycocotools run here on the kept per-image results, against the
+independent decoding in expected.json, and reproduced by ``report rescore``.
+
+The four models are the shared assets' AGPL exports (test use only, never copied into the repo):
+each runs once (module fixture), 25 images, the model file alone configuring it."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+from conftest import ASSETS, EXPECTED, run_cli, run_inprocess
+from pycocotools.coco import COCO
+from pycocotools.cocoeval import COCOeval
+from test_report_classification import report
+
+COCO_DIR = ASSETS / "coco"
+INSTANCES, KEYPOINTS = COCO_DIR / "instances_val25.json", COCO_DIR / "person_keypoints_val25.json"
+MODELS = {
+    "yolov8n_seg_float_io": INSTANCES,
+    "yolov8n_seg_int8_256": INSTANCES,
+    "yolo11n_pose_float_io": KEYPOINTS,
+    "yolov8n_pose_uint8_256": KEYPOINTS,
+}
+EXPECTED_SHAPES = EXPECTED.get("coco_val25_masks_keypoints", {})
+# expected.json's name -> ours: a pose model's box AP is scored against the keypoint file (person only)
+OURS = {"bbox_AP": "AP", "bbox_AP50": "AP50", "person_bbox_AP": "AP", "person_bbox_AP50": "AP50"}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    out = {}
+    for name, ground_truth in MODELS.items():
+        run_dir = tmp_path_factory.mktemp(name)
+        doc = run_inprocess(
+            [
+                "task=coco",
+                "model=file",
+                f"model.path={ASSETS / 'yolo' / (name + '.tflite')}",
+                f"dataset.root={COCO_DIR / 'val25'}",
+                f"dataset.annotations={ground_truth}",
+                "task.tflite_tool_ap=false",
+                "task.analysis=false",
+                "task.bootstrap_resamples=50",
+            ],
+            run_dir,
+        )
+        records = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+        out[name] = (run_dir, doc, records)
+    return out
+
+
+def pycocotools_stats(annotations, records, iou_type):
+    """pycocotools' stats of the kept per-image results, made here from predictions.jsonl."""
+    results = []
+    for r in records:
+        for i, (cat, score, *box) in enumerate(r["detections"]):
+            det = {"image_id": r["image_id"], "category_id": cat, "score": score}
+            if iou_type == "bbox":
+                det["bbox"] = box
+            elif iou_type == "segm":
+                det["segmentation"] = {"size": r["mask_size"], "counts": r["masks"][i]}
+            else:
+                det["keypoints"] = r["keypoints"][i]
+            results.append(det)
+    with contextlib.redirect_stdout(io.StringIO()):
+        gt = COCO(str(annotations))
+        evaluator = COCOeval(gt, gt.loadRes(results), iou_type)
+        evaluator.params.imgIds = sorted(r["image_id"] for r in records)
+        evaluator.evaluate()
+        evaluator.accumulate()
+        evaluator.summarize()
+    return list(evaluator.stats)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_reported_stats_equal_pycocotools_on_the_kept_results(runs, name):
+    _, doc, records = runs[name]
+    metrics = doc["metrics"]
+    for kind in ["bbox", "segm" if "seg" in name else "keypoints"]:
+        ours = [metrics[k] for k in stat_names(kind)]
+        assert ours == pytest.approx(pycocotools_stats(MODELS[name], records, kind), abs=5e-4), kind
+
+
+def stat_names(kind):
+    """Our names of pycocotools' stats, in its order: the box stats unprefixed (as before seg/pose)."""
+    box = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
+    if kind == "bbox":
+        return list(box)
+    if kind == "segm":
+        return [f"segm_{s}" for s in box]
+    return [
+        f"keypoints_{s}" for s in ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
+    ]
+
+
+# The 256 integer exports land a little over 0.02 from the reference on two figures: the reference's
+# bilinear resize is not the letterbox preset's PIL bilinear (antialiased when shrinking), and these
+# models' figures on 25 images move by ~0.02 with the resize alone (docs/tasks/coco-masks-keypoints.md).
+RESIZE_SENSITIVE = {("yolov8n_seg_int8_256", "bbox_AP"), ("yolov8n_pose_uint8_256", "keypoints_AP")}
+
+
+@pytest.mark.parametrize(
+    "name, figure",
+    [
+        pytest.param(
+            name,
+            figure,
+            marks=[pytest.mark.xfail(strict=True, reason="resize: 0.022 / 0.024 off")]
+            if (name, figure) in RESIZE_SENSITIVE
+            else [],
+        )
+        for name in MODELS
+        for figure in EXPECTED_SHAPES.get(name, {})
+    ],
+)
+def test_figures_agree_with_the_independent_decoding(runs, name, figure):
+    metrics = runs[name][1]["metrics"]
+    assert metrics[OURS.get(figure, figure)] == pytest.approx(EXPECTED_SHAPES[name][figure], abs=0.02)
+
+
+def test_intervals_and_per_class_mask_ap_are_recorded(runs):
+    metrics = runs["yolov8n_seg_float_io"][1]["metrics"]
+    low, high = metrics["intervals"]["segm_AP"]
+    assert low <= metrics["segm_AP"] <= high
+    assert metrics["segm"]["per_class"]["1"]["name"] == "person"
+    assert set(metrics["intervals"]["segm_per_class_AP"]) == set(metrics["segm"]["per_class"])
+    pose = runs["yolo11n_pose_float_io"][1]["metrics"]
+    assert "keypoints_AP" in pose["intervals"] and len(pose["keypoints"]["summary"]) == 10
+
+
+@pytest.mark.parametrize("name", ["yolov8n_seg_int8_256", "yolov8n_pose_uint8_256"])
+def test_rescore_reproduces_masks_and_keypoints(runs, name, capsys):
+    code, out, _ = report(capsys, "rescore", runs[name][0], "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["reproduced"], doc["mismatches"]
+    kind = "segm" if "seg" in name else "keypoints"
+    assert {r["name"] for r in doc["headline"]} >= set(stat_names(kind))
+
+
+def test_a_pose_model_on_an_instances_json_is_one_error(tmp_path):
+    model = ASSETS / "yolo" / "yolov8n_pose_uint8_256.tflite"
+    args = [
+        "task=coco",
+        f"model.path={model}",
+        f"dataset.root={COCO_DIR / 'val25'}",
+        f"dataset.annotations={INSTANCES}",
+    ]
+    proc = run_cli([*args, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr
+    assert "instances_val25.json has no 'keypoints'" in errors[0] and "person_keypoints" in errors[0]
+
+
+@pytest.mark.parametrize(
+    "name, head", [("yolov8n_seg_int8_256", "segment"), ("yolov8n_pose_uint8_256", "pose")]
+)
+def test_inspect_names_the_head(name, head):
+    from evalharness.inspect.facts import inferred_configuration
+    from evalharness.runtime.model_file import read_model_file
+
+    path = str(ASSETS / "yolo" / f"{name}.tflite")
+    kind = inferred_configuration(path, read_model_file(path))["kind"]
+    assert kind.startswith(f"detector ({head} head: boxes and ")
+
+
+@pytest.mark.parametrize("name", ["yolov8n_seg_int8_256", "yolov8n_pose_uint8_256"])
+def test_faster_coco_eval_gives_the_same_mask_and_keypoint_stats(runs, name):
+    from evalharness.data.coco_annotations import load_annotations
+    from evalharness.tasks.coco.shape_store import ShapeStore
+
+    _, doc, records = runs[name]
+    store = ShapeStore()
+    for record in records:
+        store.add(record)
+    ids = [r["image_id"] for r in records]
+    faster = store.metrics(load_annotations(str(MODELS[name])), ids, 0, 0, "faster_coco_eval")
+    kind = "segm" if "seg" in name else "keypoints"
+    for stat in stat_names(kind):
+        assert faster[stat] == pytest.approx(doc["metrics"][stat], abs=1e-12), stat
+
+
+def test_diff_names_the_mask_ap_change_with_its_paired_interval(runs, capsys):
+    a, b = runs["yolov8n_seg_float_io"][0], runs["yolov8n_seg_int8_256"][0]
+    argv = ["diff", a, b, "--format", "json", "--allow-different-preprocessing", "--allow-different-labels"]
+    code, out, _ = report(capsys, *argv, "--fail-if", "segm_AP<-0.05")
+    doc = json.loads(out)
+    assert code == 1  # the int8 export's masks lose more than 0.05 AP, and the gate says so
+    rows = {r["name"]: r for r in doc["metrics"]}
+    assert rows["segm_AP"]["delta"] == pytest.approx(rows["segm_AP"]["b"] - rows["segm_AP"]["a"])
+    low, high = doc["detection"]["paired_bootstrap"]["segm_AP"]["interval"]
+    assert low <= rows["segm_AP"]["delta"] <= high < 0
+
+
+@pytest.mark.parametrize(
+    "outputs, task, message",
+    [
+        ([(1, 116, 336), (1, 16, 16, 16)], None, "have 16 channels, but the rows [1, 116, 336] have no axis"),
+        ([(1, 55, 336)], "pose", "not x, y, visibility triples (a multiple of 3)"),
+    ],
+)
+def test_a_bad_seg_or_pose_head_is_one_error_naming_the_model(tmp_path, outputs, task, message):
+    """The seg head told by its shapes alone, the pose head by Ultralytics' task: the decoder is
+    picked, then refuses the head before any image is read."""
+    import numpy as np
+
+    from evalharness.runtime.modelgen import append_files, constant_output_model
+
+    arrays = [np.zeros(shape, np.float32) for shape in outputs]
+    model = constant_output_model(str(tmp_path / "bad.tflite"), arrays, input_shape=(1, 64, 64, 3))
+    if task:
+        append_files(model, {"temp_meta.txt": str({"task": task, "names": {0: "person"}})})
+    ground_truth = KEYPOINTS if task == "pose" else INSTANCES
+    args = [f"model.path={model}", f"dataset.root={COCO_DIR / 'val5'}"]
+    args += [f"dataset.annotations={str(ground_truth).replace('val25', 'val5')}"]
+    proc = run_cli(["task=coco", *args, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr
+    assert "bad.tflite" in errors[0] and message in errors[0]
