@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -120,7 +120,7 @@ class LoopResult:
     skipped: list[dict[str, str]] = field(default_factory=list)
     first_output_repeatable: bool | None = None
     timed_region: str = "invoke() only"
-    memory_mb: dict[str, Any] = field(default_factory=dict)
+    memory_mb: Mapping[str, Any] = field(default_factory=dict)
     resumed: int = 0  # samples restored from an interrupted earlier session
     batch: BatchRecord | None = None  # loop.batch_size: {"size", "how", "padded"} (throughput.batch)
     wall_s: float = 0.0  # wall-clock time of the sample loop (after model load), for throughput
