@@ -10,12 +10,13 @@ container (parquet, webdataset shards, TFRecords) plugs in with one
 
 from __future__ import annotations
 
+import copy
 import glob
 import os
 import stat
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -31,6 +32,21 @@ FIRST = 5  # how many class names and sample ids a view lists
 FALLBACK = "folder"
 
 
+class DatasetViewRecord(TypedDict):
+    """A dataset as ``inspect --json`` prints it (the fields of :class:`DatasetView`)."""
+
+    format: str
+    path: str
+    samples: int
+    classes: int
+    class_names: list[str]
+    first_ids: list[str]
+    ground_truth: str
+    scores: str
+    run: str
+    details: dict[str, Any]
+
+
 @dataclass(frozen=True)
 class DatasetView:
     format: str  # the format found (the dataset.format a run takes)
@@ -44,8 +60,20 @@ class DatasetView:
     run: str  # the command-line settings of that run
     details: dict[str, Any] = field(default_factory=dict)  # the format's own facts
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> DatasetViewRecord:
+        """``inspect --json`` of a dataset: every field, copied (as ``dataclasses.asdict`` would)."""
+        return {
+            "format": self.format,
+            "path": self.path,
+            "samples": self.samples,
+            "classes": self.classes,
+            "class_names": list(self.class_names),
+            "first_ids": list(self.first_ids),
+            "ground_truth": self.ground_truth,
+            "scores": self.scores,
+            "run": self.run,
+            "details": copy.deepcopy(self.details),
+        }
 
 
 Describer = Callable[[Path], "DatasetView | None"]

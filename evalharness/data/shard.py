@@ -29,7 +29,7 @@ from fractions import Fraction
 from typing import Any, TypedDict, TypeVar
 
 from evalharness.core.errors import ConfigError
-from evalharness.data.manifest import samples_identity
+from evalharness.data.manifest import SamplesIdentity, samples_identity
 
 SCHEMES = ("interleaved", "contiguous", "files")
 PARTS = ("search", "held_out")
@@ -49,6 +49,27 @@ class SplitRecord(_Split, total=False):
     count and manifest hash of the list it was cut from."""
 
     whole: dict[str, Any]
+
+
+class ShardIdentity(TypedDict):
+    """``provenance.dataset.shard``: which interleaved part of the list a run scored, and the
+    identity of the whole (unsharded) list."""
+
+    index: int
+    count: int
+    scheme: str
+    full_count: int
+    full_manifest_sha256: str
+
+
+class _SplitPart(TypedDict, total=False):
+    split: SplitRecord  # a run on one part of a split list
+
+
+class ShardedIdentity(SamplesIdentity, _SplitPart):
+    """The dataset provenance fields of :func:`sharded_identity`: this run's samples, its split and shard."""
+
+    shard: ShardIdentity
 
 
 @dataclass(frozen=True)
@@ -189,7 +210,7 @@ def sharded_identity(
     entry: Callable[[Any], tuple[str, Any]],
     before_split: Sequence[Any] | None = None,
     content: bool = False,
-) -> dict[str, Any]:
+) -> ShardedIdentity:
     """Dataset provenance fields: this run's count + manifest hash, and the shard with the identity of
     the whole (unsharded) list. ``entry`` maps a sample to its (dataset-relative key, path);
     ``content``: hash the samples' content (a container's stored sha256s), not relative path + size.
@@ -199,18 +220,22 @@ def sharded_identity(
     another run's images, the same files (``report diff`` then pairs the two on the shared images)."""
     mine = samples_identity(selected, entry, content)
     whole = mine if shard.count == 1 else samples_identity(full, entry, content)
-    split = {"split": shard.split.record()} if shard.split is not None else {}
-    if split and before_split is not None:
-        identity = samples_identity(before_split, entry, content)
-        split["split"]["whole"] = {k: identity[k] for k in ("count", "manifest_sha256")}
-    return {
-        **mine,
-        **split,
-        "shard": {
-            "index": shard.index,
-            "count": shard.count,
-            "scheme": shard.scheme,
-            "full_count": whole["count"],
-            "full_manifest_sha256": whole["manifest_sha256"],
-        },
+    part: ShardIdentity = {
+        "index": shard.index,
+        "count": shard.count,
+        "scheme": shard.scheme,
+        "full_count": whole["count"],
+        "full_manifest_sha256": whole["manifest_sha256"],
     }
+    if shard.split is None:  # the fields one by one: mypy wants an optional key in a ** item
+        return {
+            "count": mine["count"],
+            "manifest_sha256": mine["manifest_sha256"],
+            "manifest_kind": mine["manifest_kind"],
+            "shard": part,
+        }
+    split = shard.split.record()
+    if before_split is not None:
+        identity = samples_identity(before_split, entry, content)
+        split["whole"] = {"count": identity["count"], "manifest_sha256": identity["manifest_sha256"]}
+    return {**mine, "split": split, "shard": part}

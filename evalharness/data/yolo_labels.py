@@ -21,7 +21,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from evalharness.core.errors import DataError
 from evalharness.core.paths import BUNDLED_DIR
@@ -72,7 +72,7 @@ def convert(layout: YoloLayout, unscored: Counter[str] | None = None) -> YoloGro
     label_names = {os.path.splitext(n)[0] + ".txt" for n in images}
     orphans = _orphan_labels(layout.labels, label_names)
     doc_images: list[dict[str, Any]] = []
-    annotations: list[dict[str, Any]] = []
+    annotations: list[CocoAnnotation] = []
     unlabeled = 0
     for name, image_id in zip(images, image_ids, strict=True):
         width, height = image_size(str(layout.images / name))
@@ -90,9 +90,20 @@ def convert(layout: YoloLayout, unscored: Counter[str] | None = None) -> YoloGro
     return YoloGroundTruth(doc, digest, unlabeled, orphans, how, id_how)
 
 
+class CocoAnnotation(TypedDict):
+    """One COCO instance annotation made from a YOLO label line (box in pixels, x y w h)."""
+
+    id: int
+    image_id: int
+    category_id: int
+    bbox: list[float]
+    area: float
+    iscrowd: int
+
+
 def _annotation(
     ann_id: int, image_id: int, category: int, box: tuple[float, float, float, float], width: int, height: int
-) -> dict[str, Any]:
+) -> CocoAnnotation:
     x0, y0, w, h = box
     x, y, bw, bh = x0 * width, y0 * height, w * width, h * height
     return {

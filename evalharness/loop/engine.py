@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -30,11 +30,12 @@ from evalharness.core.schema import bounds
 from evalharness.loop.blocks import ScoringBlocks
 from evalharness.loop.checks import OutputChecks
 from evalharness.loop.input_identity import InputIdentity
+from evalharness.loop.latency_record import DeviceValidity, HostValidity, LatencyBlock, ValidityThermal
 from evalharness.loop.memory import current_rss_mb, peak_rss_mb
 from evalharness.loop.preparation import Prepared, prepared
 from evalharness.loop.progress import progress_bar
 from evalharness.loop.shape import SHAPES, LoopShape, requested, shaped
-from evalharness.stats.latency import LatencySummary, summarize
+from evalharness.stats.latency import summarize
 from evalharness.stats.validity import Rule, blocks_of, judge, throttled, verdict
 from evalharness.tasks.live import Looped, input_layout
 
@@ -98,17 +99,6 @@ class LoopSettings:
     op_profile_repeats: int = field(default=20, metadata=bounds(1, 10000))
 
 
-class LatencyBlock(TypedDict):
-    """metrics.json ``latency_ms`` (before its validity): the loop's own timing, or a runner's
-    (benchmark_model on a phone: its summary's statistics), and what was timed."""
-
-    init: float | None
-    first_inference: float | None
-    warmup: LatencySummary | dict[str, Any]  # a runner's: count and the statistics it printed
-    inference: LatencySummary | dict[str, Any]
-    timed_region: str
-
-
 @dataclass
 class LoopResult:
     status: str = "complete"  # complete | partial
@@ -120,7 +110,7 @@ class LoopResult:
     skipped: list[dict[str, str]] = field(default_factory=list)
     first_output_repeatable: bool | None = None
     timed_region: str = "invoke() only"
-    memory_mb: dict[str, Any] = field(default_factory=dict)
+    memory_mb: Mapping[str, Any] = field(default_factory=dict)
     resumed: int = 0  # samples restored from an interrupted earlier session
     batch: BatchRecord | None = None  # loop.batch_size: {"size", "how", "padded"} (throughput.batch)
     wall_s: float = 0.0  # wall-clock time of the sample loop (after model load), for throughput
@@ -150,25 +140,25 @@ class LoopResult:
             "postprocess": mean_ms(self.postprocess_s),
         }
 
-    def validity(self, rule: Rule) -> dict[str, Any] | None:
+    def validity(self, rule: Rule) -> DeviceValidity | HostValidity | None:
         """Was this session's latency a valid measurement (``stats/validity.py``)? None: no invoke
         timed. Its duration is the loop's wall-clock, what ``task=benchmark``'s ``min_secs`` counts."""
         before, after = self.thermal.get("before") or {}, self.thermal.get("after") or {}
         hot = throttled(before, after)
+        thermal: ValidityThermal = {"source": before.get("source"), "exposed": bool(before.get("exposed")),
+                                    "throttled": hot, "before": before, "after": after}  # fmt: skip
         if self.reported_latency is not None:  # a device tool's summary: count and mean, no blocks
             inference = self.reported_latency.get("inference") or {}
             count, mean = inference.get("count"), inference.get("mean")
             if not count or mean is None:
                 return None
             found = verdict(count * mean / 1e3, count, None, rule, hot, cv_measured=False)
-        else:
-            samples = self.inference_ms[self.resumed :]
-            if not samples:
-                return None
-            found = judge(blocks_of(samples, rule.block_secs), samples, rule, hot, secs=self.wall_s)
-        exposed = bool(before.get("exposed"))
-        return found | {"thermal": {"source": before.get("source"), "exposed": exposed, "throttled": hot,
-                                    "before": before, "after": after}}  # fmt: skip
+            return {**found, "thermal": thermal}
+        samples = self.inference_ms[self.resumed :]
+        if not samples:
+            return None
+        found = judge(blocks_of(samples, rule.block_secs), samples, rule, hot, secs=self.wall_s)
+        return {**found, "thermal": thermal}
 
     def latency(self) -> LatencyBlock:
         if self.reported_latency is not None:

@@ -160,9 +160,22 @@ def change(base: Run, run: Run, metric: str | None) -> RowChange:
     return value
 
 
+class SpeedCells(TypedDict, total=False):
+    """A compare row's speed fields: from the interleaved measurement, else the run's own p50."""
+
+    speed: str
+    speed_source: str | None
+    speedup: float
+    speedup_interval: list[float] | None
+    speed_detail: str
+    latency_p50_ms: float | None
+    valid: bool
+    problems: list[str]
+
+
 def _speed(
     i: int, cand: dict[str, Any], row: dict[str, Any], measurement: Interleaved | None
-) -> dict[str, Any]:
+) -> SpeedCells:
     index = cand.get("measured")
     if measurement is not None and index is not None and i == 0:
         m = measurement["measurements"][0]
@@ -171,9 +184,10 @@ def _speed(
     if measurement is not None and index is not None:
         comp = measurement["comparisons"][index]
         m = measurement["measurements"][index]
-        out = {"speedup": comp["speedup"], "speedup_interval": comp["interval"], "speed": comp["verdict"],
-               "speed_source": "interleaved", "latency_p50_ms": m["latency_ms"].get("p50"),
-               "valid": m["valid"], "problems": m["problems"]}  # fmt: skip
+        out: SpeedCells = {"speedup": comp["speedup"], "speedup_interval": comp["interval"],
+                           "speed": comp["verdict"], "speed_source": "interleaved",
+                           "latency_p50_ms": m["latency_ms"].get("p50"),
+                           "valid": m["valid"], "problems": m["problems"]}  # fmt: skip
         if comp.get("why"):
             out["speed_detail"] = comp["why"]
         return out
@@ -285,15 +299,34 @@ def _against(previous: Run, run: Run, metric: str | None) -> Mapping[str, Any]:
             "snr_identical": snr is not None and math.isinf(snr), "snr_pairs": pairs}  # fmt: skip
 
 
-def loser(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+class LosingStep(TypedDict):
+    """compare --chain's ``loses_most``: the step that lowers the headline metric most, and how."""
+
+    step: Any
+    change: Any
+    delta: float
+    delta_interval: list[float] | None
+    answers_changed: int | None
+    changed_samples: Any  # the sample ids whose answers changed; None: the step was not compared
+    significant: bool  # its paired interval lies below 0
+
+
+def loser(rows: list[dict[str, Any]]) -> LosingStep | None:
     """The step that loses most (module docstring), or None when no step loses."""
     losing = [r for r in rows if r.get("delta") is not None and r["delta"] < 0]
     if not losing:
         return None
     significant = [r for r in losing if r.get("delta_interval") and r["delta_interval"][1] < 0]
     worst = min(significant or losing, key=lambda r: (r["delta"], -r.get("answers_changed", 0)))
-    kept = ("step", "change", "delta", "delta_interval", "answers_changed", "changed_samples")
-    return {**{k: worst.get(k) for k in kept}, "significant": bool(significant)}
+    return {
+        "step": worst.get("step"),
+        "change": worst.get("change"),
+        "delta": worst["delta"],
+        "delta_interval": worst.get("delta_interval"),
+        "answers_changed": worst.get("answers_changed"),
+        "changed_samples": worst.get("changed_samples"),
+        "significant": bool(significant),
+    }
 
 
 def _inputs_cell(inputs: dict[str, Any] | None) -> str:

@@ -37,6 +37,19 @@ class DeviceLatency(TypedDict):
     inference: dict[str, Any]
 
 
+class _DeviceMemoryNote(TypedDict):
+    note: str  # whose figures these are
+
+
+class DeviceMemory(_DeviceMemoryNote, total=False):
+    """metrics.json ``memory_mb`` of a runner that measures on its device (MB): the deltas from the
+    tool's start and its periodic peak, each where the tool printed it."""
+
+    init_delta: float | None
+    overall_delta: float | None
+    peak: float | None
+
+
 class RuntimeInfo(TypedDict):
     """``provenance.runtime``: what ran the model."""
 
@@ -116,7 +129,7 @@ class Model(abc.ABC):
     timed_region: str = "invoke() only"
     batch_size: int = 0
     reported_latency: DeviceLatency | None = None
-    memory: dict[str, Any] | None = None
+    memory: DeviceMemory | None = None
     device: dict[str, Any] | None = None
     caches: tuple[CacheProbe, ...] = ()  # runtime.cache.CacheProbe per compile cache, created before the load
     # what ran an op (op profile): (taken by the delegate or accelerator, left on the CPU)

@@ -6,7 +6,7 @@ by the transforms that make the variant (:mod:`evalharness.transforms`), so both
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from evalharness.core.errors import ConfigError
 from evalharness.settings.groups import DatasetSchema, QuantSchema
@@ -20,7 +20,15 @@ def from_dataset(quant: QuantSchema) -> bool:
     return quant.calibration is not None and quant.calibration.source == "dataset"
 
 
-def split_of(quant: QuantSchema) -> dict[str, Any] | None:
+class SearchSplit(TypedDict):
+    """How the dataset is split for a search or a calibration drawn from it (``quant.search``); a
+    run on one part adds ``part`` (``search`` | ``held_out``)."""
+
+    fraction: float
+    scheme: str
+
+
+def split_of(quant: QuantSchema) -> SearchSplit | None:
     """The dataset split a quant setting implies (a repair search, calibration drawn from the
     dataset, a layer search of pruning or clustering), without its part; None: the whole list."""
     quantized = quant.recipe and (repair_requested(quant) or from_dataset(quant))

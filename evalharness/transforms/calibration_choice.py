@@ -24,6 +24,7 @@ from typing import Any
 
 from evalharness.data.shard import Split
 from evalharness.settings.groups import CalibrationSchema
+from evalharness.settings.quant_rules import SearchSplit
 
 AUTO = "auto"
 # measured (docs/quantization.md#calibration): EfficientNet-Lite0 int8 calibrated on the 9 bundled
@@ -44,7 +45,7 @@ class Choice:
     (None: the run scores the whole list) and its record (``calibration.choice``)."""
 
     calibration: CalibrationSchema
-    split: dict[str, Any] | None
+    split: SearchSplit | None
     record: dict[str, Any]
 
 
@@ -67,7 +68,7 @@ def choose(cal: CalibrationSchema, listed: int | None, why_not: str | None = Non
     fraction = count / listed  # as a float it may round up past count: then half an image less
     if sum(Split(fraction).in_search(listed)) != count:
         fraction = (count - 0.5) / listed
-    split = {"fraction": fraction, "scheme": "interleaved"}
+    split: SearchSplit = {"fraction": fraction, "scheme": "interleaved"}
     reason = f"the dataset has {listed} images (>= {least}): {count}, evenly spread, calibrate, not scored"
     calibration = CalibrationSchema(name=AUTO, source="dataset")
     return Choice(calibration, split, {**record, "chosen": "dataset", "reason": reason})

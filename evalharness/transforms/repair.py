@@ -40,7 +40,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from evalharness.core.atomic_io import no_nan
 from evalharness.core.bars import progress
@@ -236,8 +236,16 @@ def search(s: Search, calibrations: list[str]) -> dict[str, Any]:
     return out
 
 
-def _brief(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: row[k] for k in ("metric", "drop", "snr_db")}
+class Brief(TypedDict):
+    """A repair candidate in short: its metric, drop from the float model and output SNR."""
+
+    metric: float
+    drop: float
+    snr_db: float
+
+
+def _brief(row: dict[str, Any]) -> Brief:
+    return {"metric": row["metric"], "drop": row["drop"], "snr_db": row["snr_db"]}
 
 
 def repair_variant(request: Request) -> Variant:

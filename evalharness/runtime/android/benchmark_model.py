@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from evalharness.core.errors import DelegateUnavailableError, EvalHarnessError
-from evalharness.runtime.contract import Coverage, DeviceLatency
+from evalharness.runtime.contract import Coverage, DeviceLatency, DeviceMemory
 from evalharness.runtime.delegates import DELEGATES, DelegatePlan, OnDevice, kind_of
 
 _UNCONSUMED = re.compile(r"Unconsumed cmdline flags:\s*(.*\S)")
@@ -122,9 +122,9 @@ def parse_latency(log: str) -> DeviceLatency:
     return block
 
 
-def parse_memory(log: str) -> dict[str, Any]:
+def parse_memory(log: str) -> DeviceMemory:
     """benchmark_model's memory lines (MB): deltas from the tool's start and the periodic peak."""
-    mem: dict[str, Any] = {"note": "benchmark_model on the device (its own, approximate, figures)"}
+    mem: DeviceMemory = {"note": "benchmark_model on the device (its own, approximate, figures)"}
     if m := _MEM_DELTA.search(log):
         mem["init_delta"], mem["overall_delta"] = _number(m.group(1)), _number(m.group(2))
     if m := _MEM_PEAK.search(log):
