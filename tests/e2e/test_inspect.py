@@ -3,9 +3,11 @@ really took when it prepared the model (measured by the runtime, on every shared
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import MODELS
@@ -31,14 +33,26 @@ def _inspect(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.fixture(scope="module")
-def reports() -> dict:
-    out = {}
-    for name in SHARED:
-        r = _inspect(str(MODELS / name), "--json")
-        assert r.returncode == 0, r.stderr
-        out[name] = json.loads(r.stdout)
-    return out
+def _inspect_into(name: str, folder: Path) -> None:
+    r = _inspect(str(MODELS / name), "--json")
+    assert r.returncode == 0, r.stderr
+    folder.mkdir()
+    (folder / "inspect.json").write_text(r.stdout)
+
+
+@pytest.fixture
+def reports(run_store) -> dict:
+    """model name -> its ``inspect --json`` report, made once per session when a test first asks
+    (each model's on whichever worker runs its test: every delegate is prepared, the GPU's shaders
+    compiled, so the models are spread, not inspected one after another in one module fixture)."""
+
+    class Reports(dict):
+        def __missing__(self, name: str) -> dict:
+            folder = run_store.once(f"inspect-{name}", functools.partial(_inspect_into, name))
+            self[name] = json.loads((folder / "inspect.json").read_text())
+            return self[name]
+
+    return Reports()
 
 
 @pytest.mark.parametrize("name", SHARED)
