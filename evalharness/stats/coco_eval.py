@@ -43,7 +43,8 @@ _NUMBER_TYPES = {int, float}  # exact types: bool (an int subclass) and strings 
 
 # A backend scores (gt, detections, image_ids) and returns (12 stats, eval["precision"], its catIds,
 # the per-image matching as an untrimmed coco_bootstrap.Matching, or None where the backend keeps
-# none, and eval["recall"]). Called as (gt, detections, image_ids, keep_matching).
+# none, and eval["recall"]). Called as (gt, detections, image_ids, keep_matching); masks and keypoints
+# (stats/coco_shapes.py) add iou_type="segm" / "keypoints", and their stats are that iouType's.
 Backend = Callable[..., tuple[np.ndarray, np.ndarray, list[Any], Any, np.ndarray]]
 EVALUATORS: Registry[Backend] = Registry("COCO evaluator")
 
@@ -272,23 +273,28 @@ def _pycocotools(
     image_ids: list[Any],
     keep_matching: bool = False,
     evaluate_only: bool = False,
+    iou_type: str = "bbox",
 ) -> Any:  # as _score
     from pycocotools.coco import COCO
     from pycocotools.cocoeval import COCOeval
 
-    make_eval = lambda g, d: COCOeval(g, d, "bbox")  # noqa: E731
+    make_eval = lambda g, d: COCOeval(g, d, iou_type)  # noqa: E731
     return _score(COCO, make_eval, gt, detections, image_ids, evaluate_only, keep_matching)
 
 
 @EVALUATORS.register("faster_coco_eval")
 def _faster_coco_eval(
-    gt: dict[str, Any], detections: list[dict[str, Any]], image_ids: list[Any], keep_matching: bool = False
+    gt: dict[str, Any],
+    detections: list[dict[str, Any]],
+    image_ids: list[Any],
+    keep_matching: bool = False,
+    iou_type: str = "bbox",
 ) -> Any:  # as _score
-    """Matching is not kept (faster-coco-eval's evalImgs differ): evaluate_bbox asks pycocotools."""
+    """Matching is not kept (faster-coco-eval's evalImgs differ): the caller asks pycocotools."""
     COCO, COCOeval_faster = faster_coco_eval_classes()  # noqa: N806  # the package's class names
 
     def make_eval(coco_gt: Any, coco_dt: Any) -> Any:
-        return COCOeval_faster(coco_gt, coco_dt, "bbox", print_function=lambda *args, **kwargs: None)
+        return COCOeval_faster(coco_gt, coco_dt, iou_type, print_function=lambda *args, **kwargs: None)
 
     return _score(COCO, make_eval, gt, detections, image_ids)
 

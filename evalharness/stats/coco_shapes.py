@@ -14,17 +14,10 @@ whatever the iouType (:mod:`evalharness.stats.coco_bootstrap`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from evalharness.core.errors import ConfigError, DataError
-from evalharness.stats.coco_eval import (
-    COCO_STAT_NAMES,
-    _per_class,
-    _score,
-    faster_coco_eval_classes,
-    format_summary,
-)
+from evalharness.core.errors import DataError
+from evalharness.stats.coco_eval import COCO_STAT_NAMES, EVALUATORS, _per_class, format_summary
 
 KEYPOINT_STATS = ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
 _KEYPOINT_ROWS = tuple(
@@ -62,14 +55,10 @@ def evaluate_shapes(
     if iou_type == "keypoints":
         check_keypoint_ground_truth(gt, "the ground truth")
     ids = sorted(set(image_ids))
-    coco_cls, make_eval = _evaluator(backend, iou_type)
-    pycocotools_matches = backend == "pycocotools" and keep_matching
-    stats, precision, cat_ids, matching, _ = _score(
-        coco_cls, make_eval, gt, results, ids, keep_matching=pycocotools_matches
-    )
-    if keep_matching and matching is None:
-        coco_cls, make_eval = _evaluator("pycocotools", iou_type)
-        matching = _score(coco_cls, make_eval, gt, results, ids, evaluate_only=True)
+    run = EVALUATORS.get(backend)
+    stats, precision, cat_ids, matching, _ = run(gt, results, ids, keep_matching, iou_type=iou_type)
+    if keep_matching and matching is None:  # a backend that keeps none: pycocotools' evaluate() alone
+        matching = EVALUATORS.get("pycocotools")(gt, results, ids, evaluate_only=True, iou_type=iou_type)
     names = STAT_NAMES[iou_type]
     rows = _KEYPOINT_ROWS if iou_type == "keypoints" else None
     scored = {
@@ -82,16 +71,3 @@ def evaluate_shapes(
         scored["matching"] = matching.trimmed()
     return scored
 
-
-def _evaluator(backend: str, iou_type: str) -> tuple[type, Callable[..., Any]]:
-    """(COCO class, COCOeval factory) of a backend, for ``iou_type``."""
-    if backend == "faster_coco_eval":
-        faster_coco, COCOeval_faster = faster_coco_eval_classes()  # noqa: N806  # the package's name
-        quiet = lambda *args, **kwargs: None  # noqa: E731
-        return faster_coco, lambda g, d: COCOeval_faster(g, d, iou_type, print_function=quiet)
-    if backend != "pycocotools":
-        raise ConfigError(f"COCO metric backend {backend!r}; valid: pycocotools, faster_coco_eval")
-    from pycocotools.coco import COCO
-    from pycocotools.cocoeval import COCOeval
-
-    return COCO, lambda g, d: COCOeval(g, d, iou_type)
