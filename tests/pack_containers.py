@@ -53,8 +53,10 @@ def _chunks(items: Sequence[Item], n: int) -> list[Sequence[Item]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def write_parquet(items: Sequence[Item], folder: Path, shards: int = 1, group: int = 16) -> Path:
-    """``folder/validation-0000i-of-0000n.parquet`` as the datasets library writes them."""
+def write_parquet(
+    items: Sequence[Item], folder: Path, shards: int = 1, group: int = 16, split: str = "validation"
+) -> Path:
+    """``folder/<split>-0000i-of-0000n.parquet`` as the datasets library writes them."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -68,22 +70,22 @@ def write_parquet(items: Sequence[Item], folder: Path, shards: int = 1, group: i
                 "label": pa.array([label for _, _, label in chunk], pa.int64()),
             }
         ).replace_schema_metadata(meta)
-        pq.write_table(table, folder / f"validation-{i:05d}-of-{shards:05d}.parquet", row_group_size=group)
+        pq.write_table(table, folder / f"{split}-{i:05d}-of-{shards:05d}.parquet", row_group_size=group)
     return folder
 
 
-def write_webdataset(items: Sequence[Item], folder: Path, shards: int = 1) -> str:
-    """``folder/val-000i.tar`` (``<key>.<ext>`` + ``<key>.cls``); returns the brace pattern."""
+def write_webdataset(items: Sequence[Item], folder: Path, shards: int = 1, prefix: str = "val") -> str:
+    """``folder/<prefix>-000i.tar`` (``<key>.<ext>`` + ``<key>.cls``); returns the brace pattern."""
     folder.mkdir(parents=True, exist_ok=True)
     for i, chunk in enumerate(_chunks(items, shards)):
-        with tarfile.open(folder / f"val-{i:04d}.tar", "w", format=tarfile.USTAR_FORMAT) as tar:
+        with tarfile.open(folder / f"{prefix}-{i:04d}.tar", "w", format=tarfile.USTAR_FORMAT) as tar:
             for name, data, label in chunk:
                 key, ext = name.split(".", 1)
                 for member, payload in ((f"{key}.{ext}", data), (f"{key}.cls", str(label).encode())):
                     info = tarfile.TarInfo(member)
                     info.size = len(payload)
                     tar.addfile(info, io.BytesIO(payload))
-    return str(folder / f"val-{{0000..{shards - 1:04d}}}.tar")
+    return str(folder / f"{prefix}-{{0000..{shards - 1:04d}}}.tar")
 
 
 def _varint(n: int) -> bytes:
@@ -119,12 +121,14 @@ def record(data: bytes) -> bytes:
     return length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data))
 
 
-def write_tfrecord(items: Sequence[Item], folder: Path, shards: int = 1, filename: bool = True) -> Path:
-    """TFDS ``imagenet2012-validation.tfrecord-0000i-of-0000n`` + ``label.labels.txt``."""
+def write_tfrecord(
+    items: Sequence[Item], folder: Path, shards: int = 1, filename: bool = True, split: str = "validation"
+) -> Path:
+    """TFDS ``imagenet2012-<split>.tfrecord-0000i-of-0000n`` + ``label.labels.txt``."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "label.labels.txt").write_text("\n".join(class_names()) + "\n", encoding="utf-8")
     for i, chunk in enumerate(_chunks(items, shards)):
-        with open(folder / f"imagenet2012-validation.tfrecord-{i:05d}-of-{shards:05d}", "wb") as f:
+        with open(folder / f"imagenet2012-{split}.tfrecord-{i:05d}-of-{shards:05d}", "wb") as f:
             for name, data, label in chunk:
                 fields: dict[str, bytes | int] = {"image": data, "label": label}
                 if filename:

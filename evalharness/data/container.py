@@ -22,7 +22,7 @@ from typing import Any
 
 from evalharness.core.derived import file_state
 from evalharness.core.errors import DataError
-from evalharness.data.dataset_reader import ContainerIndex, ContainerProvenance, DatasetReader, shard_files
+from evalharness.data.dataset_reader import ContainerIndex, ContainerProvenance, DatasetReader
 from evalharness.data.ground_truth import (
     GroundTruthRequest,
     Label,
@@ -33,6 +33,7 @@ from evalharness.data.ground_truth import (
     bare_index,
 )
 from evalharness.data.shard_index import indexed
+from evalharness.data.splits import SplitChoice, select_shards
 
 Listed = tuple[str, int, Member]  # (sample id, class index, where its encoded image lies)
 
@@ -70,8 +71,14 @@ class ContainerReader(DatasetReader):
         """The container's own class names and where they were read, or None."""
         return None
 
+    def split_choice(self) -> SplitChoice:
+        """The split of ``dataset.root`` this run reads and its shards (chosen once, kept)."""
+        if self.chosen is None:
+            self.chosen = select_shards(self.request.root, self.name, self.request.split)
+        return self.chosen
+
     def samples(self) -> list[LabeledSample]:
-        self.shards = shard_files(self.request.root, self.name)
+        self.shards = list(self.split_choice().files)
         classes = self._classes()
         root = os.path.abspath(self.request.root)
         out: list[LabeledSample] = []
@@ -168,6 +175,7 @@ class ContainerReader(DatasetReader):
             "read_order": order,
             "class_names_source": self.names_source,
             "index": index,
+            "dataset_split": self.split_choice().record(),
         }
 
 

@@ -14,15 +14,20 @@ from collections.abc import Iterable
 
 from evalharness.data.dataset_reader import ReadRequest, reader_for
 from evalharness.data.manifest import manifest_hash, sample_entry
+from evalharness.data.splits import AUTO
 
 
 class ContainerImages:
     """The samples of ``container`` shards at ``root``, by sample id (a :class:`DataError` when the
     shards are gone, moved or unreadable)."""
 
-    def __init__(self, container: str, root: str, index_dir: str | None = None) -> None:
+    def __init__(
+        self, container: str, root: str, index_dir: str | None = None, split: str | None = None
+    ) -> None:
         self.root = root
-        self.reader, _ = reader_for(container, ReadRequest(root, index_dir=index_dir))
+        # the split the run read (provenance.dataset.dataset_split), so its shards are listed again
+        request = ReadRequest(root, index_dir=index_dir, split=split or AUTO)
+        self.reader, _ = reader_for(container, request)
         self.by_key = {s.key: s for s in self.reader.samples()}
 
     def missing(self, keys: Iterable[str]) -> list[str]:

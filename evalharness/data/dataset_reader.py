@@ -16,31 +16,20 @@ shard was listed, so a shard changed since is an error, never a wrong answer.
 
 from __future__ import annotations
 
-import glob
 import hashlib
-import itertools
 import os
-import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, TypedDict
 
 from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.registry import Registry
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS, FORMATS, ClassList, LabeledSample, Member
+from evalharness.data.shard_names import BRACE, container_of, expand_braces
+from evalharness.data.splits import AUTO, DatasetSplitRecord, SplitChoice, folder_groups
 
 CONTAINERS = ("parquet", "webdataset", "tfrecord")
-# a shard file's name -> the container it belongs to (detection from dataset.root)
-_SHARD_NAMES = (
-    ("parquet", re.compile(r"\.parquet$", re.I)),
-    ("webdataset", re.compile(r"\.tar$", re.I)),
-    ("tfrecord", re.compile(r"\.tfrecords?$|\.tfrecords?-\d+-of-\d+$", re.I)),
-)
-_BRACE = re.compile(r"\{([^{}]*)\}")
-MAX_SHARDS = 100_000  # a brace pattern expanding to more is a typo, not a dataset
-MAX_BRACE_GROUPS = 16  # val-{0000..0063}.tar has one; each group is a level of the expansion
-MAX_PATTERN = 4096  # a path (PATH_MAX); each name built costs the pattern's length
 
 
 @dataclass(frozen=True)
@@ -57,6 +46,7 @@ class ReadRequest:
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS
     unscored: Counter[str] = field(default_factory=Counter)
     index_dir: str | None = None  # where container shard indexes are kept (data/shard_index.py)
+    split: str = AUTO  # dataset.split: which split of a container root is read (data/splits.py)
     classes: ClassList = field(default_factory=ClassList)  # filled with the class list a folder used
 
 
@@ -77,6 +67,7 @@ class ContainerProvenance(TypedDict, total=False):
     class_names_source: str | None
     index: ContainerIndex
     crc32c: str  # tfrecord: which CRC-32C checked the records
+    dataset_split: DatasetSplitRecord  # the split read, the splits found, the shards (data/splits.py)
 
 
 class DatasetReader:
@@ -88,6 +79,7 @@ class DatasetReader:
     # a container's samples share shard files, so its runs are not served by the tensor cache
     per_sample_files: ClassVar[bool] = True
     names_source: str | None = None
+    chosen: SplitChoice | None = None  # a container's split and shards, once listed (data/splits.py)
 
     def __init__(self, request: ReadRequest) -> None:
         self.request = request
@@ -187,84 +179,20 @@ READERS: Registry[type[DatasetReader]] = Registry(
 )
 
 
-def expand_braces(pattern: str) -> list[str]:
-    """``val-{0000..0063}.tar`` -> the 64 names (zero padding kept), ``{a,b}`` -> both; nested
-    patterns expand left to right. The names are produced one at a time and counted: a pattern past
-    :data:`MAX_SHARDS` names is refused at the first name over, before any list of them is built
-    (``{0..99999}{0..99999}`` is refused in the time of 100,000 names, not 10**10)."""
-    if pattern.count("{") > MAX_BRACE_GROUPS or len(pattern) > MAX_PATTERN:
-        raise DataError(
-            f"{pattern[:200]}: more than {MAX_BRACE_GROUPS} brace groups or {MAX_PATTERN} characters; "
-            "check dataset.root"
-        )
-    names = list(itertools.islice(_names(pattern), MAX_SHARDS + 1))
-    if len(names) > MAX_SHARDS:
-        raise DataError(f"{pattern[:200]}: expands to more than {MAX_SHARDS} shards; check dataset.root")
-    return names
-
-
-def _names(pattern: str) -> Iterator[str]:
-    """The names of ``pattern``, lazily (a range's bounds checked before it is counted)."""
-    found = _BRACE.search(pattern)
-    if not found:
-        yield pattern
-        return
-    head, tail, body = pattern[: found.start()], pattern[found.end() :], found.group(1)
-    span = re.fullmatch(r"(\d{1,18})\.\.(\d{1,18})", body)
-    if span:
-        lo, hi = span.group(1), span.group(2)
-        if int(hi) - int(lo) >= MAX_SHARDS:
-            raise DataError(f"{pattern[:200]}: expands to more than {MAX_SHARDS} shards; check dataset.root")
-        width = len(lo) if lo.startswith("0") else 0
-        choices: Iterable[str] = (str(i).zfill(width) for i in range(int(lo), int(hi) + 1))
-    elif re.fullmatch(r"\d+\.\.\d+", body):
-        raise DataError(f"{pattern[:200]}: a range bound of over 18 digits; check dataset.root")
-    else:
-        choices = body.split(",")
-    for choice in choices:
-        yield from _names(head + choice + tail)
-
-
-def container_of(name: str) -> str | None:
-    """The container a shard file's name says it is, or None."""
-    return next((kind for kind, pattern in _SHARD_NAMES if pattern.search(name)), None)
-
-
-def shard_files(root: str, kind: str) -> list[str]:
-    """The shard files of ``root``: a brace pattern or glob, one file, or a directory's files of that
-    container (sorted); every one must exist."""
-    if os.path.isdir(root):
-        names = sorted(n for n in os.listdir(root) if not n.startswith(".") and container_of(n) == kind)
-        files = [os.path.join(root, n) for n in names]
-    elif _BRACE.search(root):
-        files = expand_braces(root)
-    elif glob.has_magic(root):
-        files = sorted(glob.glob(root))
-    else:
-        files = [root]
-    if not files:
-        raise DataError(f"no {kind} shards found at {root}; set dataset.root=<shard file, folder or pattern>")
-    missing = [f for f in files if not os.path.isfile(f)]
-    if missing:
-        raise DataError(
-            f"{kind} shard {missing[0]} not found ({len(missing)} of {len(files)} missing); "
-            "check dataset.root"
-        )
-    return [os.path.abspath(f) for f in files]
-
-
 def detect(root: str) -> tuple[str, str | None]:
     """(container, why) for ``dataset.format=auto``: a container when ``root`` names shard files
-    (or is a directory holding only one container's shards and no images), else ``folder`` (why
-    None: nothing to say, as before containers existed)."""
+    (or is a directory holding one container's shards, directly or as a snapshot's ``data/`` or
+    split subfolders, and no images), else ``folder`` (why None: nothing to say, as before
+    containers existed)."""
     if os.path.isdir(root):
         names = [n for n in os.listdir(root) if not n.startswith(".")]
-        kinds = {kind for kind in map(container_of, names) if kind is not None}
+        files = [f for group in folder_groups(root, None).values() for f in group]
+        kinds = {kind for kind in (container_of(os.path.basename(f)) for f in files) if kind is not None}
         if len(kinds) == 1 and not any(n.lower().endswith(DEFAULT_EXTENSIONS) for n in names):
             kind = kinds.pop()
             return kind, f"dataset.root {root} holds {kind} shards and no image files"
         return "folder", None
-    first = expand_braces(root)[0] if _BRACE.search(root) else root
+    first = expand_braces(root)[0] if BRACE.search(root) else root
     named = container_of(first)
     if named is None:
         return "folder", None
@@ -297,4 +225,9 @@ def reader_for(fmt: str, request: ReadRequest) -> tuple[DatasetReader, dict[str,
                 f"dataset.format={fmt} reads a folder's ground truth, but {why}; "
                 f"set dataset.format={found} (or auto)"
             )
+    if kind == "folder" and request.split != AUTO:  # never read as if the split were chosen
+        raise ConfigError(
+            f"dataset.split={request.split}: {request.root} is read as one folder of images, with no "
+            "splits; point dataset.root at that split's folder and set dataset.split=auto"
+        )
     return READERS.get(kind)(request), note

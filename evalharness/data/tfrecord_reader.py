@@ -28,7 +28,7 @@ from evalharness.core.errors import DataError
 from evalharness.core.untrusted import read_json
 from evalharness.data.bounds import DECODE_BUDGET, OverBudget, backed
 from evalharness.data.container import ContainerReader, Listed, class_index, member
-from evalharness.data.dataset_reader import ContainerProvenance, shard_files
+from evalharness.data.dataset_reader import ContainerProvenance
 from evalharness.data.ground_truth import LabeledSample
 from evalharness.data.labels import read_label_file
 
@@ -252,7 +252,7 @@ class TFRecordReader(ContainerReader):
     name = "tfrecord"
 
     def samples(self) -> list[LabeledSample]:
-        size = sum(os.path.getsize(shard) for shard in shard_files(self.request.root, self.name))
+        size = sum(os.path.getsize(shard) for shard in self.split_choice().files)
         if crc32c is crc32c_python and size > SLOW_CRC_BYTES:  # said before the long listing
             log.warning(
                 "TFRecord CRCs of %d MB checked in pure Python (about 5 MB/s); "

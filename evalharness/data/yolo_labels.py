@@ -31,6 +31,7 @@ from evalharness.data.decode import image_size
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.labels import read_label_file
 from evalharness.data.listing import list_images
+from evalharness.data.splits import AUTO
 from evalharness.data.yolo_layout import YoloLayout, read_layout
 
 COORD_TOLERANCE = 1e-6  # how far past [0, 1] a normalised coordinate may lie (6-decimal writers)
@@ -168,11 +169,12 @@ def _number(token: str, where: str) -> float:
 
 
 def yolo_ground_truth(
-    path: str | Path, unscored: Counter[str] | None = None
+    path: str | Path, unscored: Counter[str] | None = None, split: str = AUTO
 ) -> tuple[YoloLayout, YoloGroundTruth]:
     """The YOLO layout at ``path`` and its labels as checked COCO ground truth (the live run and a
-    rescore call this alike; the rescore compares :attr:`YoloGroundTruth.sha256` with the run's)."""
-    layout = read_layout(path)
+    rescore call this alike; the rescore compares :attr:`YoloGroundTruth.sha256` with the run's);
+    ``split``: ``dataset.split`` (a rescore: the split the run read)."""
+    layout = read_layout(path, split)
     truth = convert(layout, unscored)
     check_annotations(truth.annotations, f"YOLO labels {layout.labels}", IMAGE_FILE_KEYS)
     require_boxes(truth.annotations, f"YOLO labels {layout.labels}", "give the labels of these images")

@@ -17,6 +17,7 @@ from typing import Any
 
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import read_yaml
+from evalharness.data.splits import AUTO, DatasetSplitRecord, choose, is_split_name, split_assumption
 
 DATA_YAML = "data.yaml"
 _FIX = "write data.yaml as Ultralytics does (path:, val: images/val2017, names: [...])"
@@ -28,8 +29,18 @@ class YoloLayout:
     images: Path  # the split's image folder
     labels: Path  # its label folder (one .txt per image)
     names: tuple[str, ...]  # class index -> name, as data.yaml lists them
-    split: str  # the data.yaml key the image folder came from
+    split: str  # the data.yaml key the image folder came from (or the image folder's name)
     notes: tuple[str, ...] = ()  # what was assumed finding the folders (said once by the caller)
+    found: tuple[str, ...] = ()  # every split key data.yaml has (data/splits.py chose among them)
+    how: str = "dataset.root names the split's image folder"  # why this split
+
+    def split_record(self) -> DatasetSplitRecord:
+        """``provenance.dataset.dataset_split`` of a YOLO run: the key read, the keys found."""
+        return {"name": self.split, "found": list(self.found), "chosen": self.how, "shards": []}
+
+    def assumption(self) -> dict[str, str] | None:
+        """What to say when dataset.split=auto read one split of several (else None)."""
+        return split_assumption(str(self.data_yaml), self.split, self.found, self.how)
 
 
 def find_layout(path: str | Path) -> Path | None:
@@ -59,8 +70,10 @@ def labels_folder(images: Path) -> Path:
     )
 
 
-def read_layout(path: str | Path, split: str = "val") -> YoloLayout:
-    """The YOLO layout at ``path`` (see :func:`find_layout`), its names and the split's folders."""
+def read_layout(path: str | Path, split: str = AUTO) -> YoloLayout:
+    """The YOLO layout at ``path`` (see :func:`find_layout`), its names and the split's folders:
+    ``split`` is ``dataset.split``, chosen among data.yaml's split keys (``train:``, ``val:``, ...)
+    as every dataset's split is (:func:`evalharness.data.splits.choose`; auto: ``val``)."""
     data_yaml = find_layout(path)
     if data_yaml is None:
         raise DataError(f"{path}: no YOLO layout (no data.yaml, no images/ and labels/ folders); {_FIX}")
@@ -73,11 +86,16 @@ def read_layout(path: str | Path, split: str = "val") -> YoloLayout:
     notes: tuple[str, ...] = ()
     if given.is_dir() and given.parent.name == "images" and not (given / DATA_YAML).is_file():
         images = given.resolve()  # the image folder itself was named
-    else:
-        images, notes = _split_folder(doc, data_yaml, split)
+        return YoloLayout(data_yaml, images, labels_folder(images), names, given.name, notes, (given.name,))
+    found = tuple(k for k, v in doc.items() if isinstance(k, str) and is_split_name(k))
+    if not found:
+        raise DataError(f"{data_yaml}: no split key (val: images/<split>, train: ...); {_FIX}")
+    key, how = choose(found, split, str(data_yaml))
+    assert key is not None  # found holds names only
+    images, notes = _split_folder(doc, data_yaml, key)
     if not images.is_dir():
-        raise DataError(f"{data_yaml}: {split} image folder {images} not found; {_FIX}")
-    return YoloLayout(data_yaml, images, labels_folder(images), names, split, notes)
+        raise DataError(f"{data_yaml}: {key} image folder {images} not found; {_FIX}")
+    return YoloLayout(data_yaml, images, labels_folder(images), names, key, notes, found, how)
 
 
 def _names(value: object, data_yaml: Path) -> tuple[str, ...]:

@@ -185,7 +185,7 @@ def _container_tensors(run: Run, ids: list[str], spec: PreprocessSpec, inp: Inpu
 
     dataset = run.provenance.dataset
     where = str(dataset.root)
-    images = ContainerImages(str(dataset.container), where, dataset.index_dir)
+    images = ContainerImages(str(dataset.container), where, dataset.index_dir, dataset.dataset_split)
     missing = images.missing(ids)
     if missing:
         raise ExplainError(f"run {run.label}: {missing[0]} is not in its container {where}")

@@ -54,6 +54,7 @@ def _what_ran(doc: Document) -> str:
     quant = model.quant.name
     parts = [doc.task or "?", (model.name or "?") + (f" ({quant})" if quant and quant != "none" else "")]
     parts += [f"delegate={delegate.name or '?'}"] + ([f"dataset={dataset.name}"] if dataset.name else [])
+    parts += [f"split={dataset.dataset_split}"] if dataset.dataset_split else []
     return " · ".join(parts)
 
 

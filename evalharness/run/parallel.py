@@ -274,7 +274,7 @@ def list_container_once(settings: RunSettings) -> None:
         return
     kind = fmt if fmt in CONTAINERS else detect(dataset.root)[0]
     if kind in CONTAINERS:
-        READERS.get(kind)(ReadRequest(dataset.root, index_dir=str(index_dir))).samples()
+        READERS.get(kind)(ReadRequest(dataset.root, index_dir=str(index_dir), split=dataset.split)).samples()
 
 
 def _status(run_dir: str) -> str | None:

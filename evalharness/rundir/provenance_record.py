@@ -223,6 +223,8 @@ class DatasetRecord:
     shard: ShardRecord | None = None
     split: SplitRecord | None = None
     index_dir: str | None = None  # a container read through its index: where the index lies
+    # the split of the dataset's root that was read (``dataset_split.name``; None: no split named)
+    dataset_split: str | None = None
     raw: JSONMap = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -242,6 +244,7 @@ class DatasetRecord:
             None if shard is None else ShardRecord.parse(shard),
             None if split is None or not split else SplitRecord.parse(split),
             text(mapping(raw, "index"), "dir"),
+            text(mapping(raw, "dataset_split"), "name"),
             raw,
         )
 

@@ -57,6 +57,9 @@ class DatasetSchema:
 
     name: str = "???"
     root: str = "???"
+    # which split of a root holding several is read (data/splits.py): auto = the validation split
+    # (validation, val, valid, val2017, as the format names it), or the only split there is
+    split: str = "auto"
     shard: ShardSchema = field(default_factory=ShardSchema)
 
 

@@ -162,3 +162,20 @@ def test_resume_of_a_container_run_equals_the_whole_run(tmp_path, packed):
     doc, preds = _run(run_dir, root, "dataset.format=auto", "loop.resume=true")
     assert doc["status"] == "complete" and doc["resumed_samples"] == 20
     assert doc["metrics"] == whole["metrics"] and len(preds) == 50
+
+
+def test_a_snapshot_root_scores_its_validation_split_only_and_names_it(tmp_path, capsys):
+    """A Hugging Face snapshot root (data/ with train, validation and test shards): the run scores
+    exactly the validation images, with the folder's answers, and says which split it read."""
+    items = val50_items()[:7]
+    val, train, test = items[:4], items[4:6], items[6:]
+    for split, chunk in (("train", train), ("validation", val), ("test", test)):
+        write_parquet(chunk, tmp_path / "snap" / "data", split=split)
+    doc, preds = _run(tmp_path / "run", f"dataset.root={tmp_path / 'snap'}", "dataset.format=auto")
+    assert doc["status"] == "complete"
+    assert [p["id"] for p in preds] == sorted(name for name, _, _ in val)
+    said = doc["provenance"]["dataset"]["dataset_split"]
+    assert said["name"] == "validation" and said["found"] == ["test", "train", "validation"]
+    out = capsys.readouterr().out
+    assert "dataset=imagenet_val50 · split=validation" in out
+    assert "Assumed:  dataset.split = validation (" in out and "else set dataset.split=test|train" in out

@@ -46,7 +46,7 @@ def _from_container(
     dataset = run.provenance.dataset
     root = str(dataset.root)
     try:
-        images = ContainerImages(container, root, dataset.index_dir)
+        images = ContainerImages(container, root, dataset.index_dir, dataset.dataset_split)
         keys = [str(r[sample_key]) for r in run.predictions] if sample_key else []
     except (EvalHarnessError, KeyError, TypeError) as exc:
         return [], [f"no thumbnails: run {run.label}'s {container} shards could not be read ({exc})"]

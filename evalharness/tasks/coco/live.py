@@ -153,7 +153,12 @@ def coco_source(dataset: Any) -> CocoSource:
                 f"dataset.annotations={ann_path} is set too; give dataset.annotations=null, or "
                 "dataset.format=coco to score the instances JSON"
             )
-        return _yolo_source(dataset.root, assumptions)
+        return _yolo_source(dataset.root, dataset.split, assumptions)
+    if dataset.split != "auto":  # an instances JSON names its images: there is no split to choose
+        raise ConfigError(
+            f"dataset.split={dataset.split} chooses a split of a YOLO layout; an instances JSON "
+            "names its own images: set dataset.split=auto"
+        )
     if not ann_path:
         raise ConfigError(
             "task=coco needs dataset.annotations=<instances JSON> (e.g. dataset=coco_sample), or "
@@ -165,9 +170,11 @@ def coco_source(dataset: Any) -> CocoSource:
     return CocoSource(annotations, dataset.root, ann_path, sha, unscored, {}, assumptions)
 
 
-def _yolo_source(root: str, assumptions: list[dict[str, Any]]) -> CocoSource:
+def _yolo_source(root: str, split: str, assumptions: list[dict[str, Any]]) -> CocoSource:
     unscored: Counter[str] = Counter()
-    layout, truth = yolo_ground_truth(root, unscored)
+    layout, truth = yolo_ground_truth(root, unscored, split)
+    chose = layout.assumption()  # dataset.split=auto read val of several keys: said
+    assumptions += [chose] if chose else []
     facts = {
         "data_yaml": str(layout.data_yaml),
         "labels": str(layout.labels),
@@ -193,7 +200,7 @@ def _yolo_source(root: str, assumptions: list[dict[str, Any]]) -> CocoSource:
         os.path.abspath(root),
         truth.sha256,
         +unscored,
-        {"yolo": facts},
+        {"yolo": facts, "dataset_split": layout.split_record()},
         assumptions,
     )
 

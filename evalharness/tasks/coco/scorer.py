@@ -46,7 +46,7 @@ def load_ground_truth(run: Run) -> JSONMap:
     if dataset.format == "yolo":  # the layout's labels converted again, compared by content
         from evalharness.data.yolo_labels import yolo_ground_truth
 
-        truth = yolo_ground_truth(path)[1]
+        truth = yolo_ground_truth(path, split=dataset.dataset_split or "auto")[1]
         annotations, digest = truth.annotations, truth.sha256
     else:
         annotations = load_annotations(path)

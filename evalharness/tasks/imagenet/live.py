@@ -110,6 +110,7 @@ def read_request(dataset: Any, unscored: Counter[str], classes: ClassList | None
         "auto" if fmt in ("auto", "folder", *CONTAINERS) else fmt,
         unscored=unscored,
         index_dir=dataset.index_dir,
+        split=dataset.split,
         classes=ClassList() if classes is None else classes,
     )
 
@@ -134,9 +135,9 @@ class ImageNetTask(Task):
         if detected is not None:
             self.assumptions.append(detected)
         samples = self.reader.samples()
-        unread = self.reader.assumption()
-        if unread is not None:
-            self.assumptions.append(unread)
+        for said in (self.reader.assumption(), self.reader.chosen and self.reader.chosen.assumption()):
+            if said:
+                self.assumptions.append(said)
         own_files_scored(dataset.root, self.unscored, [getattr(dataset, k) for k in DATASET_FILES])
         warn_unscored(dataset.root, self.unscored)
         # As TFLite's tool: the first num_images in sorted file-name order; then this run's shard.

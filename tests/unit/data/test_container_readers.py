@@ -23,7 +23,8 @@ from pack_containers import (  # noqa: E402
 
 from evalharness.core.errors import ConfigError, DataError  # noqa: E402
 from evalharness.data import tfrecord_reader as tfr  # noqa: E402
-from evalharness.data.dataset_reader import ReadRequest, detect, expand_braces, reader_for  # noqa: E402
+from evalharness.data.dataset_reader import ReadRequest, detect, reader_for  # noqa: E402
+from evalharness.data.shard_names import expand_braces  # noqa: E402
 
 ITEMS = tiny_items()
 

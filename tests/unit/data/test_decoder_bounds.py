@@ -51,8 +51,9 @@ from pack_containers import _field as pfield  # noqa: E402
 from pack_containers import record, tiny_png  # noqa: E402
 
 from evalharness.core.errors import DataError  # noqa: E402
-from evalharness.data.dataset_reader import ReadRequest, expand_braces, reader_for  # noqa: E402
+from evalharness.data.dataset_reader import ReadRequest, reader_for  # noqa: E402
 from evalharness.data.parquet_format import ParquetFile  # noqa: E402
+from evalharness.data.shard_names import expand_braces  # noqa: E402
 
 SMALL_FILE_PEAK = 96 << 20  # what reading a hostile file of a few MB may add to the peak, at most
 FAST = 3.0  # CPU seconds of the reading child: every case here is linear in a small file
