@@ -10,6 +10,7 @@ from typing import Any
 from evalharness.core.boundary import debug
 from evalharness.core.errors import EvalHarnessError
 from evalharness.report.cache_states import cache_mismatch
+from evalharness.report.content_pairs import ContentPairs, content_pairs
 from evalharness.rundir.metrics_file import Document
 from evalharness.rundir.provenance_record import DatasetRecord
 from evalharness.rundir.reader import Run, flatten
@@ -62,6 +63,7 @@ class Comparability:
     acknowledged: bool = False
     cache: str | None = None  # compile caches in different states (report/cache_states.py)
     subset: str | None = None  # this run scores a held-out part of the other's list: pair on shared images
+    by_content: ContentPairs | None = None  # the same images under other ids: B read under A's ids
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +73,7 @@ class Comparability:
             "acknowledged": self.acknowledged,
             "cache": self.cache,
             "subset": self.subset,
+            **({"by_content": self.by_content.as_dict()} if self.by_content else {}),
         }
 
     def warn(self, kind: str, text: str) -> None:
@@ -86,8 +89,10 @@ class Comparability:
 ALLOW_FLAGS = {"preprocessing": "--allow-different-preprocessing", "labels": "--allow-different-labels"}
 
 
-def comparability(a: Run, b: Run, allow: Collection[str] = ()) -> Comparability:
-    """``allow``: the kinds of difference (keys of :data:`ALLOW_FLAGS`) the user accepted."""
+def comparability(a: Run, b: Run, allow: Collection[str] = (), by_content: bool = False) -> Comparability:
+    """``allow``: the kinds of difference (keys of :data:`ALLOW_FLAGS`) the user accepted.
+    ``by_content``: runs whose ids differ are paired by their inputs' hashes where every image's is
+    the other's (``report diff``: :mod:`evalharness.report.content_pairs`), not refused."""
     c = Comparability()
     for run in (a, b):
         if run.status == "failed":
@@ -111,8 +116,8 @@ def comparability(a: Run, b: Run, allow: Collection[str] = ()) -> Comparability:
         )
         c.refused.append(
             f"dataset differs: manifest_sha256 {_short(da.manifest_sha256)} ({da.name}, "
-            f"{da.count} images) vs {_short(db.manifest_sha256)} ({db.name}, "
-            f"{db.count} images){hint}"
+            f"{da.count} images{_split_of(da)}) vs {_short(db.manifest_sha256)} ({db.name}, "
+            f"{db.count} images{_split_of(db)}){hint}"
         )
     if c.subset is None and da.count != db.count:
         c.refused.append(f"sample count differs: {da.count} vs {db.count}")
@@ -125,8 +130,15 @@ def comparability(a: Run, b: Run, allow: Collection[str] = ()) -> Comparability:
             "elsewhere: quant/calibration=bundled or quant.calibration.roots=[DIR]"
         )
     c.refused.extend(_truth_differs(da, db, by_content=c.subset is None))
+    if by_content and c.refused and c.subset is None and split is None:
+        pairs, why = content_pairs(definition_of(a), a, b)
+        if pairs is None:
+            c.refused.append(f"not the same images by content either: {why}")
+        else:  # the same inputs one for one, the same ground truth pair by pair: B read under A's ids
+            c.refused, c.by_content = [], pairs
+            c.notes.append(pairs.note())
     containers = (da.container or "folder", db.container or "folder")
-    if not c.refused and containers[0] != containers[1]:
+    if not c.refused and c.by_content is None and containers[0] != containers[1]:
         c.notes.append(
             f"the same images (sha256 of every image) and labels, read from a {containers[0]} and a "
             f"{containers[1]}"
@@ -179,6 +191,11 @@ def _truth_differs(da: DatasetRecord, db: DatasetRecord, by_content: bool = True
         f"ground truth differs: {da.ground_truth} ({_short(da.ground_truth_sha256)}) vs "
         f"{db.ground_truth} ({_short(db.ground_truth_sha256)})"
     ]
+
+
+def _split_of(dataset: DatasetRecord) -> str:
+    """``, split S`` where the run recorded the split of its dataset it read."""
+    return f", split {dataset.dataset_split}" if dataset.dataset_split else ""
 
 
 def _short(digest: str | None) -> str:

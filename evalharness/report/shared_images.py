@@ -22,6 +22,7 @@ from typing import Any
 
 from evalharness.core.documents import JSONMap
 from evalharness.report.commands.rescore import recompute
+from evalharness.report.content_pairs import renamed
 from evalharness.report.runs import Comparability, ReportError, definition_of, malformed
 from evalharness.rundir.document import metrics_for_schema
 from evalharness.rundir.reader import Run
@@ -48,6 +49,10 @@ def on_shared_images(a: Run, b: Run, comp: Comparability) -> tuple[Run, Run, Pai
     """(A, B, None) for runs on the same list; for a held-out part (``comp.subset``) both runs read
     on the images both scored, and what was left out. Refused (exit 2) when the held-out run scored
     an image the other did not, or the task cannot recompute its metrics from records."""
+    if comp.by_content is not None:  # the same images under other ids: B under A's ids
+        key = definition_of(a).abilities.sample_key
+        assert key is not None  # content pairs are made only for a task with a sample key
+        return a, renamed(b, comp.by_content.b_to_a, key), None
     if comp.subset is None:
         return a, b, None
     held, other = (a, b) if comp.subset == a.label else (b, a)

@@ -35,8 +35,17 @@ def run_identity(settings: RunSettings, task: Task, prov: dict[str, Any]) -> dic
         "ground_truth_sha256": dataset.get("ground_truth_sha256"),
         "dataset_manifest_sha256": dataset.get("manifest_sha256"),
         "dataset_files_stat": stat_digest(task.sample_files()),
+        "dataset_split": _split_identity(dataset.get("dataset_split")),
         **dataset_files(dataset),
     }
+
+
+def _split_identity(record: Any) -> list[Any] | None:
+    """The split a run read and its shards (``provenance.dataset.dataset_split``): a resume on
+    another split, or on another list of its shards, is another dataset."""
+    if not isinstance(record, dict):
+        return None
+    return [record.get("name"), record.get("shards")]
 
 
 def dataset_files(dataset: dict[str, Any]) -> dict[str, Any]:

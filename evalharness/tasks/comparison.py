@@ -54,6 +54,10 @@ class Comparison:
     key: ClassVar[str]  # where the paired comparison sits in a ``report diff`` document
     # (value, p) column names of :meth:`agreement` in a quantization sweep's table and csv
     agreement_columns: ClassVar[tuple[str, str]] = ("agreement", "agreement_p")
+    # the record fields holding a sample's ground truth as the model's outputs index it, so two runs
+    # of the same images under other ids compare it pair by pair (report/content_pairs.py); ():
+    # the task's records hold no ground truth, and such runs are not paired by content
+    truth_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, definition: Any) -> None:  # its TaskDefinition (which imports this module)
         self.definition = definition

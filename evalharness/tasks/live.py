@@ -153,6 +153,9 @@ def live_task(
         own: Any = build(definition.schema, thaw(task), "config group 'task'")
         return cast(Task, cls(own, model, dataset, split=thaw(split)))
     plain = thaw(dataset)
+    # ``dataset["split"]`` of a plain-dict plug-in is the held-out split, as it always was; the
+    # typed ``dataset.split`` (which split of a container root: data/splits.py) is not theirs
+    plain.pop("split", None)
     if split is not None:
         plain["split"] = thaw(split)
     return cast(Task, cls(thaw(task), thaw(model), plain))

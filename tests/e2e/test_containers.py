@@ -179,3 +179,26 @@ def test_a_snapshot_root_scores_its_validation_split_only_and_names_it(tmp_path,
     out = capsys.readouterr().out
     assert "dataset=imagenet_val50 · split=validation" in out
     assert "Assumed:  dataset.split = validation (" in out and "else set dataset.split=test|train" in out
+
+
+def test_the_same_images_as_parquet_and_webdataset_pair_by_content(tmp_path, capsys):
+    """Parquet (``image.path`` X.JPEG, labels by the class-name list) and webdataset (X.jpg with an
+    X.cls index, no names): the ids and the ground truth's form differ, every input hash is equal:
+    ``report diff`` pairs them by content and says so (other images: tests/unit/report)."""
+    from evalharness.report.commands.entry import main as report
+
+    items = val50_items()[:6]
+    write_parquet(items, tmp_path / "parquet")
+    renamed = [(name.replace(".JPEG", ".jpg"), data, label) for name, data, label in items]
+    pattern = write_webdataset(renamed, tmp_path / "wds")
+    parquet, wds = tmp_path / "a", tmp_path / "b"
+    _run(parquet, f"dataset.root={tmp_path / 'parquet'}", "dataset.format=auto")
+    _run(wds, f"dataset.root='{pattern}'", "dataset.format=auto", "dataset.class_names=null")
+    capsys.readouterr()
+    assert report(["diff", str(parquet), str(wds), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["inputs"]["summary"].startswith("inputs identical on 6/6 images")
+    first = sorted(name for name, _, _ in items)[0]
+    note = f"the same 6 images, ids differ: {first} ↔ {first.replace('.JPEG', '.jpg')}"
+    assert any(n.startswith(note) for n in doc["comparability"]["notes"])
+    assert doc["classification"]["paired_images"] == 6

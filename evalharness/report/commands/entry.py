@@ -82,7 +82,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     a, b = load_run(local(args.run_a), "A"), load_run(local(args.run_b), "B")
     if args.figures:
         _check_figures_dir(args.figures, [a, b])
-    comp = comparability(a, b)
+    comp = comparability(a, b, by_content=True)
     allowed = _allowed(args, comp.kinds)
     comp.accept(allowed)
     if comp.refused:

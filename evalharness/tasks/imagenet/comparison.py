@@ -17,6 +17,7 @@ from evalharness.tasks.comparison import Agreement, Comparison, PairedRecords, P
 class ClassificationComparison(Comparison):
     key = "classification"
     agreement_columns = ("top1_agreement", "mcnemar_p")
+    truth_fields = ("label_index",)  # a name and a class index land on the same output index
 
     def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> JSONMap:
         same_labels = a.provenance.labels.sha256 == b.provenance.labels.sha256

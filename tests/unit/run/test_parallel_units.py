@@ -159,7 +159,7 @@ def test_a_container_is_listed_once_before_the_shard_processes(tmp_path):
     root = write_webdataset(tiny_items(), tmp_path / "w", shards=2)
     index_dir = tmp_path / "index"
     for fmt, kept in (("val_txt", None), ("auto", None), ("auto", index_dir), ("webdataset", index_dir)):
-        dataset = SimpleNamespace(root=root, format=fmt, index_dir=kept)
+        dataset = SimpleNamespace(root=root, format=fmt, index_dir=kept, split="auto")
         list_container_once(SimpleNamespace(dataset=dataset))  # type: ignore[arg-type]
         listed = sorted(index_dir.glob("webdataset-*.json")) if index_dir.exists() else []
         assert len(listed) == (0 if kept is None else 2)
