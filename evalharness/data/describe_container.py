@@ -26,6 +26,9 @@ def describe_container(path: Path) -> DatasetView | None:
     named = facts.get("class_names_source") or ""
     setting = "" if not named.startswith("none") else " dataset.class_names=<the class list>"
     details: dict[str, Any] = {"shards": facts.get("shards"), "class_names": named}
+    split = facts.get("dataset_split")
+    if split and split["name"] is not None:  # the split a run reads (dataset.split=auto), of those found
+        details["split"] = f"{split['name']} ({split['chosen']}; found: {', '.join(split['found'])})"
     if request.unscored:
         details["not_scored"] = dict(sorted(request.unscored.items()))
     return DatasetView(

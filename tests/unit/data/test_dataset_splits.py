@@ -190,3 +190,11 @@ def test_yolo_train_and_test_only_is_one_error(tmp_path):
     root = _yolo(tmp_path, {"train": 1, "test": 1})
     with pytest.raises(DataError, match=r"\(test, train\) and none of them is the validation split"):
         read_layout(root)
+
+
+def test_inspect_names_the_split_a_run_would_read(tmp_path):
+    from evalharness.data.describe import describe_dataset
+
+    view = describe_dataset(_hf_snapshot(tmp_path / "snap", test=True))
+    assert view.samples == len(VAL)
+    assert view.details["split"] == "validation (the validation split of 3; found: test, train, validation)"

@@ -27,18 +27,16 @@ def _run(
         for s in sorted(STEMS)
     ]  # fmt: skip
     fake_run_dir(tmp_path / label, predictions=records)
-    doc = {
-        "task": "imagenet",
-        "status": "complete",
-        "latency_ms": {"inference": {"mean": 1.0, "p50": 1.0}},
-        "provenance": {
-            "config": {"task": {"name": "imagenet", "top_k": 2, "num_images": 0}},
-            "model": {"name": "m", "bytes": 1000},
-            "labels": {"path": "labels.txt", "sha256": "l" * 64, "names_sha256": "n" * 64},
-            "dataset": {"name": label, "manifest_kind": "relative path + sha256", "count": len(STEMS),
-                        "manifest_sha256": label * 64, "truth_sha256": label * 64},
-        },
-    }  # fmt: skip
+    dataset = {"name": label, "manifest_kind": "relative path + sha256", "count": len(STEMS)}
+    dataset |= {"manifest_sha256": label * 64, "truth_sha256": label * 64}
+    provenance = {
+        "config": {"task": {"name": "imagenet", "top_k": 2, "num_images": 0}},
+        "labels": {"path": "labels.txt", "sha256": "l" * 64, "names_sha256": "n" * 64},
+        "model": {"name": "m", "bytes": 1000},
+        "dataset": dataset,
+    }
+    latency = {"inference": {"mean": 1.0, "p50": 1.0}}
+    doc = {"task": "imagenet", "status": "complete", "latency_ms": latency, "provenance": provenance}
     run = Run(label, str(tmp_path / label), doc)  # type: ignore[arg-type]
     doc["metrics"] = definition_of(run).scorer().add_all(run.predictions).result()
     return run
