@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalharness.core.documents import JSONMap
+from evalharness.core.errors import EvalHarnessError
 from evalharness.report.input_check import FLOAT
 from evalharness.rundir.reader import Run
 from evalharness.tasks.definition import TaskDefinition, comparer
@@ -61,11 +62,14 @@ def content_pairs(definition: TaskDefinition, a: Run, b: Run) -> tuple[ContentPa
         b.provenance.labels.names_sha256 or b.provenance.labels.sha256
     ):
         return None, "the label sets differ, so the class lists do not line up"
-    ra, rb = a.predictions, b.predictions
+    try:
+        ra, rb = a.predictions, b.predictions
+    except EvalHarnessError as exc:  # the refusal stands; why the records cannot pair is said
+        return None, f"the records could not be read ({exc})"
     if len(ra) != len(rb) or not ra:
         return None, f"{len(ra)} and {len(rb)} records"
-    if not all(isinstance(r.get(FLOAT), str) for r in (*ra, *rb)):
-        return None, "not every record holds its input hash"
+    if not all(isinstance(r.get(FLOAT), str) and isinstance(r.get(key), str) for r in (*ra, *rb)):
+        return None, "not every record holds its id and input hash"
     pairs = list(
         zip(
             sorted(ra, key=lambda r: (r[FLOAT], _truth(r, fields))),

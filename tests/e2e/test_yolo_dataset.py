@@ -174,3 +174,24 @@ def test_rescore_refuses_labels_changed_since_the_run(runs, capsys):
         label.write_text(before)
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == 2 and len(errors) == 1 and "changed since the run (sha256 differs" in errors[0], err
+
+
+def test_a_layout_with_train_and_val_scores_val_and_names_it(tmp_path, capsys):
+    """data.yaml with ``train:`` beside ``val:``: the run scores the val images only, says which split
+    it read, and a rescore reads the same split again."""
+    instances = json.loads((ASSETS / "coco/instances_val5.json").read_text())
+    data_yaml = write_layout(instances, ASSETS / "coco/val5", tmp_path / "layout")
+    for sub in ("images", "labels"):
+        (tmp_path / "layout" / sub / "train2017").mkdir()
+    first = instances["images"][0]["file_name"]
+    os.symlink(ASSETS / "coco/val5" / first, tmp_path / "layout/images/train2017/extra.jpg")
+    (tmp_path / "layout/labels/train2017/extra.txt").write_text("0 0.5 0.5 0.2 0.2\n")
+    data_yaml.write_text("train: images/train2017\n" + data_yaml.read_text())
+    doc = run_inprocess([*COCO, "dataset=yolo", f"dataset.root={tmp_path / 'layout'}"], tmp_path / "run")
+    assert doc["status"] == "complete" and doc["metrics"]["num_images"] == 5
+    said = doc["provenance"]["dataset"]["dataset_split"]
+    assert (said["name"], said["found"]) == ("val", ["train", "val"])
+    out = capsys.readouterr().out
+    assert "· split=val" in out and "Assumed:  dataset.split = val (" in out
+    assert cli.main(["rescore", str(tmp_path / "run"), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["reproduced"] is True

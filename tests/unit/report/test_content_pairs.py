@@ -79,4 +79,5 @@ def test_runs_without_input_hashes_stay_refused(tmp_path):
     a, b = _run(tmp_path, "A", "JPEG", TRUTH), _run(tmp_path, "B", "jpg", TRUTH)
     for record in b.predictions:
         del record["input_float_sha256"]
-    assert comparability(a, b, by_content=True).refused[-1].endswith("not every record holds its input hash")
+    why = comparability(a, b, by_content=True).refused[-1]
+    assert why.endswith("not every record holds its id and input hash")
