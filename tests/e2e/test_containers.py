@@ -202,3 +202,18 @@ def test_the_same_images_as_parquet_and_webdataset_pair_by_content(tmp_path, cap
     note = f"the same 6 images, ids differ: {first} ↔ {first.replace('.JPEG', '.jpg')}"
     assert any(n.startswith(note) for n in doc["comparability"]["notes"])
     assert doc["classification"]["paired_images"] == 6
+
+
+def test_a_root_whose_split_cannot_be_told_is_one_error_line(tmp_path):
+    """Training and test shards and no validation split: exit 2, one ``error:`` line naming the
+    splits found and the key to set, before any image is scored."""
+    items = val50_items()[:2]
+    write_webdataset(items[:1], tmp_path / "wds", prefix="imagenet1k-train")
+    write_webdataset(items[1:], tmp_path / "wds", prefix="imagenet1k-test")
+    proc = run_cli([*VAL50, MODEL, f"dataset.root={tmp_path / 'wds'}", "dataset.format=auto"], tmp_path)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert errors == [
+        f"error: {tmp_path / 'wds'} holds several splits (test, train) and none of them is the validation "
+        "split; set dataset.split=test|train"
+    ]
