@@ -59,7 +59,7 @@ class SplitChoice:
     root: str
     split: str | None
     found: tuple[str | None, ...]  # every split the root holds (None: shards that name none)
-    files: tuple[str, ...]  # absolute, sorted
+    files: tuple[str, ...]  # absolute, in the order the root lists them
     how: str  # why this split: dataset.split=..., the only split, the validation split of several
 
     def record(self) -> DatasetSplitRecord:
@@ -78,7 +78,7 @@ def split_assumption(
     """The assumption said when ``dataset.split=auto`` picked ``split`` among several (else None)."""
     if len(found) < 2 or how.startswith("dataset.split="):
         return None
-    others = [s for s in found if s is not None and s != split]
+    others = sorted(s for s in found if s is not None and s != split)
     return {
         "what": "dataset.split",
         "assumed": str(split),
