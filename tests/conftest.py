@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -57,6 +58,13 @@ os.environ.setdefault("EVALHARNESS_CACHE", tempfile.mkdtemp(prefix="evalharness-
 if os.environ.get("PYTEST_XDIST_WORKER"):
     worker_cache = os.path.join(os.environ["EVALHARNESS_CACHE"], os.environ["PYTEST_XDIST_WORKER"])
     os.makedirs(worker_cache, exist_ok=True)
+    # Model-size figures (zstd -19: ~6 s of CPU per float Lite0) are keyed by the file's sha256, written
+    # atomically and verified on read, so every worker reads the one folder: a model is sized once per
+    # session, not once per worker. Variants and tensors stay per worker (tests assert built, then hit).
+    shared_sizes = os.path.join(os.environ["EVALHARNESS_CACHE"], "model_size")
+    os.makedirs(shared_sizes, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.symlink(shared_sizes, os.path.join(worker_cache, "model_size"))
     os.environ["EVALHARNESS_CACHE"] = worker_cache
 
 
