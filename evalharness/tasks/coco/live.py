@@ -30,6 +30,7 @@ from evalharness.data.preprocess import (
     InputSpec,
     detection_geometry,
     detection_input,
+    fitted_spec,
     image_input_spec,
     preprocessing_provenance,
 )
@@ -272,6 +273,7 @@ class CocoTask(Task):
         i = inputs[0]
         spec = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
         self.input = spec
+        self.spec = fitted_spec(self.spec, spec)  # integer_input=auto decided for this input
         require_real(outputs, self.model_path, "a detector's boxes and scores are real numbers")
         self.decoder.bind(outputs, (spec.height, spec.width), self.model_path)
         self.evaluator = CocoEvaluator(self)
