@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from evalharness.core.errors import ConfigError
 from evalharness.data.preprocess import InputSpec, PreprocessSpec, spec_from_config, tool_offset
 
 INPUT_TENSOR = "model file (input tensor)"
@@ -20,14 +21,18 @@ TOOL_FIX = "model.preprocess.integer_input=tool for results comparable with TFLi
 
 
 def recorded_spec(preprocessing: Mapping[str, Any]) -> tuple[PreprocessSpec, InputSpec] | None:
-    """The recipe and input a run recorded (``provenance.preprocessing``); None without an input."""
+    """The recipe and input a run recorded (``provenance.preprocessing``); None without an input, or
+    for a plug-in's record that is not this recipe (its own keys, its own values)."""
     fitted = preprocessing.get("input")
     if not isinstance(fitted, Mapping):
         return None
     names = {f.name for f in dataclasses.fields(PreprocessSpec)}
-    spec = spec_from_config({k: v for k, v in preprocessing.items() if k in names})
     fields = {f.name for f in dataclasses.fields(InputSpec)}
-    return spec, InputSpec(**{k: v for k, v in fitted.items() if k in fields})
+    try:
+        spec = spec_from_config({k: v for k, v in preprocessing.items() if k in names})
+        return spec, InputSpec(**{k: v for k, v in fitted.items() if k in fields})
+    except (ConfigError, TypeError, ValueError):
+        return None
 
 
 def _values(values: tuple[float, ...]) -> str:

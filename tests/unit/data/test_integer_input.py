@@ -107,4 +107,5 @@ def test_a_recorded_recipe_is_read_back():
     spec = fitted_spec(LITE0, inp)
     assert recorded_spec({**preprocessing_provenance(spec, inp), "fed": {}}) == (spec, inp)
     assert recorded_spec({**preprocessing_provenance(spec, None)}) is None
+    assert recorded_spec({"crop": "mine", "input": {"height": 2}}) is None  # a plug-in's own record
     assert arithmetic(spec, inp).startswith("uint8 = clip(")
