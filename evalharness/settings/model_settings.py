@@ -167,7 +167,7 @@ def _normalization(model: dict[str, Any], info: ModelFile, pre: PreprocessSource
     file_values = {"mean": mean, "std": std}
     kept = pre.take(preprocess, file_values, "NormalizationOptions")
     differing = [k for k in kept if [float(v) for v in preprocess.get(k, [])] != file_values[k]]
-    if differing and pre.whole:
+    if differing and pre.whole:  # a preset chosen whole: its mean and std together
         log.warning(
             "model.preprocess mean/std from the command line (%s / %s) win over the model "
             "file's normalization (%s / %s)",
@@ -176,7 +176,8 @@ def _normalization(model: dict[str, Any], info: ModelFile, pre: PreprocessSource
             mean,
             std,
         )
-    for key in [] if pre.whole else differing:
+        return
+    for key in differing:
         log.warning(
             "model.preprocess.%s from the command line (%s) wins over the model file's normalization "
             "(%s %s); the other values keep their sources",
