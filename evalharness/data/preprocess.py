@@ -38,7 +38,9 @@ class PreprocessSpec:
     std: tuple[float, ...] = (127.5, 127.5, 127.5)
     # Integer inputs: "tool" feeds pixels as-is (uint8) or x - 128 (int8), exactly as TFLite's
     # evaluation tool, ignoring the tensor's quantisation parameters; "quantize" normalises with
-    # mean/std and quantises with the input tensor's own scale/zero-point.
+    # mean/std and quantises with the input tensor's own scale/zero-point; "auto" (the presets'
+    # value) is "tool" where the file's own arithmetic gives the pixels as they are, within one
+    # step, else "quantize" (:func:`fitted_integer_input`).
     integer_input: str = "tool"
     # Detection: letterbox keeps the aspect ratio and pads (YOLO style) instead of stretching (SSD).
     letterbox: bool = False
@@ -50,7 +52,7 @@ class PreprocessSpec:
 
 CROPS = ("central_fraction", "short_side_padded", "resize_shorter_then_crop", "none")
 RESIZES = ("tflite_bilinear", "pil_bilinear", "pil_bicubic")
-INTEGER_MODES = ("tool", "quantize")
+INTEGER_MODES = ("auto", "tool", "quantize")
 LAYOUTS = ("auto", "nhwc", "nchw")
 
 
@@ -236,7 +238,47 @@ def image_layout(shape: list[int], wanted: str = "auto") -> str | None:
 
 
 def _quantizes(spec: PreprocessSpec, inp: InputSpec) -> bool:
-    return spec.integer_input == "quantize" and inp.scale > 0
+    return fitted_integer_input(spec, inp) == "quantize" and inp.scale > 0
+
+
+def tool_offset(dtype: str) -> int | None:
+    """What TFLite's eval tool subtracts from a pixel (uint8 0, int8 128); None: no such form."""
+    return {"uint8": 0, "int8": 128}.get(dtype)
+
+
+def pixels_as_they_are(spec: PreprocessSpec, inp: InputSpec) -> bool:
+    """Whether the tool's pixels as they are (``x`` for uint8, ``x - 128`` for int8) are what the
+    file says the input holds, within one quantization step at every pixel value: its quantization
+    alone maps them to the pixel (scale 1, zero point 0: the graph normalises), or mean/std then its
+    scale and zero point give them (MobileNet's uint8 input, scale 1/128, zero point 128, mean/std
+    127.5). Both maps are affine, so pixel values 0 and 255 decide."""
+    offset = tool_offset(inp.dtype)
+    if offset is None or inp.scale <= 0:
+        return offset is not None  # no quantization recorded: nothing else to feed
+    step = 1 + 1e-4  # one step, with the float32 rounding of a stored 1/127
+    return all(
+        abs(x - offset - inp.zero_point - x / inp.scale) <= step
+        or abs((x - mean) / std / inp.scale + inp.zero_point - (x - offset)) <= step
+        for x in (0.0, 255.0)
+        for mean, std in zip(spec.mean, spec.std, strict=True)
+    )
+
+
+def fitted_integer_input(spec: PreprocessSpec, inp: InputSpec) -> str:
+    """``tool`` or ``quantize``: ``spec.integer_input`` with ``auto`` decided for this input. A float
+    input reads neither (``tool``, as runs recorded before ``auto``); an int16 input has no tool form."""
+    if spec.integer_input != "auto":
+        return spec.integer_input
+    if inp.dtype.startswith("float"):
+        return "tool"
+    return "tool" if pixels_as_they_are(spec, inp) else "quantize"
+
+
+def fitted_spec(spec: PreprocessSpec, inp: InputSpec) -> PreprocessSpec:
+    """The spec with ``integer_input`` as this input is fed (``auto`` decided), so a run's provenance
+    and tensor-cache key name what was done; a task's ``bind`` calls it once its input is known."""
+    fitted = fitted_integer_input(spec, inp)
+    return spec if fitted == spec.integer_input else dataclasses.replace(spec, integer_input=fitted)
 
 
 def to_input_tensor(pixels: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:

@@ -197,7 +197,8 @@ def model_assumptions(
             }
         )
     sources = settings.model_sources
-    if sources.get("path") != "command line" or sources.get("preprocess") != "preset":
+    preset = all(preprocess_source(sources, key) == "preset" for key in ("mean", "std"))
+    if sources.get("path") != "command line" or not preset:
         return found
     pre = settings.model.preprocess
     return [
@@ -211,6 +212,30 @@ def model_assumptions(
     ]
 
 
+def preprocess_source(sources: Mapping[str, Any], key: str) -> str:
+    """Where ``model.preprocess.<key>`` came from (runs made before per-key sources: the group's)."""
+    return str(sources.get(f"preprocess.{key}", sources.get("preprocess", "preset")))
+
+
+def fed_input(
+    settings: RunSettings, preprocessing: Mapping[str, Any] | None
+) -> tuple[dict[str, Any] | None, list[dict[str, str]]]:
+    """(``preprocessing.fed``, the ``Assumed:`` line of an ``integer_input=auto`` that quantized) of
+    an image task's recorded recipe; (None, []) for a task that records none."""
+    from evalharness.data.fed_input import auto_assumption, fed_record, recorded_spec
+
+    recorded = recorded_spec(preprocessing) if preprocessing else None
+    if recorded is None:
+        return None, []
+    spec, inp = recorded
+    requested = settings.model.preprocess.integer_input
+    sources = {k: preprocess_source(settings.model_sources, k) for k in ("mean", "std", "integer_input")}
+    if settings.quant.integer_input and requested == settings.quant.integer_input:  # an integer variant's
+        sources["integer_input"] = f"quant.integer_input (quant={settings.quant.name})"
+    assumed = auto_assumption(spec, inp, requested)
+    return fed_record(spec, inp, requested, sources), [assumed] if assumed else []
+
+
 def run_provenance(
     settings: RunSettings,
     task_provenance: dict[str, Any],
@@ -219,8 +244,13 @@ def run_provenance(
     loop_shape: LoopShape | None = None,
 ) -> dict[str, Any]:
     """``provenance`` of metrics.json: what ran (model, runtime, delegate and what it took, host,
-    device), on what (the task's dataset/labels/preprocessing) and with which config."""
+    device), on what (the task's dataset/labels/preprocessing, and what its input was fed) and with
+    which config."""
     info = model_info(settings.model.path, model.inputs, model.outputs)
+    fed, fed_assumed = fed_input(settings, task_provenance.get("preprocessing"))
+    if fed is not None:
+        recipe = task_provenance["preprocessing"]
+        task_provenance = {**task_provenance, "preprocessing": {**recipe, "fed": fed}}
     return {
         "model": {
             "name": settings.model.name,
@@ -238,6 +268,7 @@ def run_provenance(
         **task_provenance,
         "assumptions": [
             *model_assumptions(settings, model.runtime_info()),
+            *fed_assumed,
             *task_provenance.get("assumptions", []),
         ],
         "host": host_info(),

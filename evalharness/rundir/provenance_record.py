@@ -323,7 +323,8 @@ class Provenance:
     delegate: DelegateRecord = field(default_factory=DelegateRecord)
     dataset: DatasetRecord = field(default_factory=DatasetRecord)
     labels: LabelsRecord = field(default_factory=LabelsRecord)
-    preprocessing: JSONMap = field(default_factory=dict)  # the recipe, compared field by field
+    # the recipe, compared field by field (what was fed, derived from it and the input: ``fed``)
+    preprocessing: JSONMap = field(default_factory=dict)
     host: HostRecord = field(default_factory=HostRecord)
     thread_budget: JSONMap = field(default_factory=dict)
     evalharness_version: str | None = None
@@ -331,16 +332,19 @@ class Provenance:
     overrides: tuple[str, ...] = ()
     assumptions: tuple[Assumption, ...] = ()
     raw: JSONMap = field(default_factory=dict, repr=False)
+    # ``preprocessing.fed``: the input's dtype, arithmetic, values and their sources (none before it)
+    fed: JSONMap = field(default_factory=dict)
 
     @classmethod
     def parse(cls, raw: JSONMap) -> Provenance:
+        recipe = mapping(raw, "preprocessing")
         return cls(
             ModelRecord.parse(mapping(raw, "model")),
             RuntimeRecord.parse(mapping(raw, "runtime")),
             DelegateRecord.parse(mapping(raw, "delegate")),
             DatasetRecord.parse(mapping(raw, "dataset")),
             LabelsRecord.parse(mapping(raw, "labels")),
-            mapping(raw, "preprocessing"),
+            {k: v for k, v in recipe.items() if k != "fed"},
             HostRecord.parse(mapping(raw, "host")),
             mapping(raw, "thread_budget"),
             text(mapping(raw, "evalharness"), "version"),
@@ -348,6 +352,7 @@ class Provenance:
             strings(raw, "overrides"),
             tuple(Assumption.parse(a) for a in objects(raw, "assumptions")),
             raw,
+            mapping(recipe, "fed"),
         )
 
     def named(self, dotted: str) -> Any:

@@ -217,6 +217,36 @@ def append_files(path: str, files: dict[str, str | bytes]) -> str:
     return str(path)
 
 
+def with_input_quantization(source: str, path: str, scale: float, zero_point: int) -> str:
+    """A copy of ``source`` (a model with a quantized image input read by convolutions, as a quantized
+    classifier's is) whose input is quantized with ``scale`` and ``zero_point``, written to ``path``
+    (returned): what an export of the same network with another input range would be. The input's
+    two numbers are patched where they lie in the flatbuffer, and each reading convolution's int32
+    bias, kept in the accumulator's scale (input scale x weight scale), with them; everything else
+    (metadata, appended files) stays byte for byte."""
+    with open(source, "rb") as f:
+        buf = bytearray(f.read())
+    model = schema.Model.GetRootAsModel(buf, 0)
+    graph = model.Subgraphs(0)
+    image = graph.Inputs(0)
+    quant = graph.Tensors(image).Quantization()
+    scales, zeros = quant.ScaleAsNumpy(), quant.ZeroPointAsNumpy()  # views into ``buf``
+    ratio = float(scales[0]) / scale
+    scales[0], zeros[0] = scale, zero_point
+    for i in range(graph.OperatorsLength()):
+        op = graph.Operators(i)
+        if op.InputsLength() < 3 or op.Inputs(0) != image or op.Inputs(2) < 0:
+            continue
+        bias = graph.Tensors(op.Inputs(2))
+        values = model.Buffers(bias.Buffer()).DataAsNumpy().view(np.int32)
+        values[:] = np.round(values.astype(np.float64) * ratio).astype(np.int32)
+        bias_scales = bias.Quantization().ScaleAsNumpy()
+        bias_scales[:] = bias_scales / ratio
+    with open(path, "wb") as f:
+        f.write(buf)
+    return path
+
+
 def resize_bilinear_model(channels: int, out_h: int, out_w: int) -> bytes:
     """``uint8 [1, H, W, C] -> CAST -> float32 -> RESIZE_BILINEAR(out_h, out_w)``, any H and W (the
     input's shape signature is dynamic): the TFLite tool's resize (align_corners=false,

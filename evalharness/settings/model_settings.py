@@ -15,8 +15,10 @@ did not set:
   ``coco80`` and letterbox preprocessing;
 - a graph ending in ``TFLite_Detection_PostProcess``: ``decoder: ssd_postprocess``.
 
-A command-line value always wins; where it contradicts the file a warning says so. Every setting's
-origin (``command line``, ``model file``, ``preset``) goes to ``provenance.model.settings_source``.
+A command-line value always wins, for that key only (``model.preprocess.integer_input=quantize``
+keeps the file's mean/std); where it contradicts the file a warning says so. Every setting's origin
+(``command line``, ``model file``, ``preset``) goes to ``provenance.model.settings_source``, each
+preprocessing key's too (:mod:`evalharness.settings.preprocess_sources`).
 Labels nothing provides stay ``auto`` and reading them is one error naming ``model.labels``.
 """
 
@@ -34,6 +36,13 @@ from evalharness.core.documents import JSONMap
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.paths import CONF_DIR
 from evalharness.data.labels import LABELS_AUTO
+from evalharness.settings.preprocess_sources import (
+    COMMAND_LINE,
+    MODEL_FILE,
+    PRESET,
+    PreprocessSources,
+    chosen_whole,
+)
 from evalharness.settings.yolo_heads import head_decoder, yolo_head
 
 if TYPE_CHECKING:
@@ -42,7 +51,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("evalharness")
 
 SETTINGS = ("name", "path", "labels", "preprocess", "decoder", "class_map")
-COMMAND_LINE, MODEL_FILE, PRESET = "command line", "model file", "preset"
 COCO80_FIRST = ("person", "bicycle", "car", "motorcycle", "airplane")
 YOLO_DECODER = {"name": "yolo", "conf_threshold": 0.001, "iou_threshold": 0.7, "max_detections": 300}
 YOLO_NMS_DECODER = {"name": "yolo_nms", "conf_threshold": 0.0, "max_detections": 300}
@@ -74,7 +82,9 @@ def infer_model_settings(
 
     given = given_on_command_line(overrides)
     sources = {k: COMMAND_LINE if k in given else PRESET for k in SETTINGS}
+    pre_sources = PreprocessSources(given, chosen_whole(overrides))
     if not model.get("from_file"):  # a preset's file is checked once its settings are (check_model_file)
+        pre_sources.record(sources)
         return model, sources
     check_model_file(model["path"])
     sources["name"] = COMMAND_LINE if "name" in given else MODEL_FILE
@@ -83,8 +93,9 @@ def infer_model_settings(
     info = fmt.read(model["path"]) if fmt is not None else read_model_file(model["path"])
     model = {**model, "preprocess": dict(model.get("preprocess") or {})}
     _labels(model, info, given, sources, cache_dir)
-    _normalization(model, info, given, sources)
-    _detector(model, info, given, sources)
+    _normalization(model, info, pre_sources)
+    _detector(model, info, given, sources, pre_sources)
+    pre_sources.record(sources)
     return model, sources
 
 
@@ -144,27 +155,37 @@ def _read_lines(path: str) -> list[str] | None:
         return None  # the task reports an unreadable label file with its own error
 
 
-def _normalization(model: dict[str, Any], info: ModelFile, given: set[Any], sources: dict[str, Any]) -> None:
+def _normalization(model: dict[str, Any], info: ModelFile, pre: PreprocessSources) -> None:
+    """The input's NormalizationOptions as mean/std, for each the command line left; a value given
+    there wins, with a warning where the file says otherwise."""
     norm = info.normalization
     if not norm or not norm["mean"] or not norm["std"]:
         return
     mean = [float(v) for v in norm["mean"]] * (3 if len(norm["mean"]) == 1 else 1)
     std = [float(v) for v in norm["std"]] * (3 if len(norm["std"]) == 1 else 1)
-    pre = model["preprocess"]
-    mine = {"mean", "std"} & {k.removeprefix("preprocess.") for k in given if k.startswith("preprocess.")}
-    if mine or "preprocess" in given:
-        if [float(v) for v in pre.get("mean", [])] != mean or [float(v) for v in pre.get("std", [])] != std:
-            log.warning(
-                "model.preprocess mean/std from the command line (%s / %s) win over the model "
-                "file's normalization (%s / %s)",
-                pre.get("mean"),
-                pre.get("std"),
-                mean,
-                std,
-            )
+    preprocess = model["preprocess"]
+    file_values = {"mean": mean, "std": std}
+    kept = pre.take(preprocess, file_values, "NormalizationOptions")
+    differing = [k for k in kept if [float(v) for v in preprocess.get(k, [])] != file_values[k]]
+    if differing and pre.whole:  # a preset chosen whole: its mean and std together
+        log.warning(
+            "model.preprocess mean/std from the command line (%s / %s) win over the model "
+            "file's normalization (%s / %s)",
+            preprocess.get("mean"),
+            preprocess.get("std"),
+            mean,
+            std,
+        )
         return
-    pre["mean"], pre["std"] = mean, std
-    sources["preprocess"] = f"{PRESET} (crop, resize), {MODEL_FILE} (mean/std: NormalizationOptions)"
+    for key in differing:
+        log.warning(
+            "model.preprocess.%s from the command line (%s) wins over the model file's normalization "
+            "(%s %s); the other values keep their sources",
+            key,
+            preprocess.get(key),
+            key,
+            file_values[key],
+        )
 
 
 def _preset(name: str) -> JSONMap:
@@ -172,7 +193,9 @@ def _preset(name: str) -> JSONMap:
     return cast(JSONMap, OmegaConf.to_container(preset))
 
 
-def _detector(model: dict[str, Any], info: ModelFile, given: set[Any], sources: dict[str, Any]) -> None:
+def _detector(
+    model: dict[str, Any], info: ModelFile, given: set[Any], sources: dict[str, Any], pre: PreprocessSources
+) -> None:
     meta = info.ultralytics or {}
     head = yolo_head(info)
     if head is not None:
@@ -185,9 +208,7 @@ def _detector(model: dict[str, Any], info: ModelFile, given: set[Any], sources: 
             coco = not meta.get("names") or tuple(names) == COCO80_FIRST or head == "pose"
             model["class_map"] = "coco80" if coco else "labels"
             sources["class_map"] = f"{MODEL_FILE} ({how})"
-        if "preprocess" not in given:
-            model["preprocess"] = {**model["preprocess"], **_preset("yolo_letterbox")}
-            sources["preprocess"] = f"{MODEL_FILE} ({how}: yolo_letterbox)"
+        pre.take(model["preprocess"], _preset("yolo_letterbox"), f"{how}: yolo_letterbox")
     elif meta.get("task") == "detect":
         nms_inside = (
             len(info.outputs) == 1 and len(info.outputs[0].shape) == 3 and info.outputs[0].shape[2] == 6
@@ -201,12 +222,10 @@ def _detector(model: dict[str, Any], info: ModelFile, given: set[Any], sources: 
             coco80 = len(meta.get("names", {})) == 80 and tuple(names) == COCO80_FIRST
             model["class_map"] = "coco80" if coco80 else "labels"
             sources["class_map"] = f"{MODEL_FILE} (Ultralytics names)"
-        if "preprocess" not in given:
-            model["preprocess"] = {**model["preprocess"], **_preset("yolo_letterbox")}
-            sources["preprocess"] = f"{MODEL_FILE} (Ultralytics export: yolo_letterbox)"
+        pre.take(model["preprocess"], _preset("yolo_letterbox"), "Ultralytics export: yolo_letterbox")
     elif "TFLite_Detection_PostProcess" in info.op_histogram and "decoder" not in given:
         model["decoder"] = dict(SSD_DECODER)
         sources["decoder"] = f"{MODEL_FILE} (TFLite_Detection_PostProcess op)"
-        if "preprocess" not in given:  # SSD exports take the whole image stretched (TFLite's coco tool)
-            model["preprocess"] = {**model["preprocess"], **_preset("detection_stretch")}
-            sources["preprocess"] = f"{MODEL_FILE} (TFLite_Detection_PostProcess op: detection_stretch)"
+        # SSD exports take the whole image stretched (TFLite's coco tool)
+        stretch = "TFLite_Detection_PostProcess op: detection_stretch"
+        pre.take(model["preprocess"], _preset("detection_stretch"), stretch)

@@ -177,9 +177,10 @@ def test_command_line_wins_over_the_file_with_a_warning(tmp_path):
     assert r.returncode == 0, r.stderr
     log = r.stdout + r.stderr
     assert "wins over the 1001 labels the model file carries (imagenet_labels.txt), which differ" in log
-    assert "mean/std from the command line ([0.0, 0.0, 0.0] / [127.5, 127.5, 127.5]) win" in log
+    assert "model.preprocess.mean from the command line ([0.0, 0.0, 0.0]) wins over the model file's" in log
     doc = json.loads((tmp_path / "run/metrics.json").read_text())
     sources = doc["provenance"]["model"]["settings_source"]
-    assert sources["labels"] == "command line" and sources["preprocess"] == "command line"
+    assert sources["labels"] == "command line" and sources["preprocess.mean"] == "command line"
+    assert sources["preprocess.std"] == "model file (NormalizationOptions)"  # the key given, that key only
     assert doc["provenance"]["labels"]["path"] == str(tmp_path / "labels.txt")
     assert doc["provenance"]["preprocessing"]["mean"] == [0.0, 0.0, 0.0]

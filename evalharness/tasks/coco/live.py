@@ -30,6 +30,7 @@ from evalharness.data.preprocess import (
     InputSpec,
     detection_geometry,
     detection_input,
+    fitted_spec,
     image_input_spec,
     preprocessing_provenance,
 )
@@ -250,7 +251,7 @@ class CocoTask(Task):
                 f"(model.decoder.name={'|'.join(DECODERS.names())}); is this a classifier? use task=imagenet"
             )
         self.decoder = build_decoder(decoder_cfg.pop("name"), decoder_cfg)
-        self.spec = checked_spec(model)
+        self.configured = self.spec = checked_spec(model)  # bind fits it to each model's input
         self.dataset = dataset
         self.source = coco_source(dataset)
         self.annotations = self.source.annotations
@@ -279,6 +280,7 @@ class CocoTask(Task):
         i = inputs[0]
         spec = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
         self.input = spec
+        self.spec = fitted_spec(self.configured, spec)  # integer_input=auto decided for this input
         require_real(outputs, self.model_path, "a detector's boxes and scores are real numbers")
         self.decoder.bind(outputs, (spec.height, spec.width), self.model_path)
         self.evaluator = CocoEvaluator(self)

@@ -31,6 +31,7 @@ from evalharness.data.listing import own_files_scored, warn_unscored
 from evalharness.data.manifest import sample_entry, truth_hash
 from evalharness.data.preprocess import (
     InputSpec,
+    fitted_spec,
     image_input_spec,
     preprocess_bytes,
     preprocess_file,
@@ -125,7 +126,7 @@ class ImageNetTask(Task):
         self.top_k = task.top_k
         self.model_path = model.path
         self.labels_path = model.labels
-        self.spec = checked_spec(model)
+        self.configured = self.spec = checked_spec(model)  # bind fits it to each model's input
         self.dataset = dataset
         self.unscored: Counter[str] = Counter()
         self.assumptions: list[dict[str, Any]] = []
@@ -204,6 +205,7 @@ class ImageNetTask(Task):
             raise ModelMismatchError(f"{self.model_path}: {len(inputs)} inputs; an image classifier has one")
         i = inputs[0]
         self.input = image_input_spec(i.shape, i.dtype, (i.scale, i.zero_point), self.model_path, self.spec)
+        self.spec = fitted_spec(self.configured, self.input)  # integer_input=auto decided for this input
         out = classification_output(outputs, self.model_path)  # a detector is told task=coco first
         self.labels = read_label_file(self.labels_path)
         LabelMatcher(self.labels, self.labels_path).check_output_size(out.shape[-1])
