@@ -1,5 +1,5 @@
 """Ultralytics' YOLO detection layout found on disk: ``data.yaml`` (``path``, ``val``, ``names``),
-``images/<split>/*.jpg`` and ``labels/<split>/*.txt``.
+``images/<split>/*.jpg`` and ``labels/<split>/*.txt`` (and ``kpt_shape`` of a pose dataset).
 
 Why a layout of its own: every Ultralytics user holds COCO (and their own detection data) this way,
 with no instances JSON. :func:`find_layout` says whether a path is one (detection without reading
@@ -30,6 +30,7 @@ class YoloLayout:
     names: tuple[str, ...]  # class index -> name, as data.yaml lists them
     split: str  # the data.yaml key the image folder came from
     notes: tuple[str, ...] = ()  # what was assumed finding the folders (said once by the caller)
+    kpt_shape: tuple[int, int] | None = None  # a pose dataset's [keypoints, 2 or 3 values each]
 
 
 def find_layout(path: str | Path) -> Path | None:
@@ -77,7 +78,22 @@ def read_layout(path: str | Path, split: str = "val") -> YoloLayout:
         images, notes = _split_folder(doc, data_yaml, split)
     if not images.is_dir():
         raise DataError(f"{data_yaml}: {split} image folder {images} not found; {_FIX}")
-    return YoloLayout(data_yaml, images, labels_folder(images), names, split, notes)
+    kpt_shape = _kpt_shape(doc.get("kpt_shape"), data_yaml)
+    return YoloLayout(data_yaml, images, labels_folder(images), names, split, notes, kpt_shape)
+
+
+def _kpt_shape(value: object, data_yaml: Path) -> tuple[int, int] | None:
+    """Ultralytics' pose datasets say ``kpt_shape: [K, 3]`` (x, y, visibility) or ``[K, 2]``: every
+    label line is then a pose line. None: a detection or segment dataset."""
+    if value is None:
+        return None
+    ok = isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value)
+    if not ok or not (1 <= value[0] <= 1000 and value[1] in (2, 3)):  # type: ignore[index]
+        raise DataError(
+            f"{data_yaml}: kpt_shape {value!r} is not [keypoints, 2 or 3]; write kpt_shape: [17, 3] "
+            "(COCO's 17 keypoints of x, y, visibility) as Ultralytics' pose datasets do"
+        )
+    return value[0], value[1]  # type: ignore[index]
 
 
 def _names(value: object, data_yaml: Path) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ import io
 import json
 
 import pytest
-from conftest import ASSETS, EXPECTED, run_cli, run_inprocess
+from conftest import ASSETS, EXPECTED, make_runs, run_cli
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 from test_report_classification import report
@@ -30,27 +30,31 @@ EXPECTED_SHAPES = EXPECTED.get("coco_val25_masks_keypoints", {})
 OURS = {"bbox_AP": "AP", "bbox_AP50": "AP50", "person_bbox_AP": "AP", "person_bbox_AP50": "AP50"}
 
 
+def model_run(name: str) -> list[str]:
+    """The overrides of one model's run on val25 (shared with test_yolo_shapes_layout.py)."""
+    return [
+        "model=file",
+        f"model.path={ASSETS / 'yolo' / (name + '.tflite')}",
+        f"dataset.root={COCO_DIR / 'val25'}",
+        f"dataset.annotations={MODELS[name]}",
+    ]
+
+
+COMMON = ["task=coco", "task.tflite_tool_ap=false", "task.analysis=false", "task.bootstrap_resamples=50"]
+
+
+def read_run(run_dir):
+    """(run_dir, metrics.json, the predictions.jsonl records)."""
+    doc = json.loads((run_dir / "metrics.json").read_text())
+    records = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+    return run_dir, doc, records
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    out = {}
-    for name, ground_truth in MODELS.items():
-        run_dir = tmp_path_factory.mktemp(name)
-        doc = run_inprocess(
-            [
-                "task=coco",
-                "model=file",
-                f"model.path={ASSETS / 'yolo' / (name + '.tflite')}",
-                f"dataset.root={COCO_DIR / 'val25'}",
-                f"dataset.annotations={ground_truth}",
-                "task.tflite_tool_ap=false",
-                "task.analysis=false",
-                "task.bootstrap_resamples=50",
-            ],
-            run_dir,
-        )
-        records = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
-        out[name] = (run_dir, doc, records)
-    return out
+def runs(run_store):
+    """name -> (run_dir, metrics.json, records), each run made once per session (tests/shared_runs.py)."""
+    made = make_runs(run_store, COMMON, {name: model_run(name) for name in MODELS})
+    return {name: read_run(made[name]) for name in MODELS}
 
 
 def pycocotools_stats(annotations, records, iou_type):
