@@ -197,6 +197,12 @@ def test_diff_names_the_mask_ap_change_with_its_paired_interval(runs, capsys):
     assert rows["segm_AP"]["delta"] == pytest.approx(rows["segm_AP"]["b"] - rows["segm_AP"]["a"])
     low, high = doc["detection"]["paired_bootstrap"]["segm_AP"]["interval"]
     assert low <= rows["segm_AP"]["delta"] <= high < 0
+    # the pull-request comment (--format markdown) of the same document leads with it, its interval beside
+    from evalharness.report.views import diff_view, pr_comment
+
+    comment = pr_comment.render_diff(doc, diff_view.sections(doc))
+    line = next(line for line in comment.splitlines() if line.startswith("| segm_AP |"))
+    assert f"[{low:+.4f}, {high:+.4f}]" in line
 
 
 @pytest.mark.parametrize(
