@@ -205,6 +205,25 @@ def test_diff_names_the_mask_ap_change_with_its_paired_interval(runs, capsys):
     assert f"[{low:+.4f}, {high:+.4f}]" in line
 
 
+def test_tide_breaks_the_mask_errors_down_beside_the_boxes(runs):
+    """The analysis of a seg run (task.analysis, task.tide) has TIDE by mask IoU beside TIDE by box
+    IoU, both made in the one background worker; results.txt gets a line for each. 5 images."""
+    from evalharness.data.coco_annotations import load_annotations
+    from evalharness.tasks.coco.analysis import summary_lines
+    from evalharness.tasks.coco.scorer import CocoScorer
+
+    _, _, records = runs["yolov8n_seg_int8_256"]
+    scorer = CocoScorer(load_annotations(str(INSTANCES)), "pycocotools", False, analysis=True, tide=True)
+    for record in records[:5]:
+        scorer.add(record)
+    metrics = scorer.result()
+    boxes, masks = metrics["analysis"]["tide"], metrics["analysis"]["tide_segm"]
+    assert boxes["available"] and masks["available"], masks["reason"]
+    assert masks["counts"] != boxes["counts"] and sum(masks["counts"].values()) > 0
+    lines = summary_lines(metrics)
+    assert lines[-1].startswith("TIDE (masks) dAP in AP50 points") and lines[-2].startswith("TIDE dAP")
+
+
 @pytest.mark.parametrize(
     "outputs, task, message",
     [
