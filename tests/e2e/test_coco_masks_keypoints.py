@@ -203,6 +203,19 @@ def test_diff_names_the_mask_ap_change_with_its_paired_interval(runs, capsys):
     comment = pr_comment.render_diff(doc, diff_view.sections(doc))
     line = next(line for line in comment.splitlines() if line.startswith("| segm_AP |"))
     assert f"[{low:+.4f}, {high:+.4f}]" in line
+    # the HTML page's thumbnails of the images that changed most draw both runs' masks on them
+    import functools
+
+    from evalharness.report.presenters import paired_of
+    from evalharness.report.runs import definition_of
+    from evalharness.report.views.shape_drawing import LEGEND
+    from evalharness.tasks.definition import view_of
+
+    definition = definition_of(doc)
+    view, paired = view_of(definition), paired_of(definition, doc)
+    draw = functools.partial(view.thumbnail_shapes, paired)
+    thumbnails = diff_view._thumbnails(doc, view.changed_samples(paired)[:3], "changed", draw)
+    assert LEGEND in thumbnails and thumbnails.count("<img ") == 3
 
 
 def test_tide_breaks_the_mask_errors_down_beside_the_boxes(runs):
