@@ -20,9 +20,24 @@ def without_crowd(instances: dict) -> dict:
     return {**instances, "annotations": [a for a in instances["annotations"] if not a["iscrowd"]]}
 
 
-def write_layout(instances: dict, images: Path, out: Path, split: str = "val2017") -> Path:
+def box_line(a: dict, W: int, H: int) -> list[float]:  # noqa: N803 - the arithmetic's own names
+    """``cx cy w h`` of an annotation's box, exact."""
+    x, y, w, h = a["bbox"]
+    return [(x + w / 2) / W, (y + h / 2) / H, w / W, h / H]
+
+
+def write_layout(
+    instances: dict,
+    images: Path,
+    out: Path,
+    split: str = "val2017",
+    line=box_line,
+    number: str = "{!r}",
+    **yaml_extra,
+) -> Path:
     """``out/data.yaml`` with the categories' names in ascending id order (COCO's 80: Ultralytics'
-    order); one label file per image that has boxes; images symlinked. Returns data.yaml."""
+    order); one label file per image that has boxes, ``line(annotation, W, H)`` the numbers after the
+    class, each written by ``number``; images symlinked. Returns data.yaml."""
     categories = sorted(instances["categories"], key=lambda c: c["id"])
     index = {c["id"]: i for i, c in enumerate(categories)}
     (out / "images" / split).mkdir(parents=True)
@@ -35,14 +50,12 @@ def write_layout(instances: dict, images: Path, out: Path, split: str = "val2017
         W, H = image["width"], image["height"]  # noqa: N806 - the arithmetic's own names
         rows = []
         for a in lines.get(image["id"], []):
-            x, y, w, h = a["bbox"]
-            rows.append(
-                f"{index[a['category_id']]} {(x + w / 2) / W!r} {(y + h / 2) / H!r} {w / W!r} {h / H!r}"
-            )
+            rows.append(" ".join([str(index[a["category_id"]]), *(number.format(v) for v in line(a, W, H))]))
         if rows:
             label = out / "labels" / split / (os.path.splitext(image["file_name"])[0] + ".txt")
             label.write_text("\n".join(rows) + "\n")
-    data = {"path": ".", "val": f"images/{split}", "names": {i: c["name"] for i, c in enumerate(categories)}}
+    names = {i: c["name"] for i, c in enumerate(categories)}
+    data = {"path": ".", "val": f"images/{split}", "names": names, **yaml_extra}
     (out / "data.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     return out / "data.yaml"
 

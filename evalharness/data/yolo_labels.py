@@ -5,7 +5,11 @@ The arithmetic is the exact inverse of Ultralytics' conversion, in float64 on th
 bounding box, ``x = min(x_i)*W``, ``width = (max(x_i) - min(x_i))*W``) with W, H read from
 the image file's header (pixels in stored order, as the run decodes them); ``area = width*height``
 (COCO's own areas are segmentation areas, so its small/medium/large split can differ), ``iscrowd``
-0 (the layout has no crowd regions). Class i becomes a COCO category id by the standard
+0 (the layout has no crowd regions). A segment line's polygon becomes the annotation's
+``segmentation`` (one polygon, ``x_i*W, y_i*H``), a pose line's keypoints its ``keypoints``
+(``x*W, y*H, v``) with ``num_keypoints`` (those with v > 0) and, having no outline, ``area =
+0.53*width*height``: the OKS scale Ultralytics' pose validation takes for COCO's segmentation area.
+Class i becomes a COCO category id by the standard
 80 -> 91 table (the bundled ``coco_labels_91.txt``: line i = category id i) when data.yaml's names
 are COCO's 80 in order, else id i + 1. Image ids are the file names' numbers when every name is
 one (COCO's val2017: the same ids as its instances JSON), else positions 1..N in name order.
@@ -16,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -25,20 +28,18 @@ from typing import Any, TypedDict
 
 from evalharness.core.errors import DataError
 from evalharness.core.paths import BUNDLED_DIR
-from evalharness.core.untrusted import MAX_NUMBER_CHARS, read_text
 from evalharness.data.coco_annotations import IMAGE_FILE_KEYS, check_annotations, require_boxes
 from evalharness.data.decode import image_size
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.labels import read_label_file
 from evalharness.data.listing import list_images
 from evalharness.data.splits import AUTO
+from evalharness.data.yolo_label_lines import LabelLine, read_label_lines
 from evalharness.data.yolo_layout import YoloLayout, read_layout
 
-COORD_TOLERANCE = 1e-6  # how far past [0, 1] a normalised coordinate may lie (6-decimal writers)
-_LINE = (
-    "a detection label line is 'class cx cy w h' (5 numbers, coordinates in 0..1 of the image) or a "
-    "segment 'class x1 y1 x2 y2 x3 y3 ...'"
-)
+# A pose line has a box but no outline: COCO's area (an OKS scale) is its segmentation's, so the
+# annotation takes Ultralytics' estimate of it for OKS (``kpt_iou(..., area * 0.53)`` in its val).
+POSE_AREA_PER_BOX_AREA = 0.53
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,9 @@ class YoloGroundTruth:
     orphan_labels: int  # label files without an image (not read)
     category_ids: str  # how class indices became category ids
     image_ids: str  # how image ids were given
+    # the identity a run made before segment lines were kept as masks recorded (their boxes alone);
+    # None when no line has a polygon (the two are then one)
+    boxes_only_sha256: str | None = None
 
 
 def coco_categories() -> list[tuple[int, str]]:
@@ -82,16 +86,28 @@ def convert(layout: YoloLayout, unscored: Counter[str] | None = None) -> YoloGro
         if not os.path.lexists(label):  # a FIFO or broken link named so is read, and refused, by name
             unlabeled += 1
             continue
-        for cls, box in read_label_lines(label, len(layout.names)):
-            annotations.append(_annotation(len(annotations) + 1, image_id, ids[cls], box, width, height))
+        for line in read_label_lines(label, len(layout.names), layout.kpt_shape):
+            ann_id = len(annotations) + 1
+            annotations.append(_annotation(ann_id, image_id, ids[line.cls], line, width, height))
     categories = [{"id": cid, "name": name} for cid, name in zip(ids, layout.names, strict=True)]
     doc = {"images": doc_images, "annotations": annotations, "categories": categories}
-    digest = hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     id_how = "the file names' numbers" if numbered else "positions 1..N in file-name order"
-    return YoloGroundTruth(doc, digest, unlabeled, orphans, how, id_how)
+    polygons = any("segmentation" in a for a in annotations)
+    boxes_only = {**doc, "annotations": [_without_polygon(a) for a in annotations]} if polygons else None
+    return YoloGroundTruth(
+        doc, _digest(doc), unlabeled, orphans, how, id_how, _digest(boxes_only) if boxes_only else None
+    )
 
 
-class CocoAnnotation(TypedDict):
+def _digest(doc: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _without_polygon(ann: CocoAnnotation) -> dict[str, Any]:
+    return {k: v for k, v in ann.items() if k != "segmentation"}
+
+
+class _BoxAnnotation(TypedDict):
     """One COCO instance annotation made from a YOLO label line (box in pixels, x y w h)."""
 
     id: int
@@ -102,12 +118,20 @@ class CocoAnnotation(TypedDict):
     iscrowd: int
 
 
+class CocoAnnotation(_BoxAnnotation, total=False):
+    """The box and, from a segment or pose line, its shape as COCO's instances JSON holds it."""
+
+    segmentation: list[list[float]]  # a segment line's polygon, x y x y ... in pixels
+    keypoints: list[float]  # a pose line's keypoints, x y v x y v ... in pixels
+    num_keypoints: int  # how many are labelled (v > 0): pycocotools ignores a person with none
+
+
 def _annotation(
-    ann_id: int, image_id: int, category: int, box: tuple[float, float, float, float], width: int, height: int
+    ann_id: int, image_id: int, category: int, line: LabelLine, width: int, height: int
 ) -> CocoAnnotation:
-    x0, y0, w, h = box
+    x0, y0, w, h = line.box
     x, y, bw, bh = x0 * width, y0 * height, w * width, h * height
-    return {
+    ann: CocoAnnotation = {
         "id": ann_id,
         "image_id": image_id,
         "category_id": category,
@@ -115,57 +139,19 @@ def _annotation(
         "area": bw * bh,
         "iscrowd": 0,
     }
+    if line.polygon is not None:
+        ann["segmentation"] = [[v for px, py in line.polygon for v in (px * width, py * height)]]
+    if line.keypoints is not None:
+        ann["keypoints"] = [v for kx, ky, kv in line.keypoints for v in (kx * width, ky * height, kv)]
+        ann["num_keypoints"] = sum(kv > 0 for _, _, kv in line.keypoints)
+        ann["area"] = bw * bh * POSE_AREA_PER_BOX_AREA
+    return ann
 
 
 def _orphan_labels(labels: Path, expected: set[str]) -> int:
     if not labels.is_dir():
         return 0
     return sum(1 for name in os.listdir(labels) if name.endswith(".txt") and name not in expected)
-
-
-def read_label_lines(path: Path, classes: int) -> list[tuple[int, tuple[float, float, float, float]]]:
-    """(class, (x0, y0, w, h)) normalised, of each non-blank line: a box ``class cx cy w h`` (x0 =
-    cx - w/2), or a segment ``class x1 y1 x2 y2 x3 y3 ...`` as its bounding box (x0 = min x, w = max x
-    - min x: Ultralytics' ``segments2boxes``, what its detection validation scores). A bad line is one
-    DataError naming ``file:line``."""
-    out = []
-    for number, line in enumerate(read_text(path, "YOLO label file").splitlines(), start=1):
-        tokens = line.split()
-        if not tokens:
-            continue
-        where = f"{path}:{number}"
-        if len(tokens) != 5 and (len(tokens) < 7 or len(tokens) % 2 == 0):
-            raise DataError(f"{where}: {len(tokens)} numbers; {_LINE}")
-        values = [_number(t, where) for t in tokens]
-        cls = values[0]
-        if not cls.is_integer() or not 0 <= cls < classes:
-            raise DataError(
-                f"{where}: class {tokens[0]} is not in data.yaml names (0..{classes - 1}); "
-                "fix the line or add the class to names"
-            )
-        names = ("cx", "cy", "w", "h") if len(tokens) == 5 else ("x", "y") * (len(tokens) // 2)
-        for what, value, token in zip(names, values[1:], tokens[1:], strict=True):
-            if not -COORD_TOLERANCE <= value <= 1 + COORD_TOLERANCE:
-                raise DataError(
-                    f"{where}: {what} {token} is outside [0, 1] (tolerance {COORD_TOLERANCE:g}); {_LINE}"
-                )
-        if len(tokens) == 5:
-            cx, cy, w, h = values[1:]
-            out.append((int(cls), (cx - w / 2, cy - h / 2, w, h)))
-        else:
-            xs, ys = values[1::2], values[2::2]
-            out.append((int(cls), (min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys))))
-    return out
-
-
-def _number(token: str, where: str) -> float:
-    try:
-        value = float(token) if len(token) <= MAX_NUMBER_CHARS and "_" not in token else math.nan
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        raise DataError(f"{where}: {token[:40]!r} is not a finite number; {_LINE}")
-    return value
 
 
 def yolo_ground_truth(

@@ -1,5 +1,5 @@
 """Ultralytics' YOLO detection layout found on disk: ``data.yaml`` (``path``, ``val``, ``names``),
-``images/<split>/*.jpg`` and ``labels/<split>/*.txt``.
+``images/<split>/*.jpg`` and ``labels/<split>/*.txt`` (and ``kpt_shape`` of a pose dataset).
 
 Why a layout of its own: every Ultralytics user holds COCO (and their own detection data) this way,
 with no instances JSON. :func:`find_layout` says whether a path is one (detection without reading
@@ -33,6 +33,7 @@ class YoloLayout:
     notes: tuple[str, ...] = ()  # what was assumed finding the folders (said once by the caller)
     found: tuple[str, ...] = ()  # every split key data.yaml has (data/splits.py chose among them)
     how: str = "dataset.root names the split's image folder"  # why this split
+    kpt_shape: tuple[int, int] | None = None  # a pose dataset's [keypoints, 2 or 3 values each]
 
     def split_record(self) -> DatasetSplitRecord:
         """``provenance.dataset.dataset_split`` of a YOLO run: the key read, the keys found."""
@@ -84,9 +85,11 @@ def read_layout(path: str | Path, split: str = AUTO) -> YoloLayout:
     names = _names(doc.get("names"), data_yaml)
     given = Path(path)
     notes: tuple[str, ...] = ()
+    kpt_shape = _kpt_shape(doc.get("kpt_shape"), data_yaml)
     if given.is_dir() and given.parent.name == "images" and not (given / DATA_YAML).is_file():
         images = given.resolve()  # the image folder itself was named
-        return YoloLayout(data_yaml, images, labels_folder(images), names, given.name, notes, (given.name,))
+        labels, folder = labels_folder(images), (given.name,)
+        return YoloLayout(data_yaml, images, labels, names, given.name, notes, folder, kpt_shape=kpt_shape)
     found = tuple(k for k, v in doc.items() if isinstance(k, str) and is_split_name(k))
     if not found:
         raise DataError(f"{data_yaml}: no split key (val: images/<split>, train: ...); {_FIX}")
@@ -95,7 +98,21 @@ def read_layout(path: str | Path, split: str = AUTO) -> YoloLayout:
     images, notes = _split_folder(doc, data_yaml, key)
     if not images.is_dir():
         raise DataError(f"{data_yaml}: {key} image folder {images} not found; {_FIX}")
-    return YoloLayout(data_yaml, images, labels_folder(images), names, key, notes, found, how)
+    return YoloLayout(data_yaml, images, labels_folder(images), names, key, notes, found, how, kpt_shape)
+
+
+def _kpt_shape(value: object, data_yaml: Path) -> tuple[int, int] | None:
+    """Ultralytics' pose datasets say ``kpt_shape: [K, 3]`` (x, y, visibility) or ``[K, 2]``: every
+    label line is then a pose line. None: a detection or segment dataset."""
+    if value is None:
+        return None
+    ok = isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value)
+    if not ok or not (1 <= value[0] <= 1000 and value[1] in (2, 3)):  # type: ignore[index]
+        raise DataError(
+            f"{data_yaml}: kpt_shape {value!r} is not [keypoints, 2 or 3]; write kpt_shape: [17, 3] "
+            "(COCO's 17 keypoints of x, y, visibility) as Ultralytics' pose datasets do"
+        )
+    return value[0], value[1]  # type: ignore[index]
 
 
 def _names(value: object, data_yaml: Path) -> tuple[str, ...]:

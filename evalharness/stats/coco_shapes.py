@@ -40,6 +40,19 @@ def check_keypoint_ground_truth(gt: dict[str, Any], source: str) -> None:
         )
 
 
+def check_mask_ground_truth(gt: dict[str, Any], source: str) -> None:
+    """A seg model's masks are scored against each annotation's outline: refuse ground truth with an
+    annotation that has none (a YOLO layout of box lines, a JSON of boxes), naming ``source``,
+    instead of pycocotools failing after the whole run."""
+    bare = sum("segmentation" not in ann for ann in gt["annotations"])
+    if bare:
+        raise DataError(
+            f"{source}: {bare} of {len(gt['annotations'])} annotations have no 'segmentation', so a seg "
+            "model's masks cannot be scored; give COCO's instances JSON (its polygons), or a YOLO "
+            "layout of segment lines ('class x1 y1 x2 y2 ...')"
+        )
+
+
 def evaluate_shapes(
     gt: dict[str, Any],
     results: list[dict[str, Any]],
@@ -54,6 +67,8 @@ def evaluate_shapes(
     the bootstrap's, as for boxes)."""
     if iou_type == "keypoints":
         check_keypoint_ground_truth(gt, "the ground truth")
+    else:
+        check_mask_ground_truth(gt, "the ground truth")
     ids = sorted(set(image_ids))
     run = EVALUATORS.get(backend)
     stats, precision, cat_ids, matching, _ = run(gt, results, ids, keep_matching, iou_type=iou_type)
@@ -70,4 +85,3 @@ def evaluate_shapes(
     if keep_matching:
         scored["matching"] = matching.trimmed()
     return scored
-

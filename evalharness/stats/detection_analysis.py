@@ -61,15 +61,20 @@ class Confusion(TypedDict):
     ignored_on_crowds: int
 
 
-class DetectionAnalysis(TypedDict):
-    """``metrics.analysis`` of a detection run (:func:`analyse`)."""
-
+class _DetectionAnalysisKeys(TypedDict):
     iou_threshold: float
     per_class: list[dict[str, Any]]
     pr_curves: PRCurves
     f1: F1Threshold
     confusion: Confusion
     tide: TideBreakdown
+
+
+class DetectionAnalysis(_DetectionAnalysisKeys, total=False):
+    """``metrics.analysis`` of a detection run (:func:`analyse`); a seg model's also has
+    ``tide_segm``, TIDE's breakdown of its masks (by mask IoU)."""
+
+    tide_segm: TideBreakdown
 
 
 def per_class_table(

@@ -22,7 +22,7 @@ the figure.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypedDict
 
 POS_THRESHOLD = 0.5  # IoU of a true positive (TIDE's default; the COCO AP50 threshold)
@@ -70,38 +70,64 @@ class ErrorsPerImage(TypedDict, total=False):
     per_image: dict[int, dict[str, int]]
 
 
-def _evaluate(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> Any:
-    """(tidecv module, TIDE, its run) on these images, or a dict saying why there is none."""
+# one detection as TIDE takes it: image id, category, score, box [x, y, w, h] or None, COCO RLE or None
+Detection = tuple[int, int, float, Any, Any]
+
+
+def box_detections(blocks: Any) -> Callable[[], Iterable[Detection]]:
+    """The detections of ``blocks()`` ((image_id, (n, 6) array of category, score, x, y, w, h) per
+    image) as TIDE's box mode takes them."""
+
+    def rows() -> Iterator[Detection]:
+        for image_id, block in blocks():
+            for cat, score, x, y, w, h in block.tolist():
+                yield image_id, int(cat), score, [x, y, w, h], None
+
+    return rows
+
+
+def mask_detections(results: list[dict[str, Any]]) -> Callable[[], Iterable[Detection]]:
+    """COCO ``segm`` results (``segmentation`` a compressed RLE) as TIDE's mask mode takes them."""
+    return lambda: ((r["image_id"], r["category_id"], r["score"], None, r["segmentation"]) for r in results)
+
+
+def _evaluate(gt: dict[str, Any], detections: Callable[[], Iterable[Detection]], image_ids: list[int],
+              mode: str = "box") -> Any:  # fmt: skip
+    """(tidecv module, TIDE, its run) on these images, or a dict saying why there is none. ``mode``:
+    ``box``, or ``mask`` (each annotation's ``segmentation`` made an RLE as tidecv's COCO loader
+    makes it, a crowd region an ignore region of its mask)."""
     try:
         import tidecv
         from tidecv import TIDE
         from tidecv.data import Data
+        from tidecv.functions import toRLE
     except ImportError as exc:
         return {"available": False, "reason": f"tidecv is not installed ({exc}); {INSTALL_HINT}"}
     chosen = set(image_ids)
     truth, preds = Data("ground truth", max_dets=MAX_DETS), Data("detections", max_dets=MAX_DETS)
     for category in gt["categories"]:
         truth.add_class(category["id"], category["name"])
+    sizes = {}
     for image in gt["images"]:
         if image["id"] in chosen:
             truth.add_image(image["id"], image.get("file_name"))
+            sizes[image["id"]] = (image.get("width"), image.get("height"))
     for ann in gt["annotations"]:
         if ann["image_id"] not in chosen:
             continue
-        if ann.get("iscrowd"):
-            truth.add_ignore_region(ann["image_id"], ann["category_id"], list(ann["bbox"]))
-        else:
-            truth.add_ground_truth(ann["image_id"], ann["category_id"], list(ann["bbox"]))
-    for image_id, rows in blocks():
+        mask = toRLE(ann["segmentation"], *sizes[ann["image_id"]]) if mode == "mask" else None
+        add = truth.add_ignore_region if ann.get("iscrowd") else truth.add_ground_truth
+        add(ann["image_id"], ann["category_id"], list(ann["bbox"]), mask)
+    for image_id, cat, score, box, mask in detections():
         if image_id in chosen:
-            for cat, score, x, y, w, h in rows.tolist():
-                preds.add_detection(image_id, int(cat), score, [x, y, w, h])
+            preds.add_detection(image_id, cat, score, box, mask)
     import matplotlib  # a dependency of tidecv
 
     # TIDE() styles matplotlib globally for its own plots (seaborn whitegrid, dpi 150): restored on
     # exit, or every later figure of the process (a sweep's report, say) would change with it
     with matplotlib.rc_context():
-        tide = TIDE(pos_threshold=POS_THRESHOLD, background_threshold=BACKGROUND_THRESHOLD, mode=TIDE.BOX)
+        tide = TIDE(pos_threshold=POS_THRESHOLD, background_threshold=BACKGROUND_THRESHOLD,
+                    mode=TIDE.MASK if mode == "mask" else TIDE.BOX)  # fmt: skip
     try:
         return tidecv, tide, tide.evaluate(truth, preds, name="run")
     except FAILURES as exc:
@@ -115,7 +141,15 @@ def tide_breakdown(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> Tid
     """dAP per error type (AP fractions, 0..1 like every AP of a run) and counts, or
     ``{"available": False, "reason": ...}``. ``blocks()``: (image_id, (n, 6) array of category,
     score, x, y, w, h) per image."""
-    evaluated = _evaluate(gt, blocks, image_ids)
+    return breakdown(gt, box_detections(blocks), image_ids, "box")
+
+
+def breakdown(
+    gt: dict[str, Any], detections: Callable[[], Iterable[Detection]], image_ids: list[int], mode: str
+) -> TideBreakdown:
+    """:func:`tide_breakdown` of ``detections()`` in TIDE's ``mode`` (``box`` or ``mask``: a seg
+    model's masks against the annotations' outlines, the same error types by mask IoU)."""
+    evaluated = _evaluate(gt, detections, image_ids, mode)
     if isinstance(evaluated, dict):
         return absent(evaluated["reason"])
     tidecv, tide, run = evaluated
@@ -143,42 +177,70 @@ def tide_breakdown(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> Tid
     }
 
 
-def tide_in_background(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> Callable[[], TideBreakdown]:
-    """Start :func:`tide_breakdown` in a child process and return the function that waits for it.
+def tide_in_background(
+    gt: dict[str, Any], blocks: Any, image_ids: list[int], masks: list[dict[str, Any]] | None = None
+) -> BackgroundTide:
+    """Start :func:`tide_breakdown` in a child process and return what waits for it (called: the
+    boxes' breakdown; ``.masks()``: the breakdown of ``masks``, COCO ``segm`` results, when given,
+    made after the boxes' in the same child).
 
     tidecv is pure Python and single-threaded, as is pycocotools' scoring: run one beside the
     other and the breakdown costs the time its child takes to start, not its whole pass (on the
     cores the invoke loop has just left idle). Spawned, not forked: a fresh interpreter inherits none
     of the runtime's threads. A worker that dies is recorded as TIDE's absence, with why."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    return BackgroundTide(gt, blocks, image_ids, masks)
 
-    from evalharness.core.interrupts import adopt, forget, ignore_interrupts
 
-    chosen = set(image_ids)
-    data = [(image_id, rows) for image_id, rows in blocks() if image_id in chosen]
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=ignore_interrupts)
-    future = pool.submit(_breakdown_of, gt, data, list(image_ids))
-    workers = [p.pid for p in context.active_children() if p.pid is not None]  # started: pid set
-    for pid in workers:  # ended with the run on a signal (core/interrupts.py)
-        adopt(pid)
+class BackgroundTide:
+    """TIDE's breakdowns computed in one child process (see :func:`tide_in_background`)."""
 
-    def finish() -> TideBreakdown:
+    def __init__(
+        self, gt: dict[str, Any], blocks: Any, image_ids: list[int], masks: list[dict[str, Any]] | None
+    ) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from evalharness.core.interrupts import adopt, ignore_interrupts
+
+        chosen = set(image_ids)
+        data = [(image_id, rows) for image_id, rows in blocks() if image_id in chosen]
+        context = multiprocessing.get_context("spawn")
+        self.pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=ignore_interrupts)
+        self.futures = {"box": self.pool.submit(_breakdown_of, gt, data, list(image_ids))}
+        if masks is not None:
+            self.futures["mask"] = self.pool.submit(_mask_breakdown_of, gt, masks, list(image_ids))
+        self.workers = [p.pid for p in context.active_children() if p.pid is not None]  # started: pid set
+        for pid in self.workers:  # ended with the run on a signal (core/interrupts.py)
+            adopt(pid)
+
+    def __call__(self) -> TideBreakdown:
+        return self._wait("box")
+
+    def masks(self) -> TideBreakdown | None:
+        return self._wait("mask") if "mask" in self.futures else None
+
+    def _wait(self, mode: str) -> TideBreakdown:
+        from evalharness.core.interrupts import forget
+
         try:
-            return future.result()
+            return self.futures[mode].result()
         except Exception as exc:  # noqa: BLE001 - the child's failure is the record's reason
             return absent(f"TIDE's worker process failed: {exc!r}")
         finally:
-            pool.shutdown(wait=True)
-            for pid in workers:
-                forget(pid)
-
-    return finish
+            if all(f.done() for f in self.futures.values()):
+                self.pool.shutdown(wait=True)
+                for pid in self.workers:
+                    forget(pid)
 
 
 def _breakdown_of(gt: dict[str, Any], data: list[Any], image_ids: list[int]) -> TideBreakdown:
     return tide_breakdown(gt, lambda: iter(data), image_ids)
+
+
+def _mask_breakdown_of(
+    gt: dict[str, Any], masks: list[dict[str, Any]], image_ids: list[int]
+) -> TideBreakdown:
+    return breakdown(gt, mask_detections(masks), image_ids, "mask")
 
 
 def absent(reason: str) -> TideBreakdown:
@@ -205,7 +267,7 @@ def errors_per_image(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> E
     """TIDE's error type counts per image ({image_id: {type: n}}), or ``{"available": False, ...}``.
     TIDE types every error within its own image, so a subset of images gets the same labels as the
     whole set (only the dAP figures need every image)."""
-    evaluated = _evaluate(gt, blocks, image_ids)
+    evaluated = _evaluate(gt, box_detections(blocks), image_ids)
     if isinstance(evaluated, dict):
         return {"available": False, "reason": evaluated["reason"]}
     counts: dict[int, Any] = {image_id: dict.fromkeys(MAIN, 0) for image_id in image_ids}
@@ -243,15 +305,17 @@ def tide_delta(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[dict[
     return rows
 
 
-def tide_line(tide: dict[str, Any] | None) -> str:
-    """One results.txt line: the dAP of each type in AP points, or why there is none."""
+def tide_line(tide: dict[str, Any] | None, of: str = "") -> str:
+    """One results.txt line: the dAP of each type in AP points, or why there is none (``of``:
+    ``masks`` names a seg model's mask breakdown)."""
+    name = f"TIDE ({of})" if of else "TIDE"
     if not tide:
-        return "TIDE: not recorded (run made before the error analysis)"
+        return f"{name}: not recorded (run made before the error analysis)"
     if not tide.get("available"):
-        return f"TIDE: not computed: {tide['reason']}"
+        return f"{name}: not computed: {tide['reason']}"
     main = " ".join(f"{n} {100 * tide['dAP'][n]:.2f}" for n in MAIN)
     special = " ".join(f"{n} {100 * tide['special_dAP'][n]:.2f}" for n in SPECIAL)
     return (
-        f"TIDE dAP in AP50 points ({tide['package']}, IoU pos {tide['pos_threshold']:g} / background "
+        f"{name} dAP in AP50 points ({tide['package']}, IoU pos {tide['pos_threshold']:g} / background "
         f"{tide['background_threshold']:g}; its own AP50 {100 * tide['AP50']:.2f}): {main}; {special}"
     )

@@ -11,12 +11,24 @@ table).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
+
+import numpy as np
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.tables import Section
 from evalharness.rundir.metrics_file import Document
 from evalharness.rundir.reader import Run
+
+
+class Shapes(TypedDict):
+    """What a diff thumbnail draws on its image, in the image's pixels, each item of run ``a`` or
+    ``b`` (the report gives each run its colour): masks (boolean, height x width), line segments
+    (x0, y0, x1, y1) and points (x, y)."""
+
+    masks: list[tuple[str, np.ndarray]]
+    lines: list[tuple[str, tuple[float, float, float, float]]]
+    points: list[tuple[str, tuple[float, float]]]
 
 
 class TaskView:
@@ -56,6 +68,13 @@ class TaskView:
     def changed_samples(self, comparison: dict[str, Any]) -> list[tuple[str, str]]:
         """(sample id, caption) of the samples whose answer changed, for thumbnails."""
         return []
+
+    def thumbnail_shapes(
+        self, comparison: dict[str, Any], record_a: Mapping[str, Any], record_b: Mapping[str, Any]
+    ) -> Shapes | None:
+        """What to draw on a changed sample's thumbnail from the two runs' records of it; None: the
+        image alone."""
+        return None
 
     def moved_most(self, comparison: dict[str, Any], n: int) -> tuple[list[dict[str, Any]], str | None]:
         """What moved most between two runs beyond the headline metric, for a chain step: (at most

@@ -12,7 +12,7 @@ import io
 import json
 
 import pytest
-from conftest import ASSETS, EXPECTED, run_cli, run_inprocess
+from conftest import ASSETS, EXPECTED, make_runs, run_cli
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 from test_report_classification import report
@@ -30,27 +30,31 @@ EXPECTED_SHAPES = EXPECTED.get("coco_val25_masks_keypoints", {})
 OURS = {"bbox_AP": "AP", "bbox_AP50": "AP50", "person_bbox_AP": "AP", "person_bbox_AP50": "AP50"}
 
 
+def model_run(name: str) -> list[str]:
+    """The overrides of one model's run on val25 (shared with test_yolo_shapes_layout.py)."""
+    return [
+        "model=file",
+        f"model.path={ASSETS / 'yolo' / (name + '.tflite')}",
+        f"dataset.root={COCO_DIR / 'val25'}",
+        f"dataset.annotations={MODELS[name]}",
+    ]
+
+
+COMMON = ["task=coco", "task.tflite_tool_ap=false", "task.analysis=false", "task.bootstrap_resamples=50"]
+
+
+def read_run(run_dir):
+    """(run_dir, metrics.json, the predictions.jsonl records)."""
+    doc = json.loads((run_dir / "metrics.json").read_text())
+    records = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
+    return run_dir, doc, records
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    out = {}
-    for name, ground_truth in MODELS.items():
-        run_dir = tmp_path_factory.mktemp(name)
-        doc = run_inprocess(
-            [
-                "task=coco",
-                "model=file",
-                f"model.path={ASSETS / 'yolo' / (name + '.tflite')}",
-                f"dataset.root={COCO_DIR / 'val25'}",
-                f"dataset.annotations={ground_truth}",
-                "task.tflite_tool_ap=false",
-                "task.analysis=false",
-                "task.bootstrap_resamples=50",
-            ],
-            run_dir,
-        )
-        records = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]
-        out[name] = (run_dir, doc, records)
-    return out
+def runs(run_store):
+    """name -> (run_dir, metrics.json, records), each run made once per session (tests/shared_runs.py)."""
+    made = make_runs(run_store, COMMON, {name: model_run(name) for name in MODELS})
+    return {name: read_run(made[name]) for name in MODELS}
 
 
 def pycocotools_stats(annotations, records, iou_type):
@@ -193,6 +197,44 @@ def test_diff_names_the_mask_ap_change_with_its_paired_interval(runs, capsys):
     assert rows["segm_AP"]["delta"] == pytest.approx(rows["segm_AP"]["b"] - rows["segm_AP"]["a"])
     low, high = doc["detection"]["paired_bootstrap"]["segm_AP"]["interval"]
     assert low <= rows["segm_AP"]["delta"] <= high < 0
+    # the pull-request comment (--format markdown) of the same document leads with it, its interval beside
+    from evalharness.report.views import diff_view, pr_comment
+
+    comment = pr_comment.render_diff(doc, diff_view.sections(doc))
+    line = next(line for line in comment.splitlines() if line.startswith("| segm_AP |"))
+    assert f"[{low:+.4f}, {high:+.4f}]" in line
+    # the HTML page's thumbnails of the images that changed most draw both runs' masks on them
+    import functools
+
+    from evalharness.report.presenters import paired_of
+    from evalharness.report.runs import definition_of
+    from evalharness.report.views.shape_drawing import LEGEND
+    from evalharness.tasks.definition import view_of
+
+    definition = definition_of(doc)
+    view, paired = view_of(definition), paired_of(definition, doc)
+    draw = functools.partial(view.thumbnail_shapes, paired)
+    thumbnails = diff_view._thumbnails(doc, view.changed_samples(paired)[:3], "changed", draw)
+    assert LEGEND in thumbnails and thumbnails.count("<img ") == 3
+
+
+def test_tide_breaks_the_mask_errors_down_beside_the_boxes(runs):
+    """The analysis of a seg run (task.analysis, task.tide) has TIDE by mask IoU beside TIDE by box
+    IoU, both made in the one background worker; results.txt gets a line for each. 5 images."""
+    from evalharness.data.coco_annotations import load_annotations
+    from evalharness.tasks.coco.analysis import summary_lines
+    from evalharness.tasks.coco.scorer import CocoScorer
+
+    _, _, records = runs["yolov8n_seg_int8_256"]
+    scorer = CocoScorer(load_annotations(str(INSTANCES)), "pycocotools", False, analysis=True, tide=True)
+    for record in records[:5]:
+        scorer.add(record)
+    metrics = scorer.result()
+    boxes, masks = metrics["analysis"]["tide"], metrics["analysis"]["tide_segm"]
+    assert boxes["available"] and masks["available"], masks["reason"]
+    assert masks["counts"] != boxes["counts"] and sum(masks["counts"].values()) > 0
+    lines = summary_lines(metrics)
+    assert lines[-1].startswith("TIDE (masks) dAP in AP50 points") and lines[-2].startswith("TIDE dAP")
 
 
 @pytest.mark.parametrize(

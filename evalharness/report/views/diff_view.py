@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from typing import Any
 
 from evalharness.core.documents import DiffDocument, DiffRow, RunSummary
@@ -127,7 +129,9 @@ def render_html(doc: DiffDocument, max_rows: int = 20) -> str:
             after[key] = after.get(key, []) + figures
     if paired is not None and view.thumbnails:
         key, heading = view.thumbnails
-        after[key] = [_thumbnails(doc, view.changed_samples(paired)[:max_rows], heading)]
+        samples = view.changed_samples(paired)[:max_rows]
+        draw = functools.partial(view.thumbnail_shapes, paired)
+        after[key] = [_thumbnails(doc, samples, heading, draw)]
     after["verdict"] = [_explain_link(doc)]
     return html.page(title(doc), sections(doc, max_rows), after)
 
@@ -152,11 +156,18 @@ def _inference(doc: DiffDocument, side: str) -> dict[str, Any]:
     return {r["name"].removeprefix("latency_"): r.get(side) for r in doc["latency"]}
 
 
-def _thumbnails(doc: DiffDocument, samples: list[tuple[str, str]], heading: str) -> str:
+def _thumbnails(
+    doc: DiffDocument, samples: list[tuple[str, str]], heading: str, draw: Callable[[Any, Any], Any]
+) -> str:
     """Thumbnails of the listed samples as run A read them (the runs saw the same images): files under
-    its dataset root, or its container's members checked against their sha256 (views/thumbnails.py)."""
+    its dataset root, or its container's members checked against their sha256 (views/thumbnails.py),
+    with what the task draws of the two runs' records on each (a seg model's masks, a pose model's
+    skeletons)."""
     from evalharness.report.views import html
-    from evalharness.report.views.thumbnails import thumbnail_items
+    from evalharness.report.views.shape_drawing import LEGEND
+    from evalharness.report.views.thumbnails import shapes_of, thumbnail_items
 
-    items, notes = thumbnail_items(doc["a"], samples, definition_of(doc).abilities.sample_key)
-    return html.thumbnails_html(heading, items, notes)
+    shapes = shapes_of((doc["a"], doc["b"]), [i for i, _ in samples], draw)
+    drawn = [i for i, _ in samples if shapes(i)] if shapes is not None else []
+    items, notes = thumbnail_items(doc["a"], samples, definition_of(doc).abilities.sample_key, shapes)
+    return html.thumbnails_html(heading, items, [LEGEND] * bool(drawn) + notes)

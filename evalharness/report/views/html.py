@@ -10,9 +10,13 @@ import base64
 import io
 import os
 from html import escape
+from typing import TYPE_CHECKING
 
 from evalharness.core.tables import Section, numeric_columns
 from evalharness.report.views.plots import MISSING_NOTE
+
+if TYPE_CHECKING:
+    from evalharness.tasks.view import Shapes
 
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; }
@@ -75,23 +79,28 @@ def thumbnails_html(title: str, items: list[tuple[str, str]], notes: list[str] |
     return f'<section id="thumbnails"><h2>{escape(title)}</h2>{grid}{said}</section>'
 
 
-def thumbnail_uri(path: str, size: int = 128) -> str | None:
-    """A small JPEG of the image file as a data URI, or None when the file is absent or unreadable."""
-    return _jpeg_uri(path, size) if os.path.isfile(path) else None
+def thumbnail_uri(path: str, size: int = 128, shapes: Shapes | None = None) -> str | None:
+    """A small JPEG of the image file as a data URI, or None when the file is absent or unreadable;
+    ``shapes`` drawn on it first (:mod:`.shape_drawing`)."""
+    return _jpeg_uri(path, size, shapes) if os.path.isfile(path) else None
 
 
-def thumbnail_uri_of(data: bytes, size: int = 128) -> str | None:
+def thumbnail_uri_of(data: bytes, size: int = 128, shapes: Shapes | None = None) -> str | None:
     """A small JPEG of encoded image bytes (a container member's) as a data URI, or None when they
     are not a readable image."""
-    return _jpeg_uri(io.BytesIO(data), size)
+    return _jpeg_uri(io.BytesIO(data), size, shapes)
 
 
-def _jpeg_uri(source: str | io.BytesIO, size: int) -> str | None:
+def _jpeg_uri(source: str | io.BytesIO, size: int, shapes: Shapes | None = None) -> str | None:
     from PIL import Image, UnidentifiedImageError
 
     try:
         with Image.open(source) as img:
             img = img.convert("RGB")
+            if shapes:
+                from evalharness.report.views.shape_drawing import draw_shapes
+
+                img = draw_shapes(img, shapes, size)
             img.thumbnail((size, size))
             buf = io.BytesIO()
             img.save(buf, format="JPEG", quality=70)

@@ -45,9 +45,10 @@ def runs_of(jobs: list[dict[str, Any]]) -> dict[str, Any]:
     return {job["run"]: job["doc"] for job in jobs if job["doc"] is not None}
 
 
-def quant_metrics(definition: TaskDefinition) -> tuple[str, ...]:
-    """The metrics the quantization tables show: the task's sweep metrics."""
-    return sweep_metrics(definition)
+def quant_metrics(definition: TaskDefinition, rows: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The metrics the quantization tables show: the task's sweep metrics that some row holds (a
+    seg model's ``segm_AP``, never an empty column of it in a box model's table)."""
+    return tuple(m for m in sweep_metrics(definition) if any(m in r for r in rows))
 
 
 def add_quant_columns(jobs: list[dict[str, Any]], rows: list[dict[str, Any]], keys: list[str]) -> list[str]:
@@ -73,7 +74,7 @@ def add_quant_columns(jobs: list[dict[str, Any]], rows: list[dict[str, Any]], ke
         if paired_on is not None:  # the rows hold each run's own figures: the Δ is of the recomputed ones
             row["vs_float_paired_on"] = paired_on.as_dict()
             float_values, values = (sweep_values(definition, r.metrics) for r in (run_float, run))
-        for metric in quant_metrics(definition):
+        for metric in quant_metrics(definition, [base, row]):
             row[f"d_{metric}_vs_float"] = delta(float_values.get(metric), values.get(metric))
             columns.append(f"d_{metric}_vs_float")
         try:
@@ -124,7 +125,7 @@ def _scored_definition(runs: dict[str, Any], rows: list[dict[str, Any]]) -> Task
 
 
 def _table1(rows: list[dict[str, Any]], others: list[str], definition: TaskDefinition | None) -> Section:
-    metrics = quant_metrics(definition) if definition else ()
+    metrics = quant_metrics(definition, rows) if definition else ()
     paired = comparer(definition) if definition else None
     value_key, p_key = paired.agreement_columns if paired else Comparison.agreement_columns
     agreement = next((r["agreement_name"] for r in rows if r.get("agreement_name")), "agreement")
@@ -187,9 +188,10 @@ def _table1(rows: list[dict[str, Any]], others: list[str], definition: TaskDefin
 def _table2(
     rows: list[dict[str, Any]], others: list[str], definition: TaskDefinition | None
 ) -> Section | None:
-    if definition is None or not quant_metrics(definition) or not any(variant(r) == "int16x8" for r in rows):
+    metrics = quant_metrics(definition, rows) if definition else ()
+    if not metrics or not any(variant(r) == "int16x8" for r in rows):
         return None
-    metric = quant_metrics(definition)[0]
+    metric = metrics[0]
     groups = sorted({tuple(str(r.get(k)) for k in others) for r in rows})
     headers = [*others, f"float {metric}", f"int8 {metric}", f"int16x8 {metric}", "int16x8 Δ vs float"]
     headers += ["int8 p50 ms", "int16x8 p50 ms", "int16x8 error"]

@@ -10,6 +10,8 @@ mechanism ``explain`` remakes inputs with). What is not shown is said once, neve
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from evalharness.core.documents import RunSummary
 from evalharness.core.errors import EvalHarnessError
@@ -17,20 +19,53 @@ from evalharness.data.container_images import ContainerImages
 from evalharness.report.views import html
 from evalharness.rundir.reader import Run, RunDirError, load_run
 
+if TYPE_CHECKING:
+    from evalharness.tasks.view import Shapes
+
 Items = list[tuple[str, str]]  # (caption, data URI)
 
 
+ShapesOf = Callable[[str], "Shapes | None"]  # sample id -> what to draw on it (None: the image alone)
+
+
 def thumbnail_items(
-    run_a: RunSummary, samples: list[tuple[str, str]], sample_key: str | None
+    run_a: RunSummary, samples: list[tuple[str, str]], sample_key: str | None, shapes: ShapesOf | None = None
 ) -> tuple[Items, list[str]]:
-    """(thumbnails, notes) of ``samples`` ((sample id, caption) pairs) as run A saw them."""
+    """(thumbnails, notes) of ``samples`` ((sample id, caption) pairs) as run A saw them, each with
+    ``shapes(sample id)`` drawn on it."""
+    shapes = shapes or (lambda _: None)
     run = _run(run_a)
     container = run.provenance.dataset.container if run is not None else None
     if run is None or not container:
         root = run_a.get("dataset_root") or ""
-        found = ((f"{i}: {cap}", html.thumbnail_uri(os.path.join(root, i))) for i, cap in samples)
+        found = (
+            (f"{i}: {cap}", html.thumbnail_uri(os.path.join(root, i), shapes=shapes(i))) for i, cap in samples
+        )
         return [(cap, uri) for cap, uri in found if uri], []
-    return _from_container(run, str(container), samples, sample_key)
+    return _from_container(run, str(container), samples, sample_key, shapes)
+
+
+def shapes_of(
+    summaries: tuple[RunSummary, RunSummary], ids: list[str], draw: Callable[[Any, Any], Shapes | None]
+) -> ShapesOf | None:
+    """``draw(record_a, record_b)`` of each sample in ``ids`` whose record both runs hold, by sample
+    id (a record's ``id``); None where a run directory cannot be read (the images alone, as before)."""
+    runs = [run for run in (_run(s) for s in summaries) if run is not None]
+    if len(runs) < 2:
+        return None
+    wanted = set(ids)
+    try:
+        by_id = [{r["id"]: r for r in run.predictions if r.get("id") in wanted} for run in runs]
+    except (EvalHarnessError, KeyError, TypeError, AttributeError):
+        return None
+    made: dict[str, Shapes | None] = {}  # each sample's drawn once, asked for twice (the legend, the image)
+
+    def shapes(i: str) -> Shapes | None:
+        if i not in made:
+            made[i] = draw(by_id[0][i], by_id[1][i]) if i in by_id[0] and i in by_id[1] else None
+        return made[i]
+
+    return shapes
 
 
 def _run(summary: RunSummary) -> Run | None:
@@ -41,7 +76,7 @@ def _run(summary: RunSummary) -> Run | None:
 
 
 def _from_container(
-    run: Run, container: str, samples: list[tuple[str, str]], sample_key: str | None
+    run: Run, container: str, samples: list[tuple[str, str]], sample_key: str | None, shapes: ShapesOf
 ) -> tuple[Items, list[str]]:
     dataset = run.provenance.dataset
     root = str(dataset.root)
@@ -66,7 +101,7 @@ def _from_container(
         except EvalHarnessError:
             differ.append(sample_id)
             continue
-        uri = html.thumbnail_uri_of(data)
+        uri = html.thumbnail_uri_of(data, shapes=shapes(sample_id))
         if uri:
             items.append((f"{sample_id}: {caption}", uri))
     if not differ:

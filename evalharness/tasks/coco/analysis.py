@@ -36,7 +36,8 @@ PER_CLASS_NOTES = (
 
 
 def summary_lines(metrics: dict[str, Any]) -> list[str]:
-    """The analysis in four lines (nothing for a run made before it, or with ``task.analysis=false``)."""
+    """The analysis in four lines, five with a seg model's TIDE of its masks (nothing for a run made
+    before it, or with ``task.analysis=false``)."""
     a = metrics.get("analysis")
     if not a:
         return []
@@ -64,6 +65,8 @@ def summary_lines(metrics: dict[str, Any]) -> list[str]:
         f"(truth -> detected): {text or 'none'}"
     )
     lines.append(tide_line(a.get("tide")))
+    if "tide_segm" in a:
+        lines.append(tide_line(a["tide_segm"], "masks"))
     return lines
 
 

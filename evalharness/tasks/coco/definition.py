@@ -77,8 +77,8 @@ RECORDED_BEFORE = {"backend": "pycocotools", "analysis": False, "tide": True}
 def shape_metrics(kind: str, stats: tuple[str, ...], what: str) -> tuple[Metric, ...]:
     """A seg / pose model's ``segm_*`` / ``keypoints_*`` stats (:mod:`evalharness.stats.coco_shapes`),
     declared as the box stats are: AP, AP50, AP75 fractions with image-bootstrap intervals; absent
-    from a box model's run, so nothing shows them there. Not sweep columns: those are the task's,
-    whatever its runs hold, and a box model's sweep would show them empty."""
+    from a box model's run, so nothing shows them there. Their AP is a sweep and quantization-table
+    column, shown where a run of the table holds it (a box model's tables keep their columns)."""
     return tuple(
         Metric(
             f"{kind}_{name}",
@@ -88,6 +88,7 @@ def shape_metrics(kind: str, stats: tuple[str, ...], what: str) -> tuple[Metric,
             interval=name in BOOTSTRAP_STATS,
             interval_how="image bootstrap, B={resamples}, seed {seed}",
             interval_method=PERCENTILE_WHY,
+            sweep=name == "AP",
         )
         for name in stats
     )

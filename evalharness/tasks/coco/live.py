@@ -40,7 +40,8 @@ from evalharness.data.yolo_layout import find_layout
 from evalharness.decoders.base import DECODERS, build_decoder
 from evalharness.decoders.image_shapes import shape_fields
 from evalharness.decoders.yolo_pose import YoloPoseDecoder
-from evalharness.stats.coco_shapes import check_keypoint_ground_truth
+from evalharness.decoders.yolo_seg import YoloSegDecoder
+from evalharness.stats.coco_shapes import check_keypoint_ground_truth, check_mask_ground_truth
 from evalharness.tasks.coco.definition import CocoSettings
 from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
 
@@ -257,6 +258,8 @@ class CocoTask(Task):
         self.annotations = self.source.annotations
         if isinstance(self.decoder, YoloPoseDecoder):  # before any image: not a silent keypoint AP of 0
             check_keypoint_ground_truth(self.annotations, self.source.ground_truth)
+        if isinstance(self.decoder, YoloSegDecoder):
+            check_mask_ground_truth(self.annotations, self.source.ground_truth)
         samples = list_coco_samples(self.annotations, self.source.root, self.source.ground_truth)
         self.unscored = self.source.unscored
         warn_unscored(self.source.root, self.unscored)

@@ -61,19 +61,6 @@ def sections_and_figures(
     names = {r["category_id"]: r["name"] for r in rows}
     pairs = confusion_pairs(a["confusion"]["cells"], names)
     confusions = [[f"{p['truth_name']} -> {p['predicted_name']}", str(p["count"])] for p in pairs[:max_rows]]
-    tide = run.document.metrics.analysis_part("tide")
-    counts, main, special = mapping(tide, "counts"), mapping(tide, "dAP"), mapping(tide, "special_dAP")
-    tide_rows = [
-        [NAMES[t], fmt(None if v is None else 100 * v, ".2f"), fmt(counts.get(t))]
-        for t, v in [*((t, main.get(t)) for t in MAIN), *((t, special.get(t)) for t in SPECIAL)]
-    ]
-    tide_note = (
-        f"{tide.get('package')}, IoU {tide.get('pos_threshold')} / background "
-        f"{tide.get('background_threshold')}; its own AP50 {fmt(100 * tide['AP50'], '.2f')}"
-        + _tide_ap_cause(tide)
-        if tide.get("available")
-        else f"not computed: {tide.get('reason', 'not recorded')}"
-    )
     sections = [
         Section(
             f"Per-class AP ({len(rows)} classes, highest first)",
@@ -103,14 +90,11 @@ def sections_and_figures(
             ],
             key="confusion",
         ),
-        Section(
-            "TIDE error breakdown",
-            ["error type", "dAP50 points", "errors"],
-            tide_rows,
-            [tide_note],
-            key="tide",
-        ),
+        _tide_section(run.document.metrics.analysis_part("tide"), "TIDE error breakdown", "tide"),
     ]
+    if "tide_segm" in a:  # a seg model's masks, by mask IoU
+        masks = run.document.metrics.analysis_part("tide_segm")
+        sections.append(_tide_section(masks, "TIDE error breakdown (masks, by mask IoU)", "tide_segm"))
     return sections, _figures(run, a, curves_file)
 
 
@@ -189,6 +173,23 @@ def _class_curves(run: Run, curves_file: str, rows: list[dict[str, Any]]) -> lis
         for r in top
         if str(r["category_id"]) in classes
     ]
+
+
+def _tide_section(tide: dict[str, Any], title: str, key: str) -> Section:
+    """TIDE's dAP and error count per type, with how it was made, or why it was not."""
+    counts, main, special = mapping(tide, "counts"), mapping(tide, "dAP"), mapping(tide, "special_dAP")
+    rows = [
+        [NAMES[t], fmt(None if v is None else 100 * v, ".2f"), fmt(counts.get(t))]
+        for t, v in [*((t, main.get(t)) for t in MAIN), *((t, special.get(t)) for t in SPECIAL)]
+    ]
+    note = (
+        f"{tide.get('package')}, IoU {tide.get('pos_threshold')} / background "
+        f"{tide.get('background_threshold')}; its own AP50 {fmt(100 * tide['AP50'], '.2f')}"
+        + _tide_ap_cause(tide)
+        if tide.get("available")
+        else f"not computed: {tide.get('reason', 'not recorded')}"
+    )
+    return Section(title, ["error type", "dAP50 points", "errors"], rows, [note], key=key)
 
 
 def _tide_ap_cause(tide: dict[str, Any]) -> str:

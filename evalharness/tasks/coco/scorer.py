@@ -20,6 +20,7 @@ from evalharness.tasks.definition import Scorer
 if TYPE_CHECKING:
     from evalharness.stats.coco_bootstrap import Matching
     from evalharness.stats.detection_analysis import ClassCurves
+    from evalharness.stats.tide import TideBreakdown
 
 
 def bootstrap_settings(settings: Mapping[str, Any]) -> tuple[int, int]:
@@ -48,6 +49,8 @@ def load_ground_truth(run: Run) -> JSONMap:
 
         truth = yolo_ground_truth(path, split=dataset.dataset_split or "auto")[1]
         annotations, digest = truth.annotations, truth.sha256
+        if recorded and recorded == truth.boxes_only_sha256:  # a run from before polygons were kept
+            digest = recorded
     else:
         annotations = load_annotations(path)
         digest = sha256_file(path) if recorded else None
@@ -56,6 +59,15 @@ def load_ground_truth(run: Run) -> JSONMap:
             f"run {run.label}: {path} changed since the run (sha256 differs from provenance)"
         )
     return annotations
+
+
+def mask_tide(tide: Any) -> TideBreakdown:
+    """The masks' TIDE breakdown a background TIDE made beside the boxes', or why there is none."""
+    from evalharness.stats.detection_analysis import TIDE_OFF
+    from evalharness.stats.tide import absent
+
+    found = tide.masks() if tide and hasattr(tide, "masks") else None
+    return found if found is not None else absent(TIDE_OFF)
 
 
 class CocoScorer(Scorer):
@@ -92,7 +104,8 @@ class CocoScorer(Scorer):
         if self.analysis and self.tide:  # TIDE's pass runs beside pycocotools', in a child process
             from evalharness.stats.tide import tide_in_background
 
-            tide = tide_in_background(self.annotations, self.detections.blocks, self.image_ids)
+            masks = self.shapes.results["segm"] if self.shapes.seen["segm"] else None
+            tide = tide_in_background(self.annotations, self.detections.blocks, self.image_ids, masks)
         scored = evaluate_bbox(
             self.annotations,
             results,
@@ -126,6 +139,8 @@ class CocoScorer(Scorer):
 
             blocks, ids = self.detections.blocks, self.image_ids
             metrics["analysis"] = analyse(self.annotations, scored, blocks, ids, tide)
+            if self.shapes.seen["segm"]:  # a seg model's masks: TIDE's breakdown by mask IoU beside
+                metrics["analysis"]["tide_segm"] = mask_tide(tide)
             names = {c["id"]: c["name"] for c in self.annotations["categories"]}
             acc = scored["accumulated"]
             self.curves = per_class_curves(acc["precision"], acc["cat_ids"], names)

@@ -15,7 +15,8 @@ from evalharness.stats.coco_intervals import BOOTSTRAP_STATS
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines
 from evalharness.tasks.coco import analysis
 from evalharness.tasks.coco.shape_store import SHAPE_BOOTSTRAP_STATS
-from evalharness.tasks.view import TaskView
+from evalharness.tasks.coco.thumbnail_shapes import thumbnail_shapes
+from evalharness.tasks.view import Shapes, TaskView
 
 # TFLite's coco evaluation tool's AP: its own recipe, a second opinion beside COCO's AP above
 TOOL_AP_LABEL = "TFLite tool's AP, a secondary figure (0.5:0.95, 101-point, no area ranges)"
@@ -151,3 +152,9 @@ class CocoView(TaskView):
 
     def changed_samples(self, d: dict[str, Any]) -> list[tuple[str, str]]:
         return [(r["id"], analysis.changed_caption(r)) for r in d["changed_images"]]
+
+    def thumbnail_shapes(
+        self, comparison: dict[str, Any], record_a: Mapping[str, Any], record_b: Mapping[str, Any]
+    ) -> Shapes | None:
+        """A seg / pose run's masks and skeletons, A's and B's, of the boxes the diff counts."""
+        return thumbnail_shapes(record_a, record_b, comparison["min_score"])

@@ -15,7 +15,7 @@ from evalharness.data.preprocess import Geometry
 from evalharness.decoders.base import build_decoder
 from evalharness.decoders.image_shapes import keypoints_to_image, mask_rles, shape_fields
 from evalharness.settings.yolo_heads import head_decoder, yolo_head
-from evalharness.stats.coco_shapes import check_keypoint_ground_truth
+from evalharness.stats.coco_shapes import check_keypoint_ground_truth, check_mask_ground_truth
 
 SIZE, N, M = 64, 200, 32  # input side, candidates, mask coefficients
 GRID = SIZE // 4
@@ -112,6 +112,15 @@ def test_keypoint_ground_truth_without_keypoints_is_refused():
     gt = {"annotations": [{"id": 1, "bbox": [0, 0, 1, 1]}]}
     with pytest.raises(DataError, match="instances_val25.json has no 'keypoints'.*person_keypoints"):
         check_keypoint_ground_truth(gt, "instances_val25.json")
+
+
+def test_mask_ground_truth_without_outlines_is_refused():
+    """A seg model against a YOLO layout of box lines: one error before any image, not pycocotools'
+    KeyError after the run."""
+    gt = {"annotations": [{"id": 1, "segmentation": [[0, 0, 1, 0, 1, 1]]}, {"id": 2, "bbox": [0, 0, 1, 1]}]}
+    says = "labels/val: 1 of 2 annotations have no 'segmentation'.*segment lines"
+    with pytest.raises(DataError, match=says):
+        check_mask_ground_truth(gt, "labels/val")
 
 
 def _file(outputs, meta=None):

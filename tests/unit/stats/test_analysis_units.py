@@ -52,3 +52,37 @@ def test_tide_leaves_matplotlib_style_alone():
     tide = tide_breakdown(GT, lambda: iter([(1, DETECTIONS)]), [1])
     assert tide["available"] and tide["counts"]["Cls"] == 3  # the low-score dog too: TIDE keeps every score
     assert {k for k, v in matplotlib.rcParams.items() if before[k] != v} == set()
+
+
+def test_tide_on_masks_types_the_errors_by_mask_iou():
+    """Two objects found with their exact boxes: box TIDE sees no error; the second mask covers a
+    quarter of its object, so mask TIDE types it a localisation error (and the object missed)."""
+    pytest.importorskip("tidecv")
+    from pycocotools import mask as mask_utils
+
+    from evalharness.stats.tide import breakdown, mask_detections
+
+    def square(x, y, size):  # a polygon, and the mask a model would give for it
+        grid = np.zeros((100, 100), np.uint8, order="F")
+        grid[y : y + size, x : x + size] = 1
+        rle = mask_utils.encode(grid)
+        polygon = [[x, y, x + size, y, x + size, y + size, x, y + size]]
+        return polygon, {**rle, "counts": rle["counts"].decode()}
+
+    (first, first_mask), (second, _) = square(0, 0, 20), square(50, 50, 20)
+    gt = {**GT, "annotations": [
+        {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 20, 20], "segmentation": first,
+         "area": 400, "iscrowd": 0},
+        {"id": 2, "image_id": 1, "category_id": 1, "bbox": [50, 50, 20, 20], "segmentation": second,
+         "area": 400, "iscrowd": 0},
+    ]}  # fmt: skip
+    boxes = np.array([[1, 0.9, 0, 0, 20, 20], [1, 0.8, 50, 50, 20, 20]])
+    assert sum(tide_breakdown(gt, lambda: iter([(1, boxes)]), [1])["counts"].values()) == 0
+    results = [
+        {"image_id": 1, "category_id": 1, "score": 0.9, "segmentation": first_mask},
+        {"image_id": 1, "category_id": 1, "score": 0.8, "segmentation": square(50, 50, 10)[1]},
+    ]
+    masks = breakdown(gt, mask_detections(results), [1], "mask")
+    assert masks["available"] and masks["counts"]["Loc"] == 1
+    assert masks["AP50"] == pytest.approx(0.5, abs=0.01)
+    assert tide_line(masks, "masks").startswith("TIDE (masks) dAP in AP50 points (tidecv")
