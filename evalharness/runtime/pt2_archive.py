@@ -7,9 +7,10 @@ validated. So the archive is opened here with :mod:`zipfile` and every part torc
 *read*, never loaded, with :mod:`pickletools` (a parser that executes nothing):
 
 - a part is a pickle when its name says so (``.pkl``, ``.pickle``, ``.pt``, ``.pth``: the names
-  ``torch.save`` artifacts have in every layout of the archive) or its bytes start with a pickle
-  protocol header; a part that is itself a zip (a ``torch.save`` file) is opened the same way, one
-  level down at most;
+  ``torch.save`` artifacts have in every layout of the archive), when a payload config marks it
+  ``use_pickle`` (torch then ``torch.load``s it with ``weights_only=False``, whatever its name), or
+  when its bytes start with a pickle protocol header; a part that is itself a zip (a ``torch.save``
+  file) is opened the same way, one level down at most;
 - a pickle may hold plain data (numbers, strings, bytes, tuples, lists, dicts, sets), the
   persistent ids by which ``torch.save`` points at its storages, and calls of an allow-list of
   callables only: :data:`ALLOWED_GLOBALS`, what ``torch.save`` writes for tensors, parameters and a
@@ -31,11 +32,13 @@ you trust). Nothing here imports torch: the check runs, and is tested, without i
 from __future__ import annotations
 
 import io
+import json
 import pickletools
+import posixpath
 import re
 import struct
 import zipfile
-from collections.abc import Iterator
+from typing import Any
 
 from evalharness.core.errors import ConfigError
 from evalharness.core.untrusted import check_json_limits
@@ -87,16 +90,12 @@ def check_pt2_archive(buf: bytes, where: str, limit: int) -> None:
     """Refuse an archive torch would run code from, or that is not one: one :class:`ConfigError`
     naming ``where`` (``model.path=x.pt2``), the part and the fix. ``limit``: bytes the members may
     declare in all (the model-file bound)."""
-    budget = [limit]
-    for name, data in _parts(buf, where, budget, depth=0):
-        if name.lower().endswith(".json"):
-            check_json_limits(data, f"{where}: its part {name!r}", ConfigError)
-        elif _is_pickle(name, data):
-            _check_pickle(data, f"{where}: its part {name!r}")
+    _check_zip(buf, where, [limit], depth=0)
 
 
-def _parts(buf: bytes, where: str, budget: list[int], depth: int) -> Iterator[tuple[str, bytes]]:
-    """(name, the bytes this check needs) of every member, nested torch.save zips opened in place."""
+def _check_zip(buf: bytes, where: str, budget: list[int], depth: int) -> None:
+    """Every member of one zip: its JSON parts first (their payload configs name the parts torch
+    unpickles whatever their names), then every part that is, or may be read as, a pickle."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(buf))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError):
@@ -104,60 +103,87 @@ def _parts(buf: bytes, where: str, budget: list[int], depth: int) -> Iterator[tu
             f"{where}: not a .pt2 archive (not a zip file); save it with torch.export.save"
         ) from None
     with archive:
-        members = archive.infolist()
-        if len(members) > MAX_MEMBERS:
-            raise ConfigError(
-                f"{where}: {len(members)} parts, over the {MAX_MEMBERS} an exported program has"
-            )
-        seen: set[str] = set()
+        members = _members(archive, where, budget)
+        named: set[str] = set()
+        for info in members:
+            if info.filename.lower().endswith(".json"):
+                data = _read(archive, info, where)
+                check_json_limits(data, f"{where}: its part {info.filename!r}", ConfigError)
+                named |= pickled_payloads(data)
         for info in members:
             name = info.filename
-            if name in seen:
-                raise ConfigError(
-                    f"{where}: two parts named {name!r} (another zip reader may take the other one); "
-                    "save it again with torch.export.save"
-                )
-            seen.add(name)
-            if info.flag_bits & 0x1:
-                raise ConfigError(f"{where}: its part {name!r} is encrypted; an exported program is not")
-            budget[0] -= info.file_size
-            if budget[0] < 0:
-                raise ConfigError(
-                    f"{where}: its parts declare more bytes than a model may have here; "
-                    "not a .pt2 torch wrote"
-                )
-            yield from _member(archive, info, where, budget, depth)
+            if name.lower().endswith(".json"):
+                continue
+            told = name.lower().endswith(PICKLE_SUFFIXES) or posixpath.basename(name) in named
+            head = _read(archive, info, where, 4)
+            if head == _ZIP:
+                if depth >= MAX_NESTED:
+                    raise ConfigError(
+                        f"{where}: its part {name!r} nests zip files deeper than torch.save writes"
+                    )
+                _check_zip(_read(archive, info, where), f"{where}: its part {name!r}", budget, depth + 1)
+            elif told or _protocol_header(head):
+                _check_pickle(_read(archive, info, where), f"{where}: its part {name!r}")
 
 
-def _member(
-    archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, budget: list[int], depth: int
-) -> Iterator[tuple[str, bytes]]:
-    name = info.filename
-    whole = name.lower().endswith((".json", *PICKLE_SUFFIXES))
+def _members(archive: zipfile.ZipFile, where: str, budget: list[int]) -> list[zipfile.ZipInfo]:
+    """The archive's members: not too many, each name once, none encrypted, within the budget."""
+    members = archive.infolist()
+    if len(members) > MAX_MEMBERS:
+        raise ConfigError(f"{where}: {len(members)} parts, over the {MAX_MEMBERS} an exported program has")
+    seen: set[str] = set()
+    for info in members:
+        name = info.filename
+        if name in seen:
+            raise ConfigError(
+                f"{where}: two parts named {name!r} (another zip reader may take the other one); "
+                "save it again with torch.export.save"
+            )
+        seen.add(name)
+        if info.flag_bits & 0x1:
+            raise ConfigError(f"{where}: its part {name!r} is encrypted; an exported program is not")
+        budget[0] -= info.file_size
+        if budget[0] < 0:
+            raise ConfigError(
+                f"{where}: its parts declare more bytes than a model may have here; not a .pt2 torch wrote"
+            )
+    return members
+
+
+def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, size: int = -1) -> bytes:
+    """A member's bytes (its first ``size``), at most what it declares (zipfile stops there)."""
     try:
         with archive.open(info) as f:
-            head = f.read(4)
-            whole = whole or head == _ZIP or _protocol_header(head)
-            data = head + f.read() if whole else head
+            return f.read(size)
     except (zipfile.BadZipFile, NotImplementedError, RuntimeError, ValueError, OSError, EOFError) as exc:
         reason = " ".join(str(exc).split())[:120]
         raise ConfigError(
-            f"{where}: its part {name!r} cannot be read ({reason}); not a .pt2 torch wrote"
+            f"{where}: its part {info.filename!r} cannot be read ({reason}); not a .pt2 torch wrote"
         ) from None
-    if data[:4] == _ZIP:
-        if depth >= MAX_NESTED:
-            raise ConfigError(f"{where}: its part {name!r} nests zip files deeper than torch.save writes")
-        yield from _parts(data, f"{where}: its part {name!r}", budget, depth + 1)
-        return
-    yield name, data
+
+
+def pickled_payloads(data: bytes) -> set[str]:
+    """The file names a payload config (``data/weights/*_config.json``, ``data/constants/…``) marks
+    ``use_pickle``: torch.load reads those parts whatever they are named. Found anywhere in any JSON
+    part (walked without recursion; the limits were checked), by their last path component."""
+    try:
+        stack: list[Any] = [json.loads(data)]
+    except (ValueError, RecursionError):  # not JSON: torch refuses it too, having read nothing from it
+        return set()
+    found: set[str] = set()
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("use_pickle") and isinstance(node.get("path_name"), str):
+                found.add(posixpath.basename(node["path_name"].rstrip("/")))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
 
 
 def _protocol_header(head: bytes) -> bool:
     return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5
-
-
-def _is_pickle(name: str, data: bytes) -> bool:
-    return name.lower().endswith(PICKLE_SUFFIXES) or _protocol_header(data[:2])
 
 
 def _check_pickle(data: bytes, where: str) -> None:

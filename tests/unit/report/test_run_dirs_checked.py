@@ -261,11 +261,15 @@ def test_a_copied_manifest_hash_is_checked_against_the_records(tmp_path, command
 
 AGREEING: dict[str, tuple[dict, dict]] = {
     "the same records": ({"hashes": {}}, {"hashes": {}}),
-    "other input bytes under another recipe": ({"hashes": {}}, {"hashes": {"c0/a.png": "x"}, "preprocessing": OTHER_RECIPE}),
+    "other input bytes under another recipe": (
+        {"hashes": {}}, {"hashes": {"c0/a.png": "x"}, "preprocessing": OTHER_RECIPE}
+    ),
     "B stopped part-way on A's images": ({}, {"status": "partial", "ids": IDS[:2]}),
     "both stopped part-way": ({"status": "partial", "ids": IDS[:2]}, {"status": "partial", "ids": IDS[2:]}),
     "input hashes not recorded": ({}, {}),
-    "no preprocessing recorded": ({"hashes": {}, "preprocessing": {}}, {"hashes": {"c0/a.png": "x"}, "preprocessing": {}}),
+    "no preprocessing recorded": (
+        {"hashes": {}, "preprocessing": {}}, {"hashes": {"c0/a.png": "x"}, "preprocessing": {}}
+    ),
 }  # fmt: skip
 
 

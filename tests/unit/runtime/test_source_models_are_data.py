@@ -124,6 +124,10 @@ def _archive(part: str, pickled: bytes) -> bytes:
     }
     if part == "a nested torch.save zip":
         members["archive/data/sample_inputs/model.pt"] = _torch_save(pickled)
+    elif part == "a part its weights config marks use_pickle":  # torch.load(weights_only=False) of it
+        members["archive/data/weights/weight_1"] = pickled
+        config = b'{"config": {"fc.weight": {"path_name": "weight_1", "is_param": true, "use_pickle": true}}}'
+        members["archive/data/weights/model_weights_config.json"] = config
     else:
         members[part] = pickled
     return _zip(members)
@@ -134,6 +138,7 @@ PARTS = (
     "serialized_state_dict.pt",  # the layout before torch 2.6
     "archive/data/constants/constants.pth",
     "archive/data/weights/weight_1",  # no suffix: told by its pickle header
+    "a part its weights config marks use_pickle",  # no suffix; a protocol 0 pickle has no header
     "a nested torch.save zip",
 )
 
