@@ -130,3 +130,18 @@ def _prepare_script(dataset: Mapping[str, Any]) -> str:
     """The datasets/ script that checks a download of this dataset's kind: detection data is an
     annotations json (COCO's layout), classification data an image folder with ground truth."""
     return "datasets/prepare_coco.py" if dataset.get("annotations") else "datasets/prepare_imagenet.py"
+
+
+def inside_root(root: str | os.PathLike[str] | None, relative: object) -> str | None:
+    """``relative`` (a sample id read from a run directory or a bundle: data) as a path under ``root``,
+    or None when it is no such path: absolute, climbing out with ``..``, empty, holding a NUL. The
+    one way an id becomes a file name: a record's id names the sample it was made from, and a run
+    directory sent by someone else must not make a report read (or embed) a file outside the dataset.
+    Checked on the normalised path, so ``sub/../a.png`` is ``a.png``; a link the dataset itself holds
+    is the dataset's (the run read it too)."""
+    text = str(relative) if isinstance(relative, str | int) else ""
+    if not root or not text or "\x00" in text or os.path.isabs(text):
+        return None
+    base = os.path.normpath(os.path.abspath(os.fspath(root)))
+    path = os.path.normpath(os.path.join(base, text))
+    return path if path.startswith(base.rstrip(os.sep) + os.sep) else None

@@ -19,6 +19,7 @@ import numpy as np
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import EvalHarnessError
+from evalharness.core.paths import inside_root
 from evalharness.data.preprocess import (
     InputSpec,
     PreprocessSpec,
@@ -171,7 +172,11 @@ def input_tensors(run: Run, ids: list[str]) -> list[np.ndarray]:
         return _container_tensors(run, ids, spec, inp)
     tensors = []
     for sample_id in ids:
-        path = os.path.join(root, sample_id)
+        path = inside_root(root, sample_id)
+        if path is None:
+            raise ExplainError(
+                f"run {run.label}: sample id {sample_id!r} names no file under its dataset root {root}"
+            )
         if not os.path.isfile(path):
             raise ExplainError(f"run {run.label}: image {path} not found (provenance.dataset.root moved?)")
         tensors.append(preprocess_file(path, spec, inp))

@@ -22,6 +22,7 @@ import numpy as np
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.numbers import fmt
+from evalharness.core.paths import inside_root
 from evalharness.core.tensors import TensorInfo, real_nhwc, tensors_sha256
 from evalharness.data.preprocess import InputSpec, detection_input, preprocess_file, spec_from_config
 from evalharness.rundir.reader import Run
@@ -137,9 +138,9 @@ def _rebuilt(run: Run, sample: str, recorded: str) -> tuple[np.ndarray | None, s
     """The sample's real NHWC input rebuilt from its file with the run's own preprocessing, if that
     reproduces the recorded hash (a classifier's crop or a detector's whole image: whichever does)."""
     root, inp = run.provenance.dataset.root, _input(run)
-    path = os.path.realpath(os.path.join(str(root), sample))
-    if not root or not path.startswith(os.path.realpath(str(root)) + os.sep) or not os.path.isfile(path):
-        return None, f"{sample} is not under run {run.label}'s dataset root"
+    path = inside_root(root, sample)
+    if path is None or not os.path.isfile(path):
+        return None, f"{sample!r} is not under run {run.label}'s dataset root"
     try:
         refuse_special_file(path, f"run {run.label}'s image")
         spec = spec_from_config({k: v for k, v in run.provenance.preprocessing.items() if k != "input"})

@@ -11,6 +11,7 @@ from evalharness.core.boundary import debug
 from evalharness.core.errors import EvalHarnessError
 from evalharness.report.cache_states import cache_mismatch
 from evalharness.report.content_pairs import ContentPairs, content_pairs
+from evalharness.report.image_evidence import contradictions
 from evalharness.rundir.metrics_file import Document
 from evalharness.rundir.provenance_record import DatasetRecord
 from evalharness.rundir.reader import Run, flatten
@@ -45,8 +46,9 @@ def field_differences(
 class Comparability:
     """Why two runs cannot be compared (``refused``) or should be compared with care (``warnings``).
 
-    Refused (exit 2): a failed run, another task, other images (manifest hash), another number of
-    images, other ground truth: a per-image or metric diff would be meaningless. Not refused:
+    Refused (exit 2): a failed run, another task, other images (manifest hash, or records that
+    contradict it: :mod:`evalharness.report.image_evidence`), another number of images, other
+    ground truth: a per-image or metric diff would be meaningless. Not refused:
     ``subset``, a run on a split's held-out part of the very list the other scored (its recorded
     ``split.whole``): the two are compared on the images both scored
     (:mod:`evalharness.report.shared_images`). ``cache``: the
@@ -130,6 +132,8 @@ def comparability(a: Run, b: Run, allow: Collection[str] = (), by_content: bool 
             "elsewhere: quant/calibration=bundled or quant.calibration.roots=[DIR]"
         )
     c.refused.extend(_truth_differs(da, db, by_content=c.subset is None))
+    if c.subset is None and not c.refused:  # the documents claim the same images: the records must agree
+        c.refused.extend(contradictions(a, b, _reads_dataset(a)))
     if by_content and c.refused and c.subset is None and split is None:
         pairs, why = content_pairs(definition_of(a), a, b)
         if pairs is None:
@@ -162,6 +166,16 @@ def comparability(a: Run, b: Run, allow: Collection[str] = (), by_content: bool 
     if hosts:
         c.notes.append("host differs (latency compares machines, not only delegates): " + "; ".join(hosts))
     return c
+
+
+def _reads_dataset(run: Run) -> bool:
+    """Whether the run's records are samples of a dataset list (a task whose definition is not here
+    says so when the report reads it)."""
+    try:
+        abilities = definition_of(run).abilities
+    except ReportError:
+        return False
+    return abilities.reads_dataset and abilities.writes_predictions
 
 
 def _label_file_fields(a: Run, b: Run) -> tuple[str, ...]:

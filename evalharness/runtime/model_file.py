@@ -247,7 +247,7 @@ def _ultralytics(raw: bytes, path: str) -> dict[str, Any]:
     meta = parse_literal(raw, path, "its Ultralytics metadata")
     if not isinstance(meta, dict):
         raise ConfigError(f"model.path={path}: its Ultralytics metadata is not a dict")
-    return ultralytics_meta(meta)
+    return ultralytics_meta(meta, f"model.path={path}: its Ultralytics metadata")
 
 
 def parse_literal(raw: bytes, path: str, what: str) -> Any:
@@ -263,12 +263,19 @@ def parse_literal(raw: bytes, path: str, what: str) -> Any:
             raise ConfigError(f"model.path={path}: {what} is not a dict literal") from None
 
 
-def ultralytics_meta(meta: dict[str, Any]) -> dict[str, Any]:
+def ultralytics_meta(meta: dict[str, Any], source: str) -> dict[str, Any]:
     """Ultralytics' metadata with ``names`` keyed by int and ``imgsz`` a list of ints (the .tflite's
-    appended file and an ONNX file's ``metadata_props`` hold the same fields)."""
+    appended file and an ONNX file's ``metadata_props`` hold the same fields); a value of another
+    shape (a name keyed by text, a size that is no integer) is one error naming ``source``."""
     names = meta.get("names")
-    if isinstance(names, dict):
-        meta["names"] = {int(k): str(v) for k, v in names.items()}
-    if isinstance(meta.get("imgsz"), list | tuple):
-        meta["imgsz"] = [int(v) for v in np.ravel(meta["imgsz"])]
+    try:
+        if isinstance(names, dict):
+            meta["names"] = {int(k): str(v) for k, v in names.items()}
+        if isinstance(meta.get("imgsz"), list | tuple):
+            meta["imgsz"] = [int(v) for v in np.ravel(np.asarray(meta["imgsz"], dtype=object))]
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ConfigError(
+            f"{source}: Ultralytics' names or imgsz are not class ids and sizes ({type(exc).__name__}); "
+            "export the model again"
+        ) from None
     return meta

@@ -3,10 +3,13 @@ model contract, so its run is scored, recorded, cached and diffed like any ``.tf
 
 The file is read once, within the model-file bounds (``model_guard``), and handed to ONNX Runtime as
 bytes: an ONNX model may name external data files, and nothing a file names is loaded here, so such
-a model is refused with the fix (save it with its tensors inside). The graph's facts (op histogram,
-``metadata_props``) are read with the ``onnx`` package from the same bytes. ``metadata_props`` give the
-labels where the exporter wrote them (Ultralytics' ``names`` dict, or ``labels``/``classes`` as a
-JSON list or one label a line), so settings inference treats them as a ``.tflite``'s metadata.
+a model is refused with the fix (save it with its tensors inside), wherever the tensor that names a
+file sits (``onnx_references``: initializers, sparse initializers, node attributes, subgraphs,
+functions). The graph's facts (op histogram, ``metadata_props``) are read with the ``onnx``
+package from the same bytes; text read from ``metadata_props`` as JSON passes the untrusted-JSON
+limits first. ``metadata_props`` give the labels where the exporter wrote them (Ultralytics'
+``names`` dict, or ``labels``/``classes`` as a JSON list or one label a line), so settings
+inference treats them as a ``.tflite``'s metadata.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ import numpy as np
 
 from evalharness.core.errors import ConfigError, EvalHarnessError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo
+from evalharness.core.untrusted import check_json_limits
 from evalharness.runtime.contract import BACKENDS, Coverage, Model, RuntimeInfo
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.model_file import ModelFile, TensorSummary, parse_literal, ultralytics_meta
 from evalharness.runtime.model_guard import read_bounded, stamp
+from evalharness.runtime.onnx_references import external_tensors
 
 if TYPE_CHECKING:  # for the type only
     from evalharness.runtime.runners import RunnerSettings
@@ -63,12 +68,13 @@ def read_onnx(path: str, key: str = "model.path") -> tuple[bytes, Any]:
             raise ConfigError(f"{where}: not an ONNX model ({type(exc).__name__}); re-export it") from None
         if not proto.graph.node:
             raise ConfigError(f"{where}: not an ONNX model (no graph nodes); re-export it")
-        external = [t.name for t in proto.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+        external = external_tensors(proto)
         if external:
+            place, named = external[0]
             raise ConfigError(
-                f"{where}: names external data files ({len(external)} tensors, e.g. {external[0]!r}); "
-                "evalharness loads the model file alone: save it with its tensors inside "
-                "(onnx.save(model, path, save_as_external_data=False))"
+                f"{where}: names external data files ({len(external)} tensors, e.g. {place} names "
+                f"{named!r}); evalharness loads the model file alone: save it with its tensors "
+                "inside (onnx.save(model, path, save_as_external_data=False))"
             )
         _PARSED[mark] = (buf, proto)
     return _PARSED[mark]
@@ -97,7 +103,7 @@ def read_onnx_file(path: str) -> ModelFile:
         for key in ("names", "imgsz"):
             if key in meta:
                 meta[key] = parse_literal(meta[key].encode(), path, f"metadata_props[{key!r}]")
-        info.ultralytics = ultralytics_meta(meta)
+        info.ultralytics = ultralytics_meta(meta, f"model.path={path}: metadata_props")
     for t in info.inputs:
         if any(d < 0 for d in t.shape[1:]):
             raise ModelMismatchError(
@@ -107,11 +113,14 @@ def read_onnx_file(path: str) -> ModelFile:
             )
     for key in LABEL_KEYS:
         if key in props and info.labels is None:
-            info.labels, info.label_file = _label_lines(props[key]), f"metadata_props[{key!r}]"
+            info.label_file = f"metadata_props[{key!r}]"
+            info.labels = _label_lines(props[key], f"model.path={path}: {info.label_file}")
     return info
 
 
-def _label_lines(text: str) -> list[str]:
+def _label_lines(text: str, source: str) -> list[str]:
+    """A JSON list of labels, or one label a line; JSON within the untrusted-file limits first."""
+    check_json_limits(text.encode("utf-8", "surrogatepass"), source, ConfigError)
     try:
         values = json.loads(text)
     except ValueError:

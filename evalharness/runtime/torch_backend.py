@@ -3,7 +3,9 @@ on the CPU by torch, behind the one model contract, like the ONNX backend.
 
 torch is an optional extra (``pip install 'evalharness[torch]'``): without it a ``.pt2`` is one
 ``error:`` line naming the extra, at validation, before the run directory is claimed. The file is
-read within the model-file bounds and loaded from those bytes (nothing it names is opened). Inputs
+read within the model-file bounds, its parts read as data (``pt2_archive``: a pickle that calls anything
+but torch.save's tensor rebuilders is refused before torch unpickles it) and loaded from those bytes
+(nothing it names is opened). Inputs
 and outputs are the program's flat tensor arguments and results, their shapes and dtypes read from
 the graph's example metadata; a program whose input size is symbolic beyond the batch is refused.
 """
@@ -21,7 +23,8 @@ from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.contract import BACKENDS, Coverage, Model, RuntimeInfo
 from evalharness.runtime.delegates import DelegatePlan
 from evalharness.runtime.model_file import ModelFile, TensorSummary
-from evalharness.runtime.model_guard import read_bounded, stamp
+from evalharness.runtime.model_guard import MAX_MODEL_BYTES, read_bounded, stamp
+from evalharness.runtime.pt2_archive import check_pt2_archive
 
 if TYPE_CHECKING:  # for the type only
     from evalharness.runtime.runners import RunnerSettings
@@ -38,10 +41,13 @@ def _torch() -> Any:
 
 
 def load_program(path: str, key: str = "model.path") -> Any:
-    """The ``torch.export`` program in ``path``, loaded once per unchanged file; not one: one error."""
-    torch, mark = _torch(), stamp(path, key)
+    """The ``torch.export`` program in ``path``, loaded once per unchanged file; not one: one error.
+    The archive is read as data first (``pt2_archive``): torch unpickles only what that allowed."""
+    mark = stamp(path, key)
     if mark not in _LOADED:
         buf = read_bounded(path, f"{key}={path}")
+        check_pt2_archive(buf, f"{key}={path}", MAX_MODEL_BYTES)
+        torch = _torch()
         try:
             _LOADED[mark] = torch.export.load(io.BytesIO(buf))
         except Exception as exc:  # torch raises many kinds for a file that is not an exported program

@@ -9,12 +9,12 @@ mechanism ``explain`` remakes inputs with). What is not shown is said once, neve
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from evalharness.core.documents import RunSummary
 from evalharness.core.errors import EvalHarnessError
+from evalharness.core.paths import inside_root
 from evalharness.data.container_images import ContainerImages
 from evalharness.report.views import html
 from evalharness.rundir.reader import Run, RunDirError, load_run
@@ -37,11 +37,7 @@ def thumbnail_items(
     run = _run(run_a)
     container = run.provenance.dataset.container if run is not None else None
     if run is None or not container:
-        root = run_a.get("dataset_root") or ""
-        found = (
-            (f"{i}: {cap}", html.thumbnail_uri(os.path.join(root, i), shapes=shapes(i))) for i, cap in samples
-        )
-        return [(cap, uri) for cap, uri in found if uri], []
+        return _from_files(run_a.get("dataset_root"), samples, shapes)
     return _from_container(run, str(container), samples, sample_key, shapes)
 
 
@@ -66,6 +62,24 @@ def shapes_of(
         return made[i]
 
     return shapes
+
+
+def _from_files(
+    root: str | None, samples: list[tuple[str, str]], shapes: ShapesOf
+) -> tuple[Items, list[str]]:
+    """Thumbnails of the image files the ids name under the dataset root; an id that names no path
+    under it (``../``, absolute: a record from someone else) is not opened, and said once."""
+    items: Items = []
+    outside = [i for i, _ in samples if inside_root(root, i) is None]
+    for sample_id, caption in samples:
+        path = inside_root(root, sample_id)
+        uri = html.thumbnail_uri(path, shapes=shapes(sample_id)) if path is not None else None
+        if uri:
+            items.append((f"{sample_id}: {caption}", uri))
+    if not outside or not root:
+        return items, []
+    said = f"their ids name no file under the dataset root (first: {outside[0]!r})"
+    return items, [f"{len(outside)} image(s) not shown: {said}"]
 
 
 def _run(summary: RunSummary) -> Run | None:
