@@ -26,15 +26,16 @@ from evalharness.settings.groups import SCHEMAS
 from evalharness.settings.validate import validate
 from evalharness.tasks.discovery import task_definitions
 
-# One composed config per option of each group (the default config covers the rest).
+# Composed configs that together select every option of each group once (composing costs ~0.3 s:
+# options share a config). A key is tried in the first config that holds it; every key's type is
+# checked before a config's own trouble (an unavailable delegate is found when it is planned, after).
 CONTEXTS: dict[str, list[str]] = {
     "default": [],
-    **{f"task={t}": [f"task={t}"] for t in ("coco", "benchmark", "inference_diff")},
-    **{f"delegate={d}": [f"delegate={d}"] for d in ("xnnpack", "gpu", "npu", "external", "reference")},
-    "runner=adb": ["runner=adb", "task=benchmark", "runner.benchmark_binary=/bin/true"],
-    "tracking=mlflow": ["tracking=mlflow"],
-    "quant=int8": ["quant=int8"],
-    "quant=prune": ["quant=prune"],
+    "coco": ["task=coco", "delegate=xnnpack", "tracking=mlflow", "quant=int8"],
+    "benchmark": ["task=benchmark", "delegate=gpu", "quant=prune"],
+    "inference_diff": ["task=inference_diff", "delegate=npu"],
+    "external": ["delegate=external", "runner=adb", "runner.benchmark_binary=/bin/true"],
+    "reference": ["delegate=reference"],
 }
 # Keys whose type is not one OmegaConf can declare, checked by their own code: the value a wrong
 # type is tried with. model.decoder: a mapping (its decoder's own schema, decoders/base.py);
