@@ -10,7 +10,7 @@ import math
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import IO, Any
 
 
 def atomic_write_text(path: str, text: str) -> None:
@@ -52,8 +52,7 @@ def _write_chunks(path: str, chunks: Iterable[str | bytes], exclusive: bool) -> 
         with os.fdopen(fd, "wb") as f:
             for chunk in chunks:
                 f.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
-            f.flush()
-            os.fsync(f.fileno())
+            sync_open_file(f)
         if exclusive:
             os.link(tmp, path)
             os.unlink(tmp)
@@ -63,6 +62,43 @@ def _write_chunks(path: str, chunks: Iterable[str | bytes], exclusive: bool) -> 
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def sync_open_file(f: IO[Any]) -> None:
+    """An open file's bytes on disk: Python's buffer flushed to the OS first, then fsynced. The
+    order is the point: an fsync before the flush syncs only what the OS had, and the records still
+    in the buffer are lost by a power cut after a commit that names them."""
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def sync_paths(paths: Iterable[str]) -> None:
+    """Each existing file of ``paths`` fsynced (whoever wrote it, through whatever handle: fsync
+    acts on the file, not on the descriptor), then each of their directories (a file created since
+    the directory was last synced has no entry on disk without it). The commit point's helper: a
+    document naming these files is written only after this returns."""
+    directories = []
+    for path in paths:
+        if not os.path.isfile(path):
+            continue
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        directory = os.path.dirname(os.path.abspath(path))
+        if directory not in directories:
+            directories.append(directory)
+    for directory in directories:
+        _sync_directory(directory)
+
+
+def _sync_directory(directory: str) -> None:
     dir_fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

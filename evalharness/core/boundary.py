@@ -19,6 +19,7 @@ import errno
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
@@ -45,6 +46,19 @@ def _terminal_safe_record(*args: object, **kwargs: object) -> logging.LogRecord:
 
 
 logging.setLogRecordFactory(_terminal_safe_record)
+_FORMAT_WARNING = warnings.formatwarning
+
+
+def _terminal_safe_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+) -> str:
+    """Every Python warning as stderr shows it, a library's included: matplotlib's missing-glyph
+    warning quotes the character it could not draw (an ESC of a class name), PIL and others quote
+    file names; their control characters are shown, never sent to the terminal."""
+    return terminal(_FORMAT_WARNING(message, category, filename, lineno, line))
+
+
+warnings.formatwarning = _terminal_safe_warning
 DEBUG_ENV = "EVALHARNESS_DEBUG"
 
 _OS_HINTS = {

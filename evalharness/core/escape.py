@@ -13,12 +13,18 @@ documents keep the true text:
 - CSV: a text cell starting with ``=``, ``+``, ``-``, ``@``, tab or CR gets a leading ``'``, so a
   spreadsheet never runs it as a formula (:func:`csv_text`); numbers are not text and stay numbers;
   a cell's line break never splits its row (:func:`csv_lines`);
-- HTML: :func:`html.escape`, as the HTML pages do.
+- HTML (and the SVG inside it): :func:`html_text`, controls shown as the terminal shows them, then
+  ``<``, ``>``, ``&`` and quotes as entities, so a page printed to a terminal (``--format html`` on
+  stdout) obeys no ESC sequence either.
+
+Every escaping of text from files goes through this module; ``tests/unit/core/test_escape.py``
+holds that no module outside it imports :mod:`html` to escape by itself.
 """
 
 from __future__ import annotations
 
 import csv
+import html
 import io
 import re
 from collections.abc import Iterable
@@ -93,9 +99,18 @@ def md_code(text: object) -> Markdown:
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+def html_text(text: object, quote: bool = True) -> str:
+    """Text for HTML, in an element or an attribute value: controls shown (:func:`terminal`; newline
+    and tab kept, HTML folds them), then :func:`html.escape`."""
+    return html.escape(terminal(text), quote=quote)
+
+
 def csv_text(text: str) -> str:
-    """A CSV text cell a spreadsheet shows as text: a leading ``'`` where it starts like a formula
-    (``=``, ``+``, ``-``, ``@``, tab, CR). Call it on text only: numbers stay numbers."""
+    """A CSV text cell a spreadsheet shows as text: controls shown (:func:`terminal`; a cell's
+    newline and tab kept, :func:`csv_lines` quotes a newline), so a CSV on stdout obeys no ESC
+    sequence; a leading ``'`` where it starts like a formula (``=``, ``+``, ``-``, ``@``, tab). Call
+    it on text only: numbers stay numbers."""
+    text = terminal(text)
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 

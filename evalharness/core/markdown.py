@@ -8,9 +8,7 @@ way (:mod:`evalharness.core.escape`): it renders as the text it is, never as HTM
 
 from __future__ import annotations
 
-import html
-
-from evalharness.core.escape import Markdown, md_heading, md_line, md_text, terminal
+from evalharness.core.escape import Markdown, html_text, md_heading, md_line, md_text, terminal
 from evalharness.core.tables import Section, numeric_columns
 
 
@@ -36,7 +34,7 @@ def table(headers: list[str], rows: list[list[str]]) -> list[str]:
 def details(summary: str, body: list[str]) -> list[str]:
     """A collapsed block; the blank lines let GitHub render the Markdown inside it. The summary sits
     in HTML, so it is escaped for HTML."""
-    shown = html.escape(" ".join(terminal(summary, keep="").split()), quote=False)
+    shown = html_text(" ".join(terminal(summary, keep="").split()), quote=False)
     return ["<details>", f"<summary>{shown}</summary>", "", *body, "", "</details>"]
 
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import re
 import typing
 from collections.abc import Mapping
 from typing import Any, NoReturn, TypeVar, cast
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, ValueNode
 from omegaconf.errors import OmegaConfBaseException
 
 from evalharness.core.errors import ConfigError
@@ -83,13 +84,16 @@ def check_keys(schema: type, node: Mapping[str, Any], where: str, what: str = "k
         )
 
 
-def check(schema: type, node: Mapping[str, Any] | None, where: str) -> FrozenDict:
+def check(schema: type, node: Mapping[str, Any] | None, where: str, key: str | None = None) -> FrozenDict:
     """``node`` merged onto the dataclass ``schema``, type-checked and checked against each field's
     declared bounds (:func:`bounds`); frozen plain values.
 
-    ``where`` names the place for the error line (``config group 'task'``, ``decoder yolo``).
+    ``where`` names the place for the error line (``config group 'task'``, ``decoder yolo``);
+    ``key`` the config key ``node`` sits at (``quant``, ``model.decoder``; for ``config group 'X'``
+    it is ``X``), so a wrong-typed value names its whole key and what to give instead.
     """
     node = dict(node or {})
+    key = _key_of(where) if key is None else key
     check_keys(schema, node, where)  # an unknown key: the valid ones and the closest (a config file too)
     try:
         base = _writable(OmegaConf.structured(schema))
@@ -97,16 +101,66 @@ def check(schema: type, node: Mapping[str, Any] | None, where: str) -> FrozenDic
         # a structured config (a dataclass schema) converts to a dict
         container = cast(dict[str, Any], OmegaConf.to_container(merged, resolve=True, throw_on_missing=True))
     except OmegaConfBaseException as exc:
-        raise ConfigError(f"{where}: {one_line(exc)}") from None
+        raise type_error(schema, exc, where, key) from None
     check_bounds(schema, container, where)
     frozen: FrozenDict = freeze(container)
     return frozen
 
 
-def build(schema: type[T], node: Mapping[str, Any] | None, where: str) -> T:
+def _key_of(where: str) -> str:
+    found = re.match(r"config group '([\w.]+)'", where)
+    return found.group(1) if found else ""
+
+
+def type_error(schema: type, exc: OmegaConfBaseException, where: str, key: str) -> ConfigError:
+    """OmegaConf's refusal of a value as one line naming the whole key (``quant.weights.only``),
+    the value and the type to give, e.g. ``quant.weights.only=5: give a list of integers, e.g.
+    quant.weights.only=[5]``; anything else OmegaConf refuses (a missing ``???``) as it said it."""
+    full = str(getattr(exc, "full_key", "") or "")
+    path = re.sub(r"\[\d+\]$", "", full)
+    kind = _declared(schema, path.split(".")) if path else None
+    if kind is None or "Missing mandatory value" in str(exc):
+        return ConfigError(f"{where}: {one_line(exc)}")
+    if path != full:  # one element of a list
+        kind = (typing.get_args(kind) or (Any,))[0]
+    dotted = f"{key}.{full}" if key else full
+    value = getattr(exc, "value", None)
+    value = value._value() if isinstance(value, ValueNode) else value
+    shown = value if isinstance(value, str | int | float | bool) else thaw(value)
+    listed = typing.get_origin(kind) in (tuple, list) and isinstance(value, str | int | float | bool)
+    example = f", e.g. {dotted}=[{shown}]" if listed else ""
+    return ConfigError(f"{where}: {dotted}={shown!r}: give {_described(kind)}{example}")
+
+
+def _declared(schema: type, parts: list[str]) -> Any:
+    """The declared type of the dotted field ``parts`` of ``schema`` (None: not a field of it)."""
+    hints = typing.get_type_hints(schema) if dataclasses.is_dataclass(schema) else {}
+    if parts[0] not in hints:
+        return None
+    kind = _optional_of(hints[parts[0]])
+    return kind if len(parts) == 1 else _declared(kind, parts[1:])
+
+
+_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _described(kind: Any) -> str:
+    if kind in _NAMES:
+        return _NAMES[kind]
+    args = typing.get_args(kind)
+    if typing.get_origin(kind) in (tuple, list):
+        plural = {bool: "booleans", int: "integers", float: "numbers", str: "strings"}
+        of = plural.get(args[0] if args else Any)
+        return f"a list of {of}" if of else "a list"
+    if typing.get_origin(kind) in (dict, Mapping) or dataclasses.is_dataclass(kind):
+        return "a mapping of keys to values"
+    return f"a {getattr(kind, '__name__', kind)}"
+
+
+def build(schema: type[T], node: Mapping[str, Any] | None, where: str, key: str | None = None) -> T:
     """``node`` checked against ``schema`` (:func:`check`), as a frozen instance of it: nested
     dataclass fields are instances too, lists are tuples, free-form (``Any``) fields FrozenDicts."""
-    return _instance(schema, check(schema, node, where))
+    return _instance(schema, check(schema, node, where, key))
 
 
 def _instance(schema: type[T], values: Mapping[str, Any]) -> T:
@@ -177,9 +231,9 @@ def _writable(node: Any) -> Any:
     return node
 
 
-def instantiate(schema: type, node: Mapping[str, Any] | None, where: str) -> Any:
+def instantiate(schema: type, node: Mapping[str, Any] | None, where: str, key: str | None = None) -> Any:
     """The dataclass ``schema`` built from the checked ``node`` (for plug-ins that keep an object)."""
-    checked = check(schema, node, where)
+    checked = check(schema, node, where, key)
     return schema(**{k: thaw(v) for k, v in checked.items()})
 
 

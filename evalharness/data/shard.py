@@ -90,7 +90,11 @@ class Split:
             return None
         split = cls(float(raw["fraction"]), str(raw.get("scheme", "interleaved")), str(raw["part"]))
         if not 0 < split.fraction < 1 or split.scheme not in SCHEMES or split.part not in PARTS:
-            raise ConfigError(f"dataset split {raw!r}: fraction in (0, 1), scheme {SCHEMES}, part {PARTS}")
+            raise ConfigError(
+                f"quant.search.fraction={split.fraction} (scheme {split.scheme}, part {split.part}): a "
+                f"split needs a fraction in (0, 1), a scheme of {', '.join(SCHEMES)} and a part of "
+                f"{', '.join(PARTS)}; use quant.search.fraction=0.5"
+            )
         return split
 
     def in_search(self, n: int) -> list[bool]:
@@ -133,7 +137,7 @@ class Shard:
                 f"use 0..{shard.count - 1}"
             )
         if shard.scheme not in SCHEMES:
-            raise ConfigError(f"dataset.shard.scheme={shard.scheme!r}; valid: {', '.join(SCHEMES)}")
+            raise ConfigError(f"dataset.shard.scheme={shard.scheme!r}; use one of {', '.join(SCHEMES)}")
         return shard
 
     def take(self, items: Sequence[T], group: Callable[[T], str | None] | None = None) -> list[T]:

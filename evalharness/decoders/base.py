@@ -56,7 +56,7 @@ def build_decoder(name: str, params: Mapping[str, Any] | None = None) -> Decoder
     """The decoder ``name`` with ``params`` checked against its fields (one-line ConfigError)."""
     cls = DECODERS.get(name)
     check_keys(cls, params or {}, f"decoder {name}", what="parameter")
-    decoder: Decoder = instantiate(cls, params, f"decoder {name}")
+    decoder: Decoder = instantiate(cls, params, f"decoder {name}", "model.decoder")
     return decoder
 
 

@@ -8,6 +8,7 @@ never sees half a file. The rest of evalharness writes files through this module
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
@@ -21,6 +22,8 @@ from evalharness.core.atomic_io import (
     dumps,
     no_nan,
     strict_json_line,
+    sync_open_file,
+    sync_paths,
 )
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.native_output import NATIVE_LOG
@@ -131,12 +134,18 @@ class RunWriter:
 
     def close(self) -> None:
         if self._predictions is not None:
-            os.fsync(self._predictions.fileno())
+            sync_open_file(self._predictions)  # flushed, then synced: never the other way round
             self._predictions.close()
             self._predictions = None
 
     def write_metrics(self, doc: Document) -> str:
-        """The metrics.json document (built by :mod:`evalharness.rundir.document`), atomically."""
+        """The metrics.json document (built by :mod:`evalharness.rundir.document`), atomically: the
+        run's commit point. Every file the document names (its predictions, artifacts) is flushed
+        and synced first (:func:`referenced_files`), so a committed metrics.json never points at
+        records a power cut can still take; every writer of a run directory commits here."""
+        if self._predictions is not None:
+            sync_open_file(self._predictions)
+        sync_paths(referenced_files(self.run_dir, doc))
         atomic_write_text(self.metrics_path, dumps(doc.to_json()))
         return self.metrics_path
 
@@ -153,6 +162,19 @@ class RunWriter:
         path = os.path.join(self.run_dir, RESULTS_FILE)
         atomic_write_text(path, "".join(line + "\n" for line in lines))
         return path
+
+
+def referenced_files(run_dir: str, doc: Document) -> list[str]:
+    """The files of ``run_dir`` that ``doc`` names: its predictions (a pattern, for the shards a
+    ``loop.parallel`` interruption kept) and its artifacts. Only names inside the directory."""
+    names = [doc.predictions.path, *doc.artifacts]
+    root = os.path.realpath(run_dir)
+    found: list[str] = []
+    for name in filter(None, names):
+        pattern = os.path.join(glob.escape(run_dir), name)
+        paths = sorted(glob.glob(pattern)) if "*" in name else [os.path.join(run_dir, name)]
+        found += [p for p in paths if os.path.realpath(p).startswith(root + os.sep)]
+    return found
 
 
 def _json_array_chunks(rows: Iterator[Any]) -> Iterator[str]:

@@ -45,11 +45,12 @@ def backends() -> Registry[type[Model]]:
 
 
 def plan_delegate(
-    raw: Mapping[str, Any], runner: str = "host", variant_dir: str | None = None
+    raw: Mapping[str, Any], runner: str = "host", variant_dir: str | None = None, key: str = "delegate"
 ) -> DelegatePlan:
     """Check a delegate config (a plain dict from Hydra) and plan it for ``runner``; ``variant_dir``:
-    the run's ``paths.cache_dir``, where a backend caches the model files it derives (AOT builds)."""
-    plan = runners().get(runner).plan(check_delegate(raw))
+    the run's ``paths.cache_dir``, where a backend caches the model files it derives (AOT builds);
+    ``key``: where the config sits (a task's reference delegate: ``task.reference_delegate``)."""
+    plan = runners().get(runner).plan(check_delegate(raw, key))
     return dataclasses.replace(plan, variant_dir=variant_dir) if variant_dir else plan
 
 

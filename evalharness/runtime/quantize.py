@@ -79,7 +79,7 @@ def check_recipe(name: str) -> None:
         load_recipe_file(name)
     elif name not in RECIPES:
         raise ConfigError(
-            f"quant.recipe={name!r}: unknown; valid: {', '.join(RECIPES)}, or a recipe .json file"
+            f"quant.recipe={name!r}: unknown; use one of {', '.join(RECIPES)}, or a recipe .json file"
         )
 
 
@@ -92,7 +92,7 @@ def load_recipe_file(path: str) -> Recipe:
     if not recipe or not all(isinstance(e, dict) and all(k in e for k in keys) for e in recipe):
         raise ConfigError(
             f"quant.recipe={path}: not an ai-edge-quantizer recipe (a non-empty list of op configs with "
-            f"{', '.join(keys)})"
+            f"{', '.join(keys)}); give such a file, or a recipe name"
         )
     for number, entry in enumerate(recipe, start=1):
         _check_regex(path, number, entry["regex"])
@@ -102,7 +102,7 @@ def load_recipe_file(path: str) -> Recipe:
     try:
         recipe_manager.RecipeManager().load_quantization_recipe(recipe)
     except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"quant.recipe={path}: the quantizer refuses it: {exc}") from None
+        raise ConfigError(f"quant.recipe={path}: the quantizer refuses it: {exc}; fix the recipe") from None
     return cast(Recipe, recipe)  # checked above: a list of op configs
 
 
@@ -162,7 +162,10 @@ def quantized_ops(model_path: str, recipe: Recipe) -> list[tuple[int, str, str]]
     manager.load_quantization_recipe(recipe)
     model = tfl.read_model(model_path)
     if len(model.subgraphs) != 1:
-        raise EvalHarnessError(f"quant: {model_path} has {len(model.subgraphs)} subgraphs; repair needs one")
+        raise EvalHarnessError(
+            f"quant: {model_path} has {len(model.subgraphs)} subgraphs; repair needs one: give a "
+            "one-subgraph float model in model.path, or leave quant.max_drop unset"
+        )
     sub, codes = model.subgraphs[0], model.operatorCodes
     found: list[tuple[int, str, str]] = []
     for i, op in enumerate(sub.operators):
@@ -184,10 +187,16 @@ def float_input(model_path: str) -> tuple[str, str, tuple[int, ...], str]:
     interpreter = Interpreter(model_path=model_path)
     signatures = interpreter.get_signature_list()
     if len(signatures) != 1:
-        raise EvalHarnessError(f"quant: {model_path} has {len(signatures)} signatures; calibration needs one")
+        raise EvalHarnessError(
+            f"quant: {model_path} has {len(signatures)} signatures; calibration needs one (a float model, "
+            "not one already quantized): give the float .tflite in model.path"
+        )
     (key, sig) = next(iter(signatures.items()))
     if len(sig["inputs"]) != 1:
-        raise EvalHarnessError(f"quant: {model_path} has {len(sig['inputs'])} inputs; calibration needs one")
+        raise EvalHarnessError(
+            f"quant: {model_path} has {len(sig['inputs'])} inputs; calibration needs one: give a one-input "
+            "model in model.path, or use a recipe without calibration (quant=fp16, dynamic_int8)"
+        )
     detail = interpreter.get_signature_runner(key).get_input_details()[sig["inputs"][0]]
     return key, sig["inputs"][0], tuple(int(s) for s in detail["shape"]), np.dtype(detail["dtype"]).name
 
@@ -217,7 +226,10 @@ class VariantBuilder:
         with _quiet():
             if q.need_calibration:
                 if not calibration:
-                    raise EvalHarnessError(f"quant: recipe {_label(recipe)} needs calibration images")
+                    raise EvalHarnessError(
+                        f"quant: recipe {_label(recipe)} needs calibration images; set "
+                        "quant/calibration=auto or give quant.calibration.roots"
+                    )
                 key, name, shape, dtype = float_input(model_path)
                 data = [{name: np.asarray(t, dtype=dtype).reshape(shape)} for t in calibration]
                 self.calibration_result, self.range_rule = calibrate_ranges(q, key, data)

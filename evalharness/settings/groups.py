@@ -39,7 +39,7 @@ class ModelSchema:
     preprocess: PreprocessSpec = field(default_factory=PreprocessSpec)
     # how to read the outputs as answers (detectors: {name: ssd_postprocess | yolo, ...parameters});
     # a model's own property, read by every task that decodes (coco, inference_diff, explain)
-    decoder: Any = None
+    decoder: dict[str, Any] | None = None
     from_file: bool = False  # conf/model/file.yaml: fill unset settings from the file (model_settings)
 
 
@@ -87,7 +87,8 @@ class WeightsSchema:  # quant.weights: pruning or clustering of the float weight
     keep_first: bool = True  # the first convolution stays dense
     keep_last: bool = True  # the classifier (last weight tensor) stays dense
     seed: int = 0  # k-means++ draws
-    only: Any = None  # op indices whose weights are edited (of those that qualify); null: all
+    # op indices whose weights are edited (of those that qualify); null: all
+    only: tuple[int, ...] | None = None
     scan: bool = False  # sensitivity scan: each tensor edited alone, scored on quant.search's part
 
 
@@ -107,8 +108,8 @@ class CalibrationSchema:  # conf/quant/calibration: the images that calibrate a 
 class QuantSchema:  # conf/quant: a variant of the float model (transforms/)
     name: str = "none"
     recipe: Any = None  # ai-edge-quantizer recipe (runtime/quantize.py RECIPES) or a JSON file; null: float
-    io_dtype: Any = None  # integer recipes: the I/O type they make (int8 | int16)
-    integer_input: Any = None  # model.preprocess.integer_input for a variant with integer inputs
+    io_dtype: str | None = None  # integer recipes: the I/O type they make (int8 | int16)
+    integer_input: str | None = None  # model.preprocess.integer_input for a variant with integer inputs
     calibration: CalibrationSchema | None = None  # calibrated recipes only
     # accuracy-aware repair (transforms/repair.py): the most the headline metric may drop, absolute
     # or relative

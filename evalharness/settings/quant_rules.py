@@ -6,6 +6,7 @@ by the transforms that make the variant (:mod:`evalharness.transforms`), so both
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from evalharness.core.errors import ConfigError
@@ -42,6 +43,12 @@ def layer_search(quant: QuantSchema) -> bool:
     return quant.weights.method != "none" and (quant.weights.scan or repair_requested(quant))
 
 
+def _a_recipe(recipe: object) -> bool:
+    """``quant.recipe``'s type: a name or a file (text), or the quantizer's list of op configs."""
+    listed = isinstance(recipe, list | tuple) and all(isinstance(e, Mapping) for e in recipe)
+    return isinstance(recipe, str) or listed
+
+
 def check_quant(quant: QuantSchema, definition: Any, dataset: DatasetSchema) -> None:
     """Rules between the quant fields and the rest of the config (exit 2 before anything runs)."""
     repair, edit = repair_requested(quant), quant.weights.method != "none"
@@ -54,6 +61,12 @@ def check_quant(quant: QuantSchema, definition: Any, dataset: DatasetSchema) -> 
     what = "quant.max_drop" if repair else "quant.weights.scan" if edit else "quant/calibration=dataset"
     if splits and not recipe and not edit:
         raise ConfigError(f"{what} needs a quantized variant: quant=int8 or int16x8 (quant={quant.name})")
+    if recipe is not None and not _a_recipe(recipe):
+        shown = list(recipe) if isinstance(recipe, tuple) else recipe
+        raise ConfigError(
+            f"quant.recipe={shown!r} is not a recipe; give a recipe name (e.g. quant.recipe=static_wi8_ai8), "
+            "a recipe .json file or a list of op configs"
+        )
     if recipe:
         from evalharness.runtime.quantize import check_recipe
 

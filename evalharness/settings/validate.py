@@ -186,7 +186,9 @@ def validate(
     check_parallel(loop.parallel, definition, dataset.shard.count, command_line, accelerator)
     check_quant(quant, definition, dataset)
     reference = rules.reference_delegate
-    reference_plan = plan_delegate(reference, variant_dir=cache_dir) if reference else None
+    reference_plan = (
+        plan_delegate(reference, variant_dir=cache_dir, key="task.reference_delegate") if reference else None
+    )
     refuse_for_source(
         model.path, plan, runner=runner.name, runtime=groups["runtime"].name, quant=quant.name,
         op_profile=loop.op_profile or rules.op_profile, reference=reference_plan,

@@ -35,7 +35,10 @@ def calibration_files(
         num = cal.num_images
         files = files[:num] if num > 0 else files
         if not files:
-            raise DataError("quant.calibration source=dataset: the dataset's search part has no image files")
+            raise DataError(
+                "quant.calibration source=dataset: the dataset's search part has no image files; use more "
+                "images (task.num_images), a larger quant.search.fraction or quant/calibration=bundled"
+            )
         return files
     roots = cal.roots
     if not roots:
@@ -43,12 +46,15 @@ def calibration_files(
     files = []
     for i, root in enumerate(roots):
         if not Path(root).is_dir():
-            raise DataError(f"quant.calibration.roots[{i}]={root} is not a directory")
+            raise DataError(f"quant.calibration.roots[{i}]={root} is not a directory; give an image folder")
         files += [(f"{i}/{name}", Path(root, name)) for name in list_images(Path(root), DEFAULT_EXTENSIONS)]
     num = cal.num_images
     files = files[:num] if num > 0 else files
     if not files:
-        raise DataError(f"quant.calibration.roots {list(roots)}: no images ({', '.join(DEFAULT_EXTENSIONS)})")
+        raise DataError(
+            f"quant.calibration.roots {list(roots)}: no images ({', '.join(DEFAULT_EXTENSIONS)}); put images "
+            "there or give other folders in quant.calibration.roots"
+        )
     return files
 
 
@@ -122,6 +128,10 @@ def calibration_tensors(paths: list[Path], model_path: str, preprocess: Preproce
 
     _, _, shape, dtype = float_input(model_path)
     if len(shape) != 4 or dtype != "float32":
-        raise ConfigError(f"quant: {model_path} input {list(shape)} {dtype} is not a float NHWC image")
+        raise ConfigError(
+            f"quant: {model_path} input {list(shape)} {dtype} is not a float NHWC image, which calibration "
+            "feeds; give a float image model in model.path, or use a recipe without calibration (quant=fp16, "
+            "dynamic_int8 or weight_only_int8)"
+        )
     inp = InputSpec(shape[1], shape[2], shape[3], "float32")
     return [preprocess_file(str(p), preprocess, inp) for p in paths]

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from evalharness.core.errors import ConfigError
 from evalharness.data.shard import Split
 from evalharness.settings.groups import CalibrationSchema
 from evalharness.settings.quant_rules import SearchSplit
@@ -54,6 +55,21 @@ def as_bundled(cal: CalibrationSchema) -> CalibrationSchema:
     return CalibrationSchema(name="bundled", source="roots", roots=cal.roots, num_images=0)
 
 
+def unscored_slice(cal: CalibrationSchema, listed: int, count: int) -> str:
+    """Why a slice of ``count`` of the ``listed`` images cannot calibrate, naming the key to change."""
+    if cal.max_fraction >= 1:
+        return (
+            f"quant.calibration.max_fraction={cal.max_fraction}: the calibration slice would take all "
+            f"{listed} images of the dataset and leave none to score; use a value below 1 (e.g. 0.25)"
+        )
+    return (
+        f"quant.calibration.min_dataset_images={cal.min_dataset_images}: a dataset of {listed} image(s) "
+        f"would give all {count} to the calibration slice and leave none to score; raise "
+        f"quant.calibration.min_dataset_images above {listed} (the bundled photos calibrate instead), "
+        "or use more images (task.num_images)"
+    )
+
+
 def choose(cal: CalibrationSchema, listed: int | None, why_not: str | None = None) -> Choice:
     """The choice for an auto setting ``cal``: ``listed`` images in the dataset's list (None: the
     task reads no dataset); ``why_not``: why the dataset cannot be sliced (a sharded run)."""
@@ -65,6 +81,8 @@ def choose(cal: CalibrationSchema, listed: int | None, why_not: str | None = Non
         record.update(chosen="bundled", reason=reason, risk=BUNDLED_RISK)
         return Choice(as_bundled(cal), None, record)
     count = max(1, min(most, int(listed * share)))
+    if count >= listed:  # the slice is not scored: nothing would be left for the run to report on
+        raise ConfigError(unscored_slice(cal, listed, count))
     fraction = count / listed  # as a float it may round up past count: then half an image less
     if sum(Split(fraction).in_search(listed)) != count:
         fraction = (count - 0.5) / listed

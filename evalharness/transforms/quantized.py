@@ -134,13 +134,17 @@ def quantized_variant(
     if io_dtype and not is_recipe_file(recipe) and io_dtype != IO_DTYPES.get(recipe):
         raise ConfigError(
             f"quant.io_dtype={io_dtype}: ai-edge-quantizer recipe {recipe} makes "
-            f"{IO_DTYPES.get(recipe, 'float32')} inputs/outputs; other I/O types are not supported yet"
+            f"{IO_DTYPES.get(recipe, 'float32')} inputs/outputs; other I/O types are not supported yet; "
+            "leave quant.io_dtype unset (null)"
         )
     calibration: dict[str, Any] | None = None
     paths: list[Path] = []
     if needs_calibration(recipe):
         if not quant.calibration:
-            raise ConfigError(f"quant={quant.name}: recipe {recipe} needs quant.calibration")
+            raise ConfigError(
+                f"quant={quant.name}: recipe {recipe} needs quant.calibration; set quant/calibration=auto "
+                "(or bundled, or dataset)"
+            )
         calibration, paths = calibration_record(quant.calibration, reads_dataset, dataset_root, dataset_files)
     ops = recipe_ops(recipe) if is_recipe_file(recipe) else recipe
     if quant.weights.method == "cluster":  # shared values stay shared: per-tensor weight scales

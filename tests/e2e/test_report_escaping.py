@@ -21,6 +21,8 @@ from conftest import MODELS, REPO, run_inprocess
 from shared_runs import fake_run_dir
 from test_report_classification import report
 
+from evalharness.core.escape import terminal
+
 SAMPLE = REPO / "datasets" / "sample"
 FILES = {  # sample image -> hostile file name (no "/": a file name cannot hold one)
     "cat.png": "<img src=x onerror=alert(1)>.png",
@@ -128,7 +130,8 @@ def test_sweep_files_and_stdout(hostile, capsys):
     safe_markdown((hostile["sweep"] / "sweep.md").read_text())
     rows = list(csv.reader(io.StringIO((hostile["sweep"] / "sweep.csv").read_text(), newline="")))
     names = [r[rows[0].index("model.name")] for r in rows[1:]]
-    assert sorted(names) == sorted("'" + n if n.startswith(FORMULA) else n for n in NAMES)
+    shown = [terminal(n) for n in NAMES]  # a CSV cell shows its controls too (it may be printed)
+    assert sorted(names) == sorted("'" + n if n.startswith(FORMULA) else n for n in shown)
 
 
 @pytest.mark.parametrize("command", ["analysis", "rescore"])
@@ -147,7 +150,6 @@ def test_export_csv_has_no_formula_cell(hostile, capsys):
     clean_exit(code, err)
     rows = list(csv.DictReader(io.StringIO(out, newline="")))
     texts = [v for r in rows for k, v in r.items() if k in ("id", "label")]
-    assert sorted(texts) == sorted(
-        ["'" + t if t.startswith(FORMULA) else t for t in [*FILES.values(), *LABELS.values()]]
-    )
+    shown = [terminal(t) for t in [*FILES.values(), *LABELS.values()]]  # controls shown, as on a terminal
+    assert sorted(texts) == sorted(["'" + t if t.startswith(FORMULA) else t for t in shown])
     assert not [t for t in texts if t.startswith(FORMULA)]

@@ -16,13 +16,13 @@ import hashlib
 import itertools
 import json
 import os
-from html import escape
 from typing import Any
 
 from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.bars import progress
 from evalharness.core.boundary import describe
 from evalharness.core.errors import EvalHarnessError
+from evalharness.core.escape import html_text
 from evalharness.report.presenters import headline
 from evalharness.report.runs import ReportError, comparability, definition_of, whole_list
 from evalharness.report.tracking.mapping import DEFAULT_ARTIFACTS
@@ -185,26 +185,26 @@ def page(
     diffs: str,
     left_out: int = 0,
 ) -> str:
-    head = "".join(f"<th>{escape(c)}</th>" for c in ("", *COLUMNS, "group", "files"))
+    head = "".join(f"<th>{html_text(c)}</th>" for c in ("", *COLUMNS, "group", "files"))
     body = []
     for r in rows:
-        href = escape(links[r["id"]])
+        href = html_text(links[r["id"]])
         files = f'<a href="{href}/metrics.json">metrics.json</a> <a href="{href}/results.txt">results.txt</a>'
-        cells = "".join(f"<td>{escape(str(r[c]))}</td>" for c in COLUMNS)
+        cells = "".join(f"<td>{html_text(str(r[c]))}</td>" for c in COLUMNS)
         body.append(
-            f'<tr data-id="{r["id"]}" data-group="{escape(r["group"])}" data-run="{escape(r["run"])}">'
-            f'<td><input type="checkbox" aria-label="choose {escape(r["run"])}"></td>{cells}'
-            f"<td>{escape(r['group'])}</td><td>{files}</td></tr>"
+            f'<tr data-id="{r["id"]}" data-group="{html_text(r["group"])}" data-run="{html_text(r["run"])}">'
+            f'<td><input type="checkbox" aria-label="choose {html_text(r["run"])}"></td>{cells}'
+            f"<td>{html_text(r['group'])}</td><td>{files}</td></tr>"
         )
     statuses = sorted({r["status"] for r in rows})
-    options = "".join(f'<option value="{escape(s)}">{escape(s)}</option>' for s in statuses)
+    options = "".join(f'<option value="{html_text(s)}">{html_text(s)}</option>' for s in statuses)
     data = json.dumps({"diffs": rendered, "dir": diffs}).replace("</", "<\\/")
     title = f"evalharness runs: {os.path.abspath(root)}"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{CSS} tr.hidden {{ display: none; }}"
+        f"<title>{html_text(title)}</title><style>{CSS} tr.hidden {{ display: none; }}"
         " code { background: #f4f4f4; padding: .2em; }</style></head>\n"
-        f"<body><h1>{escape(title)}</h1>\n"
+        f"<body><h1>{html_text(title)}</h1>\n"
         f'<p class="note">{len(rows)} runs. Runs in the same group (same task, images and ground truth) '
         "can be compared: tick two, A first."
         + (

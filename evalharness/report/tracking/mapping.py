@@ -38,7 +38,8 @@ class NoTracking:  # conf/tracking/none.yaml: nothing is logged anywhere but the
 @dataclass(frozen=True)
 class MlflowTracking:  # conf/tracking/mlflow.yaml
     name: str = "mlflow"
-    uri: Any = None  # null: sqlite:///<launch dir>/mlflow.db (beside outputs/); http(s)://host:port a server
+    # null: sqlite:///<launch dir>/mlflow.db (beside outputs/); http(s)://host:port a server
+    uri: str | None = None
     experiment: str = "evalharness"
     artifacts: bool = True  # log metrics.json, results.txt, predictions and the run's other files
     timeout_s: int = field(default=30, metadata=bounds(1, 600))  # wall time to log one run, at most

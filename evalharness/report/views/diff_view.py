@@ -138,8 +138,7 @@ def render_html(doc: DiffDocument, max_rows: int = 20) -> str:
 
 def _explain_link(doc: DiffDocument) -> str:
     """A link to ``python -m evalharness.explain``'s page for these runs, when it was made."""
-    from html import escape
-
+    from evalharness.core.escape import html_text
     from evalharness.report.views.explain_location import HTML_FILE, explain_dir
 
     if not (doc["a"].get("dir") and doc["b"].get("dir")):
@@ -148,7 +147,7 @@ def _explain_link(doc: DiffDocument) -> str:
     if not os.path.isfile(path):
         return ""
     return (
-        f'<p class="note">Why did the answer change? <a href="file://{escape(path)}">{escape(path)}</a></p>'
+        f'<p class="note">Why did the answer change? <a href="file://{html_text(path)}">{html_text(path)}</a></p>'
     )
 
 

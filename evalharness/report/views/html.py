@@ -9,9 +9,9 @@ from __future__ import annotations
 import base64
 import io
 import os
-from html import escape
 from typing import TYPE_CHECKING
 
+from evalharness.core.escape import html_text
 from evalharness.core.tables import Section, numeric_columns
 from evalharness.report.views.plots import MISSING_NOTE
 
@@ -38,7 +38,7 @@ figure.plot svg { max-width: 100%; height: auto; }
 
 
 def section_html(s: Section) -> str:
-    parts = [f'<section id="{escape(s.key)}">' if s.key else "<section>", f"<h2>{escape(s.title)}</h2>"]
+    parts = [f'<section id="{html_text(s.key)}">' if s.key else "<section>", f"<h2>{html_text(s.title)}</h2>"]
     if s.headers:
         right = numeric_columns(s.rows, len(s.headers))
         head = "".join(_cell(h, r, "th") for h, r in zip(s.headers, right, strict=True))
@@ -46,23 +46,23 @@ def section_html(s: Section) -> str:
             "<tr>" + "".join(_cell(c, r) for c, r in zip(row, right, strict=True)) + "</tr>" for row in s.rows
         )
         parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-    parts += [f'<p class="note">{escape(n)}</p>' for n in s.notes]
+    parts += [f'<p class="note">{html_text(n)}</p>' for n in s.notes]
     return "\n".join(parts) + "\n</section>"
 
 
 def _cell(text: str, numeric: bool, tag: str = "td") -> str:
     classes = " ".join(c for c, on in (("num", numeric), ("fail", text in ("FAIL", "failed"))) if on)
     attr = f' class="{classes}"' if classes else ""
-    return f"<{tag}{attr}>{escape(text)}</{tag}>"
+    return f"<{tag}{attr}>{html_text(text)}</{tag}>"
 
 
 def figure_html(caption: str, svg: str | None, note: str = "") -> str:
     """An inline SVG with its caption, or the note saying why there is no plot."""
     if svg is None:
-        text = f"{escape(caption)}: {MISSING_NOTE}"
+        text = f"{html_text(caption)}: {MISSING_NOTE}"
         return f'<figure class="plot missing"><figcaption>{text}</figcaption></figure>'
-    extra = f" {escape(note)}" if note else ""
-    return f'<figure class="plot">{svg}<figcaption>{escape(caption)}.{extra}</figcaption></figure>'
+    extra = f" {html_text(note)}" if note else ""
+    return f'<figure class="plot">{svg}<figcaption>{html_text(caption)}.{extra}</figcaption></figure>'
 
 
 def thumbnails_html(title: str, items: list[tuple[str, str]], notes: list[str] | None = None) -> str:
@@ -71,12 +71,12 @@ def thumbnails_html(title: str, items: list[tuple[str, str]], notes: list[str] |
     if not items and not notes:
         return ""
     cells = "".join(
-        f'<figure><img src="{uri}" alt="{escape(cap)}"><figcaption>{escape(cap)}</figcaption></figure>'
+        f'<figure><img src="{uri}" alt="{html_text(cap)}"><figcaption>{html_text(cap)}</figcaption></figure>'
         for cap, uri in items
     )
     grid = f'<div class="thumbs">{cells}</div>' if items else ""
-    said = "".join(f'<p class="note">{escape(n)}</p>' for n in notes or [])
-    return f'<section id="thumbnails"><h2>{escape(title)}</h2>{grid}{said}</section>'
+    said = "".join(f'<p class="note">{html_text(n)}</p>' for n in notes or [])
+    return f'<section id="thumbnails"><h2>{html_text(title)}</h2>{grid}{said}</section>'
 
 
 def thumbnail_uri(path: str, size: int = 128, shapes: Shapes | None = None) -> str | None:
@@ -118,6 +118,6 @@ def page(title: str, sections: list[Section], after: dict[str, list[str]] | None
         body += [block for block in after.get(s.key, []) if block]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{CSS}</style></head>\n"
-        f"<body><h1>{escape(title)}</h1>\n" + "\n".join(body) + "\n</body></html>\n"
+        f"<title>{html_text(title)}</title><style>{CSS}</style></head>\n"
+        f"<body><h1>{html_text(title)}</h1>\n" + "\n".join(body) + "\n</body></html>\n"
     )

@@ -186,7 +186,7 @@ def _every_flag() -> type:
     return dataclasses.make_dataclass("DelegateFlags", [(k, Any, field(default=v)) for k, v in flags.items()])
 
 
-def check_delegate(raw: Mapping[str, Any]) -> DelegateSettings:
+def check_delegate(raw: Mapping[str, Any], key: str = "delegate") -> DelegateSettings:
     """A delegate config (a plain dict from Hydra) checked against its delegate's schema.
 
     A flag that only another delegate reads is tolerated at its default and refused otherwise."""
@@ -202,6 +202,6 @@ def check_delegate(raw: Mapping[str, Any]) -> DelegateSettings:
             f"its flags: {', '.join(f for f in own if f != 'name')}"
         )
     settings: DelegateSettings = instantiate(
-        DELEGATES.get(name).schema, {k: raw[k] for k in raw if k in own}, f"delegate={name}"
+        DELEGATES.get(name).schema, {k: raw[k] for k in raw if k in own}, f"delegate={name}", key
     )
     return settings

@@ -40,7 +40,7 @@ PERCENTILE_WHY = (
 
 @dataclass
 class CocoDataset:
-    annotations: Any = None  # COCO instances JSON
+    annotations: str | None = None  # COCO instances JSON
     # coco: annotations + image folder | yolo: Ultralytics' layout at root (data.yaml, images/, labels/)
     # | auto: coco when annotations are given, else yolo when root is such a layout (said, recorded)
     format: str = field(default="auto", metadata=bounds(choices=("auto", "coco", "yolo")))

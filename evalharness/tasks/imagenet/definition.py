@@ -29,13 +29,13 @@ from evalharness.tasks.metrics import Metric
 class ImageNetDataset:
     """The dataset fields classification reads (see :mod:`evalharness.data.ground_truth`)."""
 
-    ground_truth: Any = None  # val.txt | csv | label lines; none for imagefolder / devkit
+    ground_truth: str | None = None  # val.txt | csv | label lines; none for imagefolder / devkit
     # a folder's ground-truth format (auto | folder | val_txt | devkit | imagefolder | label_lines | csv)
     # or a container (parquet | webdataset | tfrecord; auto detects one from dataset.root: dataset_reader)
     format: str = "auto"
-    class_names: Any = None  # class list in the ground truth's index order (val.txt)
-    synset_words: Any = None  # wnid -> text (imagefolder of wnid folders)
-    devkit_meta: Any = None  # the ILSVRC devkit's data/meta.mat
+    class_names: str | None = None  # class list in the ground truth's index order (val.txt)
+    synset_words: str | None = None  # wnid -> text (imagefolder of wnid folders)
+    devkit_meta: str | None = None  # the ILSVRC devkit's data/meta.mat
     # a csv's class_index without a class list is scored by index: model output = index + offset;
     # auto: 1 when the model's label file starts with a background line, else 0 (printed, recorded)
     label_offset: str = field(default="auto", metadata=bounds(choices=("auto", "0", "1")))
@@ -44,7 +44,7 @@ class ImageNetDataset:
     manifest: str = field(default="size", metadata=bounds(choices=("size", "content")))
     # where the index of each container shard is kept between runs (the presets: under
     # paths.cache_dir); null: every run lists (reads and hashes) every shard
-    index_dir: Any = None
+    index_dir: str | None = None
 
 
 @dataclass

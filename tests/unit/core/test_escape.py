@@ -84,9 +84,11 @@ def test_code_span_fence_is_longer_than_any_backtick_run(text, span):
 
 
 def test_csv_text_neutralises_formula_starts_only():
-    assert [csv_text(t) for t in ("=1+2", "+1", "-x", "@SUM(1)", "\tx", "\rx")] == [
-        "'=1+2", "'+1", "'-x", "'@SUM(1)", "'\tx", "'\rx",
+    assert [csv_text(t) for t in ("=1+2", "+1", "-x", "@SUM(1)", "\tx")] == [
+        "'=1+2", "'+1", "'-x", "'@SUM(1)", "'\tx",
     ]  # fmt: skip
+    assert csv_text("\rx") == "\\x0dx"  # a CR is a control: shown, so nothing is left to run as a formula
+    assert csv_text("=\x1b[2J") == "'=\\x1b[2J"
     assert csv_text("cat.png") == "cat.png" and csv_text("a=b") == "a=b"
 
 
@@ -179,3 +181,32 @@ def test_every_evalharness_logger_shows_controls_not_sends_them(caplog):
         for name in ("evalharness", "evalharness.report", "evalharness.runtime.npu_backend"):
             logging.getLogger(name).warning("file %s", "a\x1b[2Jb")
     assert [r.getMessage() for r in caplog.records] == ["file a\\x1b[2Jb"] * 3
+
+
+def test_every_warning_shows_its_controls_on_stderr():
+    """A library's warning (matplotlib's missing glyph quotes the ESC it could not draw) is printed
+    through the boundary's format, whichever module warned."""
+    import warnings
+
+    import evalharness.core.boundary  # noqa: F401 - installs the format
+
+    glyph = "Glyph 27 (\x1b) missing from font(s) DejaVu Sans."
+    shown = warnings.formatwarning(glyph, UserWarning, "x.py", 1)
+    assert "\\x1b" in shown and "\x1b" not in shown and shown.endswith("\n")
+
+
+def test_no_module_escapes_html_by_itself():
+    """One HTML escaping (controls shown, then entities): a module importing :mod:`html` would escape
+    without showing an ESC sequence to the terminal a page printed on stdout reaches."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[3] / "evalharness"
+    found = []
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            if "html" in names or module == "html":
+                found.append(path.relative_to(package).as_posix())
+    assert found == ["core/escape.py"], found
