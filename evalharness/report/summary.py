@@ -25,7 +25,10 @@ HEADING = "== summary"
 
 def results_lines(definition: TaskDefinition, document: Document) -> list[str]:
     """The ``results.txt`` lines (and what the run prints): a line per declared metric, the interval
-    line of those that have one, then whatever the task's view makes of them."""
+    line of those that have one, then whatever the task's view makes of them. A run that stopped
+    before it scored a sample has no metric to show: one line says so (no view is asked)."""
+    if document.metrics.num_scored == 0:
+        return ["no sample scored: the run stopped before its first result"]
     return view_of(definition).summary_lines(document, metric_lines(definition, document.metrics))
 
 
@@ -189,6 +192,10 @@ def _status(doc: Document) -> str:
     """The run's status, and the checks that failed it (exit 1) although every sample was scored."""
     status = doc.status
     reason = doc.stop_reason or doc.error
-    text = f"  Status:   {status}" + (f" ({reason})" if reason and status != "complete" else "")
+    text = f"  Status:   {status}"
+    scored, listed = doc.metrics.num_scored, doc.metrics.num_images
+    if status == "partial" and scored is not None and listed is not None:  # how far it got
+        text += f", {scored} of {listed} scored"
+    text += f" ({reason})" if reason and status != "complete" else ""
     failed = doc.metrics.failed_checks
     return text + (f"; failed check(s): {'; '.join(failed)}" if failed else "")
