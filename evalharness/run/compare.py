@@ -249,7 +249,7 @@ def write(
     section = compare_view.section(key, table, measurement, out)
     try:
         first = candidates[0]["params"].get(key, values[0])  # as the job recorded it
-        sweep.write_report(out, None, {key: first})
+        sweep.write_report(out, None, {key: first}, "compare.txt" if measurement else None)
     except Exception as exc:  # noqa: BLE001 - the table stands without the sweep files
         print(f"warning: sweep files not written: {describe(exc)}", file=sys.stderr)
     doc = {"key": key, "candidates": values, "rows": table, "interleaved": measurement}

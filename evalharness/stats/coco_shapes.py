@@ -70,4 +70,3 @@ def evaluate_shapes(
     if keep_matching:
         scored["matching"] = matching.trimmed()
     return scored
-

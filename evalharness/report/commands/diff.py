@@ -121,9 +121,7 @@ def _build_diff(
         "alpha": alpha,
         "equivalence_margin": margin,
         "latency_speedup": run_speedups(a, b),
-        "latency_validity": {
-            side: compact(r.document.latency.validity) for side, r in (("a", a), ("b", b))
-        },
+        "latency_validity": {side: compact(r.document.latency.validity) for side, r in (("a", a), ("b", b))},
     }
     if definition.abilities.writes_predictions and definition.abilities.reads_dataset:
         doc["inputs"] = compare_inputs(a, b)  # per-record input hashes; a benchmark feeds random data

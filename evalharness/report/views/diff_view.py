@@ -99,7 +99,9 @@ def _latency(doc: DiffDocument) -> Section:
         for r in doc["latency"]
     ]
     notes = ["ms; timed region invoke() only; speed-up = A / B (> 1: B is faster)"]
-    notes += speedup.notes(doc)
+    notes += (
+        [f"speed-up: {speedup.SEQUENTIAL}"] if any(r["speedup"] is not None for r in doc["latency"]) else []
+    )
     notes += comparison_notes(doc.get("latency_validity") or {})
     return Section("Latency", ["stat", "A", "B", "delta %", "speed-up"], rows, notes, key="latency")
 
