@@ -220,7 +220,7 @@ def _compare_into(
     """The candidates' runs into ``out`` (held), then the interleaved speed-ups unless ``quick``."""
     print(f"compare {key}: {', '.join(values)} -> {out} (runs' output: {os.path.join(out, RUNS_LOG)})")
     runs = [sweep_job(f"{key}={v}", job, out, i) for i, (job, v) in enumerate(zip(jobs, values, strict=True))]
-    codes = run_all(runs, out, all(p.loop.progress for p in plans))
+    codes = run_all(runs, out, all(p.loop.progress for p in plans), key)
     candidates = gather(out, key, values)
     if any(c not in (EXIT_OK, EXIT_STOPPED) for c in codes) and all(c["run"] is None for c in candidates):
         raise ConfigError(last_error(out) or f"the runs did not start; see {os.path.join(out, RUNS_LOG)}")

@@ -22,7 +22,8 @@ def title(doc: DiffDocument) -> str:
 
 
 def _name(run: RunSummary) -> str:
-    return f"{run['model']} @ {run['delegate']}"
+    """The side by what differs from the other (a diff made before names: model @ delegate)."""
+    return run.get("name") or f"{run['model']} @ {run['delegate']}"
 
 
 def sections(doc: DiffDocument, max_rows: int = 20) -> list[Section]:

@@ -61,7 +61,7 @@ def top_line(doc: DiffDocument) -> str:
 
 
 def _run_name(run: RunSummary) -> str:
-    return md_code(f"{run['model']} @ {run['delegate']}")
+    return md_code(run.get("name") or f"{run['model']} @ {run['delegate']}")
 
 
 def headline_rows(doc: DiffDocument) -> list[list[str]]:
