@@ -118,6 +118,9 @@ def _delegate(doc: Document) -> str | None:
     if not record.raw:
         return None
     text = f"  Delegate: {record.name}"
+    fp16 = record.flags.get("gpu_precision_loss_allowed")  # the GPU's precision: a result depends on it
+    if isinstance(fp16, bool):
+        text += ", fp16 allowed" if fp16 else ", fp32 (fp16 not allowed)"
     coverage = record.coverage
     delegated, total = coverage.ops_delegated, coverage.ops_total
     left = coverage.ops_on_cpu_by_type or {}
