@@ -51,12 +51,13 @@ UNTAGGED_KEYS = frozenset(
 )
 
 
-def swept_tag(overrides: Iterable[object]) -> str:
-    """OmegaConf resolver ``${swept_tag:${hydra.overrides.task}}``: the job's values of the keys the
-    multirun sweeps (:data:`SWEPT_ENV`, set by ``python -m evalharness -m`` and by ``compare``), as
-    ``_num_threads-2``, so ``delegate.num_threads=1,2`` gives two directories that say which is which;
-    nothing for a key the directory already names or a command that sweeps nothing. A path is its
-    file's stem; a character a folder name should not hold becomes ``-``."""
+def swept_tag(overrides: Iterable[object], named: object = "") -> str:
+    """OmegaConf resolver ``${swept_tag:${hydra.overrides.task},${model.name}}``: the job's values of
+    the keys the multirun sweeps (:data:`SWEPT_ENV`, set by ``python -m evalharness -m`` and by
+    ``compare``), as ``_num_threads-2``, so ``delegate.num_threads=1,2`` gives two directories that
+    say which is which; nothing for a key the directory already names, a value ``named`` already
+    holds (``model.path``'s stem, when it is the model's name) or a command that sweeps nothing. A
+    path is its file's stem; a character a folder name should not hold becomes ``-``."""
     from evalharness.core.override_grammar import override_parts
 
     swept = [k for k in os.environ.get(SWEPT_ENV, "").split(",") if k and k not in UNTAGGED_KEYS]
@@ -71,6 +72,8 @@ def swept_tag(overrides: Iterable[object]) -> str:
     for key in (k for k in swept if k in values):
         value = values[key]
         value = model_stem(value) if "/" in value else value
+        if value == str(named):
+            continue
         tags.append(f"_{key.rsplit('.', 1)[-1]}-{re.sub(r'[^A-Za-z0-9._+-]', '-', value)[:32]}")
     return "".join(tags)
 

@@ -59,6 +59,8 @@ def test_a_multirun_folder_carries_the_swept_values(monkeypatch):
     overrides = ["delegate=cpu", "delegate.num_threads=2", "++model.path=/m/a b.tflite", "task.num_images=10"]
     monkeypatch.setenv(SWEPT_ENV, "delegate,delegate.num_threads,model.path")
     assert swept_tag(overrides) == "_num_threads-2_path-a-b"  # delegate is in the folder name already
+    named = ["++model.path=/m/model_a.tflite", "delegate.num_threads=2"]  # the folder names the model
+    assert swept_tag(named, "model_a") == "_num_threads-2"
     monkeypatch.delenv(SWEPT_ENV)
     assert swept_tag(overrides) == ""  # nothing swept (a single run): the name as before
 
