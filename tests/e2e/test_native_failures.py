@@ -14,6 +14,7 @@ from conftest import run_inprocess
 
 from evalharness.core.errors import RunStopped
 from evalharness.core.native_output import quiet_native_output
+from evalharness.report.commands.entry import main as report_main
 from evalharness.runtime import litert
 
 DEADLINE = b"E0000 00:00:00.120 wait.cc:12] DEADLINE_EXCEEDED: Deadline exceeded after 2m\n"
@@ -39,7 +40,7 @@ def failing_runtime(monkeypatch):
     ids=["imagenet", "coco"],
 )
 def test_a_native_deadline_stops_the_run_with_its_cause_and_a_partial_record(
-    failing_runtime, overrides, tmp_path
+    failing_runtime, overrides, tmp_path, capsys
 ):
     native: list[str] = []
     with pytest.raises(RunStopped) as stopped, quiet_native_output(native):
@@ -52,3 +53,5 @@ def test_a_native_deadline_stops_the_run_with_its_cause_and_a_partial_record(
     assert (doc["metrics"]["num_scored"], doc["metrics"]["num_images"]) == (0, 2)
     results = (tmp_path / "results.txt").read_text()
     assert "partial, 0 of 2 scored" in results and "no sample scored" in results
+    assert report_main(["rescore", str(tmp_path)]) == 2  # the reports say why there is nothing to read
+    assert "scored no sample (partial: delegate=cpu: LiteRT's invoke deadline" in capsys.readouterr().err
