@@ -30,7 +30,7 @@ from evalharness.core.boundary import (
     report,
     report_interrupt,
 )
-from evalharness.core.errors import EvalHarnessError, RunStopped
+from evalharness.core.errors import ConfigError, EvalHarnessError, RunStopped
 from evalharness.core.interrupts import Interrupted, interrupt_policy, interrupted
 from evalharness.core.native_output import (
     VERBOSE_ENV,
@@ -40,7 +40,7 @@ from evalharness.core.native_output import (
     quiet_native_output,
     silence_teardown,
 )
-from evalharness.core.paths import CONF_DIR, bundled, model_stem, quant_tag
+from evalharness.core.paths import CONF_DIR, SWEPT_ENV, bundled, model_stem, quant_tag, swept_tag
 from evalharness.core.registry import load_object
 from evalharness.run.job import run
 from evalharness.rundir.document import holds_run, now
@@ -50,6 +50,7 @@ from evalharness.settings.cli import help_text, precheck
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
 OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)
 OmegaConf.register_new_resolver("quant_tag", quant_tag, replace=True)
+OmegaConf.register_new_resolver("swept_tag", swept_tag, replace=True)
 
 _failed_jobs: list[str] = []
 _exit_codes: list[int] = []  # a single run's code, returned after Hydra's job-end callbacks (tracking)
@@ -160,6 +161,24 @@ def main() -> None:
             sys.exit(EXIT_STOPPED)
 
 
+def swept_keys(overrides: list[str]) -> list[str]:
+    """The keys a multirun's command line sweeps (``delegate.num_threads=1,2``), read with Hydra's
+    grammar; an override it cannot read is left to Hydra's own error."""
+    from evalharness.core.override_grammar import parse_override
+
+    keys = []
+    for text in overrides:
+        if text.startswith("-"):
+            continue
+        try:
+            override = parse_override(text)
+        except ConfigError:  # Hydra says what is wrong with it, once it composes
+            continue
+        if override.is_sweep_override():
+            keys.append(override.key_or_group)
+    return keys
+
+
 def _main() -> None:
     if {"-v", "--verbose"} & set(sys.argv[1:]):  # native runtime output live, as it is printed
         os.environ[VERBOSE_ENV] = "1"
@@ -177,6 +196,8 @@ def _main() -> None:
         print(f"error: {problem}", file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")  # Hydra's own errors reach the boundary below
+    if swept := swept_keys(sys.argv[1:]):  # the job directories' names carry their values (swept_tag)
+        os.environ[SWEPT_ENV] = ",".join(swept)  # in this process and a launcher's workers alike
     try:
         _app()
     except Exception as exc:  # composing the config failed (override grammar, unknown option, ...)

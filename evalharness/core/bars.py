@@ -5,16 +5,32 @@ and the ops it tries) and ``report index`` (the diffs it renders).
 A tqdm bar on stderr that clears itself when done (``leave=False``), so stdout keeps only the
 results and a finished command leaves no bar behind. Shown by default, as the run loop's is
 (``loop.progress=true``); a command whose config has ``loop.progress`` follows it (``compare``, a
-repair), and the report commands show theirs always (stderr is not their output).
+repair), and the report commands show theirs always (stderr is not their output). Sparse where
+stderr is no terminal (a CI log, a pipe): every redraw there is kept, so the bar is drawn at its
+start, when a step names itself (``compare``'s candidate) and at most once a minute
+(:data:`LOG_INTERVAL_S`), not ten times a second.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from tqdm import tqdm
 
+LOG_INTERVAL_S = 60.0  # the fewest seconds between two redraws where stderr is no terminal
+
 
 def progress(total: float | None, desc: str, unit: str = "step", shown: bool = True, **options: Any) -> Any:
-    """A bar of ``total`` steps (None: a count and a rate, when the total is not known beforehand)."""
+    """A bar of ``total`` steps (None: a count and a rate, when the total is not known beforehand);
+    sparse where stderr is no terminal."""
+    if not _terminal():
+        options = {"mininterval": LOG_INTERVAL_S, "maxinterval": LOG_INTERVAL_S, **options}
     return tqdm(total=total, desc=desc, unit=unit, disable=not shown, leave=False, **options)
+
+
+def _terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without a descriptor, or closed
+        return False

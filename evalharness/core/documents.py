@@ -132,8 +132,10 @@ class DiffRow(TypedDict, total=False):
 
 
 class RunSummary(TypedDict):
-    """Who each side of a diff is: the run's identity for the report's heading."""
+    """Who each side of a diff is: the run's identity for the report's heading. ``name``: the side
+    named by what differs from the other (report/run_names.py), for every header that names it."""
 
+    name: str
     label: str
     dir: str
     status: str

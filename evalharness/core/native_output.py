@@ -24,6 +24,8 @@ NATIVE_LOG = "native.log"
 
 
 ROUTINE = ("INFO:", "I0", "I1")  # native chatter a successful run prints (INFO, glog's I0000 lines)
+_capturing: list[int] = []  # the file descriptors of the captures now open, innermost last
+RECENT_BYTES = 16384  # what recent_lines reads back: the tail where a failure's native cause is
 
 
 def routine(line: str) -> bool:
@@ -54,14 +56,29 @@ def quiet_native_output(sink: list[str]) -> Iterator[None]:
         return
     with tempfile.TemporaryFile(mode="w+b") as tmp:
         swapped = [_swap(fd, name, tmp.fileno()) for fd, name in ((1, "stdout"), (2, "stderr"))]
+        _capturing.append(tmp.fileno())
         try:
             yield
         finally:
+            _capturing.pop()
             for restore in reversed(swapped):
                 restore()
             tmp.seek(0)
             text = tmp.read().decode("utf-8", "replace")
             sink.extend(line for line in text.splitlines() if line.strip())
+
+
+def recent_lines() -> list[str]:
+    """The last non-blank lines native code has printed so far inside the innermost
+    :func:`quiet_native_output` (its last :data:`RECENT_BYTES`); empty outside one or with ``-v``.
+    Why: a native failure's cause (LiteRT's ``DEADLINE_EXCEEDED``, a lost device) is often printed
+    there, not carried by the exception Python sees, and the error must name it while it is raised."""
+    if not _capturing:
+        return []
+    fd = _capturing[-1]
+    size = os.fstat(fd).st_size
+    text = os.pread(fd, RECENT_BYTES, max(size - RECENT_BYTES, 0)).decode("utf-8", "replace")
+    return [line for line in text.splitlines() if line.strip()]
 
 
 def _swap(fd: int, name: str, target: int) -> Callable[[], None]:

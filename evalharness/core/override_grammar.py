@@ -76,4 +76,3 @@ def names_any(text: str, keys: Iterable[str]) -> bool:
     ``dataset.shard.index``), whatever its prefix."""
     key = override_key(text)
     return any(key == k or key.startswith(f"{k}.") for k in keys)
-

@@ -8,7 +8,8 @@ depends on the current working directory.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,42 @@ def quant_tag(name: object) -> str:
     """OmegaConf resolver ``${quant_tag:${quant.name}}``: ``_int8`` for a quantized variant, nothing
     for the float model, so a quantization sweep's job directories say which variant each holds."""
     return "" if name in (None, "none") else f"_{name}"
+
+
+SWEPT_ENV = "EVALHARNESS_SWEPT"  # the keys a multirun sweeps, comma-separated: set by the command
+# keys swept_tag never repeats: those the job directory already names (task, model, quant, delegate),
+# and a shard's index (the job number tells shards apart; their merge is named after shard 0's folder)
+UNTAGGED_KEYS = frozenset(
+    {"task", "task.name", "model", "model.name", "quant", "quant.name", "delegate", "delegate.name"}
+    | {"dataset.shard.index"}
+)
+
+
+def swept_tag(overrides: Iterable[object], named: object = "") -> str:
+    """OmegaConf resolver ``${swept_tag:${hydra.overrides.task},${model.name}}``: the job's values of
+    the keys the multirun sweeps (:data:`SWEPT_ENV`, set by ``python -m evalharness -m`` and by
+    ``compare``), as ``_num_threads-2``, so ``delegate.num_threads=1,2`` gives two directories that
+    say which is which; nothing for a key the directory already names, a value ``named`` already
+    holds (``model.path``'s stem, when it is the model's name) or a command that sweeps nothing. A
+    path is its file's stem; a character a folder name should not hold becomes ``-``."""
+    from evalharness.core.override_grammar import override_parts
+
+    swept = [k for k in os.environ.get(SWEPT_ENV, "").split(",") if k and k not in UNTAGGED_KEYS]
+    if not swept:
+        return ""
+    values = {}
+    for text in overrides:
+        parts = override_parts(str(text))
+        if parts.key:
+            values[parts.key] = parts.value
+    tags = []
+    for key in (k for k in swept if k in values):
+        value = values[key]
+        value = model_stem(value) if "/" in value else value
+        if value == str(named):
+            continue
+        tags.append(f"_{key.rsplit('.', 1)[-1]}-{re.sub(r'[^A-Za-z0-9._+-]', '-', value)[:32]}")
+    return "".join(tags)
 
 
 def default_cache_dir() -> str:

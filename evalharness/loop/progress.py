@@ -32,7 +32,7 @@ class _SecondsBar:
 
     def update(self) -> None:
         self.bar.n = min(time.perf_counter() - self.start, self.bar.total)
-        self.bar.refresh()
+        self.bar.update(0)  # redrawn as tqdm's interval allows (sparse in a log: core/bars.py)
 
     def close(self) -> None:
         self.bar.close()

@@ -25,7 +25,10 @@ HEADING = "== summary"
 
 def results_lines(definition: TaskDefinition, document: Document) -> list[str]:
     """The ``results.txt`` lines (and what the run prints): a line per declared metric, the interval
-    line of those that have one, then whatever the task's view makes of them."""
+    line of those that have one, then whatever the task's view makes of them. A run that stopped
+    before it scored a sample has no metric to show: one line says so (no view is asked)."""
+    if document.metrics.num_scored == 0:
+        return ["no sample scored: the run stopped before its first result"]
     return view_of(definition).summary_lines(document, metric_lines(definition, document.metrics))
 
 
@@ -116,6 +119,9 @@ def _delegate(doc: Document) -> str | None:
     if not record.raw:
         return None
     text = f"  Delegate: {record.name}"
+    fp16 = record.flags.get("gpu_precision_loss_allowed")  # the GPU's precision: a result depends on it
+    if isinstance(fp16, bool):
+        text += ", fp16 allowed" if fp16 else ", fp32 (fp16 not allowed)"
     coverage = record.coverage
     delegated, total = coverage.ops_delegated, coverage.ops_total
     left = coverage.ops_on_cpu_by_type or {}
@@ -190,6 +196,10 @@ def _status(doc: Document) -> str:
     """The run's status, and the checks that failed it (exit 1) although every sample was scored."""
     status = doc.status
     reason = doc.stop_reason or doc.error
-    text = f"  Status:   {status}" + (f" ({reason})" if reason and status != "complete" else "")
+    text = f"  Status:   {status}"
+    scored, listed = doc.metrics.num_scored, doc.metrics.num_images
+    if status == "partial" and scored is not None and listed is not None:  # how far it got
+        text += f", {scored} of {listed} scored"
+    text += f" ({reason})" if reason and status != "complete" else ""
     failed = doc.metrics.failed_checks
     return text + (f"; failed check(s): {'; '.join(failed)}" if failed else "")

@@ -60,9 +60,11 @@ def _sweep_subdir() -> str:
     return str(found["sweep"]["subdir"])
 
 
-def run_all(candidates: list[Candidate], out: str, shown: bool) -> list[int]:
-    """Run each candidate in turn (module docstring); their exit codes, in order."""
+def run_all(candidates: list[Candidate], out: str, shown: bool, swept: str = "") -> list[int]:
+    """Run each candidate in turn (module docstring); their exit codes, in order. ``swept``: the key
+    the candidates differ in, so each job directory's name carries its value (core.paths.swept_tag)."""
     from evalharness.core.bars import progress
+    from evalharness.core.paths import SWEPT_ENV
 
     os.makedirs(out, exist_ok=True)
     codes = []
@@ -71,7 +73,8 @@ def run_all(candidates: list[Candidate], out: str, shown: bool) -> list[int]:
         for candidate in candidates:
             bar.set_postfix_str(f"running {candidate.label}")
             cmd = [sys.executable, "-m", "evalharness", *candidate.args]
-            codes.append(children.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode)
+            env = {**os.environ, SWEPT_ENV: swept} if swept else None
+            codes.append(children.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode)
             bar.update(1)
     return codes
 

@@ -220,7 +220,7 @@ def _compare_into(
     """The candidates' runs into ``out`` (held), then the interleaved speed-ups unless ``quick``."""
     print(f"compare {key}: {', '.join(values)} -> {out} (runs' output: {os.path.join(out, RUNS_LOG)})")
     runs = [sweep_job(f"{key}={v}", job, out, i) for i, (job, v) in enumerate(zip(jobs, values, strict=True))]
-    codes = run_all(runs, out, all(p.loop.progress for p in plans))
+    codes = run_all(runs, out, all(p.loop.progress for p in plans), key)
     candidates = gather(out, key, values)
     if any(c not in (EXIT_OK, EXIT_STOPPED) for c in codes) and all(c["run"] is None for c in candidates):
         raise ConfigError(last_error(out) or f"the runs did not start; see {os.path.join(out, RUNS_LOG)}")
@@ -249,7 +249,7 @@ def write(
     section = compare_view.section(key, table, measurement, out)
     try:
         first = candidates[0]["params"].get(key, values[0])  # as the job recorded it
-        sweep.write_report(out, None, {key: first})
+        sweep.write_report(out, None, {key: first}, "compare.txt" if measurement else None)
     except Exception as exc:  # noqa: BLE001 - the table stands without the sweep files
         print(f"warning: sweep files not written: {describe(exc)}", file=sys.stderr)
     doc = {"key": key, "candidates": values, "rows": table, "interleaved": measurement}

@@ -10,8 +10,8 @@ diff``'s default options, through :func:`evalharness.report.commands.diff.quanti
 diff FIRST OTHER`` prints, never one derived from the runs' own intervals. The verdict word is read from
 the task's own verdict line (the McNemar or paired-bootstrap decision ``report diff`` states), not
 decided again. The speed-up comes from the interleaved measurement when there is one (``measurement``:
-the dict of :func:`evalharness.loop.interleave.measure`), else from the runs' own invokes (``report
-diff``'s bootstrap on two separate runs), and the table says which.
+the dict of :func:`evalharness.loop.interleave.measure`), else it says ``not measured``: the runs'
+own invokes were timed one after the other, and a ratio of those carries no interval.
 
 The waterfall (``--chain``): per step its headline metric, the change against the previous step with
 ``report diff``'s paired interval and verdict word, how many answers changed, whether the inputs were
@@ -173,9 +173,7 @@ class SpeedCells(TypedDict, total=False):
     problems: list[str]
 
 
-def _speed(
-    i: int, cand: dict[str, Any], row: dict[str, Any], measurement: Interleaved | None
-) -> SpeedCells:
+def _speed(i: int, cand: dict[str, Any], row: dict[str, Any], measurement: Interleaved | None) -> SpeedCells:
     index = cand.get("measured")
     if measurement is not None and index is not None and i == 0:
         m = measurement["measurements"][0]
@@ -222,9 +220,7 @@ def _loads(measurement: Interleaved) -> str:
     return f"loaded once, {took}"
 
 
-def section(
-    key: str, table: list[dict[str, Any]], measurement: Interleaved | None, out_dir: str
-) -> Section:
+def section(key: str, table: list[dict[str, Any]], measurement: Interleaved | None, out_dir: str) -> Section:
     notes = [
         f"candidates: {key}=…; Δ and speed-up against the first ({table[0]['candidate']}); run dirs and "
         f"sweep.csv/.md/.html in {out_dir}",

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from evalharness.runtime.contract import Model
     from evalharness.runtime.model_size import ModelSize
 
+
 class HostInfo(TypedDict):
     """``provenance.host``: the machine that ran the loop."""
 

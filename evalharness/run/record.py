@@ -29,6 +29,7 @@ from evalharness.tasks.metrics import result_problems
 
 if TYPE_CHECKING:
     from evalharness.core.interrupts import Interrupted
+    from evalharness.loop.engine import LoopResult
     from evalharness.runtime import DelegatePlan
     from evalharness.runtime.contract import Coverage
     from evalharness.tasks.live import Task
@@ -106,6 +107,17 @@ def write_op_profile(run_dir: str, profile: Mapping[str, Any]) -> None:
     atomic_write_text(os.path.join(run_dir, EXPLORER_FILE), json.dumps(model_explorer(profile), indent=1))
 
 
+def scored_metrics(task: Task, result: LoopResult, reference_ms: Any) -> dict[str, Any]:
+    """The task's metrics of the samples the loop scored. A loop that stopped before it scored any
+    sample (a native failure at the first invoke, an interrupt) has none: the scorer is not asked
+    (COCO's refuses an empty set of images), ``num_scored`` 0 says how far it got."""
+    if result.status != "complete" and not result.inference_ms:
+        return {"num_scored": 0}
+    metrics = task.evaluator.compute()
+    metrics.update(task.extra_metrics(reference_ms, result.inference_ms))
+    return metrics
+
+
 def record_run(
     settings: RunSettings, task: Task, quant: dict[str, Any], started: str, ran: Ran, identity: dict[str, Any]
 ) -> RunDocument:
@@ -116,8 +128,7 @@ def record_run(
     definition, writer, model, result = settings.definition, ran.writer, ran.model, ran.result
     reference = ran.reference[2] if ran.reference else None
     warn_delegation(settings.delegate_plan, model.coverage)
-    metrics = task.evaluator.compute()
-    metrics.update(task.extra_metrics(reference.inference_ms if reference else None, result.inference_ms))
+    metrics = scored_metrics(task, result, reference.inference_ms if reference else None)
     if ran.start_up:
         metrics["compile_cache"] = ran.start_up
     if ran.op_profile:

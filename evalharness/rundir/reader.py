@@ -90,6 +90,11 @@ class Run:
         (a file emptied or cut after the run would otherwise compare as fewer samples)."""
         recorded = self.document.predictions
         path = os.path.join(self.dir, recorded.path or PREDICTIONS_FILE)
+        if recorded.count == 0 and self.document.metrics.num_scored == 0 and not os.path.lexists(path):
+            why = self.document.stop_reason or self.document.error or self.status
+            raise RunDirError(  # a run that stopped before its first image: nothing to compare or rescore
+                f"run {self.label}: scored no sample ({self.status}: {why}); nothing to report on"
+            )
         records = read_jsonl(path, self.label)
         count = recorded.count
         if count is not None and count != len(records):

@@ -27,6 +27,7 @@ from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.compile_cache import shader_cache, xnnpack_weight_cache
 from evalharness.runtime.contract import BACKENDS, Coverage, Model, RuntimeInfo
 from evalharness.runtime.delegates import DelegatePlan
+from evalharness.runtime.invoke_failure import invoke_failure
 from evalharness.runtime.litert import captured_native_stderr, check_flatbuffer, graph_summary, runtime_info
 
 if TYPE_CHECKING:  # for the type only
@@ -187,11 +188,14 @@ class CompiledBuffersModel(Model):
             buf.write(np.ascontiguousarray(value))
 
     def invoke(self) -> None:
-        self._model.run_by_index(0, self._inputs, self._outputs)
-        self._host_outputs = [
-            buf.read(int(np.prod(info.shape)), np.dtype(info.dtype)).reshape(info.shape)
-            for buf, info in zip(self._outputs, self.outputs, strict=True)
-        ]
+        try:
+            self._model.run_by_index(0, self._inputs, self._outputs)
+            self._host_outputs = [
+                buf.read(int(np.prod(info.shape)), np.dtype(info.dtype)).reshape(info.shape)
+                for buf, info in zip(self._outputs, self.outputs, strict=True)
+            ]
+        except RuntimeError as exc:  # the native cause, in one line (runtime/invoke_failure.py)
+            raise invoke_failure(exc, self.plan.name, runtime_info("litert")["version"]) from exc
 
     def get_outputs(self) -> list[np.ndarray]:
         return [a.copy() for a in self._host_outputs]

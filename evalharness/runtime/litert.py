@@ -26,6 +26,7 @@ from evalharness.core.tensors import TensorInfo
 from evalharness.runtime.compile_cache import xnnpack_weight_cache
 from evalharness.runtime.contract import BACKENDS, Coverage, Model, RuntimeInfo
 from evalharness.runtime.delegates import DelegatePlan
+from evalharness.runtime.invoke_failure import invoke_failure
 from evalharness.runtime.model_guard import check_model_file
 
 if TYPE_CHECKING:  # for the type only
@@ -328,7 +329,10 @@ class InterpreterModel(Model):
             self._interpreter.set_tensor(info.index, value)
 
     def invoke(self) -> None:
-        self._interpreter.invoke()
+        try:
+            self._interpreter.invoke()
+        except RuntimeError as exc:  # the native cause, in one line (runtime/invoke_failure.py)
+            raise invoke_failure(exc, self.plan.name, runtime_info(self._runtime)["version"]) from exc
 
     def get_outputs(self) -> list[np.ndarray]:
         # get_tensor copies, so outputs stay valid after the next invoke().

@@ -15,6 +15,7 @@ from evalharness.core.documents import DiffDocument, DiffRow, JSONMap, RunSummar
 from evalharness.core.numbers import delta, ratio, relative_pct
 from evalharness.report.input_check import compare_inputs
 from evalharness.report.presenters import headline, paired_of, verdict
+from evalharness.report.run_names import side_names
 from evalharness.report.runs import Comparability, definition_of, malformed
 from evalharness.report.shared_images import on_shared_images
 from evalharness.report.views.latency_rows import run_speedups
@@ -57,8 +58,11 @@ def _rows(va: dict[str, Any], vb: dict[str, Any], speedup: bool = False) -> list
 
 
 def run_summary(run: Run) -> RunSummary:
+    """The run's identity; its ``name`` alone, as no other run is beside it (:func:`side_names`
+    names a pair)."""
     prov = run.provenance
     return {
+        "name": side_names([run])[0],
         "label": run.label,
         "dir": run.dir,
         "status": run.status,
@@ -110,9 +114,10 @@ def _build_diff(
     margin: float,
 ) -> DiffDocument:
     # a plain dict while it is built: the paired comparison goes under the definition's own key
+    names = side_names([a, b])  # each side named by what differs (variant, delegate, threads, dataset)
     doc: JSONMap = {
-        "a": run_summary(a),
-        "b": run_summary(b),
+        "a": {**run_summary(a), "name": names[0]},
+        "b": {**run_summary(b), "name": names[1]},
         "task": a.task,
         "comparability": comp.as_dict(),
         "metrics": _rows(headline(definition, a.metrics), headline(definition, b.metrics)),
@@ -121,9 +126,7 @@ def _build_diff(
         "alpha": alpha,
         "equivalence_margin": margin,
         "latency_speedup": run_speedups(a, b),
-        "latency_validity": {
-            side: compact(r.document.latency.validity) for side, r in (("a", a), ("b", b))
-        },
+        "latency_validity": {side: compact(r.document.latency.validity) for side, r in (("a", a), ("b", b))},
     }
     if definition.abilities.writes_predictions and definition.abilities.reads_dataset:
         doc["inputs"] = compare_inputs(a, b)  # per-record input hashes; a benchmark feeds random data

@@ -27,7 +27,9 @@ of top-1, so ``top1<-0.005`` fails a candidate whose only change is one image (M
 diff also offers the ends of the intervals and the p-values as pairwise quantities:
 ``top1_ci_low``/``top1_ci_high`` (paired 95 % interval of Δtop-1), ``delta_top1``,
 ``images_needed``; ``AP_ci_low``/``AP_ci_high``/``AP_p`` (and AP50, AP75: paired bootstrap of ΔAP,
-detection); ``speedup_mean|p50_ci_low|ci_high`` (bootstrap of the speed-up A/B). Conditions joined
+detection); ``speedup_mean|p50_ci_low|ci_high`` (bootstrap of the speed-up A/B over each run's own invokes:
+the runs were measured one after the other, so it leaves out the machine's drift between them and
+is never printed; kept for the rules that name it, ``compare`` measures an interval). Conditions joined
 by ``and`` fail only together: ``top1_ci_high<-0.005`` fails only when the whole interval lies below
 -0.5 point (B is worse, and by more than half a point); ``mcnemar_p<0.05 and top1<0`` fails only a
 significant drop; ``speedup_p50_ci_high<1`` only a slowdown beyond noise.

@@ -21,12 +21,12 @@ from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.errors import ConfigError
 from evalharness.core.escape import csv_lines, csv_text
 from evalharness.core.markdown import render_markdown
-from evalharness.core.numbers import delta, fmt, fmt_pct, ratio, relative_pct
+from evalharness.core.numbers import fmt, fmt_pct
 from evalharness.core.override_grammar import override_parts, recorded_parts
 from evalharness.core.tables import Section, render_text
 from evalharness.core.untrusted import read_yaml
 from evalharness.report.cache_states import sweep_note
-from evalharness.report.commands.diff import build_diff, quantities
+from evalharness.report.commands.sweep_baseline import SCORED, add_baseline, speed_note
 from evalharness.report.commands.sweep_pairs import (
     add_interval_columns,
     agreement_sections,
@@ -35,7 +35,7 @@ from evalharness.report.commands.sweep_pairs import (
 )
 from evalharness.report.outputs import check_output_dir
 from evalharness.report.presenters import sweep_metrics, sweep_values
-from evalharness.report.runs import ReportError, comparability, definition_of
+from evalharness.report.runs import ReportError, definition_of
 from evalharness.report.shared_images import shared_note
 from evalharness.report.views.quant_table import add_quant_columns, quant_sections
 from evalharness.rundir.files import METRICS_FILE
@@ -65,7 +65,6 @@ SPECS = {
 BENCHMARK_COLUMNS = ("init_ms", "first_inference_ms", "peak_rss_MB")  # latency-only tasks' rows
 SPECS.update(dict.fromkeys(BENCHMARK_COLUMNS, ".3f"))
 FILES = ("sweep.csv", "sweep.md", "sweep.html")
-SCORED = ("complete", "partial")  # statuses with metrics
 
 
 def parse_override(text: str) -> tuple[str, str]:
@@ -153,74 +152,6 @@ def job_row(job: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     return row
 
 
-def _baseline_row(
-    rows: list[dict[str, Any]], row: dict[str, Any], baseline: dict[str, Any], others: list[str]
-) -> dict[str, Any] | None:
-    """The scored row with the baseline values and ``row``'s values of every other varying key."""
-    wanted = {**{k: row[k] for k in others}, **baseline}
-    matches = (r for r in rows if r["status"] in SCORED and all(r[k] == v for k, v in wanted.items()))
-    return next(matches, None)
-
-
-def add_baseline(
-    jobs: list[dict[str, Any]],
-    rows: list[dict[str, Any]],
-    keys: list[str],
-    baseline: dict[str, str],
-    metrics: list[str],
-) -> list[str]:
-    """Add d_<metric>, d_latency_p50_pct and speedup_p50 to every row that has a baseline row, and
-    the paired interval of each change (``d_<metric>_ci_low/high``) where the two runs are on the
-    same images: taken from :func:`baseline_pairwise`, never from the two runs' own intervals (the
-    difference of two intervals' bounds is no interval of the difference)."""
-    unknown = [k for k in baseline if k not in keys]
-    if unknown:
-        raise ReportError(
-            f"--baseline {unknown[0]}: not a parameter that varies in this sweep ({', '.join(keys)})"
-        )
-    if not any(all(r[k] == v for k, v in baseline.items()) for r in rows):
-        spec = ",".join(f"{k}={v}" for k, v in baseline.items())
-        raise ReportError(f"--baseline {spec}: no job of this sweep has these values")
-    others = [k for k in keys if k not in baseline]
-    runs = {j["run"]: j["doc"] for j in jobs}
-    for row in rows:
-        base = _baseline_row(rows, row, baseline, others)
-        if base is None or row["status"] not in SCORED:
-            continue
-        for m in metrics:
-            row[f"d_{m}"] = delta(base.get(m), row.get(m))
-        row["d_latency_p50_pct"] = relative_pct(base["latency_p50_ms"], row["latency_p50_ms"])
-        row["speedup_p50"] = ratio(base["latency_p50_ms"], row["latency_p50_ms"])
-        paired, shared = ({}, None) if base is row else baseline_pairwise(runs[base["run"]], runs[row["run"]])
-        if shared is not None:  # a held-out part: the changes too are on the images both runs scored
-            row.update({f"d_{m}": r["delta"] for m, r in shared["rows"].items() if m in metrics})
-            row["baseline_paired_on"] = shared["paired_on"]
-        for name, value in paired.items():
-            if name.endswith(("_ci_low", "_ci_high")):
-                row[name if name.startswith("speedup_") else f"d_{name}"] = value
-    changes = [*(f"d_{m}" for m in metrics), "speedup_p50"]
-    bounds = [f"{c}_ci_{end}" for c in changes for end in ("low", "high")]
-    intervals = [c for c in bounds if any(c in r for r in rows)]
-    return [*(f"d_{m}" for m in metrics), "d_latency_p50_pct", "speedup_p50", *intervals]
-
-
-def baseline_pairwise(base: Run, run: Run) -> tuple[dict[str, float], dict[str, Any] | None]:
-    """The gate quantities of ``report diff BASE RUN`` with its default options (paired intervals of
-    each change, McNemar or bootstrap p): the same code, so a sweep row and the diff of the same
-    pair print the same interval. Empty where the pair is not comparable image by image. Second:
-    where one run scores a held-out part of the other's list, the diff's rows (recomputed on the
-    images both scored) and its ``paired_on``; else None."""
-    comp = comparability(base, run)
-    if comp.refused:
-        return {}, None
-    try:
-        doc = build_diff(base, run, comp)
-    except ReportError:  # a held-out part that is no part of the other's images: not paired
-        return {}, None
-    rows, values = quantities(doc)
-    return values, ({"rows": rows, "paired_on": doc["paired_on"]} if doc.get("paired_on") else None)
-
-
 def sweep_table(
     jobs: list[dict[str, Any]], baseline: dict[str, str] | None = None
 ) -> tuple[list[str], list[dict[str, Any]]]:
@@ -274,11 +205,16 @@ def _cell(column: str, value: Any) -> str:
 
 
 def sections(
-    multirun_dir: str, jobs: list[dict[str, Any]], columns: list[str], rows: list[dict[str, Any]]
+    multirun_dir: str,
+    jobs: list[dict[str, Any]],
+    columns: list[str],
+    rows: list[dict[str, Any]],
+    speed: str | None = None,
 ) -> list[Section]:
     cells = [[_cell(c, r.get(c)) for c in columns] for r in rows]
     bad = sum(r["status"] not in ("complete",) for r in rows)
     notes = [f"{len(rows)} jobs, {bad} not complete; multirun dir {os.path.abspath(multirun_dir)}"]
+    notes += [speed] if speed else []
     cache_note = sweep_note([job["doc"] for job in jobs if job["doc"] is not None])
     notes += [cache_note] if cache_note else []
     notes += [
@@ -290,9 +226,13 @@ def sections(
 
 
 def write_report(
-    multirun_dir: str, out: str | None = None, baseline: dict[str, str] | None = None
+    multirun_dir: str,
+    out: str | None = None,
+    baseline: dict[str, str] | None = None,
+    interleaved_in: str | None = None,
 ) -> dict[str, Any]:
-    """Write sweep.csv/.md/.html into ``out`` (default: the multirun dir); returns paths and text."""
+    """Write sweep.csv/.md/.html into ``out`` (default: the multirun dir); returns paths and text.
+    ``interleaved_in``: where the jobs' interleaved speed-ups are (compare's table), for the note."""
     from evalharness.report.views import html, plots
 
     jobs = collect(multirun_dir)  # every run document read once, for the table, notes and figures
@@ -300,7 +240,7 @@ def write_report(
     out = out or multirun_dir
     check_output_dir(out, [j["doc"] for j in jobs if j["doc"] is not None])
     title = f"evalharness sweep: {os.path.basename(os.path.normpath(multirun_dir))}"
-    secs = sections(multirun_dir, jobs, columns, rows)
+    secs = sections(multirun_dir, jobs, columns, rows, speed_note(rows, baseline, interleaved_in))
     keys = columns[1 : columns.index("status")]
     if "quant" in keys:
         secs = [*quant_sections(jobs, rows, keys), *secs]

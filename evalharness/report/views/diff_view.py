@@ -24,7 +24,8 @@ def title(doc: DiffDocument) -> str:
 
 
 def _name(run: RunSummary) -> str:
-    return f"{run['model']} @ {run['delegate']}"
+    """The side by what differs from the other (a diff made before names: model @ delegate)."""
+    return run.get("name") or f"{run['model']} @ {run['delegate']}"
 
 
 def sections(doc: DiffDocument, max_rows: int = 20) -> list[Section]:
@@ -101,7 +102,9 @@ def _latency(doc: DiffDocument) -> Section:
         for r in doc["latency"]
     ]
     notes = ["ms; timed region invoke() only; speed-up = A / B (> 1: B is faster)"]
-    notes += speedup.notes(doc)
+    notes += (
+        [f"speed-up: {speedup.SEQUENTIAL}"] if any(r["speedup"] is not None for r in doc["latency"]) else []
+    )
     notes += comparison_notes(doc.get("latency_validity") or {})
     return Section("Latency", ["stat", "A", "B", "delta %", "speed-up"], rows, notes, key="latency")
 

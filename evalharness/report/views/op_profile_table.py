@@ -11,6 +11,7 @@ from typing import Any
 
 from evalharness.core.documents import DiffDocument
 from evalharness.core.tables import Section, render_text
+from evalharness.stats.speedup import SEQUENTIAL
 
 CSV_FILE = "op_profile.csv"
 EXPLORER_FILE = "op_profile.model_explorer.json"
@@ -200,7 +201,10 @@ def diff_section(doc: DiffDocument, n: int = 10) -> list[Section]:
     ]
     sections = [
         Section(
-            "Op profile: per op type (median ms, speed-up = A/B)", ["op type", "A", "B", "speed-up"], rows
+            "Op profile: per op type (median ms, speed-up = A/B)",
+            ["op type", "A", "B", "speed-up"],
+            rows,
+            [f"speed-up: {SEQUENTIAL}"],  # two runs' profiles: a ratio of separate measurements
         )
     ]
     if sp["ops"]:

@@ -25,6 +25,7 @@ from evalharness.report.commands.sweep import VALUE_COLUMNS
 from evalharness.report.presenters import sweep_metrics
 from evalharness.report.runs import definition_of
 from evalharness.report.shared_images import shared_note
+from evalharness.stats.speedup import SEQUENTIAL
 from evalharness.stats.validity import comparison_notes
 
 DASH = "—"
@@ -60,7 +61,7 @@ def top_line(doc: DiffDocument) -> str:
 
 
 def _run_name(run: RunSummary) -> str:
-    return md_code(f"{run['model']} @ {run['delegate']}")
+    return md_code(run.get("name") or f"{run['model']} @ {run['delegate']}")
 
 
 def headline_rows(doc: DiffDocument) -> list[list[str]]:
@@ -84,20 +85,23 @@ def headline_rows(doc: DiffDocument) -> list[list[str]]:
 
 
 def speed_rows(doc: DiffDocument) -> list[list[str]]:
-    """invoke() p50 and mean: A, B (ms), speed-up A / B and its bootstrap interval from the document."""
-    boot = (doc.get("latency_speedup") or {}).get("stats") or {}
+    """invoke() p50 and mean: A, B (ms), speed-up A / B and how it was measured: two runs, one after
+    the other (sequential), so no interval (:data:`evalharness.stats.speedup.SEQUENTIAL`)."""
     latency = {r["name"]: r for r in doc["latency"]}
     rows = []
     for stat in ("p50", "mean"):
         r = latency.get(f"latency_{stat}")
         if r is None or (r["a"] is None and r["b"] is None):
             continue
-        interval = (boot.get(stat) or {}).get("interval")
-        shown = DASH if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}]"
-        if interval is not None and boot[stat]["noise"]:
-            shown += " noise"
+        measured = "sequential" if r["speedup"] is not None else DASH
         rows.append(
-            [f"latency {stat} (ms)", fmt(r["a"], ".3f"), fmt(r["b"], ".3f"), fmt(r["speedup"], ".3f"), shown]
+            [
+                f"latency {stat} (ms)",
+                fmt(r["a"], ".3f"),
+                fmt(r["b"], ".3f"),
+                fmt(r["speedup"], ".3f"),
+                measured,
+            ]
         )
     return rows
 
@@ -121,7 +125,8 @@ def render_diff(doc: DiffDocument, sections: list[Section]) -> str:
         out += ["", *table(["metric", "A", "B", "Δ (B − A)", "95 % paired interval", "p"], heads)]
     speed = speed_rows(doc)
     if speed:
-        out += ["", *table(["speed", "A", "B", "speed-up A / B", "95 % bootstrap interval"], speed)]
+        out += ["", *table(["speed", "A", "B", "speed-up A / B", "measured"], speed)]
+        out += ["", f"Speed-up {SEQUENTIAL}."] if any(r[-1] == "sequential" for r in speed) else []
         out += _warnings(comparison_notes(doc.get("latency_validity") or {}))
     if doc.get("gates"):
         rows = [[g["rule"], g["detail"], Markdown("**FAIL**") if g["failed"] else "ok"] for g in doc["gates"]]
@@ -139,7 +144,9 @@ def render_diff(doc: DiffDocument, sections: list[Section]) -> str:
 # report sweep -----------------------------------------------------------------------------------
 BASELINE_NOTE = (
     "Δ: change against the baseline job, in brackets its paired 95 % interval (the one `report diff` "
-    "gives for the pair); speed-up = the baseline's p50 / this job's p50."
+    "gives for the pair); the baseline jobs show none (a run is never compared with itself). Speed-up = "
+    "the baseline's p50 / this job's p50, measured sequentially (the jobs ran one after another), so "
+    "no interval; `evalharness compare KEY=A,B` measures them interleaved, with one."
 )
 
 

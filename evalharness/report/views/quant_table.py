@@ -58,8 +58,8 @@ def add_quant_columns(jobs: list[dict[str, Any]], rows: list[dict[str, Any]], ke
     runs, columns = runs_of(jobs), []
     for row in rows:
         base = _float_row(rows, row, others)
-        if base is None or row["status"] not in SCORED or base["status"] not in SCORED:
-            continue
+        if base is None or base is row or row["status"] not in SCORED or base["status"] not in SCORED:
+            continue  # no float row, not scored, or the float row itself: a run is never compared with itself
         run_float, run = runs[base["run"]], runs[row["run"]]
         try:
             definition = definition_of(run)
@@ -247,4 +247,3 @@ def quant_sections(jobs: list[dict[str, Any]], rows: list[dict[str, Any]], keys:
     table1.notes.append(host_note(runs, rows))
     table2 = _table2(rows, others, definition)
     return [table1, *([table2] if table2 else [])]
-

@@ -50,9 +50,7 @@ class AdbRunner(Runner):
         if not os.path.isfile(binary):
             raise ConfigError(f"runner.benchmark_binary not found: {binary}")
         if not runner.device_dir.startswith("/"):
-            raise ConfigError(
-                f"runner.device_dir={runner.device_dir!r}: use an absolute path on the phone"
-            )
+            raise ConfigError(f"runner.device_dir={runner.device_dir!r}: use an absolute path on the phone")
         if latency_only_task:
             raise ConfigError(
                 "task=benchmark with runner=adb: every adb run's latency_ms already is benchmark_model's "

@@ -167,12 +167,14 @@ class ImageNetTask(Task):
             aligned = align(self.classes.names, self.classes.count, self.labels, str(given))
             self.not_by_index = aligned.problem and f"{self.classes.source}: {aligned.problem}"
             if aligned.differing:  # same names everywhere: by index is by name, nothing assumed
-                self.assumptions.append({
-                    "what": "ground truth",
-                    "assumed": f"scored by class index (output = class index + {aligned.offset})",
-                    "why": aligned.note(self.classes.source, self.labels_path),
-                    "fix": "model.labels=<labels in the class list's order> or dataset.label_offset=0|1",
-                })
+                self.assumptions.append(
+                    {
+                        "what": "ground truth",
+                        "assumed": f"scored by class index (output = class index + {aligned.offset})",
+                        "why": aligned.note(self.classes.source, self.labels_path),
+                        "fix": "model.labels=<labels in the class list's order> or dataset.label_offset=0|1",
+                    }
+                )
             return aligned.offset
         first = self.labels[0].strip()
         if str(given) != "auto":

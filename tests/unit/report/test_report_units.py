@@ -18,14 +18,27 @@ from evalharness.stats.paired import classification_diff, mcnemar_exact, verdict
 
 @pytest.mark.parametrize(
     "a_only,b_only",
-    [(0, 0), (1, 0), (0, 1), (2, 2), (3, 10), (12, 2), (25, 24), (100, 130), (0, 40), (731, 802),
-     (4100, 4300), (12000, 12500), (24000, 26000), (25000, 25000)],
+    [
+        (0, 0),
+        (1, 0),
+        (0, 1),
+        (2, 2),
+        (3, 10),
+        (12, 2),
+        (25, 24),
+        (100, 130),
+        (0, 40),
+        (731, 802),
+        (4100, 4300),
+        (12000, 12500),
+        (24000, 26000),
+        (25000, 25000),
+    ],
 )
 def test_mcnemar_exact_equals_scipy_binomtest(a_only, b_only):
     n = a_only + b_only
     expected = 1.0 if n == 0 else binomtest(a_only, n, 0.5, alternative="two-sided").pvalue
     assert mcnemar_exact(a_only, b_only) == pytest.approx(expected, rel=1e-12, abs=0)
-
 
 
 @pytest.mark.parametrize("a_only,b_only", [(160, 1665), (315, 2085), (0, 1100), (3, 2000), (900, 1000)])
@@ -35,6 +48,7 @@ def test_mcnemar_exact_equals_the_exact_rational_tail_down_to_subnormal_p(a_only
     tail = sum(math.comb(n, i) for i in range(min(a_only, b_only) + 1))
     expected = float(min(Fraction(1), Fraction(2 * tail, 2**n)))
     assert mcnemar_exact(a_only, b_only) == pytest.approx(expected, rel=1e-12, abs=0)
+
 
 @pytest.mark.parametrize(
     "text,name,op,value,relative",

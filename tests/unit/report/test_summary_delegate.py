@@ -28,3 +28,16 @@ def test_a_runtime_without_delegation_says_so():
     }
     line = _delegate(_doc(coverage))
     assert line == f"  Delegate: cpu, 3 ops; {source}" and "left on CPU" not in line and "?" not in line
+
+
+def test_the_gpus_precision_is_in_the_delegate_line():
+    def line(allowed: bool) -> str | None:
+        delegate = {
+            "name": "gpu",
+            "flags": {"gpu_precision_loss_allowed": allowed},
+            "coverage": {"ops_total": 3},
+        }
+        return _delegate(parse_document({"provenance": {"delegate": delegate}}))
+
+    assert line(True) == "  Delegate: gpu, fp16 allowed, ?/3 ops delegated"
+    assert line(False) == "  Delegate: gpu, fp32 (fp16 not allowed), ?/3 ops delegated"
