@@ -29,7 +29,7 @@ from shared_runs import fake_run_dir
 from evalharness.core.paths import inside_root
 from evalharness.explain.sides import ExplainError, input_tensors
 from evalharness.report.commands.diff import build_diff
-from evalharness.report.commands.sweep import baseline_pairwise
+from evalharness.report.commands.sweep_baseline import baseline_pairwise
 from evalharness.report.input_check import _rebuilt
 from evalharness.report.runs import ReportError, comparability, definition_of
 from evalharness.report.views import diff_view
