@@ -106,6 +106,12 @@ def _yolo(path: Path) -> DatasetView | None:
     unscored: Counter[str] = Counter()
     layout, truth = yolo_ground_truth(path, unscored)
     doc = truth.annotations
+    shapes = ("", "")  # what segment or pose lines add: to the ground truth, to what a run scores
+    if layout.kpt_shape:
+        kpt = list(layout.kpt_shape)
+        shapes = (f" and keypoints (kpt_shape {kpt})", ", keypoint AP (OKS) of a pose model")
+    elif any("segmentation" in a for a in doc["annotations"]):
+        shapes = (" and masks (segment lines)", ", mask AP (iouType segm) of a seg model")
     return DatasetView(
         "yolo",
         str(path),
@@ -113,8 +119,9 @@ def _yolo(path: Path) -> DatasetView | None:
         len(layout.names),
         list(layout.names[:FIRST]),
         [i["file_name"] for i in sorted(doc["images"], key=lambda i: i["id"])[:FIRST]],
-        f"YOLO labels {layout.labels} (data.yaml {layout.data_yaml}), converted to COCO boxes in pixels",
-        "COCO bbox AP (pycocotools' 12 stats) of a detector",
+        f"YOLO labels {layout.labels} (data.yaml {layout.data_yaml}), converted to COCO boxes"
+        f"{shapes[0]} in pixels",
+        f"COCO bbox AP (pycocotools' 12 stats) of a detector{shapes[1]}",
         f"task=coco dataset=yolo dataset.root={path}",
         {
             "images": str(layout.images),

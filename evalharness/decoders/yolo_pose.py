@@ -85,6 +85,11 @@ class YoloPoseDecoder(YoloDecoder):
             f"{shape[3 - axis]} candidates"
         )
 
+    @property
+    def keypoint_count(self) -> int:
+        """K, the keypoints each detection has (known once bound)."""
+        return int(self._keypoints)
+
     def decode(self, outputs: list[np.ndarray]) -> Detections:
         raw = self._real_values(outputs)[0][0]
         kept = final_rows(self, raw) if self._nms_inside else self._kept_rows(raw)

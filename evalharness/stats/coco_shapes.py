@@ -30,13 +30,34 @@ STAT_NAMES = {"segm": COCO_STAT_NAMES, "keypoints": KEYPOINT_STATS}
 PREFIX = {"segm": "segm_", "keypoints": "keypoints_"}
 
 
+COCO_KEYPOINTS = 17  # pycocotools' OKS has a sigma for each of COCO's 17 person keypoints, no other
+
+
 def check_keypoint_ground_truth(gt: dict[str, Any], source: str) -> None:
     """A pose model is scored against a ``person_keypoints_*.json``: refuse ground truth whose
-    annotations hold no ``keypoints`` (an instances JSON), naming ``source``, instead of a silent 0."""
+    annotations hold no ``keypoints`` (an instances JSON), or another count than COCO's 17 (a YOLO
+    layout's ``kpt_shape``: pycocotools would fail after the run), naming ``source``, instead of a
+    silent 0."""
     if not any("keypoints" in ann for ann in gt["annotations"]):
         raise DataError(
             f"{source} has no 'keypoints' in its annotations, so a pose model's keypoints cannot be "
             "scored; give dataset.annotations=<person_keypoints_*.json> (COCO's keypoint annotations)"
+        )
+    counts = (0, 3 * COCO_KEYPOINTS)
+    other = next((a for a in gt["annotations"] if len(a.get("keypoints", ())) not in counts), None)
+    if other is not None:
+        raise DataError(
+            f"{source}: annotation {other.get('id')} has {len(other['keypoints']) / 3:g} keypoints; "
+            f"pycocotools' OKS scores COCO's {COCO_KEYPOINTS} person keypoints (its sigmas), no other count"
+        )
+
+
+def check_keypoint_count(count: int, model: str) -> None:
+    """A pose model's keypoints are scored by COCO's 17 sigmas: refuse another count before any image."""
+    if count != COCO_KEYPOINTS:
+        raise DataError(
+            f"{model}: its pose head gives {count} keypoints; pycocotools' OKS scores COCO's "
+            f"{COCO_KEYPOINTS} person keypoints (its sigmas), no other count"
         )
 
 

@@ -41,7 +41,11 @@ from evalharness.decoders.base import DECODERS, build_decoder
 from evalharness.decoders.image_shapes import shape_fields
 from evalharness.decoders.yolo_pose import YoloPoseDecoder
 from evalharness.decoders.yolo_seg import YoloSegDecoder
-from evalharness.stats.coco_shapes import check_keypoint_ground_truth, check_mask_ground_truth
+from evalharness.stats.coco_shapes import (
+    check_keypoint_count,
+    check_keypoint_ground_truth,
+    check_mask_ground_truth,
+)
 from evalharness.tasks.coco.definition import CocoSettings
 from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
 
@@ -286,6 +290,8 @@ class CocoTask(Task):
         self.spec = fitted_spec(self.configured, spec)  # integer_input=auto decided for this input
         require_real(outputs, self.model_path, "a detector's boxes and scores are real numbers")
         self.decoder.bind(outputs, (spec.height, spec.width), self.model_path)
+        if isinstance(self.decoder, YoloPoseDecoder):
+            check_keypoint_count(self.decoder.keypoint_count, self.model_path)
         self.evaluator = CocoEvaluator(self)
 
     def cache_key(self) -> ImageCacheKey:

@@ -31,6 +31,22 @@ def test_a_yolo_layout(tmp_path):
         assert view.details["objects"] == 1 and view.details["images_without_labels"] == 1
 
 
+@pytest.mark.parametrize(
+    "line, yaml_extra, says",
+    [
+        ("0 0.1 0.1 0.5 0.1 0.3 0.4", "", ("boxes and masks (segment lines)", "mask AP (iouType segm)")),
+        ("0 0.5 0.5 0.2 0.2 0.5 0.5 2", "kpt_shape: [1, 3]\n", ("boxes and keypoints", "keypoint AP (OKS)")),
+    ],
+)
+def test_a_yolo_layout_of_segment_or_pose_lines_says_what_else_it_scores(tmp_path, line, yaml_extra, says):
+    _images(tmp_path / "images/val", "a.jpg")
+    (tmp_path / "labels/val").mkdir(parents=True)
+    (tmp_path / "labels/val/a.txt").write_text(line + "\n")
+    (tmp_path / "data.yaml").write_text(f"val: images/val\nnames: [person]\n{yaml_extra}")
+    view = describe_dataset(tmp_path)
+    assert says[0] in view.ground_truth and says[1] in view.scores
+
+
 def test_a_folder_with_its_csv_class_folders_and_images_alone(tmp_path):
     _images(tmp_path / "csv", "x.png", "y.png")
     (tmp_path / "csv/labels.csv").write_text("filename,label\nx.png,cat\ny.png,\x1b[2Jdog\n")

@@ -15,7 +15,11 @@ from evalharness.data.preprocess import Geometry
 from evalharness.decoders.base import build_decoder
 from evalharness.decoders.image_shapes import keypoints_to_image, mask_rles, shape_fields
 from evalharness.settings.yolo_heads import head_decoder, yolo_head
-from evalharness.stats.coco_shapes import check_keypoint_ground_truth, check_mask_ground_truth
+from evalharness.stats.coco_shapes import (
+    check_keypoint_count,
+    check_keypoint_ground_truth,
+    check_mask_ground_truth,
+)
 
 SIZE, N, M = 64, 200, 32  # input side, candidates, mask coefficients
 GRID = SIZE // 4
@@ -112,6 +116,18 @@ def test_keypoint_ground_truth_without_keypoints_is_refused():
     gt = {"annotations": [{"id": 1, "bbox": [0, 0, 1, 1]}]}
     with pytest.raises(DataError, match="instances_val25.json has no 'keypoints'.*person_keypoints"):
         check_keypoint_ground_truth(gt, "instances_val25.json")
+
+
+def test_keypoints_other_than_coco_s_17_are_refused_before_any_image():
+    """pycocotools' OKS has COCO's 17 sigmas: another count (a YOLO layout's kpt_shape [5, 3], a pose
+    head of 5 keypoints) would fail after the whole run."""
+    five = {"annotations": [{"id": 7, "keypoints": [0.0] * 15}]}
+    with pytest.raises(DataError, match="labels/val: annotation 7 has 5 keypoints; pycocotools' OKS scores"):
+        check_keypoint_ground_truth(five, "labels/val")
+    check_keypoint_ground_truth({"annotations": [{"id": 1, "keypoints": [0.0] * 51}, {"id": 2}]}, "gt")
+    with pytest.raises(DataError, match="hand.tflite: its pose head gives 5 keypoints"):
+        check_keypoint_count(5, "hand.tflite")
+    check_keypoint_count(17, "person.tflite")
 
 
 def test_mask_ground_truth_without_outlines_is_refused():
