@@ -4,8 +4,9 @@
 ``efficientnet_lite2_fp32 @ cpu``, and a run without a model name ``None @ cpu``. Here every name
 starts with the model (its name, else its file's stem, else the run's folder) and the delegate, and
 adds each aspect whose value differs between the runs compared: the variant (``float``, ``int8``,
-...), the delegate's threads, the GPU's precision, the dataset. Runs that still read the same get
-their folder's name, so no two sides ever share a name. The diff's headers, its pull-request comment
+...), the delegate's threads, the GPU's precision, the dataset. Runs that still read the same (a
+repeated measurement) get the time each started, else their folder's name, so no two sides share a
+name. The diff's headers, its pull-request comment
 and its HTML page read :func:`side_names` through the diff document (``a.name``, ``b.name``).
 """
 
@@ -57,8 +58,8 @@ def model_name(run: Run) -> str:
 
 
 def side_names(runs: Sequence[Run]) -> list[str]:
-    """One name per run, ``model (variant) @ delegate, what else differs``; the folder's name is
-    added where two runs would still read the same."""
+    """One name per run, ``model (variant) @ delegate, what else differs``; when each started (else
+    its folder) is added where two runs would still read the same."""
     models = [model_name(r) for r in runs]
     stems = [os.path.splitext(os.path.basename(str(r.provenance.model.path or "")))[0] for r in runs]
     if len(set(models)) == 1 and len(set(stems)) > 1 and all(stems):  # one name, other files
@@ -72,9 +73,11 @@ def side_names(runs: Sequence[Run]) -> list[str]:
         name = f"{models[i]}{f' ({variant})' if variant else ''} @ {run.provenance.delegate.name or '?'}"
         extra = [str(values[i]) for aspect, values in differing.items() if aspect != "variant" and values[i]]
         names.append(", ".join([name, *extra]))
-    if len(set(names)) < len(names):  # still alike: the folders tell them apart
-        names = [
-            f"{n} [{os.path.basename(os.path.normpath(r.dir)) or r.label}]"
-            for n, r in zip(names, runs, strict=True)
-        ]
+    if len(set(names)) < len(names):  # still alike (a repeated measurement): when each ran, else where
+        started = [r.document.started_at for r in runs]
+        if all(started) and len(set(started)) == len(started):  # its own record, in any copy (MLflow's)
+            told = [f"started {when}" for when in started]
+        else:
+            told = [os.path.basename(os.path.normpath(r.dir)) or r.label for r in runs]
+        names = [f"{n} [{t}]" for n, t in zip(names, told, strict=True)]
     return names

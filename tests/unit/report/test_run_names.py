@@ -48,6 +48,13 @@ def test_a_missing_model_name_is_the_files_stem_and_alike_runs_get_their_folder(
     nameless = {"path": "/m/mine.tflite"}
     assert side_names([_run(tmp_path, "a", nameless, CPU)]) == ["mine @ cpu"]
     assert side_names([_run(tmp_path, "a", {}, CPU)]) == ["a @ cpu"]  # no name, no path: the folder
+    again = [_run(tmp_path, "run1", FLOAT, CPU), _run(tmp_path, "run2", FLOAT, CPU)]  # a repeated measurement
+    for run, started in zip(again, ("2026-12-06T08:00:41+00:00", "2026-12-06T08:03:02+00:00"), strict=True):
+        run.doc["started_at"] = started  # type: ignore[index]
+    assert side_names(again) == [
+        "efficientnet_lite2_fp32 @ cpu [started 2026-12-06T08:00:41+00:00]",
+        "efficientnet_lite2_fp32 @ cpu [started 2026-12-06T08:03:02+00:00]",
+    ]  # when each ran: its own record, the same in an MLflow copy of it
     same = side_names([_run(tmp_path, "run1", FLOAT, CPU), _run(tmp_path, "run2", FLOAT, CPU)])
     assert same == ["efficientnet_lite2_fp32 @ cpu [run1]", "efficientnet_lite2_fp32 @ cpu [run2]"]
     other_file = {**FLOAT, "path": "/m/lite2_pruned.tflite"}  # one configured name, two files
