@@ -271,8 +271,9 @@ def repair_variant(request: Request) -> Variant:
         tempfile.TemporaryDirectory(prefix="evalharness-repair-") as work,
         progress(None, "repair", "evaluation", shown) as bar,
     ):
+        # what the verdict will rest on: listed first, so an empty part is refused before the search runs
+        held = Part(settings, task_model, split, "held_out")
         s = Search(settings, quant, task_model, split, work, bar)
-        held = Part(settings, task_model, split, "held_out")  # what the verdict will rest on
         resolved = resolution(len(held), s.allowed)
         print(
             f"repair: quant={quant.name}, {target_text(quant, metric)}: searching on "
