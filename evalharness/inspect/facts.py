@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 from omegaconf import OmegaConf
 
 from evalharness.core.boundary import ArgumentParser, guarded
+from evalharness.core.checksum import sha256_file
 from evalharness.core.documents import JSONMap
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.escape import terminal
 from evalharness.core.native_output import quiet_native_output, verbose
 from evalharness.core.numbers import fmt
-from evalharness.core.paths import CONF_DIR, model_stem
+from evalharness.core.paths import CONF_DIR, default_cache_dir, model_stem
 from evalharness.data.describe import describe_dataset
 from evalharness.data.preprocess import image_layout
 from evalharness.inspect.dataset_view import is_dataset_path, render_dataset
@@ -156,7 +157,7 @@ def inspect_model(path: str, delegates: list[str] | None = None, loud: bool = Fa
     """The model's facts; ``loud``: what the runtimes print while delegates are prepared on stderr."""
     from evalharness.runtime.delegates import DELEGATES
     from evalharness.runtime.model_file import read_model_file
-    from evalharness.runtime.model_size import model_size
+    from evalharness.runtime.model_size import cached_size
 
     info = read_model_file(path)
     names = delegates if delegates is not None else DELEGATES.names()
@@ -164,7 +165,8 @@ def inspect_model(path: str, delegates: list[str] | None = None, loud: bool = Fa
         "path": os.path.abspath(path),
         "bytes": os.path.getsize(path),
         **info.summary(),
-        "size": model_size(path),
+        # a run's figures of the same file (zstd -19: seconds on a float model), by its sha256
+        "size": cached_size(path, sha256_file(path), default_cache_dir()),
         "inferred": inferred_configuration(path, info),
         "delegates": _prepare_all(path, names, loud),
     }
