@@ -216,10 +216,10 @@ def size_lines(size: Mapping[str, Any], every_tensor: bool = False) -> list[str]
     """The guide's size figures: on disk, compressed, and what compresses (zeros, shared values);
     then the largest weight tensors (``every_tensor``: each one, in op order)."""
     w, of = size["weights"], size["bytes"]
-    gz, zs = size["gzip9_bytes"], size["zstd_bytes"]
+    gz, zs = size["gzip_bytes"], size["zstd_bytes"]
     zstd = f"zstd {zs} ({zs / of:.3f}x)" if zs else f"zstd {size['zstd']}"
     lines = [
-        f"size: {of} bytes on disk, gzip -9 {gz} ({gz / of:.3f}x), {zstd}",
+        f"size: {of} bytes on disk, gzip {gz} ({gz / of:.3f}x), {zstd}",
         f"weights: {w['tensors']} tensors, {w['elements']} values, sparsity {fmt(w['sparsity'], '.2%')} "
         f"(exact zeros), unique values per tensor max {w['unique_max']}, "
         f"median {fmt(w['unique_median'], '.0f')}",

@@ -139,8 +139,9 @@ def model_info(path: str, inputs: list[TensorInfo], outputs: list[TensorInfo]) -
 
 
 def size_record(path: str, sha256: str, cache_dir: str) -> ModelSize | SizeNotMeasured:
-    """``provenance.model.size``: on-disk, gzip -9 and zstd bytes, weight sparsity and unique values
-    (runtime/model_size.py, cached by the file's sha256); a file whose weights cannot be read says why."""
+    """``provenance.model.size``: on-disk, gzip (level 6, the guide's) and zstd bytes, weight sparsity and
+    unique values (runtime/model_size.py, cached by the file's sha256); a file whose weights cannot be
+    read says why."""
     from evalharness.runtime.model_size import cached_size
 
     try:

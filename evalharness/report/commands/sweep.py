@@ -45,7 +45,7 @@ from evalharness.rundir.reader import Run, load_run
 # column -> (where in provenance, factor); one declaration per column, read by job_row
 SIZE_COLUMNS = {
     "size_MB": ("model.bytes", 1e-6),
-    "gzip_MB": ("model.size.gzip9_bytes", 1e-6),
+    "gzip_MB": ("model.size.gzip_bytes", 1e-6),
     "zstd_MB": ("model.size.zstd_bytes", 1e-6),
     "weight_sparsity": ("model.size.weights.sparsity", 1.0),
     "unique_max": ("model.size.weights.unique_max", 1.0),

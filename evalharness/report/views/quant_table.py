@@ -167,7 +167,8 @@ def _table1(rows: list[dict[str, Any]], others: list[str], definition: TaskDefin
         "two-sided test on the images one model gets right and the other wrong); paired Δ interval: "
         "the task's paired 95 % interval of the headline metric's change, as report diff gives it "
         "(classification: Newcombe's interval of Δtop-1).",
-        "gzip: gzip -9 of the model file, as TFLite's model-optimisation guide measures download size; "
+        "gzip: the model file deflated at zlib's default level (6), as TFLite's model-optimisation guide "
+        "measures download size (zipfile.ZIP_DEFLATED); "
         "sparsity: share of exact zeros in the weight tensors; unique max: most distinct values in one "
         "weight tensor. prune and cluster variants are post-training (no fine-tuning): not the "
         "toolkit's trained results.",

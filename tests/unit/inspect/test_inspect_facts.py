@@ -52,7 +52,7 @@ def _size(n: int) -> dict:
         for i in range(n)
     ]  # fmt: skip
     weights = {"tensors": n, "elements": 0, "sparsity": 0.0, "unique_max": 3, "unique_median": 3.0}
-    return {"bytes": 1000, "gzip9_bytes": 900, "zstd_bytes": 800, "weights": weights, "tensors": tensors}
+    return {"bytes": 1000, "gzip_bytes": 900, "zstd_bytes": 800, "weights": weights, "tensors": tensors}
 
 
 def test_the_default_view_lists_the_largest_weight_tensors_and_verbose_every_one():

@@ -124,7 +124,7 @@ def test_a_model_pruned_and_clustered_outside_is_recognised(tmp_path):
     by_name = {t["name"]: t for t in size["tensors"]}
     assert by_name["conv0_weights"]["sparsity"] == 0.75
     assert by_name["conv1_weights"]["unique"] == 5
-    assert size["gzip9_bytes"] < size["bytes"]
+    assert size["gzip_bytes"] < size["bytes"]
     assert main([path, "--delegate", "cpu", "--json"]) == 0
 
 
@@ -135,10 +135,10 @@ def test_size_cache_hits_and_rebuilds_damage(tmp_path):
     assert cached_size(path, "ab" * 32, str(tmp_path / "cache"))["cache"] == "hit"
     (entry,) = (tmp_path / "cache" / "model_size").glob(f"{'ab' * 32}-*.json")  # one per file and method
     doc = json.loads(entry.read_text())
-    doc["size"]["gzip9_bytes"] = 1  # a figure edited: not the one written
+    doc["size"]["gzip_bytes"] = 1  # a figure edited: not the one written
     entry.write_text(json.dumps(doc))
     again = cached_size(path, "ab" * 32, str(tmp_path / "cache"))
-    assert again["cache"].startswith("rebuilt") and again["gzip9_bytes"] == first["gzip9_bytes"]
+    assert again["cache"].startswith("rebuilt") and again["gzip_bytes"] == first["gzip_bytes"]
 
 
 def test_int8_after_prune_and_cluster_keeps_zeros_and_shared_values(tmp_path):
