@@ -54,17 +54,26 @@ OmegaConf.register_new_resolver("quant_tag", quant_tag, replace=True)
 # Multiruns turn the tensor cache on: keep the tests' cache out of the user's home. Each xdist worker
 # takes its own folder under the one the controller made (the workers inherit its environment), so
 # that no two test processes fill one cache at once.
-os.environ.setdefault("EVALHARNESS_CACHE", tempfile.mkdtemp(prefix="evalharness-test-cache-"))
+# Model-size figures (zstd -19: ~6 s of CPU per float Lite0) are keyed by the file's sha256, written
+# atomically and verified on read, so every worker (and every fresh cache a test makes: share_model_sizes)
+# reads one folder: a model is sized once per session. Variants and tensors stay per worker and per
+# test cache (tests assert built, then hit).
+if "EVALHARNESS_CACHE" not in os.environ:  # the controller's; its workers inherit it
+    os.environ["EVALHARNESS_CACHE"] = tempfile.mkdtemp(prefix="evalharness-test-cache-")
+MODEL_SIZES = os.path.join(os.environ["EVALHARNESS_CACHE"], "model_size")
+
+
+def share_model_sizes(cache_dir: str | os.PathLike[str]) -> None:
+    """``cache_dir``'s model-size entries are the session's (:data:`MODEL_SIZES`)."""
+    os.makedirs(MODEL_SIZES, exist_ok=True)
+    os.makedirs(cache_dir, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.symlink(MODEL_SIZES, os.path.join(cache_dir, "model_size"))
+
+
 if os.environ.get("PYTEST_XDIST_WORKER"):
     worker_cache = os.path.join(os.environ["EVALHARNESS_CACHE"], os.environ["PYTEST_XDIST_WORKER"])
-    os.makedirs(worker_cache, exist_ok=True)
-    # Model-size figures (zstd -19: ~6 s of CPU per float Lite0) are keyed by the file's sha256, written
-    # atomically and verified on read, so every worker reads the one folder: a model is sized once per
-    # session, not once per worker. Variants and tensors stay per worker (tests assert built, then hit).
-    shared_sizes = os.path.join(os.environ["EVALHARNESS_CACHE"], "model_size")
-    os.makedirs(shared_sizes, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        os.symlink(shared_sizes, os.path.join(worker_cache, "model_size"))
+    share_model_sizes(worker_cache)
     os.environ["EVALHARNESS_CACHE"] = worker_cache
 
 

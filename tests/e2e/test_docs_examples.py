@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ASSETS
+from conftest import ASSETS, share_model_sizes
 from docs_examples import FRESH_CLONE_PAGES, REPO, runnable_blocks
 
 FRESH = {(b.text, b.expected_exit) for b in runnable_blocks(FRESH_CLONE_PAGES)}  # run there, not here
@@ -28,6 +28,7 @@ def test_there_are_runnable_examples():
 def test_runnable_example(block, tmp_path):
     (tmp_path / "models").symlink_to(ASSETS / "models")
     (tmp_path / "data").symlink_to(ASSETS)
+    share_model_sizes(tmp_path / "cache")  # a fresh cache, but a model is sized once per session
     bin_dir = str(Path(sys.executable).parent)  # `python` and `evalharness` of the running test
     env = {
         **os.environ,

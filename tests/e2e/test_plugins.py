@@ -199,9 +199,8 @@ def test_quantization_table_shows_the_plugin_metric(plugin, data_file, tmp_path)
     sweep_dir = tmp_path / "quant"
     proc = evalharness(
         plugin, data_file, tmp_path, "quant=none,fp16", "model=efficientnet_lite0_fp32",
-        f"paths.models_dir={MODELS}", f"paths.cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={sweep_dir}",
-        multirun=True,
-    )  # fmt: skip
+        f"paths.models_dir={MODELS}", f"hydra.sweep.dir={sweep_dir}", multirun=True,
+    )  # fmt: skip: the session's cache (tests/conftest.py): both plugins' fp16 variant and size figures once
     assert proc.returncode == 0, proc.stderr
     md = (sweep_dir / "sweep.md").read_text()
     assert "Table 1: quantization variants" in md and md_text(plugin.agreement) in md  # escaped for Markdown
