@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import ClassVar, TypedDict
 
 from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.registry import Registry
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS, FORMATS, ClassList, LabeledSample, Member
+from evalharness.data.sample_image import SampleImage, file_image
 from evalharness.data.shard_names import BRACE, container_of, expand_braces
 from evalharness.data.splits import AUTO, DatasetSplitRecord, SplitChoice, folder_groups
 
@@ -146,6 +149,13 @@ class DatasetReader:
         if len(data) != member.length:
             raise DataError(f"{member.where}: shard is shorter than when it was listed; rerun")
         return data
+
+    def image(self, sample: LabeledSample) -> SampleImage:
+        """``sample`` as the steps beside a run read it (calibration, a repair's search part): its
+        id's file name and its bytes by :meth:`open` (a folder's file refused as a run refuses it)."""
+        if sample.member is None:
+            return file_image(sample.path, sample.key)
+        return SampleImage(posixpath.basename(sample.key), sample.member.where, partial(self.open, sample))
 
     @staticmethod
     def shard_of(sample: LabeledSample) -> str | None:

@@ -22,6 +22,7 @@ from evalharness.core.schema import build, thaw
 from evalharness.core.tensors import TensorInfo
 from evalharness.data.manifest import samples_identity
 from evalharness.data.preprocess import InputSpec, PreprocessSpec, preprocessing_provenance, validate_spec
+from evalharness.data.sample_image import SampleImage, file_image
 from evalharness.data.shard import Shard
 from evalharness.tasks.definition import Scorer, TaskDefinition
 from evalharness.tasks.discovery import definition_for, live_class
@@ -120,6 +121,13 @@ class Task:
     def sample_files(self) -> Iterable[str]:
         """The files the samples are read from (checked unchanged when a run resumes), streamed."""
         return ()
+
+    def sample_images(self) -> list[SampleImage]:
+        """The samples' encoded images in id order, read as the run reads them: what a calibration
+        from the dataset takes (its slice, a repair's search part). By default one image file per
+        sample (:meth:`sample_files`); a task whose reader holds samples inside containers gives
+        them by id through that reader."""
+        return [file_image(path) for path in self.sample_files()]
 
     def reference_pass(self) -> ReferencePass | None:
         """A pass over the same inputs with a reference delegate before the measured one, or None."""

@@ -37,6 +37,7 @@ from evalharness.data.preprocess import (
     preprocess_file,
     preprocessing_provenance,
 )
+from evalharness.data.sample_image import SampleImage
 from evalharness.data.shard import listed, select_samples, sharded_identity
 from evalharness.decoders.base import detector_decoder
 from evalharness.tasks.imagenet.definition import ImageNetSettings, TopKScorer
@@ -223,6 +224,9 @@ class ImageNetTask(Task):
 
     def sample_files(self) -> Iterator[str]:
         return self.reader.files(self.samples)
+
+    def sample_images(self) -> list[SampleImage]:
+        return [self.reader.image(s) for s in sorted(self.samples, key=lambda s: s.key)]
 
     def sample_id(self, sample: LabeledSample) -> str:
         return sample.key
