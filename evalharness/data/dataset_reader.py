@@ -32,7 +32,7 @@ from evalharness.data.sample_image import SampleImage, file_image
 from evalharness.data.shard_names import BRACE, container_of, expand_braces
 from evalharness.data.splits import AUTO, DatasetSplitRecord, SplitChoice, folder_groups
 
-CONTAINERS = ("parquet", "webdataset", "tfrecord")
+FOLDER = "folder"  # the reader of a folder of image files; every other reader is a container's
 
 
 @dataclass(frozen=True)
@@ -181,12 +181,18 @@ READERS: Registry[type[DatasetReader]] = Registry(
     "dataset format",
     base=DatasetReader,
     lazy={
-        "folder": "evalharness.data.folder_reader:FolderReader",
+        FOLDER: "evalharness.data.folder_reader:FolderReader",
         "parquet": "evalharness.data.parquet_reader:ParquetReader",
         "webdataset": "evalharness.data.webdataset_reader:WebDatasetReader",
         "tfrecord": "evalharness.data.tfrecord_reader:TFRecordReader",
     },
 )
+
+
+def container_names() -> list[str]:
+    """Every container a reader is registered for (built-in or a plug-in's), from :data:`READERS`:
+    the one list every part asks, so a reader added as a plug-in is seen everywhere."""
+    return [name for name in READERS.names() if name != FOLDER]
 
 
 def detect(root: str) -> tuple[str, str | None]:
@@ -212,7 +218,7 @@ def detect(root: str) -> tuple[str, str | None]:
 def reader_for(fmt: str, request: ReadRequest) -> tuple[DatasetReader, dict[str, str] | None]:
     """The reader ``dataset.format`` picks, and the assumption to print and record when ``auto``
     detected a container (None otherwise)."""
-    if fmt in CONTAINERS or fmt == "folder":
+    if fmt in READERS:  # the folder's reader or a container's
         kind, note = fmt, None
     elif fmt == "auto":
         kind, why = detect(request.root)
@@ -223,7 +229,7 @@ def reader_for(fmt: str, request: ReadRequest) -> tuple[DatasetReader, dict[str,
                 "what": "dataset.format",
                 "assumed": kind,
                 "why": why,
-                "fix": "dataset.format=parquet|webdataset|tfrecord|folder",
+                "fix": f"dataset.format={'|'.join([*container_names(), FOLDER])}",
             }
         )
     else:

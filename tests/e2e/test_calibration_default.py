@@ -113,11 +113,12 @@ def test_a_container_calibrates_on_the_same_slice_as_the_same_images_in_a_folder
     fc = np.random.default_rng(0).normal(size=(1000, 8)).astype(np.float32), np.zeros(1000, np.float32)
     model = conv_classifier_model(str(tmp_path / "tiny.tflite"), convs, fc)
     parquet = write_parquet(val50_items(), tmp_path / "parquet")
-    common = [*VAL50, f"model.path={model}", f"model.labels={CLASS_NAMES}", "task.num_images=24", "quant=int8"]
-    common += ["quant.calibration.min_dataset_images=20", "loop.progress=false"]
+    common = [*VAL50, f"model.path={model}", f"model.labels={CLASS_NAMES}", "task.num_images=24"]
+    common += ["quant=int8", "quant.calibration.min_dataset_images=20", "loop.progress=false"]
     runs = {}
     for name, where in (("folder", []), ("parquet", [f"dataset.root={parquet}", "dataset.format=auto"])):
-        doc = run_inprocess([*common, *where, f"paths.cache_dir={tmp_path / name / 'cache'}"], tmp_path / name)
+        cache = f"paths.cache_dir={tmp_path / name / 'cache'}"
+        doc = run_inprocess([*common, *where, cache], tmp_path / name)
         assert doc["status"] == "complete", doc.get("error")
         lines = (tmp_path / name / "results.txt").read_text().splitlines()
         ids = [json.loads(x)["id"] for x in (tmp_path / name / "predictions.jsonl").read_text().splitlines()]

@@ -23,7 +23,7 @@ from evalharness.core.documents import JSONMap
 from evalharness.core.errors import ModelMismatchError
 from evalharness.core.ranking import stable_topk
 from evalharness.core.tensors import TensorInfo, require_real
-from evalharness.data.dataset_reader import CONTAINERS, ReadRequest, reader_for
+from evalharness.data.dataset_reader import READERS, ReadRequest, reader_for
 from evalharness.data.ground_truth import INDEX_LABEL, ClassList, LabeledSample
 from evalharness.data.label_alignment import BACKGROUND_LINES, align
 from evalharness.data.labels import LabelMatcher, label_set, read_label_file
@@ -109,7 +109,7 @@ def read_request(dataset: Any, unscored: Counter[str], classes: ClassList | None
         dataset.class_names,
         dataset.synset_words,
         dataset.devkit_meta,
-        "auto" if fmt in ("auto", "folder", *CONTAINERS) else fmt,
+        "auto" if fmt == "auto" or fmt in READERS else fmt,
         unscored=unscored,
         index_dir=dataset.index_dir,
         split=dataset.split,
