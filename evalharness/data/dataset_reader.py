@@ -78,9 +78,6 @@ class DatasetReader:
     and ``files()`` (what the run reads). ``names_source``: where the class names came from."""
 
     name: ClassVar[str]
-    # one file per sample, in sample order (what the tensor cache keys each tensor's source on);
-    # a container's samples share shard files, so its runs are not served by the tensor cache
-    per_sample_files: ClassVar[bool] = True
     names_source: str | None = None
     chosen: SplitChoice | None = None  # a container's split and shards, once listed (data/splits.py)
 

@@ -103,15 +103,10 @@ def test_a_container_calibrates_on_the_same_slice_as_the_same_images_in_a_folder
     rule from the same ids, read by id through each reader, so both runs build the same int8 variant
     (same calibration manifest, same bytes, each in its own cache) and score the same 18 images."""
     pytest.importorskip("pyarrow", reason="packing the parquet needs pyarrow")
-    import numpy as np
     from conftest import VAL50
     from pack_containers import CLASS_NAMES, val50_items, write_parquet
 
-    from evalharness.runtime.modelgen import conv_classifier_model
-
-    convs, _ = planted.weights()  # the planted colour model, with 1,000 ILSVRC outputs
-    fc = np.random.default_rng(0).normal(size=(1000, 8)).astype(np.float32), np.zeros(1000, np.float32)
-    model = conv_classifier_model(str(tmp_path / "tiny.tflite"), convs, fc)
+    model = planted.ilsvrc_model(tmp_path / "tiny.tflite")
     parquet = write_parquet(val50_items(), tmp_path / "parquet")
     common = [*VAL50, f"model.path={model}", f"model.labels={CLASS_NAMES}", "task.num_images=24"]
     common += ["quant=int8", "quant.calibration.min_dataset_images=20", "loop.progress=false"]

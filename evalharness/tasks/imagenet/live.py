@@ -24,7 +24,7 @@ from evalharness.core.errors import ModelMismatchError
 from evalharness.core.ranking import stable_topk
 from evalharness.core.tensors import TensorInfo, require_real
 from evalharness.data.dataset_reader import READERS, ReadRequest, reader_for
-from evalharness.data.ground_truth import INDEX_LABEL, ClassList, LabeledSample
+from evalharness.data.ground_truth import INDEX_LABEL, ClassList, LabeledSample, Member
 from evalharness.data.label_alignment import BACKGROUND_LINES, align
 from evalharness.data.labels import LabelMatcher, label_set, read_label_file
 from evalharness.data.listing import own_files_scored, warn_unscored
@@ -150,7 +150,6 @@ class ImageNetTask(Task):
         self.samples = self.reader.read_plan(self.samples)  # a container's: as stored, not by id
         # the list a split was cut from: its identity proves which images the other part holds
         self.listed = listed(samples, task.num_images) if self.shard.split else None
-        self.cacheable = self.reader.per_sample_files
         # labels are read once the model's outputs are known (bind): a detector is told to use
         # task=coco before anything about its labels
         self.labels: list[str] = []
@@ -220,7 +219,10 @@ class ImageNetTask(Task):
         self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
 
     def cache_key(self) -> ImageCacheKey:
-        return image_cache_key(self)
+        return image_cache_key(self, sample_entry)
+
+    def sample_sources(self) -> Iterator[str | Member]:
+        return (sample_entry(s)[1] for s in self.samples)
 
     def sample_files(self) -> Iterator[str]:
         return self.reader.files(self.samples)
