@@ -58,7 +58,6 @@ class ContainerReader(DatasetReader):
     :meth:`own_names`."""
 
     shards: list[str]
-    per_sample_files = False
     from_index: int  # shards listed from a kept index (data/shard_index.py)
     rebuilt: list[str]  # kept indexes not used, and why
     reordered = 0  # samples the read plan put in another order than their ids

@@ -18,18 +18,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import ClassVar, TypedDict
 
 from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.registry import Registry
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS, FORMATS, ClassList, LabeledSample, Member
+from evalharness.data.sample_image import SampleImage, file_image
 from evalharness.data.shard_names import BRACE, container_of, expand_braces
 from evalharness.data.splits import AUTO, DatasetSplitRecord, SplitChoice, folder_groups
 
-CONTAINERS = ("parquet", "webdataset", "tfrecord")
+FOLDER = "folder"  # the reader of a folder of image files; every other reader is a container's
 
 
 @dataclass(frozen=True)
@@ -75,9 +78,6 @@ class DatasetReader:
     and ``files()`` (what the run reads). ``names_source``: where the class names came from."""
 
     name: ClassVar[str]
-    # one file per sample, in sample order (what the tensor cache keys each tensor's source on);
-    # a container's samples share shard files, so its runs are not served by the tensor cache
-    per_sample_files: ClassVar[bool] = True
     names_source: str | None = None
     chosen: SplitChoice | None = None  # a container's split and shards, once listed (data/splits.py)
 
@@ -147,6 +147,13 @@ class DatasetReader:
             raise DataError(f"{member.where}: shard is shorter than when it was listed; rerun")
         return data
 
+    def image(self, sample: LabeledSample) -> SampleImage:
+        """``sample`` as the steps beside a run read it (calibration, a repair's search part): its
+        id's file name and its bytes by :meth:`open` (a folder's file refused as a run refuses it)."""
+        if sample.member is None:
+            return file_image(sample.path, sample.key)
+        return SampleImage(posixpath.basename(sample.key), sample.member.where, partial(self.open, sample))
+
     @staticmethod
     def shard_of(sample: LabeledSample) -> str | None:
         """The shard file a sample is read from (None: its own file): ``dataset.shard.scheme=files``."""
@@ -171,12 +178,18 @@ READERS: Registry[type[DatasetReader]] = Registry(
     "dataset format",
     base=DatasetReader,
     lazy={
-        "folder": "evalharness.data.folder_reader:FolderReader",
+        FOLDER: "evalharness.data.folder_reader:FolderReader",
         "parquet": "evalharness.data.parquet_reader:ParquetReader",
         "webdataset": "evalharness.data.webdataset_reader:WebDatasetReader",
         "tfrecord": "evalharness.data.tfrecord_reader:TFRecordReader",
     },
 )
+
+
+def container_names() -> list[str]:
+    """Every container a reader is registered for (built-in or a plug-in's), from :data:`READERS`:
+    the one list every part asks, so a reader added as a plug-in is seen everywhere."""
+    return [name for name in READERS.names() if name != FOLDER]
 
 
 def detect(root: str) -> tuple[str, str | None]:
@@ -202,7 +215,7 @@ def detect(root: str) -> tuple[str, str | None]:
 def reader_for(fmt: str, request: ReadRequest) -> tuple[DatasetReader, dict[str, str] | None]:
     """The reader ``dataset.format`` picks, and the assumption to print and record when ``auto``
     detected a container (None otherwise)."""
-    if fmt in CONTAINERS or fmt == "folder":
+    if fmt in READERS:  # the folder's reader or a container's
         kind, note = fmt, None
     elif fmt == "auto":
         kind, why = detect(request.root)
@@ -213,7 +226,7 @@ def reader_for(fmt: str, request: ReadRequest) -> tuple[DatasetReader, dict[str,
                 "what": "dataset.format",
                 "assumed": kind,
                 "why": why,
-                "fix": "dataset.format=parquet|webdataset|tfrecord|folder",
+                "fix": f"dataset.format={'|'.join([*container_names(), FOLDER])}",
             }
         )
     else:

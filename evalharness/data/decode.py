@@ -40,6 +40,18 @@ def decode_rgb(path: str) -> np.ndarray:
     return _decode(path, path)
 
 
+def read_image_file(path: str) -> bytes:
+    """The encoded bytes of one image file, refused as :func:`decode_rgb` refuses it (missing, empty,
+    not a regular file) before it is read; decoded with :func:`decode_rgb_bytes` they are the pixels
+    :func:`decode_rgb` gives."""
+    _check_regular_file(path)
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read image ({file_error_reason(exc, path)})") from None
+
+
 def decode_rgb_bytes(data: bytes, name: str) -> np.ndarray:
     """:func:`decode_rgb` of an image's encoded bytes (a member of a container shard), with the same
     conversions and refusals; ``name`` (``shard:member``) names it in every error."""

@@ -9,14 +9,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from evalharness.data.dataset_reader import CONTAINERS, READERS, ReadRequest, detect
+from evalharness.data.dataset_reader import READERS, ReadRequest, container_names, detect
 from evalharness.data.describe import FIRST, DatasetView
 from evalharness.data.ground_truth import INDEX_LABEL
 
 
 def describe_container(path: Path) -> DatasetView | None:
     kind, _ = detect(str(path))
-    if kind not in CONTAINERS:
+    if kind not in container_names():
         return None
     request = ReadRequest(str(path))
     reader = READERS.get(kind)(request)

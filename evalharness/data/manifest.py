@@ -29,15 +29,24 @@ def manifest_hash(
     ``presorted``: the entries already come in sorted order, so they are hashed as they stream (no
     list of every entry is built).
     """
+    ordered = entries if presorted else sorted(entries, key=lambda e: (e[0], str(e[1])))
+    return digest_lines((key, _ident(path, content)) for key, path in ordered)
+
+
+def _ident(path: str | Member, content: bool) -> str:
+    try:
+        if isinstance(path, Member):  # inside a container: the digest taken when it was listed
+            return path.sha256
+        return sha256_file(path) if content else str(os.path.getsize(path))
+    except OSError:  # a file gone since it was listed: the hash says so, the record still gets made
+        return "missing"
+
+
+def digest_lines(lines: Iterable[tuple[str, str]]) -> str:
+    """sha256 over ``key<TAB>ident`` lines in the order given: a manifest's hash once each entry's
+    ident (its size or the sha256 of its bytes) is known, as :func:`manifest_hash` makes it."""
     digest = hashlib.sha256()
-    for key, path in entries if presorted else sorted(entries, key=lambda e: (e[0], str(e[1]))):
-        try:
-            if isinstance(path, Member):  # inside a container: the digest taken when it was listed
-                ident = path.sha256
-            else:
-                ident = sha256_file(path) if content else str(os.path.getsize(path))
-        except OSError:  # a file gone since it was listed: the hash says so, the record still gets made
-            ident = "missing"
+    for key, ident in lines:
         digest.update(f"{key}\t{ident}\n".encode())
     return digest.hexdigest()
 

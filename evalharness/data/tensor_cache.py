@@ -34,12 +34,14 @@ import numpy.typing as npt
 from evalharness.core.atomic_io import atomic_write_text
 from evalharness.core.checksum import crc32_array
 from evalharness.core.derived import DAMAGE, Damaged, file_state, read_or_rebuild, say_rebuilt, why
+from evalharness.data.ground_truth import Member
 
 LAYOUT = 2  # part of the key: a cache written with another file layout is another cache
 _NO_STATE = (-1, -1, -1, -1)
 
 Mapped = np.memmap[Any, np.dtype[Any]]  # one .npy file of the cache, mapped
 SourceIdentity = tuple[tuple[int, ...], np.ndarray]  # a sample's source: (its stat, its sha256)
+Source = str | Member  # where a sample's bytes lie: its own file, or a member of a container shard
 
 
 class TensorCacheStats(TypedDict):
@@ -60,7 +62,7 @@ class CacheableTask(Protocol):
 
     def sample_id(self, sample: Any) -> str: ...
 
-    def sample_files(self) -> Iterable[str]: ...
+    def sample_sources(self) -> Iterable[Source]: ...
 
     def bind(self, inputs: Any, outputs: Any) -> None: ...
 
@@ -82,6 +84,10 @@ def decoder_identity() -> dict[str, str | None]:
     from PIL import features
 
     return {"pillow": PIL.__version__, "libjpeg_turbo": features.version("libjpeg_turbo")}
+
+
+def _member_digest(member: Member) -> np.ndarray:
+    return np.frombuffer(member.digest, np.uint8)
 
 
 def _digest_or_none(path: str) -> np.ndarray | None:
@@ -156,22 +162,23 @@ class TensorCache:
             arrays[name] = arr
         return arrays
 
-    def get(self, i: int, source: str) -> np.ndarray | None:
+    def get(self, i: int, source: Source) -> np.ndarray | None:
         """Sample ``i``'s tensor if it was made from ``source``'s current bytes and is intact."""
         if not self._filled[i]:
             self.misses += 1
             return None
-        state = file_state(source)
-        if state is None or tuple(self._states[i]) != state:
-            digest = None if state is None else _digest_or_none(source)
-            if digest is None or not np.array_equal(digest, self.source_sha[i]):
-                self.filled[i] = 0
-                self.stale += 1
-                self.misses += 1
-                if self.stale == 1:  # said once; the count is in stats()
-                    say_rebuilt(f"tensor cache {self.dir}", f"{source} changed since its tensor was cached")
+        if isinstance(source, Member):  # its digest, taken when its shard was listed: no stat, no read
+            if not np.array_equal(_member_digest(source), self.source_sha[i]):
+                self._stale(i, source.where)
                 return None
-            self.source_state[i] = state  # same bytes, new stat (a copy, a touch): verified, served
+        else:
+            state = file_state(source)
+            if state is None or tuple(self._states[i]) != state:
+                digest = None if state is None else _digest_or_none(source)
+                if digest is None or not np.array_equal(digest, self.source_sha[i]):
+                    self._stale(i, source)
+                    return None
+                self.source_state[i] = state  # same bytes, new stat (a copy, a touch): verified, served
         # verified and served as one copy: a later write cannot change it
         arr: np.ndarray = self._tensors[i].copy()
         if crc32_array(arr) != int(self._crcs[i]):
@@ -182,10 +189,21 @@ class TensorCache:
         self.hits += 1
         return arr
 
-    def source_identity(self, source: str) -> SourceIdentity | None:
+    def _stale(self, i: int, where: str) -> None:
+        """Sample ``i``'s tensor was made from other bytes than its source holds now: rebuilt."""
+        self.filled[i] = 0
+        self.stale += 1
+        self.misses += 1
+        if self.stale == 1:  # said once; the count is in stats()
+            say_rebuilt(f"tensor cache {self.dir}", f"{where} changed since its tensor was cached")
+
+    def source_identity(self, source: Source) -> SourceIdentity | None:
         """(stat, sha256) of a sample's source, taken BEFORE it is decoded: a write during the decode
         leaves a stat that the next read sees differ, and a digest that then fails to match. None
-        when it cannot be read (the task's own read then says why)."""
+        when it cannot be read (the task's own read then says why). A container's member: the
+        digest taken when its shard was listed (the reader checks the bytes it decodes against it)."""
+        if isinstance(source, Member):
+            return _NO_STATE, _member_digest(source)
         digest = _digest_or_none(source)
         return None if digest is None else (file_state(source) or _NO_STATE, digest)
 
@@ -213,14 +231,14 @@ class TensorCache:
 
 
 class CachedTask:
-    """Wraps a task whose ``prepare`` yields one input tensor per sample from a file dataset
-    (``sample_files()`` lists each sample's file, in sample order)."""
+    """Wraps a task whose ``prepare`` yields one input tensor per sample from a dataset of images
+    (``sample_sources()`` lists each sample's file or container member, in sample order)."""
 
     def __init__(self, task: CacheableTask, root: str) -> None:
         self._task, self._root = task, root
         self.cache: TensorCache | None = None  # made by bind(), once the model's input is known
         self._index = {task.sample_id(s): i for i, s in enumerate(task.samples)}
-        self._sources = list(task.sample_files())
+        self._sources = list(task.sample_sources())
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._task, name)

@@ -266,14 +266,15 @@ def list_container_once(settings: RunSettings) -> None:
     lists every shard file (ids and sha256 of every image) to take its part of the sample list; with
     the listing kept as shard indexes (``dataset.index_dir``), P processes read the indexes instead
     of hashing every image P times at once. A damaged shard is the same one error here, first."""
-    from evalharness.data.dataset_reader import CONTAINERS, READERS, ReadRequest, detect
+    from evalharness.data.dataset_reader import READERS, ReadRequest, container_names, detect
 
     dataset = settings.dataset
     fmt, index_dir = getattr(dataset, "format", None), getattr(dataset, "index_dir", None)
-    if index_dir is None or fmt not in ("auto", *CONTAINERS):
+    containers = container_names()
+    if index_dir is None or fmt not in ("auto", *containers):
         return
-    kind = fmt if fmt in CONTAINERS else detect(dataset.root)[0]
-    if kind in CONTAINERS:
+    kind = fmt if fmt in containers else detect(dataset.root)[0]
+    if kind in containers:
         READERS.get(kind)(ReadRequest(dataset.root, index_dir=str(index_dir), split=dataset.split)).samples()
 
 

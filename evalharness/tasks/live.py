@@ -20,8 +20,10 @@ import numpy as np
 from evalharness.core.documents import JSONMap
 from evalharness.core.schema import build, thaw
 from evalharness.core.tensors import TensorInfo
+from evalharness.data.ground_truth import Member
 from evalharness.data.manifest import samples_identity
 from evalharness.data.preprocess import InputSpec, PreprocessSpec, preprocessing_provenance, validate_spec
+from evalharness.data.sample_image import SampleImage, file_image
 from evalharness.data.shard import Shard
 from evalharness.tasks.definition import Scorer, TaskDefinition
 from evalharness.tasks.discovery import definition_for, live_class
@@ -85,8 +87,9 @@ class Task:
     settings: Any  # the task group: its schema instance (typed_inputs) or a plain dict
     samples: Sequence[Any]
     evaluator: RecordEvaluator
-    # Ability: one input tensor per sample from a file dataset, identified by ``cache_key()`` (the
-    # tensor cache, data/tensor_cache.py, may serve it); ``cache`` is that cache when one serves the run.
+    # Ability: one input tensor per sample from a dataset of images (files or container members,
+    # ``sample_sources()``), identified by ``cache_key()`` (the tensor cache, data/tensor_cache.py,
+    # may serve it); ``cache`` is that cache when one serves the run.
     cacheable: bool = False  # a class's answer; a task whose dataset decides it sets its own
     cache = None
 
@@ -120,6 +123,19 @@ class Task:
     def sample_files(self) -> Iterable[str]:
         """The files the samples are read from (checked unchanged when a run resumes), streamed."""
         return ()
+
+    def sample_sources(self) -> Iterable[str | Member]:
+        """Where each sample's bytes lie, in sample order (what the tensor cache checks a tensor's
+        source against): its own file by default (:meth:`sample_files`); a task whose reader holds
+        samples inside containers gives each one's member (its digest taken when listed)."""
+        return self.sample_files()
+
+    def sample_images(self) -> list[SampleImage]:
+        """The samples' encoded images in id order, read as the run reads them: what a calibration
+        from the dataset takes (its slice, a repair's search part). By default one image file per
+        sample (:meth:`sample_files`); a task whose reader holds samples inside containers gives
+        them by id through that reader."""
+        return [file_image(path) for path in self.sample_files()]
 
     def reference_pass(self) -> ReferencePass | None:
         """A pass over the same inputs with a reference delegate before the measured one, or None."""
@@ -207,11 +223,14 @@ class FailedChecks(TypedDict, total=False):
     failed_checks: list[str]
 
 
-def image_cache_key(task: Any) -> ImageCacheKey:
-    """Tensor-cache key of a file-image task: its images (manifest) and its preprocessing recipe,
-    including the bound input spec (shape, dtype, quantisation) the tensors were made for."""
+def image_cache_key(
+    task: Any, entry: Callable[[Any], tuple[str, str | Member]] = lambda s: (s.key, s.path)
+) -> ImageCacheKey:
+    """Tensor-cache key of an image task: its images (manifest; ``entry``: a sample's key and its
+    file, or its container member) and its preprocessing recipe, including the bound input spec
+    (shape, dtype, quantisation) the tensors were made for."""
     return {
         "task": task.name,
-        "manifest": samples_identity(task.samples, lambda s: (s.key, s.path))["manifest_sha256"],
+        "manifest": samples_identity(task.samples, entry)["manifest_sha256"],
         "preprocessing": preprocessing_provenance(task.spec, task.input),
     }

@@ -10,6 +10,7 @@ evaluation images, so nothing can overlap. Both manifests go into ``provenance.m
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any, TypedDict
@@ -18,25 +19,24 @@ from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import ConfigError, DataError
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.listing import list_images
-from evalharness.data.manifest import manifest_hash
-from evalharness.data.preprocess import InputSpec, PreprocessSpec, preprocess_file
+from evalharness.data.manifest import digest_lines, manifest_hash
+from evalharness.data.preprocess import InputSpec, PreprocessSpec, preprocess_bytes
+from evalharness.data.sample_image import SampleImage, file_image
 from evalharness.settings.groups import CalibrationSchema
 
 
 def calibration_files(
-    cal: CalibrationSchema, dataset_files: list[str] | None = None
-) -> list[tuple[str, Path]]:
-    """(manifest key, path) of the calibration images: every root listed (or the dataset's search
-    part, ``source: dataset``), first ``num_images`` kept."""
+    cal: CalibrationSchema, dataset_images: list[SampleImage] | None = None
+) -> list[tuple[str, SampleImage]]:
+    """(manifest key, image) of the calibration images: every root listed (or the dataset's search
+    part, ``source: dataset``, read by id through the dataset's reader), first ``num_images`` kept."""
     if cal.source == "dataset":
-        files: list[tuple[str, Path]] = [
-            (f"dataset/{os.path.basename(f)}", Path(f)) for f in dataset_files or []
-        ]
+        files = [(f"dataset/{image.name}", image) for image in dataset_images or []]
         num = cal.num_images
         files = files[:num] if num > 0 else files
         if not files:
             raise DataError(
-                "quant.calibration source=dataset: the dataset's search part has no image files; use more "
+                "quant.calibration source=dataset: the dataset's search part has no images; use more "
                 "images (task.num_images), a larger quant.search.fraction or quant/calibration=bundled"
             )
         return files
@@ -47,7 +47,8 @@ def calibration_files(
     for i, root in enumerate(roots):
         if not Path(root).is_dir():
             raise DataError(f"quant.calibration.roots[{i}]={root} is not a directory; give an image folder")
-        files += [(f"{i}/{name}", Path(root, name)) for name in list_images(Path(root), DEFAULT_EXTENSIONS)]
+        names = list_images(Path(root), DEFAULT_EXTENSIONS)
+        files += [(f"{i}/{name}", file_image(str(Path(root, name)))) for name in names]
     num = cal.num_images
     files = files[:num] if num > 0 else files
     if not files:
@@ -95,21 +96,29 @@ def refuse_overlap(calibration: list[dict[str, Any]], eval_root: str) -> EvalSet
 
 
 def calibration_record(
-    cal: CalibrationSchema, reads_dataset: bool, eval_root: str, dataset_files: list[str] | None = None
-) -> tuple[dict[str, Any], list[Path]]:
-    """(``provenance.model.quant.calibration``, image paths): manifest, source, size, and the
+    cal: CalibrationSchema,
+    reads_dataset: bool,
+    eval_root: str,
+    dataset_images: list[SampleImage] | None = None,
+) -> tuple[dict[str, Any], list[SampleImage]]:
+    """(``provenance.model.quant.calibration``, images): manifest, source, size, and the
     evaluation set it was checked disjoint from."""
-    files = calibration_files(cal, dataset_files)
-    entries: list[dict[str, Any]] = [
-        {"key": key, "path": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(str(path))}
-        for key, path in files
-    ]
+    files = calibration_files(cal, dataset_images)
+    entries: list[dict[str, Any]] = []
+    for key, image in files:
+        data = image.read()
+        entries.append(
+            {"key": key, "path": image.where, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        )
     record = {
         "name": cal.name,
         "source": cal.source,
         "roots": [os.path.abspath(r) for r in cal.roots],
         "count": len(entries),
-        "manifest_sha256": manifest_hash([(e["key"], e["path"]) for e in entries], content=True),
+        # by content: the same images give the same manifest, in a folder or in a container
+        "manifest_sha256": digest_lines(
+            (e["key"], e["sha256"]) for e in sorted(entries, key=lambda e: (e["key"], e["path"]))
+        ),
         "manifest_kind": "relative path + sha256",
         "files": [{"key": e["key"], "sha256": e["sha256"]} for e in entries],
     }
@@ -119,11 +128,12 @@ def calibration_record(
         record["eval_set"] = {"disjoint_by": "split: calibration from the search part, evaluation held out"}
     else:
         record["eval_set"] = refuse_overlap(entries, eval_root)
-    return record, [path for _, path in files]
+    return record, [image for _, image in files]
 
 
-def calibration_tensors(paths: list[Path], model_path: str, preprocess: PreprocessSpec) -> list[Any]:
-    """The calibration images as the float model's input tensors, prepared as the model's inputs are."""
+def calibration_tensors(images: list[SampleImage], model_path: str, preprocess: PreprocessSpec) -> list[Any]:
+    """The calibration images as the float model's input tensors, prepared as the model's inputs are
+    (each image's bytes read again through its reader: nothing is held between the two)."""
     from evalharness.runtime.quantize import float_input
 
     _, _, shape, dtype = float_input(model_path)
@@ -134,4 +144,4 @@ def calibration_tensors(paths: list[Path], model_path: str, preprocess: Preproce
             "dynamic_int8 or weight_only_int8)"
         )
     inp = InputSpec(shape[1], shape[2], shape[3], "float32")
-    return [preprocess_file(str(p), preprocess, inp) for p in paths]
+    return [preprocess_bytes(image.read(), image.where, preprocess, inp) for image in images]

@@ -51,7 +51,5 @@ def choose_calibration(settings: RunSettings) -> Choice:
         return choose(cal, None)
     if settings.dataset.shard.count > 1:
         return choose(cal, None, "dataset.shard.count > 1 (each shard would slice its own list)")
-    task = settings.live_task()
-    if not getattr(task, "cacheable", True):  # samples inside container files, not one file each
-        return choose(cal, None, "the dataset is a container: calibration reads one image file per sample")
-    return choose(cal, len(task.samples))
+    # a folder or a container alike: the slice is read by id through the dataset's reader
+    return choose(cal, len(settings.live_task().samples))

@@ -27,13 +27,13 @@ import dataclasses
 import hashlib
 import json
 import os
-from pathlib import Path
 from typing import Any, TypedDict
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.variant_cache import cached_model
 from evalharness.data.preprocess import PreprocessSpec, validate_spec
+from evalharness.data.sample_image import SampleImage
 from evalharness.settings.groups import ModelSchema, QuantSchema
 from evalharness.settings.quant_rules import from_dataset
 from evalharness.transforms.calibration import calibration_record, calibration_tensors
@@ -69,18 +69,18 @@ def recipe_key(recipe: str | list[Any]) -> RecipeKey:
 
 def make_variant(request: Request) -> Variant:
     """The registered transform of ``quantize``, ``prune`` and ``cluster`` (:mod:`.variant`)."""
-    settings, files = request.settings, None
+    settings, images = request.settings, None
     if request.split is not None and from_dataset(request.quant):  # the search part calibrates
         from evalharness.transforms.repair_eval import Part
 
-        files = Part(settings, request.source, request.split, "search").files()
+        images = Part(settings, request.source, request.split, "search").images()
     return quantize_model(
         request.quant,
         request.source,
         settings.dataset.root,
         settings.definition.abilities.reads_dataset,
         settings.paths.cache_dir,
-        files,
+        images,
     )
 
 
@@ -90,12 +90,12 @@ def quantize_model(
     dataset_root: str,
     reads_dataset: bool,
     cache_dir: str,
-    dataset_files: list[str] | None = None,
+    dataset_images: list[SampleImage] | None = None,
 ) -> Variant:
     """Build or reuse the variant of ``source`` (pruned or clustered first, quantized after: the
     guide's order). ``dataset_root``: the evaluation folder; ``reads_dataset``: the task scores dataset
-    images (so calibration must not overlap them); ``dataset_files``: the search part's image files
-    (calibration ``source: dataset``)."""
+    images (so calibration must not overlap them); ``dataset_images``: the search part's images, read
+    by id through the dataset's reader (calibration ``source: dataset``)."""
     recipe, edit = quant.recipe, quant.weights.method != "none"
     if not os.path.isfile(source.path):
         raise DataError(f"quant: float model {source.path} not found; set model.path or paths.models_dir")
@@ -109,7 +109,7 @@ def quantize_model(
         source = dataclasses.replace(source, path=made.path)
     if not recipe:
         return Variant(source, {"name": quant.name, "recipe": None, "weights": edited}, key)
-    variant = quantized_variant(quant, source, dataset_root, reads_dataset, cache_dir, dataset_files)
+    variant = quantized_variant(quant, source, dataset_root, reads_dataset, cache_dir, dataset_images)
     if edited is not None:
         from evalharness.transforms.weight_variants import check_kept
 
@@ -123,7 +123,7 @@ def quantized_variant(
     dataset_root: str,
     reads_dataset: bool,
     cache_dir: str,
-    dataset_files: list[str] | None,
+    dataset_images: list[SampleImage] | None,
 ) -> Variant:
     """The recipe applied to ``source`` (the float model, or its pruned/clustered edit), cached."""
     from evalharness.runtime.quantize import check_recipe, is_recipe_file, needs_calibration, recipe_ops
@@ -138,20 +138,21 @@ def quantized_variant(
             "leave quant.io_dtype unset (null)"
         )
     calibration: dict[str, Any] | None = None
-    paths: list[Path] = []
+    images: list[SampleImage] = []
     if needs_calibration(recipe):
         if not quant.calibration:
             raise ConfigError(
                 f"quant={quant.name}: recipe {recipe} needs quant.calibration; set quant/calibration=auto "
                 "(or bundled, or dataset)"
             )
-        calibration, paths = calibration_record(quant.calibration, reads_dataset, dataset_root, dataset_files)
+        cal = quant.calibration
+        calibration, images = calibration_record(cal, reads_dataset, dataset_root, dataset_images)
     ops = recipe_ops(recipe) if is_recipe_file(recipe) else recipe
     if quant.weights.method == "cluster":  # shared values stay shared: per-tensor weight scales
         from evalharness.transforms.weight_variants import tensorwise
 
         ops = tensorwise(recipe_ops(recipe))
-    built = build_variant(source.path, ops, calibration, paths, source.preprocess, cache_dir)
+    built = build_variant(source.path, ops, calibration, images, source.preprocess, cache_dir)
     out = {"name": quant.name, "recipe": recipe, **built.provenance}
     if is_recipe_file(recipe):
         out["recipe_file"] = {"path": os.path.abspath(recipe), **recipe_key(ops)}
@@ -163,12 +164,12 @@ def build_variant(
     source: str,
     recipe: Any,
     calibration: dict[str, Any] | None,
-    paths: list[Path],
+    images: list[SampleImage],
     preprocess: PreprocessSpec,
     cache_dir: str,
 ) -> CachedFile:
     """The variant of ``source`` made by ``recipe`` (a name or a recipe list), calibrated with that
-    recipe on ``paths`` prepared with ``preprocess`` (the float model's), cached: the one way a
+    recipe on ``images`` prepared with ``preprocess`` (the float model's), cached: the one way a
     variant is built (a run, a recipe file given back, the variant a repair chose)."""
     from evalharness.runtime.quantize import RANGE_RULE, VariantBuilder, quantizer_version
 
@@ -184,7 +185,7 @@ def build_variant(
     }
 
     def build(folder: str) -> tuple[bytes, dict[str, Any]]:
-        tensors = calibration_tensors(paths, source, preprocess) if calibration else None
+        tensors = calibration_tensors(images, source, preprocess) if calibration else None
         builder = VariantBuilder(source, recipe, tensors)
         data, recipe_ops = builder.build(builder.recipe)
         return data, {"recipe_ops": recipe_ops, "calibration_ranges": builder.range_rule}

@@ -39,13 +39,13 @@ import os
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from evalharness.core.atomic_io import no_nan
 from evalharness.core.bars import progress
 from evalharness.core.errors import DataError
 from evalharness.data.preprocess import PreprocessSpec
+from evalharness.data.sample_image import SampleImage
 from evalharness.settings.groups import CalibrationSchema, ModelSchema, QuantSchema, RunSettings
 from evalharness.settings.quant_rules import split_of
 from evalharness.stats.power import resolution, resolution_text
@@ -90,7 +90,7 @@ class Search:
         self.ops = {i: (kind, scope) for i, kind, scope in quantized_ops(self.source, self.base)}
         self.allowed = allowed_drop(quant, self.float.metric)
         self.builders: dict[str, VariantBuilder] = {}
-        self.calibrations: dict[str, tuple[dict[str, Any] | None, list[Path]]] = {}
+        self.calibrations: dict[str, tuple[dict[str, Any] | None, list[SampleImage]]] = {}
         self.seen: dict[tuple[str, tuple[int, ...]], dict[str, Any]] = {}
         self.build_s = 0.0
 
@@ -104,14 +104,14 @@ class Search:
         from evalharness.runtime.quantize import VariantBuilder
 
         record: dict[str, Any] | None = None
-        paths: list[Path] = []
+        images: list[SampleImage] = []
         if cal is not None:
-            record, paths = calibration_record(cal, True, dataset_root, self.part.files())
-        tensors = calibration_tensors(paths, self.source, float_preprocess) if record else None
+            record, images = calibration_record(cal, True, dataset_root, self.part.images())
+        tensors = calibration_tensors(images, self.source, float_preprocess) if record else None
         started = time.perf_counter()
         self.builders[label] = VariantBuilder(self.source, self.base, tensors)
         self.build_s += time.perf_counter() - started
-        self.calibrations[label] = (record, paths)
+        self.calibrations[label] = (record, images)
 
     def recipe(self, ops: Iterable[int]) -> list[dict[str, Any]]:
         from evalharness.runtime.quantize import keep_float
@@ -304,9 +304,9 @@ def repair_variant(request: Request) -> Variant:
         found = search(s, labels)
         chosen = found["chosen"]
         recipe = s.recipe(chosen["float_ops"])
-        cal_record, cal_paths = s.calibrations[found["calibration"]]
+        cal_record, cal_images = s.calibrations[found["calibration"]]
         cache_dir = settings.paths.cache_dir
-        built = build_variant(source, recipe, cal_record, cal_paths, float_preprocess, cache_dir)
+        built = build_variant(source, recipe, cal_record, cal_images, float_preprocess, cache_dir)
         bar.set_postfix_str(f"the held-out part ({len(held)} images)")
         held_float, held_variant = held.evaluate(source), held.evaluate(built.path)
         bar.update(2)

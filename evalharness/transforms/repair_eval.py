@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from evalharness.data.sample_image import SampleImage
 from evalharness.report.presenters import headline
 from evalharness.settings.groups import ModelSchema, RunSettings
 
@@ -53,17 +54,10 @@ class Part:
     def __len__(self) -> int:
         return len(self.task.samples)
 
-    def files(self) -> list[str]:
-        """The part's image files, for a calibration that reads files (the quantizer's)."""
-        if not self.task.cacheable:  # samples inside container files: no file per image to hand on
-            from evalharness.core.errors import ConfigError
-
-            raise ConfigError(
-                "a calibration from the dataset reads one image file per sample, and this dataset is a "
-                "container (dataset.format): calibrate on a folder of images like it, "
-                "quant/calibration=bundled or quant.calibration.roots=[DIR]"
-            )
-        return [str(f) for f in self.task.sample_files()]
+    def images(self) -> list[SampleImage]:
+        """The part's images, by id through the dataset's reader (a folder's files, a container's
+        members alike), for a calibration drawn from the dataset."""
+        return self.task.sample_images()
 
     def ids(self) -> list[str]:
         return [self.task.sample_id(s) for s in self.task.samples]

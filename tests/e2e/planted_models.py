@@ -95,3 +95,12 @@ def gated_weights(defects: tuple[int, ...] = ()) -> tuple[list, tuple]:
 def gated_model(path: Path, defects: tuple[int, ...] = ()) -> Path:
     convs, fc = gated_weights(defects)
     return Path(conv_classifier_model(str(path), convs, fc))
+
+
+def ilsvrc_model(path: Path) -> Path:
+    """The colour model with 1,000 outputs (seeded random weights), so ILSVRC images and their class
+    list (val50, a container packed from it) run on it: for what is built from a dataset (a
+    calibration, a repair), not for its answers."""
+    convs, _ = weights()
+    fc = np.random.default_rng(0).normal(size=(1000, 8)).astype(np.float32), np.zeros(1000, np.float32)
+    return Path(conv_classifier_model(str(path), convs, fc))

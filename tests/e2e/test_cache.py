@@ -63,3 +63,21 @@ def test_key_mismatch_rebuilds_whole_cache(tmp_path):
     assert again.get(0, str(source)) is None  # rebuilt from scratch, not served
     other = TensorCache(str(tmp_path), {**key, "manifest": "xyz"}, 2, (2, 2), "uint8")
     assert other.dir != again.dir
+
+
+def test_a_container_run_is_served_by_the_cache_as_a_folder_run_is(tmp_path):
+    """The same 8 images as parquet: a cold run fills the cache from the members' bytes, a warm one
+    is served by it (each member's digest from the listing: no image read), answers unchanged."""
+    import pytest
+
+    pytest.importorskip("pyarrow", reason="packing the parquet needs pyarrow")
+    from pack_containers import val50_items, write_parquet
+
+    parquet = write_parquet(val50_items()[:8], tmp_path / "parquet")
+    where = [f"dataset.root={parquet}", "dataset.format=auto"]
+    cache = tmp_path / "cache"
+    _, plain = _run(tmp_path, "plain", cache, "loop.tensor_cache=false", *where)
+    cold, first = _run(tmp_path, "cold", cache, *where)
+    warm, second = _run(tmp_path, "warm", cache, *where)
+    assert cold["throughput"]["cache"]["misses"] == 8 and warm["throughput"]["cache"]["hits"] == 8
+    assert plain == first == second

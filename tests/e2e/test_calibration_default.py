@@ -96,3 +96,37 @@ def test_a_small_dataset_falls_back_to_the_bundled_set_and_says_its_risk(tmp_pat
     assert doc["metrics"]["num_images"] == 24
     line = next(x for x in results.splitlines() if x.strip().startswith("Calibrated:"))
     assert "9 images" in line and "risk:" in line and "quant.calibration.roots=[DIR]" in line
+
+
+def test_a_container_calibrates_on_the_same_slice_as_the_same_images_in_a_folder(tmp_path):
+    """val50's first 24 images as a folder and as Hugging Face parquet: the slice is cut by the same
+    rule from the same ids, read by id through each reader, so both runs build the same int8 variant
+    (same calibration manifest, same bytes, each in its own cache) and score the same 18 images."""
+    pytest.importorskip("pyarrow", reason="packing the parquet needs pyarrow")
+    from conftest import VAL50
+    from pack_containers import CLASS_NAMES, val50_items, write_parquet
+
+    model = planted.ilsvrc_model(tmp_path / "tiny.tflite")
+    parquet = write_parquet(val50_items(), tmp_path / "parquet")
+    common = [*VAL50, f"model.path={model}", f"model.labels={CLASS_NAMES}", "task.num_images=24"]
+    common += ["quant=int8", "quant.calibration.min_dataset_images=20", "loop.progress=false"]
+    runs = {}
+    for name, where in (("folder", []), ("parquet", [f"dataset.root={parquet}", "dataset.format=auto"])):
+        cache = f"paths.cache_dir={tmp_path / name / 'cache'}"
+        doc = run_inprocess([*common, *where, cache], tmp_path / name)
+        assert doc["status"] == "complete", doc.get("error")
+        lines = (tmp_path / name / "results.txt").read_text().splitlines()
+        ids = [json.loads(x)["id"] for x in (tmp_path / name / "predictions.jsonl").read_text().splitlines()]
+        runs[name] = doc, next(x for x in lines if x.strip().startswith("Calibrated:")), ids
+    (folder, folder_line, folder_ids), (packed, packed_line, packed_ids) = runs["folder"], runs["parquet"]
+    assert packed["provenance"]["dataset"]["container"] == "parquet"
+    quant, theirs = packed["provenance"]["model"]["quant"], folder["provenance"]["model"]["quant"]
+    cal = quant["calibration"]
+    assert cal["source"] == "dataset" and cal["count"] == 6 and cal["choice"]["chosen"] == "dataset"
+    assert "6 images of the dataset, not scored" in packed_line and packed_line == folder_line
+    assert cal["files"] == theirs["calibration"]["files"]
+    assert cal["manifest_sha256"] == theirs["calibration"]["manifest_sha256"]
+    assert quant["cache"]["status"] == theirs["cache"]["status"] == "built"  # each in its own cache
+    assert quant["variant_sha256"] == theirs["variant_sha256"]
+    assert packed["metrics"]["num_images"] == folder["metrics"]["num_images"] == 18  # the slice not scored
+    assert packed_ids == folder_ids and not {f["key"].split("/")[-1] for f in cal["files"]} & set(packed_ids)

@@ -129,3 +129,22 @@ def test_a_malformed_recipe_file_is_one_error_line_exit_2(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and lines[-1].startswith("error: quant.recipe=") and "refuses" in lines[-1]
     assert sum(line.startswith("error:") for line in lines) == 1
+
+
+def test_a_repair_on_a_container_searches_and_calibrates_on_its_members(tmp_path):
+    """val50's first 24 images as parquet: the search part calibrates (read by id through the
+    parquet reader) and is searched, the held-out half is scored (once refused as "a container")."""
+    pytest.importorskip("pyarrow", reason="packing the parquet needs pyarrow")
+    from conftest import VAL50
+    from pack_containers import CLASS_NAMES, val50_items, write_parquet
+
+    parquet = write_parquet(val50_items()[:24], tmp_path / "parquet")
+    model = planted.ilsvrc_model(tmp_path / "tiny.tflite")
+    overrides = [*VAL50, f"model.path={model}", f"model.labels={CLASS_NAMES}", f"dataset.root={parquet}"]
+    overrides += ["dataset.format=auto", "quant=int8", "quant.max_drop=0.5", f"paths.cache_dir={tmp_path}/c"]
+    doc = run_inprocess(overrides, tmp_path / "run")
+    assert doc["status"] == "complete", doc.get("error")
+    repair = doc["provenance"]["model"]["quant"]["repair"]
+    searched = repair["calibrations"]["dataset search part"]
+    assert searched["source"] == "dataset" and searched["count"] == 12
+    assert doc["metrics"]["num_images"] == 12 and doc["provenance"]["dataset"]["container"] == "parquet"

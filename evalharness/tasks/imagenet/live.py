@@ -23,8 +23,8 @@ from evalharness.core.documents import JSONMap
 from evalharness.core.errors import ModelMismatchError
 from evalharness.core.ranking import stable_topk
 from evalharness.core.tensors import TensorInfo, require_real
-from evalharness.data.dataset_reader import CONTAINERS, ReadRequest, reader_for
-from evalharness.data.ground_truth import INDEX_LABEL, ClassList, LabeledSample
+from evalharness.data.dataset_reader import READERS, ReadRequest, reader_for
+from evalharness.data.ground_truth import INDEX_LABEL, ClassList, LabeledSample, Member
 from evalharness.data.label_alignment import BACKGROUND_LINES, align
 from evalharness.data.labels import LabelMatcher, label_set, read_label_file
 from evalharness.data.listing import own_files_scored, warn_unscored
@@ -37,6 +37,7 @@ from evalharness.data.preprocess import (
     preprocess_file,
     preprocessing_provenance,
 )
+from evalharness.data.sample_image import SampleImage
 from evalharness.data.shard import listed, select_samples, sharded_identity
 from evalharness.decoders.base import detector_decoder
 from evalharness.tasks.imagenet.definition import ImageNetSettings, TopKScorer
@@ -108,7 +109,7 @@ def read_request(dataset: Any, unscored: Counter[str], classes: ClassList | None
         dataset.class_names,
         dataset.synset_words,
         dataset.devkit_meta,
-        "auto" if fmt in ("auto", "folder", *CONTAINERS) else fmt,
+        "auto" if fmt == "auto" or fmt in READERS else fmt,
         unscored=unscored,
         index_dir=dataset.index_dir,
         split=dataset.split,
@@ -149,7 +150,6 @@ class ImageNetTask(Task):
         self.samples = self.reader.read_plan(self.samples)  # a container's: as stored, not by id
         # the list a split was cut from: its identity proves which images the other part holds
         self.listed = listed(samples, task.num_images) if self.shard.split else None
-        self.cacheable = self.reader.per_sample_files
         # labels are read once the model's outputs are known (bind): a detector is told to use
         # task=coco before anything about its labels
         self.labels: list[str] = []
@@ -219,10 +219,16 @@ class ImageNetTask(Task):
         self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
 
     def cache_key(self) -> ImageCacheKey:
-        return image_cache_key(self)
+        return image_cache_key(self, sample_entry)
+
+    def sample_sources(self) -> Iterator[str | Member]:
+        return (sample_entry(s)[1] for s in self.samples)
 
     def sample_files(self) -> Iterator[str]:
         return self.reader.files(self.samples)
+
+    def sample_images(self) -> list[SampleImage]:
+        return [self.reader.image(s) for s in sorted(self.samples, key=lambda s: s.key)]
 
     def sample_id(self, sample: LabeledSample) -> str:
         return sample.key

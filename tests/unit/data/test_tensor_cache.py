@@ -75,3 +75,21 @@ def test_the_decoder_version_is_part_of_the_key(monkeypatch):
     before = decoder_identity()
     monkeypatch.setattr(PIL, "__version__", "0.0-other")
     assert decoder_identity() != before and before["pillow"]
+
+
+def test_a_container_member_is_served_by_its_listed_digest_and_not_when_it_differs(tmp_path, caplog):
+    import hashlib
+
+    from evalharness.data.ground_truth import Member
+
+    def member(data: bytes) -> Member:
+        return Member(str(tmp_path / "val.tar"), "a.png", 512, len(data), hashlib.sha256(data).digest())
+
+    cache = _cache(tmp_path)
+    cache.put(0, np.full((2,), 5, np.uint8), cache.source_identity(member(b"old bytes")))
+    cache.flush()
+    again = _cache(tmp_path)  # no shard file at all: a member is known by its digest, never stat'ed
+    assert (again.get(0, member(b"old bytes")) == 5).all() and again.stats()["hits"] == 1
+    with caplog.at_level(logging.WARNING):
+        assert again.get(0, member(b"new bytes")) is None
+    assert again.stats()["stale_rebuilt"] == 1 and "val.tar:a.png changed" in caplog.text
