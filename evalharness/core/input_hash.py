@@ -137,5 +137,5 @@ def methods_differ(*runs: tuple[str, Iterable[Mapping[str, Any]]]) -> str | None
     found = [(label, sorted({method_of(r) for r in records})) for label, records in runs]
     if len({tuple(m) for _, m in found}) == 1 and all(len(m) <= 1 for _, m in found):
         return None
-    said = ", ".join(f"run {label}'s by {' and '.join(m)}" for label, m in found)
-    return f"the input hashes were made by different methods ({said}); rerun the older run to compare"
+    said = ", ".join(f"run {label}'s {' and '.join(m)}" for label, m in found)
+    return f"the input hashes were made by different methods ({said})"

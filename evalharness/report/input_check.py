@@ -54,7 +54,7 @@ def compare_inputs(a: Run, b: Run) -> dict[str, Any]:
             "recorded": True,
             "comparable": False,
             "paired": len(paired),
-            "summary": f"inputs: not comparable by hash ({other_method})",
+            "summary": f"inputs: not comparable by hash: {other_method}; rerun the older run to compare them",
         }
     same = [k for k in paired if ra[k][FLOAT] == rb[k][FLOAT]]
     exact = sum(ra[k].get(EXACT) == rb[k].get(EXACT) for k in paired)

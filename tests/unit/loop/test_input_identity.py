@@ -110,5 +110,5 @@ def test_records_of_two_methods_are_never_compared_hash_to_hash():
     old, new = [{"input_sha256": "x"}], [{"input_sha256": "y", FIELD: METHOD}]
     assert methods_differ(("A", old), ("B", old)) is None and methods_differ(("A", new), ("B", new)) is None
     said = methods_differ(("A", old), ("B", new))
-    assert said is not None and f"run A's by {LEGACY}, run B's by {METHOD}" in said
+    assert said is not None and f"run A's {LEGACY}, run B's {METHOD}" in said
     assert methods_differ(("A", old + new), ("B", old + new)) is not None  # a run of mixed records too

@@ -91,4 +91,4 @@ def test_runs_hashed_by_two_methods_stay_refused(tmp_path):
     for record in b.predictions:
         record[FIELD] = METHOD
     why = comparability(a, b, by_content=True).refused[-1]
-    assert f"made by different methods (run A's by {LEGACY}, run B's by {METHOD})" in why
+    assert f"made by different methods (run A's {LEGACY}, run B's {METHOD})" in why

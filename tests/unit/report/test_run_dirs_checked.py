@@ -292,7 +292,7 @@ def test_input_hashes_of_two_methods_are_not_compared(tmp_path, methods):
     block = build_diff(a, b, comparability(a, b))["inputs"]
     assert block["recorded"] and block["comparable"] is False and "identical" not in block
     assert block["summary"].startswith(
-        "inputs: not comparable by hash (the input hashes were made by different"
+        "inputs: not comparable by hash: the input hashes were made by different methods"
     )
 
 
