@@ -14,16 +14,17 @@ one sha256 over the tensor's dtype and shape and its list of block CRCs. What th
 
 - a difference that leaves some block with 1 to 3 differing bits, or confines a block's difference
   to a burst of at most 32 bits, is always detected: CRC-32 (IEEE 802.3) has Hamming distance 4 up
-  to 91,607 data bits (a block is 65,536), and any degree-32 CRC detects every burst of <= 32 bits.
-  A 1-ulp change, a flipped bit, a pixel changed;
+  to 91,607 data bits (its first 3-bit codeword is 1 + x^41678 + x^91639; a block is 65,536 bits),
+  and any degree-32 CRC detects every burst of <= 32 bits. A 1-ulp change, a flipped bit, one
+  changed value;
 - any other difference goes unseen only if every block it touches has a CRC collision: 2^-32 for a
   difference inside one block, 2^-32k across k blocks (another image or another resize touches them
-  all). Nothing in between gets weaker: the sha256 over the block CRCs (and dtype and shape) adds no
-  collision of its own that matters (2^-128 for two lists).
+  all), so two different images of one run (content pairing sorts by the hash) do not collide
+  either. The sha256 over the block CRCs, dtype and shape adds no collision that matters.
 
 Records made before carry no :data:`FIELD`; their hashes are :data:`LEGACY`, the sha256 of the bytes
 themselves, still computed here so ``report diff`` can rebuild an old run's input and check it. Two
-records hashed by different methods are never compared hash to hash (:func:`method_of`).
+runs hashed by different methods are never compared hash to hash (:func:`methods_differ`).
 """
 
 from __future__ import annotations

@@ -8,7 +8,15 @@ import hashlib
 import numpy as np
 import pytest
 
-from evalharness.core.input_hash import FIELD, LEGACY, METHOD, methods_differ, real_digest, tensors_digest
+from evalharness.core.input_hash import (
+    BLOCK,
+    FIELD,
+    LEGACY,
+    METHOD,
+    methods_differ,
+    real_digest,
+    tensors_digest,
+)
 from evalharness.core.tensors import TensorInfo
 from evalharness.loop.input_identity import InputIdentity
 
@@ -112,3 +120,15 @@ def test_records_of_two_methods_are_never_compared_hash_to_hash():
     said = methods_differ(("A", old), ("B", new))
     assert said is not None and f"run A's {LEGACY}, run B's {METHOD}" in said
     assert methods_differ(("A", old + new), ("B", old + new)) is not None  # a run of mixed records too
+
+
+def test_a_block_is_short_enough_that_every_change_of_up_to_3_bits_is_caught():
+    """No 3-bit codeword 1 + x^i + x^j of CRC-32's polynomial fits a block and its CRC (so none of
+    x^a + x^b + x^c either): BLOCK stays inside the Hamming distance 4 the docs claim (~40 ms)."""
+    poly, bits, first = 0x104C11DB7, BLOCK * 8 + 32, {}
+    remainder = 1
+    for k in range(bits):  # x^k mod the polynomial, k < the codeword length
+        assert remainder ^ 1 not in first, (first.get(remainder ^ 1), k)
+        first.setdefault(remainder, k)
+        remainder <<= 1
+        remainder ^= poly if remainder >> 32 else 0
