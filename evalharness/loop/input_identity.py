@@ -7,30 +7,37 @@ model, and nobody checks the inputs. So the loop hashes, per sample, what it han
   layout and dtype): equal only where two runs fed the very same bits;
 - ``input_float_sha256``: the real values those tensors stand for, as float32 in NHWC (an NCHW image
   input transposed back; an integer input dequantised with its own scale and zero point), so an ONNX
-  model fed NCHW and a ``.tflite`` fed NHWC compare equal when their pixels are the same.
+  model fed NCHW and a ``.tflite`` fed NHWC, or an int8 and a uint8 input of the same real values,
+  compare equal when their pixels are the same;
+- ``input_hash``: how both were computed (``core/input_hash.py``: a CRC-32 per 8 KiB block under one
+  sha256; records without it hashed the bytes with sha256), so records of two methods are never
+  compared hash to hash.
 
 ``report diff`` compares them image by image (``report/input_check.py``). The layout comes from the
-task (an image input's ``nhwc``/``nchw``); an input of another shape is hashed as it is.
+task (an image input's ``nhwc``/``nchw``); an input of another shape is hashed as it is. Each is
+computed once: a float32 NHWC input is its own real values (one digest serves both), and an integer
+input's real values are dequantised a window at a time, never as a whole float32 copy.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from evalharness.core.tensors import TensorInfo, real_nhwc, tensors_sha256
+from evalharness.core.input_hash import FIELD, METHOD, real_digest, real_is_exact, tensors_digest
+from evalharness.core.tensors import TensorInfo
 
 
 class InputIdentity:
-    """The two hashes of a sample's inputs, for a model's ``inputs`` and the task's image layout."""
+    """The hashes of a sample's inputs, for a model's ``inputs`` and the task's image layout."""
 
     def __init__(self, inputs: list[TensorInfo], layout: str | None) -> None:
         self.inputs, self.layout = inputs, layout
 
     def of(self, tensors: list[np.ndarray]) -> dict[str, str]:
+        exact = tensors_digest(tensors)
         if len(tensors) != len(self.inputs):  # a stand-in model describing no inputs: the exact hash only
-            return {"input_sha256": tensors_sha256(tensors)}
-        exact = tensors_sha256(tensors)
-        real = [real_nhwc(t, info, self.layout) for t, info in zip(tensors, self.inputs, strict=True)]
-        # a float32 NHWC input is its own real values: the same bytes, hashed once (~0.7 ms an image)
-        same = all(r is t for r, t in zip(real, tensors, strict=True))
-        return {"input_sha256": exact, "input_float_sha256": exact if same else tensors_sha256(real)}
+            return {"input_sha256": exact, FIELD: METHOD}
+        pairs = zip(tensors, self.inputs, strict=True)
+        same = all(real_is_exact(np.asarray(t), i, self.layout) for t, i in pairs)
+        real = exact if same else real_digest(tensors, self.inputs, self.layout)
+        return {"input_sha256": exact, "input_float_sha256": real, FIELD: METHOD}

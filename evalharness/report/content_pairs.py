@@ -4,13 +4,14 @@ an ``X.cls`` class index) are one dataset whose ids differ, not two datasets.
 
 The evidence is per image and checked here, never a claim in a file: every prediction record carries
 the hash of the input the model was fed (``input_float_sha256``: its real values, NHWC; see
-``loop/input_identity.py``). Both runs' records sorted by (input hash, ground truth) and zipped must
-hold the same input hash in every pair: the same inputs, one for one. Ground truth is compared pair
-by pair through the class list the model's outputs index (``truth_fields`` of the task's comparison,
-``label_index`` for a classifier: where a name and a class index both land), so names in one run and
-indices in the other agree when they are the same classes. Anything less (an input of one run that
-the other does not have, another count, a record without its hash, another label set) leaves the
-runs refused as before. ``report diff`` then reads run B under run A's ids
+``loop/input_identity.py``), made by one method in both runs (``core/input_hash.py``: runs hashed by
+two methods cannot pair, and the refusal says so). Both runs' records sorted by (input hash, ground
+truth) and zipped must hold the same input hash in every pair: the same inputs, one for one. Ground
+truth is compared pair by pair through the class list the model's outputs index (``truth_fields`` of
+the task's comparison, ``label_index`` for a classifier: where a name and a class index both land),
+so names in one run and indices in the other agree when they are the same classes. Anything less
+(an input of one run that the other does not have, another count, a record without its hash, another
+label set) leaves the runs refused as before. ``report diff`` then reads run B under run A's ids
 (:func:`renamed`), and its own input check says "inputs identical on N/N".
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from evalharness.core.documents import JSONMap
 from evalharness.core.errors import EvalHarnessError
+from evalharness.core.input_hash import methods_differ
 from evalharness.report.input_check import FLOAT
 from evalharness.rundir.reader import Run
 from evalharness.tasks.definition import TaskDefinition, comparer
@@ -70,6 +72,9 @@ def content_pairs(definition: TaskDefinition, a: Run, b: Run) -> tuple[ContentPa
         return None, f"{len(ra)} and {len(rb)} records"
     if not all(isinstance(r.get(FLOAT), str) and isinstance(r.get(key), str) for r in (*ra, *rb)):
         return None, "not every record holds its id and input hash"
+    other_method = methods_differ((a.label, ra), (b.label, rb))
+    if other_method:
+        return None, other_method
     pairs = list(
         zip(
             sorted(ra, key=lambda r: (r[FLOAT], _truth(r, fields))),

@@ -12,7 +12,8 @@ before it is believed:
   form (every field of ``provenance.preprocessing`` equal, the input tensor's type included), the same
   image is the same tensor (the preprocessing is bit-exact), so an id fed different bytes
   (``input_sha256``) is a different image. Under another recipe the hashes differ by design and
-  say nothing here (``report diff``'s ``inputs`` block shows how they differ).
+  say nothing here (``report diff``'s ``inputs`` block shows how they differ), and so do hashes made
+  by two methods (``core/input_hash.py``: a run recorded before the current method).
 
 A contradiction refuses the pair (exit 2) naming the first id and what differs. A task that reads
 no dataset (its records carry no sample of a list) has nothing to check; runs whose records cannot be
@@ -24,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evalharness.core.input_hash import method_of
 from evalharness.rundir.reader import Run, RunDirError, flatten
 
 EXACT = "input_sha256"  # loop/input_identity.py: the exact tensors a record's model was fed
@@ -80,6 +82,8 @@ def _inputs_differ(a: Run, b: Run, ra: Mapping[str, Any], rb: Mapping[str, Any])
         other = rb.get(key)
         if other is None or not record.get(EXACT) or not other.get(EXACT):
             continue
+        if method_of(record) != method_of(other):  # hashed two ways: equal bytes hash differently
+            continue
         if record[EXACT] != other[EXACT]:
             return (
                 f"image {key!r} was fed different input bytes under the same preprocessing "
@@ -87,4 +91,3 @@ def _inputs_differ(a: Run, b: Run, ra: Mapping[str, Any], rb: Mapping[str, Any])
                 "so it is not the same image"
             )
     return None
-

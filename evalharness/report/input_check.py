@@ -2,7 +2,9 @@
 every prediction record carries (``loop/input_identity.py``).
 
 Two hashes per record: ``input_sha256`` (the exact tensors fed) and ``input_float_sha256`` (their real
-values in NHWC float32, so an NCHW model and an NHWC one, or a float and an integer input, compare).
+values in NHWC float32, so an NCHW model and an NHWC one, or a float and an integer input, compare),
+made by the method its ``input_hash`` names (``core/input_hash.py``). Runs whose records were hashed
+by different methods are not compared hash to hash: the answer says so and which methods.
 The answer is "inputs identical on N/N images", or the first image whose input differs and how: the
 input shape, layout and dtype of each run, the preprocessing settings that differ, and, where both
 inputs can be rebuilt from the image file exactly as recorded (the rebuilt tensor's hash must equal
@@ -21,9 +23,10 @@ import numpy as np
 
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.fileguard import refuse_special_file
+from evalharness.core.input_hash import METHOD, method_of, methods_differ, real_digest
 from evalharness.core.numbers import fmt
 from evalharness.core.paths import inside_root
-from evalharness.core.tensors import TensorInfo, real_nhwc, tensors_sha256
+from evalharness.core.tensors import TensorInfo, real_nhwc
 from evalharness.data.preprocess import InputSpec, detection_input, preprocess_file, spec_from_config
 from evalharness.rundir.reader import Run
 
@@ -45,6 +48,14 @@ def compare_inputs(a: Run, b: Run) -> dict[str, Any]:
         )
         why = f"{runs} input hashes" if missing else "some records lack them"
         return {"recorded": False, "paired": len(paired), "summary": f"inputs: not recorded ({why})"}
+    other_method = methods_differ((a.label, [ra[k] for k in paired]), (b.label, [rb[k] for k in paired]))
+    if other_method:
+        return {
+            "recorded": True,
+            "comparable": False,
+            "paired": len(paired),
+            "summary": f"inputs: not comparable by hash: {other_method}; rerun the older run to compare them",
+        }
     same = [k for k in paired if ra[k][FLOAT] == rb[k][FLOAT]]
     exact = sum(ra[k].get(EXACT) == rb[k].get(EXACT) for k in paired)
     block: dict[str, Any] = {
@@ -62,7 +73,7 @@ def compare_inputs(a: Run, b: Run) -> dict[str, Any]:
         block["summary"] = f"inputs identical on {len(same)}/{len(paired)} images (real values, NHWC){tail}"
         return block
     first = next(k for k in paired if ra[k][FLOAT] != rb[k][FLOAT])
-    how = _how(a, b, first, ra[first][FLOAT], rb[first][FLOAT])
+    how = _how(a, b, first, ra[first], rb[first])
     block["first_differing"] = {"id": first, "how": how}
     block["summary"] = (
         f"inputs differ on {len(paired) - len(same)}/{len(paired)} images; first: {first} ({how})"
@@ -95,20 +106,20 @@ def _form(a: Run, b: Run) -> str:
     return ", ".join(parts)
 
 
-def _how(a: Run, b: Run, sample: str, hash_a: str, hash_b: str) -> str:
+def _how(a: Run, b: Run, sample: str, rec_a: Mapping[str, Any], rec_b: Mapping[str, Any]) -> str:
     parts = [_form(a, b)] if _form(a, b) else []
     pa, pb = a.provenance.preprocessing, b.provenance.preprocessing
     changed = [k for k in sorted(set(pa) | set(pb)) if k != "input" and pa.get(k) != pb.get(k)]
     parts += [f"preprocess.{k} {fmt(pa.get(k))} vs {fmt(pb.get(k))}" for k in changed]
     if _shape(a) == _shape(b):  # the real NHWC values compare whatever the layouts and dtypes
-        parts.append(_values(a, b, sample, hash_a, hash_b))
+        parts.append(_values(a, b, sample, rec_a, rec_b))
     return "; ".join(parts)
 
 
-def _values(a: Run, b: Run, sample: str, hash_a: str, hash_b: str) -> str:
+def _values(a: Run, b: Run, sample: str, rec_a: Mapping[str, Any], rec_b: Mapping[str, Any]) -> str:
     """max |A - B| of the sample's rebuilt inputs, when both rebuild to their recorded hashes."""
-    ta, why_a = _rebuilt(a, sample, hash_a)
-    tb, why_b = _rebuilt(b, sample, hash_b)
+    ta, why_a = _rebuilt(a, sample, rec_a[FLOAT], method_of(rec_a))
+    tb, why_b = _rebuilt(b, sample, rec_b[FLOAT], method_of(rec_b))
     if ta is None or tb is None:
         return f"values differ (max abs diff not shown: {why_a or why_b})"
     diff = float(np.max(np.abs(ta - tb)))
@@ -134,9 +145,12 @@ def _quantization_note(a: Run, b: Run, diff: float) -> str:
     )
 
 
-def _rebuilt(run: Run, sample: str, recorded: str) -> tuple[np.ndarray | None, str | None]:
+def _rebuilt(
+    run: Run, sample: str, recorded: str, method: str = METHOD
+) -> tuple[np.ndarray | None, str | None]:
     """The sample's real NHWC input rebuilt from its file with the run's own preprocessing, if that
-    reproduces the recorded hash (a classifier's crop or a detector's whole image: whichever does)."""
+    reproduces the hash recorded by ``method`` (the record's own: a run made before the current one
+    is checked by its own; a classifier's crop or a detector's whole image: whichever does)."""
     root, inp = run.provenance.dataset.root, _input(run)
     path = inside_root(root, sample)
     if path is None or not os.path.isfile(path):
@@ -152,9 +166,9 @@ def _rebuilt(run: Run, sample: str, recorded: str) -> tuple[np.ndarray | None, s
             lambda: detection_input(path, spec, spec_in)[0],
         ]
         for make in makers:
-            real = real_nhwc(make(), info, spec_in.layout)
-            if tensors_sha256([real]) == recorded:
-                return real, None
+            tensor = make()
+            if real_digest([tensor], [info], spec_in.layout, method) == recorded:
+                return real_nhwc(tensor, info, spec_in.layout), None
     except _REBUILD_ERRORS as exc:
         return None, f"run {run.label}'s input could not be rebuilt ({type(exc).__name__})"
     return None, f"run {run.label}'s input does not rebuild to its recorded hash"

@@ -330,6 +330,8 @@ def _inputs_cell(inputs: dict[str, Any] | None) -> str:
         return "—"
     if not inputs.get("recorded"):
         return "not recorded"
+    if inputs.get("comparable") is False:  # hashed by two methods (report/input_check.py)
+        return "not comparable"
     same, paired = inputs["identical"], inputs["paired"]
     return f"identical {same}/{paired}" if same == paired else f"differ {paired - same}/{paired}"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from shared_runs import fake_run_dir
 
+from evalharness.core.input_hash import FIELD, LEGACY, METHOD
 from evalharness.report.commands.diff import build_diff
 from evalharness.report.runs import comparability, definition_of
 from evalharness.rundir.reader import Run
@@ -81,3 +82,13 @@ def test_runs_without_input_hashes_stay_refused(tmp_path):
         del record["input_float_sha256"]
     why = comparability(a, b, by_content=True).refused[-1]
     assert why.endswith("not every record holds its id and input hash")
+
+
+def test_runs_hashed_by_two_methods_stay_refused(tmp_path):
+    """A run recorded before the current input hash cannot pair with one after by content: equal
+    inputs hash differently under two methods, and the refusal says so."""
+    a, b = _run(tmp_path, "A", "JPEG", TRUTH), _run(tmp_path, "B", "jpg", TRUTH)
+    for record in b.predictions:
+        record[FIELD] = METHOD
+    why = comparability(a, b, by_content=True).refused[-1]
+    assert f"made by different methods (run A's {LEGACY}, run B's {METHOD})" in why

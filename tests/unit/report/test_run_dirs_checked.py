@@ -26,6 +26,7 @@ import pytest
 from PIL import Image
 from shared_runs import fake_run_dir
 
+from evalharness.core.input_hash import FIELD, METHOD
 from evalharness.core.paths import inside_root
 from evalharness.explain.sides import ExplainError, input_tensors
 from evalharness.report.commands.diff import build_diff
@@ -57,6 +58,7 @@ def _run(
     preprocessing: dict | None = None,
     root: str = "/data/root",
     manifest: str = "m" * 64,
+    method: str | None = None,
 ) -> Run:
     """An ImageNet run on ``ids`` (two classes: ``c0/`` and ``c1/``) that gets ``wrong`` wrong."""
     records = []
@@ -70,6 +72,7 @@ def _run(
         }
         if hashes is not None:
             record["input_sha256"] = record["input_float_sha256"] = hashes.get(i, "h-" + i)
+            record.update({FIELD: method} if method else {})
         records.append(record)
     fake_run_dir(tmp_path / label, predictions=records)
     doc = {
@@ -267,6 +270,7 @@ AGREEING: dict[str, tuple[dict, dict]] = {
     "B stopped part-way on A's images": ({}, {"status": "partial", "ids": IDS[:2]}),
     "both stopped part-way": ({"status": "partial", "ids": IDS[:2]}, {"status": "partial", "ids": IDS[2:]}),
     "input hashes not recorded": ({}, {}),
+    "other input hashes by another method": ({"hashes": {}}, {"hashes": {"c0/a.png": "x"}, "method": METHOD}),
     "no preprocessing recorded": (
         {"hashes": {}, "preprocessing": {}}, {"hashes": {"c0/a.png": "x"}, "preprocessing": {}}
     ),
@@ -279,6 +283,17 @@ def test_records_that_agree_still_compare(tmp_path, case):
     comp = comparability(a, b)
     assert comp.refused == []
     assert build_diff(a, b, comp)["task"] == "imagenet"
+
+
+@pytest.mark.parametrize("methods", [(None, METHOD), (METHOD, None)])
+def test_input_hashes_of_two_methods_are_not_compared(tmp_path, methods):
+    """A run recorded before the current input hash against one after: never "inputs differ"."""
+    a, b = _pair(tmp_path, {"hashes": {}, "method": methods[0]}, {"hashes": {}, "method": methods[1]})
+    block = build_diff(a, b, comparability(a, b))["inputs"]
+    assert block["recorded"] and block["comparable"] is False and "identical" not in block
+    assert block["summary"].startswith(
+        "inputs: not comparable by hash: the input hashes were made by different methods"
+    )
 
 
 def test_inputs_rebuilt_from_the_root_are_the_ones_the_run_read(tmp_path, dataset):
