@@ -195,7 +195,10 @@ class CompiledBuffersModel(Model):
                 for buf, info in zip(self._outputs, self.outputs, strict=True)
             ]
         except RuntimeError as exc:  # the native cause, in one line (runtime/invoke_failure.py)
-            raise invoke_failure(exc, self.plan.name, runtime_info("litert")["version"]) from exc
+            error = invoke_failure(exc, self.plan.name, runtime_info("litert")["version"])
+            if not error.known:  # the runtime's own error, read with its native lines where it is reported
+                raise
+            raise error from exc
 
     def get_outputs(self) -> list[np.ndarray]:
         return [a.copy() for a in self._host_outputs]

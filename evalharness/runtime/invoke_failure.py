@@ -26,7 +26,10 @@ LOG_PREFIX = re.compile(r"^[EWF]\d{4} [\d:. ]+\S+:\d+\] ")  # glog's "E0000 00:0
 
 
 class NativeInvokeError(EvalHarnessError):
-    """A delegate's invoke failed in native code (deadline, out of memory, lost device, other)."""
+    """A delegate's invoke failed in native code (deadline, out of memory, lost device, other);
+    ``known``: one of :data:`CAUSES` (else the runtime's own error is the better message: raise it)."""
+
+    known = False
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,9 @@ CAUSES = (
     ),
     Cause(
         "the device ran out of memory",
-        ("out of memory", "out_of_memory", "resource_exhausted", "outofmemory", "failed to allocate"),
+        # not "failed to allocate": an NPU's "Custom allocation is too small for tensor" (a plug-in's
+        # buffer of the wrong size) says it too, and is no shortage of memory
+        ("out of memory", "out_of_memory", "resource_exhausted", "outofmemory"),
         "the device's memory governs it: use loop.batch_size=1, fp16 on a GPU "
         "(delegate.gpu_precision_loss_allowed=true) or a smaller model",
     ),
@@ -83,7 +88,9 @@ def invoke_failure(
         quoted = _quote(lines, cause.markers)
         if quoted is not None:
             governs = cause.governs.format(version=version, delegate=delegate)
-            return NativeInvokeError(f"delegate={delegate}: {cause.name}{where} ({quoted}); {governs}")
+            error = NativeInvokeError(f"delegate={delegate}: {cause.name}{where} ({quoted}); {governs}")
+            error.known = True
+            return error
     text = " ".join(str(exc).split())[:200] or type(exc).__name__
     return NativeInvokeError(
         f"delegate={delegate}: invoke failed in native code{where}: {text}; the run's native.log has "

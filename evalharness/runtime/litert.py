@@ -332,7 +332,10 @@ class InterpreterModel(Model):
         try:
             self._interpreter.invoke()
         except RuntimeError as exc:  # the native cause, in one line (runtime/invoke_failure.py)
-            raise invoke_failure(exc, self.plan.name, runtime_info(self._runtime)["version"]) from exc
+            error = invoke_failure(exc, self.plan.name, runtime_info(self._runtime)["version"])
+            if not error.known:  # the runtime's own error, read with its native lines where it is reported
+                raise
+            raise error from exc
 
     def get_outputs(self) -> list[np.ndarray]:
         # get_tensor copies, so outputs stay valid after the next invoke().

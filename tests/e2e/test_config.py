@@ -123,7 +123,9 @@ def test_hydra_group_sets_run_dirs():
     hydra = OmegaConf.to_container(cfg.hydra, resolve=False)
     assert hydra["run"]["dir"].startswith("outputs/${task.name}/${model.name}/${delegate.name}/")
     # a quantized variant's job directory says so (quant_tag: "_int8", nothing for the float model)
+    # ... and the other swept values (swept_tag: "_num_threads-2", nothing when the sweep names no other)
     subdir = "${hydra.job.num}_${task.name}_${model.name}${quant_tag:${quant.name}}_${delegate.name}"
+    subdir += "${swept_tag:${hydra.overrides.task},${model.name}}"
     assert hydra["sweep"]["subdir"] == subdir
     assert hydra["job"]["chdir"] is False
 

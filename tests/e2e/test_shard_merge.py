@@ -34,7 +34,7 @@ def test_shard_schemes_partition_the_list_in_documented_order():
     [
         ({"index": 2, "count": 2}, "use 0..1"),
         ({"index": 0, "count": 0}, "count=0"),
-        ({"scheme": "random"}, "valid: interleaved, contiguous"),
+        ({"scheme": "random"}, "use one of interleaved, contiguous, files"),
     ],
 )
 def test_bad_shard_settings_are_one_line_errors(shard, message):
