@@ -29,9 +29,7 @@ def test_a_folder_and_a_container_give_the_same_images_by_id(tmp_path):
         assert packed.absent(name) is None and files.absent(name) is None
         mine, theirs = packed.image(name), files.image(name)
         assert mine.read() == theirs.read() == data and mine.name == theirs.name == name
-        assert mine.where.endswith(".parquet:" + mine.where.rsplit(":", 1)[1]) and theirs.where == str(
-            folder / name
-        )
+        assert ".parquet:" in mine.where and theirs.where == str(folder / name)  # as the run names each
     assert packed.absent("gone.png") == f"gone.png is not in its container {packed.root}"
     assert (
         files.absent("gone.png") == f"image {folder / 'gone.png'} not found (provenance.dataset.root moved?)"
