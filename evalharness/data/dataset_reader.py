@@ -212,6 +212,13 @@ def detect(root: str) -> tuple[str, str | None]:
     return named, f"dataset.root {root} names {named} shard file(s)"
 
 
+def reads_container(fmt: str, root: str) -> bool:
+    """Whether ``dataset.format`` (``auto``: as :func:`detect` finds ``root``) reads a container."""
+    if fmt in READERS:
+        return fmt != FOLDER
+    return fmt == "auto" and detect(root)[0] != FOLDER
+
+
 def reader_for(fmt: str, request: ReadRequest) -> tuple[DatasetReader, dict[str, str] | None]:
     """The reader ``dataset.format`` picks, and the assumption to print and record when ``auto``
     detected a container (None otherwise)."""

@@ -19,14 +19,13 @@ import numpy as np
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import EvalHarnessError
-from evalharness.core.paths import inside_root
 from evalharness.data.preprocess import (
     InputSpec,
     PreprocessSpec,
     preprocess_bytes,
-    preprocess_file,
     spec_from_config,
 )
+from evalharness.data.run_images import run_images
 from evalharness.report.runs import MODEL_INPUT_FIELDS, comparability, field_differences
 from evalharness.rundir.reader import Run
 from evalharness.runtime import DelegatePlan, Model, check_runner, load_model, plan_delegate
@@ -168,30 +167,11 @@ def input_tensors(run: Run, ids: list[str]) -> list[np.ndarray]:
         {k: v for k, v in recorded.items() if k in {f.name for f in dataclasses.fields(PreprocessSpec)}}
     )
     inp = InputSpec(**fitted)
-    if run.provenance.dataset.container:
-        return _container_tensors(run, ids, spec, inp)
-    tensors = []
-    for sample_id in ids:
-        path = inside_root(root, sample_id)
-        if path is None:
-            raise ExplainError(
-                f"run {run.label}: sample id {sample_id!r} names no file under its dataset root {root}"
-            )
-        if not os.path.isfile(path):
-            raise ExplainError(f"run {run.label}: image {path} not found (provenance.dataset.root moved?)")
-        tensors.append(preprocess_file(path, spec, inp))
-    return tensors
-
-
-def _container_tensors(run: Run, ids: list[str], spec: PreprocessSpec, inp: InputSpec) -> list[np.ndarray]:
-    """The inputs of ``ids`` from the run's container (parquet, webdataset, TFRecord shards), each
-    member read by offset and checked against the digest it is listed with, as the run read it."""
-    from evalharness.data.container_images import ContainerImages
-
+    # one lookup whatever held them: a folder's files, a container's members checked by digest
     dataset = run.provenance.dataset
-    where = str(dataset.root)
-    images = ContainerImages(str(dataset.container), where, dataset.index_dir, dataset.dataset_split)
-    missing = images.missing(ids)
-    if missing:
-        raise ExplainError(f"run {run.label}: {missing[0]} is not in its container {where}")
-    return [preprocess_bytes(images.open(i), i, spec, inp) for i in ids]
+    images = run_images(str(root), dataset.container, dataset.index_dir, dataset.dataset_split)
+    for sample_id in ids:
+        why = images.absent(sample_id)
+        if why is not None:
+            raise ExplainError(f"run {run.label}: {why}")
+    return [preprocess_bytes(image.read(), image.where, spec, inp) for image in map(images.image, ids)]

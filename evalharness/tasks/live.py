@@ -137,6 +137,12 @@ class Task:
         them by id through that reader."""
         return [file_image(path) for path in self.sample_files()]
 
+    def listed_members(self) -> Sequence[tuple[str, Member]]:
+        """(id, member) of every sample the dataset's reader lists inside a container, before any
+        selection: what calibration images are checked disjoint from (by the id's file name and
+        the listed sha256). Empty for a task without a container: its folder is listed instead."""
+        return ()
+
     def reference_pass(self) -> ReferencePass | None:
         """A pass over the same inputs with a reference delegate before the measured one, or None."""
         return None

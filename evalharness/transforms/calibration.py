@@ -4,7 +4,9 @@ disjoint from the evaluation set, then preprocessed into the quantizer's float t
 
 Calibration images must be disjoint from the evaluation set: an image of the evaluation folder
 (``dataset.root``) with the same file name or the same bytes (sha256) as a calibration image is an
-error before anything is built. Tasks that feed random tensors (benchmark, inference_diff) have no
+error before anything is built; in a container, a sample whose id ends in that file name or whose
+listed sha256 is that image's (asked of the dataset's reader, as the run lists it).
+Tasks that feed random tensors (benchmark, inference_diff) have no
 evaluation images, so nothing can overlap. Both manifests go into ``provenance.model.quant``.
 """
 
@@ -12,17 +14,36 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import ConfigError, DataError
-from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
+from evalharness.data.dataset_reader import reads_container
+from evalharness.data.ground_truth import DEFAULT_EXTENSIONS, Member
 from evalharness.data.listing import list_images
 from evalharness.data.manifest import digest_lines, manifest_hash
 from evalharness.data.preprocess import InputSpec, PreprocessSpec, preprocess_bytes
 from evalharness.data.sample_image import SampleImage, file_image
-from evalharness.settings.groups import CalibrationSchema
+from evalharness.settings.groups import CalibrationSchema, RunSettings
+
+# a container's samples as its reader lists them (id, member): what calibration is checked against
+EvalMembers = Callable[[], Sequence[tuple[str, Member]]]
+
+
+def dataset_members(settings: RunSettings) -> EvalMembers:
+    """The run's container samples, listed by its task only when asked (a folder: none, it is
+    listed as a folder), for :func:`calibration_record`'s disjointness check."""
+
+    def members() -> Sequence[tuple[str, Member]]:
+        fmt = getattr(settings.dataset, "format", None)  # a task whose datasets have no format: folders
+        if fmt is None or not reads_container(fmt, settings.dataset.root):
+            return ()
+        return settings.live_task().listed_members()
+
+    return members
 
 
 def calibration_files(
@@ -69,22 +90,43 @@ class EvalSetManifest(TypedDict):
     overlap_checked_by: str
 
 
-def refuse_overlap(calibration: list[dict[str, Any]], eval_root: str) -> EvalSetManifest:
-    """The eval folder's manifest; DataError if any of its images shares a name or bytes with calibration."""
-    names = list_images(Path(eval_root), DEFAULT_EXTENSIONS) if Path(eval_root).is_dir() else []
-    images = {name: Path(eval_root, name) for name in names}
+def _refused(clash: dict[str, Any], where: str) -> DataError:
+    return DataError(
+        f"quant: calibration image {clash['path']} is also in the evaluation set ({where}); "
+        "calibration and evaluation images must be disjoint: set quant.calibration.roots"
+    )
+
+
+def refuse_overlap(
+    calibration: list[dict[str, Any]], eval_root: str, members: Sequence[tuple[str, Member]] = ()
+) -> EvalSetManifest:
+    """The evaluation set's manifest; DataError if any of its images shares a name or bytes with
+    calibration. ``members``: the samples a container's reader lists (id, member), checked by the
+    id's file name and the sha256 listed with each member (nothing is read again); none: the
+    evaluation folder's image files, by file name and the sha256 of same-size files."""
     by_name = {Path(c["key"]).name: c for c in calibration}
     by_hash = {c["sha256"]: c for c in calibration}
+    if members:
+        for key, member in members:
+            clash = by_name.get(posixpath.basename(key)) or by_hash.get(member.sha256)
+            if clash is not None:
+                raise _refused(clash, member.where)
+        return {
+            "root": os.path.abspath(eval_root),
+            "count": len(members),
+            "manifest_sha256": manifest_hash(members, content=True),
+            "manifest_kind": "sample id + sha256",
+            "overlap_checked_by": "sample id's file name, and the sha256 listed with each member",
+        }
+    names = list_images(Path(eval_root), DEFAULT_EXTENSIONS) if Path(eval_root).is_dir() else []
+    images = {name: Path(eval_root, name) for name in names}
     sizes = {c["bytes"] for c in calibration}
     for name, path in sorted(images.items()):
         clash = by_name.get(name)
         if clash is None and path.stat().st_size in sizes:  # hash only what could be equal
             clash = by_hash.get(sha256_file(str(path)))
         if clash is not None:
-            raise DataError(
-                f"quant: calibration image {clash['path']} is also in the evaluation set ({path}); "
-                "calibration and evaluation images must be disjoint: set quant.calibration.roots"
-            )
+            raise _refused(clash, str(path))
     entries = [(name, str(path)) for name, path in images.items()]
     return {
         "root": os.path.abspath(eval_root),
@@ -100,9 +142,11 @@ def calibration_record(
     reads_dataset: bool,
     eval_root: str,
     dataset_images: list[SampleImage] | None = None,
+    eval_members: EvalMembers | None = None,
 ) -> tuple[dict[str, Any], list[SampleImage]]:
     """(``provenance.model.quant.calibration``, images): manifest, source, size, and the
-    evaluation set it was checked disjoint from."""
+    evaluation set it was checked disjoint from (``eval_members``: a container's listed samples,
+    asked for only when the check needs them; see :func:`refuse_overlap`)."""
     files = calibration_files(cal, dataset_images)
     entries: list[dict[str, Any]] = []
     for key, image in files:
@@ -127,7 +171,7 @@ def calibration_record(
     elif record["source"] == "dataset":  # the run's own samples are the split's held-out part
         record["eval_set"] = {"disjoint_by": "split: calibration from the search part, evaluation held out"}
     else:
-        record["eval_set"] = refuse_overlap(entries, eval_root)
+        record["eval_set"] = refuse_overlap(entries, eval_root, eval_members() if eval_members else ())
     return record, [image for _, image in files]
 
 

@@ -36,7 +36,12 @@ from evalharness.data.preprocess import PreprocessSpec, validate_spec
 from evalharness.data.sample_image import SampleImage
 from evalharness.settings.groups import ModelSchema, QuantSchema
 from evalharness.settings.quant_rules import from_dataset
-from evalharness.transforms.calibration import calibration_record, calibration_tensors
+from evalharness.transforms.calibration import (
+    EvalMembers,
+    calibration_record,
+    calibration_tensors,
+    dataset_members,
+)
 from evalharness.transforms.variant import CachedFile, Request, Variant
 
 IO_DTYPES = {"static_wi8_ai8": "int8", "static_wi8_ai16": "int16"}  # what ai-edge-quantizer emits
@@ -81,6 +86,7 @@ def make_variant(request: Request) -> Variant:
         settings.definition.abilities.reads_dataset,
         settings.paths.cache_dir,
         images,
+        dataset_members(settings),
     )
 
 
@@ -91,11 +97,13 @@ def quantize_model(
     reads_dataset: bool,
     cache_dir: str,
     dataset_images: list[SampleImage] | None = None,
+    eval_members: EvalMembers | None = None,
 ) -> Variant:
     """Build or reuse the variant of ``source`` (pruned or clustered first, quantized after: the
     guide's order). ``dataset_root``: the evaluation folder; ``reads_dataset``: the task scores dataset
     images (so calibration must not overlap them); ``dataset_images``: the search part's images, read
-    by id through the dataset's reader (calibration ``source: dataset``)."""
+    by id through the dataset's reader (calibration ``source: dataset``); ``eval_members``: a
+    container's listed samples, which other calibration images must not be."""
     recipe, edit = quant.recipe, quant.weights.method != "none"
     if not os.path.isfile(source.path):
         raise DataError(f"quant: float model {source.path} not found; set model.path or paths.models_dir")
@@ -109,7 +117,9 @@ def quantize_model(
         source = dataclasses.replace(source, path=made.path)
     if not recipe:
         return Variant(source, {"name": quant.name, "recipe": None, "weights": edited}, key)
-    variant = quantized_variant(quant, source, dataset_root, reads_dataset, cache_dir, dataset_images)
+    variant = quantized_variant(
+        quant, source, dataset_root, reads_dataset, cache_dir, dataset_images, eval_members
+    )
     if edited is not None:
         from evalharness.transforms.weight_variants import check_kept
 
@@ -124,6 +134,7 @@ def quantized_variant(
     reads_dataset: bool,
     cache_dir: str,
     dataset_images: list[SampleImage] | None,
+    eval_members: EvalMembers | None = None,
 ) -> Variant:
     """The recipe applied to ``source`` (the float model, or its pruned/clustered edit), cached."""
     from evalharness.runtime.quantize import check_recipe, is_recipe_file, needs_calibration, recipe_ops
@@ -146,7 +157,9 @@ def quantized_variant(
                 "(or bundled, or dataset)"
             )
         cal = quant.calibration
-        calibration, images = calibration_record(cal, reads_dataset, dataset_root, dataset_images)
+        calibration, images = calibration_record(
+            cal, reads_dataset, dataset_root, dataset_images, eval_members
+        )
     ops = recipe_ops(recipe) if is_recipe_file(recipe) else recipe
     if quant.weights.method == "cluster":  # shared values stay shared: per-tensor weight scales
         from evalharness.transforms.weight_variants import tensorwise

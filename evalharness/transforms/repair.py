@@ -106,7 +106,9 @@ class Search:
         record: dict[str, Any] | None = None
         images: list[SampleImage] = []
         if cal is not None:
-            record, images = calibration_record(cal, True, dataset_root, self.part.images())
+            record, images = calibration_record(
+                cal, True, dataset_root, self.part.images(), self.part.task.listed_members
+            )
         tensors = calibration_tensors(images, self.source, float_preprocess) if record else None
         started = time.perf_counter()
         self.builders[label] = VariantBuilder(self.source, self.base, tensors)

@@ -142,6 +142,7 @@ def searched_variant(request: Request) -> Variant:
     """The registered transform of ``layer_search``: the layers searched on the search part, the
     chosen ones edited (:func:`evalharness.transforms.quantized.quantize_model`), checked on the
     held-out part; no layer that holds the drop: the float model runs, and the record says so."""
+    from evalharness.transforms.calibration import dataset_members
     from evalharness.transforms.quantized import quantize_model
 
     settings, quant, source = request.settings, request.quant, request.source
@@ -151,7 +152,9 @@ def searched_variant(request: Request) -> Variant:
     if only == []:
         print(f"weights: {found['status']}", flush=True)
         return Variant(source, {"name": quant.name, "recipe": None, "weights": {"search": found}})
-    variant = quantize_model(quant, source, settings.dataset.root, True, settings.paths.cache_dir)
+    variant = quantize_model(
+        quant, source, settings.dataset.root, True, settings.paths.cache_dir, None, dataset_members(settings)
+    )
     if only is not None:
         held = found["held_out"] = held_out(settings, source, variant.path)
         print(

@@ -130,3 +130,25 @@ def test_a_container_calibrates_on_the_same_slice_as_the_same_images_in_a_folder
     assert quant["variant_sha256"] == theirs["variant_sha256"]
     assert packed["metrics"]["num_images"] == folder["metrics"]["num_images"] == 18  # the slice not scored
     assert packed_ids == folder_ids and not {f["key"].split("/")[-1] for f in cal["files"]} & set(packed_ids)
+
+
+def test_calibration_roots_holding_a_member_of_the_container_are_refused(tmp_path):
+    """The disjointness check asks the dataset's reader: a calibration root holding one parquet
+    member's bytes under another name is refused before anything is built, as in a folder."""
+    pytest.importorskip("pyarrow", reason="packing the parquet needs pyarrow")
+    from conftest import VAL50
+    from pack_containers import CLASS_NAMES, val50_items, write_parquet
+
+    from evalharness.core.errors import DataError
+
+    items = val50_items()[:4]
+    parquet = write_parquet(items, tmp_path / "parquet")
+    roots = tmp_path / "calibration"
+    roots.mkdir()
+    (roots / "fish.jpg").write_bytes(items[1][1])
+    model = planted.ilsvrc_model(tmp_path / "tiny.tflite")
+    overrides = [*VAL50, f"dataset.root={parquet}", "dataset.format=auto", f"model.path={model}"]
+    overrides += [f"model.labels={CLASS_NAMES}", "quant=int8", f"quant.calibration.roots=[{roots}]"]
+    overrides += ["quant.calibration.source=roots", f"paths.cache_dir={tmp_path / 'cache'}"]
+    with pytest.raises(DataError, match=r"fish\.jpg is also in the evaluation set.*must be disjoint"):
+        run_inprocess(overrides, tmp_path / "run")

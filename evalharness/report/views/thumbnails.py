@@ -3,8 +3,9 @@ run A's container (parquet, webdataset, TFRecord shards), whose path is no file.
 
 A run directory is data: a container's members are shown only when the container listed now holds
 the images the run read (its content manifest equals the recorded ``dataset.manifest_sha256``) and
-each member's bytes match the digest they are listed with (``data/container_images.py``, the
-mechanism ``explain`` remakes inputs with). What is not shown is said once, never an error.
+each member's bytes match the digest they are listed with. Both are looked up by sample id through
+one contract (``data/run_images.py``, what ``explain`` remakes inputs with). What is not shown is
+said once, never an error.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalharness.core.documents import RunSummary
 from evalharness.core.errors import EvalHarnessError
-from evalharness.core.paths import inside_root
-from evalharness.data.container_images import ContainerImages
+from evalharness.data.run_images import ContainerImages, FolderImages, RunImages
 from evalharness.report.views import html
 from evalharness.rundir.reader import Run, RunDirError, load_run
 
@@ -69,17 +69,33 @@ def _from_files(
 ) -> tuple[Items, list[str]]:
     """Thumbnails of the image files the ids name under the dataset root; an id that names no path
     under it (``../``, absolute: a record from someone else) is not opened, and said once."""
-    items: Items = []
-    outside = [i for i, _ in samples if inside_root(root, i) is None]
-    for sample_id, caption in samples:
-        path = inside_root(root, sample_id)
-        uri = html.thumbnail_uri(path, shapes=shapes(sample_id)) if path is not None else None
-        if uri:
-            items.append((f"{sample_id}: {caption}", uri))
+    images = FolderImages(root)
+    items, _ = _thumbnails(images, samples, shapes)  # an unreadable file: not shown, as a missing one
+    outside = [i for i, _ in samples if images.outside(i)]
     if not outside or not root:
         return items, []
     said = f"their ids name no file under the dataset root (first: {outside[0]!r})"
     return items, [f"{len(outside)} image(s) not shown: {said}"]
+
+
+def _thumbnails(
+    images: RunImages, samples: list[tuple[str, str]], shapes: ShapesOf
+) -> tuple[Items, list[str]]:
+    """(thumbnails, ids whose bytes could not be read) of the ``samples`` the images hold."""
+    items: Items = []
+    unread: list[str] = []
+    for sample_id, caption in samples:
+        if images.absent(sample_id) is not None:
+            continue
+        try:
+            data = images.image(sample_id).read()
+        except EvalHarnessError:
+            unread.append(sample_id)
+            continue
+        uri = html.thumbnail_uri_of(data, shapes=shapes(sample_id))
+        if uri:
+            items.append((f"{sample_id}: {caption}", uri))
+    return items, unread
 
 
 def _run(summary: RunSummary) -> Run | None:
@@ -105,19 +121,7 @@ def _from_container(
             "(their content manifest differs from its dataset.manifest_sha256: changed since the run, "
             "or the run stopped part-way)"
         ]
-    items: Items = []
-    differ: list[str] = []
-    for sample_id, caption in samples:
-        if sample_id not in images.by_key:
-            continue
-        try:
-            data = images.open(sample_id)
-        except EvalHarnessError:
-            differ.append(sample_id)
-            continue
-        uri = html.thumbnail_uri_of(data, shapes=shapes(sample_id))
-        if uri:
-            items.append((f"{sample_id}: {caption}", uri))
+    items, differ = _thumbnails(images, samples, shapes)
     if not differ:
         return items, []
     said = f"their bytes differ from the sha256 the run read (first: {differ[0]})"

@@ -13,19 +13,15 @@ import os
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from evalharness.core.checksum import optional_sha256
 from evalharness.core.documents import JSONMap
 from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo, require_real
-from evalharness.data.coco_annotations import IMAGE_FILE_KEYS, load_annotations
-from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.labels import label_set
-from evalharness.data.listing import list_images, warn_unscored
+from evalharness.data.listing import warn_unscored
 from evalharness.data.preprocess import (
     InputSpec,
     detection_geometry,
@@ -35,7 +31,6 @@ from evalharness.data.preprocess import (
     preprocessing_provenance,
 )
 from evalharness.data.shard import listed, select_samples, sharded_identity
-from evalharness.data.yolo_labels import yolo_ground_truth
 from evalharness.data.yolo_layout import find_layout
 from evalharness.decoders.base import DECODERS, build_decoder
 from evalharness.decoders.image_shapes import shape_fields
@@ -47,6 +42,7 @@ from evalharness.stats.coco_shapes import (
     check_mask_ground_truth,
 )
 from evalharness.tasks.coco.definition import CocoSettings
+from evalharness.tasks.coco.ground_truth_readers import DETECTION_TRUTH, DetectionTruth
 from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
 
 if TYPE_CHECKING:  # for the types only
@@ -62,15 +58,6 @@ class CocoSample:
     image_id: int
     width: int
     height: int
-
-
-def unannotated_files(annotations: dict[str, Any], root: str) -> Counter[str]:
-    """Files directly in ``root`` that no annotation names, by reason (they are never scored)."""
-    unscored: Counter[str] = Counter()
-    named = {img["file_name"] for img in annotations["images"]}
-    images = list_images(Path(root), DEFAULT_EXTENSIONS, unscored)
-    unscored["image not in the annotations"] += sum(name not in named for name in images)
-    return +unscored
 
 
 def list_coco_samples(annotations: dict[str, Any], root: str, annotations_path: str) -> list[CocoSample]:
@@ -122,93 +109,22 @@ def category_map(class_map: str, annotations: dict[str, Any], labels_path: str |
     raise ConfigError(f"model.class_map={class_map!r}; valid: {', '.join(CLASS_MAPS)}")
 
 
-@dataclass(frozen=True)
-class CocoSource:
-    """Where a run's COCO ground truth came from: an instances JSON beside an image folder, or a
-    YOLO layout converted (``data.yolo_labels``); what it recorded and assumed."""
-
-    annotations: dict[str, Any]
-    root: str  # the image folder
-    ground_truth: str  # what a rescore reads again
-    sha256: str | None
-    unscored: Counter[str]
-    record: dict[str, Any]  # provenance.dataset's own fields of the format
-    assumptions: list[dict[str, Any]]
+CocoSource = DetectionTruth  # the ground truth a run scores (ground_truth_readers.py)
 
 
 def coco_source(dataset: Any) -> CocoSource:
-    """The ground truth ``dataset.format`` names, or (auto) the instances JSON when one is given,
-    else the YOLO layout at ``dataset.root`` (detected by its names alone, said once); ``dataset``:
-    the typed group (DatasetSchema extended with :class:`CocoDataset`)."""
-    fmt, ann_path = dataset.format or "auto", dataset.annotations
+    """The ground truth ``dataset.format`` names, read by that layout's reader, or (auto) the
+    instances JSON when one is given, else the YOLO layout at ``dataset.root`` (detected by its names
+    alone, said once); ``dataset``: the typed group (DatasetSchema extended with :class:`CocoDataset`)."""
+    fmt = dataset.format or "auto"
     assumptions: list[dict[str, Any]] = []
-    if fmt == "auto" and not ann_path and find_layout(dataset.root) is not None:
-        fmt = "yolo"
-        assumptions.append(
-            {
-                "what": "dataset.format",
-                "assumed": "yolo",
-                "why": f"{dataset.root} is an Ultralytics YOLO layout (data.yaml, labels/ beside images/)",
-                "fix": "dataset.format=coco dataset.annotations=<instances JSON>",
-            }
-        )
-    if fmt == "yolo":
-        if ann_path:  # two ground truths for one run: which one scores must not be a guess
-            raise ConfigError(
-                f"dataset.format=yolo reads the labels of the layout at dataset.root, but "
-                f"dataset.annotations={ann_path} is set too; give dataset.annotations=null, or "
-                "dataset.format=coco to score the instances JSON"
-            )
-        return _yolo_source(dataset.root, dataset.split, assumptions)
-    if dataset.split != "auto":  # an instances JSON names its images: there is no split to choose
-        raise ConfigError(
-            f"dataset.split={dataset.split} chooses a split of a YOLO layout; an instances JSON "
-            "names its own images: set dataset.split=auto"
-        )
-    if not ann_path:
-        raise ConfigError(
-            "task=coco needs dataset.annotations=<instances JSON> (e.g. dataset=coco_sample), or "
-            "dataset.root=<a YOLO layout: data.yaml, images/, labels/>"
-        )
-    annotations = load_annotations(ann_path, image_keys=IMAGE_FILE_KEYS)
-    unscored = unannotated_files(annotations, dataset.root)
-    sha = optional_sha256(ann_path)
-    return CocoSource(annotations, dataset.root, ann_path, sha, unscored, {}, assumptions)
-
-
-def _yolo_source(root: str, split: str, assumptions: list[dict[str, Any]]) -> CocoSource:
-    unscored: Counter[str] = Counter()
-    layout, truth = yolo_ground_truth(root, unscored, split)
-    chose = layout.assumption()  # dataset.split=auto read val of several keys: said
-    assumptions += [chose] if chose else []
-    facts = {
-        "data_yaml": str(layout.data_yaml),
-        "labels": str(layout.labels),
-        "category_ids": truth.category_ids,
-        "image_ids": truth.image_ids,
-        "images_without_labels": truth.unlabeled,
-        "labels_without_image": truth.orphan_labels,
-    }
-    said = [(note, "data.yaml path: does not hold the split", "path: in data.yaml") for note in layout.notes]
-    if truth.unlabeled:
-        why = "no label file, no objects: Ultralytics' rule"
-        fix = f"{layout.labels}/<image stem>.txt for them"
-        said.append((f"{truth.unlabeled} image(s) without a label file have no objects", why, fix))
-    if truth.orphan_labels:
-        why = f"{layout.labels} holds them, {layout.images} no image of that stem"
-        said.append(
-            (f"{truth.orphan_labels} label file(s) without an image are not read", why, "dataset.root")
-        )
-    assumptions += [{"what": "YOLO labels", "assumed": a, "why": why, "fix": fix} for a, why, fix in said]
-    return CocoSource(
-        truth.annotations,
-        str(layout.images),
-        os.path.abspath(root),
-        truth.sha256,
-        +unscored,
-        {"yolo": facts, "dataset_split": layout.split_record()},
-        assumptions,
-    )
+    if fmt == "auto":
+        fmt = "yolo" if not dataset.annotations and find_layout(dataset.root) is not None else "coco"
+        why = f"{dataset.root} is an Ultralytics YOLO layout (data.yaml, labels/ beside images/)"
+        fix = "dataset.format=coco dataset.annotations=<instances JSON>"
+        if fmt == "yolo":
+            assumptions.append({"what": "dataset.format", "assumed": "yolo", "why": why, "fix": fix})
+    return DETECTION_TRUTH.get(fmt)().read(dataset, assumptions)
 
 
 class CocoEvaluator(RecordEvaluator):
@@ -337,7 +253,7 @@ class CocoTask(Task):
         return {
             "dataset": {
                 "name": self.dataset.name,
-                "format": "yolo" if self.source.record else "coco",
+                "format": self.source.format,
                 "root": self.source.root,
                 **sharded_identity(
                     self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path), self.listed

@@ -33,8 +33,7 @@ def load_ground_truth(run: Run) -> JSONMap:
     """The ground truth the run recorded (a COCO instances JSON object: an annotation file, or a YOLO
     layout's labels converted), refused if it changed since (sha256 of the file, or of the converted
     annotations)."""
-    from evalharness.core.checksum import sha256_file
-    from evalharness.data.coco_annotations import load_annotations
+    from evalharness.tasks.coco.ground_truth_readers import DETECTION_TRUTH, DetectionTruthReader
 
     dataset = run.provenance.dataset
     path = dataset.ground_truth
@@ -43,17 +42,9 @@ def load_ground_truth(run: Run) -> JSONMap:
             f"run {run.label}: provenance.dataset.ground_truth is empty; no annotations to score"
         )
     recorded = dataset.ground_truth_sha256
-    digest: str | None
-    if dataset.format == "yolo":  # the layout's labels converted again, compared by content
-        from evalharness.data.yolo_labels import yolo_ground_truth
-
-        truth = yolo_ground_truth(path, split=dataset.dataset_split or "auto")[1]
-        annotations, digest = truth.annotations, truth.sha256
-        if recorded and recorded == truth.boxes_only_sha256:  # a run from before polygons were kept
-            digest = recorded
-    else:
-        annotations = load_annotations(path)
-        digest = sha256_file(path) if recorded else None
+    # the reader of the layout the run read (an instances JSON when a run recorded none)
+    reader: DetectionTruthReader = DETECTION_TRUTH.get(dataset.format or "coco")()
+    annotations, digest = reader.read_again(path, dataset.dataset_split, recorded)
     if recorded and digest != recorded:
         raise EvalHarnessError(
             f"run {run.label}: {path} changed since the run (sha256 differs from provenance)"

@@ -23,7 +23,7 @@ from evalharness.core.documents import JSONMap
 from evalharness.core.errors import ModelMismatchError
 from evalharness.core.ranking import stable_topk
 from evalharness.core.tensors import TensorInfo, require_real
-from evalharness.data.dataset_reader import READERS, ReadRequest, reader_for
+from evalharness.data.dataset_reader import FOLDER, READERS, ReadRequest, reader_for
 from evalharness.data.ground_truth import INDEX_LABEL, ClassList, LabeledSample, Member
 from evalharness.data.label_alignment import BACKGROUND_LINES, align
 from evalharness.data.labels import LabelMatcher, label_set, read_label_file
@@ -137,6 +137,8 @@ class ImageNetTask(Task):
         if detected is not None:
             self.assumptions.append(detected)
         samples = self.reader.samples()
+        # a container's whole listing (calibration is checked disjoint from it); a folder is listed again
+        self.container_samples = samples if self.reader.name != FOLDER else []
         for said in (self.reader.assumption(), self.reader.chosen and self.reader.chosen.assumption()):
             if said:
                 self.assumptions.append(said)
@@ -229,6 +231,9 @@ class ImageNetTask(Task):
 
     def sample_images(self) -> list[SampleImage]:
         return [self.reader.image(s) for s in sorted(self.samples, key=lambda s: s.key)]
+
+    def listed_members(self) -> list[tuple[str, Member]]:
+        return [(s.key, s.member) for s in self.container_samples if s.member is not None]
 
     def sample_id(self, sample: LabeledSample) -> str:
         return sample.key

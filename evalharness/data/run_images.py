@@ -1,0 +1,100 @@
+"""A finished run's images opened again by its sample ids, for whoever shows or feeds them
+(``explain`` remakes the inputs, ``report diff --format html`` shows thumbnails): one lookup, a
+:class:`~evalharness.data.sample_image.SampleImage` per id, whatever held the images.
+
+A folder's id is a file under the recorded dataset root (:func:`~evalharness.core.paths.inside_root`:
+an id from someone else's run directory never opens a file outside it). A container is listed again
+through its reader (a kept shard index serves the listing when it still matches the shard), each
+member is read by offset and checked against the digest it is listed with
+(:meth:`DatasetReader.open`), and :meth:`ContainerImages.proves` checks the listing against the run's
+recorded content manifest (``dataset.manifest_sha256``: sha256 over every image's id and sha256), so
+bytes are shown as the run's only when they are the ones it read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from evalharness.core.paths import inside_root
+from evalharness.data.dataset_reader import ReadRequest, reader_for
+from evalharness.data.manifest import manifest_hash, sample_entry
+from evalharness.data.sample_image import SampleImage, file_image
+from evalharness.data.splits import AUTO
+
+
+class RunImages:
+    """The contract: ``absent(id)`` (why the dataset holds no image for the id, or None) and
+    ``image(id)`` (its name, where it lies and its bytes, asked once ``absent`` said None)."""
+
+    def __init__(self, root: str | None) -> None:
+        self.root = root
+
+    def absent(self, sample_id: str) -> str | None:
+        raise NotImplementedError
+
+    def image(self, sample_id: str) -> SampleImage:
+        raise NotImplementedError
+
+
+class FolderImages(RunImages):
+    """The image files the ids name under a folder's root."""
+
+    def outside(self, sample_id: str) -> bool:
+        """Whether ``sample_id`` names no path under the root (``../``, absolute, no root)."""
+        return inside_root(self.root, sample_id) is None
+
+    def absent(self, sample_id: str) -> str | None:
+        path = inside_root(self.root, sample_id)
+        if path is None:
+            return f"sample id {sample_id!r} names no file under its dataset root {self.root}"
+        if not os.path.isfile(path):
+            return f"image {path} not found (provenance.dataset.root moved?)"
+        return None
+
+    def image(self, sample_id: str) -> SampleImage:
+        path = inside_root(self.root, sample_id)
+        assert path is not None, "asked after absent() said it is there"
+        return file_image(path, sample_id)
+
+
+class ContainerImages(RunImages):
+    """The samples of ``container`` shards at ``root``, by sample id (a :class:`DataError` when the
+    shards are gone, moved or unreadable)."""
+
+    def __init__(
+        self, container: str, root: str, index_dir: str | None = None, split: str | None = None
+    ) -> None:
+        super().__init__(root)
+        # the split the run read (provenance.dataset.dataset_split), so its shards are listed again
+        request = ReadRequest(root, index_dir=index_dir, split=split or AUTO)
+        self.reader, _ = reader_for(container, request)
+        self.by_key = {s.key: s for s in self.reader.samples()}
+
+    def absent(self, sample_id: str) -> str | None:
+        return None if sample_id in self.by_key else f"{sample_id} is not in its container {self.root}"
+
+    def proves(self, keys: Iterable[str], manifest_sha256: str | None) -> bool:
+        """Whether the members listed now for ``keys`` (a run's scored ids) hash to the run's recorded
+        content manifest: every image's sha256 as the run read it, so a member that verifies against
+        its listed digest is the run's image."""
+        keys = list(keys)
+        if not manifest_sha256 or any(k not in self.by_key for k in keys):
+            return False
+        entries = (sample_entry(self.by_key[k]) for k in sorted(keys))
+        return manifest_hash(entries, content=True, presorted=True) == manifest_sha256
+
+    def image(self, sample_id: str) -> SampleImage:
+        """Sample ``sample_id`` through the reader: its bytes read by offset and checked against its
+        listed digest (a :class:`DataError` naming the member when they differ)."""
+        return self.reader.image(self.by_key[sample_id])
+
+
+def run_images(
+    root: str | None, container: str | None, index_dir: str | None = None, split: str | None = None
+) -> RunImages:
+    """The images a run read, as its provenance names them: ``container`` (parquet, webdataset,
+    TFRecord, a plug-in's) shards at ``root``, or the files under the folder ``root``."""
+    if container:
+        return ContainerImages(container, str(root), index_dir, split)
+    return FolderImages(root)
