@@ -93,6 +93,7 @@ def test_snappy_pages_stream_through_any_block_size(tmp_path, monkeypatch, block
     import pyarrow.parquet as pq
 
     monkeypatch.setattr(snappy, "BLOCK", block)
+    monkeypatch.setattr(parquet_codecs, "_cramjam", lambda: None)  # every page through the stream
     rng = random.Random(3)
     images = [rng.randbytes(30_000) + b"\xff\xd8" * 500 for _ in range(12)]  # literals and copies
     table = pa.table({"image": [{"bytes": b, "path": f"{i}.jpg"} for i, b in enumerate(images)]})
@@ -184,6 +185,26 @@ def test_snappy_in_python_equals_cramjam():
     cramjam = pytest.importorskip("cramjam")
     data = (bytes(range(256)) * 40) + b"\xff\xd8" * 3000 + bytes(5000)
     assert snappy.decode(io.BytesIO(bytes(cramjam.snappy.compress_raw(data))).read, len(data)) == data
+
+
+def test_a_compressible_snappy_page_goes_to_cramjam_within_its_declared_size():
+    cramjam = pytest.importorskip("cramjam")
+    data = b"train/n01440764/img_000001.JPEG," * 2000
+    block = bytes(cramjam.snappy.compress_raw(data))
+    assert len(block) * parquet_codecs.WHOLE_SNAPPY_RATIO <= len(data)  # the whole-page path
+
+    def decoded(stored: bytes, size: int = len(data), prefix: bytes = b"") -> bytes:
+        return bytes(
+            parquet_codecs.decompress_stream(1, io.BytesIO(stored).read, len(block), size, "w", prefix)
+        )
+
+    assert decoded(block, prefix=b"levels") == b"levels" + data
+    with pytest.raises(snappy.Damaged, match="header says"):
+        decoded(block, len(data) - 1)
+    with pytest.raises(snappy.Damaged, match="cut to"):
+        decoded(block[:-3])
+    with pytest.raises(snappy.Damaged):  # a copy reaching before the block's start
+        decoded(block[:3] + bytes([(4 << 2) | 1, 200]) + block[5:])
 
 
 def test_a_codec_nobody_here_decodes_names_it_and_the_fix(monkeypatch):
