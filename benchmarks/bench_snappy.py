@@ -17,7 +17,7 @@ import time
 
 import cramjam
 
-from evalharness.data import parquet_codecs, snappy
+from evalharness.data.parquet import compression, snappy
 
 
 def pages(mb: int) -> dict[str, bytes]:
@@ -45,7 +45,7 @@ def main() -> None:
         block = bytes(cramjam.snappy.compress_raw(page))
         python = rate(lambda r, _n, s: snappy.decode(r, s), block, len(page), args.repeats)
         chosen = rate(
-            lambda r, n, s: parquet_codecs.decompress_stream(1, r, n, s, "bench"),
+            lambda r, n, s: compression.decompress_stream(1, r, n, s, "bench"),
             block,
             len(page),
             args.repeats,

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from evalharness.core.errors import DataError
-from evalharness.data import parquet_codecs, snappy
-from evalharness.data.parquet_format import ParquetFile
-from evalharness.data.thrift_compact import Malformed, Short, read_struct
+from evalharness.data.parquet import compression, snappy
+from evalharness.data.parquet.file import ParquetFile
+from evalharness.data.parquet.thrift import Malformed, Short, read_struct
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -93,7 +93,7 @@ def test_snappy_pages_stream_through_any_block_size(tmp_path, monkeypatch, block
     import pyarrow.parquet as pq
 
     monkeypatch.setattr(snappy, "BLOCK", block)
-    monkeypatch.setattr(parquet_codecs, "_cramjam", lambda: None)  # every page through the stream
+    monkeypatch.setattr(compression, "_cramjam", lambda: None)  # every page through the stream
     rng = random.Random(3)
     images = [rng.randbytes(30_000) + b"\xff\xd8" * 500 for _ in range(12)]  # literals and copies
     table = pa.table({"image": [{"bytes": b, "path": f"{i}.jpg"} for i, b in enumerate(images)]})
@@ -191,11 +191,11 @@ def test_a_compressible_snappy_page_goes_to_cramjam_within_its_declared_size():
     cramjam = pytest.importorskip("cramjam")
     data = b"train/n01440764/img_000001.JPEG," * 2000
     block = bytes(cramjam.snappy.compress_raw(data))
-    assert len(block) * parquet_codecs.WHOLE_SNAPPY_RATIO <= len(data)  # the whole-page path
+    assert len(block) * compression.WHOLE_SNAPPY_RATIO <= len(data)  # the whole-page path
 
     def decoded(stored: bytes, size: int = len(data), prefix: bytes = b"") -> bytes:
         return bytes(
-            parquet_codecs.decompress_stream(1, io.BytesIO(stored).read, len(block), size, "w", prefix)
+            compression.decompress_stream(1, io.BytesIO(stored).read, len(block), size, "w", prefix)
         )
 
     assert decoded(block, prefix=b"levels") == b"levels" + data
@@ -211,10 +211,10 @@ def test_a_codec_nobody_here_decodes_names_it_and_the_fix(monkeypatch):
     with pytest.raises(
         DataError, match=r"s\.parquet:image\.bytes: pages compressed with lzo.*compression='snappy'"
     ):
-        parquet_codecs.decompress(3, b"", 0, "s.parquet:image.bytes")
-    monkeypatch.setattr(parquet_codecs, "_cramjam", lambda: None)
+        compression.decompress(3, b"", 0, "s.parquet:image.bytes")
+    monkeypatch.setattr(compression, "_cramjam", lambda: None)
     with pytest.raises(DataError, match=r"brotli.*evalharness\[parquet\]"):
-        parquet_codecs.decompress(4, b"", 0, "s.parquet:image.bytes")
+        compression.decompress(4, b"", 0, "s.parquet:image.bytes")
 
 
 def test_a_parquet_dataset_is_read_without_importing_pyarrow(tmp_path):

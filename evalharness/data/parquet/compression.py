@@ -4,7 +4,7 @@ Snappy, what the ``datasets`` library writes (pyarrow's default), is decoded by 
 is installed and the page compresses at least :data:`WHOLE_SNAPPY_RATIO`:1 (there the Python loop's
 copies run at ~20 MB/s against cramjam's 550+, and the compressed page held whole beside the decoded
 one costs at most half a page more); otherwise, JPEG pages being almost all literals, as the page
-streams from the file (:mod:`evalharness.data.snappy`, ~3 GB/s on them), so a page is in memory
+streams from the file (:mod:`evalharness.data.parquet.snappy`, ~3 GB/s on them), so a page is in memory
 once; gzip by
 :mod:`zlib`; zstd by ``zstandard`` (the ``size`` extra) or ``cramjam``; brotli and lz4 by ``cramjam``
 (the ``parquet`` extra, one small compiled wheel). A codec nobody here can decode is one error naming
@@ -19,9 +19,9 @@ from types import ModuleType
 from typing import Any
 
 from evalharness.core.errors import DataError
-from evalharness.data import snappy
-from evalharness.data.snappy import Damaged
-from evalharness.data.thrift_compact import Malformed, varint
+from evalharness.data.parquet import snappy
+from evalharness.data.parquet.snappy import Damaged
+from evalharness.data.parquet.thrift import Malformed, varint
 
 # A snappy page whose decoded size is at least this many times its stored size goes to cramjam whole.
 WHOLE_SNAPPY_RATIO = 2
