@@ -116,8 +116,17 @@ def _wanted(example: Any, buf: bytes, wanted: tuple[str, ...]) -> dict[str, tupl
 
 
 def _span(buf: bytes, value: bytes) -> tuple[int, int]:
-    """Where ``value`` (a bytes feature's value) lies in the record: the first place its bytes are,
-    which serves the same bytes when a worker reads the record's slice by offset."""
+    """Where ``value`` (a bytes feature's value) lies in the record: a place its bytes are, which
+    serves the same bytes when a worker reads the record's slice by offset. Its first 64 bytes are
+    looked for and the rest compared in place (searching for a whole 150 KB image took 144 µs a
+    record, ten times the parse); a few false starts and the whole value is searched for."""
+    head, start = value[:64], -1
+    for _ in range(8):
+        start = buf.find(head, start + 1)
+        if start < 0:
+            break
+        if buf.startswith(value, start):
+            return start, start + len(value)
     start = buf.find(value)
     return start, start + len(value)
 
