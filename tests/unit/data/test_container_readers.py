@@ -74,6 +74,13 @@ def test_example_types_are_tensorflows_on_the_wire():
         tfr.parse_example(b"\x0a\x05ab")  # a field longer than the record
 
 
+def test_an_images_span_is_its_own_bytes_when_its_start_repeats_earlier():
+    image = bytes(range(64)) + b"the image"
+    buf = example({"file_name": bytes(range(64)) + b"a name", "image": image, "label": 1})
+    ((start, end),) = tfr.parse_example(buf)["image"][1]
+    assert buf[start:end] == image
+
+
 @pytest.mark.parametrize("kind", ["parquet", "webdataset", "tfrecord"])
 def test_each_container_lists_and_opens(tmp_path, kind):
     pytest.importorskip("pyarrow") if kind == "parquet" else None
