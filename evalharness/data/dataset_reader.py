@@ -179,7 +179,7 @@ READERS: Registry[type[DatasetReader]] = Registry(
     base=DatasetReader,
     lazy={
         FOLDER: "evalharness.data.folder_reader:FolderReader",
-        "parquet": "evalharness.data.parquet_reader:ParquetReader",
+        "parquet": "evalharness.data.parquet.parquet_reader:ParquetReader",
         "webdataset": "evalharness.data.webdataset_reader:WebDatasetReader",
         "tfrecord": "evalharness.data.tfrecord_reader:TFRecordReader",
     },

@@ -56,6 +56,31 @@ def test_example_wire_format_round_trip():
     assert buf[start:end] == b"\x89PNG"
 
 
+def test_example_types_are_tensorflows_on_the_wire():
+    """The declared messages read what TensorFlow writes and write what it reads; a name that is not
+    UTF-8 is shown, bytes that are not a message are a ValueError (the reader's one error)."""
+    from evalharness.data.example_proto import Example, Feature
+
+    buf = example({"image": b"\x89PNG", "label": 7})
+    parsed = Example.FromString(buf)
+    entries = {e.key: Feature.FromString(e.value) for e in parsed.features.feature}
+    assert list(entries[b"label"].int64_list.value) == [7]
+    assert list(entries[b"image"].bytes_list.value) == [b"\x89PNG"]
+    assert parsed.SerializeToString() == buf
+    odd = Example.FromString(buf)
+    odd.features.feature[0].key = b"\xff"
+    assert "\ufffd" in tfr.parse_example(odd.SerializeToString())
+    with pytest.raises(ValueError):
+        tfr.parse_example(b"\x0a\x05ab")  # a field longer than the record
+
+
+def test_an_images_span_is_its_own_bytes_when_its_start_repeats_earlier():
+    image = bytes(range(64)) + b"the image"
+    buf = example({"file_name": bytes(range(64)) + b"a name", "image": image, "label": 1})
+    ((start, end),) = tfr.parse_example(buf)["image"][1]
+    assert buf[start:end] == image
+
+
 @pytest.mark.parametrize("kind", ["parquet", "webdataset", "tfrecord"])
 def test_each_container_lists_and_opens(tmp_path, kind):
     pytest.importorskip("pyarrow") if kind == "parquet" else None

@@ -52,7 +52,7 @@ from pack_containers import record, tiny_png  # noqa: E402
 
 from evalharness.core.errors import DataError  # noqa: E402
 from evalharness.data.dataset_reader import ReadRequest, reader_for  # noqa: E402
-from evalharness.data.parquet_format import ParquetFile  # noqa: E402
+from evalharness.data.parquet.file import ParquetFile  # noqa: E402
 from evalharness.data.shard_names import expand_braces  # noqa: E402
 
 SMALL_FILE_PEAK = 96 << 20  # what reading a hostile file of a few MB may add to the peak, at most

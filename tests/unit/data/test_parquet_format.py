@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from evalharness.core.errors import DataError
-from evalharness.data import parquet_codecs, snappy
-from evalharness.data.parquet_format import ParquetFile
-from evalharness.data.thrift_compact import Malformed, Short, read_struct
+from evalharness.data.parquet import compression, snappy
+from evalharness.data.parquet.file import ParquetFile
+from evalharness.data.parquet.thrift import Malformed, Short, read_struct
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -93,6 +93,7 @@ def test_snappy_pages_stream_through_any_block_size(tmp_path, monkeypatch, block
     import pyarrow.parquet as pq
 
     monkeypatch.setattr(snappy, "BLOCK", block)
+    monkeypatch.setattr(compression, "_cramjam", lambda: None)  # every page through the stream
     rng = random.Random(3)
     images = [rng.randbytes(30_000) + b"\xff\xd8" * 500 for _ in range(12)]  # literals and copies
     table = pa.table({"image": [{"bytes": b, "path": f"{i}.jpg"} for i, b in enumerate(images)]})
@@ -186,14 +187,32 @@ def test_snappy_in_python_equals_cramjam():
     assert snappy.decode(io.BytesIO(bytes(cramjam.snappy.compress_raw(data))).read, len(data)) == data
 
 
+def test_a_compressible_snappy_page_goes_to_cramjam_within_its_declared_size():
+    cramjam = pytest.importorskip("cramjam")
+    data = b"train/n01440764/img_000001.JPEG," * 2000
+    block = bytes(cramjam.snappy.compress_raw(data))
+    assert len(block) * compression.WHOLE_SNAPPY_RATIO <= len(data)  # the whole-page path
+
+    def decoded(stored: bytes, size: int = len(data), prefix: bytes = b"") -> bytes:
+        return bytes(compression.decompress_stream(1, io.BytesIO(stored).read, len(block), size, "w", prefix))
+
+    assert decoded(block, prefix=b"levels") == b"levels" + data
+    with pytest.raises(snappy.Damaged, match="header says"):
+        decoded(block, len(data) - 1)
+    with pytest.raises(snappy.Damaged, match="cut to"):
+        decoded(block[:-3])
+    with pytest.raises(snappy.Damaged):  # a copy reaching before the block's start
+        decoded(block[:3] + bytes([(4 << 2) | 1, 200]) + block[5:])
+
+
 def test_a_codec_nobody_here_decodes_names_it_and_the_fix(monkeypatch):
     with pytest.raises(
         DataError, match=r"s\.parquet:image\.bytes: pages compressed with lzo.*compression='snappy'"
     ):
-        parquet_codecs.decompress(3, b"", 0, "s.parquet:image.bytes")
-    monkeypatch.setattr(parquet_codecs, "_cramjam", lambda: None)
+        compression.decompress(3, b"", 0, "s.parquet:image.bytes")
+    monkeypatch.setattr(compression, "_cramjam", lambda: None)
     with pytest.raises(DataError, match=r"brotli.*evalharness\[parquet\]"):
-        parquet_codecs.decompress(4, b"", 0, "s.parquet:image.bytes")
+        compression.decompress(4, b"", 0, "s.parquet:image.bytes")
 
 
 def test_a_parquet_dataset_is_read_without_importing_pyarrow(tmp_path):
@@ -214,6 +233,14 @@ def test_a_parquet_dataset_is_read_without_importing_pyarrow(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _clean_read(path: Path) -> dict[tuple[str, ...], list] | None:
+    """Every leaf's values, or None where the reader's answer is its one DataError."""
+    try:
+        return _leaf_values(ParquetFile(str(path)))
+    except DataError:
+        return None
 
 
 def _leaf_values(pf: ParquetFile) -> dict[tuple[str, ...], list]:
@@ -243,12 +270,13 @@ def _pyarrows_values(pq, pa, path: Path) -> dict[tuple[str, ...], list]:
 
 
 @pytest.mark.parametrize("writer", [{}, {"data_page_version": "2.0", "compression": "gzip"}])
-def test_random_damage_is_a_data_error_or_a_clean_read(tmp_path, writer):
+def test_random_damage_is_a_data_error_or_a_clean_read(tmp_path, monkeypatch, writer):
     """Seeded byte flips and truncations anywhere in the file: each read ends in DataError or reads
     through; never another exception (a file's fields can hold any type). A clean read is a right
     read: every value equals what pyarrow reads from the same bytes, or, where pyarrow refuses them,
     what it reads with only the damage that fell on the column chunks (the original values where no
-    flip hit a chunk)."""
+    flip hit a chunk). Snappy pages are read twice, by cramjam and by the Python decoder: the two
+    agree on every damaged file, value for value or both an error."""
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
@@ -272,9 +300,12 @@ def test_random_damage_is_a_data_error_or_a_clean_read(tmp_path, writer):
                 values_only[at] = byte
         cut = rng.random() < 0.1
         damaged.write_bytes(bytes(mutated[: rng.randrange(len(mutated))] if cut else mutated))
-        try:
-            read = _leaf_values(ParquetFile(str(damaged)))
-        except DataError:
+        read = _clean_read(damaged)
+        if not writer:  # pyarrow's default codec, snappy: the Python decoder reads the same
+            with monkeypatch.context() as python_snappy:
+                python_snappy.setattr(compression, "_cramjam", lambda: None)
+                assert _clean_read(damaged) == read, "the two snappy decoders disagree"
+        if read is None:
             continue
         try:
             expected = _pyarrows_values(pq, pa, damaged)

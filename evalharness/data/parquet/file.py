@@ -1,5 +1,5 @@
-"""A parquet file read page by page, with no pyarrow: the footer, the schema's leaf columns, and the
-values of one data page at a time (definition levels; PLAIN, dictionary and DELTA encodings).
+"""A parquet file read page by page, with no pyarrow: its footer (:mod:`.footer`), then the values of
+one data page at a time (definition levels; PLAIN, dictionary and DELTA encodings).
 
 That is what a Hugging Face image dataset needs, and it keeps a streamed run's memory at about one
 page instead of pyarrow's import, allocator and row groups. The file is untrusted: every offset and
@@ -11,7 +11,6 @@ column, an encrypted footer, damage) is one :class:`DataError` naming the shard,
 from __future__ import annotations
 
 import bisect
-import os
 import threading
 import zlib
 from collections.abc import Callable, Iterator
@@ -19,9 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalharness.core.errors import DataError
-from evalharness.data import parquet_codecs
 from evalharness.data.bounds import CODEC_EXPANSION, MOST_EXPANSION, OverBudget, backed
-from evalharness.data.parquet_values import (
+from evalharness.data.parquet import compression
+from evalharness.data.parquet.footer import Chunk, integer, pread, read_footer
+from evalharness.data.parquet.snappy import BLOCK, Damaged
+from evalharness.data.parquet.thrift import Malformed, Short, Struct, read_struct
+from evalharness.data.parquet.values import (
     BYTE_ARRAY,
     ENCODINGS,
     INT32,
@@ -32,40 +34,13 @@ from evalharness.data.parquet_values import (
     hybrid,
     plain,
 )
-from evalharness.data.snappy import BLOCK, Damaged
-from evalharness.data.thrift_compact import Malformed, Short, Struct, read_struct
 
-MAGIC = b"PAR1"
-MAX_FOOTER = 64 << 20  # a 50,000-image file's footer is ~100 KB
 MAX_HEADER = 1 << 20  # page headers are tens of bytes (statistics of large values are not written)
 MAX_PAGE = 1 << 30  # stored bytes of one page (what they decode to: data/bounds.py)
-MAX_NESTING = 16  # schema depth (an image dataset's is 2)
 MAX_ROWS = 1 << 20  # rows in one page (pyarrow writes at most 20,000)
 DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
 PLAIN, PLAIN_DICTIONARY, RLE, RLE_DICTIONARY = 0, 2, 3, 8
 DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY = 5, 6, 7
-_REQUIRED_FOOTER = {2: "schema", 3: "num_rows", 4: "row_groups"}  # FileMetaData's (parquet.thrift)
-
-
-@dataclass(frozen=True)
-class Leaf:
-    """A primitive column: its dotted path, physical type and highest definition/repetition level."""
-
-    path: tuple[str, ...]
-    physical: int
-    max_def: int
-    max_rep: int
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """One column's bytes in one row group."""
-
-    leaf: Leaf
-    start: int  # the first page (the dictionary page, where there is one)
-    end: int
-    codec: int
-    num_values: int
 
 
 @dataclass(frozen=True)
@@ -81,44 +56,11 @@ class ParquetFile:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        size = os.path.getsize(path)
-        tail = _pread(path, max(0, size - 8), 8)
-        if size < 12 or tail[4:] != MAGIC or _pread(path, 0, 4) != MAGIC:
-            why = "an encrypted footer, which this reader does not open" if tail[4:] == b"PARE" else "no PAR1"
-            raise DataError(f"{path}: not a readable parquet file ({why})")
-        length = int.from_bytes(tail[:4], "little")
-        if not 0 < length <= min(size - 12, MAX_FOOTER):
-            raise DataError(f"{path}: not a readable parquet file (footer length {length})")
-        try:
-            meta, _ = read_struct(_pread(path, size - 8 - length, length))
-            if missing := [name for key, name in _REQUIRED_FOOTER.items() if key not in meta]:
-                raise ValueError(f"no {', no '.join(missing)}")  # not a file of no columns and no rows
-            self.leaves, self.top = _schema(meta[2])
-            self.metadata = {_text(kv.get(1)): _text(kv.get(2)) for kv in meta.get(5) or []}
-            self.groups = [self._group(g, size) for g in meta.get(4) or []]
-        except (Malformed, KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
-            why = _first_line(exc)
-            raise DataError(f"{path}: parquet footer damaged ({why}); re-write the file") from None
+        self.leaves, self.top, self.metadata, self.groups = read_footer(path)
         self._chunks = sorted((c for g in self.groups for c in g.values()), key=lambda c: c.start)
         self._starts = [c.start for c in self._chunks]
         self._dictionary: tuple[int, list[Value]] | None = None  # (chunk start, values): the last one
         self._lock = threading.Lock()
-
-    def _group(self, group: Struct, size: int) -> dict[tuple[str, ...], Chunk]:
-        chunks: dict[tuple[str, ...], Chunk] = {}
-        for column in group[1]:
-            if column.get(1) is not None or 3 not in column:
-                raise ValueError("a column chunk in another file or encrypted")
-            meta = column[3]
-            path = tuple(_text(p) for p in meta[3])
-            leaf = self.leaves[path]
-            data, dictionary = _int(meta[9]), meta.get(11)
-            start = _int(dictionary) if dictionary is not None and 0 < _int(dictionary) < data else data
-            end = start + _int(meta[7])
-            if not 4 <= start <= end <= size - 8:
-                raise ValueError(f"column {'.'.join(path)} at bytes {start}..{end} outside the file")
-            chunks[path] = Chunk(leaf, start, end, _int(meta[4]), _int(meta[5]))
-        return chunks
 
     def pages(self, chunk: Chunk) -> Iterator[Page]:
         """The data pages of ``chunk`` in order, their values resolved through its dictionary."""
@@ -165,7 +107,7 @@ class ParquetFile:
         window = min(4096, chunk.end - pos)
         while True:
             try:
-                header, length = read_struct(_pread(self.path, pos, window))
+                header, length = read_struct(pread(self.path, pos, window))
                 break
             except Short:
                 if window >= min(MAX_HEADER, chunk.end - pos):
@@ -174,8 +116,8 @@ class ParquetFile:
             except Malformed as exc:
                 raise self._damaged(pos, str(exc)) from None
         try:
-            _int(header[1])
-            raw_size, size = _int(header[2]), _int(header[3])
+            integer(header[1])
+            raw_size, size = integer(header[2]), integer(header[3])
             _checked(header)
         except (KeyError, ValueError):
             raise self._damaged(pos, "page header without its type, sizes or counts as integers") from None
@@ -212,7 +154,7 @@ class ParquetFile:
             size, raw_size = size - levels, raw_size - levels
         codec = chunk.codec if compressed else 0
         where = f"{self.path}:{'.'.join(chunk.leaf.path)}"
-        return parquet_codecs.decompress_stream(codec, stored.read, size, raw_size, where, prefix)
+        return compression.decompress_stream(codec, stored.read, size, raw_size, where, prefix)
 
     def _dictionary_values(
         self, chunk: Chunk, header: Struct, body: bytes | memoryview, pos: int
@@ -291,12 +233,6 @@ class ParquetFile:
         )
 
 
-def _int(value: Any) -> int:
-    if not isinstance(value, int):
-        raise ValueError(f"{type(value).__name__} where an integer belongs")
-    return value
-
-
 # the integer fields read from a page header's data, dictionary and v2 headers
 _HEADER_INTS = {5: (1, 2, 3, 4), 7: (1, 2), 8: (1, 2, 3, 4, 5, 6, 7)}
 
@@ -304,7 +240,7 @@ _HEADER_INTS = {5: (1, 2, 3, 4), 7: (1, 2), 8: (1, 2, 3, 4, 5, 6, 7)}
 def _checked(header: Struct) -> None:
     """A page header whose fields have the types this reader uses (a damaged file has any)."""
     if 4 in header:
-        _int(header[4])
+        integer(header[4])
     for field, ints in _HEADER_INTS.items():
         if field in header:
             sub = header[field]
@@ -312,51 +248,11 @@ def _checked(header: Struct) -> None:
                 raise ValueError("a page header's sub-header is not a struct")
             for key in ints:
                 if key in sub:
-                    _int(sub[key])
+                    integer(sub[key])
 
 
 def _encoding(code: Any) -> str:
     return ENCODINGS.get(code, f"encoding {code}") if isinstance(code, int) else "no encoding"
-
-
-def _schema(elements: list[Struct]) -> tuple[dict[tuple[str, ...], Leaf], dict[str, list[str]]]:
-    """(leaf columns by path, each top-level field's child names: [] for a primitive)."""
-    leaves: dict[tuple[str, ...], Leaf] = {}
-    top: dict[str, list[str]] = {}
-    position = 1
-
-    def walk(prefix: tuple[str, ...], children: int, max_def: int, max_rep: int) -> list[str]:
-        nonlocal position
-        names = []
-        for _ in range(children):
-            element = elements[position]
-            position += 1
-            if not isinstance(element, dict) or len(prefix) >= MAX_NESTING:
-                raise ValueError("a schema element that is not a struct, or nested too deep")
-            name, repetition = _text(element[4]), _int(element.get(3, 0))
-            path = (*prefix, name)
-            d, r = max_def + (repetition != 0), max_rep + (repetition == 2)
-            kids = _int(element.get(5) or 0)
-            if kids:
-                grandchildren = walk(path, kids, d, r)
-                if not prefix:
-                    top[name] = grandchildren
-            else:
-                leaves[path] = Leaf(path, _int(element.get(1, -1)), d, r)
-                if not prefix:
-                    top[name] = []
-            names.append(name)
-        return names
-
-    if elements:
-        walk((), elements[0].get(5) or 0, 0, 0)
-    return leaves, top
-
-
-def _text(value: Any) -> str:
-    if value is not None and not isinstance(value, bytes):
-        raise ValueError(f"{type(value).__name__} where a string belongs")
-    return value.decode("utf-8", "replace") if value is not None else ""
 
 
 class _Stored:
@@ -388,12 +284,3 @@ class _Stored:
 
     def checksum_holds(self, crc: Any) -> bool:
         return crc is None or self.crc == crc & 0xFFFFFFFF
-
-
-def _pread(path: str, offset: int, size: int) -> bytes:
-    with open(path, "rb") as f:
-        return os.pread(f.fileno(), size, offset)
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]

@@ -13,7 +13,7 @@ import struct
 from typing import Any
 
 from evalharness.data.bounds import VALUES_EXPANSION, OverBudget, backed
-from evalharness.data.thrift_compact import Malformed, varint, zigzag
+from evalharness.data.parquet.thrift import Malformed, varint, zigzag
 
 INT32, INT64, BYTE_ARRAY = 1, 2, 6
 ENCODINGS = {

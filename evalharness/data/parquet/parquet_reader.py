@@ -3,7 +3,7 @@
 metadata (the ``ClassLabel`` feature's ``names``).
 
 Sample ids are ``image.path`` (the original file name) where the writer kept it, else
-``<shard>:<row>``. The file is read a page at a time by :mod:`evalharness.data.parquet_format`, with
+``<shard>:<row>``. The file is read a page at a time by :mod:`evalharness.data.parquet.file`, with
 no pyarrow: a member is (the offset of the data page holding its image, its row in that page); the
 listing hashes each page's images and drops the page; a worker decodes the page holding its sample,
 which is kept while the run's read plan has reads of it (:meth:`ParquetReader.read_member`), so
@@ -23,8 +23,9 @@ from evalharness.core.errors import DataError
 from evalharness.core.untrusted import parse_json
 from evalharness.data.container import ContainerReader, Listed, class_index
 from evalharness.data.ground_truth import LabeledSample, Member
-from evalharness.data.parquet_format import Chunk, ParquetFile
-from evalharness.data.parquet_values import BYTE_ARRAY, INT32, INT64
+from evalharness.data.parquet.file import ParquetFile
+from evalharness.data.parquet.footer import Chunk
+from evalharness.data.parquet.values import BYTE_ARRAY, INT32, INT64
 
 FILES_KEPT = 16  # footers kept parsed: a worker reads a few shards at a time
 

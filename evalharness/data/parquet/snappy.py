@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from evalharness.data.thrift_compact import varint
+from evalharness.data.parquet.thrift import varint
 
 BLOCK = 1 << 18  # bytes read from the file at a time
 

@@ -1,7 +1,11 @@
 """Parquet page decompression, each codec bounded by the size the page header declares.
 
-Snappy, what the ``datasets`` library writes (pyarrow's default), is decoded here as the page
-streams from the file (:mod:`evalharness.data.snappy`), so a page is in memory once; gzip by
+Snappy, what the ``datasets`` library writes (pyarrow's default), is decoded by ``cramjam`` when it
+is installed and the page compresses at least :data:`WHOLE_SNAPPY_RATIO`:1 (there the Python loop's
+copies run at ~20 MB/s against cramjam's 550+, and the compressed page held whole beside the decoded
+one costs at most half a page more); otherwise, JPEG pages being almost all literals, as the page
+streams from the file (:mod:`evalharness.data.parquet.snappy`, ~3 GB/s on them), so a page is in memory
+once; gzip by
 :mod:`zlib`; zstd by ``zstandard`` (the ``size`` extra) or ``cramjam``; brotli and lz4 by ``cramjam``
 (the ``parquet`` extra, one small compiled wheel). A codec nobody here can decode is one error naming
 the codec and the fix.
@@ -15,9 +19,12 @@ from types import ModuleType
 from typing import Any
 
 from evalharness.core.errors import DataError
-from evalharness.data import snappy
-from evalharness.data.snappy import Damaged
+from evalharness.data.parquet import snappy
+from evalharness.data.parquet.snappy import Damaged
+from evalharness.data.parquet.thrift import Malformed, varint
 
+# A snappy page whose decoded size is at least this many times its stored size goes to cramjam whole.
+WHOLE_SNAPPY_RATIO = 2
 NAMES = {0: "uncompressed", 1: "snappy", 2: "gzip", 3: "lzo", 4: "brotli", 5: "lz4", 6: "zstd", 7: "lz4_raw"}
 
 
@@ -35,11 +42,14 @@ def decompress_stream(
     """``prefix`` + the ``size`` bytes a page's ``stored`` compressed bytes decompress to, read
     through ``read``: snappy (the usual codec) is decoded as it streams, so a page is in memory once;
     the rest are read whole and decompressed."""
-    if codec == 1:
+    cramjam = _cramjam() if codec == 1 else None
+    if codec == 1 and (cramjam is None or stored * WHOLE_SNAPPY_RATIO > size):
         return snappy.decode(read, size, prefix)
     data = read(stored)
     if len(data) != stored:
         raise Damaged(f"page of {stored} bytes cut to {len(data)}")
+    if cramjam is not None:
+        return _snappy_whole(cramjam, data, size, prefix)
     out = decompress(codec, data, size, where)
     return prefix + bytes(out) if prefix else out
 
@@ -73,13 +83,27 @@ def decompress(codec: int, data: bytes | memoryview, size: int, where: str) -> b
     raise DataError(f"{where}: pages compressed with {name}, which this reader cannot decode; {fix}")
 
 
-def _cram(decoder: Any, data: bytes | memoryview, size: int) -> memoryview:
-    """cramjam's decoder writing into a buffer of the declared size (already backed by the stored
-    bytes, data/bounds.py), so a forged header cannot make it allocate more; it returns what it
-    wrote, so a page that decodes to less is damage (told ``output_len``, cramjam pads with zeros)."""
-    out = bytearray(size)
+def _snappy_whole(cramjam: ModuleType, data: bytes, size: int, prefix: bytes) -> memoryview:
+    """``prefix`` + the raw snappy block ``data`` decoded by cramjam: the block's own length is
+    checked against the page header's (already backed, data/bounds.py) before the output exists."""
     try:
-        written = decoder(data, out)
+        declared = varint(data, 0, len(data))[0]
+    except Malformed:
+        raise Damaged("snappy block cut short") from None
+    if declared != size:
+        raise Damaged(f"snappy block of {declared} bytes, the page header says {size}")
+    return _cram(cramjam.snappy.decompress_raw_into, data, size, prefix)
+
+
+def _cram(decoder: Any, data: bytes | memoryview, size: int, prefix: bytes = b"") -> memoryview:
+    """``prefix`` + cramjam's decoder writing into a buffer of the declared size (already backed by
+    the stored bytes, data/bounds.py), so a forged header cannot make it allocate more; it returns
+    what it wrote, so a page that decodes to less is damage (told ``output_len``, cramjam pads with
+    zeros)."""
+    out = bytearray(len(prefix) + size)
+    out[: len(prefix)] = prefix
+    try:
+        written = decoder(data, memoryview(out)[len(prefix) :])
     except Exception as exc:  # cramjam raises its own DecompressionError
         raise Damaged(str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__) from None
     if written != size:
