@@ -1,16 +1,18 @@
 """Top-1 agreement and McNemar's p of classification runs as array operations, for a sweep's N×N
 matrix and the quantization table.
 
-A sweep of 20 runs on 50,000 images has 190 pairs; pairing each pair's records by id in Python
-(:func:`evalharness.stats.paired.classification_diff`, which also lists every changed image for
-``report diff``) costs a second a pair. Here each run's records are read once into columns aligned
-by id (:func:`answer_columns`: sorted ids, right or not, the top-1 answer), and a pair is a few
-vector comparisons of those columns: its counts, and from them the same agreement, McNemar p and
-paired interval as ``classification_diff`` gives (tests/unit/stats/test_agreement.py holds it).
+A sweep of 20 runs on 50,000 images has 380 ordered pairs; pairing each pair's records by id in
+Python (:func:`evalharness.stats.paired.classification_diff`, which also lists every changed image
+for ``report diff``) costs seconds a pair. Here each run's records are read once into columns
+aligned by id (:func:`answer_columns`: ids, right or not, the top-1 answer, each id and answer an
+integer code shared by the runs compared), and a pair is a few integer-vector comparisons of those
+columns: its counts, and from them the same agreement, McNemar p and paired interval as
+``classification_diff`` gives (tests/unit/stats/test_agreement.py holds it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,62 +21,52 @@ import numpy as np
 from evalharness.stats.intervals import paired_difference
 from evalharness.stats.paired import mcnemar_exact
 
-
-class _NoAnswer:
-    """The top-1 of a record whose ranked list is empty: equal to itself only (``[] == []``)."""
-
-    def __repr__(self) -> str:
-        return "no answer"
-
-
-NO_ANSWER = _NoAnswer()
+Codes = dict[Any, int]  # ids and answers as small integers, shared by the runs compared together
+NO_ANSWER = -1  # the top-1 of a record whose ranked list is empty (``[] == []``: equal to itself only)
 
 
 @dataclass(frozen=True)
 class AnswerColumns:
-    """One run's records as columns in id order (the last record of an id kept, as pairing by id does)."""
+    """One run's records as integer columns in order of their ids' codes (the last record of an id
+    kept, as pairing by id does); the codes are those of every run compared with this one."""
 
-    ids: np.ndarray  # object: the ids, sorted, unique
+    ids: np.ndarray  # the ids' codes, ascending, unique
     right: np.ndarray  # bool: the true class ranked first (``rank == 0``)
-    top1: np.ndarray  # object: the first output index of the ranked list (``topk``)
-    top1_label: np.ndarray  # object: the first label text (``topk_labels``)
+    top1: np.ndarray  # the code of the first output index of the ranked list (``topk``)
+    top1_label: np.ndarray  # the code of the first label text (``topk_labels``)
 
 
-def _object_array(values: list[Any]) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
+def _codes(values: Iterable[Any], codes: Codes) -> np.ndarray:
+    """Each value's code (equal values, as ``==`` says, share one), new values numbered on."""
+    return np.fromiter((codes.setdefault(v, len(codes)) for v in values), dtype=np.int64)
 
 
-def _first(ranked: list[Any] | None) -> Any:
-    return ranked[0] if ranked else NO_ANSWER
+def _first_codes(records: list[dict[str, Any]], field: str, codes: Codes) -> np.ndarray:
+    """The code of each record's first entry of ``field`` (a ranked list), NO_ANSWER where empty."""
+    ranked = (r.get(field) for r in records)
+    first = (codes.setdefault(v[0], len(codes)) if v else NO_ANSWER for v in ranked)
+    return np.fromiter(first, dtype=np.int64, count=len(records))
 
 
-def answer_columns(records: list[dict[str, Any]]) -> AnswerColumns:
-    """The columns of a run's ``records``, read once for every pair it is in."""
+def answer_columns(records: list[dict[str, Any]], codes: Codes) -> AnswerColumns:
+    """The columns of a run's ``records``, read once for every pair it is in (``codes``: one dict
+    for all the runs compared with each other)."""
     by_id = {r["id"]: r for r in records}
-    ids = sorted(by_id)
-    kept = [by_id[i] for i in ids]
-    return AnswerColumns(
-        ids=_object_array(ids),
-        right=np.fromiter((r.get("rank") == 0 for r in kept), dtype=bool, count=len(kept)),
-        top1=_object_array([_first(r.get("topk")) for r in kept]),
-        top1_label=_object_array([_first(r.get("topk_labels")) for r in kept]),
-    )
+    ids = _codes(by_id, codes)
+    order = np.argsort(ids, kind="stable")
+    kept = list(by_id.values())
+    right = np.fromiter((r.get("rank") == 0 for r in kept), dtype=bool, count=len(kept))
+    top1, labels = _first_codes(kept, "topk", codes), _first_codes(kept, "topk_labels", codes)
+    return AnswerColumns(ids[order], right[order], top1[order], labels[order])
 
 
 def _aligned(a: AnswerColumns, b: AnswerColumns) -> tuple[np.ndarray, np.ndarray]:
-    """Index arrays into ``a`` and ``b`` of the ids both hold, in id order."""
+    """Index arrays into ``a`` and ``b`` of the ids both hold."""
     if a.ids.size == b.ids.size and bool((a.ids == b.ids).all()):
         every = np.arange(a.ids.size)
         return every, every
-    common = sorted(set(a.ids.tolist()) & set(b.ids.tolist()))
-    position_a = {v: i for i, v in enumerate(a.ids.tolist())}
-    position_b = {v: i for i, v in enumerate(b.ids.tolist())}
-    return (
-        np.fromiter((position_a[i] for i in common), dtype=np.intp, count=len(common)),
-        np.fromiter((position_b[i] for i in common), dtype=np.intp, count=len(common)),
-    )
+    _, index_a, index_b = np.intersect1d(a.ids, b.ids, assume_unique=True, return_indices=True)
+    return index_a, index_b
 
 
 def top1_agreement(a: AnswerColumns, b: AnswerColumns, same_label_file: bool) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from evalharness.core.documents import JSONMap
 from evalharness.rundir.reader import Run
-from evalharness.stats.agreement import AnswerColumns, answer_columns, top1_agreement
+from evalharness.stats.agreement import AnswerColumns, Codes, answer_columns, top1_agreement
 from evalharness.stats.classification_analysis import confusion_changes, per_class_changes
 from evalharness.stats.intervals import CONFIDENCE
 from evalharness.stats.paired import classification_diff
@@ -43,11 +43,14 @@ class ClassificationComparison(Comparison):
         }
 
     def agreement(self, a: Run, b: Run) -> Agreement:
-        return self._agreement(a, b, answer_columns(a.predictions), answer_columns(b.predictions))
+        codes: Codes = {}
+        columns_a, columns_b = answer_columns(a.predictions, codes), answer_columns(b.predictions, codes)
+        return self._agreement(a, b, columns_a, columns_b)
 
     def agreements(self, runs: list[Run]) -> dict[tuple[int, int], Agreement | None]:
         """Each run's records read into columns once; a pair is then a few vector operations."""
-        columns = [answer_columns(run.predictions) for run in runs]
+        codes: Codes = {}
+        columns = [answer_columns(run.predictions, codes) for run in runs]
         return {
             (i, j): self._agreement(runs[i], runs[j], columns[i], columns[j])
             for i, j in permutations(range(len(runs)), 2)

@@ -53,8 +53,9 @@ def test_the_matrix_equals_the_pairwise_definition(seed):
 
 
 def test_runs_with_no_shared_image_pair_nothing():
-    a = answer_columns([{"id": "x", "topk": [1], "rank": 0}])
-    b = answer_columns([{"id": "y", "topk": [1], "rank": 0}])
+    codes: dict = {}
+    a = answer_columns([{"id": "x", "topk": [1], "rank": 0}], codes)
+    b = answer_columns([{"id": "y", "topk": [1], "rank": 0}], codes)
     assert top1_agreement(a, b, True) == {
         "paired_images": 0, "top1_agreement": None, "mcnemar_p": 1.0, "delta_top1_interval": None,
     }  # fmt: skip
