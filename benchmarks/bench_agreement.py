@@ -8,7 +8,8 @@ fields a run writes: id, label, label_index, rank, topk, topk_labels, scores, la
 input_sha256; metrics.json is the template run's, its figures rescored from those records), then
 times, per size: reading every run's records, the sweep's N×N agreement matrix with McNemar's p
 over the runs read (:func:`evalharness.report.commands.sweep_pairs.agreement_sections`) and
-``report diff`` of two runs from disk (the document and its text, as the command prints it).
+``report diff`` and ``report sweep`` of two runs from disk (the document or table and its text, as
+the command prints it).
 Printed: seconds, and each time per image as a multiple of the first size's (linear: about 1).
 """
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from evalharness.core.tables import render_text
 from evalharness.report.commands.diff import build_diff
+from evalharness.report.commands.sweep import sections, sweep_table
 from evalharness.report.commands.sweep_pairs import agreement_sections
 from evalharness.report.runs import comparability, definition_of
 from evalharness.report.views import diff_view
@@ -87,6 +89,18 @@ def time_matrix(dirs: list[str]) -> tuple[float, float]:
     return read, time.perf_counter() - start
 
 
+def time_sweep(dirs: list[str]) -> float:
+    """``report sweep`` of two runs (a delegate sweep, the first the baseline): its table and text."""
+    start = time.perf_counter()
+    jobs = [
+        {"run": os.path.basename(d), "dir": d, "params": {"delegate": f"d{n}"}, "doc": load_run(d, str(n))}
+        for n, d in enumerate(dirs)
+    ]
+    columns, rows = sweep_table(jobs, {"delegate": "d0"})
+    render_text("sweep", sections(os.path.dirname(dirs[0]), jobs, columns, rows))
+    return time.perf_counter() - start
+
+
 def time_diff(a_dir: str, b_dir: str) -> float:
     start = time.perf_counter()
     a, b = load_run(a_dir, "A"), load_run(b_dir, "B")
@@ -107,17 +121,19 @@ def main() -> None:
     folder = args.folder or tempfile.mkdtemp(prefix="bench_agreement_")
     pairs = args.runs * (args.runs - 1) // 2
     print(f"{args.runs} runs ({pairs} pairs), runs in {folder}")
-    print(f"{'images':>8} {'read s':>7} {'matrix s':>9} {'diff s':>7}  per image × the first size's")
+    heads = f"{'images':>8} {'read s':>7} {'matrix s':>9} {'diff s':>7} {'sweep s':>8}"
+    print(f"{heads}  per image × the first size's")
     base = None
     for images in (int(s) for s in args.sizes.split(",")):
         dirs = write_runs(folder, template, args.runs, images)
         diff = time_diff(dirs[0], dirs[1])  # first: the matrix leaves every run's records in the heap
+        sweep = time_sweep(dirs[:2])
         read, matrix = time_matrix(dirs)
-        per_image = (read / images, matrix / images, diff / images)
+        per_image = (read / images, matrix / images, diff / images, sweep / images)
         base = base or per_image
-        ratios = ", ".join(f"{name} {value / first:.2f}" for name, value, first in
-                           zip(("read", "matrix", "diff"), per_image, base, strict=True))  # fmt: skip
-        print(f"{images:>8} {read:>7.2f} {matrix:>9.2f} {diff:>7.2f}  {ratios}")
+        names = ("read", "matrix", "diff", "sweep")
+        ratios = ", ".join(f"{n} {v / first:.2f}" for n, v, first in zip(names, per_image, base, strict=True))
+        print(f"{images:>8} {read:>7.2f} {matrix:>9.2f} {diff:>7.2f} {sweep:>8.2f}  {ratios}")
 
 if __name__ == "__main__":
     main()
