@@ -9,6 +9,7 @@ and the quantization table read :meth:`Comparison.agreement`; ``--fail-if`` name
 
 from __future__ import annotations
 
+from itertools import permutations
 from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
 from evalharness.core.documents import JSONMap
@@ -74,6 +75,13 @@ class Comparison:
         "samples": how many were paired (optional), "interval": [low, high] of the headline metric's
         paired change b - a (optional; the quantization table's Δ interval)}``; None: the task has none."""
         return None
+
+    def agreements(self, runs: list[Run]) -> dict[tuple[int, int], Agreement | None]:
+        """:meth:`agreement` of every ordered pair ``(i, j)``, i != j, of ``runs`` (a sweep's N×N
+        matrix). A task whose agreement reads each run into columns once overrides this, so the
+        matrix costs one read per run and vector operations per pair."""
+        pairs = permutations(enumerate(runs), 2)
+        return {(i, j): self.agreement(a, b) for (i, a), (j, b) in pairs}
 
     def pairwise(self, comparison: JSONMap) -> PairQuantities:
         """The pair quantities ``--fail-if`` rules may name (numbers of the comparison)."""

@@ -56,24 +56,22 @@ def agreement_sections(jobs: list[dict[str, Any]], label: Callable[[dict[str, An
     out = []
     for group in _groups(jobs):
         paired = comparer(definition_of(group[0]["doc"]))
+        found = paired.agreements([j["doc"] for j in group]) if paired else {}
+        if not found or any(v is None for v in found.values()):
+            continue
         names = [label(j) for j in group]
         cells, kind = [], None
-        for a in group:
+        for i, a in enumerate(group):
             row = [label(a)]
-            for b in group:
-                if a is b:
+            for j in range(len(group)):
+                pair = found.get((i, j))
+                if pair is None:
                     row.append("—")
                     continue
-                found = paired.agreement(a["doc"], b["doc"]) if paired else None
-                if found is None:
-                    break
-                kind = found["name"]
-                text = fmt(found["value"], ".3f")
-                row.append(text if found["p"] is None else f"{text} (p {format_p(found['p'])})")
-            else:
-                cells.append(row)
-                continue
-            break
+                kind = pair["name"]
+                text = fmt(pair["value"], ".3f")
+                row.append(text if pair["p"] is None else f"{text} (p {format_p(pair['p'])})")
+            cells.append(row)
         if kind is None:
             continue
         notes = [

@@ -4,10 +4,12 @@ interval of Δtop-1 (and, for ``report diff``, per-class changes and changed con
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import permutations
 from typing import Any
 
 from evalharness.core.documents import JSONMap
 from evalharness.rundir.reader import Run
+from evalharness.stats.agreement import AnswerColumns, Codes, answer_columns, top1_agreement
 from evalharness.stats.classification_analysis import confusion_changes, per_class_changes
 from evalharness.stats.intervals import CONFIDENCE
 from evalharness.stats.paired import classification_diff
@@ -41,7 +43,23 @@ class ClassificationComparison(Comparison):
         }
 
     def agreement(self, a: Run, b: Run) -> Agreement:
-        c = self.compare(a, b, {})
+        codes: Codes = {}
+        columns_a, columns_b = answer_columns(a.predictions, codes), answer_columns(b.predictions, codes)
+        return self._agreement(a, b, columns_a, columns_b)
+
+    def agreements(self, runs: list[Run]) -> dict[tuple[int, int], Agreement | None]:
+        """Each run's records read into columns once; a pair is then a few vector operations."""
+        codes: Codes = {}
+        columns = [answer_columns(run.predictions, codes) for run in runs]
+        return {
+            (i, j): self._agreement(runs[i], runs[j], columns[i], columns[j])
+            for i, j in permutations(range(len(runs)), 2)
+        }
+
+    @staticmethod
+    def _agreement(a: Run, b: Run, columns_a: AnswerColumns, columns_b: AnswerColumns) -> Agreement:
+        same_labels = a.provenance.labels.sha256 == b.provenance.labels.sha256
+        c = top1_agreement(columns_a, columns_b, same_labels)
         return {
             "name": "top-1 agreement",
             "value": c["top1_agreement"],
