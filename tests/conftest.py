@@ -12,6 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import cli_fork
 import hypothesis
 import pytest
 from hydra import compose, initialize_config_dir
@@ -154,8 +155,9 @@ def run_inprocess(overrides: list[str], run_dir: Path) -> dict:
 
 
 def run_cli(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``python -m evalharness ARGS`` in a subprocess (exit codes, stderr, Hydra run dirs)."""
-    return subprocess.run(
+    """``python -m evalharness ARGS`` in its own process (exit codes, stderr, Hydra run dirs), forked
+    from a process that has imported it (tests/cli_fork.py)."""
+    return cli_fork.run(
         [sys.executable, "-m", "evalharness", *args, "loop.progress=false"],
         cwd=cwd,
         env={**os.environ, **(env or {})},

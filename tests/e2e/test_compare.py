@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 
+import cli_fork
 import pytest
 from conftest import ASSETS, MODELS
 
@@ -20,7 +21,7 @@ COMMON = [f"paths.models_dir={MODELS}", "loop.progress=false"]
 
 
 def _cli(args: list[str], cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evalharness", *args], cwd=cwd, capture_output=True,
+    return cli_fork.run([sys.executable, "-m", "evalharness", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=300)  # fmt: skip
 
 

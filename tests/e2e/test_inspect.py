@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_fork
 import pytest
 from conftest import MODELS
 
@@ -28,7 +29,7 @@ def _vulkan_missing() -> str | None:
 
 
 def _inspect(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return cli_fork.run(
         [sys.executable, "-m", "evalharness", "inspect", *args], capture_output=True, text=True, timeout=300
     )
 

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_fork
 import pytest
 
 ESCAPES = "\x1b[2J\x1b]0;pwned\x07\x1b[8mhidden\x1b[0m<script>alert(1)</script>"
@@ -122,7 +123,7 @@ def test_untrusted_input_keeps_the_contract(channel, kind, sample_run, tmp_path)
     else:
         hostile = tmp_path / f"hostile_{kind}"
     _place(hostile, classes[kind], kind)
-    proc = subprocess.run(
+    proc = cli_fork.run(
         command(hostile, sample_run, out),
         capture_output=True,
         cwd=tmp_path,

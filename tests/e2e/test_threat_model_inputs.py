@@ -25,6 +25,7 @@ import sys
 import zlib
 from pathlib import Path
 
+import cli_fork
 import numpy as np
 import pytest
 from PIL import Image
@@ -287,6 +288,8 @@ YAML_CHANNELS = {
     ],
 }  # fmt: skip
 YAML_CASES = [(channel, kind) for channel in YAML_CHANNELS for kind in YAML]
+
+
 @pytest.mark.parametrize(("channel", "kind"), YAML_CASES, ids=[f"{c}-{k}" for c, k in YAML_CASES])
 def test_a_yaml_file_keeps_the_contract(channel, kind, sample_run, tmp_path):
     before = _digest(sample_run)
@@ -297,6 +300,4 @@ def test_a_yaml_file_keeps_the_contract(channel, kind, sample_run, tmp_path):
 
 
 def _run(command: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        command, capture_output=True, cwd=cwd, timeout=60, stdin=subprocess.DEVNULL, env=env
-    )
+    return cli_fork.run(command, capture_output=True, cwd=cwd, timeout=60, stdin=subprocess.DEVNULL, env=env)
