@@ -183,6 +183,9 @@ def _child(request: dict, pipes: tuple[int, int]) -> None:
         if "numpy" in sys.modules:
             sys.modules["numpy"].random.seed()
         sys.argv = [request["module"], *request["args"]]
+        for name in PRELOAD:  # run as __main__ afresh (its imports stay loaded), as `python -m` does
+            if name.endswith(".__main__"):
+                sys.modules.pop(name, None)
         runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as stop:
