@@ -62,11 +62,7 @@ def _write_chunks(path: str, chunks: Iterable[str | bytes], exclusive: bool) -> 
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    _sync_directory(directory)
 
 
 def sync_open_file(f: IO[Any]) -> None:
@@ -86,11 +82,7 @@ def sync_paths(paths: Iterable[str]) -> None:
     for path in paths:
         if not os.path.isfile(path):
             continue
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync_path(path)
         directory = os.path.dirname(os.path.abspath(path))
         if directory not in directories:
             directories.append(directory)
@@ -98,12 +90,16 @@ def sync_paths(paths: Iterable[str]) -> None:
         _sync_directory(directory)
 
 
-def _sync_directory(directory: str) -> None:
-    dir_fd = os.open(directory, os.O_RDONLY)
+def _fsync_path(path: str) -> None:
+    """fsync of a file or a directory by its path (a directory: its entries)."""
+    fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(dir_fd)
+        os.fsync(fd)
     finally:
-        os.close(dir_fd)
+        os.close(fd)
+
+
+_sync_directory = _fsync_path
 
 
 def _umask() -> int:
