@@ -20,6 +20,16 @@ from typing import Any, TypedDict
 JSONMap = dict[str, Any]  # a JSON object whose keys this module does not fix
 
 
+class Assumed(TypedDict):
+    """One thing the tool assumed, printed once (``Assumed:``) and recorded: the key, the value
+    assumed, why, and the setting that says otherwise."""
+
+    what: str
+    assumed: str | int  # an index (dataset.label_offset) is recorded as the number it is
+    why: str
+    fix: str
+
+
 class PredictionsFile(TypedDict):
     """metrics.json ``predictions``: where the per-sample records are and how many were written."""
 

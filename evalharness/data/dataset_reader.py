@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import ClassVar, TypedDict
 
+from evalharness.core.documents import Assumed
 from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.registry import Registry
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS, FORMATS, ClassList, LabeledSample, Member
@@ -86,7 +87,7 @@ class DatasetReader:
         # dataset options given but not read (a container's own labels win), said as an assumption
         self.unread: tuple[str, ...] = ()
 
-    def assumption(self) -> dict[str, str] | None:
+    def assumption(self) -> Assumed | None:
         """What to print and record when dataset files were given and not read (else None)."""
         given = [k for k in self.unread if getattr(self.request, k) is not None]
         if not given:
@@ -219,9 +220,10 @@ def reads_container(fmt: str, root: str) -> bool:
     return fmt == "auto" and detect(root)[0] != FOLDER
 
 
-def reader_for(fmt: str, request: ReadRequest) -> tuple[DatasetReader, dict[str, str] | None]:
+def reader_for(fmt: str, request: ReadRequest) -> tuple[DatasetReader, Assumed | None]:
     """The reader ``dataset.format`` picks, and the assumption to print and record when ``auto``
     detected a container (None otherwise)."""
+    note: Assumed | None
     if fmt in READERS:  # the folder's reader or a container's
         kind, note = fmt, None
     elif fmt == "auto":

@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from evalharness.core.documents import Assumed
 from evalharness.core.errors import ConfigError
 from evalharness.data.preprocess import InputSpec, PreprocessSpec, spec_from_config, tool_offset
 
@@ -90,7 +91,7 @@ def auto_reason(spec: PreprocessSpec, inp: InputSpec) -> str:
     return f"the file's {inp.dtype} input does not hold pixels as they are"
 
 
-def auto_assumption(spec: PreprocessSpec, inp: InputSpec, requested: str) -> dict[str, str] | None:
+def auto_assumption(spec: PreprocessSpec, inp: InputSpec, requested: str) -> Assumed | None:
     """The ``Assumed:`` line of an ``auto`` that quantizes (nothing where it fed the tool's pixels)."""
     if requested != "auto" or spec.integer_input != "quantize" or inp.dtype.startswith("float"):
         return None

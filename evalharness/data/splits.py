@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from evalharness.core.documents import Assumed
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import parse_yaml, read_json, read_text
 from evalharness.data.shard_names import container_of, pattern_files
@@ -67,14 +68,14 @@ class SplitChoice:
         shards = [os.path.relpath(f, base) if base else os.path.basename(f) for f in self.files]
         return {"name": self.split, "found": described(self.found), "chosen": self.how, "shards": shards}
 
-    def assumption(self) -> dict[str, str] | None:
+    def assumption(self) -> Assumed | None:
         """What to print and record when auto read one split of several (None otherwise)."""
         return split_assumption(self.root, self.split, self.found, self.how)
 
 
 def split_assumption(
     where: str, split: str | None, found: Sequence[str | None], how: str
-) -> dict[str, str] | None:
+) -> Assumed | None:
     """The assumption said when ``dataset.split=auto`` picked ``split`` among several (else None)."""
     if len(found) < 2 or how.startswith("dataset.split="):
         return None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalharness.core.documents import Assumed
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import read_yaml
 from evalharness.data.splits import AUTO, DatasetSplitRecord, choose, is_split_name, split_assumption
@@ -39,7 +40,7 @@ class YoloLayout:
         """``provenance.dataset.dataset_split`` of a YOLO run: the key read, the keys found."""
         return {"name": self.split, "found": list(self.found), "chosen": self.how, "shards": []}
 
-    def assumption(self) -> dict[str, str] | None:
+    def assumption(self) -> Assumed | None:
         """What to say when dataset.split=auto read one split of several (else None)."""
         return split_assumption(str(self.data_yaml), self.split, self.found, self.how)
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from evalharness import __version__
 from evalharness.core.checksum import sha256_file
+from evalharness.core.documents import Assumed
 from evalharness.core.errors import EvalHarnessError
 from evalharness.run.hydra_access import job_overrides
 from evalharness.settings.groups import RunSettings
@@ -221,7 +222,7 @@ def preprocess_source(sources: Mapping[str, Any], key: str) -> str:
 
 def fed_input(
     settings: RunSettings, preprocessing: Mapping[str, Any] | None
-) -> tuple[dict[str, Any] | None, list[dict[str, str]]]:
+) -> tuple[dict[str, Any] | None, list[Assumed]]:
     """(``preprocessing.fed``, the ``Assumed:`` line of an ``integer_input=auto`` that quantized) of
     an image task's recorded recipe; (None, []) for a task that records none."""
     from evalharness.data.fed_input import auto_assumption, fed_record, recorded_spec

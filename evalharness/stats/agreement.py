@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -69,7 +69,16 @@ def _aligned(a: AnswerColumns, b: AnswerColumns) -> tuple[np.ndarray, np.ndarray
     return index_a, index_b
 
 
-def top1_agreement(a: AnswerColumns, b: AnswerColumns, same_label_file: bool) -> dict[str, Any]:
+class TopOneAgreement(TypedDict):
+    """What :func:`top1_agreement` gives for one pair: the figures ``classification_diff`` gives."""
+
+    paired_images: int
+    top1_agreement: float | None
+    mcnemar_p: float
+    delta_top1_interval: list[float] | None
+
+
+def top1_agreement(a: AnswerColumns, b: AnswerColumns, same_label_file: bool) -> TopOneAgreement:
     """``{"paired_images", "top1_agreement", "mcnemar_p", "delta_top1_interval"}`` of B against A,
     the values ``classification_diff`` gives for the same records (top-1 compared by output index
     when both runs used the same label file, else by label text)."""

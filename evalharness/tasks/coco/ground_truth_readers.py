@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from evalharness.core.checksum import optional_sha256, sha256_file
+from evalharness.core.documents import Assumed
 from evalharness.core.errors import ConfigError
 from evalharness.core.registry import Registry
 from evalharness.data.coco_annotations import IMAGE_FILE_KEYS, load_annotations
@@ -38,7 +39,7 @@ class DetectionTruth:
     sha256: str | None
     unscored: Counter[str]
     record: dict[str, Any]  # provenance.dataset's own fields of the format
-    assumptions: list[dict[str, Any]]
+    assumptions: list[Assumed]
     format: str  # the reader's name (provenance.dataset.format): what a rescore reads it again with
 
 
@@ -52,7 +53,7 @@ class DetectionTruthReader:
 
     name: ClassVar[str]
 
-    def read(self, dataset: Any, assumptions: list[dict[str, Any]]) -> DetectionTruth:
+    def read(self, dataset: Any, assumptions: list[Assumed]) -> DetectionTruth:
         raise NotImplementedError
 
     def read_again(self, ground_truth: str, split: str | None, recorded: str | None) -> Reread:
@@ -79,7 +80,7 @@ class InstancesJson(DetectionTruthReader):
 
     name = "coco"
 
-    def read(self, dataset: Any, assumptions: list[dict[str, Any]]) -> DetectionTruth:
+    def read(self, dataset: Any, assumptions: list[Assumed]) -> DetectionTruth:
         ann_path = dataset.annotations
         if dataset.split != "auto":  # an instances JSON names its images: there is no split to choose
             raise ConfigError(
@@ -106,7 +107,7 @@ class YoloLayoutTruth(DetectionTruthReader):
 
     name = "yolo"
 
-    def read(self, dataset: Any, assumptions: list[dict[str, Any]]) -> DetectionTruth:
+    def read(self, dataset: Any, assumptions: list[Assumed]) -> DetectionTruth:
         if dataset.annotations:  # two ground truths for one run: which one scores must not be a guess
             raise ConfigError(
                 f"dataset.format=yolo reads the labels of the layout at dataset.root, but "

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from evalharness.core.documents import JSONMap
+from evalharness.core.documents import Assumed, JSONMap
 from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo, require_real
 from evalharness.data.labels import label_set
@@ -117,7 +117,7 @@ def coco_source(dataset: Any) -> CocoSource:
     instances JSON when one is given, else the YOLO layout at ``dataset.root`` (detected by its names
     alone, said once); ``dataset``: the typed group (DatasetSchema extended with :class:`CocoDataset`)."""
     fmt = dataset.format or "auto"
-    assumptions: list[dict[str, Any]] = []
+    assumptions: list[Assumed] = []
     if fmt == "auto":
         fmt = "yolo" if not dataset.annotations and find_layout(dataset.root) is not None else "coco"
         why = f"{dataset.root} is an Ultralytics YOLO layout (data.yaml, labels/ beside images/)"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from evalharness.core.checksum import optional_sha256
-from evalharness.core.documents import JSONMap
+from evalharness.core.documents import Assumed, JSONMap
 from evalharness.core.errors import ModelMismatchError
 from evalharness.core.ranking import stable_topk
 from evalharness.core.tensors import TensorInfo, require_real
@@ -130,7 +130,7 @@ class ImageNetTask(Task):
         self.configured = self.spec = checked_spec(model)  # bind fits it to each model's input
         self.dataset = dataset
         self.unscored: Counter[str] = Counter()
-        self.assumptions: list[dict[str, Any]] = []
+        self.assumptions: list[Assumed] = []
         self.classes = ClassList()  # the dataset's class list the reader used (index alignment)
         # one reader contract (data/dataset_reader.py): a folder and its ground truth, or a container
         self.reader, detected = reader_for(dataset.format, read_request(dataset, self.unscored, self.classes))
