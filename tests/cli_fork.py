@@ -36,15 +36,31 @@ _zygote: subprocess.Popen | None = None
 _pending = b""  # what the zygote wrote past the last reply read
 
 
-IMPORTS = ("PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONNOUSERSITE", "PYTHONUSERBASE")
+IMPORTS = ("PYTHONHOME", "PYTHONSAFEPATH", "PYTHONNOUSERSITE", "PYTHONUSERBASE")
+
+
+def _added_path(env: dict[str, str] | None) -> list[str] | None:
+    """The folders the command's PYTHONPATH puts before this process's (plug-in folders), or None
+    when they could import other code than the zygote has: another evalharness (an install
+    elsewhere), or a module of a name the zygote may have imported already."""
+    mine = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    theirs = [p for p in (env or os.environ).get("PYTHONPATH", "").split(os.pathsep) if p]
+    added = theirs[: len(theirs) - len(mine)]
+    if theirs[len(added) :] != mine:
+        return None
+    for folder in added:
+        names = {n.removesuffix(".py") for n in (os.listdir(folder) if os.path.isdir(folder) else [])}
+        if "evalharness" in names or names & {m.split(".")[0] for m in sys.modules}:
+            return None
+    return added
 
 
 def _forkable(cmd: list[str], env: dict[str, str] | None) -> bool:
-    """The evalharness CLI, importing what the zygote imported (a command given another PYTHONPATH
-    may import another evalharness: an install elsewhere, a plug-in shadowing a module)."""
+    """The evalharness CLI, importing what the zygote imported (see :func:`_added_path`)."""
     return (
         os.environ.get("EVALHARNESS_TEST_FORK", "1") != "0"
         and all((env or os.environ).get(k) == os.environ.get(k) for k in IMPORTS)
+        and _added_path(env) is not None
         and len(cmd) >= 3
         and cmd[0] == sys.executable
         and cmd[1] == "-m"
@@ -110,6 +126,7 @@ def run(
             "args": cmd[3:],
             "cwd": os.path.abspath(cwd or os.getcwd()),
             "env": dict(os.environ if env is None else env),
+            "path": _added_path(env),
             "stdout": out,
             "stderr": err,
         }
@@ -178,7 +195,7 @@ def _child(request: dict, pipes: tuple[int, int]) -> None:
         sys.stderr = sys.__stderr__ = open(  # noqa: SIM115
             2, "w", buffering=1, closefd=False, encoding=encoding, errors="backslashreplace"
         )  # line-buffered, as a non-interactive stderr is
-        sys.path[0] = request["cwd"]  # python -m: the working directory first
+        sys.path[:1] = [request["cwd"], *request["path"]]  # python -m: the working directory, PYTHONPATH
         random.seed()
         if "numpy" in sys.modules:
             sys.modules["numpy"].random.seed()

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import cli_fork
 import pytest
 from conftest import MODELS, make_runs, task_lines
 
@@ -74,14 +75,14 @@ def evalharness(plugin: Plugin, data: Path, cwd: Path, *args: str, multirun: boo
     base = [f"hydra.searchpath=[file://{plugin.conf}]", f"task={plugin.name}"]
     base.append(f"dataset.{plugin.field}={data}")
     mode = ["-m"] if multirun else []
-    return subprocess.run(
+    return cli_fork.run(
         [sys.executable, "-m", "evalharness", *mode, *base, "loop.progress=false", *args],
         cwd=cwd, env=_env(plugin), capture_output=True, text=True, timeout=300,
     )  # fmt: skip
 
 
 def report(plugin: Plugin, *args) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return cli_fork.run(
         [sys.executable, "-m", "evalharness.report", *map(str, args)],
         env=_env(plugin), capture_output=True, text=True, timeout=300,
     )  # fmt: skip
@@ -174,7 +175,7 @@ def test_sweep_tabulates_the_plugin_metric(plugin, data_file, tmp_path):
 
 def test_the_plugin_is_unknown_without_its_module(plugin, runs):
     env = {k: v for k, v in _env(plugin).items() if k != "EVALHARNESS_PLUGINS"}
-    proc = subprocess.run(
+    proc = cli_fork.run(
         [sys.executable, "-m", "evalharness.report", "rescore", str(runs["cpu"])],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -184,7 +185,7 @@ def test_the_plugin_is_unknown_without_its_module(plugin, runs):
 
 def test_the_dataset_field_is_the_plugins_own(plugin, tmp_path):
     """The field is checked by the plug-in's declaration: missing, it is the usual one line."""
-    proc = subprocess.run(
+    proc = cli_fork.run(
         [sys.executable, "-m", "evalharness", f"hydra.searchpath=[file://{plugin.conf}]",
          f"task={plugin.name}", f"hydra.run.dir={tmp_path / 'run'}", "loop.progress=false"],
         cwd=tmp_path, env=_env(plugin), capture_output=True, text=True, timeout=300,
