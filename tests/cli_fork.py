@@ -55,12 +55,12 @@ def _added_path(env: dict[str, str] | None) -> list[str] | None:
     return added
 
 
-def _forkable(cmd: list[str], env: dict[str, str] | None) -> bool:
-    """The evalharness CLI, importing what the zygote imported (see :func:`_added_path`)."""
+def _forkable(cmd: list[str], env: dict[str, str] | None, added: list[str] | None) -> bool:
+    """The evalharness CLI, importing what the zygote imported (``added``: :func:`_added_path`)."""
     return (
         os.environ.get("EVALHARNESS_TEST_FORK", "1") != "0"
         and all((env or os.environ).get(k) == os.environ.get(k) for k in IMPORTS)
-        and _added_path(env) is not None
+        and added is not None
         and len(cmd) >= 3
         and cmd[0] == sys.executable
         and cmd[1] == "-m"
@@ -108,7 +108,13 @@ def run(
 ) -> subprocess.CompletedProcess:
     """:func:`subprocess.run` of ``cmd`` (output captured, as text or bytes), forked from the zygote
     when it runs the evalharness CLI."""
-    if kwargs or not capture_output or stdin not in (None, subprocess.DEVNULL) or not _forkable(cmd, env):
+    added = _added_path(env)
+    if (
+        kwargs
+        or not capture_output
+        or stdin not in (None, subprocess.DEVNULL)
+        or not _forkable(cmd, env, added)
+    ):
         return subprocess.run(
             cmd,
             cwd=cwd,
@@ -126,7 +132,7 @@ def run(
             "args": cmd[3:],
             "cwd": os.path.abspath(cwd or os.getcwd()),
             "env": dict(os.environ if env is None else env),
-            "path": _added_path(env),
+            "path": added,
             "stdout": out,
             "stderr": err,
         }

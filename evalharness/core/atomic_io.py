@@ -62,7 +62,7 @@ def _write_chunks(path: str, chunks: Iterable[str | bytes], exclusive: bool) -> 
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    _sync_directory(directory)
+    _fsync_path(directory)
 
 
 def sync_open_file(f: IO[Any]) -> None:
@@ -87,7 +87,7 @@ def sync_paths(paths: Iterable[str]) -> None:
         if directory not in directories:
             directories.append(directory)
     for directory in directories:
-        _sync_directory(directory)
+        _fsync_path(directory)
 
 
 def _fsync_path(path: str) -> None:
@@ -98,8 +98,6 @@ def _fsync_path(path: str) -> None:
     finally:
         os.close(fd)
 
-
-_sync_directory = _fsync_path
 
 
 def _umask() -> int:

@@ -29,7 +29,9 @@ class NativeInvokeError(EvalHarnessError):
     """A delegate's invoke failed in native code (deadline, out of memory, lost device, other);
     ``known``: one of :data:`CAUSES` (else the runtime's own error is the better message: raise it)."""
 
-    known = False
+    def __init__(self, message: str, known: bool = False) -> None:
+        super().__init__(message)
+        self.known = known
 
 
 @dataclass(frozen=True)
@@ -88,9 +90,9 @@ def invoke_failure(
         quoted = _quote(lines, cause.markers)
         if quoted is not None:
             governs = cause.governs.format(version=version, delegate=delegate)
-            error = NativeInvokeError(f"delegate={delegate}: {cause.name}{where} ({quoted}); {governs}")
-            error.known = True
-            return error
+            return NativeInvokeError(
+                f"delegate={delegate}: {cause.name}{where} ({quoted}); {governs}", known=True
+            )
     text = " ".join(str(exc).split())[:200] or type(exc).__name__
     return NativeInvokeError(
         f"delegate={delegate}: invoke failed in native code{where}: {text}; the run's native.log has "

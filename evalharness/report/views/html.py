@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import io
-import os
 from typing import TYPE_CHECKING
 
 from evalharness.core.escape import html_text
@@ -79,23 +78,14 @@ def thumbnails_html(title: str, items: list[tuple[str, str]], notes: list[str] |
     return f'<section id="thumbnails"><h2>{html_text(title)}</h2>{grid}{said}</section>'
 
 
-def thumbnail_uri(path: str, size: int = 128, shapes: Shapes | None = None) -> str | None:
-    """A small JPEG of the image file as a data URI, or None when the file is absent or unreadable;
-    ``shapes`` drawn on it first (:mod:`.shape_drawing`)."""
-    return _jpeg_uri(path, size, shapes) if os.path.isfile(path) else None
-
-
 def thumbnail_uri_of(data: bytes, size: int = 128, shapes: Shapes | None = None) -> str | None:
-    """A small JPEG of encoded image bytes (a container member's) as a data URI, or None when they
-    are not a readable image."""
-    return _jpeg_uri(io.BytesIO(data), size, shapes)
-
-
-def _jpeg_uri(source: str | io.BytesIO, size: int, shapes: Shapes | None = None) -> str | None:
+    """A small JPEG of encoded image bytes (a file's or a container member's, read through the run's
+    images) as a data URI, ``shapes`` drawn on it first (:mod:`.shape_drawing`); None when they are
+    not a readable image."""
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(source) as img:
+        with Image.open(io.BytesIO(data)) as img:
             img = img.convert("RGB")
             if shapes:
                 from evalharness.report.views.shape_drawing import draw_shapes
