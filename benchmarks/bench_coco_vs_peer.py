@@ -231,7 +231,8 @@ def run(args: argparse.Namespace, python: str, work: Path) -> None:
             f"yolo val {seconds['yolo val']:.2f} s, ratio {ratios[-1]:.3f}",
             flush=True,
         )
-    print(f"evalharness / yolo val: median {statistics.median(ratios):.3f} (rounds {', '.join(f'{x:.3f}' for x in ratios)})")
+    rounds = ", ".join(f"{x:.3f}" for x in ratios)
+    print(f"evalharness / yolo val: median {statistics.median(ratios):.3f} (rounds {rounds})")
     print(f"load average after: {os.getloadavg()}")
 
 
