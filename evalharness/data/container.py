@@ -36,6 +36,7 @@ from evalharness.data.shard_index import indexed
 from evalharness.data.splits import SplitChoice, select_shards
 
 Listed = tuple[str, int, Member]  # (sample id, class index, where its encoded image lies)
+NO_LABEL = -1  # the class index of a member listed for its image alone (ReadRequest.labelled False)
 
 
 def member(shard: str, name: str, offset: int, data: bytes) -> Member:
@@ -64,7 +65,14 @@ class ContainerReader(DatasetReader):
     listed_states: dict[str, tuple[int, ...]]  # shard -> file state while listed (unchanged throughout)
 
     def list_shard(self, shard: str) -> Iterator[Listed]:
+        """The shard's samples; with ``self.request.labelled`` False, its images alone (class index
+        :data:`NO_LABEL`, no label read or required)."""
         raise NotImplementedError
+
+    @property
+    def index_name(self) -> str:
+        """What a kept shard index is filed under: a listing of the images alone is not a labelled one."""
+        return self.name if self.request.labelled else f"{self.name}-images"
 
     def own_names(self, shards: list[str]) -> tuple[list[str], str] | None:
         """The container's own class names and where they were read, or None."""
@@ -87,7 +95,7 @@ class ContainerReader(DatasetReader):
             before = file_state(shard)
             listing, kept = indexed(
                 self.request.index_dir,
-                self.name,
+                self.index_name,
                 shard,
                 before,
                 self.request.unscored,
@@ -102,7 +110,7 @@ class ContainerReader(DatasetReader):
                         "each image must appear once in the dataset"
                     )
                 first_shard[key] = shard
-                label = self._label(classes, index, found)
+                label = self._label(classes, index, found) if self.request.labelled else UNLABELLED
                 out.append(LabeledSample(root, key, sys.intern(label[0]), label[1], label[2], member=found))
             if before is not None and file_state(shard) == before:  # not written while it was listed
                 self.listed_states[shard] = before
@@ -134,8 +142,11 @@ class ContainerReader(DatasetReader):
         return ordered
 
     def _classes(self) -> list[Label] | None:
-        own = self.own_names(self.shards)
         self.unread = ("ground_truth", "devkit_meta")
+        if not self.request.labelled:  # the images alone: no class names to find
+            self.names_source = None
+            return None
+        own = self.own_names(self.shards)
         if own is not None:
             self.unread += ("class_names", "synset_words")
             self.names_source = own[1]
@@ -168,7 +179,7 @@ class ContainerReader(DatasetReader):
         order = "stored order (shard, offset)"
         if self.reordered:
             order += f": {self.reordered} samples read in another order than their ids"
-        return {
+        said: ContainerProvenance = {
             "container": self.name,
             "shards": len(self.shards),
             "read_order": order,
@@ -176,6 +187,12 @@ class ContainerReader(DatasetReader):
             "index": index,
             "dataset_split": self.split_choice().record(),
         }
+        if not self.request.labelled:  # what a reader of the run lists again by (data/run_images.py)
+            said["labels_read"] = False
+        return said
+
+
+UNLABELLED: Label = ("", None, None)  # the label of an image listed alone
 
 
 def _path(value: str | None) -> Path | None:

@@ -52,6 +52,9 @@ class ReadRequest:
     index_dir: str | None = None  # where container shard indexes are kept (data/shard_index.py)
     split: str = AUTO  # dataset.split: which split of a container root is read (data/splits.py)
     classes: ClassList = field(default_factory=ClassList)  # filled with the class list a folder used
+    # False: the images alone are read (a detection run's ground truth lies beside them, an instances
+    # JSON): a container's labels are neither needed nor read, so a member without one is no error
+    labelled: bool = True
 
 
 class ContainerIndex(TypedDict):
@@ -72,6 +75,7 @@ class ContainerProvenance(TypedDict, total=False):
     index: ContainerIndex
     crc32c: str  # tfrecord: which CRC-32C checked the records
     dataset_split: DatasetSplitRecord  # the split read, the splits found, the shards (data/splits.py)
+    labels_read: bool  # False: the images alone were read (ReadRequest.labelled); absent: True
 
 
 class DatasetReader:

@@ -10,9 +10,8 @@ downscaling and gives other numbers; it is offered only as an explicit option.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -278,7 +277,7 @@ def fitted_spec(spec: PreprocessSpec, inp: InputSpec) -> PreprocessSpec:
     """The spec with ``integer_input`` as this input is fed (``auto`` decided), so a run's provenance
     and tensor-cache key name what was done; a task's ``bind`` calls it once its input is known."""
     fitted = fitted_integer_input(spec, inp)
-    return spec if fitted == spec.integer_input else dataclasses.replace(spec, integer_input=fitted)
+    return spec if fitted == spec.integer_input else replace(spec, integer_input=fitted)
 
 
 def to_input_tensor(pixels: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:
@@ -323,7 +322,7 @@ def resize_shorter_then_crop(img: np.ndarray, spec: PreprocessSpec, inp: InputSp
 
 def preprocessing_provenance(spec: PreprocessSpec, inp: InputSpec | None) -> dict[str, Any]:
     """What metrics.json records about preprocessing: the spec and the input it was fitted to."""
-    return {**dataclasses.asdict(spec), "input": dataclasses.asdict(inp) if inp else None}
+    return {**asdict(spec), "input": asdict(inp) if inp else None}
 
 
 def crop_and_resize(img: np.ndarray, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:
@@ -386,15 +385,16 @@ def detection_geometry(width: int, height: int, spec: PreprocessSpec, inp: Input
     return Geometry(width, height, inp.width, inp.height, nw / width, pad_x, pad_y, nw, nh)
 
 
-def detection_input(path: str, spec: PreprocessSpec, inp: InputSpec) -> tuple[np.ndarray, Geometry]:
-    """Whole image (no crop), stretched or letterboxed (``pad_value`` canvas) to the input size."""
-    img = decode_rgb(path)
+def detection_input(
+    image: str | np.ndarray, spec: PreprocessSpec, inp: InputSpec
+) -> tuple[np.ndarray, Geometry]:
+    """Whole image (a file, or a member's pixels), no crop, stretched or letterboxed to the input."""
+    img = decode_rgb(image) if isinstance(image, str) else image
     g = detection_geometry(img.shape[1], img.shape[0], spec, inp)
     if not spec.letterbox:
         pixels = _resize(img, inp.height, inp.width, spec.resize)
     else:
         pixels = np.full((inp.height, inp.width, 3), spec.pad_value, dtype=np.float32)
-        pixels[g.pad_y : g.pad_y + g.new_h, g.pad_x : g.pad_x + g.new_w] = _resize(
-            img, g.new_h, g.new_w, spec.resize
-        )
+        rows, cols = slice(g.pad_y, g.pad_y + g.new_h), slice(g.pad_x, g.pad_x + g.new_w)
+        pixels[rows, cols] = _resize(img, g.new_h, g.new_w, spec.resize)
     return to_input_tensor(pixels, spec, inp), g

@@ -14,10 +14,13 @@ bytes are shown as the run's only when they are the ones it read.
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Iterable
+from typing import Protocol
 
 from evalharness.core.paths import inside_root
 from evalharness.data.dataset_reader import ReadRequest, reader_for
+from evalharness.data.ground_truth import LabeledSample
 from evalharness.data.manifest import manifest_hash, sample_entry
 from evalharness.data.sample_image import SampleImage, file_image
 from evalharness.data.splits import AUTO
@@ -60,16 +63,25 @@ class FolderImages(RunImages):
 
 class ContainerImages(RunImages):
     """The samples of ``container`` shards at ``root``, by sample id (a :class:`DataError` when the
-    shards are gone, moved or unreadable)."""
+    shards are gone, moved or unreadable). ``labelled`` False: the run read the images alone (its
+    ground truth beside them), so they are listed again as it listed them; a run's id is then the
+    file name its ground truth gives, found as the container's id or, once, as its file name."""
 
     def __init__(
-        self, container: str, root: str, index_dir: str | None = None, split: str | None = None
+        self,
+        container: str,
+        root: str,
+        index_dir: str | None = None,
+        split: str | None = None,
+        labelled: bool = True,
     ) -> None:
         super().__init__(root)
         # the split the run read (provenance.dataset.dataset_split), so its shards are listed again
-        request = ReadRequest(root, index_dir=index_dir, split=split or AUTO)
+        request = ReadRequest(root, index_dir=index_dir, split=split or AUTO, labelled=labelled)
         self.reader, _ = reader_for(container, request)
         self.by_key = {s.key: s for s in self.reader.samples()}
+        if not labelled:  # ids the ground truth names: the containers' ids by file name, when unique
+            self.by_key = {**by_file_name(self.by_key.values()), **self.by_key}
 
     def absent(self, sample_id: str) -> str | None:
         return None if sample_id in self.by_key else f"{sample_id} is not in its container {self.root}"
@@ -81,7 +93,7 @@ class ContainerImages(RunImages):
         keys = list(keys)
         if not manifest_sha256 or any(k not in self.by_key for k in keys):
             return False
-        entries = (sample_entry(self.by_key[k]) for k in sorted(keys))
+        entries = ((k, sample_entry(self.by_key[k])[1]) for k in sorted(keys))  # k: the run's id
         return manifest_hash(entries, content=True, presorted=True) == manifest_sha256
 
     def image(self, sample_id: str) -> SampleImage:
@@ -90,11 +102,51 @@ class ContainerImages(RunImages):
         return self.reader.image(self.by_key[sample_id])
 
 
+def by_file_name(samples: Iterable[LabeledSample]) -> dict[str, LabeledSample]:
+    """Samples by the file name their id ends in, for names one sample alone has (a container's id
+    may keep the folder its writer had: ``val2017/000000000139.jpg``)."""
+    found: dict[str, LabeledSample] = {}
+    twice: set[str] = set()
+    for s in samples:
+        name = posixpath.basename(s.key)
+        if name in found:
+            twice.add(name)
+        found[name] = s
+    return {name: s for name, s in found.items() if name not in twice}
+
+
 def run_images(
-    root: str | None, container: str | None, index_dir: str | None = None, split: str | None = None
+    root: str | None,
+    container: str | None,
+    index_dir: str | None = None,
+    split: str | None = None,
+    labelled: bool = True,
 ) -> RunImages:
     """The images a run read, as its provenance names them: ``container`` (parquet, webdataset,
-    TFRecord, a plug-in's) shards at ``root``, or the files under the folder ``root``."""
+    TFRecord, a plug-in's) shards at ``root`` (``labelled`` False: read for the images alone), or
+    the files under the folder ``root``."""
     if container:
-        return ContainerImages(container, str(root), index_dir, split)
+        return ContainerImages(container, str(root), index_dir, split, labelled)
     return FolderImages(root)
+
+
+class RecordedDataset(Protocol):
+    """What a run's ``provenance.dataset`` record says of where its images lie (read only)."""
+
+    @property
+    def root(self) -> str | None: ...
+    @property
+    def container(self) -> str | None: ...
+    @property
+    def index_dir(self) -> str | None: ...
+    @property
+    def dataset_split(self) -> str | None: ...
+    @property
+    def labels_read(self) -> bool: ...
+
+
+def recorded_images(dataset: RecordedDataset) -> RunImages:
+    """:func:`run_images` of a run's recorded ``provenance.dataset``: every reader of a finished
+    run's images (explain, the thumbnails, the diff's rebuilt inputs) opens them this one way."""
+    split, labelled = dataset.dataset_split, dataset.labels_read
+    return run_images(dataset.root, dataset.container, dataset.index_dir, split, labelled)

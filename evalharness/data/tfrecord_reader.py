@@ -27,7 +27,7 @@ from typing import Any
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import read_json
 from evalharness.data.bounds import DECODE_BUDGET, OverBudget, backed
-from evalharness.data.container import ContainerReader, Listed, class_index, member
+from evalharness.data.container import NO_LABEL, ContainerReader, Listed, class_index, member
 from evalharness.data.dataset_reader import ContainerProvenance
 from evalharness.data.example_proto import DecodeError, Example, Feature
 from evalharness.data.ground_truth import LabeledSample
@@ -238,9 +238,11 @@ class TFRecordReader(ContainerReader):
                 features = parse_example(data)
             except ValueError as exc:
                 raise DataError(f"{where}: not a tf.train.Example ({exc}); re-copy the shard") from None
-            _one_label(features, where)
+            labelled = self.request.labelled  # else the images alone: no label read
+            if labelled:
+                _one_label(features, where)
             image = _first(features, IMAGE_KEYS, "bytes")
-            label = _first(features, LABEL_KEYS, "int64")
+            label = _first(features, LABEL_KEYS, "int64") if labelled else [NO_LABEL]
             if image is None or label is None:
                 raise DataError(
                     f"{where}: no {'image' if image is None else 'label'} feature "
@@ -253,7 +255,7 @@ class TFRecordReader(ContainerReader):
             sid = data[name[0][0] : name[0][1]].decode("utf-8", "replace") if name else f"{base}:{index}"
             start, end = image[0]
             found = member(shard, f"record {index}", offset + start, data[start:end])
-            yield os.path.basename(sid), class_index(label[0], found.where), found
+            yield os.path.basename(sid), class_index(label[0], found.where) if labelled else NO_LABEL, found
 
 
 def _names_beside(folder: str) -> tuple[list[str], str] | None:

@@ -8,7 +8,8 @@ walked once per listing (the standard library's ``tarfile``, no extraction); eac
 size in the shard are kept, and workers read those bytes themselves. Other members are counted as
 not scored, by extension; a key with a label and no image, an image and no label, or two images is
 an error naming the shard and the member, as are a key with two labels that differ (``.cls`` and
-``.json``, or two of one) and a truncated shard.
+``.json``, or two of one) and a truncated shard. Read for the images alone (a detection run's
+ground truth is an instances JSON beside the shards), label members are counted as not read.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import MAX_NUMBER_CHARS, parse_json
 from evalharness.data.bounds import OverBudget, backed
-from evalharness.data.container import ContainerReader, Listed, class_index
+from evalharness.data.container import NO_LABEL, ContainerReader, Listed, class_index
 from evalharness.data.ground_truth import Member
 
 MAX_LABEL_MEMBER = 1 << 16  # a .cls or .json label larger than 64 KiB is not a label
@@ -66,7 +67,7 @@ class WebDatasetReader(ContainerReader):
                 data = read(info.size)
                 found = Member(shard, info.name, info.offset_data, info.size, hashlib.sha256(data).digest())
                 images[key] = (ext, found)
-            elif ext.lower() in ("cls", "json"):
+            elif ext.lower() in ("cls", "json") and self.request.labelled:
                 if info.size > MAX_LABEL_MEMBER:
                     raise DataError(f"{where}: {info.size} bytes is not a label; fix the shard")
                 label = _label(read(info.size), ext.lower(), where)
@@ -81,11 +82,12 @@ class WebDatasetReader(ContainerReader):
         for key in sorted(labels.keys() - images.keys()):
             raise DataError(f"{labels[key][1]}: a label with no image member for key {key!r}; fix the shard")
         for key, (ext, found) in images.items():
-            if key not in labels:
+            if key not in labels and self.request.labelled:
                 raise DataError(f"{found.where}: no .cls or .json label for key {key!r}; fix the shard")
             sample_id = f"{key}.{ext}"
             # the member's own name where it is the id: one string a sample, not two
-            yield found.name if found.name == sample_id else sample_id, labels[key][0], found
+            index = labels[key][0] if self.request.labelled else NO_LABEL
+            yield found.name if found.name == sample_id else sample_id, index, found
 
 
 def _members(shard: str) -> Iterator[tuple[tarfile.TarInfo, Any]]:

@@ -25,7 +25,7 @@ from evalharness.data.preprocess import (
     preprocess_bytes,
     spec_from_config,
 )
-from evalharness.data.run_images import run_images
+from evalharness.data.run_images import recorded_images
 from evalharness.report.runs import MODEL_INPUT_FIELDS, comparability, field_differences
 from evalharness.rundir.reader import Run
 from evalharness.runtime import DelegatePlan, Model, check_runner, load_model, plan_delegate
@@ -169,7 +169,7 @@ def input_tensors(run: Run, ids: list[str]) -> list[np.ndarray]:
     inp = InputSpec(**fitted)
     # one lookup whatever held them: a folder's files, a container's members checked by digest
     dataset = run.provenance.dataset
-    images = run_images(str(root), dataset.container, dataset.index_dir, dataset.dataset_split)
+    images = recorded_images(dataset)
     for sample_id in ids:
         why = images.absent(sample_id)
         if why is not None:

@@ -15,19 +15,18 @@ before the hashes existed say "not recorded".
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from evalharness.core.errors import EvalHarnessError
-from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.input_hash import METHOD, method_of, methods_differ, real_digest
 from evalharness.core.numbers import fmt
-from evalharness.core.paths import inside_root
 from evalharness.core.tensors import TensorInfo, real_nhwc
-from evalharness.data.preprocess import InputSpec, detection_input, preprocess_file, spec_from_config
+from evalharness.data.decode import decode_rgb_bytes
+from evalharness.data.preprocess import InputSpec, detection_input, preprocess_bytes, spec_from_config
+from evalharness.data.run_images import recorded_images
 from evalharness.rundir.reader import Run
 
 FLOAT, EXACT = "input_float_sha256", "input_sha256"
@@ -148,22 +147,25 @@ def _quantization_note(a: Run, b: Run, diff: float) -> str:
 def _rebuilt(
     run: Run, sample: str, recorded: str, method: str = METHOD
 ) -> tuple[np.ndarray | None, str | None]:
-    """The sample's real NHWC input rebuilt from its file with the run's own preprocessing, if that
-    reproduces the hash recorded by ``method`` (the record's own: a run made before the current one
-    is checked by its own; a classifier's crop or a detector's whole image: whichever does)."""
-    root, inp = run.provenance.dataset.root, _input(run)
-    path = inside_root(root, sample)
-    if path is None or not os.path.isfile(path):
-        return None, f"{sample!r} is not under run {run.label}'s dataset root"
+    """The sample's real NHWC input rebuilt from its image (a file under the dataset root, or a
+    container's member checked by its digest: the one lookup, data/run_images.py) with the run's own
+    preprocessing, if that reproduces the hash recorded by ``method`` (the record's own: a run made
+    before the current one is checked by its own; a classifier's crop or a detector's whole image:
+    whichever does)."""
+    dataset, inp = run.provenance.dataset, _input(run)
     try:
-        refuse_special_file(path, f"run {run.label}'s image")
+        images = recorded_images(dataset)
+        if images.absent(sample) is not None:
+            return None, f"{sample!r} is not under run {run.label}'s dataset root"
+        image = images.image(sample)
+        data = image.read()  # a folder's file refused as a run refuses it (special files included)
         spec = spec_from_config({k: v for k, v in run.provenance.preprocessing.items() if k != "input"})
         fields = {f.name for f in dataclasses.fields(InputSpec)}
         spec_in = InputSpec(**{k: v for k, v in inp.items() if k in fields})
         (info,) = [TensorInfo(**{**t, "shape": tuple(t["shape"])}) for t in run.provenance.model.inputs]
         makers: list[Callable[[], np.ndarray]] = [
-            lambda: preprocess_file(path, spec, spec_in),
-            lambda: detection_input(path, spec, spec_in)[0],
+            lambda: preprocess_bytes(data, image.where, spec, spec_in),
+            lambda: detection_input(decode_rgb_bytes(data, image.where), spec, spec_in)[0],
         ]
         for make in makers:
             tensor = make()

@@ -271,11 +271,14 @@ def list_container_once(settings: RunSettings) -> None:
     dataset = settings.dataset
     fmt, index_dir = getattr(dataset, "format", None), getattr(dataset, "index_dir", None)
     containers = container_names()
-    if index_dir is None or fmt not in ("auto", *containers):
+    # a task whose ground truth lies beside a container (COCO's JSON) names that in dataset.format
+    labelled = settings.definition.abilities.container_labels
+    if index_dir is None or (labelled and fmt not in ("auto", *containers)):
         return
     kind = fmt if fmt in containers else detect(dataset.root)[0]
     if kind in containers:
-        READERS.get(kind)(ReadRequest(dataset.root, index_dir=str(index_dir), split=dataset.split)).samples()
+        request = ReadRequest(dataset.root, index_dir=str(index_dir), split=dataset.split, labelled=labelled)
+        READERS.get(kind)(request).samples()
 
 
 def _status(run_dir: str) -> str | None:

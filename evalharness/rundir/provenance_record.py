@@ -225,6 +225,8 @@ class DatasetRecord:
     index_dir: str | None = None  # a container read through its index: where the index lies
     # the split of the dataset's root that was read (``dataset_split.name``; None: no split named)
     dataset_split: str | None = None
+    # False: a container read for its images alone (the ground truth beside it: an instances JSON)
+    labels_read: bool = True
     raw: JSONMap = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -245,6 +247,7 @@ class DatasetRecord:
             None if split is None or not split else SplitRecord.parse(split),
             text(mapping(raw, "index"), "dir"),
             text(mapping(raw, "dataset_split"), "name"),
+            raw.get("labels_read") is not False,
             raw,
         )
 

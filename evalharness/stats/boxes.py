@@ -3,13 +3,16 @@
 AP summarises thousands of boxes in one number; when a delegate changes it, the question is which
 boxes moved. Per image and category, A's detections (highest score first) are matched greedily to
 the unmatched B detection of highest IoU, kept when IoU >= ``iou``. Unmatched boxes and the IoU of
-matched ones show whether B lost, gained or shifted detections.
+matched ones show whether B lost, gained or shifted detections. A seg or pose run's detections are
+matched the same way by what they are (:data:`BOX` here, mask IoU and OKS in
+:mod:`evalharness.stats.shape_overlap`): one matching, its measure given.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, TypedDict
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 
@@ -54,14 +57,46 @@ def iou_xywh(a: list[float], b: list[float]) -> float:
     return float(iou_matrix(xyxy([a]), xyxy([b]))[0, 0])
 
 
+class Overlap(NamedTuple):
+    """What two runs' detections of one object are compared by: their boxes, or the shape a seg /
+    pose record keeps per detection (``field``: ``masks``, ``keypoints``), and how."""
+
+    field: str | None  # the record field of one shape per detection; None: the box itself
+    measure: str  # its name in tables: "IoU", "mask IoU", "OKS"
+    things: str  # what is matched, in tables: "boxes", "masks", "poses"
+    # (A's row, B's free rows of its category) -> their overlaps; a row is [category_id, score, x, y,
+    # w, h] and, with a ``field``, its shape as :attr:`shape` made it
+    between: Callable[[list[Any], list[list[Any]]], list[float]]
+    # (record, its i-th shape) -> what :attr:`between` reads (a mask's RLE needs the record's size)
+    shape: Callable[[Mapping[str, Any], Any], Any] = lambda record, value: value
+
+    def rows(self, record: Mapping[str, Any], min_score: float) -> list[list[Any]]:
+        """The record's detections scored ``min_score`` or more, each with its shape appended."""
+        detections = record.get("detections") or []
+        if self.field is None:
+            return [d for d in detections if d[1] >= min_score]
+        shapes = record.get(self.field) or []
+        paired = zip(detections, shapes, strict=True)
+        return [[*d, self.shape(record, s)] for d, s in paired if d[1] >= min_score]
+
+
+def _box_ious(row: list[Any], candidates: list[list[Any]]) -> list[float]:
+    ious: list[float] = iou_matrix(xyxy([row[2:6]]), xyxy([c[2:6] for c in candidates]))[0].tolist()
+    return ious
+
+
+BOX = Overlap(None, "IoU", "boxes", _box_ious)
+
+
 def match_detections(
-    dets_a: list[Any], dets_b: list[Any], iou: float = 0.5
+    dets_a: list[Any], dets_b: list[Any], iou: float = 0.5, overlap: Overlap = BOX
 ) -> tuple[list[tuple[Any, ...]], int, int]:
     """Greedy same-category matching of ``[category_id, score, x, y, w, h]`` rows.
 
     Returns ((A row, B row, IoU) pairs, unmatched A count, unmatched B count). A's rows go in
     descending score (stable), each taking the free B row of its category with the highest IoU
-    (first on ties).
+    (first on ties); with another ``overlap`` (a seg run's masks, a pose run's keypoints), the
+    highest of that measure, kept when at least ``iou``.
     """
     free_b: dict[str, Any] = defaultdict(list)
     for row in dets_b:
@@ -71,8 +106,7 @@ def match_detections(
         candidates = free_b[row[0]]
         best, best_iou = None, iou
         if candidates:
-            ious = iou_matrix(xyxy([row[2:6]]), xyxy([c[2:6] for c in candidates]))[0]
-            for index, value in enumerate(ious.tolist()):
+            for index, value in enumerate(overlap.between(row, candidates)):
                 if value >= best_iou and (best is None or value > best_iou):
                     best, best_iou = index, value
         if best is not None:
@@ -97,16 +131,20 @@ class DetectionDiff(TypedDict):
 
 
 def detection_diff(
-    preds_a: list[dict[str, Any]], preds_b: list[dict[str, Any]], iou: float = 0.5, min_score: float = 0.0
+    preds_a: list[dict[str, Any]],
+    preds_b: list[dict[str, Any]],
+    iou: float = 0.5,
+    min_score: float = 0.0,
+    overlap: Overlap = BOX,
 ) -> DetectionDiff:
-    """Per-image matched/unmatched counts, mean IoU and score shift of matched detections."""
+    """Per-image matched/unmatched counts, mean IoU and score shift of matched detections (by
+    ``overlap``: ``mean_iou`` is then the mean mask IoU or OKS)."""
     pairs, only_a, only_b = pair_by_id(preds_a, preds_b)
     images, ious, score_shift = [], [], []
     totals = {"a": 0, "b": 0, "matched": 0, "only_a": 0, "only_b": 0}
     for a, b in pairs:
-        da = [d for d in a.get("detections", []) if d[1] >= min_score]
-        db = [d for d in b.get("detections", []) if d[1] >= min_score]
-        matched, lost, gained = match_detections(da, db, iou)
+        da, db = overlap.rows(a, min_score), overlap.rows(b, min_score)
+        matched, lost, gained = match_detections(da, db, iou, overlap)
         image_ious = [m[2] for m in matched]
         ious += image_ious
         score_shift += [abs(m[1][1] - m[0][1]) for m in matched]

@@ -263,11 +263,14 @@ def absent(reason: str) -> TideBreakdown:
     }
 
 
-def errors_per_image(gt: dict[str, Any], blocks: Any, image_ids: list[int]) -> ErrorsPerImage:
-    """TIDE's error type counts per image ({image_id: {type: n}}), or ``{"available": False, ...}``.
+def errors_per_image(
+    gt: dict[str, Any], detections: Callable[[], Iterable[Detection]], image_ids: list[int], mode: str = "box"
+) -> ErrorsPerImage:
+    """TIDE's error type counts per image ({image_id: {type: n}}), or ``{"available": False, ...}``,
+    of ``detections()`` (:func:`box_detections`, or :func:`mask_detections` with ``mode`` ``mask``).
     TIDE types every error within its own image, so a subset of images gets the same labels as the
     whole set (only the dAP figures need every image)."""
-    evaluated = _evaluate(gt, box_detections(blocks), image_ids)
+    evaluated = _evaluate(gt, detections, image_ids, mode)
     if isinstance(evaluated, dict):
         return {"available": False, "reason": evaluated["reason"]}
     counts: dict[int, Any] = {image_id: dict.fromkeys(MAIN, 0) for image_id in image_ids}

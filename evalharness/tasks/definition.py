@@ -76,6 +76,9 @@ class Abilities:
     # ``report export``: a record field holding a list of equal-length rows (a detector's boxes),
     # exported one row per element with these column names; None: one row per record
     export_rows: tuple[str, tuple[str, ...]] | None = None
+    # a container's members carry the ground truth (a class label each); False: the images alone are
+    # read from a container, the ground truth lies beside it (COCO's instances JSON)
+    container_labels: bool = True
 
     @property
     def mergeable(self) -> bool:

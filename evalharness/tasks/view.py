@@ -65,6 +65,12 @@ class TaskView:
         for ``report analysis``; a task without one says so."""
         raise EvalHarnessError(f"task {self.definition.name} records no per-run analysis")
 
+    def thumbnail_place(self, comparison: dict[str, Any]) -> tuple[str, str] | None:
+        """(diff section key, heading) of the changed samples' thumbnails in this comparison:
+        :attr:`thumbnails`, unless what changed is judged by more than one measure (COCO's boxes, or
+        a seg pair's masks)."""
+        return self.thumbnails
+
     def changed_samples(self, comparison: dict[str, Any]) -> list[tuple[str, str]]:
         """(sample id, caption) of the samples whose answer changed, for thumbnails."""
         return []

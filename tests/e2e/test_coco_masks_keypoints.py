@@ -188,6 +188,9 @@ def test_faster_coco_eval_gives_the_same_mask_and_keypoint_stats(runs, name):
 
 
 def test_diff_names_the_mask_ap_change_with_its_paired_interval(runs, capsys):
+    from evalharness.report.views import diff_view, pr_comment
+    from evalharness.stats.intervals import CONFIDENCE
+
     a, b = runs["yolov8n_seg_float_io"][0], runs["yolov8n_seg_int8_256"][0]
     argv = ["diff", a, b, "--format", "json", "--allow-different-preprocessing", "--allow-different-labels"]
     code, out, _ = report(capsys, *argv, "--fail-if", "segm_AP<-0.05")
@@ -197,8 +200,21 @@ def test_diff_names_the_mask_ap_change_with_its_paired_interval(runs, capsys):
     assert rows["segm_AP"]["delta"] == pytest.approx(rows["segm_AP"]["b"] - rows["segm_AP"]["a"])
     low, high = doc["detection"]["paired_bootstrap"]["segm_AP"]["interval"]
     assert low <= rows["segm_AP"]["delta"] <= high < 0
+    # the images that changed most, judged by their masks (mask IoU), not by their boxes
+    masks = doc["detection"]["segm"]
+    changed = masks["changed_images"]
+    assert masks["measure"] == "mask IoU" and len(changed) == masks["images_changed"] > 0
+    lost_or_new = [r["only_a"] + r["only_b"] for r in changed]
+    assert lost_or_new == sorted(lost_or_new, reverse=True)  # most first
+    change = rows["segm_AP"]["delta"]
+    assert doc["verdict"].startswith(f"masks: B's segm_AP differs from A's by {change:+.4f}")
+    assert f"Δsegm_AP {CONFIDENCE:.0%} interval [{low:+.4f}, {high:+.4f}]" in doc["verdict"]
+    from evalharness.core.tables import render_text
+
+    text = render_text("diff", diff_view.sections(doc))
+    assert f"Images with changed masks ({len(changed)})" in text and f"\n{changed[0]['id']}  " in text
+    assert "Per-class mask AP (largest |delta| first)" in text
     # the pull-request comment (--format markdown) of the same document leads with it, its interval beside
-    from evalharness.report.views import diff_view, pr_comment
 
     comment = pr_comment.render_diff(doc, diff_view.sections(doc))
     line = next(line for line in comment.splitlines() if line.startswith("| segm_AP |"))
@@ -214,7 +230,9 @@ def test_diff_names_the_mask_ap_change_with_its_paired_interval(runs, capsys):
     definition = definition_of(doc)
     view, paired = view_of(definition), paired_of(definition, doc)
     draw = functools.partial(view.thumbnail_shapes, paired)
-    thumbnails = diff_view._thumbnails(doc, view.changed_samples(paired)[:3], "changed", draw)
+    samples = view.changed_samples(paired)[:3]  # the images whose masks changed most
+    assert [i for i, _ in samples] == [r["id"] for r in changed[:3]]
+    thumbnails = diff_view._thumbnails(doc, samples, "changed", draw)
     assert LEGEND in thumbnails and thumbnails.count("<img ") == 3
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import parse_json
-from evalharness.data.container import ContainerReader, Listed, class_index
+from evalharness.data.container import NO_LABEL, ContainerReader, Listed, class_index
 from evalharness.data.ground_truth import LabeledSample, Member
 from evalharness.data.parquet.file import ParquetFile
 from evalharness.data.parquet.footer import Chunk
@@ -74,9 +74,10 @@ class ParquetReader(ContainerReader):
                 f"{shard}: no image column (a struct with bytes and path, as the datasets library "
                 f"writes; columns: {columns}); give the parquet of an image dataset"
             )
-        if pf.top.get(label) != [] or pf.leaves[(label,)].physical not in (INT32, INT64):
+        labelled = self.request.labelled  # else the images alone: a label column is not read
+        if labelled and (pf.top.get(label) != [] or pf.leaves[(label,)].physical not in (INT32, INT64)):
             raise DataError(f"{shard}: no integer label column {label!r} (columns: {columns})")
-        for path in ((image, "bytes"), (image, "path"), (label,)):
+        for path in ((image, "bytes"), (image, "path"), *([(label,)] if labelled else [])):
             if path in pf.leaves and pf.leaves[path].max_rep:
                 raise DataError(
                     f"{shard}: column {'.'.join(path)} is repeated; give one image and label a row"
@@ -117,15 +118,16 @@ class ParquetReader(ContainerReader):
     def list_shard(self, shard: str) -> Iterator[Listed]:
         pf, image, label, _ = self._file(shard)
         base, row = os.path.basename(shard), 0
+        labelled = self.request.labelled
         for group in pf.groups:
-            labels = _column(pf, group.get((label,)))
+            labels = _column(pf, group.get((label,))) if labelled else []
             paths = _column(pf, group.get((image, "path")))
             chunk = group[(image, "bytes")]
             first = row
             for page in pf.pages(chunk):
                 for i, blob in enumerate(page.values):
                     at = row - first
-                    if at >= len(labels):
+                    if at >= len(labels) and labelled:
                         raise DataError(f"{shard}: parquet damaged at row {row} (more images than labels)")
                     path = paths[at] if at < len(paths) else None
                     name = (
@@ -134,9 +136,9 @@ class ParquetReader(ContainerReader):
                     found = Member(shard, f"row {row}", page.offset, i, hashlib.sha256(blob or b"").digest())
                     if not blob:
                         raise DataError(f"{found.where}: image has no bytes; embed the images in the parquet")
-                    yield name, class_index(labels[at], found.where), found
+                    yield name, class_index(labels[at], found.where) if labelled else NO_LABEL, found
                     row += 1
-            if row - first != len(labels):
+            if labelled and row - first != len(labels):
                 raise DataError(
                     f"{shard}: parquet damaged at row {row} ({len(labels)} labels in the row group)"
                 )

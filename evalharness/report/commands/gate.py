@@ -12,7 +12,8 @@ B: ``top1<-0.005`` fails when top1(B) - top1(A) < -0.005 (an absolute drop of mo
 point); with ``%`` the change is relative to A: ``latency_p50>+10%`` fails when
 (p50(B) - p50(A)) / p50(A) > 10 %. Per-run metrics: ``top1``..``top10`` (classification), the COCO
 stats ``AP``, ``AP50``, ``AP75``, ``APs``, ``APm``, ``APl``, ``AR1``, ``AR10``, ``AR100``, ``ARs``,
-``ARm``, ``ARl`` and ``tflite_AP``; ``latency_mean|p50|p90|p99|min|max|init|first_inference`` (ms);
+``ARm``, ``ARl`` and ``tflite_AP``, a seg model's ``segm_AP`` ... ``segm_ARl`` and a pose model's
+``keypoints_AP`` ... ``keypoints_ARl``; ``latency_mean|p50|p90|p99|min|max|init|first_inference`` (ms);
 ``size_bytes``, ``coverage`` (fraction of ops delegated), ``ops_delegated``, ``partitions``; for
 other tasks every numeric field of ``metrics`` by dotted name (``test_latency_us.mean``).
 
@@ -27,7 +28,10 @@ of top-1, so ``top1<-0.005`` fails a candidate whose only change is one image (M
 diff also offers the ends of the intervals and the p-values as pairwise quantities:
 ``top1_ci_low``/``top1_ci_high`` (paired 95 % interval of Δtop-1), ``delta_top1``,
 ``images_needed``; ``AP_ci_low``/``AP_ci_high``/``AP_p`` (and AP50, AP75: paired bootstrap of ΔAP,
-detection); ``speedup_mean|p50_ci_low|ci_high`` (bootstrap of the speed-up A/B over each run's own invokes:
+detection; ``segm_AP_ci_high``, ``keypoints_AP_p``, ... of a seg / pose pair's masks and keypoints,
+with ``segm_unmatched``, ``segm_images_changed``, ``segm_mean_iou`` and their ``keypoints_`` twins of
+its mask / OKS matching); ``speedup_mean|p50_ci_low|ci_high`` (bootstrap of the speed-up A/B
+over each run's own invokes:
 the runs were measured one after the other, so it leaves out the machine's drift between them and
 is never printed; kept for the rules that name it, ``compare`` measures an interval). Conditions joined
 by ``and`` fail only together: ``top1_ci_high<-0.005`` fails only when the whole interval lies below

@@ -130,8 +130,8 @@ def render_html(doc: DiffDocument, max_rows: int = 20) -> str:
     if paired is not None:
         for key, figures in analysis_view.blocks(view.figures(paired)).items():
             after[key] = after.get(key, []) + figures
-    if paired is not None and view.thumbnails:
-        key, heading = view.thumbnails
+    if paired is not None and (place := view.thumbnail_place(paired)) is not None:
+        key, heading = place
         samples = view.changed_samples(paired)[:max_rows]
         draw = functools.partial(view.thumbnail_shapes, paired)
         after[key] = [_thumbnails(doc, samples, heading, draw)]

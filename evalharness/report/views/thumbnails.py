@@ -111,8 +111,10 @@ def _from_container(
     dataset = run.provenance.dataset
     root = str(dataset.root)
     try:
-        images = ContainerImages(container, root, dataset.index_dir, dataset.dataset_split)
-        keys = [str(r[sample_key]) for r in run.predictions] if sample_key else []
+        split, labelled = dataset.dataset_split, dataset.labels_read
+        images = ContainerImages(container, root, dataset.index_dir, split, labelled)
+        # the ids the manifest was taken over (a COCO record's sample key is its image id)
+        keys = [str(r.get("id", r[sample_key])) for r in run.predictions] if sample_key else []
     except (EvalHarnessError, KeyError, TypeError) as exc:
         return [], [f"no thumbnails: run {run.label}'s {container} shards could not be read ({exc})"]
     if not images.proves(keys, dataset.manifest_sha256):

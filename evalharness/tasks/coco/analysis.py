@@ -19,7 +19,7 @@ from evalharness.core.tables import Section, more_rows
 from evalharness.stats.detection_analysis import BACKGROUND, IOU, confusion, confusion_pairs
 from evalharness.stats.intervals import fmt_interval
 from evalharness.stats.paired import holm
-from evalharness.stats.tide import MAIN, NAMES, errors_per_image, tide_delta, tide_line
+from evalharness.stats.tide import MAIN, NAMES, tide_delta, tide_line
 from evalharness.tasks.coco.analysis_comparison import AnalysisComparison
 
 if TYPE_CHECKING:  # for the types only
@@ -91,7 +91,7 @@ def compare(
     threshold = aa["f1"]["score_threshold"]
     counts = []
     for preds in (preds_a, preds_b):
-        cells = confusion(ground_truth, _blocks(preds), image_ids, threshold)["cells"]
+        cells = confusion(ground_truth, detection_blocks(preds), image_ids, threshold)["cells"]
         counts.append({(g, d): n for g, d, n in cells})
     names = {c["id"]: c["name"] for c in ground_truth["categories"]}
     changes = []
@@ -111,12 +111,13 @@ def compare(
             )
     changes.sort(key=lambda r: (-abs(r["delta"]), r["truth"], r["predicted"]))
     fa, fb = aa["f1"], ab["f1"]
+    if "tide_segm" in aa and "tide_segm" in ab:  # a seg pair: TIDE of its masks beside the boxes'
+        out["tide_segm"] = tide_delta(aa["tide_segm"], ab["tide_segm"])
+        out["tide_segm_reason"] = _tide_reasons(aa["tide_segm"], ab["tide_segm"])
     return {
         **out,
         "tide": tide_delta(aa.get("tide"), ab.get("tide")),
-        "tide_reason": [
-            t.get("reason") for t in (aa.get("tide"), ab.get("tide")) if not (t or {}).get("available")
-        ],
+        "tide_reason": _tide_reasons(aa.get("tide"), ab.get("tide")),
         "f1": {"a": fa, "b": fb, "threshold_shift": _minus(fb["score_threshold"], fa["score_threshold"])},
         "confusion": {
             "score_threshold": threshold,
@@ -129,6 +130,11 @@ def compare(
         "pr_curves": {"a": aa["pr_curves"], "b": ab["pr_curves"]},
         "class_curves": _class_curves(a, b, [r["category_id"] for r in per_class[:CURVE_CLASSES]]),
     }
+
+
+def _tide_reasons(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[str | None]:
+    """Why a run's TIDE breakdown is missing, for each run without one."""
+    return [(t or {}).get("reason") for t in (a, b) if not (t or {}).get("available")]
 
 
 def _class_curves(a: Run, b: Run, categories: list[int]) -> list[dict[str, Any]]:
@@ -156,7 +162,7 @@ def _class_curves(a: Run, b: Run, categories: list[int]) -> list[dict[str, Any]]
     ]
 
 
-def _blocks(
+def detection_blocks(
     records: list[dict[str, Any]], wanted: set[Any] | None = None
 ) -> Callable[[], Iterator[tuple[Any, np.ndarray]]]:
     """``blocks()`` of a run's records: (image_id, (n, 6) array of category, score, x, y, w, h)."""
@@ -190,15 +196,9 @@ def sections(d: dict[str, Any], max_rows: int) -> list[Section]:
                 key="analysis",
             )
         ]
-    tide_rows = [
-        [r["name"], _points(r["a"]), _points(r["b"]), _points(r["delta"], "+.2f")] for r in an["tide"]
-    ]
-    tide_notes = [
-        f"TIDE (tidecv): AP50 points each error type would give back if fixed alone (IoU {IOU:g}, "
-        "background below 0.1); the first six are exclusive types, the last two fix all false "
-        "positives / all false negatives",
-        *(f"not computed: {reason}" for reason in an["tide_reason"]),
-    ]
+    tide = [_tide_section(an, "tide", "TIDE error breakdown (dAP50 points)", "IoU")]
+    if "tide_segm" in an:  # a seg pair's masks, by mask IoU
+        tide.append(_tide_section(an, "tide_segm", "TIDE error breakdown, masks (dAP50 points)", "mask IoU"))
     fa, fb = an["f1"]["a"], an["f1"]["b"]
     f1_rows = [
         [label, fmt(fa[key], spec), fmt(fb[key], spec), fmt(_minus(fb[key], fa[key]), "+" + spec)]
@@ -220,13 +220,7 @@ def sections(d: dict[str, Any], max_rows: int) -> list[Section]:
         for r in c["changes"][:max_rows]
     ]
     return [
-        Section(
-            "TIDE error breakdown (dAP50 points)",
-            ["error type", "A", "B", "delta (B-A)"],
-            tide_rows,
-            tide_notes,
-            key="tide",
-        ),
+        *tide,
         Section(
             "F1-optimal score threshold",
             ["", "A", "B", "delta (B-A)"],
@@ -246,6 +240,18 @@ def sections(d: dict[str, Any], max_rows: int) -> list[Section]:
             key="confusion",
         ),
     ]
+
+
+def _tide_section(an: Mapping[str, Any], key: str, title: str, measure: str) -> Section:
+    """TIDE's dAP of A, B and B - A per error type (``key``: ``tide``, or a seg pair's ``tide_segm``)."""
+    rows = [[r["name"], _points(r["a"]), _points(r["b"]), _points(r["delta"], "+.2f")] for r in an[key]]
+    notes = [
+        f"TIDE (tidecv): AP50 points each error type would give back if fixed alone ({measure} {IOU:g}, "
+        "background below 0.1); the first six are exclusive types, the last two fix all false "
+        "positives / all false negatives",
+        *(f"not computed: {reason}" for reason in an[f"{key}_reason"]),
+    ]
+    return Section(title, ["error type", "A", "B", "delta (B-A)"], rows, notes, key=key)
 
 
 def _points(value: float | None, spec: str = ".2f") -> str:
@@ -327,18 +333,19 @@ def figures(d: dict[str, Any]) -> list[dict[str, Any]]:
                         "panels": panels,
                     }
                 )
-    if an.get("tide") and any(r["a"] is not None for r in an["tide"]):
-        rows = [r for r in an["tide"] if r["type"] in MAIN]
-        out.append(
-            {
-                "after": "tide",
-                "kind": "bars",
-                "name": "tide",
-                "title": "TIDE dAP50 points per error type",
-                "labels": [NAMES[r["type"]] for r in rows],
-                "series": [(s.upper(), [100 * (r[s] or 0.0) for r in rows]) for s in ("a", "b")],
-            }
-        )
+    for key, of in (("tide", ""), ("tide_segm", ", masks")):
+        if an.get(key) and any(r["a"] is not None for r in an[key]):
+            rows = [r for r in an[key] if r["type"] in MAIN]
+            out.append(
+                {
+                    "after": key,
+                    "kind": "bars",
+                    "name": key,
+                    "title": f"TIDE dAP50 points per error type{of}",
+                    "labels": [NAMES[r["type"]] for r in rows],
+                    "series": [(s.upper(), [100 * (r[s] or 0.0) for r in rows]) for s in ("a", "b")],
+                }
+            )
     if d.get("per_class"):  # drawn in the HTML by the definition's delta_figure; here as a file too
         out.append({"after": "per_class", "kind": "class_deltas", "name": "per_class_delta_ap", "html": False,
                     "title": "Per-class AP change (B - A)", "rows": d["per_class"]})  # fmt: skip
@@ -353,35 +360,3 @@ def figures(d: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-def label_changed_images(
-    rows: list[dict[str, Any]], ground_truth: dict[str, Any], preds_a: list[Any], preds_b: list[Any]
-) -> str | None:
-    """Give each changed image's row ``error_types``: TIDE's error counts of B minus A's on that
-    image (e.g. ``{"Loc": 1, "Bkg": -1}``: a box that moved off its object), typed by tidecv on the
-    changed images alone; returns why not, when tidecv cannot."""
-    image_of = {r["id"]: r["image_id"] for r in preds_a}
-    ids = [image_of[r["id"]] for r in rows]
-    wanted, per_side = set(ids), []
-    for preds in (preds_a, preds_b):
-        found = errors_per_image(ground_truth, _blocks(preds, wanted), ids)
-        if not found["available"]:
-            return str(found["reason"])
-        per_side.append(found["per_image"])
-    for row, image_id in zip(rows, ids, strict=True):
-        a, b = per_side[0][image_id], per_side[1][image_id]
-        row["error_types"] = {t: b[t] - a[t] for t in MAIN if b[t] != a[t]}
-    return None
-
-
-def error_text(row: dict[str, Any]) -> str:
-    """``Loc +1, Bkg -1`` (B - A), ``same counts`` or ``n/a`` (not typed)."""
-    if "error_types" not in row:
-        return "n/a"
-    return ", ".join(f"{t} {n:+d}" for t, n in row["error_types"].items()) or "same counts"
-
-
-def changed_caption(row: dict[str, Any]) -> str:
-    """A changed image's caption (thumbnails, ``explain``): boxes lost and new, and the error types."""
-    return f"{row['only_a']} box(es) only in A, {row['only_b']} only in B; errors B-A: {error_text(row)}"

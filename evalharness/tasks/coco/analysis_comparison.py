@@ -35,6 +35,8 @@ class AnalysisComparison(_Recorded, total=False):
 
     tide: list[dict[str, Any]]
     tide_reason: list[str | None]
+    tide_segm: list[dict[str, Any]]  # a seg pair's TIDE by mask IoU, where both runs recorded it
+    tide_segm_reason: list[str | None]
     f1: F1Shift
     confusion: ConfusionChanges
     pr_curves: dict[str, Any]  # "a", "b": each run's all-class PR curves

@@ -41,9 +41,15 @@ PERCENTILE_WHY = (
 @dataclass
 class CocoDataset:
     annotations: str | None = None  # COCO instances JSON
-    # coco: annotations + image folder | yolo: Ultralytics' layout at root (data.yaml, images/, labels/)
-    # | auto: coco when annotations are given, else yolo when root is such a layout (said, recorded)
-    format: str = field(default="auto", metadata=bounds(choices=("auto", "coco", "yolo")))
+    # the ground truth's layout, a reader of tasks/coco/ground_truth_readers.py's registry (a plug-in's
+    # too): coco: annotations + the images at root (a folder, or a container: tasks/coco/images.py) |
+    # yolo: Ultralytics' layout at root (data.yaml, images/, labels/) | auto: coco when annotations
+    # are given, else the layout a reader detects at root (said, recorded)
+    format: str = "auto"
+    index_dir: str | None = None  # where a container's shard indexes are kept (data/shard_index.py)
+    # the manifest of a folder's images: size (fast) | content (sha256 of every image, as a container's
+    # always is, so report diff knows the same images in a container)
+    manifest: str = field(default="size", metadata=bounds(choices=("size", "content")))
 
 
 @dataclass
@@ -110,6 +116,7 @@ class CocoDefinition(TaskDefinition):
         rescorable=True,
         rescore_ignores=("backend", "failed_checks"),
         export_rows=("detections", ("category_id", "score", "x", "y", "w", "h")),
+        container_labels=False,
     )
     # pycocotools' 12 stats, then the TFLite tool's AP when computed; AP, AP50, AP75: fractions with
     # image-bootstrap intervals (-1: the scored images hold no annotation box)

@@ -23,9 +23,11 @@ from evalharness.core.documents import Assumed
 from evalharness.core.errors import ConfigError
 from evalharness.core.registry import Registry
 from evalharness.data.coco_annotations import IMAGE_FILE_KEYS, load_annotations
+from evalharness.data.dataset_reader import FOLDER, detect
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.listing import list_images
 from evalharness.data.yolo_labels import yolo_ground_truth
+from evalharness.data.yolo_layout import find_layout
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,12 @@ class DetectionTruthReader:
 
     name: ClassVar[str]
 
+    @classmethod
+    def detects(cls, root: str) -> str | None:
+        """Why ``root`` is this layout, told by its names alone (``dataset.format=auto`` with no
+        instances JSON given), or None: not one, or a layout never guessed."""
+        return None
+
     def read(self, dataset: Any, assumptions: list[Assumed]) -> DetectionTruth:
         raise NotImplementedError
 
@@ -63,6 +71,19 @@ class DetectionTruthReader:
 DETECTION_TRUTH: Registry[type[DetectionTruthReader]] = Registry(
     "detection ground truth format", base=DetectionTruthReader
 )
+
+
+def detected_layout(dataset: Any, exclude: str | None = None) -> tuple[str, str | None]:
+    """(the reader's name, why) of ``dataset.format=auto``: the instances JSON when one is given,
+    else the first layout whose reader detects ``dataset.root`` (said), else the instances JSON
+    (which then asks for one: why None). ``exclude``: a reader not to name (the one that read)."""
+    if dataset.annotations and exclude is None:
+        return "coco", None
+    for name in DETECTION_TRUTH.names():
+        why = DETECTION_TRUTH.get(name).detects(dataset.root) if name != exclude else None
+        if why is not None:
+            return name, why
+    return "coco", None
 
 
 def unannotated_files(annotations: dict[str, Any], root: str) -> Counter[str]:
@@ -82,10 +103,11 @@ class InstancesJson(DetectionTruthReader):
 
     def read(self, dataset: Any, assumptions: list[Assumed]) -> DetectionTruth:
         ann_path = dataset.annotations
-        if dataset.split != "auto":  # an instances JSON names its images: there is no split to choose
+        folder = detect(dataset.root)[0] == FOLDER  # else a container of the images (tasks/coco/images.py)
+        if dataset.split != "auto" and folder:  # the JSON names its images: no split to choose
             raise ConfigError(
-                f"dataset.split={dataset.split} chooses a split of a YOLO layout; an instances JSON "
-                "names its own images: set dataset.split=auto"
+                f"dataset.split={dataset.split} chooses a split of a YOLO layout or a container; an "
+                "instances JSON names its own images: set dataset.split=auto"
             )
         if not ann_path:
             raise ConfigError(
@@ -93,7 +115,7 @@ class InstancesJson(DetectionTruthReader):
                 "dataset.root=<a YOLO layout: data.yaml, images/, labels/>"
             )
         annotations = load_annotations(ann_path, image_keys=IMAGE_FILE_KEYS)
-        unscored = unannotated_files(annotations, dataset.root)
+        unscored = unannotated_files(annotations, dataset.root) if folder else Counter()
         sha = optional_sha256(ann_path)
         return DetectionTruth(annotations, dataset.root, ann_path, sha, unscored, {}, assumptions, self.name)
 
@@ -106,6 +128,11 @@ class YoloLayoutTruth(DetectionTruthReader):
     """The labels of the Ultralytics layout at ``dataset.root``, converted to COCO annotations."""
 
     name = "yolo"
+
+    @classmethod
+    def detects(cls, root: str) -> str | None:
+        found = find_layout(root) is not None
+        return f"{root} is an Ultralytics YOLO layout (data.yaml, labels/ beside images/)" if found else None
 
     def read(self, dataset: Any, assumptions: list[Assumed]) -> DetectionTruth:
         if dataset.annotations:  # two ground truths for one run: which one scores must not be a guess

@@ -9,10 +9,8 @@ order decides ties.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,6 +18,9 @@ import numpy as np
 from evalharness.core.documents import Assumed, JSONMap
 from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo, require_real
+from evalharness.data.dataset_reader import DatasetReader
+from evalharness.data.decode import decode_rgb_bytes
+from evalharness.data.ground_truth import LabeledSample, Member
 from evalharness.data.labels import label_set
 from evalharness.data.listing import warn_unscored
 from evalharness.data.preprocess import (
@@ -30,8 +31,8 @@ from evalharness.data.preprocess import (
     image_input_spec,
     preprocessing_provenance,
 )
+from evalharness.data.sample_image import SampleImage
 from evalharness.data.shard import listed, select_samples, sharded_identity
-from evalharness.data.yolo_layout import find_layout
 from evalharness.decoders.base import DECODERS, build_decoder
 from evalharness.decoders.image_shapes import shape_fields
 from evalharness.decoders.yolo_pose import YoloPoseDecoder
@@ -42,49 +43,21 @@ from evalharness.stats.coco_shapes import (
     check_mask_ground_truth,
 )
 from evalharness.tasks.coco.definition import CocoSettings
-from evalharness.tasks.coco.ground_truth_readers import DETECTION_TRUTH, DetectionTruth
+from evalharness.tasks.coco.ground_truth_readers import DETECTION_TRUTH, DetectionTruth, detected_layout
+from evalharness.tasks.coco.images import (
+    CocoSample,
+    container_of_images,
+    container_samples,
+    folder_samples,
+    sample_entry,
+    sample_image,
+)
 from evalharness.tasks.live import RecordEvaluator, Task, bound_input, checked_spec, image_cache_key, shard_of
 
 if TYPE_CHECKING:  # for the types only
     from evalharness.tasks.live import FailedChecks, ImageCacheKey
 
 CLASS_MAPS = ("coco91", "coco80", "labels")
-
-
-@dataclass(frozen=True)
-class CocoSample:
-    path: str
-    key: str  # file_name as in the annotations
-    image_id: int
-    width: int
-    height: int
-
-
-def list_coco_samples(annotations: dict[str, Any], root: str, annotations_path: str) -> list[CocoSample]:
-    """Every annotated image, ascending image id; an annotated image missing on disk is an error."""
-    if not os.path.isdir(root):
-        raise DataError(f"image directory not found: {root} (set dataset.root=...)")
-    samples, missing = [], []
-    for img in sorted(annotations["images"], key=lambda i: int(i["id"])):
-        path = os.path.join(root, img["file_name"])
-        if not os.path.isfile(path):
-            missing.append(img["file_name"])
-            continue
-        samples.append(
-            CocoSample(path, img["file_name"], int(img["id"]), int(img["width"]), int(img["height"]))
-        )
-    if missing:
-        if not samples and find_layout(root) is not None:  # `task=coco dataset.root=<a YOLO layout>`
-            fix = f"{root} is a YOLO layout: score its own labels with dataset=yolo"
-        else:
-            fix = "point dataset.root at the images of these annotations"
-        raise DataError(
-            f"{len(missing)} image(s) listed in {annotations_path} are not in {root} "
-            f"(first: {missing[0]}); {fix}"
-        )
-    if not samples:
-        raise DataError(f"{annotations_path} lists no images")
-    return samples
 
 
 def category_map(class_map: str, annotations: dict[str, Any], labels_path: str | None) -> Mapping[int, int]:
@@ -113,17 +86,16 @@ CocoSource = DetectionTruth  # the ground truth a run scores (ground_truth_reade
 
 
 def coco_source(dataset: Any) -> CocoSource:
-    """The ground truth ``dataset.format`` names, read by that layout's reader, or (auto) the
-    instances JSON when one is given, else the YOLO layout at ``dataset.root`` (detected by its names
-    alone, said once); ``dataset``: the typed group (DatasetSchema extended with :class:`CocoDataset`)."""
+    """The ground truth ``dataset.format`` names, read by that layout's reader, or (auto) the one
+    :func:`detected_layout` finds (said once); ``dataset``: the typed group (DatasetSchema extended
+    with :class:`CocoDataset`)."""
     fmt = dataset.format or "auto"
     assumptions: list[Assumed] = []
     if fmt == "auto":
-        fmt = "yolo" if not dataset.annotations and find_layout(dataset.root) is not None else "coco"
-        why = f"{dataset.root} is an Ultralytics YOLO layout (data.yaml, labels/ beside images/)"
-        fix = "dataset.format=coco dataset.annotations=<instances JSON>"
-        if fmt == "yolo":
-            assumptions.append({"what": "dataset.format", "assumed": "yolo", "why": why, "fix": fix})
+        fmt, why = detected_layout(dataset)
+        if why is not None:
+            fix = "dataset.format=coco dataset.annotations=<instances JSON>"
+            assumptions.append({"what": "dataset.format", "assumed": fmt, "why": why, "fix": fix})
     return DETECTION_TRUTH.get(fmt)().read(dataset, assumptions)
 
 
@@ -180,12 +152,12 @@ class CocoTask(Task):
             check_keypoint_ground_truth(self.annotations, self.source.ground_truth)
         if isinstance(self.decoder, YoloSegDecoder):
             check_mask_ground_truth(self.annotations, self.source.ground_truth)
-        samples = list_coco_samples(self.annotations, self.source.root, self.source.ground_truth)
         self.unscored = self.source.unscored
+        samples = self._samples(dataset)
         warn_unscored(self.source.root, self.unscored)
         self.shard = shard_of(dataset, split)
         self.samples, self.full_samples = select_samples(
-            samples, task.num_images, self.shard, self.source.ground_truth
+            samples, task.num_images, self.shard, self.source.ground_truth, self._shard_file
         )
         # the list a split was cut from: its identity proves which images the other part holds
         self.listed = listed(samples, task.num_images) if self.shard.split else None
@@ -194,6 +166,29 @@ class CocoTask(Task):
         self.categories = category_map(self.class_map, self.annotations, self.labels_path)
         self.input: InputSpec | None = None
         self.class_counts: Counter[int] = Counter()  # model class index -> detections this session
+
+    def _samples(self, dataset: Any) -> list[CocoSample]:
+        """The annotated images: files under a folder, or a container's members by file name
+        (images.py), its reader kept to read them (``self.images``; None: files)."""
+        container = container_of_images(dataset, self.unscored)
+        self.images = None if container is None else container[0]
+        self.listed_samples: list[LabeledSample] = []
+        if container is None:
+            other, why = detected_layout(dataset, exclude=self.source.format)
+            said = f"{dataset.root} is a {other.upper()} layout: score its own labels with dataset={other}"
+            fix = said if why else None
+            return folder_samples(self.annotations, self.source.root, self.source.ground_truth, fix)
+        reader, images_said = container
+        split_said = reader.chosen and reader.chosen.assumption()
+        self.source.assumptions.extend(a for a in (images_said, split_said) if a)
+        samples, self.listed_samples = container_samples(
+            self.annotations, reader, self.source.ground_truth, self.unscored
+        )
+        return samples
+
+    def _shard_file(self, sample: CocoSample) -> str | None:
+        """The container shard a sample is read from (``dataset.shard.scheme=files``); None: its file."""
+        return None if sample.stored is None else DatasetReader.shard_of(sample.stored)
 
     def bind(self, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> None:
         if len(inputs) != 1:
@@ -211,10 +206,21 @@ class CocoTask(Task):
         self.evaluator = CocoEvaluator(self)
 
     def cache_key(self) -> ImageCacheKey:
-        return image_cache_key(self)
+        return image_cache_key(self, sample_entry)
 
     def sample_files(self) -> Iterator[str]:
+        if self.images is not None:  # each shard file once
+            return self.images.files([s.stored for s in self.samples if s.stored is not None])
         return (s.path for s in self.samples)
+
+    def sample_sources(self) -> Iterator[str | Member]:
+        return (s.source for s in self.samples)
+
+    def sample_images(self) -> list[SampleImage]:
+        return [sample_image(self.images, s) for s in self.samples]
+
+    def listed_members(self) -> list[tuple[str, Member]]:
+        return [(s.key, s.member) for s in self.listed_samples if s.member is not None]
 
     def extra_metrics(self, reference_ms: Sequence[float] | None, test_ms: Sequence[float]) -> FailedChecks:
         failed = self.unmapped_check()
@@ -241,7 +247,10 @@ class CocoTask(Task):
         return sample.key
 
     def prepare(self, sample: CocoSample) -> list[np.ndarray]:
-        tensor, geometry = detection_input(sample.path, self.spec, bound_input(self))
+        image: str | np.ndarray = sample.path  # a container's member: its bytes through the reader
+        if self.images is not None and sample.stored is not None:
+            image = decode_rgb_bytes(self.images.open(sample.stored), sample.path)
+        tensor, geometry = detection_input(image, self.spec, bound_input(self))
         if (geometry.orig_w, geometry.orig_h) != (sample.width, sample.height):
             raise DataError(
                 f"{sample.path}: image is {geometry.orig_w}x{geometry.orig_h} but the annotations say "
@@ -254,9 +263,15 @@ class CocoTask(Task):
             "dataset": {
                 "name": self.dataset.name,
                 "format": self.source.format,
+                **({} if self.images is None else self.images.provenance()),
                 "root": self.source.root,
                 **sharded_identity(
-                    self.samples, self.full_samples, self.shard, lambda s: (s.key, s.path), self.listed
+                    self.samples,
+                    self.full_samples,
+                    self.shard,
+                    sample_entry,
+                    self.listed,
+                    self.dataset.manifest == "content",
                 ),
                 "ground_truth": self.source.ground_truth,
                 "ground_truth_sha256": self.source.sha256,

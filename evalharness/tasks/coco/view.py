@@ -5,7 +5,7 @@ figures of ``report diff``, ``report analysis``, captions of the images whose bo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section, more_rows
@@ -13,13 +13,50 @@ from evalharness.rundir.metrics_file import Document
 from evalharness.rundir.reader import Run
 from evalharness.stats.coco_intervals import BOOTSTRAP_STATS
 from evalharness.stats.intervals import CONFIDENCE, fmt_interval, interval_lines
+from evalharness.stats.shape_overlap import OVERLAPS
 from evalharness.tasks.coco import analysis
-from evalharness.tasks.coco.shape_store import SHAPE_BOOTSTRAP_STATS
+from evalharness.tasks.coco.changed_images import changed_caption, error_text
+from evalharness.tasks.coco.shape_store import SHAPES
 from evalharness.tasks.coco.thumbnail_shapes import thumbnail_shapes
 from evalharness.tasks.view import Shapes, TaskView
 
 # TFLite's coco evaluation tool's AP: its own recipe, a second opinion beside COCO's AP above
 TOOL_AP_LABEL = "TFLite tool's AP, a secondary figure (0.5:0.95, 101-point, no area ranges)"
+
+
+class KindWords(NamedTuple):
+    """How a kind of detection reads in the diff's tables and verdict."""
+
+    title: str  # its section, and its clause of the verdict
+    things: str  # what is matched
+    one: str  # a count of them in a caption
+    measure: str  # what they are matched by
+    ap: str  # its AP's name in headings
+    truth: str  # its ground-truth column
+
+
+WORDS = {
+    kind: KindWords(title, OVERLAPS[kind].things, one, OVERLAPS[kind].measure, ap, truth)
+    for kind, title, one, ap, truth in (
+        ("bbox", "Boxes", "box(es)", "AP", "gt boxes"),
+        ("segm", "Masks", "mask(s)", "mask AP", "gt objects"),
+        ("keypoints", "Keypoints", "pose(s)", "keypoint AP", "gt persons"),
+    )
+}
+
+
+def kinds_in(comparison: Mapping[str, Any]) -> list[str]:
+    """``bbox`` and the kinds the pair also matched (``report diff``'s ``segm`` / ``keypoints`` blocks)."""
+    return ["bbox", *(kind for kind in SHAPES if kind in comparison)]
+
+
+def _block(comparison: Mapping[str, Any], kind: str) -> Any:
+    return comparison if kind == "bbox" else comparison[kind]
+
+
+def _key(kind: str, part: str) -> str:
+    """A section's key: the boxes' as before (``changed_images``), a kind's prefixed (``segm_...``)."""
+    return part if kind == "bbox" else f"{kind}_{part}"
 
 
 class CocoView(TaskView):
@@ -44,92 +81,32 @@ class CocoView(TaskView):
         return lines + analysis.summary_lines(metrics)
 
     def verdict(self, diff: Mapping[str, Any]) -> str:
-        ap = next((r for r in diff["metrics"] if r["name"] == "AP"), None)
+        """The AP change with its paired test and what moved; a seg / pose pair's masks / keypoints
+        first ("masks: ...; boxes: ..."), by the same sentence."""
         det = diff["detection"]
-        boxes = det["detections"]
-        iou = "n/a" if det["mean_iou"] is None else f"{det['mean_iou']:.4f}"
-        total = boxes["a"] + boxes["b"]
-        where = f"{det['unmatched']} of {total} boxes unmatched on {det['images_changed']} images"
-        if ap is None or ap["delta"] is None:
-            return f"no AP to compare; {where}"
-        if ap["delta"] == 0 and det["unmatched"] == 0:
-            return f"B detects the same boxes as A (AP {ap['a']:.4f}, mean IoU {iou})"
-        boot = (det.get("paired_bootstrap") or {}).get("AP")
-        if not boot or boot["interval"] is None:
-            test = "no significance test for AP"
-        else:
-            low, high = boot["interval"]
-            alpha, margin = diff["alpha"], diff.get("equivalence_margin", 0.01)
-            if boot["p"] < alpha:
-                finding = "significant"
-            elif -margin <= low and high <= margin:
-                finding = f"equivalent within ±{margin:g}"
-            else:
-                finding = "no difference detected at this size"
-            test = (
-                f"{finding}: paired bootstrap ΔAP {CONFIDENCE:.0%} interval [{low:+.4f}, {high:+.4f}], "
-                f"p={boot['p']:.3g}, alpha={alpha:g}"
-            )
-        return (
-            f"B's AP differs from A's by {ap['delta']:+.4f} ({ap['a']:.4f} -> {ap['b']:.4f}); {where}, "
-            f"mean IoU of matched boxes {iou} ({test})"
-        )
+        kinds = kinds_in(det)[::-1]
+        rows = {r["name"]: r for r in diff["metrics"]}
+        clauses = [_verdict_of(kind, rows, det, diff) for kind in kinds]
+        if len(clauses) == 1:
+            return clauses[0]
+        named = zip(kinds, clauses, strict=True)
+        return "; ".join(f"{WORDS[kind].title.lower()}: {clause}" for kind, clause in named)
 
     def diff_sections(self, d: dict[str, Any], max_rows: int) -> list[Section]:
-        t = d["detections"]
-        stats = [
-            ["paired images", fmt(d["paired_images"])],
-            ["detections A / B", f"{t['a']} / {t['b']}"],
-            ["matched (same class, IoU >= " + fmt(d["iou_threshold"], "g") + ")", fmt(t["matched"])],
-            ["only in A / only in B", f"{t['only_a']} / {t['only_b']}"],
-            ["images with changed boxes", fmt(d["images_changed"])],
-            ["mean IoU of matched boxes", fmt(d["mean_iou"], ".4f")],
-            ["mean |score change| of matched boxes", fmt(d["mean_abs_score_delta"], ".4g")],
-        ]
-        images = [
-            [r["id"], str(r["a"]), str(r["b"]), str(r["matched"]), str(r["only_a"]), str(r["only_b"]),
-             fmt(r["mean_iou"], ".3f"), analysis.error_text(r)]
-            for r in d["changed_images"][:max_rows]
-        ]  # fmt: skip
-        resamples = (d.get("paired_bootstrap") or {}).get("resamples")
-        classes = [analysis.per_class_cells(r, resamples) for r in d["per_class"][:max_rows]]
-        boot = d.get("paired_bootstrap")
-        if boot:
-            stats += [
-                [
-                    f"Δ{name} {boot['confidence']:.0%} paired interval, p (B={boot['resamples']})",
-                    f"{fmt_interval(boot[name]['interval'], '+.4f')}, p={fmt(boot[name]['p'], '.3g')}",
-                ]
-                for name in (*BOOTSTRAP_STATS, *SHAPE_BOOTSTRAP_STATS)
-                if name in boot
-            ]
-        return [
-            Section(
-                "Boxes",
-                ["", "value"],
-                stats,
-                [f"detections with score >= {d['min_score']:g} ({d.get('min_score_source', '--min-score')})"],
-                key="boxes",
-            ),
-            Section(
-                f"Images with changed boxes ({len(d['changed_images'])})",
-                ["image", "A", "B", "matched", "only A", "only B", "mean IoU", "error types"],
-                images,
-                [f"error types: {d.get('error_types_note')}", *more_rows(len(d["changed_images"]), max_rows)],
-                key="changed_images",
-            ),
-            Section(
-                "Per-class AP (largest |delta| first)",
-                ["class", "A", "B", "delta", "paired interval", "p", "p (Holm)", "gt boxes"],
-                classes,
-                [*analysis.PER_CLASS_NOTES, *more_rows(len(d["per_class"]), max_rows)],
-                key="per_class",
-            ),
-            *analysis.sections(d, max_rows),
-        ]
+        """Boxes, then a seg / pose pair's masks / keypoints: matching, changed images, per-class ΔAP
+        each; then the analysis' changes."""
+        out = [s for kind in kinds_in(d) for s in _matched_sections(d, kind, max_rows)]
+        return [*out, *analysis.sections(d, max_rows)]
 
     def figures(self, d: dict[str, Any]) -> list[dict[str, Any]]:
-        return analysis.figures(d)
+        """The analysis' figures; a seg / pose pair's per-class mask / keypoint ΔAP bars."""
+        shapes = [
+            {"after": f"{kind}_per_class", "kind": "class_deltas", "name": f"per_class_delta_{kind}_AP",
+             "title": f"Per-class {WORDS[kind].ap} change (B - A)", "rows": d[kind]["per_class"]}
+            for kind in kinds_in(d)[1:]
+            if d[kind].get("per_class")
+        ]  # fmt: skip
+        return [*analysis.figures(d), *shapes]
 
     def run_analysis(self, run: Run, max_rows: int) -> tuple[list[Section], list[dict[str, Any]]]:
         from evalharness.tasks.coco.run_analysis import sections_and_figures
@@ -150,11 +127,113 @@ class CocoView(TaskView):
             )
         return rows, "per-class ΔAP, most moved: " + ", ".join(shown)
 
+    def thumbnail_place(self, comparison: dict[str, Any]) -> tuple[str, str] | None:
+        """After the changed images of what the pair is judged by: a seg pair's masks, a pose
+        pair's keypoints, else the boxes."""
+        kind = kinds_in(comparison)[-1]
+        return _key(kind, "changed_images"), f"Thumbnails: changed {WORDS[kind].things}"
+
     def changed_samples(self, d: dict[str, Any]) -> list[tuple[str, str]]:
-        return [(r["id"], analysis.changed_caption(r)) for r in d["changed_images"]]
+        """The images that changed most by a seg pair's masks (a pose pair's keypoints, else boxes)."""
+        kind = kinds_in(d)[-1]
+        return [(r["id"], changed_caption(r, WORDS[kind].one)) for r in _block(d, kind)["changed_images"]]
 
     def thumbnail_shapes(
         self, comparison: dict[str, Any], record_a: Mapping[str, Any], record_b: Mapping[str, Any]
     ) -> Shapes | None:
         """A seg / pose run's masks and skeletons, A's and B's, of the boxes the diff counts."""
         return thumbnail_shapes(record_a, record_b, comparison["min_score"])
+
+
+def _verdict_of(kind: str, rows: Mapping[str, Any], det: Mapping[str, Any], diff: Mapping[str, Any]) -> str:
+    """One kind's clause: its AP's change, the paired test of it, and what its matching moved."""
+    words, block, name = WORDS[kind], _block(det, kind), _key(kind, "AP")
+    ap, things = rows.get(name), words.things
+    total = block["detections"]["a"] + block["detections"]["b"]
+    iou = "n/a" if block["mean_iou"] is None else f"{block['mean_iou']:.4f}"
+    where = f"{block['unmatched']} of {total} {things} unmatched on {block['images_changed']} images"
+    if ap is None or ap["delta"] is None:
+        return f"no {name} to compare; {where}"
+    if ap["delta"] == 0 and block["unmatched"] == 0:
+        return f"B detects the same {things} as A ({name} {ap['a']:.4f}, mean {words.measure} {iou})"
+    boot = (det.get("paired_bootstrap") or {}).get(name)
+    if not boot or boot["interval"] is None:
+        test = f"no significance test for {name}"
+    else:
+        low, high = boot["interval"]
+        alpha, margin = diff["alpha"], diff.get("equivalence_margin", 0.01)
+        if boot["p"] < alpha:
+            finding = "significant"
+        elif -margin <= low and high <= margin:
+            finding = f"equivalent within ±{margin:g}"
+        else:
+            finding = "no difference detected at this size"
+        test = (
+            f"{finding}: paired bootstrap Δ{name} {CONFIDENCE:.0%} interval [{low:+.4f}, {high:+.4f}], "
+            f"p={boot['p']:.3g}, alpha={alpha:g}"
+        )
+    return (
+        f"B's {name} differs from A's by {ap['delta']:+.4f} ({ap['a']:.4f} -> {ap['b']:.4f}); {where}, "
+        f"mean {words.measure} of matched {things} {iou} ({test})"
+    )
+
+
+def _matched_sections(d: Mapping[str, Any], kind: str, max_rows: int) -> list[Section]:
+    """One kind's matching (boxes, masks or keypoints), the images whose detections of that kind
+    changed, and its per-class ΔAP with the paired intervals."""
+    words, block = WORDS[kind], _block(d, kind)
+    things, measure = words.things, words.measure
+    t = block["detections"]
+    stats = [
+        ["paired images", fmt(block["paired_images"])],
+        ["detections A / B", f"{t['a']} / {t['b']}"],
+        [f"matched (same class, {measure} >= " + fmt(block["iou_threshold"], "g") + ")", fmt(t["matched"])],
+        ["only in A / only in B", f"{t['only_a']} / {t['only_b']}"],
+        [f"images with changed {things}", fmt(block["images_changed"])],
+        [f"mean {measure} of matched {things}", fmt(block["mean_iou"], ".4f")],
+        [f"mean |score change| of matched {things}", fmt(block["mean_abs_score_delta"], ".4g")],
+    ]
+    changed = block["changed_images"]
+    images = [
+        [r["id"], str(r["a"]), str(r["b"]), str(r["matched"]), str(r["only_a"]), str(r["only_b"]),
+         fmt(r["mean_iou"], ".3f"), error_text(r)]
+        for r in changed[:max_rows]
+    ]  # fmt: skip
+    boot = d.get("paired_bootstrap")
+    resamples = (boot or {}).get("resamples")
+    classes = [analysis.per_class_cells(r, resamples) for r in block["per_class"][:max_rows]]
+    if boot:
+        stats += [
+            [
+                f"Δ{name} {boot['confidence']:.0%} paired interval, p (B={boot['resamples']})",
+                f"{fmt_interval(boot[name]['interval'], '+.4f')}, p={fmt(boot[name]['p'], '.3g')}",
+            ]
+            for name in (_key(kind, n) for n in BOOTSTRAP_STATS)
+            if name in boot
+        ]
+    ap = _key(kind, "AP")
+    source = block.get("min_score_source", "--min-score")
+    return [
+        Section(
+            words.title,
+            ["", "value"],
+            stats,
+            [f"detections with score >= {block['min_score']:g} ({source})"],
+            key="boxes" if kind == "bbox" else kind,
+        ),
+        Section(
+            f"Images with changed {things} ({len(changed)})",
+            ["image", "A", "B", "matched", "only A", "only B", f"mean {measure}", "error types"],
+            images,
+            [f"error types: {block.get('error_types_note')}", *more_rows(len(changed), max_rows)],
+            key=_key(kind, "changed_images"),
+        ),
+        Section(
+            f"Per-class {words.ap} (largest |delta| first)",
+            ["class", "A", "B", "delta", "paired interval", "p", "p (Holm)", words.truth],
+            classes,
+            [*(n.replace("ΔAP", f"Δ{ap}") for n in analysis.PER_CLASS_NOTES),
+             *more_rows(len(block["per_class"]), max_rows)],
+            key=_key(kind, "per_class"),
+        ),
+    ]

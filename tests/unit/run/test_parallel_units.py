@@ -156,10 +156,19 @@ def test_a_container_is_listed_once_before_the_shard_processes(tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from pack_containers import tiny_items, write_webdataset  # noqa: PLC0415
 
+    from evalharness.tasks.definition import Abilities  # noqa: PLC0415
+
     root = write_webdataset(tiny_items(), tmp_path / "w", shards=2)
     index_dir = tmp_path / "index"
+    labelled = SimpleNamespace(abilities=Abilities())
     for fmt, kept in (("val_txt", None), ("auto", None), ("auto", index_dir), ("webdataset", index_dir)):
         dataset = SimpleNamespace(root=root, format=fmt, index_dir=kept, split="auto")
-        list_container_once(SimpleNamespace(dataset=dataset))  # type: ignore[arg-type]
-        listed = sorted(index_dir.glob("webdataset-*.json")) if index_dir.exists() else []
+        list_container_once(SimpleNamespace(dataset=dataset, definition=labelled))  # type: ignore[arg-type]
+        listed = sorted(index_dir.glob("webdataset-[0-9a-f]*.json")) if index_dir.exists() else []
         assert len(listed) == (0 if kept is None else 2)
+    # a task whose ground truth lies beside the container (COCO's JSON, dataset.format=coco): its
+    # images alone, listed as its shard processes list them
+    dataset = SimpleNamespace(root=root, format="coco", index_dir=index_dir, split="auto")
+    images_alone = SimpleNamespace(abilities=Abilities(container_labels=False))
+    list_container_once(SimpleNamespace(dataset=dataset, definition=images_alone))  # type: ignore[arg-type]
+    assert len(list(index_dir.glob("webdataset-images-*.json"))) == 2
