@@ -5,7 +5,7 @@ truncated to uint8), so the default path is an exact numpy port of TFLite's eval
 preprocessing (``image_preprocessing_stage.cc``): central crop, then
 ``reference_ops::ResizeBilinear<float>`` with align_corners=false and half_pixel_centers=false,
 evaluated in float32 in the kernel's order. Pillow's own bilinear resize antialiases when
-downscaling and gives other numbers; it is offered only as an explicit option.
+downscaling and gives other numbers; it, and OpenCV's bilinear, are offered only as explicit options.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class PreprocessSpec:
     # after resizing (0.875 = "resize 256, crop 224")
     crop_fraction: float = 0.875
     crop_padding: int = 32  # short_side_padded: crop = round(S / (S + padding) * short side)
-    resize: str = "tflite_bilinear"  # tflite_bilinear | pil_bilinear | pil_bicubic
+    resize: str = "tflite_bilinear"  # tflite_bilinear | pil_bilinear | pil_bicubic | opencv_bilinear
     channel_order: str = "rgb"  # rgb | bgr
     mean: tuple[float, ...] = (127.5, 127.5, 127.5)  # float inputs: (x - mean) / std
     std: tuple[float, ...] = (127.5, 127.5, 127.5)
@@ -50,7 +50,7 @@ class PreprocessSpec:
 
 
 CROPS = ("central_fraction", "short_side_padded", "resize_shorter_then_crop", "none")
-RESIZES = ("tflite_bilinear", "pil_bilinear", "pil_bicubic")
+RESIZES = ("tflite_bilinear", "pil_bilinear", "pil_bicubic", "opencv_bilinear")
 INTEGER_MODES = ("auto", "tool", "quantize")
 LAYOUTS = ("auto", "nhwc", "nchw")
 
@@ -159,12 +159,14 @@ def set_exact_resize(resize: Resize | None = None) -> None:
 
 
 def _resize(img: np.ndarray, height: int, width: int, method: str) -> np.ndarray:
-    if method == "tflite_bilinear":
-        exact = _exact_resize if img.dtype == np.uint8 else resize_bilinear_tflite
-        return exact(img, height, width)
+    if method == "tflite_bilinear":  # the installed exact kernel takes uint8 images
+        return (_exact_resize if img.dtype == np.uint8 else resize_bilinear_tflite)(img, height, width)
+    if method == "opencv_bilinear":  # cv2.resize's INTER_LINEAR, as Ultralytics' letterbox: no averaging
+        import cv2
+
+        return np.asarray(cv2.resize(img, (width, height), interpolation=cv2.INTER_LINEAR), dtype=np.float32)
     resample = Image.Resampling.BICUBIC if method == "pil_bicubic" else Image.Resampling.BILINEAR
-    resized = Image.fromarray(img).resize((width, height), resample)
-    return np.asarray(resized, dtype=np.float32)
+    return np.asarray(Image.fromarray(img).resize((width, height), resample), dtype=np.float32)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from evalharness.data.preprocess import Geometry
 from evalharness.decoders.base import Detections
+from evalharness.decoders.mask_runs import MaskPatches
 
 MASK_THRESHOLD = 0.5
 
@@ -39,15 +40,17 @@ def _input_of_original(geometry: Geometry) -> tuple[float, float, float, float]:
     return g.scale, g.scale, float(g.pad_x), float(g.pad_y)
 
 
-def _pixel_span(low: float, high: float, size: int) -> tuple[int, int]:
-    """[first, end) of the pixels whose centre (i + 0.5) lies in [low, high], within [0, size)."""
-    first = max(0, int(np.ceil(low - 0.5)))
-    end = min(size, int(np.floor(high - 0.5)) + 1)
-    return first, max(first, end)
+def _pixel_spans(
+    low: npt.NDArray[np.float64], high: npt.NDArray[np.float64], size: int
+) -> npt.NDArray[np.int64]:
+    """[N, 2] [first, end) of the pixels whose centre (i + 0.5) lies in [low, high], within [0, size)."""
+    first = np.maximum(0, np.ceil(low - 0.5)).astype(np.int64)
+    end = np.minimum(size, np.floor(high - 0.5).astype(np.int64) + 1)
+    return np.stack([first, np.maximum(first, end)], axis=1)
 
 
 def mask_rles(
-    prototypes: npt.NDArray[np.float64],
+    prototypes: npt.NDArray[np.floating[Any]],
     coefficients: npt.NDArray[np.float64],
     boxes: npt.NDArray[np.float64],
     geometry: Geometry,
@@ -56,66 +59,50 @@ def mask_rles(
     x1, y1, x2, y2 in original pixels (clipped), one per row of ``coefficients``.
 
     Only the grid cells under a box are combined and passed through the sigmoid, and only the image
-    columns the box spans are run-length coded: the cost follows the boxes' area, not the image's."""
+    pixels the box covers are sampled and coded, all of an image's masks coded in one pass
+    (:class:`~evalharness.decoders.mask_runs.MaskPatches`): the cost follows the boxes' area, not the
+    image's, and a detection adds a few array operations to it."""
     import cv2
 
     if not len(coefficients):
         return []
-    grid = prototypes.astype(np.float32)
+    grid = np.asarray(prototypes, dtype=np.float32)
     sx, sy, ox, oy = _input_of_original(geometry)
     kx, ky = grid.shape[1] / geometry.in_w, grid.shape[0] / geometry.in_h
     width, height = geometry.orig_w, geometry.orig_h
-    rles = []
-    for coefficient, (bx1, by1, bx2, by2) in zip(
-        coefficients.astype(np.float32), boxes.tolist(), strict=True
-    ):
-        x0, x1 = _pixel_span(bx1, bx2, width)
-        y0, y1 = _pixel_span(by1, by2, height)
+    corners = np.asarray(boxes, dtype=np.float64)
+    xs, ys = (
+        _pixel_spans(corners[:, 0], corners[:, 2], width),
+        _pixel_spans(corners[:, 1], corners[:, 3], height),
+    )
+    # original pixel (x0 + i, y0 + j) -> grid position: u = a * i + u0, v = b * j + v0
+    a, b = sx * kx, sy * ky
+    u0, v0 = ((xs[:, 0] + 0.5) * sx + ox) * kx - 0.5, ((ys[:, 0] + 0.5) * sy + oy) * ky - 0.5
+    gx = _windows(u0, u0 + a * (xs[:, 1] - xs[:, 0] - 1), grid.shape[1])
+    gy = _windows(v0, v0 + b * (ys[:, 1] - ys[:, 0] - 1), grid.shape[0])
+    patches = MaskPatches(xs, ys, height, width)
+    flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
+    spans = zip(xs.tolist(), ys.tolist(), gx.tolist(), gy.tolist(), u0.tolist(), v0.tolist(), strict=True)
+    for k, (coefficient, span) in enumerate(zip(coefficients.astype(np.float32), spans, strict=True)):
+        (x0, x1), (y0, y1), (gx0, gx1), (gy0, gy1), u, v = span
         if x1 <= x0 or y1 <= y0:
-            rles.append(_column_rle(np.zeros((0, 0), bool), 0, 0, height, width))
-            continue
-        # original pixel (x0 + i, y0 + j) -> grid position: u = a * i + u0, v = b * j + v0
-        a, u0 = sx * kx, ((x0 + 0.5) * sx + ox) * kx - 0.5
-        b, v0 = sy * ky, ((y0 + 0.5) * sy + oy) * ky - 0.5
-        gx0, gx1 = _window(u0, u0 + a * (x1 - x0 - 1), grid.shape[1])
-        gy0, gy1 = _window(v0, v0 + b * (y1 - y0 - 1), grid.shape[0])
-        logits = grid[gy0:gy1, gx0:gx1] @ coefficient
-        prob = 1.0 / (1.0 + np.exp(-logits))
-        warp = np.array([[a, 0.0, u0 - gx0], [0.0, b, v0 - gy0]])
-        flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
+            continue  # no pixel centre in the box: an empty mask
+        prob = grid[gy0:gy1, gx0:gx1] @ coefficient  # logits, then the sigmoid in place
+        np.negative(prob, out=prob)
+        np.exp(prob, out=prob)
+        prob += 1.0
+        np.reciprocal(prob, out=prob)
+        warp = np.array([[a, 0.0, u - gx0], [0.0, b, v - gy0]])
         patch = cv2.warpAffine(prob, warp, (x1 - x0, y1 - y0), flags=flags, borderMode=cv2.BORDER_REPLICATE)
-        rles.append(_column_rle(patch > MASK_THRESHOLD, x0, y0, height, width))
-    return rles
+        patches.fill(k, patch, MASK_THRESHOLD)
+    return patches.rles()
 
 
-def _window(low: float, high: float, size: int) -> tuple[int, int]:
-    """Grid cells [first, end) that bilinear samples at positions low..high read (clamped)."""
-    first = min(max(0, int(np.floor(low))), size - 1)
-    return first, max(first + 1, min(size, int(np.floor(high)) + 2))
-
-
-def _column_rle(patch: npt.NDArray[np.bool_], x0: int, y0: int, height: int, width: int) -> str:
-    """COCO's compressed RLE of an image-sized mask that is ``patch`` at (x0, y0) and 0 elsewhere:
-    the runs of the columns the patch spans (column-major, as COCO's RLE), the zeros before and
-    after added to the first and last run; equal to ``pycocotools.mask.encode`` of the whole mask."""
-    from pycocotools import mask as mask_utils
-
-    h, w = patch.shape
-    strip = np.zeros((height, w), dtype=np.uint8)
-    strip[y0 : y0 + h] = patch
-    flat = strip.ravel(order="F")
-    edges = np.flatnonzero(flat[1:] != flat[:-1]) + 1
-    counts = np.diff(np.concatenate(([0], edges, [flat.size]))).tolist() if flat.size else [0]
-    if flat.size and flat[0]:
-        counts.insert(0, 0)  # runs alternate from a run of zeros
-    counts[0] += height * x0
-    after = height * (width - x0 - w)
-    if len(counts) % 2:  # the last run is zeros
-        counts[-1] += after
-    elif after:
-        counts.append(after)
-    rle = mask_utils.frPyObjects({"size": [height, width], "counts": counts}, height, width)
-    return str(rle["counts"].decode("ascii"))
+def _windows(low: npt.NDArray[np.float64], high: npt.NDArray[np.float64], size: int) -> npt.NDArray[np.int64]:
+    """[N, 2] grid cells [first, end) that bilinear samples at positions low..high read (clamped)."""
+    first = np.minimum(np.maximum(0, np.floor(low)), size - 1).astype(np.int64)
+    end = np.minimum(size, np.floor(high).astype(np.int64) + 2)
+    return np.stack([first, np.maximum(first + 1, end)], axis=1)
 
 
 def keypoints_to_image(keypoints: npt.NDArray[np.float64], geometry: Geometry) -> npt.NDArray[np.float64]:

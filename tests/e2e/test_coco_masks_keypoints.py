@@ -30,14 +30,20 @@ EXPECTED_SHAPES = EXPECTED.get("coco_val25_masks_keypoints", {})
 OURS = {"bbox_AP": "AP", "bbox_AP50": "AP50", "person_bbox_AP": "AP", "person_bbox_AP50": "AP50"}
 
 
+# expected.json's recipe resizes with OpenCV's bilinear (cv2.resize, as Ultralytics' letterbox); the
+# yolo_letterbox preset's PIL bilinear averages when it shrinks (640 -> 256), which alone moves the 256
+# int8 seg export's box AP by 0.02 on val25. The runs here resize as the reference does.
+REFERENCE_RESIZE = "model.preprocess.resize=opencv_bilinear"
+
+
+def model_file(name: str) -> list[str]:
+    """The model overrides of one model's run (shared with test_yolo_shapes_layout.py)."""
+    return ["model=file", f"model.path={ASSETS / 'yolo' / (name + '.tflite')}", REFERENCE_RESIZE]
+
+
 def model_run(name: str) -> list[str]:
     """The overrides of one model's run on val25 (shared with test_yolo_shapes_layout.py)."""
-    return [
-        "model=file",
-        f"model.path={ASSETS / 'yolo' / (name + '.tflite')}",
-        f"dataset.root={COCO_DIR / 'val25'}",
-        f"dataset.annotations={MODELS[name]}",
-    ]
+    return [*model_file(name), f"dataset.root={COCO_DIR / 'val25'}", f"dataset.annotations={MODELS[name]}"]
 
 
 COMMON = ["task=coco", "task.tflite_tool_ap=false", "task.analysis=false", "task.bootstrap_resamples=50"]
@@ -50,10 +56,18 @@ def read_run(run_dir):
     return run_dir, doc, records
 
 
+def make_cli_run(overrides: list[str], run_dir) -> None:
+    """One run as ``python -m evalharness`` makes it (forked, tests/cli_fork.py): an in-process run
+    does not know which ``model.preprocess`` keys the command line gave, so a model configured from
+    its file would take the preset's resize back."""
+    proc = run_cli([*overrides, f"hydra.run.dir={run_dir}"], run_dir.parent)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
 @pytest.fixture(scope="module")
 def runs(run_store):
     """name -> (run_dir, metrics.json, records), each run made once per session (tests/shared_runs.py)."""
-    made = make_runs(run_store, COMMON, {name: model_run(name) for name in MODELS})
+    made = make_runs(run_store, COMMON, {name: model_run(name) for name in MODELS}, make=make_cli_run)
     return {name: read_run(made[name]) for name in MODELS}
 
 
@@ -101,10 +115,13 @@ def stat_names(kind):
     ]
 
 
-# The 256 integer exports land a little over 0.02 from the reference on two figures: the reference's
-# bilinear resize is not the letterbox preset's PIL bilinear (antialiased when shrinking), and these
-# models' figures on 25 images move by ~0.02 with the resize alone (docs/tasks/coco-masks-keypoints.md).
-RESIZE_SENSITIVE = {("yolov8n_seg_int8_256", "bbox_AP"), ("yolov8n_pose_uint8_256", "keypoints_AP")}
+# The uint8 256 pose export's person score takes a few values only (steps of ~0.0067: 4 distinct
+# values among one val25 image's 1344 candidates), so which of two overlapping persons of equal score NMS
+# keeps, and so keypoint AP on val25's 21 persons, is decided by the order ties are visited in. Ours
+# is the lower anchor first (the yolo decoder's stable sort); the reference visits them as
+# numpy's argsort()[::-1] does: with that order our decoding gives its 0.238 / 0.579 to 3 decimals
+# (docs/tasks/coco-masks-keypoints.md). Not a resize matter: PIL's resize gives 0.214 / 0.589.
+TIE_ORDER = {("yolov8n_pose_uint8_256", "keypoints_AP"), ("yolov8n_pose_uint8_256", "keypoints_AP50")}
 
 
 @pytest.mark.parametrize(
@@ -113,8 +130,8 @@ RESIZE_SENSITIVE = {("yolov8n_seg_int8_256", "bbox_AP"), ("yolov8n_pose_uint8_25
         pytest.param(
             name,
             figure,
-            marks=[pytest.mark.xfail(strict=True, reason="resize: 0.022 / 0.024 off")]
-            if (name, figure) in RESIZE_SENSITIVE
+            marks=[pytest.mark.xfail(strict=True, reason="tie order of equal scores: 0.196 / 0.509")]
+            if (name, figure) in TIE_ORDER
             else [],
         )
         for name in MODELS

@@ -13,7 +13,16 @@ import json
 
 import pytest
 from conftest import ASSETS, make_runs
-from test_coco_masks_keypoints import COMMON, MODELS, model_run, pycocotools_stats, read_run, stat_names
+from test_coco_masks_keypoints import (
+    COMMON,
+    MODELS,
+    make_cli_run,
+    model_file,
+    model_run,
+    pycocotools_stats,
+    read_run,
+    stat_names,
+)
 from yolo_dataset import box_line, without_crowd, write_layout
 
 from evalharness.data.yolo_labels import POSE_AREA_PER_BOX_AREA
@@ -49,12 +58,15 @@ def runs(run_store):
     """model -> (the json run, the layout run) as (dir, metrics.json, records), and the folder of
     the written files."""
     base = run_store.once("yolo_shapes25", _write)
-    from_json = make_runs(run_store, COMMON, {model: model_run(model) for model in (SEG, POSE)})
+    from_json = make_runs(
+        run_store, COMMON, {model: model_run(model) for model in (SEG, POSE)}, make=make_cli_run
+    )
     layout = {model: ["dataset=yolo", f"dataset.root={base / model}"] for model in (SEG, POSE)}
     from_layout = make_runs(
         run_store,
         ["task=coco", "task.tflite_tool_ap=false", "task.analysis=false", "task.bootstrap_resamples=0"],
-        {model: [*model_run(model)[:2], *layout[model]] for model in (SEG, POSE)},
+        {model: [*model_file(model), *layout[model]] for model in (SEG, POSE)},
+        make=make_cli_run,
     )
     return {m: (read_run(from_json[m]), read_run(from_layout[m])) for m in (SEG, POSE)}, base
 

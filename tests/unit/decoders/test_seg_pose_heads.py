@@ -156,16 +156,32 @@ def test_heads_are_told_by_their_shapes_without_metadata():
     assert pose == {"name": "yolo_pose", "max_detections": 100, "num_classes": 1, "num_keypoints": 17}
 
 
-@pytest.mark.parametrize(
-    "x0, y0, h, w", [(0, 0, 30, 40), (3, 5, 10, 7), (39, 29, 1, 1), (10, 0, 30, 5), (0, 0, 0, 0)]
-)
-def test_column_rle_equals_pycocotools_on_the_whole_mask(x0, y0, h, w):
-    from evalharness.decoders.image_shapes import _column_rle
+# (x0, y0, rows, columns, share of pixels on) of patches in a 30 x 40 image: whole columns on (runs
+# joined across columns), a corner pixel, a patch with no pixel, the whole image on or off
+PATCHES = [
+    (0, 0, 30, 40, 0.5), (3, 5, 10, 7, 0.5), (39, 29, 1, 1, 1.0), (10, 0, 30, 5, 1.0), (0, 0, 0, 0, 0.5),
+    (0, 0, 30, 40, 1.0), (0, 0, 30, 40, 0.0), (10, 0, 30, 5, 0.9), (38, 28, 2, 2, 0.5),
+]  # fmt: skip
 
-    patch = np.random.default_rng(h * 100 + w).random((h, w)) > 0.5
-    whole = np.zeros((30, 40), np.uint8, order="F")
-    whole[y0 : y0 + h, x0 : x0 + w] = patch
-    assert _column_rle(patch, x0, y0, 30, 40) == mask_utils.encode(whole)["counts"].decode()
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_an_image_s_patches_coded_in_one_pass_equal_pycocotools_on_each_whole_mask(order):
+    from evalharness.decoders.mask_runs import MaskPatches
+
+    patches = PATCHES[::order]
+    xs = np.array([[x0, x0 + w] for x0, _, _, w, _ in patches])
+    ys = np.array([[y0, y0 + h] for _, y0, h, _, _ in patches])
+    coded = MaskPatches(xs, ys, 30, 40)
+    expected = []
+    for k, (x0, y0, h, w, on) in enumerate(patches):
+        rng = np.random.default_rng(k)
+        probability = np.where(rng.random((h, w)) < on, 0.9, 0.1).astype(np.float32)
+        if h * w:
+            coded.fill(k, probability, 0.5)
+        whole = np.zeros((30, 40), np.uint8, order="F")
+        whole[y0 : y0 + h, x0 : x0 + w] = probability > 0.5
+        expected.append(mask_utils.encode(whole)["counts"].decode())
+    assert coded.rles() == expected
 
 
 def test_a_record_whose_masks_do_not_match_its_detections_is_refused():

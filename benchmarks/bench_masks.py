@@ -1,0 +1,171 @@
+"""A YOLO-seg run's masks: what they cost beside the boxes, and that memory does not grow with the
+run (not a unit test).
+
+    python benchmarks/bench_masks.py [--images 250] [--repeats 5] [--rss-images 25 2500]
+        [--model yolov8n_seg_int8_256] [--threads 1] [--only ratio|rss]
+
+Data: coco/val25's 25 images linked under ``--images`` fresh names (symlinks, cycling), with an
+instances json whose images and annotations are val25's, renumbered (each copy its own image id).
+
+- **seg vs box-only**, the same model file, each run its own process (``python -m evalharness
+  task=coco model.path=...``, tensor cache off): the seg run as a user runs it (masks of the kept
+  detections, RLE-coded at once, scored by pycocotools' segm beside the boxes), and the box-only run
+  of the same head (its decoder's ``decode`` replaced in that process by the box decoder's: the rows
+  alone dequantised, filtered and suppressed as in the seg run, so the same boxes; no prototypes, no
+  mask made, none scored).
+  ``--repeats`` rounds, the two runs in alternating order; reported: the median
+  ``throughput.images_per_s`` of each, the median per-image postprocess ms, and the median of the
+  per-round ratios seg / box (the acceptance: >= 0.85).
+- **peak RSS** (metrics.json ``memory_mb.peak_rss``, the process's) of seg runs of each
+  ``--rss-images`` size, in alternating order (``--rss-repeats`` rounds): flat means the masks are
+  never held at full size; what grows is the RLE text and pycocotools' results, a few KB per image.
+
+The machine may be shared: the ratio is taken within a round, whose two runs are seconds apart, and
+the load average is printed before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ASSETS = REPO.parent / "shared" / "assets"
+VAL25 = ASSETS / "coco" / "val25"
+INSTANCES = ASSETS / "coco" / "instances_val25.json"
+
+# The box-only run: the same process and model file, its seg head decoded as a box head (the rows
+# alone dequantised, filtered and suppressed as in the seg run; no prototypes, no masks, none scored).
+BOX_ONLY = """
+import runpy, sys
+import numpy as np
+from evalharness.decoders.base import Detections
+from evalharness.decoders.yolo_seg import YoloSegDecoder
+
+def boxes_only(self, outputs):
+    rows = self.outputs[self._rows_at].dequantize(outputs[self._rows_at])
+    kept = self._kept_rows(np.asarray(rows, dtype=np.float64)[0])
+    return Detections(boxes=kept.boxes, scores=kept.scores, classes=kept.classes)
+
+YoloSegDecoder.decode = boxes_only
+sys.argv[0] = "evalharness"
+runpy.run_module("evalharness", run_name="__main__", alter_sys=True)
+"""
+
+
+def make_dataset(root: Path, n: int) -> tuple[Path, Path]:
+    """``root/images/img000000.jpg ...`` (n symlinks cycling through val25) and ``root/instances.json``
+    with each copy's image and annotations under fresh ids."""
+    source = json.loads(INSTANCES.read_text())
+    by_image: dict[int, list[dict]] = {}
+    for ann in source["annotations"]:
+        by_image.setdefault(ann["image_id"], []).append(ann)
+    (root / "images").mkdir(parents=True)
+    images, annotations = [], []
+    for i in range(n):
+        image = source["images"][i % len(source["images"])]
+        name = f"img{i:06d}.jpg"
+        os.symlink(VAL25 / image["file_name"], root / "images" / name)
+        images.append({**image, "id": i + 1, "file_name": name})
+        for ann in by_image.get(image["id"], []):
+            annotations.append({**ann, "id": len(annotations) + 1, "image_id": i + 1})
+    doc = {**source, "images": images, "annotations": annotations}
+    (root / "instances.json").write_text(json.dumps(doc))
+    return root / "images", root / "instances.json"
+
+
+def run(model: str, data: tuple[Path, Path], run_dir: Path, threads: int, box_only: bool) -> dict:
+    """metrics.json of one run in its own process."""
+    images, annotations = data
+    head = [sys.executable, "-c", BOX_ONLY] if box_only else [sys.executable, "-m", "evalharness"]
+    command = [
+        *head, "task=coco", f"model.path={ASSETS / 'yolo' / (model + '.tflite')}",
+        f"dataset.root={images}", f"dataset.annotations={annotations}", "loop.progress=false",
+        "loop.tensor_cache=false", "task.analysis=false", "task.tflite_tool_ap=false",
+        "task.bootstrap_resamples=0", f"delegate.num_threads={threads}", f"hydra.run.dir={run_dir}",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(command, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"run failed ({proc.returncode}): {' '.join(command)}\n{proc.stderr[-2000:]}")
+    return json.loads((run_dir / "metrics.json").read_text())
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def seg_vs_box(args: argparse.Namespace, base: Path) -> None:
+    data = make_dataset(base / f"data{args.images}", args.images)
+    figures: dict[str, list[dict]] = {"seg": [], "box": []}
+    ratios = []
+    for r in range(args.repeats):
+        order = ["seg", "box"] if r % 2 == 0 else ["box", "seg"]
+        for kind in order:
+            doc = run(args.model, data, base / f"{kind}-{r}", args.threads, box_only=kind == "box")
+            figures[kind].append(doc)
+        seg, box = (figures[k][-1]["throughput"]["images_per_s"] for k in ("seg", "box"))
+        ratios.append(seg / box)
+        print(f"  round {r + 1}: seg {seg:.2f} img/s, box {box:.2f} img/s, ratio {seg / box:.3f}", flush=True)
+    print(f"{args.model}, {args.images} images, {args.threads} thread(s), {args.repeats} rounds (medians)")
+    print(f"{'run':<9} {'img/s':>7} {'post ms/img':>12} {'peak RSS MiB':>13}")
+    for kind in ("seg", "box"):
+        docs = figures[kind]
+        ips = statistics.median(d["throughput"]["images_per_s"] for d in docs)
+        post = statistics.median(d["throughput"]["per_image_ms"]["postprocess"] for d in docs)
+        rss = statistics.median(d["memory_mb"]["peak_rss"] for d in docs)
+        print(f"{kind:<9} {ips:7.2f} {post:12.2f} {rss:13.1f}")
+    segm = figures["seg"][0]["metrics"]
+    print(
+        f"seg / box img/s: median of the rounds' ratios {statistics.median(ratios):.3f} "
+        f"(min {min(ratios):.3f}, max {max(ratios):.3f}); segm_AP {segm['segm_AP']:.4f}, AP {segm['AP']:.4f}"
+    )
+
+
+def rss_growth(args: argparse.Namespace, base: Path) -> None:
+    sizes = args.rss_images
+    data = {n: make_dataset(base / f"rss{n}", n) for n in sizes}
+    peaks: dict[int, list[float]] = {n: [] for n in sizes}
+    speed: dict[int, list[float]] = {n: [] for n in sizes}
+    for r in range(args.rss_repeats):
+        for n in sizes if r % 2 == 0 else sizes[::-1]:
+            doc = run(args.model, data[n], base / f"rss-{n}-{r}", args.threads, box_only=False)
+            peaks[n].append(doc["memory_mb"]["peak_rss"])
+            speed[n].append(doc["throughput"]["images_per_s"])
+    print(f"{args.model} seg runs, peak RSS by size ({args.rss_repeats} round(s), medians)")
+    first = statistics.median(peaks[sizes[0]])
+    for n in sizes:
+        peak = statistics.median(peaks[n])
+        print(
+            f"  {n:>6} images: peak RSS {peak:7.1f} MiB ({peak - first:+.1f} vs {sizes[0]}), "
+            f"{statistics.median(speed[n]):.2f} img/s"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=250)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rss-images", type=int, nargs="+", default=[25, 2500])
+    parser.add_argument("--rss-repeats", type=int, default=1)
+    parser.add_argument("--model", default="yolov8n_seg_int8_256")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--only", choices=["ratio", "rss"])
+    args = parser.parse_args()
+    print(f"{os.cpu_count()} CPUs, {load()}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-masks-") as tmp:
+        if args.only in (None, "ratio"):
+            seg_vs_box(args, Path(tmp))
+        if args.only in (None, "rss"):
+            rss_growth(args, Path(tmp))
+    print(load())
+
+
+if __name__ == "__main__":
+    main()
