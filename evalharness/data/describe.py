@@ -154,7 +154,8 @@ def _coco_json(path: Path) -> DatasetView | None:
         [str(i.get("file_name", i["id"])) for i in images[:FIRST]],
         f"COCO instances JSON {path}",
         "COCO bbox AP (pycocotools' 12 stats) of a detector",
-        f"task=coco dataset.format=coco dataset.annotations={path} dataset.root=<the folder of its images>",
+        f"task=coco dataset.format=coco dataset.annotations={path} "
+        "dataset.root=<the folder or container of its images>",
         {
             "objects": sum(not a["iscrowd"] for a in doc["annotations"]),
             "crowd_regions": sum(bool(a["iscrowd"]) for a in doc["annotations"]),

@@ -39,6 +39,8 @@ def dataset_members(settings: RunSettings) -> EvalMembers:
 
     def members() -> Sequence[tuple[str, Member]]:
         fmt = getattr(settings.dataset, "format", None)  # a task whose datasets have no format: folders
+        # a task whose ground truth lies beside a container (COCO) names that layout in dataset.format
+        fmt = fmt if fmt is None or settings.definition.abilities.container_labels else "auto"
         if fmt is None or not reads_container(fmt, settings.dataset.root):
             return ()
         return settings.live_task().listed_members()

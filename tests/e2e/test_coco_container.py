@@ -1,6 +1,6 @@
 """task=coco over a container of its images (webdataset shards of the images alone, the instances
-JSON beside them), run as loop.parallel shard processes: each image's record, the metrics and the
-content manifest equal those of the same images in a folder run in one process."""
+JSON beside them), run as loop.parallel shard processes: each image's record and the COCO stats
+equal those of the same images in a folder run in one process (the session's shared run)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ import json
 import tarfile
 from pathlib import Path
 
-from conftest import MODELS, run_cli, run_inprocess
+from conftest import ASSETS, run_cli, runs_fixture
+from test_report_coco import COCO
 
-SAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "sample" / "coco" / "images"
-COCO = ["task=coco", f"paths.models_dir={MODELS}", "task.bootstrap_resamples=0", "task.analysis=false"]
+from evalharness.stats.coco_eval import COCO_STAT_NAMES
+
+folder_runs = runs_fixture(COCO, {"cpu": ["delegate=cpu"]})  # test_report_coco's run: made once
 
 
 def _records(run_dir: Path) -> dict[str, dict]:
@@ -19,27 +21,29 @@ def _records(run_dir: Path) -> dict[str, dict]:
     return {r["id"]: r for r in map(json.loads, lines)}
 
 
-def test_a_container_of_the_images_scores_as_the_folder_with_parallel_shards(tmp_path):
+def test_a_container_of_the_images_scores_as_the_folder_with_parallel_shards(tmp_path, folder_runs):
     shards = tmp_path / "wds"
     shards.mkdir()
-    images = sorted(SAMPLE.glob("*.jpg"))
-    for i, part in enumerate((images[:2], images[2:])):  # two shards: files scheme has two to split
+    images = sorted((ASSETS / "coco/val25").glob("*.jpg"))
+    half = len(images) // 2
+    for i, part in enumerate((images[:half], images[half:])):  # two shards: one a shard process
         with tarfile.open(shards / f"val-{i:04d}.tar", "w") as tar:
             for path in part:
                 tar.add(path, arcname=f"val2017/{path.name}")
-    folder = run_inprocess([*COCO, "dataset.manifest=content"], tmp_path / "folder")
-    proc = run_cli(
-        [*COCO, f"dataset.root={shards}", "loop.parallel=2x1", f"hydra.run.dir={tmp_path / 'wds_run'}"],
-        tmp_path,
-    )
+    quick = ["task.tide=false", "task.bootstrap_resamples=0", "task.analysis=false"]
+    overrides = [*COCO, "delegate=cpu", *quick, f"dataset.root={shards}", "loop.parallel=2x1"]
+    proc = run_cli([*overrides, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)  # children: a CLI's
     assert proc.returncode == 0, proc.stderr
-    doc = json.loads((tmp_path / "wds_run" / "metrics.json").read_text())
-    assert doc["metrics"] == folder["metrics"] and doc["merged"]["processes"] == 2
+    doc = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    folder = json.loads((folder_runs["cpu"] / "metrics.json").read_text())
+    assert doc["status"] == "complete" and doc["merged"]["processes"] == 2
+    assert {k: doc["metrics"][k] for k in COCO_STAT_NAMES} == {
+        k: folder["metrics"][k] for k in COCO_STAT_NAMES
+    }
     dataset = doc["provenance"]["dataset"]
     assert dataset["container"] == "webdataset" and dataset["labels_read"] is False
-    assert dataset["count"] == 4 and dataset["manifest_kind"] == "relative path + sha256"
-    assert dataset["manifest_sha256"] == folder["provenance"]["dataset"]["manifest_sha256"]
-    ours, theirs = _records(tmp_path / "wds_run"), _records(tmp_path / "folder")
+    assert dataset["count"] == len(images) and dataset["manifest_kind"] == "relative path + sha256"
+    ours, theirs = _records(tmp_path / "run"), _records(folder_runs["cpu"])
     assert sorted(ours) == sorted(theirs) == [p.name for p in images]
     same = ("image_id", "detections", "unmapped", "input_sha256", "input_float_sha256")
     assert all({k: ours[i].get(k) for k in same} == {k: theirs[i].get(k) for k in same} for i in ours)

@@ -179,11 +179,11 @@ class CocoTask(Task):
             fix = said if why else None
             return folder_samples(self.annotations, self.source.root, self.source.ground_truth, fix)
         reader, images_said = container
-        split_said = reader.chosen and reader.chosen.assumption()
-        self.source.assumptions.extend(a for a in (images_said, split_said) if a)
         samples, self.listed_samples = container_samples(
             self.annotations, reader, self.source.ground_truth, self.unscored
         )
+        split_said = reader.chosen and reader.chosen.assumption()  # its split, chosen as it listed
+        self.source.assumptions.extend(a for a in (images_said, split_said) if a)
         return samples
 
     def _shard_file(self, sample: CocoSample) -> str | None:

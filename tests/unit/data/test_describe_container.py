@@ -36,3 +36,21 @@ def test_each_container_is_described_by_its_reader(tmp_path, kind):
     else:  # no class list: the indices, and the run is told to give one
         assert view.class_names[:2] == ["class index 0", "class index 1"]
         assert "dataset.class_names=<the class list>" in view.run
+
+
+def test_a_container_of_images_without_labels_is_described_as_a_detection_runs_images(tmp_path):
+    """What a COCO run reads its images from (the instances JSON beside them): listed alone, the
+    reason there are no class labels said, the run's command line a detection run's."""
+    import io
+    import tarfile
+
+    (tmp_path / "w").mkdir()
+    with tarfile.open(tmp_path / "w" / "val-0000.tar", "w") as tar:
+        for name, data, _ in ITEMS:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    view = describe_dataset(str(tmp_path / "w"))
+    assert (view.format, view.samples, view.classes) == ("webdataset", 4, 0)
+    assert "no .cls or .json label" in view.details["no_class_labels"]
+    assert view.run.startswith("task=coco dataset.annotations=<instances JSON>")

@@ -40,7 +40,8 @@ def _instances(folder: Path) -> Path:
         {"id": i + 1, "file_name": n, "width": SIZES[n][0], "height": SIZES[n][1]}
         for i, n in enumerate(ANNOTATED)
     ]
-    doc = {"images": images, "annotations": [], "categories": [{"id": 1, "name": "person"}]}
+    box = {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 2, 2], "area": 4, "iscrowd": 0}
+    doc = {"images": images, "annotations": [box], "categories": [{"id": 1, "name": "person"}]}
     path = folder / "instances.json"
     path.write_text(json.dumps(doc))
     return path
@@ -152,3 +153,28 @@ def test_a_plugin_layout_is_detected_through_the_registry(tmp_path, monkeypatch)
     assert truth_readers.detected_layout(dataset) == ("toy", f"{tmp_path} holds toy.txt")
     given = SimpleNamespace(**{**vars(dataset), "annotations": "instances.json"})
     assert truth_readers.detected_layout(given) == ("coco", None)  # a JSON given is read
+
+
+def test_the_coco_task_reads_the_validation_shards_and_says_which(tmp_path):
+    """A container root holding a training split beside the validation one: the run reads the
+    validation shards (said, as for a classification run), its images alone, recorded so."""
+    from conftest import compose_config  # noqa: PLC0415
+
+    from evalharness.settings.validate import validate  # noqa: PLC0415
+
+    root = _webdataset(tmp_path / "wds")  # val-0000.tar
+    train = root / "train-0000.tar"
+    with tarfile.open(train, "w", format=tarfile.USTAR_FORMAT) as tar:
+        info = tarfile.TarInfo("a.png")  # the same name in the training split: never read
+        info.size = len(_pixels("c.png"))
+        tar.addfile(info, io.BytesIO(_pixels("c.png")))
+    overrides = ["task=coco", f"dataset.root={root}", f"dataset.annotations={_instances(tmp_path)}"]
+    task = validate(compose_config(overrides)).live_task()
+    assert [s.key for s in task.samples] == list(ANNOTATED)
+    assert [image.read() for image in task.sample_images()] == [_pixels(n) for n in ANNOTATED]
+    assert [key for key, _ in task.listed_members()] == sorted(SIZES)
+    said = {a["what"]: a["assumed"] for a in task.source.assumptions}
+    assert said["dataset.split"] == "val" and said["images"].startswith("the webdataset members")
+    dataset = task.provenance()["dataset"]
+    assert dataset["labels_read"] is False and dataset["dataset_split"]["name"] == "val"
+    assert list(task.sample_files()) == [str(root / "val-0000.tar")]

@@ -66,11 +66,18 @@ def test_the_members_are_asked_of_the_task_only_for_a_container(tmp_path):
     root, members = _packed(tmp_path)
     asked = []
 
-    def settings(where: str, fmt: str) -> SimpleNamespace:
+    from evalharness.tasks.definition import Abilities  # noqa: PLC0415
+
+    def settings(where: str, fmt: str, labelled: bool = True) -> SimpleNamespace:
         task = SimpleNamespace(listed_members=lambda: asked.append(where) or members)
-        return SimpleNamespace(dataset=SimpleNamespace(root=where, format=fmt), live_task=lambda: task)
+        definition = SimpleNamespace(abilities=Abilities(container_labels=labelled))
+        dataset = SimpleNamespace(root=where, format=fmt)
+        return SimpleNamespace(dataset=dataset, live_task=lambda: task, definition=definition)
 
     assert dataset_members(settings(root, "auto"))() == members
     assert dataset_members(settings(str(tmp_path), "auto"))() == ()  # a folder is listed as a folder
     assert dataset_members(settings(root, "folder"))() == ()
     assert asked == [root]
+    # COCO's dataset.format names its ground truth (the JSON beside the container): the root decides
+    assert dataset_members(settings(root, "coco", labelled=False))() == members
+    assert dataset_members(settings(str(tmp_path), "coco", labelled=False))() == ()
