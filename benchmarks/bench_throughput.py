@@ -1,11 +1,16 @@
 """Throughput benchmark: is evalharness limited by the model, not by Python? (not a unit test)
 
-    python benchmarks/bench_throughput.py [--images 1000] [--threads 2] [--repeats 3]
-        [--memory-images 50000] [--coco-images 5000] [--only classification|memory|coco|resize|batch]
+    python benchmarks/bench_throughput.py [--images 1000] [--threads 2] [--rounds 5] [--repeats 3]
+        [--baseline CHECKOUT] [--memory-images 50000] [--coco-images 5000]
+        [--only classification|shapes|memory|coco|resize|batch]
 
 All figures are measured in this one run on this machine, MobileNet v2 quant, delegate=cpu:
 
-- pure invoke: pre-made input tensors, invoke() only; input preparation alone on all cores
+- ``classification``: pure invoke, the CPU budget, a naive Pillow loop and the default cold and warm
+  runs, each figure its own process, in ``--rounds`` interleaved rounds, ratios as medians with
+  intervals (``throughput_rounds.py`` says how; ``--baseline`` adds another checkout's cold and
+  warm runs to the same rounds);
+- ``shapes``: pure invoke: pre-made input tensors, invoke() only; input preparation alone on all cores
   (decode + crop + exact resize), no model; the CPU budget (cores / CPU time of invoke + preparation
   per image) that bounds any cold run;
 - naive loops, one image at a time (what a user would write): Pillow's bilinear resize (not the
@@ -146,7 +151,7 @@ def loop_shapes(data: Path, threads: int, repeats: int, budget) -> tuple[dict[st
     return runs, budgets
 
 
-def classification(n: int, threads: int, repeats: int) -> None:
+def shapes(n: int, threads: int, repeats: int) -> None:
     from evalharness.data.preprocess import (
         PreprocessSpec,
         image_input_spec,
@@ -420,17 +425,24 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--coco-images", type=int, default=5000)
     ap.add_argument("--bootstrap", type=int, default=1000, help="COCO bootstrap resamples")
-    ap.add_argument("--repeats", type=int, default=3, help="paired cold runs per loop shape")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the classification part")
+    ap.add_argument("--baseline", type=Path, help="another checkout whose cold and warm runs join the rounds")
+    ap.add_argument("--repeats", type=int, default=3, help="paired cold runs per loop shape (--only shapes)")
     ap.add_argument("--memory-images", type=int, default=50_000, help="images of the big peak-RSS run")
     ap.add_argument("--batch-images", type=int, default=400, help="images of the batch 1 vs 8 runs")
     ap.add_argument(
-        "--only", choices=("classification", "memory", "coco", "resize", "batch"), help="run one part"
+        "--only", help="run one part",
+        choices=("classification", "shapes", "memory", "coco", "resize", "batch"),
     )
     args = ap.parse_args()
     if args.only in (None, "resize"):
         resize_parts()
     if args.only in (None, "classification"):
-        classification(args.images, args.threads, args.repeats)
+        from throughput_rounds import classification
+
+        classification(args.images, args.threads, args.rounds, args.baseline)
+    if args.only in (None, "shapes"):
+        shapes(args.images, args.threads, args.repeats)
     if args.only in (None, "batch"):
         batches(args.batch_images, args.threads)
     if args.only in (None, "memory"):

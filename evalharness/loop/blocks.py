@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from evalharness.loop.checks import OutputChecks
-from evalharness.loop.input_identity import InputIdentity
+from evalharness.loop.input_identity import InputIdentity, hashes_of
 
 if TYPE_CHECKING:  # for the type only
     from evalharness.tasks.live import Looped
@@ -56,9 +56,10 @@ class ScoringBlocks:
         self._started = 0.0
 
     def add(self, sample: Any, tensors: list[np.ndarray], outputs: list[np.ndarray], latency: float) -> None:
-        """One invoked sample: its inputs checked and hashed now (not held), its outputs later."""
+        """One invoked sample: its inputs checked and hashed (when prepared, else now; not held), its
+        outputs later."""
         self.result.checks.add_inputs(tensors)
-        hashes = self.identity.of(tensors) if self.identity is not None else {}
+        hashes = hashes_of(tensors, self.identity)
         if not self._held:
             self._started = time.perf_counter()
         self._held.append((sample, outputs, latency, hashes))

@@ -335,9 +335,10 @@ def run_loop(
         result.shape = requested(settings.shape, settings.workers)
         if model.batch_size and result.shape.shape == "auto":  # a runner's round trips, not invoke cycles
             result.shape = LoopShape("pipelined", settings.workers, "the runner batches samples")
+        identity = InputIdentity(model.inputs, input_layout(task))
         items = shaped(
             lambda samples, workers, phased=False: prepared(
-                task, samples, workers, settings.prefetch, phased, result.prepare_s
+                task, samples, workers, settings.prefetch, phased, result.prepare_s, identity
             ),
             todo,
             total,
@@ -345,7 +346,7 @@ def run_loop(
         )
         run = _run_batched if model.batch_size else _run_each
         chunk = model.batch_size or size
-        scoring = ScoringBlocks(task, record, result, InputIdentity(model.inputs, input_layout(task)))
+        scoring = ScoringBlocks(task, record, result, identity)
         try:
             run(model, scoring, settings, result, _chunks(task, items, chunk, settings, result, bar), size)
         finally:  # whatever stops the loop, every invoked sample is scored

@@ -13,7 +13,10 @@ cores 1×2 and 2×1. Each candidate runs P interpreters of T threads invoking co
 Python thread each; ``invoke`` releases the GIL) on a seeded input for a short window, in rounds
 whose order reverses each time (ABBA…) so a machine's drift favours none; the best invoke
 throughput wins. Input preparation is not part of that measure (it is the same work in every
-candidate); the record (``provenance.parallel``) says so and keeps every candidate's figures.
+candidate); the record (``provenance.parallel``) says so and keeps every candidate's figures. The
+calibration runs only where it pays for itself (:mod:`evalharness.run.parallel_choice`: at most 5 %
+of the run's length, estimated from the image count and a first measured invoke), shortened or
+skipped for the split chosen without measuring otherwise (``calibration_plan`` says which and why).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from evalharness.settings.groups import RunSettings
 if TYPE_CHECKING:  # for the types only
     from evalharness.core.tensors import TensorInfo
     from evalharness.runtime import DelegatePlan
+from evalharness.run.parallel_choice import TIMED_INVOKES, candidates, paper_split, plan_calibration
 from evalharness.run.start_up import child_failed
 from evalharness.rundir.document import has_document, holds_run
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, read_predictions
@@ -56,11 +60,6 @@ _OWN_KEYS = (
 )  # fmt: skip
 SHARDS_DIR = "parallel"
 WINDOW_S, ROUNDS = 0.5, 2
-
-
-def candidates(cores: int) -> list[tuple[int, int]]:
-    """(processes, threads) with processes × threads = ``cores``, fewest processes first."""
-    return [(p, cores // p) for p in range(1, cores + 1) if cores % p == 0]
 
 
 def _throughput(models: list[Any], window: float) -> float:
@@ -82,33 +81,63 @@ def _throughput(models: list[Any], window: float) -> float:
     return sum(counts) / (time.perf_counter() - start)
 
 
-def calibrate(model_path: str, plan: DelegatePlan, runtime: str, cores: int) -> dict[str, Any]:
-    """Each candidate's invoke throughput, ABBA rounds; the best one chosen."""
+def _loaded(model_path: str, plan: DelegatePlan, runtime: str, threads: int) -> Any:
+    """A model of ``threads`` threads holding a seeded input, invoked once."""
     from evalharness.runtime import load_model
 
+    model = load_model(model_path, dataclasses.replace(plan, num_threads=threads), runtime)
+    rng = np.random.default_rng(0)
+    model.set_inputs([_seeded(rng, info) for info in model.inputs])
+    model.invoke()
+    return model
+
+
+def calibrate(
+    model_path: str, plan: DelegatePlan, runtime: str, cores: int, window_s: float = WINDOW_S
+) -> dict[str, Any]:
+    """Each candidate's invoke throughput, ABBA rounds of ``window_s``; the best one chosen."""
     options = candidates(cores)
-    loaded = {}
-    for p, t in options:
-        threaded = dataclasses.replace(plan, num_threads=t)
-        models = [load_model(model_path, threaded, runtime) for _ in range(p)]
-        rng = np.random.default_rng(0)
-        for m in models:
-            m.set_inputs([_seeded(rng, info) for info in m.inputs])
-            m.invoke()
-        loaded[(p, t)] = models
+    loaded = {(p, t): [_loaded(model_path, plan, runtime, t) for _ in range(p)] for p, t in options}
     figures: dict[str, list[float]] = {f"{p}x{t}": [] for p, t in options}
     for r in range(ROUNDS):
         for p, t in options if r % 2 == 0 else reversed(options):
-            figures[f"{p}x{t}"].append(_throughput(loaded[(p, t)], WINDOW_S))
+            figures[f"{p}x{t}"].append(_throughput(loaded[(p, t)], window_s))
     best = max(options, key=lambda c: float(np.mean(figures[f"{c[0]}x{c[1]}"])))
     return {
         "choice": best,
         "invokes_per_s": figures,
         "source": (
             f"auto: invoke throughput of each processes x threads split of {cores} cores, "
-            f"{ROUNDS} rounds of {WINDOW_S} s in alternating order (input preparation not included)"
+            f"{ROUNDS} rounds of {window_s} s in alternating order (input preparation not included)"
         ),
     }
+
+
+def first_sample_cost(model_path: str, plan: DelegatePlan, runtime: str, threads: int) -> tuple[float, float]:
+    """(load seconds, invoke seconds) of one interpreter of ``threads`` threads: the load, then the
+    median of :data:`TIMED_INVOKES` invokes on a seeded input after an untimed one."""
+    start = time.perf_counter()
+    model = _loaded(model_path, plan, runtime, threads)
+    load_s = time.perf_counter() - start  # the first, untimed invoke included: what calibrating pays too
+    took = []
+    for _ in range(TIMED_INVOKES):
+        start = time.perf_counter()
+        model.invoke()
+        took.append(time.perf_counter() - start)
+    return load_s, float(np.median(took))
+
+
+def auto_split(settings: RunSettings, cores: int) -> tuple[tuple[int, int], str, dict[str, Any]]:
+    """``loop.parallel=auto``: (split, source, record fields): calibrated where it pays for itself
+    (:func:`evalharness.run.parallel_choice.plan_calibration`), else the paper split."""
+    path, plan, runtime = settings.model.path, settings.delegate_plan, settings.runtime.name
+    load_s, invoke_s = first_sample_cost(path, plan, runtime, paper_split(cores)[1])
+    chosen = plan_calibration(len(settings.live_task().samples), invoke_s, load_s, cores, WINDOW_S, ROUNDS)
+    record: dict[str, Any] = {"calibration_plan": chosen.record()}
+    if not chosen.window_s:
+        return chosen.split, f"auto: {chosen.reason}", record
+    cal = calibrate(path, plan, runtime, cores, chosen.window_s)
+    return cal.pop("choice"), cal.pop("source"), record | {"calibration": cal}
 
 
 def _seeded(rng: np.random.Generator, info: TensorInfo) -> np.ndarray:
@@ -217,9 +246,8 @@ def _run_shards(settings: RunSettings, run_dir: str, overrides: list[str]) -> Ru
     asked = parse_parallel(settings.loop.parallel)
     record: dict[str, Any] = {"requested": str(settings.loop.parallel), "cores": cores}
     if isinstance(asked, str):  # AUTO: run() never sends "off" here
-        cal = calibrate(settings.model.path, settings.delegate_plan, settings.runtime.name, cores)
-        (p, t), record["source"] = cal.pop("choice"), cal.pop("source")
-        record["calibration"] = cal
+        (p, t), record["source"], found = auto_split(settings, cores)
+        record |= found
     else:
         (p, t), record["source"] = asked, "explicit"
     print(f"loop.parallel: {p} process(es) x {t} thread(s) ({record['source']})", file=sys.stderr, flush=True)
