@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from evalharness.data.preprocess import Geometry
+from evalharness.data.detection_input import Geometry
 from evalharness.decoders.base import Detections
 
 MASK_THRESHOLD = 0.5
@@ -97,18 +97,25 @@ def _window(low: float, high: float, size: int) -> tuple[int, int]:
 def _column_rle(patch: npt.NDArray[np.bool_], x0: int, y0: int, height: int, width: int) -> str:
     """COCO's compressed RLE of an image-sized mask that is ``patch`` at (x0, y0) and 0 elsewhere:
     the runs of the columns the patch spans (column-major, as COCO's RLE), the zeros before and
-    after added to the first and last run; equal to ``pycocotools.mask.encode`` of the whole mask."""
+    after added to the first and last run; equal to ``pycocotools.mask.encode`` of the whole mask.
+
+    The runs are found on the patch's columns with one zero above and below each (not on the
+    image's whole height): where a value changes there is where it changes in the image's columns,
+    at row y0 + (row in the padded column - 1)."""
     from pycocotools import mask as mask_utils
 
     h, w = patch.shape
-    strip = np.zeros((height, w), dtype=np.uint8)
-    strip[y0 : y0 + h] = patch
-    flat = strip.ravel(order="F")
-    edges = np.flatnonzero(flat[1:] != flat[:-1]) + 1
-    counts = np.diff(np.concatenate(([0], edges, [flat.size]))).tolist() if flat.size else [0]
-    if flat.size and flat[0]:
-        counts.insert(0, 0)  # runs alternate from a run of zeros
-    counts[0] += height * x0
+    padded = np.zeros((w, h + 2), dtype=np.uint8)
+    padded[:, 1:-1] = patch.T
+    flat = padded.ravel()
+    starts = np.flatnonzero(flat[1:] != flat[:-1]) + 1  # where a run begins, in the padded columns
+    at = (starts // (h + 2)) * height + y0 + starts % (h + 2) - 1  # ... in the image's columns
+    if h == height and at.size:  # whole-height columns: a column's last 1 meets the next one's first
+        doubled = np.flatnonzero(at[1:] == at[:-1])
+        at = np.delete(at, np.concatenate((doubled, doubled + 1)))
+    at = at[at < w * height]  # a run ending at the last pixel of the strip ends with it
+    counts = np.diff(np.concatenate(([0], at, [w * height]))).tolist() if w * height else [0]
+    counts[0] += height * x0  # a first run of ones starts with the zero-length run of zeros
     after = height * (width - x0 - w)
     if len(counts) % 2:  # the last run is zeros
         counts[-1] += after

@@ -27,7 +27,8 @@ from evalharness.core.input_hash import METHOD, method_of, methods_differ, real_
 from evalharness.core.numbers import fmt
 from evalharness.core.paths import inside_root
 from evalharness.core.tensors import TensorInfo, real_nhwc
-from evalharness.data.preprocess import InputSpec, detection_input, preprocess_file, spec_from_config
+from evalharness.data.detection_input import detection_input
+from evalharness.data.preprocess import InputSpec, preprocess_file, spec_from_config
 from evalharness.rundir.reader import Run
 
 FLOAT, EXACT = "input_float_sha256", "input_sha256"

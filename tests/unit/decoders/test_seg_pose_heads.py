@@ -11,7 +11,7 @@ from pycocotools import mask as mask_utils
 
 from evalharness.core.errors import DataError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo
-from evalharness.data.preprocess import Geometry
+from evalharness.data.detection_input import Geometry
 from evalharness.decoders.base import build_decoder
 from evalharness.decoders.image_shapes import keypoints_to_image, mask_rles, shape_fields
 from evalharness.settings.yolo_heads import head_decoder, yolo_head
