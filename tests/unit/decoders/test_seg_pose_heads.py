@@ -168,6 +168,20 @@ def test_column_rle_equals_pycocotools_on_the_whole_mask(x0, y0, h, w):
     assert _column_rle(patch, x0, y0, 30, 40) == mask_utils.encode(whole)["counts"].decode()
 
 
+@pytest.mark.parametrize("x0, w", [(0, 40), (5, 35), (0, 1), (12, 3)])
+@pytest.mark.parametrize("fill", [1.0, 0.9, 0.0])
+def test_column_rle_of_whole_height_columns_joins_their_runs(x0, w, fill):
+    """A whole-height patch: a column's last 1 runs on into the next column's first, and a patch
+    reaching the image's last pixel ends with its run (the cases where the padded columns' runs meet)."""
+    from evalharness.decoders.image_shapes import _column_rle
+
+    patch = np.random.default_rng(w).random((30, w)) < fill
+    patch[0], patch[-1] = fill > 0, fill > 0
+    whole = np.zeros((30, 40), np.uint8, order="F")
+    whole[:, x0 : x0 + w] = patch
+    assert _column_rle(patch, x0, 0, 30, 40) == mask_utils.encode(whole)["counts"].decode()
+
+
 def test_a_record_whose_masks_do_not_match_its_detections_is_refused():
     from evalharness.tasks.coco.shape_store import ShapeStore
 
