@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from evalharness.data.preprocess import Geometry
+from evalharness.data.detection_input import Geometry
 from evalharness.decoders.base import Detections
 from evalharness.decoders.mask_runs import MaskPatches
 

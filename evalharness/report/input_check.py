@@ -25,7 +25,8 @@ from evalharness.core.input_hash import METHOD, method_of, methods_differ, real_
 from evalharness.core.numbers import fmt
 from evalharness.core.tensors import TensorInfo, real_nhwc
 from evalharness.data.decode import decode_rgb_bytes
-from evalharness.data.preprocess import InputSpec, detection_input, preprocess_bytes, spec_from_config
+from evalharness.data.detection_input import detection_input
+from evalharness.data.preprocess import InputSpec, preprocess_bytes, spec_from_config
 from evalharness.data.run_images import recorded_images
 from evalharness.rundir.reader import Run
 

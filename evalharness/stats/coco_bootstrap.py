@@ -32,6 +32,8 @@ resample's AP can differ from the per-threshold layout's in the last bit (1e-16)
 from __future__ import annotations
 
 import dataclasses
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -41,6 +43,7 @@ AREA_ALL = 0  # index of area range "all" in pycocotools' evalImgs
 AP50, AP75 = 0, 5  # IoU threshold indices of 0.50 and 0.75 in 0.50:0.05:0.95
 EPS = np.spacing(1)  # pycocotools' guard in tp / (tp + fp + eps)
 _BATCH_VALUES = 1 << 21  # resamples x detections per batch of Matching.resampled() (16 MiB an array)
+_WORKERS = 4  # threads of Matching.resampled(), at most one per core
 
 
 class Resamples(TypedDict):
@@ -166,8 +169,10 @@ class Matching:
             "per_class": np.empty((len(weights), n_cat)),
         }
         counts = self.gt_count.T.astype(np.float64)  # (N, K)
-        batch = max(1, min(len(weights), _BATCH_VALUES // (img.size + 1)))
-        for first in range(0, len(weights), batch):
+        workers = max(1, min(_WORKERS, len(os.sched_getaffinity(0))))
+        batch = max(1, min(_BATCH_VALUES // (img.size + 1), -(-len(weights) // workers)))
+
+        def one_batch(first: int) -> None:
             w = weights[first : first + batch]
             rows = np.arange(first, first + len(w))
             npig = w @ counts  # (rows, K) non-ignored ground truth drawn; integers, exact in any order
@@ -186,6 +191,11 @@ class Matching:
                 out["AP50"][rows] = kept[:, AP50].sum(axis=1) / cells
                 out["AP75"][rows] = kept[:, AP75].sum(axis=1) / cells
             out["per_class"][rows] = np.where(valid, area.sum(axis=1) / (n_thr * n_rec), np.nan)
+
+        # numpy leaves the GIL for each whole-array step: the batches share the cores the run's
+        # loop has left idle; each writes its own rows
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(one_batch, range(0, len(weights), batch)))
         return out
 
     def _layout(self, copies: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -47,6 +47,18 @@ _NUMBER_TYPES = {int, float}  # exact types: bool (an int subclass) and strings 
 # (stats/coco_shapes.py) add iou_type="segm" / "keypoints", and their stats are that iouType's.
 Backend = Callable[..., tuple[np.ndarray, np.ndarray, list[Any], Any, np.ndarray]]
 EVALUATORS: Registry[Backend] = Registry("COCO evaluator")
+AUTO = "auto"  # faster-coco-eval where it is installed, else pycocotools (resolved_backend)
+
+
+def resolved_backend(name: str) -> str:
+    """The evaluator a backend setting names: ``auto`` is faster-coco-eval where it is installed
+    (its C++ evaluate and accumulate give pycocotools' stats: equal on every fixture the tests
+    score, docs/tasks/coco.md), else pycocotools; any other name is itself."""
+    if name != AUTO:
+        return name
+    import importlib.util
+
+    return "faster_coco_eval" if importlib.util.find_spec("faster_coco_eval") else "pycocotools"
 
 
 class ClassAP(TypedDict):
@@ -153,6 +165,7 @@ def evaluate_bbox(
     ground-truth category: AP/AP50 at area=all, maxDets=100, None where the scored images hold no
     non-crowd box of it (pycocotools' -1), and ``num_gt`` counts those non-crowd boxes.
     """
+    backend = resolved_backend(backend)
     run = EVALUATORS.get(backend)
     check_annotations(gt)
     ids, dets = evaluated_subset(gt, detections, image_ids)
@@ -235,7 +248,8 @@ def _score(
     """evaluate/accumulate/summarize with a COCO class pair, stdout captured, zero detections allowed.
 
     ``keep_matching``: also return the per-image matching (pycocotools' evaluator only);
-    ``evaluate_only``: stop after ``evaluate()`` and return only that matching."""
+    ``evaluate_only``: stop after ``evaluate()`` and return only that matching, made for the area
+    range "all" alone (all a Matching holds: a quarter of pycocotools' per-image passes)."""
     from evalharness.stats.coco_bootstrap import Matching
 
     gt, detections = _own_copy(gt, detections)
@@ -255,6 +269,9 @@ def _score(
             coco_dt.createIndex()
         evaluator = make_eval(coco_gt, coco_dt)
         evaluator.params.imgIds = list(image_ids)
+        if evaluate_only:  # area range "all" comes first (coco_bootstrap.AREA_ALL)
+            evaluator.params.areaRng = evaluator.params.areaRng[:1]
+            evaluator.params.areaRngLbl = evaluator.params.areaRngLbl[:1]
         evaluator.evaluate()
         if evaluate_only:
             return Matching.from_evaluator(evaluator, trim=False)

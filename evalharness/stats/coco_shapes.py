@@ -17,7 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from evalharness.core.errors import DataError
-from evalharness.stats.coco_eval import COCO_STAT_NAMES, EVALUATORS, _per_class, format_summary
+from evalharness.stats.coco_eval import (
+    COCO_STAT_NAMES,
+    EVALUATORS,
+    _per_class,
+    format_summary,
+    resolved_backend,
+)
 
 KEYPOINT_STATS = ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
 _KEYPOINT_ROWS = tuple(
@@ -91,7 +97,7 @@ def evaluate_shapes(
     else:
         check_mask_ground_truth(gt, "the ground truth")
     ids = sorted(set(image_ids))
-    run = EVALUATORS.get(backend)
+    run = EVALUATORS.get(resolved_backend(backend))
     stats, precision, cat_ids, matching, _ = run(gt, results, ids, keep_matching, iou_type=iou_type)
     if keep_matching and matching is None:  # a backend that keeps none: pycocotools' evaluate() alone
         matching = EVALUATORS.get("pycocotools")(gt, results, ids, evaluate_only=True, iou_type=iou_type)

@@ -10,7 +10,8 @@ from conftest import ASSETS, EXPECTED, MODELS, run_inprocess, task_lines
 
 from evalharness.core.errors import ConfigError, ModelMismatchError
 from evalharness.data.coco_annotations import load_annotations
-from evalharness.data.preprocess import InputSpec, PreprocessSpec, detection_geometry
+from evalharness.data.detection_input import detection_geometry
+from evalharness.data.preprocess import InputSpec, PreprocessSpec
 from evalharness.stats.coco_eval import COCO_STAT_NAMES, evaluate_bbox
 
 SSD = "ssd_mobilenet_v1_coco_quant_postprocess"

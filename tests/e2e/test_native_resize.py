@@ -16,6 +16,7 @@ from conftest import ASSETS, VAL50, run_inprocess
 from PIL import Image
 
 from evalharness.data import preprocess as pp
+from evalharness.data.detection_input import detection_input
 from evalharness.runtime.native_resize import NativeBilinear
 
 NATIVE = NativeBilinear()
@@ -68,7 +69,7 @@ def test_coco_detection_inputs_identical(letterbox):
     spec, inp = pp.PreprocessSpec(crop="none", letterbox=letterbox), pp.InputSpec(300, 300, 3, "uint8")
     assert len(COCO) >= 25
     for path in COCO:
-        (expected, g1), (got, g2) = both(lambda p=path: pp.detection_input(str(p), spec, inp))
+        (expected, g1), (got, g2) = both(lambda p=path: detection_input(str(p), spec, inp))
         assert same_bits(expected, got) and g1 == g2, path.name
 
 

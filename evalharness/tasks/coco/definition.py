@@ -64,7 +64,7 @@ class CocoModel:
 class CocoSettings:
     name: str
     num_images: int  # first N images in ascending image id; 0 = all
-    backend: str  # pycocotools | faster_coco_eval
+    backend: str  # auto | pycocotools | faster_coco_eval
     tflite_tool_ap: bool  # also report AP as TFLite's coco_object_detection tool defines it
     # fail the run when more than this fraction of detections map to no annotated category
     max_unmapped_fraction: float = field(metadata=bounds(0.0, 1.0))

@@ -20,13 +20,12 @@ from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo, require_real
 from evalharness.data.dataset_reader import DatasetReader
 from evalharness.data.decode import decode_rgb_bytes
+from evalharness.data.detection_input import detection_geometry, detection_input
 from evalharness.data.ground_truth import LabeledSample, Member
 from evalharness.data.labels import label_set
 from evalharness.data.listing import warn_unscored
 from evalharness.data.preprocess import (
     InputSpec,
-    detection_geometry,
-    detection_input,
     fitted_spec,
     image_input_spec,
     preprocessing_provenance,

@@ -9,7 +9,8 @@ import pytest
 from PIL import Image
 
 from evalharness.core.errors import ConfigError
-from evalharness.data.preprocess import InputSpec, PreprocessSpec, detection_input, spec_from_config
+from evalharness.data.detection_input import detection_input
+from evalharness.data.preprocess import InputSpec, PreprocessSpec, spec_from_config
 
 
 def test_opencv_bilinear_is_cv2_resize_inside_the_letterbox(tmp_path):

@@ -11,7 +11,7 @@ from pycocotools import mask as mask_utils
 
 from evalharness.core.errors import DataError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo
-from evalharness.data.preprocess import Geometry
+from evalharness.data.detection_input import Geometry
 from evalharness.decoders.base import build_decoder
 from evalharness.decoders.image_shapes import keypoints_to_image, mask_rles, shape_fields
 from evalharness.settings.yolo_heads import head_decoder, yolo_head
@@ -182,6 +182,22 @@ def test_an_image_s_patches_coded_in_one_pass_equal_pycocotools_on_each_whole_ma
         whole[y0 : y0 + h, x0 : x0 + w] = probability > 0.5
         expected.append(mask_utils.encode(whole)["counts"].decode())
     assert coded.rles() == expected
+
+
+@pytest.mark.parametrize("x0, w", [(0, 40), (5, 35), (0, 1), (12, 3)])
+@pytest.mark.parametrize("fill", [1.0, 0.9, 0.0])
+def test_column_rle_of_whole_height_columns_joins_their_runs(x0, w, fill):
+    """A whole-height patch: a column's last 1 runs on into the next column's first, and a patch
+    reaching the image's last pixel ends with its run (the cases where the padded columns' runs meet)."""
+    from evalharness.decoders.mask_runs import MaskPatches
+
+    patch = np.random.default_rng(w).random((30, w)) < fill
+    patch[0], patch[-1] = fill > 0, fill > 0
+    whole = np.zeros((30, 40), np.uint8, order="F")
+    whole[:, x0 : x0 + w] = patch
+    coded = MaskPatches(np.array([[x0, x0 + w]]), np.array([[0, 30]]), 30, 40)
+    coded.fill(0, patch.astype(np.float32), 0.5)
+    assert coded.rles() == [mask_utils.encode(whole)["counts"].decode()]
 
 
 def test_a_record_whose_masks_do_not_match_its_detections_is_refused():

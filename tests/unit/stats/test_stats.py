@@ -137,3 +137,15 @@ def test_mean_error_interval_equals_scipy_normal_interval():
     expected = norm.interval(0.95, loc=values.mean(), scale=values.std(ddof=1) / np.sqrt(values.size))
     assert mean_interval(values) == pytest.approx(list(expected), rel=1e-12)
     assert mean_interval(values[:1]) is None
+
+
+def test_auto_backend_is_faster_coco_eval_where_installed(monkeypatch):
+    import importlib.util
+
+    from evalharness.stats.coco_eval import resolved_backend
+
+    assert resolved_backend("pycocotools") == "pycocotools"
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
+    assert resolved_backend("auto") == "faster_coco_eval"
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert resolved_backend("auto") == "pycocotools"
