@@ -158,6 +158,12 @@ class Task:
     def artifacts(self) -> Mapping[str, object]:
         return self.definition.artifacts(self.evaluator.scorer)
 
+    def scoring_truth(self) -> Any:
+        """What the definition's scorer needs beyond the records (``TaskDefinition.scorer``'s
+        ``ground_truth``: COCO's annotations), for pairing two passes' records outside a run (a
+        repair's candidates, the comparison's ``paired_records``); None: the records hold it all."""
+        return None
+
 
 def live_task(
     definition: TaskDefinition, task: Mapping[str, Any], model: Any, dataset: Any, split: Any = None

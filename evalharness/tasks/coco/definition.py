@@ -110,6 +110,15 @@ class CocoDefinition(TaskDefinition):
         rescorable=True,
         rescore_ignores=("backend", "failed_checks"),
         export_rows=("detections", ("category_id", "score", "x", "y", "w", "h")),
+        # what quant.max_drop bounds: box AP, or the model's mask / keypoint AP (DetectionComparison)
+        repair_metric="AP",
+        # a candidate's AP alone: its intervals are the paired bootstrap's (DetectionComparison)
+        search_scoring=(
+            ("bootstrap_resamples", 0),
+            ("analysis", False),
+            ("tide", False),
+            ("tflite_tool_ap", False),
+        ),
     )
     # pycocotools' 12 stats, then the TFLite tool's AP when computed; AP, AP50, AP75: fractions with
     # image-bootstrap intervals (-1: the scored images hold no annotation box)

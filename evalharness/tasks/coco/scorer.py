@@ -137,15 +137,20 @@ class CocoScorer(Scorer):
             self.curves = per_class_curves(acc["precision"], acc["cat_ids"], names)
         return metrics
 
-    def matching(self) -> Matching:
-        """pycocotools' per-image matching of the added records (for a paired bootstrap)."""
+    def matchings(self, kinds: tuple[str, ...] = ()) -> tuple[dict[str, float], dict[str, Matching]]:
+        """pycocotools' stats and per-image matching of the added records, the matching by kind
+        (``bbox``; a seg / pose model's ``segm`` / ``keypoints`` too; ``kinds``: only these, empty:
+        all): what a paired bootstrap re-accumulates (pycocotools always keeps its matching)."""
         from evalharness.stats.coco_eval import evaluate_bbox
 
-        results = list(self.detections.rows())
-        # pycocotools always keeps its matching
-        return cast(
-            "Matching",
-            evaluate_bbox(self.annotations, results, "pycocotools", self.image_ids, keep_matching=True)[
-                "matching"
-            ],
-        )
+        stats: dict[str, float] = {}
+        matchings: dict[str, Matching] = {}
+        if not kinds or "bbox" in kinds:
+            results = list(self.detections.rows())
+            ids = self.image_ids
+            boxes = evaluate_bbox(self.annotations, results, "pycocotools", ids, keep_matching=True)
+            stats, matchings = dict(boxes["stats"]), {"bbox": cast("Matching", boxes["matching"])}
+        for kind, shape in self.shapes.scored(self.annotations, self.image_ids, kinds).items():
+            stats.update(shape["stats"])
+            matchings[kind] = shape["matching"]
+        return stats, matchings

@@ -102,13 +102,15 @@ class ShapeStore:
             out["intervals"] = intervals
         return out
 
-    def matchings(self, annotations: dict[str, Any], image_ids: list[int]) -> dict[str, Any]:
-        """pycocotools' per-image matching of the added masks / keypoints, by kind (for the paired
-        bootstrap of two runs' ``segm_AP``, ``keypoints_AP``, ...)."""
+    def scored(
+        self, annotations: dict[str, Any], image_ids: list[int], kinds: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        """pycocotools' stats and per-image matching of the added masks / keypoints, by kind (for the
+        paired bootstrap of two runs' ``segm_AP``, ``keypoints_AP``, ...); ``kinds``: only these."""
         from evalharness.stats.coco_shapes import evaluate_shapes
 
         return {
-            kind: evaluate_shapes(annotations, self.results[kind], kind, image_ids, True)["matching"]
+            kind: evaluate_shapes(annotations, self.results[kind], kind, image_ids, True)
             for kind in SHAPES
-            if self.seen[kind]
+            if self.seen[kind] and (not kinds or kind in kinds)
         }
