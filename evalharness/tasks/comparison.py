@@ -122,11 +122,12 @@ class Comparison:
         return asked
 
     def paired_records(
-        self, records_a: Records, records_b: Records, metric: str | None = None, ground_truth: Any = None
+        self, records_a: Records, records_b: Records, metric: str | None = None, scorer: Any = None
     ) -> PairedRecords:
         """``metric`` (one of :attr:`repair_metrics`; None: the task's ``repair_metric``) of B minus A
         with its paired interval, from two passes' records on the same samples, by the code
         ``report diff`` uses for two runs: ``{"delta", "interval", "method", "changed"}``
-        (``changed``: how many samples' answers differ). ``ground_truth``: what the task's scorer
-        needs beyond the records, as the live task holds it (:meth:`Task.scoring_truth`)."""
+        (``changed``: how many samples' answers differ). ``scorer``: a fresh scorer of the live task
+        (``RecordEvaluator.new_scorer``), with what scoring needs beyond the records (COCO's
+        annotations)."""
         raise EvalHarnessError(f"task {self.definition.name} has no paired comparison of records")

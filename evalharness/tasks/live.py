@@ -54,6 +54,12 @@ class RecordEvaluator:
     def compute(self) -> JSONMap:
         return self.scorer.result()
 
+    def new_scorer(self) -> Scorer:
+        """A fresh scorer as this evaluator makes one, with what the task loaded beyond the records
+        (COCO's annotations): for pairing two passes' records outside a run (a repair's candidates,
+        the comparison's ``paired_records``)."""
+        return self._make_scorer()
+
 
 class ReferencePass:
     """What the loop runs first when a task compares against a reference (inference_diff): the same
@@ -157,12 +163,6 @@ class Task:
 
     def artifacts(self) -> Mapping[str, object]:
         return self.definition.artifacts(self.evaluator.scorer)
-
-    def scoring_truth(self) -> Any:
-        """What the definition's scorer needs beyond the records (``TaskDefinition.scorer``'s
-        ``ground_truth``: COCO's annotations), for pairing two passes' records outside a run (a
-        repair's candidates, the comparison's ``paired_records``); None: the records hold it all."""
-        return None
 
 
 def live_task(

@@ -78,8 +78,8 @@ class Part:
 
     def paired(self, base: Evaluation, other: Evaluation) -> PairedRecords:
         """The metric of ``other`` minus ``base`` with the paired interval ``report diff`` computes."""
-        truth = self.task.scoring_truth()
-        return self.compare.paired_records(base.records, other.records, self.metric, truth)
+        fresh = self.task.evaluator.new_scorer()  # the task's ground truth (COCO's annotations)
+        return self.compare.paired_records(base.records, other.records, self.metric, fresh)
 
     def evaluate(self, path: str, keep_outputs: bool = False) -> Evaluation:
         import os

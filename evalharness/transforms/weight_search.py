@@ -95,8 +95,8 @@ def weight_search(settings: RunSettings, model: ModelSchema) -> tuple[dict[str, 
 
         print(
             f"weights: quant={quant.name}: {len(chosen)} weight tensors, each edited alone "
-            f"({quant.weights.method}), scored on the search part ({len(part)} images) by "
-            f"{chosen_metric['source']}",
+            f"({quant.weights.method}), scored on the search part ({len(part)} images) by {metric} "
+            f"({chosen_metric['source']})",
             flush=True,
         )
         layers: list[LayerScore] = [{**w.describe(), **score([w.op_index])} for w in chosen]

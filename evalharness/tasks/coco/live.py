@@ -213,9 +213,6 @@ class CocoTask(Task):
     def cache_key(self) -> ImageCacheKey:
         return image_cache_key(self)
 
-    def scoring_truth(self) -> dict[str, Any]:
-        return self.annotations
-
     def sample_files(self) -> Iterator[str]:
         return (s.path for s in self.samples)
 

@@ -137,6 +137,10 @@ class CocoScorer(Scorer):
             self.curves = per_class_curves(acc["precision"], acc["cat_ids"], names)
         return metrics
 
+    def matching(self) -> Matching:
+        """pycocotools' per-image matching of the added records (for a paired bootstrap)."""
+        return self.matchings(("bbox",))[1]["bbox"]
+
     def matchings(self, kinds: tuple[str, ...] = ()) -> tuple[dict[str, float], dict[str, Matching]]:
         """pycocotools' stats and per-image matching of the added records, the matching by kind
         (``bbox``; a seg / pose model's ``segm`` / ``keypoints`` too; ``kinds``: only these, empty:

@@ -102,11 +102,16 @@ class ShapeStore:
             out["intervals"] = intervals
         return out
 
+    def matchings(self, annotations: dict[str, Any], image_ids: list[int]) -> dict[str, Any]:
+        """pycocotools' per-image matching of the added masks / keypoints, by kind (for the paired
+        bootstrap of two runs' ``segm_AP``, ``keypoints_AP``, ...)."""
+        return {kind: scored["matching"] for kind, scored in self.scored(annotations, image_ids).items()}
+
     def scored(
         self, annotations: dict[str, Any], image_ids: list[int], kinds: tuple[str, ...] = ()
     ) -> dict[str, Any]:
-        """pycocotools' stats and per-image matching of the added masks / keypoints, by kind (for the
-        paired bootstrap of two runs' ``segm_AP``, ``keypoints_AP``, ...); ``kinds``: only these."""
+        """pycocotools' stats and per-image matching of the added masks / keypoints, by kind;
+        ``kinds``: only these."""
         from evalharness.stats.coco_shapes import evaluate_shapes
 
         return {

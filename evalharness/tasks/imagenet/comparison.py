@@ -32,7 +32,7 @@ class ClassificationComparison(Comparison):
         return c
 
     def paired_records(
-        self, records_a: Records, records_b: Records, metric: str | None = None, ground_truth: Any = None
+        self, records_a: Records, records_b: Records, metric: str | None = None, scorer: Any = None
     ) -> PairedRecords:
         c = classification_diff(records_a, records_b, True)  # one label file: the same model's variants
         return {

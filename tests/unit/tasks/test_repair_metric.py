@@ -128,14 +128,15 @@ def _truth_and_records(shift: int) -> tuple[dict, list[dict]]:
 
 
 def test_coco_paired_records_is_report_diff_s_paired_bootstrap_with_the_float_scored_once(monkeypatch):
+    from evalharness.stats.coco_intervals import paired_ap_bootstrap
     from evalharness.tasks.coco import scorer as scorer_module
-    from evalharness.tasks.coco.comparison import paired_bootstrap
     from evalharness.tasks.coco.scorer import CocoScorer
     from evalharness.tasks.definition import comparer
 
     truth, float_records = _truth_and_records(0)
     coco = definition_for("coco", {"bootstrap_resamples": 200, "bootstrap_seed": 3})
     compare = comparer(coco)
+    fresh = coco.scorer(truth)  # as the live task's evaluator makes one: the annotations with it
     scored = []
     original = scorer_module.CocoScorer.matchings
 
@@ -145,18 +146,19 @@ def test_coco_paired_records_is_report_diff_s_paired_bootstrap_with_the_float_sc
 
     monkeypatch.setattr(scorer_module.CocoScorer, "matchings", counted)
 
-    same = compare.paired_records(float_records, float_records, "segm_AP", truth)
+    same = compare.paired_records(float_records, float_records, "segm_AP", fresh)
     assert (same["delta"], same["interval"], same["changed"]) == (0.0, [0.0, 0.0], 0)
     _, moved = _truth_and_records(2)
-    paired = compare.paired_records(float_records, moved, "segm_AP", truth)
+    paired = compare.paired_records(float_records, moved, "segm_AP", fresh)
     assert scored == [("segm",), ("segm",)]  # the float model's records: scored once, kept
     assert paired["delta"] < 0 and paired["changed"] == 0  # IoU 0.53: the boxes still match at 0.5
-    # the interval is report diff's: the same function on the two passes' matchings
-    a, b = (CocoScorer(truth, "pycocotools", False).add_all(r).matchings()[1] for r in (float_records, moved))
-    expected = paired_bootstrap(a, b, 200, 3)["segm_AP"]
+    # the interval is report diff's: its function on the two passes' matchings, as report diff makes them
+    a, b = (CocoScorer(truth, "pycocotools", False).add_all(r) for r in (float_records, moved))
+    pair = (scorer.shapes.matchings(truth, scorer.image_ids)["segm"] for scorer in (a, b))
+    expected = paired_ap_bootstrap(*pair, 200, 3, 0.95)["AP"]
     assert paired["interval"] == expected["interval"] and paired["p"] == expected["p"]
     assert paired["method"] == "paired bootstrap over images, B=200, seed 3 (as report diff)"
-    boxes = compare.paired_records(float_records, moved, "AP", truth)
+    boxes = compare.paired_records(float_records, moved, "AP", fresh)
     assert boxes["delta"] < 0 and boxes["interval"][0] <= boxes["delta"] <= boxes["interval"][1]
     with pytest.raises(EvalHarnessError, match="needs the annotations"):
         compare.paired_records(float_records, moved, "AP")
