@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -100,6 +100,9 @@ class Decoder:
     input_hw: tuple[int, ...]  # (height, width)
     model_path: str
     notes: list[str]  # what bind/decode decided (output order, layout), for the run record
+    # what the decoder gives beside boxes, as COCO's iouType names it (``segm``: masks, ``keypoints``):
+    # the metric a repair of such a head bounds by default (tasks/coco/comparison.py); None: boxes only
+    shape_kind: ClassVar[str | None] = None
 
     def __post_init__(self) -> None:
         self.notes = []

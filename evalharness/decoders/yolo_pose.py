@@ -15,6 +15,7 @@ sigmoid inside the graph).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -34,6 +35,7 @@ class YoloPoseDecoder(YoloDecoder):
     keypoints on the returned :class:`Detections`."""
 
     objectness: str | bool = False
+    shape_kind: ClassVar[str | None] = "keypoints"
     num_keypoints: int | None = None  # auto: (width - 4 - classes) / 3
 
     def __post_init__(self) -> None:

@@ -15,6 +15,7 @@ once it knows the letterbox: :mod:`evalharness.decoders.image_shapes`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -46,6 +47,7 @@ class YoloSegDecoder(YoloDecoder):
     image's prototypes (``[h, w, M]``) on the returned :class:`Detections`."""
 
     objectness: str | bool = False
+    shape_kind: ClassVar[str | None] = "segm"
 
     def bind(self, outputs: list[TensorInfo], input_hw: tuple[int, int], model_path: str) -> None:
         self.input_hw, self.model_path, self.notes = tuple(input_hw), model_path, []

@@ -115,6 +115,8 @@ class QuantSchema:  # conf/quant: a variant of the float model (transforms/)
     # or relative
     max_drop: float | None = field(default=None, metadata=bounds(0, 1))
     max_drop_relative: float | None = field(default=None, metadata=bounds(0, 1))
+    # the metric they bound (settings/quant_rules.repair_metric); null: the task's, or the model's head's
+    metric: str | None = None
     search: SearchSchema = field(default_factory=SearchSchema)
     weights: WeightsSchema = field(default_factory=WeightsSchema)  # runtime/weight_edit.py
 

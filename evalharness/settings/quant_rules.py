@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from evalharness.core.errors import ConfigError
-from evalharness.settings.groups import DatasetSchema, QuantSchema
+from evalharness.settings.groups import DatasetSchema, ModelSchema, QuantSchema
+from evalharness.tasks.comparison import RepairMetric
+from evalharness.tasks.definition import comparer
 
 
 def repair_requested(quant: QuantSchema) -> bool:
@@ -49,7 +51,26 @@ def _a_recipe(recipe: object) -> bool:
     return isinstance(recipe, str) or listed
 
 
-def check_quant(quant: QuantSchema, definition: Any, dataset: DatasetSchema) -> None:
+def repair_metric(quant: QuantSchema, definition: Any, model: ModelSchema) -> RepairMetric:
+    """The metric a repair or a layer search bounds and why (said once, recorded): ``quant.metric``,
+    else what the task's comparison picks for this model (COCO: by the model's head), else the
+    task's ``repair_metric``. One error line when the task offers none or cannot pair the one asked."""
+    compare = comparer(definition) if definition.abilities.repair_metric is not None else None
+    if compare is None:
+        raise ConfigError(
+            f"{_what(quant)}: task={definition.name} offers no repair (its definition names no "
+            "repair_metric with a paired comparison of records; classification and COCO do)"
+        )
+    return compare.repair_metric(model.decoder, quant.metric)
+
+
+def _what(quant: QuantSchema) -> str:
+    if repair_requested(quant):
+        return "quant.max_drop"
+    return "quant.weights.scan" if quant.weights.method != "none" else "quant/calibration=dataset"
+
+
+def check_quant(quant: QuantSchema, definition: Any, dataset: DatasetSchema, model: ModelSchema) -> None:
     """Rules between the quant fields and the rest of the config (exit 2 before anything runs)."""
     repair, edit = repair_requested(quant), quant.weights.method != "none"
     if repair and quant.max_drop is not None and quant.max_drop_relative is not None:
@@ -58,7 +79,12 @@ def check_quant(quant: QuantSchema, definition: Any, dataset: DatasetSchema) -> 
     if quant.weights.scan and not edit:
         raise ConfigError("quant.weights.scan needs pruning or clustering: quant=prune or quant=cluster")
     splits = repair or from_dataset(quant) or layer_search(quant)
-    what = "quant.max_drop" if repair else "quant.weights.scan" if edit else "quant/calibration=dataset"
+    what = _what(quant)
+    if quant.metric is not None and not (repair or layer_search(quant)):
+        raise ConfigError(
+            f"quant.metric={quant.metric} names what quant.max_drop (or a quant.weights.scan) bounds: "
+            "give one of them, or leave quant.metric out"
+        )
     if splits and not recipe and not edit:
         raise ConfigError(f"{what} needs a quantized variant: quant=int8 or int16x8 (quant={quant.name})")
     if recipe is not None and not _a_recipe(recipe):
@@ -76,11 +102,8 @@ def check_quant(quant: QuantSchema, definition: Any, dataset: DatasetSchema) -> 
             f"{what} with quant={quant.name}: the layer search of pruning and clustering runs on the float "
             "model only; use quant=prune or quant=cluster (then quantize the chosen layers' model)"
         )
-    if (repair or layer_search(quant)) and definition.abilities.repair_metric is None:
-        raise ConfigError(
-            f"{what}: task={definition.name} offers no repair (its definition names no "
-            "repair_metric with a paired comparison of records; classification does)"
-        )
+    if repair or layer_search(quant):
+        repair_metric(quant, definition, model)
     if splits:  # a recipe or a weight edit is set by now
         if not definition.abilities.reads_dataset:
             raise ConfigError(f"{what}: task={definition.name} reads no dataset to split")

@@ -184,7 +184,7 @@ def validate(
     check_op_profile(loop.op_profile or rules.op_profile, loop.batch_size, runner.name, loop.parallel)
     accelerator = plan.offloads and not plan.expects_xnnpack  # XNNPACK offloads onto the CPU's cores
     check_parallel(loop.parallel, definition, dataset.shard.count, command_line, accelerator)
-    check_quant(quant, definition, dataset)
+    check_quant(quant, definition, dataset, model)
     reference = rules.reference_delegate
     reference_plan = (
         plan_delegate(reference, variant_dir=cache_dir, key="task.reference_delegate") if reference else None

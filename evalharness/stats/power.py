@@ -96,3 +96,41 @@ def resolution_text(r: Resolution, what: str) -> str:
         f"{r['power']:.0%} power they detect {smallest} even if every changed answer goes one way; "
         f"{needed} images would resolve {r['target']:g}"
     )
+
+
+class IntervalResolution(TypedDict):
+    """What ``images`` paired images resolved of a change of a metric with no power formula (an AP:
+    not a mean of per-image values): judged from the paired interval measured on them."""
+
+    images: int
+    target: float
+    interval_width: float | None  # high - low of the measured paired interval; None: none was made
+    resolves: bool
+    confidence: float
+    assumes: str
+
+
+def interval_resolution(n: int, target: float, interval: list[float] | None) -> IntervalResolution:
+    """Whether ``n`` paired images resolved a change of ``target``: only when their paired interval is
+    no wider than it (it then cannot hold both no change and a change of ``target``). No number of
+    images is claimed: no formula gives it for such a metric; more images narrow the interval."""
+    width = None if interval is None else float(interval[1] - interval[0])
+    return {
+        "images": n,
+        "target": target,
+        "interval_width": width,
+        "resolves": width is not None and target > 0 and width <= target,
+        "confidence": CONFIDENCE,
+        "assumes": "no power formula for this metric: the measured paired interval against the target",
+    }
+
+
+def interval_resolution_text(r: IntervalResolution, what: str) -> str:
+    """One sentence: ``what`` cannot be resolved by these images, from their interval's width."""
+    if r["interval_width"] is None:
+        return f"{r['images']} paired images gave no paired interval, so they cannot resolve {what}"
+    return (
+        f"{r['images']} paired images cannot resolve {what}: their {r['confidence']:.0%} paired interval is "
+        f"{r['interval_width']:.4f} wide, wider than {r['target']:g} (no power formula for this metric says "
+        "how many images would; more images narrow the interval)"
+    )

@@ -13,12 +13,13 @@ from itertools import permutations
 from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
 from evalharness.core.documents import JSONMap
-from evalharness.core.errors import EvalHarnessError
+from evalharness.core.errors import ConfigError, EvalHarnessError
 from evalharness.rundir.reader import Run
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+Records = list[dict[str, Any]]  # one pass's records, in sample order
 PairQuantities = dict[str, float]  # the numbers of a pair ``--fail-if`` rules may name, by name
 
 
@@ -48,7 +49,15 @@ class PairedRecords(_PairedRecordsKeys, total=False):
     """:meth:`Comparison.paired_records`: the repair metric's change B − A with its paired interval."""
 
     paired: int
-    mcnemar_p: float
+    mcnemar_p: float  # a proportion's (McNemar's test)
+    p: float | None  # a bootstrap's two-sided p
+
+
+class RepairMetric(TypedDict):
+    """What ``quant.max_drop`` bounds (:meth:`Comparison.repair_metric`): the metric and why that one."""
+
+    name: str
+    source: str  # said once in the summary and recorded: the task's, the model's head, quant.metric
 
 
 class Comparison:
@@ -59,6 +68,12 @@ class Comparison:
     # of the same images under other ids compare it pair by pair (report/content_pairs.py); ():
     # the task's records hold no ground truth, and such runs are not paired by content
     truth_fields: ClassVar[tuple[str, ...]] = ()
+    # the metrics :meth:`paired_records` pairs, which ``quant.max_drop`` may bound (``quant.metric``)
+    repair_metrics: ClassVar[tuple[str, ...]] = ()
+    # the per-sample proportion (top-1) whose paired change stats/power.py's formula covers (McNemar):
+    # what the images of a repair's held-out part or a gate's pairs can resolve; None: no formula,
+    # the paired interval's width says it instead (an AP is not a mean of per-image values)
+    proportion: ClassVar[str | None] = None
 
     def __init__(self, definition: Any) -> None:  # its TaskDefinition (which imports this module)
         self.definition = definition
@@ -87,10 +102,32 @@ class Comparison:
         """The pair quantities ``--fail-if`` rules may name (numbers of the comparison)."""
         return {k: v for k, v in comparison.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
+    def repair_metric(self, decoder: Mapping[str, Any] | None, asked: str | None) -> RepairMetric:
+        """The metric ``quant.max_drop`` bounds for a model whose output decoder is ``decoder``
+        (``model.decoder``; None: none): ``asked`` (``quant.metric``) when it is one
+        :meth:`paired_records` pairs, else the task's ``repair_metric``. A task whose models differ in
+        what they measure (COCO: boxes, masks, keypoints) chooses by the model."""
+        default = self.definition.abilities.repair_metric
+        if asked is None:
+            return {"name": default, "source": "the task's repair metric"}
+        return {"name": self.pairable(asked), "source": f"quant.metric={asked}"}
+
+    def pairable(self, asked: str) -> str:
+        """``asked`` if :meth:`paired_records` pairs it (else one error line naming those it pairs)."""
+        if asked not in self.repair_metrics:
+            raise ConfigError(
+                f"quant.metric={asked}: task={self.definition.name} pairs only "
+                f"{', '.join(self.repair_metrics)} sample by sample (what quant.max_drop can bound)"
+            )
+        return asked
+
     def paired_records(
-        self, records_a: list[dict[str, Any]], records_b: list[dict[str, Any]]
+        self, records_a: Records, records_b: Records, metric: str | None = None, scorer: Any = None
     ) -> PairedRecords:
-        """The repair metric of B minus A with its paired interval, from two passes' records on the
-        same samples, by the code ``report diff`` uses for two runs: ``{"delta", "interval",
-        "method", "changed"}`` (``changed``: how many samples' answers differ)."""
+        """``metric`` (one of :attr:`repair_metrics`; None: the task's ``repair_metric``) of B minus A
+        with its paired interval, from two passes' records on the same samples, by the code
+        ``report diff`` uses for two runs: ``{"delta", "interval", "method", "changed"}``
+        (``changed``: how many samples' answers differ). ``scorer``: a fresh scorer of the live task
+        (``RecordEvaluator.new_scorer``), with what scoring needs beyond the records (COCO's
+        annotations)."""
         raise EvalHarnessError(f"task {self.definition.name} has no paired comparison of records")

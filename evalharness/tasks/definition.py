@@ -71,8 +71,12 @@ class Abilities:
     latency_only: bool = False  # measures speed only (runners with their own timer refuse it)
     rescore_ignores: tuple[str, ...] = ()  # metrics that echo settings (not recomputed values)
     # the metric ``quant.max_drop`` bounds (higher is better), with the comparison's
-    # ``paired_records``; None: the task's quantized variants cannot be repaired
+    # ``paired_records``; None: the task's quantized variants cannot be repaired. A comparison may
+    # choose another by the model (``Comparison.repair_metric``: COCO's mask or keypoint AP)
     repair_metric: str | None = None
+    # task settings the parts of a repair or a layer search score each candidate with: the costly
+    # extras a search never reads (COCO: intervals, analysis), as (key, value) pairs
+    search_scoring: tuple[tuple[str, Any], ...] = ()
     # ``report export``: a record field holding a list of equal-length rows (a detector's boxes),
     # exported one row per element with these column names; None: one row per record
     export_rows: tuple[str, tuple[str, ...]] | None = None

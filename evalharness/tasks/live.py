@@ -54,6 +54,12 @@ class RecordEvaluator:
     def compute(self) -> JSONMap:
         return self.scorer.result()
 
+    def new_scorer(self) -> Scorer:
+        """A fresh scorer as this evaluator makes one, with what the task loaded beyond the records
+        (COCO's annotations): for pairing two passes' records outside a run (a repair's candidates,
+        the comparison's ``paired_records``)."""
+        return self._make_scorer()
+
 
 class ReferencePass:
     """What the loop runs first when a task compares against a reference (inference_diff): the same

@@ -47,9 +47,8 @@ from evalharness.core.errors import DataError
 from evalharness.data.preprocess import PreprocessSpec
 from evalharness.data.sample_image import SampleImage
 from evalharness.settings.groups import CalibrationSchema, ModelSchema, QuantSchema, RunSettings
-from evalharness.settings.quant_rules import split_of
-from evalharness.stats.power import resolution, resolution_text
-from evalharness.tasks.definition import comparer
+from evalharness.settings.quant_rules import repair_metric, split_of
+from evalharness.stats.power import interval_resolution, resolution, resolution_text
 from evalharness.transforms.calibration import calibration_record, calibration_tensors
 from evalharness.transforms.calibration_choice import as_bundled, is_auto
 from evalharness.transforms.quantized import build_variant, integer_input
@@ -59,6 +58,8 @@ from evalharness.transforms.variant import Request, Variant
 if TYPE_CHECKING:  # for the types only: the quantizer loads when a repair runs
     from evalharness.runtime.quantize import VariantBuilder
 
+# what the held-out record keeps of the paired comparison (a proportion's McNemar p, a bootstrap's p)
+HELD_OUT_PAIRED = ("delta", "interval", "method", "changed", "mcnemar_p", "p")
 # quant/calibration=dataset (conf/quant/calibration/dataset.yaml): the search part, every image
 DATASET_CALIBRATION = CalibrationSchema(name="dataset", source="dataset")
 
@@ -79,9 +80,6 @@ class Search:
         from evalharness.runtime.quantize import quantized_ops, recipe_ops
 
         self.definition, self.work, self.quant, self.bar = settings.definition, work, quant, bar
-        compare = comparer(self.definition)
-        assert compare is not None  # check_quant: a repair needs the task's repair_metric
-        self.compare = compare
         self.source = model.path
         self.part = Part(settings, model, split, "search")
         self.float = self.part.evaluate(self.source, keep_outputs=True)
@@ -139,7 +137,7 @@ class Search:
         return row
 
     def row(self, ev: Evaluation, data: bytes | None = None) -> dict[str, Any]:
-        paired = self.compare.paired_records(self.float.records, ev.records)
+        paired = self.part.paired(self.float, ev)
         assert self.float.outputs is not None and ev.outputs is not None  # evaluated with keep_outputs
         drop = self.float.metric - ev.metric
         return {
@@ -263,7 +261,8 @@ def repair_variant(request: Request) -> Variant:
         raise DataError(f"quant: float model {source} not found; set model.path or paths.models_dir")
     split, definition = split_of(quant), settings.definition
     assert split is not None  # a repair splits the dataset (quant_rules.split_of)
-    metric = definition.abilities.repair_metric
+    chosen_metric = repair_metric(quant, definition, model)
+    metric = chosen_metric["name"]
     float_preprocess = model.preprocess
     # the float model's float input is unchanged; the variant's integer input as quant.integer_input
     task_model = dataclasses.replace(model, preprocess=integer_input(float_preprocess, quant))
@@ -276,18 +275,29 @@ def repair_variant(request: Request) -> Variant:
         # what the verdict will rest on: listed first, so an empty part is refused before the search runs
         held = Part(settings, task_model, split, "held_out")
         s = Search(settings, quant, task_model, split, work, bar)
-        resolved = resolution(len(held), s.allowed)
+        # a proportion (top-1): what the held-out images can resolve, by the power formula, before the
+        # search; any other metric (an AP): judged from the paired interval measured there
+        power = metric == held.compare.proportion
+        resolved: Any = resolution(len(held), s.allowed) if power else None
         print(
-            f"repair: quant={quant.name}, {target_text(quant, metric)}: searching on "
+            f"repair: quant={quant.name}, {target_text(quant, metric)} ({chosen_metric['source']}): "
+            "searching on "
             f"{len(s.part)} images ({len(s.ops)} quantized ops: roughly {len(s.ops) + 4} model evaluations, "
             "each one variant built and scored)",
             flush=True,
         )
-        if not resolved["resolves"]:  # said before the search: its verdict will be a report, not a check
+        if resolved is not None and not resolved["resolves"]:  # said before the search: a report, not a check
             what = f"a {metric} drop of {s.allowed:.4g} ({target_text(quant, metric)})"
             print(
                 f"repair: the held-out part: {resolution_text(resolved, what)}; its verdict is reported, "
                 "not checked (more images: task.num_images, or quant.search.fraction)",
+                flush=True,
+            )
+        elif resolved is None:
+            print(
+                f"repair: the held-out part: {len(held)} paired images; {metric} has no power formula (not "
+                f"a per-image proportion): its verdict is a check only if the paired interval measured there "
+                f"is no wider than the drop of {s.allowed:.4g}",
                 flush=True,
             )
         labels = []
@@ -312,14 +322,17 @@ def repair_variant(request: Request) -> Variant:
         bar.set_postfix_str(f"the held-out part ({len(held)} images)")
         held_float, held_variant = held.evaluate(source), held.evaluate(built.path)
         bar.update(2)
-    paired = s.compare.paired_records(held_float.records, held_variant.records)
+    paired = held.paired(held_float, held_variant)
     drop = held_float.metric - held_variant.metric
+    if resolved is None:
+        resolved = interval_resolution(len(held), s.allowed, paired["interval"])
     recipe_path = os.path.join(built.folder, "recipe.json")
     write_recipe(recipe_path, recipe)
     repair = {
         "status": found["status"],
-        "metric": definition.abilities.repair_metric,
-        "target": target_text(quant, definition.abilities.repair_metric),
+        "metric": metric,
+        "metric_source": chosen_metric["source"],
+        "target": target_text(quant, metric),
         "allowed_drop": s.allowed,
         "split": {**split, "search": len(s.part), "held_out": len(held)},
         "float_search": s.float.metric,
@@ -338,7 +351,7 @@ def repair_variant(request: Request) -> Variant:
             "variant": held_variant.metric,
             "drop": drop,
             "holds": holds(drop, allowed_drop(quant, held_float.metric)),
-            **{k: paired[k] for k in ("delta", "interval", "method", "changed", "mcnemar_p")},
+            **{k: v for k, v in paired.items() if k in HELD_OUT_PAIRED},
         },
         "resolution": resolved,
         "calibrations": {label: s.calibrations[label][0] for label in labels},

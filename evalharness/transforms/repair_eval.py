@@ -13,13 +13,19 @@ import statistics
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from evalharness.core.errors import DataError
+from evalharness.core.schema import FrozenDict
 from evalharness.data.sample_image import SampleImage
 from evalharness.report.presenters import headline
 from evalharness.settings.groups import ModelSchema, RunSettings
+from evalharness.settings.quant_rules import repair_metric
+from evalharness.tasks.comparison import PairedRecords
+from evalharness.tasks.definition import comparer
+from evalharness.tasks.live import live_task
 
 if TYPE_CHECKING:  # for the types only: the runtime loads when a candidate is scored
     from evalharness.runtime.contract import Model
@@ -41,13 +47,21 @@ class Evaluation:
 
 class Part:
     """The samples of one part, and the models evaluated on them (inputs prepared once per input
-    spec: the float model's and every integer-input variant's)."""
+    spec: the float model's and every integer-input variant's), scored on the metric the repair
+    bounds (:func:`evalharness.settings.quant_rules.repair_metric`) with the task's
+    ``search_scoring`` settings (no extras a search never reads)."""
 
     def __init__(
         self, settings: RunSettings, model: ModelSchema, split: Mapping[str, Any], part: str
     ) -> None:
         self.settings, self.part = settings, part
-        self.task = settings.live_task(model, {**split, "part": part})
+        definition = settings.definition
+        self.metric = repair_metric(settings.quant, definition, model)["name"]
+        task = FrozenDict({**settings.task, **dict(definition.abilities.search_scoring)})
+        self.task = live_task(definition, task, model, settings.dataset, {**split, "part": part})
+        compare = comparer(definition)
+        assert compare is not None  # check_quant: a repair needs the task's paired comparison
+        self.compare = compare  # one per part: what it scored of the float model's records is kept
         self._inputs: dict[str, list[Any]] = {}
         self.evaluations = 0
 
@@ -61,6 +75,11 @@ class Part:
 
     def ids(self) -> list[str]:
         return [self.task.sample_id(s) for s in self.task.samples]
+
+    def paired(self, base: Evaluation, other: Evaluation) -> PairedRecords:
+        """The metric of ``other`` minus ``base`` with the paired interval ``report diff`` computes."""
+        fresh = self.task.evaluator.new_scorer()  # the task's ground truth (COCO's annotations)
+        return self.compare.paired_records(base.records, other.records, self.metric, fresh)
 
     def evaluate(self, path: str, keep_outputs: bool = False) -> Evaluation:
         import os
@@ -87,8 +106,15 @@ class Part:
         metrics = task.evaluator.compute()
         self.evaluations += 1
         cov = model.coverage
+        value = metrics.get(self.metric)
+        if not _a_value(settings.definition.metrics, self.metric, value):  # pycocotools' -1: nothing scored
+            raise DataError(
+                f"{self.metric} of {path} on the {self.part.replace('_', '-')} part ({len(self)} images) is "
+                f"{value}: those images hold nothing it scores (no annotation of its kind); use more "
+                "images (task.num_images) or set another quant.metric"
+            )
         return Evaluation(
-            metric=float(metrics[settings.definition.abilities.repair_metric]),
+            metric=float(cast(float, value)),  # a number: _a_value said so
             metrics=headline(settings.definition, metrics),
             records=records,
             p50_ms=statistics.median(times) if times else None,
@@ -96,6 +122,14 @@ class Part:
             bytes=os.path.getsize(path),
             outputs=np.stack(real) if keep_outputs else None,
         )
+
+
+def _a_value(declared: Any, name: str, value: Any) -> bool:
+    """``value`` is a number, within [0, 1] when its metric is declared a fraction."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    meta = next((m for m in declared if m.name == name), None)
+    return not (meta is not None and meta.fraction and not 0 <= value <= 1)
 
 
 def _invoke_all(model: Model, inputs: list[Any]) -> tuple[list[list[np.ndarray]], list[float]]:

@@ -24,8 +24,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from evalharness.settings.groups import ModelSchema, RunSettings
-from evalharness.settings.quant_rules import repair_requested, split_of
-from evalharness.tasks.definition import comparer
+from evalharness.settings.quant_rules import repair_metric, repair_requested, split_of
 from evalharness.transforms.repair import allowed_drop, holds, target_text
 from evalharness.transforms.repair_eval import Evaluation, Part
 from evalharness.transforms.variant import Request, Variant
@@ -62,10 +61,8 @@ if TYPE_CHECKING:  # the runtime's weight reader is imported when a search runs
         """``weights.search.layers[]``: one weight tensor edited alone, scored on the search part."""
 
 
-def _paired(settings: RunSettings, base: Evaluation, ev: Evaluation) -> PairedScore:
-    compare = comparer(settings.definition)
-    assert compare is not None  # check_quant: a layer search needs the task's repair_metric
-    paired = compare.paired_records(base.records, ev.records)
+def _paired(part: Part, base: Evaluation, ev: Evaluation) -> PairedScore:
+    paired = part.paired(base, ev)
     return {"metric": ev.metric, "delta": paired["delta"], "interval": paired["interval"]}
 
 
@@ -75,7 +72,8 @@ def weight_search(settings: RunSettings, model: ModelSchema) -> tuple[dict[str, 
     from evalharness.runtime.weights import weight_tensors
 
     quant, source = settings.quant, model.path
-    split, metric = split_of(quant), settings.definition.abilities.repair_metric
+    split, chosen_metric = split_of(quant), repair_metric(quant, settings.definition, model)
+    metric = chosen_metric["name"]
     assert split is not None  # quant_rules.layer_search implies the split
     chosen, _ = select(weight_tensors(source)[1], quant.weights)
     with tempfile.TemporaryDirectory(prefix="evalharness-weights-") as work:
@@ -91,18 +89,20 @@ def weight_search(settings: RunSettings, model: ModelSchema) -> tuple[dict[str, 
             with open(path, "wb") as f:
                 f.write(data)
             try:
-                return _paired(settings, base, part.evaluate(path))
+                return _paired(part, base, part.evaluate(path))
             finally:
                 os.remove(path)
 
         print(
             f"weights: quant={quant.name}: {len(chosen)} weight tensors, each edited alone "
-            f"({quant.weights.method}), scored on the search part ({len(part)} images)",
+            f"({quant.weights.method}), scored on the search part ({len(part)} images) by {metric} "
+            f"({chosen_metric['source']})",
             flush=True,
         )
         layers: list[LayerScore] = [{**w.describe(), **score([w.op_index])} for w in chosen]
         found: dict[str, Any] = {
             "metric": metric,
+            "metric_source": chosen_metric["source"],
             "split": {**split, "search": len(part)},
             "float_search": base.metric,
             "layers": layers,
@@ -132,7 +132,7 @@ def held_out(settings: RunSettings, model: ModelSchema, variant: str) -> HeldOut
     assert split is not None
     part = Part(settings, model, split, "held_out")
     base = part.evaluate(model.path)
-    row = _paired(settings, base, part.evaluate(variant))
+    row = _paired(part, base, part.evaluate(variant))
     drop = base.metric - row["metric"]
     allowed = allowed_drop(settings.quant, base.metric)
     return {**row, "float": base.metric, "drop": drop, "holds": holds(drop, allowed), "images": len(part)}

@@ -94,7 +94,8 @@ def _condition(text: str, part: str) -> Rule:
 def evaluate(rules: list[Rule], doc: DiffDocument) -> list[dict[str, Any]]:
     """One result per rule: the tested value, whether it failed, and a line saying why."""
     rows, pairwise = quantities(doc)
-    proportion = definition_of(doc).abilities.repair_metric  # a per-image proportion, paired
+    comparison = definition_of(doc).comparison
+    proportion = comparison.proportion if comparison else None  # a per-image proportion, paired
     results = []
     for rule in rules:
         parts = [

@@ -20,7 +20,7 @@ from evalharness.stats.coco_intervals import BOOTSTRAP_STATS
 from evalharness.stats.coco_shapes import KEYPOINT_STATS
 from evalharness.stats.detection_analysis import TIDE_OFF
 from evalharness.tasks.coco.analysis import CURVES_FILE
-from evalharness.tasks.coco.comparison import DetectionComparison
+from evalharness.tasks.coco.repair_comparison import RepairableDetectionComparison
 from evalharness.tasks.coco.scorer import CocoScorer, bootstrap_settings, load_ground_truth
 from evalharness.tasks.coco.view import TOOL_AP_LABEL, CocoView
 from evalharness.tasks.defaults import from_conf, setting
@@ -111,6 +111,15 @@ class CocoDefinition(TaskDefinition):
     # rescore --backend scores with another backend on purpose; the unmapped-class check counts what
     # the live session's decoder produced, which the records keep only as scored boxes
     abilities = Abilities(
+        # what quant.max_drop bounds: box AP, or the model's mask / keypoint AP (repair_comparison.py)
+        repair_metric="AP",
+        # a candidate's AP alone: its interval is the paired bootstrap's (repair_comparison.py)
+        search_scoring=(
+            ("bootstrap_resamples", 0),
+            ("analysis", False),
+            ("tide", False),
+            ("tflite_tool_ap", False),
+        ),
         sample_key="image_id",
         can_resume=True,
         rescorable=True,
@@ -140,7 +149,7 @@ class CocoDefinition(TaskDefinition):
         *shape_metrics("segm", COCO_STAT_NAMES, "mask"),
         *shape_metrics("keypoints", KEYPOINT_STATS, "keypoint"),
     )
-    comparison = DetectionComparison
+    comparison = RepairableDetectionComparison
     view = CocoView
 
     def _setting(self, key: str) -> Any:

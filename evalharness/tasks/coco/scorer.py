@@ -139,13 +139,22 @@ class CocoScorer(Scorer):
 
     def matching(self) -> Matching:
         """pycocotools' per-image matching of the added records (for a paired bootstrap)."""
+        return self.matchings(("bbox",))[1]["bbox"]
+
+    def matchings(self, kinds: tuple[str, ...] = ()) -> tuple[dict[str, float], dict[str, Matching]]:
+        """pycocotools' stats and per-image matching of the added records, the matching by kind
+        (``bbox``; a seg / pose model's ``segm`` / ``keypoints`` too; ``kinds``: only these, empty:
+        all): what a paired bootstrap re-accumulates (pycocotools always keeps its matching)."""
         from evalharness.stats.coco_eval import evaluate_bbox
 
-        results = list(self.detections.rows())
-        # pycocotools always keeps its matching
-        return cast(
-            "Matching",
-            evaluate_bbox(self.annotations, results, "pycocotools", self.image_ids, keep_matching=True)[
-                "matching"
-            ],
-        )
+        stats: dict[str, float] = {}
+        matchings: dict[str, Matching] = {}
+        if not kinds or "bbox" in kinds:
+            results = list(self.detections.rows())
+            ids = self.image_ids
+            boxes = evaluate_bbox(self.annotations, results, "pycocotools", ids, keep_matching=True)
+            stats, matchings = dict(boxes["stats"]), {"bbox": cast("Matching", boxes["matching"])}
+        for kind, shape in self.shapes.scored(self.annotations, self.image_ids, kinds).items():
+            stats.update(shape["stats"])
+            matchings[kind] = shape["matching"]
+        return stats, matchings

@@ -105,10 +105,17 @@ class ShapeStore:
     def matchings(self, annotations: dict[str, Any], image_ids: list[int]) -> dict[str, Any]:
         """pycocotools' per-image matching of the added masks / keypoints, by kind (for the paired
         bootstrap of two runs' ``segm_AP``, ``keypoints_AP``, ...)."""
+        return {kind: scored["matching"] for kind, scored in self.scored(annotations, image_ids).items()}
+
+    def scored(
+        self, annotations: dict[str, Any], image_ids: list[int], kinds: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        """pycocotools' stats and per-image matching of the added masks / keypoints, by kind;
+        ``kinds``: only these."""
         from evalharness.stats.coco_shapes import evaluate_shapes
 
         return {
-            kind: evaluate_shapes(annotations, self.results[kind], kind, image_ids, True)["matching"]
+            kind: evaluate_shapes(annotations, self.results[kind], kind, image_ids, True)
             for kind in SHAPES
-            if self.seen[kind]
+            if self.seen[kind] and (not kinds or kind in kinds)
         }

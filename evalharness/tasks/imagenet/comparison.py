@@ -13,13 +13,15 @@ from evalharness.stats.agreement import AnswerColumns, Codes, answer_columns, to
 from evalharness.stats.classification_analysis import confusion_changes, per_class_changes
 from evalharness.stats.intervals import CONFIDENCE
 from evalharness.stats.paired import classification_diff
-from evalharness.tasks.comparison import Agreement, Comparison, PairedRecords, PairQuantities
+from evalharness.tasks.comparison import Agreement, Comparison, PairedRecords, PairQuantities, Records
 
 
 class ClassificationComparison(Comparison):
     key = "classification"
     agreement_columns = ("top1_agreement", "mcnemar_p")
     truth_fields = ("label_index",)  # a name and a class index land on the same output index
+    repair_metrics = ("top1",)
+    proportion = "top1"
 
     def compare(self, a: Run, b: Run, options: Mapping[str, Any]) -> JSONMap:
         same_labels = a.provenance.labels.sha256 == b.provenance.labels.sha256
@@ -30,7 +32,7 @@ class ClassificationComparison(Comparison):
         return c
 
     def paired_records(
-        self, records_a: list[dict[str, Any]], records_b: list[dict[str, Any]]
+        self, records_a: Records, records_b: Records, metric: str | None = None, scorer: Any = None
     ) -> PairedRecords:
         c = classification_diff(records_a, records_b, True)  # one label file: the same model's variants
         return {

@@ -186,13 +186,15 @@ def _quant(name: str, recipe=None, **weights):
 def test_layer_search_rules(quant, words):
     """Refusals of the layer search are one ConfigError line (exit 2) before anything runs."""
     from evalharness.core.errors import ConfigError
-    from evalharness.settings.groups import DatasetSchema
+    from evalharness.settings.groups import DatasetSchema, ModelSchema
     from evalharness.settings.quant_rules import check_quant
+    from evalharness.tasks.imagenet.comparison import ClassificationComparison
 
     abilities = SimpleNamespace(reads_dataset=False, repair_metric="top1")
-    definition = SimpleNamespace(name="toy", abilities=abilities)
+    compare = ClassificationComparison
+    definition = SimpleNamespace(name="toy", abilities=abilities, comparison=compare, settings={})
     with pytest.raises(ConfigError, match=words):
-        check_quant(quant, definition, DatasetSchema())
+        check_quant(quant, definition, DatasetSchema(), ModelSchema())
 
 
 def test_layer_search_splits_the_dataset():
