@@ -5,7 +5,8 @@ masks or keypoints, by the same code with the kind's measure (mask IoU, OKS), in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from evalharness.core.documents import JSONMap
@@ -56,13 +57,13 @@ class DetectionComparison(Comparison):
         way (``segm``, ``keypoints`` blocks of the same keys); the paired bootstrap of every kind's
         ΔAP; the analysis' changes."""
         min_score, source = self.diff_score_threshold(a, options.get("min_score"))
-        truth = load_ground_truth(a)
+        truth = functools.cache(lambda: load_ground_truth(a))  # read where needed, once
         kinds = ["bbox", *shape_kinds(a, b)]
         blocks = {kind: self._matched(kind, a, b, truth, options["iou"], min_score, source) for kind in kinds}
         det = blocks.pop("bbox")
         resamples, seed = bootstrap_settings(self.settings)
         if resamples > 0:
-            paired = self._paired_bootstrap(a, b, truth, resamples, seed)
+            paired = self._paired_bootstrap(a, b, truth(), resamples, seed)
             boot: JSONMap = dict(paired["bbox"])
             for kind in [k for k in paired if k != "bbox"]:  # ΔAP of masks / keypoints: segm_AP, ...
                 shape: Mapping[str, Any] = paired[kind]
@@ -72,11 +73,18 @@ class DetectionComparison(Comparison):
                 if kind in paired:
                     analysis.attach_paired(block["per_class"], paired[kind])
         if "analysis" in a.metrics or "analysis" in b.metrics:
-            det["analysis"] = analysis.compare(a, b, truth, det["per_class"])
+            det["analysis"] = analysis.compare(a, b, truth(), det["per_class"])
         return {**det, **blocks}
 
     def _matched(
-        self, kind: str, a: Run, b: Run, truth: JSONMap, iou: float, min_score: float, source: str
+        self,
+        kind: str,
+        a: Run,
+        b: Run,
+        truth: Callable[[], JSONMap],
+        iou: float,
+        min_score: float,
+        source: str,
     ) -> JSONMap:
         """One kind's matching (boxes by IoU, masks by mask IoU, keypoints by OKS), its changed
         images typed by TIDE where tidecv has the kind, and its per-class ΔAP."""
@@ -86,9 +94,7 @@ class DetectionComparison(Comparison):
         if kind != "bbox":
             block["measure"] = overlap.measure
         if block["changed_images"]:
-            why = label_changed_images(
-                block["changed_images"], truth, a.predictions, b.predictions, kind
-            )
+            why = label_changed_images(block["changed_images"], truth(), a.predictions, b.predictions, kind)
             typed = f"TIDE error types (tidecv{TIDE_MODE.get(kind, '')}) of B minus A on the image"
             block["error_types_note"] = why or typed
         block["per_class"] = per_class_deltas(*(per_class_of(run, kind) for run in (a, b)))

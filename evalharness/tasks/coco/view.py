@@ -232,8 +232,10 @@ def _matched_sections(d: Mapping[str, Any], kind: str, max_rows: int) -> list[Se
             f"Per-class {words.ap} (largest |delta| first)",
             ["class", "A", "B", "delta", "paired interval", "p", "p (Holm)", words.truth],
             classes,
-            [*(n.replace("ΔAP", f"Δ{ap}") for n in analysis.PER_CLASS_NOTES),
-             *more_rows(len(block["per_class"]), max_rows)],
+            [
+                *(n.replace("ΔAP", f"Δ{ap}") for n in analysis.PER_CLASS_NOTES),
+                *more_rows(len(block["per_class"]), max_rows),
+            ],
             key=_key(kind, "per_class"),
         ),
     ]
