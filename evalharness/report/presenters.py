@@ -30,7 +30,9 @@ def headline(definition: TaskDefinition, metrics: Mapping[str, Any]) -> dict[str
 
 
 def _lead(definition: TaskDefinition, metrics: Mapping[str, Any]) -> tuple[Metric, str] | None:
-    """The headline metric and the member of it the result holds; None: no headline declared."""
+    """The headline metric and the member of it the result holds; None: no headline declared. Where
+    several are declared headline (box AP, then a seg or pose model's mask or keypoint AP), the first
+    the result holds leads; :func:`beside_headline` gives the others."""
     if definition.abilities.latency_only:
         return None
     return next(((m, p[0]) for m in definition.metrics if m.headline and (p := m.picked(metrics))), None)
@@ -49,6 +51,24 @@ def headline_accuracy(
     interval = intervals.get(name) if metric.interval or name in intervals else None
     how = _fill(metric.interval_method, intervals)
     return metric.text(metric.title, name), metric.number(metrics.values, name), interval, how
+
+
+def beside_headline(
+    definition: TaskDefinition, metrics: Metrics
+) -> list[tuple[str, float, list[float] | None]]:
+    """The other headline figures a result holds, shown after the lead one (a seg model's mask AP
+    beside its box AP): (title, value, interval or None) each, in declaration order."""
+    lead = _lead(definition, metrics.values)
+    if lead is None:
+        return []
+    out = []
+    for metric in definition.metrics:
+        picked = metric.picked(metrics.values) if metric.headline and metric is not lead[0] else []
+        if picked:
+            name = picked[0]
+            interval = metrics.intervals.get(name) if metric.interval else None
+            out.append((metric.text(metric.title, name), metric.number(metrics.values, name), interval))
+    return out
 
 
 def _fill(template: str, intervals: Mapping[str, Any]) -> str:

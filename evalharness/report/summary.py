@@ -11,7 +11,7 @@ metrics (:mod:`evalharness.report.presenters`) and its view, which may extend th
 
 from __future__ import annotations
 
-from evalharness.report.presenters import headline_accuracy, metric_lines
+from evalharness.report.presenters import beside_headline, headline_accuracy, metric_lines
 from evalharness.report.runs import definition_of
 from evalharness.report.views.repair_view import verdict
 from evalharness.rundir.json_fields import JSONMap
@@ -62,9 +62,11 @@ def _what_ran(doc: Document) -> str:
 
 
 def _accuracy(doc: Document) -> str | None:
-    """The task's headline figure with its interval and the interval's method, named."""
+    """The task's headline figure with its interval and the interval's method, named; then the
+    other headline figures the run holds (a seg model's mask AP) with theirs."""
     try:
         headline = headline_accuracy(definition_of(doc), doc.metrics)
+        others = beside_headline(definition_of(doc), doc.metrics)
     except Exception:  # noqa: BLE001 - a document this code cannot read has no headline to show
         return None
     if headline is None:
@@ -73,6 +75,8 @@ def _accuracy(doc: Document) -> str | None:
     text = f"  Accuracy: {name} {value:.4f}"
     if interval:
         text += f", 95% interval {fmt_interval(interval, '.4f')} ({method})"
+    for title, number, also in others:  # a seg or pose model's mask or keypoint AP
+        text += f"; {title} {number:.4f}" + (f" {fmt_interval(also, '.4f')}" if also else "")
     scored = doc.metrics.num_scored
     if scored is not None:
         images = doc.metrics.num_images

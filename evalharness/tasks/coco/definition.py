@@ -95,6 +95,7 @@ def shape_metrics(kind: str, stats: tuple[str, ...], what: str) -> tuple[Metric,
             interval_how="image bootstrap, B={resamples}, seed {seed}",
             interval_method=PERCENTILE_WHY,
             sweep=name == "AP",
+            headline=name == "AP",  # said after the boxes' AP in the summary's Accuracy line
         )
         for name in stats
     )

@@ -69,6 +69,19 @@ def test_headline_names_and_accuracy():
     assert presenters.headline(Speed({}), {"num_scored": 3, "x": {"y": 1.5}}) == {"num_scored": 3, "x.y": 1.5}
 
 
+def test_a_second_headline_the_result_holds_is_said_after_the_lead():
+    """A seg model's mask AP beside its box AP: the lead first, then each other headline the result
+    holds, with its interval; absent from a result (a box model), nothing is added."""
+
+    class TwoHeads(Toy):
+        metrics = (*Toy.metrics, Metric("mask", title="mask AP", headline=True, interval=True))
+
+    both = Metrics.parse({**METRICS, "mask": 0.4, "intervals": {**METRICS["intervals"], "mask": [0.3, 0.5]}})
+    assert presenters.headline_accuracy(TwoHeads({}), both) == ("err", 0.25, [0.2, 0.3], "normal")
+    assert presenters.beside_headline(TwoHeads({}), both) == [("mask AP", 0.4, [0.3, 0.5])]
+    assert presenters.beside_headline(TwoHeads({}), Metrics.parse(METRICS)) == []
+
+
 def test_verdict_reads_the_better_direction():
     assert presenters.verdict(Toy({}), _diff(0.3, 0.2)).startswith(
         "B's err is 0.2 vs A's 0.3 (-0.1: better, lower is better); B's invoke() p50 is 1.000 ms"
