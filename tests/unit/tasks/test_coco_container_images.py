@@ -146,7 +146,14 @@ class ToyLayout(truth_readers.DetectionTruthReader):
 
 
 def test_a_plugin_layout_is_detected_through_the_registry(tmp_path, monkeypatch):
+    from evalharness.core.errors import ConfigError  # noqa: PLC0415
+    from evalharness.core.schema import check_bounds  # noqa: PLC0415
+    from evalharness.tasks.coco.definition import CocoDataset  # noqa: PLC0415
+
+    with pytest.raises(ConfigError, match="format='toy': use one of auto, coco, yolo"):
+        check_bounds(CocoDataset, {"format": "toy"}, "config group 'dataset'")
     monkeypatch.setitem(truth_readers.DETECTION_TRUTH._items, "toy", ToyLayout)
+    check_bounds(CocoDataset, {"format": "toy"}, "config group 'dataset'")  # dataset.format=toy: its bound
     dataset = _dataset(tmp_path)
     assert truth_readers.detected_layout(dataset) == ("coco", None)
     (tmp_path / "toy.txt").write_text("")
