@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from pack_containers import tiny_png  # noqa: E402
+from pack_containers import example, record, tiny_png  # noqa: E402
 
 from evalharness.core.errors import DataError  # noqa: E402
 from evalharness.data.dataset_reader import ReadRequest, reader_for  # noqa: E402
@@ -134,6 +134,22 @@ def test_a_parquet_without_a_label_column_is_read_for_its_images(tmp_path):
     reader = reader_for("parquet", ReadRequest(str(folder), labelled=False))[0]
     annotations = json.loads(_instances(tmp_path).read_text())
     samples, _ = container_samples(annotations, reader, "x.json", Counter())
+    assert [sample_image(reader, s).read() for s in samples] == [_pixels(n) for n in ANNOTATED]
+
+
+def test_tfds_records_without_a_label_are_read_for_their_images(tmp_path):
+    """TFDS's coco/2017 records: ``image``, ``image/filename`` and objects, no class ``label``."""
+    folder = tmp_path / "tfds"
+    folder.mkdir()
+    with open(folder / "coco-validation.tfrecord-00000-of-00001", "wb") as f:
+        for name in SIZES:
+            f.write(record(example({"image": _pixels(name), "image/filename": name.encode()})))
+    with pytest.raises(DataError, match="no label feature"):
+        reader_for("auto", ReadRequest(str(folder)))[0].samples()
+    reader = reader_for("auto", ReadRequest(str(folder), labelled=False))[0]
+    annotations = json.loads(_instances(tmp_path).read_text())
+    samples, listed = container_samples(annotations, reader, "x.json", Counter())
+    assert [s.key for s in listed] == sorted(SIZES)
     assert [sample_image(reader, s).read() for s in samples] == [_pixels(n) for n in ANNOTATED]
 
 
