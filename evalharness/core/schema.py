@@ -17,7 +17,7 @@ import difflib
 import functools
 import re
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, TypeVar, cast
 
 from omegaconf import DictConfig, OmegaConf, ValueNode
@@ -183,14 +183,18 @@ def _optional_of(kind: Any) -> Any:
 
 
 def bounds(
-    low: float | None = None, high: float | None = None, choices: tuple[Any, ...] = (), **kind: Any
+    low: float | None = None,
+    high: float | None = None,
+    choices: tuple[Any, ...] | Callable[[], tuple[Any, ...]] = (),
+    **kind: Any,
 ) -> Mapping[str, Any]:
     """Field metadata a schema declares: ``field(default=4, metadata=bounds(1))``: the value must be
-    >= ``low``, <= ``high``, one of ``choices``. ``kind``: what the value is (``path="file"`` or
+    >= ``low``, <= ``high``, one of ``choices`` (or of what ``choices()`` gives when checked: the
+    names of a registry that plug-ins add to). ``kind``: what the value is (``path="file"`` or
     ``"dir"``, ``text=True``) so checks and the generated fault tests know how to attack it."""
     meta: dict[str, Any] = {k: v for k, v in (("low", low), ("high", high)) if v is not None}
     if choices:
-        meta["choices"] = tuple(choices)
+        meta["choices"] = choices if callable(choices) else tuple(choices)
     return {**meta, **kind}
 
 
@@ -211,8 +215,10 @@ def check_bounds(schema: type, values: Mapping[str, Any], where: str) -> None:
         if value is None or not meta:
             continue
         problem = None
-        if "choices" in meta and _choice(value) not in meta["choices"]:
-            problem = f"use one of {', '.join(map(str, meta['choices']))}"
+        choices = meta.get("choices", ())
+        choices = choices() if callable(choices) else choices
+        if choices and _choice(value) not in choices:
+            problem = f"use one of {', '.join(map(str, choices))}"
         elif "low" in meta and isinstance(value, int | float) and value < meta["low"]:
             problem = f"must be >= {meta['low']}"
         elif "high" in meta and isinstance(value, int | float) and value > meta["high"]:

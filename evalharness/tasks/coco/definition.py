@@ -38,6 +38,13 @@ PERCENTILE_WHY = (
 )
 
 
+def detection_formats() -> tuple[str, ...]:
+    """``dataset.format``'s values: auto and every registered ground-truth layout (a plug-in's too)."""
+    from evalharness.tasks.coco.ground_truth_readers import DETECTION_TRUTH
+
+    return ("auto", *DETECTION_TRUTH.names())
+
+
 @dataclass
 class CocoDataset:
     annotations: str | None = None  # COCO instances JSON
@@ -45,7 +52,7 @@ class CocoDataset:
     # too): coco: annotations + the images at root (a folder, or a container: tasks/coco/images.py) |
     # yolo: Ultralytics' layout at root (data.yaml, images/, labels/) | auto: coco when annotations
     # are given, else the layout a reader detects at root (said, recorded)
-    format: str = "auto"
+    format: str = field(default="auto", metadata=bounds(choices=detection_formats))
     index_dir: str | None = None  # where a container's shard indexes are kept (data/shard_index.py)
     # the manifest of a folder's images: size (fast) | content (sha256 of every image, as a container's
     # always is, so report diff knows the same images in a container)

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from pack_containers import tiny_png  # noqa: E402
+from pack_containers import example, record, tiny_png  # noqa: E402
 
 from evalharness.core.errors import DataError  # noqa: E402
 from evalharness.data.dataset_reader import ReadRequest, reader_for  # noqa: E402
@@ -137,6 +137,22 @@ def test_a_parquet_without_a_label_column_is_read_for_its_images(tmp_path):
     assert [sample_image(reader, s).read() for s in samples] == [_pixels(n) for n in ANNOTATED]
 
 
+def test_tfds_records_without_a_label_are_read_for_their_images(tmp_path):
+    """TFDS's coco/2017 records: ``image``, ``image/filename`` and objects, no class ``label``."""
+    folder = tmp_path / "tfds"
+    folder.mkdir()
+    with open(folder / "coco-validation.tfrecord-00000-of-00001", "wb") as f:
+        for name in SIZES:
+            f.write(record(example({"image": _pixels(name), "image/filename": name.encode()})))
+    with pytest.raises(DataError, match="no label feature"):
+        reader_for("auto", ReadRequest(str(folder)))[0].samples()
+    reader = reader_for("auto", ReadRequest(str(folder), labelled=False))[0]
+    annotations = json.loads(_instances(tmp_path).read_text())
+    samples, listed = container_samples(annotations, reader, "x.json", Counter())
+    assert [s.key for s in listed] == sorted(SIZES)
+    assert [sample_image(reader, s).read() for s in samples] == [_pixels(n) for n in ANNOTATED]
+
+
 class ToyLayout(truth_readers.DetectionTruthReader):
     name = "toy"
 
@@ -146,7 +162,14 @@ class ToyLayout(truth_readers.DetectionTruthReader):
 
 
 def test_a_plugin_layout_is_detected_through_the_registry(tmp_path, monkeypatch):
+    from evalharness.core.errors import ConfigError  # noqa: PLC0415
+    from evalharness.core.schema import check_bounds  # noqa: PLC0415
+    from evalharness.tasks.coco.definition import CocoDataset  # noqa: PLC0415
+
+    with pytest.raises(ConfigError, match="format='toy': use one of auto, coco, yolo"):
+        check_bounds(CocoDataset, {"format": "toy"}, "config group 'dataset'")
     monkeypatch.setitem(truth_readers.DETECTION_TRUTH._items, "toy", ToyLayout)
+    check_bounds(CocoDataset, {"format": "toy"}, "config group 'dataset'")  # dataset.format=toy: its bound
     dataset = _dataset(tmp_path)
     assert truth_readers.detected_layout(dataset) == ("coco", None)
     (tmp_path / "toy.txt").write_text("")
