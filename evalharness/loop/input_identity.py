@@ -19,9 +19,9 @@ computed once: a float32 NHWC input is its own real values (one digest serves bo
 input's real values are dequantised a window at a time, never as a whole float32 copy.
 
 Where: as soon as a sample's tensors are prepared (:func:`hashed`, on the preparing thread when the
-loop is pipelined), while they are still in the CPU's caches. Hashed after ``invoke()``, which sweeps
-the caches, the same hashes cost 0.30 ms of CPU per MobileNet v2 quant sample in the loop against
-0.12 ms hot (docs/benchmarks.md, *End-to-end throughput*).
+loop is pipelined), while they are still in the CPU's caches, not after ``invoke()`` has swept them:
+0.25–0.27 ms of CPU per MobileNet v2 quant sample instead of 0.30 in the loop on a loaded machine,
+0.13 ms hashed alone (docs/benchmarks.md, *End-to-end throughput*).
 """
 
 from __future__ import annotations

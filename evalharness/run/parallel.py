@@ -132,6 +132,7 @@ def auto_split(settings: RunSettings, cores: int) -> tuple[tuple[int, int], str,
     (:func:`evalharness.run.parallel_choice.plan_calibration`), else the paper split."""
     path, plan, runtime = settings.model.path, settings.delegate_plan, settings.runtime.name
     load_s, invoke_s = first_sample_cost(path, plan, runtime, paper_split(cores)[1])
+    list_container_once(settings)  # a container's count read from the indexes the shards will read
     chosen = plan_calibration(len(settings.live_task().samples), invoke_s, load_s, cores, WINDOW_S, ROUNDS)
     record: dict[str, Any] = {"calibration_plan": chosen.record()}
     if not chosen.window_s:
