@@ -16,9 +16,10 @@ instances json whose images and annotations are val25's, renumbered (each copy i
   ``--repeats`` rounds, the two runs in alternating order; reported: the median
   ``throughput.images_per_s`` of each, the median per-image postprocess ms, and the median of the
   per-round ratios seg / box (the acceptance: >= 0.85).
-- **peak RSS** (metrics.json ``memory_mb.peak_rss``, the process's) of seg runs of each
-  ``--rss-images`` size, in alternating order (``--rss-repeats`` rounds): flat means the masks are
-  never held at full size; what grows is the RLE text and pycocotools' results, a few KB per image.
+- **peak RSS** (metrics.json ``memory_mb.peak_rss``, the process's) of seg and box-only runs of each
+  ``--rss-images`` size (``--rss-repeats`` rounds, alternating order): flat means no mask is held at
+  full size; what grows with the run is the records kept for scoring (boxes, and a seg run's RLE
+  text) and pycocotools' own structures when it scores them, the box-only run's growth beside it.
 
 The machine may be shared: the ratio is taken within a round, whose two runs are seconds apart, and
 the load average is printed before and after.
@@ -40,11 +41,15 @@ ASSETS = REPO.parent / "shared" / "assets"
 VAL25 = ASSETS / "coco" / "val25"
 INSTANCES = ASSETS / "coco" / "instances_val25.json"
 
-# The box-only run: the same process and model file, its seg head decoded as a box head (the rows
-# alone dequantised, filtered and suppressed as in the seg run; no prototypes, no masks, none scored).
-BOX_ONLY = """
-import runpy, sys
+# Every run goes through this: the loop over the images (engine._run_each) timed in CPU seconds of
+# the thread that runs it (invoke, decoding, masks, records) and of the whole process, written to
+# $BENCH_CPU_FILE; with BENCH_BOX_ONLY set, the seg head is decoded as a box head (the rows alone
+# dequantised, filtered and suppressed as in the seg run: the same boxes; no prototypes, no masks,
+# none scored).
+WRAPPER = """
+import os, runpy, sys, time
 import numpy as np
+import evalharness.loop.engine as engine
 from evalharness.decoders.base import Detections
 from evalharness.decoders.yolo_seg import YoloSegDecoder
 
@@ -53,7 +58,20 @@ def boxes_only(self, outputs):
     kept = self._kept_rows(np.asarray(rows, dtype=np.float64)[0])
     return Detections(boxes=kept.boxes, scores=kept.scores, classes=kept.classes)
 
-YoloSegDecoder.decode = boxes_only
+if os.environ.get("BENCH_BOX_ONLY"):
+    YoloSegDecoder.decode = boxes_only
+each = engine._run_each
+
+def timed_each(*args, **kwargs):
+    thread, process = time.thread_time(), time.process_time()
+    try:
+        return each(*args, **kwargs)
+    finally:
+        spent = (time.thread_time() - thread, time.process_time() - process)
+        with open(os.environ["BENCH_CPU_FILE"], "w") as f:
+            f.write(" ".join(map(str, spent)))
+
+engine._run_each = timed_each
 sys.argv[0] = "evalharness"
 runpy.run_module("evalharness", run_name="__main__", alter_sys=True)
 """
@@ -81,20 +99,25 @@ def make_dataset(root: Path, n: int) -> tuple[Path, Path]:
 
 
 def run(model: str, data: tuple[Path, Path], run_dir: Path, threads: int, box_only: bool) -> dict:
-    """metrics.json of one run in its own process."""
+    """metrics.json of one run in its own process, with ``cpu``: the loop's CPU seconds (its thread,
+    the whole process)."""
     images, annotations = data
-    head = [sys.executable, "-c", BOX_ONLY] if box_only else [sys.executable, "-m", "evalharness"]
     command = [
-        *head, "task=coco", f"model.path={ASSETS / 'yolo' / (model + '.tflite')}",
+        sys.executable, "-c", WRAPPER, "task=coco", f"model.path={ASSETS / 'yolo' / (model + '.tflite')}",
         f"dataset.root={images}", f"dataset.annotations={annotations}", "loop.progress=false",
         "loop.tensor_cache=false", "task.analysis=false", "task.tflite_tool_ap=false",
         "task.bootstrap_resamples=0", f"delegate.num_threads={threads}", f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cpu_file = run_dir.parent / f"{run_dir.name}.cpu"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "BENCH_CPU_FILE": str(cpu_file)}
+    if box_only:
+        env["BENCH_BOX_ONLY"] = "1"
     proc = subprocess.run(command, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"run failed ({proc.returncode}): {' '.join(command)}\n{proc.stderr[-2000:]}")
-    return json.loads((run_dir / "metrics.json").read_text())
+    doc = json.loads((run_dir / "metrics.json").read_text())
+    doc["cpu"] = [float(v) for v in cpu_file.read_text().split()]
+    return doc
 
 
 def load() -> str:
@@ -108,44 +131,49 @@ def seg_vs_box(args: argparse.Namespace, base: Path) -> None:
     for r in range(args.repeats):
         order = ["seg", "box"] if r % 2 == 0 else ["box", "seg"]
         for kind in order:
-            doc = run(args.model, data, base / f"{kind}-{r}", args.threads, box_only=kind == "box")
-            figures[kind].append(doc)
+            figures[kind].append(run(args.model, data, base / f"{kind}-{r}", args.threads, kind == "box"))
         seg, box = (figures[k][-1]["throughput"]["images_per_s"] for k in ("seg", "box"))
         ratios.append(seg / box)
         print(f"  round {r + 1}: seg {seg:.2f} img/s, box {box:.2f} img/s, ratio {seg / box:.3f}", flush=True)
     print(f"{args.model}, {args.images} images, {args.threads} thread(s), {args.repeats} rounds (medians)")
-    print(f"{'run':<9} {'img/s':>7} {'post ms/img':>12} {'peak RSS MiB':>13}")
+    print(f"{'run':<5} {'img/s':>7} {'post ms/img':>12} {'loop thread CPU ms/img':>23} {'process CPU':>12}")
     for kind in ("seg", "box"):
         docs = figures[kind]
         ips = statistics.median(d["throughput"]["images_per_s"] for d in docs)
         post = statistics.median(d["throughput"]["per_image_ms"]["postprocess"] for d in docs)
-        rss = statistics.median(d["memory_mb"]["peak_rss"] for d in docs)
-        print(f"{kind:<9} {ips:7.2f} {post:12.2f} {rss:13.1f}")
+        thread = statistics.median(d["cpu"][0] for d in docs) * 1000 / args.images
+        process = statistics.median(d["cpu"][1] for d in docs) * 1000 / args.images
+        print(f"{kind:<5} {ips:7.2f} {post:12.2f} {thread:23.2f} {process:12.2f}")
     segm = figures["seg"][0]["metrics"]
+    cpu = [b["cpu"][0] / s["cpu"][0] for s, b in zip(figures["seg"], figures["box"], strict=True)]
     print(
         f"seg / box img/s: median of the rounds' ratios {statistics.median(ratios):.3f} "
-        f"(min {min(ratios):.3f}, max {max(ratios):.3f}); segm_AP {segm['segm_AP']:.4f}, AP {segm['AP']:.4f}"
+        f"(min {min(ratios):.3f}, max {max(ratios):.3f}); by the loop thread's CPU time (box / seg): "
+        f"{statistics.median(cpu):.3f} (min {min(cpu):.3f}, max {max(cpu):.3f})"
     )
+    print(f"segm_AP {segm['segm_AP']:.4f}, AP {segm['AP']:.4f}")
 
 
 def rss_growth(args: argparse.Namespace, base: Path) -> None:
     sizes = args.rss_images
     data = {n: make_dataset(base / f"rss{n}", n) for n in sizes}
-    peaks: dict[int, list[float]] = {n: [] for n in sizes}
-    speed: dict[int, list[float]] = {n: [] for n in sizes}
+    runs = [(n, kind) for n in sizes for kind in ("seg", "box")]
+    peaks: dict[tuple[int, str], list[float]] = {run: [] for run in runs}
+    speed: dict[tuple[int, str], list[float]] = {run: [] for run in runs}
     for r in range(args.rss_repeats):
-        for n in sizes if r % 2 == 0 else sizes[::-1]:
-            doc = run(args.model, data[n], base / f"rss-{n}-{r}", args.threads, box_only=False)
-            peaks[n].append(doc["memory_mb"]["peak_rss"])
-            speed[n].append(doc["throughput"]["images_per_s"])
-    print(f"{args.model} seg runs, peak RSS by size ({args.rss_repeats} round(s), medians)")
-    first = statistics.median(peaks[sizes[0]])
-    for n in sizes:
-        peak = statistics.median(peaks[n])
-        print(
-            f"  {n:>6} images: peak RSS {peak:7.1f} MiB ({peak - first:+.1f} vs {sizes[0]}), "
-            f"{statistics.median(speed[n]):.2f} img/s"
-        )
+        for n, kind in runs if r % 2 == 0 else runs[::-1]:
+            doc = run(args.model, data[n], base / f"rss-{kind}-{n}-{r}", args.threads, kind == "box")
+            peaks[n, kind].append(doc["memory_mb"]["peak_rss"])
+            speed[n, kind].append(doc["throughput"]["images_per_s"])
+    print(f"{args.model}, peak RSS by run size ({args.rss_repeats} round(s), medians)")
+    for kind in ("seg", "box"):
+        first = statistics.median(peaks[sizes[0], kind])
+        for n in sizes:
+            peak = statistics.median(peaks[n, kind])
+            print(
+                f"  {kind} {n:>6} images: peak RSS {peak:7.1f} MiB ({peak - first:+.1f} vs {sizes[0]}), "
+                f"{statistics.median(speed[n, kind]):.2f} img/s"
+            )
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """A seg head's masks and a pose head's keypoints in the original image, from the model input.
 
 Masks are made for the kept detections only and encoded at once (COCO's RLE, ``counts`` as text),
-so a run never holds a full-size mask beyond the one being encoded. Per detection:
+so a run never holds a full-size mask: only each box's patch, for the image being coded. Per
+detection:
 
 1. ``sigmoid(coefficients . prototypes)`` on the prototype grid (input / 4);
 2. one bilinear sample of that grid at each original-image pixel inside the box: the pixel centre
@@ -10,8 +11,13 @@ so a run never holds a full-size mask beyond the one being encoded. Per detectio
    image); one resampling of the same bilinear surface differs from it only by that second smoothing;
 3. pixels whose centre lies outside the (clipped) box stay 0: the crop is done at the image's
    resolution, after the upsampling, so a mask edge on the box side is sharp;
-4. threshold 0.5 (probability > 0.5), then COCO's compressed RLE, coded from the columns the box
-   spans (the same text as ``pycocotools.mask.encode`` of the whole mask, tested).
+4. threshold 0.5 (probability > 0.5), then COCO's compressed RLE, coded from the box's patch
+   (:mod:`evalharness.decoders.mask_runs`: all of an image's patches in one pass; the same text as
+   ``pycocotools.mask.encode`` of each whole mask, tested).
+
+What costs time is per pixel of the boxes (the sampling, the threshold, finding the runs), so an
+image's logits share one buffer and one sigmoid, its patches one buffer and one pass, and each
+detection adds only its matrix product and its sampling call.
 
 Keypoints: x, y normalised to the input mapped back through the same letterbox (not clipped: a
 keypoint the model puts outside the image stays there, as COCO's OKS takes it); the visibility
@@ -81,19 +87,33 @@ def mask_rles(
     gx = _windows(u0, u0 + a * (xs[:, 1] - xs[:, 0] - 1), grid.shape[1])
     gy = _windows(v0, v0 + b * (ys[:, 1] - ys[:, 0] - 1), grid.shape[0])
     patches = MaskPatches(xs, ys, height, width)
+    w, h = xs[:, 1] - xs[:, 0], ys[:, 1] - ys[:, 0]
+    filled = np.flatnonzero(w * h > 0)  # a pixel centre in the box (else an empty mask)
+    # every filled mask's logits on its window, in one buffer: one sigmoid for them all
+    cells = np.where(w * h > 0, (gy[:, 1] - gy[:, 0]) * (gx[:, 1] - gx[:, 0]), 0)
+    at = np.concatenate([[0], np.cumsum(cells)]).tolist()
+    prob = np.empty(at[-1], dtype=np.float32)
+    windows = [(gy0, gy1, gx0, gx1) for (gy0, gy1), (gx0, gx1) in zip(gy.tolist(), gx.tolist(), strict=True)]
+    for k, coefficient in zip(filled.tolist(), coefficients[filled].astype(np.float32), strict=True):
+        gy0, gy1, gx0, gx1 = windows[k]
+        np.matmul(
+            grid[gy0:gy1, gx0:gx1], coefficient, out=prob[at[k] : at[k + 1]].reshape(gy1 - gy0, gx1 - gx0)
+        )
+    np.negative(prob, out=prob)
+    np.exp(prob, out=prob)
+    prob += 1.0
+    np.reciprocal(prob, out=prob)
+    # the inverse map of each patch: patch pixel (i, j) samples its window at (a * i + u, b * j + v)
+    warps = np.zeros((len(xs), 2, 3))
+    warps[:, 0, 0], warps[:, 1, 1] = a, b
+    warps[:, 0, 2], warps[:, 1, 2] = u0 - gx[:, 0], v0 - gy[:, 0]
     flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
-    spans = zip(xs.tolist(), ys.tolist(), gx.tolist(), gy.tolist(), u0.tolist(), v0.tolist(), strict=True)
-    for k, (coefficient, span) in enumerate(zip(coefficients.astype(np.float32), spans, strict=True)):
-        (x0, x1), (y0, y1), (gx0, gx1), (gy0, gy1), u, v = span
-        if x1 <= x0 or y1 <= y0:
-            continue  # no pixel centre in the box: an empty mask
-        prob = grid[gy0:gy1, gx0:gx1] @ coefficient  # logits, then the sigmoid in place
-        np.negative(prob, out=prob)
-        np.exp(prob, out=prob)
-        prob += 1.0
-        np.reciprocal(prob, out=prob)
-        warp = np.array([[a, 0.0, u - gx0], [0.0, b, v - gy0]])
-        patch = cv2.warpAffine(prob, warp, (x1 - x0, y1 - y0), flags=flags, borderMode=cv2.BORDER_REPLICATE)
+    for k, columns, rows in zip(filled.tolist(), w[filled].tolist(), h[filled].tolist(), strict=True):
+        gy0, gy1, gx0, gx1 = windows[k]
+        window = prob[at[k] : at[k + 1]].reshape(gy1 - gy0, gx1 - gx0)
+        patch = cv2.warpAffine(
+            window, warps[k], (columns, rows), flags=flags, borderMode=cv2.BORDER_REPLICATE
+        )
         patches.fill(k, patch, MASK_THRESHOLD)
     return patches.rles()
 

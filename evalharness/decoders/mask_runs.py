@@ -40,9 +40,10 @@ class MaskPatches:
         columns = self._flat[self.starts[k] : self.starts[k + 1]].reshape(w, bordered)
         np.greater(probability.T, threshold, out=columns[:, 1:-1])
 
-    def counts(self) -> list[list[int]]:
-        """COCO's uncompressed counts of each mask (runs of zeros and ones alternating, zeros first)."""
-        total, flat, starts = self.height * self.width, self._flat, self.starts
+    def counts(self) -> tuple[npt.NDArray[Any], list[int]]:
+        """COCO's uncompressed counts of every mask (runs of zeros and ones alternating, zeros first)
+        in one array, and where each mask's begin in it (N + 1 offsets)."""
+        total, flat, starts, n = self.height * self.width, self._flat, self.starts, len(self.x0)
         # every position whose value differs from the one before: a run of ones starts or ends there
         position = np.flatnonzero(flat[1:] != flat[:-1]) + 1
         owner = np.searchsorted(starts, position, side="right") - 1
@@ -54,27 +55,28 @@ class MaskPatches:
             keep = np.ones(edges.size, dtype=bool)
             keep[2 * joined + 1] = keep[2 * joined + 2] = False
             edges, owner = edges[keep], owner[keep]
-        first = np.searchsorted(owner, np.arange(len(self.x0) + 1)).tolist()
+        first = np.searchsorted(owner, np.arange(n + 1))
         lengths = np.diff(edges, prepend=0)
-        out = []
-        for k in range(len(self.x0)):
-            a, b = first[k], first[k + 1]
-            mine = lengths[a:b].tolist()
-            if a < b:
-                mine[0] = int(edges[a])  # the zeros before the mask's first run of ones
-            end = int(edges[b - 1]) if a < b else 0
-            if end < total:
-                mine.append(total - end)
-            out.append(mine)
-        return out
+        some = first[:-1] < first[1:]
+        lengths[first[:-1][some]] = edges[first[:-1][some]]  # the zeros before a mask's first ones
+        last = np.zeros(n, dtype=np.int64)
+        last[some] = edges[first[1:][some] - 1]
+        tails = total - last  # each mask's last run of zeros: none where its ones reach the last pixel
+        counts = np.insert(lengths, first[1:], tails)
+        begin = first + np.arange(n + 1)
+        if (tails == 0).any():
+            counts = np.delete(counts, (first[1:] + np.arange(n))[tails == 0])
+            begin -= np.concatenate([[0], np.cumsum(tails == 0)])
+        return counts, begin.tolist()
 
     def rles(self) -> list[str]:
-        """COCO's compressed RLE ``counts`` text of each mask (``pycocotools.mask.encode``'s)."""
+        """COCO's compressed RLE ``counts`` text of each mask (``pycocotools.mask.encode``'s); each
+        mask's counts go to pycocotools as a slice of the one array, not as a list of ints."""
         from pycocotools import mask as mask_utils
 
-        counts = self.counts()
-        if not counts:
+        if not len(self.x0):
             return []
+        counts, begin = self.counts()
         size = [self.height, self.width]
-        coded = mask_utils.frPyObjects([{"size": size, "counts": c} for c in counts], self.height, self.width)
-        return [str(rle["counts"].decode("ascii")) for rle in coded]
+        runs = [{"size": size, "counts": counts[a:b]} for a, b in zip(begin[:-1], begin[1:], strict=True)]
+        return [str(rle["counts"].decode("ascii")) for rle in mask_utils.frPyObjects(runs, *size)]
