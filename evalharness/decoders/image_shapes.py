@@ -20,6 +20,7 @@ score is kept as the third value.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -41,8 +42,8 @@ def _input_of_original(geometry: Geometry) -> tuple[float, float, float, float]:
 
 def _pixel_span(low: float, high: float, size: int) -> tuple[int, int]:
     """[first, end) of the pixels whose centre (i + 0.5) lies in [low, high], within [0, size)."""
-    first = max(0, int(np.ceil(low - 0.5)))
-    end = min(size, int(np.floor(high - 0.5)) + 1)
+    first = max(0, math.ceil(low - 0.5))
+    end = min(size, math.floor(high - 0.5) + 1)
     return first, max(first, end)
 
 
@@ -90,8 +91,8 @@ def mask_rles(
 
 def _window(low: float, high: float, size: int) -> tuple[int, int]:
     """Grid cells [first, end) that bilinear samples at positions low..high read (clamped)."""
-    first = min(max(0, int(np.floor(low))), size - 1)
-    return first, max(first + 1, min(size, int(np.floor(high)) + 2))
+    first = min(max(0, math.floor(low)), size - 1)
+    return first, max(first + 1, min(size, math.floor(high) + 2))
 
 
 def _column_rle(patch: npt.NDArray[np.bool_], x0: int, y0: int, height: int, width: int) -> str:
