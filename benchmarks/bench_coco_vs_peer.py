@@ -2,7 +2,8 @@
 in paired rounds on the same files.
 
     EVALHARNESS_PEER_VENV=/work/ultra-venv python benchmarks/bench_coco_vs_peer.py \
-        [--images 500] [--rounds 3] [--model PATH] [--peer-venv DIR] [--keep DIR] [-- OVERRIDES...]
+        [--images 500] [--rounds 3] [--model PATH] [--peer-venv DIR] [--keep DIR] [--before SRC]
+        [-- OVERRIDES...]
     python benchmarks/bench_coco_vs_peer.py --phases [--images 500] [--keep DIR]
 
 The data is the shared val25 linked under ``--images`` names (labels copied) in an Ultralytics YOLO
@@ -15,12 +16,18 @@ the virtual environment ``--peer-venv`` (or ``EVALHARNESS_PEER_VENV``) where ``u
 installed — not this project's: its licence (AGPL) keeps it a thing measured, never a dependency.
 Without it the benchmark says so and exits 0.
 
+``--before SRC`` adds a third side: the same evalharness command with ``PYTHONPATH=SRC`` (another
+checkout's package, e.g. ``git archive <commit> | tar -x -C SRC``), in the same rounds, so a change
+is measured against the peer and its own past at once.
+
 Each tool runs once unpaired first (its caches: Ultralytics writes ``labels/val2017.cache``, both
 read the model and the images once), then ``--rounds`` rounds of one run each, the order reversed
 every round (ABBA), each a fresh process timed from start to exit. Printed: each run's wall time,
 the ratio evalharness / peer per round, and the median of the ratios (the figure: a ratio of runs
 seconds apart on the same machine, which the load of a shared machine moves far less than the
-times). The machine's load average is printed before and after.
+times), of the wall times and of the CPU seconds each whole process used (its children included:
+on a machine shared with other jobs the wall time is partly the scheduler's share, the CPU seconds
+much less). The machine's load average is printed before and after.
 
 ``--phases`` (no peer needed) runs evalharness alone, once, with a timer around each phase's
 function (wrapped in the child process, nothing changed in the package) and prints where the wall
@@ -36,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -135,15 +143,19 @@ def peer_python(venv: str | None) -> str | None:
     return str(python) if subprocess.run([str(python), "-c", probe]).returncode == 0 else None
 
 
-def timed(cmd: list[str], env: dict[str, str], log: Path) -> float:
-    """Wall seconds of one whole process; its output goes to ``log`` (shown if it fails)."""
+def timed(cmd: list[str], env: dict[str, str], log: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one whole process and every process it waited for (Ultralytics'
+    data-loading workers included); its output goes to ``log`` (shown if it fails)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     with log.open("w") as out:
         code = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if code:
         sys.exit(f"{cmd[0]} ... exited {code}:\n{log.read_text()[-3000:]}")
-    return seconds
+    return seconds, cpu
 
 
 def main() -> None:
@@ -155,6 +167,7 @@ def main() -> None:
     ap.add_argument("--peer-venv", default=os.environ.get("EVALHARNESS_PEER_VENV"))
     ap.add_argument("--keep", help="build the layout here and keep it (default: a temporary folder)")
     ap.add_argument("--phases", action="store_true", help="evalharness alone, phase by phase")
+    ap.add_argument("--before", help="also run evalharness from this source folder (PYTHONPATH) each round")
     ap.add_argument("overrides", nargs="*", help="extra evalharness overrides")
     args = ap.parse_args()
     if args.phases:
@@ -197,9 +210,9 @@ def phases(args: argparse.Namespace, work: Path) -> None:
     out = work / "phases.json"
     env = {**os.environ, "PHASES": json.dumps(PHASES), "PHASES_OUT": str(out)}
     print(f"{args.images} images, {args.model}; load average before: {os.getloadavg()}")
-    wall = timed(our_command(args, data, work, "-c", TIMERS), env, work / "phases.log")
+    wall, cpu = timed(our_command(args, data, work, "-c", TIMERS), env, work / "phases.log")
     spent = json.loads(out.read_text())
-    print(f"whole process: {wall:.2f} s wall")
+    print(f"whole process: {wall:.2f} s wall, {cpu:.2f} s CPU")
     print("| phase | s | ms per image |\n|---|---|---|")
     for label, _, _ in PHASES:
         if label in spent:
@@ -218,21 +231,39 @@ def run(args: argparse.Namespace, python: str, work: Path) -> None:
         "plots=False", "device=cpu", f"imgsz={args.imgsz}", f"project={work}/peer", "exist_ok=True",
     ]  # fmt: skip
     sides = {"evalharness": ours, "yolo val": peer}
+    envs = {name: env for name in sides}
+    if args.before:  # the same command, another checkout's package: before / after in the same rounds
+        sides["evalharness before"] = ours
+        envs["evalharness before"] = {**env, "PYTHONPATH": args.before}
     print(f"{args.images} images, {args.model}; load average before: {os.getloadavg()}")
     for name, cmd in sides.items():
-        print(f"  unpaired first run, {name}: {timed(cmd, env, work / 'first.log'):.2f} s", flush=True)
-    ratios = []
+        wall, cpu = timed(cmd, envs[name], work / f"first {name}.log")
+        print(f"  unpaired first run, {name}: {wall:.2f} s ({cpu:.2f} s CPU)", flush=True)
+    ratios: dict[str, list[float]] = {"wall": [], "CPU": [], "wall, before": [], "CPU, before": []}
     for r in range(args.rounds):
         order = list(sides) if r % 2 == 0 else list(sides)[::-1]
-        seconds = {name: timed(sides[name], env, work / f"{r}.log") for name in order}
-        ratios.append(seconds["evalharness"] / seconds["yolo val"])
+        took = {name: timed(sides[name], envs[name], work / f"{r} {name}.log") for name in order}
+        (ours_wall, ours_cpu), (peer_wall, peer_cpu) = took["evalharness"], took["yolo val"]
+        ratios["wall"].append(ours_wall / peer_wall)
+        ratios["CPU"].append(ours_cpu / peer_cpu)
+        if args.before:
+            ratios["wall, before"].append(took["evalharness before"][0] / peer_wall)
+            ratios["CPU, before"].append(took["evalharness before"][1] / peer_cpu)
+            print(
+                f"  round {r + 1}: evalharness before {took['evalharness before'][0]:.2f} s "
+                f"({took['evalharness before'][1]:.2f} s CPU)"
+            )
         print(
-            f"  round {r + 1} ({' then '.join(order)}): evalharness {seconds['evalharness']:.2f} s, "
-            f"yolo val {seconds['yolo val']:.2f} s, ratio {ratios[-1]:.3f}",
+            f"  round {r + 1} ({' then '.join(order)}): evalharness {ours_wall:.2f} s "
+            f"({ours_cpu:.2f} s CPU), yolo val {peer_wall:.2f} s ({peer_cpu:.2f} s CPU), "
+            f"ratio {ratios['wall'][-1]:.3f} (CPU {ratios['CPU'][-1]:.3f})",
             flush=True,
         )
-    rounds = ", ".join(f"{x:.3f}" for x in ratios)
-    print(f"evalharness / yolo val: median {statistics.median(ratios):.3f} (rounds {rounds})")
+    for kind, values in ratios.items():
+        if not values:
+            continue
+        rounds = ", ".join(f"{x:.3f}" for x in values)
+        print(f"evalharness / yolo val, {kind}: median {statistics.median(values):.3f} (rounds {rounds})")
     print(f"load average after: {os.getloadavg()}")
 
 
