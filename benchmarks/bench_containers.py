@@ -10,7 +10,8 @@ its own process (``python -m evalharness``, tensor cache off, default loop setti
 rounds in rotating order; reported per format: the median ``throughput.images_per_s`` of
 metrics.json, its ratio to the folder's median and the median of each round's ratio to that round's
 folder run (paired), the loop's peak RSS (metrics.json ``memory_mb.peak_rss``) and the whole
-process's (``/usr/bin/time``: start-up, listing, loop, scoring), the wall time. Also: the listing
+process's (``/usr/bin/time``: start-up, listing, loop, scoring), the wall time and the process's CPU
+time per image (what a loaded machine does not move). Also: the listing
 alone (index + sha256 of every image) per format. With ``--sizes``, all of it at each size, then
 each format's process peak RSS as a multiple of its own at the smallest size (flat: about 1).
 """
@@ -131,8 +132,8 @@ def print_size(n: int, figures: dict[str, list[dict]], listing: dict[str, float]
         f"\n{n} images (mean {mean_kb:.0f} KB), {model}, {repeats} rounds (medians), {os.cpu_count()} CPUs, "
         f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
-    print("format        img/s x folder  paired  loop RSS  process x folder  wall s  listing s")
-    med = {n: {k: statistics.median(f[k] for f in runs) for k in runs[0]} for n, runs in figures.items()}
+    print("format        img/s x folder  paired  loop RSS  process x folder  wall s  CPU ms/img  listing s")
+    med = {fmt: {k: statistics.median(f[k] for f in runs) for k in runs[0]} for fmt, runs in figures.items()}
     folder = med["folder"]
     for name, m in med.items():
         paired = statistics.median(
@@ -141,7 +142,7 @@ def print_size(n: int, figures: dict[str, list[dict]], listing: dict[str, float]
         print(
             f"{name:<11} {m['ips']:7.1f} {m['ips'] / folder['ips']:8.3f} {paired:7.3f} {m['loop_rss']:9.1f} "
             f"{m['process_rss']:8.1f} {m['process_rss'] / folder['process_rss']:8.3f} {m['wall']:7.2f} "
-            f"{listing[name]:10.3f}"
+            f"{m['cpu'] * 1000 / n:11.3f} {listing[name]:10.3f}"
         )
 
 
