@@ -1,16 +1,19 @@
 """Containers vs a folder: throughput and peak RSS of the same images (not a unit test).
 
-    python benchmarks/bench_containers.py [--images 1000] [--repeats 3] [--image-kb 0]
-        [--model mobilenet_v1_0.25_128_quant]
+    python benchmarks/bench_containers.py [--images 1000 | --sizes 1000,20000] [--repeats 3]
+        [--image-kb 0] [--model mobilenet_v1_0.25_128_quant]
 
 val50 repeated to ``--images`` as distinct files (a JPEG comment naming each), written once as real
 files in a folder (with a val.txt-style list), as one Hugging Face parquet file (row groups of 100,
 as ``datasets`` writes), as webdataset tar shards (4) and as TFDS TFRecord shards (4). Each run is
 its own process (``python -m evalharness``, tensor cache off, default loop settings); ``--repeats``
 rounds in rotating order; reported per format: the median ``throughput.images_per_s`` of
-metrics.json, the median peak RSS of the process (metrics.json ``memory_mb.peak_rss``), the wall
-time, and the ratios to the folder measured in the same rounds. Also: the listing alone (index +
-sha256 of every image) per format.
+metrics.json, its ratio to the folder's median and the median of each round's ratio to that round's
+folder run (paired), the loop's peak RSS (metrics.json ``memory_mb.peak_rss``) and the whole
+process's (``/usr/bin/time``: start-up, listing, loop, scoring), the wall time and the process's CPU
+time per image (what a loaded machine does not move). Also: the listing
+alone (index + sha256 of every image) per format. With ``--sizes``, all of it at each size, then
+each format's process peak RSS as a multiple of its own at the smallest size (flat: about 1).
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
+from bench_ilsvrc_scale import run_process  # noqa: E402
 from pack_containers import ASSETS, val50_items, write_parquet, write_tfrecord, write_webdataset  # noqa: E402
 
 
@@ -59,24 +62,23 @@ def write_folder(items, folder: Path) -> tuple[Path, Path]:
     return folder / "images", folder / "val.txt"
 
 
-def run(model: str, overrides: list[str], run_dir: Path) -> tuple[float, float, float]:
-    """(images/s of the loop, peak RSS MiB as metrics.json's memory_mb records it, wall s) of one run
-    in its own process."""
+def run(model: str, overrides: list[str], run_dir: Path) -> dict[str, float]:
+    """One run in its own process: images/s of the loop and its peak RSS MiB as metrics.json records
+    them, the whole process's peak RSS (start-up, listing, loop, scoring) and wall and CPU s."""
     command = [
         sys.executable, "-m", "evalharness", f"model={model}", "dataset=imagenet_val50",
         f"paths.models_dir={ASSETS / 'models'}", f"paths.data_dir={ASSETS}", "loop.progress=false",
         "loop.tensor_cache=false", f"hydra.run.dir={run_dir}", *overrides,
     ]  # fmt: skip
-    start = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    status = proc.wait()
-    wall = time.perf_counter() - start
-    if status != 0:
-        raise SystemExit(
-            f"run failed ({status}): {' '.join(overrides)}\n{proc.stderr.read().decode()[-2000:]}"
-        )
+    wall, process_rss, cpu = run_process(command)
     doc = json.loads((run_dir / "metrics.json").read_text())
-    return doc["throughput"]["images_per_s"], doc["memory_mb"]["peak_rss"], wall
+    return {
+        "ips": doc["throughput"]["images_per_s"],
+        "loop_rss": doc["memory_mb"]["peak_rss"],
+        "process_rss": process_rss,
+        "wall": wall,
+        "cpu": cpu,
+    }
 
 
 def listing_seconds(fmt: str, root: str, gt: str | None) -> float:
@@ -88,60 +90,89 @@ def listing_seconds(fmt: str, root: str, gt: str | None) -> float:
     return time.perf_counter() - start
 
 
+def write_formats(items, base: Path) -> tuple[dict[str, list[str]], dict[str, tuple[str, str, str | None]]]:
+    """The same images as a folder, parquet, webdataset and TFRecord under ``base``: each format's
+    run overrides, and its (reader, root, ground truth) for the listing alone."""
+    images, val_txt = write_folder(items, base / "folder")
+    formats = {
+        "folder": [f"dataset.root={images}", f"dataset.ground_truth={val_txt}"],
+        "parquet": [
+            f"dataset.root={write_parquet(items, base / 'parquet', group=100)}",
+            "dataset.format=auto",
+        ],
+        "webdataset": [
+            f"dataset.root='{write_webdataset(items, base / 'wds', shards=4)}'",
+            "dataset.format=auto",
+        ],
+        "tfrecord": [f"dataset.root={write_tfrecord(items, base / 'tfr', shards=4)}", "dataset.format=auto"],
+    }
+    roots = {
+        "folder": ("val_txt", str(images), str(val_txt)),
+        "parquet": ("parquet", str(base / "parquet"), None),
+        "webdataset": ("webdataset", str(base / "wds" / "val-{0000..0003}.tar"), None),
+        "tfrecord": ("tfrecord", str(base / "tfr"), None),
+    }
+    return formats, roots
+
+
+def run_rounds(model: str, formats: dict[str, list[str]], base: Path, repeats: int) -> dict[str, list[dict]]:
+    """Every format once a round, each round starting one format later (paired, rotating)."""
+    figures: dict[str, list[dict]] = {name: [] for name in formats}
+    names = list(formats)
+    for r in range(repeats):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            figures[name].append(run(model, formats[name], base / f"run-{name}-{r}"))
+    return figures
+
+
+def print_size(n: int, figures: dict[str, list[dict]], listing: dict[str, float], items, model: str) -> None:
+    repeats = len(figures["folder"])
+    mean_kb = sum(len(d) for _, d, _ in items) / len(items) / 1024
+    print(
+        f"\n{n} images (mean {mean_kb:.0f} KB), {model}, {repeats} rounds (medians), {os.cpu_count()} CPUs, "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    print("format        img/s x folder  paired  loop RSS  process x folder  wall s  CPU ms/img  listing s")
+    med = {fmt: {k: statistics.median(f[k] for f in runs) for k in runs[0]} for fmt, runs in figures.items()}
+    folder = med["folder"]
+    for name, m in med.items():
+        paired = statistics.median(
+            f["ips"] / g["ips"] for f, g in zip(figures[name], figures["folder"], strict=True)
+        )  # each round's ratio to the folder run of the same round
+        print(
+            f"{name:<11} {m['ips']:7.1f} {m['ips'] / folder['ips']:8.3f} {paired:7.3f} {m['loop_rss']:9.1f} "
+            f"{m['process_rss']:8.1f} {m['process_rss'] / folder['process_rss']:8.3f} {m['wall']:7.2f} "
+            f"{m['cpu'] * 1000 / n:11.3f} {listing[name]:10.3f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=1000)
+    parser.add_argument(
+        "--sizes", default=None, help="e.g. 1000,20000: peak RSS at each size (replaces --images)"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--model", default="mobilenet_v1_0.25_128_quant")
     parser.add_argument("--image-kb", type=int, default=0, help="pad each image to this size (0: as val50's)")
     args = parser.parse_args()
-    items = distinct(val50_items(repeat=-(-args.images // 50))[: args.images], args.image_kb)
-    with tempfile.TemporaryDirectory(prefix="bench-containers-") as tmp:
-        base = Path(tmp)
-        images, val_txt = write_folder(items, base / "folder")
-        formats = {
-            "folder": [f"dataset.root={images}", f"dataset.ground_truth={val_txt}"],
-            "parquet": [
-                f"dataset.root={write_parquet(items, base / 'parquet', group=100)}",
-                "dataset.format=auto",
-            ],
-            "webdataset": [
-                f"dataset.root='{write_webdataset(items, base / 'wds', shards=4)}'",
-                "dataset.format=auto",
-            ],
-            "tfrecord": [
-                f"dataset.root={write_tfrecord(items, base / 'tfr', shards=4)}",
-                "dataset.format=auto",
-            ],
-        }
-        roots = {
-            "folder": ("val_txt", str(images), str(val_txt)),
-            "parquet": ("parquet", str(base / "parquet"), None),
-            "webdataset": ("webdataset", str(base / "wds" / "val-{0000..0003}.tar"), None),
-            "tfrecord": ("tfrecord", str(base / "tfr"), None),
-        }
-        listing = {name: listing_seconds(*roots[name]) for name in formats}
-        figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name in formats}
-        names = list(formats)
-        for r in range(args.repeats):
-            for name in names[r % len(names) :] + names[: r % len(names)]:
-                figures[name].append(run(args.model, formats[name], base / f"run-{name}-{r}"))
-        mean_kb = sum(len(d) for _, d, _ in items) / len(items) / 1024
-        print(
-            f"{args.images} images (mean {mean_kb:.0f} KB), {args.model}, {args.repeats} rounds (medians), "
-            f"{os.cpu_count()} CPUs"
-        )
-        print(
-            f"{'format':<11} {'img/s':>7} {'x folder':>8} {'peak RSS MiB':>13} {'x folder':>8} "
-            f"{'wall s':>7} {'listing s':>10}"
-        )
-        med = {n: [statistics.median(f[i] for f in figures[n]) for i in range(3)] for n in names}
-        for n in names:
-            ips, rss, wall = med[n]
-            print(
-                f"{n:<11} {ips:7.1f} {ips / med['folder'][0]:8.3f} {rss:13.1f} "
-                f"{rss / med['folder'][1]:8.3f} {wall:7.2f} {listing[n]:10.3f}"
-            )
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.images]
+    rss: dict[int, dict[str, float]] = {}
+    for n in sizes:
+        items = distinct(val50_items(repeat=-(-n // 50))[:n], args.image_kb)
+        with tempfile.TemporaryDirectory(prefix="bench-containers-") as tmp:
+            base = Path(tmp)
+            formats, roots = write_formats(items, base)
+            listing = {name: listing_seconds(*roots[name]) for name in formats}
+            figures = run_rounds(args.model, formats, base, args.repeats)
+        print_size(n, figures, listing, items, args.model)
+        rss[n] = {name: statistics.median(f["process_rss"] for f in runs) for name, runs in figures.items()}
+        del items
+    if len(sizes) > 1:
+        print(f"\nprocess peak RSS at each size as a multiple of the same format's at {sizes[0]:,} images")
+        for name in rss[sizes[0]]:
+            ratios = ", ".join(f"{n:,}: {rss[n][name] / rss[sizes[0]][name]:.3f}" for n in sizes[1:])
+            print(f"{name:<11} {ratios}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import hashlib
 import os
 import sys
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,20 @@ def class_index(value: Any, where: str) -> int:
     return value
 
 
+def refuse_repeated_ids(samples: list[LabeledSample]) -> None:
+    """An id listed twice (in two shards, or twice in one) is an error naming both places. The
+    samples are sorted by id, stably in listing order, so a repeat lies beside its first listing:
+    no set of every id (megabytes at ILSVRC size) is built to find it."""
+    for first, again in pairwise(samples):
+        if first.key == again.key:
+            where = again.member.where if again.member else again.path
+            earlier = first.member.shard if first.member else first.root
+            raise DataError(
+                f"{where}: sample id {again.key!r} is also in {earlier}; each image must appear once "
+                "in the dataset"
+            )
+
+
 class ContainerReader(DatasetReader):
     """The shared half of a container reader; subclasses give :meth:`list_shard` and may give
     :meth:`own_names`."""
@@ -89,7 +104,6 @@ class ContainerReader(DatasetReader):
         classes = self._classes()
         root = os.path.abspath(self.request.root)
         out: list[LabeledSample] = []
-        first_shard: dict[str, str] = {}
         self.from_index, self.rebuilt, self.listed_states = 0, [], {}
         for shard in self.shards:
             before = file_state(shard)
@@ -104,12 +118,6 @@ class ContainerReader(DatasetReader):
             )
             self.from_index += kept
             for key, index, found in listing:
-                if key in first_shard:
-                    raise DataError(
-                        f"{found.where}: sample id {key!r} is also in {first_shard[key]}; "
-                        "each image must appear once in the dataset"
-                    )
-                first_shard[key] = shard
                 label = self._label(classes, index, found) if self.request.labelled else UNLABELLED
                 out.append(LabeledSample(root, key, sys.intern(label[0]), label[1], label[2], member=found))
             if before is not None and file_state(shard) == before:  # not written while it was listed
@@ -118,7 +126,9 @@ class ContainerReader(DatasetReader):
             raise DataError(
                 f"no images found in the {self.name} shards of {self.request.root}; check dataset.root"
             )
-        return sorted(out, key=lambda s: s.key)
+        out.sort(key=lambda s: s.key)  # in place, stable: a repeated id's first listing comes first
+        refuse_repeated_ids(out)
+        return out
 
     def unchanged_since_listed(self, shard: str) -> bool:
         listed = self.listed_states.get(shard)

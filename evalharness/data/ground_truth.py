@@ -151,7 +151,10 @@ def load_ground_truth(
     )
     counts = Counter() if unscored is None else unscored
     req = GroundTruthRequest(root_path, gt, names, synsets, meta, exts, counts, classes or ClassList())
-    return sorted(reader(req), key=lambda s: s.key)
+    found = reader(req)
+    samples = found if isinstance(found, list) else list(found)
+    samples.sort(key=lambda s: s.key)  # in place: no second list of every sample
+    return samples
 
 
 def detect_format(ground_truth: str | None, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS) -> str:

@@ -200,10 +200,12 @@ def _read_csv(req: GroundTruthRequest) -> list[LabeledSample]:
         raise DataError(f"{gt} is not a readable UTF-8 csv ({exc}); fix or re-export the file") from None
     samples = _attach(req, table)
     # Unlike val.txt (all 50,000 val images for any subset), a csv names the images of its folder:
-    # a row without its image is a lost image, not a bigger ground truth.
-    listed = {s.key for s in samples}
-    extra = [name for name in table if name not in listed]  # in file order
-    if extra:
+    # a row without its image is a lost image, not a bigger ground truth. Every image found its row
+    # and a row names one file, so there is a row too many only where there are more rows than
+    # images: the set of names (a few MB at ILSVRC size) is built only then, for the message.
+    if len(table) > len(samples):
+        listed = {s.key for s in samples}
+        extra = [name for name in table if name not in listed]  # in file order
         raise DataError(
             f"{gt}:{_csv_line(gt, extra[0])}: {extra[0]} is not an image in {req.root} ({len(extra)} of "
             f"{len(table)} csv rows name no image there); restore the images or delete those rows"

@@ -97,7 +97,11 @@ def _members(shard: str) -> Iterator[tuple[tarfile.TarInfo, Any]]:
     with open(shard, "rb") as f:
         try:
             with tarfile.open(fileobj=f, mode="r:") as tar:
-                for info in tar:
+                while (info := tar.next()) is not None:
+                    # tarfile keeps every header it has read (TarFile.members, a few hundred bytes
+                    # each): a 50,000-image dataset's worth at once, left in pieces across the heap
+                    # between the members the listing keeps. A listing reads each header once.
+                    tar.members.clear()  # type: ignore[attr-defined]  # (not in typeshed's stub)
                     last = info.name
                     if not info.isreg():
                         continue

@@ -71,17 +71,27 @@ def _detector_hint(outputs: list[TensorInfo]) -> str:
     return "(is this a detector? use task=coco" + (f" model.decoder.name={decoder})" if decoder else ")")
 
 
+GroundTruth = tuple[str, int | None, int | None]  # (label text, occurrence, class index) of a sample
+
+
+def ground_truth(sample: LabeledSample) -> GroundTruth:
+    """What a sample's model output index depends on (:meth:`ImageNetTask._truth_index`)."""
+    return sample.label, sample.occurrence, sample.index
+
+
 class TopKEvaluator(RecordEvaluator):
     """Top-1..K of each image; ranks raw scores with a stable sort (ties go to the lower index)."""
 
-    def __init__(self, top_k: int, output: TensorInfo, truth: dict[str, int], labels: list[str]) -> None:
+    def __init__(
+        self, top_k: int, output: TensorInfo, truth: dict[GroundTruth, int], labels: list[str]
+    ) -> None:
         self.top_k, self.output, self.truth, self.labels = top_k, output, truth, labels
         super().__init__(lambda: TopKScorer(top_k))
 
     def record(self, sample: LabeledSample, outputs: list[np.ndarray]) -> dict[str, Any]:
         raw = outputs[0].reshape(-1)
         top = stable_topk(raw, self.top_k)
-        truth = self.truth[sample.key]
+        truth = self.truth[ground_truth(sample)]
         where = np.flatnonzero(top == truth)
         return {
             "id": sample.key,
@@ -155,7 +165,7 @@ class ImageNetTask(Task):
         # labels are read once the model's outputs are known (bind): a detector is told to use
         # task=coco before anything about its labels
         self.labels: list[str] = []
-        self.truth: dict[str, int] = {}
+        self.truth: dict[GroundTruth, int] = {}
         self.input: InputSpec | None = None  # set by bind, with the evaluator
         self.scored_by = "name"
 
@@ -217,7 +227,11 @@ class ImageNetTask(Task):
         self.scored_by = "name" if self.offset is None else "index"
         self.matcher = LabelMatcher(self.labels, self.labels_path, self.not_by_index)
         # Every ground-truth label must exist in the model's label file: fail before any image is read.
-        self.truth = {s.key: self._truth_index(s) for s in self.samples}
+        # Keyed by the ground truth, not by the image: a thousand classes, not 50,000 ids.
+        self.truth = {}
+        for s in self.samples:
+            if ground_truth(s) not in self.truth:
+                self.truth[ground_truth(s)] = self._truth_index(s)
         self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
 
     def cache_key(self) -> ImageCacheKey:

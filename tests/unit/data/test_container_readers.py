@@ -250,3 +250,13 @@ def test_a_parquet_shard_replaced_after_listing_is_one_error_saying_so(tmp_path)
     # its page offset now lands on other bytes: the damage is reported as the change it is
     with pytest.raises(DataError, match=r"parquet:row 0: the shard changed since it was listed"):
         reader.open(samples[0])
+
+
+def test_an_id_in_two_shards_is_one_error_naming_both(tmp_path):
+    """Found without a set of every id (the sorted list holds a repeat beside its first listing)."""
+    write_webdataset(ITEMS[:2], tmp_path / "a", prefix="val")
+    write_webdataset(ITEMS[1:3], tmp_path / "b", prefix="val")
+    (tmp_path / "b" / "val-0000.tar").rename(tmp_path / "a" / "val-0001.tar")
+    named = r"val-0001\.tar:img1\.png: sample id 'img1\.png' is also in .*val-0000\.tar"
+    with pytest.raises(DataError, match=named):
+        _samples(str(tmp_path / "a" / "val-{0000..0001}.tar"))
