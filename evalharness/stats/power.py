@@ -105,6 +105,10 @@ class IntervalResolution(TypedDict):
     images: int
     target: float
     interval_width: float | None  # high - low of the measured paired interval; None: none was made
+    # distinct image resamples ``images`` allow, and the fewest a percentile interval at this
+    # confidence needs for each tail to hold one (2 / (1 - confidence): 40 at 95 %)
+    resamples_possible: int
+    resamples_needed: int
     resolves: bool
     confidence: float
     assumes: str
@@ -113,13 +117,18 @@ class IntervalResolution(TypedDict):
 def interval_resolution(n: int, target: float, interval: list[float] | None) -> IntervalResolution:
     """Whether ``n`` paired images resolved a change of ``target``: only when their paired interval is
     no wider than it (it then cannot hold both no change and a change of ``target``). No number of
-    images is claimed: no formula gives it for such a metric; more images narrow the interval."""
+    images is claimed: no formula gives it for such a metric; more images narrow the interval. Nor
+    when the images allow fewer distinct resamples (multisets of n of n images) than the interval's
+    tails need: its ends are then single resamples, however narrow (2 images: 3 resamples)."""
     width = None if interval is None else float(interval[1] - interval[0])
+    possible, needed = math.comb(2 * n - 1, n) if n > 0 else 0, math.ceil(2 / (1 - CONFIDENCE) - 1e-9)
     return {
         "images": n,
         "target": target,
         "interval_width": width,
-        "resolves": width is not None and target > 0 and width <= target,
+        "resamples_possible": possible,
+        "resamples_needed": needed,
+        "resolves": width is not None and target > 0 and width <= target and possible >= needed,
         "confidence": CONFIDENCE,
         "assumes": "no power formula for this metric: the measured paired interval against the target",
     }
@@ -129,6 +138,12 @@ def interval_resolution_text(r: IntervalResolution, what: str) -> str:
     """One sentence: ``what`` cannot be resolved by these images, from their interval's width."""
     if r["interval_width"] is None:
         return f"{r['images']} paired images gave no paired interval, so they cannot resolve {what}"
+    if r["resamples_possible"] < r["resamples_needed"]:
+        return (
+            f"{r['images']} paired images cannot resolve {what}: they allow {r['resamples_possible']} "
+            f"distinct bootstrap resamples, fewer than the {r['resamples_needed']} a {r['confidence']:.0%} "
+            "percentile interval needs for its tails (its ends are single resamples, however narrow)"
+        )
     return (
         f"{r['images']} paired images cannot resolve {what}: their {r['confidence']:.0%} paired interval is "
         f"{r['interval_width']:.4f} wide, wider than {r['target']:g} (no power formula for this metric says "

@@ -275,6 +275,7 @@ def repair_variant(request: Request) -> Variant:
         # what the verdict will rest on: listed first, so an empty part is refused before the search runs
         held = Part(settings, task_model, split, "held_out")
         s = Search(settings, quant, task_model, split, work, bar)
+        held_float = held.evaluate(source)  # before the search: a part the metric cannot score is refused
         # a proportion (top-1): what the held-out images can resolve, by the power formula, before the
         # search; any other metric (an AP): judged from the paired interval measured there
         power = metric == held.compare.proportion
@@ -320,7 +321,7 @@ def repair_variant(request: Request) -> Variant:
         cache_dir = settings.paths.cache_dir
         built = build_variant(source, recipe, cal_record, cal_images, float_preprocess, cache_dir)
         bar.set_postfix_str(f"the held-out part ({len(held)} images)")
-        held_float, held_variant = held.evaluate(source), held.evaluate(built.path)
+        held_variant = held.evaluate(built.path)
         bar.update(2)
     paired = held.paired(held_float, held_variant)
     drop = held_float.metric - held_variant.metric

@@ -31,6 +31,11 @@ if TYPE_CHECKING:  # for the types only: the runtime loads when a candidate is s
     from evalharness.runtime.contract import Model
 
 
+# the real-valued outputs kept per model for the output SNR: those of the part's first images, up to
+# this many bytes (every image of a classifier's search part; ~36 of a 640 YOLO-seg's, 7 MB each)
+OUTPUTS_KEPT = 256 << 20
+
+
 @dataclass
 class Evaluation:
     """One model scored on one part: its records, its headline metric, its real-valued outputs
@@ -96,13 +101,14 @@ class Part:
             if key:
                 self._inputs[key] = inputs
         outputs, times = _invoke_all(model, inputs)
-        records, real = [], []
+        records, real, kept = [], [], 0
         for sample, outs in zip(task.samples, outputs, strict=True):
             records.append(task.evaluator.update(sample, outs))
-            if keep_outputs:
+            if keep_outputs and kept < OUTPUTS_KEPT:  # the first images' (the same for every model)
                 pairs = zip(model.outputs, outs, strict=True)
                 values = [np.asarray(i.dequantize(o), np.float32).ravel() for i, o in pairs]
                 real.append(np.concatenate(values))
+                kept += real[-1].nbytes
         metrics = task.evaluator.compute()
         self.evaluations += 1
         cov = model.coverage

@@ -81,8 +81,15 @@ def weight_search(settings: RunSettings, model: ModelSchema) -> tuple[dict[str, 
         base = part.evaluate(source)
 
         made = [0]
+        seen: dict[tuple[int, ...], PairedScore] = {}  # the frontier's top 1 is a layer scanned alone
 
         def score(indices: list[int]) -> PairedScore:
+            key = tuple(sorted(indices))
+            if key not in seen:
+                seen[key] = edited(indices)
+            return seen[key]
+
+        def edited(indices: list[int]) -> PairedScore:
             data, _ = edit_model(source, dataclasses.replace(quant.weights, only=tuple(indices)))
             made[0] += 1  # a new name per candidate: what loads a model may key on its path (as repair)
             path = os.path.join(work, f"candidate_{made[0]}.tflite")
@@ -125,13 +132,18 @@ def weight_search(settings: RunSettings, model: ModelSchema) -> tuple[dict[str, 
     return found, only
 
 
-def held_out(settings: RunSettings, model: ModelSchema, variant: str) -> HeldOutCheck:
-    """The chosen variant against the float model (``model``) on the held-out part: drop and whether
-    it holds."""
+def held_out_float(settings: RunSettings, model: ModelSchema) -> tuple[Part, Evaluation]:
+    """The held-out part and the float model (``model``) scored on it: before the search, so a part
+    with nothing the metric scores (no keypoints among its images) is refused before it runs."""
     split = split_of(settings.quant)
     assert split is not None
     part = Part(settings, model, split, "held_out")
-    base = part.evaluate(model.path)
+    return part, part.evaluate(model.path)
+
+
+def held_out(settings: RunSettings, part: Part, base: Evaluation, variant: str) -> HeldOutCheck:
+    """The chosen variant against the float model (``base``) on the held-out part: drop and whether
+    it holds."""
     row = _paired(part, base, part.evaluate(variant))
     drop = base.metric - row["metric"]
     allowed = allowed_drop(settings.quant, base.metric)
@@ -146,6 +158,7 @@ def searched_variant(request: Request) -> Variant:
     from evalharness.transforms.quantized import quantize_model
 
     settings, quant, source = request.settings, request.quant, request.source
+    held_part = held_out_float(settings, source) if repair_requested(quant) else None
     found, only = weight_search(settings, source)
     if only is not None:
         quant = dataclasses.replace(quant, weights=dataclasses.replace(quant.weights, only=tuple(only)))
@@ -156,7 +169,8 @@ def searched_variant(request: Request) -> Variant:
         quant, source, settings.dataset.root, True, settings.paths.cache_dir, None, dataset_members(settings)
     )
     if only is not None:
-        held = found["held_out"] = held_out(settings, source, variant.path)
+        assert held_part is not None  # a drop to hold: only is then a list
+        held = found["held_out"] = held_out(settings, *held_part, variant.path)
         print(
             f"weights: {len(only)} of {len(found['layers'])} weight tensors edited within {found['target']} "
             f"on the search part; held out ({held['images']} images): drop {held['drop']:+.4f}, "

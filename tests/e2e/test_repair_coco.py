@@ -17,7 +17,7 @@ import re
 import pytest
 from conftest import ASSETS, run_inprocess
 
-from evalharness.core.errors import ConfigError
+from evalharness.core.errors import ConfigError, DataError
 
 COCO_DIR = ASSETS / "coco"
 SEG_256 = ASSETS / "yolo" / "yolov8n_seg_int8_256.tflite"
@@ -57,4 +57,23 @@ def test_a_metric_the_seg_head_does_not_give_is_refused_before_anything_runs(tmp
     )
     with pytest.raises(ConfigError, match=f"^{re.escape(said)}$"):
         run_inprocess([*COMMON, "quant.max_drop=0.05", "quant.metric=keypoints_AP"], tmp_path / "r")
+    assert not (tmp_path / "r" / "metrics.json").exists()
+
+
+def test_a_held_out_part_with_nothing_the_metric_scores_is_refused_before_the_search(tmp_path):
+    """val5's two held-out images hold no annotated keypoints: keypoints_AP is pycocotools' -1
+    there, never a silent drop of 0; refused before any candidate is made."""
+    pose = [
+        "task=coco",
+        "model=file",
+        f"model.path={ASSETS / 'yolo' / 'yolov8n_pose_uint8_256.tflite'}",
+        f"dataset.root={COCO_DIR / 'val5'}",
+        f"dataset.annotations={COCO_DIR / 'person_keypoints_val5.json'}",
+        "task.analysis=false",
+        "quant=prune",
+        "quant.max_drop=0.05",
+    ]
+    said = "keypoints_AP of .*yolov8n_pose_uint8_256.tflite on the held-out part \\(2 images\\) is -1.0"
+    with pytest.raises(DataError, match=said):
+        run_inprocess(pose, tmp_path / "r")
     assert not (tmp_path / "r" / "metrics.json").exists()

@@ -186,3 +186,9 @@ def test_an_ap_s_verdict_says_its_interval_not_an_invented_number_of_images():
     assert narrow["resolution"]["resolves"] and failed_checks({"repair": narrow})  # a miss it resolves
     none = repair(None, 0.30)
     assert "gave no paired interval" in verdict(none) and not none["resolution"]["resolves"]
+    # 4 images: 35 distinct resamples, fewer than the 40 a 95% percentile interval's tails need
+    few = {**narrow, "held_out": {**narrow["held_out"], "images": 4},
+           "resolution": interval_resolution(4, 0.01, [-0.036, -0.036])}  # fmt: skip
+    assert not few["resolution"]["resolves"] and failed_checks({"repair": few}) == []
+    assert "4 paired images cannot resolve a drop of 0.01: they allow 35 distinct bootstrap" in verdict(few)
+    assert interval_resolution(5, 0.01, [-0.036, -0.036])["resolves"]  # 126 resamples
