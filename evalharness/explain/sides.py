@@ -9,7 +9,6 @@ approximation. Runs that cannot be paired this way are refused with the reason (
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,13 +17,8 @@ from typing import Any
 import numpy as np
 
 from evalharness.core.checksum import sha256_file
-from evalharness.core.errors import EvalHarnessError
-from evalharness.data.preprocess import (
-    InputSpec,
-    PreprocessSpec,
-    preprocess_bytes,
-    spec_from_config,
-)
+from evalharness.core.errors import DataError, EvalHarnessError
+from evalharness.data.rebuilt_input import InputNotRebuilt, rebuilt_input, run_recipe
 from evalharness.data.run_images import recorded_images
 from evalharness.report.runs import MODEL_INPUT_FIELDS, comparability, field_differences
 from evalharness.rundir.reader import Run
@@ -157,21 +151,19 @@ def _match_tensors(ga: ModelGraph, gb: ModelGraph) -> dict[int, int] | None:
 
 
 def input_tensors(run: Run, ids: list[str]) -> list[np.ndarray]:
-    """The exact input tensors the run fed for ``ids``, made again from its recorded preprocessing."""
-    recorded = dict(run.provenance.preprocessing)
-    fitted = recorded.pop("input", None)
-    root = run.provenance.dataset.root
-    if not fitted or not root:
-        raise ExplainError(f"run {run.label}: no preprocessing input or dataset root recorded")
-    spec: PreprocessSpec = spec_from_config(
-        {k: v for k, v in recorded.items() if k in {f.name for f in dataclasses.fields(PreprocessSpec)}}
-    )
-    inp = InputSpec(**fitted)
+    """The exact input tensors the run fed for ``ids``, made again as the run made them and checked
+    against the hashes its records carry (data/rebuilt_input.py); an input that does not verify is
+    refused (exit 2), never traced."""
+    if not run.provenance.dataset.root:
+        raise ExplainError(f"run {run.label}: no dataset root recorded")
+    try:
+        recipe = run_recipe(run.provenance.preprocessing, run.provenance.model.inputs)
+    except DataError as exc:
+        raise ExplainError(f"run {run.label}: {exc}") from exc
     # one lookup whatever held them: a folder's files, a container's members checked by digest
-    dataset = run.provenance.dataset
-    images = recorded_images(dataset)
-    for sample_id in ids:
-        why = images.absent(sample_id)
-        if why is not None:
-            raise ExplainError(f"run {run.label}: {why}")
-    return [preprocess_bytes(image.read(), image.where, spec, inp) for image in map(images.image, ids)]
+    images = recorded_images(run.provenance.dataset)
+    records = {str(r.get("id")): r for r in run.predictions}
+    try:
+        return [rebuilt_input(images, i, recipe, records.get(i)).tensor for i in ids]
+    except InputNotRebuilt as exc:
+        raise ExplainError(f"run {run.label}: {exc}") from exc

@@ -24,7 +24,7 @@ from typing import Any
 from evalharness.core.documents import JSONMap
 from evalharness.core.errors import EvalHarnessError
 from evalharness.core.input_hash import methods_differ
-from evalharness.report.input_check import FLOAT
+from evalharness.data.rebuilt_input import FLOAT
 from evalharness.rundir.reader import Run
 from evalharness.tasks.definition import TaskDefinition, comparer
 

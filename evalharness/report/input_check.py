@@ -14,23 +14,25 @@ before the hashes existed say "not recorded".
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from evalharness.core.errors import EvalHarnessError
-from evalharness.core.input_hash import METHOD, method_of, methods_differ, real_digest
+from evalharness.core.input_hash import FIELD, METHOD, method_of, methods_differ
 from evalharness.core.numbers import fmt
-from evalharness.core.tensors import TensorInfo, real_nhwc
-from evalharness.data.decode import decode_rgb_bytes
-from evalharness.data.detection_input import detection_input
-from evalharness.data.preprocess import InputSpec, preprocess_bytes, spec_from_config
+from evalharness.data.rebuilt_input import (
+    EXACT,
+    FLOAT,
+    ImageAbsent,
+    InputNotRebuilt,
+    rebuilt_input,
+    run_recipe,
+)
 from evalharness.data.run_images import recorded_images
 from evalharness.rundir.reader import Run
 
-FLOAT, EXACT = "input_float_sha256", "input_sha256"
 _REBUILD_ERRORS = (EvalHarnessError, OSError, ValueError, TypeError, KeyError)
 
 
@@ -148,30 +150,18 @@ def _quantization_note(a: Run, b: Run, diff: float) -> str:
 def _rebuilt(
     run: Run, sample: str, recorded: str, method: str = METHOD
 ) -> tuple[np.ndarray | None, str | None]:
-    """The sample's real NHWC input rebuilt from its image (a file under the dataset root, or a
-    container's member checked by its digest: the one lookup, data/run_images.py) with the run's own
-    preprocessing, if that reproduces the hash recorded by ``method`` (the record's own: a run made
-    before the current one is checked by its own; a classifier's crop or a detector's whole image:
-    whichever does)."""
-    dataset, inp = run.provenance.dataset, _input(run)
+    """The sample's real NHWC input rebuilt as the run fed it (data/rebuilt_input.py: its image
+    through the run's own lookup, its own recipe, a classifier's crop or a detector's whole image),
+    if that reproduces the hash ``recorded`` by ``method`` (the record's own: a run made before the
+    current one is checked by its own)."""
     try:
-        images = recorded_images(dataset)
-        if images.absent(sample) is not None:
-            return None, f"{sample!r} is not under run {run.label}'s dataset root"
-        image = images.image(sample)
-        data = image.read()  # a folder's file refused as a run refuses it (special files included)
-        spec = spec_from_config({k: v for k, v in run.provenance.preprocessing.items() if k != "input"})
-        fields = {f.name for f in dataclasses.fields(InputSpec)}
-        spec_in = InputSpec(**{k: v for k, v in inp.items() if k in fields})
-        (info,) = [TensorInfo(**{**t, "shape": tuple(t["shape"])}) for t in run.provenance.model.inputs]
-        makers: list[Callable[[], np.ndarray]] = [
-            lambda: preprocess_bytes(data, image.where, spec, spec_in),
-            lambda: detection_input(decode_rgb_bytes(data, image.where), spec, spec_in)[0],
-        ]
-        for make in makers:
-            tensor = make()
-            if real_digest([tensor], [info], spec_in.layout, method) == recorded:
-                return real_nhwc(tensor, info, spec_in.layout), None
+        recipe = run_recipe(run.provenance.preprocessing, run.provenance.model.inputs)
+        record = {FLOAT: recorded, FIELD: method}
+        rebuilt = rebuilt_input(recorded_images(run.provenance.dataset), sample, recipe, record)
+        return recipe.real(rebuilt.tensor), None
+    except ImageAbsent:
+        return None, f"{sample!r} is not under run {run.label}'s dataset root"
+    except InputNotRebuilt:
+        return None, f"run {run.label}'s input does not rebuild to its recorded hash"
     except _REBUILD_ERRORS as exc:
         return None, f"run {run.label}'s input could not be rebuilt ({type(exc).__name__})"
-    return None, f"run {run.label}'s input does not rebuild to its recorded hash"
