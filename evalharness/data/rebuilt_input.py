@@ -83,7 +83,10 @@ def run_recipe(preprocessing: Mapping[str, Any], model_inputs: Sequence[Mapping[
     recorded = recorded_spec(preprocessing)
     if recorded is None:
         raise DataError("no image preprocessing recorded (provenance.preprocessing.input)")
-    infos = [TensorInfo(**{**t, "shape": tuple(t["shape"])}) for t in model_inputs]
+    try:
+        infos = [TensorInfo(**{**t, "shape": tuple(t["shape"])}) for t in model_inputs]
+    except (KeyError, TypeError, ValueError):  # inputs not recorded as a model's: the exact hash alone
+        infos = []
     return RunRecipe(*recorded, infos[0] if len(infos) == 1 else None)
 
 

@@ -154,12 +154,12 @@ def input_tensors(run: Run, ids: list[str]) -> list[np.ndarray]:
     """The exact input tensors the run fed for ``ids``, made again as the run made them and checked
     against the hashes its records carry (data/rebuilt_input.py); an input that does not verify is
     refused (exit 2), never traced."""
-    if not run.provenance.dataset.root:
-        raise ExplainError(f"run {run.label}: no dataset root recorded")
     try:
         recipe = run_recipe(run.provenance.preprocessing, run.provenance.model.inputs)
-    except DataError as exc:
-        raise ExplainError(f"run {run.label}: {exc}") from exc
+    except DataError:
+        recipe = None
+    if recipe is None or not run.provenance.dataset.root:
+        raise ExplainError(f"run {run.label}: no preprocessing input or dataset root recorded")
     # one lookup whatever held them: a folder's files, a container's members checked by digest
     images = recorded_images(run.provenance.dataset)
     records = {str(r.get("id")): r for r in run.predictions}

@@ -10,11 +10,17 @@ decode to the same boxes. Layout claims only: no accuracy is claimed for a real 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import ASSETS, one_coco_image, run_inprocess
 
+from evalharness.data.preprocess import preprocess_bytes
+from evalharness.data.rebuilt_input import run_recipe
+from evalharness.data.run_images import recorded_images
+from evalharness.explain.sides import input_tensors
+from evalharness.rundir.reader import load_run
 from evalharness.runtime.model_file import read_model_file
 from evalharness.runtime.modelgen import append_files, constant_output_model
 
@@ -121,6 +127,17 @@ def test_raw_export_is_configured_from_the_file_alone(three_layouts):
     assert doc["provenance"]["config"]["model"]["class_map"] == "coco80"
     assert doc["provenance"]["config"]["model"]["decoder"]["name"] == "yolo"
     assert doc["metrics"]["AP"] == pytest.approx(1.0) and len(dets) == n
+    # explain's inputs (explain/sides.py through data/rebuilt_input.py) are the letterbox the run fed,
+    # proved by the hash it recorded; the classifier's crop explain once fed in its place is not
+    run = load_run(str(Path(doc["provenance"]["model"]["path"]).with_suffix("")), "A")
+    (record,) = run.predictions
+    recipe = run_recipe(run.provenance.preprocessing, run.provenance.model.inputs)
+    assert recipe.spec.letterbox and (W, H) != (SIZE, SIZE)
+    (fed,) = input_tensors(run, [record["id"]])
+    assert recipe.digests(fed, record) == {"input_float_sha256": record["input_float_sha256"]}
+    image = recorded_images(run.provenance.dataset).image(record["id"])
+    crop = preprocess_bytes(image.read(), image.where, recipe.spec, recipe.inp)
+    assert recipe.digests(crop, record) != {"input_float_sha256": record["input_float_sha256"]}
 
 
 def test_float16_and_nms_inside_decode_to_the_raw_layouts_boxes(three_layouts):

@@ -168,6 +168,16 @@ def test_an_id_never_opens_a_file_outside_the_dataset_root(tmp_path, dataset, pl
     assert PLACES[place](tmp_path, dataset, _hostile(dataset, HOSTILE_IDS[kind])) == "ok"
 
 
+def test_explain_refuses_an_input_that_does_not_rebuild_to_its_recorded_hash(tmp_path):
+    """The image changed since the run (its record's hashes are another tensor's): explain says so in
+    one line and traces nothing on it (data/rebuilt_input.py)."""
+    root = tmp_path / "root"
+    _png(root / "c0" / "in.png", (10, 20, 30))
+    run = _run(tmp_path, "A", ["c0/in.png"], hashes={}, root=str(root))
+    with pytest.raises(ExplainError, match=r"^run A: the input rebuilt for c0/in.png does not match its"):
+        input_tensors(run, ["c0/in.png"])
+
+
 @pytest.mark.parametrize(
     ("relative", "inside"),
     [("a.png", "a.png"), ("c/d.png", "c/d.png"), ("c/./d.png", "c/d.png"), ("c/../d.png", "d.png"), (7, "7")],
