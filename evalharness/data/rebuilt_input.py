@@ -77,6 +77,13 @@ def _whole_image(data: bytes, where: str, spec: PreprocessSpec, inp: InputSpec) 
     return detection_input(decode_rgb_bytes(data, where), spec, inp)[0]
 
 
+def recipe_input(data: bytes, where: str, spec: PreprocessSpec, inp: InputSpec) -> np.ndarray:
+    """The input ``spec`` makes of an image's bytes, as a run with that recipe feeds it: a detector's
+    whole image (letterboxed or stretched) or a classifier's crop. Int8 calibration feeds the float
+    model this, so a letterboxed YOLO export is calibrated on letterboxes, not on crops."""
+    return RunRecipe(spec, inp, None).makers(data, where)[0]()
+
+
 def run_recipe(preprocessing: Mapping[str, Any], model_inputs: Sequence[Mapping[str, Any]]) -> RunRecipe:
     """A run's :class:`RunRecipe` from its ``provenance.preprocessing`` and ``provenance.model.inputs``
     (a :class:`DataError` when it recorded no image recipe)."""

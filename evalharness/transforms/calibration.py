@@ -25,7 +25,8 @@ from evalharness.data.dataset_reader import reads_container
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS, Member
 from evalharness.data.listing import list_images
 from evalharness.data.manifest import digest_lines, manifest_hash
-from evalharness.data.preprocess import InputSpec, PreprocessSpec, preprocess_bytes
+from evalharness.data.preprocess import InputSpec, PreprocessSpec
+from evalharness.data.rebuilt_input import recipe_input
 from evalharness.data.sample_image import SampleImage, file_image
 from evalharness.settings.groups import CalibrationSchema, RunSettings
 
@@ -178,8 +179,9 @@ def calibration_record(
 
 
 def calibration_tensors(images: list[SampleImage], model_path: str, preprocess: PreprocessSpec) -> list[Any]:
-    """The calibration images as the float model's input tensors, prepared as the model's inputs are
-    (each image's bytes read again through its reader: nothing is held between the two)."""
+    """The calibration images as the float model's input tensors, prepared as the run prepares the
+    model's inputs (a detector's letterbox, a classifier's crop: :func:`recipe_input`; each image's
+    bytes read again through its reader: nothing is held between the two)."""
     from evalharness.runtime.quantize import float_input
 
     _, _, shape, dtype = float_input(model_path)
@@ -190,4 +192,4 @@ def calibration_tensors(images: list[SampleImage], model_path: str, preprocess: 
             "dynamic_int8 or weight_only_int8)"
         )
     inp = InputSpec(shape[1], shape[2], shape[3], "float32")
-    return [preprocess_bytes(image.read(), image.where, preprocess, inp) for image in images]
+    return [recipe_input(image.read(), image.where, preprocess, inp) for image in images]

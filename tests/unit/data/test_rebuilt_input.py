@@ -98,3 +98,15 @@ def test_an_absent_image_is_said(root):
         rebuilt_input(FolderImages(str(root)), "b.png", recipe, None)
     with pytest.raises(ImageAbsent, match="names no file under"):
         rebuilt_input(FolderImages(str(root)), "../a.png", recipe, None)
+
+
+@pytest.mark.parametrize("spec", [LETTERBOX, CROP], ids=["letterbox", "crop"])
+def test_calibration_feeds_what_the_run_feeds(root, spec):
+    """Int8 calibration's tensors (transforms/calibration.py) are the run's own recipe: a letterboxing
+    detector is calibrated on letterboxes, a classifier on its crops."""
+    from evalharness.data.rebuilt_input import recipe_input
+
+    inp = InputSpec(16, 16, 3, "float32")
+    path = str(root / "a.png")
+    fed = detection_input(path, spec, inp)[0] if spec.letterbox else preprocess_file(path, spec, inp)
+    np.testing.assert_array_equal(recipe_input((root / "a.png").read_bytes(), "a.png", spec, inp), fed)
