@@ -201,6 +201,34 @@ def float_input(model_path: str) -> tuple[str, str, tuple[int, ...], str]:
     return key, sig["inputs"][0], tuple(int(s) for s in detail["shape"]), np.dtype(detail["dtype"]).name
 
 
+QUANTIZED_DTYPES = ("int8", "uint8", "int16", "float16")  # a weight stored so was quantized already
+
+
+def refuse_quantized_source(model_path: str) -> None:
+    """Quantization starts from a float model: a source that already holds quantized tensors (a
+    dynamic-range export's int8 weights, an fp16 model's half weights, a full-integer model) is
+    refused, because the quantizer casts or re-quantizes what is already quantized and the variant's
+    outputs are garbage (a dynamic-range YOLO export cast to fp16 gives NaN on every image)."""
+    from collections import Counter
+
+    from ai_edge_litert.interpreter import Interpreter
+
+    found: Counter[str] = Counter()
+    for detail in Interpreter(model_path=model_path).get_tensor_details():
+        name = np.dtype(detail["dtype"]).name
+        if name in QUANTIZED_DTYPES and (
+            name == "float16" or detail["quantization_parameters"]["scales"].size
+        ):
+            found[name] += 1
+    if found:
+        held = ", ".join(f"{n} {dtype}" for dtype, n in sorted(found.items()))
+        raise EvalHarnessError(
+            f"quant: {model_path} is already quantized ({held} tensors); quantizing it again makes a "
+            "broken model: give the float .tflite (float32 weights) it was made from in model.path, "
+            "or run it with quant=none"
+        )
+
+
 def quantize(
     model_path: str, recipe_name: str | Recipe, calibration: list[np.ndarray] | None
 ) -> tuple[bytes, Recipe]:
@@ -221,6 +249,8 @@ class VariantBuilder:
         self.calibration_result: dict[str, Any] | None = None  # the merged ranges, per tensor
         self.range_rule: str | None = None  # how the images' ranges were merged (None: no calibration)
         from ai_edge_quantizer import quantizer
+
+        refuse_quantized_source(model_path)
 
         q = quantizer.Quantizer(model_path, self.recipe)
         with _quiet():
