@@ -243,7 +243,13 @@ def sections(d: dict[str, Any], max_rows: int) -> list[Section]:
 
 
 def _tide_section(an: Mapping[str, Any], key: str, title: str, measure: str) -> Section:
-    """TIDE's dAP of A, B and B - A per error type (``key``: ``tide``, or a seg pair's ``tide_segm``)."""
+    """TIDE's dAP of A, B and B - A per error type (``key``: ``tide``, or a seg pair's ``tide_segm``);
+    where neither run computed it, only why (once per reason), not a table of n/a."""
+    reasons = an[f"{key}_reason"]
+    if len(reasons) == 2 and all(r["a"] is None and r["b"] is None for r in an[key]):
+        said = [f"not computed in A and B: {reasons[0]}"] if reasons[0] == reasons[1] else []
+        said = said or [f"not computed in {run}: {why}" for run, why in zip("AB", reasons, strict=True)]
+        return Section(title, notes=said, key=key)
     rows = [[r["name"], _points(r["a"]), _points(r["b"]), _points(r["delta"], "+.2f")] for r in an[key]]
     notes = [
         f"TIDE (tidecv): AP50 points each error type would give back if fixed alone ({measure} {IOU:g}, "
@@ -282,13 +288,13 @@ def per_class_cells(row: dict[str, Any], resamples: int | None) -> list[str]:
         fmt(row["b"], ".4f"),
         fmt(row["delta"], "+.4f"),
         fmt_interval(boot.get("interval"), "+.4f"),
-        _p(boot.get("p"), resamples),
+        bootstrap_p(boot.get("p"), resamples),
         ("<=" if boot.get("p_holm_bound") else "") + fmt(boot.get("p_holm"), ".3g"),
         str(row["num_gt"]),
     ]
 
 
-def _p(p: float | None, resamples: int | None) -> str:
+def bootstrap_p(p: float | None, resamples: int | None) -> str:
     """A bootstrap p of 0 is below the resolution of B resamples, not zero."""
     if p == 0 and resamples:
         return f"<{1 / resamples:.2g}"

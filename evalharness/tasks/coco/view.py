@@ -206,7 +206,8 @@ def _matched_sections(d: Mapping[str, Any], kind: str, max_rows: int) -> list[Se
         stats += [
             [
                 f"Δ{name} {boot['confidence']:.0%} paired interval, p (B={boot['resamples']})",
-                f"{fmt_interval(boot[name]['interval'], '+.4f')}, p={fmt(boot[name]['p'], '.3g')}",
+                f"{fmt_interval(boot[name]['interval'], '+.4f')}, "
+                + _p_equals(analysis.bootstrap_p(boot[name]["p"], resamples)),
             ]
             for name in (_key(kind, n) for n in BOOTSTRAP_STATS)
             if name in boot
@@ -239,3 +240,8 @@ def _matched_sections(d: Mapping[str, Any], kind: str, max_rows: int) -> list[Se
             key=_key(kind, "per_class"),
         ),
     ]
+
+
+def _p_equals(p: str) -> str:
+    """``p=0.03``, or ``p<0.001`` where the bootstrap's p is below its resolution."""
+    return f"p{p}" if p.startswith("<") else f"p={p}"
