@@ -14,6 +14,7 @@ once it knows the letterbox: :mod:`evalharness.decoders.image_shapes`).
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -51,6 +52,7 @@ class YoloSegDecoder(YoloDecoder):
 
     def bind(self, outputs: list[TensorInfo], input_hw: tuple[int, int], model_path: str) -> None:
         self.input_hw, self.model_path, self.notes = tuple(input_hw), model_path, []
+        importlib.import_module("cv2")  # the masks' sampling: loaded now, not in the timed image loop
         ranks = [len(o.shape) for o in outputs]
         if sorted(ranks) != [3, 4] or any(o.shape[0] != 1 for o in outputs):
             raise ModelMismatchError(
