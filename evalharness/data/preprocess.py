@@ -18,6 +18,7 @@ import numpy as np
 from PIL import Image
 
 from evalharness.core.errors import ConfigError, ModelMismatchError
+from evalharness.core.opencv import require_opencv
 from evalharness.data.decode import decode_rgb, decode_rgb_bytes
 
 
@@ -65,6 +66,8 @@ def validate_spec(spec: PreprocessSpec) -> None:
     ):
         if value not in valid:
             raise ConfigError(f"model.preprocess.{name}={value!r} is not one of {', '.join(valid)}")
+    if spec.resize == "opencv_bilinear":  # said before the first image, not at it
+        require_opencv("model.preprocess.resize=opencv_bilinear")
     if not 0.0 < spec.crop_fraction <= 1.0:
         raise ConfigError(f"model.preprocess.crop_fraction={spec.crop_fraction} must be in (0, 1]")
     if len(spec.mean) != 3 or len(spec.std) != 3 or min(spec.std) <= 0:
@@ -162,8 +165,7 @@ def _resize(img: np.ndarray, height: int, width: int, method: str) -> np.ndarray
     if method == "tflite_bilinear":  # the installed exact kernel takes uint8 images
         return (_exact_resize if img.dtype == np.uint8 else resize_bilinear_tflite)(img, height, width)
     if method == "opencv_bilinear":  # cv2.resize's INTER_LINEAR, as Ultralytics' letterbox: no averaging
-        import cv2
-
+        cv2 = require_opencv("model.preprocess.resize=opencv_bilinear")
         return np.asarray(cv2.resize(img, (width, height), interpolation=cv2.INTER_LINEAR), dtype=np.float32)
     resample = Image.Resampling.BICUBIC if method == "pil_bicubic" else Image.Resampling.BILINEAR
     return np.asarray(Image.fromarray(img).resize((width, height), resample), dtype=np.float32)

@@ -14,13 +14,13 @@ once it knows the letterbox: :mod:`evalharness.decoders.image_shapes`).
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
 from evalharness.core.errors import ModelMismatchError
+from evalharness.core.opencv import require_opencv
 from evalharness.core.tensors import TensorInfo
 from evalharness.decoders.base import DECODERS, Detections, _shapes
 from evalharness.decoders.yolo import YoloDecoder
@@ -52,7 +52,8 @@ class YoloSegDecoder(YoloDecoder):
 
     def bind(self, outputs: list[TensorInfo], input_hw: tuple[int, int], model_path: str) -> None:
         self.input_hw, self.model_path, self.notes = tuple(input_hw), model_path, []
-        importlib.import_module("cv2")  # the masks' sampling: loaded now, not in the timed image loop
+        # the masks' sampling: loaded now (not in the timed image loop), or one line naming the extra
+        require_opencv(f"model.path={model_path}: decoding its masks (decoder yolo_seg)")
         ranks = [len(o.shape) for o in outputs]
         if sorted(ranks) != [3, 4] or any(o.shape[0] != 1 for o in outputs):
             raise ModelMismatchError(
