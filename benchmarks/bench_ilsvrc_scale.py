@@ -12,9 +12,11 @@ default loop); ``--rounds`` rounds, each size once a round, the order reversed e
 Around every run (just before and just after, their mean) the CPU limit is measured here as
 bench_throughput.py defines it: cores / (CPU ms of one ``invoke()`` on pre-made tensors + CPU ms of
 one input preparation, decode + crop + exact resize, on all cores) per image, the bound of any cold
-run. Printed per run: the loop's img/s (metrics.json), its ratio to that limit, the loop's peak RSS
-as metrics.json records it and the whole process's peak (``wait4``'s ``ru_maxrss``: start-up,
-listing, loop, scoring and analysis), the wall time. Then, per size, ``report diff`` and
+run. Printed per run: the loop's img/s (metrics.json), its ratio to that limit, the CPU share (the
+limit's own work, invoke + preparation of every image, over the whole process's CPU time: what a
+loaded machine does not move, and the most img/s / limit can be on a quiet one), the loop's peak
+RSS as metrics.json records it and the whole process's peak (``/usr/bin/time``: start-up, listing,
+loop, scoring and analysis), the wall time. Then, per size, ``report diff`` and
 ``report sweep`` of the two rounds' runs (``--report-rounds`` interleaved rounds, medians;
 ``--report-only`` times them on the runs already in ``--folder``): the whole command (its own
 process, wall and peak RSS) and the command's work in this process (read, build, render:
@@ -119,11 +121,12 @@ def run_process(command: list[str]) -> tuple[float, float, float]:
     return wall, int(rss.removeprefix("maxrss_kb=")) / 1024, float(user) + float(system)
 
 
-def run_app(model: str, data: Path, threads: int, run_dir: Path) -> dict:
+def run_evalharness(arguments: list[str], run_dir: Path) -> dict[str, float]:
+    """``python -m evalharness`` with ``arguments`` (tensor cache off) in its own process: the loop's
+    img/s and peak RSS MiB as metrics.json records them, the whole process's peak RSS, wall and CPU s."""
     command = [
-        sys.executable, "-m", "evalharness", f"model={model}", f"paths.models_dir={ASSETS / 'models'}",
-        *overrides(data), f"delegate.num_threads={threads}", "loop.progress=false",
-        "loop.tensor_cache=false", f"hydra.run.dir={run_dir}",
+        sys.executable, "-m", "evalharness", *arguments, "loop.progress=false", "loop.tensor_cache=false",
+        f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
     wall, peak, cpu = run_process(command)
     doc = json.loads((run_dir / "metrics.json").read_text())
@@ -132,9 +135,15 @@ def run_app(model: str, data: Path, threads: int, run_dir: Path) -> dict:
         "loop_rss": doc["memory_mb"]["peak_rss"],
         "process_rss": peak,
         "wall": wall,
-        "cpu_s": cpu,
-        "scored": doc["predictions"]["count"] if "predictions" in doc else None,
+        "cpu": cpu,
     }
+
+
+def run_app(model: str, data: Path, threads: int, run_dir: Path) -> dict[str, float]:
+    models = f"paths.models_dir={ASSETS / 'models'}"
+    return run_evalharness(
+        [f"model={model}", models, *overrides(data), f"delegate.num_threads={threads}"], run_dir
+    )
 
 
 def report_commands(a: Path, b: Path, sweep_dir: Path) -> dict[str, tuple[float, float]]:
@@ -149,7 +158,7 @@ def print_run(r: int, n: int, f: dict) -> None:
     print(
         f"round {r} {n:>6} images: {f['ips']:7.1f} img/s = {f['ips'] / f['limit']:.3f} x the CPU limit "
         f"{f['limit']:.1f} (invoke {f['cpu_ms'][0]:.3f} + preparation {f['cpu_ms'][1]:.3f} CPU ms; that work "
-        f"is {f['cpu_share']:.3f} of the process's {f['cpu_s']:.1f} CPU s); peak RSS loop "
+        f"is {f['cpu_share']:.3f} of the process's {f['cpu']:.1f} CPU s); peak RSS loop "
         f"{f['loop_rss']:.1f} / process {f['process_rss']:.1f} MiB; wall {f['wall']:.1f} s; load {f['load']}",
         flush=True,
     )
@@ -235,7 +244,7 @@ def main() -> None:
             figures["load"] = load()
             # the limit's CPU per image over the whole process's (start-up, listing, scoring included):
             # on a quiet machine img/s / limit cannot pass it; a loaded one lowers img/s, not this
-            figures["cpu_share"] = sum(figures["cpu_ms"]) * n / 1000 / figures["cpu_s"]
+            figures["cpu_share"] = sum(figures["cpu_ms"]) * n / 1000 / figures["cpu"]
             results[n].append(figures)
             print_run(r, n, figures)
     print_table(results)
