@@ -19,7 +19,6 @@ each format's process peak RSS as a multiple of its own at the smallest size (fl
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -30,7 +29,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-from bench_ilsvrc_scale import run_process  # noqa: E402
+from bench_ilsvrc_scale import run_evalharness  # noqa: E402
 from pack_containers import ASSETS, val50_items, write_parquet, write_tfrecord, write_webdataset  # noqa: E402
 
 
@@ -63,22 +62,10 @@ def write_folder(items, folder: Path) -> tuple[Path, Path]:
 
 
 def run(model: str, overrides: list[str], run_dir: Path) -> dict[str, float]:
-    """One run in its own process: images/s of the loop and its peak RSS MiB as metrics.json records
-    them, the whole process's peak RSS (start-up, listing, loop, scoring) and wall and CPU s."""
-    command = [
-        sys.executable, "-m", "evalharness", f"model={model}", "dataset=imagenet_val50",
-        f"paths.models_dir={ASSETS / 'models'}", f"paths.data_dir={ASSETS}", "loop.progress=false",
-        "loop.tensor_cache=false", f"hydra.run.dir={run_dir}", *overrides,
-    ]  # fmt: skip
-    wall, process_rss, cpu = run_process(command)
-    doc = json.loads((run_dir / "metrics.json").read_text())
-    return {
-        "ips": doc["throughput"]["images_per_s"],
-        "loop_rss": doc["memory_mb"]["peak_rss"],
-        "process_rss": process_rss,
-        "wall": wall,
-        "cpu": cpu,
-    }
+    """One run in its own process (bench_ilsvrc_scale.run_evalharness: loop img/s, loop and process
+    peak RSS, wall and CPU s)."""
+    data = [f"paths.models_dir={ASSETS / 'models'}", f"paths.data_dir={ASSETS}"]
+    return run_evalharness([f"model={model}", "dataset=imagenet_val50", *data, *overrides], run_dir)
 
 
 def listing_seconds(fmt: str, root: str, gt: str | None) -> float:

@@ -2,7 +2,8 @@
 ``report sweep`` of two such runs (not a unit test).
 
     nice -n 10 python benchmarks/bench_ilsvrc_scale.py [--sizes 1000,10000,50000] [--rounds 2]
-        [--threads 1] [--model mobilenet_v1_0.25_128_quant]
+        [--threads 1] [--model mobilenet_v1_0.25_128_quant] [--folder DIR] [--report-rounds 3]
+        [--report-only]
 
 val50 linked under ``--sizes`` fresh names (``img000000.JPEG`` …, symlinks, as bench_throughput.py
 makes them) with a csv ground truth naming each link's class: the largest size is ILSVRC-2012
@@ -11,12 +12,16 @@ default loop); ``--rounds`` rounds, each size once a round, the order reversed e
 Around every run (just before and just after, their mean) the CPU limit is measured here as
 bench_throughput.py defines it: cores / (CPU ms of one ``invoke()`` on pre-made tensors + CPU ms of
 one input preparation, decode + crop + exact resize, on all cores) per image, the bound of any cold
-run. Printed per run: the loop's img/s (metrics.json), its ratio to that limit, the loop's peak RSS
-as metrics.json records it and the whole process's peak (``wait4``'s ``ru_maxrss``: start-up,
-listing, loop, scoring and analysis), the wall time. Then, per size, ``report diff`` and
-``report sweep`` of the two rounds' runs: the whole command (its own process, wall and peak RSS)
-and the command's work in this process (read, build, render: bench_agreement.py's timers), each per
-image as a multiple of the smallest size's. ``uptime``'s load average is printed before and after.
+run. Printed per run: the loop's img/s (metrics.json), its ratio to that limit, the CPU share (the
+limit's own work, invoke + preparation of every image, over the whole process's CPU time: what a
+loaded machine does not move, and the most img/s / limit can be on a quiet one), the loop's peak
+RSS as metrics.json records it and the whole process's peak (``/usr/bin/time``: start-up, listing,
+loop, scoring and analysis), the wall time. Then, per size, ``report diff`` and
+``report sweep`` of the two rounds' runs (``--report-rounds`` interleaved rounds, medians;
+``--report-only`` times them on the runs already in ``--folder``): the whole command (its own
+process, wall and peak RSS) and the command's work in this process (read, build, render:
+bench_agreement.py's timers), each per image as a multiple of the smallest size's. ``uptime``'s
+load average is printed before and after.
 """
 
 from __future__ import annotations
@@ -116,11 +121,12 @@ def run_process(command: list[str]) -> tuple[float, float, float]:
     return wall, int(rss.removeprefix("maxrss_kb=")) / 1024, float(user) + float(system)
 
 
-def run_app(model: str, data: Path, threads: int, run_dir: Path) -> dict:
+def run_evalharness(arguments: list[str], run_dir: Path) -> dict[str, float]:
+    """``python -m evalharness`` with ``arguments`` (tensor cache off) in its own process: the loop's
+    img/s and peak RSS MiB as metrics.json records them, the whole process's peak RSS, wall and CPU s."""
     command = [
-        sys.executable, "-m", "evalharness", f"model={model}", f"paths.models_dir={ASSETS / 'models'}",
-        *overrides(data), f"delegate.num_threads={threads}", "loop.progress=false",
-        "loop.tensor_cache=false", f"hydra.run.dir={run_dir}",
+        sys.executable, "-m", "evalharness", *arguments, "loop.progress=false", "loop.tensor_cache=false",
+        f"hydra.run.dir={run_dir}",
     ]  # fmt: skip
     wall, peak, cpu = run_process(command)
     doc = json.loads((run_dir / "metrics.json").read_text())
@@ -129,9 +135,15 @@ def run_app(model: str, data: Path, threads: int, run_dir: Path) -> dict:
         "loop_rss": doc["memory_mb"]["peak_rss"],
         "process_rss": peak,
         "wall": wall,
-        "cpu_s": cpu,
-        "scored": doc["predictions"]["count"] if "predictions" in doc else None,
+        "cpu": cpu,
     }
+
+
+def run_app(model: str, data: Path, threads: int, run_dir: Path) -> dict[str, float]:
+    models = f"paths.models_dir={ASSETS / 'models'}"
+    return run_evalharness(
+        [f"model={model}", models, *overrides(data), f"delegate.num_threads={threads}"], run_dir
+    )
 
 
 def report_commands(a: Path, b: Path, sweep_dir: Path) -> dict[str, tuple[float, float]]:
@@ -146,7 +158,7 @@ def print_run(r: int, n: int, f: dict) -> None:
     print(
         f"round {r} {n:>6} images: {f['ips']:7.1f} img/s = {f['ips'] / f['limit']:.3f} x the CPU limit "
         f"{f['limit']:.1f} (invoke {f['cpu_ms'][0]:.3f} + preparation {f['cpu_ms'][1]:.3f} CPU ms; that work "
-        f"is {f['cpu_share']:.3f} of the process's {f['cpu_s']:.1f} CPU s); peak RSS loop "
+        f"is {f['cpu_share']:.3f} of the process's {f['cpu']:.1f} CPU s); peak RSS loop "
         f"{f['loop_rss']:.1f} / process {f['process_rss']:.1f} MiB; wall {f['wall']:.1f} s; load {f['load']}",
         flush=True,
     )
@@ -168,22 +180,35 @@ def print_table(results: dict[int, list[dict]]) -> None:
         )
 
 
-def report_times(folder: Path, sizes: list[int]) -> None:
+def report_times(folder: Path, sizes: list[int], rounds: int) -> None:
     """``report diff`` and ``report sweep`` of each size's first two runs: whole commands, and their
-    work in this process; per image as a multiple of the smallest size's."""
-    print(f"\nreport diff / sweep of two runs (rounds 0 and 1); per image x {sizes[0]:,}'s")
+    work in this process; ``rounds`` interleaved rounds (the sizes' order reversed every other one),
+    medians; per image as a multiple of the smallest size's."""
+    timed: dict[int, list[tuple[float, ...]]] = {n: [] for n in sizes}
+    for r in range(rounds):
+        for n in sizes if r % 2 == 0 else sizes[::-1]:
+            a, b = sorted((folder / f"sweep{n}").glob("[0-9]_round-*"))[:2]
+            whole = report_commands(a, b, folder / f"sweep{n}")
+            inner = (time_diff(str(a), str(b)), time_sweep([str(a), str(b)]))
+            timed[n].append(
+                (whole["diff"][0], whole["diff"][1], whole["sweep"][0], whole["sweep"][1], *inner)
+            )
+    print(
+        f"\nreport diff / sweep of two runs, {rounds} rounds (medians); per image x {sizes[0]:,}'s; "
+        f"load {load()}"
+    )
     print(" images  diff s    RSS  sweep s    RSS  in-process diff s  sweep s")
     first = None
     for n in sizes:
-        a, b = sorted((folder / f"sweep{n}").glob("[0-9]_round-*"))[:2]
-        whole = report_commands(a, b, folder / f"sweep{n}")
-        inner = (time_diff(str(a), str(b)), time_sweep([str(a), str(b)]))
-        per_image = (whole["diff"][0] / n, whole["sweep"][0] / n, inner[0] / n, inner[1] / n)
+        diff, diff_rss, sweep, sweep_rss, inner_diff, inner_sweep = (
+            statistics.median(t[i] for t in timed[n]) for i in range(6)
+        )
+        per_image = (diff / n, sweep / n, inner_diff / n, inner_sweep / n)
         first = first or per_image
         ratios = ", ".join(f"{v / f:.2f}" for v, f in zip(per_image, first, strict=True))
         print(
-            f"{n:>7} {whole['diff'][0]:7.2f} {whole['diff'][1]:6.0f} {whole['sweep'][0]:8.2f} "
-            f"{whole['sweep'][1]:6.0f} {inner[0]:18.2f} {inner[1]:8.2f}  per image x: {ratios}"
+            f"{n:>7} {diff:7.2f} {diff_rss:6.0f} {sweep:8.2f} {sweep_rss:6.0f} {inner_diff:18.2f} "
+            f"{inner_sweep:8.2f}  per image x: {ratios}"
         )
 
 
@@ -194,10 +219,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="delegate.num_threads (the preset's 1)")
     parser.add_argument("--model", default=MODEL)
     parser.add_argument("--folder", default=None, help="where datasets and runs go (default: a temp dir)")
+    parser.add_argument(
+        "--report-rounds", type=int, default=3, help="interleaved rounds of report diff/sweep"
+    )
+    parser.add_argument("--report-only", action="store_true", help="time the reports of the runs in --folder")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     folder = Path(args.folder or tempfile.mkdtemp(prefix="bench_ilsvrc_"))
     print(f"load average before: {load()}; {os.cpu_count()} CPUs; {args.model}, threads={args.threads}")
+    if args.report_only:
+        report_times(folder, sizes, args.report_rounds)
+        return
     data = {n: make_dataset(folder / f"data{n}", n) for n in sizes}
     paths = sorted(str(p) for p in (data[sizes[0]] / "images").iterdir())
     limit = measured_limit(args.model, args.threads, paths)
@@ -212,12 +244,12 @@ def main() -> None:
             figures["load"] = load()
             # the limit's CPU per image over the whole process's (start-up, listing, scoring included):
             # on a quiet machine img/s / limit cannot pass it; a loaded one lowers img/s, not this
-            figures["cpu_share"] = sum(figures["cpu_ms"]) * n / 1000 / figures["cpu_s"]
+            figures["cpu_share"] = sum(figures["cpu_ms"]) * n / 1000 / figures["cpu"]
             results[n].append(figures)
             print_run(r, n, figures)
     print_table(results)
     if args.rounds >= 2:
-        report_times(folder, sizes)
+        report_times(folder, sizes, args.report_rounds)
     print(f"load average after: {load()}")
     if not args.folder:
         shutil.rmtree(folder)

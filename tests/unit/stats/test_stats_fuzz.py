@@ -38,7 +38,7 @@ from evalharness.data.preprocess import (
 )
 from evalharness.stats.coco_eval import evaluate_bbox
 from evalharness.stats.coco_tool_ap import tflite_tool_ap
-from evalharness.tasks.imagenet.live import TopKEvaluator
+from evalharness.tasks.imagenet.live import TopKEvaluator, ground_truth
 
 # FUZZ_EXAMPLES=1000 fuzzes deeper (the default keeps the file fast).
 FUZZ = settings(
@@ -288,10 +288,12 @@ def classifier_runs(draw):
         elements = None
     n = draw(st.integers(0, 8))
     outputs = [draw(hnp.arrays(np.dtype(dtype), (1, classes), elements=elements)) for _ in range(n)]
-    truth = {f"{i}.jpg": draw(st.integers(0, classes - 1)) for i in range(n)}
+    answers = [draw(st.integers(0, classes - 1)) for _ in range(n)]
+    samples = [LabeledSample("/d", f"{i}.jpg", f"class {t}") for i, t in enumerate(answers)]
+    truth = {ground_truth(s): t for s, t in zip(samples, answers, strict=True)}  # by ground truth, not id
     top_k = draw(st.integers(1, classes))
     evaluator = TopKEvaluator(top_k, info, truth, [f"class {c}" for c in range(classes)])
-    return evaluator, [(LabeledSample("/d", f"{i}.jpg", "x"), [o]) for i, o in enumerate(outputs)]
+    return evaluator, [(s, [o]) for s, o in zip(samples, outputs, strict=True)]
 
 
 @FUZZ
@@ -304,7 +306,7 @@ def test_top_k_evaluator_accuracy_is_monotone_and_resumable(run):
     assert all(0.0 <= a <= 1.0 for a in accuracy) and accuracy == sorted(accuracy)
     assert metrics["num_scored"] == len(samples)
     for k in range(1, evaluator.top_k + 1):
-        want = sum(evaluator.truth[s.key] in stable_topk(o[0].reshape(-1), k) for s, o in samples)
+        want = sum(evaluator.truth[ground_truth(s)] in stable_topk(o[0].reshape(-1), k) for s, o in samples)
         assert metrics["correct"][f"top{k}"] == want
     for record in records:
         assert len(record["topk"]) == evaluator.top_k
