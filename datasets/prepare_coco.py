@@ -22,7 +22,7 @@ from evalharness.core.checksum import sha256_file
 from evalharness.core.errors import EvalHarnessError
 from evalharness.data.coco_annotations import load_annotations
 from evalharness.data.manifest import samples_identity
-from evalharness.tasks.coco.live import list_coco_samples
+from evalharness.tasks.coco.images import folder_samples
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +37,7 @@ def _main(argv: list[str] | None) -> int:
     ap.add_argument("--skip-size-check", action="store_true", help="do not open every image (faster)")
     args = ap.parse_args(argv)
     gt = load_annotations(args.annotations)
-    samples = list_coco_samples(gt, args.images, args.annotations)
+    samples = folder_samples(gt, args.images, args.annotations, None)
     if not args.skip_size_check:
         for s in samples:
             with Image.open(s.path) as img:

@@ -60,7 +60,7 @@ TEXT = {
     "model.preprocess.channel_order", "model.preprocess.integer_input", "model.preprocess.layout",
     "dataset.shard.scheme", "loop.tensor_cache", "task.start_up", "model.preprocess.mean",
     "model.preprocess.std", "tracking.name", "tracking.uri", "tracking.experiment", "loop.parallel",
-    "quant.weights.only", "dataset.split",
+    "quant.weights.only", "dataset.split", "quant.metric",
 }  # fmt: skip
 BAD_PATHS = ("missing", "dir_for_file", "file_for_dir", "fifo", "symlink_loop", "empty_file")
 BASE = [f"paths.models_dir={MODELS}", f"paths.data_dir={ASSETS}", "loop.progress=false"]
