@@ -137,10 +137,17 @@ def quantized_variant(
     eval_members: EvalMembers | None = None,
 ) -> Variant:
     """The recipe applied to ``source`` (the float model, or its pruned/clustered edit), cached."""
-    from evalharness.runtime.quantize import check_recipe, is_recipe_file, needs_calibration, recipe_ops
+    from evalharness.runtime.quantize import (
+        check_recipe,
+        is_recipe_file,
+        needs_calibration,
+        recipe_ops,
+        refuse_quantized_source,
+    )
 
     recipe = quant.recipe
     check_recipe(recipe)
+    refuse_quantized_source(source.path)  # before calibration is chosen: no other fix helps first
     io_dtype = quant.io_dtype
     if io_dtype and not is_recipe_file(recipe) and io_dtype != IO_DTYPES.get(recipe):
         raise ConfigError(

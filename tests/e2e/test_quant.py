@@ -75,8 +75,17 @@ def test_calibration_overlapping_the_eval_set_is_refused(tmp_path):
 
 
 def test_default_calibration_with_the_bundled_sample_as_eval_set_is_refused(tmp_path):
-    r = run_cli(["quant=int8", "dataset=sample", f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    args = ["quant=int8", "dataset=sample", f"model.path={FLOAT}", f"hydra.run.dir={tmp_path / 'run'}"]
+    r = run_cli(args, tmp_path)
     assert r.returncode == 2 and "must be disjoint" in r.stderr.splitlines()[-1]
+
+
+def test_quantizing_the_bundled_quantized_model_is_refused_first(tmp_path):
+    """The default model is already uint8: quantizing it again is refused before calibration is
+    chosen (a dynamic-range YOLO export cast to fp16 gave NaN on every image)."""
+    r = run_cli(["quant=int8", "dataset=sample", f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    last = r.stderr.splitlines()[-1]
+    assert r.returncode == 2 and "is already quantized (60 uint8 tensors)" in last, r.stderr[-1000:]
 
 
 def test_default_int8_keeps_the_logits_range_of_every_calibration_photo(tmp_path):
