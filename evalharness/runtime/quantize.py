@@ -250,8 +250,6 @@ class VariantBuilder:
         self.range_rule: str | None = None  # how the images' ranges were merged (None: no calibration)
         from ai_edge_quantizer import quantizer
 
-        refuse_quantized_source(model_path)
-
         q = quantizer.Quantizer(model_path, self.recipe)
         with _quiet():
             if q.need_calibration:

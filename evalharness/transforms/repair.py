@@ -77,8 +77,9 @@ class Search:
         work: str,
         bar: Any,
     ) -> None:
-        from evalharness.runtime.quantize import quantized_ops, recipe_ops
+        from evalharness.runtime.quantize import quantized_ops, recipe_ops, refuse_quantized_source
 
+        refuse_quantized_source(model.path)  # once, before any candidate (or the cached result) is made
         self.definition, self.work, self.quant, self.bar = settings.definition, work, quant, bar
         self.source = model.path
         self.part = Part(settings, model, split, "search")
