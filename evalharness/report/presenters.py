@@ -38,6 +38,18 @@ def _lead(definition: TaskDefinition, metrics: Mapping[str, Any]) -> tuple[Metri
     return next(((m, p[0]) for m in definition.metrics if m.headline and (p := m.picked(metrics))), None)
 
 
+def judged_metric(definition: TaskDefinition, metrics: Mapping[str, Any]) -> str | None:
+    """The metric a comparison of such runs is judged by (``compare``'s and ``--chain``'s column):
+    the last headline figure the result holds — a seg or pose model's mask or keypoint AP after its
+    box AP, what the model is for and what ``report diff``'s verdict leads with —, else the first
+    sweep column; None: neither."""
+    held = [p[0] for m in definition.metrics if m.headline and (p := m.picked(metrics))]
+    if held and not definition.abilities.latency_only:
+        return held[-1]
+    columns = sweep_metrics(definition)
+    return columns[0] if columns else None
+
+
 def headline_accuracy(
     definition: TaskDefinition, metrics: Metrics
 ) -> tuple[str, float, list[float] | None, str] | None:

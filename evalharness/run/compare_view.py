@@ -36,7 +36,7 @@ from evalharness.core.documents import DiffDocument
 from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section
 from evalharness.report.commands.diff import build_diff, quantities
-from evalharness.report.presenters import paired_of, sweep_metrics
+from evalharness.report.presenters import judged_metric, paired_of
 from evalharness.report.runs import comparability, definition_of
 from evalharness.rundir.reader import Run
 from evalharness.stats.score_snr import topk_snr_db
@@ -137,10 +137,10 @@ def rows(candidates: list[dict[str, Any]], measurement: Interleaved | None) -> l
 
 
 def headline_metric(candidates: list[dict[str, Any]]) -> str | None:
+    """The metric column: what the first run with a result is judged by (``judged_metric``)."""
     for cand in candidates:
         if cand["run"] is not None and cand["run"].task:
-            metrics = sweep_metrics(definition_of(cand["run"]))
-            return metrics[0] if metrics else None
+            return judged_metric(definition_of(cand["run"]), cand["run"].metrics)
     return None
 
 

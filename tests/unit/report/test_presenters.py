@@ -80,6 +80,9 @@ def test_a_second_headline_the_result_holds_is_said_after_the_lead():
     assert presenters.headline_accuracy(TwoHeads({}), both) == ("err", 0.25, [0.2, 0.3], "normal")
     assert presenters.beside_headline(TwoHeads({}), both) == [("mask AP", 0.4, [0.3, 0.5])]
     assert presenters.beside_headline(TwoHeads({}), Metrics.parse(METRICS)) == []
+    # compare's column: the last headline figure held (a seg model's mask AP), else the first sweep column
+    assert presenters.judged_metric(TwoHeads({}), {**METRICS, "mask": 0.4}) == "mask"
+    assert presenters.judged_metric(TwoHeads({}), METRICS) == "err"
 
 
 def test_verdict_reads_the_better_direction():
