@@ -109,6 +109,9 @@ class DetectionRecord(PredictionRecord, total=False):
     image_id: int
     detections: list[list[float]]  # [category_id, score, x, y, w, h]
     unmapped: int  # detections of classes the class map has no category for
+    # suppressions by a kept box of exactly the suppressed box's score (decoders/nms.py: the other
+    # order of equal scores would keep the other box); absent when the model ran its own NMS
+    nms_ties: int
 
 
 class OutputError(TypedDict):

@@ -39,6 +39,9 @@ class Detections:
     prototypes: np.ndarray | None = None
     # YOLO-pose (decoders.yolo_pose): [N, K, 3] x, y normalised to the model input, visibility score
     keypoints: np.ndarray | None = None
+    # suppressions of a box by a kept box of exactly its score (decoders.nms: which one is kept is
+    # decided by the order equal scores are visited in); None: the decoder ran no NMS of its own
+    nms_ties: int | None = None
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])

@@ -10,7 +10,7 @@ import numpy.typing as npt
 from evalharness.core.errors import ConfigError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo
 from evalharness.decoders.base import DECODERS, Decoder, Detections, _check_choice, _model_kind_hint, _shapes
-from evalharness.decoders.nms import nms
+from evalharness.decoders.nms import nms_counting_ties, score_order
 
 
 def _tristate(decoder: str, param: str, value: str | bool) -> bool | None:
@@ -33,10 +33,12 @@ class YoloDecoder(Decoder):
     One tensor of N candidates x (4 box + [objectness] + C class scores), channels-first
     ([1, 84, 8400], v8/v11) or transposed. Score = best class probability (x objectness when
     present); one label per box (no multi-label). Candidates with score > ``conf_threshold`` are
-    capped at ``max_candidates`` by score, then suppressed greedily by descending score with a
-    STABLE sort, so equal scores keep the lower anchor index first; IoU > ``iou_threshold``
+    capped at ``max_candidates`` by score, then suppressed greedily by descending score, equal scores
+    the higher anchor index first (numpy's ``argsort()[::-1]``, made deterministic:
+    :func:`~evalharness.decoders.nms.score_order`, which says why); IoU > ``iou_threshold``
     suppresses. The first ``max_detections`` survivors are returned, highest score first, NOT
     clipped: boxes reaching into letterbox padding are clipped by the task once it undoes the pad.
+    ``nms_ties`` of the result counts the suppressions that equal scores decided.
     """
 
     layout: str = "auto"  # auto | channels_first ([1, 4+C, N]) | channels_last ([1, N, 4+C])
@@ -122,7 +124,7 @@ class YoloDecoder(Decoder):
 
     def decode(self, outputs: list[np.ndarray]) -> Detections:
         kept = self._kept_rows(self._real_values(outputs)[0][0])
-        return Detections(boxes=kept.boxes, scores=kept.scores, classes=kept.classes)
+        return Detections(boxes=kept.boxes, scores=kept.scores, classes=kept.classes, nms_ties=kept.ties)
 
     def _kept_rows(self, raw: npt.NDArray[np.float64]) -> KeptRows:
         """The head's rows that survive the score filter and NMS, best first: their row index (for
@@ -141,9 +143,10 @@ class YoloDecoder(Decoder):
             scores = scores * pred[:, 4]
         cand = np.flatnonzero(scores > self.conf_threshold)
         if cand.size > self.max_candidates:
-            cand = cand[np.argsort(-scores[cand], kind="stable")[: self.max_candidates]]
+            # the best by the NMS's own order, then back in anchor order (which decides its ties)
+            cand = np.sort(cand[score_order(scores[cand])[: self.max_candidates]])
         xyxy = self._to_xyxy(boxes[cand])
-        keep = nms(
+        keep, ties = nms_counting_ties(
             xyxy,
             scores[cand],
             self.iou_threshold,
@@ -155,15 +158,17 @@ class YoloDecoder(Decoder):
             h, w = self.input_hw
             xyxy = xyxy / np.array([w, h, w, h], dtype=np.float64)
         rows = cand[keep]
-        return KeptRows(pred[rows], xyxy, scores[rows], labels[rows].astype(np.int64))
+        return KeptRows(pred[rows], xyxy, scores[rows], labels[rows].astype(np.int64), ties)
 
 
 @dataclass
 class KeptRows:
-    """What survived NMS: the whole rows (box, scores, then what a seg/pose head adds) and the
-    decoded boxes, scores and classes of the same rows."""
+    """What survived NMS: the whole rows (box, scores, then what a seg/pose head adds), the decoded
+    boxes, scores and classes of the same rows, and how many suppressions equal scores decided
+    (None: the model's own NMS, whose ties are not seen)."""
 
     rows: npt.NDArray[np.float64]
     boxes: npt.NDArray[np.float64]
     scores: npt.NDArray[np.float64]
     classes: npt.NDArray[np.int64]
+    ties: int | None = None

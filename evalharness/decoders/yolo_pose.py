@@ -100,4 +100,10 @@ class YoloPoseDecoder(YoloDecoder):
         if self._pixels:
             h, w = self.input_hw
             keypoints[:, :, :2] /= np.array([w, h], dtype=np.float64)
-        return Detections(boxes=kept.boxes, scores=kept.scores, classes=kept.classes, keypoints=keypoints)
+        return Detections(
+            boxes=kept.boxes,
+            scores=kept.scores,
+            classes=kept.classes,
+            keypoints=keypoints,
+            nms_ties=kept.ties,
+        )

@@ -117,4 +117,5 @@ class YoloSegDecoder(YoloDecoder):
             classes=kept.classes,
             mask_coefficients=kept.rows[:, first : first + self._masks],
             prototypes=protos if self._nhwc else np.moveaxis(protos, 0, -1),
+            nms_ties=kept.ties,
         )

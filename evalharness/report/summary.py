@@ -37,6 +37,7 @@ def summary_block(document: Document, run_dir: str | None = None) -> list[str]:
     lines = [f"{HEADING}: {_what_ran(document)}"]
     for line in (
         _accuracy(document),
+        _nms_ties(document),
         _speed(document),
         _latency_validity(document),
         _delegate(document),
@@ -82,6 +83,20 @@ def _accuracy(doc: Document) -> str | None:
         images = doc.metrics.num_images
         text += f"; {scored} scored of {scored if images is None else images}"
     return text
+
+
+def _nms_ties(doc: Document) -> str | None:
+    """Said only when equal scores decided what NMS kept (a quantized score takes a few values), so
+    a figure that the order of ties moves is never read as if nothing but the model decided it."""
+    ties = doc.metrics.nms_ties
+    if ties is None or not ties.suppressions:
+        return None
+    scored = doc.metrics.num_scored
+    return (
+        f"  NMS ties: {ties.images} of {'?' if scored is None else scored} images kept one of two "
+        f"overlapping detections of equal score ({ties.suppressions} times; a quantized score); "
+        "the other order of equal scores would keep the other one"
+    )
 
 
 def _ms(value: float | None) -> str:

@@ -39,6 +39,22 @@ SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True)
+class NmsTies:
+    """``metrics.nms_ties`` (task=coco, a decoder that runs NMS itself): on how many images NMS kept
+    one of two overlapping detections of exactly equal score, and how many such suppressions; the
+    other order of equal scores would have kept the other one (decoders/nms.py)."""
+
+    images: int = 0
+    suppressions: int = 0
+
+    @classmethod
+    def parse(cls, raw: JSONMap | None) -> NmsTies | None:
+        if raw is None:
+            return None
+        return cls(integer(raw, "images") or 0, integer(raw, "suppressions") or 0)
+
+
+@dataclass(frozen=True)
 class Metrics:
     """``metrics``: the task's figures (``values``, keyed as its definition declares them) and the
     fields every task records beside them."""
@@ -51,6 +67,7 @@ class Metrics:
     analysis: JSONMap | None = None  # schema 4: the error analysis; None: not recorded
     failed_checks: tuple[str, ...] = ()
     op_profile: JSONMap | None = None  # loop.op_profile: the per-op timings; None: not profiled
+    nms_ties: NmsTies | None = None  # equal scores that decided NMS; None: no NMS of the harness ran
 
     @classmethod
     def parse(cls, raw: JSONMap) -> Metrics:
@@ -63,6 +80,7 @@ class Metrics:
             optional_mapping(raw, "analysis"),
             strings(raw, "failed_checks"),
             optional_mapping(raw, "op_profile"),
+            NmsTies.parse(optional_mapping(raw, "nms_ties")),
         )
 
     def part(self, key: str) -> JSONMap:

@@ -29,8 +29,8 @@ CANDIDATES = [
     (105, 100, 50, 50, 0, 0.8),  # 1: IoU 0.818 with 0, same class -> suppressed
     (130, 100, 50, 50, 0, 0.85),  # 2: IoU 0.25 with 0 -> kept
     (102, 100, 50, 50, 1, 0.7),  # 3: IoU 0.923 with 0 but class 1 -> kept unless class-agnostic
-    (400, 200, 60, 40, 2, 0.6),  # 4: tie with 5 (IoU 0.935) -> kept, lower index
-    (402, 200, 60, 40, 2, 0.6),  # 5: suppressed by 4
+    (400, 200, 60, 40, 2, 0.6),  # 4: tie with 5 (IoU 0.935) -> suppressed by 5
+    (402, 200, 60, 40, 2, 0.6),  # 5: kept: equal scores visit the higher index first
 ]
 XYXY = {0: (75, 75, 125, 125), 2: (105, 75, 155, 125), 3: (77, 75, 127, 125), 4: (370, 180, 430, 220)}
 XYXY[5] = (372, 180, 432, 220)
@@ -84,52 +84,53 @@ def expect(det: Detections, kept: list[int], scores: list[float] | None = None, 
 def test_yolo_layouts_keep_the_hand_checked_boxes(tmp_path, layout):
     rows = candidate_rows()
     det = decode_with(tmp_path, [rows.T[None] if layout == "channels_first" else rows[None]])
-    expect(det, [0, 2, 3, 4])
+    expect(det, [0, 2, 3, 5])
 
 
 def test_yolo_explicit_layout_matches_auto(tmp_path):
     expect(
-        decode_with(tmp_path, [candidate_rows().T[None]], params={"layout": "channels_first"}), [0, 2, 3, 4]
+        decode_with(tmp_path, [candidate_rows().T[None]], params={"layout": "channels_first"}), [0, 2, 3, 5]
     )
 
 
 def test_yolo_objectness_multiplies_the_class_score(tmp_path):
     det = decode_with(tmp_path, [candidate_rows(objectness=True)[None]])
     f = [np.float64(np.float32(s)) for s in (0.9, 0.85, 0.6)]
-    expect(det, [0, 2, 4, 3], scores=[*f, np.float64(np.float32(0.7)) * 0.5])
+    expect(det, [0, 2, 5, 3], scores=[*f, np.float64(np.float32(0.7)) * 0.5])
 
 
 def test_yolo_int8_output_is_dequantized(tmp_path):
     rows = candidate_rows(normalised=True)
     det = decode_with(tmp_path, [rows.T[None]], quant=[(1 / 255, -128, "int8")])
-    expect(det, [0, 2, 3, 4], atol=1 / 255)
+    expect(det, [0, 2, 3, 5], atol=1 / 255)
 
 
 @pytest.mark.parametrize("normalized", ["auto", True])
 def test_yolo_normalised_boxes_equal_pixel_boxes(tmp_path, normalized):
     det = decode_with(tmp_path, [candidate_rows(normalised=True)[None]], params={"normalized": normalized})
-    expect(det, [0, 2, 3, 4], atol=1e-7)
+    expect(det, [0, 2, 3, 5], atol=1e-7)
 
 
 def test_yolo_xyxy_box_format(tmp_path):
     rows = candidate_rows()
     rows[:, :4] = np.c_[rows[:, :2] - rows[:, 2:4] / 2, rows[:, :2] + rows[:, 2:4] / 2]
-    expect(decode_with(tmp_path, [rows[None]], params={"box_format": "xyxy"}), [0, 2, 3, 4])
+    expect(decode_with(tmp_path, [rows[None]], params={"box_format": "xyxy"}), [0, 2, 3, 5])
 
 
 def test_yolo_class_agnostic_nms_suppresses_across_classes(tmp_path):
-    expect(decode_with(tmp_path, [candidate_rows()[None]], params={"class_agnostic": True}), [0, 2, 4])
+    expect(decode_with(tmp_path, [candidate_rows()[None]], params={"class_agnostic": True}), [0, 2, 5])
 
 
 def test_yolo_max_detections_keeps_the_best(tmp_path):
     expect(decode_with(tmp_path, [candidate_rows()[None]], params={"max_detections": 2}), [0, 2])
 
 
-def test_yolo_ties_keep_the_lower_anchor_index(tmp_path):
+def test_yolo_ties_keep_the_higher_anchor_index(tmp_path):
     rows = candidate_rows()
-    rows[[4, 5]] = rows[[5, 4]]  # now the box of candidate 5 sits at anchor 4
+    rows[[4, 5]] = rows[[5, 4]]  # now the box of candidate 4 sits at anchor 5
     det = decode_with(tmp_path, [rows[None]])
-    np.testing.assert_allclose(det.boxes[3], np.array(XYXY[5]) / SCALE)
+    np.testing.assert_allclose(det.boxes[3], np.array(XYXY[4]) / SCALE)
+    assert det.nms_ties == 1  # 5 suppressed 4 at an equal score: the other order keeps 4
 
 
 def test_yolo_8400_anchors_smoke(tmp_path):
@@ -141,7 +142,7 @@ def test_yolo_8400_anchors_smoke(tmp_path):
     det = decode_with(tmp_path, [rows.T[None]], hw=(640, 640))
     assert len(det) == 300
     np.testing.assert_array_equal(det.classes[:4], [0, 0, 1, 2])
-    np.testing.assert_allclose(det.boxes[:4] * 640, [XYXY[i] for i in (0, 2, 3, 4)])
+    np.testing.assert_allclose(det.boxes[:4] * 640, [XYXY[i] for i in (0, 2, 3, 5)])
     assert np.all(np.diff(det.scores) <= 0)
 
 
@@ -158,16 +159,16 @@ def test_yolo_decode_8400_is_fast():
 def test_nms_threshold_is_strict_and_classes_are_respected():
     boxes = np.array([[0, 0, 2, 1], [1, 0, 3, 1], [0, 0, 2, 1]], dtype=np.float64)  # IoU(0,1) = 1/3
     scores = np.array([0.5, 0.5, 0.4])
-    np.testing.assert_array_equal(nms(boxes, scores, 1 / 3), [0, 1])
-    np.testing.assert_array_equal(nms(boxes, scores, 0.3), [0])
-    np.testing.assert_array_equal(nms(boxes, scores, 0.3, classes=np.array([0, 1, 1])), [0, 1])
-    np.testing.assert_array_equal(nms(boxes, scores, 0.5, max_keep=1), [0])
+    np.testing.assert_array_equal(nms(boxes, scores, 1 / 3), [1, 0])  # equal scores: higher index first
+    np.testing.assert_array_equal(nms(boxes, scores, 0.3), [1])
+    np.testing.assert_array_equal(nms(boxes, scores, 0.3, classes=np.array([0, 1, 1])), [1, 0])
+    np.testing.assert_array_equal(nms(boxes, scores, 0.5, max_keep=1), [1])
     assert nms(np.zeros((0, 4)), np.zeros(0), 0.5).shape == (0,)
 
 
 def greedy_reference(boxes, scores, threshold, classes=None, max_keep=None) -> list[int]:
     """The textbook loop, one kept box at a time: the oracle for the blocked implementation."""
-    keep, alive = [], np.argsort(-scores, kind="stable")
+    keep, alive = [], np.argsort(scores, kind="stable")[::-1]  # numpy's argsort()[::-1], deterministic
     while alive.size and (max_keep is None or len(keep) < max_keep):
         first, alive = alive[0], alive[1:]
         keep.append(first)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from conftest import ASSETS, make_runs
 from test_coco_masks_keypoints import (
@@ -19,6 +20,7 @@ from test_coco_masks_keypoints import (
     make_cli_run,
     model_file,
     model_run,
+    pycocotools_eval,
     pycocotools_stats,
     read_run,
     stat_names,
@@ -124,19 +126,39 @@ def test_mask_and_keypoint_ap_are_the_json_as_its_lines_hold_it(runs, model):
     assert [yolo_doc["metrics"][n] for n in stat_names(kind)] == pytest.approx(reference, abs=1e-9)
 
 
+def straddled(a, b) -> set[float]:
+    """The IoU thresholds (0.5 .. 0.95) that some detection-object pair's IoU is on one side of in
+    evaluation ``a`` and on the other in ``b``; asserts that no IoU moved by 0.01 or more."""
+    thresholds, found = a.params.iouThrs, set()
+    for key, ious in a.ious.items():
+        x, y = np.asarray(ious, dtype=float), np.asarray(b.ious[key], dtype=float)
+        if x.size:
+            assert np.abs(x - y).max() < 0.01, key
+            found |= {round(float(t), 2) for t in thresholds if np.any((x > t) != (y > t))}
+    return found
+
+
 def test_figures_against_the_json_itself(runs):
-    """Against the json itself (without crowd): the text's 6 digits move val25's mask figures over
-    all areas by less than 0.005 (AP 0.2902 -> 0.2898, AR10 by 0.003), the boxes' not at all; the
-    pose lines' area rule moves keypoint AP (0.211 -> 0.226: the docs page)."""
+    """Against the json itself (without crowd): the text's 6 digits move no mask IoU by 0.01 (small
+    objects most, 0.005) and val25's mask figures over all areas by less than 0.005 (AP 0.2879 ->
+    0.2863, AR10 by 0.001), the boxes' not at all, except a stat of one IoU threshold where a pair's
+    IoU lies that close to it: one mask of image 153299 at 0.7503 against the json, 0.7498 against
+    the text, moves AP75 by 0.016 (its class has few objects). The pose lines' area rule moves
+    keypoint AP (0.238 -> 0.240: the docs page; 0.011 with the lower anchor first among equal
+    scores, which kept other persons)."""
     base = runs[1]
     (_, _, records), (_, yolo_doc, _) = runs[0][SEG]
-    box, segm = (pycocotools_stats(base / f"{SEG}.json", records, kind) for kind in ("bbox", "segm"))
-    for kind, reference in (("bbox", box), ("segm", segm)):
+    box, segm = (pycocotools_eval(base / f"{SEG}.json", records, kind) for kind in ("bbox", "segm"))
+    near = straddled(segm, pycocotools_eval(as_the_lines_hold(SEG, base), records, "segm"))
+    single = {"AP50": 0.5, "AP75": 0.75}  # the stats of one IoU threshold
+    for kind, reference in (("bbox", box.stats), ("segm", segm.stats)):
         names = stat_names(kind)
         for name in ALL_AREAS:
             at = names.index(name if kind == "bbox" else f"segm_{name}")
             ours = yolo_doc["metrics"][names[at]]
-            assert ours == pytest.approx(reference[at], abs=0.005 if kind == "segm" else 1e-12), names[at]
+            close = ours == pytest.approx(reference[at], abs=0.005 if kind == "segm" else 1e-12)
+            # else a match flipped at the stat's one threshold by less than 0.01 of IoU (asserted)
+            assert close or (kind == "segm" and single.get(name) in near), (names[at], ours, reference[at])
     (_, _, records), (_, yolo_doc, _) = runs[0][POSE]
     keypoints = pycocotools_stats(base / f"{POSE}.json", records, "keypoints")
-    assert yolo_doc["metrics"]["keypoints_AP"] - keypoints[0] == pytest.approx(0.015, abs=0.005)
+    assert yolo_doc["metrics"]["keypoints_AP"] - keypoints[0] == pytest.approx(0.002, abs=0.005)

@@ -124,6 +124,8 @@ class CocoEvaluator(RecordEvaluator):
                 for cat, score, box in zip(kept_cats, scores.tolist(), xywh.tolist(), strict=True)
             ],
             "unmapped": len(cats) - len(kept_cats),
+            # suppressions that equal scores decided (decoders/nms.py); absent: the model's own NMS
+            **({} if dets.nms_ties is None else {"nms_ties": dets.nms_ties}),
             **shape_fields(dets, keep, boxes, geometry),
         }
 

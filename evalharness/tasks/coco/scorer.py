@@ -78,6 +78,7 @@ class CocoScorer(Scorer):
         self.shapes = ShapeStore()  # a seg / pose model's masks and keypoints
         self.image_ids: list[int] = []
         self.unmapped = 0
+        self.ties: list[int] | None = None  # [images, suppressions] NMS ties decided; None: no NMS of ours
         self.curves: ClassCurves | None = None  # per-class PR curves, made by result() with the analysis
 
     def add(self, record: Mapping[str, Any]) -> None:
@@ -85,6 +86,11 @@ class CocoScorer(Scorer):
         self.shapes.add(record)
         self.image_ids.append(record["image_id"])
         self.unmapped += record.get("unmapped", 0)
+        ties = record.get("nms_ties")
+        if ties is not None:
+            self.ties = self.ties or [0, 0]
+            self.ties[0] += ties > 0
+            self.ties[1] += ties
 
     def result(self) -> JSONMap:
         from evalharness.stats.coco_eval import evaluate_bbox
@@ -114,6 +120,8 @@ class CocoScorer(Scorer):
             "num_unmapped_detections": self.unmapped,
             "num_scored": len(self.image_ids),
         }
+        if self.ties is not None:  # the images where equal scores decided what NMS kept, and how often
+            metrics["nms_ties"] = {"images": self.ties[0], "suppressions": self.ties[1]}
         if self.tflite_tool:
             metrics["tflite_tool"] = tflite_tool_ap(self.annotations, results, image_ids=self.image_ids)
         if self.resamples > 0:
