@@ -104,14 +104,15 @@ def measured_limit(model_name: str, threads: int, paths: list[str]) -> Limit:
     return Limit(model, [prepare(p) for p in paths[:50]], paths, prepare)
 
 
-def run_process(command: list[str]) -> tuple[float, float, float]:
-    """(wall s, the process's peak RSS MiB, its CPU s) of one command in its own process. The peak is taken by
-    ``/usr/bin/time``, a small parent: Linux carries a parent's RSS across fork + exec into the
-    child's ``ru_maxrss``, so measured from this process it would be at least this process's."""
+def run_process(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """(wall s, the process's peak RSS MiB, its CPU s) of one command in its own process (``env``:
+    its environment, None: this one's). The peak is taken by ``/usr/bin/time``, a small parent: Linux
+    carries a parent's RSS across fork + exec into the child's ``ru_maxrss``, so measured from this
+    process it would be at least this process's."""
     start = time.perf_counter()
     proc = subprocess.run(
         ["/usr/bin/time", "-f", "maxrss_kb=%M cpu_s=%U+%S", *command],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False, env=env,
     )  # fmt: skip
     wall = time.perf_counter() - start
     if proc.returncode != 0:

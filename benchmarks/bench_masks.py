@@ -2,7 +2,7 @@
 run (not a unit test).
 
     python benchmarks/bench_masks.py [--images 250] [--repeats 5] [--rss-images 25 2500] [--rss-repeats 1]
-        [--model yolov8n_seg_int8_256] [--threads 1] [--only ratio|rss]
+        [--rss-kinds seg box] [--model yolov8n_seg_int8_256] [--threads 1] [--only ratio|rss]
 
 Data: coco/val25's 25 images linked under ``--images`` fresh names (symlinks, cycling), with an
 instances json whose images and annotations are val25's, renumbered (each copy its own image id).
@@ -18,10 +18,12 @@ instances json whose images and annotations are val25's, renumbered (each copy i
   ms per image (its thread; the whole process), and the median of the per-round ratios seg / box
   of img/s (the acceptance: >= 0.85) and of the process's CPU time in the loop (box / seg), which a
   loaded machine disturbs less.
-- **peak RSS** (metrics.json ``memory_mb.peak_rss``, the process's) of seg and box-only runs of each
-  ``--rss-images`` size (``--rss-repeats`` rounds, alternating order): flat means no mask is held at
-  full size; what grows with the run is the records kept for scoring (boxes, and a seg run's RLE
-  text) and pycocotools' own structures when it scores them, the box-only run's growth beside it.
+- **peak RSS** of seg and box-only runs (``--rss-kinds``) of each ``--rss-images`` size
+  (``--rss-repeats`` rounds, alternating order): the whole process's (``/usr/bin/time``, scoring
+  included) and metrics.json's ``memory_mb.peak_rss`` (the process's when the loop ends): flat means
+  no mask is held at full size nor kept as RLE until the end; what grows with the run is the records
+  kept for scoring (boxes, a seg run's per-image mask IoUs) and pycocotools' own structures when it
+  scores them, the box-only run's growth beside it.
 
 The machine may be shared: the ratio is taken within a round, whose two runs are seconds apart, and
 the load average is printed before and after.
@@ -37,6 +39,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from bench_ilsvrc_scale import run_process
 
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO.parent / "shared" / "assets"
@@ -100,9 +104,12 @@ def make_dataset(root: Path, n: int) -> tuple[Path, Path]:
     return root / "images", root / "instances.json"
 
 
-def run(model: str, data: tuple[Path, Path], run_dir: Path, threads: int, box_only: bool) -> dict:
+def run(
+    model: str, data: tuple[Path, Path], run_dir: Path, threads: int, box_only: bool, timed: bool = False
+) -> dict:
     """metrics.json of one run in its own process, with ``cpu``: the loop's CPU seconds (its thread,
-    the whole process)."""
+    the whole process); ``timed``: run under ``/usr/bin/time``, with ``process_peak_rss``
+    (MiB: start-up, loop, scoring and the files written, which metrics.json's loop-end figure misses)."""
     images, annotations = data
     command = [
         sys.executable, "-c", WRAPPER, "task=coco", f"model.path={ASSETS / 'yolo' / (model + '.tflite')}",
@@ -114,11 +121,16 @@ def run(model: str, data: tuple[Path, Path], run_dir: Path, threads: int, box_on
     env = {**os.environ, "PYTHONPATH": str(REPO), "BENCH_CPU_FILE": str(cpu_file)}
     if box_only:
         env["BENCH_BOX_ONLY"] = "1"
-    proc = subprocess.run(command, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        raise SystemExit(f"run failed ({proc.returncode}): {' '.join(command)}\n{proc.stderr[-2000:]}")
+    process_peak = None
+    if timed:
+        _, process_peak, _ = run_process(command, env)
+    else:
+        proc = subprocess.run(command, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            raise SystemExit(f"run failed ({proc.returncode}): {' '.join(command)}\n{proc.stderr[-2000:]}")
     doc = json.loads((run_dir / "metrics.json").read_text())
     doc["cpu"] = [float(v) for v in cpu_file.read_text().split()]
+    doc["process_peak_rss"] = process_peak
     return doc
 
 
@@ -159,24 +171,28 @@ def seg_vs_box(args: argparse.Namespace, base: Path) -> None:
 
 
 def rss_growth(args: argparse.Namespace, base: Path) -> None:
-    sizes = args.rss_images
+    sizes, kinds = args.rss_images, args.rss_kinds
     data = {n: make_dataset(base / f"rss{n}", n) for n in sizes}
-    runs = [(n, kind) for n in sizes for kind in ("seg", "box")]
-    peaks: dict[tuple[int, str], list[float]] = {run: [] for run in runs}
-    speed: dict[tuple[int, str], list[float]] = {run: [] for run in runs}
+    runs = [(n, kind) for n in sizes for kind in kinds]
+    figures: dict[tuple[int, str], list[dict]] = {run: [] for run in runs}
     for r in range(args.rss_repeats):
         for n, kind in runs if r % 2 == 0 else runs[::-1]:
-            doc = run(args.model, data[n], base / f"rss-{kind}-{n}-{r}", args.threads, kind == "box")
-            peaks[n, kind].append(doc["memory_mb"]["peak_rss"])
-            speed[n, kind].append(doc["throughput"]["images_per_s"])
-    print(f"{args.model}, peak RSS by run size ({args.rss_repeats} round(s), medians)")
-    for kind in ("seg", "box"):
-        first = statistics.median(peaks[sizes[0], kind])
+            doc = run(args.model, data[n], base / f"rss-{kind}-{n}-{r}", args.threads, kind == "box", True)
+            figures[n, kind].append(doc)
+            print(f"  {kind} {n}: process peak {doc['process_peak_rss']:.1f} MiB, {load()}", flush=True)
+    print(f"{args.model}, peak RSS by run size ({args.rss_repeats} round(s), medians): the whole process's")
+    print("(/usr/bin/time) and metrics.json's memory_mb.peak_rss (the process's peak when the loop ends)")
+    for kind in kinds:
+        first = statistics.median(d["process_peak_rss"] for d in figures[sizes[0], kind])
         for n in sizes:
-            peak = statistics.median(peaks[n, kind])
+            docs = figures[n, kind]
+            peak = statistics.median(d["process_peak_rss"] for d in docs)
+            loop_peak = statistics.median(d["memory_mb"]["peak_rss"] for d in docs)
             print(
-                f"  {kind} {n:>6} images: peak RSS {peak:7.1f} MiB ({peak - first:+.1f} vs {sizes[0]}), "
-                f"{statistics.median(speed[n, kind]):.2f} img/s"
+                f"  {kind} {n:>6} images: process peak RSS {peak:7.1f} MiB "
+                f"({peak / first:.3f} x {sizes[0]}), "
+                f"loop-end peak {loop_peak:7.1f} MiB, "
+                f"{statistics.median(d['throughput']['images_per_s'] for d in docs):.2f} img/s"
             )
 
 
@@ -186,6 +202,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rss-images", type=int, nargs="+", default=[25, 2500])
     parser.add_argument("--rss-repeats", type=int, default=1)
+    parser.add_argument("--rss-kinds", nargs="+", choices=["seg", "box"], default=["seg", "box"])
     parser.add_argument("--model", default="yolov8n_seg_int8_256")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", choices=["ratio", "rss"])

@@ -14,7 +14,7 @@ whatever the iouType (:mod:`evalharness.stats.coco_bootstrap`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalharness.core.errors import DataError
 from evalharness.stats.coco_eval import (
@@ -24,6 +24,9 @@ from evalharness.stats.coco_eval import (
     format_summary,
     resolved_backend,
 )
+
+if TYPE_CHECKING:  # pycocotools is imported when something is scored
+    from evalharness.stats.coco_mask_overlaps import MaskOverlaps
 
 KEYPOINT_STATS = ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
 _KEYPOINT_ROWS = tuple(
@@ -82,25 +85,31 @@ def check_mask_ground_truth(gt: dict[str, Any], source: str) -> None:
 
 def evaluate_shapes(
     gt: dict[str, Any],
-    results: list[dict[str, Any]],
+    results: list[dict[str, Any]] | MaskOverlaps,
     iou_type: str,
     image_ids: list[int],
     keep_matching: bool,
     backend: str = "pycocotools",
 ) -> dict[str, Any]:
     """``{stats, per_class, summary, num_detections[, matching]}`` of ``results`` (COCO result dicts
-    with ``segmentation`` or ``keypoints``) on ``image_ids``, scored by ``backend`` (pycocotools, or
+    with ``segmentation`` or ``keypoints``, or a seg run's :class:`MaskOverlaps`: pycocotools' own
+    scoring of the masks it was given) on ``image_ids``, scored by ``backend`` (pycocotools, or
     faster-coco-eval: the same stats; its matching is not kept, so pycocotools' ``evaluate()`` makes
     the bootstrap's, as for boxes)."""
     if iou_type == "keypoints":
         check_keypoint_ground_truth(gt, "the ground truth")
     else:
         check_mask_ground_truth(gt, "the ground truth")
+    from evalharness.stats.coco_mask_overlaps import MaskOverlaps, score_overlaps
+
     ids = sorted(set(image_ids))
-    run = EVALUATORS.get(resolved_backend(backend))
-    stats, precision, cat_ids, matching, _ = run(gt, results, ids, keep_matching, iou_type=iou_type)
-    if keep_matching and matching is None:  # a backend that keeps none: pycocotools' evaluate() alone
-        matching = EVALUATORS.get("pycocotools")(gt, results, ids, evaluate_only=True, iou_type=iou_type)
+    if isinstance(results, MaskOverlaps):  # a seg run's masks as areas and IoUs: pycocotools' scoring
+        stats, precision, cat_ids, matching, _ = score_overlaps(gt, results, ids, keep_matching)
+    else:
+        run = EVALUATORS.get(resolved_backend(backend))
+        stats, precision, cat_ids, matching, _ = run(gt, results, ids, keep_matching, iou_type=iou_type)
+        if keep_matching and matching is None:  # a backend that keeps none: pycocotools' evaluate() alone
+            matching = EVALUATORS.get("pycocotools")(gt, results, ids, evaluate_only=True, iou_type=iou_type)
     names = STAT_NAMES[iou_type]
     rows = _KEYPOINT_ROWS if iou_type == "keypoints" else None
     scored = {

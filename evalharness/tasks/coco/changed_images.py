@@ -47,7 +47,7 @@ def _detections(records: list[Any], wanted: set[Any], kind: str) -> Callable[[],
         return box_detections(detection_blocks(records, wanted))
     from evalharness.tasks.coco.shape_store import ShapeStore
 
-    store = ShapeStore()
+    store = ShapeStore(keep_masks=True)
     for record in records:
         if record["image_id"] in wanted:
             store.add(record)

@@ -75,7 +75,12 @@ class CocoScorer(Scorer):
         self.annotations, self.backend, self.tflite_tool = annotations, backend, tflite_tool
         self.resamples, self.seed, self.analysis, self.tide = resamples, seed, analysis, tide
         self.detections = DetectionStore()
-        self.shapes = ShapeStore()  # a seg / pose model's masks and keypoints
+        from evalharness.stats.coco_eval import resolved_backend
+
+        # a seg / pose model's masks and keypoints; masks kept as RLE only for what reads them at the
+        # end: TIDE's breakdown by mask, a backend other than pycocotools (its own IoUs)
+        keep_masks = (analysis and tide) or resolved_backend(backend) != "pycocotools"
+        self.shapes = ShapeStore(annotations, keep_masks)
         self.image_ids: list[int] = []
         self.unmapped = 0
         self.ties: list[int] | None = None  # [images, suppressions] NMS ties decided; None: no NMS of ours

@@ -2,19 +2,28 @@
 
 A record of a seg head carries ``masks`` (one RLE ``counts`` text per detection, in the order of
 ``detections``) and ``mask_size`` ([height, width]); a pose head's carries ``keypoints`` (K x 3
-values per detection). They are kept as the records give them (RLE text is ~1/100 of the mask), and
-become COCO result dicts only when scored, so ``rescore`` of predictions.jsonl scores the same list.
+values per detection). Keypoints are kept as the records give them, and become COCO result dicts
+only when scored, so ``rescore`` of predictions.jsonl scores the same list. Masks (~1 KB of RLE
+text each, up to 100 an image) are reduced as each record comes to what pycocotools' segm scoring
+reads of them (:class:`~evalharness.stats.coco_mask_overlaps.MaskOverlaps`: areas and the IoUs with
+the image's ground truth), so a run's memory does not grow with its masks; they are kept as RLE
+only where something else reads them at the end: TIDE's breakdown by mask, or the faster-coco-eval
+backend (it computes its own IoUs). What reads masks later (``report diff``'s TIDE and thumbnails,
+``rescore``) reads them from predictions.jsonl.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalharness.core.errors import DataError
 from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, bootstrap_intervals
 from evalharness.stats.intervals import CONFIDENCE
+
+if TYPE_CHECKING:  # pycocotools is imported when masks are first added
+    from evalharness.stats.coco_mask_overlaps import MaskOverlaps
 
 SHAPES = ("segm", "keypoints")
 # the figures with (paired) bootstrap intervals beside the boxes' AP, AP50, AP75
@@ -47,12 +56,34 @@ def _shape_problem(record: Mapping[str, Any], key: str, shapes: Any, detections:
     return None
 
 
-class ShapeStore:
-    """``segm`` and ``keypoints`` results per added record, in the order added."""
+def mask_results(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A seg record's masks as COCO result dicts (its detections' image, category, score, RLE)."""
+    image_id = record["image_id"]
+    return [
+        {"image_id": image_id, "category_id": cat, "score": score, "segmentation": mask}
+        for (cat, score, *_), mask in zip(record["detections"], rle_dicts(record), strict=True)
+    ]
 
-    def __init__(self) -> None:
+
+def rle_dicts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A seg record's masks as pycocotools' compressed RLE dicts (``size``, ``counts``)."""
+    size = record["mask_size"]
+    return [{"size": size, "counts": counts} for counts in record["masks"]]
+
+
+class ShapeStore:
+    """``segm`` and ``keypoints`` results per added record, in the order added: masks as
+    :class:`~evalharness.stats.coco_mask_overlaps.MaskOverlaps` against ``annotations`` (None, or
+    ``keep_masks``: as RLE result dicts in ``results["segm"]``)."""
+
+    def __init__(self, annotations: dict[str, Any] | None = None, keep_masks: bool = False) -> None:
         self.results: dict[str, list[dict[str, Any]]] = {kind: [] for kind in SHAPES}
         self.seen = {kind: False for kind in SHAPES}  # a seg / pose run: scored even with 0 detections
+        self.overlaps: MaskOverlaps | None = None
+        if annotations is not None and not keep_masks:
+            from evalharness.stats.coco_mask_overlaps import MaskOverlaps
+
+            self.overlaps = MaskOverlaps(annotations)
 
     def add(self, record: Mapping[str, Any]) -> None:
         detections, image_id = record["detections"], record["image_id"]
@@ -67,16 +98,20 @@ class ShapeStore:
                     "predictions file is damaged: run the model again"
                 )
             self.seen[kind] = True
-            for (cat, score, *_), shape in zip(detections, shapes, strict=True):
-                if kind == "segm":
-                    value: Any = {"size": record["mask_size"], "counts": shape}
-                    self.results[kind].append(
-                        {"image_id": image_id, "category_id": cat, "score": score, "segmentation": value}
-                    )
-                else:
-                    self.results[kind].append(
-                        {"image_id": image_id, "category_id": cat, "score": score, "keypoints": shape}
-                    )
+            if kind == "keypoints":
+                self.results[kind] += [
+                    {"image_id": image_id, "category_id": cat, "score": score, "keypoints": shape}
+                    for (cat, score, *_), shape in zip(detections, shapes, strict=True)
+                ]
+            elif self.overlaps is None:
+                self.results[kind] += mask_results(record)
+            else:
+                categories, scores = [d[0] for d in detections], [d[1] for d in detections]
+                self.overlaps.add(image_id, categories, scores, rle_dicts(record))
+
+    def _scored_results(self, kind: str) -> Any:
+        """What :func:`~evalharness.stats.coco_shapes.evaluate_shapes` scores of ``kind``."""
+        return self.overlaps if kind == "segm" and self.overlaps is not None else self.results[kind]
 
     def metrics(
         self, annotations: dict[str, Any], image_ids: list[int], resamples: int, seed: int, backend: str
@@ -90,7 +125,8 @@ class ShapeStore:
         for kind in SHAPES:
             if not self.seen[kind]:
                 continue
-            scored = evaluate_shapes(annotations, self.results[kind], kind, image_ids, resamples > 0, backend)
+            results = self._scored_results(kind)
+            scored = evaluate_shapes(annotations, results, kind, image_ids, resamples > 0, backend)
             out.update(scored["stats"])
             out[kind] = {k: scored[k] for k in ("per_class", "summary", "num_detections")}
             if resamples > 0:
@@ -115,7 +151,7 @@ class ShapeStore:
         from evalharness.stats.coco_shapes import evaluate_shapes
 
         return {
-            kind: evaluate_shapes(annotations, self.results[kind], kind, image_ids, True)
+            kind: evaluate_shapes(annotations, self._scored_results(kind), kind, image_ids, True)
             for kind in SHAPES
             if self.seen[kind] and (not kinds or kind in kinds)
         }

@@ -1,0 +1,158 @@
+"""A seg run's masks reduced, image by image as they come, to what pycocotools' ``segm`` scoring
+reads of them, so that a run holds no mask until the end.
+
+pycocotools reads a detection's mask twice: ``loadRes`` takes its area (``maskUtils.area``), and
+``computeIoU`` its IoU with each ground-truth mask of its image and category (``maskUtils.iou``,
+crowds by their own rule), for the image's detections of that category sorted by score (stable) and
+cut at ``maxDets[-1]``. An IoU depends on its two masks alone, so :class:`MaskOverlaps` computes
+each detection's row of IoUs when its image's record is added (the ground truth converted as
+``COCO.annToRLE`` converts it, then dropped) and keeps, per image, the categories, scores and areas
+and those small matrices: ~1 KB of RLE text a mask becomes a few float64s. At the end
+:func:`score_overlaps` builds the result set ``loadRes`` would (the same ids, areas, crowd flags) and
+an evaluator whose ``computeIoU`` returns the kept rows in pycocotools' order, so ``evaluate()``,
+``accumulate()`` and the per-image matching are pycocotools' own, bit for bit
+(``tests/unit/stats/test_coco_mask_overlaps.py`` compares them with pycocotools on RLEs).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+from pycocotools import mask as mask_utils
+from pycocotools.coco import COCO
+
+from evalharness.core.errors import DataError
+from evalharness.stats.coco_eval import _score
+from evalharness.stats.coco_match import MatchingCOCOeval
+
+MAX_DETECTIONS = 100  # pycocotools' segm params.maxDets[-1]: computeIoU's cut
+
+
+class _ImageSizes:
+    """What ``COCO.annToRLE`` reads of a COCO object: ``imgs`` by id (their height and width)."""
+
+    def __init__(self, images: dict[Any, dict[str, Any]]) -> None:
+        self.imgs = images
+
+
+class MaskOverlaps:
+    """Per added image: its detections' categories, scores and mask areas, and per category the
+    IoUs of its detections (rows, in the order added) with the image's ground truth of that
+    category (columns, in the annotation file's order, as pycocotools indexes them)."""
+
+    def __init__(self, gt: dict[str, Any]) -> None:
+        self._sizes = _ImageSizes({image["id"]: image for image in gt["images"]})
+        self._truth: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+        for ann in gt["annotations"]:
+            self._truth[ann["image_id"]].append(ann)
+        # (image_id, (n, 3) category, score, area, {category: (rows of it, columns of its truth)})
+        self._images: list[tuple[Any, np.ndarray, dict[int, np.ndarray]]] = []
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def add(
+        self, image_id: Any, categories: list[Any], scores: list[Any], masks: list[dict[str, Any]]
+    ) -> None:
+        """One image's detections: category ids, scores and compressed RLE dicts (``size``, ``counts``)."""
+        n = len(masks)
+        rows = np.empty((n, 3), dtype=np.float64)
+        rows[:, 0], rows[:, 1] = categories, scores
+        if n:
+            rows[:, 2] = mask_utils.area(masks)
+        ious: dict[int, np.ndarray] = {}
+        truth = self._truth.get(image_id, []) if image_id in self._sizes.imgs else []
+        for cat in sorted(set(categories)):
+            gt = [ann for ann in truth if ann["category_id"] == cat]
+            if not gt:
+                continue
+            mine = [mask for mask, c in zip(masks, categories, strict=True) if c == cat]
+            g = [COCO.annToRLE(self._sizes, ann) for ann in gt]
+            ious[int(cat)] = np.asarray(mask_utils.iou(mine, g, [int(ann["iscrowd"]) for ann in gt]))
+        self._images.append((image_id, rows, ious))
+        self._count += n
+
+    def results(self) -> list[dict[str, Any]]:
+        """The result set ``loadRes`` makes of the masks (ids 1, 2, ... in the order added, the mask's
+        area, no crowd), without the masks."""
+        out: list[dict[str, Any]] = []
+        for image_id, rows, _ in self._images:
+            for cat, score, area in rows.tolist():
+                out.append(
+                    {"image_id": image_id, "category_id": int(cat), "score": score, "area": area,
+                     "id": len(out) + 1, "iscrowd": 0}
+                )  # fmt: skip
+        return out
+
+    def ious(self) -> dict[tuple[Any, int], Any]:
+        """``computeIoU``'s value per (image, category) holding both detections and ground truth:
+        the rows of the detections sorted by score (stable, over the order added), cut at
+        ``maxDets[-1]``; absent pairs are pycocotools' ``[]``."""
+        by_pair: dict[tuple[Any, int], tuple[list[float], list[np.ndarray]]] = {}
+        for image_id, rows, ious in self._images:
+            for cat, block in ious.items():
+                scores, blocks = by_pair.setdefault((image_id, cat), ([], []))
+                scores.extend(rows[rows[:, 0] == cat, 1].tolist())
+                blocks.append(block)
+        out: dict[tuple[Any, int], Any] = {}
+        for pair, (scores, blocks) in by_pair.items():
+            order = np.argsort([-s for s in scores], kind="mergesort")[:MAX_DETECTIONS]
+            out[pair] = np.concatenate(blocks)[order]
+        return out
+
+
+class _GivenResultsCOCO(COCO):  # type: ignore[misc]  # pycocotools ships no types
+    """A COCO whose ``loadRes`` takes result dicts already as ``loadRes`` leaves them (ids, areas)."""
+
+    def loadRes(self, anns: list[dict[str, Any]]) -> COCO:  # noqa: N802  # pycocotools' name
+        known = {image["id"] for image in self.dataset["images"]}
+        unknown = next((ann["image_id"] for ann in anns if ann["image_id"] not in known), None)
+        if unknown is not None:
+            raise DataError(f"a mask is on image_id {unknown}, which is not an image of the ground truth")
+        res = COCO()
+        res.dataset = {
+            "info": copy.deepcopy(self.dataset.get("info", {})),
+            "images": list(self.dataset["images"]),
+            "categories": copy.deepcopy(self.dataset["categories"]),
+            "annotations": anns,
+        }
+        res.createIndex()
+        return res
+
+
+class _GivenIouCOCOeval(MatchingCOCOeval):
+    """pycocotools' segm evaluation with each (image, category)'s IoUs given, the masks absent."""
+
+    def __init__(self, coco_gt: COCO, coco_dt: COCO, ious: dict[tuple[Any, int], Any]) -> None:
+        super().__init__(coco_gt, coco_dt, "segm")
+        self._given = ious
+
+    def _prepare(self) -> None:
+        # pycocotools' segm _prepare also converts every mask to RLE (_toMask) for computeIoU; the
+        # IoUs are given, so it runs as for boxes (the same ignore flags, the same indexes)
+        self.params.iouType = "bbox"
+        try:
+            super()._prepare()
+        finally:
+            self.params.iouType = "segm"
+
+    def computeIoU(self, imgId: Any, catId: Any) -> Any:  # noqa: N802, N803  # pycocotools' names
+        return self._given.get((imgId, catId), [])
+
+
+def score_overlaps(
+    gt: dict[str, Any],
+    overlaps: MaskOverlaps,
+    image_ids: list[Any],
+    keep_matching: bool = False,
+    evaluate_only: bool = False,
+) -> Any:  # as coco_eval's backends
+    """pycocotools' ``segm`` scoring of the masks ``overlaps`` was given (see the module docstring)."""
+    ious = overlaps.ious()
+    make_eval = lambda g, d: _GivenIouCOCOeval(g, d, ious)  # noqa: E731
+    results = overlaps.results()
+    return _score(_GivenResultsCOCO, make_eval, gt, results, image_ids, evaluate_only, keep_matching)
