@@ -16,7 +16,7 @@ import functools
 import hashlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from evalharness.data.ground_truth import (
     _with_occurrence,
     bare_index,
 )
+from evalharness.data.samples import SampleColumns, SampleList, samples_of
 from evalharness.data.shard_index import indexed
 from evalharness.data.splits import SplitChoice, select_shards
 
@@ -55,12 +56,13 @@ def class_index(value: Any, where: str) -> int:
     return value
 
 
-def refuse_repeated_ids(samples: list[LabeledSample]) -> None:
+def refuse_repeated_ids(samples: SampleList) -> None:
     """An id listed twice (in two shards, or twice in one) is an error naming both places. The
     samples are sorted by id, stably in listing order, so a repeat lies beside its first listing:
     no set of every id (megabytes at ILSVRC size) is built to find it."""
-    for first, again in pairwise(samples):
-        if first.key == again.key:
+    for i, (key, following) in enumerate(pairwise(samples.keys())):
+        if key == following:
+            first, again = samples[i], samples[i + 1]
             where = again.member.where if again.member else again.path
             earlier = first.member.shard if first.member else first.root
             raise DataError(
@@ -99,11 +101,10 @@ class ContainerReader(DatasetReader):
             self.chosen = select_shards(self.request.root, self.name, self.request.split)
         return self.chosen
 
-    def samples(self) -> list[LabeledSample]:
+    def samples(self) -> SampleList:
         self.shards = list(self.split_choice().files)
         classes = self._classes()
-        root = os.path.abspath(self.request.root)
-        out: list[LabeledSample] = []
+        out = SampleColumns(os.path.abspath(self.request.root))  # columns: nothing per image an object
         self.from_index, self.rebuilt, self.listed_states = 0, [], {}
         for shard in self.shards:
             before = file_state(shard)
@@ -119,22 +120,22 @@ class ContainerReader(DatasetReader):
             self.from_index += kept
             for key, index, found in listing:
                 label = self._label(classes, index, found) if self.request.labelled else UNLABELLED
-                out.append(LabeledSample(root, key, sys.intern(label[0]), label[1], label[2], member=found))
+                out.add(key, (sys.intern(label[0]), label[1], label[2]), found)
             if before is not None and file_state(shard) == before:  # not written while it was listed
                 self.listed_states[shard] = before
-        if not out:
+        if not len(out):
             raise DataError(
                 f"no images found in the {self.name} shards of {self.request.root}; check dataset.root"
             )
-        out.sort(key=lambda s: s.key)  # in place, stable: a repeated id's first listing comes first
-        refuse_repeated_ids(out)
-        return out
+        ordered = SampleList(out).sorted_by_key()  # stable: a repeated id's first listing comes first
+        refuse_repeated_ids(ordered)
+        return ordered
 
     def unchanged_since_listed(self, shard: str) -> bool:
         listed = self.listed_states.get(shard)
         return listed is not None and file_state(shard) == listed
 
-    def read_plan(self, samples: list[LabeledSample]) -> list[LabeledSample]:
+    def read_plan(self, samples: Sequence[LabeledSample]) -> Sequence[LabeledSample]:
         """The samples in the order they are stored (shard, then offset): a shuffled container
         (TFDS shuffles its records) is read front to back, not jumping between shards, and a parquet
         page is decoded once for all the images it holds. Sample ids, manifests and metrics do not
@@ -147,8 +148,9 @@ class ContainerReader(DatasetReader):
                 (-1, 0, 0) if member is None else (rank.get(member.shard, -1), member.offset, member.length)
             )
 
-        ordered = sorted(samples, key=stored)
-        self.reordered = sum(a is not b for a, b in zip(ordered, samples, strict=True))
+        given = samples_of(samples)
+        ordered = given.sorted_by(stored)
+        self.reordered = sum(a != b for a, b in zip(ordered.positions, given.positions, strict=True))
         return ordered
 
     def _classes(self) -> list[Label] | None:

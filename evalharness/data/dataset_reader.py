@@ -104,10 +104,12 @@ class DatasetReader:
             "fix": " ".join(f"dataset.{k}=null" for k in given),
         }
 
-    def samples(self) -> list[LabeledSample]:
+    def samples(self) -> Sequence[LabeledSample]:
+        """Every sample, sorted by key: the built-in readers give a :class:`SampleList` (columns, each
+        sample made when read: :mod:`evalharness.data.samples`), which the task keeps as it is."""
         raise NotImplementedError
 
-    def read_plan(self, samples: list[LabeledSample]) -> list[LabeledSample]:
+    def read_plan(self, samples: Sequence[LabeledSample]) -> Sequence[LabeledSample]:
         """The order to read this run's ``samples`` in (the loop's order); a container reader may
         also prepare for exactly these reads. A folder: as given (sorted ids)."""
         return samples

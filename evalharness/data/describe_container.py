@@ -8,6 +8,7 @@ tasks/coco/images.py): described as that, its images listed alone, why there are
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ def describe_container(path: Path) -> DatasetView | None:
     return _view(path, kind, samples, labels, said, details)
 
 
-def _listing(path: Path, kind: str, labelled: bool) -> tuple[list[LabeledSample], dict[str, Any]]:
+def _listing(path: Path, kind: str, labelled: bool) -> tuple[Sequence[LabeledSample], dict[str, Any]]:
     """The samples the run's reader lists (``labelled`` False: the images alone) and the facts every
     view of a container shows: its shards, class names, the split read, what is not scored."""
     request = ReadRequest(str(path), labelled=labelled)
@@ -72,7 +73,7 @@ def _images_alone(path: Path, kind: str, why: DataError) -> DatasetView:
 def _view(
     path: Path,
     kind: str,
-    samples: list[LabeledSample],
+    samples: Sequence[LabeledSample],
     labels: Counter[str],
     said: tuple[str, str, str],
     details: dict[str, Any],

@@ -5,13 +5,14 @@ before containers existed — the samples, their order and their manifest are un
 from __future__ import annotations
 
 from evalharness.data.dataset_reader import DatasetReader
-from evalharness.data.ground_truth import LabeledSample, load_ground_truth
+from evalharness.data.ground_truth import load_ground_truth
+from evalharness.data.samples import SampleList
 
 
 class FolderReader(DatasetReader):
     name = "folder"
 
-    def samples(self) -> list[LabeledSample]:
+    def samples(self) -> SampleList:
         r = self.request
         return load_ground_truth(
             r.ground_truth_format,

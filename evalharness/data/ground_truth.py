@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator, Sized
+from collections.abc import Callable, Iterator, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -23,6 +23,10 @@ from evalharness.core.registry import Registry
 from evalharness.core.untrusted import MAX_NUMBER_CHARS
 from evalharness.data.labels import read_label_file, read_synset_words
 from evalharness.data.listing import list_images
+from evalharness.data.samples import Label as Label
+from evalharness.data.samples import LabeledSample as LabeledSample
+from evalharness.data.samples import Member as Member
+from evalharness.data.samples import SampleColumns, SampleList, samples_of
 
 # Every still-image format Pillow decodes (decode.py's rules apply to all; multi-frame files: frame 0).
 DEFAULT_EXTENSIONS = (
@@ -30,54 +34,6 @@ DEFAULT_EXTENSIONS = (
     ".pbm", ".pnm", ".tga",
 )  # fmt: skip
 ILSVRC2012_CLASSES = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class Member:
-    """Where one sample's encoded image lies inside a container shard.
-
-    ``offset``/``length``: bytes in the shard (tar, TFRecord) or data page / row (parquet);
-    ``digest``: sha256 of the encoded bytes, taken when the shard was listed (the manifest hashes
-    it), kept as 32 bytes rather than 64 hex characters: a container's sample list is most of its
-    memory."""
-
-    shard: str  # absolute path of the shard file
-    name: str  # the member as a user finds it: tar member name, record or row index
-    offset: int
-    length: int
-    digest: bytes
-
-    @property
-    def sha256(self) -> str:
-        """The digest in hex, as manifests and indexes write it."""
-        return self.digest.hex()
-
-    @property
-    def where(self) -> str:
-        """``shard:member``, how every message names the sample."""
-        return f"{self.shard}:{self.name}"
-
-
-@dataclass(frozen=True, slots=True)
-class LabeledSample:
-    """One labeled image. Compact on purpose (slots; the root string and the label texts are shared by
-    every sample, the path is made when asked for), so a 50,000-image list costs little more than
-    its file names."""
-
-    root: str  # absolute image root, one string shared by the samples of a dataset
-    key: str  # path relative to the image root, posix separators: stable identity of the sample
-    label: str  # ground-truth label TEXT, e.g. "tench, Tinca tinca"
-    # rank among classes with the same text in the dataset's class list; None: the text alone (a csv,
-    # a folder name), which must then name one class of the model's label list
-    occurrence: int | None = None
-    # the class index the ground truth gives (in its class list's numbering); None: given by name only
-    index: int | None = None
-    member: Member | None = None  # inside a container shard (dataset_reader.py); None: root/key
-
-    @property
-    def path(self) -> str:
-        """The absolute image path (``shard:member`` of a sample inside a container)."""
-        return os.path.join(self.root, self.key) if self.member is None else self.member.where
 
 
 @dataclass
@@ -108,14 +64,12 @@ class GroundTruthRequest:
     classes: ClassList = field(default_factory=ClassList)  # the class list read, for the task
 
 
-# (label text, occurrence or None: the text alone, class index or None: given by name)
-Label = tuple[str, int | None, int | None]
 # The label "text" of a sample whose ground truth is a bare class index (a csv's class_index with no
 # class list to name it): scored by ``index`` against the model's output index (plus the background
 # offset the task detects or is given), never matched by text.
 INDEX_LABEL = "\x00class_index"
 _S = TypeVar("_S", bound=Sized)
-Reader = Callable[[GroundTruthRequest], list[LabeledSample]]
+Reader = Callable[[GroundTruthRequest], Sequence[LabeledSample]]
 FORMATS: Registry[Reader] = Registry(
     "ground-truth format",  # the readers of evalharness.data.label_formats register themselves
     lazy=dict.fromkeys(
@@ -134,9 +88,10 @@ def load_ground_truth(
     extensions: tuple[str, ...] = DEFAULT_EXTENSIONS,
     unscored: Counter[str] | None = None,
     classes: ClassList | None = None,
-) -> list[LabeledSample]:
-    """The labeled images of ``root``, sorted by key; files not taken are counted into ``unscored``
-    by reason (hidden, extension not read, subdirectory); the class list read goes to ``classes``."""
+) -> SampleList:
+    """The labeled images of ``root``, sorted by key, as columns (:mod:`evalharness.data.samples`);
+    files not taken are counted into ``unscored`` by reason (hidden, extension not read,
+    subdirectory); the class list read goes to ``classes``."""
     reader = FORMATS.get(fmt)
     root_path = Path(root)
     if not root_path.is_dir():
@@ -151,10 +106,7 @@ def load_ground_truth(
     )
     counts = Counter() if unscored is None else unscored
     req = GroundTruthRequest(root_path, gt, names, synsets, meta, exts, counts, classes or ClassList())
-    found = reader(req)
-    samples = found if isinstance(found, list) else list(found)
-    samples.sort(key=lambda s: s.key)  # in place: no second list of every sample
-    return samples
+    return samples_of(reader(req)).sorted_by_key()
 
 
 def detect_format(ground_truth: str | None, extensions: tuple[str, ...] = DEFAULT_EXTENSIONS) -> str:
@@ -173,7 +125,7 @@ def detect_format(ground_truth: str | None, extensions: tuple[str, ...] = DEFAUL
 
 
 @FORMATS.register("auto")
-def _read_auto(req: GroundTruthRequest) -> list[LabeledSample]:
+def _read_auto(req: GroundTruthRequest) -> Sequence[LabeledSample]:
     gt = None if req.ground_truth is None else str(req.ground_truth)
     return FORMATS.get(detect_format(gt, req.extensions))(req)
 
@@ -206,7 +158,7 @@ def _root(req: GroundTruthRequest) -> str:
 
 def _attach(
     req: GroundTruthRequest, table: dict[str, Label], name_of: Callable[[str], str] = str
-) -> list[LabeledSample]:
+) -> SampleList:
     """Labels the images of root from ``table``, keyed by ``name_of(file name)``.
 
     The ground truth may cover more images than root holds (a 50-image subset of the 50,000-line
@@ -220,8 +172,11 @@ def _attach(
             f"file {req.ground_truth} (first: {missing[0]}); pass the ground truth of these "
             "images or remove them from the root"
         )
-    root = _root(req)
-    return [_sample(root, key, table[name_of(key)]) for key in images]
+    columns = SampleColumns(_root(req))
+    for key in images:
+        text, occurrence, index = table[name_of(key)]
+        columns.add(key, (sys.intern(text), occurrence, index))
+    return SampleList(columns)
 
 
 def _add(table: dict[str, Label], name: str, label: Label, where: str) -> None:

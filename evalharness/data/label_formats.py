@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import csv
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -36,10 +36,11 @@ from evalharness.data.ground_truth import (
 from evalharness.data.label_alignment import BACKGROUND_LINES
 from evalharness.data.labels import WNID, read_label_file
 from evalharness.data.listing import list_entries, list_images, not_read, refuse, suffix
+from evalharness.data.samples import SampleList
 
 
 @FORMATS.register("val_txt")
-def _read_val_txt(req: GroundTruthRequest) -> list[LabeledSample]:
+def _read_val_txt(req: GroundTruthRequest) -> Sequence[LabeledSample]:
     """ILSVRC2012 val.txt: "ILSVRC2012_val_00000001.JPEG 65", index in sorted-synset order."""
     gt = _require(req.ground_truth, "ground_truth", "ground-truth format 'val_txt'")
     source, classes = _class_list(req, "ground-truth format 'val_txt'")
@@ -62,7 +63,7 @@ def _read_val_txt(req: GroundTruthRequest) -> list[LabeledSample]:
 
 
 @FORMATS.register("devkit")
-def _read_devkit(req: GroundTruthRequest) -> list[LabeledSample]:
+def _read_devkit(req: GroundTruthRequest) -> Sequence[LabeledSample]:
     """Devkit ground truth: line i = ILSVRC2012_ID of ILSVRC2012_val_%08d (ids mapped via meta.mat)."""
     gt = _require(req.ground_truth, "ground_truth", "ground-truth format 'devkit'")
     by_id = _devkit_classes(req, _require(req.devkit_meta, "devkit_meta", "ground-truth format 'devkit'"))
@@ -107,7 +108,7 @@ def _devkit_classes(req: GroundTruthRequest, meta: Path) -> dict[int, Label]:
 
 
 @FORMATS.register("imagefolder")
-def _read_imagefolder(req: GroundTruthRequest) -> list[LabeledSample]:
+def _read_imagefolder(req: GroundTruthRequest) -> Sequence[LabeledSample]:
     """root/<class dir>/<image>; dirs named by WordNet id (mapped via synset_words) or by label text."""
     dirs = _class_dirs(req)
     if dirs and all(WNID.fullmatch(d.name) for d in dirs):
@@ -116,11 +117,11 @@ def _read_imagefolder(req: GroundTruthRequest) -> list[LabeledSample]:
     else:
         labels = {d.name: (d.name, None, None) for d in dirs}
     root = _root(req)
-    samples = [
-        _sample(root, f"{d.name}/{name}", labels[d.name])
-        for d in dirs
-        for name in list_images(d, req.extensions, req.unscored)
-    ]
+    samples = SampleList.of(  # streamed into columns: no list of every sample
+        (_sample(root, f"{d.name}/{name}", labels[d.name]) for d in dirs
+         for name in list_images(d, req.extensions, req.unscored)),
+        root,
+    )  # fmt: skip
     return _found(
         req, samples, " class dirs (imagefolder wants root/<class>/<image>; else set dataset.ground_truth)"
     )
@@ -157,7 +158,7 @@ def _class_dirs(req: GroundTruthRequest) -> list[Path]:
 
 
 @FORMATS.register("label_lines")
-def _read_label_lines(req: GroundTruthRequest) -> list[LabeledSample]:
+def _read_label_lines(req: GroundTruthRequest) -> Sequence[LabeledSample]:
     """TFLite eval tool: line i = label text of the i-th image of root in sorted file-name order."""
     gt = _require(req.ground_truth, "ground_truth", "ground-truth format 'label_lines'")
     texts = read_label_file(gt, "ground-truth file")
@@ -168,11 +169,13 @@ def _read_label_lines(req: GroundTruthRequest) -> list[LabeledSample]:
             "images; label_lines needs one line per image in sorted file-name order"
         )
     root = _root(req)
-    return [_sample(root, name, (text, None, None)) for name, text in zip(images, texts, strict=True)]
+    return SampleList.of(
+        (_sample(root, name, (text, None, None)) for name, text in zip(images, texts, strict=True)), root
+    )
 
 
 @FORMATS.register("csv")
-def _read_csv(req: GroundTruthRequest) -> list[LabeledSample]:
+def _read_csv(req: GroundTruthRequest) -> Sequence[LabeledSample]:
     """Header with ``filename`` and one of class_name | label | class_index | wnid."""
     gt = _require(req.ground_truth, "ground_truth", "ground-truth format 'csv'")
     table: dict[str, Label] = {}

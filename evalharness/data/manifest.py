@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Sequence
+from itertools import pairwise
 from typing import TypedDict, TypeVar
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.derived import file_state
 from evalharness.data.ground_truth import LabeledSample, Member
+from evalharness.data.samples import SampleList
 
 T = TypeVar("T")
 
@@ -95,10 +97,15 @@ def sample_entry(sample: LabeledSample) -> tuple[str, str | Member]:
     return sample.key, sample.path if sample.member is None else sample.member
 
 
-def truth_hash(samples: Iterable[LabeledSample]) -> str:
+def truth_hash(samples: Sequence[LabeledSample]) -> str:
     """sha256 over sorted ``key<TAB>label<TAB>occurrence`` lines: the ground truth of these samples by
-    content, whichever file or container it was read from (a val.txt, a parquet's label column)."""
+    content, whichever file or container it was read from (a val.txt, a parquet's label column).
+    Samples in strictly ascending key order (a run's, by id) stream; others are sorted first."""
+    lines: Iterable[tuple[str, str, int | None]] = ((s.key, s.label, s.occurrence) for s in samples)
+    keys = samples.keys() if isinstance(samples, SampleList) else (s.key for s in samples)
+    if not all(a < b for a, b in pairwise(keys)):
+        lines = sorted(lines)
     digest = hashlib.sha256()
-    for key, label, occurrence in sorted((s.key, s.label, s.occurrence) for s in samples):
+    for key, label, occurrence in lines:
         digest.update(f"{key}\t{label}\t{occurrence}\n".encode())
     return digest.hexdigest()

@@ -30,6 +30,7 @@ from typing import Any, TypedDict, TypeVar
 
 from evalharness.core.errors import ConfigError
 from evalharness.data.manifest import SamplesIdentity, samples_identity
+from evalharness.data.samples import pick
 
 SCHEMES = ("interleaved", "contiguous", "files")
 PARTS = ("search", "held_out")
@@ -104,10 +105,10 @@ class Split:
         f = Fraction(repr(self.fraction))
         return [math.ceil((i + 1) * f) > math.ceil(i * f) for i in range(n)]
 
-    def take(self, items: Sequence[T]) -> list[T]:
+    def take(self, items: Sequence[T]) -> Sequence[T]:
         want = self.part == "search"
         flags = self.in_search(len(items))
-        return [item for item, searched in zip(items, flags, strict=True) if searched == want]
+        return pick(items, (i for i, searched in enumerate(flags) if searched == want))
 
     def record(self) -> SplitRecord:
         return {"fraction": self.fraction, "scheme": self.scheme, "part": self.part}
@@ -140,17 +141,18 @@ class Shard:
             raise ConfigError(f"dataset.shard.scheme={shard.scheme!r}; use one of {', '.join(SCHEMES)}")
         return shard
 
-    def take(self, items: Sequence[T], group: Callable[[T], str | None] | None = None) -> list[T]:
-        """This shard's part of ``items``; ``group``: the file a sample is read from (scheme files)."""
+    def take(self, items: Sequence[T], group: Callable[[T], str | None] | None = None) -> Sequence[T]:
+        """This shard's part of ``items`` (of a :class:`~evalharness.data.samples.SampleList`: a view
+        of its columns, no copy of the samples); ``group``: the file a sample is read from (scheme files)."""
         if self.scheme == "files":
             return self._whole_files(items, group)
         if self.scheme == "interleaved":
-            return list(items[self.index :: self.count])
+            return items[self.index :: self.count]
         size, extra = divmod(len(items), self.count)
         start = self.index * size + min(self.index, extra)
-        return list(items[start : start + size + (1 if self.index < extra else 0)])
+        return items[start : start + size + (1 if self.index < extra else 0)]
 
-    def _whole_files(self, items: Sequence[T], group: Callable[[T], str | None] | None) -> list[T]:
+    def _whole_files(self, items: Sequence[T], group: Callable[[T], str | None] | None) -> Sequence[T]:
         found = {group(item) for item in items} if group is not None else set()
         files = sorted(f for f in found if f is not None)
         if not files:
@@ -165,7 +167,7 @@ class Shard:
             )
         mine = set(files[self.index :: self.count])
         assert group is not None
-        return [item for item in items if group(item) in mine]
+        return pick(items, (i for i, item in enumerate(items) if group(item) in mine))
 
 
 def select_samples(
@@ -174,7 +176,7 @@ def select_samples(
     shard: Shard,
     source: str,
     group: Callable[[T], str | None] | None = None,
-) -> tuple[list[T], list[T]]:
+) -> tuple[Sequence[T], Sequence[T]]:
     """(this run's samples, the whole list they were cut from): first ``num_images``, then the split's
     part (when the run has a split), then the shard.
 
@@ -202,9 +204,10 @@ def select_samples(
     return selected, full
 
 
-def listed(samples: Sequence[T], num_images: int) -> list[T]:
-    """The list a run's samples are cut from: the first ``num_images`` (0: all), before any split."""
-    return list(samples[:num_images] if num_images else samples)
+def listed(samples: Sequence[T], num_images: int) -> Sequence[T]:
+    """The list a run's samples are cut from: the first ``num_images`` (0: all), before any split
+    (a slice: of a sample list, a view)."""
+    return samples[:num_images] if num_images else samples
 
 
 def sharded_identity(

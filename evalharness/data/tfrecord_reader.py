@@ -30,8 +30,8 @@ from evalharness.data.bounds import DECODE_BUDGET, OverBudget, backed
 from evalharness.data.container import NO_LABEL, ContainerReader, Listed, class_index, member
 from evalharness.data.dataset_reader import ContainerProvenance
 from evalharness.data.example_proto import DecodeError, Example, Feature
-from evalharness.data.ground_truth import LabeledSample
 from evalharness.data.labels import read_label_file
+from evalharness.data.samples import SampleList
 
 IMAGE_KEYS = ("image", "image/encoded")
 LABEL_KEYS = ("label", "image/class/label")
@@ -200,7 +200,7 @@ def records(shard: str) -> Iterator[tuple[int, int, bytes]]:
 class TFRecordReader(ContainerReader):
     name = "tfrecord"
 
-    def samples(self) -> list[LabeledSample]:
+    def samples(self) -> SampleList:
         size = sum(os.path.getsize(shard) for shard in self.split_choice().files)
         if crc32c is crc32c_python and size > SLOW_CRC_BYTES:  # said before the long listing
             log.warning(

@@ -16,7 +16,7 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from evalharness.core.errors import DataError
@@ -143,7 +143,7 @@ class ParquetReader(ContainerReader):
                     f"{shard}: parquet damaged at row {row} ({len(labels)} labels in the row group)"
                 )
 
-    def read_plan(self, samples: list[LabeledSample]) -> list[LabeledSample]:
+    def read_plan(self, samples: Sequence[LabeledSample]) -> Sequence[LabeledSample]:
         """As stored; and which rows of which page the run will read, so that a page is kept exactly
         as long as reads of it remain (:meth:`read_member`)."""
         ordered = super().read_plan(samples)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import posixpath
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -124,7 +124,7 @@ def container_of_images(dataset: Any, unscored: Counter[str]) -> tuple[DatasetRe
 
 def container_samples(
     annotations: dict[str, Any], reader: DatasetReader, annotations_path: str, unscored: Counter[str]
-) -> tuple[list[CocoSample], list[LabeledSample]]:
+) -> tuple[list[CocoSample], Sequence[LabeledSample]]:
     """(every annotated image found in the container, ascending image id; every sample it lists):
     an annotated file name is a member's id, or the file name one member's id ends in; members no
     annotation names are counted as not scored."""
@@ -140,8 +140,9 @@ def container_samples(
     samples, missing = annotated_images(annotations, find)
     fix = "point dataset.root at the container of these images (ids or file names as the JSON names them)"
     checked(samples, missing, annotations_path, where, fix)
-    used = {id(s.stored) for s in samples}
-    not_named = sum(id(s) not in used for s in listed)
+    # ids are unique in a container (refuse_repeated_ids): the members named are counted by id (a
+    # listed sample is made anew each time it is read, so never by identity)
+    not_named = len(listed) - len({s.stored.key for s in samples if s.stored is not None})
     if not_named:
         unscored["image not in the annotations"] += not_named
     return samples, listed

@@ -173,7 +173,7 @@ class CocoTask(Task):
         (images.py), its reader kept to read them (``self.images``; None: files)."""
         container = container_of_images(dataset, self.unscored)
         self.images = None if container is None else container[0]
-        self.listed_samples: list[LabeledSample] = []
+        self.listed_samples: Sequence[LabeledSample] = []
         if container is None:
             other, why = detected_layout(dataset, exclude=self.source.format)
             said = f"{dataset.root} is a {other.upper()} layout: score its own labels with dataset={other}"

@@ -38,6 +38,7 @@ from evalharness.data.preprocess import (
     preprocessing_provenance,
 )
 from evalharness.data.sample_image import SampleImage
+from evalharness.data.samples import first_of_each_label, samples_of
 from evalharness.data.shard import listed, select_samples, sharded_identity
 from evalharness.decoders.base import detector_decoder
 from evalharness.tasks.imagenet.definition import ImageNetSettings, TopKScorer
@@ -146,7 +147,7 @@ class ImageNetTask(Task):
         self.reader, detected = reader_for(dataset.format, read_request(dataset, self.unscored, self.classes))
         if detected is not None:
             self.assumptions.append(detected)
-        samples = self.reader.samples()
+        samples = samples_of(self.reader.samples())  # columns (data/samples.py): flat in the images
         # a container's whole listing (calibration is checked disjoint from it); a folder is listed again
         self.container_samples = samples if self.reader.name != FOLDER else []
         for said in (self.reader.assumption(), self.reader.chosen and self.reader.chosen.assumption()):
@@ -156,10 +157,11 @@ class ImageNetTask(Task):
         warn_unscored(dataset.root, self.unscored)
         # As TFLite's tool: the first num_images in sorted file-name order; then this run's shard.
         self.shard = shard_of(dataset, split)
-        self.samples, self.full_samples = select_samples(
+        self.by_key, self.full_samples = select_samples(
             samples, task.num_images, self.shard, dataset.root, self.reader.shard_of
         )
-        self.samples = self.reader.read_plan(self.samples)  # a container's: as stored, not by id
+        # a container's: as stored, not by id; by_key (the same samples, by id) streams the hashes
+        self.samples = self.reader.read_plan(self.by_key)
         # the list a split was cut from: its identity proves which images the other part holds
         self.listed = listed(samples, task.num_images) if self.shard.split else None
         # labels are read once the model's outputs are known (bind): a detector is told to use
@@ -173,7 +175,7 @@ class ImageNetTask(Task):
         """The output index of class index 0 when the ground truth is by index and lines up with
         the model's labels (else None: matched by name, ``self.not_by_index`` says why)."""
         self.not_by_index = ""
-        if not self.samples or any(s.index is None for s in self.samples):
+        if not self.samples or any(s.index is None for s in first_of_each_label(self.samples)):
             return None
         if self.classes.names:
             aligned = align(self.classes.names, self.classes.count, self.labels, str(given))
@@ -229,9 +231,8 @@ class ImageNetTask(Task):
         # Every ground-truth label must exist in the model's label file: fail before any image is read.
         # Keyed by the ground truth, not by the image: a thousand classes, not 50,000 ids.
         self.truth = {}
-        for s in self.samples:
-            if ground_truth(s) not in self.truth:
-                self.truth[ground_truth(s)] = self._truth_index(s)
+        for s in first_of_each_label(self.samples):
+            self.truth[ground_truth(s)] = self._truth_index(s)
         self.evaluator = TopKEvaluator(min(self.top_k, out.shape[-1]), out, self.truth, self.labels)
 
     def cache_key(self) -> ImageCacheKey:
@@ -271,14 +272,14 @@ class ImageNetTask(Task):
                 **self.reader.provenance(),
                 "root": self.dataset.root,
                 **sharded_identity(
-                    self.samples,
+                    self.by_key,
                     self.full_samples,
                     self.shard,
                     sample_entry,
                     self.listed,
                     d("manifest") == "content",
                 ),
-                "truth_sha256": truth_hash(self.samples),
+                "truth_sha256": truth_hash(self.by_key),
                 "ground_truth": d("ground_truth"),
                 "ground_truth_sha256": optional_sha256(d("ground_truth")),
                 "class_names_sha256": optional_sha256(d("class_names")),
