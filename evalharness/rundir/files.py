@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import glob
+import itertools
 import json
 import logging
 import os
@@ -194,11 +195,22 @@ def referenced_files(run_dir: str, doc: Document) -> list[str]:
     return found
 
 
+_ROWS_PER_CHUNK = 1000  # rows encoded by one json.dumps call: its set-up paid once per chunk
+
+
 def _json_array_chunks(rows: Iterator[Any]) -> Iterator[str]:
-    """Same bytes as ``json.dumps(list(rows), separators=(",", ":"))``, one row at a time."""
+    """Same bytes as ``json.dumps(no_nan(list(rows)), separators=(",", ":"))``, a chunk of rows at a
+    time (a list's items are joined by the same separator); the walk that nulls NaN/Inf runs only
+    for a chunk that holds one."""
     yield "["
-    for i, row in enumerate(rows):
-        yield ("," if i else "") + json.dumps(no_nan(row), separators=(",", ":"), allow_nan=False)
+    rows, separator = iter(rows), ""
+    while chunk := list(itertools.islice(rows, _ROWS_PER_CHUNK)):
+        try:
+            text = json.dumps(chunk, separators=(",", ":"), allow_nan=False)
+        except ValueError:
+            text = json.dumps(no_nan(chunk), separators=(",", ":"), allow_nan=False)
+        yield separator + text[1:-1]  # the chunk's rows without its brackets
+        separator = ","
     yield "]\n"
 
 
