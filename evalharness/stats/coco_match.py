@@ -52,12 +52,16 @@ class MatchingCOCOeval(COCOeval):  # type: ignore[misc]  # pycocotools ships no 
             for cat in p.catIds
         }
         evaluate, max_det = self.evaluateImg, p.maxDets[-1]
-        self.evalImgs = [
-            evaluate(img, cat, area, max_det) if (img, cat) in held else None
-            for cat in p.catIds
-            for area in p.areaRng
-            for img in p.imgIds
-        ]
+        self._matchings: dict[tuple[Any, ...], Any] = {}  # (image, category, maxDets, marks) -> match
+        try:
+            self.evalImgs = [
+                evaluate(img, cat, area, max_det) if (img, cat) in held else None
+                for cat in p.catIds
+                for area in p.areaRng
+                for img in p.imgIds
+            ]
+        finally:
+            del self._matchings  # only for this evaluate(): an evaluateImg() called alone computes
         self._paramsEval = copy.deepcopy(p)
 
     def accumulate(self, p: Any = None) -> None:
@@ -142,30 +146,12 @@ class MatchingCOCOeval(COCOeval):  # type: ignore[misc]  # pycocotools ships no 
         precision[:, :, k, a, m] = np.where(inside, np.take_along_axis(envelope, clipped, axis=1), 0.0)
         scores[:, :, k, a, m] = np.where(inside, sorted_scores[clipped], 0.0)
 
-    def evaluateImg(self, imgId: Any, catId: Any, aRng: Any, maxDet: int) -> dict[str, Any] | None:  # noqa: N802, N803  # pycocotools' names
-        p = self.params
-        if p.useCats:
-            gt = self._gts[imgId, catId]
-            dt = self._dts[imgId, catId]
-        else:
-            gt = [g for c in p.catIds for g in self._gts[imgId, c]]
-            dt = [d for c in p.catIds for d in self._dts[imgId, c]]
-        if len(gt) == 0 and len(dt) == 0:
-            return None
-        low, high = aRng
-        for g in gt:  # the same marks pycocotools leaves on the ground truth
-            g["_ignore"] = 1 if g["ignore"] or (g["area"] < low or g["area"] > high) else 0
-        # ignored ground truth last, detections by descending score: stable sorts, as mergesort
-        gtind = sorted(range(len(gt)), key=lambda i: gt[i]["_ignore"])
-        gt = [gt[i] for i in gtind]
-        dtind = sorted(range(len(dt)), key=lambda i: -dt[i]["score"])[:maxDet]
-        dt = [dt[i] for i in dtind]
-        computed = self.ious[imgId, catId]
-        ious = computed[:, np.asarray(gtind, dtype=np.int64)] if len(computed) > 0 else computed
-        n_thr, n_gt, n_dt = len(p.iouThrs), len(gt), len(dt)
-        gt_ignore = [g["_ignore"] for g in gt]
-        gt_ids = [g["id"] for g in gt]
-        dt_ids = [d["id"] for d in dt]
+    def _greedy(
+        self, ious: Any, gt: list[dict[str, Any]], gt_ignore: list[int], gt_ids: list[Any], dt_ids: list[Any]
+    ) -> tuple[list[list[Any]], list[list[Any]], list[list[Any]]]:
+        """pycocotools' greedy matching at each IoU threshold, ground truth in its sorted order:
+        (dtMatches, gtMatches, dtIgnore before the area test) as lists per threshold."""
+        n_thr, n_gt, n_dt = len(self.params.iouThrs), len(gt), len(dt_ids)
         dtm = [[0.0] * n_dt for _ in range(n_thr)]
         gtm = [[0.0] * n_gt for _ in range(n_thr)]
         dt_ig = [[0.0] * n_dt for _ in range(n_thr)]
@@ -173,7 +159,7 @@ class MatchingCOCOeval(COCOeval):  # type: ignore[misc]  # pycocotools ships no 
             rows = ious.tolist()
             best = ious.max(axis=1).tolist()  # a detection overlapping nothing this much matches nothing
             crowd = [bool(int(g["iscrowd"])) for g in gt]
-            for tind, t in enumerate(p.iouThrs.tolist()):
+            for tind, t in enumerate(self.params.iouThrs.tolist()):
                 matched, dt_row, ig_row = gtm[tind], dtm[tind], dt_ig[tind]
                 start = min(t, 1 - 1e-10)
                 for dind in range(n_dt):
@@ -194,6 +180,43 @@ class MatchingCOCOeval(COCOeval):  # type: ignore[misc]  # pycocotools ships no 
                     ig_row[dind] = gt_ignore[m]
                     dt_row[dind] = gt_ids[m]
                     matched[m] = dt_ids[dind]
+        return dtm, gtm, dt_ig
+
+    def evaluateImg(self, imgId: Any, catId: Any, aRng: Any, maxDet: int) -> dict[str, Any] | None:  # noqa: N802, N803  # pycocotools' names
+        p = self.params
+        if p.useCats:
+            gt = self._gts[imgId, catId]
+            dt = self._dts[imgId, catId]
+        else:
+            gt = [g for c in p.catIds for g in self._gts[imgId, c]]
+            dt = [d for c in p.catIds for d in self._dts[imgId, c]]
+        if len(gt) == 0 and len(dt) == 0:
+            return None
+        low, high = aRng
+        for g in gt:  # the same marks pycocotools leaves on the ground truth
+            g["_ignore"] = 1 if g["ignore"] or (g["area"] < low or g["area"] > high) else 0
+        marks = tuple(g["_ignore"] for g in gt)  # with the image and category: the whole matching
+        # ignored ground truth last, detections by descending score: stable sorts, as mergesort
+        gtind = sorted(range(len(gt)), key=lambda i: gt[i]["_ignore"])
+        gt = [gt[i] for i in gtind]
+        dtind = sorted(range(len(dt)), key=lambda i: -dt[i]["score"])[:maxDet]
+        dt = [dt[i] for i in dtind]
+        computed = self.ious[imgId, catId]
+        ious = computed[:, np.asarray(gtind, dtype=np.int64)] if len(computed) > 0 else computed
+        n_thr, n_gt, n_dt = len(p.iouThrs), len(gt), len(dt)
+        gt_ignore = [g["_ignore"] for g in gt]
+        gt_ids = [g["id"] for g in gt]
+        dt_ids = [d["id"] for d in dt]
+        # an area range that leaves the same ground truth ignored as another one gives the same match
+        # (only the detections outside the range differ): "all" and the range of every object in it
+        memo = getattr(self, "_matchings", None)
+        key = (imgId, catId, maxDet, marks)
+        if memo is not None and key in memo:
+            dtm, gtm, dt_ig = memo[key]
+        else:
+            dtm, gtm, dt_ig = self._greedy(ious, gt, gt_ignore, gt_ids, dt_ids)
+            if memo is not None:
+                memo[key] = dtm, gtm, dt_ig
         dt_matches = np.array(dtm, dtype=np.float64).reshape(n_thr, n_dt)
         outside = np.array([d["area"] < low or d["area"] > high for d in dt]).reshape((1, n_dt))
         dt_ignore = np.array(dt_ig, dtype=np.float64).reshape(n_thr, n_dt)
