@@ -8,7 +8,6 @@ never sees half a file. The rest of evalharness writes files through this module
 
 from __future__ import annotations
 
-import gc
 import glob
 import itertools
 import json
@@ -16,7 +15,6 @@ import logging
 import os
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import IO, Any
 
 from evalharness.core.atomic_io import (
@@ -28,6 +26,7 @@ from evalharness.core.atomic_io import (
     sync_open_file,
     sync_paths,
 )
+from evalharness.core.collector import cycles_uncollected
 from evalharness.core.fileguard import refuse_special_file
 from evalharness.core.native_output import NATIVE_LOG
 from evalharness.core.untrusted import check_json_limits
@@ -52,7 +51,7 @@ def parse_predictions(
     files (nesting, number length) was never written by a run: DataError naming ``source``."""
     records: list[dict[str, Any]] = []
     end = 0
-    with _cycles_uncollected():
+    with cycles_uncollected():
         for number, line in enumerate(data.splitlines(keepends=True), start=1):
             record = _record(line, f"{source} line {number}") if line.endswith(b"\n") else None
             if record is None and line.strip():
@@ -61,20 +60,6 @@ def parse_predictions(
                 records.append(record)
             end += len(line)
     return records, None, end
-
-
-@contextmanager
-def _cycles_uncollected() -> Iterator[None]:
-    """The cyclic garbage collector paused while records are parsed: JSON values hold no cycles,
-    and each collection it would start walks every record already parsed (and every other run's in
-    memory), so parsing 50,000 records cost twice as much per record as 1,000 did."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def read_predictions(path: str, repair: bool = False) -> list[dict[str, Any]]:
