@@ -37,6 +37,13 @@ def decode_rgb(path: str) -> np.ndarray:
     image, and an image over MAX_IMAGE_PIXELS (checked from its header, before decoding).
     """
     _check_regular_file(path)
+    return np.asarray(_decode(path, path), dtype=np.uint8)
+
+
+def decode_rgb_image(path: str) -> Image.Image:
+    """:func:`decode_rgb`'s pixels as a Pillow RGB image (the same conversions and refusals), for a
+    caller that resizes it with Pillow next: no array made and turned back into an image."""
+    _check_regular_file(path)
     return _decode(path, path)
 
 
@@ -57,11 +64,11 @@ def decode_rgb_bytes(data: bytes, name: str) -> np.ndarray:
     conversions and refusals; ``name`` (``shard:member``) names it in every error."""
     if not data:
         raise DataError(f"{name}: cannot decode image (empty member, 0 bytes)")
-    return _decode(io.BytesIO(data), name)
+    return np.asarray(_decode(io.BytesIO(data), name), dtype=np.uint8)
 
 
-def _decode(source: str | io.BytesIO, name: str) -> np.ndarray:
-    """Decode ``source`` (a path or the bytes of one) to RGB; errors name ``name``."""
+def _decode(source: str | io.BytesIO, name: str) -> Image.Image:
+    """Decode ``source`` (a path or the bytes of one) to an RGB image; errors name ``name``."""
     try:
         with warnings.catch_warnings():
             # Pillow's warning threshold is at most our limit, which is checked just below.
@@ -123,14 +130,14 @@ def _too_large(path: str, pixels: str, limit: int) -> str:
 _ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")
 
 
-def _as_rgb(img: Image.Image) -> np.ndarray:
-    """A decoded Pillow image of any mode as HxWx3 uint8 RGB."""
+def _as_rgb(img: Image.Image) -> Image.Image:
+    """A decoded Pillow image of any mode as an RGB image of its own (the file's may be closed)."""
     if img.mode.startswith("I"):  # I;16, I;16B, I;16L (16-bit PNG) and I: keep the high byte
         gray = (np.clip(np.asarray(img).astype(np.int64), 0, 65535) >> 8).astype(np.uint8)
-        return np.repeat(gray[..., None], 3, axis=2)
+        return Image.fromarray(np.repeat(gray[..., None], 3, axis=2), "RGB")
     if img.mode in _ALPHA_MODES or (img.mode == "P" and "transparency" in img.info):
         img = img.convert("RGBA")  # RGBA -> RGB below drops alpha, keeping the colour values
-    return np.asarray(img.convert("RGB"), dtype=np.uint8)
+    return img.convert("RGB")  # a copy even when it is RGB already
 
 
 def image_size(path: str) -> tuple[int, int]:

@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image
 
-from evalharness.data.decode import decode_rgb
+from evalharness.data.decode import decode_rgb, decode_rgb_image
 from evalharness.data.preprocess import InputSpec, PreprocessSpec, _resize, _round_half_away, to_input_tensor
 
 
@@ -64,11 +64,13 @@ def detection_input(
 ) -> tuple[np.ndarray, Geometry]:
     """Whole image (a file, or a member's pixels), no crop, stretched or letterboxed (``pad_value``
     canvas) to the input size."""
+    table = _pixel_table(spec, inp) if spec.letterbox else None
+    if table is not None:  # Pillow resizes the decoded image itself, no array made in between
+        decoded = decode_rgb_image(image) if isinstance(image, str) else Image.fromarray(image)
+        g = detection_geometry(decoded.width, decoded.height, spec, inp)
+        return _looked_up(decoded, g, spec, inp, table), g
     img = decode_rgb(image) if isinstance(image, str) else image
     g = detection_geometry(img.shape[1], img.shape[0], spec, inp)
-    table = _pixel_table(spec, inp) if spec.letterbox else None
-    if table is not None:
-        return _looked_up(img, g, spec, inp, table), g
     if not spec.letterbox:
         pixels = _resize(img, inp.height, inp.width, spec.resize)
     else:
@@ -96,13 +98,20 @@ def _pixel_table(spec: PreprocessSpec, inp: InputSpec) -> np.ndarray | None:
 
 
 def _looked_up(
-    img: np.ndarray, g: Geometry, spec: PreprocessSpec, inp: InputSpec, table: np.ndarray
+    img: Image.Image, g: Geometry, spec: PreprocessSpec, inp: InputSpec, table: np.ndarray
 ) -> np.ndarray:
-    """The letterboxed tensor by the table: Pillow's resize into a uint8 canvas of the pad value."""
+    """The letterboxed tensor by the table: Pillow's resize into a uint8 canvas of the pad value,
+    each pixel value indexing its channel's column (one column for all where they are equal, as a
+    model's scale and zero point usually are: a single index of uint8 values, no index array)."""
     canvas = np.full((inp.height, inp.width, 3), int(spec.pad_value), dtype=np.uint8)
-    resized = Image.fromarray(img).resize((g.new_w, g.new_h), _PIL_RESAMPLE[spec.resize])
+    resized = img.resize((g.new_w, g.new_h), _PIL_RESAMPLE[spec.resize])
     canvas[g.pad_y : g.pad_y + g.new_h, g.pad_x : g.pad_x + g.new_w] = np.asarray(resized)
     if spec.channel_order == "bgr":  # output channel c reads input channel 2 - c
         canvas = canvas[..., ::-1]
-    tensor = np.take(table.ravel(), canvas.astype(np.intp) * 3 + np.arange(3))[None]
+    if (table == table[:, :1]).all():
+        tensor = table[:, 0][canvas][None]
+    else:
+        tensor = np.empty((1, *canvas.shape), dtype=table.dtype)
+        for c in range(3):
+            tensor[0, ..., c] = table[:, c][canvas[..., c]]
     return np.ascontiguousarray(tensor.transpose(0, 3, 1, 2)) if inp.layout == "nchw" else tensor

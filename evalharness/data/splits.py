@@ -73,9 +73,7 @@ class SplitChoice:
         return split_assumption(self.root, self.split, self.found, self.how)
 
 
-def split_assumption(
-    where: str, split: str | None, found: Sequence[str | None], how: str
-) -> Assumed | None:
+def split_assumption(where: str, split: str | None, found: Sequence[str | None], how: str) -> Assumed | None:
     """The assumption said when ``dataset.split=auto`` picked ``split`` among several (else None)."""
     if len(found) < 2 or how.startswith("dataset.split="):
         return None

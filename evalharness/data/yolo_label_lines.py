@@ -59,7 +59,7 @@ def _line(tokens: list[str], where: str, classes: int, kpt_shape: tuple[int, int
             )
     elif len(tokens) != 5 and (len(tokens) < 7 or len(tokens) % 2 == 0):
         raise DataError(f"{where}: {len(tokens)} numbers; {_LINE}")
-    values = [_number(t, where) for t in tokens]
+    values = _numbers(tokens, where)
     cls = values[0]
     if not cls.is_integer() or not 0 <= cls < classes:
         raise DataError(
@@ -103,11 +103,26 @@ def _pose_line(cls: int, values: list[float], tokens: list[str], where: str, dim
 def _check_normalised(
     names: tuple[str, ...], values: list[float] | tuple[float, ...], tokens: list[str], where: str
 ) -> None:
+    if values and min(values) >= -COORD_TOLERANCE and max(values) <= 1 + COORD_TOLERANCE:
+        return  # every value inside (the common line): none to name
     for what, value, token in zip(names, values, tokens, strict=True):
         if not -COORD_TOLERANCE <= value <= 1 + COORD_TOLERANCE:
             raise DataError(
                 f"{where}: {what} {token} is outside [0, 1] (tolerance {COORD_TOLERANCE:g}); {_LINE}"
             )
+
+
+def _numbers(tokens: list[str], where: str) -> list[float]:
+    """The tokens as finite numbers: all at once where every one is one (the common line), else
+    token by token, so the first that is not is named."""
+    try:
+        values = list(map(float, tokens))
+    except ValueError:
+        values = []
+    plain = max(map(len, tokens)) <= MAX_NUMBER_CHARS and not any("_" in t for t in tokens)
+    if values and plain and all(map(math.isfinite, values)):
+        return values
+    return [_number(t, where) for t in tokens]
 
 
 def _number(token: str, where: str) -> float:

@@ -26,7 +26,11 @@ recall thresholds, and each true positive is the first point to reach a run of t
 the run lengths times the precisions there: O(true positives) per resample and threshold, not
 O(categories x 101) with a search per threshold; the resamples are rows of one array, a batch at a
 time. The sums are taken in another order than pycocotools' mean over the (T, K, R) array, so a
-resample's AP can differ from the per-threshold layout's in the last bit (1e-16).
+resample's AP can differ from the per-threshold layout's in the last bit (1e-16). The detections
+seen before a true positive are not a running sum over every detection (most are false positives,
+read only there): the detections between two read positions are counted once as (image, tile copy)
+pairs, and a resample adds its weights of the pairs (integers: exact in any order); the recall
+thresholds reached are found by arithmetic (:func:`thresholds_reached`), not a binary search.
 """
 
 from __future__ import annotations
@@ -160,8 +164,7 @@ class Matching:
         img, cat = self.det_img[layout], self.det_cat[layout]
         matched, ignored = self.matched[:, layout], self.ignored[:, layout]
         plan = [_threshold_plan(cat, matched[t], ignored[t], n_cat) for t in range(n_thr)]
-        tiled = np.flatnonzero(copy >= 0)
-        tiled_copy, tiled_img = copy[tiled], img[tiled]
+        running = _RunningTotals(plan, img, copy, len(self.img_ids))
         out: Resamples = {
             "AP": np.empty(len(weights)),
             "AP50": np.empty(len(weights)),
@@ -177,12 +180,11 @@ class Matching:
             rows = np.arange(first, first + len(w))
             npig = w @ counts  # (rows, K) non-ignored ground truth drawn; integers, exact in any order
             by_image = np.ascontiguousarray(w.T)  # (N, rows): a resample per column, as below
-            w_det = by_image[img]  # (entries, rows)
-            w_det[tiled] = tiled_copy[:, None] < by_image[tiled_img]
-            total = np.zeros((img.size + 1, len(w)))  # total[j + 1]: weight of the entries 0..j
-            np.cumsum(w_det, axis=0, out=total[1:])
+            totals = running.at_needed(by_image)
             # area[:, t, k]: the sum of category k's interpolated precision over the R recall thresholds
-            area = np.stack([self._areas(tp, w_det, total, npig.T) for tp in plan], axis=1)
+            area = np.stack(
+                [self._areas(tp, running, t, by_image, totals, npig.T) for t, tp in enumerate(plan)], axis=1
+            )
             valid = npig > 0  # pycocotools' -1: no ground truth of the class in this resample
             cells = valid.sum(axis=1) * n_rec  # (rows,) precision values averaged per threshold
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -224,25 +226,28 @@ class Matching:
         copy = np.where(reps[segment] > 1, offset // sizes[segment], -1)
         return index, copy
 
-    def _areas(self, tp: _ThresholdPlan, w_det: Any, total: Any, npig: Any) -> np.ndarray:
+    def _areas(
+        self, tp: _ThresholdPlan, running: _RunningTotals, t: int, by_image: Any, totals: Any, npig: Any
+    ) -> np.ndarray:
         """(rows, K): per resample (row) and category, the sum of pycocotools' interpolated
-        precision at its R recall thresholds, at one IoU threshold (its mean x R).
+        precision at its R recall thresholds, at one IoU threshold ``t`` (its mean x R).
 
         Point j of a category (a true positive, in score order) is the first to reach the recall
         thresholds [reached before it, reached at it): pycocotools reads the interpolated precision
         there for each of them, so the sum is the run lengths times those precisions, without
         visiting the thresholds one by one."""
-        rows, n_cat = w_det.shape[1], npig.shape[0]  # one resample per column
+        rows, n_cat = by_image.shape[1], npig.shape[0]  # one resample per column
         pos = tp.pos
         if pos.size == 0:
             return np.zeros((rows, n_cat))
-        w_tp = w_det[pos]
+        w_tp = running.weights_of(pos, by_image)
         tp_cum = np.cumsum(w_tp, axis=0)
         tp_sum = tp_cum - (tp_cum - w_tp)[tp.first_tp]  # true positives of the category so far
-        seen = total[pos + 1] - total[tp.start]  # detections of the category so far
+        after, start = running.lookups[t]
+        seen = totals[after] - totals[start]  # detections of the category so far
         if tp.ign.size:  # minus the ignored ones (matched to crowd boxes)
             ign_cum = np.zeros((tp.ign.size + 1, rows))
-            np.cumsum(w_det[tp.ign], axis=0, out=ign_cum[1:])
+            np.cumsum(running.weights_of(tp.ign, by_image), axis=0, out=ign_cum[1:])
             seen -= ign_cum[tp.ign_before] - ign_cum[tp.ign_cat_start]
         with np.errstate(divide="ignore", invalid="ignore"):
             rc = tp_sum / npig[tp.cat]  # NaN where no truth is drawn: every threshold "reached"
@@ -252,7 +257,7 @@ class Matching:
         # offsets keep categories apart in one running maximum)
         pr += tp.offset[:, None]
         env = np.maximum.accumulate(pr[::-1], axis=0)[::-1] - tp.offset[:, None]
-        reached = np.searchsorted(self.rec_thrs, rc, "right")  # recall thresholds reached so far
+        reached = thresholds_reached(self.rec_thrs, rc)  # recall thresholds reached so far
         before = np.empty_like(reached)
         before[1:] = reached[:-1]
         before[tp.category_first] = 0
@@ -261,6 +266,68 @@ class Matching:
         sums: np.ndarray = np.bincount(bins, weights=runs.ravel(), minlength=rows * n_cat)
         area: np.ndarray = sums.reshape(n_cat, rows).T
         return area
+
+
+def thresholds_reached(rec_thrs: np.ndarray, rc: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(rec_thrs, rc, "right")`` (how many recall thresholds are <= each recall;
+    NaN: all) for pycocotools' thresholds 0, 0.01, ..., 1, found by arithmetic instead of a binary
+    search: floor(100 rc) is the answer's index give or take one (the thresholds are 0.01 apart, the
+    rounding 1e-16), settled by comparing with the two thresholds there. Other thresholds: the search."""
+    n = rec_thrs.size
+    if n != 101 or rec_thrs[0] != 0.0 or rec_thrs[-1] != 1.0:
+        return np.searchsorted(rec_thrs, rc, "right")
+    with np.errstate(invalid="ignore"):
+        near = np.floor(np.clip(rc * (n - 1), 0, n - 1))
+    near = np.where(np.isnan(near), n - 1, near).astype(np.intp)
+    padded = np.append(rec_thrs, np.nan)  # past the last threshold: nothing more reached
+    reached: np.ndarray = near + (padded[near] <= rc) + (padded[near + 1] <= rc)
+    reached[np.isnan(rc)] = n
+    return reached
+
+
+class _RunningTotals:
+    """Each resample's running total of the detections' weights at the positions the AP reads
+    (after each true positive, where each category starts), without a running sum over every
+    detection: the detections before each such position are counted as (image, tile copy) pairs
+    with their multiplicity, so a resample's work follows the pairs, not the detections. All
+    weights are integers, so the sums are exact in any order (the same bits as a running sum)."""
+
+    def __init__(self, plan: list[_ThresholdPlan], img: np.ndarray, copy: np.ndarray, n_img: int) -> None:
+        self.img, self.copy, self.n_img = img, copy, n_img
+        self.tiled = np.flatnonzero(copy >= 0)
+        needed = np.unique(np.concatenate([np.concatenate((tp.pos + 1, tp.start)) for tp in plan]))
+        self.lookups = [
+            (np.searchsorted(needed, tp.pos + 1), np.searchsorted(needed, tp.start)) for tp in plan
+        ]
+        self.copies = int(copy.max()) + 1 if copy.size else 0
+        upto = int(needed[-1]) if needed.size else 0  # detections after the last position: never read
+        # which feature (a resample's weight of an image, or whether it draws an image's copy c) and
+        # which span between needed positions each detection adds to
+        feature = np.where(copy[:upto] < 0, img[:upto], n_img * (copy[:upto] + 1) + img[:upto])
+        span = np.searchsorted(needed, np.arange(upto), "right")
+        n_features = n_img * (self.copies + 1)
+        keys, self.multiplicity = np.unique(span * n_features + feature, return_counts=True)
+        self.feature = keys % n_features
+        self.reads = np.searchsorted(keys // n_features, np.arange(needed.size), "right")
+
+    def weights_of(self, index: np.ndarray, by_image: np.ndarray) -> np.ndarray:
+        """(len(index), rows): the entries' weights, a tiled copy 1 where its image is drawn more
+        often than its copy number, 0 else."""
+        weights: np.ndarray = by_image[self.img[index]]
+        copies = self.copy[index]
+        tiled = np.flatnonzero(copies >= 0)
+        weights[tiled] = copies[tiled, None] < weights[tiled]
+        return weights
+
+    def at_needed(self, by_image: np.ndarray) -> np.ndarray:
+        """(needed positions, rows): the weight of the entries before each needed position."""
+        drawn = [by_image] + [by_image > c for c in range(self.copies)]
+        features = np.concatenate(drawn, axis=0, dtype=np.float64)
+        added = features[self.feature] * self.multiplicity[:, None]
+        totals = np.zeros((added.shape[0] + 1, by_image.shape[1]))
+        np.cumsum(added, axis=0, out=totals[1:])
+        out: np.ndarray = totals[self.reads]
+        return out
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,8 @@ def _error(tmp_path, labels=None, **kwargs) -> str:
         ("0 0.5 0.5 -0.01 0.25", "w -0.01 is outside [0, 1]"),
         ("0 nan 0.5 0.25 0.25", "'nan' is not a finite number"),
         ("0 0.5 x 0.25 0.25", "'x' is not a finite number"),
+        ("0 0.5 0.5 0.2_5 0.25", "'0.2_5' is not a finite number"),  # Python's float() reads it
+        ("0 0.5 0.5 0.25 -inf", "'-inf' is not a finite number"),
     ],
 )
 def test_a_bad_line_is_one_error_naming_file_and_line(tmp_path, line, says):

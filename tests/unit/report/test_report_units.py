@@ -143,6 +143,15 @@ def test_write_json_streams_an_iterator_as_the_same_bytes(tmp_path):
     assert empty == "[]\n"
 
 
+def test_streamed_json_chunks_join_as_one_array_with_nan_nulled():
+    from evalharness.rundir.files import _ROWS_PER_CHUNK, _json_array_chunks
+
+    for count in (_ROWS_PER_CHUNK, _ROWS_PER_CHUNK + 1, 2 * _ROWS_PER_CHUNK + 3):  # chunk edges
+        rows = [{"a": i, "b": [0.5 * i, float("nan") if i == count - 1 else i]} for i in range(count)]
+        nulled = [{"a": i, "b": [0.5 * i, None if i == count - 1 else i]} for i in range(count)]
+        assert "".join(_json_array_chunks(iter(rows))) == json.dumps(nulled, separators=(",", ":")) + "\n"
+
+
 def test_bit_identical_answers_read_identical_not_undetected():
     a = [{**_pred(f"i{n}", [1, 2], 1), "scores": [0.75, 0.25]} for n in range(3)]
     d = classification_diff(a, [dict(p) for p in a], same_label_file=True)

@@ -64,7 +64,11 @@ def test_the_matching_is_pycocotools_own(seed):
         _evaluated(COCOeval, gt, results, max_dets),
     )
     assert list(ours.stats) == list(theirs.stats)
-    assert np.array_equal(ours.eval["precision"], theirs.eval["precision"])
+    for key in ("precision", "recall", "scores"):  # accumulate() on whole arrays: the same bits
+        assert np.array_equal(ours.eval[key], theirs.eval[key]), key
+    assert ours.ious.keys() == theirs.ious.keys()  # evaluate() skips the empty pairs, the same IoUs
+    for pair, value in theirs.ious.items():
+        assert np.array_equal(ours.ious[pair], value), pair
     for mine, reference in zip(ours.evalImgs, theirs.evalImgs, strict=True):
         assert (mine is None) == (reference is None)
         if reference is None:
