@@ -69,11 +69,10 @@ class _Suppression:
         return hit
 
     def greedy(self, block: np.ndarray, room: int) -> np.ndarray:
-        """Greedy keep inside ``block`` (score order), stopping after ``room`` kept; counts the
-        suppressions of equal scores (a run of them follows each position: its end is ``equal``)."""
+        """Greedy keep inside ``block`` (score order), stopping after ``room`` kept; then counts, in
+        one pass, the suppressed positions whose first suppressor (the earliest kept box that hits
+        it: the one that removed it) has exactly their score."""
         hit = self.matrix(block, block)
-        scores = self.scores[block]
-        equal = np.searchsorted(-scores, -scores, side="right")
         removed = np.zeros(block.size, dtype=bool)
         kept: list[int] = []
         for j in range(block.size):
@@ -82,9 +81,15 @@ class _Suppression:
             kept.append(j)
             if len(kept) == room:
                 break
-            if equal[j] > j + 1:  # later positions of the same score that j suppresses first
-                self.ties += int(np.count_nonzero(hit[j, j + 1 : equal[j]] & ~removed[j + 1 : equal[j]]))
             removed |= hit[j]  # marks only matter for later positions; earlier ones are decided
+        # the last one kept suppressed nothing when it filled the room
+        suppressors = np.asarray(kept[:-1] if len(kept) == room else kept, dtype=np.int64)
+        removed[kept] = False  # a kept box's own mark (IoU with itself)
+        gone = np.flatnonzero(removed)
+        if gone.size:
+            first = suppressors[np.argmax(hit[np.ix_(suppressors, gone)], axis=0)]
+            scores = self.scores[block]
+            self.ties += int(np.count_nonzero(scores[first] == scores[gone]))
         return block[kept]
 
     def survivors(self, kept: np.ndarray, rest: np.ndarray) -> np.ndarray:
