@@ -26,7 +26,7 @@ from pycocotools.coco import COCO
 
 from evalharness.core.errors import DataError
 from evalharness.stats.coco_eval import _score
-from evalharness.stats.coco_match import MatchingCOCOeval
+from evalharness.stats.coco_match import NOTHING, MatchingCOCOeval
 
 MAX_DETECTIONS = 100  # pycocotools' segm params.maxDets[-1]: computeIoU's cut
 
@@ -141,7 +141,7 @@ class _GivenIouCOCOeval(MatchingCOCOeval):
             self.params.iouType = "segm"
 
     def computeIoU(self, imgId: Any, catId: Any) -> Any:  # noqa: N802, N803  # pycocotools' names
-        return self._given.get((imgId, catId), [])
+        return self._given.get((imgId, catId), NOTHING)
 
 
 def score_overlaps(

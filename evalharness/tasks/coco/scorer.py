@@ -110,7 +110,7 @@ class CocoScorer(Scorer):
         from evalharness.stats.coco_eval import evaluate_bbox
         from evalharness.stats.coco_tool_ap import tflite_tool_ap
 
-        results = list(self.detections.rows())  # pycocotools scores from one list; freed on return
+        results = list(self.detections.rows())  # pycocotools scores from one list
         tide: Any = self.tide  # True, or the function that waits for the breakdown
         if self.analysis and self.tide:  # TIDE's pass runs beside pycocotools', in a child process
             from evalharness.stats.tide import tide_in_background
@@ -138,6 +138,7 @@ class CocoScorer(Scorer):
             metrics["nms_ties"] = {"images": self.ties[0], "suppressions": self.ties[1]}
         if self.tflite_tool:
             metrics["tflite_tool"] = tflite_tool_ap(self.annotations, results, image_ids=self.image_ids)
+        del results  # the box dicts are not held while the masks / keypoints are scored
         if self.resamples > 0:
             metrics["intervals"] = bootstrap_intervals(
                 scored["matching"], self.resamples, self.seed, CONFIDENCE
