@@ -11,19 +11,23 @@ serve other bytes than those it was built from.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
+import re
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from evalharness.core.atomic_io import atomic_write_text
+from evalharness.core.atomic_io import atomic_write_chunks
 from evalharness.core.derived import Damaged, read_json_object, read_or_rebuild
 from evalharness.data.ground_truth import Member
 
 VERSION = 2  # 2: a parquet member is (data page offset, row in the page); columns
 Listed = tuple[str, int, Member]
 COLUMNS = ("ids", "classes", "members", "offsets", "lengths", "sha256")
+_HEX = re.compile("[0-9a-fA-F]*")
 
 
 def _path(index_dir: str, reader: str, shard: str, state: tuple[int, ...]) -> str:
@@ -31,7 +35,11 @@ def _path(index_dir: str, reader: str, shard: str, state: tuple[int, ...]) -> st
     return os.path.join(os.path.expanduser(index_dir), f"{reader}-{key[:32]}.json")
 
 
-def _read(path: str, reader: str, shard: str, state: tuple[int, ...]) -> tuple[list[Listed], Counter[str]]:
+def _read(
+    path: str, reader: str, shard: str, state: tuple[int, ...]
+) -> tuple[Iterator[Listed], Counter[str]]:
+    """The kept index, verified whole first (damage is found before any entry is used), then its
+    entries made one at a time as the listing is consumed: no list of every member."""
     doc = read_json_object(path)
     if [doc.get("version"), doc.get("reader"), doc.get("shard"), doc.get("state")] != [
         VERSION, reader, shard, list(state),
@@ -40,30 +48,66 @@ def _read(path: str, reader: str, shard: str, state: tuple[int, ...]) -> tuple[l
     columns = [doc[name] for name in COLUMNS]  # one list a field: no list object per entry
     if not all(isinstance(c, list) and len(c) == len(columns[0]) for c in columns):
         raise Damaged("its columns are not lists of one length")
-    out: list[Listed] = []
     for key, index, name, offset, length, digest in zip(*columns, strict=True):
         if not (isinstance(key, str) and isinstance(name, str) and isinstance(digest, str)):
             raise Damaged("an entry is not (id, index, member, offset, length, sha256)")
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (index, offset, length)):
             raise Damaged("an entry is not (id, index, member, offset, length, sha256)")
-        try:
-            raw = bytes.fromhex(digest)
-        except ValueError:
-            raise Damaged("a sha256 that is not hex") from None
-        if len(raw) != 32:
-            raise Damaged("a sha256 that is not 32 bytes")
-        # the member's name is one string with the id where they are equal (tar members)
-        out.append((key, index, Member(shard, key if name == key else name, offset, length, raw)))
+        if len(digest) != 64 or not _HEX.fullmatch(digest):
+            raise Damaged("a sha256 that is not 32 bytes of hex")
     unscored = doc["unscored"]
     if not isinstance(unscored, dict) or not all(isinstance(v, int) for v in unscored.values()):
         raise Damaged("unscored is not a count by reason")
-    return out, Counter(unscored)
+    return _entries(shard, columns), Counter(unscored)
 
 
-def _columns(listed: list[Listed]) -> list[list[Any]]:
-    """The listing as :data:`COLUMNS`, one list a field."""
-    rows = [(key, index, m.name, m.offset, m.length, m.sha256) for key, index, m in listed]
-    return [[row[j] for row in rows] for j in range(len(COLUMNS))]
+def _entries(shard: str, columns: list[list[Any]]) -> Iterator[Listed]:
+    for key, index, name, offset, length, digest in zip(*columns, strict=True):
+        # the member's name is one string with the id where they are equal (tar members)
+        yield key, index, Member(shard, key if name == key else name, offset, length, bytes.fromhex(digest))
+
+
+def _kept(path: str, head: dict[str, Any], listing: Iterator[Listed], rebuilt: list[str]) -> Iterator[Listed]:
+    """``listing`` passed on entry by entry, its index kept in columns (each id and name as UTF-8 in
+    one buffer, numbers in arrays, digests end to end) and written once it is read to the end: a
+    50,000-member shard costs its columns while listed, not a list of every member and its JSON."""
+    ids, names = bytearray(), bytearray()
+    ends, numbers, digests = array("q"), array("q"), bytearray()
+    for key, index, m in listing:
+        ids += json.dumps(key).encode() + b", "
+        names += json.dumps(m.name).encode() + b", "
+        ends.extend((len(ids), len(names)))
+        numbers.extend((index, m.offset, m.length))
+        digests += m.digest
+        yield key, index, m
+    count = len(numbers) // 3
+
+    def column(name: str, items: Iterator[str]) -> Iterator[str]:
+        yield f', "{name}": ['
+        yield ", ".join(items)
+        yield "]"
+
+    def texts(data: bytearray, which: int) -> Iterator[str]:
+        start = 0
+        for i in range(count):
+            end = ends[2 * i + which]
+            yield data[start : end - 2].decode()
+            start = end
+
+    chunks = itertools.chain(
+        [json.dumps(head)[:-1]],
+        column("ids", texts(ids, 0)),
+        column("classes", (str(numbers[3 * i]) for i in range(count))),
+        column("members", texts(names, 1)),
+        column("offsets", (str(numbers[3 * i + 1]) for i in range(count))),
+        column("lengths", (str(numbers[3 * i + 2]) for i in range(count))),
+        column("sha256", (f'"{digests[32 * i : 32 * i + 32].hex()}"' for i in range(count))),
+        ["}"],
+    )
+    try:
+        atomic_write_chunks(path, chunks)
+    except OSError as exc:  # a read-only cache costs the next run a listing, never this run
+        rebuilt.append(f"container index {path}: not written ({exc.strerror or exc})")
 
 
 def indexed(
@@ -74,7 +118,7 @@ def indexed(
     unscored: Counter[str],
     listing: Callable[[], Iterator[Listed]],
     rebuilt: list[str],
-) -> tuple[Iterator[Listed] | list[Listed], bool]:
+) -> tuple[Iterator[Listed], bool]:
     """(the shard's listing, whether it came from a kept index). ``state``: the shard's
     :func:`~evalharness.core.derived.file_state` taken before it is read (None: not stat'ed).
     Without ``index_dir`` the shard is listed as it is read; otherwise a verified index serves it,
@@ -86,19 +130,14 @@ def indexed(
     if found is not None:
         unscored.update(found[1])
         return found[0], True
-    before = Counter(unscored)
-    listed = list(listing())
-    doc: dict[str, Any] = {
-        "version": VERSION,
-        "reader": reader,
-        "shard": shard,
-        "state": list(state),
-        "unscored": dict(unscored - before),
-        **dict(zip(COLUMNS, _columns(listed), strict=True)),
-    }
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        atomic_write_text(path, json.dumps(doc))
-    except OSError as exc:  # a read-only cache costs the next run a listing, never this run
-        rebuilt.append(f"container index {path}: not written ({exc.strerror or exc})")
-    return listed, False
+    before = Counter(unscored)  # what the listing leaves unscored is known once it has run
+    doc: dict[str, Any] = {"version": VERSION, "reader": reader, "shard": shard, "state": list(state)}
+    return _kept(path, doc, _unscored_last(listing(), doc, unscored, before), rebuilt), False
+
+
+def _unscored_last(
+    listing: Iterator[Listed], doc: dict[str, Any], unscored: Counter[str], before: Counter[str]
+) -> Iterator[Listed]:
+    """``listing``, then ``doc["unscored"]`` set to what it counted (before the index is written)."""
+    yield from listing
+    doc["unscored"] = dict(unscored - before)
