@@ -18,7 +18,9 @@ Without it the benchmark says so and exits 0.
 
 ``--before SRC`` adds a third side: the same evalharness command with ``PYTHONPATH=SRC`` (another
 checkout's package, e.g. ``git archive <commit> | tar -x -C SRC``), in the same rounds, so a change
-is measured against the peer and its own past at once.
+is measured against the peer and its own past at once. Every side runs from the work folder, never
+the checkout's root (``python -m`` would put that folder, and its package, before PYTHONPATH), with
+this checkout's package or SRC's first on PYTHONPATH.
 
 Each tool runs once unpaired first (its caches: Ultralytics writes ``labels/val2017.cache``, both
 read the model and the images once), then ``--rounds`` rounds of one run each, the order reversed
@@ -52,7 +54,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ASSETS = Path(__file__).resolve().parents[2] / "shared" / "assets"
+REPO = Path(__file__).resolve().parents[1]  # the checkout whose package is "evalharness"
+ASSETS = REPO.parent / "shared" / "assets"
 COCO = ASSETS / "coco"
 MODEL = ASSETS / "yolo" / "yolov8n_seg_int8_256.tflite"
 SPLIT = "val2017"
@@ -148,14 +151,20 @@ def timed(cmd: list[str], env: dict[str, str], log: Path) -> tuple[float, float]
     data-loading workers included); its output goes to ``log`` (shown if it fails)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    with log.open("w") as out:
-        code = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+    with log.open("w") as out:  # run from the log's folder: ``-m`` puts the working folder first
+        # on sys.path, so from a checkout's root every side would import that checkout's package
+        code = subprocess.run(cmd, env=env, cwd=log.parent, stdout=out, stderr=subprocess.STDOUT).returncode
     seconds = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if code:
         sys.exit(f"{cmd[0]} ... exited {code}:\n{log.read_text()[-3000:]}")
     return seconds, cpu
+
+
+def with_package(env: dict[str, str], source: str) -> dict[str, str]:
+    """``env`` with the evalharness package of the checkout ``source`` first on PYTHONPATH."""
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, (source, env.get("PYTHONPATH"))))}
 
 
 def main() -> None:
@@ -208,7 +217,7 @@ def our_command(args: argparse.Namespace, data: Path, work: Path, *head: str) ->
 def phases(args: argparse.Namespace, work: Path) -> None:
     data = layout(work, args.images)
     out = work / "phases.json"
-    env = {**os.environ, "PHASES": json.dumps(PHASES), "PHASES_OUT": str(out)}
+    env = with_package({**os.environ, "PHASES": json.dumps(PHASES), "PHASES_OUT": str(out)}, str(REPO))
     print(f"{args.images} images, {args.model}; load average before: {os.getloadavg()}")
     wall, cpu = timed(our_command(args, data, work, "-c", TIMERS), env, work / "phases.log")
     spent = json.loads(out.read_text())
@@ -231,7 +240,7 @@ def run(args: argparse.Namespace, python: str, work: Path) -> None:
         "plots=False", "device=cpu", f"imgsz={args.imgsz}", f"project={work}/peer", "exist_ok=True",
     ]  # fmt: skip
     sides = {"evalharness": ours, "yolo val": peer}
-    envs = {name: env for name in sides}
+    envs = {"evalharness": with_package(env, str(REPO)), "yolo val": env}
     if args.before:  # the same command, another checkout's package: before / after in the same rounds
         sides["evalharness before"] = ours
         envs["evalharness before"] = {**env, "PYTHONPATH": args.before}

@@ -30,7 +30,7 @@ resample's AP can differ from the per-threshold layout's in the last bit (1e-16)
 seen before a true positive are not a running sum over every detection (most are false positives,
 read only there): the detections between two read positions are counted once as (image, tile copy)
 pairs, and a resample adds its weights of the pairs (integers: exact in any order); the recall
-thresholds reached are found by arithmetic (:func:`thresholds_reached`), not a binary search.
+thresholds reached are looked up, not searched (:mod:`evalharness.stats.coco_recall_reads`).
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import numpy as np
+
+from evalharness.stats.coco_recall_reads import ReachedTable
 
 AREA_ALL = 0  # index of area range "all" in pycocotools' evalImgs
 AP50, AP75 = 0, 5  # IoU threshold indices of 0.50 and 0.75 in 0.50:0.05:0.95
@@ -172,6 +174,7 @@ class Matching:
             "per_class": np.empty((len(weights), n_cat)),
         }
         counts = self.gt_count.T.astype(np.float64)  # (N, K)
+        table = ReachedTable(weights @ counts, self.rec_thrs)  # every npig drawn: whole numbers
         workers = max(1, min(_WORKERS, len(os.sched_getaffinity(0))))
         batch = max(1, min(_BATCH_VALUES // (img.size + 1), -(-len(weights) // workers)))
 
@@ -183,7 +186,11 @@ class Matching:
             totals = running.at_needed(by_image)
             # area[:, t, k]: the sum of category k's interpolated precision over the R recall thresholds
             area = np.stack(
-                [self._areas(tp, running, t, by_image, totals, npig.T) for t, tp in enumerate(plan)], axis=1
+                [
+                    self._areas(tp, running, t, by_image, totals, table.reader(npig.T))
+                    for t, tp in enumerate(plan)
+                ],
+                axis=1,
             )
             valid = npig > 0  # pycocotools' -1: no ground truth of the class in this resample
             cells = valid.sum(axis=1) * n_rec  # (rows,) precision values averaged per threshold
@@ -227,7 +234,7 @@ class Matching:
         return index, copy
 
     def _areas(
-        self, tp: _ThresholdPlan, running: _RunningTotals, t: int, by_image: Any, totals: Any, npig: Any
+        self, tp: _ThresholdPlan, running: _RunningTotals, t: int, by_image: Any, totals: Any, reached_at: Any
     ) -> np.ndarray:
         """(rows, K): per resample (row) and category, the sum of pycocotools' interpolated
         precision at its R recall thresholds, at one IoU threshold ``t`` (its mean x R).
@@ -236,7 +243,7 @@ class Matching:
         thresholds [reached before it, reached at it): pycocotools reads the interpolated precision
         there for each of them, so the sum is the run lengths times those precisions, without
         visiting the thresholds one by one."""
-        rows, n_cat = by_image.shape[1], npig.shape[0]  # one resample per column
+        rows, n_cat = by_image.shape[1], len(self.cat_ids)  # one resample per column
         pos = tp.pos
         if pos.size == 0:
             return np.zeros((rows, n_cat))
@@ -250,14 +257,14 @@ class Matching:
             np.cumsum(running.weights_of(tp.ign, by_image), axis=0, out=ign_cum[1:])
             seen -= ign_cum[tp.ign_before] - ign_cum[tp.ign_cat_start]
         with np.errstate(divide="ignore", invalid="ignore"):
-            rc = tp_sum / npig[tp.cat]  # NaN where no truth is drawn: every threshold "reached"
             # a true positive of an image not drawn is no point of the resample: -1 never wins
             pr = np.where(w_tp > 0, tp_sum / (seen + EPS), -1.0)
         # interpolated precision: the max of pr over the later points of the same category (the
         # offsets keep categories apart in one running maximum)
         pr += tp.offset[:, None]
         env = np.maximum.accumulate(pr[::-1], axis=0)[::-1] - tp.offset[:, None]
-        reached = thresholds_reached(self.rec_thrs, rc)  # recall thresholds reached so far
+        # recall thresholds reached so far (tp / npig; NaN where no truth is drawn: all reached)
+        reached = reached_at(tp.cat, tp_sum)
         before = np.empty_like(reached)
         before[1:] = reached[:-1]
         before[tp.category_first] = 0
@@ -266,23 +273,6 @@ class Matching:
         sums: np.ndarray = np.bincount(bins, weights=runs.ravel(), minlength=rows * n_cat)
         area: np.ndarray = sums.reshape(n_cat, rows).T
         return area
-
-
-def thresholds_reached(rec_thrs: np.ndarray, rc: np.ndarray) -> np.ndarray:
-    """``np.searchsorted(rec_thrs, rc, "right")`` (how many recall thresholds are <= each recall;
-    NaN: all) for pycocotools' thresholds 0, 0.01, ..., 1, found by arithmetic instead of a binary
-    search: floor(100 rc) is the answer's index give or take one (the thresholds are 0.01 apart, the
-    rounding 1e-16), settled by comparing with the two thresholds there. Other thresholds: the search."""
-    n = rec_thrs.size
-    if n != 101 or rec_thrs[0] != 0.0 or rec_thrs[-1] != 1.0:
-        return np.searchsorted(rec_thrs, rc, "right")
-    with np.errstate(invalid="ignore"):
-        near = np.floor(np.clip(rc * (n - 1), 0, n - 1))
-    near = np.where(np.isnan(near), n - 1, near).astype(np.intp)
-    padded = np.append(rec_thrs, np.nan)  # past the last threshold: nothing more reached
-    reached: np.ndarray = near + (padded[near] <= rc) + (padded[near + 1] <= rc)
-    reached[np.isnan(rc)] = n
-    return reached
 
 
 class _RunningTotals:

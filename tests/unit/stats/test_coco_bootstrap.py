@@ -1,12 +1,13 @@
 """The bootstrap's shortcuts against the plain computations they replace, exactly: the recall
-thresholds reached (arithmetic against a binary search) and the running totals at the positions
-the AP reads (counted pairs against a running sum over every detection)."""
+thresholds reached (a table, or arithmetic, against a binary search) and the running totals at the
+positions the AP reads (counted pairs against a running sum over every detection)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from evalharness.stats.coco_bootstrap import _RunningTotals, _threshold_plan, thresholds_reached
+from evalharness.stats.coco_bootstrap import _RunningTotals, _threshold_plan
+from evalharness.stats.coco_recall_reads import ReachedTable, thresholds_reached
 
 REC_THRS = np.linspace(0.0, 1.00, int(np.round((1.00 - 0.0) / 0.01)) + 1)  # pycocotools' recThrs
 
@@ -40,3 +41,18 @@ def test_running_totals_equal_a_running_sum_over_every_detection():
         assert np.array_equal(totals[start], total[tp.start])
     tiled = copy >= 0
     assert np.array_equal(every[tiled], copy[tiled, None] < by_image[img[tiled]])
+
+
+def test_the_reached_table_is_the_search_of_each_drawn_ratio(monkeypatch):
+    import evalharness.stats.coco_recall_reads as reads
+
+    rng = np.random.default_rng(2)
+    npig = rng.integers(0, 400, (5, 60)).astype(np.float64)  # (K, rows), zeros: no truth drawn
+    cat = np.sort(rng.integers(0, 5, 300))
+    tp = np.floor(rng.random((300, 60)) * (npig[cat] + 1))  # whole, never above its npig
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = np.searchsorted(REC_THRS, tp / npig[cat], "right")
+    assert np.array_equal(ReachedTable(npig, REC_THRS).reader(npig)(cat, tp), want)
+    monkeypatch.setattr(reads, "_MAX_TABLE", 10)  # too large a table: the arithmetic instead
+    with np.errstate(divide="ignore", invalid="ignore"):
+        assert np.array_equal(ReachedTable(npig, REC_THRS).reader(npig)(cat, tp), want)
