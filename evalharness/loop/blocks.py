@@ -8,7 +8,7 @@ gives the measured figures). Holding a few samples' outputs pays the cold start 
 The inputs' identity hashes (``loop/input_identity.py``) are made here too, the block's inputs one
 after the other before its outputs are scored: hashed on the preparing thread right after each
 decode and resize, the same CRC and sha256 code ran cold every time and cost 2–3 × as much CPU
-(MobileNet v1 0.25/128 quant: 115–141 µs an image there, 57–84 µs here; docs/benchmarks.md, *A
+(MobileNet v1 0.25/128 quant: 115–165 µs an image there, 74–86 µs here; docs/benchmarks.md, *A
 whole run at ILSVRC size*). So a block holds its samples' input tensors until it is flushed.
 
 Nothing else changes: every sample is scored in sample order, by the same code, with the same
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # for the type only
     from evalharness.tasks.live import Looped
 
 BLOCK_SAMPLES = 64
-BLOCK_BYTES = 4 * 2**20
+BLOCK_BYTES = 2**20  # held inputs and outputs: ~20 samples of a 128 x 128 uint8 input, <= 1 MiB of RSS
 BLOCK_S = 0.25
 
 
