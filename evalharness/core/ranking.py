@@ -25,8 +25,7 @@ def stable_topk(scores: np.ndarray, k: int) -> np.ndarray:
         # Floats negate safely: lexsort (stable) by NaN-ness, then descending score, then index, so
         # NaN ranks after every number, -inf included.
         nan = np.isnan(x)
-        order = np.lexsort((-np.where(nan, 0, x), nan))
-    else:
-        n = x.shape[0]
-        order = (n - 1) - np.argsort(x[::-1], kind="stable")[::-1]
-    return order[:k].astype(np.int64, copy=False)
+        return np.lexsort((-np.where(nan, 0, x), nan))[:k].astype(np.int64, copy=False)
+    # only the k first positions of the reversed order are turned back into indices
+    first: np.ndarray = (x.shape[0] - 1) - np.argsort(x[::-1], kind="stable")[::-1][:k]
+    return first.astype(np.int64, copy=False)

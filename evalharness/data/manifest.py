@@ -69,11 +69,17 @@ def samples_identity(
     in key order (the usual case) stream; others are visited in key order through a list of positions."""
     n = len(samples)
     content = content or (n > 0 and isinstance(entry(samples[0])[1], Member))  # a container's: always
-    ordered = all(entry(samples[i])[0] <= entry(samples[i + 1])[0] for i in range(n - 1))
-    order = range(n) if ordered else sorted(range(n), key=lambda i: entry(samples[i])[0])
+    # each sample made once a pass (iterating, not indexing twice): a listing's samples are built
+    # from its columns, µs each, and a run's provenance is taken twice (identity, record)
+    ordered = all(a <= b for a, b in pairwise(entry(s)[0] for s in samples))
+    entries: Iterable[tuple[str, str | Member]] = (
+        (entry(s) for s in samples)
+        if ordered
+        else (entry(samples[i]) for i in sorted(range(n), key=lambda i: entry(samples[i])[0]))
+    )
     return {
         "count": n,
-        "manifest_sha256": manifest_hash((entry(samples[i]) for i in order), content, presorted=True),
+        "manifest_sha256": manifest_hash(entries, content, presorted=True),
         "manifest_kind": "relative path + sha256" if content else "relative path + size",
     }
 

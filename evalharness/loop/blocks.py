@@ -5,11 +5,17 @@ Python that follows it — output checks, the task's record, the predictions lin
 time; scored one after the other in blocks, the same code runs warm (docs/benchmarks.md, *Throughput*,
 gives the measured figures). Holding a few samples' outputs pays the cold start once per block.
 
+The inputs' identity hashes (``loop/input_identity.py``) are made here too, the block's inputs one
+after the other before its outputs are scored: hashed on the preparing thread right after each
+decode and resize, the same CRC and sha256 code ran cold every time and cost 2–3 × as much CPU
+(MobileNet v1 0.25/128 quant: 115–165 µs an image there, 74–86 µs here; docs/benchmarks.md, *A
+whole run at ILSVRC size*). So a block holds its samples' input tensors until it is flushed.
+
 Nothing else changes: every sample is scored in sample order, by the same code, with the same
 latency; the loop flushes the block whenever it stops (an interrupted run keeps every sample it
 invoked, as before). A block ends at :data:`BLOCK_SAMPLES` samples, at :data:`BLOCK_BYTES` of held
-outputs (a model with large outputs is scored sample by sample) or :data:`BLOCK_S` seconds after its
-first sample (a slow model's predictions reach the file as they did).
+inputs and outputs (a model with large ones is scored sample by sample) or :data:`BLOCK_S` seconds
+after its first sample (a slow model's predictions reach the file as they did).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ if TYPE_CHECKING:  # for the type only
     from evalharness.tasks.live import Looped
 
 BLOCK_SAMPLES = 64
-BLOCK_BYTES = 4 * 2**20
+BLOCK_BYTES = 2**20  # held inputs and outputs: ~20 samples of a 128 x 128 uint8 input, <= 1 MiB of RSS
 BLOCK_S = 0.25
 
 
@@ -51,19 +57,18 @@ class ScoringBlocks:
         identity: InputIdentity | None = None,
     ) -> None:
         self.task, self.record, self.result, self.identity = task, record, result, identity
-        self._held: list[tuple[object, list[np.ndarray], float, dict[str, str]]] = []
+        self._held: list[tuple[object, list[np.ndarray], list[np.ndarray], float]] = []
         self._bytes = 0
         self._started = 0.0
 
     def add(self, sample: Any, tensors: list[np.ndarray], outputs: list[np.ndarray], latency: float) -> None:
-        """One invoked sample: its inputs checked and hashed (when prepared, else now; not held), its
-        outputs later."""
+        """One invoked sample: its inputs checked now, hashed and its outputs scored when the block is
+        flushed."""
         self.result.checks.add_inputs(tensors)
-        hashes = hashes_of(tensors, self.identity)
         if not self._held:
             self._started = time.perf_counter()
-        self._held.append((sample, outputs, latency, hashes))
-        self._bytes += sum(o.nbytes for o in outputs)
+        self._held.append((sample, tensors, outputs, latency))
+        self._bytes += sum(t.nbytes for t in tensors) + sum(o.nbytes for o in outputs)
         if (
             len(self._held) >= BLOCK_SAMPLES
             or self._bytes >= BLOCK_BYTES
@@ -73,12 +78,13 @@ class ScoringBlocks:
 
     def flush(self) -> None:
         held, self._held, self._bytes = self._held, [], 0
-        result, evaluator = self.result, self.task.evaluator
-        for sample, outputs, latency, hashes in held:
+        result, evaluator, identity = self.result, self.task.evaluator, self.identity
+        hashes = [hashes_of(tensors, identity) for _, tensors, _, _ in held]  # one after the other: warm
+        for (sample, _, outputs, latency), sample_hashes in zip(held, hashes, strict=True):
             start = time.perf_counter()
             result.inference_ms.append(latency)
             result.checks.add_outputs(outputs)
             prediction = evaluator.update(sample, outputs)
             if prediction is not None:
-                self.record({**prediction, "latency_ms": latency, **hashes})
+                self.record({**prediction, "latency_ms": latency, **sample_hashes})
             result.postprocess_s.append(time.perf_counter() - start)

@@ -338,7 +338,7 @@ def run_loop(
         identity = InputIdentity(model.inputs, input_layout(task))
         items = shaped(
             lambda samples, workers, phased=False: prepared(
-                task, samples, workers, settings.prefetch, phased, result.prepare_s, identity
+                task, samples, workers, settings.prefetch, phased, result.prepare_s
             ),
             todo,
             total,

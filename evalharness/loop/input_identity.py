@@ -18,10 +18,10 @@ task (an image input's ``nhwc``/``nchw``); an input of another shape is hashed a
 computed once: a float32 NHWC input is its own real values (one digest serves both), and an integer
 input's real values are dequantised a window at a time, never as a whole float32 copy.
 
-Where: as soon as a sample's tensors are prepared (:func:`hashed`, on the preparing thread when the
-loop is pipelined), while they are still in the CPU's caches, not after ``invoke()`` has swept them:
-0.25–0.27 ms of CPU per MobileNet v2 quant sample instead of 0.30 in the loop on a loaded machine,
-0.13 ms hashed alone (docs/benchmarks.md, *End-to-end throughput*).
+Where: in the loop's scoring blocks (``loop/blocks.py``), the block's inputs one after the other, so
+the hashing code runs warm: 74–86 µs of CPU per MobileNet v1 0.25/128 quant sample there, against
+115–165 µs when each sample was hashed on the preparing thread right after its decode and resize
+(:func:`hashed`, which ``prepared`` still offers; docs/benchmarks.md, *A whole run at ILSVRC size*).
 """
 
 from __future__ import annotations

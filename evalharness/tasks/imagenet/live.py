@@ -93,16 +93,17 @@ class TopKEvaluator(RecordEvaluator):
         raw = outputs[0].reshape(-1)
         top = stable_topk(raw, self.top_k)
         truth = self.truth[ground_truth(sample)]
-        where = np.flatnonzero(top == truth)
+        ranked = top.tolist()  # Python ints: the labels, the rank and the line without numpy scalars
+        labels = self.labels
         return {
             "id": sample.key,
             # a bare class index is named by the model's own label of the output it maps to
-            "label": self.labels[truth] if sample.label == INDEX_LABEL else sample.label,
+            "label": labels[truth] if sample.label == INDEX_LABEL else sample.label,
             "label_index": truth,
-            "topk": top.tolist(),
-            "topk_labels": [self.labels[i] for i in top],
+            "topk": ranked,
+            "topk_labels": [labels[i] for i in ranked],
             "scores": np.asarray(self.output.dequantize(raw[top]), dtype=np.float64).tolist(),
-            "rank": int(where[0]) if where.size else None,
+            "rank": ranked.index(truth) if truth in ranked else None,
         }
 
 
