@@ -8,7 +8,7 @@ gives the measured figures). Holding a few samples' outputs pays the cold start 
 The inputs' identity hashes (``loop/input_identity.py``) are made here too, the block's inputs one
 after the other before its outputs are scored: hashed on the preparing thread right after each
 decode and resize, the same CRC and sha256 code ran cold every time and cost 2–3 × as much CPU
-(MobileNet v1 0.25/128 quant: 115–165 µs an image there, 74–86 µs here; docs/benchmarks.md, *A
+(MobileNet v1 0.25/128 quant: 82–165 µs an image there, 58–86 µs here; docs/benchmarks.md, *A
 whole run at ILSVRC size*). So a block holds its samples' input tensors until it is flushed.
 
 Nothing else changes: every sample is scored in sample order, by the same code, with the same

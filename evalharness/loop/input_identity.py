@@ -19,8 +19,8 @@ computed once: a float32 NHWC input is its own real values (one digest serves bo
 input's real values are dequantised a window at a time, never as a whole float32 copy.
 
 Where: in the loop's scoring blocks (``loop/blocks.py``), the block's inputs one after the other, so
-the hashing code runs warm: 74–86 µs of CPU per MobileNet v1 0.25/128 quant sample there, against
-115–165 µs when each sample was hashed on the preparing thread right after its decode and resize
+the hashing code runs warm: 58–86 µs of CPU per MobileNet v1 0.25/128 quant sample there, against
+82–165 µs when each sample was hashed on the preparing thread right after its decode and resize
 (:func:`hashed`, which ``prepared`` still offers; docs/benchmarks.md, *A whole run at ILSVRC size*).
 """
 
