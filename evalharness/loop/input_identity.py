@@ -21,7 +21,7 @@ input's real values are dequantised a window at a time, never as a whole float32
 Where: in the loop's scoring blocks (``loop/blocks.py``), the block's inputs one after the other, so
 the hashing code runs warm: 58–86 µs of CPU per MobileNet v1 0.25/128 quant sample there, against
 82–165 µs when each sample was hashed on the preparing thread right after its decode and resize
-(:func:`hashed`, which ``prepared`` still offers; docs/benchmarks.md, *A whole run at ILSVRC size*).
+(docs/benchmarks.md, *A whole run at ILSVRC size*).
 """
 
 from __future__ import annotations
@@ -30,14 +30,6 @@ import numpy as np
 
 from evalharness.core.input_hash import FIELD, METHOD, real_digest, real_is_exact, tensors_digest
 from evalharness.core.tensors import TensorInfo
-
-
-class Hashed(list):  # type: ignore[type-arg]  # a list[np.ndarray]
-    """A sample's input tensors (the list the loop hands on) with ``hashes``, their record fields."""
-
-    def __init__(self, tensors: list[np.ndarray], hashes: dict[str, str]) -> None:
-        super().__init__(tensors)
-        self.hashes = hashes
 
 
 class InputIdentity:
@@ -56,13 +48,6 @@ class InputIdentity:
         return {"input_sha256": exact, "input_float_sha256": real, FIELD: METHOD}
 
 
-def hashed(tensors: list[np.ndarray], identity: InputIdentity | None) -> list[np.ndarray]:
-    """``tensors`` carrying their hashes (:class:`Hashed`), made now; as they are without ``identity``."""
-    return tensors if identity is None else Hashed(tensors, identity.of(tensors))
-
-
 def hashes_of(tensors: list[np.ndarray], identity: InputIdentity | None) -> dict[str, str]:
-    """The record fields of ``tensors``' hashes: those made when they were prepared, else made now."""
-    if isinstance(tensors, Hashed):
-        return tensors.hashes
+    """The record fields of ``tensors``' hashes ({} without ``identity``)."""
     return identity.of(tensors) if identity is not None else {}

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from evalharness.core.errors import DataError
-from evalharness.loop.input_identity import InputIdentity, hashed
 from evalharness.tasks.live import Looped
 
 Prepared = tuple[Any, list[np.ndarray] | DataError]  # (sample, its input tensors or why not)
@@ -27,15 +26,13 @@ def prepared(
     prefetch: int,
     phased: bool = False,
     spent: array[float] | None = None,
-    identity: InputIdentity | None = None,
 ) -> Iterator[Prepared]:
     """(sample, tensors or the DataError preparing it raised), in sample order; each preparation's
     seconds are appended to ``spent``: wall-clock when samples are prepared in turn with the invokes,
     the preparing thread's CPU time when they are prepared beside them (workers > 0). A thread
     waiting meanwhile for the cores or the GIL — while a GPU compiles its program in the first
     invoke, or a software renderer runs one — waits for the invoke; that wait is not preprocessing
-    (it once read "9515 ms preprocess" per image on a GPU). ``identity``: each sample's tensors are
-    hashed as soon as they are made, still in the cache (:func:`hashed`; not in ``spent``).
+    (it once read "9515 ms preprocess" per image on a GPU).
 
     With workers > 0 a bounded window of ``prefetch`` samples is prepared ahead on a thread pool;
     consuming the futures in submission order keeps results deterministic whatever the timing.
@@ -49,13 +46,12 @@ def prepared(
     def attempt(sample: Any) -> list[np.ndarray] | DataError:
         start = clock()
         try:
-            tensors = task.prepare(sample)
+            return task.prepare(sample)
         except DataError as exc:
             return exc
         finally:
             if spent is not None:
                 spent.append(clock() - start)
-        return hashed(tensors, identity)
 
     if workers <= 0:
         for sample in samples:

@@ -134,31 +134,10 @@ def test_a_block_is_short_enough_that_every_change_of_up_to_3_bits_is_caught():
         remainder ^= poly if remainder >> 32 else 0
 
 
-def test_inputs_hashed_where_they_are_prepared_carry_the_hashes_the_loop_would_make():
-    """The preparing side hashes a sample's tensors while they are in the cache; the record's fields
-    are the ones hashing them after the invoke gives, and a sample prepared without an identity is
-    hashed when it is scored."""
-    from evalharness.core.errors import DataError
+def test_hashes_of_gives_the_identity_fields_or_none():
+    """The scoring blocks' hashes of a sample: the identity's fields, {} without an identity."""
     from evalharness.loop.input_identity import hashes_of
-    from evalharness.loop.preparation import prepared
 
     identity = _identity((1, 4, 5, 3), "uint8", 0.5, 3)
-    images = [np.full((1, 4, 5, 3), k, np.uint8) for k in range(5)]
-
-    class _Task:
-        def prepare(self, k):
-            if k == 3:
-                raise DataError("unreadable")
-            return [images[k]]
-
-    for workers in (0, 2):
-        out = list(prepared(_Task(), range(5), workers, 2, identity=identity))
-        assert [k for k, _ in out] == list(range(5)) and isinstance(out[3][1], DataError)
-        for k, tensors in out:
-            if k != 3:
-                assert hashes_of(tensors, None) == identity.of([images[k]])
-                assert hashes_of(tensors, identity) == identity.of([images[k]])
-                assert len(tensors) == 1 and tensors[0] is images[k]
-    bare = list(prepared(_Task(), [0], 0, 2))[0][1]
-    assert type(bare) is list and hashes_of(bare, identity) == identity.of([images[0]])
-    assert hashes_of(bare, None) == {}
+    image = np.full((1, 4, 5, 3), 7, np.uint8)
+    assert hashes_of([image], identity) == identity.of([image]) and hashes_of([image], None) == {}
