@@ -110,6 +110,9 @@ class SampleColumns:
 
     def __init__(self, root: str) -> None:
         self.root = root
+        # a sample under another root (a plug-in reader's): the roots numbered, one a sample from then
+        self.roots = [root]
+        self.root_of = array("I")
         self.keys = _Blobs()
         self.labels: list[Label] = []
         self._label_ids: dict[Label, int] = {}
@@ -126,7 +129,14 @@ class SampleColumns:
     def __len__(self) -> int:
         return len(self.label_of)
 
-    def add(self, key: str, label: Label, member: Member | None = None) -> None:
+    def add(self, key: str, label: Label, member: Member | None = None, root: str | None = None) -> None:
+        root = root or self.root
+        if root != self.root or len(self.root_of):
+            if not len(self.root_of):
+                self.root_of.extend([0] * len(self))
+            if root not in self.roots:
+                self.roots.append(root)
+            self.root_of.append(self.roots.index(root))
         self.keys.add(_utf8(key))
         label_id = self._label_ids.setdefault(label, len(self.labels))
         if label_id == len(self.labels):
@@ -158,7 +168,8 @@ class SampleColumns:
 
     def sample(self, i: int) -> LabeledSample:
         text, occurrence, index = self.labels[self.label_of[i]]
-        return LabeledSample(self.root, self.keys.text(i), text, occurrence, index, self.member(i))
+        root = self.roots[self.root_of[i]] if len(self.root_of) else self.root
+        return LabeledSample(root, self.keys.text(i), text, occurrence, index, self.member(i))
 
 
 Positions = range | array  # type: ignore[type-arg]  # positions in the columns: range or array("q")
@@ -175,12 +186,12 @@ class SampleList(Sequence[LabeledSample]):
 
     @classmethod
     def of(cls, samples: Iterable[LabeledSample], root: str = "") -> SampleList:
-        """A list of samples as columns (every sample's root is ``root``, or the first one's)."""
+        """A list of samples as columns (``root``: the root of them all, else each sample's own)."""
         columns: SampleColumns | None = None
         for s in samples:
             if columns is None:
                 columns = SampleColumns(root or s.root)
-            columns.add(s.key, (s.label, s.occurrence, s.index), s.member)
+            columns.add(s.key, (s.label, s.occurrence, s.index), s.member, root or s.root)
         return cls(columns if columns is not None else SampleColumns(root))
 
     def __len__(self) -> int:

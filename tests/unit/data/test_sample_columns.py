@@ -38,6 +38,8 @@ def test_every_sample_reads_back_as_listed_with_or_without_members():
         assert columns.columns.labels == [("class 0", None, 0), ("class 1", 1, 1), ("class 2", 2, 2)]
     mixed = [_samples(1)[0], _samples(2, members=True)[1], _samples(3)[2]]  # a file, a member, a file
     assert list(SampleList.of(mixed)) == mixed
+    roots = [LabeledSample(root, "a.jpg", "x") for root in ("/a", "/a", "/b", "/a")]  # a plug-in's
+    assert list(SampleList.of(roots)) == roots
 
 
 def test_keys_any_file_name_gives_sort_in_str_order_stably():
