@@ -29,13 +29,18 @@ def headline(definition: TaskDefinition, metrics: Mapping[str, Any]) -> dict[str
     }
 
 
-def _lead(definition: TaskDefinition, metrics: Mapping[str, Any]) -> tuple[Metric, str] | None:
-    """The headline metric and the member of it the result holds; None: no headline declared. Where
-    several are declared headline (box AP, then a seg or pose model's mask or keypoint AP), the first
-    the result holds leads; :func:`beside_headline` gives the others."""
+def _headlines(definition: TaskDefinition, metrics: Mapping[str, Any]) -> list[tuple[Metric, str]]:
+    """The headline metrics the result holds, each with the member of it held, in declaration order
+    (box AP, then a seg or pose model's mask or keypoint AP); none for a speed-only task."""
     if definition.abilities.latency_only:
-        return None
-    return next(((m, p[0]) for m in definition.metrics if m.headline and (p := m.picked(metrics))), None)
+        return []
+    return [(m, p[0]) for m in definition.metrics if m.headline and (p := m.picked(metrics))]
+
+
+def _lead(definition: TaskDefinition, metrics: Mapping[str, Any]) -> tuple[Metric, str] | None:
+    """The headline metric that leads (the first the result holds); None: no headline declared."""
+    held = _headlines(definition, metrics)
+    return held[0] if held else None
 
 
 def judged_metric(definition: TaskDefinition, metrics: Mapping[str, Any]) -> str | None:
@@ -43,9 +48,9 @@ def judged_metric(definition: TaskDefinition, metrics: Mapping[str, Any]) -> str
     the last headline figure the result holds — a seg or pose model's mask or keypoint AP after its
     box AP, what the model is for and what ``report diff``'s verdict leads with —, else the first
     sweep column; None: neither."""
-    held = [p[0] for m in definition.metrics if m.headline and (p := m.picked(metrics))]
-    if held and not definition.abilities.latency_only:
-        return held[-1]
+    held = _headlines(definition, metrics)
+    if held:
+        return held[-1][1]
     columns = sweep_metrics(definition)
     return columns[0] if columns else None
 
@@ -70,17 +75,14 @@ def beside_headline(
 ) -> list[tuple[str, float, list[float] | None]]:
     """The other headline figures a result holds, shown after the lead one (a seg model's mask AP
     beside its box AP): (title, value, interval or None) each, in declaration order."""
-    lead = _lead(definition, metrics.values)
-    if lead is None:
-        return []
-    out = []
-    for metric in definition.metrics:
-        picked = metric.picked(metrics.values) if metric.headline and metric is not lead[0] else []
-        if picked:
-            name = picked[0]
-            interval = metrics.intervals.get(name) if metric.interval else None
-            out.append((metric.text(metric.title, name), metric.number(metrics.values, name), interval))
-    return out
+    return [
+        (
+            metric.text(metric.title, name),
+            metric.number(metrics.values, name),
+            metrics.intervals.get(name) if metric.interval else None,
+        )
+        for metric, name in _headlines(definition, metrics.values)[1:]
+    ]
 
 
 def _fill(template: str, intervals: Mapping[str, Any]) -> str:

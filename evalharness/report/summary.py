@@ -66,8 +66,9 @@ def _accuracy(doc: Document) -> str | None:
     """The task's headline figure with its interval and the interval's method, named; then the
     other headline figures the run holds (a seg model's mask AP) with theirs."""
     try:
-        headline = headline_accuracy(definition_of(doc), doc.metrics)
-        others = beside_headline(definition_of(doc), doc.metrics)
+        definition = definition_of(doc)
+        headline = headline_accuracy(definition, doc.metrics)
+        others = beside_headline(definition, doc.metrics)
     except Exception:  # noqa: BLE001 - a document this code cannot read has no headline to show
         return None
     if headline is None:
