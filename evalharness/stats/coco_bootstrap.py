@@ -174,22 +174,21 @@ class Matching:
             "per_class": np.empty((len(weights), n_cat)),
         }
         counts = self.gt_count.T.astype(np.float64)  # (N, K)
-        table = ReachedTable(weights @ counts, self.rec_thrs)  # every npig drawn: whole numbers
+        drawn = weights @ counts  # (resamples, K) non-ignored ground truth drawn; whole numbers
+        table = ReachedTable(drawn, self.rec_thrs)
         workers = max(1, min(_WORKERS, len(os.sched_getaffinity(0))))
         batch = max(1, min(_BATCH_VALUES // (img.size + 1), -(-len(weights) // workers)))
 
         def one_batch(first: int) -> None:
             w = weights[first : first + batch]
             rows = np.arange(first, first + len(w))
-            npig = w @ counts  # (rows, K) non-ignored ground truth drawn; integers, exact in any order
+            npig = drawn[first : first + len(w)]  # (rows, K): integers, exact in any order
             by_image = np.ascontiguousarray(w.T)  # (N, rows): a resample per column, as below
             totals = running.at_needed(by_image)
+            read = table.reader(npig.T)  # the recall thresholds each count reaches, one lookup a batch
             # area[:, t, k]: the sum of category k's interpolated precision over the R recall thresholds
             area = np.stack(
-                [
-                    self._areas(tp, running, t, by_image, totals, table.reader(npig.T))
-                    for t, tp in enumerate(plan)
-                ],
+                [self._areas(tp, running, t, by_image, totals, read) for t, tp in enumerate(plan)],
                 axis=1,
             )
             valid = npig > 0  # pycocotools' -1: no ground truth of the class in this resample

@@ -83,10 +83,11 @@ class MatchingCOCOeval(COCOeval):  # type: ignore[misc]  # pycocotools ships no 
         scores = -np.ones((n_thr, n_rec, n_cat, n_area, n_max))
         done = self._paramsEval  # what evaluate() matched: p may select a part of it
         cats, areas = set(done.catIds if done.useCats else [-1]), set(map(tuple, done.areaRng))
+        imgs, max_dets = set(done.imgIds), set(done.maxDets)
         k_list = [n for n, k in enumerate(p.catIds) if k in cats]
-        m_list = [m for m in p.maxDets if m in set(done.maxDets)]
+        m_list = [m for m in p.maxDets if m in max_dets]
         a_list = [n for n, a in enumerate(map(tuple, p.areaRng)) if a in areas]
-        i_list = [n for n, i in enumerate(p.imgIds) if i in set(done.imgIds)]
+        i_list = [n for n, i in enumerate(p.imgIds) if i in imgs]
         n_img0, n_area0 = len(done.imgIds), len(done.areaRng)
         for k, k0 in enumerate(k_list):
             for a, a0 in enumerate(a_list):

@@ -13,6 +13,7 @@ most are judged by mask IoU, a pose run's by OKS, not by the boxes around them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,7 +35,8 @@ def _rle(record: Mapping[str, Any], counts: str) -> dict[str, Any]:
     return {"size": record["mask_size"], "counts": counts}
 
 
-def _sigmas() -> np.ndarray:
+@functools.cache
+def _sigmas() -> np.ndarray:  # COCO's 17 keypoint sigmas, read once from pycocotools
     from pycocotools.cocoeval import Params
 
     return np.asarray(Params(iouType="keypoints").kpt_oks_sigmas, dtype=np.float64)

@@ -79,11 +79,8 @@ class ShapeStore:
     def __init__(self, annotations: dict[str, Any] | None = None, keep_masks: bool = False) -> None:
         self.results: dict[str, list[dict[str, Any]]] = {kind: [] for kind in SHAPES}
         self.seen = {kind: False for kind in SHAPES}  # a seg / pose run: scored even with 0 detections
-        self.overlaps: MaskOverlaps | None = None
-        if annotations is not None and not keep_masks:
-            from evalharness.stats.coco_mask_overlaps import MaskOverlaps
-
-            self.overlaps = MaskOverlaps(annotations)
+        self.overlaps: MaskOverlaps | None = None  # made at the first mask: a box or pose head needs none
+        self._truth = None if keep_masks else annotations
 
     def add(self, record: Mapping[str, Any]) -> None:
         detections, image_id = record["detections"], record["image_id"]
@@ -103,9 +100,13 @@ class ShapeStore:
                     {"image_id": image_id, "category_id": cat, "score": score, "keypoints": shape}
                     for (cat, score, *_), shape in zip(detections, shapes, strict=True)
                 ]
-            elif self.overlaps is None:
+            elif self._truth is None:
                 self.results[kind] += mask_results(record)
             else:
+                if self.overlaps is None:
+                    from evalharness.stats.coco_mask_overlaps import MaskOverlaps
+
+                    self.overlaps = MaskOverlaps(self._truth)
                 categories, scores = [d[0] for d in detections], [d[1] for d in detections]
                 self.overlaps.add(image_id, categories, scores, rle_dicts(record))
 
