@@ -120,10 +120,21 @@ class Decoder:
 
     def _real_values(self, outputs: list[npt.NDArray[Any]]) -> list[npt.NDArray[np.float64]]:
         """Dequantised float64 copies of the raw outputs, in the bound order."""
-        if not getattr(self, "outputs", None):
-            raise RuntimeError(f"{type(self).__name__}.decode called before bind")
+        self._check_bound()
         pairs = zip(self.outputs, outputs, strict=True)
         return [np.asarray(info.dequantize(v), dtype=np.float64) for info, v in pairs]
+
+    def _real_value(
+        self, outputs: list[npt.NDArray[Any]], at: int, dtype: type = np.float64
+    ) -> npt.NDArray[Any]:
+        """Output ``at`` dequantised, as ``dtype`` (a decoder that reads only some outputs, or reads
+        one in float32 to keep it small)."""
+        self._check_bound()
+        return np.asarray(self.outputs[at].dequantize(outputs[at]), dtype=dtype)
+
+    def _check_bound(self) -> None:
+        if not getattr(self, "outputs", None):
+            raise RuntimeError(f"{type(self).__name__}.decode called before bind")
 
 
 DECODERS: Registry[type[Decoder]] = Registry(

@@ -100,17 +100,14 @@ class YoloSegDecoder(YoloDecoder):
         )
 
     def decode(self, outputs: list[np.ndarray]) -> Detections:
-        if not getattr(self, "outputs", None):
-            raise RuntimeError("YoloSegDecoder.decode called before bind")
-        rows_info, protos_info = self.outputs[self._rows_at], self.outputs[self._protos_at]
-        rows = np.asarray(rows_info.dequantize(outputs[self._rows_at]), dtype=np.float64)[0]
+        rows = self._real_value(outputs, self._rows_at)[0]
         if self._nms_inside:
             kept, first = final_rows(self, rows), 6
         else:
             kept, first = self._kept_rows(rows), 4 + self._classes
         # the masks are made in float32: the prototypes' real values straight to it (dequantised in
         # float32 already), not through a float64 copy of the whole grid and back
-        protos = np.asarray(protos_info.dequantize(outputs[self._protos_at]), dtype=np.float32)[0]
+        protos = self._real_value(outputs, self._protos_at, np.float32)[0]
         return Detections(
             boxes=kept.boxes,
             scores=kept.scores,
