@@ -80,26 +80,32 @@ class ContainerImages(RunImages):
         request = ReadRequest(root, index_dir=index_dir, split=split or AUTO, labelled=labelled)
         self.reader, _ = reader_for(container, request)
         self.by_key = {s.key: s for s in self.reader.samples()}
-        if not labelled:  # ids the ground truth names: the containers' ids by file name, when unique
-            self.by_key = {**by_file_name(self.by_key.values()), **self.by_key}
+        # ids the ground truth names: the containers' ids, else by the file name they end in, when unique
+        self.by_name = {} if labelled else by_file_name(self.by_key.values())
+
+    def _find(self, sample_id: str) -> LabeledSample | None:
+        return find_listed(self.by_key, self.by_name, sample_id)
 
     def absent(self, sample_id: str) -> str | None:
-        return None if sample_id in self.by_key else f"{sample_id} is not in its container {self.root}"
+        return None if self._find(sample_id) else f"{sample_id} is not in its container {self.root}"
 
     def proves(self, keys: Iterable[str], manifest_sha256: str | None) -> bool:
         """Whether the members listed now for ``keys`` (a run's scored ids) hash to the run's recorded
         content manifest: every image's sha256 as the run read it, so a member that verifies against
         its listed digest is the run's image."""
         keys = list(keys)
-        if not manifest_sha256 or any(k not in self.by_key for k in keys):
+        found = {k: sample for k in keys if (sample := self._find(k)) is not None}
+        if not manifest_sha256 or any(k not in found for k in keys):
             return False
-        entries = ((k, sample_entry(self.by_key[k])[1]) for k in sorted(keys))  # k: the run's id
+        entries = ((k, sample_entry(found[k])[1]) for k in sorted(keys))  # k: the run's id
         return manifest_hash(entries, content=True, presorted=True) == manifest_sha256
 
     def image(self, sample_id: str) -> SampleImage:
         """Sample ``sample_id`` through the reader: its bytes read by offset and checked against its
         listed digest (a :class:`DataError` naming the member when they differ)."""
-        return self.reader.image(self.by_key[sample_id])
+        found = self._find(sample_id)
+        assert found is not None, "asked after absent() said it is there"
+        return self.reader.image(found)
 
 
 def by_file_name(samples: Iterable[LabeledSample]) -> dict[str, LabeledSample]:
@@ -113,6 +119,15 @@ def by_file_name(samples: Iterable[LabeledSample]) -> dict[str, LabeledSample]:
             twice.add(name)
         found[name] = s
     return {name: s for name, s in found.items() if name not in twice}
+
+
+def find_listed(
+    by_key: dict[str, LabeledSample], by_name: dict[str, LabeledSample], sample_id: str
+) -> LabeledSample | None:
+    """A listed sample by the id a run gave it: the container's own id, else the file name that id
+    ends in where one sample alone has it (:func:`by_file_name`): how a COCO run finds an annotated
+    file name in a container, and so how its images are found again afterwards."""
+    return by_key.get(sample_id) or by_name.get(posixpath.basename(sample_id))
 
 
 def run_images(

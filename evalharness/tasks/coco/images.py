@@ -27,7 +27,7 @@ from evalharness.core.documents import Assumed
 from evalharness.core.errors import DataError
 from evalharness.data.dataset_reader import FOLDER, DatasetReader, ReadRequest, detect, reader_for
 from evalharness.data.ground_truth import LabeledSample, Member
-from evalharness.data.run_images import by_file_name
+from evalharness.data.run_images import by_file_name, find_listed
 from evalharness.data.sample_image import SampleImage, file_image
 
 
@@ -133,7 +133,7 @@ def container_samples(
     by_name = by_file_name(listed)
 
     def find(name: str) -> tuple[str, LabeledSample] | None:
-        stored = by_key.get(name) or by_name.get(posixpath.basename(name))
+        stored = find_listed(by_key, by_name, name)
         return None if stored is None else (stored.path, stored)
 
     where = f"the {reader.name} shards of {reader.request.root}"

@@ -201,3 +201,12 @@ def test_the_coco_task_reads_the_validation_shards_and_says_which(tmp_path):
     dataset = task.provenance()["dataset"]
     assert dataset["labels_read"] is False and dataset["dataset_split"]["name"] == "val"
     assert list(task.sample_files()) == [str(root / "val-0000.tar")]
+
+
+def test_a_run_id_with_a_folder_is_found_again_as_the_run_found_it(tmp_path):
+    """An annotated file name with a folder (``val2017/a.png``) whose member is ``a.png``: the run
+    finds it by its file name (container_samples), and so do explain and the thumbnails afterwards."""
+    images = ContainerImages("webdataset", str(_webdataset(tmp_path / "wds")), labelled=False)
+    assert images.absent("val2017/a.png") is None
+    assert images.image("val2017/b.png").read() == _pixels("b.png")
+    assert images.absent("val2017/d.png") is not None  # a name no member has stays absent
