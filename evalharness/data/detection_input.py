@@ -87,14 +87,15 @@ _PIL_RESAMPLE = {"pil_bilinear": Image.Resampling.BILINEAR, "pil_bicubic": Image
 @lru_cache(maxsize=8)
 def _pixel_table(spec: PreprocessSpec, inp: InputSpec) -> np.ndarray | None:
     """(256, 3): what :func:`to_input_tensor` makes of pixel value v in channel c, when a letterbox's
-    pixels are whole values (a Pillow resize, an integer pad in 0..255); None otherwise."""
+    pixels are whole values (a Pillow resize, an integer pad in 0..255); (256, 1) where every channel
+    makes the same of it (decided once, not per image); None otherwise."""
     pad = spec.pad_value
     if spec.resize not in _PIL_RESAMPLE or not (0 <= pad <= 255 and float(pad).is_integer()):
         return None
     values = np.repeat(np.arange(256, dtype=np.float32)[:, None, None], 3, axis=2)  # (256, 1, 3)
     nhwc = dataclasses.replace(inp, layout="nhwc")  # an NCHW input is transposed after the look-up
     table: np.ndarray = to_input_tensor(values, spec, nhwc)[0, :, 0, :]
-    return table
+    return table[:, :1] if (table == table[:, :1]).all() else table  # one column: the channels agree
 
 
 def _looked_up(
@@ -108,7 +109,7 @@ def _looked_up(
     canvas[g.pad_y : g.pad_y + g.new_h, g.pad_x : g.pad_x + g.new_w] = np.asarray(resized)
     if spec.channel_order == "bgr":  # output channel c reads input channel 2 - c
         canvas = canvas[..., ::-1]
-    if (table == table[:, :1]).all():
+    if table.shape[1] == 1:
         tensor = table[:, 0][canvas][None]
     else:
         tensor = np.empty((1, *canvas.shape), dtype=table.dtype)
