@@ -93,11 +93,23 @@ def _loaded(model_path: str, plan: DelegatePlan, runtime: str, threads: int) -> 
 
 
 def calibrate(
-    model_path: str, plan: DelegatePlan, runtime: str, cores: int, window_s: float = WINDOW_S
+    model_path: str,
+    plan: DelegatePlan,
+    runtime: str,
+    cores: int,
+    window_s: float = WINDOW_S,
+    first: Any = None,
 ) -> dict[str, Any]:
-    """Each candidate's invoke throughput, ABBA rounds of ``window_s``; the best one chosen."""
+    """Each candidate's invoke throughput, ABBA rounds of ``window_s``; the best one chosen.
+    ``first``: an interpreter of the paper split's threads already loaded (:func:`first_sample_cost`),
+    the first of that split's, not loaded again."""
     options = candidates(cores)
-    loaded = {(p, t): [_loaded(model_path, plan, runtime, t) for _ in range(p)] for p, t in options}
+
+    def models(p: int, t: int) -> list[Any]:
+        reuse = [first] if first is not None and (p, t) == paper_split(cores) else []
+        return reuse + [_loaded(model_path, plan, runtime, t) for _ in range(p - len(reuse))]
+
+    loaded = {(p, t): models(p, t) for p, t in options}
     figures: dict[str, list[float]] = {f"{p}x{t}": [] for p, t in options}
     for r in range(ROUNDS):
         for p, t in options if r % 2 == 0 else reversed(options):
@@ -113,9 +125,11 @@ def calibrate(
     }
 
 
-def first_sample_cost(model_path: str, plan: DelegatePlan, runtime: str, threads: int) -> tuple[float, float]:
-    """(load seconds, invoke seconds) of one interpreter of ``threads`` threads: the load, then the
-    median of :data:`TIMED_INVOKES` invokes on a seeded input after an untimed one."""
+def first_sample_cost(
+    model_path: str, plan: DelegatePlan, runtime: str, threads: int
+) -> tuple[float, float, Any]:
+    """(load seconds, invoke seconds, the interpreter) of one interpreter of ``threads`` threads: the
+    load, then the median of :data:`TIMED_INVOKES` invokes on a seeded input after an untimed one."""
     start = time.perf_counter()
     model = _loaded(model_path, plan, runtime, threads)
     load_s = time.perf_counter() - start  # the first, untimed invoke included: what calibrating pays too
@@ -124,20 +138,20 @@ def first_sample_cost(model_path: str, plan: DelegatePlan, runtime: str, threads
         start = time.perf_counter()
         model.invoke()
         took.append(time.perf_counter() - start)
-    return load_s, float(np.median(took))
+    return load_s, float(np.median(took)), model
 
 
 def auto_split(settings: RunSettings, cores: int) -> tuple[tuple[int, int], str, dict[str, Any]]:
     """``loop.parallel=auto``: (split, source, record fields): calibrated where it pays for itself
     (:func:`evalharness.run.parallel_choice.plan_calibration`), else the paper split."""
     path, plan, runtime = settings.model.path, settings.delegate_plan, settings.runtime.name
-    load_s, invoke_s = first_sample_cost(path, plan, runtime, paper_split(cores)[1])
-    list_container_once(settings)  # a container's count read from the indexes the shards will read
+    load_s, invoke_s, first = first_sample_cost(path, plan, runtime, paper_split(cores)[1])
+    # a container was listed already (_run_shards): its count is read from the indexes kept then
     chosen = plan_calibration(len(settings.live_task().samples), invoke_s, load_s, cores, WINDOW_S, ROUNDS)
     record: dict[str, Any] = {"calibration_plan": chosen.record()}
     if not chosen.window_s:
         return chosen.split, f"auto: {chosen.reason}", record
-    cal = calibrate(path, plan, runtime, cores, chosen.window_s)
+    cal = calibrate(path, plan, runtime, cores, chosen.window_s, first)  # the loaded one serves again
     return cal.pop("choice"), cal.pop("source"), record | {"calibration": cal}
 
 
@@ -247,6 +261,7 @@ def _run_shards(settings: RunSettings, run_dir: str, overrides: list[str]) -> Ru
     asked = parse_parallel(settings.loop.parallel)
     record: dict[str, Any] = {"requested": str(settings.loop.parallel), "cores": cores}
     if isinstance(asked, str):  # AUTO: run() never sends "off" here
+        list_container_once(settings)  # before the count auto takes, and for the shards below
         (p, t), record["source"], found = auto_split(settings, cores)
         record |= found
     else:
@@ -254,7 +269,7 @@ def _run_shards(settings: RunSettings, run_dir: str, overrides: list[str]) -> Ru
     print(f"loop.parallel: {p} process(es) x {t} thread(s) ({record['source']})", file=sys.stderr, flush=True)
     dirs = [os.path.join(run_dir, SHARDS_DIR, f"shard_{i}") for i in range(p)]
     start = time.perf_counter()
-    if p > 1:
+    if p > 1 and not isinstance(asked, str):  # auto listed it above
         list_container_once(settings)
     todo = [i for i, d in enumerate(dirs) if not (settings.loop.resume and _status(d) == "complete")]
     args = {i: shard_overrides(overrides, p, i, t, dirs[i], holds_run(dirs[i])) for i in todo}
