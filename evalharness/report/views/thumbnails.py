@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalharness.core.documents import RunSummary
 from evalharness.core.errors import EvalHarnessError
-from evalharness.data.run_images import ContainerImages, FolderImages, RunImages
+from evalharness.data.run_images import ContainerImages, FolderImages, RunImages, recorded_images
 from evalharness.report.views import html
 from evalharness.rundir.reader import Run, RunDirError, load_run
 
@@ -111,8 +111,8 @@ def _from_container(
     dataset = run.provenance.dataset
     root = str(dataset.root)
     try:
-        split, labelled = dataset.dataset_split, dataset.labels_read
-        images = ContainerImages(container, root, dataset.index_dir, split, labelled)
+        images = recorded_images(dataset)  # dataset.container is ``container``: a ContainerImages
+        assert isinstance(images, ContainerImages)
         # the ids the manifest was taken over (a COCO record's sample key is its image id)
         keys = [str(r.get("id", r[sample_key])) for r in run.predictions] if sample_key else []
     except (EvalHarnessError, KeyError, TypeError) as exc:
