@@ -4,8 +4,11 @@ Listing a shard reads and hashes every image in it; the index saves that on the 
 derived state (:mod:`evalharness.core.derived`): keyed on what it came from — the reader, the
 shard's path and its :func:`~evalharness.core.derived.file_state` (size, mtime_ns, inode, ctime_ns:
 any write to the shard or replacement of it changes it) — and read whole and verified, or rebuilt
-and said once. Workers still check every image's sha256 when they read it, so an index can never
-serve other bytes than those it was built from.
+and said once. A member of a shard unchanged since it was listed is served without a second sha256
+(``dataset_reader.DatasetReader.open``), so the index's digests and offsets are what the run's
+content manifest and its reads rest on: the index carries a sha256 of its own columns
+(``columns_sha256``), and one that no longer hashes to it (edited, or damaged to the same size) is
+rebuilt, never used.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from evalharness.core.atomic_io import atomic_write_chunks
 from evalharness.core.derived import Damaged, read_json_object, read_or_rebuild
 from evalharness.data.ground_truth import Member
 
-VERSION = 2  # 2: a parquet member is (data page offset, row in the page); columns
+VERSION = 3  # 2: a parquet member is (data page offset, row in the page); columns. 3: columns_sha256
 Listed = tuple[str, int, Member]
 COLUMNS = ("ids", "classes", "members", "offsets", "lengths", "sha256")
 _HEX = re.compile("[0-9a-fA-F]*")
@@ -48,6 +51,11 @@ def _read(
     columns = [doc[name] for name in COLUMNS]  # one list a field: no list object per entry
     if not all(isinstance(c, list) and len(c) == len(columns[0]) for c in columns):
         raise Damaged("its columns are not lists of one length")
+    digest = hashlib.sha256()
+    for name, column in zip(COLUMNS, columns, strict=True):  # the text the writer hashed, made again
+        digest.update(f', "{name}": {json.dumps(column)}'.encode())
+    if doc.get("columns_sha256") != digest.hexdigest():
+        raise Damaged("its columns do not hash to the columns_sha256 it was written with")
     for key, index, name, offset, length, digest in zip(*columns, strict=True):
         if not (isinstance(key, str) and isinstance(name, str) and isinstance(digest, str)):
             raise Damaged("an entry is not (id, index, member, offset, length, sha256)")
@@ -94,16 +102,25 @@ def _kept(path: str, head: dict[str, Any], listing: Iterator[Listed], rebuilt: l
             yield data[start : end - 2].decode()
             start = end
 
-    chunks = itertools.chain(
-        [json.dumps(head)[:-1]],
+    digest = hashlib.sha256()
+
+    def hashed(parts: Iterator[str]) -> Iterator[str]:  # the columns' text, hashed as it is written
+        for part in parts:
+            digest.update(part.encode())
+            yield part
+
+    columns = itertools.chain(
         column("ids", texts(ids, 0)),
         column("classes", (str(numbers[3 * i]) for i in range(count))),
         column("members", texts(names, 1)),
         column("offsets", (str(numbers[3 * i + 1]) for i in range(count))),
         column("lengths", (str(numbers[3 * i + 2]) for i in range(count))),
         column("sha256", (f'"{digests[32 * i : 32 * i + 32].hex()}"' for i in range(count))),
-        ["}"],
     )
+    def tail() -> Iterator[str]:  # once every column is written and hashed
+        yield f', "columns_sha256": "{digest.hexdigest()}"}}'
+
+    chunks = itertools.chain([json.dumps(head)[:-1]], hashed(columns), tail())
     try:
         atomic_write_chunks(path, chunks)
     except OSError as exc:  # a read-only cache costs the next run a listing, never this run

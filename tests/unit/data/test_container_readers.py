@@ -4,6 +4,7 @@ naming the shard and the member (a record, a tar member, a row)."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import sys
 from pathlib import Path
@@ -192,6 +193,15 @@ def test_shard_index_is_kept_verified_and_rebuilt(tmp_path, caplog):
     third, again = listed()
     assert third.provenance()["index"]["shards_from_index"] == 1
     assert "rebuilt, not used" in third.provenance()["index"]["rebuilt"][0]
+    assert again == samples
+    # a digest edited to another of the same size: the file parses and its shard is unchanged, so
+    # it would be trusted (the manifest rests on it); its columns_sha256 no longer matches: rebuilt
+    doc = json.loads(kept[1].read_text())
+    doc["sha256"][0] = ("1" if doc["sha256"][0][0] == "0" else "0") + doc["sha256"][0][1:]
+    kept[1].write_text(json.dumps(doc))
+    fourth, again = listed()
+    assert fourth.provenance()["index"]["shards_from_index"] == 1
+    assert "columns_sha256" in fourth.provenance()["index"]["rebuilt"][0]
     assert again == samples
 
 
