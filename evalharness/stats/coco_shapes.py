@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from evalharness.core.errors import DataError
+from evalharness.data.coco_rle import segmentations_problem
 from evalharness.stats.coco_eval import (
     COCO_STAT_NAMES,
     EVALUATORS,
@@ -80,6 +81,13 @@ def check_mask_ground_truth(gt: dict[str, Any], source: str) -> None:
             f"{source}: {bare} of {len(gt['annotations'])} annotations have no 'segmentation', so a seg "
             "model's masks cannot be scored; give COCO's instances JSON (its polygons), or a YOLO "
             "layout of segment lines ('class x1 y1 x2 y2 ...')"
+        )
+    found = segmentations_problem(gt)  # pycocotools' C rasterises and decodes them unchecked
+    if found:
+        index, problem = found
+        raise DataError(
+            f"{source}: annotation {gt['annotations'][index].get('id')} has a segmentation pycocotools "
+            f"cannot read: {problem}; fix or drop that annotation"
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
 
 import pytest
 from conftest import ASSETS, EXPECTED, make_runs, run_cli
@@ -296,3 +297,26 @@ def test_a_bad_seg_or_pose_head_is_one_error_naming_the_model(tmp_path, outputs,
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert proc.returncode == 2 and len(errors) == 1, proc.stderr
     assert "bad.tflite" in errors[0] and message in errors[0]
+
+
+@pytest.mark.parametrize(
+    "edit, problem",
+    [
+        (lambda text: text + "P", "not COCO's compressed RLE text"),  # pycocotools read past its end
+        (lambda text: text[:-1] + "oooo3", "longer than the whole mask"),  # it wrote past the mask
+    ],
+)
+def test_a_damaged_mask_read_back_is_one_error_naming_the_file(runs, tmp_path, capsys, edit, problem):
+    """A hand-edited RLE made pycocotools' C loop without end in ``report diff`` (no signal stopped
+    it) and ``rescore`` reproduce a silent figure; both now refuse it by name before C reads it."""
+    a = runs["yolov8n_seg_int8_256"][0]
+    b = tmp_path / "b"
+    shutil.copytree(a, b)
+    lines = (b / "predictions.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    record["masks"][0] = edit(record["masks"][0])
+    (b / "predictions.jsonl").write_text("\n".join([json.dumps(record), *lines[1:]]) + "\n")
+    for argv in (["diff", a, str(b)], ["rescore", str(b)]):
+        code, _, err = report(capsys, *argv)
+        assert code == 2 and err.count("error:") == 1 and problem in err, err
+        assert "predictions.jsonl record of image" in err and "mask #0" in err

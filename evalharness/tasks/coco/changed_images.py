@@ -50,7 +50,7 @@ def _detections(records: list[Any], wanted: set[Any], kind: str) -> Callable[[],
     store = ShapeStore(keep_masks=True)
     for record in records:
         if record["image_id"] in wanted:
-            store.add(record)
+            store.add(record, checked=True)  # the comparison checked its runs' records first
     return mask_detections(store.results["segm"])
 
 

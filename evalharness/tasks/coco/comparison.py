@@ -6,10 +6,12 @@ masks or keypoints, by the same code with the kind's measure (mask IoU, OKS), in
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from evalharness.core.documents import JSONMap
+from evalharness.rundir.files import PREDICTIONS_FILE
 from evalharness.rundir.reader import Run
 from evalharness.stats.boxes import detection_diff, per_class_deltas
 from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, PairedAPBootstrap, paired_ap_bootstrap
@@ -18,7 +20,7 @@ from evalharness.stats.shape_overlap import OVERLAPS
 from evalharness.tasks.coco import analysis
 from evalharness.tasks.coco.changed_images import label_changed_images
 from evalharness.tasks.coco.scorer import CocoScorer, bootstrap_settings, load_ground_truth
-from evalharness.tasks.coco.shape_store import SHAPE_BOOTSTRAP_STATS, SHAPES
+from evalharness.tasks.coco.shape_store import SHAPE_BOOTSTRAP_STATS, SHAPES, check_read_back
 from evalharness.tasks.comparison import Agreement, Comparison, PairQuantities
 
 # the numbers of a seg / pose pair's matching that --fail-if rules name, prefixed by kind
@@ -59,6 +61,8 @@ class DetectionComparison(Comparison):
         min_score, source = self.diff_score_threshold(a, options.get("min_score"))
         truth = functools.cache(lambda: load_ground_truth(a))  # read where needed, once
         kinds = ["bbox", *shape_kinds(a, b)]
+        for run in (a, b):  # masks / keypoints read back: checked once, before pycocotools reads them
+            check_read_back(run.predictions, truth, os.path.join(run.dir, PREDICTIONS_FILE))
         blocks = {kind: self._matched(kind, a, b, truth, options["iou"], min_score, source) for kind in kinds}
         det = blocks.pop("bbox")
         resamples, seed = bootstrap_settings(self.settings)
@@ -114,7 +118,9 @@ class DetectionComparison(Comparison):
         the same image resamples (runs are comparable, so they scored the same images)."""
         matchings = []
         for run in (a, b):
-            scorer = CocoScorer(truth, "pycocotools", False).add_all(run.predictions)
+            scorer = CocoScorer(truth, "pycocotools", False)
+            for record in run.predictions:
+                scorer.add_checked(record)  # compare() checked them
             matchings.append({"bbox": scorer.matching(), **scorer.shapes.matchings(truth, scorer.image_ids)})
         return {
             kind: paired_ap_bootstrap(matchings[0][kind], matchings[1][kind], resamples, seed, CONFIDENCE)

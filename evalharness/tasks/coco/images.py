@@ -73,8 +73,7 @@ def checked(samples: list[CocoSample], missing: list[str], annotations: str, whe
     """An annotated image the images lack is an error (never a smaller set scored silently)."""
     if missing:
         raise DataError(
-            f"{len(missing)} image(s) listed in {annotations} are not in {where} "
-            f"(first: {missing[0]}); {fix}"
+            f"{len(missing)} image(s) listed in {annotations} are not in {where} (first: {missing[0]}); {fix}"
         )
     if not samples:
         raise DataError(f"{annotations} lists no images")

@@ -88,8 +88,14 @@ class CocoScorer(Scorer):
         self.curves: ClassCurves | None = None  # per-class PR curves, made by result() with the analysis
 
     def add(self, record: Mapping[str, Any]) -> None:
+        self._add(record, checked=False)
+
+    def add_checked(self, record: Mapping[str, Any]) -> None:
+        self._add(record, checked=True)
+
+    def _add(self, record: Mapping[str, Any], checked: bool) -> None:
         self.detections.add(record["image_id"], record["detections"])
-        self.shapes.add(record)
+        self.shapes.add(record, checked)
         self.image_ids.append(record["image_id"])
         self.unmapped += record.get("unmapped", 0)
         ties = record.get("nms_ties")

@@ -15,10 +15,11 @@ backend (it computes its own IoUs). What reads masks later (``report diff``'s TI
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from evalharness.core.errors import DataError
+from evalharness.data.coco_rle import mask_record_problem
 from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, bootstrap_intervals
 from evalharness.stats.intervals import CONFIDENCE
 
@@ -26,27 +27,23 @@ if TYPE_CHECKING:  # pycocotools is imported when masks are first added
     from evalharness.stats.coco_mask_overlaps import MaskOverlaps
 
 SHAPES = ("segm", "keypoints")
+PREDICTIONS = "predictions.jsonl"  # what an error names when the caller knows no more of the file
 # the figures with (paired) bootstrap intervals beside the boxes' AP, AP50, AP75
 SHAPE_BOOTSTRAP_STATS = tuple(f"{kind}_{name}" for kind in SHAPES for name in BOOTSTRAP_STATS)
 
 
-RLE_CHARACTERS = frozenset(chr(c) for c in range(48, 48 + 64))  # COCO's compressed counts: 6 bits + 48
-
-
-def _shape_problem(record: Mapping[str, Any], key: str, shapes: Any, detections: int) -> str | None:
+def _shape_problem(
+    record: Mapping[str, Any], key: str, shapes: Any, detections: int, image: Mapping[str, Any] | None
+) -> str | None:
     """What is wrong with a read-back record's ``masks`` / ``keypoints`` (None: nothing): one entry
-    per detection, RLE text with a [height, width] ``mask_size``, or x, y, visibility triples of
-    finite numbers, all of one length."""
+    per detection, whole COCO RLE masks of the image's [height, width] ``mask_size``
+    (data/coco_rle.py: pycocotools' C reads them unchecked), or x, y, visibility triples of finite
+    numbers, all of one length."""
     if not isinstance(shapes, list) or len(shapes) != detections:
         count = len(shapes) if isinstance(shapes, list) else "no list of"
         return f"{key} holds {count} entries for {detections} detections"
     if key == "masks":
-        size = record.get("mask_size")
-        if not (isinstance(size, list) and len(size) == 2 and all(type(v) is int and v > 0 for v in size)):
-            return f"mask_size is {size!r}, not [height, width]"
-        if not all(isinstance(rle, str) and set(rle) <= RLE_CHARACTERS for rle in shapes):
-            return "a mask is not COCO RLE text"
-        return None
+        return mask_record_problem(record, image)
     lengths = {len(k) if isinstance(k, list) else -1 for k in shapes}
     numbers = all(
         type(v) in (int, float) and math.isfinite(v) for k in shapes if isinstance(k, list) for v in k
@@ -54,6 +51,38 @@ def _shape_problem(record: Mapping[str, Any], key: str, shapes: Any, detections:
     if not numbers or len(lengths) > 1 or any(n < 3 or n % 3 for n in lengths):
         return "keypoints are not x, y, visibility triples of finite numbers, one length for every detection"
     return None
+
+
+def check_read_back(
+    records: Iterable[Mapping[str, Any]],
+    annotations: Callable[[], Mapping[str, Any] | None],
+    path: str = PREDICTIONS,
+) -> None:
+    """Every read-back record's masks and keypoints as :class:`ShapeStore` checks them, for readers
+    that take them from a predictions file without a store (``report diff``'s matching);
+    ``annotations`` (the images' sizes) is read at the first record that holds either; ``path``
+    names the file in the error."""
+    images: dict[Any, Mapping[str, Any]] | None = None
+    for record in records:
+        for key in ("masks", "keypoints"):
+            if key in record:
+                images = _images_of(annotations()) if images is None else images
+                found = _shape_problem(
+                    record, key, record[key], len(record["detections"]), images.get(record["image_id"])
+                )
+                _refuse(record, found, path)
+
+
+def _refuse(record: Mapping[str, Any], problem: str | None, path: str = PREDICTIONS) -> None:
+    if problem:
+        raise DataError(
+            f"{path} record of image {record.get('id', record.get('image_id'))}: {problem}; "
+            "the predictions file is damaged: run the model again"
+        )
+
+
+def _images_of(annotations: Mapping[str, Any] | None) -> dict[Any, Mapping[str, Any]]:
+    return {image["id"]: image for image in annotations["images"]} if annotations else {}
 
 
 def mask_results(record: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -81,18 +110,20 @@ class ShapeStore:
         self.seen = {kind: False for kind in SHAPES}  # a seg / pose run: scored even with 0 detections
         self.overlaps: MaskOverlaps | None = None  # made at the first mask: a box or pose head needs none
         self._truth = None if keep_masks else annotations
+        self._images = _images_of(annotations)
 
-    def add(self, record: Mapping[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any], checked: bool = False) -> None:
+        """One record's masks / keypoints; ``checked``: a record made by this process, or checked
+        already (:func:`check_read_back`), is not checked again (a seg record's ~40 masks cost
+        about half a millisecond)."""
         detections, image_id = record["detections"], record["image_id"]
         for kind, key in (("segm", "masks"), ("keypoints", "keypoints")):
             if key not in record:
                 continue
             shapes = record[key]
-            problem = _shape_problem(record, key, shapes, len(detections))
-            if problem:
-                raise DataError(
-                    f"predictions.jsonl record of image {record.get('id', image_id)}: {problem}; the "
-                    "predictions file is damaged: run the model again"
+            if not checked:
+                _refuse(
+                    record, _shape_problem(record, key, shapes, len(detections), self._images.get(image_id))
                 )
             self.seen[kind] = True
             if kind == "keypoints":

@@ -217,7 +217,9 @@ def test_a_record_whose_masks_do_not_match_its_detections_is_refused():
 @pytest.mark.parametrize(
     "fields, problem",
     [
-        ({"masks": ["0\x00"], "mask_size": [2, 2]}, "a mask is not COCO RLE text"),
+        ({"masks": ["0\x00"], "mask_size": [2, 2]}, "mask #0: counts is not COCO's compressed RLE text"),
+        ({"masks": ["0P"], "mask_size": [2, 2]}, "mask #0: counts is not COCO's compressed RLE text"),
+        ({"masks": ["14"], "mask_size": [2, 2]}, "mask #0: its runs add up to 5 pixels, not 4"),
         ({"masks": ["04"], "mask_size": [2]}, r"mask_size is \[2\], not \[height, width\]"),
         ({"keypoints": [[1.0, 2.0]]}, "keypoints are not x, y, visibility triples"),
         ({"keypoints": [[1.0, float("nan"), 1.0]]}, "keypoints are not x, y, visibility triples"),
