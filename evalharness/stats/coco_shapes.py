@@ -14,6 +14,7 @@ whatever the iouType (:mod:`evalharness.stats.coco_bootstrap`).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from evalharness.core.errors import DataError
@@ -60,6 +61,16 @@ def check_keypoint_ground_truth(gt: dict[str, Any], source: str) -> None:
             f"{source}: annotation {other.get('id')} has {len(other['keypoints']) / 3:g} keypoints; "
             f"pycocotools' OKS scores COCO's {COCO_KEYPOINTS} person keypoints (its sigmas), no other count"
         )
+    bad = next((a for a in gt["annotations"] if not _finite_numbers(a.get("keypoints", ()))), None)
+    if bad is not None:  # a NaN would make every OKS with it NaN: a person never matched, silently
+        raise DataError(
+            f"{source}: annotation {bad.get('id')} has keypoints that are not finite numbers; "
+            "fix or drop that annotation"
+        )
+
+
+def _finite_numbers(values: Any) -> bool:
+    return all(type(v) in (int, float) and math.isfinite(v) for v in values)
 
 
 def check_keypoint_count(count: int, model: str) -> None:

@@ -125,6 +125,10 @@ def test_keypoints_other_than_coco_s_17_are_refused_before_any_image():
     with pytest.raises(DataError, match="labels/val: annotation 7 has 5 keypoints; pycocotools' OKS scores"):
         check_keypoint_ground_truth(five, "labels/val")
     check_keypoint_ground_truth({"annotations": [{"id": 1, "keypoints": [0.0] * 51}, {"id": 2}]}, "gt")
+    for value in (float("nan"), "3", None):  # an OKS with a NaN is NaN: that person never matched
+        bad = {"annotations": [{"id": 8, "keypoints": [0.0] * 50 + [value]}]}
+        with pytest.raises(DataError, match="gt: annotation 8 has keypoints that are not finite numbers"):
+            check_keypoint_ground_truth(bad, "gt")
     with pytest.raises(DataError, match="hand.tflite: its pose head gives 5 keypoints"):
         check_keypoint_count(5, "hand.tflite")
     check_keypoint_count(17, "person.tflite")
