@@ -13,7 +13,7 @@ import statistics
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from evalharness.settings.quant_rules import repair_metric
 from evalharness.tasks.comparison import PairedRecords
 from evalharness.tasks.definition import comparer
 from evalharness.tasks.live import live_task
+from evalharness.tasks.metrics import defined_value
 
 if TYPE_CHECKING:  # for the types only: the runtime loads when a candidate is scored
     from evalharness.runtime.contract import Model
@@ -112,15 +113,15 @@ class Part:
         metrics = task.evaluator.compute()
         self.evaluations += 1
         cov = model.coverage
-        value = metrics.get(self.metric)
-        if not _a_value(settings.definition.metrics, self.metric, value):  # pycocotools' -1: nothing scored
+        value = defined_value(settings.definition.metrics, metrics, self.metric)
+        if value is None:  # pycocotools' -1: nothing scored
             raise DataError(
-                f"{self.metric} of {path} on the {self.part.replace('_', '-')} part ({len(self)} images) is "
-                f"{value}: those images hold nothing it scores (no annotation of its kind); use more "
-                "images (task.num_images) or set another quant.metric"
+                f"{self.metric} of {path} on the {self.part.replace('_', '-')} part ({len(self)} images) "
+                f"is {metrics.get(self.metric)}: those images hold nothing it scores (no annotation of its "
+                "kind); use more images (task.num_images) or set another quant.metric"
             )
         return Evaluation(
-            metric=float(cast(float, value)),  # a number: _a_value said so
+            metric=float(value),
             metrics=headline(settings.definition, metrics),
             records=records,
             p50_ms=statistics.median(times) if times else None,
@@ -128,14 +129,6 @@ class Part:
             bytes=os.path.getsize(path),
             outputs=np.stack(real) if keep_outputs else None,
         )
-
-
-def _a_value(declared: Any, name: str, value: Any) -> bool:
-    """``value`` is a number, within [0, 1] when its metric is declared a fraction."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return False
-    meta = next((m for m in declared if m.name == name), None)
-    return not (meta is not None and meta.fraction and not 0 <= value <= 1)
 
 
 def _invoke_all(model: Model, inputs: list[Any]) -> tuple[list[list[np.ndarray]], list[float]]:
