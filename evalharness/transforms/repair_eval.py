@@ -22,7 +22,6 @@ from evalharness.core.schema import FrozenDict
 from evalharness.data.sample_image import SampleImage
 from evalharness.report.presenters import headline
 from evalharness.settings.groups import ModelSchema, RunSettings
-from evalharness.settings.quant_rules import repair_metric
 from evalharness.tasks.comparison import PairedRecords
 from evalharness.tasks.definition import comparer
 from evalharness.tasks.live import live_task
@@ -54,15 +53,20 @@ class Evaluation:
 class Part:
     """The samples of one part, and the models evaluated on them (inputs prepared once per input
     spec: the float model's and every integer-input variant's), scored on the metric the repair
-    bounds (:func:`evalharness.settings.quant_rules.repair_metric`) with the task's
-    ``search_scoring`` settings (no extras a search never reads)."""
+    bounds (``metric``: :func:`evalharness.settings.quant_rules.repair_metric`'s name, chosen once
+    per repair or search by its caller; None: the part is read for its images alone, a dataset
+    calibration) with the task's ``search_scoring`` settings (no extras a search never reads)."""
 
     def __init__(
-        self, settings: RunSettings, model: ModelSchema, split: Mapping[str, Any], part: str
+        self,
+        settings: RunSettings,
+        model: ModelSchema,
+        split: Mapping[str, Any],
+        part: str,
+        metric: str | None,
     ) -> None:
-        self.settings, self.part = settings, part
+        self.settings, self.part, self._metric = settings, part, metric
         definition = settings.definition
-        self.metric = repair_metric(settings.quant, definition, model)["name"]
         task = FrozenDict({**settings.task, **dict(definition.abilities.search_scoring)})
         self.task = live_task(definition, task, model, settings.dataset, {**split, "part": part})
         compare = comparer(definition)
@@ -73,6 +77,12 @@ class Part:
 
     def __len__(self) -> int:
         return len(self.task.samples)
+
+    @property
+    def metric(self) -> str:
+        """The metric the part's evaluations are scored on (a part made for its images has none)."""
+        assert self._metric is not None, "a part read for its images alone scores no model"
+        return self._metric
 
     def images(self) -> list[SampleImage]:
         """The part's images, by id through the dataset's reader (a folder's files, a container's
