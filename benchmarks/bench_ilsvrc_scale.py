@@ -43,18 +43,13 @@ REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO.parent / "shared" / "assets"
 sys.path.insert(0, str(REPO / "tests"))
 from bench_agreement import time_diff, time_sweep  # noqa: E402
-from bench_throughput import pure_invoke  # noqa: E402
+from bench_shared import load, pure_invoke  # noqa: E402
 from repeated_dataset import make_dataset, overrides  # noqa: E402
 
 # MobileNet v1 0.25/128 quant: the fastest classifier of the shared models (~0.5 ms an invoke on one
 # thread here), so 50,000 images take about a minute on the shared 2 cores and the loop around the
 # interpreter, not the model, is what the run measures (preparation is more than half a sample)
 MODEL = "mobilenet_v1_0.25_128_quant"
-
-
-def load() -> str:
-    """uptime's load averages (1, 5, 15 minutes)."""
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 @dataclass

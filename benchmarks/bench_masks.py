@@ -41,6 +41,7 @@ import tempfile
 from pathlib import Path
 
 from bench_ilsvrc_scale import run_process
+from bench_shared import load
 
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO.parent / "shared" / "assets"
@@ -134,10 +135,6 @@ def run(
     return doc
 
 
-def load() -> str:
-    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg())
-
-
 def seg_vs_box(args: argparse.Namespace, base: Path) -> None:
     data = make_dataset(base / f"data{args.images}", args.images)
     figures: dict[str, list[dict]] = {"seg": [], "box": []}
@@ -179,7 +176,10 @@ def rss_growth(args: argparse.Namespace, base: Path) -> None:
         for n, kind in runs if r % 2 == 0 else runs[::-1]:
             doc = run(args.model, data[n], base / f"rss-{kind}-{n}-{r}", args.threads, kind == "box", True)
             figures[n, kind].append(doc)
-            print(f"  {kind} {n}: process peak {doc['process_peak_rss']:.1f} MiB, {load()}", flush=True)
+            print(
+                f"  {kind} {n}: process peak {doc['process_peak_rss']:.1f} MiB, load average {load()}",
+                flush=True,
+            )
     print(f"{args.model}, peak RSS by run size ({args.rss_repeats} round(s), medians): the whole process's")
     print("(/usr/bin/time) and metrics.json's memory_mb.peak_rss (the process's peak when the loop ends)")
     for kind in kinds:
@@ -207,13 +207,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", choices=["ratio", "rss"])
     args = parser.parse_args()
-    print(f"{os.cpu_count()} CPUs, {load()}", flush=True)
+    print(f"{os.cpu_count()} CPUs, load average {load()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-masks-") as tmp:
         if args.only in (None, "ratio"):
             seg_vs_box(args, Path(tmp))
         if args.only in (None, "rss"):
             rss_growth(args, Path(tmp))
-    print(load())
+    print(f"load average {load()}")
 
 
 if __name__ == "__main__":

@@ -35,9 +35,7 @@ Images are val50 repeated (symlinks under fresh names) to ``--images``; labels f
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,53 +45,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO.parent / "shared" / "assets"
 sys.path.insert(0, str(REPO / "tests"))
-from repeated_dataset import make_dataset, overrides  # noqa: E402
+from bench_shared import naive_pillow, pure_invoke, run_app, timed_loop  # noqa: E402
+from repeated_dataset import make_dataset  # noqa: E402
 
 MODEL = "mobilenet_v2_1.0_224_quant"
-
-
-def run_app(data: Path, threads: int, *extra: str, model: str = MODEL) -> dict:
-    """python -m evalharness in a fresh process (its own peak RSS); returns metrics.json."""
-    with tempfile.TemporaryDirectory() as out:
-        cmd = [
-            sys.executable,
-            "-m",
-            "evalharness",
-            f"model={model}",
-            f"paths.models_dir={ASSETS / 'models'}",
-            *overrides(data),
-            f"delegate.num_threads={threads}",
-            "loop.progress=false",
-            f"hydra.run.dir={out}",
-            *extra,
-        ]
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
-        return json.loads((Path(out) / "metrics.json").read_text())
-
-
-def naive_pillow(path: str, height: int, width: int):
-    """What a user would write: Pillow decode, 87.5 % central crop, Pillow bilinear resize (not the
-    TFLite tool's numbers: Pillow antialiases when downscaling), uint8 tensor."""
-    import numpy as np
-    from PIL import Image
-
-    with Image.open(path) as img:
-        img = img.convert("RGB")
-        w, h = img.size
-        cw, ch = round(w * 0.875), round(h * 0.875)
-        left, top = (w - cw) // 2, (h - ch) // 2
-        img = img.crop((left, top, left + cw, top + ch)).resize((width, height), Image.BILINEAR)
-        return np.asarray(img, dtype=np.uint8)[None]
-
-
-def timed_loop(model, paths, make) -> float:
-    """img/s of prepare -> set -> invoke -> get, one image at a time."""
-    start = time.perf_counter()
-    for p in paths:
-        model.set_inputs([make(p)])
-        model.invoke()
-        model.get_outputs()
-    return len(paths) / (time.perf_counter() - start)
 
 
 SHAPES = ("sequential", "pipelined", "auto", "phased")
@@ -104,16 +59,6 @@ def rotating(repeats: int):
     order does not favour one shape as the machine drifts."""
     for r in range(repeats):
         yield from SHAPES[r % len(SHAPES) :] + SHAPES[: r % len(SHAPES)]
-
-
-def pure_invoke(model, tensors: list, n: int) -> tuple[float, float]:
-    """img/s of set_inputs + invoke() on pre-made tensors, and CPU ms per invoke (all threads,
-    XNNPACK's spin-waits included)."""
-    start, cpu = time.perf_counter(), time.process_time()
-    for k in range(n):
-        model.set_inputs([tensors[k % len(tensors)]])
-        model.invoke()
-    return n / (time.perf_counter() - start), (time.process_time() - cpu) * 1000 / n
 
 
 def warm_runs(data: Path, threads: int, repeats: int, cache: str, ceiling) -> dict[str, list]:

@@ -32,9 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-ASSETS = REPO.parent / "shared" / "assets"
-MODEL = "mobilenet_v2_1.0_224_quant"
+from bench_shared import ASSETS, MODEL, REPO, naive_pillow, pure_invoke, run_app, timed_loop
+
 OWN = ("invoke", "prepare", "naive")  # figures measured by a child of this script
 
 
@@ -59,8 +58,6 @@ def figure(kind: str, data: Path, threads: int) -> dict:
     """One figure, in this process (model load and imports outside the timed part)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from bench_throughput import naive_pillow  # type: ignore[import-not-found]
-
     from evalharness.data.preprocess import PreprocessSpec, preprocess_file
 
     paths, spec = _paths(data), PreprocessSpec()
@@ -74,20 +71,11 @@ def figure(kind: str, data: Path, threads: int) -> dict:
     if kind == "invoke":
         tensors = [preprocess_file(p, spec, inp) for p in paths[:50]]
         model.set_inputs([tensors[0]])
-        model.invoke()
-        start, cpu = time.perf_counter(), time.process_time()
-        for k in range(len(paths)):
-            model.set_inputs([tensors[k % len(tensors)]])
-            model.invoke()
-        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-        return {"ips": len(paths) / wall, "cpu_ms": cpu * 1000 / len(paths)}
+        model.invoke()  # one warm-up invoke, not timed
+        ips, cpu_ms = pure_invoke(model, tensors, len(paths))
+        return {"ips": ips, "cpu_ms": cpu_ms}
     if kind == "naive":
-        start = time.perf_counter()
-        for p in paths:
-            model.set_inputs([naive_pillow(p, inp.height, inp.width)])
-            model.invoke()
-            model.get_outputs()
-        return {"ips": len(paths) / (time.perf_counter() - start)}
+        return {"ips": timed_loop(model, paths, lambda p: naive_pillow(p, inp.height, inp.width))}
     raise ValueError(kind)
 
 
@@ -97,28 +85,14 @@ def _child(kind: str, data: Path, threads: int) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def _app(data: Path, threads: int, tree: Path, *extra: str) -> dict:
-    """A default run of the checkout ``tree`` in a fresh process; its metrics.json."""
-    sys.path.insert(0, str(REPO / "tests"))
-    from repeated_dataset import overrides
-
-    with tempfile.TemporaryDirectory() as out:
-        cmd = [
-            sys.executable, "-m", "evalharness", f"model={MODEL}", f"paths.models_dir={ASSETS / 'models'}",
-            *overrides(data), f"delegate.num_threads={threads}", "loop.progress=false",
-            f"hydra.run.dir={out}", *extra,
-        ]  # fmt: skip
-        env = dict(os.environ, PYTHONPATH=str(tree))
-        subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, cwd=tree)
-        return json.loads((Path(out) / "metrics.json").read_text())
-
-
 def rounds(data: Path, threads: int, count: int, baseline: Path | None, cache: Path) -> dict[str, list]:
     """{figure: [(value, load average before it), ...]} over ``count`` rotating rounds."""
     trees = {"": REPO, **({"@baseline": baseline} if baseline else {})}
     runs = [(f"{kind}{tag}", tree) for tag, tree in trees.items() for kind in ("cold", "warm")]
     for tag, tree in trees.items():  # the warm runs' cache, one per checkout (keys may differ)
-        _app(data, threads, tree, "loop.tensor_cache=true", f"paths.cache_dir={cache / (tag or 'this')}")
+        run_app(
+            data, threads, "loop.tensor_cache=true", f"paths.cache_dir={cache / (tag or 'this')}", tree=tree
+        )
     names = [*OWN, *(name for name, _ in runs)]
     found: dict[str, list] = {name: [] for name in names}
     for r in range(count):
@@ -135,7 +109,7 @@ def rounds(data: Path, threads: int, count: int, baseline: Path | None, cache: P
                     if cached
                     else ("loop.tensor_cache=false",)
                 )
-                doc = _app(data, threads, tree, *extra)
+                doc = run_app(data, threads, *extra, tree=tree)
                 value = {"ips": doc["throughput"]["images_per_s"], "metrics": doc["metrics"]}
             found[name].append((value, load))
             print(f"round {r} {name:<15} {value.get('ips', 0):7.1f} img/s  load {load:.2f}", flush=True)

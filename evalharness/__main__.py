@@ -46,6 +46,7 @@ from evalharness.run.job import run
 from evalharness.rundir.document import holds_run, now
 from evalharness.rundir.files import keep_native_log
 from evalharness.settings.cli import help_text, precheck
+from evalharness.settings.launchers import scan_plugins
 
 OmegaConf.register_new_resolver("bundled", bundled, replace=True)
 OmegaConf.register_new_resolver("model_stem", model_stem, replace=True)
@@ -195,6 +196,7 @@ def _main() -> None:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)
+    scan_plugins(sys.argv[1:])  # Hydra's plug-in scan, without the launchers this command does not choose
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")  # Hydra's own errors reach the boundary below
     if swept := swept_keys(sys.argv[1:]):  # the job directories' names carry their values (swept_tag)
         os.environ[SWEPT_ENV] = ",".join(swept)  # in this process and a launcher's workers alike

@@ -8,7 +8,8 @@ results and a finished command leaves no bar behind. Shown by default, as the ru
 repair), and the report commands show theirs always (stderr is not their output). Sparse where
 stderr is no terminal (a CI log, a pipe): every redraw there is kept, so the bar is drawn at its
 start, when a step names itself (``compare``'s candidate) and at most once a minute
-(:data:`LOG_INTERVAL_S`), not ten times a second.
+(:data:`LOG_INTERVAL_S`), not ten times a second. Hidden (``loop.progress=false``), a bar is a
+counter that draws nothing and tqdm is never imported (a run's start-up does not pay for it).
 """
 
 from __future__ import annotations
@@ -16,17 +17,44 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tqdm import tqdm
-
 LOG_INTERVAL_S = 60.0  # the fewest seconds between two redraws where stderr is no terminal
 
 
 def progress(total: float | None, desc: str, unit: str = "step", shown: bool = True, **options: Any) -> Any:
     """A bar of ``total`` steps (None: a count and a rate, when the total is not known beforehand);
-    sparse where stderr is no terminal."""
+    sparse where stderr is no terminal; not ``shown``: a :class:`HiddenBar`."""
+    if not shown:
+        return HiddenBar(total)
+    from tqdm import tqdm
+
     if not _terminal():
         options = {"mininterval": LOG_INTERVAL_S, "maxinterval": LOG_INTERVAL_S, **options}
-    return tqdm(total=total, desc=desc, unit=unit, disable=not shown, leave=False, **options)
+    return tqdm(total=total, desc=desc, unit=unit, leave=False, **options)
+
+
+class HiddenBar:
+    """What callers ask of a tqdm bar (``update``, ``n``, ``total``, ``set_postfix_str``, ``close``,
+    ``with``), as a disabled tqdm answers it, without tqdm: counts and draws nothing."""
+
+    disable = True
+
+    def __init__(self, total: float | None) -> None:
+        self.total, self.n = total, 0.0
+
+    def update(self, n: float = 1) -> None:
+        self.n += n
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> HiddenBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
 
 
 def _terminal() -> bool:

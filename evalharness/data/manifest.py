@@ -6,7 +6,7 @@ import hashlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
-from typing import TypedDict, TypeVar
+from typing import TypedDict, TypeVar, cast
 
 from evalharness.core.checksum import sha256_file
 from evalharness.core.derived import file_state
@@ -65,23 +65,32 @@ def samples_identity(
     samples: Sequence[T], entry: Callable[[T], tuple[str, str | Member]], content: bool = False
 ) -> SamplesIdentity:
     """The provenance fields that prove two runs saw the same samples: count + manifest hash of
-    ``samples`` (``entry``: sample -> (key, path)), without a list of every entry: samples already
-    in key order (the usual case) stream; others are visited in key order through a list of positions."""
+    ``samples`` (``entry``: sample -> (key, path), its key the sample's own), without a list of every
+    entry: samples already in key order (the usual case) stream; others are visited in key order
+    through a list of positions. A :class:`SampleList` is put in key order from its key column, so
+    each sample is made once, to be hashed."""
     n = len(samples)
     content = content or (n > 0 and isinstance(entry(samples[0])[1], Member))  # a container's: always
-    # each sample made once a pass (iterating, not indexing twice): a listing's samples are built
-    # from its columns, µs each, and a run's provenance is taken twice (identity, record)
-    ordered = all(a <= b for a, b in pairwise(entry(s)[0] for s in samples))
-    entries: Iterable[tuple[str, str | Member]] = (
-        (entry(s) for s in samples)
-        if ordered
-        else (entry(samples[i]) for i in sorted(range(n), key=lambda i: entry(samples[i])[0]))
-    )
+    entries: Iterable[tuple[str, str | Member]]
+    if isinstance(samples, SampleList):  # then T is LabeledSample
+        of = cast(Callable[[LabeledSample], tuple[str, str | Member]], entry)
+        entries = (_own_key(s, of(s)) for s in samples.sorted_by_key())
+    elif all(a <= b for a, b in pairwise(entry(s)[0] for s in samples)):
+        entries = (entry(s) for s in samples)
+    else:
+        entries = (entry(samples[i]) for i in sorted(range(n), key=lambda i: entry(samples[i])[0]))
     return {
         "count": n,
         "manifest_sha256": manifest_hash(entries, content, presorted=True),
         "manifest_kind": "relative path + sha256" if content else "relative path + size",
     }
+
+
+def _own_key(sample: LabeledSample, found: tuple[str, str | Member]) -> tuple[str, str | Member]:
+    """``found``, the manifest entry of ``sample``, whose order was taken from the sample's key."""
+    if found[0] != sample.key:
+        raise ValueError(f"a manifest entry's key {found[0]!r} is not its sample's key {sample.key!r}")
+    return found
 
 
 def stat_digest(paths: Iterable[str]) -> str | None:

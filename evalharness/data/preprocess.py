@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
+from functools import cache
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -161,11 +163,18 @@ def set_exact_resize(resize: Resize | None = None) -> None:
     _exact_resize = resize or resize_bilinear_tflite
 
 
+@cache
+def _opencv() -> ModuleType:
+    """``cv2`` for the OpenCV resize, looked for once in a process, not at every image: its absence
+    is said where the spec is checked (:func:`validate_spec`, before the first image)."""
+    return require_opencv("model.preprocess.resize=opencv_bilinear")
+
+
 def _resize(img: np.ndarray, height: int, width: int, method: str) -> np.ndarray:
     if method == "tflite_bilinear":  # the installed exact kernel takes uint8 images
         return (_exact_resize if img.dtype == np.uint8 else resize_bilinear_tflite)(img, height, width)
     if method == "opencv_bilinear":  # cv2.resize's INTER_LINEAR, as Ultralytics' letterbox: no averaging
-        cv2 = require_opencv("model.preprocess.resize=opencv_bilinear")
+        cv2 = _opencv()
         return np.asarray(cv2.resize(img, (width, height), interpolation=cv2.INTER_LINEAR), dtype=np.float32)
     resample = Image.Resampling.BICUBIC if method == "pil_bicubic" else Image.Resampling.BILINEAR
     return np.asarray(Image.fromarray(img).resize((width, height), resample), dtype=np.float32)

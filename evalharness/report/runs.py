@@ -13,7 +13,7 @@ from evalharness.report.cache_states import cache_mismatch
 from evalharness.report.content_pairs import ContentPairs, content_pairs
 from evalharness.report.image_evidence import contradictions
 from evalharness.rundir.metrics_file import Document
-from evalharness.rundir.provenance_record import DatasetRecord
+from evalharness.rundir.provenance_record import DatasetRecord, LabelsRecord
 from evalharness.rundir.reader import Run, flatten
 from evalharness.tasks.definition import TaskDefinition
 
@@ -150,7 +150,7 @@ def comparability(a: Run, b: Run, allow: Collection[str] = (), by_content: bool 
     pre = field_differences(a.provenance.preprocessing, b.provenance.preprocessing, _model_input_fields(a, b))
     if pre:
         c.warn("preprocessing", "preprocessing differs: " + "; ".join(pre))
-    labels = field_differences(a.provenance.labels.raw, b.provenance.labels.raw, _label_file_fields(a, b))
+    labels = _label_differences(a, b)
     if labels:
         c.warn("labels", "label set differs: " + "; ".join(labels))
     for run in (a, b):
@@ -184,6 +184,25 @@ def _label_file_fields(a: Run, b: Run) -> tuple[str, ...]:
     a run made before it was recorded compares by the file's sha256 alone, as then."""
     both = a.provenance.labels.names_sha256 is not None and b.provenance.labels.names_sha256 is not None
     return ("path", "sha256") if both else ("path", "names_sha256", "count")
+
+
+def _label_differences(a: Run, b: Run) -> list[str]:
+    """``key A vs B`` of the two label sets. A run with no label file (COCO's built-in class map
+    coco80 or coco91 has a name, not a file hash) against one with a file: the file's fields cannot be
+    compared, so what each side is is said instead of a hash of None."""
+    la, lb = a.provenance.labels, b.provenance.labels
+    if (la.sha256 is None) == (lb.sha256 is None):
+        return field_differences(la.raw, lb.raw, _label_file_fields(a, b))
+    files = field_differences(la.raw, lb.raw, ("path", "sha256", "names_sha256", "count"))
+    return [*files, f"label file {_label_file(la)} vs {_label_file(lb)}"]
+
+
+def _label_file(labels: LabelsRecord) -> str:
+    if labels.sha256 is not None:
+        return f"{labels.path} (sha256 {_short(labels.sha256)})"
+    if labels.class_map is not None:
+        return f"none (the built-in class map {labels.class_map}: a name, no file hash)"
+    return "none"
 
 
 def _truth_differs(da: DatasetRecord, db: DatasetRecord, by_content: bool = True) -> list[str]:

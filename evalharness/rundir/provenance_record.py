@@ -266,11 +266,14 @@ class LabelsRecord:
     names_sha256: str | None = None
     count: int | None = None
     raw: JSONMap = field(default_factory=dict, repr=False)
+    class_map: str | None = None  # a task's built-in map of classes (COCO's coco80): a name, no file
 
     @classmethod
     def parse(cls, raw: JSONMap) -> LabelsRecord:
         names = text(raw, "names_sha256")
-        return cls(text(raw, "path"), text(raw, "sha256"), names, integer(raw, "count"), raw)
+        return cls(
+            text(raw, "path"), text(raw, "sha256"), names, integer(raw, "count"), raw, text(raw, "class_map")
+        )
 
 
 @dataclass(frozen=True)

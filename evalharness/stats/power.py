@@ -16,8 +16,9 @@ models needs, so a target these call unresolvable is unresolvable whatever the m
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from statistics import NormalDist
-from typing import TypedDict
+from typing import Any, TypedDict
 
 CONFIDENCE = 0.95  # two-sided: every interval in metrics.json and the reports (stats/intervals.py)
 POWER = 0.80  # the power of every "images needed" figure
@@ -87,8 +88,13 @@ def resolution(n: int, target: float, confidence: float = CONFIDENCE, power: flo
     }
 
 
-def resolution_text(r: Resolution, what: str) -> str:
-    """One sentence: ``what`` (e.g. 'quant.max_drop=0.01') cannot be resolved by these images."""
+def resolution_text(r: Mapping[str, Any], what: str) -> str:
+    """One sentence: ``what`` (e.g. 'quant.max_drop=0.01') cannot be resolved by these images; the
+    one choice of that sentence for the repair's printout, its view and the gate: from the power
+    formula (a :class:`Resolution`), or from the measured interval (an :class:`IntervalResolution`:
+    a metric with no power formula, told by its ``interval_width``), made now or read back recorded."""
+    if "interval_width" in r:
+        return _interval_text(r, what)
     smallest = "no change up to 1" if r["detectable"] is None else f"nothing below {r['detectable']:.3f}"
     needed = f"~{r['images_needed']}" if r["images_needed"] else "no number of"
     return (
@@ -134,8 +140,8 @@ def interval_resolution(n: int, target: float, interval: list[float] | None) -> 
     }
 
 
-def interval_resolution_text(r: IntervalResolution, what: str) -> str:
-    """One sentence: ``what`` cannot be resolved by these images, from their interval's width."""
+def _interval_text(r: Mapping[str, Any], what: str) -> str:
+    """:func:`resolution_text` of an :class:`IntervalResolution`: from the interval's width."""
     if r["interval_width"] is None:
         return f"{r['images']} paired images gave no paired interval, so they cannot resolve {what}"
     if r["resamples_possible"] < r["resamples_needed"]:

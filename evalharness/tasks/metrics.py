@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 FAMILY = "{k}"  # in a name: one metric per k the run scored (``top{k}``: top1, top2, ...)
 
@@ -76,8 +76,24 @@ class Metric:
         return template.replace(FAMILY, k)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _undefined(metric: Metric, value: float) -> bool:
+    """A fraction outside [0, 1] (pycocotools' -1: nothing of its kind scored) is no value."""
+    return metric.fraction and not 0 <= value <= 1
+
+
+def defined_value(declared: Iterable[Metric], metrics: Mapping[str, Any], name: str) -> float | None:
+    """The value of ``name`` (a top-level key of ``metrics``, a family's member included) when it is
+    one: a number, within [0, 1] when declared a fraction; else None (what a repair cannot bound)."""
+    value = metrics.get(name)
+    if not _is_number(value):
+        return None
+    of = (m for m in declared if m.name == name or (FAMILY in m.name and name in m.members(metrics)))
+    meta = next(of, None)
+    return None if meta is not None and _undefined(meta, value) else value
 
 
 MetricValues = dict[str, float]  # metric values by name (``top1``, ``AP``, ...), in declaration order
@@ -106,7 +122,7 @@ def result_problems(declared: Iterable[Metric], metrics: Mapping[str, Any]) -> l
         f"{name} {value}"
         for m in fractions
         for name in m.members(metrics)
-        if not 0 <= (value := m.number(metrics, name)) <= 1
+        if _undefined(m, value := m.number(metrics, name))
     ]
     if outside:
         hint = next((m.undefined for m in fractions if m.undefined), "")

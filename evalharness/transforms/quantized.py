@@ -78,7 +78,7 @@ def make_variant(request: Request) -> Variant:
     if request.split is not None and from_dataset(request.quant):  # the search part calibrates
         from evalharness.transforms.repair_eval import Part
 
-        images = Part(settings, request.source, request.split, "search").images()
+        images = Part(settings, request.source, request.split, "search", None).images()
     return quantize_model(
         request.quant,
         request.source,

@@ -74,6 +74,7 @@ class Search:
         quant: QuantSchema,
         model: ModelSchema,
         split: Mapping[str, Any],
+        metric: str,
         work: str,
         bar: Any,
     ) -> None:
@@ -82,7 +83,7 @@ class Search:
         refuse_quantized_source(model.path)  # once, before any candidate (or the cached result) is made
         self.definition, self.work, self.quant, self.bar = settings.definition, work, quant, bar
         self.source = model.path
-        self.part = Part(settings, model, split, "search")
+        self.part = Part(settings, model, split, "search", metric)
         self.float = self.part.evaluate(self.source, keep_outputs=True)
         bar.update(1)
         self.base = recipe_ops(quant.recipe)
@@ -274,8 +275,8 @@ def repair_variant(request: Request) -> Variant:
         progress(None, "repair", "evaluation", shown) as bar,
     ):
         # what the verdict will rest on: listed first, so an empty part is refused before the search runs
-        held = Part(settings, task_model, split, "held_out")
-        s = Search(settings, quant, task_model, split, work, bar)
+        held = Part(settings, task_model, split, "held_out", metric)
+        s = Search(settings, quant, task_model, split, metric, work, bar)
         held_float = held.evaluate(source)  # before the search: a part the metric cannot score is refused
         # a proportion (top-1): what the held-out images can resolve, by the power formula, before the
         # search; any other metric (an AP): judged from the paired interval measured there

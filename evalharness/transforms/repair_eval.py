@@ -13,7 +13,7 @@ import statistics
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,10 +22,10 @@ from evalharness.core.schema import FrozenDict
 from evalharness.data.sample_image import SampleImage
 from evalharness.report.presenters import headline
 from evalharness.settings.groups import ModelSchema, RunSettings
-from evalharness.settings.quant_rules import repair_metric
 from evalharness.tasks.comparison import PairedRecords
 from evalharness.tasks.definition import comparer
 from evalharness.tasks.live import live_task
+from evalharness.tasks.metrics import defined_value
 
 if TYPE_CHECKING:  # for the types only: the runtime loads when a candidate is scored
     from evalharness.runtime.contract import Model
@@ -53,15 +53,20 @@ class Evaluation:
 class Part:
     """The samples of one part, and the models evaluated on them (inputs prepared once per input
     spec: the float model's and every integer-input variant's), scored on the metric the repair
-    bounds (:func:`evalharness.settings.quant_rules.repair_metric`) with the task's
-    ``search_scoring`` settings (no extras a search never reads)."""
+    bounds (``metric``: :func:`evalharness.settings.quant_rules.repair_metric`'s name, chosen once
+    per repair or search by its caller; None: the part is read for its images alone, a dataset
+    calibration) with the task's ``search_scoring`` settings (no extras a search never reads)."""
 
     def __init__(
-        self, settings: RunSettings, model: ModelSchema, split: Mapping[str, Any], part: str
+        self,
+        settings: RunSettings,
+        model: ModelSchema,
+        split: Mapping[str, Any],
+        part: str,
+        metric: str | None,
     ) -> None:
-        self.settings, self.part = settings, part
+        self.settings, self.part, self._metric = settings, part, metric
         definition = settings.definition
-        self.metric = repair_metric(settings.quant, definition, model)["name"]
         task = FrozenDict({**settings.task, **dict(definition.abilities.search_scoring)})
         self.task = live_task(definition, task, model, settings.dataset, {**split, "part": part})
         compare = comparer(definition)
@@ -72,6 +77,12 @@ class Part:
 
     def __len__(self) -> int:
         return len(self.task.samples)
+
+    @property
+    def metric(self) -> str:
+        """The metric the part's evaluations are scored on (a part made for its images has none)."""
+        assert self._metric is not None, "a part read for its images alone scores no model"
+        return self._metric
 
     def images(self) -> list[SampleImage]:
         """The part's images, by id through the dataset's reader (a folder's files, a container's
@@ -112,15 +123,15 @@ class Part:
         metrics = task.evaluator.compute()
         self.evaluations += 1
         cov = model.coverage
-        value = metrics.get(self.metric)
-        if not _a_value(settings.definition.metrics, self.metric, value):  # pycocotools' -1: nothing scored
+        value = defined_value(settings.definition.metrics, metrics, self.metric)
+        if value is None:  # pycocotools' -1: nothing scored
             raise DataError(
-                f"{self.metric} of {path} on the {self.part.replace('_', '-')} part ({len(self)} images) is "
-                f"{value}: those images hold nothing it scores (no annotation of its kind); use more "
-                "images (task.num_images) or set another quant.metric"
+                f"{self.metric} of {path} on the {self.part.replace('_', '-')} part ({len(self)} images) "
+                f"is {metrics.get(self.metric)}: those images hold nothing it scores (no annotation of its "
+                "kind); use more images (task.num_images) or set another quant.metric"
             )
         return Evaluation(
-            metric=float(cast(float, value)),  # a number: _a_value said so
+            metric=float(value),
             metrics=headline(settings.definition, metrics),
             records=records,
             p50_ms=statistics.median(times) if times else None,
@@ -128,14 +139,6 @@ class Part:
             bytes=os.path.getsize(path),
             outputs=np.stack(real) if keep_outputs else None,
         )
-
-
-def _a_value(declared: Any, name: str, value: Any) -> bool:
-    """``value`` is a number, within [0, 1] when its metric is declared a fraction."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return False
-    meta = next((m for m in declared if m.name == name), None)
-    return not (meta is not None and meta.fraction and not 0 <= value <= 1)
 
 
 def _invoke_all(model: Model, inputs: list[Any]) -> tuple[list[list[np.ndarray]], list[float]]:

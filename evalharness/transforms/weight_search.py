@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from evalharness.settings.groups import ModelSchema, RunSettings
 from evalharness.settings.quant_rules import repair_metric, repair_requested, split_of
+from evalharness.tasks.comparison import RepairMetric
 from evalharness.transforms.repair import allowed_drop, holds, target_text
 from evalharness.transforms.repair_eval import Evaluation, Part
 from evalharness.transforms.variant import Request, Variant
@@ -66,18 +67,19 @@ def _paired(part: Part, base: Evaluation, ev: Evaluation) -> PairedScore:
     return {"metric": ev.metric, "delta": paired["delta"], "interval": paired["interval"]}
 
 
-def weight_search(settings: RunSettings, model: ModelSchema) -> tuple[dict[str, Any], list[int] | None]:
+def weight_search(
+    settings: RunSettings, model: ModelSchema, chosen_metric: RepairMetric
+) -> tuple[dict[str, Any], list[int] | None]:
     """(``provenance.model.quant.weights.search``, the op indices to edit; None: every one)."""
     from evalharness.runtime.weight_edit import edit_model, select
     from evalharness.runtime.weights import weight_tensors
 
     quant, source = settings.quant, model.path
-    split, chosen_metric = split_of(quant), repair_metric(quant, settings.definition, model)
-    metric = chosen_metric["name"]
+    split, metric = split_of(quant), chosen_metric["name"]
     assert split is not None  # quant_rules.layer_search implies the split
     chosen, _ = select(weight_tensors(source)[1], quant.weights)
     with tempfile.TemporaryDirectory(prefix="evalharness-weights-") as work:
-        part = Part(settings, model, split, "search")
+        part = Part(settings, model, split, "search", metric)
         base = part.evaluate(source)
 
         made = [0]
@@ -132,12 +134,12 @@ def weight_search(settings: RunSettings, model: ModelSchema) -> tuple[dict[str, 
     return found, only
 
 
-def held_out_float(settings: RunSettings, model: ModelSchema) -> tuple[Part, Evaluation]:
+def held_out_float(settings: RunSettings, model: ModelSchema, metric: str) -> tuple[Part, Evaluation]:
     """The held-out part and the float model (``model``) scored on it: before the search, so a part
     with nothing the metric scores (no keypoints among its images) is refused before it runs."""
     split = split_of(settings.quant)
     assert split is not None
-    part = Part(settings, model, split, "held_out")
+    part = Part(settings, model, split, "held_out", metric)
     return part, part.evaluate(model.path)
 
 
@@ -158,8 +160,9 @@ def searched_variant(request: Request) -> Variant:
     from evalharness.transforms.quantized import quantize_model
 
     settings, quant, source = request.settings, request.quant, request.source
-    held_part = held_out_float(settings, source) if repair_requested(quant) else None
-    found, only = weight_search(settings, source)
+    chosen_metric = repair_metric(quant, settings.definition, source)  # once: both parts score it
+    held_part = held_out_float(settings, source, chosen_metric["name"]) if repair_requested(quant) else None
+    found, only = weight_search(settings, source, chosen_metric)
     if only is not None:
         quant = dataclasses.replace(quant, weights=dataclasses.replace(quant.weights, only=tuple(only)))
     if only == []:

@@ -13,7 +13,7 @@ from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section, render_text
 from evalharness.report.views.node_data import node_data
 from evalharness.stats.intervals import fmt_interval
-from evalharness.stats.power import interval_resolution_text, resolution_text
+from evalharness.stats.power import resolution_text
 
 TITLE = "evalharness quant.max_drop: the fewest ops in float that hold the drop"
 RANKED_SHOWN = 10
@@ -171,9 +171,7 @@ def verdict(r: dict[str, Any]) -> str:
     # the metric bounded, and why that one (a repair recorded before it was said: top1, the task's)
     source = f" [{metric}: {r['metric_source']}]" if r.get("metric_source") else ""
     if not resolvable(r):
-        what, said = f"a drop of {r['allowed_drop']:.4g}", r["resolution"]
-        measured = "interval_width" in said  # no power formula (an AP): the measured interval said it
-        why = interval_resolution_text(said, what) if measured else resolution_text(said, what)
+        why = resolution_text(r["resolution"], f"a drop of {r['allowed_drop']:.4g}")
         return f"{text}; not a check: {why}{source}"
     return text + ("" if h["holds"] else " (a failed check)") + source
 

@@ -8,7 +8,9 @@ passes' pycocotools matchings re-accumulated on the same image resamples by
 
 A repair scores hundreds of candidates against one float model: each pass's stats and matching are
 made once (pycocotools, the bounded metric's kind only) and the last few kept by the records'
-content, so the float model's records are scored once however many candidates pair with them.
+content, so the float model's records are scored once however many candidates pair with them; and
+that content is hashed once per list of records (the float model's list pairs with every candidate,
+and a pass's records are never changed once made).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class RepairableDetectionComparison(DetectionComparison):
     def __init__(self, definition: Any) -> None:
         super().__init__(definition)
         self._scored: OrderedDict[str, Scored] = OrderedDict()
+        self._keys: list[tuple[Records, str, str]] = []  # (a pass's records, kind, its content key)
 
     def repair_metric(self, decoder: Mapping[str, Any] | None, asked: str | None) -> RepairMetric:
         """The model's headline COCO metric: ``segm_AP`` for a head with masks (its decoder's
@@ -113,8 +116,7 @@ class RepairableDetectionComparison(DetectionComparison):
     def scored(self, annotations: dict[str, Any], records: Records, kind: str) -> Scored:
         """pycocotools' stats and matching of ``records`` for one ``kind`` (``bbox``, ``segm``,
         ``keypoints``); the last few kept by content."""
-        content = json.dumps([kind, records], sort_keys=True, default=str).encode()
-        key = hashlib.sha256(content).hexdigest()
+        key = self._content_key(records, kind)
         if key in self._scored:
             self._scored.move_to_end(key)
             return self._scored[key]
@@ -123,3 +125,15 @@ class RepairableDetectionComparison(DetectionComparison):
         while len(self._scored) > SCORED_KEPT:
             self._scored.popitem(last=False)
         return found
+
+    def _content_key(self, records: Records, kind: str) -> str:
+        """The sha256 of ``records`` scored as ``kind``, hashed once per list: the same list object
+        (the float model's, paired with every candidate) is found by identity among the last few,
+        each held here so its identity cannot pass to another list."""
+        for held, held_kind, key in self._keys:
+            if held is records and held_kind == kind:
+                return key
+        content = json.dumps([kind, records], sort_keys=True, default=str).encode()
+        key = hashlib.sha256(content).hexdigest()
+        self._keys = [*self._keys, (records, kind, key)][-SCORED_KEPT:]
+        return key

@@ -25,3 +25,18 @@ def test_a_bar_is_sparse_where_stderr_is_no_terminal(monkeypatch):
         bar.update(1)
     bar.close()
     assert sys.stderr.getvalue().count("run:") <= 3  # the start, (the end cleared): not 1000 redraws
+
+
+def test_a_hidden_bar_counts_without_tqdm(monkeypatch):
+    """loop.progress=false: no tqdm imported (start-up), and a bar that answers as a disabled one."""
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # importing it now fails
+    with progress(None, "repair", "evaluation", shown=False) as bar:
+        bar.update(1)
+        bar.update(2)
+        bar.set_postfix_str("the held-out part")
+    assert bar.n == 3 and bar.total is None and bar.disable
+    seconds = progress(2.5, "run", "s", shown=False)
+    seconds.n = min(1.0, seconds.total)
+    seconds.update(0)
+    seconds.close()
+    assert seconds.n == 1.0

@@ -44,3 +44,21 @@ def test_the_seg_decoder_names_the_extra_when_it_is_missing(no_opencv):
 def test_with_opencv_installed_the_module_is_given():
     pytest.importorskip("cv2")
     assert opencv.require_opencv("x").__name__ == "cv2"
+
+
+def test_the_opencv_resize_looks_for_opencv_once_not_at_every_image(monkeypatch):
+    pytest.importorskip("cv2")
+    import numpy as np
+
+    from evalharness.data import preprocess
+
+    asked = []
+    monkeypatch.setattr(
+        preprocess, "require_opencv", lambda what: asked.append(what) or opencv.require_opencv(what)
+    )
+    preprocess._opencv.cache_clear()
+    spec, inp = PreprocessSpec(crop="none", resize="opencv_bilinear"), preprocess.InputSpec(8, 8, 3, "uint8")
+    for size in (10, 12, 14):
+        preprocess.crop_and_resize(np.zeros((size, size, 3), np.uint8), spec, inp)
+    assert asked == ["model.preprocess.resize=opencv_bilinear"]
+    preprocess._opencv.cache_clear()

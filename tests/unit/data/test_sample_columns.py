@@ -74,5 +74,23 @@ def test_hashes_stream_over_columns_as_over_a_list():
     shuffled = columns.picked([3, 0, 5, 1, 4, 2])
     assert truth_hash(columns) == truth_hash(plain) == truth_hash(shuffled) == truth_hash(plain[::-1])
     assert samples_identity(columns, sample_entry) == samples_identity(plain, sample_entry)
+    assert samples_identity(shuffled, sample_entry) == samples_identity(plain[::-1], sample_entry)
     assert [s.key for s in first_of_each_label(shuffled)] == ["k003.jpg", "k005.jpg", "k001.jpg"]
     assert list(first_of_each_label(plain[::-1])) == list(first_of_each_label(columns[::-1]))
+
+
+def test_a_sample_lists_identity_makes_each_sample_once(monkeypatch):
+    """samples_identity orders a SampleList by its key column: each sample is made once (hashed),
+    ordered or not, not once more to see whether the list is in order."""
+    import pytest
+
+    columns = SampleList.of(_samples(6, members=True))
+    made = []
+    sample = columns.columns.sample
+    monkeypatch.setattr(columns.columns, "sample", lambda i: made.append(i) or sample(i))
+    for samples in (columns, columns.picked([3, 0, 5, 1, 4, 2])):
+        made.clear()
+        samples_identity(samples, sample_entry)
+        assert len(made) == 6 + 1  # + the first, to see whether they are a container's
+    with pytest.raises(ValueError, match="not its sample's key"):
+        samples_identity(columns, lambda s: (s.key.upper(), s.member))

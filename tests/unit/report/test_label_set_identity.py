@@ -34,5 +34,20 @@ def test_runs_without_names_sha256_compare_by_file():
     assert comparability(_run("a", old), _run("b", same_file)).warnings == []
 
 
+def test_a_built_in_class_map_against_a_label_file_is_said_as_such_not_as_a_hash_of_none(tmp_path):
+    """COCO's class_map=coco80 reads no file: its side is named by the map, never ``sha256 None``."""
+    (tmp_path / "labels.txt").write_text("person\nbicycle\n")
+    built_in = {"class_map": "coco80", **label_set(None), "categories": 80}
+    from_file = {"class_map": "labels", **label_set(str(tmp_path / "labels.txt")), "categories": 80}
+    (warning,) = comparability(_run("a", built_in), _run("b", from_file)).warnings
+    assert "None" not in warning
+    assert warning == (
+        "label set differs: class_map 'coco80' vs 'labels'; label file none (the built-in class map coco80: "
+        f"a name, no file hash) vs {tmp_path / 'labels.txt'} (sha256 {from_file['sha256'][:12]})"
+    )
+    (other,) = comparability(_run("a", built_in), _run("b", {**built_in, "class_map": "coco91"})).warnings
+    assert other == "label set differs: class_map 'coco80' vs 'coco91'"
+
+
 def test_no_label_file_has_no_names():
     assert label_set(None) == {"path": None, "sha256": None, "names_sha256": None, "count": None}

@@ -27,7 +27,8 @@ PROVENANCE = {
     "dataset": {"name": "d", "count": 5, "manifest_sha256": "a" * 64,
                 "shard": {"index": 1, "count": 2, "full_count": 10},
                 "split": {"part": "held_out", "whole": {"count": 8}}, "index": {"dir": "/idx"}},
-    "labels": {"path": "/l.txt", "sha256": "b" * 64, "names_sha256": "c" * 64, "count": 3},
+    "labels": {"path": "/l.txt", "sha256": "b" * 64, "names_sha256": "c" * 64, "count": 3,
+               "class_map": "coco80"},
     "preprocessing": {"input": {"dtype": "float32"}},
     "host": {"hostname": "h", "cpu": "c", "cpu_features": ["avx"]},
     "thread_budget": {"loop": {"shape": "pipelined"}},
@@ -82,6 +83,7 @@ def test_every_block_reads_as_attributes():
     split = prov.dataset.split
     assert split is not None and split.whole is not None and split.whole.count == 8
     assert prov.dataset.index_dir == "/idx" and prov.labels.names_sha256 == "c" * 64
+    assert prov.labels.class_map == "coco80"
     assert (
         prov.host.cpu_features == ("avx",)
         and prov.loop_shape == "pipelined"

@@ -52,3 +52,19 @@ def test_the_diff_verdict_says_when_the_equivalence_margin_is_below_what_the_ima
     assert "the margin ±0.01" in line and "~783 images would resolve 0.01" in line
     big = {**diff, "paired_images": 50000, "delta_top1_interval": [-0.02, 0.02]}
     assert "cannot resolve" not in verdict(big, 0.05)
+
+
+def test_one_resolution_text_for_the_power_formula_and_the_measured_interval():
+    """The repair's printout, its view and the gate take their sentence from one function, which
+    picks it by what was measured (a recorded resolution read back is a plain map)."""
+    from evalharness.stats.power import interval_resolution
+
+    wide = interval_resolution(40, 0.01, [-0.05, 0.03])
+    assert resolution_text(dict(wide), "a drop of 0.01") == (
+        "40 paired images cannot resolve a drop of 0.01: their 95% paired interval is 0.0800 wide, "
+        "wider than 0.01 (no power formula for this metric says how many images would; more images "
+        "narrow the interval)"
+    )
+    assert "distinct bootstrap resamples" in resolution_text(interval_resolution(2, 0.01, [0.0, 0.0]), "x")
+    assert "gave no paired interval" in resolution_text(interval_resolution(40, 0.01, None), "x")
+    assert resolution_text(dict(resolution(25, 0.01)), "x") == resolution_text(resolution(25, 0.01), "x")

@@ -164,6 +164,31 @@ def test_coco_paired_records_is_report_diff_s_paired_bootstrap_with_the_float_sc
         compare.paired_records(float_records, moved, "AP")
 
 
+def test_the_float_model_s_records_are_hashed_once_however_many_candidates_pair_with_them(monkeypatch):
+    import json
+
+    from evalharness.tasks.coco import repair_comparison
+    from evalharness.tasks.definition import comparer
+
+    truth, float_records = _truth_and_records(0)
+    coco = definition_for("coco", {"bootstrap_resamples": 0})
+    compare, fresh = comparer(coco), coco.scorer(truth)
+    hashed, original = [], json.dumps
+
+    def dumps(value, **kwargs):
+        if isinstance(value, list) and value[:1] == ["bbox"]:
+            hashed.append(value[1])
+        return original(value, **kwargs)
+
+    monkeypatch.setattr(repair_comparison.json, "dumps", dumps)
+    candidates = [_truth_and_records(shift)[1] for shift in (1, 2, 1)]
+    deltas = [compare.paired_records(float_records, c, "AP", fresh)["delta"] for c in candidates]
+    assert sum(r is float_records for r in hashed) == 1 and len(hashed) == 4  # 3 candidates + the float
+    assert deltas[0] == deltas[2] < 0  # a candidate equal in content to another: the same score
+    float_copy = [dict(r) for r in float_records]  # another list of the same content: hashed, same key
+    assert compare.paired_records(float_copy, candidates[0], "AP", fresh)["delta"] == deltas[0]
+
+
 def test_an_ap_s_verdict_says_its_interval_not_an_invented_number_of_images():
     from evalharness.report.views.repair_view import failed_checks, verdict
     from evalharness.stats.power import interval_resolution

@@ -3,7 +3,7 @@ the declared metrics' meta (``fraction``, ``undefined``)."""
 
 from __future__ import annotations
 
-from evalharness.tasks.metrics import Metric, result_problems
+from evalharness.tasks.metrics import Metric, defined_value, result_problems
 
 FRACTIONS = (
     Metric("top1", fraction=True, undefined=": nothing to score"),
@@ -29,3 +29,14 @@ def test_a_family_of_fractions_is_checked_member_by_member():
     assert result_problems(family, {"top1": 0.5, "top2": 1.5, "top10": -1}) == [
         "top2 1.5, top10 -1: undefined, not in [0, 1]"
     ]
+
+
+def test_a_repairs_metric_is_defined_by_the_same_meta():
+    """What a repair bounds (transforms/repair_eval.py) is read with the same checks: a number, in
+    [0, 1] when declared a fraction (a family's member too); an undeclared number is taken as is."""
+    declared = (Metric("AP", fraction=True), Metric("top{k}", fraction=True))
+    assert defined_value(declared, {"AP": 0.25}, "AP") == 0.25
+    assert defined_value(declared, {"AP": -1.0}, "AP") is None  # pycocotools: nothing scored
+    assert defined_value(declared, {"top2": 1.5}, "top2") is None
+    assert defined_value(declared, {"AP": True}, "AP") is None and defined_value(declared, {}, "AP") is None
+    assert defined_value(declared, {"mse": 7.5}, "mse") == 7.5
