@@ -35,6 +35,10 @@ PER_CLASS_NOTES = (
 )
 
 
+def _classes(rows: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{r['name']} {r['AP']:.3f} ({r['num_gt']})" for r in rows)
+
+
 def summary_lines(metrics: dict[str, Any]) -> list[str]:
     """The analysis in four lines, five with a seg model's TIDE of its masks (nothing for a run made
     before it, or with ``task.analysis=false``)."""
@@ -54,12 +58,11 @@ def summary_lines(metrics: dict[str, Any]) -> list[str]:
     ]
     rows = a["per_class"]
     if rows:
-        shown = lambda part: ", ".join(f"{r['name']} {r['AP']:.3f} ({r['num_gt']})" for r in part)  # noqa: E731
         head = f"Per-class AP (ground-truth boxes), {len(rows)} class{'es' if len(rows) > 1 else ''}"
         if len(rows) <= 2 * TOP:  # best and worst would name some classes twice: all of them, once
-            lines.append(f"{head}, best first: {shown(rows)}")
+            lines.append(f"{head}, best first: {_classes(rows)}")
         else:
-            lines.append(f"{head}: best {shown(rows[:TOP])}; worst {shown(rows[::-1][:TOP])}")
+            lines.append(f"{head}: best {_classes(rows[:TOP])}; worst {_classes(rows[::-1][:TOP])}")
     names = {r["category_id"]: r["name"] for r in rows}
     pairs = confusion_pairs(a["confusion"]["cells"], names, TOP)
     text = ", ".join(f"{_name(p['truth_name'])} -> {_name(p['predicted_name'])} {p['count']}" for p in pairs)
