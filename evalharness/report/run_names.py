@@ -28,7 +28,8 @@ def _threads(run: Run) -> str | None:
     return None if threads is None else f"{threads} thread{'s' if threads != 1 else ''}"
 
 
-def _precision(run: Run) -> str | None:
+def precision_text(run: Run) -> str | None:
+    """The GPU's arithmetic a run chose (``fp16 allowed``, ``fp32``); None for another delegate."""
     allowed = run.provenance.delegate.flags.get("gpu_precision_loss_allowed")
     return None if allowed is None else ("fp16 allowed" if allowed else "fp32")
 
@@ -42,7 +43,7 @@ def _dataset(run: Run) -> str | None:
 ASPECTS: tuple[tuple[str, Callable[[Run], str | None]], ...] = (
     ("variant", _variant),
     ("threads", _threads),
-    ("precision", _precision),
+    ("precision", precision_text),
     ("dataset", _dataset),
 )
 

@@ -37,6 +37,7 @@ from evalharness.core.numbers import fmt
 from evalharness.core.tables import Section
 from evalharness.report.commands.diff import build_diff, quantities
 from evalharness.report.presenters import judged_metric, paired_of
+from evalharness.report.run_names import precision_text
 from evalharness.report.runs import comparability, definition_of
 from evalharness.rundir.reader import Run
 from evalharness.stats.score_snr import topk_snr_db
@@ -110,6 +111,9 @@ def coverage_cell(run: Run) -> str:
     text = f"{'?' if done is None else done}/{cov.ops_total} ops"
     if cov.partitions:
         text += f", {cov.partitions} part."
+    precision = precision_text(run)  # fp16 on the GPU moves results: the column says which it ran
+    if precision:
+        text += f", {precision}"
     if cov.device.get("software_renderer"):
         text += " (software renderer)"
     return text
