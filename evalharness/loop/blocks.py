@@ -79,7 +79,8 @@ class ScoringBlocks:
     def flush(self) -> None:
         held, self._held, self._bytes = self._held, [], 0
         result, evaluator, identity = self.result, self.task.evaluator, self.identity
-        hashes = [hashes_of(tensors, identity) for _, tensors, _, _ in held]  # one after the other: warm
+        # one after the other: warm
+        hashes = [hashes_of(tensors, identity, sample) for sample, tensors, _, _ in held]
         for (sample, _, outputs, latency), sample_hashes in zip(held, hashes, strict=True):
             start = time.perf_counter()
             result.inference_ms.append(latency)

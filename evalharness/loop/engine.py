@@ -29,7 +29,7 @@ from evalharness.core.interrupts import checkpoint
 from evalharness.core.schema import bounds
 from evalharness.loop.blocks import ScoringBlocks
 from evalharness.loop.checks import OutputChecks
-from evalharness.loop.input_identity import InputIdentity
+from evalharness.loop.input_identity import IdentityMemo, InputIdentity
 from evalharness.loop.latency_record import DeviceValidity, HostValidity, LatencyBlock, ValidityThermal
 from evalharness.loop.memory import current_rss_mb, peak_rss_mb
 from evalharness.loop.preparation import Prepared, prepared
@@ -335,7 +335,8 @@ def run_loop(
         result.shape = requested(settings.shape, settings.workers)
         if model.batch_size and result.shape.shape == "auto":  # a runner's round trips, not invoke cycles
             result.shape = LoopShape("pipelined", settings.workers, "the runner batches samples")
-        identity = InputIdentity(model.inputs, input_layout(task))
+        memo = task if isinstance(task, IdentityMemo) else None  # a tensor cache keeps them
+        identity = InputIdentity(model.inputs, input_layout(task), memo)
         items = shaped(
             lambda samples, workers, phased=False: prepared(
                 task, samples, workers, settings.prefetch, phased, result.prepare_s
