@@ -25,7 +25,7 @@ import numpy as np
 
 from evalharness.core.boundary import debug, describe
 from evalharness.core.errors import ConfigError, DataError, EvalHarnessError
-from evalharness.core.interrupts import checkpoint
+from evalharness.core.interrupts import checkpoint, pauses_at
 from evalharness.core.schema import bounds
 from evalharness.loop.blocks import ScoringBlocks
 from evalharness.loop.checks import OutputChecks
@@ -238,9 +238,10 @@ def _run_each(
     """In-process models: one timed invoke per ``size`` samples (plus the first invoke's warm-up).
     With size > 1 each sample's latency is the batch's invoke time divided by ``size``."""
     first_outputs = None
+    pausing = pauses_at("loop")  # a test's pause point, once a sample ran (core/interrupts.py)
     for chunk in chunks:
-        if result.first_inference_ms is not None:
-            checkpoint("loop")  # a test's pause point, once a sample ran (core/interrupts.py)
+        if pausing and result.first_inference_ms is not None:
+            checkpoint("loop")
         tensors = chunk[0][1] if size == 1 else _stacked(chunk, size)
         model.set_inputs(tensors)
         if result.first_inference_ms is None:

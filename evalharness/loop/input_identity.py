@@ -66,21 +66,30 @@ class InputIdentity:
         key = [METHOD, layout, [(i.dtype, list(i.shape), i.scale, i.zero_point, i.quantized) for i in inputs]]
         self.tag = hashlib.sha256(json.dumps(key).encode()).digest()[:8]
 
+    def kept(self, tensors: list[np.ndarray], sample: Any) -> dict[str, str] | None:
+        """The hashes the memo kept for ``tensors`` (the very tensor it served for ``sample``), or
+        None: they must be computed (:meth:`of`)."""
+        if self.memo is None or sample is None or len(tensors) != len(self.inputs):
+            return None
+        row = self.memo.remembered(sample, tensors, self.tag)
+        return None if row is None else _fields(row[8:40].hex(), row[40:72].hex())
+
     def of(self, tensors: list[np.ndarray], sample: Any = None) -> dict[str, str]:
         if len(tensors) != len(self.inputs):  # a stand-in model describing no inputs: the exact hash only
             return {"input_sha256": tensors_digest(tensors), FIELD: METHOD}
-        memo = self.memo if sample is not None else None
-        row = memo.remembered(sample, tensors, self.tag) if memo is not None else None
-        if row is not None:
-            exact, real = row[8:40].hex(), row[40:72].hex()
-        else:
-            exact = tensors_digest(tensors)
-            pairs = zip(tensors, self.inputs, strict=True)
-            same = all(real_is_exact(np.asarray(t), i, self.layout) for t, i in pairs)
-            real = exact if same else real_digest(tensors, self.inputs, self.layout)
-            if memo is not None:
-                memo.remember(sample, tensors, self.tag + bytes.fromhex(exact) + bytes.fromhex(real))
-        return {"input_sha256": exact, "input_float_sha256": real, FIELD: METHOD}
+        if (kept := self.kept(tensors, sample)) is not None:
+            return kept
+        exact = tensors_digest(tensors)
+        pairs = zip(tensors, self.inputs, strict=True)
+        same = all(real_is_exact(np.asarray(t), i, self.layout) for t, i in pairs)
+        real = exact if same else real_digest(tensors, self.inputs, self.layout)
+        if self.memo is not None and sample is not None:
+            self.memo.remember(sample, tensors, self.tag + bytes.fromhex(exact) + bytes.fromhex(real))
+        return _fields(exact, real)
+
+
+def _fields(exact: str, real: str) -> dict[str, str]:
+    return {"input_sha256": exact, "input_float_sha256": real, FIELD: METHOD}
 
 
 def hashes_of(
