@@ -17,6 +17,17 @@ sample. Measured on the 50 val50 JPEGs (31 KiB mean, ``benchmarks/bench_source_i
 stat ~2 us per image, a sha256 of the file ~32 us, decode + resize ~1.3 ms, a warm read 11 us; so a
 warm read pays one stat, not a hash, and a cold build one hash (docs/performance.md).
 One writer at a time: concurrent runs that share a cache should build it once first.
+
+Input identity, kept: each sample also keeps the two identity hashes of its tensor
+(``loop/input_identity.py``: exact bytes and real values) in ``identity.npy``, a row of the
+hashing's key tag (method, the model's input quantisation and the layout: another model may read
+the same tensor as other real values) and both digests, and ``identity_crc.npy``, the CRC-32 of
+that row continued from the tensor's own CRC. A row is trusted only with the tensor it was made
+from (a rebuilt tensor of other bytes has another CRC, so its old row fails), and is handed out
+only for the very array the cache served (:meth:`CachedTask.remembered`): a warm run feeds the
+cached tensor and need not hash it again (the hashing was 0.2 ms of CPU per MobileNet v2 sample,
+the warm loop's largest cost after invoke; docs/benchmarks.md, *Performance V*). A row of another
+key tag is computed again and replaces it.
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ import hashlib
 import json
 import os
 import shutil
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
 
@@ -32,12 +44,14 @@ import numpy as np
 import numpy.typing as npt
 
 from evalharness.core.atomic_io import atomic_write_text
-from evalharness.core.checksum import crc32_array
+from evalharness.core.checksum import crc32_array, crc32_bytes
 from evalharness.core.derived import DAMAGE, Damaged, file_state, read_or_rebuild, say_rebuilt, why
 from evalharness.data.ground_truth import Member
 
-LAYOUT = 2  # part of the key: a cache written with another file layout is another cache
+LAYOUT = 3  # part of the key: a cache written with another file layout is another cache
 _NO_STATE = (-1, -1, -1, -1)
+IDENTITY_ROW = 8 + 32 + 32  # a sample's kept input identity: key tag, exact digest, real-values digest
+_SERVED_PURGE = 1024  # served arrays remembered before the dead ones are dropped
 
 Mapped = np.memmap[Any, np.dtype[Any]]  # one .npy file of the cache, mapped
 SourceIdentity = tuple[tuple[int, ...], np.ndarray]  # a sample's source: (its stat, its sha256)
@@ -113,6 +127,8 @@ class TensorCache:
             "filled": (np.uint8, (count,)),
             "source_sha256": (np.uint8, (count, 32)),
             "source_state": (np.int64, (count, 4)),
+            "identity": (np.uint8, (count, IDENTITY_ROW)),
+            "identity_crc": (np.uint32, (count,)),
         }
         arrays = None
         if os.path.isdir(self.dir):
@@ -127,11 +143,13 @@ class TensorCache:
             atomic_write_text(os.path.join(self.dir, "key.json"), text)
         self.data, self.crc, self.filled = arrays["tensors"], arrays["crc32"], arrays["filled"]
         self.source_sha, self.source_state = arrays["source_sha256"], arrays["source_state"]
+        self.identity, self.identity_crc = arrays["identity"], arrays["identity_crc"]
         self._arrays = arrays
         # plain ndarray views of the same mappings for reading: indexing a memmap makes a memmap
         # object each time, several times the cost of the read on a cached run's critical path
-        self._tensors, self._crcs, self._filled, self._states = (
-            np.asarray(a) for a in (self.data, self.crc, self.filled, self.source_state)
+        self._tensors, self._crcs, self._filled, self._states, self._rows, self._row_crcs = (
+            np.asarray(a)
+            for a in (self.data, self.crc, self.filled, self.source_state, self.identity, self.identity_crc)
         )
 
     def _map(self, name: str, mode: str, dtype: npt.DTypeLike, shape: tuple[int, ...]) -> Mapped:
@@ -215,6 +233,18 @@ class TensorCache:
         self.source_state[i], self.source_sha[i] = identity
         self.filled[i] = 1  # set last: a kill before this line leaves the sample unfilled
 
+    def kept_identity(self, i: int) -> bytes | None:
+        """Sample ``i``'s kept identity row (:data:`IDENTITY_ROW` bytes) if it was made from the
+        tensor now cached (its CRC-32 continued from the tensor's), else None. For a served sample."""
+        row = self._rows[i].tobytes()
+        return row if crc32_bytes(row, int(self._crcs[i])) == int(self._row_crcs[i]) else None
+
+    def keep_identity(self, i: int, row: bytes) -> None:
+        """Keep ``row`` as the identity of sample ``i``'s cached tensor (the row first, its CRC last:
+        a kill between them leaves a row that fails its CRC, computed again next time)."""
+        self.identity[i] = np.frombuffer(row, np.uint8)
+        self.identity_crc[i] = crc32_bytes(row, int(self.crc[i]))
+
     def flush(self) -> None:
         for array in self._arrays.values():
             array.flush()
@@ -239,6 +269,9 @@ class CachedTask:
         self.cache: TensorCache | None = None  # made by bind(), once the model's input is known
         self._index = {task.sample_id(s): i for i, s in enumerate(task.samples)}
         self._sources = list(task.sample_sources())
+        # sample index -> (the array served for it, its kept identity row or None), until the loop
+        # hashes it (remembered / remember); weak: an array never hashed is not held here
+        self._served: dict[int, tuple[weakref.ref[np.ndarray], bytes | None]] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._task, name)
@@ -254,8 +287,44 @@ class CachedTask:
         i = self._index[self._task.sample_id(sample)]
         source = self._sources[i]
         arr = self.cache.get(i, source)
-        if arr is None:
-            identity = self.cache.source_identity(source)
-            (arr,) = self._task.prepare(sample)
-            self.cache.put(i, arr, identity)
+        if arr is not None:
+            self._serve(i, arr, self.cache.kept_identity(i))
+            return [arr]
+        identity = self.cache.source_identity(source)
+        (arr,) = self._task.prepare(sample)
+        self.cache.put(i, arr, identity)
+        if identity is not None:  # cached now: its identity is kept once the loop has hashed it
+            self._serve(i, arr, None)
         return [arr]
+
+    def _serve(self, i: int, arr: np.ndarray, row: bytes | None) -> None:
+        if len(self._served) >= _SERVED_PURGE:  # samples prepared and never hashed (a calibration's)
+            self._served = {k: v for k, v in self._served.items() if v[0]() is not None}
+        self._served[i] = (weakref.ref(arr), row)
+
+    def _served_as(self, sample: Any, tensors: list[np.ndarray]) -> tuple[int, bytes | None] | None:
+        """(index, kept row) of ``sample`` if ``tensors`` is exactly the array the cache served for it."""
+        i = self._index.get(self._task.sample_id(sample))
+        served = None if i is None else self._served.get(i)
+        if i is None or served is None or len(tensors) != 1 or served[0]() is not tensors[0]:
+            return None
+        return i, served[1]
+
+    def remembered(self, sample: Any, tensors: list[np.ndarray], tag: bytes) -> bytes | None:
+        """The identity row kept for ``sample`` under the key ``tag`` (its first bytes) when
+        ``tensors`` is the very array served from the cache for it (verified there with the tensor),
+        else None."""
+        found = self._served_as(sample, tensors)
+        if found is None or found[1] is None or not found[1].startswith(tag):
+            return None
+        self._served.pop(found[0], None)
+        return found[1]
+
+    def remember(self, sample: Any, tensors: list[np.ndarray], row: bytes) -> None:
+        """Keep ``row``, the identity the loop computed for ``tensors``, when they are the array the
+        cache holds for ``sample``."""
+        found = self._served_as(sample, tensors)
+        if found is not None:
+            self._served.pop(found[0], None)
+            assert self.cache is not None
+            self.cache.keep_identity(found[0], row)

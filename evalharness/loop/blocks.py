@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # for the type only
 BLOCK_SAMPLES = 64
 BLOCK_BYTES = 2**20  # held inputs and outputs: ~20 samples of a 128 x 128 uint8 input, <= 1 MiB of RSS
 BLOCK_S = 0.25
+Held = tuple[Any, "list[np.ndarray] | None", list[np.ndarray], float, "dict[str, str] | None"]
 
 
 class Scored(Protocol):
@@ -57,18 +58,26 @@ class ScoringBlocks:
         identity: InputIdentity | None = None,
     ) -> None:
         self.task, self.record, self.result, self.identity = task, record, result, identity
-        self._held: list[tuple[object, list[np.ndarray], list[np.ndarray], float]] = []
+        # (sample, its inputs (None once their hashes are known), outputs, latency, hashes or None)
+        self._held: list[Held] = []
         self._bytes = 0
         self._started = 0.0
 
     def add(self, sample: Any, tensors: list[np.ndarray], outputs: list[np.ndarray], latency: float) -> None:
         """One invoked sample: its inputs checked now, hashed and its outputs scored when the block is
-        flushed."""
+        flushed. Hashes the tensor cache kept are read now, and the inputs are not held for them: the
+        block then holds only outputs, so it fills to :data:`BLOCK_SAMPLES` (a 224 x 224 input ended
+        it at ~6 samples by :data:`BLOCK_BYTES`)."""
         self.result.checks.add_inputs(tensors)
         if not self._held:
             self._started = time.perf_counter()
-        self._held.append((sample, tensors, outputs, latency))
-        self._bytes += sum(t.nbytes for t in tensors) + sum(o.nbytes for o in outputs)
+        kept = self.identity.kept(tensors, sample) if self.identity is not None else {}
+        if kept is None:
+            self._held.append((sample, tensors, outputs, latency, None))
+            self._bytes += sum(t.nbytes for t in tensors)
+        else:
+            self._held.append((sample, None, outputs, latency, kept))
+        self._bytes += sum(o.nbytes for o in outputs)
         if (
             len(self._held) >= BLOCK_SAMPLES
             or self._bytes >= BLOCK_BYTES
@@ -79,8 +88,12 @@ class ScoringBlocks:
     def flush(self) -> None:
         held, self._held, self._bytes = self._held, [], 0
         result, evaluator, identity = self.result, self.task.evaluator, self.identity
-        hashes = [hashes_of(tensors, identity) for _, tensors, _, _ in held]  # one after the other: warm
-        for (sample, _, outputs, latency), sample_hashes in zip(held, hashes, strict=True):
+        # one after the other: warm
+        hashes = [
+            hashes_of(tensors, identity, sample) if kept is None and tensors is not None else kept or {}
+            for sample, tensors, _, _, kept in held
+        ]
+        for (sample, _, outputs, latency, _), sample_hashes in zip(held, hashes, strict=True):
             start = time.perf_counter()
             result.inference_ms.append(latency)
             result.checks.add_outputs(outputs)

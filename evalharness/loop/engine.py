@@ -25,11 +25,11 @@ import numpy as np
 
 from evalharness.core.boundary import debug, describe
 from evalharness.core.errors import ConfigError, DataError, EvalHarnessError
-from evalharness.core.interrupts import checkpoint
+from evalharness.core.interrupts import checkpoint, pauses_at
 from evalharness.core.schema import bounds
 from evalharness.loop.blocks import ScoringBlocks
 from evalharness.loop.checks import OutputChecks
-from evalharness.loop.input_identity import InputIdentity
+from evalharness.loop.input_identity import IdentityMemo, InputIdentity
 from evalharness.loop.latency_record import DeviceValidity, HostValidity, LatencyBlock, ValidityThermal
 from evalharness.loop.memory import current_rss_mb, peak_rss_mb
 from evalharness.loop.preparation import Prepared, prepared
@@ -238,9 +238,10 @@ def _run_each(
     """In-process models: one timed invoke per ``size`` samples (plus the first invoke's warm-up).
     With size > 1 each sample's latency is the batch's invoke time divided by ``size``."""
     first_outputs = None
+    pausing = pauses_at("loop")  # a test's pause point, once a sample ran (core/interrupts.py)
     for chunk in chunks:
-        if result.first_inference_ms is not None:
-            checkpoint("loop")  # a test's pause point, once a sample ran (core/interrupts.py)
+        if pausing and result.first_inference_ms is not None:
+            checkpoint("loop")
         tensors = chunk[0][1] if size == 1 else _stacked(chunk, size)
         model.set_inputs(tensors)
         if result.first_inference_ms is None:
@@ -335,7 +336,8 @@ def run_loop(
         result.shape = requested(settings.shape, settings.workers)
         if model.batch_size and result.shape.shape == "auto":  # a runner's round trips, not invoke cycles
             result.shape = LoopShape("pipelined", settings.workers, "the runner batches samples")
-        identity = InputIdentity(model.inputs, input_layout(task))
+        memo = task if isinstance(task, IdentityMemo) else None  # a tensor cache keeps them
+        identity = InputIdentity(model.inputs, input_layout(task), memo)
         items = shaped(
             lambda samples, workers, phased=False: prepared(
                 task, samples, workers, settings.prefetch, phased, result.prepare_s

@@ -136,3 +136,26 @@ def test_a_batch_runner_without_a_samples_latency_stops_with_the_reason():
     assert result.status == "partial" and "reported no inference time" in result.stop_reason
     assert [r["id"] for r in records] == [str(i) for i in range(6)]  # those before it are all scored
     assert list(result.inference_ms) == [2.0] * 6
+
+
+def test_hashes_the_cache_kept_are_read_at_once_and_the_inputs_not_held():
+    """A sample whose input hashes the tensor cache kept is not held for hashing: the block holds only
+    its outputs (so it is not ended by its inputs' bytes), and its record carries the kept hashes."""
+    from evalharness.loop.engine import LoopResult
+
+    class _Identity:
+        def kept(self, tensors, sample):
+            return {"input_sha256": f"kept {sample}"} if sample % 2 else None
+
+        def of(self, tensors, sample=None):
+            return {"input_sha256": f"hashed {sample}"}
+
+    task, records = _Task(4), []
+    task.evaluator.reset()
+    scoring = scoring_blocks.ScoringBlocks(task, records.append, LoopResult(), _Identity())  # type: ignore[arg-type]
+    big = [np.zeros(scoring_blocks.BLOCK_BYTES // 4, np.uint8)]
+    for sample in range(4):
+        scoring.add(sample, big, [np.zeros(4, np.uint8)], 1.0)
+    assert [tensors is None for _, tensors, *_ in scoring._held] == [False, True, False, True]
+    scoring.flush()
+    assert [r["input_sha256"] for r in records] == ["hashed 0", "kept 1", "hashed 2", "kept 3"]
