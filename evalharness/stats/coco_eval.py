@@ -9,7 +9,6 @@ detections scored as 0 instead of crashing, silenced prints, and per-class AP.
 from __future__ import annotations
 
 import contextlib
-import copy
 import io
 from collections import Counter
 from collections.abc import Callable
@@ -228,14 +227,6 @@ def _mean_valid(values: np.ndarray) -> float | None:
     return float(np.mean(valid)) if valid.size else None
 
 
-def _own_copy(
-    gt: dict[str, Any], detections: list[dict[str, Any]]
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Copies of the dicts the COCO tools write into (ignore flags, ids, areas): callers' stay intact."""
-    gt = {**gt, "annotations": [dict(ann) for ann in gt["annotations"]]}
-    return gt, [dict(det) for det in detections]
-
-
 def _score(
     coco_cls: type,
     make_eval: Callable[..., Any],
@@ -244,30 +235,28 @@ def _score(
     image_ids: list[Any],
     evaluate_only: bool = False,
     keep_matching: bool = False,
+    chunked: bool = False,
 ) -> Any:  # a Backend's tuple; with evaluate_only the untrimmed Matching alone
     """evaluate/accumulate/summarize with a COCO class pair, stdout captured, zero detections allowed.
 
     ``keep_matching``: also return the per-image matching (pycocotools' evaluator only);
     ``evaluate_only``: stop after ``evaluate()`` and return only that matching, made for the area
-    range "all" alone (all a Matching holds: a quarter of pycocotools' per-image passes)."""
+    range "all" alone (all a Matching holds: a quarter of pycocotools' per-image passes).
+    ``chunked``: ``make_eval`` is given a :class:`~evalharness.stats.coco_chunks.ChunkResults` of
+    the detections instead of their result set, and evaluates a chunk of images at a time
+    (pycocotools' evaluator: memory per chunk, not per run); else ``loadRes`` of them all."""
     from evalharness.stats.coco_bootstrap import Matching
+    from evalharness.stats.coco_chunks import ChunkResults, result_set
 
-    gt, detections = _own_copy(gt, detections)
+    gt = {**gt, "annotations": [dict(ann) for ann in gt["annotations"]]}  # the tools write into them
     with contextlib.redirect_stdout(io.StringIO()):
         coco_gt = coco_cls()
         coco_gt.dataset = gt
         coco_gt.createIndex()
-        if detections:
-            coco_dt = coco_gt.loadRes(detections)
-        else:  # pycocotools' loadRes([]) raises IndexError; build the same empty result set by hand
-            coco_dt = coco_cls()
-            coco_dt.dataset = {
-                "images": list(gt["images"]),
-                "categories": copy.deepcopy(gt["categories"]),
-                "annotations": [],
-            }
-            coco_dt.createIndex()
-        evaluator = make_eval(coco_gt, coco_dt)
+        if chunked:  # each chunk's result set made of copies of its detections when it is evaluated
+            evaluator = make_eval(coco_gt, ChunkResults(coco_cls, gt, detections))
+        else:
+            evaluator = make_eval(coco_gt, result_set(coco_cls, coco_gt, detections))
         evaluator.params.imgIds = list(image_ids)
         if evaluate_only:  # area range "all" comes first (coco_bootstrap.AREA_ALL)
             evaluator.params.areaRng = evaluator.params.areaRng[:1]
@@ -294,10 +283,10 @@ def _pycocotools(
 ) -> Any:  # as _score
     from pycocotools.coco import COCO
 
-    from evalharness.stats.coco_match import MatchingCOCOeval  # pycocotools' COCOeval, its matching faster
+    from evalharness.stats.coco_chunks import ChunkedCOCOeval  # pycocotools' COCOeval a chunk at a time
 
-    make_eval = lambda g, d: MatchingCOCOeval(g, d, iou_type)  # noqa: E731
-    return _score(COCO, make_eval, gt, detections, image_ids, evaluate_only, keep_matching)
+    make_eval = lambda g, d: ChunkedCOCOeval(g, d, iou_type)  # noqa: E731
+    return _score(COCO, make_eval, gt, detections, image_ids, evaluate_only, keep_matching, chunked=True)
 
 
 @EVALUATORS.register("faster_coco_eval")

@@ -25,8 +25,9 @@ from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 
 from evalharness.core.errors import DataError
+from evalharness.stats.coco_chunks import ChunkedCOCOeval, ChunkResults
 from evalharness.stats.coco_eval import _score
-from evalharness.stats.coco_match import NOTHING, MatchingCOCOeval
+from evalharness.stats.coco_match import NOTHING
 
 MAX_DETECTIONS = 100  # pycocotools' segm params.maxDets[-1]: computeIoU's cut
 
@@ -124,11 +125,11 @@ class _GivenResultsCOCO(COCO):  # type: ignore[misc]  # pycocotools ships no typ
         return res
 
 
-class _GivenIouCOCOeval(MatchingCOCOeval):
+class _GivenIouCOCOeval(ChunkedCOCOeval):
     """pycocotools' segm evaluation with each (image, category)'s IoUs given, the masks absent."""
 
-    def __init__(self, coco_gt: COCO, coco_dt: COCO, ious: dict[tuple[Any, int], Any]) -> None:
-        super().__init__(coco_gt, coco_dt, "segm")
+    def __init__(self, coco_gt: COCO, results: ChunkResults, ious: dict[tuple[Any, int], Any]) -> None:
+        super().__init__(coco_gt, results, "segm")
         self._given = ious
 
     def _prepare(self) -> None:
@@ -155,4 +156,6 @@ def score_overlaps(
     ious = overlaps.ious()
     make_eval = lambda g, d: _GivenIouCOCOeval(g, d, ious)  # noqa: E731
     results = overlaps.results()
-    return _score(_GivenResultsCOCO, make_eval, gt, results, image_ids, evaluate_only, keep_matching)
+    return _score(
+        _GivenResultsCOCO, make_eval, gt, results, image_ids, evaluate_only, keep_matching, chunked=True
+    )
