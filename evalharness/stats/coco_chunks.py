@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import copy
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -140,11 +141,12 @@ def reduce_eval_imgs(
     return reduced
 
 
-def result_set(coco_cls: type, coco_gt: Any, detections: list[dict[str, Any]]) -> Any:
+def result_set(coco_cls: type, coco_gt: Any, detections: list[dict[str, Any]], copies: bool = True) -> Any:
     """``loadRes`` of copies of the detections (it writes ids and areas into them: the callers' stay
-    intact); with none, the empty result set pycocotools' loadRes([]) fails to make (IndexError)."""
+    intact; ``copies=False``: dicts of the caller's own, written into); with none, the empty result
+    set pycocotools' loadRes([]) fails to make (IndexError)."""
     if detections:
-        return coco_gt.loadRes([dict(det) for det in detections])
+        return coco_gt.loadRes([dict(det) for det in detections] if copies else detections)
     coco_dt = coco_cls()
     coco_dt.dataset = {
         "images": list(coco_gt.dataset["images"]),
@@ -155,19 +157,66 @@ def result_set(coco_cls: type, coco_gt: Any, detections: list[dict[str, Any]]) -
     return coco_dt
 
 
-class ChunkResults:
-    """The detections grouped by image, made into pycocotools' result set a chunk at a time:
-    ``loadRes`` of copies of the chunk's detections (it writes ids, areas and, for boxes, a polygon
-    into them) against a view of the ground truth holding the chunk's images."""
+class ImageRows(Protocol):
+    """Detections held per image (a run's store) that give COCO result dicts an image at a time,
+    so that a whole run's dicts are never made at once: new dicts on each call (the tools may
+    write into them)."""
 
-    def __init__(self, coco_cls: type, gt: dict[str, Any], detections: list[dict[str, Any]]) -> None:
+    def __len__(self) -> int: ...
+
+    def rows_of(self, image_ids: list[Any]) -> list[dict[str, Any]]:
+        """The result dicts of the detections on ``image_ids``, each image's in the order added."""
+        ...
+
+
+class HeldRows(ImageRows, Protocol):
+    """:class:`ImageRows` that also list their images and give every row, in the order added (what
+    :func:`~evalharness.stats.coco_eval.evaluate_bbox` checks and names a bad detection by)."""
+
+    def image_ids(self) -> set[Any]:
+        """The images holding detections."""
+        ...
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Every result dict, in the order added."""
+        ...
+
+
+class _GroupedRows:
+    """A list of result dicts as :class:`ImageRows`: grouped by image (references), copied when
+    asked for."""
+
+    def __init__(self, detections: list[dict[str, Any]]) -> None:
+        self._by_image: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+        for det in detections:  # each image's detections in the order given, as loadRes indexes them
+            self._by_image[det["image_id"]].append(det)
+        self._count = len(detections)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def rows_of(self, image_ids: list[Any]) -> list[dict[str, Any]]:
+        return [dict(det) for i in image_ids for det in self._by_image.get(i, ())]
+
+
+def image_rows(detections: list[dict[str, Any]] | ImageRows) -> ImageRows:
+    """``detections`` as :class:`ImageRows` (a list grouped by image)."""
+    return _GroupedRows(detections) if isinstance(detections, list) else detections
+
+
+class ChunkResults:
+    """The detections made into pycocotools' result set a chunk at a time: ``loadRes`` of the
+    chunk's result dicts (fresh ones: it writes ids, areas and, for boxes, a polygon into them)
+    against a view of the ground truth holding the chunk's images."""
+
+    def __init__(
+        self, coco_cls: type, gt: dict[str, Any], detections: list[dict[str, Any]] | ImageRows
+    ) -> None:
         self._coco_cls = coco_cls
         self._images = {image["id"]: image for image in gt["images"]}
         self._categories = gt["categories"]
         self._info = gt.get("info", {})
-        self._by_image: dict[Any, list[dict[str, Any]]] = defaultdict(list)
-        for det in detections:  # each image's detections in the order given, as loadRes indexes them
-            self._by_image[det["image_id"]].append(det)
+        self._rows = image_rows(detections)
 
     def of(self, image_ids: list[Any]) -> Any:
         """The result set of the detections on ``image_ids``, pycocotools' ``loadRes`` of them."""
@@ -178,7 +227,7 @@ class ChunkResults:
             "categories": self._categories,
         }
         view.createIndex()
-        return result_set(self._coco_cls, view, [det for i in image_ids for det in self._by_image.get(i, ())])
+        return result_set(self._coco_cls, view, self._rows.rows_of(image_ids), copies=False)
 
 
 class ChunkedCOCOeval(MatchingCOCOeval):

@@ -12,13 +12,16 @@ import contextlib
 import io
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.registry import Registry
 from evalharness.data.coco_annotations import check_annotations, finite_numbers
+
+if TYPE_CHECKING:
+    from evalharness.stats.coco_chunks import HeldRows, ImageRows
 
 COCO_STAT_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
 # (kind, IoU label, area, maxDets) of each line COCOeval.summarize() prints, in COCO_STAT_NAMES order.
@@ -146,7 +149,7 @@ def _raise_first_bad_detection(
 
 def evaluate_bbox(
     gt: dict[str, Any],
-    detections: list[dict[str, Any]],
+    detections: list[dict[str, Any]] | HeldRows,
     backend: str = "pycocotools",
     image_ids: list[int] | None = None,
     keep_matching: bool = False,
@@ -167,7 +170,13 @@ def evaluate_bbox(
     backend = resolved_backend(backend)
     run = EVALUATORS.get(backend)
     check_annotations(gt)
-    ids, dets = evaluated_subset(gt, detections, image_ids)
+    if isinstance(detections, list):
+        ids, subset = evaluated_subset(gt, detections, image_ids)
+        dets: list[dict[str, Any]] | HeldRows = subset
+        count = len(subset)
+    else:  # a run's store: its result dicts made a chunk of images at a time, never all at once
+        ids, count = _checked_rows(gt, detections, image_ids)
+        dets = detections if backend == "pycocotools" else detections.rows_of(ids)  # others: one list
     stats, precision, cat_ids, matching, recall = run(gt, dets, ids, keep_matching or analysis)
     if (keep_matching or analysis) and matching is None:
         matching = _pycocotools(gt, dets, ids, evaluate_only=True)
@@ -175,7 +184,7 @@ def evaluate_bbox(
         "backend": backend,
         "stats": {name: float(value) for name, value in zip(COCO_STAT_NAMES, stats, strict=True)},
         "per_class": _per_class(gt, ids, precision, cat_ids),
-        "num_detections": len(dets),
+        "num_detections": count,
         "num_images": len(ids),
         "summary": format_summary(stats),
     }
@@ -231,7 +240,7 @@ def _score(
     coco_cls: type,
     make_eval: Callable[..., Any],
     gt: dict[str, Any],
-    detections: list[dict[str, Any]],
+    detections: list[dict[str, Any]] | ImageRows,
     image_ids: list[Any],
     evaluate_only: bool = False,
     keep_matching: bool = False,
@@ -256,7 +265,8 @@ def _score(
         if chunked:  # each chunk's result set made of copies of its detections when it is evaluated
             evaluator = make_eval(coco_gt, ChunkResults(coco_cls, gt, detections))
         else:
-            evaluator = make_eval(coco_gt, result_set(coco_cls, coco_gt, detections))
+            given = detections if isinstance(detections, list) else detections.rows_of(list(image_ids))
+            evaluator = make_eval(coco_gt, result_set(coco_cls, coco_gt, given))
         evaluator.params.imgIds = list(image_ids)
         if evaluate_only:  # area range "all" comes first (coco_bootstrap.AREA_ALL)
             evaluator.params.areaRng = evaluator.params.areaRng[:1]
@@ -275,7 +285,7 @@ def _score(
 @EVALUATORS.register("pycocotools")
 def _pycocotools(
     gt: dict[str, Any],
-    detections: list[dict[str, Any]],
+    detections: list[dict[str, Any]] | ImageRows,
     image_ids: list[Any],
     keep_matching: bool = False,
     evaluate_only: bool = False,
@@ -316,6 +326,28 @@ def faster_coco_eval_classes() -> tuple[type, Any]:
             "pip install 'evalharness[faster]' or use backend 'pycocotools'"
         ) from None
     return COCO, COCOeval_faster
+
+
+def _checked_rows(gt: dict[str, Any], rows: HeldRows, image_ids: list[int] | None) -> tuple[list[Any], int]:
+    """(sorted image ids to score, the detections on them) of a store, checked as
+    :func:`evaluated_subset` checks a list, a chunk of images at a time; a problem is named as in
+    the list of every row (made only then)."""
+    from evalharness.stats.coco_chunks import CHUNK_IMAGES
+
+    ids, _ = evaluated_subset(gt, [], image_ids)
+    known = {image["id"] for image in gt["images"]}
+    categories = {category["id"] for category in gt["categories"]}
+    held = rows.image_ids()
+    chosen = set(ids)
+    if not held <= known:
+        evaluated_subset(gt, list(rows.rows()), image_ids)  # raises, naming the first
+    count, order = 0, sorted(held)
+    for first in range(0, len(order), CHUNK_IMAGES):
+        chunk = rows.rows_of(order[first : first + CHUNK_IMAGES])
+        if not _plainly_valid(chunk, known, categories):
+            evaluated_subset(gt, list(rows.rows()), image_ids)  # raises, naming the first
+        count += sum(det["image_id"] in chosen for det in chunk)
+    return ids, count
 
 
 def evaluated_subset(

@@ -14,10 +14,12 @@ import pytest
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
+from evalharness.core.errors import DataError
 from evalharness.stats import coco_chunks
 from evalharness.stats.coco_bootstrap import Matching
 from evalharness.stats.coco_chunks import ChunkedCOCOeval, ChunkResults
-from evalharness.stats.coco_eval import EVALUATORS
+from evalharness.stats.coco_eval import EVALUATORS, evaluate_bbox
+from evalharness.tasks.coco.store import DetectionStore
 from tests.unit.stats.test_coco_match import _dataset
 
 
@@ -112,3 +114,35 @@ def test_the_backend_scores_and_matches_as_one_chunk(monkeypatch, chunk):
     assert np.array_equal(only.det_score, whole[3].det_score)
     assert np.array_equal(only.matched, whole[3].matched)
     assert results == given
+
+
+def _store(results: list) -> DetectionStore:
+    store = DetectionStore()
+    by_image: dict[int, list] = {}
+    for r in results:
+        by_image.setdefault(r["image_id"], []).append([r["category_id"], r["score"], *r["bbox"]])
+    for image_id, rows in by_image.items():
+        store.add(image_id, rows)
+    return store
+
+
+@pytest.mark.parametrize("subset", [False, True])
+def test_a_store_scores_as_the_list_of_its_rows(monkeypatch, subset):
+    """evaluate_bbox on a run's store (result dicts made a chunk at a time) equals it on the list of
+    every row: stats, per class, the detections counted, the matching; a bad row is named alike."""
+    monkeypatch.setattr(coco_chunks, "CHUNK_IMAGES", 2)
+    gt, results = _dataset(3)
+    gt["categories"] = [{"id": c, "name": f"c{c}"} for c in (1, 2, 3)]
+    store = _store(results)
+    ids = [1, 2, 5, 7] if subset else None
+    mine = evaluate_bbox(gt, store, image_ids=ids, keep_matching=True)
+    theirs = evaluate_bbox(gt, list(store.rows()), image_ids=ids, keep_matching=True)
+    for key in ("stats", "per_class", "num_detections", "num_images", "summary"):
+        assert mine[key] == theirs[key], key
+    assert np.array_equal(mine["matching"].matched, theirs["matching"].matched)
+    store.add(8, [[1, 0.5, float("nan"), 1.0, 2.0, 3.0]])
+    with pytest.raises(DataError) as from_list:
+        evaluate_bbox(gt, list(store.rows()))
+    with pytest.raises(DataError) as from_store:
+        evaluate_bbox(gt, store)
+    assert str(from_store.value) == str(from_list.value)
