@@ -77,39 +77,32 @@ class Matching:
 
     @classmethod
     def from_evaluator(cls, evaluator: Any, trim: bool = True) -> Matching:
-        """From a COCOeval after ``evaluate()`` (params.imgIds sorted, as evaluate() leaves them).
+        """From a COCOeval after ``evaluate()`` (params.imgIds sorted, as evaluate() leaves them): a
+        :class:`~evalharness.stats.coco_chunks.ChunkedCOCOeval`'s reduced matching, or any other's
+        ``evalImgs`` reduced alike.
 
         ``trim=False`` keeps every detection (the error analysis counts the false positives after a
         category's last true positive; the bootstrap never needs them)."""
+        from evalharness.stats.coco_chunks import reduce_eval_imgs
+
         p = evaluator.params
         cat_ids, img_ids = list(p.catIds), list(p.imgIds)
-        n_img, n_area = len(img_ids), len(p.areaRng)
-        max_det = p.maxDets[-1]
-        n_thr = len(p.iouThrs)
+        n_img, n_thr = len(img_ids), len(p.iouThrs)
+        reduced = getattr(evaluator, "reduced", None)
+        if reduced is None:
+            reduced = reduce_eval_imgs(evaluator.evalImgs, len(cat_ids), len(p.areaRng), 0, n_thr)
         gt_count = np.zeros((len(cat_ids), n_img), dtype=np.int64)
-        blocks = []  # (img, cat, scores, matched, ignored) per category, sorted as accumulate sorts
+        blocks = []  # (img, cat, matched, ignored, scores) per category, sorted as accumulate sorts
         for k in range(len(cat_ids)):
-            base = k * n_area * n_img + AREA_ALL * n_img
-            scores, images, matched, ignored = [], [], [], []
-            for i in range(n_img):
-                e = evaluator.evalImgs[base + i]
-                if e is None:
-                    continue
-                gt_count[k, i] = int(np.count_nonzero(np.asarray(e["gtIgnore"]) == 0))
-                s = np.asarray(e["dtScores"][:max_det], dtype=np.float64)
-                scores.append(s)
-                images.append(np.full(s.size, i, dtype=np.int64))
-                matched.append(np.asarray(e["dtMatches"])[:, :max_det].reshape(n_thr, s.size) != 0)
-                ignored.append(np.asarray(e["dtIgnore"])[:, :max_det].reshape(n_thr, s.size).astype(bool))
-            if not scores:
+            block = reduced.get((k, AREA_ALL))
+            if block is None:
                 continue
-            s = np.concatenate(scores)
+            held, counts = block.ground_truth()
+            gt_count[k, held] = counts
+            s, images, matched, ignored = block.detections(None, p.maxDets[-1])
             order = np.argsort(-s, kind="mergesort")
-            img = np.concatenate(images)[order]
-            blocks.append(
-                (img, np.full(img.size, k), np.concatenate(matched, 1)[:, order],
-                 np.concatenate(ignored, 1)[:, order], s[order])
-            )  # fmt: skip
+            img = images[order].astype(np.int64)
+            blocks.append((img, np.full(s.size, k), matched[:, order], ignored[:, order], s[order]))
         empty_flags = np.zeros((n_thr, 0), dtype=bool)
         whole = cls(
             cat_ids=cat_ids,

@@ -9,17 +9,19 @@ detections scored as 0 instead of crashing, silenced prints, and per-class AP.
 from __future__ import annotations
 
 import contextlib
-import copy
 import io
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.registry import Registry
 from evalharness.data.coco_annotations import check_annotations, finite_numbers
+
+if TYPE_CHECKING:
+    from evalharness.stats.coco_chunks import HeldRows, ImageRows
 
 COCO_STAT_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
 # (kind, IoU label, area, maxDets) of each line COCOeval.summarize() prints, in COCO_STAT_NAMES order.
@@ -147,7 +149,7 @@ def _raise_first_bad_detection(
 
 def evaluate_bbox(
     gt: dict[str, Any],
-    detections: list[dict[str, Any]],
+    detections: list[dict[str, Any]] | HeldRows,
     backend: str = "pycocotools",
     image_ids: list[int] | None = None,
     keep_matching: bool = False,
@@ -168,7 +170,13 @@ def evaluate_bbox(
     backend = resolved_backend(backend)
     run = EVALUATORS.get(backend)
     check_annotations(gt)
-    ids, dets = evaluated_subset(gt, detections, image_ids)
+    if isinstance(detections, list):
+        ids, subset = evaluated_subset(gt, detections, image_ids)
+        dets: list[dict[str, Any]] | HeldRows = subset
+        count = len(subset)
+    else:  # a run's store: its result dicts made a chunk of images at a time, never all at once
+        ids, count = _checked_rows(gt, detections, image_ids)
+        dets = detections if backend == "pycocotools" else detections.rows_of(ids)  # others: one list
     stats, precision, cat_ids, matching, recall = run(gt, dets, ids, keep_matching or analysis)
     if (keep_matching or analysis) and matching is None:
         matching = _pycocotools(gt, dets, ids, evaluate_only=True)
@@ -176,7 +184,7 @@ def evaluate_bbox(
         "backend": backend,
         "stats": {name: float(value) for name, value in zip(COCO_STAT_NAMES, stats, strict=True)},
         "per_class": _per_class(gt, ids, precision, cat_ids),
-        "num_detections": len(dets),
+        "num_detections": count,
         "num_images": len(ids),
         "summary": format_summary(stats),
     }
@@ -228,46 +236,37 @@ def _mean_valid(values: np.ndarray) -> float | None:
     return float(np.mean(valid)) if valid.size else None
 
 
-def _own_copy(
-    gt: dict[str, Any], detections: list[dict[str, Any]]
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Copies of the dicts the COCO tools write into (ignore flags, ids, areas): callers' stay intact."""
-    gt = {**gt, "annotations": [dict(ann) for ann in gt["annotations"]]}
-    return gt, [dict(det) for det in detections]
-
-
 def _score(
     coco_cls: type,
     make_eval: Callable[..., Any],
     gt: dict[str, Any],
-    detections: list[dict[str, Any]],
+    detections: list[dict[str, Any]] | ImageRows,
     image_ids: list[Any],
     evaluate_only: bool = False,
     keep_matching: bool = False,
+    chunked: bool = False,
 ) -> Any:  # a Backend's tuple; with evaluate_only the untrimmed Matching alone
     """evaluate/accumulate/summarize with a COCO class pair, stdout captured, zero detections allowed.
 
     ``keep_matching``: also return the per-image matching (pycocotools' evaluator only);
     ``evaluate_only``: stop after ``evaluate()`` and return only that matching, made for the area
-    range "all" alone (all a Matching holds: a quarter of pycocotools' per-image passes)."""
+    range "all" alone (all a Matching holds: a quarter of pycocotools' per-image passes).
+    ``chunked``: ``make_eval`` is given a :class:`~evalharness.stats.coco_chunks.ChunkResults` of
+    the detections instead of their result set, and evaluates a chunk of images at a time
+    (pycocotools' evaluator: memory per chunk, not per run); else ``loadRes`` of them all."""
     from evalharness.stats.coco_bootstrap import Matching
+    from evalharness.stats.coco_chunks import ChunkResults, result_set
 
-    gt, detections = _own_copy(gt, detections)
+    gt = {**gt, "annotations": [dict(ann) for ann in gt["annotations"]]}  # the tools write into them
     with contextlib.redirect_stdout(io.StringIO()):
         coco_gt = coco_cls()
         coco_gt.dataset = gt
         coco_gt.createIndex()
-        if detections:
-            coco_dt = coco_gt.loadRes(detections)
-        else:  # pycocotools' loadRes([]) raises IndexError; build the same empty result set by hand
-            coco_dt = coco_cls()
-            coco_dt.dataset = {
-                "images": list(gt["images"]),
-                "categories": copy.deepcopy(gt["categories"]),
-                "annotations": [],
-            }
-            coco_dt.createIndex()
-        evaluator = make_eval(coco_gt, coco_dt)
+        if chunked:  # each chunk's result set made of copies of its detections when it is evaluated
+            evaluator = make_eval(coco_gt, ChunkResults(coco_cls, gt, detections))
+        else:
+            given = detections if isinstance(detections, list) else detections.rows_of(list(image_ids))
+            evaluator = make_eval(coco_gt, result_set(coco_cls, coco_gt, given))
         evaluator.params.imgIds = list(image_ids)
         if evaluate_only:  # area range "all" comes first (coco_bootstrap.AREA_ALL)
             evaluator.params.areaRng = evaluator.params.areaRng[:1]
@@ -286,7 +285,7 @@ def _score(
 @EVALUATORS.register("pycocotools")
 def _pycocotools(
     gt: dict[str, Any],
-    detections: list[dict[str, Any]],
+    detections: list[dict[str, Any]] | ImageRows,
     image_ids: list[Any],
     keep_matching: bool = False,
     evaluate_only: bool = False,
@@ -294,10 +293,10 @@ def _pycocotools(
 ) -> Any:  # as _score
     from pycocotools.coco import COCO
 
-    from evalharness.stats.coco_match import MatchingCOCOeval  # pycocotools' COCOeval, its matching faster
+    from evalharness.stats.coco_chunks import ChunkedCOCOeval  # pycocotools' COCOeval a chunk at a time
 
-    make_eval = lambda g, d: MatchingCOCOeval(g, d, iou_type)  # noqa: E731
-    return _score(COCO, make_eval, gt, detections, image_ids, evaluate_only, keep_matching)
+    make_eval = lambda g, d: ChunkedCOCOeval(g, d, iou_type)  # noqa: E731
+    return _score(COCO, make_eval, gt, detections, image_ids, evaluate_only, keep_matching, chunked=True)
 
 
 @EVALUATORS.register("faster_coco_eval")
@@ -327,6 +326,28 @@ def faster_coco_eval_classes() -> tuple[type, Any]:
             "pip install 'evalharness[faster]' or use backend 'pycocotools'"
         ) from None
     return COCO, COCOeval_faster
+
+
+def _checked_rows(gt: dict[str, Any], rows: HeldRows, image_ids: list[int] | None) -> tuple[list[Any], int]:
+    """(sorted image ids to score, the detections on them) of a store, checked as
+    :func:`evaluated_subset` checks a list, a chunk of images at a time; a problem is named as in
+    the list of every row (made only then)."""
+    from evalharness.stats.coco_chunks import CHUNK_IMAGES
+
+    ids, _ = evaluated_subset(gt, [], image_ids)
+    known = {image["id"] for image in gt["images"]}
+    categories = {category["id"] for category in gt["categories"]}
+    held = rows.image_ids()
+    chosen = set(ids)
+    if not held <= known:
+        evaluated_subset(gt, list(rows.rows()), image_ids)  # raises, naming the first
+    count, order = 0, sorted(held)
+    for first in range(0, len(order), CHUNK_IMAGES):
+        chunk = rows.rows_of(order[first : first + CHUNK_IMAGES])
+        if not _plainly_valid(chunk, known, categories):
+            evaluated_subset(gt, list(rows.rows()), image_ids)  # raises, naming the first
+        count += sum(det["image_id"] in chosen for det in chunk)
+    return ids, count
 
 
 def evaluated_subset(

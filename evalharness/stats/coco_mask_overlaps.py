@@ -25,8 +25,9 @@ from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 
 from evalharness.core.errors import DataError
+from evalharness.stats.coco_chunks import ChunkedCOCOeval, ChunkResults
 from evalharness.stats.coco_eval import _score
-from evalharness.stats.coco_match import NOTHING, MatchingCOCOeval
+from evalharness.stats.coco_match import NOTHING
 
 MAX_DETECTIONS = 100  # pycocotools' segm params.maxDets[-1]: computeIoU's cut
 
@@ -51,6 +52,7 @@ class MaskOverlaps:
         # (image_id, (n, 3) category, score, area, {category: (rows of it, columns of its truth)})
         self._images: list[tuple[Any, np.ndarray, dict[int, np.ndarray]]] = []
         self._count = 0
+        self._where: dict[Any, list[int]] | None = None  # image id -> its entries (made when read)
 
     def __len__(self) -> int:
         return self._count
@@ -75,17 +77,25 @@ class MaskOverlaps:
             ious[int(cat)] = np.asarray(mask_utils.iou(mine, g, [int(ann["iscrowd"]) for ann in gt]))
         self._images.append((image_id, rows, ious))
         self._count += n
+        self._where = None
 
-    def results(self) -> list[dict[str, Any]]:
-        """The result set ``loadRes`` makes of the masks (ids 1, 2, ... in the order added, the mask's
-        area, no crowd), without the masks."""
+    def rows_of(self, image_ids: list[Any]) -> list[dict[str, Any]]:
+        """The result set ``loadRes`` makes of the masks of ``image_ids`` (ids 1, 2, ... in the order
+        added, the mask's area, no crowd), without the masks: made a chunk of images at a time
+        (``stats/coco_chunks.py``), never for the whole run."""
+        if self._where is None:
+            self._where = defaultdict(list)
+            for n, (image_id, _, _) in enumerate(self._images):
+                self._where[image_id].append(n)
         out: list[dict[str, Any]] = []
-        for image_id, rows, _ in self._images:
-            for cat, score, area in rows.tolist():
-                out.append(
-                    {"image_id": image_id, "category_id": int(cat), "score": score, "area": area,
-                     "id": len(out) + 1, "iscrowd": 0}
-                )  # fmt: skip
+        for wanted in image_ids:
+            for n in self._where.get(wanted, ()):
+                image_id, rows, _ = self._images[n]
+                for cat, score, area in rows.tolist():
+                    out.append(
+                        {"image_id": image_id, "category_id": int(cat), "score": score, "area": area,
+                         "id": len(out) + 1, "iscrowd": 0}
+                    )  # fmt: skip
         return out
 
     def ious(self) -> dict[tuple[Any, int], Any]:
@@ -124,11 +134,11 @@ class _GivenResultsCOCO(COCO):  # type: ignore[misc]  # pycocotools ships no typ
         return res
 
 
-class _GivenIouCOCOeval(MatchingCOCOeval):
+class _GivenIouCOCOeval(ChunkedCOCOeval):
     """pycocotools' segm evaluation with each (image, category)'s IoUs given, the masks absent."""
 
-    def __init__(self, coco_gt: COCO, coco_dt: COCO, ious: dict[tuple[Any, int], Any]) -> None:
-        super().__init__(coco_gt, coco_dt, "segm")
+    def __init__(self, coco_gt: COCO, results: ChunkResults, ious: dict[tuple[Any, int], Any]) -> None:
+        super().__init__(coco_gt, results, "segm")
         self._given = ious
 
     def _prepare(self) -> None:
@@ -154,5 +164,6 @@ def score_overlaps(
     """pycocotools' ``segm`` scoring of the masks ``overlaps`` was given (see the module docstring)."""
     ious = overlaps.ious()
     make_eval = lambda g, d: _GivenIouCOCOeval(g, d, ious)  # noqa: E731
-    results = overlaps.results()
-    return _score(_GivenResultsCOCO, make_eval, gt, results, image_ids, evaluate_only, keep_matching)
+    return _score(
+        _GivenResultsCOCO, make_eval, gt, overlaps, image_ids, evaluate_only, keep_matching, chunked=True
+    )

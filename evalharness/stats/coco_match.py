@@ -88,20 +88,16 @@ class MatchingCOCOeval(COCOeval):  # type: ignore[misc]  # pycocotools ships no 
         m_list = [m for m in p.maxDets if m in max_dets]
         a_list = [n for n, a in enumerate(map(tuple, p.areaRng)) if a in areas]
         i_list = [n for n, i in enumerate(p.imgIds) if i in imgs]
-        n_img0, n_area0 = len(done.imgIds), len(done.areaRng)
         for k, k0 in enumerate(k_list):
             for a, a0 in enumerate(a_list):
-                base = k0 * n_area0 * n_img0 + a0 * n_img0
-                found = [self.evalImgs[base + i] for i in i_list]
-                held = [e for e in found if e is not None]
-                if not held:
+                gathered = self._gathered(k0, a0, i_list)
+                if gathered is None:
                     continue
-                npig = np.count_nonzero(np.concatenate([e["gtIgnore"] for e in held]) == 0)
-                if npig == 0:
-                    continue
+                npig, detections = gathered
                 for m, max_det in enumerate(m_list):
-                    self._accumulate_one(
-                        held, max_det, npig, p.recThrs, (precision, recall, scores), (k, a, m)
+                    dt_scores, dtm, dt_ig = detections(max_det)
+                    self.accumulated_at(
+                        dt_scores, dtm, dt_ig, npig, p.recThrs, (precision, recall, scores), (k, a, m)
                     )
         self.eval = {
             "params": p,
@@ -112,24 +108,48 @@ class MatchingCOCOeval(COCOeval):  # type: ignore[misc]  # pycocotools ships no 
             "scores": scores,
         }
 
+    def _gathered(self, k0: int, a0: int, i_list: list[int]) -> tuple[Any, Any] | None:
+        """(npig, maxDets -> (scores, dtMatches, dtIgnore) concatenated over the images) of one
+        category and area range of what evaluate() matched, None where accumulate() skips it (no
+        image holds anything, or no non-ignored ground truth)."""
+        done = self._paramsEval
+        n_img0, n_area0 = len(done.imgIds), len(done.areaRng)
+        base = k0 * n_area0 * n_img0 + a0 * n_img0
+        found = [self.evalImgs[base + i] for i in i_list]
+        held = [e for e in found if e is not None]
+        if not held:
+            return None
+        npig = np.count_nonzero(np.concatenate([e["gtIgnore"] for e in held]) == 0)
+        if npig == 0:
+            return None
+
+        def detections(max_det: int) -> tuple[Any, Any, Any]:
+            dt_scores = np.concatenate([e["dtScores"][0:max_det] for e in held])
+            dtm = np.concatenate([e["dtMatches"][:, 0:max_det] for e in held], axis=1)
+            dt_ig = np.concatenate([e["dtIgnore"][:, 0:max_det] for e in held], axis=1)
+            return dt_scores, dtm, dt_ig
+
+        return npig, detections
+
     @staticmethod
-    def _accumulate_one(
-        held: list[dict[str, Any]],
-        max_det: int,
+    def accumulated_at(
+        dt_scores: Any,
+        dtm: Any,
+        dt_ig: Any,
         npig: Any,
         rec_thrs: Any,
         out: tuple[Any, ...],
         at: tuple[int, ...],
     ) -> None:
-        """One category, area range and maxDets of :meth:`accumulate`, pycocotools' arithmetic in
-        its order (the same floating-point operations on the same values)."""
+        """One category, area range and maxDets of :meth:`accumulate` from its detections
+        concatenated over the images (scores, matches and ignore flags per IoU threshold, before
+        the sort), pycocotools' arithmetic in its order (the same floating-point operations on the
+        same values)."""
         precision, recall, scores = out
         k, a, m = at
-        dt_scores = np.concatenate([e["dtScores"][0:max_det] for e in held])
         inds = np.argsort(-dt_scores, kind="mergesort")
         sorted_scores = dt_scores[inds]
-        dtm = np.concatenate([e["dtMatches"][:, 0:max_det] for e in held], axis=1)[:, inds]
-        dt_ig = np.concatenate([e["dtIgnore"][:, 0:max_det] for e in held], axis=1)[:, inds]
+        dtm, dt_ig = dtm[:, inds], dt_ig[:, inds]
         tp_sum = np.cumsum(np.logical_and(dtm, np.logical_not(dt_ig)), axis=1).astype(dtype=float)
         fp_sum = np.cumsum(np.logical_and(np.logical_not(dtm), np.logical_not(dt_ig)), axis=1).astype(
             dtype=float

@@ -116,16 +116,15 @@ class CocoScorer(Scorer):
         from evalharness.stats.coco_eval import evaluate_bbox
         from evalharness.stats.coco_tool_ap import tflite_tool_ap
 
-        results = list(self.detections.rows())  # pycocotools scores from one list
         tide: Any = self.tide  # True, or the function that waits for the breakdown
         if self.analysis and self.tide:  # TIDE's pass runs beside pycocotools', in a child process
             from evalharness.stats.tide import tide_in_background
 
             masks = self.shapes.results["segm"] if self.shapes.seen["segm"] else None
             tide = tide_in_background(self.annotations, self.detections.blocks, self.image_ids, masks)
-        scored = evaluate_bbox(
+        scored = evaluate_bbox(  # the store itself: its result dicts made a chunk of images at a time
             self.annotations,
-            results,
+            self.detections,
             self.backend,
             self.image_ids,
             keep_matching=self.resamples > 0,
@@ -136,15 +135,16 @@ class CocoScorer(Scorer):
             "per_class": scored["per_class"],
             "summary": scored["summary"],
             "backend": scored["backend"],
-            "num_detections": len(results),
+            "num_detections": len(self.detections),
             "num_unmapped_detections": self.unmapped,
             "num_scored": len(self.image_ids),
         }
         if self.ties is not None:  # the images where equal scores decided what NMS kept, and how often
             metrics["nms_ties"] = {"images": self.ties[0], "suppressions": self.ties[1]}
-        if self.tflite_tool:
+        if self.tflite_tool:  # its own matching, from one list of the result dicts (made for it alone)
+            results = list(self.detections.rows())
             metrics["tflite_tool"] = tflite_tool_ap(self.annotations, results, image_ids=self.image_ids)
-        del results  # the box dicts are not held while the masks / keypoints are scored
+            del results  # the box dicts are not held while the masks / keypoints are scored
         if self.resamples > 0:
             metrics["intervals"] = bootstrap_intervals(
                 scored["matching"], self.resamples, self.seed, CONFIDENCE
@@ -179,9 +179,8 @@ class CocoScorer(Scorer):
         stats: dict[str, float] = {}
         matchings: dict[str, Matching] = {}
         if not kinds or "bbox" in kinds:
-            results = list(self.detections.rows())
             ids = self.image_ids
-            boxes = evaluate_bbox(self.annotations, results, "pycocotools", ids, keep_matching=True)
+            boxes = evaluate_bbox(self.annotations, self.detections, "pycocotools", ids, keep_matching=True)
             stats, matchings = dict(boxes["stats"]), {"bbox": cast("Matching", boxes["matching"])}
         for kind, shape in self.shapes.scored(self.annotations, self.image_ids, kinds).items():
             stats.update(shape["stats"])

@@ -21,6 +21,7 @@ class DetectionStore:
     def __init__(self) -> None:
         self._per_image: list[np.ndarray] = []
         self._count = 0
+        self._where: dict[int, list[int]] | None = None  # image id -> its blocks (made when read)
 
     def add(self, image_id: int, rows: list[Any]) -> None:
         """One image's ``[category_id, score, x, y, w, h]`` rows, in output order."""
@@ -32,6 +33,7 @@ class DetectionStore:
             block[:, 1], block[:, 6], block[:, 2:6] = given[:, 0], given[:, 1], given[:, 2:6]
         self._per_image.append(block)
         self._count += n
+        self._where = None
 
     def __len__(self) -> int:
         return self._count
@@ -46,10 +48,25 @@ class DetectionStore:
     def rows(self) -> Iterator[dict[str, Any]]:
         """COCO result dicts (image_id, category_id, bbox, score) in the order they were added."""
         for block in self._per_image:
-            for image_id, cat, x, y, w, h, score in block.tolist():
-                yield {
-                    "image_id": int(image_id),
-                    "category_id": int(cat),
-                    "bbox": [x, y, w, h],
-                    "score": score,
-                }
+            yield from _dicts(block)
+
+    def image_ids(self) -> set[int]:
+        """The images holding detections."""
+        return {int(block[0, 0]) for block in self._per_image if len(block)}
+
+    def rows_of(self, image_ids: list[Any]) -> list[dict[str, Any]]:
+        """The result dicts of ``image_ids`` (new ones), each image's in the order added: the
+        scoring makes them a chunk of images at a time (``stats/coco_chunks.py``), never all."""
+        if self._where is None:
+            self._where = {}
+            for n, block in enumerate(self._per_image):
+                if len(block):
+                    self._where.setdefault(int(block[0, 0]), []).append(n)
+        where = self._where
+        return [row for i in image_ids for n in where.get(int(i), ()) for row in _dicts(self._per_image[n])]
+
+
+def _dicts(block: np.ndarray) -> Iterator[dict[str, Any]]:
+    """An image's rows as COCO result dicts."""
+    for image_id, cat, x, y, w, h, score in block.tolist():
+        yield {"image_id": int(image_id), "category_id": int(cat), "bbox": [x, y, w, h], "score": score}

@@ -1,0 +1,279 @@
+"""pycocotools' ``evaluate()`` and ``accumulate()`` a chunk of images at a time, so that a COCO
+scoring's memory follows a chunk, not the run, with pycocotools' numbers bit for bit.
+
+pycocotools keeps, for a whole run, ``ious`` (a matrix per image and category), ``evalImgs`` (a dict
+of numpy arrays per image x category x area range: ~40 MiB per 1,000 COCO images) and the result
+set ``loadRes`` makes (a copy of every detection, a polygon added to each box, an index of them).
+:class:`ChunkedCOCOeval` runs :class:`~evalharness.stats.coco_match.MatchingCOCOeval`'s
+``evaluate()`` on :data:`CHUNK_IMAGES` images at a time, against a result set of that chunk's
+detections alone (:class:`ChunkResults`: ``loadRes`` on the chunk's copies), and reduces the
+chunk's ``evalImgs`` at once to what ``accumulate()`` and the bootstrap's
+:class:`~evalharness.stats.coco_bootstrap.Matching` read of it (:class:`Reduced`): per category
+and area range, each kept detection's score, image, rank in its image (for the maxDets cuts) and
+matched / ignored flags per IoU threshold as booleans, and each image's non-ignored ground-truth
+count. The chunk's ``ious``, ``evalImgs`` and result set are then dropped.
+
+Exactness: an image's matching depends on that image alone, so a chunk's ``evalImgs`` are the
+whole run's entries for its images; the chunks are taken in pycocotools' (sorted) image order and
+each image's detections kept in ``evaluateImg``'s order, so a category's detections concatenated
+are the ones ``accumulate()`` concatenates, in its order, and its stable sort by score orders them
+alike (``tests/unit/stats/test_coco_chunks.py`` compares with pycocotools' COCOeval on random
+cases, a chunk of one image included). A chunk's result set numbers its detections from 1 (its
+``loadRes``): the ids are only compared with 0 by the matching and are not kept.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from evalharness.stats.coco_match import MatchingCOCOeval
+
+# 250 images a chunk: on COCO-like data (~7 objects, up to 100 detections an image) a chunk's
+# evalImgs, ious and result set are ~10-15 MiB, against ~40 MiB per 1,000 images held whole; the
+# per-chunk work (a result set's index, pycocotools' _prepare) is a few ms, so 10 chunks per 2,500
+# images cost nothing measurable. Smaller saves little more (the interpreter and ground truth
+# dominate), larger brings back the growth.
+CHUNK_IMAGES = 250
+
+
+@dataclass
+class Reduced:
+    """One category and area range of ``evalImgs``, reduced (see the module docstring): the
+    detections of every image in image order, each image's in ``evaluateImg``'s order."""
+
+    n_thr: int
+    # per chunk, each image's detections in evaluateImg's order (one array a chunk, not an image:
+    # a numpy array costs ~100 bytes before its values)
+    scores: list[np.ndarray] = field(default_factory=list)  # float64 (D,)
+    images: list[np.ndarray] = field(default_factory=list)  # int32 (D,) image index
+    ranks: list[np.ndarray] = field(default_factory=list)  # int32 (D,) position in its image's list
+    matched: list[np.ndarray] = field(default_factory=list)  # (T, D) bool
+    ignored: list[np.ndarray] = field(default_factory=list)  # (T, D) bool
+    gt_images: list[np.ndarray] = field(default_factory=list)  # int32: the images with an entry
+    gt_counts: list[np.ndarray] = field(default_factory=list)  # int64: their non-ignored ground truth
+
+    def add(self, images: list[int], entries: list[dict[str, Any]]) -> None:
+        """A chunk's ``evaluateImg`` results (not None) of this category and area range, by image."""
+        self.gt_images.append(np.asarray(images, dtype=np.int32))
+        self.gt_counts.append(
+            np.array([np.count_nonzero(np.asarray(e["gtIgnore"]) == 0) for e in entries], dtype=np.int64)
+        )
+        counts = np.array([len(e["dtScores"]) for e in entries], dtype=np.int64)
+        total = int(counts.sum())
+        if not total:
+            return
+        self.scores.append(np.array([s for e in entries for s in e["dtScores"]], dtype=np.float64))
+        self.images.append(np.repeat(np.asarray(images, dtype=np.int32), counts))
+        starts = np.repeat(np.cumsum(counts) - counts, counts)
+        self.ranks.append((np.arange(total) - starts).astype(np.int32))
+        self.matched.append(
+            np.concatenate([np.asarray(e["dtMatches"]).reshape(self.n_thr, -1) != 0 for e in entries], axis=1)
+        )
+        self.ignored.append(
+            np.concatenate([np.asarray(e["dtIgnore"]).reshape(self.n_thr, -1) for e in entries], axis=1)
+            .astype(bool)
+        )  # fmt: skip
+
+    def pack(self) -> None:
+        """The chunks' arrays joined into one each (when first read, after the last chunk)."""
+        for name in ("scores", "images", "ranks", "gt_images", "gt_counts"):
+            parts = getattr(self, name)
+            if len(parts) > 1:
+                setattr(self, name, [np.concatenate(parts)])
+        for name in ("matched", "ignored"):
+            parts = getattr(self, name)
+            if len(parts) > 1:
+                setattr(self, name, [np.concatenate(parts, axis=1)])
+
+    def detections(
+        self, images: np.ndarray | None = None, max_det: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(scores, image indices, matched, ignored) in accumulate's concatenation order (before its
+        sort), of ``images`` only (None: all) and each image's first ``max_det`` (None: all)."""
+        self.pack()
+        if not self.scores:
+            empty = np.zeros((self.n_thr, 0), dtype=bool)
+            return np.zeros(0), np.zeros(0, dtype=np.int32), empty, empty
+        scores, imgs, ranks = self.scores[0], self.images[0], self.ranks[0]
+        matched, ignored = self.matched[0], self.ignored[0]
+        keep = None if max_det is None else ranks < max_det
+        if images is not None:
+            chosen = np.isin(imgs, images)
+            keep = chosen if keep is None else keep & chosen
+        if keep is None or keep.all():
+            return scores, imgs, matched, ignored
+        return scores[keep], imgs[keep], matched[:, keep], ignored[:, keep]
+
+    def ground_truth(self) -> tuple[np.ndarray, np.ndarray]:
+        """(image indices, their non-ignored ground truth) of the images with an entry."""
+        self.pack()
+        return self.gt_images[0], self.gt_counts[0]
+
+    def gt_count(self, images: np.ndarray | None = None) -> int:
+        """Non-ignored ground truth of ``images`` (None: all), as accumulate's ``npig``."""
+        imgs, counts = self.ground_truth()
+        if images is not None:
+            counts = counts[np.isin(imgs, images)]
+        return int(counts.sum())
+
+
+def reduce_eval_imgs(
+    eval_imgs: list[Any], n_cat: int, n_area: int, first_image: int, n_thr: int,
+    reduced: dict[tuple[int, int], Reduced] | None = None,
+) -> dict[tuple[int, int], Reduced]:  # fmt: skip
+    """``evalImgs`` of a chunk (pycocotools' layout: category, then area range, then image) added
+    to ``reduced`` by (category index, area index), its images numbered from ``first_image``."""
+    reduced = {} if reduced is None else reduced
+    n_img = len(eval_imgs) // max(1, n_cat * n_area)
+    for k in range(n_cat):
+        for a in range(n_area):
+            base = (k * n_area + a) * n_img
+            held = [i for i in range(n_img) if eval_imgs[base + i] is not None]
+            if held:
+                block = reduced.setdefault((k, a), Reduced(n_thr))
+                block.add([first_image + i for i in held], [eval_imgs[base + i] for i in held])
+    return reduced
+
+
+def result_set(coco_cls: type, coco_gt: Any, detections: list[dict[str, Any]], copies: bool = True) -> Any:
+    """``loadRes`` of copies of the detections (it writes ids and areas into them: the callers' stay
+    intact; ``copies=False``: dicts of the caller's own, written into); with none, the empty result
+    set pycocotools' loadRes([]) fails to make (IndexError)."""
+    if detections:
+        return coco_gt.loadRes([dict(det) for det in detections] if copies else detections)
+    coco_dt = coco_cls()
+    coco_dt.dataset = {
+        "images": list(coco_gt.dataset["images"]),
+        "categories": copy.deepcopy(coco_gt.dataset["categories"]),
+        "annotations": [],
+    }
+    coco_dt.createIndex()
+    return coco_dt
+
+
+class ImageRows(Protocol):
+    """Detections held per image (a run's store) that give COCO result dicts an image at a time,
+    so that a whole run's dicts are never made at once: new dicts on each call (the tools may
+    write into them)."""
+
+    def __len__(self) -> int: ...
+
+    def rows_of(self, image_ids: list[Any]) -> list[dict[str, Any]]:
+        """The result dicts of the detections on ``image_ids``, each image's in the order added."""
+        ...
+
+
+class HeldRows(ImageRows, Protocol):
+    """:class:`ImageRows` that also list their images and give every row, in the order added (what
+    :func:`~evalharness.stats.coco_eval.evaluate_bbox` checks and names a bad detection by)."""
+
+    def image_ids(self) -> set[Any]:
+        """The images holding detections."""
+        ...
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Every result dict, in the order added."""
+        ...
+
+
+class _GroupedRows:
+    """A list of result dicts as :class:`ImageRows`: grouped by image (references), copied when
+    asked for."""
+
+    def __init__(self, detections: list[dict[str, Any]]) -> None:
+        self._by_image: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+        for det in detections:  # each image's detections in the order given, as loadRes indexes them
+            self._by_image[det["image_id"]].append(det)
+        self._count = len(detections)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def rows_of(self, image_ids: list[Any]) -> list[dict[str, Any]]:
+        return [dict(det) for i in image_ids for det in self._by_image.get(i, ())]
+
+
+def image_rows(detections: list[dict[str, Any]] | ImageRows) -> ImageRows:
+    """``detections`` as :class:`ImageRows` (a list grouped by image)."""
+    return _GroupedRows(detections) if isinstance(detections, list) else detections
+
+
+class ChunkResults:
+    """The detections made into pycocotools' result set a chunk at a time: ``loadRes`` of the
+    chunk's result dicts (fresh ones: it writes ids, areas and, for boxes, a polygon into them)
+    against a view of the ground truth holding the chunk's images."""
+
+    def __init__(
+        self, coco_cls: type, gt: dict[str, Any], detections: list[dict[str, Any]] | ImageRows
+    ) -> None:
+        self._coco_cls = coco_cls
+        self._images = {image["id"]: image for image in gt["images"]}
+        self._categories = gt["categories"]
+        self._info = gt.get("info", {})
+        self._rows = image_rows(detections)
+
+    def of(self, image_ids: list[Any]) -> Any:
+        """The result set of the detections on ``image_ids``, pycocotools' ``loadRes`` of them."""
+        view = self._coco_cls()
+        view.dataset = {
+            "info": self._info,
+            "images": [self._images[i] for i in image_ids],
+            "categories": self._categories,
+        }
+        view.createIndex()
+        return result_set(self._coco_cls, view, self._rows.rows_of(image_ids), copies=False)
+
+
+class ChunkedCOCOeval(MatchingCOCOeval):
+    """MatchingCOCOeval evaluated a chunk of images at a time, keeping :attr:`reduced` instead of
+    ``ious`` and ``evalImgs`` (see the module docstring)."""
+
+    def __init__(self, coco_gt: Any, results: ChunkResults, iou_type: str) -> None:
+        super().__init__(coco_gt, None, iou_type)
+        self._results = results
+        self.reduced: dict[tuple[int, int], Reduced] = {}
+
+    def evaluate(self) -> None:
+        """pycocotools' ``evaluate()`` chunk by chunk; ``evalImgs`` and ``ious`` are None after it."""
+        p = self.params
+        every = list(np.unique(p.imgIds))
+        n_cat = len(np.unique(p.catIds)) if p.useCats else 1
+        self.reduced = {}
+        try:
+            for first in range(0, len(every), CHUNK_IMAGES):
+                chunk = every[first : first + CHUNK_IMAGES]
+                p.imgIds = chunk
+                self.cocoDt = self._results.of(chunk)
+                super().evaluate()
+                n_thr = len(p.iouThrs)
+                reduce_eval_imgs(self.evalImgs, n_cat, len(p.areaRng), first, n_thr, self.reduced)
+                # dropped: the chunk's per-image structures (None: a reader finds nothing, not a part)
+                self.evalImgs = self.ious = None  # type: ignore[assignment]
+                self.cocoDt = self._gts = self._dts = None
+        finally:
+            p.imgIds = every
+        self._paramsEval = copy.deepcopy(p)
+
+    def _gathered(self, k0: int, a0: int, i_list: list[int]) -> tuple[Any, Any] | None:
+        """MatchingCOCOeval's gathering for accumulate(), read from :attr:`reduced` (the positions
+        ``i_list`` among the evaluated images, as pycocotools reads evalImgs)."""
+        block = self.reduced.get((k0, a0))
+        if block is None:
+            return None
+        every = len(i_list) == len(self._paramsEval.imgIds) and i_list == list(range(len(i_list)))
+        chosen = None if every else np.asarray(i_list, dtype=np.int64)
+        npig = np.int64(block.gt_count(chosen))
+        if npig == 0:
+            return None
+
+        def detections(max_det: int) -> tuple[Any, Any, Any]:
+            scores, _, matched, ignored = block.detections(chosen, max_det)
+            return scores, matched, ignored
+
+        return npig, detections
