@@ -252,19 +252,19 @@ def _score(
     ``evaluate_only``: stop after ``evaluate()`` and return only that matching, made for the area
     range "all" alone (all a Matching holds: a quarter of pycocotools' per-image passes).
     ``chunked``: ``make_eval`` is given a :class:`~evalharness.stats.coco_chunks.ChunkResults` of
-    the detections instead of their result set, and evaluates a chunk of images at a time
-    (pycocotools' evaluator: memory per chunk, not per run); else ``loadRes`` of them all."""
+    the ground truth and detections instead of their COCO objects, and evaluates a chunk of images
+    at a time (pycocotools' evaluator: memory per chunk, not per run); else copies of them all."""
     from evalharness.stats.coco_bootstrap import Matching
     from evalharness.stats.coco_chunks import ChunkResults, result_set
 
-    gt = {**gt, "annotations": [dict(ann) for ann in gt["annotations"]]}  # the tools write into them
     with contextlib.redirect_stdout(io.StringIO()):
-        coco_gt = coco_cls()
-        coco_gt.dataset = gt
-        coco_gt.createIndex()
-        if chunked:  # each chunk's result set made of copies of its detections when it is evaluated
-            evaluator = make_eval(coco_gt, ChunkResults(coco_cls, gt, detections))
+        if chunked:  # each chunk's ground truth and result set made (copies) when it is evaluated
+            chunks = ChunkResults(coco_cls, gt, detections)
+            evaluator = make_eval(chunks.frame(), chunks)
         else:
+            coco_gt = coco_cls()
+            coco_gt.dataset = {**gt, "annotations": [dict(ann) for ann in gt["annotations"]]}  # written into
+            coco_gt.createIndex()
             given = detections if isinstance(detections, list) else detections.rows_of(list(image_ids))
             evaluator = make_eval(coco_gt, result_set(coco_cls, coco_gt, given))
         evaluator.params.imgIds = list(image_ids)
