@@ -227,7 +227,7 @@ class ChunkResults:
         view = self._coco_cls()
         view.dataset = {
             "info": self._info,
-            "images": [self._images[i] for i in image_ids],
+            "images": [self._images[i] for i in image_ids if i in self._images],  # as getAnnIds skips
             "categories": self._categories,
         }
         if annotations is not None:

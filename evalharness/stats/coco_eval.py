@@ -157,6 +157,9 @@ def evaluate_bbox(
 ) -> ScoredBoxes:
     """COCO bbox stats, per-class AP and the summary text; ``image_ids`` scores only those images.
 
+    ``detections``: COCO result dicts, or a run's store of them (:class:`HeldRows`), whose dicts
+    pycocotools is then given a chunk of images at a time (``stats/coco_chunks.py``).
+
     ``keep_matching``: also return ``matching`` (a :class:`~evalharness.stats.coco_bootstrap.Matching`)
     for the bootstrap; a backend that keeps no per-image matching has it made by pycocotools'
     ``evaluate()`` (once). ``analysis``: also return ``accumulated`` (the backend's
@@ -170,13 +173,14 @@ def evaluate_bbox(
     backend = resolved_backend(backend)
     run = EVALUATORS.get(backend)
     check_annotations(gt)
-    if isinstance(detections, list):
-        ids, subset = evaluated_subset(gt, detections, image_ids)
+    if isinstance(detections, list) or backend != "pycocotools":  # another backend scores one list
+        given = detections if isinstance(detections, list) else list(detections.rows())
+        ids, subset = evaluated_subset(gt, given, image_ids)
         dets: list[dict[str, Any]] | HeldRows = subset
         count = len(subset)
     else:  # a run's store: its result dicts made a chunk of images at a time, never all at once
         ids, count = _checked_rows(gt, detections, image_ids)
-        dets = detections if backend == "pycocotools" else detections.rows_of(ids)  # others: one list
+        dets = detections
     stats, precision, cat_ids, matching, recall = run(gt, dets, ids, keep_matching or analysis)
     if (keep_matching or analysis) and matching is None:
         matching = _pycocotools(gt, dets, ids, evaluate_only=True)
