@@ -35,12 +35,13 @@ import numpy as np
 
 from evalharness.stats.coco_match import MatchingCOCOeval
 
-# 250 images a chunk: on COCO-like data (~7 objects, up to 100 detections an image) a chunk's
-# evalImgs, ious and result set are ~10-15 MiB, against ~40 MiB per 1,000 images held whole; the
-# per-chunk work (a result set's index, pycocotools' _prepare) is a few ms, so 10 chunks per 2,500
-# images cost nothing measurable. Smaller saves little more (the interpreter and ground truth
-# dominate), larger brings back the growth.
-CHUNK_IMAGES = 250
+# 100 images a chunk: a chunk's evalImgs, ious, ground truth and result sets are a few MiB on COCO-like
+# data (~7 objects, up to 100 detections an image), made and freed ten times per 1,000 images. The
+# process's peak RSS of a 2,500-image seg run (docs/benchmarks.md) by chunk size: 1,000 images
+# 366.9 MiB, 250: 289.7, 100: 272.2, 50: 270.2 (freed chunks leave the allocator's heap larger than
+# what lives in it, so smaller chunks help past their own size, down to ~100); the box scoring's CPU
+# time the same at 250, 100 and 50 (per-chunk views and pycocotools' _prepare: a few ms each).
+CHUNK_IMAGES = 100
 
 
 @dataclass
