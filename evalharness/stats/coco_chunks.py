@@ -6,7 +6,8 @@ of numpy arrays per image x category x area range: ~40 MiB per 1,000 COCO images
 set ``loadRes`` makes (a copy of every detection, a polygon added to each box, an index of them).
 :class:`ChunkedCOCOeval` runs :class:`~evalharness.stats.coco_match.MatchingCOCOeval`'s
 ``evaluate()`` on :data:`CHUNK_IMAGES` images at a time, against a result set of that chunk's
-detections alone (:class:`ChunkResults`: ``loadRes`` on the chunk's copies), and reduces the
+detections alone and the ground truth of its images (:class:`ChunkResults`: copies of that
+chunk's annotations, ``loadRes`` of its detections), and reduces the
 chunk's ``evalImgs`` at once to what ``accumulate()`` and the bootstrap's
 :class:`~evalharness.stats.coco_bootstrap.Matching` read of it (:class:`Reduced`): per category
 and area range, each kept detection's score, image, rank in its image (for the maxDets cuts) and
@@ -34,12 +35,13 @@ import numpy as np
 
 from evalharness.stats.coco_match import MatchingCOCOeval
 
-# 250 images a chunk: on COCO-like data (~7 objects, up to 100 detections an image) a chunk's
-# evalImgs, ious and result set are ~10-15 MiB, against ~40 MiB per 1,000 images held whole; the
-# per-chunk work (a result set's index, pycocotools' _prepare) is a few ms, so 10 chunks per 2,500
-# images cost nothing measurable. Smaller saves little more (the interpreter and ground truth
-# dominate), larger brings back the growth.
-CHUNK_IMAGES = 250
+# 100 images a chunk: a chunk's evalImgs, ious, ground truth and result sets are a few MiB on COCO-like
+# data (~7 objects, up to 100 detections an image), made and freed ten times per 1,000 images. The
+# process's peak RSS of a 2,500-image seg run (docs/benchmarks.md) by chunk size: 1,000 images
+# 366.9 MiB, 250: 289.7, 100: 272.2, 50: 270.2 (freed chunks leave the allocator's heap larger than
+# what lives in it, so smaller chunks help past their own size, down to ~100); the box scoring's CPU
+# time the same at 250, 100 and 50 (per-chunk views and pycocotools' _prepare: a few ms each).
+CHUNK_IMAGES = 100
 
 
 @dataclass
@@ -205,9 +207,10 @@ def image_rows(detections: list[dict[str, Any]] | ImageRows) -> ImageRows:
 
 
 class ChunkResults:
-    """The detections made into pycocotools' result set a chunk at a time: ``loadRes`` of the
-    chunk's result dicts (fresh ones: it writes ids, areas and, for boxes, a polygon into them)
-    against a view of the ground truth holding the chunk's images."""
+    """The ground truth and the detections made into pycocotools' COCO objects a chunk of images at
+    a time: views holding the chunk's images, with copies of their annotations (pycocotools writes
+    ignore flags, and for masks RLEs, into them) and ``loadRes`` of their detections' result dicts
+    (fresh ones: it writes ids, areas and, for boxes, a polygon into them)."""
 
     def __init__(
         self, coco_cls: type, gt: dict[str, Any], detections: list[dict[str, Any]] | ImageRows
@@ -216,18 +219,34 @@ class ChunkResults:
         self._images = {image["id"]: image for image in gt["images"]}
         self._categories = gt["categories"]
         self._info = gt.get("info", {})
+        self._truth: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+        for ann in gt["annotations"]:  # each image's in the file's order, as pycocotools indexes them
+            self._truth[ann["image_id"]].append(ann)
         self._rows = image_rows(detections)
 
-    def of(self, image_ids: list[Any]) -> Any:
-        """The result set of the detections on ``image_ids``, pycocotools' ``loadRes`` of them."""
+    def _view(self, image_ids: list[Any], annotations: list[dict[str, Any]] | None = None) -> Any:
         view = self._coco_cls()
         view.dataset = {
             "info": self._info,
-            "images": [self._images[i] for i in image_ids],
+            "images": [self._images[i] for i in image_ids if i in self._images],  # as getAnnIds skips
             "categories": self._categories,
         }
+        if annotations is not None:
+            view.dataset["annotations"] = annotations
         view.createIndex()
-        return result_set(self._coco_cls, view, self._rows.rows_of(image_ids), copies=False)
+        return view
+
+    def frame(self) -> Any:
+        """Every image and category, no annotation: what COCOeval's constructor reads."""
+        return self._view(list(self._images))
+
+    def truth_of(self, image_ids: list[Any]) -> Any:
+        """The ground truth of ``image_ids`` (copies of their annotations)."""
+        return self._view(image_ids, [dict(ann) for i in image_ids for ann in self._truth.get(i, ())])
+
+    def of(self, image_ids: list[Any]) -> Any:
+        """The result set of the detections on ``image_ids``, pycocotools' ``loadRes`` of them."""
+        return result_set(self._coco_cls, self._view(image_ids), self._rows.rows_of(image_ids), copies=False)
 
 
 class ChunkedCOCOeval(MatchingCOCOeval):
@@ -236,6 +255,7 @@ class ChunkedCOCOeval(MatchingCOCOeval):
 
     def __init__(self, coco_gt: Any, results: ChunkResults, iou_type: str) -> None:
         super().__init__(coco_gt, None, iou_type)
+        self._frame = coco_gt  # every image and category; each chunk's own ground truth while evaluated
         self._results = results
         self.reduced: dict[tuple[int, int], Reduced] = {}
 
@@ -249,7 +269,7 @@ class ChunkedCOCOeval(MatchingCOCOeval):
             for first in range(0, len(every), CHUNK_IMAGES):
                 chunk = every[first : first + CHUNK_IMAGES]
                 p.imgIds = chunk
-                self.cocoDt = self._results.of(chunk)
+                self.cocoGt, self.cocoDt = self._results.truth_of(chunk), self._results.of(chunk)
                 super().evaluate()
                 n_thr = len(p.iouThrs)
                 reduce_eval_imgs(self.evalImgs, n_cat, len(p.areaRng), first, n_thr, self.reduced)
@@ -257,7 +277,7 @@ class ChunkedCOCOeval(MatchingCOCOeval):
                 self.evalImgs = self.ious = None  # type: ignore[assignment]
                 self.cocoDt = self._gts = self._dts = None
         finally:
-            p.imgIds = every
+            p.imgIds, self.cocoGt = every, self._frame
         self._paramsEval = copy.deepcopy(p)
 
     def _gathered(self, k0: int, a0: int, i_list: list[int]) -> tuple[Any, Any] | None:

@@ -157,6 +157,9 @@ def evaluate_bbox(
 ) -> ScoredBoxes:
     """COCO bbox stats, per-class AP and the summary text; ``image_ids`` scores only those images.
 
+    ``detections``: COCO result dicts, or a run's store of them (:class:`HeldRows`), whose dicts
+    pycocotools is then given a chunk of images at a time (``stats/coco_chunks.py``).
+
     ``keep_matching``: also return ``matching`` (a :class:`~evalharness.stats.coco_bootstrap.Matching`)
     for the bootstrap; a backend that keeps no per-image matching has it made by pycocotools'
     ``evaluate()`` (once). ``analysis``: also return ``accumulated`` (the backend's
@@ -170,13 +173,14 @@ def evaluate_bbox(
     backend = resolved_backend(backend)
     run = EVALUATORS.get(backend)
     check_annotations(gt)
-    if isinstance(detections, list):
-        ids, subset = evaluated_subset(gt, detections, image_ids)
+    if isinstance(detections, list) or backend != "pycocotools":  # another backend scores one list
+        given = detections if isinstance(detections, list) else list(detections.rows())
+        ids, subset = evaluated_subset(gt, given, image_ids)
         dets: list[dict[str, Any]] | HeldRows = subset
         count = len(subset)
     else:  # a run's store: its result dicts made a chunk of images at a time, never all at once
         ids, count = _checked_rows(gt, detections, image_ids)
-        dets = detections if backend == "pycocotools" else detections.rows_of(ids)  # others: one list
+        dets = detections
     stats, precision, cat_ids, matching, recall = run(gt, dets, ids, keep_matching or analysis)
     if (keep_matching or analysis) and matching is None:
         matching = _pycocotools(gt, dets, ids, evaluate_only=True)
@@ -252,19 +256,19 @@ def _score(
     ``evaluate_only``: stop after ``evaluate()`` and return only that matching, made for the area
     range "all" alone (all a Matching holds: a quarter of pycocotools' per-image passes).
     ``chunked``: ``make_eval`` is given a :class:`~evalharness.stats.coco_chunks.ChunkResults` of
-    the detections instead of their result set, and evaluates a chunk of images at a time
-    (pycocotools' evaluator: memory per chunk, not per run); else ``loadRes`` of them all."""
+    the ground truth and detections instead of their COCO objects, and evaluates a chunk of images
+    at a time (pycocotools' evaluator: memory per chunk, not per run); else copies of them all."""
     from evalharness.stats.coco_bootstrap import Matching
     from evalharness.stats.coco_chunks import ChunkResults, result_set
 
-    gt = {**gt, "annotations": [dict(ann) for ann in gt["annotations"]]}  # the tools write into them
     with contextlib.redirect_stdout(io.StringIO()):
-        coco_gt = coco_cls()
-        coco_gt.dataset = gt
-        coco_gt.createIndex()
-        if chunked:  # each chunk's result set made of copies of its detections when it is evaluated
-            evaluator = make_eval(coco_gt, ChunkResults(coco_cls, gt, detections))
+        if chunked:  # each chunk's ground truth and result set made (copies) when it is evaluated
+            chunks = ChunkResults(coco_cls, gt, detections)
+            evaluator = make_eval(chunks.frame(), chunks)
         else:
+            coco_gt = coco_cls()
+            coco_gt.dataset = {**gt, "annotations": [dict(ann) for ann in gt["annotations"]]}  # written into
+            coco_gt.createIndex()
             given = detections if isinstance(detections, list) else detections.rows_of(list(image_ids))
             evaluator = make_eval(coco_gt, result_set(coco_cls, coco_gt, given))
         evaluator.params.imgIds = list(image_ids)

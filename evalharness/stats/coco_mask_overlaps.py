@@ -8,8 +8,9 @@ cut at ``maxDets[-1]``. An IoU depends on its two masks alone, so :class:`MaskOv
 each detection's row of IoUs when its image's record is added (the ground truth converted as
 ``COCO.annToRLE`` converts it, then dropped) and keeps, per image, the categories, scores and areas
 and those small matrices: ~1 KB of RLE text a mask becomes a few float64s. At the end
-:func:`score_overlaps` builds the result set ``loadRes`` would (the same ids, areas, crowd flags) and
-an evaluator whose ``computeIoU`` returns the kept rows in pycocotools' order, so ``evaluate()``,
+:func:`score_overlaps` builds the result set ``loadRes`` would (areas, crowd flags), a chunk of
+images at a time (``stats/coco_chunks.py``), and an evaluator whose ``computeIoU`` returns the kept
+rows in pycocotools' order, so ``evaluate()``,
 ``accumulate()`` and the per-image matching are pycocotools' own, bit for bit
 (``tests/unit/stats/test_coco_mask_overlaps.py`` compares them with pycocotools on RLEs).
 """

@@ -14,8 +14,9 @@ class DetectionStore:
     """A run's detections held compactly: one small float64 array per image, not a dict per box.
 
     A 5,000-image run at ~100 detections per image is 500k boxes: as Python dicts that is ~250 MB,
-    as arrays ~28 MB. Rows become COCO result dicts only when scored (pycocotools needs them all at
-    once) or streamed into ``coco_results.json``. float64 keeps every value exactly as recorded.
+    as arrays ~28 MB. Rows become COCO result dicts only when scored, a chunk of images at a time
+    (:meth:`rows_of`), or streamed into ``coco_results.json``. float64 keeps every value exactly as
+    recorded.
     """
 
     def __init__(self) -> None:

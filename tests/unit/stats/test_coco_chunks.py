@@ -7,6 +7,7 @@ the images."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 
 import numpy as np
@@ -140,6 +141,11 @@ def test_a_store_scores_as_the_list_of_its_rows(monkeypatch, subset):
     for key in ("stats", "per_class", "num_detections", "num_images", "summary"):
         assert mine[key] == theirs[key], key
     assert np.array_equal(mine["matching"].matched, theirs["matching"].matched)
+    if importlib.util.find_spec("faster_coco_eval"):  # a backend of its own is given one list
+        faster = evaluate_bbox(gt, store, "faster_coco_eval", image_ids=ids, keep_matching=True)
+        assert faster["stats"] == pytest.approx(mine["stats"], abs=1e-12)
+        assert faster["num_detections"] == mine["num_detections"]
+        assert np.array_equal(faster["matching"].matched, mine["matching"].matched)
     store.add(8, [[1, 0.5, float("nan"), 1.0, 2.0, 3.0]])
     with pytest.raises(DataError) as from_list:
         evaluate_bbox(gt, list(store.rows()))
