@@ -177,7 +177,8 @@ def _preparation_bound(choice: LoopShape, share: float) -> bool:
     the preparing threads, not the interpreter, set the pace, and a core may take one more."""
     if choice.shape != PIPELINED or share >= 1.0:
         return False
-    return share / (1.0 - share) > PREP_BOUND and choice.workers < len(os.sched_getaffinity(0))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return share / (1.0 - share) > PREP_BOUND and choice.workers < cores
 
 
 def _more_workers(
