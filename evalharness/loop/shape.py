@@ -13,7 +13,12 @@ cycle time (from handing one prepared sample to the loop to handing it the next:
 whatever preparation the loop waited for) is measured. The shape whose paired blocks are faster in
 the median of the per-pair ratios runs the rest — unless preparing took under
 :data:`MIN_PREP_SHARE` of the sequential blocks' time (cached inputs), when sequential runs; that
-is decided as soon as a sequential block shows it, so a cached run calibrates on 16 samples. Every
+is decided as soon as a sequential block shows it, so a cached run calibrates on 16 samples. Where
+pipelined wins and preparing took over :data:`PREP_BOUND` × the rest of a sequential cycle, one
+preparing thread is the bound (it cannot keep the interpreter busy), so :data:`PAIRS` more pairs of
+blocks compare one more preparing thread against the chosen number, ABBA again, and the faster runs
+the rest (decode and resize release the GIL: two preparing threads and the interpreter fill two
+cores where one preparing thread leaves them idle part of each cycle). Every
 calibration sample is scored like any other: both shapes produce the same tensors in the same
 order, so only the clock differs. Shorter runs keep
 the pipelined shape (the earlier default) and say why. ``loop.shape=sequential|pipelined``, or
@@ -44,6 +49,10 @@ MIN_SAMPLES = 2 * CALIBRATION_SAMPLES  # below this, calibrating is most of the 
 # preparing thread costs invoke time wherever the interpreter's threads fill the cores: sequential,
 # without trusting the ratio (docs/benchmarks.md, *Throughput* gives the measured noise and cost).
 MIN_PREP_SHARE = 0.05
+# Pipelined with preparing longer than the rest of a cycle (invoke, scoring) by this factor, one
+# preparing thread is the run's bound (MobileNet v1 0.25/128 quant: 0.8 ms of preparation against
+# ~0.65 ms of the rest), so blocks with one preparing thread more are measured against it too.
+PREP_BOUND = 1.15
 
 Item = TypeVar("Item")  # what preparing one sample gives (the loop's (sample, tensors or error))
 
@@ -122,27 +131,78 @@ def shaped(
     yield from prepare_items(islice(it, SETTLE), 0)
     cycles: dict[str, list[float]] = {SEQUENTIAL: [], PIPELINED: []}
     order = [SEQUENTIAL, PIPELINED, PIPELINED, SEQUENTIAL] * PAIRS
-    waited = 0.0  # time the sequential blocks spent preparing (the most pipelining could hide)
+    waits: list[float] = []  # time the sequential blocks spent preparing (the most pipelining could hide)
     for shape in order[: 2 * PAIRS]:
-        block = list(islice(it, BLOCK))
         workers = choice.workers if shape == PIPELINED else 0
-        stamps: list[float] = []
-        items = prepare_items(block, workers)
-        while True:
-            asked = time.perf_counter()
-            item = next(items, None)
-            if item is None:
-                break
-            stamps.append(time.perf_counter())
-            if shape == SEQUENTIAL and len(stamps) > 1:
-                waited += stamps[-1] - asked
-            yield item
-        if len(stamps) > 1:
-            cycles[shape].append((stamps[-1] - stamps[0]) * 1e3 / (len(stamps) - 1))
-        if _preparation_share(cycles, waited) < MIN_PREP_SHARE:
+        waited = waits if shape == SEQUENTIAL else []
+        yield from _block(prepare_items, list(islice(it, BLOCK)), workers, cycles[shape], waited)
+        if _preparation_share(cycles, sum(waits)) < MIN_PREP_SHARE:
             break  # the first sequential block already says there is little to hide
-    _decide(choice, cycles, _preparation_share(cycles, waited))
+    share = _preparation_share(cycles, sum(waits))
+    _decide(choice, cycles, share)
+    if _preparation_bound(choice, share):
+        yield from _more_workers(choice, prepare_items, it)
     yield from prepare_items(it, choice.workers if choice.shape == PIPELINED else 0)
+
+
+def _block(
+    prepare_items: Callable[..., Iterator[Item]],
+    block: list[Any],
+    workers: int,
+    cycles: list[float],
+    waits: list[float],
+) -> Iterator[Item]:
+    """``block``'s items prepared by ``workers`` threads (0: in turn), each yielded; its cycle time
+    (ms per sample, from handing one item to the loop to handing it the next) goes to ``cycles``, the
+    time the loop waited for its items to ``waits``."""
+    stamps: list[float] = []
+    waited = 0.0
+    items = prepare_items(block, workers)
+    while True:
+        asked = time.perf_counter()
+        item = next(items, None)
+        if item is None:
+            break
+        stamps.append(time.perf_counter())
+        if len(stamps) > 1:
+            waited += stamps[-1] - asked
+        yield item
+    if len(stamps) > 1:
+        cycles.append((stamps[-1] - stamps[0]) * 1e3 / (len(stamps) - 1))
+    waits.append(waited)
+
+
+def _preparation_bound(choice: LoopShape, share: float) -> bool:
+    """Pipelined, with preparing longer than the rest of a sequential cycle by :data:`PREP_BOUND`:
+    the preparing threads, not the interpreter, set the pace, and a core may take one more."""
+    if choice.shape != PIPELINED or share >= 1.0:
+        return False
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return share / (1.0 - share) > PREP_BOUND and choice.workers < cores
+
+
+def _more_workers(
+    choice: LoopShape, prepare_items: Callable[..., Iterator[Item]], it: Iterator[Any]
+) -> Iterator[Item]:
+    """Pipelined blocks with one preparing thread more and with the chosen number, in ABBA order;
+    the faster in the median of the paired ratios runs the rest (``choice.workers``)."""
+    base, more = choice.workers, choice.workers + 1
+    cycles: dict[int, list[float]] = {base: [], more: []}
+    for workers in ([more, base, base, more] * PAIRS)[: 2 * PAIRS]:
+        yield from _block(prepare_items, list(islice(it, BLOCK)), workers, cycles[workers], [])
+    ratios = [m / b for m, b in zip(cycles[more], cycles[base], strict=False) if b > 0]
+    ratio = statistics.median(ratios) if ratios else None
+    if ratio is not None and ratio < 1.0:
+        choice.workers = more
+    said = "measured nothing" if ratio is None else f"median paired ratio {ratio:.3f}"
+    choice.source += (
+        f"; preparation bound, {more} preparing threads against {base} ({said}): {choice.workers}"
+    )
+    if choice.calibration is not None:
+        choice.calibration["workers_ms_per_sample"] = {
+            str(w): [round(c, 4) for c in cycles[w]] for w in (base, more)
+        }
+        choice.calibration["median_ratio_more_workers"] = None if ratio is None else round(ratio, 4)
 
 
 def _preparation_share(cycles: dict[str, list[float]], waited_s: float) -> float:

@@ -8,6 +8,7 @@ test of the decision, not a speed claim. The real-model figures are in benchmark
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 
@@ -69,6 +70,21 @@ def test_pipelined_chosen_where_preparation_hides_behind_invoke():
     assert cal["samples"] == CALIBRATION_SAMPLES - 2
     assert cal["median_ratio_pipelined_over_sequential"] < 0.8  # ~0.5 on this simulated machine
     assert choice.record()["workers"] == 1
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one more preparing thread needs a second core")
+def test_one_more_preparing_thread_where_preparation_is_the_bound():
+    """Preparing takes 3 x the invoke: one preparing thread sets the pace (6 ms a sample), two halve
+    it, so after the ABBA blocks chose pipelining, paired blocks with two threads win and run the rest."""
+    choice = requested(AUTO, 1)
+    n = MIN_SAMPLES + 5
+    assert _run(_Machine(prep_s=0.006, invoke_s=0.002), n, choice) == list(range(n))
+    assert choice.shape == PIPELINED and choice.workers == 2, choice.source
+    assert "preparation bound, 2 preparing threads against 1" in choice.source
+    cal = choice.calibration
+    assert cal["median_ratio_more_workers"] < 0.8  # ~0.5 on this simulated machine
+    assert len(cal["workers_ms_per_sample"]["2"]) == 3
+    assert choice.record()["workers"] == 2
 
 
 def test_sequential_chosen_where_the_preparing_thread_slows_invoke_down():
