@@ -115,23 +115,21 @@ def _first_text(bounds: npt.NDArray[np.int64], position: int) -> int:
 def rle_problem(counts: object, size: object) -> str | None:
     """What is wrong with a run-length code (None: nothing): ``counts`` a compressed text or a list
     of run lengths, ``size`` [height, width], the runs non-negative and adding up to its pixels."""
-    if not (isinstance(size, list | tuple) and len(size) == 2 and all(_positive_int(v) for v in size)):
-        return f"size {size!r}, not [height, width]"
-    pixels = int(size[0]) * int(size[1])
-    if pixels > MAX_MASK_PIXELS:
-        return f"size {list(size)} is {pixels} pixels, more than any image ({MAX_MASK_PIXELS})"
+    found = _height_width("size", size)
+    if isinstance(found, str):
+        return found
+    height, width = found
+    pixels = height * width
     if isinstance(counts, str):
-        found = texts_problem([counts], pixels)
-        return None if found is None else found[1] + f" ({size[0]} x {size[1]})"
+        problem = texts_problem([counts], pixels)
+        return None if problem is None else problem[1] + f" ({height} x {width})"
     if not (isinstance(counts, list) and all(type(v) is int for v in counts)):
         return "counts is neither RLE text nor a list of integers"
     if any(v < 0 for v in counts):
         return "a run of counts is negative"
     total = sum(counts)  # Python ints: exact
     return (
-        None
-        if total == pixels
-        else f"its runs add up to {total} pixels, not {pixels} ({size[0]} x {size[1]})"
+        None if total == pixels else f"its runs add up to {total} pixels, not {pixels} ({height} x {width})"
     )
 
 
@@ -169,85 +167,81 @@ def _positive_int(value: object) -> bool:
     return type(value) is int and value > 0
 
 
+def _height_width(key: str, size: object) -> tuple[int, int] | str:
+    """A mask's ``key`` as (height, width): positive integers, at most :data:`MAX_MASK_PIXELS`
+    (pycocotools allocates height x width bytes to decode it); else what is wrong with it."""
+    if not (isinstance(size, list | tuple) and len(size) == 2 and all(_positive_int(v) for v in size)):
+        return f"{key} is {size!r}, not [height, width]"
+    height, width = size
+    if height * width > MAX_MASK_PIXELS:
+        return f"{key} {[height, width]} is {height * width} pixels, more than any image ({MAX_MASK_PIXELS})"
+    return height, width
+
+
 def mask_record_problem(record: Mapping[str, Any], image: Mapping[str, Any] | None) -> str | None:
     """What is wrong with a read-back record's masks (None: nothing): ``mask_size`` [height, width]
     (its image's, where the ground truth says), every ``masks`` text a whole mask of that size."""
-    size = record.get("mask_size")
-    if not (isinstance(size, list) and len(size) == 2 and all(_positive_int(v) for v in size)):
-        return f"mask_size is {size!r}, not [height, width]"
-    if size[0] * size[1] > MAX_MASK_PIXELS:
-        return f"mask_size {size} is more pixels than any image ({MAX_MASK_PIXELS})"
+    size = _height_width("mask_size", record.get("mask_size"))
+    if isinstance(size, str):
+        return size
+    height, width = size
     if (
         image is not None
         and "height" in image
         and "width" in image
-        and size != [image["height"], image["width"]]
+        and size != (image["height"], image["width"])
     ):
-        return f"mask_size is {size}, but the image is {image['height']} x {image['width']}"
+        return f"mask_size is {list(size)}, but the image is {image['height']} x {image['width']}"
     texts = record.get("masks")
     if not (isinstance(texts, list) and all(isinstance(t, str) for t in texts)):
         return "a mask is not COCO RLE text"
-    found = texts_problem(texts, size[0] * size[1])
+    found = texts_problem(texts, height * width)
     return None if found is None else f"mask #{found[0]}: {found[1]}"
 
 
 def segmentations_problem(gt: Mapping[str, Any]) -> tuple[int, str] | None:
     """The first annotation of a checked COCO ground truth (its index, what is wrong) whose
     ``segmentation`` pycocotools cannot read safely (:func:`segmentation_problem`), or None. Every
-    polygon's coordinates are checked at once (val2017's 36,781 outlines are about a million)."""
+    polygon's coordinates are checked at once (val2017's 36,781 outlines are about a million); the
+    first annotation found is then named by :func:`segmentation_problem`'s words."""
     images = {image["id"]: image for image in gt["images"]}
-    flat: list[Any] = []
-    owners: list[int] = []
+    flat: list[Any] = []  # every polygon's x, y, x, y, ...
+    limits: list[int] = []  # beside each, its image's width or height
+    owners: list[int] = []  # beside each, its annotation's index
     for index, ann in enumerate(gt["annotations"]):
         segmentation = ann.get("segmentation")
         if segmentation is None:
             continue
         image = images[ann["image_id"]]
-        if not (_positive_int(image.get("height")) and _positive_int(image.get("width"))):
+        height, width = image.get("height"), image.get("width")
+        if not (_positive_int(height) and _positive_int(width)):
             return index, f"image {ann['image_id']} has no height and width to draw its outline in"
-        if (
+        if not (
             isinstance(segmentation, list)
-            and all(isinstance(p, list) and len(p) >= 6 and len(p) % 2 == 0 for p in segmentation)
             and segmentation
+            and all(isinstance(p, list) and len(p) >= 6 and len(p) % 2 == 0 for p in segmentation)
         ):
-            for polygon in segmentation:
-                flat.extend(polygon)
-                owners.extend((index,) * len(polygon))
+            problem = segmentation_problem(segmentation, height, width)
+            if problem:
+                return index, problem
             continue
-        problem = segmentation_problem(segmentation, image["height"], image["width"])
-        if problem:
-            return index, problem
-    if not flat:
-        return None
+        for polygon in segmentation:
+            flat.extend(polygon)
+            limits.extend((width, height) * (len(polygon) // 2))
+            owners.extend((index,) * len(polygon))
     found = np.array(flat)  # numbers only give a numeric array (a string or None: another kind)
-    values = found.astype(np.float64) if found.dtype.kind in "biuf" else None
-    owner = np.asarray(owners, dtype=np.int64)
-    if values is not None:
-        size = (
-            np.array(
-                [
-                    [images[a["image_id"]]["width"], images[a["image_id"]]["height"]]
-                    for a in gt["annotations"]
-                ],
-                dtype=np.float64,
-            )
-            if gt["annotations"]
-            else None
-        )
-        axis = np.arange(values.size) % 2  # x, y, x, y: every polygon has an even length
-        limit = size[owner, axis] if size is not None else values
+    if found.dtype.kind in "biuf":
+        values, limit = found.astype(np.float64), np.asarray(limits, dtype=np.float64)
         bad = ~np.isfinite(values) | (values < -limit) | (values > 2 * limit)
         if not bad.any():
             return None
-        first = int(owner[np.argmax(bad)])
-    else:
-        first = next(i for i in owners if not all(type(v) in (int, float) for v in _polygons(gt, i)))
-    ann = gt["annotations"][first]
-    image = images[ann["image_id"]]
-    return first, segmentation_problem(
-        ann["segmentation"], image["height"], image["width"]
-    ) or "a bad outline"
-
-
-def _polygons(gt: Mapping[str, Any], index: int) -> list[Any]:
-    return [v for polygon in gt["annotations"][index]["segmentation"] for v in polygon]
+        suspects = [owners[int(np.argmax(bad))]]
+    else:  # something other than numbers: each annotation once, in order, until one is named
+        suspects = list(dict.fromkeys(owners))
+    for index in suspects:
+        ann = gt["annotations"][index]
+        image = images[ann["image_id"]]
+        problem = segmentation_problem(ann["segmentation"], image["height"], image["width"])
+        if problem:
+            return index, problem
+    return suspects[0], "a polygon holds a value that is not a finite number near its image"

@@ -14,10 +14,10 @@ whatever the iouType (:mod:`evalharness.stats.coco_bootstrap`).
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 from evalharness.core.errors import DataError
+from evalharness.data.coco_annotations import finite_numbers
 from evalharness.data.coco_rle import segmentations_problem
 from evalharness.stats.coco_eval import (
     COCO_STAT_NAMES,
@@ -61,16 +61,13 @@ def check_keypoint_ground_truth(gt: dict[str, Any], source: str) -> None:
             f"{source}: annotation {other.get('id')} has {len(other['keypoints']) / 3:g} keypoints; "
             f"pycocotools' OKS scores COCO's {COCO_KEYPOINTS} person keypoints (its sigmas), no other count"
         )
-    bad = next((a for a in gt["annotations"] if not _finite_numbers(a.get("keypoints", ()))), None)
+    given = (a for a in gt["annotations"] if "keypoints" in a)
+    bad = next((a for a in given if not finite_numbers(a["keypoints"], len(a["keypoints"]))), None)
     if bad is not None:  # a NaN would make every OKS with it NaN: a person never matched, silently
         raise DataError(
             f"{source}: annotation {bad.get('id')} has keypoints that are not finite numbers; "
             "fix or drop that annotation"
         )
-
-
-def _finite_numbers(values: Any) -> bool:
-    return all(type(v) in (int, float) and math.isfinite(v) for v in values)
 
 
 def check_keypoint_count(count: int, model: str) -> None:
