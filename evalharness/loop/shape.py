@@ -29,13 +29,14 @@ The choice, where it came from and the calibration figures go in ``provenance.th
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, TypedDict, TypeVar
+
+from evalharness.core.cores import available_cores
 
 SEQUENTIAL, PIPELINED, AUTO, PHASED = "sequential", "pipelined", "auto", "phased"
 SHAPES = (AUTO, SEQUENTIAL, PIPELINED, PHASED)
@@ -87,9 +88,7 @@ class LoopShape:
 def requested(shape: str, workers: int) -> LoopShape:
     """The shape the settings ask for before anything is measured (``auto`` stays ``auto``)."""
     if shape == PHASED:  # a phase prepares on every core this process may use
-        return LoopShape(
-            PHASED, len(os.sched_getaffinity(0)), "loop.shape=phased: one preparing thread per core"
-        )
+        return LoopShape(PHASED, available_cores(), "loop.shape=phased: one preparing thread per core")
     if shape != AUTO:
         return LoopShape(shape, workers if shape == PIPELINED else 0, f"loop.shape={shape}")
     if workers <= 0:
@@ -177,8 +176,7 @@ def _preparation_bound(choice: LoopShape, share: float) -> bool:
     the preparing threads, not the interpreter, set the pace, and a core may take one more."""
     if choice.shape != PIPELINED or share >= 1.0:
         return False
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return share / (1.0 - share) > PREP_BOUND and choice.workers < cores
+    return share / (1.0 - share) > PREP_BOUND and choice.workers < available_cores()
 
 
 def _more_workers(

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from evalharness.core import interrupts as children
+from evalharness.core.cores import available_cores
 from evalharness.core.documents import RunDocument
 from evalharness.core.errors import ConfigError, RunStopped
 from evalharness.core.interrupts import Interrupted
@@ -50,7 +51,6 @@ from evalharness.run.start_up import child_failed
 from evalharness.rundir.document import has_document, holds_run
 from evalharness.rundir.files import METRICS_FILE, PREDICTIONS_FILE, RESULTS_FILE, read_predictions
 from evalharness.rundir.reader import load_run
-from evalharness.settings.thread_budget import available_cores
 
 # Overrides a shard process sets itself.
 # (loop.resume / loop.overwrite pass through: an interrupted parallel run resumes shard by shard.)

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from evalharness.core.cores import available_cores
 from evalharness.core.errors import ConfigError
 
 log = logging.getLogger("evalharness")
@@ -39,13 +40,6 @@ AUTO = "auto"
 OVERSUBSCRIBE = 8  # threads per core: above 1 a warning (oversubscribed), above this refused
 CGROUP_ROOT = "/sys/fs/cgroup"
 PROC_CGROUP = "/proc/self/cgroup"
-
-
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def launcher_share(launcher: Mapping[str, Any] | None, cores: int) -> tuple[str, int | None, int | None]:

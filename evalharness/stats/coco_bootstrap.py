@@ -36,13 +36,13 @@ thresholds reached are looked up, not searched (:mod:`evalharness.stats.coco_rec
 from __future__ import annotations
 
 import dataclasses
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import numpy as np
 
+from evalharness.core.cores import available_cores
 from evalharness.stats.coco_recall_reads import ReachedTable
 
 AREA_ALL = 0  # index of area range "all" in pycocotools' evalImgs
@@ -169,7 +169,7 @@ class Matching:
         counts = self.gt_count.T.astype(np.float64)  # (N, K)
         drawn = weights @ counts  # (resamples, K) non-ignored ground truth drawn; whole numbers
         table = ReachedTable(drawn, self.rec_thrs)
-        workers = max(1, min(_WORKERS, len(os.sched_getaffinity(0))))
+        workers = max(1, min(_WORKERS, available_cores()))
         batch = max(1, min(_BATCH_VALUES // (img.size + 1), -(-len(weights) // workers)))
 
         def one_batch(first: int) -> None:
