@@ -199,13 +199,18 @@ def mask_record_problem(record: Mapping[str, Any], image: Mapping[str, Any] | No
     return None if found is None else f"mask #{found[0]}: {found[1]}"
 
 
+# coordinates checked at once by segmentations_problem: a block's lists and arrays are a few MiB
+# (all of a 2,500-image file's at once were ~50 MiB, the scoring's peak: docs/benchmarks.md)
+_OUTLINE_BLOCK = 65_536
+
+
 def segmentations_problem(gt: Mapping[str, Any]) -> tuple[int, str] | None:
     """The first annotation of a checked COCO ground truth (its index, what is wrong) whose
-    ``segmentation`` pycocotools cannot read safely (:func:`segmentation_problem`), or None. Every
-    polygon's coordinates are checked at once (val2017's 36,781 outlines are about a million); the
-    first annotation found is then named by :func:`segmentation_problem`'s words."""
+    ``segmentation`` pycocotools cannot read safely (:func:`segmentation_problem`), or None. The
+    polygons' coordinates are checked a block at a time (val2017's 36,781 outlines are about a
+    million); the first annotation found is then named by :func:`segmentation_problem`'s words."""
     images = {image["id"]: image for image in gt["images"]}
-    flat: list[Any] = []  # every polygon's x, y, x, y, ...
+    flat: list[Any] = []  # a block of polygons' x, y, x, y, ...
     limits: list[int] = []  # beside each, its image's width or height
     owners: list[int] = []  # beside each, its annotation's index
     for index, ann in enumerate(gt["annotations"]):
@@ -229,6 +234,18 @@ def segmentations_problem(gt: Mapping[str, Any]) -> tuple[int, str] | None:
             flat.extend(polygon)
             limits.extend((width, height) * (len(polygon) // 2))
             owners.extend((index,) * len(polygon))
+        if len(flat) >= _OUTLINE_BLOCK:
+            found = _outline_block_problem(gt, images, flat, limits, owners)
+            if found:
+                return found
+            flat, limits, owners = [], [], []
+    return _outline_block_problem(gt, images, flat, limits, owners) if flat else None
+
+
+def _outline_block_problem(
+    gt: Mapping[str, Any], images: Mapping[Any, Any], flat: list[Any], limits: list[int], owners: list[int]
+) -> tuple[int, str] | None:
+    """:func:`segmentations_problem` of one block of coordinates (each beside its limit and owner)."""
     found = np.array(flat)  # numbers only give a numeric array (a string or None: another kind)
     if found.dtype.kind in "biuf":
         values, limit = found.astype(np.float64), np.asarray(limits, dtype=np.float64)
