@@ -66,6 +66,7 @@ class TensorCacheStats(TypedDict):
     misses: int
     corrupt_rebuilt: int
     stale_rebuilt: int
+    identity_rehashed: int  # kept input identity rows that failed their CRC: hashed again, not used
     rebuilt: list[str]
 
 
@@ -120,7 +121,7 @@ class TensorCache:
         )
         self.dir = os.path.join(os.path.expanduser(root), hashlib.sha256(text.encode()).hexdigest()[:24])
         self.rebuilt: list[str] = []  # why the whole cache was rebuilt (said once, in stats())
-        self.hits = self.misses = self.corrupt = self.stale = 0
+        self.hits = self.misses = self.corrupt = self.stale = self.rehashed = 0
         specs: dict[str, tuple[npt.DTypeLike, tuple[int, ...]]] = {
             "tensors": (dtype, (count, *shape)),
             "crc32": (np.uint32, (count,)),
@@ -228,6 +229,7 @@ class TensorCache:
     def put(self, i: int, arr: np.ndarray, identity: SourceIdentity | None) -> None:
         if identity is None:
             return
+        self.identity_crc[i], self.identity[i] = 0, 0  # no row kept for the new tensor (yet)
         self.data[i] = arr
         self.crc[i] = crc32_array(self.data[i])
         self.source_state[i], self.source_sha[i] = identity
@@ -236,8 +238,15 @@ class TensorCache:
     def kept_identity(self, i: int) -> bytes | None:
         """Sample ``i``'s kept identity row (:data:`IDENTITY_ROW` bytes) if it was made from the
         tensor now cached (its CRC-32 continued from the tensor's), else None. For a served sample."""
-        row = self._rows[i].tobytes()
-        return row if crc32_bytes(row, int(self._crcs[i])) == int(self._row_crcs[i]) else None
+        row, kept = self._rows[i].tobytes(), int(self._row_crcs[i])
+        if kept == 0 and not any(row):  # none kept: the tensor was never hashed since it was cached
+            return None
+        if crc32_bytes(row, int(self._crcs[i])) == kept:
+            return row
+        self.rehashed += 1  # damaged, or not of this tensor: hashed again, the count in stats()
+        if self.rehashed == 1:
+            say_rebuilt(f"tensor cache {self.dir}", f"sample {i}'s kept input identity fails its CRC")
+        return None
 
     def keep_identity(self, i: int, row: bytes) -> None:
         """Keep ``row`` as the identity of sample ``i``'s cached tensor (the row first, its CRC last:
@@ -256,6 +265,7 @@ class TensorCache:
             "misses": self.misses,
             "corrupt_rebuilt": self.corrupt,
             "stale_rebuilt": self.stale,
+            "identity_rehashed": self.rehashed,
             "rebuilt": self.rebuilt,
         }
 

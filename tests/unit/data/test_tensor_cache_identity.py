@@ -91,6 +91,7 @@ def test_another_quantisation_a_copy_or_a_damaged_row_is_hashed_again(tmp_path):
     again.cache.flush()
     damaged = _cached(tmp_path)
     assert damaged.remembered(sample, damaged.prepare(sample), InputIdentity([other], "nhwc").tag) is None
+    assert damaged.cache is not None and damaged.cache.stats()["identity_rehashed"] == 1  # said, counted
 
 
 @pytest.mark.parametrize("changed", [True, False])
@@ -105,3 +106,4 @@ def test_a_rebuilt_tensor_keeps_no_row_of_other_bytes(tmp_path, changed):
     fed = warm.prepare(sample)
     kept = warm.remembered(sample, fed, InputIdentity([INFO], "nhwc").tag)
     assert (kept is None) == changed and warm._task.prepared == changed
+    assert warm.cache is not None and warm.cache.stats()["identity_rehashed"] == 0  # rebuilt: no row kept
