@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 from evalharness.core.errors import DataError, EvalHarnessError
@@ -155,15 +155,19 @@ def parse_json(
     required: Shape | None = None,
     error: type[EvalHarnessError] = DataError,
     fix: str = "check the file",
+    object_hook: Callable[[dict[str, Any]], Any] | None = None,
 ) -> Any:
     """JSON text from an untrusted source (a file's bytes, one line of a .jsonl), within the limits
     and of the expected shape; anything else is one ``error`` naming ``source``. Typed ``Any``: the
-    shape is checked here at run time (``top``, ``required``), so callers read it without casts."""
+    shape is checked here at run time (``top``, ``required``), so callers read it without casts.
+    ``object_hook``: json's, called on each object as it is decoded (innermost first), after the
+    limits are checked: what it returns stands for the object (a large file held compactly while it
+    is parsed, its lists of numbers freed one object at a time)."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     check_json_limits(raw, source, error)
     text = decode_text(raw, source, error) if isinstance(data, bytes) else data
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_hook=object_hook)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise error(f"{source} is not valid JSON ({' '.join(str(exc).split())[:200]}); {fix}") from None
     check_shape(value, source, top, required, error, fix)
@@ -178,9 +182,12 @@ def read_json(
     error: type[EvalHarnessError] = DataError,
     fix: str = "check the file",
     limit: int = READ_WHOLE_LIMIT,
+    object_hook: Callable[[dict[str, Any]], Any] | None = None,
 ) -> Any:
-    """A JSON file a user, a run directory or a bundle supplies: guarded, within the limits, shaped."""
-    return parse_json(read_bytes(path, what, error, limit), named(what, path), top, required, error, fix)
+    """A JSON file a user, a run directory or a bundle supplies: guarded, within the limits, shaped
+    (``object_hook``: as :func:`parse_json`'s)."""
+    data = read_bytes(path, what, error, limit)
+    return parse_json(data, named(what, path), top, required, error, fix, object_hook)
 
 
 def _check_tree(value: object, source: str, error: type[EvalHarnessError]) -> None:

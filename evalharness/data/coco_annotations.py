@@ -11,8 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
+
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import read_json
+from evalharness.data.compact_shapes import compact_shapes, is_number_array
 
 _TOP_KEYS = ("images", "annotations", "categories")
 
@@ -27,12 +30,14 @@ def load_annotations(path: str | Path, image_keys: tuple[str, ...] = ("id",)) ->
     """A COCO instances JSON, checked so that a bad file fails here, by name, not deep in pycocotools.
 
     ``image_keys``: what every image must have; a caller that reads the images from disk passes
-    :data:`IMAGE_FILE_KEYS`.
+    :data:`IMAGE_FILE_KEYS`. Polygons and keypoints are held as arrays while the file is parsed
+    (:mod:`evalharness.data.compact_shapes`).
     """
     path = Path(path)
     if not os.path.lexists(path):
         raise DataError(f"COCO annotation file {path} not found; give the path of an instances_*.json")
-    data = read_json(path, "COCO annotation file", fix=f"re-export or re-download it ({_FORMAT_HINT})")
+    fix = f"re-export or re-download it ({_FORMAT_HINT})"
+    data = read_json(path, "COCO annotation file", fix=fix, object_hook=compact_shapes)
     check_annotations(data, str(path), image_keys)
     require_boxes(data, f"COCO annotation file {path}", "give the instances file with the boxes")
     return cast("dict[str, Any]", data)  # check_annotations: a JSON object
@@ -135,6 +140,14 @@ def _annotation_problem(ann: dict[str, Any], ids: dict[str, set[Any]]) -> str | 
     if ann["iscrowd"] not in (0, 1):
         return f"iscrowd {ann['iscrowd']!r}; use 0 or 1"
     return None
+
+
+def finite_keypoints(values: object) -> bool:
+    """An annotation's ``keypoints`` are finite numbers: as parsed (a list), or as
+    :func:`~evalharness.data.compact_shapes.compact_shapes` holds them (an array)."""
+    if is_number_array(values):
+        return bool(np.isfinite(values).all())
+    return finite_numbers(values, len(values)) if isinstance(values, list | tuple) else False
 
 
 def finite_numbers(values: object, n: int) -> bool:

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from evalharness.data.compact_shapes import is_polygon_array
+
 MAX_MASK_PIXELS = 1 << 28  # more than any image Pillow opens (its bomb limit: ~179 M pixels)
 _MAX_GROUP = 7  # characters of one count: 35 bits, past any 32-bit count pycocotools holds
 _FIRST, _SPAN = 48, 64  # COCO's compressed characters: "0" + 6 bits
@@ -135,13 +137,15 @@ def rle_problem(counts: object, size: object) -> str | None:
 
 def polygon_problem(polygons: object, height: int, width: int) -> str | None:
     """What is wrong with a segmentation's polygons (None: nothing): a list of [x1, y1, x2, y2, ...]
-    of finite numbers, each at least 3 points, within one image size around the image."""
+    of finite numbers (a list, or a float64 array as the ground truth's readers hold it), each at
+    least 3 points, within one image size around the image."""
     if not isinstance(polygons, list) or not polygons:
         return "segmentation is neither a list of polygons nor an RLE"
     for polygon in polygons:
-        if not isinstance(polygon, list) or len(polygon) < 6 or len(polygon) % 2:
+        held = is_polygon_array(polygon)  # numbers only (data/compact_shapes.py)
+        if not (held or isinstance(polygon, list)) or len(polygon) < 6 or len(polygon) % 2:
             return "a polygon is not x, y pairs of at least 3 points"
-        if not all(isinstance(v, int | float) for v in polygon):
+        if not held and not all(isinstance(v, int | float) for v in polygon):
             return "a polygon holds something other than numbers"
         xy = np.asarray(polygon, dtype=np.float64).reshape(-1, 2)
         if not np.isfinite(xy).all():
@@ -199,8 +203,8 @@ def mask_record_problem(record: Mapping[str, Any], image: Mapping[str, Any] | No
     return None if found is None else f"mask #{found[0]}: {found[1]}"
 
 
-# coordinates checked at once by segmentations_problem: a block's lists and arrays are a few MiB
-# (all of a 2,500-image file's at once were ~50 MiB, the scoring's peak: docs/benchmarks.md)
+# coordinates checked at once by segmentations_problem: a block's arrays are a few MiB (all of a
+# 2,500-image file's at once were ~50 MiB, the scoring's peak: docs/benchmarks.md)
 _OUTLINE_BLOCK = 65_536
 
 
@@ -210,9 +214,7 @@ def segmentations_problem(gt: Mapping[str, Any]) -> tuple[int, str] | None:
     polygons' coordinates are checked a block at a time (val2017's 36,781 outlines are about a
     million); the first annotation found is then named by :func:`segmentation_problem`'s words."""
     images = {image["id"]: image for image in gt["images"]}
-    flat: list[Any] = []  # a block of polygons' x, y, x, y, ...
-    limits: list[int] = []  # beside each, its image's width or height
-    owners: list[int] = []  # beside each, its annotation's index
+    block = _OutlineBlock()
     for index, ann in enumerate(gt["annotations"]):
         segmentation = ann.get("segmentation")
         if segmentation is None:
@@ -221,44 +223,71 @@ def segmentations_problem(gt: Mapping[str, Any]) -> tuple[int, str] | None:
         height, width = image.get("height"), image.get("width")
         if not (_positive_int(height) and _positive_int(width)):
             return index, f"image {ann['image_id']} has no height and width to draw its outline in"
-        if not (
-            isinstance(segmentation, list)
-            and segmentation
-            and all(isinstance(p, list) and len(p) >= 6 and len(p) % 2 == 0 for p in segmentation)
-        ):
+        if not (isinstance(segmentation, list) and segmentation and all(map(_pairs, segmentation))):
             problem = segmentation_problem(segmentation, height, width)
             if problem:
                 return index, problem
             continue
         for polygon in segmentation:
-            flat.extend(polygon)
-            limits.extend((width, height) * (len(polygon) // 2))
-            owners.extend((index,) * len(polygon))
-        if len(flat) >= _OUTLINE_BLOCK:
-            found = _outline_block_problem(gt, images, flat, limits, owners)
+            block.add(polygon, index, width, height)
+        if block.coordinates >= _OUTLINE_BLOCK:
+            found = block.problem(gt, images)
             if found:
                 return found
-            flat, limits, owners = [], [], []
-    return _outline_block_problem(gt, images, flat, limits, owners) if flat else None
+            block = _OutlineBlock()
+    return block.problem(gt, images) if block.coordinates else None
 
 
-def _outline_block_problem(
-    gt: Mapping[str, Any], images: Mapping[Any, Any], flat: list[Any], limits: list[int], owners: list[int]
-) -> tuple[int, str] | None:
-    """:func:`segmentations_problem` of one block of coordinates (each beside its limit and owner)."""
-    found = np.array(flat)  # numbers only give a numeric array (a string or None: another kind)
-    if found.dtype.kind in "biuf":
-        values, limit = found.astype(np.float64), np.asarray(limits, dtype=np.float64)
-        bad = ~np.isfinite(values) | (values < -limit) | (values > 2 * limit)
-        if not bad.any():
-            return None
-        suspects = [owners[int(np.argmax(bad))]]
-    else:  # something other than numbers: each annotation once, in order, until one is named
-        suspects = list(dict.fromkeys(owners))
-    for index in suspects:
-        ann = gt["annotations"][index]
-        image = images[ann["image_id"]]
-        problem = segmentation_problem(ann["segmentation"], image["height"], image["width"])
-        if problem:
-            return index, problem
-    return suspects[0], "a polygon holds a value that is not a finite number near its image"
+def _pairs(polygon: object) -> bool:
+    """A polygon's form (a list, or a float64 array: data/compact_shapes.py) of at least 3 pairs."""
+    if not (isinstance(polygon, list) or is_polygon_array(polygon)):
+        return False
+    return len(polygon) >= 6 and len(polygon) % 2 == 0
+
+
+class _OutlineBlock:
+    """Polygons of :func:`segmentations_problem` checked together: each as an array of numbers
+    beside its annotation's index and its image's width and height."""
+
+    def __init__(self) -> None:
+        self.arrays: list[np.ndarray] = []
+        self.rows: list[tuple[int, int, int, int]] = []  # (annotation index, width, height, values)
+        self.coordinates = 0
+        self.numbers = True  # every polygon a list of numbers or an array
+
+    def add(self, polygon: Any, index: int, width: int, height: int) -> None:
+        if not is_polygon_array(polygon):
+            try:  # numbers only give a numeric array (a string or None: another kind)
+                polygon = np.array(polygon)
+            except (ValueError, OverflowError):  # lists of unequal lists, an integer past 64 bits
+                polygon = None
+            if polygon is None or polygon.ndim != 1 or polygon.dtype.kind not in "biuf":
+                self.numbers = False
+            elif self.numbers:
+                self.arrays.append(polygon)
+        else:
+            self.arrays.append(polygon)
+        self.rows.append((index, width, height, len(polygon) if polygon is not None else 0))
+        self.coordinates += self.rows[-1][3]
+
+    def problem(self, gt: Mapping[str, Any], images: Mapping[Any, Any]) -> tuple[int, str] | None:
+        """The block's first annotation with a polygon out of bounds or not numbers, or None."""
+        owners = [row[0] for row in self.rows]
+        if self.numbers:
+            values = np.concatenate(self.arrays).astype(np.float64, copy=False)
+            sizes = np.array([(width, height) for _, width, height, _ in self.rows], dtype=np.float64)
+            limit = np.repeat(sizes, [n // 2 for *_, n in self.rows], axis=0).reshape(-1)
+            bad = ~np.isfinite(values) | (values < -limit) | (values > 2 * limit)
+            if not bad.any():
+                return None
+            ends = np.cumsum([n for *_, n in self.rows])
+            suspects = [owners[int(np.searchsorted(ends, np.argmax(bad), side="right"))]]
+        else:  # something other than numbers: each annotation once, in order, until one is named
+            suspects = list(dict.fromkeys(owners))
+        for index in suspects:
+            ann = gt["annotations"][index]
+            image = images[ann["image_id"]]
+            problem = segmentation_problem(ann["segmentation"], image["height"], image["width"])
+            if problem:
+                return index, problem
+        return suspects[0], "a polygon holds a value that is not a finite number near its image"

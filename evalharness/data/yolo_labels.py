@@ -26,9 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+import numpy as np
+
 from evalharness.core.errors import DataError
 from evalharness.core.paths import BUNDLED_DIR
 from evalharness.data.coco_annotations import IMAGE_FILE_KEYS, check_annotations, require_boxes
+from evalharness.data.compact_shapes import plain_lists
 from evalharness.data.decode import image_size
 from evalharness.data.ground_truth import DEFAULT_EXTENSIONS
 from evalharness.data.labels import read_label_file
@@ -100,7 +103,10 @@ def convert(layout: YoloLayout, unscored: Counter[str] | None = None) -> YoloGro
 
 
 def _digest(doc: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    """The annotations' identity: their canonical JSON (a polygon array as the list of floats it
+    holds: the same text as before polygons were held as arrays)."""
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=plain_lists)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _without_polygon(ann: CocoAnnotation) -> dict[str, Any]:
@@ -121,7 +127,9 @@ class _BoxAnnotation(TypedDict):
 class CocoAnnotation(_BoxAnnotation, total=False):
     """The box and, from a segment or pose line, its shape as COCO's instances JSON holds it."""
 
-    segmentation: list[list[float]]  # a segment line's polygon, x y x y ... in pixels
+    # a segment line's polygon, x y x y ... in pixels: float64, as data/compact_shapes.py holds an
+    # instances JSON's (a list of floats is 4x the memory)
+    segmentation: list[np.ndarray]
     keypoints: list[float]  # a pose line's keypoints, x y v x y v ... in pixels
     num_keypoints: int  # how many are labelled (v > 0): pycocotools ignores a person with none
 
@@ -140,7 +148,8 @@ def _annotation(
         "iscrowd": 0,
     }
     if line.polygon is not None:
-        ann["segmentation"] = [[v for px, py in line.polygon for v in (px * width, py * height)]]
+        polygon = np.array(line.polygon, dtype=np.float64) * (width, height)  # x*W, y*H: float64, exact
+        ann["segmentation"] = [polygon.reshape(-1)]
     if line.keypoints is not None:
         ann["keypoints"] = [v for kx, ky, kv in line.keypoints for v in (kx * width, ky * height, kv)]
         ann["num_keypoints"] = sum(kv > 0 for _, _, kv in line.keypoints)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from evalharness.core.errors import DataError
-from evalharness.data.coco_annotations import finite_numbers
+from evalharness.data.coco_annotations import finite_keypoints
 from evalharness.data.coco_rle import segmentations_problem
 from evalharness.stats.coco_eval import (
     COCO_STAT_NAMES,
@@ -62,7 +62,7 @@ def check_keypoint_ground_truth(gt: dict[str, Any], source: str) -> None:
             f"pycocotools' OKS scores COCO's {COCO_KEYPOINTS} person keypoints (its sigmas), no other count"
         )
     given = (a for a in gt["annotations"] if "keypoints" in a)
-    bad = next((a for a in given if not finite_numbers(a["keypoints"], len(a["keypoints"]))), None)
+    bad = next((a for a in given if not finite_keypoints(a["keypoints"])), None)
     if bad is not None:  # a NaN would make every OKS with it NaN: a person never matched, silently
         raise DataError(
             f"{source}: annotation {bad.get('id')} has keypoints that are not finite numbers; "

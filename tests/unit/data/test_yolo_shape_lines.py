@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 from test_yolo_labels import H, W, _error, layout
 
@@ -20,7 +21,9 @@ def test_a_segment_line_is_a_polygon_in_pixels_beside_its_box(tmp_path):
     layout(tmp_path, {"1": "1 0.25 0.5 0.75 0.5 0.5 1.0\n0 0.5 0.5 0.25 0.25\n"})
     truth = yolo_ground_truth(tmp_path)[1]
     segment, box = truth.annotations["annotations"]
-    assert segment["segmentation"] == [[0.25 * W, 0.5 * H, 0.75 * W, 0.5 * H, 0.5 * W, 1.0 * H]]
+    polygons = segment["segmentation"]  # float64 arrays (data/compact_shapes.py), the very values
+    assert [p.dtype for p in polygons] == [np.float64]
+    assert [p.tolist() for p in polygons] == [[0.25 * W, 0.5 * H, 0.75 * W, 0.5 * H, 0.5 * W, 1.0 * H]]
     assert segment["area"] == 0.5 * W * 0.5 * H  # the box's area, as before masks were kept
     assert "segmentation" not in box
     # a run made before polygons were kept recorded the boxes' identity: still recognised
