@@ -238,7 +238,8 @@ class TensorCache:
     def kept_identity(self, i: int) -> bytes | None:
         """Sample ``i``'s kept identity row (:data:`IDENTITY_ROW` bytes) if it was made from the
         tensor now cached (its CRC-32 continued from the tensor's), else None. For a served sample."""
-        row, kept = self._rows[i].tobytes(), int(self._row_crcs[i])
+        row: bytes = self._rows[i].tobytes()
+        kept = int(self._row_crcs[i])
         if kept == 0 and not any(row):  # none kept: the tensor was never hashed since it was cached
             return None
         if crc32_bytes(row, int(self._crcs[i])) == kept:
