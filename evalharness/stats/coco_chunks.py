@@ -36,13 +36,14 @@ import numpy as np
 from evalharness.stats.coco_match import MatchingCOCOeval
 from evalharness.stats.coco_reduced import Reduced, reduce_eval_imgs
 
-# 100 images a chunk: a chunk's evalImgs, ious, ground truth and result sets are a few MiB on COCO-like
-# data (~7 objects, up to 100 detections an image), made and freed ten times per 1,000 images. The
-# process's peak RSS of a 2,500-image seg run (docs/benchmarks.md) by chunk size: 1,000 images
-# 366.9 MiB, 250: 289.7, 100: 272.2, 50: 270.2 (freed chunks leave the allocator's heap larger than
-# what lives in it, so smaller chunks help past their own size, down to ~100); the box scoring's CPU
-# time the same at 250, 100 and 50 (per-chunk views and pycocotools' _prepare: a few ms each).
-CHUNK_IMAGES = 100
+# 25 images a chunk: a chunk's evalImgs, ious, ground truth and result sets are made and freed per
+# chunk, and the allocator's heap keeps the room of the largest (what stays, the reduced matching, is
+# interleaved with them). The process's peak RSS of a 2,500-image seg run (docs/benchmarks.md) by
+# chunk size, the matching in Reduced's first form: 1,000 images 366.9 MiB, 250: 289.7, 100: 272.2,
+# 50: 270.2; with the compact one (stats/coco_reduced.py) the box scoring's RSS grew by 20.0 MiB
+# over evaluate() at 100 images, 12.6 at 50, 9.1 at 25 (the whole run's peak 238-244 -> 229 MiB);
+# its CPU time the same at 100, 50 and 25 (per-chunk views and pycocotools' _prepare: ms each).
+CHUNK_IMAGES = 25
 
 
 def result_set(coco_cls: type, coco_gt: Any, detections: list[dict[str, Any]], copies: bool = True) -> Any:
