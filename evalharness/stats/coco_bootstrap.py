@@ -83,7 +83,7 @@ class Matching:
 
         ``trim=False`` keeps every detection (the error analysis counts the false positives after a
         category's last true positive; the bootstrap never needs them)."""
-        from evalharness.stats.coco_chunks import reduce_eval_imgs
+        from evalharness.stats.coco_reduced import reduce_eval_imgs
 
         p = evaluator.params
         cat_ids, img_ids = list(p.catIds), list(p.imgIds)

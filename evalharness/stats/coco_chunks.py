@@ -9,10 +9,11 @@ set ``loadRes`` makes (a copy of every detection, a polygon added to each box, a
 detections alone and the ground truth of its images (:class:`ChunkResults`: copies of that
 chunk's annotations, ``loadRes`` of its detections), and reduces the
 chunk's ``evalImgs`` at once to what ``accumulate()`` and the bootstrap's
-:class:`~evalharness.stats.coco_bootstrap.Matching` read of it (:class:`Reduced`): per category
-and area range, each kept detection's score, image, rank in its image (for the maxDets cuts) and
-matched / ignored flags per IoU threshold as booleans, and each image's non-ignored ground-truth
-count. The chunk's ``ious``, ``evalImgs`` and result set are then dropped.
+:class:`~evalharness.stats.coco_bootstrap.Matching` read of it
+(:class:`~evalharness.stats.coco_reduced.Reduced`: per category and area range, each kept
+detection's score, image and matched / ignored flags per IoU threshold, and each image's
+non-ignored ground-truth count, held compactly). The chunk's ``ious``, ``evalImgs`` and result set
+are then dropped.
 
 Exactness: an image's matching depends on that image alone, so a chunk's ``evalImgs`` are the
 whole run's entries for its images; the chunks are taken in pycocotools' (sorted) image order and
@@ -28,119 +29,21 @@ from __future__ import annotations
 import copy
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from evalharness.stats.coco_match import MatchingCOCOeval
+from evalharness.stats.coco_reduced import Reduced, reduce_eval_imgs
 
-# 100 images a chunk: a chunk's evalImgs, ious, ground truth and result sets are a few MiB on COCO-like
-# data (~7 objects, up to 100 detections an image), made and freed ten times per 1,000 images. The
-# process's peak RSS of a 2,500-image seg run (docs/benchmarks.md) by chunk size: 1,000 images
-# 366.9 MiB, 250: 289.7, 100: 272.2, 50: 270.2 (freed chunks leave the allocator's heap larger than
-# what lives in it, so smaller chunks help past their own size, down to ~100); the box scoring's CPU
-# time the same at 250, 100 and 50 (per-chunk views and pycocotools' _prepare: a few ms each).
-CHUNK_IMAGES = 100
-
-
-@dataclass
-class Reduced:
-    """One category and area range of ``evalImgs``, reduced (see the module docstring): the
-    detections of every image in image order, each image's in ``evaluateImg``'s order."""
-
-    n_thr: int
-    # per chunk, each image's detections in evaluateImg's order (one array a chunk, not an image:
-    # a numpy array costs ~100 bytes before its values)
-    scores: list[np.ndarray] = field(default_factory=list)  # float64 (D,)
-    images: list[np.ndarray] = field(default_factory=list)  # int32 (D,) image index
-    ranks: list[np.ndarray] = field(default_factory=list)  # int32 (D,) position in its image's list
-    matched: list[np.ndarray] = field(default_factory=list)  # (T, D) bool
-    ignored: list[np.ndarray] = field(default_factory=list)  # (T, D) bool
-    gt_images: list[np.ndarray] = field(default_factory=list)  # int32: the images with an entry
-    gt_counts: list[np.ndarray] = field(default_factory=list)  # int64: their non-ignored ground truth
-
-    def add(self, images: list[int], entries: list[dict[str, Any]]) -> None:
-        """A chunk's ``evaluateImg`` results (not None) of this category and area range, by image."""
-        self.gt_images.append(np.asarray(images, dtype=np.int32))
-        self.gt_counts.append(
-            np.array([np.count_nonzero(np.asarray(e["gtIgnore"]) == 0) for e in entries], dtype=np.int64)
-        )
-        counts = np.array([len(e["dtScores"]) for e in entries], dtype=np.int64)
-        total = int(counts.sum())
-        if not total:
-            return
-        self.scores.append(np.array([s for e in entries for s in e["dtScores"]], dtype=np.float64))
-        self.images.append(np.repeat(np.asarray(images, dtype=np.int32), counts))
-        starts = np.repeat(np.cumsum(counts) - counts, counts)
-        self.ranks.append((np.arange(total) - starts).astype(np.int32))
-        self.matched.append(
-            np.concatenate([np.asarray(e["dtMatches"]).reshape(self.n_thr, -1) != 0 for e in entries], axis=1)
-        )
-        self.ignored.append(
-            np.concatenate([np.asarray(e["dtIgnore"]).reshape(self.n_thr, -1) for e in entries], axis=1)
-            .astype(bool)
-        )  # fmt: skip
-
-    def pack(self) -> None:
-        """The chunks' arrays joined into one each (when first read, after the last chunk)."""
-        for name in ("scores", "images", "ranks", "gt_images", "gt_counts"):
-            parts = getattr(self, name)
-            if len(parts) > 1:
-                setattr(self, name, [np.concatenate(parts)])
-        for name in ("matched", "ignored"):
-            parts = getattr(self, name)
-            if len(parts) > 1:
-                setattr(self, name, [np.concatenate(parts, axis=1)])
-
-    def detections(
-        self, images: np.ndarray | None = None, max_det: int | None = None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(scores, image indices, matched, ignored) in accumulate's concatenation order (before its
-        sort), of ``images`` only (None: all) and each image's first ``max_det`` (None: all)."""
-        self.pack()
-        if not self.scores:
-            empty = np.zeros((self.n_thr, 0), dtype=bool)
-            return np.zeros(0), np.zeros(0, dtype=np.int32), empty, empty
-        scores, imgs, ranks = self.scores[0], self.images[0], self.ranks[0]
-        matched, ignored = self.matched[0], self.ignored[0]
-        keep = None if max_det is None else ranks < max_det
-        if images is not None:
-            chosen = np.isin(imgs, images)
-            keep = chosen if keep is None else keep & chosen
-        if keep is None or keep.all():
-            return scores, imgs, matched, ignored
-        return scores[keep], imgs[keep], matched[:, keep], ignored[:, keep]
-
-    def ground_truth(self) -> tuple[np.ndarray, np.ndarray]:
-        """(image indices, their non-ignored ground truth) of the images with an entry."""
-        self.pack()
-        return self.gt_images[0], self.gt_counts[0]
-
-    def gt_count(self, images: np.ndarray | None = None) -> int:
-        """Non-ignored ground truth of ``images`` (None: all), as accumulate's ``npig``."""
-        imgs, counts = self.ground_truth()
-        if images is not None:
-            counts = counts[np.isin(imgs, images)]
-        return int(counts.sum())
-
-
-def reduce_eval_imgs(
-    eval_imgs: list[Any], n_cat: int, n_area: int, first_image: int, n_thr: int,
-    reduced: dict[tuple[int, int], Reduced] | None = None,
-) -> dict[tuple[int, int], Reduced]:  # fmt: skip
-    """``evalImgs`` of a chunk (pycocotools' layout: category, then area range, then image) added
-    to ``reduced`` by (category index, area index), its images numbered from ``first_image``."""
-    reduced = {} if reduced is None else reduced
-    n_img = len(eval_imgs) // max(1, n_cat * n_area)
-    for k in range(n_cat):
-        for a in range(n_area):
-            base = (k * n_area + a) * n_img
-            held = [i for i in range(n_img) if eval_imgs[base + i] is not None]
-            if held:
-                block = reduced.setdefault((k, a), Reduced(n_thr))
-                block.add([first_image + i for i in held], [eval_imgs[base + i] for i in held])
-    return reduced
+# 25 images a chunk: a chunk's evalImgs, ious, ground truth and result sets are made and freed per
+# chunk, and the allocator's heap keeps the room of the largest (what stays, the reduced matching, is
+# interleaved with them). The process's peak RSS of a 2,500-image seg run (docs/benchmarks.md) by
+# chunk size, the matching in Reduced's first form: 1,000 images 366.9 MiB, 250: 289.7, 100: 272.2,
+# 50: 270.2; with the compact one (stats/coco_reduced.py) the box scoring's RSS grew by 20.0 MiB
+# over evaluate() at 100 images, 12.6 at 50, 9.1 at 25 (the whole run's peak 238-244 -> 229 MiB);
+# its CPU time the same at 100, 50 and 25 (per-chunk views and pycocotools' _prepare: ms each).
+CHUNK_IMAGES = 25
 
 
 def result_set(coco_cls: type, coco_gt: Any, detections: list[dict[str, Any]], copies: bool = True) -> Any:

@@ -84,13 +84,9 @@ class MaskOverlaps:
         """The result set ``loadRes`` makes of the masks of ``image_ids`` (ids 1, 2, ... in the order
         added, the mask's area, no crowd), without the masks: made a chunk of images at a time
         (``stats/coco_chunks.py``), never for the whole run."""
-        if self._where is None:
-            self._where = defaultdict(list)
-            for n, (image_id, _, _) in enumerate(self._images):
-                self._where[image_id].append(n)
         out: list[dict[str, Any]] = []
         for wanted in image_ids:
-            for n in self._where.get(wanted, ()):
+            for n in self._entries(wanted):
                 image_id, rows, _ = self._images[n]
                 for cat, score, area in rows.tolist():
                     out.append(
@@ -99,21 +95,31 @@ class MaskOverlaps:
                     )  # fmt: skip
         return out
 
-    def ious(self) -> dict[tuple[Any, int], Any]:
-        """``computeIoU``'s value per (image, category) holding both detections and ground truth:
-        the rows of the detections sorted by score (stable, over the order added), cut at
-        ``maxDets[-1]``; absent pairs are pycocotools' ``[]``."""
-        by_pair: dict[tuple[Any, int], tuple[list[float], list[np.ndarray]]] = {}
-        for image_id, rows, ious in self._images:
-            for cat, block in ious.items():
-                scores, blocks = by_pair.setdefault((image_id, cat), ([], []))
+    def _entries(self, image_id: Any) -> list[int]:
+        """The positions in ``_images`` of ``image_id``'s entries, in the order added."""
+        if self._where is None:
+            self._where = defaultdict(list)
+            for n, (added, _, _) in enumerate(self._images):
+                self._where[added].append(n)
+        return self._where.get(image_id, [])
+
+    def ious(self, image_id: Any, cat: Any) -> Any:
+        """``computeIoU``'s value of one (image, category) holding both detections and ground
+        truth: the rows of the detections sorted by score (stable, over the order added), cut at
+        ``maxDets[-1]``; pycocotools' ``[]`` where absent. Made when the scoring's chunk asks (a
+        whole run's of them at once was a copy of every IoU, held through the mask scoring)."""
+        scores: list[float] = []
+        blocks: list[np.ndarray] = []
+        for n in self._entries(image_id):
+            _, rows, ious = self._images[n]
+            block = ious.get(cat)
+            if block is not None:
                 scores.extend(rows[rows[:, 0] == cat, 1].tolist())
                 blocks.append(block)
-        out: dict[tuple[Any, int], Any] = {}
-        for pair, (scores, blocks) in by_pair.items():
-            order = np.argsort([-s for s in scores], kind="mergesort")[:MAX_DETECTIONS]
-            out[pair] = np.concatenate(blocks)[order]
-        return out
+        if not blocks:
+            return NOTHING
+        order = np.argsort([-s for s in scores], kind="mergesort")[:MAX_DETECTIONS]
+        return np.concatenate(blocks)[order]
 
 
 class _GivenResultsCOCO(COCO):  # type: ignore[misc]  # pycocotools ships no types
@@ -138,9 +144,9 @@ class _GivenResultsCOCO(COCO):  # type: ignore[misc]  # pycocotools ships no typ
 class _GivenIouCOCOeval(ChunkedCOCOeval):
     """pycocotools' segm evaluation with each (image, category)'s IoUs given, the masks absent."""
 
-    def __init__(self, coco_gt: COCO, results: ChunkResults, ious: dict[tuple[Any, int], Any]) -> None:
+    def __init__(self, coco_gt: COCO, results: ChunkResults, overlaps: MaskOverlaps) -> None:
         super().__init__(coco_gt, results, "segm")
-        self._given = ious
+        self._overlaps = overlaps
 
     def _prepare(self) -> None:
         # pycocotools' segm _prepare also converts every mask to RLE (_toMask) for computeIoU; the
@@ -152,7 +158,7 @@ class _GivenIouCOCOeval(ChunkedCOCOeval):
             self.params.iouType = "segm"
 
     def computeIoU(self, imgId: Any, catId: Any) -> Any:  # noqa: N802, N803  # pycocotools' names
-        return self._given.get((imgId, catId), NOTHING)
+        return self._overlaps.ious(imgId, catId)
 
 
 def score_overlaps(
@@ -163,8 +169,7 @@ def score_overlaps(
     evaluate_only: bool = False,
 ) -> Any:  # as coco_eval's backends
     """pycocotools' ``segm`` scoring of the masks ``overlaps`` was given (see the module docstring)."""
-    ious = overlaps.ious()
-    make_eval = lambda g, d: _GivenIouCOCOeval(g, d, ious)  # noqa: E731
+    make_eval = lambda g, d: _GivenIouCOCOeval(g, d, overlaps)  # noqa: E731
     return _score(
         _GivenResultsCOCO, make_eval, gt, overlaps, image_ids, evaluate_only, keep_matching, chunked=True
     )

@@ -13,7 +13,8 @@ The rest of ``evaluate()`` and ``accumulate()`` is pycocotools' own arithmetic w
 around it: the (image, category) pairs that hold nothing (most of them on COCO: 80 categories, a
 few on an image) are set to pycocotools' ``[]`` / None without a call, and ``accumulate()``
 gathers each category's matching once for every maxDets and takes the precision envelope on whole
-arrays. Its ``eval`` (precision, recall, scores) is pycocotools' bit for bit (tested the same way).
+arrays (a block of IoU-threshold rows at a time where a category has many detections). Its
+``eval`` (precision, recall, scores) is pycocotools' bit for bit (tested the same way).
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ import numpy as np
 from pycocotools.cocoeval import COCOeval
 
 NOTHING: list[Any] = []  # pycocotools' "no IoUs" / "no annotations", one shared list (never changed)
+# accumulate()'s arithmetic on at most this many (threshold, detection) values at a time: a block of
+# IoU-threshold rows (one row where a category has more detections). A whole (T, D) float array of
+# a 2,500-image run's largest category (person, ~38,000 detections) is ~3 MiB, and accumulate held
+# ~8 of them at once (cumulative sums, recall, precision, envelope, their temporaries): the spikes of
+# the seg run's peak RSS. Below it (almost every category) one block: the whole arrays as before.
+ROW_BLOCK_VALUES = 1 << 16
 
 
 class MatchingCOCOeval(COCOeval):  # type: ignore[misc]  # pycocotools ships no types
@@ -149,25 +156,33 @@ class MatchingCOCOeval(COCOeval):  # type: ignore[misc]  # pycocotools ships no 
         k, a, m = at
         inds = np.argsort(-dt_scores, kind="mergesort")
         sorted_scores = dt_scores[inds]
-        dtm, dt_ig = dtm[:, inds], dt_ig[:, inds]
-        tp_sum = np.cumsum(np.logical_and(dtm, np.logical_not(dt_ig)), axis=1).astype(dtype=float)
-        fp_sum = np.cumsum(np.logical_and(np.logical_not(dtm), np.logical_not(dt_ig)), axis=1).astype(
-            dtype=float
-        )
-        nd = tp_sum.shape[1]
-        rc = tp_sum / npig
-        pr = tp_sum / (fp_sum + tp_sum + np.spacing(1))
-        recall[:, k, a, m] = rc[:, -1] if nd else 0
+        n_thr, nd = len(dtm), len(inds)
         if not nd:  # pycocotools' reads fail at once: zeros
+            recall[:, k, a, m] = 0
             precision[:, :, k, a, m] = 0.0
             scores[:, :, k, a, m] = 0.0
             return
-        envelope = np.maximum.accumulate(pr[:, ::-1], axis=1)[:, ::-1]
-        reads = np.stack([np.searchsorted(row, rec_thrs, side="left") for row in rc])  # (T, R)
-        inside = reads < nd  # past the last detection pycocotools' loop stops, leaving zeros
-        clipped = np.minimum(reads, nd - 1)
-        precision[:, :, k, a, m] = np.where(inside, np.take_along_axis(envelope, clipped, axis=1), 0.0)
-        scores[:, :, k, a, m] = np.where(inside, sorted_scores[clipped], 0.0)
+        # each threshold's row is its own cumulative sums, divisions, envelope and reads: a block of
+        # rows at a time holds a block's float arrays, not (T, D) of each (the same bits either way)
+        step = max(1, min(n_thr, ROW_BLOCK_VALUES // nd))
+        for first in range(0, n_thr, step):
+            rows = slice(first, first + step)
+            matched, ignored = dtm[rows][:, inds], dt_ig[rows][:, inds]
+            counted = np.logical_not(ignored)
+            tp_sum = np.cumsum(np.logical_and(matched, counted), axis=1).astype(dtype=float)
+            fp_sum = np.cumsum(np.logical_and(np.logical_not(matched), counted), axis=1).astype(dtype=float)
+            del matched, ignored, counted
+            rc = tp_sum / npig
+            pr = tp_sum / (fp_sum + tp_sum + np.spacing(1))
+            del tp_sum, fp_sum
+            recall[rows, k, a, m] = rc[:, -1]
+            envelope = np.maximum.accumulate(pr[:, ::-1], axis=1)[:, ::-1]
+            del pr
+            reads = np.stack([np.searchsorted(row, rec_thrs, side="left") for row in rc])  # (rows, R)
+            inside = reads < nd  # past the last detection pycocotools' loop stops, leaving zeros
+            clipped = np.minimum(reads, nd - 1)
+            precision[rows, :, k, a, m] = np.where(inside, np.take_along_axis(envelope, clipped, axis=1), 0.0)
+            scores[rows, :, k, a, m] = np.where(inside, sorted_scores[clipped], 0.0)
 
     def _greedy(
         self, ious: Any, gt: list[dict[str, Any]], gt_ignore: list[int], gt_ids: list[Any], dt_ids: list[Any]

@@ -11,6 +11,7 @@ import pytest
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
+from evalharness.stats import coco_match
 from evalharness.stats.coco_match import MatchingCOCOeval
 
 
@@ -82,3 +83,20 @@ def test_the_matching_is_pycocotools_own(seed):
                 )
             else:
                 assert mine[key] == value, key
+
+
+@pytest.mark.parametrize("block", [1, 20, 45])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_accumulate_a_block_of_thresholds_at_a_time_gives_the_same_bits(monkeypatch, seed, block):
+    """accumulate() on a few IoU-threshold rows at a time (forced: a category's detections times the
+    thresholds above the block; one row, several, a last shorter block) equals pycocotools'."""
+    monkeypatch.setattr(coco_match, "ROW_BLOCK_VALUES", block)
+    gt, results = _dataset(seed)
+    max_dets = [1, 10, 100] if seed % 2 else [1, 2, 3]
+    ours, theirs = (
+        _evaluated(MatchingCOCOeval, gt, results, max_dets),
+        _evaluated(COCOeval, gt, results, max_dets),
+    )
+    assert list(ours.stats) == list(theirs.stats)
+    for key in ("precision", "recall", "scores"):
+        assert np.array_equal(ours.eval[key], theirs.eval[key]), key
