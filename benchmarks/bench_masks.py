@@ -23,7 +23,9 @@ instances json whose images and annotations are val25's, renumbered (each copy i
   included) and metrics.json's ``memory_mb.peak_rss`` (the process's when the loop ends): flat means
   no mask is held at full size nor kept as RLE until the end; what grows with the run is the records
   kept for scoring (boxes, a seg run's per-image mask IoUs) and pycocotools' own structures when it
-  scores them, the box-only run's growth beside it.
+  scores them, the box-only run's growth beside it. ``--rss-where``: each run also samples its own
+  RSS every 10 ms (a thread in the run's process) and prints each 8 MiB rise and the peak with the
+  main thread's innermost frames at that moment: where the memory goes, phase by phase.
 
 The machine may be shared: the ratio is taken within a round, whose two runs are seconds apart, and
 the load average is printed before and after.
@@ -79,6 +81,33 @@ def timed_each(*args, **kwargs):
             f.write(" ".join(map(str, spent)))
 
 engine._run_each = timed_each
+
+if os.environ.get("BENCH_RSS_STEPS"):  # where the RSS rises: a sampler beside the main thread
+    import atexit, threading
+    main_thread, page = threading.get_ident(), os.sysconf("SC_PAGE_SIZE") / 2**20
+    steps, start = [], time.monotonic()
+
+    def where():  # the main thread's innermost frames of ours or pycocotools' (no line cache read)
+        frame, found = sys._current_frames().get(main_thread), []
+        while frame is not None and len(found) < 4:
+            name = frame.f_code.co_filename
+            if "evalharness" in name or "pycocotools" in name:
+                found.append(f"{name.rsplit('/', 1)[-1]}:{frame.f_lineno} {frame.f_code.co_name}")
+            frame = frame.f_back
+        return " <- ".join(found)
+
+    def sample():
+        peak = last = 0.0
+        while True:
+            with open("/proc/self/statm") as f:
+                rss = int(f.read().split()[1]) * page
+            if rss > peak + 0.5 or abs(rss - last) >= 8:
+                steps.append([round(time.monotonic() - start, 2), round(rss, 1), where(), rss > peak])
+                peak, last = max(peak, rss), rss
+            time.sleep(0.01)
+
+    threading.Thread(target=sample, daemon=True).start()
+    atexit.register(lambda: open(os.environ["BENCH_RSS_STEPS"], "w").write(__import__("json").dumps(steps)))
 sys.argv[0] = "evalharness"
 runpy.run_module("evalharness", run_name="__main__", alter_sys=True)
 """
@@ -106,7 +135,13 @@ def make_dataset(root: Path, n: int) -> tuple[Path, Path]:
 
 
 def run(
-    model: str, data: tuple[Path, Path], run_dir: Path, threads: int, box_only: bool, timed: bool = False
+    model: str,
+    data: tuple[Path, Path],
+    run_dir: Path,
+    threads: int,
+    box_only: bool,
+    timed: bool = False,
+    steps: bool = False,
 ) -> dict:
     """metrics.json of one run in its own process, with ``cpu``: the loop's CPU seconds (its thread,
     the whole process); ``timed``: run under ``/usr/bin/time``, with ``process_peak_rss``
@@ -120,6 +155,8 @@ def run(
     ]  # fmt: skip
     cpu_file = run_dir.parent / f"{run_dir.name}.cpu"
     env = {**os.environ, "PYTHONPATH": str(REPO), "BENCH_CPU_FILE": str(cpu_file)}
+    if steps:
+        env["BENCH_RSS_STEPS"] = str(run_dir.parent / f"{run_dir.name}.steps")
     if box_only:
         env["BENCH_BOX_ONLY"] = "1"
     process_peak = None
@@ -132,6 +169,8 @@ def run(
     doc = json.loads((run_dir / "metrics.json").read_text())
     doc["cpu"] = [float(v) for v in cpu_file.read_text().split()]
     doc["process_peak_rss"] = process_peak
+    if steps:
+        doc["rss_steps"] = json.loads((run_dir.parent / f"{run_dir.name}.steps").read_text())
     return doc
 
 
@@ -174,12 +213,15 @@ def rss_growth(args: argparse.Namespace, base: Path) -> None:
     figures: dict[tuple[int, str], list[dict]] = {run: [] for run in runs}
     for r in range(args.rss_repeats):
         for n, kind in runs if r % 2 == 0 else runs[::-1]:
-            doc = run(args.model, data[n], base / f"rss-{kind}-{n}-{r}", args.threads, kind == "box", True)
+            name = f"rss-{kind}-{n}-{r}"
+            doc = run(args.model, data[n], base / name, args.threads, kind == "box", True, args.rss_where)
             figures[n, kind].append(doc)
             print(
                 f"  {kind} {n}: process peak {doc['process_peak_rss']:.1f} MiB, load average {load()}",
                 flush=True,
             )
+            if args.rss_where:
+                print_steps(doc["rss_steps"])
     print(f"{args.model}, peak RSS by run size ({args.rss_repeats} round(s), medians): the whole process's")
     print("(/usr/bin/time) and metrics.json's memory_mb.peak_rss (the process's peak when the loop ends)")
     for kind in kinds:
@@ -196,6 +238,17 @@ def rss_growth(args: argparse.Namespace, base: Path) -> None:
             )
 
 
+def print_steps(steps: list) -> None:
+    """The sampled RSS (``--rss-where``): each rise of 8 MiB and the peak, with the main thread's
+    innermost frames at that moment (seconds from start-up, MiB; the sampler's own RSS included)."""
+    top, shown = max(steps, key=lambda step: step[1]), -8.0
+    for t, rss, where, _ in steps:
+        if abs(rss - shown) >= 8:
+            print(f"    {t:7.2f} s {rss:7.1f} MiB  {where[:150]}")
+            shown = rss
+    print(f"    peak {top[1]:.1f} MiB at {top[0]:.2f} s: {top[2][:150]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=250)
@@ -206,6 +259,9 @@ def main() -> None:
     parser.add_argument("--model", default="yolov8n_seg_int8_256")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", choices=["ratio", "rss"])
+    parser.add_argument(
+        "--rss-where", action="store_true", help="sample each RSS run's memory: where it rises and peaks"
+    )
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs, load average {load()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-masks-") as tmp:
