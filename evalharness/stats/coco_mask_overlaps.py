@@ -26,6 +26,7 @@ from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 
 from evalharness.core.errors import DataError
+from evalharness.core.growing_rows import GrowingRows
 from evalharness.stats.coco_chunks import ChunkedCOCOeval, ChunkResults
 from evalharness.stats.coco_eval import _score
 from evalharness.stats.coco_match import NOTHING
@@ -50,24 +51,30 @@ class MaskOverlaps:
         self._truth: dict[Any, list[dict[str, Any]]] = defaultdict(list)
         for ann in gt["annotations"]:
             self._truth[ann["image_id"]].append(ann)
-        # (image_id, (n, 3) category, score, area, {category: (rows of it, columns of its truth)})
-        self._images: list[tuple[Any, np.ndarray, dict[int, np.ndarray]]] = []
-        self._count = 0
-        self._where: dict[Any, list[int]] | None = None  # image id -> its entries (made when read)
+        # the numbers of every image in a few large arrays (core/growing_rows.py), none per image:
+        self._rows = GrowingRows(3)  # per detection: category, score, area
+        self._images = GrowingRows(3, np.int64)  # per added image: its id, its rows' positions
+        self._values = GrowingRows(None)  # the IoU matrices' values, row by row
+        # per (added image, category) with ground truth: the image's index, the category, where its
+        # matrix's values start, its columns (its rows: the image's detections of the category)
+        self._blocks = GrowingRows(4, np.int64)
+        self._where: dict[Any, list[tuple[int, int, int]]] | None = None  # image id -> added (when read)
 
     def __len__(self) -> int:
-        return self._count
+        return len(self._rows)
 
     def add(
         self, image_id: Any, categories: list[Any], scores: list[Any], masks: list[dict[str, Any]]
     ) -> None:
         """One image's detections: category ids, scores and compressed RLE dicts (``size``, ``counts``)."""
         n = len(masks)
-        rows = np.empty((n, 3), dtype=np.float64)
-        rows[:, 0], rows[:, 1] = categories, scores
+        image = len(self._images)
+        start = 0
         if n:
-            rows[:, 2] = mask_utils.area(masks)
-        ious: dict[int, np.ndarray] = {}
+            rows = np.empty((n, 3), dtype=np.float64)
+            rows[:, 0], rows[:, 1], rows[:, 2] = categories, scores, mask_utils.area(masks)
+            start = self._rows.extend(rows)
+        self._images.extend([(image_id, start, start + n)])
         truth = self._truth.get(image_id, []) if image_id in self._sizes.imgs else []
         for cat in sorted(set(categories)):
             gt = [ann for ann in truth if ann["category_id"] == cat]
@@ -75,10 +82,14 @@ class MaskOverlaps:
                 continue
             mine = [mask for mask, c in zip(masks, categories, strict=True) if c == cat]
             g = [COCO.annToRLE(self._sizes, ann) for ann in gt]
-            ious[int(cat)] = np.asarray(mask_utils.iou(mine, g, [int(ann["iscrowd"]) for ann in gt]))
-        self._images.append((image_id, rows, ious))
-        self._count += n
+            ious = np.asarray(mask_utils.iou(mine, g, [int(ann["iscrowd"]) for ann in gt]), dtype=np.float64)
+            self._blocks.extend([(image, int(cat), self._values.extend(ious.ravel()), len(gt))])
         self._where = None
+
+    def _added(self) -> list[list[int]]:
+        """[image_id, its rows' start and end position] per added image, in the order added."""
+        added: list[list[int]] = self._images.all().tolist()
+        return added
 
     def rows_of(self, image_ids: list[Any]) -> list[dict[str, Any]]:
         """The result set ``loadRes`` makes of the masks of ``image_ids`` (ids 1, 2, ... in the order
@@ -86,13 +97,12 @@ class MaskOverlaps:
         (``stats/coco_chunks.py``), never for the whole run."""
         if self._where is None:
             self._where = defaultdict(list)
-            for n, (image_id, _, _) in enumerate(self._images):
-                self._where[image_id].append(n)
+            for image_id, start, end in self._added():
+                self._where[image_id].append((image_id, start, end))
         out: list[dict[str, Any]] = []
         for wanted in image_ids:
-            for n in self._where.get(wanted, ()):
-                image_id, rows, _ = self._images[n]
-                for cat, score, area in rows.tolist():
+            for image_id, start, end in self._where.get(wanted, ()):
+                for cat, score, area in self._rows.view(start, end).tolist():
                     out.append(
                         {"image_id": image_id, "category_id": int(cat), "score": score, "area": area,
                          "id": len(out) + 1, "iscrowd": 0}
@@ -103,12 +113,15 @@ class MaskOverlaps:
         """``computeIoU``'s value per (image, category) holding both detections and ground truth:
         the rows of the detections sorted by score (stable, over the order added), cut at
         ``maxDets[-1]``; absent pairs are pycocotools' ``[]``."""
+        added, values = self._added(), self._values
         by_pair: dict[tuple[Any, int], tuple[list[float], list[np.ndarray]]] = {}
-        for image_id, rows, ious in self._images:
-            for cat, block in ious.items():
-                scores, blocks = by_pair.setdefault((image_id, cat), ([], []))
-                scores.extend(rows[rows[:, 0] == cat, 1].tolist())
-                blocks.append(block)
+        for image, cat, start, columns in self._blocks.all().tolist():
+            image_id, first, end = added[image]
+            rows = self._rows.view(first, end)
+            scores, blocks = by_pair.setdefault((image_id, cat), ([], []))
+            mine = rows[rows[:, 0] == cat, 1].tolist()
+            scores.extend(mine)
+            blocks.append(values.view(start, start + len(mine) * columns).reshape(len(mine), columns))
         out: dict[tuple[Any, int], Any] = {}
         for pair, (scores, blocks) in by_pair.items():
             order = np.argsort([-s for s in scores], kind="mergesort")[:MAX_DETECTIONS]
