@@ -32,6 +32,9 @@ from evalharness.stats.coco_eval import _score
 from evalharness.stats.coco_match import NOTHING
 
 MAX_DETECTIONS = 100  # pycocotools' segm params.maxDets[-1]: computeIoU's cut
+# a detection as kept: its category, its mask's area (a pixel count: exact in uint32), its score
+DETECTION = np.dtype([("category", np.int32), ("area", np.uint32), ("score", np.float64)])
+NONZERO = np.dtype([("at", np.int32), ("iou", np.float64)])  # an IoU matrix's value, its flat index
 
 
 class _ImageSizes:
@@ -51,13 +54,14 @@ class MaskOverlaps:
         self._truth: dict[Any, list[dict[str, Any]]] = defaultdict(list)
         for ann in gt["annotations"]:
             self._truth[ann["image_id"]].append(ann)
-        # the numbers of every image in a few large arrays (core/growing_rows.py), none per image:
-        self._rows = GrowingRows(3)  # per detection: category, score, area
+        # the numbers of every image in a few large arrays (core/growing_rows.py), none per image
+        self._rows = GrowingRows(None, DETECTION)  # per detection: category, area, score
         self._images = GrowingRows(3, np.int64)  # per added image: its id, its rows' positions
-        self._values = GrowingRows(None)  # the IoU matrices' values, row by row
+        # the IoU matrices' values other than 0 (~4 in 5 are 0), each with its place in its matrix
+        self._nonzero = GrowingRows(None, NONZERO)
         # per (added image, category) with ground truth: the image's index, the category, where its
-        # matrix's values start, its columns (its rows: the image's detections of the category)
-        self._blocks = GrowingRows(4, np.int64)
+        # matrix's values start and how many, its columns (rows: the image's detections of it)
+        self._blocks = GrowingRows(5, np.int64)
         self._where: dict[Any, list[tuple[int, int, int]]] | None = None  # image id -> added (when read)
 
     def __len__(self) -> int:
@@ -71,8 +75,8 @@ class MaskOverlaps:
         image = len(self._images)
         start = 0
         if n:
-            rows = np.empty((n, 3), dtype=np.float64)
-            rows[:, 0], rows[:, 1], rows[:, 2] = categories, scores, mask_utils.area(masks)
+            rows = np.empty(n, dtype=DETECTION)
+            rows["category"], rows["score"], rows["area"] = categories, scores, mask_utils.area(masks)
             start = self._rows.extend(rows)
         self._images.extend([(image_id, start, start + n)])
         truth = self._truth.get(image_id, []) if image_id in self._sizes.imgs else []
@@ -83,7 +87,10 @@ class MaskOverlaps:
             mine = [mask for mask, c in zip(masks, categories, strict=True) if c == cat]
             g = [COCO.annToRLE(self._sizes, ann) for ann in gt]
             ious = np.asarray(mask_utils.iou(mine, g, [int(ann["iscrowd"]) for ann in gt]), dtype=np.float64)
-            self._blocks.extend([(image, int(cat), self._values.extend(ious.ravel()), len(gt))])
+            values = np.empty(np.count_nonzero(ious), dtype=NONZERO)
+            values["at"] = np.flatnonzero(ious)
+            values["iou"] = ious.ravel()[values["at"]]
+            self._blocks.extend([(image, int(cat), self._nonzero.extend(values), len(values), len(gt))])
         self._where = None
 
     def _added(self) -> list[list[int]]:
@@ -102,9 +109,9 @@ class MaskOverlaps:
         out: list[dict[str, Any]] = []
         for wanted in image_ids:
             for image_id, start, end in self._where.get(wanted, ()):
-                for cat, score, area in self._rows.view(start, end).tolist():
+                for cat, area, score in self._rows.view(start, end).tolist():
                     out.append(
-                        {"image_id": image_id, "category_id": int(cat), "score": score, "area": area,
+                        {"image_id": image_id, "category_id": cat, "score": score, "area": float(area),
                          "id": len(out) + 1, "iscrowd": 0}
                     )  # fmt: skip
         return out
@@ -113,15 +120,18 @@ class MaskOverlaps:
         """``computeIoU``'s value per (image, category) holding both detections and ground truth:
         the rows of the detections sorted by score (stable, over the order added), cut at
         ``maxDets[-1]``; absent pairs are pycocotools' ``[]``."""
-        added, values = self._added(), self._values
+        added = self._added()
         by_pair: dict[tuple[Any, int], tuple[list[float], list[np.ndarray]]] = {}
-        for image, cat, start, columns in self._blocks.all().tolist():
+        for image, cat, start, count, columns in self._blocks.all().tolist():
             image_id, first, end = added[image]
             rows = self._rows.view(first, end)
             scores, blocks = by_pair.setdefault((image_id, cat), ([], []))
-            mine = rows[rows[:, 0] == cat, 1].tolist()
+            mine = rows["score"][rows["category"] == cat].tolist()
             scores.extend(mine)
-            blocks.append(values.view(start, start + len(mine) * columns).reshape(len(mine), columns))
+            block = np.zeros(len(mine) * columns, dtype=np.float64)
+            values = self._nonzero.view(start, start + count)
+            block[values["at"]] = values["iou"]
+            blocks.append(block.reshape(len(mine), columns))
         out: dict[tuple[Any, int], Any] = {}
         for pair, (scores, blocks) in by_pair.items():
             order = np.argsort([-s for s in scores], kind="mergesort")[:MAX_DETECTIONS]
