@@ -32,8 +32,8 @@ from evalharness.stats.coco_eval import _score
 from evalharness.stats.coco_match import NOTHING
 
 MAX_DETECTIONS = 100  # pycocotools' segm params.maxDets[-1]: computeIoU's cut
-# a detection as kept: its category, its mask's area (a pixel count: exact in uint32), its score
-DETECTION = np.dtype([("category", np.int32), ("area", np.uint32), ("score", np.float64)])
+# a detection as kept: its category and score as given, its mask's area (a pixel count: exact in uint32)
+DETECTION = np.dtype([("category", np.float64), ("area", np.uint32), ("score", np.float64)])
 NONZERO = np.dtype([("at", np.int32), ("iou", np.float64)])  # an IoU matrix's value, its flat index
 
 
@@ -60,8 +60,8 @@ class MaskOverlaps:
         # the IoU matrices' values other than 0 (~4 in 5 are 0), each with its place in its matrix
         self._nonzero = GrowingRows(None, NONZERO)
         # per (added image, category) with ground truth: the image's index, the category, where its
-        # matrix's values start and how many, its columns (rows: the image's detections of it)
-        self._blocks = GrowingRows(5, np.int64)
+        # matrix's values start and how many, its rows (the image's detections of it) and columns
+        self._blocks = GrowingRows(6, np.int64)
         self._where: dict[Any, list[tuple[int, int, int]]] | None = None  # image id -> added (when read)
 
     def __len__(self) -> int:
@@ -90,7 +90,8 @@ class MaskOverlaps:
             values = np.empty(np.count_nonzero(ious), dtype=NONZERO)
             values["at"] = np.flatnonzero(ious)
             values["iou"] = ious.ravel()[values["at"]]
-            self._blocks.extend([(image, int(cat), self._nonzero.extend(values), len(values), len(gt))])
+            at = self._nonzero.extend(values)
+            self._blocks.extend([(image, int(cat), at, len(values), len(mine), len(gt))])
         self._where = None
 
     def _added(self) -> list[list[int]]:
@@ -111,7 +112,7 @@ class MaskOverlaps:
             for image_id, start, end in self._where.get(wanted, ()):
                 for cat, area, score in self._rows.view(start, end).tolist():
                     out.append(
-                        {"image_id": image_id, "category_id": cat, "score": score, "area": float(area),
+                        {"image_id": image_id, "category_id": int(cat), "score": score, "area": float(area),
                          "id": len(out) + 1, "iscrowd": 0}
                     )  # fmt: skip
         return out
@@ -122,16 +123,15 @@ class MaskOverlaps:
         ``maxDets[-1]``; absent pairs are pycocotools' ``[]``."""
         added = self._added()
         by_pair: dict[tuple[Any, int], tuple[list[float], list[np.ndarray]]] = {}
-        for image, cat, start, count, columns in self._blocks.all().tolist():
+        for image, cat, start, count, rows_of_cat, columns in self._blocks.all().tolist():
             image_id, first, end = added[image]
             rows = self._rows.view(first, end)
             scores, blocks = by_pair.setdefault((image_id, cat), ([], []))
-            mine = rows["score"][rows["category"] == cat].tolist()
-            scores.extend(mine)
-            block = np.zeros(len(mine) * columns, dtype=np.float64)
+            scores.extend(rows["score"][rows["category"] == cat].tolist())
+            block = np.zeros(rows_of_cat * columns, dtype=np.float64)
             values = self._nonzero.view(start, start + count)
             block[values["at"]] = values["iou"]
-            blocks.append(block.reshape(len(mine), columns))
+            blocks.append(block.reshape(rows_of_cat, columns))
         out: dict[tuple[Any, int], Any] = {}
         for pair, (scores, blocks) in by_pair.items():
             order = np.argsort([-s for s in scores], kind="mergesort")[:MAX_DETECTIONS]
