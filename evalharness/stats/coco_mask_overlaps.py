@@ -26,11 +26,20 @@ from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 
 from evalharness.core.errors import DataError
+from evalharness.core.growing_rows import GrowingRows
 from evalharness.stats.coco_chunks import ChunkedCOCOeval, ChunkResults
 from evalharness.stats.coco_eval import _score
 from evalharness.stats.coco_match import NOTHING
 
 MAX_DETECTIONS = 100  # pycocotools' segm params.maxDets[-1]: computeIoU's cut
+# a detection as kept: its category and score as given, its mask's area (a pixel count: exact in uint32)
+DETECTION = np.dtype([("category", np.float64), ("area", np.uint32), ("score", np.float64)])
+NONZERO = np.dtype([("at", np.int32), ("iou", np.float64)])  # an IoU matrix's value, its flat index
+
+
+# image id -> its positions among the added images, (position, category) -> its IoU blocks' rows,
+# and each added image's [id, start, end]
+_Index = tuple[dict[Any, list[int]], dict[tuple[int, int], list[list[int]]], list[list[int]]]
 
 
 class _ImageSizes:
@@ -50,24 +59,31 @@ class MaskOverlaps:
         self._truth: dict[Any, list[dict[str, Any]]] = defaultdict(list)
         for ann in gt["annotations"]:
             self._truth[ann["image_id"]].append(ann)
-        # (image_id, (n, 3) category, score, area, {category: (rows of it, columns of its truth)})
-        self._images: list[tuple[Any, np.ndarray, dict[int, np.ndarray]]] = []
-        self._count = 0
-        self._where: dict[Any, list[int]] | None = None  # image id -> its entries (made when read)
+        # the numbers of every image in a few large arrays (core/growing_rows.py), none per image
+        self._rows = GrowingRows(None, DETECTION)  # per detection: category, area, score
+        self._images = GrowingRows(3, np.int64)  # per added image: its id, its rows' positions
+        # the IoU matrices' values other than 0 (~4 in 5 are 0), each with its place in its matrix
+        self._nonzero = GrowingRows(None, NONZERO)
+        # per (added image, category) with ground truth: the image's index, the category, where its
+        # matrix's values start and how many, its rows (the image's detections of it) and columns
+        self._blocks = GrowingRows(6, np.int64)
+        self._where: _Index | None = None  # made when first read after an add
 
     def __len__(self) -> int:
-        return self._count
+        return len(self._rows)
 
     def add(
         self, image_id: Any, categories: list[Any], scores: list[Any], masks: list[dict[str, Any]]
     ) -> None:
         """One image's detections: category ids, scores and compressed RLE dicts (``size``, ``counts``)."""
         n = len(masks)
-        rows = np.empty((n, 3), dtype=np.float64)
-        rows[:, 0], rows[:, 1] = categories, scores
+        image = len(self._images)
+        start = 0
         if n:
-            rows[:, 2] = mask_utils.area(masks)
-        ious: dict[int, np.ndarray] = {}
+            rows = np.empty(n, dtype=DETECTION)
+            rows["category"], rows["score"], rows["area"] = categories, scores, mask_utils.area(masks)
+            start = self._rows.extend(rows)
+        self._images.extend([(image_id, start, start + n)])
         truth = self._truth.get(image_id, []) if image_id in self._sizes.imgs else []
         for cat in sorted(set(categories)):
             gt = [ann for ann in truth if ann["category_id"] == cat]
@@ -75,51 +91,70 @@ class MaskOverlaps:
                 continue
             mine = [mask for mask, c in zip(masks, categories, strict=True) if c == cat]
             g = [COCO.annToRLE(self._sizes, ann) for ann in gt]
-            ious[int(cat)] = np.asarray(mask_utils.iou(mine, g, [int(ann["iscrowd"]) for ann in gt]))
-        self._images.append((image_id, rows, ious))
-        self._count += n
+            ious = np.asarray(mask_utils.iou(mine, g, [int(ann["iscrowd"]) for ann in gt]), dtype=np.float64)
+            values = np.empty(np.count_nonzero(ious), dtype=NONZERO)
+            values["at"] = np.flatnonzero(ious)
+            values["iou"] = ious.ravel()[values["at"]]
+            at = self._nonzero.extend(values)
+            self._blocks.extend([(image, int(cat), at, len(values), len(mine), len(gt))])
         self._where = None
+
+    def _added(self) -> list[list[int]]:
+        """[image_id, its rows' start and end position] per added image, in the order added."""
+        added: list[list[int]] = self._images.all().tolist()
+        return added
 
     def rows_of(self, image_ids: list[Any]) -> list[dict[str, Any]]:
         """The result set ``loadRes`` makes of the masks of ``image_ids`` (ids 1, 2, ... in the order
         added, the mask's area, no crowd), without the masks: made a chunk of images at a time
         (``stats/coco_chunks.py``), never for the whole run."""
+        where, _, added = self._index()
         out: list[dict[str, Any]] = []
         for wanted in image_ids:
-            for n in self._entries(wanted):
-                image_id, rows, _ = self._images[n]
-                for cat, score, area in rows.tolist():
+            for n in where.get(wanted, ()):
+                image_id, start, end = added[n]
+                for cat, area, score in self._rows.view(start, end).tolist():
                     out.append(
-                        {"image_id": image_id, "category_id": int(cat), "score": score, "area": area,
+                        {"image_id": image_id, "category_id": int(cat), "score": score, "area": float(area),
                          "id": len(out) + 1, "iscrowd": 0}
                     )  # fmt: skip
         return out
 
-    def _entries(self, image_id: Any) -> list[int]:
-        """The positions in ``_images`` of ``image_id``'s entries, in the order added."""
+    def _index(self) -> _Index:
+        """(image id -> its positions among the added images, (added position, category) -> its IoU
+        blocks' rows, the added images' [id, start, end]): made when first read after an add."""
         if self._where is None:
-            self._where = defaultdict(list)
-            for n, (added, _, _) in enumerate(self._images):
-                self._where[added].append(n)
-        return self._where.get(image_id, [])
+            added = self._added()
+            where: dict[Any, list[int]] = defaultdict(list)
+            for n, (image_id, _, _) in enumerate(added):
+                where[image_id].append(n)
+            blocks: dict[tuple[int, int], list[list[int]]] = defaultdict(list)
+            for block in self._blocks.all().tolist():
+                blocks[block[0], block[1]].append(block)
+            self._where = (where, blocks, added)
+        return self._where
 
     def ious(self, image_id: Any, cat: Any) -> Any:
         """``computeIoU``'s value of one (image, category) holding both detections and ground
         truth: the rows of the detections sorted by score (stable, over the order added), cut at
         ``maxDets[-1]``; pycocotools' ``[]`` where absent. Made when the scoring's chunk asks (a
         whole run's of them at once was a copy of every IoU, held through the mask scoring)."""
+        where, blocks, added = self._index()
         scores: list[float] = []
-        blocks: list[np.ndarray] = []
-        for n in self._entries(image_id):
-            _, rows, ious = self._images[n]
-            block = ious.get(cat)
-            if block is not None:
-                scores.extend(rows[rows[:, 0] == cat, 1].tolist())
-                blocks.append(block)
-        if not blocks:
+        matrices: list[np.ndarray] = []
+        for n in where.get(image_id, ()):
+            for _, _, start, count, rows_of_cat, columns in blocks.get((n, int(cat)), ()):
+                _, first, end = added[n]
+                rows = self._rows.view(first, end)
+                scores.extend(rows["score"][rows["category"] == cat].tolist())
+                matrix = np.zeros(rows_of_cat * columns, dtype=np.float64)
+                values = self._nonzero.view(start, start + count)
+                matrix[values["at"]] = values["iou"]
+                matrices.append(matrix.reshape(rows_of_cat, columns))
+        if not matrices:
             return NOTHING
         order = np.argsort([-s for s in scores], kind="mergesort")[:MAX_DETECTIONS]
-        return np.concatenate(blocks)[order]
+        return np.concatenate(matrices)[order]
 
 
 class _GivenResultsCOCO(COCO):  # type: ignore[misc]  # pycocotools ships no types
