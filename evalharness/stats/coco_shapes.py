@@ -28,6 +28,7 @@ from evalharness.stats.coco_eval import (
 )
 
 if TYPE_CHECKING:  # pycocotools is imported when something is scored
+    from evalharness.stats.coco_chunks import HeldRows
     from evalharness.stats.coco_mask_overlaps import MaskOverlaps
 
 KEYPOINT_STATS = ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
@@ -101,17 +102,18 @@ def check_mask_ground_truth(gt: dict[str, Any], source: str) -> None:
 
 def evaluate_shapes(
     gt: dict[str, Any],
-    results: list[dict[str, Any]] | MaskOverlaps,
+    results: list[dict[str, Any]] | MaskOverlaps | HeldRows,
     iou_type: str,
     image_ids: list[int],
     keep_matching: bool,
     backend: str = "pycocotools",
 ) -> dict[str, Any]:
     """``{stats, per_class, summary, num_detections[, matching]}`` of ``results`` (COCO result dicts
-    with ``segmentation`` or ``keypoints``, or a seg run's :class:`MaskOverlaps`: pycocotools' own
-    scoring of the masks it was given) on ``image_ids``, scored by ``backend`` (pycocotools, or
-    faster-coco-eval: the same stats; its matching is not kept, so pycocotools' ``evaluate()`` makes
-    the bootstrap's, as for boxes)."""
+    with ``segmentation`` or ``keypoints``, held in a list or a store giving them a chunk of images
+    at a time (:class:`~evalharness.stats.coco_chunks.HeldRows`), or a seg run's
+    :class:`MaskOverlaps`: pycocotools' own scoring of the masks it was given) on ``image_ids``,
+    scored by ``backend`` (pycocotools, or faster-coco-eval: the same stats; its matching is not
+    kept, so pycocotools' ``evaluate()`` makes the bootstrap's, as for boxes)."""
     if iou_type == "keypoints":
         check_keypoint_ground_truth(gt, "the ground truth")
     else:

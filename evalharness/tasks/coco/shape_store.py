@@ -2,14 +2,15 @@
 
 A record of a seg head carries ``masks`` (one RLE ``counts`` text per detection, in the order of
 ``detections``) and ``mask_size`` ([height, width]); a pose head's carries ``keypoints`` (K x 3
-values per detection). Keypoints are kept as the records give them, and become COCO result dicts
-only when scored, so ``rescore`` of predictions.jsonl scores the same list. Masks (~1 KB of RLE
-text each, up to 100 an image) are reduced as each record comes to what pycocotools' segm scoring
-reads of them (:class:`~evalharness.stats.coco_mask_overlaps.MaskOverlaps`: areas and the IoUs with
-the image's ground truth), so a run's memory does not grow with its masks; they are kept as RLE
-only where something else reads them at the end: TIDE's breakdown by mask, or the faster-coco-eval
-backend (it computes its own IoUs). What reads masks later (``report diff``'s TIDE and thumbnails,
-``rescore``) reads them from predictions.jsonl.
+values per detection). Keypoints are kept as rows of float64 numbers (the values the records give,
+:class:`~evalharness.tasks.coco.store.KeypointStore`), and become COCO result dicts only when
+scored, a chunk of images at a time, so ``rescore`` of predictions.jsonl scores the same list. Masks
+(~1 KB of RLE text each, up to 100 an image) are reduced as each record comes to what pycocotools'
+segm scoring reads of them (:class:`~evalharness.stats.coco_mask_overlaps.MaskOverlaps`: areas and
+the IoUs with the image's ground truth), so a run's memory does not grow with its masks; they are
+kept as RLE only where something else reads them at the end: TIDE's breakdown by mask, or the
+faster-coco-eval backend (it computes its own IoUs). What reads masks later (``report diff``'s TIDE
+and thumbnails, ``rescore``) reads them from predictions.jsonl.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from evalharness.core.errors import DataError
 from evalharness.data.coco_rle import mask_record_problem
 from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, bootstrap_intervals
 from evalharness.stats.intervals import CONFIDENCE
+from evalharness.tasks.coco.store import KeypointStore
 
 if TYPE_CHECKING:  # pycocotools is imported when masks are first added
     from evalharness.stats.coco_mask_overlaps import MaskOverlaps
@@ -106,7 +108,8 @@ class ShapeStore:
     ``keep_masks``: as RLE result dicts in ``results["segm"]``)."""
 
     def __init__(self, annotations: dict[str, Any] | None = None, keep_masks: bool = False) -> None:
-        self.results: dict[str, list[dict[str, Any]]] = {kind: [] for kind in SHAPES}
+        self.results: dict[str, list[dict[str, Any]]] = {"segm": []}  # masks kept as RLE (keep_masks)
+        self.keypoints = KeypointStore()
         self.seen = {kind: False for kind in SHAPES}  # a seg / pose run: scored even with 0 detections
         self.overlaps: MaskOverlaps | None = None  # made at the first mask: a box or pose head needs none
         self._truth = None if keep_masks else annotations
@@ -127,10 +130,7 @@ class ShapeStore:
                 )
             self.seen[kind] = True
             if kind == "keypoints":
-                self.results[kind] += [
-                    {"image_id": image_id, "category_id": cat, "score": score, "keypoints": shape}
-                    for (cat, score, *_), shape in zip(detections, shapes, strict=True)
-                ]
+                self.keypoints.add(image_id, detections, shapes, PREDICTIONS)
             elif self._truth is None:
                 self.results[kind] += mask_results(record)
             else:
@@ -143,7 +143,9 @@ class ShapeStore:
 
     def _scored_results(self, kind: str) -> Any:
         """What :func:`~evalharness.stats.coco_shapes.evaluate_shapes` scores of ``kind``."""
-        return self.overlaps if kind == "segm" and self.overlaps is not None else self.results[kind]
+        if kind == "keypoints":
+            return self.keypoints
+        return self.overlaps if self.overlaps is not None else self.results[kind]
 
     def metrics(
         self, annotations: dict[str, Any], image_ids: list[int], resamples: int, seed: int, backend: str

@@ -1,4 +1,5 @@
-"""How a COCO run holds its detections until they are scored (see :class:`DetectionStore`)."""
+"""How a COCO run holds its detections (and a pose run its keypoints) until they are scored
+(see :class:`ImageRowStore`)."""
 
 from __future__ import annotations
 
@@ -7,55 +8,68 @@ from typing import Any
 
 import numpy as np
 
+from evalharness.core.errors import DataError
 from evalharness.core.growing_rows import GrowingRows
 
-COLUMNS = 6  # category_id, score, x, y, w, h
+COLUMNS = 6  # a box: category_id, score, x, y, w, h
 
 
-class DetectionStore:
-    """A run's detections held compactly: every image's rows in large float64 arrays
-    (core/growing_rows.py) and each image's id and where its rows are in others, not a dict per box
-    nor an array per image.
-
-    A 5,000-image run at ~100 detections per image is 500k boxes: as Python dicts that is ~250 MB,
-    as rows ~24 MB. Rows become COCO result dicts only when scored, a chunk of images at a time
-    (:meth:`rows_of`), or streamed into ``coco_results.json``. float64 keeps every value exactly as
-    recorded.
-    """
+class ImageRowStore:
+    """Rows of numbers per added image held compactly: every image's rows in large float64 arrays
+    (core/growing_rows.py) and each image's id and where its rows are in others, not a dict per
+    detection nor an array per image. Rows become COCO result dicts (:meth:`_dicts`) only when
+    scored, a chunk of images at a time (:meth:`rows_of`), or streamed to a file. float64 keeps
+    every value exactly as recorded. The row width is the first non-empty image's."""
 
     def __init__(self) -> None:
-        self._rows = GrowingRows(COLUMNS)
+        self._rows: GrowingRows | None = None  # made at the first rows: their width
+        self._width = 0
         self._images = GrowingRows(3, np.int64)  # per added image: its id, its rows' positions
         self._where: dict[int, list[tuple[int, int]]] | None = None  # image id -> its rows (made when read)
 
-    def add(self, image_id: int, rows: list[Any]) -> None:
-        """One image's ``[category_id, score, x, y, w, h]`` rows, in output order."""
-        start = self._rows.extend(rows) if len(rows) else 0
-        self._images.extend([(image_id, start, start + len(rows))])
+    def _add_rows(self, image_id: int, rows: Any) -> None:
+        """One image's rows (n x the width), in output order."""
+        start = end = 0
+        if len(rows):
+            given = np.asarray(rows, dtype=np.float64)
+            if self._rows is None:
+                self._rows, self._width = GrowingRows(given.shape[1]), given.shape[1]
+            if given.shape[1] != self._width:
+                raise ValueError(f"rows of {given.shape[1]} values, {self._width} before")
+            start = self._rows.extend(given)
+            end = start + len(given)
+        self._images.extend([(image_id, start, end)])
         self._where = None
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return 0 if self._rows is None else len(self._rows)
 
     def _added(self) -> list[list[int]]:
         """[image_id, its rows' start and end position] per added image, in the order added."""
         added: list[list[int]] = self._images.all().tolist()
         return added
 
+    def _view(self, start: int, end: int) -> np.ndarray:
+        assert self._rows is not None, "rows are read only where some were added"
+        return self._rows.view(start, end)
+
+    def _dicts(self, image_id: int, rows: np.ndarray) -> Iterator[dict[str, Any]]:
+        """An image's rows as COCO result dicts."""
+        raise NotImplementedError
+
     def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
-        """(image_id, (n, 6) array of category_id, score, x, y, w, h) per added image with detections,
-        in the order added."""
+        """(image_id, its rows) per added image with rows, in the order added."""
         for image_id, start, end in self._added():
             if end > start:
-                yield image_id, self._rows.view(start, end)
+                yield image_id, self._view(start, end)
 
     def rows(self) -> Iterator[dict[str, Any]]:
-        """COCO result dicts (image_id, category_id, bbox, score) in the order they were added."""
-        for image_id, start, end in self._added():
-            yield from _dicts(image_id, self._rows.view(start, end))
+        """COCO result dicts in the order they were added."""
+        for image_id, rows in self.blocks():
+            yield from self._dicts(image_id, rows)
 
     def image_ids(self) -> set[int]:
-        """The images holding detections."""
+        """The images holding rows."""
         return {image_id for image_id, start, end in self._added() if end > start}
 
     def rows_of(self, image_ids: list[Any]) -> list[dict[str, Any]]:
@@ -71,8 +85,47 @@ class DetectionStore:
             row
             for i in image_ids
             for start, end in where.get(int(i), ())
-            for row in _dicts(int(i), self._rows.view(start, end))
+            for row in self._dicts(int(i), self._view(start, end))
         ]
+
+
+class DetectionStore(ImageRowStore):
+    """A run's boxes, rows of ``[category_id, score, x, y, w, h]``.
+
+    A 5,000-image run at ~100 detections per image is 500k boxes: as Python dicts that is ~250 MB,
+    as rows ~24 MB.
+    """
+
+    def add(self, image_id: int, rows: list[Any]) -> None:
+        """One image's ``[category_id, score, x, y, w, h]`` rows, in output order."""
+        self._add_rows(image_id, np.asarray(rows, dtype=np.float64).reshape(-1, COLUMNS))
+
+    def _dicts(self, image_id: int, rows: np.ndarray) -> Iterator[dict[str, Any]]:
+        return _dicts(image_id, rows)
+
+
+class KeypointStore(ImageRowStore):
+    """A pose run's detections with their keypoints, rows of ``[category_id, score, x1, y1, v1,
+    ...]``: a result dict per detection holding a list of 51 floats was ~1.9 KB, a row is 424 bytes
+    (a 1,000-image pose run of val25's images grew ~60 KB an image before)."""
+
+    def add(self, image_id: int, detections: list[Any], keypoints: list[list[Any]], source: str) -> None:
+        """One image's detections (``[category_id, score, ...]``) and each one's keypoints, checked
+        to be of one length (:func:`~evalharness.tasks.coco.shape_store.check_read_back`); a length
+        other than earlier images' is a DataError naming ``source`` (pycocotools' OKS would fail)."""
+        rows = [[det[0], det[1], *points] for det, points in zip(detections, keypoints, strict=True)]
+        try:
+            self._add_rows(image_id, rows)
+        except ValueError:
+            raise DataError(
+                f"{source} record of image {image_id}: its keypoints hold {len(keypoints[0])} values a "
+                f"detection, earlier images' {self._width - 2}; the predictions file is damaged: run the "
+                "model again"
+            ) from None
+
+    def _dicts(self, image_id: int, rows: np.ndarray) -> Iterator[dict[str, Any]]:
+        for cat, score, *points in rows.tolist():
+            yield {"image_id": image_id, "category_id": int(cat), "score": score, "keypoints": points}
 
 
 def _dicts(image_id: int, rows: np.ndarray) -> Iterator[dict[str, Any]]:

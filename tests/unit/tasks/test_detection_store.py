@@ -1,13 +1,15 @@
-"""DetectionStore gives back every added image's rows as they were added (result dicts, per-image
-blocks, by image id a chunk at a time), across its arrays' chunks, with images without detections
-and an image added twice (a resumed run's records)."""
+"""DetectionStore (and KeypointStore) give back every added image's rows as they were added (result
+dicts, per-image blocks, by image id a chunk at a time), across its arrays' chunks, with images
+without detections and an image added twice (a resumed run's records)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from evalharness.core import growing_rows
-from evalharness.tasks.coco.store import DetectionStore
+from evalharness.core.errors import DataError
+from evalharness.tasks.coco.store import DetectionStore, KeypointStore
 
 
 def test_rows_come_back_as_added(monkeypatch):
@@ -39,3 +41,26 @@ def test_rows_come_back_as_added(monkeypatch):
     assert store.rows_of(wanted) == by_id
     store.add(4, [[1, 0.5, 1.0, 2.0, 3.0, 4.0]])  # read again after another add
     assert store.rows_of([4]) == dicts(4, [[1, 0.5, 1.0, 2.0, 3.0, 4.0]])
+
+
+def test_keypoints_come_back_as_the_records_gave_them_and_one_length_is_held():
+    store = KeypointStore()
+    rng = np.random.default_rng(2)
+    added = []
+    for image_id in [2, 8, 2]:
+        n = int(rng.integers(0, 5))
+        detections = [[1, float(rng.random()), *rng.random(4).tolist()] for _ in range(n)]
+        points = [[*rng.random(50).tolist(), 2] for _ in range(n)]  # visibility an integer
+        added.append((image_id, detections, points))
+        store.add(image_id, detections, points, "predictions.jsonl")
+    expected = [
+        {"image_id": image_id, "category_id": 1, "score": det[1], "keypoints": kps}
+        for image_id, dets, points in added
+        for det, kps in zip(dets, points, strict=True)
+    ]
+    assert len(store) == len(expected) and list(store.rows()) == expected  # 2 == 2.0: the same number
+    assert store.rows_of([8, 2]) == [d for d in expected if d["image_id"] == 8] + [
+        d for d in expected if d["image_id"] == 2
+    ]
+    with pytest.raises(DataError, match="image 9: its keypoints hold 3 values a detection, earlier"):
+        store.add(9, [[1, 0.5, 0, 0, 1, 1]], [[1.0, 2.0, 2]], "predictions.jsonl")
