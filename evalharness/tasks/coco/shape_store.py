@@ -65,6 +65,7 @@ def check_read_back(
     ``annotations`` (the images' sizes) is read at the first record that holds either; ``path``
     names the file in the error."""
     images: dict[Any, Mapping[str, Any]] | None = None
+    width: int | None = None  # the keypoint values a detection: one model's file holds one count
     for record in records:
         for key in ("masks", "keypoints"):
             if key in record:
@@ -72,6 +73,12 @@ def check_read_back(
                 found = _shape_problem(
                     record, key, record[key], len(record["detections"]), images.get(record["image_id"])
                 )
+                _refuse(record, found, path)
+        if record.get("keypoints"):
+            given = len(record["keypoints"][0])
+            width = given if width is None else width
+            if given != width:
+                found = f"its keypoints hold {given} values a detection, earlier records' {width}"
                 _refuse(record, found, path)
 
 
@@ -130,7 +137,10 @@ class ShapeStore:
                 )
             self.seen[kind] = True
             if kind == "keypoints":
-                self.keypoints.add(image_id, detections, shapes, PREDICTIONS)
+                try:
+                    self.keypoints.add(image_id, detections, shapes)
+                except ValueError as exc:
+                    _refuse(record, str(exc))
             elif self._truth is None:
                 self.results[kind] += mask_results(record)
             else:

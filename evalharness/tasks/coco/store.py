@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from evalharness.core.errors import DataError
 from evalharness.core.growing_rows import GrowingRows
 
 COLUMNS = 6  # a box: category_id, score, x, y, w, h
@@ -109,18 +108,17 @@ class KeypointStore(ImageRowStore):
     ...]``: a result dict per detection holding a list of 51 floats was ~1.9 KB, a row is 424 bytes
     (a 1,000-image pose run of val25's images grew ~60 KB an image before)."""
 
-    def add(self, image_id: int, detections: list[Any], keypoints: list[list[Any]], source: str) -> None:
-        """One image's detections (``[category_id, score, ...]``) and each one's keypoints, checked
-        to be of one length (:func:`~evalharness.tasks.coco.shape_store.check_read_back`); a length
-        other than earlier images' is a DataError naming ``source`` (pycocotools' OKS would fail)."""
+    def add(self, image_id: int, detections: list[Any], keypoints: list[list[Any]]) -> None:
+        """One image's detections (``[category_id, score, ...]``) and each one's keypoints, of one
+        length (:func:`~evalharness.tasks.coco.shape_store.check_read_back`); a length other than
+        earlier images' is a ValueError saying so (pycocotools' OKS would fail on it)."""
         rows = [[det[0], det[1], *points] for det, points in zip(detections, keypoints, strict=True)]
         try:
             self._add_rows(image_id, rows)
         except ValueError:
-            raise DataError(
-                f"{source} record of image {image_id}: its keypoints hold {len(keypoints[0])} values a "
-                f"detection, earlier images' {self._width - 2}; the predictions file is damaged: run the "
-                "model again"
+            earlier = self._width - 2
+            raise ValueError(
+                f"its keypoints hold {len(keypoints[0])} values a detection, earlier records' {earlier}"
             ) from None
 
     def _dicts(self, image_id: int, rows: np.ndarray) -> Iterator[dict[str, Any]]:

@@ -237,6 +237,20 @@ def test_malformed_masks_or_keypoints_read_back_are_refused(fields, problem):
         ShapeStore().add(record)
 
 
+def test_keypoints_of_another_length_than_earlier_records_are_refused(tmp_path):
+    from evalharness.tasks.coco.shape_store import ShapeStore, check_read_back
+
+    first = {"id": "a.jpg", "image_id": 1, "detections": [[1, 0.9, 0, 0, 1, 1]], "keypoints": [[1.0, 2.0, 2]]}
+    second = {**first, "id": "b.jpg", "image_id": 2, "keypoints": [[1.0, 2.0, 2, 3.0, 4.0, 2]]}
+    problem = "record of image b.jpg: its keypoints hold 6 values a detection, earlier records' 3"
+    store = ShapeStore()
+    store.add(first)
+    with pytest.raises(DataError, match=f"predictions.jsonl {problem}"):
+        store.add(second)
+    with pytest.raises(DataError, match=f"run/predictions.jsonl {problem}"):  # diff's check, before any read
+        check_read_back([first, second], lambda: None, "run/predictions.jsonl")
+
+
 def test_end_to_end_heads_keep_the_model_rows_with_their_masks_and_keypoints():
     rows, protos = seg_outputs()
     final = np.zeros((1, 300, 6 + M), np.float32)

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from evalharness.core import growing_rows
-from evalharness.core.errors import DataError
 from evalharness.tasks.coco.store import DetectionStore, KeypointStore
 
 
@@ -52,7 +51,7 @@ def test_keypoints_come_back_as_the_records_gave_them_and_one_length_is_held():
         detections = [[1, float(rng.random()), *rng.random(4).tolist()] for _ in range(n)]
         points = [[*rng.random(50).tolist(), 2] for _ in range(n)]  # visibility an integer
         added.append((image_id, detections, points))
-        store.add(image_id, detections, points, "predictions.jsonl")
+        store.add(image_id, detections, points)
     expected = [
         {"image_id": image_id, "category_id": 1, "score": det[1], "keypoints": kps}
         for image_id, dets, points in added
@@ -62,5 +61,5 @@ def test_keypoints_come_back_as_the_records_gave_them_and_one_length_is_held():
     assert store.rows_of([8, 2]) == [d for d in expected if d["image_id"] == 8] + [
         d for d in expected if d["image_id"] == 2
     ]
-    with pytest.raises(DataError, match="image 9: its keypoints hold 3 values a detection, earlier"):
-        store.add(9, [[1, 0.5, 0, 0, 1, 1]], [[1.0, 2.0, 2]], "predictions.jsonl")
+    with pytest.raises(ValueError, match="its keypoints hold 3 values a detection, earlier records' 51"):
+        store.add(9, [[1, 0.5, 0, 0, 1, 1]], [[1.0, 2.0, 2]])
