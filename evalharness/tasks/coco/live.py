@@ -18,6 +18,7 @@ import numpy as np
 from evalharness.core.documents import Assumed, JSONMap
 from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo, require_real
+from evalharness.data.compact_shapes import drop_outlines
 from evalharness.data.dataset_reader import DatasetReader
 from evalharness.data.decode import decode_rgb_bytes
 from evalharness.data.detection_input import detection_geometry, detection_input
@@ -153,6 +154,8 @@ class CocoTask(Task):
             check_keypoint_ground_truth(self.annotations, self.source.ground_truth)
         if isinstance(self.decoder, YoloSegDecoder):
             check_mask_ground_truth(self.annotations, self.source.ground_truth)
+        else:  # its outlines are never read: not held for the whole run
+            drop_outlines(self.annotations)
         self.unscored = self.source.unscored
         samples = self._samples(dataset)
         warn_unscored(self.source.root, self.unscored)
