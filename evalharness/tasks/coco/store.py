@@ -111,7 +111,8 @@ class KeypointStore(ImageRowStore):
     def add(self, image_id: int, detections: list[Any], keypoints: list[list[Any]]) -> None:
         """One image's detections (``[category_id, score, ...]``) and each one's keypoints, of one
         length (:func:`~evalharness.tasks.coco.shape_store.check_read_back`); a length other than
-        earlier images' is a ValueError saying so (pycocotools' OKS would fail on it)."""
+        earlier images' is a ValueError saying so (pycocotools' OKS would score other points than
+        the ground truth's)."""
         rows = [[det[0], det[1], *points] for det, points in zip(detections, keypoints, strict=True)]
         try:
             self._add_rows(image_id, rows)
