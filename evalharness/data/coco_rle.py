@@ -145,7 +145,7 @@ def polygon_problem(polygons: object, height: int, width: int) -> str | None:
         held = is_polygon_array(polygon)  # numbers only (data/compact_shapes.py)
         if not (held or isinstance(polygon, list)) or len(polygon) < 6 or len(polygon) % 2:
             return "a polygon is not x, y pairs of at least 3 points"
-        if not held and not all(isinstance(v, int | float) for v in polygon):
+        if not held and not all(type(v) in (int, float) for v in polygon):  # a bool is no coordinate
             return "a polygon holds something other than numbers"
         xy = np.asarray(polygon, dtype=np.float64).reshape(-1, 2)
         if not np.isfinite(xy).all():
@@ -256,19 +256,19 @@ class _OutlineBlock:
         self.numbers = True  # every polygon a list of numbers or an array
 
     def add(self, polygon: Any, index: int, width: int, height: int) -> None:
+        self.rows.append((index, width, height, len(polygon)))
+        self.coordinates += len(polygon)
         if not is_polygon_array(polygon):
             try:  # numbers only give a numeric array (a string or None: another kind)
-                polygon = np.array(polygon)
-            except (ValueError, OverflowError):  # lists of unequal lists, an integer past 64 bits
+                polygon = np.array(polygon) if set(map(type, polygon)) <= {int, float} else None
+            except (ValueError, OverflowError):  # an integer past 64 bits
                 polygon = None
-            if polygon is None or polygon.ndim != 1 or polygon.dtype.kind not in "biuf":
+            if polygon is None or polygon.ndim != 1 or polygon.dtype.kind not in "iuf":
                 self.numbers = False
             elif self.numbers:
                 self.arrays.append(polygon)
         else:
             self.arrays.append(polygon)
-        self.rows.append((index, width, height, len(polygon) if polygon is not None else 0))
-        self.coordinates += self.rows[-1][3]
 
     def problem(self, gt: Mapping[str, Any], images: Mapping[Any, Any]) -> tuple[int, str] | None:
         """The block's first annotation with a polygon out of bounds or not numbers, or None."""

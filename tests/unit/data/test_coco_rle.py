@@ -102,6 +102,7 @@ def _ground_truth(segmentation: object) -> dict:
         ([[0, 0, float("nan"), 0, 5, 5]], "not finite"),
         ([[0, 0, 5, 0, 5]], "x, y pairs of at least 3 points"),
         ([[0, 0, "5", 0, 5, 5]], "other than numbers"),
+        ([[0, 0, True, 0, 5, 5]], "other than numbers"),  # pycocotools would draw it as 1
         ([], "neither a list of polygons nor an RLE"),
         ({"size": [10, 21], "counts": [210]}, "an RLE of size [10, 21] on an image of 10 x 20"),
         ({"size": [10, 20], "counts": [199]}, "add up to 199 pixels"),
