@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -59,8 +61,11 @@ OmegaConf.register_new_resolver("quant_tag", quant_tag, replace=True)
 # atomically and verified on read, so every worker (and every fresh cache a test makes: share_model_sizes)
 # reads one folder: a model is sized once per session. Variants and tensors stay per worker and per
 # test cache (tests assert built, then hit).
+# The process that made the folder removes it when it exits (after its workers): each session filled
+# ~215 MB that was never removed, and repeated runs filled the disk.
 if "EVALHARNESS_CACHE" not in os.environ:  # the controller's; its workers inherit it
     os.environ["EVALHARNESS_CACHE"] = tempfile.mkdtemp(prefix="evalharness-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["EVALHARNESS_CACHE"], ignore_errors=True)
 MODEL_SIZES = os.path.join(os.environ["EVALHARNESS_CACHE"], "model_size")
 
 
