@@ -66,3 +66,38 @@ class GrowingRows:
         """Every row in the order appended, as one new array."""
         filled = [chunk[:n] for chunk, n in zip(self._chunks, self._filled, strict=True)]
         return np.concatenate(filled) if filled else np.empty((0, *self._tail), dtype=self._dtype)
+
+
+class ImageSpans:
+    """Per added image, in the order added: its id and where its rows lie in a :class:`GrowingRows`
+    (start and end position), three int64s an image; and, made when first read after an add, each
+    image id's positions among the added images (an image may be added more than once: a merged
+    or resumed run's records)."""
+
+    def __init__(self) -> None:
+        self._spans = GrowingRows(3, np.int64)
+        self._index: tuple[list[list[int]], dict[int, list[int]]] | None = None
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def add(self, image_id: int, start: int, end: int) -> int:
+        """Record one image's rows; its position among the added images."""
+        position = len(self._spans)
+        self._spans.extend([(image_id, start, end)])
+        self._index = None
+        return position
+
+    def index(self) -> tuple[list[list[int]], dict[int, list[int]]]:
+        """([image_id, start, end] per added image, image id -> its positions among them)."""
+        if self._index is None:
+            added: list[list[int]] = self._spans.all().tolist()
+            positions: dict[int, list[int]] = {}
+            for n, (image_id, _, _) in enumerate(added):
+                positions.setdefault(image_id, []).append(n)
+            self._index = (added, positions)
+        return self._index
+
+    def added(self) -> list[list[int]]:
+        """[image_id, start, end] per added image, in the order added."""
+        return self.index()[0]

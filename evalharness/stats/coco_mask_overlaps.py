@@ -26,7 +26,7 @@ from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 
 from evalharness.core.errors import DataError
-from evalharness.core.growing_rows import GrowingRows
+from evalharness.core.growing_rows import GrowingRows, ImageSpans
 from evalharness.stats.coco_chunks import ChunkedCOCOeval, ChunkResults
 from evalharness.stats.coco_eval import _score
 from evalharness.stats.coco_match import NOTHING
@@ -37,9 +37,8 @@ DETECTION = np.dtype([("category", np.float64), ("area", np.uint32), ("score", n
 NONZERO = np.dtype([("at", np.int32), ("iou", np.float64)])  # an IoU matrix's value, its flat index
 
 
-# image id -> its positions among the added images, (position, category) -> its IoU blocks' rows,
-# and each added image's [id, start, end]
-_Index = tuple[dict[Any, list[int]], dict[tuple[int, int], list[list[int]]], list[list[int]]]
+# (added image position, category) -> its IoU blocks' rows
+_Blocks = dict[tuple[int, int], list[list[int]]]
 
 
 class _ImageSizes:
@@ -61,13 +60,13 @@ class MaskOverlaps:
             self._truth[ann["image_id"]].append(ann)
         # the numbers of every image in a few large arrays (core/growing_rows.py), none per image
         self._rows = GrowingRows(None, DETECTION)  # per detection: category, area, score
-        self._images = GrowingRows(3, np.int64)  # per added image: its id, its rows' positions
+        self._images = ImageSpans()  # per added image: its id, its rows' positions
         # the IoU matrices' values other than 0 (~4 in 5 are 0), each with its place in its matrix
         self._nonzero = GrowingRows(None, NONZERO)
         # per (added image, category) with ground truth: the image's index, the category, where its
         # matrix's values start and how many, its rows (the image's detections of it) and columns
         self._blocks = GrowingRows(6, np.int64)
-        self._where: _Index | None = None  # made when first read after an add
+        self._blocks_of: _Blocks | None = None  # made when first read after an add
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -83,7 +82,7 @@ class MaskOverlaps:
             rows = np.empty(n, dtype=DETECTION)
             rows["category"], rows["score"], rows["area"] = categories, scores, mask_utils.area(masks)
             start = self._rows.extend(rows)
-        self._images.extend([(image_id, start, start + n)])
+        self._images.add(image_id, start, start + n)
         truth = self._truth.get(image_id, []) if image_id in self._sizes.imgs else []
         for cat in sorted(set(categories)):
             gt = [ann for ann in truth if ann["category_id"] == cat]
@@ -97,18 +96,13 @@ class MaskOverlaps:
             values["iou"] = ious.ravel()[values["at"]]
             at = self._nonzero.extend(values)
             self._blocks.extend([(image, int(cat), at, len(values), len(mine), len(gt))])
-        self._where = None
-
-    def _added(self) -> list[list[int]]:
-        """[image_id, its rows' start and end position] per added image, in the order added."""
-        added: list[list[int]] = self._images.all().tolist()
-        return added
+        self._blocks_of = None
 
     def rows_of(self, image_ids: list[Any]) -> list[dict[str, Any]]:
         """The result set ``loadRes`` makes of the masks of ``image_ids`` (ids 1, 2, ... in the order
         added, the mask's area, no crowd), without the masks: made a chunk of images at a time
         (``stats/coco_chunks.py``), never for the whole run."""
-        where, _, added = self._index()
+        added, where = self._images.index()
         out: list[dict[str, Any]] = []
         for wanted in image_ids:
             for n in where.get(wanted, ()):
@@ -120,26 +114,22 @@ class MaskOverlaps:
                     )  # fmt: skip
         return out
 
-    def _index(self) -> _Index:
-        """(image id -> its positions among the added images, (added position, category) -> its IoU
-        blocks' rows, the added images' [id, start, end]): made when first read after an add."""
-        if self._where is None:
-            added = self._added()
-            where: dict[Any, list[int]] = defaultdict(list)
-            for n, (image_id, _, _) in enumerate(added):
-                where[image_id].append(n)
-            blocks: dict[tuple[int, int], list[list[int]]] = defaultdict(list)
+    def _blocks_index(self) -> _Blocks:
+        """(added image position, category) -> its IoU blocks' rows: made when first read after an add."""
+        if self._blocks_of is None:
+            blocks: _Blocks = defaultdict(list)
             for block in self._blocks.all().tolist():
                 blocks[block[0], block[1]].append(block)
-            self._where = (where, blocks, added)
-        return self._where
+            self._blocks_of = blocks
+        return self._blocks_of
 
     def ious(self, image_id: Any, cat: Any) -> Any:
         """``computeIoU``'s value of one (image, category) holding both detections and ground
         truth: the rows of the detections sorted by score (stable, over the order added), cut at
         ``maxDets[-1]``; pycocotools' ``[]`` where absent. Made when the scoring's chunk asks (a
         whole run's of them at once was a copy of every IoU, held through the mask scoring)."""
-        where, blocks, added = self._index()
+        added, where = self._images.index()
+        blocks = self._blocks_index()
         scores: list[float] = []
         matrices: list[np.ndarray] = []
         for n in where.get(image_id, ()):

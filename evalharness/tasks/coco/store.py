@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from evalharness.core.growing_rows import GrowingRows
+from evalharness.core.growing_rows import GrowingRows, ImageSpans
 
 COLUMNS = 6  # a box: category_id, score, x, y, w, h
 
@@ -23,8 +23,7 @@ class ImageRowStore:
     def __init__(self) -> None:
         self._rows: GrowingRows | None = None  # made at the first rows: their width
         self._width = 0
-        self._images = GrowingRows(3, np.int64)  # per added image: its id, its rows' positions
-        self._where: dict[int, list[tuple[int, int]]] | None = None  # image id -> its rows (made when read)
+        self._images = ImageSpans()  # per added image: its id, its rows' positions
 
     def _add_rows(self, image_id: int, rows: Any) -> None:
         """One image's rows (n x the width), in output order."""
@@ -37,16 +36,10 @@ class ImageRowStore:
                 raise ValueError(f"rows of {given.shape[1]} values, {self._width} before")
             start = self._rows.extend(given)
             end = start + len(given)
-        self._images.extend([(image_id, start, end)])
-        self._where = None
+        self._images.add(image_id, start, end)
 
     def __len__(self) -> int:
         return 0 if self._rows is None else len(self._rows)
-
-    def _added(self) -> list[list[int]]:
-        """[image_id, its rows' start and end position] per added image, in the order added."""
-        added: list[list[int]] = self._images.all().tolist()
-        return added
 
     def _view(self, start: int, end: int) -> np.ndarray:
         assert self._rows is not None, "rows are read only where some were added"
@@ -58,7 +51,7 @@ class ImageRowStore:
 
     def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
         """(image_id, its rows) per added image with rows, in the order added."""
-        for image_id, start, end in self._added():
+        for image_id, start, end in self._images.added():
             if end > start:
                 yield image_id, self._view(start, end)
 
@@ -69,22 +62,18 @@ class ImageRowStore:
 
     def image_ids(self) -> set[int]:
         """The images holding rows."""
-        return {image_id for image_id, start, end in self._added() if end > start}
+        return {image_id for image_id, start, end in self._images.added() if end > start}
 
     def rows_of(self, image_ids: list[Any]) -> list[dict[str, Any]]:
         """The result dicts of ``image_ids`` (new ones), each image's in the order added: the
         scoring makes them a chunk of images at a time (``stats/coco_chunks.py``), never all."""
-        if self._where is None:
-            self._where = {}
-            for image_id, start, end in self._added():
-                if end > start:
-                    self._where.setdefault(image_id, []).append((start, end))
-        where = self._where
+        added, positions = self._images.index()
         return [
             row
             for i in image_ids
-            for start, end in where.get(int(i), ())
-            for row in self._dicts(int(i), self._view(start, end))
+            for n in positions.get(int(i), ())
+            if added[n][2] > added[n][1]
+            for row in self._dicts(int(i), self._view(added[n][1], added[n][2]))
         ]
 
 

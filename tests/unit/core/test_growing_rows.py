@@ -1,12 +1,13 @@
 """GrowingRows keeps each group whole in one chunk, reads every group back as appended (across
-chunks, past a chunk's unused end), and never copies a row once written."""
+chunks, past a chunk's unused end), and never copies a row once written; ImageSpans
+indexes each image's rows by id."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from evalharness.core import growing_rows
-from evalharness.core.growing_rows import GrowingRows
+from evalharness.core.growing_rows import GrowingRows, ImageSpans
 
 
 def test_groups_read_back_across_chunks(monkeypatch):
@@ -34,3 +35,13 @@ def test_single_values_and_integers():
     assert values.view(start, start).shape == (0,)
     assert values.extend(np.array([[7], [8]])) == 3
     assert values.all().tolist() == [3, 1, 2, 7, 8]
+
+
+def test_image_spans_index_each_id_and_refresh_after_an_add():
+    spans = ImageSpans()
+    assert spans.add(7, 0, 3) == 0 and spans.add(9, 3, 3) == 1 and spans.add(7, 3, 5) == 2
+    added, positions = spans.index()
+    assert added == [[7, 0, 3], [9, 3, 3], [7, 3, 5]] and positions == {7: [0, 2], 9: [1]}
+    assert spans.index() is spans.index()  # kept until the next add
+    spans.add(11, 5, 6)
+    assert len(spans) == 4 and spans.index()[1][11] == [3] and spans.added()[-1] == [11, 5, 6]
