@@ -23,7 +23,7 @@ from evalharness.core.errors import DataError
 from evalharness.data.coco_rle import mask_record_problem
 from evalharness.stats.coco_intervals import BOOTSTRAP_STATS, bootstrap_intervals
 from evalharness.stats.intervals import CONFIDENCE
-from evalharness.tasks.coco.store import KeypointStore
+from evalharness.tasks.coco.store import KeypointStore, keypoint_width_problem
 
 if TYPE_CHECKING:  # pycocotools is imported when masks are first added
     from evalharness.stats.coco_mask_overlaps import MaskOverlaps
@@ -78,8 +78,7 @@ def check_read_back(
             given = len(record["keypoints"][0])
             width = given if width is None else width
             if given != width:
-                found = f"its keypoints hold {given} values a detection, earlier records' {width}"
-                _refuse(record, found, path)
+                _refuse(record, keypoint_width_problem(given, width), path)
 
 
 def _refuse(record: Mapping[str, Any], problem: str | None, path: str = PREDICTIONS) -> None:

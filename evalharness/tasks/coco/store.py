@@ -106,14 +106,17 @@ class KeypointStore(ImageRowStore):
         try:
             self._add_rows(image_id, rows)
         except ValueError:
-            earlier = self._width - 2
-            raise ValueError(
-                f"its keypoints hold {len(keypoints[0])} values a detection, earlier records' {earlier}"
-            ) from None
+            raise ValueError(keypoint_width_problem(len(keypoints[0]), self._width - 2)) from None
 
     def _dicts(self, image_id: int, rows: np.ndarray) -> Iterator[dict[str, Any]]:
         for cat, score, *points in rows.tolist():
             yield {"image_id": image_id, "category_id": int(cat), "score": score, "keypoints": points}
+
+
+def keypoint_width_problem(given: int, earlier: int) -> str:
+    """What is wrong with a record whose detections hold ``given`` keypoint values, earlier
+    records' ``earlier`` (one model's file holds one count)."""
+    return f"its keypoints hold {given} values a detection, earlier records' {earlier}"
 
 
 def _dicts(image_id: int, rows: np.ndarray) -> Iterator[dict[str, Any]]:
