@@ -25,9 +25,7 @@ annotation's dict dies as the next is parsed, as ``compact_shapes``' lists of nu
 
 from __future__ import annotations
 
-import copy
 import operator
-from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
@@ -43,7 +41,7 @@ _INTEGER_KEYS = ("id", "image_id", "category_id", "iscrowd", "num_keypoints")  #
 _EXACT_IN_FLOAT = 2**53  # an int of at most this magnitude is itself again after float64
 _INT64 = (-(2**63), 2**63)
 _MOST_ORDERS = 255  # key orders a table holds (one byte a row)
-_BLOCK = 1024  # rows made at a time when iterating
+BLOCK_ROWS = 1024  # annotations a block holds
 
 
 def _exact_number(value: object) -> bool:
@@ -70,41 +68,66 @@ def _int_keypoints(value: object) -> bool:
     return type(value) is np.ndarray and value.ndim == 1 and value.dtype == np.int64
 
 
-class _Columns:
-    """The columns as they are appended (``array`` buffers); the ``*_bounds`` start with 0 and
-    gain each row's (or ring's) end."""
+# one annotation's numbers (packed): its ids and flags, area, box, which of them were ints in the
+# file (bits 0-3 the box's values, bit 4 the area), its key order's code, and where its polygons
+# and keypoints end in its block (rings, keypoint values)
+ROW = np.dtype(
+    [*((key, "<i8") for key in _INTEGER_KEYS), *((key, "<f8") for key in ("area", "x", "y", "w", "h")),
+     ("ints", "u1"), ("order", "u1"), ("rings", "<i4"), ("points", "<i4")]
+)  # fmt: skip
+_UNHELD = (0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0)  # a row held as parsed, in the columns
+
+
+class _Block:
+    """:data:`BLOCK_ROWS` annotations' columns (the last block: the rest), each array made once at
+    its size when the block is full: nothing grows and is copied (an array that grew by
+    reallocation while the file was parsed left its outgrown copies in the heap, ~10 MiB of a
+    2,500-image file's RSS), and a row's values are read with one ``tolist``."""
+
+    def __init__(self, rows: Any, ring_bounds: Any, coordinates: Any, keypoints: Any) -> None:  # arrays
+        self.rows = rows
+        self.ring_bounds = ring_bounds  # 0, then each ring's end in coordinates
+        self.coordinates = coordinates  # every polygon of the block, float64, one after another
+        self.keypoints = keypoints  # every annotation's keypoints, int64, one after another
+        for array in (rows, ring_bounds, coordinates, keypoints):
+            array.flags.writeable = False
+
+    def without_outlines(self, recode: np.ndarray) -> _Block:
+        rows = self.rows.copy()
+        rows["order"], rows["rings"] = recode[rows["order"]], 0
+        return _Block(rows, np.zeros(1, dtype=np.int64), np.empty(0), self.keypoints)
+
+
+class _Filling:
+    """The block being filled: its rows as tuples, its polygons and keypoints as parsed arrays."""
 
     def __init__(self) -> None:
-        self.integers = {key: array("q") for key in _INTEGER_KEYS}
-        self.area = array("d")
-        self.bbox = array("d")
-        self.exact_ints = array("B")  # per row: bits 0-3 a bbox value is an int, bit 4 the area is
-        self.order = array("B")  # per row: its key order's code
-        self.ring_bounds = array("q", [0])  # per row: where its polygons end among the rings
-        self.coordinate_bounds = array("q", [0])  # per ring: where its coordinates end
-        self.coordinates = array("d")
-        self.keypoint_bounds = array("q", [0])  # per row: where its keypoints end
-        self.keypoints = array("q")
+        self.rows: list[tuple[Any, ...]] = []
+        self.rings: list[np.ndarray] = []
+        self.keypoints: list[np.ndarray] = []
+        self.coordinates = self.points = 0
 
-    def add(self, obj: Mapping[str, Any], code: int) -> None:
-        for key in _INTEGER_KEYS:
-            self.integers[key].append(obj.get(key, 0))
+    def add(self, obj: Mapping[str, Any] | None, code: int) -> None:
+        if obj is None:
+            self.rows.append((*_UNHELD, len(self.rings), self.points))
+            return
         bbox, area = obj["bbox"], obj["area"]
-        self.bbox.extend(map(float, bbox))
-        self.area.append(float(area))
         ints = sum(1 << k for k, v in enumerate(bbox) if type(v) is int) | (type(area) is int) << 4
-        self.exact_ints.append(ints)
-        self.order.append(code)
-        for polygon in obj.get("segmentation", ()):
-            self.coordinates.frombytes(polygon.tobytes())  # the float64 values themselves
-            self.coordinate_bounds.append(len(self.coordinates))
-        self.ring_bounds.append(len(self.coordinate_bounds) - 1)
+        self.rings += obj.get("segmentation", ())
         if "keypoints" in obj:
-            self.keypoints.frombytes(obj["keypoints"].tobytes())
-        self.keypoint_bounds.append(len(self.keypoints))
+            self.keypoints.append(obj["keypoints"])
+            self.points += len(obj["keypoints"])
+        ids = (obj["id"], obj["image_id"], obj["category_id"], obj["iscrowd"], obj.get("num_keypoints", 0))
+        self.rows.append((*ids, area, *bbox, ints, code, len(self.rings), self.points))
 
-
-_UNHELD: Mapping[str, Any] = {"bbox": (0.0,) * 4, "area": 0.0}  # a row held as parsed, in the columns
+    def block(self) -> _Block:
+        lengths = np.fromiter(map(len, self.rings), dtype=np.int64, count=len(self.rings))
+        return _Block(
+            np.array(self.rows, dtype=ROW),
+            np.concatenate(([0], np.cumsum(lengths))),
+            np.concatenate(self.rings) if self.rings else np.empty(0),
+            np.concatenate(self.keypoints) if self.keypoints else np.empty(0, dtype=np.int64),
+        )
 
 
 class TableBuilder:
@@ -116,7 +139,8 @@ class TableBuilder:
 
     def __init__(self) -> None:
         self.count = 0
-        self._columns = _Columns()
+        self._blocks: list[_Block] = []
+        self._filling = _Filling()
         self._orders: list[tuple[str, ...]] = []
         self._codes: dict[tuple[str, ...], int] = {}
         self._kept: dict[int, dict[str, Any]] = {}  # rows held as parsed
@@ -125,7 +149,14 @@ class TableBuilder:
         obj = compact_shapes(obj)
         if "image_id" not in obj:
             return obj
-        self._add(obj)
+        code = self._code(obj)
+        if code is None:
+            self._kept[self.count] = _read_only(obj)
+        self._filling.add(None if code is None else obj, code or 0)
+        self.count += 1
+        if len(self._filling.rows) == BLOCK_ROWS:
+            self._blocks.append(self._filling.block())
+            self._filling = _Filling()
         return self.MARK
 
     def _code(self, obj: dict[str, Any]) -> int | None:
@@ -150,29 +181,10 @@ class TableBuilder:
             self._orders.append(order)
         return code
 
-    def _add(self, obj: dict[str, Any]) -> None:
-        code = self._code(obj)
-        if code is None:
-            self._kept[self.count] = obj
-        self._columns.add(_UNHELD if code is None else obj, code or 0)
-        self.count += 1
-
     def table(self) -> AnnotationTable:
         """The rows added, as a table."""
-        c = self._columns
-        columns = {key: _frozen(c.integers[key], np.int64) for key in _INTEGER_KEYS}
-        columns.update(
-            area=_frozen(c.area, np.float64),
-            bbox=_frozen(c.bbox, np.float64).reshape(-1, 4),
-            exact_ints=_frozen(c.exact_ints, np.uint8),
-            order=_frozen(c.order, np.uint8),
-            ring_bounds=_frozen(c.ring_bounds, np.int64),
-            coordinate_bounds=_frozen(c.coordinate_bounds, np.int64),
-            coordinates=_frozen(c.coordinates, np.float64),
-            keypoint_bounds=_frozen(c.keypoint_bounds, np.int64),
-            keypoints=_frozen(c.keypoints, np.int64),
-        )
-        return AnnotationTable(columns, tuple(self._orders), self._kept)
+        blocks = [*self._blocks, self._filling.block()] if self._filling.rows else self._blocks
+        return AnnotationTable(blocks, self.count, tuple(self._orders), self._kept)
 
     def placed(self, data: Any, parse_again: Callable[[], Any]) -> Any:
         """``data`` with the table in place of the markers: as its ``annotations`` where that list
@@ -193,10 +205,26 @@ class TableBuilder:
         return data
 
 
-def _frozen(values: array[Any], dtype: Any) -> np.ndarray:
-    held = np.frombuffer(values, dtype=dtype) if len(values) else np.empty(0, dtype=dtype)
-    held.flags.writeable = False
-    return held
+def _read_only(value: Any) -> Any:
+    """``value`` (a row held as parsed) with its arrays made read-only, as the columns' are."""
+    if type(value) is np.ndarray:
+        value.flags.writeable = False
+    elif type(value) in (list, dict):
+        for item in value.values() if type(value) is dict else value:
+            _read_only(item)
+    return value
+
+
+def _fresh(value: Any) -> Any:
+    """A copy of a row held as parsed down to its lists and dicts (its numbers, strings and
+    read-only arrays shared): nothing written into it reaches the table. Not ``copy.deepcopy``: a
+    crowd's run lengths are thousands of ints, copied here by ``list`` at C speed."""
+    if type(value) is dict:
+        return {key: _fresh(item) for key, item in value.items()}
+    if type(value) is list:
+        nested = any(type(item) in (list, dict) for item in value)
+        return [_fresh(item) for item in value] if nested else list(value)
+    return value
 
 
 _Kept = dict[int, dict[str, Any]]  # rows held as parsed, by index
@@ -207,15 +235,14 @@ class AnnotationTable(Sequence[dict[str, Any]]):
     """A COCO file's annotations as columns, read as the dicts ``json`` made (see the module
     docstring). Read-only: each access makes a new dict (writing into it changes nothing here)."""
 
-    def __init__(
-        self, columns: dict[str, np.ndarray], orders: tuple[tuple[str, ...], ...], kept: _Kept
-    ) -> None:
-        self._c = columns
+    def __init__(self, blocks: list[_Block], count: int, orders: tuple[_Order, ...], kept: _Kept) -> None:
+        self._blocks = blocks  # BLOCK_ROWS rows each, the last the rest
+        self._count = count
         self._orders = orders
         self._kept = kept  # rows held as parsed, by index
 
     def __len__(self) -> int:
-        return len(self._c["order"])
+        return self._count
 
     @overload
     def __getitem__(self, index: int) -> dict[str, Any]: ...
@@ -231,45 +258,47 @@ class AnnotationTable(Sequence[dict[str, Any]]):
             position += len(self)
         if not 0 <= position < len(self):
             raise IndexError("annotation index out of range")
-        return self._rows(position, position + 1)[0]
+        block, row = divmod(position, BLOCK_ROWS)
+        return self._rows(block, row, row + 1)[0]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        for start in range(0, len(self), _BLOCK):
-            yield from self._rows(start, min(start + _BLOCK, len(self)))
+        for n, block in enumerate(self._blocks):
+            yield from self._rows(n, 0, len(block.rows))
 
-    def _rows(self, start: int, end: int) -> list[dict[str, Any]]:
-        """Rows ``start`` to ``end`` as new dicts (the columns' values made Python numbers a block
-        at a time: ``tolist``, not one numpy scalar a value)."""
-        c = self._c
-        integers = {key: c[key][start:end].tolist() for key in _INTEGER_KEYS}
-        areas, boxes = c["area"][start:end].tolist(), c["bbox"][start:end].tolist()
-        exact, orders = c["exact_ints"][start:end].tolist(), c["order"][start:end].tolist()
-        rings = c["ring_bounds"][start : end + 1].tolist()
-        points = c["keypoint_bounds"][start : end + 1].tolist()
-        bounds, coordinates, keypoints = c["coordinate_bounds"], c["coordinates"], c["keypoints"]
+    def _rows(self, n: int, start: int, end: int) -> list[dict[str, Any]]:
+        """Rows ``start`` to ``end`` of block ``n`` as new dicts (its values made Python numbers
+        by one ``tolist``, not one numpy scalar a value)."""
+        block = self._blocks[n]
+        first = n * BLOCK_ROWS + start
+        rings = [0 if start == 0 else int(block.rows["rings"][start - 1])]
+        points = [0 if start == 0 else int(block.rows["points"][start - 1])]
+        coordinates, ring_bounds = block.coordinates, block.ring_bounds
         out: list[dict[str, Any]] = []
-        for k in range(end - start):
-            kept = self._kept.get(start + k)
-            if kept is not None:  # a copy to its lists: nothing written into it reaches the table
-                out.append(copy.deepcopy(kept))
-                continue
-            flags, keys = exact[k], self._orders[orders[k]]
-            values = {key: integers[key][k] for key in _INTEGER_KEYS}
-            values["area"] = int(areas[k]) if flags & 16 else areas[k]
-            values["bbox"] = [int(v) if flags >> b & 1 else v for b, v in enumerate(boxes[k])]
-            if "segmentation" in keys:
-                ends = bounds[rings[k] : rings[k + 1] + 1].tolist()
-                values["segmentation"] = [coordinates[a:b] for a, b in zip(ends, ends[1:], strict=False)]
-            if "keypoints" in keys:
-                values["keypoints"] = keypoints[points[k] : points[k + 1]]
-            out.append({key: values[key] for key in keys})
+        for k, values in enumerate(block.rows[start:end].tolist()):
+            *ids, area, x, y, w, h, ints, code, ring_end, point_end = values
+            kept = self._kept.get(first + k)
+            if kept is not None:
+                out.append(_fresh(kept))
+            else:
+                keys = self._orders[code]
+                held = dict(zip(_INTEGER_KEYS, ids, strict=True))
+                held["area"] = int(area) if ints & 16 else area
+                held["bbox"] = [int(v) if ints >> b & 1 else v for b, v in enumerate((x, y, w, h))]
+                if "segmentation" in keys:
+                    ends = ring_bounds[rings[-1] : ring_end + 1].tolist()
+                    held["segmentation"] = [coordinates[a:b] for a, b in zip(ends, ends[1:], strict=False)]
+                if "keypoints" in keys:
+                    held["keypoints"] = block.keypoints[points[-1] : point_end]
+                out.append({key: held[key] for key in keys})
+            rings.append(ring_end)
+            points.append(point_end)
         return out
 
     def rows_by_image(self) -> Mapping[Any, Iterable[int]]:
         """Each image id's row numbers, in the file's order."""
         if self._kept:  # an id held as parsed may be anything: grouped as a list of dicts is
             return _grouped(self)
-        ids = self._c["image_id"]
+        ids = np.concatenate([block.rows["image_id"] for block in self._blocks])
         order = np.argsort(ids, kind="stable")  # each image's rows in the file's order
         ordered = ids[order]
         cuts = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), len(ids)]
@@ -280,12 +309,9 @@ class AnnotationTable(Sequence[dict[str, Any]]):
         orders = tuple(tuple(key for key in order if key != "segmentation") for order in self._orders)
         codes = {order: code for code, order in reversed(list(enumerate(orders)))}
         recode = np.array([codes[order] for order in orders] or [0], dtype=np.uint8)
-        columns = dict(self._c)
-        columns["order"] = recode[self._c["order"]]
-        columns["ring_bounds"] = np.zeros(len(self) + 1, dtype=np.int64)
-        columns["coordinate_bounds"], columns["coordinates"] = np.zeros(1, dtype=np.int64), np.empty(0)
+        blocks = [block.without_outlines(recode) for block in self._blocks]
         kept = {i: {k: v for k, v in ann.items() if k != "segmentation"} for i, ann in self._kept.items()}
-        return AnnotationTable(columns, orders, kept)
+        return AnnotationTable(blocks, self._count, orders, kept)
 
 
 def _grouped(annotations: Sequence[Mapping[str, Any]]) -> Mapping[Any, Iterable[int]]:
