@@ -71,10 +71,10 @@ def _int_keypoints(value: object) -> bool:
 
 # one annotation's numbers (packed): its ids and flags, area, box, which of them were ints in the
 # file (bits 0-3 the box's values, bit 4 the area), its key order's code, and where its polygons
-# and keypoints end in its block (rings, keypoint values)
+# and keypoints start and end in its block (rings, keypoint values): one row read is all of them
 ROW = np.dtype(
     [*((key, "<i8") for key in _INTEGER_KEYS), *((key, "<f8") for key in ("area", "x", "y", "w", "h")),
-     ("ints", "u1"), ("order", "u1"), ("rings", "<i4"), ("points", "<i4")]
+     ("ints", "u1"), ("order", "u1"), *((key, "<i4") for key in ("ring0", "rings", "point0", "points"))]
 )  # fmt: skip
 _UNHELD = (0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0)  # a row held as parsed, in the columns
 
@@ -95,7 +95,7 @@ class _Block:
 
     def without_outlines(self, recode: np.ndarray) -> _Block:
         rows = self.rows.copy()
-        rows["order"], rows["rings"] = recode[rows["order"]], 0
+        rows["order"], rows["ring0"], rows["rings"] = recode[rows["order"]], 0, 0
         return _Block(rows, np.zeros(1, dtype=np.int64), np.empty(0), self.keypoints)
 
 
@@ -109,8 +109,9 @@ class _Filling:
         self.points = 0
 
     def add(self, obj: Mapping[str, Any] | None, code: int) -> None:
+        ring0, point0 = len(self.rings), self.points
         if obj is None:
-            self.rows.append((*_UNHELD, len(self.rings), self.points))
+            self.rows.append((*_UNHELD, ring0, ring0, point0, point0))
             return
         bbox, area = obj["bbox"], obj["area"]
         ints = sum(1 << k for k, v in enumerate(bbox) if type(v) is int) | (type(area) is int) << 4
@@ -119,7 +120,7 @@ class _Filling:
             self.keypoints.append(obj["keypoints"])
             self.points += len(obj["keypoints"])
         ids = (obj["id"], obj["image_id"], obj["category_id"], obj["iscrowd"], obj.get("num_keypoints", 0))
-        self.rows.append((*ids, area, *bbox, ints, code, len(self.rings), self.points))
+        self.rows.append((*ids, area, *bbox, ints, code, ring0, len(self.rings), point0, self.points))
 
     def block(self) -> _Block:
         lengths = np.fromiter(map(len, self.rings), dtype=np.int64, count=len(self.rings))
@@ -228,6 +229,7 @@ def _fresh(value: Any) -> Any:
     return value
 
 
+_CELLS = (*_INTEGER_KEYS, "area", "bbox", "segmentation", "keypoints")  # a row's values, as _made has them
 _Kept = dict[int, dict[str, Any]]  # rows held as parsed, by index
 _Order = tuple[str, ...]  # an annotation's keys, in its order
 
@@ -240,6 +242,8 @@ class AnnotationTable(Sequence[dict[str, Any]]):
         self._blocks = blocks  # BLOCK_ROWS rows each, the last the rest
         self._count = count
         self._orders = orders
+        # per key order: each key and where _made finds its value
+        self._plans = tuple(tuple((key, _CELLS.index(key)) for key in order) for order in orders)
         self._kept = kept  # rows held as parsed, by index
 
     def __len__(self) -> int:
@@ -259,41 +263,56 @@ class AnnotationTable(Sequence[dict[str, Any]]):
             position += len(self)
         if not 0 <= position < len(self):
             raise IndexError("annotation index out of range")
-        block, row = divmod(position, BLOCK_ROWS)
-        return self._rows(block, row, row + 1)[0]
+        block = self._blocks[position // BLOCK_ROWS]
+        return self._made(block, block.ring_bounds, position, block.rows[position % BLOCK_ROWS].item())
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for n, block in enumerate(self._blocks):
-            yield from self._rows(n, 0, len(block.rows))
+            first, bounds = n * BLOCK_ROWS, block.ring_bounds.tolist()
+            for k, values in enumerate(block.rows.tolist()):  # Python numbers, one call a block
+                yield self._made(block, bounds, first + k, values)
 
-    def _rows(self, n: int, start: int, end: int) -> list[dict[str, Any]]:
-        """Rows ``start`` to ``end`` of block ``n`` as new dicts (its values made Python numbers
-        by one ``tolist``, not one numpy scalar a value)."""
-        block = self._blocks[n]
-        first = n * BLOCK_ROWS + start
-        rings = [0 if start == 0 else int(block.rows["rings"][start - 1])]
-        points = [0 if start == 0 else int(block.rows["points"][start - 1])]
-        coordinates, ring_bounds = block.coordinates, block.ring_bounds
-        out: list[dict[str, Any]] = []
-        for k, values in enumerate(block.rows[start:end].tolist()):
-            *ids, area, x, y, w, h, ints, code, ring_end, point_end = values
-            kept = self._kept.get(first + k)
-            if kept is not None:
-                out.append(_fresh(kept))
-            else:
-                keys = self._orders[code]
-                held = dict(zip(_INTEGER_KEYS, ids, strict=True))
-                held["area"] = int(area) if ints & 16 else area
-                held["bbox"] = [int(v) if ints >> b & 1 else v for b, v in enumerate((x, y, w, h))]
-                if "segmentation" in keys:
-                    ends = ring_bounds[rings[-1] : ring_end + 1].tolist()
-                    held["segmentation"] = [coordinates[a:b] for a, b in zip(ends, ends[1:], strict=False)]
-                if "keypoints" in keys:
-                    held["keypoints"] = block.keypoints[points[-1] : point_end]
-                out.append({key: held[key] for key in keys})
-            rings.append(ring_end)
-            points.append(point_end)
+    def rows(self, positions: Iterable[int]) -> list[dict[str, Any]]:
+        """The dicts of the rows at ``positions`` (0 to ``len - 1``), in that order: each block's
+        rows read by one ``tolist`` (an image's annotations, say, for a reader that keeps row numbers)."""
+        at = np.fromiter(positions, dtype=np.int64)
+        if at.size and not (at.min() >= 0 and at.max() < len(self)):
+            raise IndexError("annotation index out of range")
+        out: list[dict[str, Any]] = [{}] * len(at)
+        blocks = at // BLOCK_ROWS
+        for n in np.unique(blocks).tolist():
+            chosen = np.flatnonzero(blocks == n)
+            block, wanted = self._blocks[n], at[chosen]
+            bounds = block.ring_bounds.tolist()
+            for k, position, values in zip(
+                chosen.tolist(), wanted.tolist(), block.rows[wanted - n * BLOCK_ROWS].tolist(), strict=True
+            ):
+                out[k] = self._made(block, bounds, position, values)
         return out
+
+    def _made(
+        self, block: _Block, bounds: Sequence[int], position: int, values: tuple[Any, ...]
+    ) -> dict[str, Any]:
+        """Row ``position``'s dict from its values in ``block`` (Python numbers; ``bounds``: the
+        block's ring bounds, a list where many rows are made)."""
+        kept = self._kept.get(position) if self._kept else None
+        if kept is not None:
+            return dict(_fresh(kept))
+        id_, image_id, category, crowd, count, area, x, y, w, h, ints, code, ring0, rings, point0, points = (
+            values
+        )
+        box = [x, y, w, h]
+        if ints:
+            area = int(area) if ints & 16 else area
+            box = [int(v) if ints >> b & 1 else v for b, v in enumerate(box)]
+        polygons = keypoints = None  # an empty segmentation or keypoints is held as parsed: these are theirs
+        if rings != ring0:
+            coordinates, ends = block.coordinates, bounds[ring0 : rings + 1]
+            polygons = [coordinates[a:b] for a, b in zip(ends, ends[1:], strict=False)]
+        if points != point0:
+            keypoints = block.keypoints[point0:points]
+        cells = (id_, image_id, category, crowd, count, area, box, polygons, keypoints)
+        return {key: cells[at] for key, at in self._plans[code]}
 
     def rows_by_image(self) -> Mapping[Any, Iterable[int]]:
         """Each image id's row numbers, in the file's order."""
@@ -328,6 +347,14 @@ def rows_by_image(annotations: Sequence[Mapping[str, Any]]) -> Mapping[Any, Iter
     if isinstance(annotations, AnnotationTable):
         return annotations.rows_by_image()
     return _grouped(annotations)
+
+
+def rows_of(annotations: Sequence[Mapping[str, Any]], rows: Iterable[int]) -> list[dict[str, Any]]:
+    """New dicts of the annotations at ``rows`` (of :func:`rows_by_image`): a table's made a block
+    at a time, a list's copied (a reader may write into them, as pycocotools does)."""
+    if isinstance(annotations, AnnotationTable):
+        return annotations.rows(rows)
+    return [dict(annotations[row]) for row in rows]
 
 
 def parsed_with_table(parse: Callable[[Callable[[dict[str, Any]], Any]], Any]) -> Any:

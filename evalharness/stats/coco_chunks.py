@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from evalharness.data.annotation_table import rows_by_image
+from evalharness.data.annotation_table import rows_by_image, rows_of
 from evalharness.stats.coco_match import MatchingCOCOeval
 from evalharness.stats.coco_reduced import Reduced, reduce_eval_imgs
 
@@ -145,8 +145,8 @@ class ChunkResults:
 
     def truth_of(self, image_ids: list[Any]) -> Any:
         """The ground truth of ``image_ids`` (copies of their annotations)."""
-        anns = self._annotations
-        return self._view(image_ids, [dict(anns[row]) for i in image_ids for row in self._truth.get(i, ())])
+        rows = [row for i in image_ids for row in self._truth.get(i, ())]
+        return self._view(image_ids, rows_of(self._annotations, rows))
 
     def of(self, image_ids: list[Any]) -> Any:
         """The result set of the detections on ``image_ids``, pycocotools' ``loadRes`` of them."""

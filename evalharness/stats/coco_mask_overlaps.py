@@ -27,7 +27,7 @@ from pycocotools.coco import COCO
 
 from evalharness.core.errors import DataError
 from evalharness.core.growing_rows import GrowingRows, ImageSpans
-from evalharness.data.annotation_table import rows_by_image
+from evalharness.data.annotation_table import rows_by_image, rows_of
 from evalharness.stats.coco_chunks import ChunkedCOCOeval, ChunkResults
 from evalharness.stats.coco_eval import _score
 from evalharness.stats.coco_match import NOTHING
@@ -86,7 +86,7 @@ class MaskOverlaps:
             start = self._rows.extend(rows)
         self._images.add(image_id, start, start + n)
         truth_rows = self._truth.get(image_id, ()) if image_id in self._sizes.imgs else ()
-        truth = [self._annotations[row] for row in truth_rows]
+        truth = rows_of(self._annotations, truth_rows)
         for cat in sorted(set(categories)):
             gt = [ann for ann in truth if ann["category_id"] == cat]
             if not gt:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-from evalharness.data.annotation_table import rows_by_image
+from evalharness.data.annotation_table import rows_by_image, rows_of
 from evalharness.stats.boxes import iou_matrix, xyxy
 from evalharness.stats.tide import TideBreakdown
 
@@ -206,7 +206,7 @@ def confusion(
         rows = np.asarray(detections.get(image_id, ()), dtype=np.float64).reshape(-1, 6)
         rows = rows[np.argsort(-rows[:, 1], kind="mergesort")]
         rows = rows[rows[:, 1] >= threshold]
-        anns = [annotations[row] for row in by_image.get(image_id, ())]
+        anns = rows_of(annotations, by_image.get(image_id, ()))
         objects = [a for a in anns if not a.get("iscrowd")]
         crowds = [a for a in anns if a.get("iscrowd")]
         gt_cat = np.array([a["category_id"] for a in objects], dtype=np.int64)

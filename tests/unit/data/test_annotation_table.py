@@ -14,7 +14,7 @@ from conftest import ASSETS
 
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import read_json
-from evalharness.data.annotation_table import AnnotationTable, drop_outlines, rows_by_image
+from evalharness.data.annotation_table import AnnotationTable, drop_outlines, rows_by_image, rows_of
 from evalharness.data.coco_annotations import (
     IMAGE_FILE_KEYS,
     check_annotations,
@@ -210,3 +210,8 @@ def test_the_checks_name_the_same_entry_in_a_larger_file(tmp_path):
     plain, held = _both(tmp_path, {**doc, "annotations": many})
     _same_annotations(plain["annotations"], held["annotations"])
     assert _grouped(held) == _grouped(plain)
+    picks = [2400, 3, 1500, 3, 1023, 1024, 0, 2498]  # three blocks, out of order, one twice
+    _same([plain["annotations"][k] for k in picks], rows_of(held["annotations"], picks))
+    _same(rows_of(plain["annotations"], picks), rows_of(held["annotations"], np.array(picks)))
+    with pytest.raises(IndexError):
+        held["annotations"].rows([2499])
