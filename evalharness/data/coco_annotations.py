@@ -15,7 +15,8 @@ import numpy as np
 
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import read_json
-from evalharness.data.compact_shapes import compact_shapes, is_number_array
+from evalharness.data.annotation_table import AnnotationTable, parsed_with_table
+from evalharness.data.compact_shapes import is_number_array
 
 _TOP_KEYS = ("images", "annotations", "categories")
 
@@ -30,14 +31,16 @@ def load_annotations(path: str | Path, image_keys: tuple[str, ...] = ("id",)) ->
     """A COCO instances JSON, checked so that a bad file fails here, by name, not deep in pycocotools.
 
     ``image_keys``: what every image must have; a caller that reads the images from disk passes
-    :data:`IMAGE_FILE_KEYS`. Polygons and keypoints are held as arrays while the file is parsed
-    (:mod:`evalharness.data.compact_shapes`).
+    :data:`IMAGE_FILE_KEYS`. The annotations are held as columns of numbers while the file is
+    parsed (:mod:`evalharness.data.annotation_table`), a sequence of the dicts ``json`` made.
     """
     path = Path(path)
     if not os.path.lexists(path):
         raise DataError(f"COCO annotation file {path} not found; give the path of an instances_*.json")
     fix = f"re-export or re-download it ({_FORMAT_HINT})"
-    data = read_json(path, "COCO annotation file", fix=fix, object_hook=compact_shapes)
+    data = parsed_with_table(
+        lambda hook: read_json(path, "COCO annotation file", fix=fix, object_hook=hook)
+    )
     check_annotations(data, str(path), image_keys)
     require_boxes(data, f"COCO annotation file {path}", "give the instances file with the boxes")
     return cast("dict[str, Any]", data)  # check_annotations: a JSON object
@@ -65,7 +68,7 @@ def check_annotations(
     """
     if not isinstance(gt, dict):
         raise DataError(f"{source} is a JSON {type(gt).__name__}, not an object; {_FORMAT_HINT}")
-    missing = [key for key in _TOP_KEYS if not isinstance(gt.get(key), list)]
+    missing = [key for key in _TOP_KEYS if not isinstance(gt.get(key), list | AnnotationTable)]
     if missing:
         raise DataError(f"{source} has no list {missing[0]!r} (needs {', '.join(_TOP_KEYS)}); {_FORMAT_HINT}")
     ids: dict[str, set[Any]] = {}

@@ -17,6 +17,7 @@ a NaN or an out-of-range value is an array's, and refused by the same checks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -58,16 +59,10 @@ def is_number_array(value: object) -> TypeGuard[np.ndarray]:
 def plain_lists(value: object) -> Any:
     """``json.dumps``' ``default`` for ground truth holding arrays: an array as the list of Python
     numbers it holds (float64 -> float, int64 -> int: the YOLO layout's polygons, floats made in
-    float64, give the same JSON text as the lists they were before)."""
+    float64, give the same JSON text as the lists they were before); a table of annotations
+    (``data/annotation_table.py``) as the list of its dicts."""
     if isinstance(value, np.ndarray):
         return value.tolist()
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return list(value)
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-def drop_outlines(gt: dict[str, Any]) -> None:
-    """Forget every annotation's ``segmentation`` (polygons or crowd RLE), for a run that never
-    reads them (a box or pose head: ~12 MiB of a 2,500-image instances file's polygons as arrays,
-    held to the end for nothing). Boxes, areas and crowd flags stay: all a box or keypoint scoring
-    reads."""
-    for ann in gt["annotations"]:
-        ann.pop("segmentation", None)

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from evalharness.data.annotation_table import rows_by_image, rows_of
 from evalharness.stats.coco_match import MatchingCOCOeval
 from evalharness.stats.coco_reduced import Reduced, reduce_eval_imgs
 
@@ -122,9 +123,8 @@ class ChunkResults:
         self._images = {image["id"]: image for image in gt["images"]}
         self._categories = gt["categories"]
         self._info = gt.get("info", {})
-        self._truth: dict[Any, list[dict[str, Any]]] = defaultdict(list)
-        for ann in gt["annotations"]:  # each image's in the file's order, as pycocotools indexes them
-            self._truth[ann["image_id"]].append(ann)
+        self._annotations = gt["annotations"]  # a list of dicts or a table (data/annotation_table.py)
+        self._truth = rows_by_image(self._annotations)  # each image's in the file's order, as pycocotools'
         self._rows = image_rows(detections)
 
     def _view(self, image_ids: list[Any], annotations: list[dict[str, Any]] | None = None) -> Any:
@@ -145,7 +145,8 @@ class ChunkResults:
 
     def truth_of(self, image_ids: list[Any]) -> Any:
         """The ground truth of ``image_ids`` (copies of their annotations)."""
-        return self._view(image_ids, [dict(ann) for i in image_ids for ann in self._truth.get(i, ())])
+        rows = [row for i in image_ids for row in self._truth.get(i, ())]
+        return self._view(image_ids, rows_of(self._annotations, rows))
 
     def of(self, image_ids: list[Any]) -> Any:
         """The result set of the detections on ``image_ids``, pycocotools' ``loadRes`` of them."""

@@ -27,6 +27,7 @@ from pycocotools.coco import COCO
 
 from evalharness.core.errors import DataError
 from evalharness.core.growing_rows import GrowingRows, ImageSpans
+from evalharness.data.annotation_table import rows_by_image, rows_of
 from evalharness.stats.coco_chunks import ChunkedCOCOeval, ChunkResults
 from evalharness.stats.coco_eval import _score
 from evalharness.stats.coco_match import NOTHING
@@ -55,9 +56,10 @@ class MaskOverlaps:
 
     def __init__(self, gt: dict[str, Any]) -> None:
         self._sizes = _ImageSizes({image["id"]: image for image in gt["images"]})
-        self._truth: dict[Any, list[dict[str, Any]]] = defaultdict(list)
-        for ann in gt["annotations"]:
-            self._truth[ann["image_id"]].append(ann)
+        # each image's annotations' row numbers, the dicts made as its record is added (a run's of
+        # them at once were ~0.3 KB an annotation, held to the end: data/annotation_table.py)
+        self._annotations = gt["annotations"]
+        self._truth = rows_by_image(self._annotations)
         # the numbers of every image in a few large arrays (core/growing_rows.py), none per image
         self._rows = GrowingRows(None, DETECTION)  # per detection: category, area, score
         self._images = ImageSpans()  # per added image: its id, its rows' positions
@@ -83,7 +85,8 @@ class MaskOverlaps:
             rows["category"], rows["score"], rows["area"] = categories, scores, mask_utils.area(masks)
             start = self._rows.extend(rows)
         self._images.add(image_id, start, start + n)
-        truth = self._truth.get(image_id, []) if image_id in self._sizes.imgs else []
+        truth_rows = self._truth.get(image_id, ()) if image_id in self._sizes.imgs else ()
+        truth = rows_of(self._annotations, truth_rows)
         for cat in sorted(set(categories)):
             gt = [ann for ann in truth if ann["category_id"] == cat]
             if not gt:

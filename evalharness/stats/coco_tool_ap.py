@@ -78,9 +78,9 @@ def tflite_tool_ap(
     ids, dets = evaluated_subset(gt, detections, image_ids)
     chosen = set(ids)
     images = {image["id"]: image for image in gt["images"]}
-    kept = [ann for ann in gt["annotations"] if ann["image_id"] in chosen]
+    kept = (ann for ann in gt["annotations"] if ann["image_id"] in chosen)  # one dict at a time
     if drop_out_of_image:
-        kept = [ann for ann in kept if not _outside(ann["bbox"], images[ann["image_id"]])]
+        kept = (ann for ann in kept if not _outside(ann["bbox"], images[ann["image_id"]]))
     gt_boxes: dict[str, Any] = defaultdict(list)  # category -> [(image_id, xyxy)]
     for ann in kept:
         gt_boxes[ann["category_id"]].append((ann["image_id"], _xyxy(ann["bbox"])))

@@ -11,11 +11,12 @@ the same IoU threshold and the F1-optimal score threshold, both recorded.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
+from evalharness.data.annotation_table import rows_by_image, rows_of
 from evalharness.stats.boxes import iou_matrix, xyxy
 from evalharness.stats.tide import TideBreakdown
 
@@ -195,9 +196,8 @@ def confusion(
     >= .50 (a confusion). Left over, a detection covering a crowd box (IoU as pycocotools computes it
     for crowds: over the detection's area) >= .50 is ignored, as COCO ignores it; any other is
     background. ``blocks()``: (image_id, (n, 6) array of category, score, x, y, w, h) per image."""
-    by_image: dict[int, list[Any]] = defaultdict(list)
-    for ann in gt["annotations"]:
-        by_image[ann["image_id"]].append(ann)
+    annotations = gt["annotations"]
+    by_image = rows_by_image(annotations)  # row numbers: an image's dicts made as it is counted
     detections = dict(blocks())
     cells: Counter[Any] = Counter()
     ignored = 0
@@ -206,7 +206,7 @@ def confusion(
         rows = np.asarray(detections.get(image_id, ()), dtype=np.float64).reshape(-1, 6)
         rows = rows[np.argsort(-rows[:, 1], kind="mergesort")]
         rows = rows[rows[:, 1] >= threshold]
-        anns = by_image.get(image_id, [])
+        anns = rows_of(annotations, by_image.get(image_id, ()))
         objects = [a for a in anns if not a.get("iscrowd")]
         crowds = [a for a in anns if a.get("iscrowd")]
         gt_cat = np.array([a["category_id"] for a in objects], dtype=np.int64)

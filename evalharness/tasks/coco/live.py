@@ -18,7 +18,7 @@ import numpy as np
 from evalharness.core.documents import Assumed, JSONMap
 from evalharness.core.errors import ConfigError, DataError, ModelMismatchError
 from evalharness.core.tensors import TensorInfo, require_real
-from evalharness.data.compact_shapes import drop_outlines
+from evalharness.data.annotation_table import drop_outlines
 from evalharness.data.dataset_reader import DatasetReader
 from evalharness.data.decode import decode_rgb_bytes
 from evalharness.data.detection_input import detection_geometry, detection_input

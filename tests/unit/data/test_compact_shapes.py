@@ -13,6 +13,7 @@ import pytest
 
 from evalharness.core.errors import DataError
 from evalharness.core.untrusted import parse_json
+from evalharness.data.annotation_table import AnnotationTable
 from evalharness.data.coco_annotations import load_annotations
 from evalharness.data.coco_rle import segmentations_problem
 from evalharness.data.compact_shapes import compact_shapes, plain_lists
@@ -46,6 +47,8 @@ def _same(plain: object, held: object) -> None:
         assert isinstance(plain, list) and held.ndim == 1 and len(held) == len(plain)
         assert [float(v).hex() for v in plain] == [float(v).hex() for v in held.tolist()]
         return
+    if isinstance(held, AnnotationTable):  # the annotations as columns: a sequence of the dicts
+        held = list(held)
     assert type(plain) is type(held)
     if isinstance(plain, dict):
         assert plain.keys() == held.keys()
