@@ -23,6 +23,13 @@ from shared_runs import Make, Runs, RunStore
 
 from evalharness.core.paths import CONF_DIR, bundled, model_stem, quant_tag
 
+# The suite starts many fresh interpreters (CLI runs, multirun jobs, parallel shards, spawned
+# children) and each worker rewrites every test module's asserts: where PYTHONDONTWRITEBYTECODE is
+# set (this machine's environment sets it) each compiled all it imported again (~0.2 s a CLI run).
+# The test session writes bytecode (into the gitignored __pycache__ folders); its children inherit it.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO.parent / "shared" / "assets"
 MODELS = ASSETS / "models"
