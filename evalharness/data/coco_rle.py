@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from evalharness.data.compact_shapes import is_polygon_array
+from evalharness.data.compact_shapes import is_polygon_array, plain_numbers
 
 MAX_MASK_PIXELS = 1 << 28  # more than any image Pillow opens (its bomb limit: ~179 M pixels)
 _MAX_GROUP = 7  # characters of one count: 35 bits, past any 32-bit count pycocotools holds
@@ -145,7 +145,7 @@ def polygon_problem(polygons: object, height: int, width: int) -> str | None:
         held = is_polygon_array(polygon)  # numbers only (data/compact_shapes.py)
         if not (held or isinstance(polygon, list)) or len(polygon) < 6 or len(polygon) % 2:
             return "a polygon is not x, y pairs of at least 3 points"
-        if not held and not all(type(v) in (int, float) for v in polygon):  # a bool is no coordinate
+        if not held and not plain_numbers(polygon):  # a bool is no coordinate
             return "a polygon holds something other than numbers"
         xy = np.asarray(polygon, dtype=np.float64).reshape(-1, 2)
         if not np.isfinite(xy).all():
@@ -260,7 +260,7 @@ class _OutlineBlock:
         self.coordinates += len(polygon)
         if not is_polygon_array(polygon):
             try:  # numbers only give a numeric array (a string or None: another kind)
-                polygon = np.array(polygon) if set(map(type, polygon)) <= {int, float} else None
+                polygon = np.array(polygon) if plain_numbers(polygon) else None
             except (ValueError, OverflowError):  # an integer past 64 bits
                 polygon = None
             if polygon is None or polygon.ndim != 1 or polygon.dtype.kind not in "iuf":

@@ -26,17 +26,18 @@ _NUMBERS = frozenset({int, float})  # exactly: a bool is an int to isinstance, n
 _KEYPOINT_DTYPES = (np.dtype(np.int64), np.dtype(np.float64))
 
 
-def _plain_numbers(values: object) -> bool:
+def plain_numbers(values: object) -> bool:
+    """A non-empty list of ints and floats only (a bool is not one: ``type``, not ``isinstance``)."""
     return type(values) is list and bool(values) and set(map(type, values)) <= _NUMBERS
 
 
 def compact_shapes(obj: dict[str, Any]) -> dict[str, Any]:
     """``json``'s ``object_hook``: ``obj`` with its polygons and keypoints as arrays (see above)."""
     segmentation = obj.get("segmentation")
-    if type(segmentation) is list and segmentation and all(_plain_numbers(p) for p in segmentation):
+    if type(segmentation) is list and segmentation and all(plain_numbers(p) for p in segmentation):
         obj["segmentation"] = [np.array(p, dtype=np.float64) for p in segmentation]
     keypoints = obj.get("keypoints")
-    if _plain_numbers(keypoints):
+    if plain_numbers(keypoints):
         try:
             held = np.array(keypoints)
         except OverflowError:  # an integer past 64 bits: kept as parsed
