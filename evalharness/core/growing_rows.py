@@ -98,6 +98,11 @@ class ImageSpans:
             self._index = (added, positions)
         return self._index
 
+    def of(self, image_id: int) -> list[tuple[int, int, int]]:
+        """(position among the added images, start, end) each time ``image_id`` was added."""
+        added, positions = self.index()
+        return [(n, added[n][1], added[n][2]) for n in positions.get(image_id, ())]
+
     def added(self) -> list[list[int]]:
         """[image_id, start, end] per added image, in the order added."""
         return self.index()[0]

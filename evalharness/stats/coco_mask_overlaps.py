@@ -105,11 +105,10 @@ class MaskOverlaps:
         """The result set ``loadRes`` makes of the masks of ``image_ids`` (ids 1, 2, ... in the order
         added, the mask's area, no crowd), without the masks: made a chunk of images at a time
         (``stats/coco_chunks.py``), never for the whole run."""
-        added, where = self._images.index()
         out: list[dict[str, Any]] = []
         for wanted in image_ids:
-            for n in where.get(wanted, ()):
-                image_id, start, end = added[n]
+            image_id = int(wanted)
+            for _, start, end in self._images.of(image_id):
                 for cat, area, score in self._rows.view(start, end).tolist():
                     out.append(
                         {"image_id": image_id, "category_id": int(cat), "score": score, "area": float(area),
@@ -131,13 +130,11 @@ class MaskOverlaps:
         truth: the rows of the detections sorted by score (stable, over the order added), cut at
         ``maxDets[-1]``; pycocotools' ``[]`` where absent. Made when the scoring's chunk asks (a
         whole run's of them at once was a copy of every IoU, held through the mask scoring)."""
-        added, where = self._images.index()
         blocks = self._blocks_index()
         scores: list[float] = []
         matrices: list[np.ndarray] = []
-        for n in where.get(image_id, ()):
+        for n, first, end in self._images.of(int(image_id)):
             for _, _, start, count, rows_of_cat, columns in blocks.get((n, int(cat)), ()):
-                _, first, end = added[n]
                 rows = self._rows.view(first, end)
                 scores.extend(rows["score"][rows["category"] == cat].tolist())
                 matrix = np.zeros(rows_of_cat * columns, dtype=np.float64)

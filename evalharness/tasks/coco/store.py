@@ -67,13 +67,12 @@ class ImageRowStore:
     def rows_of(self, image_ids: list[Any]) -> list[dict[str, Any]]:
         """The result dicts of ``image_ids`` (new ones), each image's in the order added: the
         scoring makes them a chunk of images at a time (``stats/coco_chunks.py``), never all."""
-        added, positions = self._images.index()
         return [
             row
             for i in image_ids
-            for n in positions.get(int(i), ())
-            if added[n][2] > added[n][1]
-            for row in self._dicts(int(i), self._view(added[n][1], added[n][2]))
+            for _, start, end in self._images.of(int(i))
+            if end > start
+            for row in self._dicts(int(i), self._view(start, end))
         ]
 
 

@@ -42,6 +42,7 @@ def test_image_spans_index_each_id_and_refresh_after_an_add():
     assert spans.add(7, 0, 3) == 0 and spans.add(9, 3, 3) == 1 and spans.add(7, 3, 5) == 2
     added, positions = spans.index()
     assert added == [[7, 0, 3], [9, 3, 3], [7, 3, 5]] and positions == {7: [0, 2], 9: [1]}
+    assert spans.of(7) == [(0, 0, 3), (2, 3, 5)] and spans.of(9) == [(1, 3, 3)] and spans.of(8) == []
     assert spans.index() is spans.index()  # kept until the next add
     spans.add(11, 5, 6)
     assert len(spans) == 4 and spans.index()[1][11] == [3] and spans.added()[-1] == [11, 5, 6]
