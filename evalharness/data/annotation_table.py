@@ -33,7 +33,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from evalharness.data.compact_shapes import compact_shapes
+from evalharness.data.compact_shapes import compact_shapes, is_number_array, is_polygon_array
 
 # what every held annotation has (coco_annotations' _ANNOTATION_KEYS): a row lacking one is kept as parsed
 _REQUIRED = frozenset({"id", "image_id", "category_id", "bbox", "area", "iscrowd"})
@@ -58,15 +58,11 @@ def _int64(value: object) -> bool:
 
 def _polygons(value: object) -> bool:
     """A segmentation ``compact_shapes`` made arrays of: a non-empty list of flat float64 arrays."""
-    return (
-        type(value) is list
-        and bool(value)
-        and all(type(p) is np.ndarray and p.ndim == 1 and p.dtype == np.float64 for p in value)
-    )
+    return type(value) is list and bool(value) and all(map(is_polygon_array, value))
 
 
 def _int_keypoints(value: object) -> bool:
-    return type(value) is np.ndarray and value.ndim == 1 and value.dtype == np.int64
+    return is_number_array(value) and value.dtype == np.int64
 
 
 # one annotation's numbers (packed): its ids and flags, area, box, which of them were ints in the
