@@ -2,7 +2,7 @@
 run (not a unit test).
 
     python benchmarks/bench_masks.py [--images 250] [--repeats 5] [--rss-images 25 2500] [--rss-repeats 1]
-        [--rss-kinds seg box] [--model yolov8n_seg_int8_256] [--threads 1] [--only ratio|rss]
+        [--rss-kinds seg box pose] [--model yolov8n_seg_int8_256] [--threads 1] [--only ratio|rss]
 
 Data: coco/val25's 25 images linked under ``--images`` fresh names (symlinks, cycling), with an
 instances json whose images and annotations are val25's, renumbered (each copy its own image id).
@@ -18,7 +18,8 @@ instances json whose images and annotations are val25's, renumbered (each copy i
   ms per image (its thread; the whole process), and the median of the per-round ratios seg / box
   of img/s (the acceptance: >= 0.85) and of the process's CPU time in the loop (box / seg), which a
   loaded machine disturbs less.
-- **peak RSS** of seg and box-only runs (``--rss-kinds``) of each ``--rss-images`` size
+- **peak RSS** of seg, box-only and pose runs (``--rss-kinds``; pose: ``yolov8n_pose_uint8_256`` on
+  ``person_keypoints_val25.json``'s images and people, renumbered alike) of each ``--rss-images`` size
   (``--rss-repeats`` rounds, alternating order): the whole process's (``/usr/bin/time``, scoring
   included) and metrics.json's ``memory_mb.peak_rss`` (the process's when the loop ends): flat means
   no mask is held at full size nor kept as RLE until the end; what grows with the run is the records
@@ -49,6 +50,8 @@ REPO = Path(__file__).resolve().parents[1]
 ASSETS = REPO.parent / "shared" / "assets"
 VAL25 = ASSETS / "coco" / "val25"
 INSTANCES = ASSETS / "coco" / "instances_val25.json"
+KEYPOINTS = ASSETS / "coco" / "person_keypoints_val25.json"
+POSE_MODEL = "yolov8n_pose_uint8_256"
 
 # Every run goes through this: the loop over the images (engine._run_each) timed in CPU seconds of
 # the thread that runs it (invoke, decoding, masks, records) and of the whole process, written to
@@ -113,10 +116,10 @@ runpy.run_module("evalharness", run_name="__main__", alter_sys=True)
 """
 
 
-def make_dataset(root: Path, n: int) -> tuple[Path, Path]:
+def make_dataset(root: Path, n: int, annotations_file: Path = INSTANCES) -> tuple[Path, Path]:
     """``root/images/img000000.jpg ...`` (n symlinks cycling through val25) and ``root/instances.json``
-    with each copy's image and annotations under fresh ids."""
-    source = json.loads(INSTANCES.read_text())
+    with each copy's image and annotations (of ``annotations_file``) under fresh ids."""
+    source = json.loads(annotations_file.read_text())
     by_image: dict[int, list[dict]] = {}
     for ann in source["annotations"]:
         by_image.setdefault(ann["image_id"], []).append(ann)
@@ -208,13 +211,16 @@ def seg_vs_box(args: argparse.Namespace, base: Path) -> None:
 
 def rss_growth(args: argparse.Namespace, base: Path) -> None:
     sizes, kinds = args.rss_images, args.rss_kinds
-    data = {n: make_dataset(base / f"rss{n}", n) for n in sizes}
+    data = {n: make_dataset(base / f"rss{n}", n) for n in sizes if {"seg", "box"} & set(kinds)}
+    if "pose" in kinds:
+        data.update({-n: make_dataset(base / f"rss-pose{n}", n, KEYPOINTS) for n in sizes})
     runs = [(n, kind) for n in sizes for kind in kinds]
     figures: dict[tuple[int, str], list[dict]] = {run: [] for run in runs}
     for r in range(args.rss_repeats):
         for n, kind in runs if r % 2 == 0 else runs[::-1]:
             name = f"rss-{kind}-{n}-{r}"
-            doc = run(args.model, data[n], base / name, args.threads, kind == "box", True, args.rss_where)
+            model, files = (POSE_MODEL, data[-n]) if kind == "pose" else (args.model, data[n])
+            doc = run(model, files, base / name, args.threads, kind == "box", True, args.rss_where)
             figures[n, kind].append(doc)
             print(
                 f"  {kind} {n}: process peak {doc['process_peak_rss']:.1f} MiB, load average {load()}",
@@ -222,8 +228,9 @@ def rss_growth(args: argparse.Namespace, base: Path) -> None:
             )
             if args.rss_where:
                 print_steps(doc["rss_steps"])
-    print(f"{args.model}, peak RSS by run size ({args.rss_repeats} round(s), medians): the whole process's")
-    print("(/usr/bin/time) and metrics.json's memory_mb.peak_rss (the process's peak when the loop ends)")
+    print(f"{args.model} (pose: {POSE_MODEL}), peak RSS by run size ({args.rss_repeats} round(s), medians):")
+    print("the whole process's (/usr/bin/time) and metrics.json's memory_mb.peak_rss (the process's peak")
+    print("when the loop ends)")
     for kind in kinds:
         first = statistics.median(d["process_peak_rss"] for d in figures[sizes[0], kind])
         for n in sizes:
@@ -255,7 +262,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rss-images", type=int, nargs="+", default=[25, 2500])
     parser.add_argument("--rss-repeats", type=int, default=1)
-    parser.add_argument("--rss-kinds", nargs="+", choices=["seg", "box"], default=["seg", "box"])
+    parser.add_argument("--rss-kinds", nargs="+", choices=["seg", "box", "pose"], default=["seg", "box"])
     parser.add_argument("--model", default="yolov8n_seg_int8_256")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", choices=["ratio", "rss"])
