@@ -9,65 +9,25 @@ itself left each outgrown array's pages resident in the heap, twice the rows' si
 
 Even as chunks the numbers grew with the run (~3 KB an image for a seg run, 9 MiB at 2,500 images)
 and the scoring reads them a chunk of images at a time, mostly in the order added. So a chunk of at
-least :data:`SPILL_BYTES`, once the next one is started, is written to a temporary file (made
-unlinked: nothing is left behind, even after a kill; the page cache, not the process, holds it)
-and dropped; :meth:`GrowingRows.view` reads a spilled chunk back whole and keeps the last
-:data:`KEPT_READS` read. What the process holds is then the chunk being filled and those read.
+least :data:`SPILL_BYTES`, once the next one is started, is written to an unlinked temporary file
+(``core/spill_file.py``: nothing is left behind, even after a kill) and dropped;
+:meth:`GrowingRows.view` reads a spilled chunk back whole and keeps the last :data:`KEPT_READS`
+read. What the process holds is then the chunk being filled and those read.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-import threading
 from bisect import bisect_right
 from typing import Any
 
 import numpy as np
 
+from evalharness.core.spill_file import SpillFile
+
 FIRST_ROWS = 256  # the first chunk's rows; each next one twice the last, up to CHUNK_BYTES
 CHUNK_BYTES = 2**18  # a scoring chunk's images (25) lie in one or two chunks
 SPILL_BYTES = 2**16  # a smaller chunk stays in memory (the first few: ~0.1 MiB in all)
 KEPT_READS = 2  # spilled chunks kept once read (the scoring reads them mostly in order)
-
-
-class _SpillFile:
-    """Chunks' bytes in an unlinked temporary file: written once, read back at an offset (``pread``
-    where the OS has it, so that a forked child reading the same descriptor cannot move a shared
-    file position under this process; else a seek and read under a lock)."""
-
-    def __init__(self) -> None:
-        # held open for the rows' life, closed with them
-        self._file = tempfile.TemporaryFile(prefix="evalharness-rows-", buffering=0)  # noqa: SIM115
-        self._end = 0
-        self._lock = threading.Lock()
-
-    def write(self, rows: np.ndarray) -> int:
-        """Append ``rows`` (C-contiguous); the offset they were written at."""
-        data = np.ascontiguousarray(rows).data.cast("B")
-        with self._lock:
-            at = self._end
-            self._file.seek(at)
-            written = 0
-            while written < len(data):
-                written += self._file.write(data[written:])
-            self._end += len(data)
-        return at
-
-    def read(self, at: int, size: int) -> bytes:
-        """The ``size`` bytes written at offset ``at``."""
-        if hasattr(os, "pread"):
-            parts, done = [], 0
-            while done < size:
-                part = os.pread(self._file.fileno(), size - done, at + done)
-                if not part:
-                    raise OSError(f"the rows' temporary file ended at {at + done}, {size - done} bytes short")
-                parts.append(part)
-                done += len(part)
-            return parts[0] if len(parts) == 1 else b"".join(parts)
-        with self._lock:  # pragma: no cover - Windows
-            self._file.seek(at)
-            return self._file.read(size)
 
 
 class GrowingRows:
@@ -88,8 +48,7 @@ class GrowingRows:
         self._starts: list[int] = []  # each chunk's first position
         self._filled: list[int] = []  # the rows written in each chunk
         self._spilled_at: dict[int, int] = {}  # chunk -> its offset in the file
-        self._spill = spill
-        self._file: _SpillFile | None = None
+        self._file = SpillFile() if spill else None
         self._read: dict[int, np.ndarray] = {}  # spilled chunks read back, the latest last
         self._count = 0
 
@@ -121,10 +80,8 @@ class GrowingRows:
         """Write the last chunk (its rows written) to the file and drop it, if it is worth it."""
         k = len(self._chunks) - 1
         chunk = self._chunks[k]
-        if not self._spill or chunk is None or self._filled[k] * self._row_bytes < SPILL_BYTES:
+        if self._file is None or chunk is None or self._filled[k] * self._row_bytes < SPILL_BYTES:
             return
-        if self._file is None:
-            self._file = _SpillFile()
         self._spilled_at[k] = self._file.write(chunk[: self._filled[k]])
         self._chunks[k] = None
 

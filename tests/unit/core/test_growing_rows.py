@@ -4,6 +4,8 @@ indexes each image's rows by id."""
 
 from __future__ import annotations
 
+import tempfile
+
 import numpy as np
 
 from evalharness.core import growing_rows
@@ -53,14 +55,14 @@ def test_full_chunks_spill_to_an_unlinked_file_and_read_back_identical(monkeypat
     monkeypatch.setattr(growing_rows, "CHUNK_BYTES", 16 * 8 * 2)  # 16 rows of two float64s at most
     monkeypatch.setattr(growing_rows, "SPILL_BYTES", 8 * 8 * 2)  # chunks of 8 rows or more spill
     monkeypatch.setattr(growing_rows, "KEPT_READS", 1)
-    monkeypatch.setattr(growing_rows.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     rows, kept = GrowingRows(2), GrowingRows(2, spill=False)
     rng = np.random.default_rng(1)
     groups = [rng.random((int(n), 2)) for n in rng.integers(0, 7, 60)] + [rng.random((40, 2))]
     positions = [rows.extend(group) for group in groups]
     assert [kept.extend(group) for group in groups] == positions
     assert rows._spilled_at and all(rows._chunks[k] is None for k in rows._spilled_at)
-    assert not any(c is None for c in kept._chunks) and kept._file is None
+    assert not any(c is None for c in kept._chunks) and not kept._spilled_at
     assert rows._chunks[0] is not None  # 4 rows: below SPILL_BYTES, kept
     assert list(tmp_path.iterdir()) == []  # the file has no name (unlinked at once)
     early = rows.view(positions[-2], positions[-2] + len(groups[-2]))
