@@ -329,9 +329,11 @@ class AnnotationTable(Sequence[dict[str, Any]]):
 
     def rows_by_image(self) -> Mapping[Any, Iterable[int]]:
         """Each image id's row numbers, in the file's order."""
-        if self._kept:  # an id held as parsed may be anything: grouped as a list of dicts is
-            return _grouped(self)
         ids = np.concatenate([block.rows["image_id"] for block in self._blocks])
+        for row, ann in self._kept.items():  # a row held as parsed: its id, where an int64 holds it
+            if not _int64(ann.get("image_id")):  # anything else: grouped as a list of dicts is
+                return _grouped(self)
+            ids[row] = ann["image_id"]
         order = np.argsort(ids, kind="stable")  # each image's rows in the file's order
         ordered = ids[order]
         cuts = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), len(ids)]

@@ -42,12 +42,13 @@ def test_single_values_and_integers():
 def test_image_spans_index_each_id_and_refresh_after_an_add():
     spans = ImageSpans()
     assert spans.add(7, 0, 3) == 0 and spans.add(9, 3, 3) == 1 and spans.add(7, 3, 5) == 2
-    added, positions = spans.index()
-    assert added == [[7, 0, 3], [9, 3, 3], [7, 3, 5]] and positions == {7: [0, 2], 9: [1]}
+    assert spans.added() == [[7, 0, 3], [9, 3, 3], [7, 3, 5]]
     assert spans.of(7) == [(0, 0, 3), (2, 3, 5)] and spans.of(9) == [(1, 3, 3)] and spans.of(8) == []
+    assert spans.of(6) == [] and spans.of(10) == []  # before the first id, after the last
     assert spans.index() is spans.index()  # kept until the next add
     spans.add(11, 5, 6)
-    assert len(spans) == 4 and spans.index()[1][11] == [3] and spans.added()[-1] == [11, 5, 6]
+    assert len(spans) == 4 and spans.of(11) == [(3, 5, 6)] and spans.added()[-1] == [11, 5, 6]
+    assert spans.of(7) == [(0, 0, 3), (2, 3, 5)] and ImageSpans().of(7) == [] and ImageSpans().added() == []
 
 
 def test_full_chunks_spill_to_an_unlinked_file_and_read_back_identical(monkeypatch, tmp_path):

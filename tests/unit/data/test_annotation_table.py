@@ -166,6 +166,7 @@ def test_odd_annotations_read_back_as_parsed_and_are_refused_alike(tmp_path, ann
     nested = any("extra" in ann for ann in annotations)  # parsed again without the table: a plain list
     _same_annotations(plain["annotations"], held["annotations"], not nested)
     assert segmentations_problem(held) == segmentations_problem(plain)
+    assert _grouped(held) == _grouped(plain)  # rows held as parsed among the columns' ids
     for check in (check_keypoint_ground_truth, check_mask_ground_truth):
         assert _verdict(check, held) == _verdict(check, plain)
     _same_annotations(plain["annotations"], pickle.loads(pickle.dumps(held["annotations"])), not nested)
