@@ -25,7 +25,7 @@ import numpy as np
 from evalharness.core.spill_file import SpillFile
 
 FIRST_ROWS = 256  # the first chunk's rows; each next one twice the last, up to CHUNK_BYTES
-CHUNK_BYTES = 2**18  # a scoring chunk's images (25) lie in one or two chunks
+CHUNK_BYTES = 2**17  # a scoring chunk's images (25: ~1,000 boxes, 48 KB) lie in one or two chunks
 SPILL_BYTES = 2**16  # a smaller chunk stays in memory (the first few: ~0.1 MiB in all)
 KEPT_READS = 2  # spilled chunks kept once read (the scoring reads them mostly in order)
 
