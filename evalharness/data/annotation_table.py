@@ -21,7 +21,10 @@ keypoints ``compact_shapes`` left as a list, float keypoints. So the checks
 and name it in the same words.
 
 The table is filled as the file is parsed (:class:`TableBuilder`, ``json``'s ``object_hook``): each
-annotation's dict dies as the next is parsed, as ``compact_shapes``' lists of numbers do.
+annotation's dict dies as the next is parsed, as ``compact_shapes``' lists of numbers do. A block's
+coordinates and keypoints (7.7 of the 2,500-image file's 9.6 MiB of columns) are written to an
+unlinked temporary file where large (``core/spill_file.py``) and read back as a row is made: one
+read of its own slice, or the block's whole array where many of its rows are made at once.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from evalharness.core.spill_file import SpilledArray, SpillFile, spilled
 from evalharness.data.compact_shapes import compact_shapes, is_number_array, is_polygon_array
 
 # what every held annotation has (coco_annotations' _ANNOTATION_KEYS): a row lacking one is kept as parsed
@@ -43,6 +47,7 @@ _EXACT_IN_FLOAT = 2**53  # an int of at most this magnitude is itself again afte
 _INT64 = (-(2**63), 2**63)
 _MOST_ORDERS = 255  # key orders a table holds (one byte a row)
 BLOCK_ROWS = 1024  # annotations a block holds
+HELD_ROWS = 16  # rows of a block read at once from which its spilled arrays are read whole
 
 
 def _exact_number(value: object) -> bool:
@@ -87,7 +92,15 @@ class _Block:
         self.coordinates = coordinates  # every polygon of the block, float64, one after another
         self.keypoints = keypoints  # every annotation's keypoints, int64, one after another
         for array in (rows, ring_bounds, coordinates, keypoints):
-            array.flags.writeable = False
+            if isinstance(array, np.ndarray):
+                array.flags.writeable = False
+
+    def held(self) -> _Block:
+        """This block with its spilled arrays read back whole (for many rows of it at once)."""
+        if not isinstance(self.coordinates, SpilledArray) and not isinstance(self.keypoints, SpilledArray):
+            return self
+        read = [a.whole() if isinstance(a, SpilledArray) else a for a in (self.coordinates, self.keypoints)]
+        return _Block(self.rows, self.ring_bounds, *read)
 
     def without_outlines(self, recode: np.ndarray) -> _Block:
         rows = self.rows.copy()
@@ -118,13 +131,14 @@ class _Filling:
         ids = (obj["id"], obj["image_id"], obj["category_id"], obj["iscrowd"], obj.get("num_keypoints", 0))
         self.rows.append((*ids, area, *bbox, ints, code, ring0, len(self.rings), point0, self.points))
 
-    def block(self) -> _Block:
+    def block(self, spill: SpillFile | None) -> _Block:
+        """The block; its coordinates and keypoints written to ``spill`` where large (see the table)."""
         lengths = np.fromiter(map(len, self.rings), dtype=np.int64, count=len(self.rings))
         return _Block(
             np.array(self.rows, dtype=ROW),
             np.concatenate(([0], np.cumsum(lengths))),
-            np.concatenate(self.rings) if self.rings else np.empty(0),
-            np.concatenate(self.keypoints) if self.keypoints else np.empty(0, dtype=np.int64),
+            spilled(np.concatenate(self.rings) if self.rings else np.empty(0), spill),
+            spilled(np.concatenate(self.keypoints) if self.keypoints else np.empty(0, dtype=np.int64), spill),
         )
 
 
@@ -135,8 +149,9 @@ class TableBuilder:
 
     MARK = object()  # what the parsed document holds in an annotation's place until placed
 
-    def __init__(self) -> None:
+    def __init__(self, spill: bool = True) -> None:
         self.count = 0
+        self._spill = SpillFile() if spill else None
         self._blocks: list[_Block] = []
         self._filling = _Filling()
         self._orders: list[tuple[str, ...]] = []
@@ -153,7 +168,7 @@ class TableBuilder:
         self._filling.add(None if code is None else obj, code or 0)
         self.count += 1
         if len(self._filling.rows) == BLOCK_ROWS:
-            self._blocks.append(self._filling.block())
+            self._blocks.append(self._filling.block(self._spill))
             self._filling = _Filling()
         return self.MARK
 
@@ -181,7 +196,7 @@ class TableBuilder:
 
     def table(self) -> AnnotationTable:
         """The rows added, as a table."""
-        blocks = [*self._blocks, self._filling.block()] if self._filling.rows else self._blocks
+        blocks = [*self._blocks, self._filling.block(self._spill)] if self._filling.rows else self._blocks
         return AnnotationTable(blocks, self.count, tuple(self._orders), self._kept)
 
     def placed(self, data: Any, parse_again: Callable[[], Any]) -> Any:
@@ -264,7 +279,7 @@ class AnnotationTable(Sequence[dict[str, Any]]):
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for n, block in enumerate(self._blocks):
-            first, bounds = n * BLOCK_ROWS, block.ring_bounds.tolist()
+            first, bounds, block = n * BLOCK_ROWS, block.ring_bounds.tolist(), block.held()
             for k, values in enumerate(block.rows.tolist()):  # Python numbers, one call a block
                 yield self._made(block, bounds, first + k, values)
 
@@ -279,6 +294,7 @@ class AnnotationTable(Sequence[dict[str, Any]]):
         for n in np.unique(blocks).tolist():
             chosen = np.flatnonzero(blocks == n)
             block, wanted = self._blocks[n], at[chosen]
+            block = block.held() if len(wanted) >= HELD_ROWS else block
             bounds = block.ring_bounds.tolist()
             for k, position, values in zip(
                 chosen.tolist(), wanted.tolist(), block.rows[wanted - n * BLOCK_ROWS].tolist(), strict=True
@@ -302,9 +318,10 @@ class AnnotationTable(Sequence[dict[str, Any]]):
             area = int(area) if ints & 16 else area
             box = [int(v) if ints >> b & 1 else v for b, v in enumerate(box)]
         polygons = keypoints = None  # an empty segmentation or keypoints is held as parsed: these are theirs
-        if rings != ring0:
-            coordinates, ends = block.coordinates, bounds[ring0 : rings + 1]
-            polygons = [coordinates[a:b] for a, b in zip(ends, ends[1:], strict=False)]
+        if rings != ring0:  # its rings' coordinates, one slice of the block's (one read where spilled)
+            ends = bounds[ring0 : rings + 1]
+            coordinates, first = block.coordinates[ends[0] : ends[-1]], ends[0]
+            polygons = [coordinates[a - first : b - first] for a, b in zip(ends, ends[1:], strict=False)]
         if points != point0:
             keypoints = block.keypoints[point0:points]
         cells = (id_, image_id, category, crowd, count, area, box, polygons, keypoints)
@@ -312,9 +329,11 @@ class AnnotationTable(Sequence[dict[str, Any]]):
 
     def rows_by_image(self) -> Mapping[Any, Iterable[int]]:
         """Each image id's row numbers, in the file's order."""
-        if self._kept:  # an id held as parsed may be anything: grouped as a list of dicts is
-            return _grouped(self)
         ids = np.concatenate([block.rows["image_id"] for block in self._blocks])
+        for row, ann in self._kept.items():  # a row held as parsed: its id, where an int64 holds it
+            if not _int64(ann.get("image_id")):  # anything else: grouped as a list of dicts is
+                return _grouped(self)
+            ids[row] = ann["image_id"]
         order = np.argsort(ids, kind="stable")  # each image's rows in the file's order
         ordered = ids[order]
         cuts = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), len(ids)]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 
 from evalharness.core.errors import ConfigError, DataError
+from evalharness.core.heap import release_free_heap
 from evalharness.core.registry import Registry
 from evalharness.data.coco_annotations import check_annotations, finite_numbers
 
@@ -283,7 +284,10 @@ def _score(
     stats = np.asarray(evaluator.stats, dtype=float)[: len(COCO_STAT_NAMES)]
     matching = Matching.from_evaluator(evaluator, trim=False) if keep_matching else None
     precision, recall = np.asarray(evaluator.eval["precision"]), np.asarray(evaluator.eval["recall"])
-    return stats, precision, list(evaluator.params.catIds), matching, recall
+    cat_ids = list(evaluator.params.catIds)
+    del evaluator  # its arrays freed (accumulate()'s scores, the chunks' matching), then handed back
+    release_free_heap()
+    return stats, precision, cat_ids, matching, recall
 
 
 @EVALUATORS.register("pycocotools")

@@ -38,8 +38,9 @@ DETECTION = np.dtype([("category", np.float64), ("area", np.uint32), ("score", n
 NONZERO = np.dtype([("at", np.int32), ("iou", np.float64)])  # an IoU matrix's value, its flat index
 
 
-# (added image position, category) -> its IoU blocks' rows
-_Blocks = dict[tuple[int, int], list[list[int]]]
+# one image's IoU blocks by category: (its position among the added images, its rows' first and
+# end position, the block's row)
+_ImageBlocks = dict[int, list[tuple[int, int, int, list[int]]]]
 
 
 class _ImageSizes:
@@ -68,7 +69,10 @@ class MaskOverlaps:
         # per (added image, category) with ground truth: the image's index, the category, where its
         # matrix's values start and how many, its rows (the image's detections of it) and columns
         self._blocks = GrowingRows(6, np.int64)
-        self._blocks_of: _Blocks | None = None  # made when first read after an add
+        # the blocks and their images' positions (ascending: added in order), made when first read
+        # after an add; and the last image's blocks read (pycocotools asks an image's categories in turn)
+        self._blocks_of: tuple[np.ndarray, np.ndarray] | None = None
+        self._last: tuple[int, _ImageBlocks] | None = None
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -99,7 +103,7 @@ class MaskOverlaps:
             values["iou"] = ious.ravel()[values["at"]]
             at = self._nonzero.extend(values)
             self._blocks.extend([(image, int(cat), at, len(values), len(mine), len(gt))])
-        self._blocks_of = None
+        self._blocks_of = self._last = None
 
     def rows_of(self, image_ids: list[Any]) -> list[dict[str, Any]]:
         """The result set ``loadRes`` makes of the masks of ``image_ids`` (ids 1, 2, ... in the order
@@ -116,31 +120,38 @@ class MaskOverlaps:
                     )  # fmt: skip
         return out
 
-    def _blocks_index(self) -> _Blocks:
-        """(added image position, category) -> its IoU blocks' rows: made when first read after an add."""
+    def _image_blocks(self, image_id: int) -> _ImageBlocks:
+        """``image_id``'s IoU blocks by category, in the order added (arrays searched, not a dict
+        entry per block: those were ~150 bytes a block, held through the mask scoring)."""
+        if self._last is not None and self._last[0] == image_id:
+            return self._last[1]
         if self._blocks_of is None:
-            blocks: _Blocks = defaultdict(list)
-            for block in self._blocks.all().tolist():
-                blocks[block[0], block[1]].append(block)
-            self._blocks_of = blocks
-        return self._blocks_of
+            blocks = self._blocks.all()
+            self._blocks_of = (blocks, np.ascontiguousarray(blocks[:, 0]))
+        blocks, images = self._blocks_of
+        found: _ImageBlocks = defaultdict(list)
+        for n, first, end in self._images.of(image_id):
+            low, high = np.searchsorted(images, n, "left"), np.searchsorted(images, n, "right")
+            for block in blocks[low:high].tolist():
+                found[block[1]].append((n, first, end, block))
+        self._last = (image_id, found)
+        return found
 
     def ious(self, image_id: Any, cat: Any) -> Any:
         """``computeIoU``'s value of one (image, category) holding both detections and ground
         truth: the rows of the detections sorted by score (stable, over the order added), cut at
         ``maxDets[-1]``; pycocotools' ``[]`` where absent. Made when the scoring's chunk asks (a
         whole run's of them at once was a copy of every IoU, held through the mask scoring)."""
-        blocks = self._blocks_index()
         scores: list[float] = []
         matrices: list[np.ndarray] = []
-        for n, first, end in self._images.of(int(image_id)):
-            for _, _, start, count, rows_of_cat, columns in blocks.get((n, int(cat)), ()):
-                rows = self._rows.view(first, end)
-                scores.extend(rows["score"][rows["category"] == cat].tolist())
-                matrix = np.zeros(rows_of_cat * columns, dtype=np.float64)
-                values = self._nonzero.view(start, start + count)
-                matrix[values["at"]] = values["iou"]
-                matrices.append(matrix.reshape(rows_of_cat, columns))
+        for _, first, end, block in self._image_blocks(int(image_id)).get(int(cat), ()):
+            _, _, start, count, rows_of_cat, columns = block
+            rows = self._rows.view(first, end)
+            scores.extend(rows["score"][rows["category"] == cat].tolist())
+            matrix = np.zeros(rows_of_cat * columns, dtype=np.float64)
+            values = self._nonzero.view(start, start + count)
+            matrix[values["at"]] = values["iou"]
+            matrices.append(matrix.reshape(rows_of_cat, columns))
         if not matrices:
             return NOTHING
         order = np.argsort([-s for s in scores], kind="mergesort")[:MAX_DETECTIONS]

@@ -85,9 +85,11 @@ class MatchingCOCOeval(COCOeval):  # type: ignore[misc]  # pycocotools ships no 
         n_thr, n_rec, n_cat, n_area, n_max = (
             len(p.iouThrs), len(p.recThrs), len(p.catIds), len(p.areaRng), len(p.maxDets)
         )  # fmt: skip
-        precision = -np.ones((n_thr, n_rec, n_cat, n_area, n_max))  # -1: an absent category
-        recall = -np.ones((n_thr, n_cat, n_area, n_max))
-        scores = -np.ones((n_thr, n_rec, n_cat, n_area, n_max))
+        # -1: an absent category (pycocotools' -np.ones, made without its temporary array of ones:
+        # 7.4 MiB each for COCO, left resident in the heap once freed)
+        precision = np.full((n_thr, n_rec, n_cat, n_area, n_max), -1.0)
+        recall = np.full((n_thr, n_cat, n_area, n_max), -1.0)
+        scores = np.full((n_thr, n_rec, n_cat, n_area, n_max), -1.0)
         done = self._paramsEval  # what evaluate() matched: p may select a part of it
         cats, areas = set(done.catIds if done.useCats else [-1]), set(map(tuple, done.areaRng))
         imgs, max_dets = set(done.imgIds), set(done.maxDets)

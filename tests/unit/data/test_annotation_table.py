@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 from conftest import ASSETS
 
+from evalharness.core import spill_file
 from evalharness.core.errors import DataError
+from evalharness.core.spill_file import SpilledArray
 from evalharness.core.untrusted import read_json
+from evalharness.data import annotation_table
 from evalharness.data.annotation_table import AnnotationTable, drop_outlines, rows_by_image, rows_of
 from evalharness.data.coco_annotations import (
     IMAGE_FILE_KEYS,
@@ -63,6 +66,25 @@ def test_the_shared_files_read_back_as_json_and_compact_shapes_make_them(name):
     _same_annotations(plain["annotations"], held["annotations"])
     _same({**plain, "annotations": []}, {**held, "annotations": []})
     assert _grouped(held) == _grouped(plain)
+    drop_outlines(plain)
+    drop_outlines(held)
+    _same_annotations(plain["annotations"], held["annotations"])
+
+
+@pytest.mark.parametrize("name", ["instances_val25.json", "person_keypoints_val25.json"])
+def test_polygons_and_keypoints_written_to_the_spill_file_read_back_alike(monkeypatch, name):
+    monkeypatch.setattr(spill_file, "SPILL_BYTES", 1)  # every block's arrays spilled
+    monkeypatch.setattr(annotation_table, "BLOCK_ROWS", 64)
+    path = ASSETS / "coco" / name
+    plain, held = _plain(path), load_annotations(path)
+    table = held["annotations"]
+    assert all(
+        isinstance(b.coordinates if "instances" in name else b.keypoints, SpilledArray) for b in table._blocks
+    )
+    _same_annotations(plain["annotations"], table)
+    few, many = [3, 70, 5], list(range(0, len(table), 2))  # a block's spilled slices; whole blocks
+    _same([plain["annotations"][i] for i in few + many], rows_of(table, few + many))
+    _same(plain["annotations"], list(pickle.loads(pickle.dumps(table))))  # as a spawned child gets it
     drop_outlines(plain)
     drop_outlines(held)
     _same_annotations(plain["annotations"], held["annotations"])
@@ -144,6 +166,7 @@ def test_odd_annotations_read_back_as_parsed_and_are_refused_alike(tmp_path, ann
     nested = any("extra" in ann for ann in annotations)  # parsed again without the table: a plain list
     _same_annotations(plain["annotations"], held["annotations"], not nested)
     assert segmentations_problem(held) == segmentations_problem(plain)
+    assert _grouped(held) == _grouped(plain)  # rows held as parsed among the columns' ids
     for check in (check_keypoint_ground_truth, check_mask_ground_truth):
         assert _verdict(check, held) == _verdict(check, plain)
     _same_annotations(plain["annotations"], pickle.loads(pickle.dumps(held["annotations"])), not nested)
