@@ -45,7 +45,7 @@ class Growing:
         self._size = 0
         self._segments: list[SpilledArray] = []  # the spilled rows, flattened, in order
         self._spilled = 0  # rows spilled
-        self._file = SpillFile()  # made at the first spilled segment
+        self._file: SpillFile | None = None  # made at the first spilled segment (few columns spill)
 
     def __len__(self) -> int:
         return self._spilled + self._size
@@ -61,6 +61,7 @@ class Growing:
         self._data[self._size : need] = values
         self._size = need
         if self._data[: self._size].nbytes >= SPILL_ROWS_BYTES:
+            self._file = self._file or SpillFile()
             self._segments.append(SpilledArray(self._file, self._data[: self._size].reshape(-1)))
             self._spilled += self._size
             self._data, self._size = np.empty((0, *self._data.shape[1:]), self._data.dtype), 0
