@@ -28,17 +28,27 @@ from typing import Any
 
 import numpy as np
 
+from evalharness.core.spill_file import SpilledArray, SpillFile
+
+SPILL_ROWS_BYTES = 2**16  # a column's rows held in memory before they are written to the file
+
 
 class Growing:
     """A numpy array grown along its first axis by appends; its capacity grows by half again when
-    full (a few copies in all), so the unused tail is at most a third of it."""
+    full (a few copies in all), so the unused tail is at most a third of it. Rows past
+    :data:`SPILL_ROWS_BYTES` are written, a segment at a time, to an unlinked temporary file
+    (``core/spill_file.py``) and read back when asked: ``accumulate()`` reads a category's columns
+    whole, one category after another, so the whole run's matching need not stay in memory."""
 
     def __init__(self, dtype: Any, width: tuple[int, ...] = ()) -> None:
-        self._data = np.empty((0, *width), dtype=dtype)
+        self._data = np.empty((0, *width), dtype=dtype)  # the rows not yet spilled, and room
         self._size = 0
+        self._segments: list[SpilledArray] = []  # the spilled rows, flattened, in order
+        self._spilled = 0  # rows spilled
+        self._file: SpillFile | None = None  # made at the first spilled segment (few columns spill)
 
     def __len__(self) -> int:
-        return self._size
+        return self._spilled + self._size
 
     def extend(self, values: np.ndarray) -> None:
         """``values`` (rows of this array's width) appended."""
@@ -50,10 +60,28 @@ class Growing:
             self._data = grown
         self._data[self._size : need] = values
         self._size = need
+        if self._data[: self._size].nbytes >= SPILL_ROWS_BYTES:
+            self._file = self._file or SpillFile()
+            self._segments.append(SpilledArray(self._file, self._data[: self._size].reshape(-1)))
+            self._spilled += self._size
+            self._data, self._size = np.empty((0, *self._data.shape[1:]), self._data.dtype), 0
 
     def values(self, count: int | None = None) -> np.ndarray:
-        """The first ``count`` rows appended (None: all), a view."""
-        return self._data[: self._size if count is None else count]
+        """The first ``count`` rows appended (None: all): a view where none was spilled, else a new
+        array read back."""
+        count = len(self) if count is None else count
+        if not self._segments:
+            return self._data[:count]
+        width = self._data.shape[1:]
+        parts = [segment.whole().reshape(-1, *width) for segment in self._segments]
+        return np.concatenate([*parts, self._data[: self._size]])[:count]
+
+    def between(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start`` to ``stop`` (of the rows appended; past the end: fewer), read back only
+        where they were spilled."""
+        if start >= self._spilled:
+            return self._data[start - self._spilled : min(stop, len(self)) - self._spilled]
+        return self.values()[start:stop]
 
     def head(self, count: int) -> Growing:
         """A new array of the first ``count`` rows."""
@@ -87,9 +115,9 @@ class Detections:
         detections): the part another area range of the same chunk just added."""
         images, counts, scores = columns
         return (
-            np.array_equal(self.images.values()[n_img : n_img + len(images)], images)
-            and np.array_equal(self.counts.values()[n_img : n_img + len(counts)], counts)
-            and np.array_equal(self.scores.values()[n_det : n_det + len(scores)], scores)
+            np.array_equal(self.images.between(n_img, n_img + len(images)), images)
+            and np.array_equal(self.counts.between(n_img, n_img + len(counts)), counts)
+            and np.array_equal(self.scores.between(n_det, n_det + len(scores)), scores)
         )
 
     def head(self, n_img: int, n_det: int) -> Detections:

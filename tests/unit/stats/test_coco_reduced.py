@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from evalharness.stats import coco_reduced
 from evalharness.stats.coco_reduced import Growing, reduce_eval_imgs
 
 
@@ -66,8 +67,10 @@ def _reference(chunks: list[list], k: int, a: int, n_area: int, n_thr: int) -> t
     )  # fmt: skip
 
 
+@pytest.mark.parametrize("spill", [False, True])  # True: every column's rows written to the file at once
 @pytest.mark.parametrize(("n_thr", "alike"), [(10, True), (10, False), (3, True), (17, False)])
-def test_the_reduced_matching_reads_back_what_was_added(n_thr, alike):
+def test_the_reduced_matching_reads_back_what_was_added(monkeypatch, n_thr, alike, spill):
+    monkeypatch.setattr(coco_reduced, "SPILL_ROWS_BYTES", 1 if spill else 2**16)
     n_area = 3
     chunks = _chunks(n_thr, n_thr, n_area, alike)
     reduced: dict = {}
@@ -101,10 +104,15 @@ def test_the_reduced_matching_reads_back_what_was_added(n_thr, alike):
             assert block.gt_count(chosen) == int(gt_counts[picked].sum())
 
 
-def test_a_grown_column_keeps_every_row_in_order():
+@pytest.mark.parametrize("spill_bytes", [2**16, 100])
+def test_a_grown_column_keeps_every_row_in_order(monkeypatch, spill_bytes):
+    monkeypatch.setattr(coco_reduced, "SPILL_ROWS_BYTES", spill_bytes)
     column = Growing(np.uint8, (2,))
     rows = np.arange(2 * 1000, dtype=np.uint8).reshape(1000, 2)
     for first in range(0, 1000, 37):
         column.extend(rows[first : first + 37])
     assert len(column) == 1000 and np.array_equal(column.values(), rows)
-    assert np.array_equal(column.head(10).values(), rows[:10])
+    assert bool(column._segments) == (spill_bytes == 100)
+    assert np.array_equal(column.head(10).values(), rows[:10]) and np.array_equal(column.values(5), rows[:5])
+    for start, stop in ((0, 3), (37, 74), (990, 1000), (999, 1200), (1000, 1001)):
+        assert np.array_equal(column.between(start, stop), rows[start:stop])
