@@ -36,13 +36,21 @@ class SpillFile:
         """Append ``rows`` (C-contiguous); the offset they were written at."""
         data = np.ascontiguousarray(rows).data.cast("B")
         with self._lock:
-            if self._file is None:  # held open for this object's life, closed with it
-                self._file = tempfile.TemporaryFile(prefix="evalharness-spill-", buffering=0)  # noqa: SIM115
-            at = self._end
-            self._file.seek(at)
-            written = 0
-            while written < len(data):
-                written += self._file.write(data[written:])
+            try:
+                if self._file is None:  # held open for this object's life, closed with it
+                    self._file = tempfile.TemporaryFile(prefix="evalharness-spill-", buffering=0)  # noqa: SIM115
+                at = self._end
+                self._file.seek(at)
+                written = 0
+                while written < len(data):
+                    written += self._file.write(data[written:])
+            except OSError as exc:  # the file has no name: say which folder, and how to choose another
+                raise OSError(
+                    exc.errno,
+                    f"{exc.strerror or exc} in the temporary folder where the run keeps rows it reads back "
+                    "(TMPDIR chooses the folder)",
+                    tempfile.gettempdir(),
+                ) from exc
             self._end += len(data)
         return at
 

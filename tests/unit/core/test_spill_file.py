@@ -3,6 +3,7 @@ unlinked file (no name left in the temporary folder), and a spilled array pickle
 
 from __future__ import annotations
 
+import errno
 import pickle
 import tempfile
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from evalharness.core import spill_file
+from evalharness.core.boundary import describe
 from evalharness.core.spill_file import SpilledArray, SpillFile, spilled
 
 
@@ -31,3 +33,23 @@ def test_arrays_read_back_bit_for_bit_from_an_unnamed_file(monkeypatch, tmp_path
     again = pickle.loads(pickle.dumps(floats))
     assert isinstance(again, np.ndarray) and again.tobytes() == values.tobytes()
     assert spilled(values, None) is values
+
+
+def test_a_full_temporary_folder_is_said_with_the_folder_and_tmpdir(monkeypatch, tmp_path):
+    """The file has no name, so the error names the folder it lies in and the variable that moves it."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    class Full:
+        def seek(self, at: int) -> None:
+            pass
+
+        def write(self, data: object) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda **_: Full())
+    with pytest.raises(OSError) as err:
+        SpillFile().write(np.arange(4.0))
+    line = describe(err.value)
+    assert line.startswith("No space left on device in the temporary folder where the run keeps rows")
+    assert "(TMPDIR chooses the folder)" in line and repr(str(tmp_path)) in line
+    assert "the disk is full" in line
