@@ -79,7 +79,7 @@ class SpilledArray:
     def __init__(self, file: SpillFile, array: np.ndarray) -> None:
         self.dtype = array.dtype
         self._count = len(array)
-        self._file, self._at = file, file.write(array)
+        self.file, self._at = file, file.write(array)
 
     def __len__(self) -> int:
         return self._count
@@ -91,7 +91,7 @@ class SpilledArray:
         if stop <= start:
             return np.empty(0, dtype=self.dtype)
         size = self.dtype.itemsize
-        return np.frombuffer(self._file.read(self._at + start * size, (stop - start) * size), self.dtype)
+        return np.frombuffer(self.file.read(self._at + start * size, (stop - start) * size), self.dtype)
 
     def whole(self) -> np.ndarray:
         return self[:]

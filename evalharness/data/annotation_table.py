@@ -22,9 +22,8 @@ and name it in the same words.
 
 The table is filled as the file is parsed (:class:`TableBuilder`, ``json``'s ``object_hook``): each
 annotation's dict dies as the next is parsed, as ``compact_shapes``' lists of numbers do. A block's
-coordinates and keypoints (7.7 of the 2,500-image file's 9.6 MiB of columns) are written to an
-unlinked temporary file where large (``core/spill_file.py``) and read back as a row is made: one
-read of its own slice, or the block's whole array where many of its rows are made at once.
+rows, coordinates and keypoints are written to an unlinked temporary file (``core/spill_file.py``)
+and read back as a row is made: its own slices, or the block's arrays where many rows are made.
 """
 
 from __future__ import annotations
@@ -82,9 +81,8 @@ _UNHELD = (0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0)  # a row held as parsed
 
 class _Block:
     """:data:`BLOCK_ROWS` annotations' columns (the last block: the rest), each array made once at
-    its size when the block is full: nothing grows and is copied (one array a column, grown by
-    reallocation while the 2,500-image file was parsed, left its outgrown copies in the heap: the
-    RSS after loading it was 6.8 MiB higher), and a row's values are read with one ``tolist``."""
+    its size when the block is full: nothing grows and is copied (arrays grown by reallocation left
+    their outgrown copies in the heap: +6.8 MiB for 2,500 images); a row's values read by ``tolist``."""
 
     def __init__(self, rows: Any, ring_bounds: Any, coordinates: Any, keypoints: Any) -> None:  # arrays
         self.rows = rows
@@ -97,15 +95,17 @@ class _Block:
 
     def held(self) -> _Block:
         """This block with its spilled arrays read back whole (for many rows of it at once)."""
-        if not isinstance(self.coordinates, SpilledArray) and not isinstance(self.keypoints, SpilledArray):
+        arrays = (self.rows, self.coordinates, self.keypoints)
+        if not any(isinstance(a, SpilledArray) for a in arrays):
             return self
-        read = [a.whole() if isinstance(a, SpilledArray) else a for a in (self.coordinates, self.keypoints)]
-        return _Block(self.rows, self.ring_bounds, *read)
+        rows, coordinates, keypoints = (a.whole() if isinstance(a, SpilledArray) else a for a in arrays)
+        return _Block(rows, self.ring_bounds, coordinates, keypoints)
 
     def without_outlines(self, recode: np.ndarray) -> _Block:
-        rows = self.rows.copy()
+        rows = self.held().rows.copy()  # written to the same file again where it was spilled
         rows["order"], rows["ring0"], rows["rings"] = recode[rows["order"]], 0, 0
-        return _Block(rows, np.zeros(1, dtype=np.int64), np.empty(0), self.keypoints)
+        file = self.rows.file if isinstance(self.rows, SpilledArray) else None
+        return _Block(spilled(rows, file), np.zeros(1, dtype=np.int64), np.empty(0), self.keypoints)
 
 
 class _Filling:
@@ -135,7 +135,7 @@ class _Filling:
         """The block; its coordinates and keypoints written to ``spill`` where large (see the table)."""
         lengths = np.fromiter(map(len, self.rings), dtype=np.int64, count=len(self.rings))
         return _Block(
-            np.array(self.rows, dtype=ROW),
+            spilled(np.array(self.rows, dtype=ROW), spill),
             np.concatenate(([0], np.cumsum(lengths))),
             spilled(np.concatenate(self.rings) if self.rings else np.empty(0), spill),
             spilled(np.concatenate(self.keypoints) if self.keypoints else np.empty(0, dtype=np.int64), spill),
@@ -275,7 +275,8 @@ class AnnotationTable(Sequence[dict[str, Any]]):
         if not 0 <= position < len(self):
             raise IndexError("annotation index out of range")
         block = self._blocks[position // BLOCK_ROWS]
-        return self._made(block, block.ring_bounds, position, block.rows[position % BLOCK_ROWS].item())
+        at = position % BLOCK_ROWS
+        return self._made(block, block.ring_bounds, position, block.rows[at : at + 1].tolist()[0])
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for n, block in enumerate(self._blocks):
@@ -297,7 +298,7 @@ class AnnotationTable(Sequence[dict[str, Any]]):
             block = block.held() if len(wanted) >= HELD_ROWS else block
             bounds = block.ring_bounds.tolist()
             for k, position, values in zip(
-                chosen.tolist(), wanted.tolist(), block.rows[wanted - n * BLOCK_ROWS].tolist(), strict=True
+                chosen.tolist(), wanted.tolist(), _rows_at(block.rows, wanted - n * BLOCK_ROWS), strict=True
             ):
                 out[k] = self._made(block, bounds, position, values)
         return out
@@ -329,7 +330,7 @@ class AnnotationTable(Sequence[dict[str, Any]]):
 
     def rows_by_image(self) -> Mapping[Any, Iterable[int]]:
         """Each image id's row numbers, in the file's order."""
-        ids = np.concatenate([block.rows["image_id"] for block in self._blocks])
+        ids = np.concatenate([block.held().rows["image_id"] for block in self._blocks])
         for row, ann in self._kept.items():  # a row held as parsed: its id, where an int64 holds it
             if not _int64(ann.get("image_id")):  # anything else: grouped as a list of dicts is
                 return _grouped(self)
@@ -347,6 +348,12 @@ class AnnotationTable(Sequence[dict[str, Any]]):
         blocks = [block.without_outlines(recode) for block in self._blocks]
         kept = {i: {k: v for k, v in ann.items() if k != "segmentation"} for i, ann in self._kept.items()}
         return AnnotationTable(blocks, self._count, orders, kept)
+
+
+def _rows_at(rows: np.ndarray | SpilledArray, at: np.ndarray) -> list[tuple[Any, ...]]:
+    """``rows[at]`` as tuples of Python numbers (a spilled block's read a row at a time)."""
+    read = [rows[k : k + 1] for k in at.tolist()] if isinstance(rows, SpilledArray) else [rows[at]]
+    return [row for part in read for row in part.tolist()]
 
 
 def _grouped(annotations: Sequence[Mapping[str, Any]]) -> Mapping[Any, Iterable[int]]:

@@ -81,13 +81,16 @@ def test_polygons_and_keypoints_written_to_the_spill_file_read_back_alike(monkey
     assert all(
         isinstance(b.coordinates if "instances" in name else b.keypoints, SpilledArray) for b in table._blocks
     )
+    assert all(isinstance(b.rows, SpilledArray) for b in table._blocks)
     _same_annotations(plain["annotations"], table)
     few, many = [3, 70, 5], list(range(0, len(table), 2))  # a block's spilled slices; whole blocks
     _same([plain["annotations"][i] for i in few + many], rows_of(table, few + many))
     _same(plain["annotations"], list(pickle.loads(pickle.dumps(table))))  # as a spawned child gets it
+    assert _grouped(held) == _grouped(plain)
     drop_outlines(plain)
     drop_outlines(held)
     _same_annotations(plain["annotations"], held["annotations"])
+    assert all(isinstance(b.rows, SpilledArray) for b in held["annotations"]._blocks)  # spilled again
 
 
 GOOD = {"segmentation": [[1, 1, 5, 1.5, 5, 5]], "area": 16.0, "iscrowd": 0, "image_id": 1,
