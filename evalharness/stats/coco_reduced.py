@@ -78,10 +78,20 @@ class Growing:
 
     def between(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start`` to ``stop`` (of the rows appended; past the end: fewer), read back only
-        where they were spilled."""
+        from the spilled segments they lie in (a column read whole for each chunk would cost the
+        square of a long run's rows)."""
+        stop = min(stop, len(self))
         if start >= self._spilled:
-            return self._data[start - self._spilled : min(stop, len(self)) - self._spilled]
-        return self.values()[start:stop]
+            return self._data[start - self._spilled : stop - self._spilled]
+        width, rows, parts, first = self._data.shape[1:], max(1, int(np.prod(self._data.shape[1:]))), [], 0
+        for segment in self._segments:
+            count = len(segment) // rows
+            low, high = max(start, first), min(stop, first + count)
+            if low < high:
+                parts.append(segment[(low - first) * rows : (high - first) * rows].reshape(-1, *width))
+            first += count
+        parts.append(self._data[max(0, start - self._spilled) : max(0, stop - self._spilled)])
+        return np.concatenate(parts)
 
     def head(self, count: int) -> Growing:
         """A new array of the first ``count`` rows."""

@@ -114,5 +114,9 @@ def test_a_grown_column_keeps_every_row_in_order(monkeypatch, spill_bytes):
     assert len(column) == 1000 and np.array_equal(column.values(), rows)
     assert bool(column._segments) == (spill_bytes == 100)
     assert np.array_equal(column.head(10).values(), rows[:10]) and np.array_equal(column.values(5), rows[:5])
-    for start, stop in ((0, 3), (37, 74), (990, 1000), (999, 1200), (1000, 1001)):
+    for start, stop in ((0, 3), (37, 74), (40, 900), (111, 112), (990, 1000), (999, 1200), (1000, 1001)):
         assert np.array_equal(column.between(start, stop), rows[start:stop])
+    flat = Growing(np.float64)  # single values (width ()): the segments' rows are their values
+    flat.extend(np.arange(100.0))
+    flat.extend(np.arange(100.0, 130.0))
+    assert np.array_equal(flat.between(7, 125), np.arange(7.0, 125.0))
