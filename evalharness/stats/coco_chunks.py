@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from evalharness.core.spill_file import SpillFile
 from evalharness.data.annotation_table import rows_by_image, rows_of
 from evalharness.stats.coco_match import MatchingCOCOeval
 from evalharness.stats.coco_reduced import Reduced, reduce_eval_imgs
@@ -169,6 +170,7 @@ class ChunkedCOCOeval(MatchingCOCOeval):
         every = list(np.unique(p.imgIds))
         n_cat = len(np.unique(p.catIds)) if p.useCats else 1
         self.reduced = {}
+        spill = SpillFile()  # one file for every column of this scoring (opened if one spills)
         try:
             for first in range(0, len(every), CHUNK_IMAGES):
                 chunk = every[first : first + CHUNK_IMAGES]
@@ -176,7 +178,7 @@ class ChunkedCOCOeval(MatchingCOCOeval):
                 self.cocoGt, self.cocoDt = self._results.truth_of(chunk), self._results.of(chunk)
                 super().evaluate()
                 n_thr = len(p.iouThrs)
-                reduce_eval_imgs(self.evalImgs, n_cat, len(p.areaRng), first, n_thr, self.reduced)
+                reduce_eval_imgs(self.evalImgs, n_cat, len(p.areaRng), first, n_thr, self.reduced, spill)
                 # dropped: the chunk's per-image structures (None: a reader finds nothing, not a part)
                 self.evalImgs = self.ious = None  # type: ignore[assignment]
                 self.cocoDt = self._gts = self._dts = None

@@ -38,14 +38,16 @@ class Growing:
     full (a few copies in all), so the unused tail is at most a third of it. Rows past
     :data:`SPILL_ROWS_BYTES` are written, a segment at a time, to an unlinked temporary file
     (``core/spill_file.py``) and read back when asked: ``accumulate()`` reads a category's columns
-    whole, one category after another, so the whole run's matching need not stay in memory."""
+    whole, one category after another, so the whole run's matching need not stay in memory.
+    ``spill``: the file, shared by every column of one scoring (a long run's ~1,200 columns each
+    with its own would hold as many open files); None: one made at the first spilled segment."""
 
-    def __init__(self, dtype: Any, width: tuple[int, ...] = ()) -> None:
+    def __init__(self, dtype: Any, width: tuple[int, ...] = (), spill: SpillFile | None = None) -> None:
         self._data = np.empty((0, *width), dtype=dtype)  # the rows not yet spilled, and room
         self._size = 0
         self._segments: list[SpilledArray] = []  # the spilled rows, flattened, in order
         self._spilled = 0  # rows spilled
-        self._file: SpillFile | None = None  # made at the first spilled segment (few columns spill)
+        self._file = spill  # opens its file at its first write: a scoring that spills nothing opens none
 
     def __len__(self) -> int:
         return self._spilled + self._size
@@ -95,7 +97,7 @@ class Growing:
 
     def head(self, count: int) -> Growing:
         """A new array of the first ``count`` rows."""
-        copy = Growing(self._data.dtype, self._data.shape[1:])
+        copy = Growing(self._data.dtype, self._data.shape[1:], self._file)
         copy.extend(self.values(count))
         return copy
 
@@ -104,10 +106,11 @@ class Detections:
     """One category's detections as the area ranges share them: the images holding an entry (int32
     image index), each one's detection count and every detection's score, in the order added."""
 
-    def __init__(self) -> None:
-        self.images = Growing(np.int32)
-        self.counts = Growing(np.int32)
-        self.scores = Growing(np.float64)
+    def __init__(self, spill: SpillFile | None = None) -> None:
+        self.spill = spill
+        self.images = Growing(np.int32, spill=spill)
+        self.counts = Growing(np.int32, spill=spill)
+        self.scores = Growing(np.float64, spill=spill)
 
     @staticmethod
     def columns(images: list[int], entries: list[dict[str, Any]]) -> tuple[np.ndarray, ...]:
@@ -132,7 +135,7 @@ class Detections:
 
     def head(self, n_img: int, n_det: int) -> Detections:
         """A copy of the first ``n_img`` images and their ``n_det`` detections."""
-        copy = Detections()
+        copy = Detections(self.spill)
         copy.images, copy.counts = self.images.head(n_img), self.counts.head(n_img)
         copy.scores = self.scores.head(n_det)
         return copy
@@ -154,13 +157,14 @@ class Reduced:
     """One category and area range of ``evalImgs``, reduced (see the module docstring): the
     detections of every image in image order, each image's in ``evaluateImg``'s order."""
 
-    def __init__(self, n_thr: int, shared: Detections | None = None) -> None:
+    def __init__(self, n_thr: int, shared: Detections | None = None, spill: SpillFile | None = None) -> None:
         self.n_thr = n_thr
-        self._detections = Detections() if shared is None else shared
+        self._detections = Detections(spill) if shared is None else shared
         self._owner = shared is None  # add() appends to the detections; else checks they are alike
         width = ((n_thr + 7) // 8,)
-        self._matched, self._ignored = Growing(np.uint8, width), Growing(np.uint8, width)
-        self._gt_counts = Growing(np.int32)  # per image with an entry: its non-ignored ground truth
+        self._matched, self._ignored = Growing(np.uint8, width, spill), Growing(np.uint8, width, spill)
+        # per image with an entry: its non-ignored ground truth
+        self._gt_counts = Growing(np.int32, spill=spill)
 
     @property
     def shared(self) -> Detections:
@@ -220,12 +224,14 @@ class Reduced:
 
 def reduce_eval_imgs(
     eval_imgs: list[Any], n_cat: int, n_area: int, first_image: int, n_thr: int,
-    reduced: dict[tuple[int, int], Reduced] | None = None,
+    reduced: dict[tuple[int, int], Reduced] | None = None, spill: SpillFile | None = None,
 ) -> dict[tuple[int, int], Reduced]:  # fmt: skip
     """``evalImgs`` of a chunk (pycocotools' layout: category, then area range, then image) added
     to ``reduced`` by (category index, area index), its images numbered from ``first_image``; a
-    category's area ranges after the first share its detections."""
+    category's area ranges after the first share its detections. ``spill``: the one file every
+    column writes to (None: one made here for the blocks this call adds)."""
     reduced = {} if reduced is None else reduced
+    spill = SpillFile() if spill is None else spill
     n_img = len(eval_imgs) // max(1, n_cat * n_area)
     for k in range(n_cat):
         for a in range(n_area):
@@ -235,6 +241,6 @@ def reduce_eval_imgs(
                 block = reduced.get((k, a))
                 if block is None:
                     first = reduced.get((k, 0)) if a else None
-                    block = reduced[k, a] = Reduced(n_thr, None if first is None else first.shared)
+                    block = reduced[k, a] = Reduced(n_thr, None if first is None else first.shared, spill)
                 block.add([first_image + i for i in held], [eval_imgs[base + i] for i in held])
     return reduced

@@ -4,9 +4,12 @@ ranges disagree on its detections, thresholds that are not a multiple of 8."""
 
 from __future__ import annotations
 
+import tempfile
+
 import numpy as np
 import pytest
 
+from evalharness.core.spill_file import SpillFile
 from evalharness.stats import coco_reduced
 from evalharness.stats.coco_reduced import Growing, reduce_eval_imgs
 
@@ -74,8 +77,14 @@ def test_the_reduced_matching_reads_back_what_was_added(monkeypatch, n_thr, alik
     n_area = 3
     chunks = _chunks(n_thr, n_thr, n_area, alike)
     reduced: dict = {}
+    opened = []
+    real = tempfile.TemporaryFile
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda **kw: opened.append(1) or real(**kw))
+    spill_file = SpillFile()
     for c, evals in enumerate(chunks):
-        reduce_eval_imgs(evals, 2, n_area, c * 4, n_thr, reduced)
+        reduce_eval_imgs(evals, 2, n_area, c * 4, n_thr, reduced, spill_file)
+    # every column of the scoring writes to the one file it was given (opened only if one spilled)
+    assert len(opened) == int(spill)
     # one copy of a category's detections for its area ranges; its own where they differ
     assert (reduced[0, 1].shared is reduced[0, 0].shared) == alike and reduced[1, 2].shared is reduced[
         1, 0
