@@ -13,10 +13,13 @@ memory (``timed_region`` says so in metrics.json).
 
 from __future__ import annotations
 
+import atexit
 import ctypes.util
+import functools
 import glob
 import os
 import re
+import shutil
 import tempfile
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -204,6 +207,18 @@ class CompiledBuffersModel(Model):
         return [a.copy() for a in self._host_outputs]
 
 
+@functools.cache
+def _ensure_runtime_dir() -> None:
+    """Give the Vulkan loader an ``XDG_RUNTIME_DIR`` where the environment has none: one private
+    folder a process, removed when it exits (a folder made at every GPU load, even where the
+    variable was set, was left in the temporary folder: thousands after a day of test runs)."""
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        return
+    folder = tempfile.mkdtemp(prefix="evalharness-xdg-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    os.environ["XDG_RUNTIME_DIR"] = folder
+
+
 @BACKENDS.register("compiled_gpu")
 class CompiledGpuModel(CompiledBuffersModel):
     """A model compiled for the LiteRT GPU accelerator (CPU only for ops the GPU refuses)."""
@@ -215,7 +230,7 @@ class CompiledGpuModel(CompiledBuffersModel):
     def __init__(self, model_path: str, plan: DelegatePlan) -> None:
         check_flatbuffer(model_path)
         check_vulkan()
-        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="evalharness-xdg-"))
+        _ensure_runtime_dir()
         from ai_edge_litert.gpu_options import GpuOptions
 
         self.plan = plan

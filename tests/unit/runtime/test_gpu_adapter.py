@@ -1,6 +1,7 @@
 """The GPU accelerator's adapter line (runtime/compiled.py parse_gpu_log): a software renderer is
 recorded as one, and a hardware adapter is recorded as hardware, never as software (the e2e GPU
-tests run on whatever adapter the host has, lavapipe in CI, so they can check only one side)."""
+tests run on whatever adapter the host has, lavapipe in CI, so they can check only one side); and
+the runtime folder the GPU backend gives the Vulkan loader where the environment has none."""
 
 from __future__ import annotations
 
@@ -33,3 +34,28 @@ def test_no_adapter_line_leaves_both_unknown():
     split = "75 operations will run on the GPU, and the remaining 3 operations will run on the CPU."
     info = parse_gpu_log([split])
     assert info["adapter"] is None and info["software_renderer"] is None
+
+
+def test_the_vulkan_runtime_folder_is_made_once_and_only_where_none_is_set(monkeypatch, tmp_path):
+    """A GPU load gives the loader an XDG_RUNTIME_DIR only where the environment has none: one
+    folder a process, removed at exit; where one is set, no folder is made at all."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from evalharness.runtime import compiled
+
+    made, registered = [], []
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda **kw: made.append(str(tmp_path / "xdg")) or made[-1])
+    monkeypatch.setattr(atexit, "register", lambda *args, **kw: registered.append(args))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/0")
+    compiled._ensure_runtime_dir.cache_clear()
+    compiled._ensure_runtime_dir()
+    assert made == [] and registered == []
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    compiled._ensure_runtime_dir.cache_clear()
+    for _ in range(3):
+        compiled._ensure_runtime_dir()
+    assert made == [str(tmp_path / "xdg")] and compiled.os.environ["XDG_RUNTIME_DIR"] == made[0]
+    assert registered == [(shutil.rmtree, made[0])]
+    compiled._ensure_runtime_dir.cache_clear()
