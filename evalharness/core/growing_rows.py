@@ -9,7 +9,7 @@ itself left each outgrown array's pages resident in the heap, twice the rows' si
 
 Even as chunks the numbers grew with the run (~3 KB an image for a seg run, 9 MiB at 2,500 images)
 and the scoring reads them a chunk of images at a time, mostly in the order added. So a chunk of at
-least :data:`SPILL_BYTES`, once the next one is started, is written to an unlinked temporary file
+least ``spill_file.SPILL_BYTES``, once the next one is started, is written to an unlinked temporary file
 (``core/spill_file.py``: nothing is left behind, even after a kill) and dropped;
 :meth:`GrowingRows.view` reads a spilled chunk back whole and keeps the last :data:`KEPT_READS`
 read. What the process holds is then the chunk being filled and those read.
@@ -22,11 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from evalharness.core.spill_file import SpillFile
+from evalharness.core.spill_file import SpilledArray, SpillFile, spilled
 
 FIRST_ROWS = 256  # the first chunk's rows; each next one twice the last, up to CHUNK_BYTES
 CHUNK_BYTES = 2**17  # a scoring chunk's images (25: ~1,000 boxes, 48 KB) lie in one or two chunks
-SPILL_BYTES = 2**16  # a smaller chunk stays in memory (the first few: ~0.1 MiB in all)
 KEPT_READS = 2  # spilled chunks kept once read (the scoring reads them mostly in order)
 
 
@@ -41,13 +40,11 @@ class GrowingRows:
     def __init__(self, width: int | None, dtype: Any = np.float64, spill: bool = True) -> None:
         self._tail: tuple[int, ...] = () if width is None else (width,)
         self._dtype = np.dtype(dtype)
-        self._row_bytes = self._dtype.itemsize * (width or 1)
-        self._most = max(FIRST_ROWS, CHUNK_BYTES // self._row_bytes)
-        self._chunks: list[np.ndarray | None] = []  # None: spilled
+        self._most = max(FIRST_ROWS, CHUNK_BYTES // (self._dtype.itemsize * (width or 1)))
+        self._chunks: list[np.ndarray | SpilledArray] = []  # a spilled one: its written rows, flattened
         self._sizes: list[int] = []  # each chunk's rows, used or not
         self._starts: list[int] = []  # each chunk's first position
         self._filled: list[int] = []  # the rows written in each chunk
-        self._spilled_at: dict[int, int] = {}  # chunk -> its offset in the file
         self._file = SpillFile() if spill else None
         self._read: dict[int, np.ndarray] = {}  # spilled chunks read back, the latest last
         self._count = 0
@@ -70,7 +67,7 @@ class GrowingRows:
             self._filled.append(0)
         start = self._filled[-1]
         last = self._chunks[-1]
-        assert last is not None, "the chunk being filled is never spilled"
+        assert isinstance(last, np.ndarray), "the chunk being filled is never spilled"
         last[start : start + n] = given
         self._filled[-1] += n
         self._count += n
@@ -80,21 +77,19 @@ class GrowingRows:
         """Write the last chunk (its rows written) to the file and drop it, if it is worth it."""
         k = len(self._chunks) - 1
         chunk = self._chunks[k]
-        if self._file is None or chunk is None or self._filled[k] * self._row_bytes < SPILL_BYTES:
-            return
-        self._spilled_at[k] = self._file.write(chunk[: self._filled[k]])
-        self._chunks[k] = None
+        if isinstance(chunk, np.ndarray):
+            flat = spilled(chunk[: self._filled[k]].reshape(-1), self._file)
+            if isinstance(flat, SpilledArray):
+                self._chunks[k] = flat
 
     def _chunk(self, k: int) -> np.ndarray:
         """Chunk ``k``'s rows (a spilled one read back: only its written rows)."""
         chunk = self._chunks[k]
-        if chunk is not None:
+        if isinstance(chunk, np.ndarray):
             return chunk
         kept = self._read.pop(k, None)
         if kept is None:
-            assert self._file is not None, "a chunk is spilled only into the file"
-            data = self._file.read(self._spilled_at[k], self._filled[k] * self._row_bytes)
-            kept = np.frombuffer(data, dtype=self._dtype).reshape(-1, *self._tail)
+            kept = chunk.whole().reshape(-1, *self._tail)
         self._read[k] = kept  # the latest read last
         while len(self._read) > KEPT_READS:
             del self._read[next(iter(self._read))]

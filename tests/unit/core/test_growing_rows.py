@@ -8,7 +8,7 @@ import tempfile
 
 import numpy as np
 
-from evalharness.core import growing_rows
+from evalharness.core import growing_rows, spill_file
 from evalharness.core.growing_rows import GrowingRows, ImageSpans
 
 
@@ -54,7 +54,7 @@ def test_image_spans_index_each_id_and_refresh_after_an_add():
 def test_full_chunks_spill_to_an_unlinked_file_and_read_back_identical(monkeypatch, tmp_path):
     monkeypatch.setattr(growing_rows, "FIRST_ROWS", 4)
     monkeypatch.setattr(growing_rows, "CHUNK_BYTES", 16 * 8 * 2)  # 16 rows of two float64s at most
-    monkeypatch.setattr(growing_rows, "SPILL_BYTES", 8 * 8 * 2)  # chunks of 8 rows or more spill
+    monkeypatch.setattr(spill_file, "SPILL_BYTES", 8 * 8 * 2)  # chunks of 8 rows or more spill
     monkeypatch.setattr(growing_rows, "KEPT_READS", 1)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     rows, kept = GrowingRows(2), GrowingRows(2, spill=False)
@@ -62,9 +62,8 @@ def test_full_chunks_spill_to_an_unlinked_file_and_read_back_identical(monkeypat
     groups = [rng.random((int(n), 2)) for n in rng.integers(0, 7, 60)] + [rng.random((40, 2))]
     positions = [rows.extend(group) for group in groups]
     assert [kept.extend(group) for group in groups] == positions
-    assert rows._spilled_at and all(rows._chunks[k] is None for k in rows._spilled_at)
-    assert not any(c is None for c in kept._chunks) and not kept._spilled_at
-    assert rows._chunks[0] is not None  # 4 rows: below SPILL_BYTES, kept
+    assert _spilled(rows) and not _spilled(kept)
+    assert 0 not in _spilled(rows)  # 4 rows: below SPILL_BYTES, kept
     assert list(tmp_path.iterdir()) == []  # the file has no name (unlinked at once)
     early = rows.view(positions[-2], positions[-2] + len(groups[-2]))
     for start, group in list(zip(positions, groups, strict=True)) * 2:  # in order, then again
@@ -75,7 +74,7 @@ def test_full_chunks_spill_to_an_unlinked_file_and_read_back_identical(monkeypat
     np.testing.assert_array_equal(rows.all(), np.concatenate(groups))
     np.testing.assert_array_equal(rows.all(), kept.all())
     np.testing.assert_array_equal(early, groups[-2])  # still the same after other reads
-    k = min(rows._spilled_at)
+    k = min(_spilled(rows))
     assert not rows.view(rows._starts[k], rows._starts[k] + 1).flags.writeable  # rows never change
 
 
@@ -85,6 +84,11 @@ def test_spilled_structured_rows_read_back():
     given = np.zeros(3 * growing_rows.CHUNK_BYTES // dtype.itemsize, dtype=dtype)
     given["at"], given["iou"] = np.arange(len(given)), np.linspace(0, 1, len(given))
     positions = [values.extend(part) for part in np.array_split(given, 40)]
-    assert values._spilled_at
+    assert _spilled(values)
     assert values.view(positions[3], positions[4]).tolist() == np.array_split(given, 40)[3].tolist()
     assert values.all().tobytes() == given.tobytes()
+
+
+def _spilled(rows: GrowingRows) -> list[int]:
+    """The chunks of ``rows`` held in the file."""
+    return [k for k, chunk in enumerate(rows._chunks) if isinstance(chunk, spill_file.SpilledArray)]
