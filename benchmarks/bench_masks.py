@@ -53,11 +53,11 @@ INSTANCES = ASSETS / "coco" / "instances_val25.json"
 KEYPOINTS = ASSETS / "coco" / "person_keypoints_val25.json"
 POSE_MODEL = "yolov8n_pose_uint8_256"
 
-# Every run goes through this: the loop over the images (engine._run_each) timed in CPU seconds of
-# the thread that runs it (invoke, decoding, masks, records) and of the whole process, written to
-# $BENCH_CPU_FILE; with BENCH_BOX_ONLY set, the seg head is decoded as a box head (the rows alone
-# dequantised, filtered and suppressed as in the seg run: the same boxes; no prototypes, no masks,
-# none scored).
+# Every run goes through this: the loop over the images (engine.run_each, or the lanes' whole pass)
+# timed in CPU seconds of the thread that runs it (invoke, decoding, masks, records) and of the
+# whole process, written to $BENCH_CPU_FILE; with BENCH_BOX_ONLY set, the seg head is decoded as a
+# box head (the rows alone dequantised, filtered and suppressed as in the seg run: the same boxes;
+# no prototypes, no masks, none scored).
 WRAPPER = """
 import os, runpy, sys, time
 import numpy as np
@@ -72,18 +72,18 @@ def boxes_only(self, outputs):
 
 if os.environ.get("BENCH_BOX_ONLY"):
     YoloSegDecoder.decode = boxes_only
-each = engine._run_each
+def timed(run):
+    def timed_run(*args, **kwargs):
+        thread, process = time.thread_time(), time.process_time()
+        try:
+            return run(*args, **kwargs)
+        finally:
+            spent = (time.thread_time() - thread, time.process_time() - process)
+            with open(os.environ["BENCH_CPU_FILE"], "w") as f:
+                f.write(" ".join(map(str, spent)))
+    return timed_run
 
-def timed_each(*args, **kwargs):
-    thread, process = time.thread_time(), time.process_time()
-    try:
-        return each(*args, **kwargs)
-    finally:
-        spent = (time.thread_time() - thread, time.process_time() - process)
-        with open(os.environ["BENCH_CPU_FILE"], "w") as f:
-            f.write(" ".join(map(str, spent)))
-
-engine._run_each = timed_each
+engine.run_each, engine.run_with_lanes = timed(engine.run_each), timed(engine.run_with_lanes)
 
 if os.environ.get("BENCH_RSS_STEPS"):  # where the RSS rises: a sampler beside the main thread
     import atexit, threading

@@ -76,7 +76,24 @@ def figure(kind: str, data: Path, threads: int) -> dict:
         return {"ips": ips, "cpu_ms": cpu_ms}
     if kind == "naive":
         return {"ips": timed_loop(model, paths, lambda p: naive_pillow(p, inp.height, inp.width))}
+    if kind == "invoke_lanes":  # lanes_of(threads) instances invoked at once, one Python thread each
+        tensors = [preprocess_file(p, spec, inp) for p in paths[:50]]
+        models = [model, *(_model_and_input(threads)[0] for _ in range(lanes_of(threads) - 1))]
+        for m in models:
+            m.set_inputs([tensors[0]])
+            m.invoke()
+        start, cpu = time.perf_counter(), time.process_time()
+        with ThreadPoolExecutor(len(models)) as pool:
+            share = len(paths) // len(models)
+            list(pool.map(lambda m: pure_invoke(m, tensors, share), models))
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        return {"ips": share * len(models) / wall, "cpu_ms": cpu * 1000 / (share * len(models))}
     raise ValueError(kind)
+
+
+def lanes_of(threads: int) -> int:
+    """Instances of the model the default loop may run side by side with ``threads`` each."""
+    return max((os.cpu_count() or 1) // max(threads, 1), 1)
 
 
 def _child(kind: str, data: Path, threads: int) -> dict:
@@ -89,16 +106,19 @@ def rounds(data: Path, threads: int, count: int, baseline: Path | None, cache: P
     """{figure: [(value, load average before it), ...]} over ``count`` rotating rounds."""
     trees = {"": REPO, **({"@baseline": baseline} if baseline else {})}
     runs = [(f"{kind}{tag}", tree) for tag, tree in trees.items() for kind in ("cold", "warm")]
+    lanes = lanes_of(threads) > 1
+    if lanes:  # the default may run lanes: one instance pipelined (the default before) beside it
+        runs.append(("cold_one", REPO))
     for tag, tree in trees.items():  # the warm runs' cache, one per checkout (keys may differ)
         run_app(
             data, threads, "loop.tensor_cache=true", f"paths.cache_dir={cache / (tag or 'this')}", tree=tree
         )
-    names = [*OWN, *(name for name, _ in runs)]
+    names = [*OWN, *(["invoke_lanes"] if lanes else []), *(name for name, _ in runs)]
     found: dict[str, list] = {name: [] for name in names}
     for r in range(count):
         for name in names[r % len(names) :] + names[: r % len(names)]:
             load = os.getloadavg()[0]
-            if name in OWN:
+            if name in OWN or name == "invoke_lanes":
                 value = _child(name, data, threads)
             else:
                 tree = dict(runs)[name]
@@ -108,7 +128,7 @@ def rounds(data: Path, threads: int, count: int, baseline: Path | None, cache: P
                     ("loop.tensor_cache=true", f"paths.cache_dir={cache / (tag or 'this')}")
                     if cached
                     else ("loop.tensor_cache=false",)
-                )
+                ) + (("loop.shape=pipelined",) if name == "cold_one" else ())
                 doc = run_app(data, threads, *extra, tree=tree)
                 value = {"ips": doc["throughput"]["images_per_s"], "metrics": doc["metrics"]}
             found[name].append((value, load))
@@ -136,7 +156,10 @@ def report(found: dict[str, list], threads: int) -> None:
         cores * 1000 / (i["cpu_ms"] + p["cpu_ms"])
         for (i, _), (p, _) in zip(found["invoke"], found["prepare"], strict=True)
     ]
-    limit = [min(b, i) for b, i in zip(budget, ips["invoke"], strict=True)]
+    # the interpreters' own ceiling: one instance, or the lanes' instances invoked at once
+    lanes = [v for k, v in ips.items() if k == "invoke_lanes"]
+    ceiling = [max(i, *x) for i, *x in zip(ips["invoke"], *lanes, strict=True)]
+    limit = [min(b, c) for b, c in zip(budget, ceiling, strict=True)]
     print(f"threads={threads} cores={cores} rounds={len(budget)} (figures: median [min, max] img/s; load)")
     rows = {**ips, "CPU budget": budget, "binding limit": limit}
     loads = {name: [load for _, load in values] for name, values in found.items()}
@@ -150,6 +173,10 @@ def report(found: dict[str, list], threads: int) -> None:
     print(_ratio("cold default / CPU budget", ips["cold"], budget))
     print(_ratio("cold default / naive Pillow loop", ips["cold"], ips["naive"]))
     print(_ratio("warm (tensor cache) / pure invoke", ips["warm"], ips["invoke"]))
+    if "cold_one" in ips:
+        print(_ratio("warm / pure invoke of the lanes", ips["warm"], ips["invoke_lanes"]))
+        print(_ratio("cold default / one instance pipelined", ips["cold"], ips["cold_one"]))
+        print(_ratio("one instance pipelined / binding limit", ips["cold_one"], limit))
     if "cold@baseline" in ips:
         print(_ratio("cold: this checkout / baseline", ips["cold"], ips["cold@baseline"]))
         print(_ratio("warm: this checkout / baseline", ips["warm"], ips["warm@baseline"]))

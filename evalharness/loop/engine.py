@@ -17,30 +17,29 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
-import numpy as np
-
 from evalharness.core.boundary import debug, describe
-from evalharness.core.errors import ConfigError, DataError, EvalHarnessError
-from evalharness.core.interrupts import checkpoint, pauses_at
+from evalharness.core.errors import ConfigError, DataError
 from evalharness.core.schema import bounds
 from evalharness.loop.blocks import ScoringBlocks
 from evalharness.loop.checks import OutputChecks
 from evalharness.loop.input_identity import IdentityMemo, InputIdentity
+from evalharness.loop.invoking import batching, chunks, run_batched, run_each
+from evalharness.loop.lane_choice import Pass, lanes_apply, run_with_lanes
+from evalharness.loop.lanes import lanes_possible, lanes_refused
 from evalharness.loop.latency_record import DeviceValidity, HostValidity, LatencyBlock, ValidityThermal
 from evalharness.loop.memory import current_rss_mb, peak_rss_mb
-from evalharness.loop.preparation import Prepared, prepared
+from evalharness.loop.preparation import prepared
 from evalharness.loop.progress import progress_bar
-from evalharness.loop.shape import SHAPES, LoopShape, requested, shaped
+from evalharness.loop.shape import LANES, SHAPES, LoopShape, requested, shaped
 from evalharness.stats.latency import summarize
 from evalharness.stats.validity import Rule, blocks_of, judge, throttled, verdict
 from evalharness.tasks.live import Looped, input_layout
 
 if TYPE_CHECKING:  # for the type only
-    from evalharness.loop.progress import ProgressBar
     from evalharness.runtime.contract import DeviceLatency, Model
 
 
@@ -70,7 +69,9 @@ class LoopSettings:
     resume: bool = False  # continue an interrupted run in the same run directory
     overwrite: bool = False  # replace a run already in the run directory
     # auto: measure on this machine whether preparing inputs on other threads while invoke() runs
-    # (pipelined) beats preparing them in turn (sequential); see evalharness/loop/shape.py
+    # (pipelined) beats preparing them in turn (sequential), and where more than one instance of a
+    # CPU model fits the cores, whether instances side by side (lanes) beat one; see
+    # evalharness/loop/shape.py and evalharness/loop/lanes.py
     shape: str = field(default="auto", metadata=bounds(choices=SHAPES))
     # Threads preparing inputs ahead of invoke() in the pipelined shape, at most `prefetch` samples
     # ahead (bounded memory, results in sample order). Given on the command line it chooses the
@@ -172,125 +173,6 @@ class LoopResult:
         }
 
 
-def _timed_invoke(model: Model) -> float:
-    start = time.perf_counter()
-    model.invoke()
-    return (time.perf_counter() - start) * 1e3
-
-
-def _usable(
-    task: Looped,
-    sample: Any,
-    tensors: list[np.ndarray] | DataError,
-    settings: LoopSettings,
-    result: LoopResult,
-) -> list[np.ndarray] | None:
-    """The sample's tensors; None for a sample whose preparation failed and is skipped (strict: the
-    error stops the run)."""
-    if not isinstance(tensors, DataError):
-        return tensors
-    if settings.strict:
-        raise tensors
-    result.skipped.append({"sample": task.sample_id(sample), "reason": str(tensors)})
-    return None
-
-
-def _chunks(
-    task: Looped,
-    items: Iterable[Prepared],
-    size: int,
-    settings: LoopSettings,
-    result: LoopResult,
-    bar: ProgressBar,
-) -> Iterator[list[tuple[Any, list[np.ndarray]]]]:
-    """Usable (sample, tensors) in lists of up to ``size``; a strict stop hands over the samples
-    before the bad one first (they count, as in an unbatched run), then raises."""
-    chunk: list[tuple[Any, list[np.ndarray]]] = []
-    try:
-        for sample, tensors in items:
-            bar.update()
-            if (usable := _usable(task, sample, tensors, settings, result)) is not None:
-                chunk.append((sample, usable))
-            if len(chunk) >= size:
-                yield chunk
-                chunk = []
-    except DataError:
-        if chunk:
-            yield chunk
-        raise
-    if chunk:
-        yield chunk
-
-
-def _stacked(chunk: list[tuple[Any, list[np.ndarray]]], size: int) -> list[np.ndarray]:
-    """One tensor per input holding the chunk's samples, padded to ``size`` by repeating the last
-    sample (a real input: the padded invoke costs what a full one does; its outputs are dropped)."""
-    rows = [tensors for _, tensors in chunk] + [chunk[-1][1]] * (size - len(chunk))
-    return [np.concatenate(column) for column in zip(*rows, strict=True)]
-
-
-Ready = Iterable[list[tuple[Any, list[np.ndarray]]]]  # usable (sample, tensors), in lists of up to a batch
-
-
-def _run_each(
-    model: Model, scoring: ScoringBlocks, settings: LoopSettings, result: LoopResult, chunks: Ready, size: int
-) -> None:
-    """In-process models: one timed invoke per ``size`` samples (plus the first invoke's warm-up).
-    With size > 1 each sample's latency is the batch's invoke time divided by ``size``."""
-    first_outputs = None
-    pausing = pauses_at("loop")  # a test's pause point, once a sample ran (core/interrupts.py)
-    for chunk in chunks:
-        if pausing and result.first_inference_ms is not None:
-            checkpoint("loop")
-        tensors = chunk[0][1] if size == 1 else _stacked(chunk, size)
-        model.set_inputs(tensors)
-        if result.first_inference_ms is None:
-            result.first_inference_ms = _timed_invoke(model)
-            first_outputs = model.get_outputs()
-            result.warmup_ms = [_timed_invoke(model) for _ in range(settings.warmup_runs)]
-        latency = _timed_invoke(model) / size
-        outputs = model.get_outputs()
-        if first_outputs is not None:
-            result.first_output_repeatable = all(
-                np.array_equal(a, b) for a, b in zip(first_outputs, outputs, strict=True)
-            )
-            first_outputs = None
-        per_sample = [outputs] if size == 1 else [[o[j : j + 1] for o in outputs] for j in range(len(chunk))]
-        assert result.batch is not None  # run_loop sets it before the first chunk
-        result.batch["padded"] += size - len(chunk)
-        for (sample, sample_tensors), out in zip(chunk, per_sample, strict=True):
-            scoring.add(sample, sample_tensors, out, latency)
-
-
-def _run_batched(
-    model: Model, scoring: ScoringBlocks, settings: LoopSettings, result: LoopResult, chunks: Ready, size: int
-) -> None:
-    """Batch runners (runner=adb): up to ``model.batch_size`` prepared samples go to the device in one
-    round trip. Each prediction's latency_ms is the device's figure for that sample; the run's
-    latency block is the runner's own standard benchmark (``model.reported_latency``), not host timing."""
-    for chunk in chunks:
-        outputs = model.run_batch([tensors for _, tensors in chunk])
-        for (sample, tensors), (out, latency) in zip(chunk, outputs, strict=True):
-            if latency is None:  # else a bare TypeError when the latencies (array of floats) take it
-                raise EvalHarnessError(
-                    "the runner reported no inference time for a sample of the batch "
-                    "(benchmark_model printed no per-run timings)"
-                )
-            scoring.add(sample, tensors, out, latency)
-
-
-def batching(model: Model, size: int) -> str:
-    """``loop.batch_size``: how the model takes ``size`` samples per invoke (error: it cannot)."""
-    if size == 1:
-        return "one sample per invoke"
-    if model.batch_size:
-        raise ConfigError(
-            f"loop.batch_size={size}: this runner sends samples to the device in its own batches "
-            f"({model.batch_size} per round trip); use loop.batch_size=1"
-        )
-    return model.set_batch(size)
-
-
 def run_loop(
     task: Looped,
     load_model: Callable[[], Model],
@@ -319,6 +201,14 @@ def run_loop(
         result.timed_region = (
             f"{model.timed_region}, of {size} samples at once; per sample: divided by {size}"
         )
+    lanes = lanes_possible(model, size) if task.side_by_side else 1
+    if settings.shape == LANES and lanes < 2:
+        why = (
+            lanes_refused(model, size)
+            if task.side_by_side
+            else f"task={task.name} times invoke alone (its latencies are its figures)"
+        )
+        raise ConfigError(f"loop.shape=lanes: {why}; use loop.shape=auto")
     task.bind(model.inputs, model.outputs)
     task.evaluator.reset()
     finished = set()
@@ -338,19 +228,23 @@ def run_loop(
             result.shape = LoopShape("pipelined", settings.workers, "the runner batches samples")
         memo = task if isinstance(task, IdentityMemo) else None  # a tensor cache keeps them
         identity = InputIdentity(model.inputs, input_layout(task), memo)
-        items = shaped(
-            lambda samples, workers, phased=False: prepared(
-                task, samples, workers, settings.prefetch, phased, result.prepare_s
-            ),
-            todo,
-            total,
-            result.shape,
-        )
-        run = _run_batched if model.batch_size else _run_each
-        chunk = model.batch_size or size
         scoring = ScoringBlocks(task, record, result, identity)
         try:
-            run(model, scoring, settings, result, _chunks(task, items, chunk, settings, result, bar), size)
+            if lanes_apply(result.shape, lanes, total):
+                run = Pass(task, model, load_model, scoring, settings, result, bar)
+                run_with_lanes(run, todo, total, lanes)
+            else:
+                items = shaped(
+                    lambda samples, workers, phased=False: prepared(
+                        task, samples, workers, settings.prefetch, phased, result.prepare_s
+                    ),
+                    todo,
+                    total,
+                    result.shape,
+                )
+                invoke = run_batched if model.batch_size else run_each
+                ready = chunks(task, items, model.batch_size or size, settings, result, bar)
+                invoke(model, scoring, settings, result, ready, size)
         finally:  # whatever stops the loop, every invoked sample is scored
             scoring.flush()
     except (KeyboardInterrupt, Exception) as exc:  # whatever stops the loop, the scored samples count

@@ -24,6 +24,10 @@ order, so only the clock differs. Shorter runs keep
 the pipelined shape (the earlier default) and say why. ``loop.shape=sequential|pipelined``, or
 ``loop.workers`` given on the command line (0 = sequential), choose without measuring.
 
+Before any of this, where more than one instance of a CPU model fits the cores, ``auto`` measures
+instances side by side against one (:mod:`evalharness.loop.lane_choice`, ``loop.shape=lanes``);
+this calibration runs on what is left when one instance stays.
+
 The choice, where it came from and the calibration figures go in ``provenance.thread_budget.loop``.
 """
 
@@ -38,8 +42,8 @@ from typing import Any, TypedDict, TypeVar
 
 from evalharness.core.cores import available_cores
 
-SEQUENTIAL, PIPELINED, AUTO, PHASED = "sequential", "pipelined", "auto", "phased"
-SHAPES = (AUTO, SEQUENTIAL, PIPELINED, PHASED)
+SEQUENTIAL, PIPELINED, AUTO, PHASED, LANES = "sequential", "pipelined", "auto", "phased", "lanes"
+SHAPES = (AUTO, SEQUENTIAL, PIPELINED, PHASED, LANES)  # lanes: evalharness/loop/lanes.py
 SETTLE = 2  # samples run sequentially before calibrating (cold first invoke + warm-up)
 BLOCK = 16  # samples per calibration block
 PAIRS = 3  # paired blocks per shape
@@ -65,6 +69,8 @@ class ShapeRecord(TypedDict):
     workers: int
     source: str
     calibration: dict[str, Any] | None
+    lanes: int  # instances of the model side by side (1: the run's interpreter alone)
+    lanes_calibration: dict[str, Any] | None
 
 
 @dataclass
@@ -75,6 +81,8 @@ class LoopShape:
     workers: int  # preparing threads of the pipelined and phased shapes (0 when sequential)
     source: str
     calibration: dict[str, Any] | None = None
+    lanes: int = 1  # instances of the model side by side (loop/lanes.py)
+    lanes_calibration: dict[str, Any] | None = None  # loop/lane_choice.py's figures, where it measured
 
     def record(self) -> ShapeRecord:
         return {
@@ -82,6 +90,8 @@ class LoopShape:
             "workers": self.workers if self.shape in (PIPELINED, PHASED) else 0,
             "source": self.source,
             "calibration": self.calibration,
+            "lanes": self.lanes if self.shape == LANES else 1,
+            "lanes_calibration": self.lanes_calibration,
         }
 
 

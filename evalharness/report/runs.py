@@ -162,6 +162,12 @@ def comparability(a: Run, b: Run, allow: Collection[str] = (), by_content: bool 
             )
     c.accept(allow)
     c.cache = cache_mismatch(a, b)
+    lanes = (a.provenance.loop_lanes, b.provenance.loop_lanes)
+    if lanes[0] != lanes[1]:  # each invoke had other instances of the model beside it in one run
+        c.notes.append(
+            f"the loop ran {lanes[0]} (A) vs {lanes[1]} (B) instances of the model side by side "
+            "(loop.shape): latency compares how the runs were loaded, not only delegates"
+        )
     hosts = field_differences(a.provenance.host.raw, b.provenance.host.raw, ("hostname",))
     if hosts:
         c.notes.append("host differs (latency compares machines, not only delegates): " + "; ".join(hosts))

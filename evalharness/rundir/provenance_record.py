@@ -381,3 +381,8 @@ class Provenance:
     def loop_shape(self) -> str | None:
         """How the loop ran (``pipelined`` or serial; schema 3), from the thread budget."""
         return text(mapping(self.thread_budget, "loop"), "shape")
+
+    @property
+    def loop_lanes(self) -> int:
+        """Instances of the model the loop ran side by side (``loop/lanes.py``; 1 before lanes)."""
+        return integer(mapping(self.thread_budget, "loop"), "lanes") or 1

@@ -142,6 +142,12 @@ class Model(abc.ABC):
         """The thermal state of the machine that runs the model (``runtime/thermal.py``); never raises."""
         return read_thermal()
 
+    def lane_threads(self) -> int | None:
+        """The host CPU threads one instance of this model takes, where more instances can be loaded
+        and invoked side by side in this process (``loop/lanes.py``); None where they cannot (a
+        device, an accelerator, a runner) or the runtime chooses the thread count."""
+        return None
+
     def op_placements(self) -> list[str] | None:
         """What ran each op of the original graph, where the loaded graph tells; None where the
         backend reports counts only (the op profile then asks each op's own sub-model)."""

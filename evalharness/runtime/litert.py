@@ -270,6 +270,11 @@ class InterpreterModel(Model):
             self.placement = (f"delegate {os.path.basename(plan.external_path)}", "builtin kernel")
         self._check_delegation(model_path)
 
+    def lane_threads(self) -> int | None:
+        """A CPU interpreter (builtin kernels, XNNPACK) with its thread count given; an external
+        delegate library may hold a device, so its instances never run side by side."""
+        return None if self.plan.external_path or self.plan.num_threads < 1 else self.plan.num_threads
+
     def op_placements(self) -> list[str]:
         """Per op of the original graph: taken by a DELEGATE node of the interpreter's own graph."""
         original, _, covered = delegated_ops(self._interpreter._get_ops_details())

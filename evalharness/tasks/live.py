@@ -66,6 +66,7 @@ class ReferencePass:
     samples with another delegate, recording outputs instead of scoring them."""
 
     name = "reference"
+    side_by_side = False  # its latencies are compared with the test pass's
     delegate: Mapping[str, Any] | None  # the reference delegate config
     samples: Sequence[Any]
     evaluator: RecordEvaluator
@@ -98,6 +99,9 @@ class Task:
     # may serve it); ``cache`` is that cache when one serves the run.
     cacheable: bool = False  # a class's answer; a task whose dataset decides it sets its own
     cache = None
+    # Whether the loop may run instances of the model side by side (loop/lanes.py): False for a task
+    # whose figures are invoke latencies, which another instance beside each invoke would change.
+    side_by_side: ClassVar[bool] = True
 
     @cached_property
     def definition(self) -> TaskDefinition:

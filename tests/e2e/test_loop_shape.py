@@ -117,6 +117,7 @@ def test_short_runs_and_explicit_settings_skip_calibration():
     assert choice.calibration is None
     assert requested(SEQUENTIAL, 3).record() == {
         "shape": SEQUENTIAL, "workers": 0, "source": "loop.shape=sequential", "calibration": None,
+        "lanes": 1, "lanes_calibration": None,
     }  # fmt: skip
     assert requested(AUTO, 0).shape == SEQUENTIAL
 
@@ -162,3 +163,25 @@ def test_calibrated_run_predicts_exactly_as_the_sequential_one(tmp_path):
     assert loop["source"].startswith("calibrated on 96 samples") and loop["shape"] in (SEQUENTIAL, PIPELINED)
     assert len(loop["calibration"]["sequential_ms_per_sample"]) == 3
     assert docs["sequential"]["provenance"]["thread_budget"]["loop"]["source"] == "loop.shape=sequential"
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="lanes need a core an instance")
+def test_lanes_predict_exactly_as_one_interpreter(tmp_path):
+    """A real model in two one-thread instances side by side (loop.shape=lanes) against one instance
+    sequentially: the same records (but their latency) and metrics; the run says how it ran."""
+    data = overrides(make_dataset(tmp_path / "data", 120))
+    preds, docs = {}, {}
+    for shape in ("sequential", "lanes"):
+        run = tmp_path / shape
+        run_inprocess([*data, "model=mobilenet_v1_0.25_128_quant", f"loop.shape={shape}"], run)
+        docs[shape] = json.loads((run / "metrics.json").read_text())
+        preds[shape] = [
+            {k: v for k, v in json.loads(line).items() if k != "latency_ms"}
+            for line in (run / "predictions.jsonl").read_text().splitlines()
+        ]
+    assert len(preds["lanes"]) == 120 and preds["lanes"] == preds["sequential"]
+    assert docs["lanes"]["metrics"] == docs["sequential"]["metrics"]
+    loop = docs["lanes"]["provenance"]["thread_budget"]["loop"]
+    assert loop["shape"] == "lanes" and loop["lanes"] == len(os.sched_getaffinity(0)) and loop["workers"] == 0
+    assert "instances of the model side by side" in docs["lanes"]["latency_ms"]["timed_region"]
+    assert docs["sequential"]["provenance"]["thread_budget"]["loop"]["lanes"] == 1

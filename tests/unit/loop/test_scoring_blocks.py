@@ -22,6 +22,9 @@ class _Model:
     def thermal(self):
         return {"exposed": False}
 
+    def lane_threads(self):
+        return None  # one instance (tests/unit/loop/test_lanes.py runs several)
+
     def __init__(self, on_invoke, output_bytes: int = 4, fail_at: int | None = None) -> None:
         self.on_invoke, self.output_bytes, self.fail_at = on_invoke, output_bytes, fail_at
         self.invokes, self.value = 0, 0
@@ -52,6 +55,7 @@ class _Evaluator:
 
 class _Task:
     name = "fake"
+    side_by_side = True  # the loop may run instances of the model side by side (test_lanes.py)
 
     def __init__(self, n: int) -> None:
         self.samples, self.evaluator = list(range(n)), _Evaluator()
