@@ -29,7 +29,7 @@ from evalharness.loop.checks import OutputChecks
 from evalharness.loop.input_identity import IdentityMemo, InputIdentity
 from evalharness.loop.invoking import batching, chunks, run_batched, run_each
 from evalharness.loop.lane_choice import Pass, lanes_apply, run_with_lanes
-from evalharness.loop.lanes import lanes_possible, lanes_refused
+from evalharness.loop.lanes import lanes_cap, lanes_possible, lanes_refused
 from evalharness.loop.latency_record import DeviceValidity, HostValidity, LatencyBlock, ValidityThermal
 from evalharness.loop.memory import current_rss_mb, peak_rss_mb
 from evalharness.loop.preparation import prepared
@@ -77,6 +77,10 @@ class LoopSettings:
     # ahead (bounded memory, results in sample order). Given on the command line it chooses the
     # shape (0 = strictly sequential: nothing else runs while invoke() is timed).
     workers: int = field(default=1, metadata=bounds(0, 64))
+    # The most instances of a CPU model side by side (loop.shape=lanes or auto's measure of them):
+    # auto = this process's share of the cores / delegate.num_threads (settings/validate.py makes it a
+    # number); 1 = one instance
+    lanes: str = "auto"
     prefetch: int = field(default=4, metadata=bounds(1, 4096))
     # the exact TFLite-tool resize: native = LiteRT's reference kernel (faster), numpy = the port;
     # the same bits either way (tests/e2e/test_native_resize.py)
@@ -201,7 +205,7 @@ def run_loop(
         result.timed_region = (
             f"{model.timed_region}, of {size} samples at once; per sample: divided by {size}"
         )
-    lanes = lanes_possible(model, size) if task.side_by_side else 1
+    lanes = lanes_possible(model, size, cap=lanes_cap(settings.lanes)) if task.side_by_side else 1
     if settings.shape == LANES and lanes < 2:
         why = (
             lanes_refused(model, size)

@@ -37,13 +37,21 @@ if TYPE_CHECKING:  # for the types only
 _POLL_S = 0.1  # a lane waiting for room in the window looks at the stop flag this often
 
 
-def lanes_possible(model: Model, batch_size: int, cores: int | None = None) -> int:
-    """How many instances of ``model`` fit side by side on this process's cores (1: lanes do not
-    apply: a device, a runner, a batch, threads the runtime chooses, or no core to spare)."""
+def lanes_cap(value: str) -> int | None:
+    """``loop.lanes`` as a number (validated settings hold one), None for ``auto`` (then the cores)."""
+    text = str(value).strip()
+    return int(text) if text.isdigit() else None
+
+
+def lanes_possible(model: Model, batch_size: int, cores: int | None = None, cap: int | None = None) -> int:
+    """How many instances of ``model`` fit side by side on this process's cores, at most ``cap``
+    (``loop.lanes``; 1: lanes do not apply: a device, a runner, a batch, threads the runtime chooses,
+    or no core to spare)."""
     threads = model.lane_threads()
     if threads is None or threads < 1 or batch_size != 1 or model.batch_size:
         return 1
-    return max((available_cores() if cores is None else cores) // threads, 1)
+    fit = max((available_cores() if cores is None else cores) // threads, 1)
+    return fit if cap is None else max(min(fit, cap), 1)
 
 
 def lanes_refused(model: Model, batch_size: int, cores: int | None = None) -> str:
@@ -57,7 +65,9 @@ def lanes_refused(model: Model, batch_size: int, cores: int | None = None) -> st
     if batch_size != 1 or model.batch_size:
         return "a batched run invokes one instance (loop.batch_size=1 for lanes)"
     cores = available_cores() if cores is None else cores
-    return f"one instance takes delegate.num_threads={threads} of this process's {cores} core(s)"
+    if threads * 2 > cores:
+        return f"one instance takes delegate.num_threads={threads} of this process's {cores} core(s)"
+    return "loop.lanes=1 allows one instance"
 
 
 @dataclass

@@ -56,7 +56,7 @@ from evalharness.rundir.reader import load_run
 # (loop.resume / loop.overwrite pass through: an interrupted parallel run resumes shard by shard.)
 _OWN_KEYS = (
     "loop.parallel", "dataset.shard", "delegate.num_threads", "hydra.run.dir", "hydra.sweep.dir",
-    "loop.progress",
+    "loop.progress", "loop.lanes",
 )  # fmt: skip
 SHARDS_DIR = "parallel"
 WINDOW_S, ROUNDS = 0.5, 2
@@ -175,6 +175,7 @@ def shard_overrides(
         f"dataset.shard.count={p}",
         f"dataset.shard.index={i}",
         f"delegate.num_threads={t}",
+        "loop.lanes=1",  # the split already fills the cores with P x T
         f"hydra.run.dir={shard_dir}",
         "loop.progress=false",
     ]

@@ -50,9 +50,25 @@ if TYPE_CHECKING:
     from evalharness.tasks.definition import TaskDefinition
 
 
-def loop_settings(loop: LoopSettings, overrides: list[str]) -> LoopSettings:
-    """The loop group as settings; ``loop.workers`` on the command line chooses the loop shape."""
-    return dataclasses.replace(loop, shape=given_workers(str(loop.shape).lower(), loop.workers, overrides))
+def loop_settings(
+    loop: LoopSettings, overrides: list[str], budget: Mapping[str, Any] | None = None
+) -> LoopSettings:
+    """The loop group as settings; ``loop.workers`` on the command line chooses the loop shape;
+    ``loop.lanes=auto`` becomes this process's share of the cores (``budget``: the thread budget's
+    record) over ``delegate.num_threads``."""
+    shape = given_workers(str(loop.shape).lower(), loop.workers, overrides)
+    text = str(loop.lanes).strip().lower()
+    if text == "auto" and budget is not None:
+        share, threads = budget.get("cores_per_worker") or budget["cores"], budget["num_threads"]
+        text = str(max(share // threads, 1) if threads >= 1 else 1)
+    elif text != "auto" and not (text.isdigit() and int(text) >= 1):
+        raise ConfigError(f"loop.lanes={loop.lanes!r}: use auto or the most instances side by side (1: one)")
+    if shape == "lanes" and text == "1":
+        raise ConfigError(
+            "loop.shape=lanes: loop.lanes=1 (or this process's share of the cores over "
+            "delegate.num_threads) allows one instance; use loop.shape=auto"
+        )
+    return dataclasses.replace(loop, shape=shape, lanes=text)
 
 
 TASK_EXTENDED = ("model", "dataset")  # core groups a task adds its own fields to
@@ -179,7 +195,7 @@ def validate(
     definition = definition_class(task)
     rules = definition.rules()  # refuses settings whose fields disagree
     check_task_needs(definition, dataset, plan, command_line)
-    loop = loop_settings(groups["loop"], overrides or [])
+    loop = loop_settings(groups["loop"], overrides or [], budget)
     check_counts(limit, threads, loop, rules.reference_delegate)
     check_op_profile(loop.op_profile or rules.op_profile, loop.batch_size, runner.name, loop.parallel)
     accelerator = plan.offloads and not plan.expects_xnnpack  # XNNPACK offloads onto the CPU's cores

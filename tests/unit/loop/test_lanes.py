@@ -49,14 +49,14 @@ def _four_cores(monkeypatch):
     monkeypatch.setattr(lanes_module, "available_cores", lambda: 4)
 
 
-def _run(task, shape="lanes", strict=True, **lane):
+def _run(task, shape="lanes", strict=True, lanes_cap="auto", **lane):
     records, models = [], []
 
     def load():
         models.append(_Lane(**lane))
         return models[-1]
 
-    settings = LoopSettings(progress=False, shape=shape, warmup_runs=1, strict=strict)
+    settings = LoopSettings(progress=False, shape=shape, warmup_runs=1, strict=strict, lanes=lanes_cap)
     _, result = run_loop(task, load, records.append, settings)
     return records, models, result
 
@@ -188,3 +188,34 @@ def test_a_listing_that_fails_stops_the_run_even_when_not_strict(strict):
     records, _, result = _run(_Listing(200, fail_at=90), strict=strict)
     assert result.status == "partial" and "shard-3.tar: truncated" in result.stop_reason
     assert [r["id"] for r in records] == [str(i) for i in range(90)] and result.skipped == []
+
+
+@pytest.mark.parametrize(
+    ("lanes", "budget", "expected"),
+    [("auto", {"cores": 8, "cores_per_worker": 8, "num_threads": 2}, "4"),
+     ("auto", {"cores": 8, "cores_per_worker": 2, "num_threads": 1}, "2"),  # a multirun's share
+     ("auto", {"cores": 8, "cores_per_worker": None, "num_threads": -1}, "1"),  # the runtime's threads
+     ("3", {"cores": 8, "cores_per_worker": 8, "num_threads": 1}, "3")],
+)  # fmt: skip
+def test_loop_lanes_auto_is_this_process_share_of_the_cores(lanes, budget, expected):
+    from evalharness.settings.validate import loop_settings
+
+    assert loop_settings(LoopSettings(lanes=lanes), [], budget).lanes == expected
+
+
+@pytest.mark.parametrize(
+    ("lanes", "shape", "said"),
+    [("0", "auto", "use auto or the most instances"), ("two", "auto", "use auto or the most instances"),
+     ("1", "lanes", "loop.shape=lanes: loop.lanes=1")],
+)  # fmt: skip
+def test_loop_lanes_refused(lanes, shape, said):
+    from evalharness.settings.validate import loop_settings
+
+    budget = {"cores": 4, "cores_per_worker": 4, "num_threads": 1}
+    with pytest.raises(ConfigError, match=said):
+        loop_settings(LoopSettings(lanes=lanes, shape=shape), [], budget)
+
+
+def test_loop_lanes_caps_the_instances():
+    _, models, result = _run(_Task(50), shape="lanes", lanes_cap="2")
+    assert len(models) == 2 and result.shape.lanes == 2

@@ -29,7 +29,8 @@ def test_candidates_split_the_cores_exactly():
 
 
 def test_shard_overrides_replace_what_the_parent_sets():
-    given = ["model=m", "loop.parallel=auto", "delegate.num_threads=4", "dataset.shard.count=1", "+x=1"]
+    given = ["model=m", "loop.parallel=auto", "delegate.num_threads=4", "dataset.shard.count=1", "+x=1",
+             "loop.lanes=4"]  # fmt: skip
     out = shard_overrides(given, 2, 1, 1, "/r/parallel/shard_1")
     assert out == [
         "model=m",
@@ -38,6 +39,7 @@ def test_shard_overrides_replace_what_the_parent_sets():
         "dataset.shard.count=2",
         "dataset.shard.index=1",
         "delegate.num_threads=1",
+        "loop.lanes=1",  # P x T fills the cores: no instances side by side in a shard
         "hydra.run.dir=/r/parallel/shard_1",
         "loop.progress=false",
     ]
