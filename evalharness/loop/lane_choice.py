@@ -32,7 +32,8 @@ from evalharness.loop.shape import AUTO, LANES, PIPELINED, SETTLE, LoopShape, sh
 from evalharness.tasks.live import Looped
 
 if TYPE_CHECKING:  # for the types only
-    from evalharness.loop.engine import LoopResult, LoopSettings
+    from evalharness.loop.loop_result import LoopResult
+    from evalharness.loop.loop_settings import LoopSettings
     from evalharness.loop.progress import ProgressBar
     from evalharness.runtime.contract import Model
 

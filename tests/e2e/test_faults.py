@@ -60,6 +60,7 @@ TEXT = {
     "model.preprocess.channel_order", "model.preprocess.integer_input", "model.preprocess.layout",
     "dataset.shard.scheme", "loop.tensor_cache", "task.start_up", "model.preprocess.mean",
     "model.preprocess.std", "tracking.name", "tracking.uri", "tracking.experiment", "loop.parallel",
+    "loop.lanes",
     "quant.weights.only", "dataset.split", "quant.metric",
 }  # fmt: skip
 BAD_PATHS = ("missing", "dir_for_file", "file_for_dir", "fifo", "symlink_loop", "empty_file")
