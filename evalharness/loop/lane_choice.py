@@ -8,7 +8,8 @@ otherwise calibrate to first) and the lanes, in ABBA order; each block's wall ti
 includes everything the loop does for it. Lanes run the rest when they are faster in the median of
 the paired ratios; else the other instances are dropped and the rest calibrates sequential against
 pipelined as before (:func:`evalharness.loop.shape.shaped`). ``loop.shape=lanes`` runs them without
-measuring. Every calibration sample is scored like any other. The figures go in
+measuring. A first pair whose lanes are faster by more than block-to-block noise (:data:`CLEAR`)
+decides at once. Every calibration sample is scored like any other. The figures go in
 ``provenance.thread_budget.loop.lanes_calibration``.
 """
 
@@ -40,6 +41,10 @@ if TYPE_CHECKING:  # for the types only
 BLOCK = 32  # samples per calibration block (a lanes block starts and stops its threads)
 PAIRS = 3  # paired blocks
 MIN_SAMPLES = 2 * (SETTLE + 2 * PAIRS * BLOCK)  # below this the calibration would be most of the run
+# A first pair whose lanes took under this share of one instance's time decides at once: block-to-
+# block noise on a shared machine is 5-25 % (docs/benchmarks.md, *The loop's shape*), and where lanes
+# pay they take ~0.65 of one instance's time, so a third of the calibration (the slower half) is spared.
+CLEAR = 0.75
 
 
 @dataclass
@@ -116,7 +121,9 @@ def run_with_lanes(run: Pass, samples: Iterable[Any], total: int, count: int) ->
         else:
             run.single(run.prepared(block, shape.workers))
         cycles[kind].append((time.perf_counter() - start) * 1e3 / len(block))
-    ratios = [b / a for a, b in zip(cycles["single"], cycles[LANES], strict=False) if a > 0]
+        if len(cycles[LANES]) == 1 == len(cycles["single"]) and _ratios(cycles)[0] < CLEAR:
+            break  # the first pair already says lanes win by more than blocks differ by noise
+    ratios = _ratios(cycles)
     ratio = statistics.median(ratios) if ratios else None
     shape.lanes_calibration = {
         "lanes": count,
@@ -141,6 +148,11 @@ def run_with_lanes(run: Pass, samples: Iterable[Any], total: int, count: int) ->
     shape.lanes_calibration["decision"] = "one interpreter" if ratio is not None else "measured nothing"
     left = total - len(settle) - measured
     run.single(shaped(run.prepared, it, left, shape))
+
+
+def _ratios(cycles: dict[str, list[float]]) -> list[float]:
+    """Lanes' ms a sample over one instance's, pair by pair."""
+    return [b / a for a, b in zip(cycles["single"], cycles[LANES], strict=False) if a > 0]
 
 
 def _chose(run: Pass, shape: LoopShape, lanes: Lanes, source: str) -> None:
