@@ -24,6 +24,10 @@ from evalharness.core.fileguard import file_error_reason
 # decoded. The value is Pillow's own default limit (~89.5 Mpixel; 10k x 10k is refused, a 48 MP
 # photo is not); Pillow alone only warns there and errors at twice as many pixels.
 MAX_IMAGE_PIXELS = 1024 * 1024 * 1024 // 4 // 3
+# Pillow warns above its threshold (at most ours, which refuses the image right after with a DataError
+# naming it): silenced once for the process, not per image with ``warnings.catch_warnings``, which is
+# not thread-safe (preparing threads and lanes decode at once) and cost each image a filter-list copy.
+warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
 
 
 def decode_rgb(path: str) -> np.ndarray:
@@ -70,11 +74,7 @@ def decode_rgb_bytes(data: bytes, name: str) -> np.ndarray:
 def _decode(source: str | io.BytesIO, name: str) -> Image.Image:
     """Decode ``source`` (a path or the bytes of one) to an RGB image; errors name ``name``."""
     try:
-        with warnings.catch_warnings():
-            # Pillow's warning threshold is at most our limit, which is checked just below.
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            opened = Image.open(source)
-        with opened as img:
+        with Image.open(source) as img:  # Pillow's bomb warning is silenced above; our limit is next
             width, height = img.size
             if width * height > MAX_IMAGE_PIXELS:
                 raise DataError(_too_large(name, f"{width}x{height}, {width * height}", MAX_IMAGE_PIXELS))
@@ -145,11 +145,9 @@ def image_size(path: str) -> tuple[int, int]:
     normalised coordinates is scaled by); the run's decode checks the same size again."""
     _check_regular_file(path)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(path) as img:
-                size: tuple[int, int] = img.size  # (width, height); Pillow's types are not installed here
-                return size
+        with Image.open(path) as img:
+            size: tuple[int, int] = img.size  # (width, height); Pillow's types are not installed here
+            return size
     except Exception as exc:  # noqa: BLE001 - any reader's failure on a corrupt header is this one line
         reason = (str(exc).splitlines() or [""])[0][:200]
         raise DataError(f"{path}: cannot read the image header ({type(exc).__name__}: {reason})") from None
