@@ -158,7 +158,7 @@ def report(found: dict[str, list], threads: int) -> None:
     ]
     # the interpreters' own ceiling: one instance, or the lanes' instances invoked at once
     lanes = [v for k, v in ips.items() if k == "invoke_lanes"]
-    ceiling = [max(i, *x) for i, *x in zip(ips["invoke"], *lanes, strict=True)]
+    ceiling = [max([i, *x]) for i, *x in zip(ips["invoke"], *lanes, strict=True)]
     limit = [min(b, c) for b, c in zip(budget, ceiling, strict=True)]
     print(f"threads={threads} cores={cores} rounds={len(budget)} (figures: median [min, max] img/s; load)")
     rows = {**ips, "CPU budget": budget, "binding limit": limit}
