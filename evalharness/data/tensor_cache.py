@@ -36,6 +36,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypedDict
@@ -283,6 +284,7 @@ class CachedTask:
         # sample index -> (the array served for it, its kept identity row or None), until the loop
         # hashes it (remembered / remember); weak: an array never hashed is not held here
         self._served: dict[int, tuple[weakref.ref[np.ndarray], bytes | None]] = {}
+        self._serving = threading.Lock()  # preparing threads and lanes serve samples at once
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._task, name)
@@ -309,9 +311,10 @@ class CachedTask:
         return [arr]
 
     def _serve(self, i: int, arr: np.ndarray, row: bytes | None) -> None:
-        if len(self._served) >= _SERVED_PURGE:  # samples prepared and never hashed (a calibration's)
-            self._served = {k: v for k, v in self._served.items() if v[0]() is not None}
-        self._served[i] = (weakref.ref(arr), row)
+        with self._serving:  # another thread's insert would break the purge's iteration
+            if len(self._served) >= _SERVED_PURGE:  # samples prepared and never hashed (a calibration's)
+                self._served = {k: v for k, v in self._served.items() if v[0]() is not None}
+            self._served[i] = (weakref.ref(arr), row)
 
     def _served_as(self, sample: Any, tensors: list[np.ndarray]) -> tuple[int, bytes | None] | None:
         """(index, kept row) of ``sample`` if ``tensors`` is exactly the array the cache served for it."""

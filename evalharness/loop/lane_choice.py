@@ -105,7 +105,15 @@ def run_with_lanes(run: Pass, samples: Iterable[Any], total: int, count: int) ->
             shape.source = "loop.shape=lanes, but no first sample prepared to warm the others with: pipelined"
         run.single(shaped(run.prepared, it, total - len(settle), shape))
         return
-    lanes = Lanes.load(run.model, run.load_model, count, warm, run.settings.warmup_runs)
+    try:
+        lanes = Lanes.load(run.model, run.load_model, count, warm, run.settings.warmup_runs)
+    except Exception as exc:  # out of memory, a runtime's refusal: auto goes on with one instance
+        if shape.shape == LANES:
+            raise
+        said = f"one interpreter: another did not load ({type(exc).__name__}: {' '.join(str(exc).split())})"
+        shape.lanes_calibration = {"lanes": count, "decision": said}
+        run.single(shaped(run.prepared, it, total - len(settle), shape))
+        return
     if shape.shape == LANES:
         _chose(run, shape, lanes, "loop.shape=lanes")
         run.lanes(lanes, it)

@@ -230,3 +230,21 @@ def test_loop_lanes_refused(lanes, shape, said):
 def test_loop_lanes_caps_the_instances():
     _, models, result = _run(_Task(50), shape="lanes", lanes_cap="2")
     assert len(models) == 2 and result.shape.lanes == 2
+
+
+def test_auto_goes_on_with_one_instance_where_another_does_not_load():
+    records, models = [], []
+
+    def load():
+        if models:
+            raise MemoryError("no room for another arena")
+        models.append(_Lane(invoke_s=0.0005))
+        return models[-1]
+
+    settings = LoopSettings(progress=False, shape="auto", warmup_runs=0)
+    _, result = run_loop(_Task(MIN_SAMPLES), load, records.append, settings)
+    assert result.status == "complete" and len(records) == MIN_SAMPLES and result.shape.lanes == 1
+    assert "another did not load (MemoryError: no room" in result.shape.lanes_calibration["decision"]
+    models.clear()  # asked for: the reason stops the run
+    _, result = run_loop(_Task(50), load, records.append, LoopSettings(progress=False, shape="lanes"))
+    assert result.status == "partial" and isinstance(result.error, MemoryError)
