@@ -171,16 +171,20 @@ def test_lanes_predict_exactly_as_one_interpreter(tmp_path):
     sequentially: the same records (but their latency) and metrics; the run says how it ran."""
     data = overrides(make_dataset(tmp_path / "data", 120))
     preds, docs = {}, {}
-    for shape in ("sequential", "lanes"):
-        run = tmp_path / shape
-        run_inprocess([*data, "model=mobilenet_v1_0.25_128_quant", f"loop.shape={shape}"], run)
-        docs[shape] = json.loads((run / "metrics.json").read_text())
-        preds[shape] = [
+    cache = [f"paths.cache_dir={tmp_path / 'cache'}", "loop.tensor_cache=true"]
+    runs = {"sequential": [], "lanes": [], "lanes-filling": cache, "lanes-cached": cache}
+    for name, extra in runs.items():  # the tensor cache filled by two lanes at once, then read by them
+        shape, run = name.split("-")[0], tmp_path / name
+        run_inprocess([*data, "model=mobilenet_v1_0.25_128_quant", f"loop.shape={shape}", *extra], run)
+        docs[name] = json.loads((run / "metrics.json").read_text())
+        preds[name] = [
             {k: v for k, v in json.loads(line).items() if k != "latency_ms"}
             for line in (run / "predictions.jsonl").read_text().splitlines()
         ]
-    assert len(preds["lanes"]) == 120 and preds["lanes"] == preds["sequential"]
-    assert docs["lanes"]["metrics"] == docs["sequential"]["metrics"]
+    assert len(preds["lanes"]) == 120
+    for name in ("lanes", "lanes-filling", "lanes-cached"):
+        assert preds[name] == preds["sequential"] and docs[name]["metrics"] == docs["sequential"]["metrics"]
+    assert docs["lanes-cached"]["throughput"]["cache"]["hits"] == 120
     loop = docs["lanes"]["provenance"]["thread_budget"]["loop"]
     assert loop["shape"] == "lanes" and loop["lanes"] == len(os.sched_getaffinity(0)) and loop["workers"] == 0
     assert "instances of the model side by side" in docs["lanes"]["latency_ms"]["timed_region"]

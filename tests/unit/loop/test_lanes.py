@@ -248,3 +248,26 @@ def test_auto_goes_on_with_one_instance_where_another_does_not_load():
     models.clear()  # asked for: the reason stops the run
     _, result = run_loop(_Task(50), load, records.append, LoopSettings(progress=False, shape="lanes"))
     assert result.status == "partial" and isinstance(result.error, MemoryError)
+
+
+class _Resumable(_Task):
+    def __init__(self, n):
+        super().__init__(n)
+        self.restored = []
+        self.evaluator.restore = self.restored.append
+
+
+def test_a_resumed_run_in_lanes_runs_only_what_is_left():
+    done = [{"id": str(i), "out": i, "latency_ms": 1.5} for i in range(40)]
+    task = _Resumable(100)
+    records, models = [], []
+
+    def load():
+        models.append(_Lane())
+        return models[-1]
+
+    settings = LoopSettings(progress=False, shape="lanes", warmup_runs=0)
+    _, result = run_loop(task, load, records.append, settings, done=done)
+    assert result.status == "complete" and result.resumed == 40 and task.restored == done
+    assert [r["id"] for r in records] == [str(i) for i in range(40, 100)]
+    assert len(result.inference_ms) == 100 and list(result.inference_ms[:40]) == [1.5] * 40
