@@ -178,3 +178,22 @@ def test_a_signal_before_the_loop_leaves_an_interrupted_record_that_resumes(tmp_
     assert _run(args, tmp_path).returncode == 2  # a run is there: never overwritten silently
     resumed = _run([*args, "loop.resume=true"], tmp_path)
     assert resumed.returncode == 0 and _doc(run)["status"] == "complete", resumed.stderr
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="lanes need a core an instance")
+def test_a_signal_to_a_run_in_lanes_stops_them_records_and_resumes(tmp_path):
+    """Paused while scoring in lanes (their threads have filled their window and wait): SIGTERM
+    stops the lanes, the samples scored so far are recorded, and a resume runs the rest in lanes."""
+    run = tmp_path / "run"
+    args = [*SMALL, "task.num_images=20", "loop.shape=lanes", f"hydra.run.dir={run}"]
+    proc = _paused(args, "loop", tmp_path)
+    pids = _descendants(proc.pid) | {proc.pid}
+    _ended_cleanly(proc, signal.SIGTERM, pids)
+    doc = _doc(run)
+    assert doc["status"] == "partial" and doc["predictions"]["count"] < 20, doc["status"]
+    assert doc["provenance"]["thread_budget"]["loop"]["shape"] == "lanes"
+    resumed = _run([*args, "loop.resume=true"], tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    done = _doc(run)
+    assert done["status"] == "complete" and done["predictions"]["count"] == 20
+    assert done["provenance"]["thread_budget"]["loop"]["lanes"] == len(os.sched_getaffinity(0))
