@@ -119,6 +119,7 @@ def run_with_lanes(run: Pass, samples: Iterable[Any], total: int, count: int) ->
         run.lanes(lanes, it)
         return
     cycles: dict[str, list[float]] = {"single": [], LANES: []}
+    measured = 0
     for kind in (["single", LANES, LANES, "single"] * PAIRS)[: 2 * PAIRS]:
         block = list(islice(it, BLOCK))
         if not block:
@@ -129,6 +130,7 @@ def run_with_lanes(run: Pass, samples: Iterable[Any], total: int, count: int) ->
         else:
             run.single(run.prepared(block, shape.workers))
         cycles[kind].append((time.perf_counter() - start) * 1e3 / len(block))
+        measured += len(block)
         if len(cycles[LANES]) == 1 == len(cycles["single"]) and _ratios(cycles)[0] < CLEAR:
             break  # the first pair already says lanes win by more than blocks differ by noise
     ratios = _ratios(cycles)
@@ -142,7 +144,6 @@ def run_with_lanes(run: Pass, samples: Iterable[Any], total: int, count: int) ->
         "lanes_ms_per_sample": [round(c, 4) for c in cycles[LANES]],
         "median_ratio_lanes_over_single": None if ratio is None else round(ratio, 4),
     }
-    measured = BLOCK * (len(cycles["single"]) + len(cycles[LANES]))
     if ratio is not None and ratio < 1.0:
         lanes_ms, single_ms = statistics.fmean(cycles[LANES]), statistics.fmean(cycles["single"])
         said = (
