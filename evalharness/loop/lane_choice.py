@@ -30,6 +30,7 @@ from evalharness.loop.invoking import chunks, run_each, timed_invoke, usable
 from evalharness.loop.lanes import SOURCE, Lanes, run_lanes
 from evalharness.loop.preparation import Prepared, prepared
 from evalharness.loop.shape import AUTO, LANES, PIPELINED, SETTLE, LoopShape, shaped
+from evalharness.loop.shape import MIN_SAMPLES as SHAPE_MIN_SAMPLES
 from evalharness.tasks.live import Looped
 
 if TYPE_CHECKING:  # for the types only
@@ -40,7 +41,9 @@ if TYPE_CHECKING:  # for the types only
 
 BLOCK = 32  # samples per calibration block (a lanes block starts and stops its threads)
 PAIRS = 3  # paired blocks
-MIN_SAMPLES = 2 * (SETTLE + 2 * PAIRS * BLOCK)  # below this the calibration would be most of the run
+# Runs this long are calibrated, as for the loop's shape (the same threshold: one rule for "auto
+# measures"); a clear first pair costs 64 samples, and two instances pay from ~100 on this machine.
+MIN_SAMPLES = SHAPE_MIN_SAMPLES
 # A first pair whose lanes took under this share of one instance's time decides at once: block-to-
 # block noise on a shared machine is 5-25 % (docs/benchmarks.md, *The loop's shape*), and where lanes
 # pay they take ~0.65 of one instance's time, so a third of the calibration (the slower half) is spared.
