@@ -121,6 +121,24 @@ def check_op_profile(wanted: bool, batch_size: int, runner: str, parallel: str) 
         )
 
 
+def check_lanes(loop: LoopSettings, plan: DelegatePlan, runner: str, times_invokes: bool) -> None:
+    """``loop.shape=lanes`` refused before anything runs where no second instance could run beside
+    the first (the loop checks the loaded model once more: a source model's own runtime)."""
+    if loop.shape != "lanes":
+        return
+    why = None
+    if times_invokes:
+        why = "the task's figures are invoke latencies (task=benchmark, inference_diff): one instance, alone"
+    elif runner != "host":
+        why = f"runner={runner} invokes on its device"
+    elif plan.backend != "interpreter" or plan.external_path:
+        why = f"delegate={plan.name} runs on its own device or library (lanes need the CPU interpreter)"
+    elif loop.batch_size != 1:
+        why = "a batched run invokes one instance (loop.batch_size=1 for lanes)"
+    if why:
+        raise ConfigError(f"loop.shape=lanes: {why}; use loop.shape=auto")
+
+
 def check_counts(limit: Limit, threads: int, loop: LoopSettings, reference: Mapping[str, Any] | None) -> None:
     """The thread and process counts beside ``delegate.num_threads`` against the machine's bound
     (settings/thread_budget.py): the preparing threads, both together, the parallel split, the reference
@@ -200,6 +218,8 @@ def validate(
     check_op_profile(loop.op_profile or rules.op_profile, loop.batch_size, runner.name, loop.parallel)
     accelerator = plan.offloads and not plan.expects_xnnpack  # XNNPACK offloads onto the CPU's cores
     check_parallel(loop.parallel, definition, dataset.shard.count, command_line, accelerator)
+    times_invokes = definition_class.abilities.latency_only or bool(rules.reference_delegate)
+    check_lanes(loop, plan, runner.name, times_invokes)
     check_quant(quant, definition, dataset, model)
     reference = rules.reference_delegate
     reference_plan = (

@@ -271,3 +271,22 @@ def test_a_resumed_run_in_lanes_runs_only_what_is_left():
     assert result.status == "complete" and result.resumed == 40 and task.restored == done
     assert [r["id"] for r in records] == [str(i) for i in range(40, 100)]
     assert len(result.inference_ms) == 100 and list(result.inference_ms[:40]) == [1.5] * 40
+
+
+@pytest.mark.parametrize(
+    ("plan", "runner", "times", "batch", "said"),
+    [({"backend": "compiled_gpu", "name": "gpu"}, "host", False, 1, "delegate=gpu runs on its own device"),
+     ({"external_path": "/x/libedgetpu.so", "name": "edgetpu"}, "host", False, 1, "delegate=edgetpu"),
+     ({}, "adb", False, 1, "runner=adb invokes on its device"),
+     ({}, "host", True, 1, "invoke latencies"),
+     ({}, "host", False, 4, "loop.batch_size=1 for lanes")],
+)  # fmt: skip
+def test_lanes_refused_before_anything_runs(plan, runner, times, batch, said):
+    """Refused at validation, before the run directory is claimed or a model loads (exit 2)."""
+    from evalharness.runtime import DelegatePlan
+    from evalharness.settings.validate import check_lanes
+
+    made = DelegatePlan(**{"name": "cpu", "op_resolver": "auto", "num_threads": 1, **plan})
+    with pytest.raises(ConfigError, match=said):
+        check_lanes(LoopSettings(shape="lanes", batch_size=batch), made, runner, times)
+    check_lanes(LoopSettings(shape="auto", batch_size=batch), made, runner, times)  # auto: never refused
