@@ -29,7 +29,6 @@ from evalharness.loop.lanes import lanes_cap, lanes_possible, lanes_refused
 from evalharness.loop.loop_result import LoopResult
 from evalharness.loop.loop_settings import LoopSettings
 from evalharness.loop.memory import current_rss_mb, peak_rss_mb
-from evalharness.loop.preparation import prepared
 from evalharness.loop.progress import progress_bar
 from evalharness.loop.shape import LANES, LoopShape, requested, shaped
 from evalharness.tasks.live import Looped, input_layout
@@ -96,19 +95,12 @@ def run_loop(
         memo = task if isinstance(task, IdentityMemo) else None  # a tensor cache keeps them
         identity = InputIdentity(model.inputs, input_layout(task), memo)
         scoring = ScoringBlocks(task, record, result, identity)
+        run = Pass(task, model, load_model, scoring, settings, result, bar)
         try:
             if lanes_apply(result.shape, lanes, total):
-                run = Pass(task, model, load_model, scoring, settings, result, bar)
                 run_with_lanes(run, todo, total, lanes)
             else:
-                items = shaped(
-                    lambda samples, workers, phased=False: prepared(
-                        task, samples, workers, settings.prefetch, phased, result.prepare_s
-                    ),
-                    todo,
-                    total,
-                    result.shape,
-                )
+                items = shaped(run.prepared, todo, total, result.shape)
                 invoke = run_batched if model.batch_size else run_each
                 ready = chunks(task, items, model.batch_size or size, settings, result, bar)
                 invoke(model, scoring, settings, result, ready, size)

@@ -29,12 +29,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from evalharness.core.cores import available_cores
+from evalharness.core.errors import DataError
+from evalharness.loop.preparation import prepared_one
 
 if TYPE_CHECKING:  # for the types only
     from evalharness.runtime.contract import Model
     from evalharness.tasks.live import Looped
 
 _POLL_S = 0.1  # a lane waiting for room in the window looks at the stop flag this often
+BATCHED = "a batched run invokes one instance (loop.batch_size=1 for lanes)"  # also settings/validate.py
 
 
 def lanes_cap(value: str) -> int | None:
@@ -63,7 +66,7 @@ def lanes_refused(model: Model, batch_size: int, cores: int | None = None) -> st
             "its own threads (lanes need a CPU interpreter with delegate.num_threads >= 1)"
         )
     if batch_size != 1 or model.batch_size:
-        return "a batched run invokes one instance (loop.batch_size=1 for lanes)"
+        return BATCHED
     cores = available_cores() if cores is None else cores
     if threads * 2 > cores:
         return f"one instance takes delegate.num_threads={threads} of this process's {cores} core(s)"
@@ -176,16 +179,12 @@ SOURCE = object()  # an outcome's sample when taking the next sample raised (wha
 def _one(model: Model, task: Looped, sample: Any, spent: array[float],
          timed_invoke: Callable[[Model], float]) -> Outcome:  # fmt: skip
     """One sample through one lane: prepared, set, invoked (timed), read back; what raised instead."""
-    start = time.thread_time()
     try:
-        tensors = task.prepare(sample)
-    except BaseException as exc:  # handed to the loop's thread: skipped or raised there, in sample order
-        return sample, exc, None, 0.0
-    finally:
-        spent.append(time.thread_time() - start)
-    try:
+        tensors = prepared_one(task, sample, time.thread_time, spent)
+        if isinstance(tensors, DataError):  # skipped or raised on the loop's thread, in sample order
+            return sample, tensors, None, 0.0
         model.set_inputs(tensors)
         latency = timed_invoke(model)
         return sample, tensors, model.get_outputs(), latency
-    except BaseException as exc:
+    except BaseException as exc:  # handed to the loop's thread, which raises it in sample order
         return sample, exc, None, 0.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from array import array
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
 from typing import Any
@@ -17,6 +17,21 @@ from evalharness.core.errors import DataError
 from evalharness.tasks.live import Looped
 
 Prepared = tuple[Any, list[np.ndarray] | DataError]  # (sample, its input tensors or why not)
+
+
+def prepared_one(
+    task: Looped, sample: Any, clock: Callable[[], float], spent: array[float] | None
+) -> list[np.ndarray] | DataError:
+    """``sample``'s tensors, or the DataError preparing it raised; its seconds by ``clock`` appended
+    to ``spent`` either way (anything else raised goes to the caller)."""
+    start = clock()
+    try:
+        return task.prepare(sample)
+    except DataError as exc:
+        return exc
+    finally:
+        if spent is not None:
+            spent.append(clock() - start)
 
 
 def prepared(
@@ -44,14 +59,7 @@ def prepared(
     clock = time.thread_time if workers > 0 else time.perf_counter
 
     def attempt(sample: Any) -> list[np.ndarray] | DataError:
-        start = clock()
-        try:
-            return task.prepare(sample)
-        except DataError as exc:
-            return exc
-        finally:
-            if spent is not None:
-                spent.append(clock() - start)
+        return prepared_one(task, sample, clock, spent)
 
     if workers <= 0:
         for sample in samples:

@@ -26,6 +26,7 @@ from evalharness.core.errors import ConfigError
 from evalharness.core.paths import check_example_folders, check_path_variables
 from evalharness.core.schema import build, build_extended, check, field_names, freeze, one_line
 from evalharness.loop.engine import LoopSettings
+from evalharness.loop.lanes import BATCHED
 from evalharness.loop.shape import given_workers
 from evalharness.report.tracking.mapping import check_tracking
 from evalharness.runtime import DelegatePlan, check_runner, plan_delegate
@@ -134,7 +135,7 @@ def check_lanes(loop: LoopSettings, plan: DelegatePlan, runner: str, times_invok
     elif plan.backend != "interpreter" or plan.external_path:
         why = f"delegate={plan.name} runs on its own device or library (lanes need the CPU interpreter)"
     elif loop.batch_size != 1:
-        why = "a batched run invokes one instance (loop.batch_size=1 for lanes)"
+        why = BATCHED
     if why:
         raise ConfigError(f"loop.shape=lanes: {why}; use loop.shape=auto")
 

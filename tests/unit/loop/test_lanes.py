@@ -178,7 +178,6 @@ class _Listing(_Task):
     def __init__(self, n: int, fail_at: int) -> None:
         super().__init__(n)
         self.samples = self._listed(n, fail_at)
-        self.n = n
 
     def _listed(self, n, fail_at):
         class Listed:
