@@ -205,6 +205,8 @@ class TensorCache:
             self.filled[i] = 0
             self.corrupt += 1
             self.misses += 1
+            if self.corrupt == 1:  # said once, as a stale source is; the count is in stats()
+                say_rebuilt(f"tensor cache {self.dir}", f"sample {i}'s tensor fails its CRC-32")
             return None
         self.hits += 1
         return arr

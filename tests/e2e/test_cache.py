@@ -40,15 +40,19 @@ def test_cached_runs_equal_uncached_and_hit(tmp_path):
     assert [p["id"] for p in second] == [p["id"] for p in first]
 
 
-def test_corrupted_sample_is_detected_and_rebuilt(tmp_path):
+def test_corrupted_sample_is_detected_and_rebuilt(tmp_path, caplog):
     cache = tmp_path / "cache"
     cold, first = _run(tmp_path, "cold", cache)
     tensors = np.load(f"{cold['throughput']['cache']['dir']}/tensors.npy", mmap_mode="r+")
     tensors[3, 0, 10, 10, 0] ^= 0xFF  # a flipped byte on disk ([N, 1, H, W, C])
     tensors.flush()
+    caplog.clear()
     again, second = _run(tmp_path, "again", cache)
     assert again["throughput"]["cache"]["corrupt_rebuilt"] == 1 and again["throughput"]["cache"]["hits"] == 7
     assert second == first
+    said = [r.getMessage() for r in caplog.records if "rebuilt, not used" in r.getMessage()]
+    where = again["throughput"]["cache"]["dir"]
+    assert said == [f"tensor cache {where}: sample 3's tensor fails its CRC-32; rebuilt, not used"]
 
 
 def test_key_mismatch_rebuilds_whole_cache(tmp_path):
