@@ -286,7 +286,7 @@ class CachedTask:
         # sample index -> (the array served for it, its kept identity row or None), until the loop
         # hashes it (remembered / remember); weak: an array never hashed is not held here
         self._served: dict[int, tuple[weakref.ref[np.ndarray], bytes | None]] = {}
-        self._serving = threading.Lock()  # preparing threads and lanes serve samples at once
+        self._serving = threading.Lock()  # preparing threads, lanes and the loop serve and unserve at once
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._task, name)
@@ -318,6 +318,10 @@ class CachedTask:
                 self._served = {k: v for k, v in self._served.items() if v[0]() is not None}
             self._served[i] = (weakref.ref(arr), row)
 
+    def _unserve(self, i: int) -> None:
+        with self._serving:  # a purge on another thread iterates the map
+            self._served.pop(i, None)
+
     def _served_as(self, sample: Any, tensors: list[np.ndarray]) -> tuple[int, bytes | None] | None:
         """(index, kept row) of ``sample`` if ``tensors`` is exactly the array the cache served for it."""
         i = self._index.get(self._task.sample_id(sample))
@@ -333,7 +337,7 @@ class CachedTask:
         found = self._served_as(sample, tensors)
         if found is None or found[1] is None or not found[1].startswith(tag):
             return None
-        self._served.pop(found[0], None)
+        self._unserve(found[0])
         return found[1]
 
     def remember(self, sample: Any, tensors: list[np.ndarray], row: bytes) -> None:
@@ -341,6 +345,6 @@ class CachedTask:
         cache holds for ``sample``."""
         found = self._served_as(sample, tensors)
         if found is not None:
-            self._served.pop(found[0], None)
+            self._unserve(found[0])
             assert self.cache is not None
             self.cache.keep_identity(found[0], row)

@@ -63,7 +63,10 @@ class Pass:
     bar: ProgressBar
 
     def prepared(self, samples: Iterable[Any], workers: int, phased: bool = False) -> Iterator[Prepared]:
-        return prepared(self.task, samples, workers, self.settings.prefetch, phased, self.result.prepare_s)
+        identity = self.scoring.identity
+        ahead = identity.ahead if identity is not None else None
+        prefetch, spent = self.settings.prefetch, self.result.prepare_s
+        return prepared(self.task, samples, workers, prefetch, phased, spent, ahead)
 
     def single(self, items: Iterable[Prepared]) -> None:
         """``items`` invoked on the run's own interpreter, one at a time, and scored."""
@@ -175,4 +178,3 @@ def _chose(run: Pass, shape: LoopShape, lanes: Lanes, source: str) -> None:
         f"{run.model.timed_region}, {count} instances of the model side by side, each its own "
         f"samples on {threads} thread(s)"
     )
-

@@ -17,6 +17,11 @@ from evalharness.core.errors import DataError
 from evalharness.tasks.live import Looped
 
 Prepared = tuple[Any, list[np.ndarray] | DataError]  # (sample, its input tensors or why not)
+# A phase's samples: each phase ends with its threads waiting for the last preparation of it, a
+# wait that a longer phase spreads over more samples (a window of 4 lost ~7 % of a 2-thread
+# MobileNet v2 run to 16-32: docs/benchmarks.md, *Phased*); at most PHASE_BYTES of prepared tensors.
+PHASE_SAMPLES = 16
+PHASE_BYTES = 64 << 20
 
 
 def prepared_one(
@@ -41,6 +46,7 @@ def prepared(
     prefetch: int,
     phased: bool = False,
     spent: array[float] | None = None,
+    ahead: Callable[[Any, list[np.ndarray]], None] | None = None,
 ) -> Iterator[Prepared]:
     """(sample, tensors or the DataError preparing it raised), in sample order; each preparation's
     seconds are appended to ``spent``: wall-clock when samples are prepared in turn with the invokes,
@@ -51,15 +57,24 @@ def prepared(
 
     With workers > 0 a bounded window of ``prefetch`` samples is prepared ahead on a thread pool;
     consuming the futures in submission order keeps results deterministic whatever the timing.
-    ``phased``: the window (at least ``workers`` samples) is prepared on all ``workers`` threads at
-    once and only then handed out, so no preparation runs while the interpreter's threads do: the
-    cores alternate between all preparing and all invoking (``loop.shape=phased``).
+    ``phased``: a phase of :data:`PHASE_SAMPLES` samples (at least ``prefetch`` and ``workers``; after
+    the first, fewer where its tensors would pass :data:`PHASE_BYTES`) is prepared on all ``workers``
+    threads at once and only then handed out, so no preparation runs while the interpreter's threads
+    do: the cores alternate between all preparing and all invoking (``loop.shape=phased``);
+    ``ahead``, where given, is called there with each prepared sample and its tensors (the inputs'
+    identity hashes, made while no invoke runs).
     """
 
     clock = time.thread_time if workers > 0 else time.perf_counter
 
     def attempt(sample: Any) -> list[np.ndarray] | DataError:
         return prepared_one(task, sample, clock, spent)
+
+    def phase_one(sample: Any) -> list[np.ndarray] | DataError:
+        tensors = attempt(sample)
+        if ahead is not None and not isinstance(tensors, DataError):
+            ahead(sample, tensors)  # after the timed preparation: its seconds are not preprocessing
+        return tensors
 
     if workers <= 0:
         for sample in samples:
@@ -68,10 +83,11 @@ def prepared(
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prepare")
     if phased:
         try:
-            it = iter(samples)
-            while chunk := list(islice(it, max(prefetch, workers))):
-                ready = list(pool.map(attempt, chunk))  # the whole phase, before any of it is invoked
+            it, phase = iter(samples), max(prefetch, workers, PHASE_SAMPLES)
+            while chunk := list(islice(it, phase)):
+                ready = list(pool.map(phase_one, chunk))  # the whole phase, before any of it is invoked
                 yield from zip(chunk, ready, strict=True)
+                phase = max(prefetch, workers, min(PHASE_SAMPLES, PHASE_BYTES // _largest(ready)))
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return
@@ -87,3 +103,9 @@ def prepared(
             yield head, future.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _largest(ready: list[list[np.ndarray] | DataError]) -> int:
+    """Bytes of the largest sample's tensors in a phase (1 where none was prepared)."""
+    sizes = (sum(getattr(t, "nbytes", 0) for t in r) for r in ready if not isinstance(r, DataError))
+    return max(1, *sizes)

@@ -1,28 +1,34 @@
-"""The loop's shape, chosen per machine from what it measures: sequential or pipelined preparation.
+"""The loop's shape, chosen per machine from what it measures: preparation beside the invokes or not.
 
 Preparing the next image on another thread while ``invoke()`` runs (pipelined) hides decode and
 preprocessing when a core is free, but where the interpreter's own threads already use every core
 the preparing thread takes a core from them and every invoke gets slower: pipelining lost to
-sequential preparation on one 2-core machine and won clearly on another (docs/benchmarks.md, *Throughput*).
-No fixed rule is right on both, so ``loop.shape=auto`` measures.
+sequential preparation on one 2-core machine and won clearly on another (docs/benchmarks.md,
+*Throughput*). The arm that prepares nothing beside an invoke is *phased* where there is a second
+core (a phase of samples prepared on every core at once, then invoked with nothing preparing: the
+cores alternate, none idles while the other prepares), *sequential* on one core. No fixed rule is
+right on every machine, so ``loop.shape=auto`` measures.
 
 Calibration (``auto``, runs of at least :data:`MIN_SAMPLES` samples): after :data:`SETTLE` samples
 run sequentially (the first one carries the cold first invoke and the warm-up), blocks of
-:data:`BLOCK` samples alternate between the two shapes in ABBA order (S P P S S P), and each block's
-cycle time (from handing one prepared sample to the loop to handing it the next: invoke, scoring and
-whatever preparation the loop waited for) is measured. The shape whose paired blocks are faster in
-the median of the per-pair ratios runs the rest — unless preparing took under
-:data:`MIN_PREP_SHARE` of the sequential blocks' time (cached inputs), when sequential runs; that
-is decided as soon as a sequential block shows it, so a cached run calibrates on 16 samples. Where
-pipelined wins and preparing took over :data:`PREP_BOUND` × the rest of a sequential cycle, one
+:data:`BLOCK` samples alternate between the quiet arm and pipelined in ABBA order (Q P P Q Q P), and
+each block's time per sample is measured (a sequential or pipelined cycle runs from handing one
+prepared sample to the loop to handing it the next: invoke, scoring and whatever preparation the
+loop waited for; a phased block is one phase, its preparation included). The arm whose paired
+blocks are faster in the median of the per-pair ratios runs the rest — unless preparing took under
+:data:`MIN_PREP_SHARE` of a sequential cycle (cached inputs; a phase's preparation counts as one
+thread's: its wait × its threads), when sequential runs; that is
+decided as soon as the first quiet block shows it, so a cached run calibrates on 16 samples. Where
+preparing took over :data:`PREP_BOUND` × the rest of a sequential cycle, the pipelined arm's one
 preparing thread is the bound (it cannot keep the interpreter busy), so :data:`PAIRS` more pairs of
-blocks compare one more preparing thread against the chosen number, ABBA again, and the faster runs
-the rest (decode and resize release the GIL: two preparing threads and the interpreter fill two
-cores where one preparing thread leaves them idle part of each cycle). Every
-calibration sample is scored like any other: both shapes produce the same tensors in the same
-order, so only the clock differs. Shorter runs keep
-the pipelined shape (the earlier default) and say why. ``loop.shape=sequential|pipelined``, or
-``loop.workers`` given on the command line (0 = sequential), choose without measuring.
+blocks compare pipelined with one more preparing thread against the arm that won, ABBA again, and
+the faster runs the rest (decode and resize release the GIL: two preparing threads and the
+interpreter fill two cores where one preparing thread leaves them idle part of each cycle). Every
+calibration sample is
+scored like any other: every arm produces the same tensors in the same order, so only the clock
+differs. Shorter runs keep the pipelined shape (the earlier default) and say why.
+``loop.shape=sequential|pipelined|phased``, or ``loop.workers`` given on the command line (0 =
+sequential), choose without measuring.
 
 Before any of this, where more than one instance of a CPU model fits the cores, ``auto`` measures
 instances side by side against one (:mod:`evalharness.loop.lane_choice`, ``loop.shape=lanes``);
@@ -35,7 +41,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, TypedDict, TypeVar
@@ -49,7 +55,8 @@ BLOCK = 16  # samples per calibration block
 PAIRS = 3  # paired blocks per shape
 CALIBRATION_SAMPLES = SETTLE + 2 * PAIRS * BLOCK
 MIN_SAMPLES = 2 * CALIBRATION_SAMPLES  # below this, calibrating is most of the run: not worth it
-# Pipelining can save at most the preparation's share of a sequential cycle. Below this share (a
+# Pipelining can save at most the preparation's share of a sequential cycle (a phase's preparation
+# counts as the one thread's that would do it alone: its wait x its threads). Below this share (a
 # cached run's tensor reads) that saving is inside the calibration's block-to-block noise, while a
 # preparing thread costs invoke time wherever the interpreter's threads fill the cores: sequential,
 # without trusting the ratio (docs/benchmarks.md, *Throughput* gives the measured noise and cost).
@@ -117,135 +124,153 @@ def given_workers(shape: str, workers: int, overrides: list[str]) -> str:
     return shape
 
 
+def quiet_arm() -> str:
+    """The calibration's arm that prepares nothing beside an invoke: phased where a second core can
+    share a phase's preparation, sequential on one core (where the two are the same)."""
+    return PHASED if available_cores() >= 2 else SEQUENTIAL
+
+
 def shaped(
     prepare_items: Callable[..., Iterator[Item]],
     samples: Iterable[Any],
     total: int,
     choice: LoopShape,
 ) -> Iterator[Item]:
-    """``prepare_items(samples, workers[, phased])`` in the chosen shape; with ``auto``, calibrate first and
-    set ``choice.shape``, ``choice.source`` and ``choice.calibration`` on the way."""
-    if choice.shape == PHASED:
-        yield from prepare_items(samples, choice.workers, True)
-        return
+    """``prepare_items(samples, workers, phased)`` in the chosen shape; with ``auto``, calibrate first
+    and set ``choice.shape``, ``choice.workers``, ``choice.source`` and ``choice.calibration``."""
     if choice.shape != AUTO:
-        yield from prepare_items(samples, choice.workers if choice.shape == PIPELINED else 0)
+        yield from prepare_items(samples, _workers(choice), choice.shape == PHASED)
         return
     if total < MIN_SAMPLES:
         choice.shape = PIPELINED
         choice.source = f"{total} samples: too few to calibrate (< {MIN_SAMPLES}), pipelined by default"
-        yield from prepare_items(samples, choice.workers)
+        yield from prepare_items(samples, choice.workers, False)
         return
     it = iter(samples)
-    yield from prepare_items(islice(it, SETTLE), 0)
-    cycles: dict[str, list[float]] = {SEQUENTIAL: [], PIPELINED: []}
-    order = [SEQUENTIAL, PIPELINED, PIPELINED, SEQUENTIAL] * PAIRS
-    waits: list[float] = []  # time the sequential blocks spent preparing (the most pipelining could hide)
-    for shape in order[: 2 * PAIRS]:
-        workers = choice.workers if shape == PIPELINED else 0
-        waited = waits if shape == SEQUENTIAL else []
-        yield from _block(prepare_items, list(islice(it, BLOCK)), workers, cycles[shape], waited)
-        if _preparation_share(cycles, sum(waits)) < MIN_PREP_SHARE:
-            break  # the first sequential block already says there is little to hide
-    share = _preparation_share(cycles, sum(waits))
-    _decide(choice, cycles, share)
-    if _preparation_bound(choice, share):
-        yield from _more_workers(choice, prepare_items, it)
-    yield from prepare_items(it, choice.workers if choice.shape == PIPELINED else 0)
+    yield from prepare_items(islice(it, SETTLE), 0, False)
+    quiet = quiet_arm()
+    arms = {quiet: available_cores() if quiet == PHASED else 0, PIPELINED: choice.workers}
+    cycles: dict[str, list[float]] = {quiet: [], PIPELINED: []}
+    spent = [0.0, 0.0]  # the quiet arm's seconds preparing and in all, as a sequential cycle would be
+    for arm in ([quiet, PIPELINED, PIPELINED, quiet] * PAIRS)[: 2 * PAIRS]:
+        timed = yield from _block(prepare_items, list(islice(it, BLOCK)), arms[arm], arm == PHASED)
+        if timed is None:
+            continue
+        cycles[arm].append(timed[0])
+        if arm == quiet:  # a phase's wait counted as if one thread had prepared it: a sequential cycle's
+            prep_s = timed[1] * max(arms[quiet], 1)
+            spent = [spent[0] + prep_s, spent[1] + timed[2] - timed[1] + prep_s]
+            if spent[0] < MIN_PREP_SHARE * spent[1]:
+                break  # the first quiet block already says there is little to hide
+    share = spent[0] / spent[1] if spent[1] > 0 else 1.0
+    _decide(choice, cycles, share, quiet, arms[quiet])
+    if _preparation_bound(choice, share, arms[PIPELINED]):
+        yield from _more_workers(choice, prepare_items, it, arms[PIPELINED])
+    yield from prepare_items(it, _workers(choice), choice.shape == PHASED)
+
+
+def _workers(choice: LoopShape) -> int:
+    return choice.workers if choice.shape in (PIPELINED, PHASED) else 0
 
 
 def _block(
-    prepare_items: Callable[..., Iterator[Item]],
-    block: list[Any],
-    workers: int,
-    cycles: list[float],
-    waits: list[float],
-) -> Iterator[Item]:
-    """``block``'s items prepared by ``workers`` threads (0: in turn), each yielded; its cycle time
-    (ms per sample, from handing one item to the loop to handing it the next) goes to ``cycles``, the
-    time the loop waited for its items to ``waits``."""
+    prepare_items: Callable[..., Iterator[Item]], block: list[Any], workers: int, phased: bool
+) -> Generator[Item, None, tuple[float, float, float] | None]:
+    """``block``'s items prepared by ``workers`` threads (0: in turn; ``phased``: all at once, then
+    handed out), each yielded; returns (ms per sample, seconds the loop waited for items, seconds in
+    all), None for a block of under two items. A cycle runs from handing one item to the loop to
+    handing it the next (invoke, scoring and whatever preparation the loop waited for); a phased
+    block's one cycle is the whole block, its preparation before the first item included."""
     stamps: list[float] = []
-    waited = 0.0
-    items = prepare_items(block, workers)
+    first_asked, waited = time.perf_counter(), 0.0
+    items = prepare_items(block, workers, phased)
     while True:
         asked = time.perf_counter()
         item = next(items, None)
         if item is None:
             break
         stamps.append(time.perf_counter())
-        if len(stamps) > 1:
-            waited += stamps[-1] - asked
+        waited += stamps[-1] - asked if len(stamps) > 1 or phased else 0.0
         yield item
-    if len(stamps) > 1:
-        cycles.append((stamps[-1] - stamps[0]) * 1e3 / (len(stamps) - 1))
-    waits.append(waited)
+    if len(stamps) < 2:
+        return None
+    if phased:  # the phase's preparation, then every item invoked: all of it is the block's work
+        span = time.perf_counter() - first_asked
+        return span * 1e3 / len(stamps), waited, span
+    span = stamps[-1] - stamps[0]
+    return span * 1e3 / (len(stamps) - 1), waited, span
 
 
-def _preparation_bound(choice: LoopShape, share: float) -> bool:
-    """Pipelined, with preparing longer than the rest of a sequential cycle by :data:`PREP_BOUND`:
-    the preparing threads, not the interpreter, set the pace, and a core may take one more."""
-    if choice.shape != PIPELINED or share >= 1.0:
+def _preparation_bound(choice: LoopShape, share: float, pipelined_workers: int) -> bool:
+    """Preparing longer than the rest of a sequential cycle by :data:`PREP_BOUND`: the pipelined
+    arm's preparing threads, not the interpreter, set its pace, and a core may take one more."""
+    if choice.shape not in (PIPELINED, PHASED) or share >= 1.0:
         return False
-    return share / (1.0 - share) > PREP_BOUND and choice.workers < available_cores()
+    return share / (1.0 - share) > PREP_BOUND and pipelined_workers < available_cores()
 
 
 def _more_workers(
-    choice: LoopShape, prepare_items: Callable[..., Iterator[Item]], it: Iterator[Any]
+    choice: LoopShape, prepare_items: Callable[..., Iterator[Item]], it: Iterator[Any], pipelined_workers: int
 ) -> Iterator[Item]:
-    """Pipelined blocks with one preparing thread more and with the chosen number, in ABBA order;
-    the faster in the median of the paired ratios runs the rest (``choice.workers``)."""
-    base, more = choice.workers, choice.workers + 1
-    cycles: dict[int, list[float]] = {base: [], more: []}
-    for workers in ([more, base, base, more] * PAIRS)[: 2 * PAIRS]:
-        yield from _block(prepare_items, list(islice(it, BLOCK)), workers, cycles[workers], [])
-    ratios = [m / b for m, b in zip(cycles[more], cycles[base], strict=False) if b > 0]
+    """Pipelined blocks with one preparing thread more than the pipelined arm had, against the arm
+    that won (pipelined or phased), in ABBA order; the faster in the median of the paired ratios runs
+    the rest (``choice.shape``, ``choice.workers``)."""
+    won, more = (choice.shape, choice.workers), (PIPELINED, pipelined_workers + 1)
+    cycles: dict[tuple[str, int], list[float]] = {won: [], more: []}
+    for arm in ([more, won, won, more] * PAIRS)[: 2 * PAIRS]:
+        timed = yield from _block(prepare_items, list(islice(it, BLOCK)), arm[1], arm[0] == PHASED)
+        if timed is not None:
+            cycles[arm].append(timed[0])
+    ratios = [m / b for m, b in zip(cycles[more], cycles[won], strict=False) if b > 0]
     ratio = statistics.median(ratios) if ratios else None
     if ratio is not None and ratio < 1.0:
-        choice.workers = more
+        choice.shape, choice.workers = more
     said = "measured nothing" if ratio is None else f"median paired ratio {ratio:.3f}"
     choice.source += (
-        f"; preparation bound, {more} preparing threads against {base} ({said}): {choice.workers}"
+        f"; preparation bound, pipelined with {more[1]} preparing threads against {won[0]} with "
+        f"{won[1]} ({said}): {choice.shape} with {choice.workers}"
     )
     if choice.calibration is not None:
         choice.calibration["workers_ms_per_sample"] = {
-            str(w): [round(c, 4) for c in cycles[w]] for w in (base, more)
+            f"{arm[0]} {arm[1]}": [round(c, 4) for c in cycles[arm]] for arm in (won, more)
         }
         choice.calibration["median_ratio_more_workers"] = None if ratio is None else round(ratio, 4)
 
 
-def _preparation_share(cycles: dict[str, list[float]], waited_s: float) -> float:
-    """The share of the sequential blocks' time spent preparing (1.0 before any was measured)."""
-    seq_ms = sum(cycles[SEQUENTIAL]) * (BLOCK - 1)
-    return waited_s * 1e3 / seq_ms if seq_ms > 0 else 1.0
-
-
-def _decide(choice: LoopShape, cycles: dict[str, list[float]], prep_share: float) -> None:
-    seq_blocks, pipe_blocks = cycles[SEQUENTIAL], cycles[PIPELINED]
-    ratios = [p / s for s, p in zip(seq_blocks, pipe_blocks, strict=False) if s > 0]
-    samples = BLOCK * (len(seq_blocks) + len(pipe_blocks))
+def _decide(
+    choice: LoopShape, cycles: dict[str, list[float]], prep_share: float, quiet: str, quiet_workers: int
+) -> None:
+    """The faster of the two arms in the median of the paired ratios (pipelined ÷ ``quiet``) runs the
+    rest; sequential where preparing took under :data:`MIN_PREP_SHARE` of a sequential cycle."""
+    quiet_blocks, pipe_blocks = cycles[quiet], cycles[PIPELINED]
+    ratios = [p / q for q, p in zip(quiet_blocks, pipe_blocks, strict=False) if q > 0]
+    samples = BLOCK * (len(quiet_blocks) + len(pipe_blocks))
     ratio = statistics.median(ratios) if ratios else None
-    if seq_blocks and prep_share < MIN_PREP_SHARE:
-        choice.shape = SEQUENTIAL
+    if quiet_blocks and prep_share < MIN_PREP_SHARE:
+        choice.shape, choice.workers = SEQUENTIAL, 0
         choice.source = (
             f"calibrated on {samples} samples: preparation is {prep_share:.1%} of a sequential cycle "
-            f"({statistics.fmean(seq_blocks):.2f} ms/sample; cached inputs?), too little for pipelining "
-            "to hide: sequential"
+            f"({statistics.fmean(quiet_blocks):.2f} ms/sample; cached inputs?), too little for "
+            "preparing threads to hide: sequential"
         )
     elif ratio is None:  # nothing measurable (the blocks ran dry): keep the default
         choice.shape, choice.source = PIPELINED, "calibration measured nothing: pipelined by default"
         return
     else:
-        choice.shape = PIPELINED if ratio < 1.0 else SEQUENTIAL
+        if ratio >= 1.0:
+            choice.shape, choice.workers = quiet, quiet_workers
+        else:
+            choice.shape = PIPELINED
         choice.source = (
             f"calibrated on {samples} samples: pipelined {statistics.fmean(pipe_blocks):.2f} ms/sample "
-            f"vs sequential {statistics.fmean(seq_blocks):.2f} ms/sample (median paired ratio {ratio:.3f})"
+            f"vs {quiet} {statistics.fmean(quiet_blocks):.2f} ms/sample (median paired ratio {ratio:.3f})"
         )
     choice.calibration = {
         "preparation_share": round(prep_share, 4),
         "samples": samples,
         "block": BLOCK,
         "order": "ABBA",
-        "sequential_ms_per_sample": [round(c, 4) for c in cycles[SEQUENTIAL]],
-        "pipelined_ms_per_sample": [round(c, 4) for c in cycles[PIPELINED]],
-        "median_ratio_pipelined_over_sequential": None if ratio is None else round(ratio, 4),
+        "against": quiet,
+        "ms_per_sample": {arm: [round(c, 4) for c in cycles[arm]] for arm in (quiet, PIPELINED)},
+        "median_ratio_pipelined": None if ratio is None else round(ratio, 4),
     }

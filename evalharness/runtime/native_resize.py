@@ -10,8 +10,11 @@ XNNPACK would take the op over. The CAST is exact (every uint8 is a float32), so
 equals the port's bit for bit (tests/e2e/test_native_resize.py: val50, COCO, odd sizes, 1-pixel crops,
 upscaling).
 
-One Interpreter per thread and output size (the loop may prepare inputs on worker threads); a new
-input size costs a ``resize_tensor_input`` + ``allocate_tensors`` (images come in many sizes).
+Interpreters are lent, one call at a time, from a free list per output size: as many exist as
+threads ever resized at once, and a new thread borrows a warm one. (One per thread, as before, made
+each new preparing thread pay ~2.7 ms for its first resize — the interpreter, its first allocation
+and run — and the loop's calibration starts new threads for every block of 16 samples.) A new input
+size costs a ``resize_tensor_input`` + ``allocate_tensors`` (images come in many sizes).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from evalharness.runtime.modelgen import resize_bilinear_model
 
 
 class _Resizer:
-    """One thread's interpreter for one (channels, out_h, out_w)."""
+    """An interpreter for one (channels, out_h, out_w), used by one thread at a time."""
 
     def __init__(self, model: bytes) -> None:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
@@ -54,27 +57,30 @@ class NativeBilinear:
     """``resize(img, out_h, out_w)`` for uint8 H x W x C images, same result as the numpy port."""
 
     def __init__(self) -> None:
-        self._local = threading.local()
+        self._free: dict[tuple[int, int, int], list[_Resizer]] = {}  # not in use now
         self._models: dict[tuple[int, int, int], bytes] = {}  # kept alive: the interpreters read them
         self._lock = threading.Lock()
 
-    def _model(self, key: tuple[int, int, int]) -> bytes:
+    def _borrow(self, key: tuple[int, int, int]) -> _Resizer:
         with self._lock:
+            free = self._free.setdefault(key, [])
+            if free:
+                return free.pop()
             if key not in self._models:
                 self._models[key] = resize_bilinear_model(*key)
-            return self._models[key]
+            model = self._models[key]
+        return _Resizer(model)  # made outside the lock: other threads' resizes go on meanwhile
 
     def __call__(self, img: np.ndarray, out_h: int, out_w: int) -> np.ndarray:
         if img.dtype != np.uint8 or img.ndim != 3:
             raise ValueError(f"native resize takes uint8 H x W x C images, not {img.dtype} {img.shape}")
         key = (int(img.shape[2]), int(out_h), int(out_w))
-        resizers = getattr(self._local, "resizers", None)
-        if resizers is None:
-            resizers = self._local.resizers = {}
-        resizer = resizers.get(key)
-        if resizer is None:
-            resizer = resizers[key] = _Resizer(self._model(key))
-        return resizer(img)
+        resizer = self._borrow(key)
+        try:
+            return resizer(img)  # get_tensor's copy: nothing of the interpreter's goes back to the caller
+        finally:
+            with self._lock:
+                self._free[key].append(resizer)
 
 
 _SHARED: NativeBilinear | None = None

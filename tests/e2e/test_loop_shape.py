@@ -23,10 +23,12 @@ from evalharness.loop.shape import (
     CALIBRATION_SAMPLES,
     MIN_PREP_SHARE,
     MIN_SAMPLES,
+    PHASED,
     PIPELINED,
     SEQUENTIAL,
     LoopShape,
     given_workers,
+    quiet_arm,
     requested,
     shaped,
 )
@@ -54,7 +56,8 @@ class _Machine:
 
 def _run(machine: _Machine, n: int, choice: LoopShape) -> list[int]:
     seen = []
-    for sample, tensors in shaped(lambda s, w: prepared(machine, s, w, 4), range(n), n, choice):
+    items = shaped(lambda s, w, phased: prepared(machine, s, w, 4, phased), range(n), n, choice)
+    for sample, tensors in items:
         assert tensors == [sample]
         machine.consume()
         seen.append(sample)
@@ -68,46 +71,51 @@ def test_pipelined_chosen_where_preparation_hides_behind_invoke():
     assert choice.shape == PIPELINED and choice.source.startswith("calibrated on")
     cal = choice.calibration
     assert cal["samples"] == CALIBRATION_SAMPLES - 2
-    assert cal["median_ratio_pipelined_over_sequential"] < 0.8  # ~0.5 on this simulated machine
+    assert cal["against"] == quiet_arm() and len(cal["ms_per_sample"][PIPELINED]) == 3
+    assert cal["median_ratio_pipelined"] < 0.8  # ~0.5 against sequential, ~0.67 against phased here
     assert choice.record()["workers"] == 1
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one more preparing thread needs a second core")
 def test_one_more_preparing_thread_where_preparation_is_the_bound():
-    """Preparing takes 3 x the invoke: one preparing thread sets the pace (6 ms a sample), two halve
-    it, so after the ABBA blocks chose pipelining, paired blocks with two threads win and run the rest."""
+    """Preparing takes 3 x the invoke: one preparing thread sets the pace (6 ms a sample) and a phase
+    on two cores beats it (5 ms), but two preparing threads beside the invokes halve it (3 ms), so
+    after the ABBA blocks, paired blocks of pipelined with two threads win and run the rest."""
     choice = requested(AUTO, 1)
     n = MIN_SAMPLES + 5
     assert _run(_Machine(prep_s=0.006, invoke_s=0.002), n, choice) == list(range(n))
     assert choice.shape == PIPELINED and choice.workers == 2, choice.source
-    assert "preparation bound, 2 preparing threads against 1" in choice.source
+    assert "preparation bound, pipelined with 2 preparing threads against phased with 2" in choice.source
     cal = choice.calibration
-    assert cal["median_ratio_more_workers"] < 0.8  # ~0.5 on this simulated machine
-    assert len(cal["workers_ms_per_sample"]["2"]) == 3
+    assert cal["median_ratio_more_workers"] < 0.8  # ~0.6 on this simulated machine
+    assert len(cal["workers_ms_per_sample"]["pipelined 2"]) == 3
     assert choice.record()["workers"] == 2
 
 
-def test_sequential_chosen_where_the_preparing_thread_slows_invoke_down():
+def test_the_quiet_arm_chosen_where_the_preparing_thread_slows_invoke_down():
+    """Phased (on one core sequential): nothing prepares beside an invoke, which a preparing thread
+    slows 4 x here."""
     choice = requested(AUTO, 1)
     n = MIN_SAMPLES
     machine = _Machine(prep_s=0.001, invoke_s=0.002, contended_s=0.008)
     assert _run(machine, n, choice) == list(range(n))
-    assert choice.shape == SEQUENTIAL, choice.source
-    assert choice.calibration["median_ratio_pipelined_over_sequential"] > 1.0
-    assert choice.record()["workers"] == 0
+    assert choice.shape == quiet_arm(), choice.source
+    assert choice.calibration["median_ratio_pipelined"] > 1.0
+    cores = len(os.sched_getaffinity(0))
+    assert choice.record()["workers"] == (cores if choice.shape == PHASED else 0)
 
 
 def test_sequential_chosen_where_there_is_little_to_hide():
     """Cached inputs: preparing is a small share of the cycle, so the run goes on sequentially as soon
-    as the first sequential block shows it, without measuring pipelining (it could hide no more)."""
+    as the first quiet block shows it, without measuring pipelining (it could hide no more)."""
     choice = requested(AUTO, 1)
     # a 40 ms invoke: a loaded machine's scheduling (a few ms) stays well under the 5 % share
     assert _run(_Machine(prep_s=0.0, invoke_s=0.04), MIN_SAMPLES, choice) == list(range(MIN_SAMPLES))
-    assert choice.shape == SEQUENTIAL and "too little for pipelining to hide" in choice.source
+    assert choice.shape == SEQUENTIAL and "too little for preparing threads to hide" in choice.source
     cal = choice.calibration
     assert cal["preparation_share"] < MIN_PREP_SHARE
-    assert cal["samples"] == BLOCK and cal["pipelined_ms_per_sample"] == []  # decided after one block
-    assert cal["median_ratio_pipelined_over_sequential"] is None
+    assert cal["samples"] == BLOCK and cal["ms_per_sample"][PIPELINED] == []  # decided after one block
+    assert cal["median_ratio_pipelined"] is None and choice.record()["workers"] == 0
 
 
 def test_short_runs_and_explicit_settings_skip_calibration():
@@ -161,8 +169,8 @@ def test_calibrated_run_predicts_exactly_as_the_sequential_one(tmp_path):
     assert len(preds["auto"]) == 200 and preds["auto"] == preds["sequential"]
     assert docs["auto"]["metrics"] == docs["sequential"]["metrics"]
     loop = docs["auto"]["provenance"]["thread_budget"]["loop"]
-    assert loop["source"].startswith("calibrated on 96 samples") and loop["shape"] in (SEQUENTIAL, PIPELINED)
-    assert len(loop["calibration"]["sequential_ms_per_sample"]) == 3
+    assert loop["source"].startswith("calibrated on 96 samples") and loop["shape"] in (PHASED, PIPELINED)
+    assert len(loop["calibration"]["ms_per_sample"][loop["calibration"]["against"]]) == 3
     assert docs["sequential"]["provenance"]["thread_budget"]["loop"]["source"] == "loop.shape=sequential"
 
 
