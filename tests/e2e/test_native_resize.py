@@ -109,7 +109,7 @@ def test_one_pixel_crop_and_strided_views():
     assert same_bits(pp.resize_bilinear_tflite(view, 33, 17), NATIVE(view, 33, 17))
 
 
-def test_threads_each_get_their_own_interpreter():
+def test_threads_at_once_each_borrow_an_interpreter():
     """The loop prepares on worker threads: concurrent resizes of different sizes stay exact."""
     rng = np.random.default_rng(3)
     images = [rng.integers(0, 256, (40 + i, 60 - i, 3), dtype=np.uint8) for i in range(12)]
@@ -128,6 +128,18 @@ def test_threads_each_get_their_own_interpreter():
     for t in threads:
         t.join()
     assert failures == []
+
+
+def test_a_new_thread_borrows_a_warm_interpreter():
+    """Interpreters are lent, not kept per thread: threads one after another (the calibration's
+    blocks each start new preparing threads) use one interpreter, made once."""
+    resize, img = NativeBilinear(), np.zeros((30, 20, 3), np.uint8)
+    for _ in range(3):
+        t = threading.Thread(target=resize, args=(img, 16, 16))
+        t.start()
+        t.join()
+    (free,) = resize._free.values()
+    assert len(free) == 1
 
 
 def test_not_uint8_goes_to_the_port(native):

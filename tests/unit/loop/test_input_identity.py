@@ -141,3 +141,14 @@ def test_hashes_of_gives_the_identity_fields_or_none():
     identity = _identity((1, 4, 5, 3), "uint8", 0.5, 3)
     image = np.full((1, 4, 5, 3), 7, np.uint8)
     assert hashes_of([image], identity) == identity.of([image]) and hashes_of([image], None) == {}
+
+
+def test_hashed_ahead_the_very_arrays_are_handed_back_once():
+    """A phase's preparing thread hashes its tensors (``ahead``); the loop gets those fields back for
+    the very arrays, once; an equal but other array is not taken for them."""
+    identity = _identity([1, 4, 5, 3])
+    fed = NHWC.copy()
+    identity.ahead("s0", [fed])
+    assert identity.kept([fed.copy()], "s0") is None  # equal values, another array
+    assert identity.kept([fed], "s0") == _identity([1, 4, 5, 3]).of([fed])
+    assert identity.kept([fed], "s0") is None  # handed back once

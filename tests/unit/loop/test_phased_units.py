@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import threading
+from array import array
+
+import numpy as np
 
 from evalharness.core.errors import DataError
-from evalharness.loop.preparation import prepared
+from evalharness.loop import preparation
+from evalharness.loop.preparation import PHASE_SAMPLES, prepared
 from evalharness.loop.shape import PHASED, requested
 
 
@@ -42,3 +46,41 @@ def test_phased_gives_the_sequential_results_and_prepares_nothing_while_handing_
 def test_phased_prepares_on_one_thread_per_core():
     shape = requested(PHASED, 1)
     assert shape.shape == PHASED and shape.workers >= 1 and shape.record()["workers"] == shape.workers
+
+
+def _phases(task, n: int, prefetch: int = 4, **kw) -> list[int]:
+    """How many samples each phase prepared before handing any out."""
+    sizes = []
+    for _ in prepared(task, range(n), 2, prefetch, phased=True, **kw):
+        if task.prepared_since:  # the first sample of a phase: all of the phase is prepared
+            sizes.append(task.prepared_since)
+            task.prepared_since = 0
+    return sizes
+
+
+class _Counting(_Task):
+    def __init__(self, nbytes: int = 8) -> None:
+        super().__init__()
+        self.prepared_since, self.nbytes = 0, nbytes
+
+    def prepare(self, sample: int):
+        with self.lock:
+            self.prepared_since += 1
+        if sample == 5:
+            raise DataError("bad sample 5")
+        return [np.zeros(self.nbytes, np.uint8)]
+
+
+def test_a_phase_is_16_samples_and_fewer_where_their_tensors_pass_the_byte_cap(monkeypatch):
+    assert _phases(_Counting(), 40) == [PHASE_SAMPLES, PHASE_SAMPLES, 40 - 2 * PHASE_SAMPLES]
+    monkeypatch.setattr(preparation, "PHASE_BYTES", 5 * 1000)  # 5 samples of 1,000 bytes
+    assert _phases(_Counting(1000), 30, prefetch=2) == [PHASE_SAMPLES, 5, 5, 4]  # the first sets the size
+
+
+def test_a_phase_hashes_ahead_on_its_threads_what_it_prepared():
+    seen: list[tuple[int, int]] = []
+    task, spent = _Counting(), array("d")
+    ahead = lambda sample, tensors: seen.append((sample, threading.get_ident()))  # noqa: E731
+    out = list(prepared(task, range(8), 2, 4, phased=True, spent=spent, ahead=ahead))
+    assert sorted(s for s, _ in seen) == [0, 1, 2, 3, 4, 6, 7]  # not the sample that failed
+    assert threading.get_ident() not in {t for _, t in seen} and len(spent) == len(out) == 8
