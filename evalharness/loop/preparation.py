@@ -17,10 +17,12 @@ from evalharness.core.errors import DataError
 from evalharness.tasks.live import Looped
 
 Prepared = tuple[Any, list[np.ndarray] | DataError]  # (sample, its input tensors or why not)
-# A phase's samples: each phase ends with its threads waiting for the last preparation of it, a
-# wait that a longer phase spreads over more samples (a window of 4 lost ~7 % of a 2-thread
-# MobileNet v2 run to 16-32: docs/benchmarks.md, *Phased*); at most PHASE_BYTES of prepared tensors.
-PHASE_SAMPLES = 16
+# A phase's samples. Each phase boundary costs: the phase waits for its last preparation, and it
+# starts while the interpreter's threads still spin-wait after the last invoke (~0.1 ms a sample
+# at 16), so a longer phase spreads them over more samples (2-thread MobileNet v2: 16 ran ~7 %
+# faster than 4 and 32 ~8 % faster than 16: docs/performance.md, *loop.shape=phased*); at most
+# PHASE_BYTES of prepared tensors (the calibration's phased blocks are BLOCK = 16 samples).
+PHASE_SAMPLES = 32
 PHASE_BYTES = 64 << 20
 
 

@@ -71,10 +71,12 @@ class _Counting(_Task):
         return [np.zeros(self.nbytes, np.uint8)]
 
 
-def test_a_phase_is_16_samples_and_fewer_where_their_tensors_pass_the_byte_cap(monkeypatch):
-    assert _phases(_Counting(), 40) == [PHASE_SAMPLES, PHASE_SAMPLES, 40 - 2 * PHASE_SAMPLES]
+def test_a_phase_is_phase_samples_long_and_shorter_where_its_tensors_pass_the_byte_cap(monkeypatch):
+    n = 2 * PHASE_SAMPLES + 3
+    assert _phases(_Counting(), n) == [PHASE_SAMPLES, PHASE_SAMPLES, 3]
     monkeypatch.setattr(preparation, "PHASE_BYTES", 5 * 1000)  # 5 samples of 1,000 bytes
-    assert _phases(_Counting(1000), 30, prefetch=2) == [PHASE_SAMPLES, 5, 5, 4]  # the first sets the size
+    # the first phase's tensors set the size of the next ones
+    assert _phases(_Counting(1000), PHASE_SAMPLES + 14, prefetch=2) == [PHASE_SAMPLES, 5, 5, 4]
 
 
 def test_a_phase_hashes_ahead_on_its_threads_what_it_prepared():
