@@ -17,14 +17,13 @@ prepared sample to the loop to handing it the next: invoke, scoring and whatever
 loop waited for; a phased block is one phase, its preparation included). The arm whose paired
 blocks are faster in the median of the per-pair ratios runs the rest — unless preparing took under
 :data:`MIN_PREP_SHARE` of a sequential cycle (cached inputs; a phase's preparation counts as one
-thread's: its wait × its threads), when sequential runs; that is
-decided as soon as the first quiet block shows it, so a cached run calibrates on 16 samples. Where
-preparing took over :data:`PREP_BOUND` × the rest of a sequential cycle, the pipelined arm's one
-preparing thread is the bound (it cannot keep the interpreter busy), so :data:`PAIRS` more pairs of
-blocks compare pipelined with one more preparing thread against the arm that won, ABBA again, and
-the faster runs the rest (decode and resize release the GIL: two preparing threads and the
-interpreter fill two cores where one preparing thread leaves them idle part of each cycle). Every
-calibration sample is
+thread's: its wait × its threads), when sequential runs; that is decided as soon as the first quiet
+block shows it, so a cached run calibrates on 16 samples. Where preparing took over
+:data:`PREP_BOUND` × the rest of a sequential cycle, the pipelined arm's one preparing thread is the
+bound (it cannot keep the interpreter busy), so :data:`PAIRS` more pairs of blocks compare
+pipelined with one more preparing thread against the arm that won, ABBA again, and the faster runs
+the rest (decode and resize release the GIL: two preparing threads and the interpreter fill two
+cores where one preparing thread leaves them idle part of each cycle). Every calibration sample is
 scored like any other: every arm produces the same tensors in the same order, so only the clock
 differs. Shorter runs keep the pipelined shape (the earlier default) and say why.
 ``loop.shape=sequential|pipelined|phased``, or ``loop.workers`` given on the command line (0 =
