@@ -45,6 +45,7 @@ from evalharness.settings.model_settings import check_model_file, infer_model_se
 from evalharness.settings.quant_rules import check_quant
 from evalharness.settings.renamed_keys import renamed_in_group
 from evalharness.settings.thread_budget import Limit, check_count, machine_limit, thread_budget
+from evalharness.tasks.definition import times_invokes
 from evalharness.tasks.discovery import listed, task_definitions
 
 if TYPE_CHECKING:
@@ -219,8 +220,7 @@ def validate(
     check_op_profile(loop.op_profile or rules.op_profile, loop.batch_size, runner.name, loop.parallel)
     accelerator = plan.offloads and not plan.expects_xnnpack  # XNNPACK offloads onto the CPU's cores
     check_parallel(loop.parallel, definition, dataset.shard.count, command_line, accelerator)
-    times_invokes = definition_class.abilities.latency_only or bool(rules.reference_delegate)
-    check_lanes(loop, plan, runner.name, times_invokes)
+    check_lanes(loop, plan, runner.name, times_invokes(definition))
     check_quant(quant, definition, dataset, model)
     reference = rules.reference_delegate
     reference_plan = (

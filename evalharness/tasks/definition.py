@@ -166,6 +166,14 @@ class TaskDefinition:
         return Rules()
 
 
+def times_invokes(definition: TaskDefinition) -> bool:
+    """Whether a run's figures are invoke latencies (``task=benchmark``; a task comparing a reference
+    pass's latencies with its own): one instance of the model runs, alone — never lanes, which put
+    another beside each invoke. Read by validation (``loop.shape=lanes`` refused before anything
+    runs) and by the loop (``Task.side_by_side``)."""
+    return definition.abilities.latency_only or definition.rules().reference_delegate is not None
+
+
 def failed_checks(definition: TaskDefinition, metrics: dict[str, Any]) -> list[str]:
     """Checks that fail a complete run (exit 1) although every sample was scored: the one place a
     run's failed checks are read, from its metrics (``metrics.failed_checks``, made by the scorer or

@@ -25,7 +25,7 @@ from evalharness.data.manifest import samples_identity
 from evalharness.data.preprocess import InputSpec, PreprocessSpec, preprocessing_provenance, validate_spec
 from evalharness.data.sample_image import SampleImage, file_image
 from evalharness.data.shard import Shard
-from evalharness.tasks.definition import Scorer, TaskDefinition
+from evalharness.tasks.definition import Scorer, TaskDefinition, times_invokes
 from evalharness.tasks.discovery import definition_for, live_class
 
 
@@ -99,9 +99,13 @@ class Task:
     # may serve it); ``cache`` is that cache when one serves the run.
     cacheable: bool = False  # a class's answer; a task whose dataset decides it sets its own
     cache = None
-    # Whether the loop may run instances of the model side by side (loop/lanes.py): False for a task
-    # whose figures are invoke latencies, which another instance beside each invoke would change.
-    side_by_side: ClassVar[bool] = True
+
+    @property
+    def side_by_side(self) -> bool:
+        """Whether the loop may run instances of the model side by side (loop/lanes.py): not where
+        the figures are invoke latencies, which another instance beside each invoke would change
+        (the definition says: :func:`~evalharness.tasks.definition.times_invokes`)."""
+        return not times_invokes(self.definition)
 
     @cached_property
     def definition(self) -> TaskDefinition:

@@ -52,7 +52,6 @@ class _Counter(RecordEvaluator):
 
 
 class BenchmarkTask(Task):
-    side_by_side = False  # its figures are invoke latencies: one instance of the model, alone
     name = "benchmark"
     samples: Runs  # type: ignore[assignment]  # sized and iterable, never indexed (no files to list)
 

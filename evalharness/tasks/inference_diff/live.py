@@ -140,7 +140,6 @@ class DiffEvaluator(RecordEvaluator):
 
 
 class InferenceDiffTask(Task):
-    side_by_side = False  # its figures are invoke latencies: one instance of the model, alone
     name = "inference_diff"
     typed_inputs = True
 

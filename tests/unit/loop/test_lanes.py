@@ -289,3 +289,16 @@ def test_lanes_refused_before_anything_runs(plan, runner, times, batch, said):
     with pytest.raises(ConfigError, match=said):
         check_lanes(LoopSettings(shape="lanes", batch_size=batch), made, runner, times)
     check_lanes(LoopSettings(shape="auto", batch_size=batch), made, runner, times)  # auto: never refused
+
+
+@pytest.mark.parametrize(
+    ("task", "latencies"),
+    [("benchmark", True), ("inference_diff", True), ("imagenet", False), ("coco", False)],
+)
+def test_whether_a_task_s_figures_are_invoke_latencies_is_its_definition_s_word(task, latencies):
+    """One answer, read by validation's early refusal of loop.shape=lanes and by the loop."""
+    from evalharness.tasks.defaults import conf_task
+    from evalharness.tasks.definition import times_invokes
+    from evalharness.tasks.discovery import definition_for
+
+    assert times_invokes(definition_for(task, dict(conf_task(task)))) is latencies
