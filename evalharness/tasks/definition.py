@@ -171,7 +171,7 @@ def times_invokes(definition: TaskDefinition) -> bool:
     pass's latencies with its own): one instance of the model runs, alone — never lanes, which put
     another beside each invoke. Read by validation (``loop.shape=lanes`` refused before anything
     runs) and by the loop (``Task.side_by_side``)."""
-    return definition.abilities.latency_only or definition.rules().reference_delegate is not None
+    return definition.abilities.latency_only or bool(definition.rules().reference_delegate)
 
 
 def failed_checks(definition: TaskDefinition, metrics: dict[str, Any]) -> list[str]:
