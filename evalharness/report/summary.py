@@ -121,6 +121,8 @@ def _speed(doc: Document) -> str | None:
         text += f"; {throughput.images_per_s:.1f} img/s"
     if doc.provenance.loop_shape == "pipelined" and preprocess is not None:
         text += " (preprocess overlaps invoke)"
+    elif doc.provenance.loop_shape == "phased" and preprocess is not None:
+        text += f" (preprocess on {throughput.workers or 1} threads at once, between the invokes)"
     elif (lanes := doc.provenance.loop_lanes) > 1:
         text += f" ({lanes} instances of the model side by side)"
     return text
