@@ -77,12 +77,15 @@ def _run(machine: _Machine, n: int, choice: LoopShape) -> list[int]:
 def test_pipelined_chosen_where_preparation_hides_behind_invoke(cores):
     choice = requested(AUTO, 1)
     n = MIN_SAMPLES + 5
-    assert _run(_Machine(prep_s=0.003, invoke_s=0.003), n, choice) == list(range(n))
-    assert choice.shape == PIPELINED and choice.source.startswith("calibrated on")
+    # preparing 0.7 x the invoke: pipelined hides it all (3 ms a sample), a phase on 2 threads half
+    # of it (4.05 ms); well under the preparation bound (1.15 x), even with a phase's overheads
+    # doubled in its sequential estimate (a phase's wait x its threads)
+    assert _run(_Machine(prep_s=0.0021, invoke_s=0.003), n, choice) == list(range(n))
+    assert choice.shape == PIPELINED and choice.source.startswith("calibrated on"), choice.source
     cal = choice.calibration
     assert cal["samples"] == CALIBRATION_SAMPLES - 2
     assert cal["against"] == PHASED and len(cal["ms_per_sample"][PIPELINED]) == 3
-    assert cal["median_ratio_pipelined"] < 0.8  # ~0.67 against phased on this simulated machine
+    assert cal["median_ratio_pipelined"] < 0.85  # ~0.74 on this simulated machine
     assert choice.record()["workers"] == 1
 
 
