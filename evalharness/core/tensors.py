@@ -44,6 +44,15 @@ class TensorInfo:
         )
         return real
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of one tensor of this shape and dtype; 0 where a dimension is not fixed (-1, 0)."""
+        try:
+            itemsize = np.dtype(self.dtype).itemsize
+        except TypeError:  # a dtype numpy does not name (a string tensor's)
+            return 0
+        return 0 if any(d <= 0 for d in self.shape) else int(np.prod(self.shape, dtype=np.int64)) * itemsize
+
     def as_dict(self) -> TensorInfoRecord:
         return {
             "name": self.name,

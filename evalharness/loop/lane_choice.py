@@ -66,7 +66,9 @@ class Pass:
         identity = self.scoring.identity
         ahead = identity.ahead if identity is not None else None
         prefetch, spent = self.settings.prefetch, self.result.prepare_s
-        return prepared(self.task, samples, workers, prefetch, phased, spent, ahead)
+        infos = self.model.inputs
+        size = sum(i.nbytes for i in infos) if all(i.nbytes for i in infos) else 0  # 0: not fixed
+        return prepared(self.task, samples, workers, prefetch, phased, spent, ahead, size)
 
     def single(self, items: Iterable[Prepared]) -> None:
         """``items`` invoked on the run's own interpreter, one at a time, and scored."""

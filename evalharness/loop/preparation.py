@@ -21,7 +21,8 @@ Prepared = tuple[Any, list[np.ndarray] | DataError]  # (sample, its input tensor
 # starts while the interpreter's threads still spin-wait after the last invoke (~0.1 ms a sample
 # at 16), so a longer phase spreads them over more samples (2-thread MobileNet v2: 16 ran ~7 %
 # faster than 4 and 32 ~8 % faster than 16: docs/performance.md, *loop.shape=phased*); at most
-# PHASE_BYTES of prepared tensors (the calibration's phased blocks are BLOCK = 16 samples).
+# PHASE_BYTES of prepared tensors, the first phase included where the model's inputs say a sample's
+# size (the calibration's phased blocks are BLOCK = 16 samples).
 PHASE_SAMPLES = 32
 PHASE_BYTES = 64 << 20
 
@@ -49,6 +50,7 @@ def prepared(
     phased: bool = False,
     spent: array[float] | None = None,
     ahead: Callable[[Any, list[np.ndarray]], None] | None = None,
+    sample_bytes: int = 0,
 ) -> Iterator[Prepared]:
     """(sample, tensors or the DataError preparing it raised), in sample order; each preparation's
     seconds are appended to ``spent``: wall-clock when samples are prepared in turn with the invokes,
@@ -59,8 +61,10 @@ def prepared(
 
     With workers > 0 a bounded window of ``prefetch`` samples is prepared ahead on a thread pool;
     consuming the futures in submission order keeps results deterministic whatever the timing.
-    ``phased``: a phase of :data:`PHASE_SAMPLES` samples (at least ``prefetch`` and ``workers``; after
-    the first, fewer where its tensors would pass :data:`PHASE_BYTES`) is prepared on all ``workers``
+    ``phased``: a phase of :data:`PHASE_SAMPLES` samples (at least ``prefetch`` and ``workers``; fewer
+    where its tensors would pass :data:`PHASE_BYTES`: the first phase by ``sample_bytes``, the bytes of
+    one sample's tensors as the model's inputs say, or at the least where that is 0 (unknown), the
+    next ones by the largest sample the last phase prepared) is prepared on all ``workers``
     threads at once and only then handed out, so no preparation runs while the interpreter's threads
     do: the cores alternate between all preparing and all invoking (``loop.shape=phased``);
     ``ahead``, where given, is called there with each prepared sample and its tensors (the inputs'
@@ -85,11 +89,11 @@ def prepared(
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prepare")
     if phased:
         try:
-            it, phase = iter(samples), max(prefetch, workers, PHASE_SAMPLES)
+            it, phase = iter(samples), _phase(prefetch, workers, sample_bytes)
             while chunk := list(islice(it, phase)):
                 ready = list(pool.map(phase_one, chunk))  # the whole phase, before any of it is invoked
                 yield from zip(chunk, ready, strict=True)
-                phase = max(prefetch, workers, min(PHASE_SAMPLES, PHASE_BYTES // _largest(ready)))
+                phase = _phase(prefetch, workers, _largest(ready))
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return
@@ -105,6 +109,12 @@ def prepared(
             yield head, future.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _phase(prefetch: int, workers: int, sample_bytes: int) -> int:
+    """Samples in a phase whose samples take ``sample_bytes`` each (0: not known yet)."""
+    fits = PHASE_BYTES // sample_bytes if sample_bytes > 0 else 0
+    return max(prefetch, workers, min(PHASE_SAMPLES, fits))
 
 
 def _largest(ready: list[list[np.ndarray] | DataError]) -> int:

@@ -123,10 +123,10 @@ def given_workers(shape: str, workers: int, overrides: list[str]) -> str:
     return shape
 
 
-def quiet_arm() -> str:
+def quiet_arm(cores: int) -> str:
     """The calibration's arm that prepares nothing beside an invoke: phased where a second core can
     share a phase's preparation, sequential on one core (where the two are the same)."""
-    return PHASED if available_cores() >= 2 else SEQUENTIAL
+    return PHASED if cores >= 2 else SEQUENTIAL
 
 
 def shaped(
@@ -147,8 +147,9 @@ def shaped(
         return
     it = iter(samples)
     yield from prepare_items(islice(it, SETTLE), 0, False)
-    quiet = quiet_arm()
-    arms = {quiet: available_cores() if quiet == PHASED else 0, PIPELINED: choice.workers}
+    cores = available_cores()  # the cores this process may use, read once for the whole calibration
+    quiet = quiet_arm(cores)
+    arms = {quiet: cores if quiet == PHASED else 0, PIPELINED: choice.workers}
     cycles: dict[str, list[float]] = {quiet: [], PIPELINED: []}
     spent = [0.0, 0.0]  # the quiet arm's seconds preparing and in all, as a sequential cycle would be
     for arm in ([quiet, PIPELINED, PIPELINED, quiet] * PAIRS)[: 2 * PAIRS]:
@@ -163,7 +164,7 @@ def shaped(
                 break  # the first quiet block already says there is little to hide
     share = spent[0] / spent[1] if spent[1] > 0 else 1.0
     _decide(choice, cycles, share, quiet, arms[quiet])
-    if _preparation_bound(choice, share, arms[PIPELINED]):
+    if _preparation_bound(choice, share, arms[PIPELINED], cores):
         yield from _more_workers(choice, prepare_items, it, arms[PIPELINED])
     yield from prepare_items(it, _workers(choice), choice.shape == PHASED)
 
@@ -200,12 +201,12 @@ def _block(
     return span * 1e3 / (len(stamps) - 1), waited, span
 
 
-def _preparation_bound(choice: LoopShape, share: float, pipelined_workers: int) -> bool:
+def _preparation_bound(choice: LoopShape, share: float, pipelined_workers: int, cores: int) -> bool:
     """Preparing longer than the rest of a sequential cycle by :data:`PREP_BOUND`: the pipelined
     arm's preparing threads, not the interpreter, set its pace, and a core may take one more."""
     if choice.shape not in (PIPELINED, PHASED) or share >= 1.0:
         return False
-    return share / (1.0 - share) > PREP_BOUND and pipelined_workers < available_cores()
+    return share / (1.0 - share) > PREP_BOUND and pipelined_workers < cores
 
 
 def _more_workers(

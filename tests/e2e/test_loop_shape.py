@@ -109,7 +109,7 @@ def test_the_quiet_arm_chosen_where_the_preparing_thread_slows_invoke_down(cores
     """Phased, or sequential on one core: nothing prepares beside an invoke, which a preparing
     thread slows 4 x here."""
     cores[0] = count
-    assert quiet_arm() == quiet
+    assert quiet_arm(count) == quiet
     choice = requested(AUTO, 1)
     n = MIN_SAMPLES
     machine = _Machine(prep_s=0.001, invoke_s=0.002, contended_s=0.008)

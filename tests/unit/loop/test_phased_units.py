@@ -8,6 +8,7 @@ from array import array
 import numpy as np
 
 from evalharness.core.errors import DataError
+from evalharness.core.tensors import TensorInfo
 from evalharness.loop import preparation
 from evalharness.loop.preparation import PHASE_SAMPLES, prepared
 from evalharness.loop.shape import PHASED, requested
@@ -73,10 +74,14 @@ class _Counting(_Task):
 
 def test_a_phase_is_phase_samples_long_and_shorter_where_its_tensors_pass_the_byte_cap(monkeypatch):
     n = 2 * PHASE_SAMPLES + 3
-    assert _phases(_Counting(), n) == [PHASE_SAMPLES, PHASE_SAMPLES, 3]
+    assert _phases(_Counting(), n, sample_bytes=8) == [PHASE_SAMPLES, PHASE_SAMPLES, 3]
     monkeypatch.setattr(preparation, "PHASE_BYTES", 5 * 1000)  # 5 samples of 1,000 bytes
-    # the first phase's tensors set the size of the next ones
-    assert _phases(_Counting(1000), PHASE_SAMPLES + 14, prefetch=2) == [PHASE_SAMPLES, 5, 5, 4]
+    # the model's inputs say a sample's size: the first phase is capped too
+    assert _phases(_Counting(1000), 17, prefetch=2, sample_bytes=1000) == [5, 5, 5, 2]
+    # they do not (a dimension not fixed): the first phase is the least, the samples it prepared
+    # set the size of the next ones
+    assert _phases(_Counting(1000), 17, prefetch=2) == [2, 5, 5, 5]
+    assert _phases(_Counting(1000), 17, prefetch=3) == [3, 5, 5, 4]
 
 
 def test_a_phase_hashes_ahead_on_its_threads_what_it_prepared():
@@ -86,3 +91,11 @@ def test_a_phase_hashes_ahead_on_its_threads_what_it_prepared():
     out = list(prepared(task, range(8), 2, 4, phased=True, spent=spent, ahead=ahead))
     assert sorted(s for s, _ in seen) == [0, 1, 2, 3, 4, 6, 7]  # not the sample that failed
     assert threading.get_ident() not in {t for _, t in seen} and len(spent) == len(out) == 8
+
+
+def test_a_models_inputs_say_a_samples_bytes_only_where_every_dimension_is_fixed():
+    # the first phase of a 640 x 640 float32 input: 13 samples (64 MiB), not 32 (157 MiB)
+    assert TensorInfo("x", 0, (1, 640, 640, 3), "float32").nbytes == 4_915_200
+    assert preparation._phase(4, 2, 4_915_200) == 13
+    assert TensorInfo("x", 0, (1, -1, -1, 3), "float32").nbytes == 0
+    assert TensorInfo("x", 0, (1,), "no such dtype").nbytes == 0
