@@ -18,7 +18,11 @@ loop waited for; a phased block is one phase, its preparation included). The arm
 blocks are faster in the median of the per-pair ratios runs the rest — unless preparing took under
 :data:`MIN_PREP_SHARE` of a sequential cycle (cached inputs; a phase's preparation counts as one
 thread's: its wait × its threads), when sequential runs; that is decided as soon as the first quiet
-block shows it, so a cached run calibrates on 16 samples. Where preparing took over
+block shows it, so a cached run calibrates on 16 samples where its phase shows it. (A phase's wait
+× its threads overstates cheap preparations, whose Python the two threads take turns at: a cached
+MobileNet v2 quant run at 2 threads measured 5-8 % and calibrated in full, choosing pipelined or
+phased, which run cached inputs alike: docs/benchmarks.md, *Where the rest of a 2-thread phased
+cycle goes*.) Where preparing took over
 :data:`PREP_BOUND` × the rest of a sequential cycle, the pipelined arm's one preparing thread is the
 bound (it cannot keep the interpreter busy), so :data:`PAIRS` more pairs of blocks compare
 pipelined with one more preparing thread against the arm that won, ABBA again, and the faster runs
