@@ -315,10 +315,10 @@ def _to_nhwc_tensor(pixels: np.ndarray, spec: PreprocessSpec, inp: InputSpec) ->
         tensor = np.clip(q, info.min, info.max).astype(inp.dtype)
     elif inp.dtype == "int16":
         raise ModelMismatchError(_INT16_NEEDS_QUANTIZE)
-    elif inp.dtype == "uint8":
-        tensor = np.trunc(pixels).astype(np.uint8)  # static_cast<uint8_t>: truncation
+    elif inp.dtype == "uint8":  # static_cast<uint8_t>: numpy's float cast truncates toward zero as
+        tensor = pixels.astype(np.uint8)  # C's does, so no np.trunc pass first (the same bits)
     else:
-        tensor = np.trunc(pixels - np.float32(128)).astype(np.int8)  # int8: trunc(x - 128)
+        tensor = (pixels - np.float32(128)).astype(np.int8)  # int8: trunc(x - 128), by the cast
     return tensor[None]
 
 

@@ -109,3 +109,16 @@ def test_a_recorded_recipe_is_read_back():
     assert recorded_spec({**preprocessing_provenance(spec, None)}) is None
     assert recorded_spec({"crop": "mine", "input": {"height": 2}}) is None  # a plug-in's own record
     assert arithmetic(spec, inp).startswith("uint8 = clip(")
+
+
+@pytest.mark.parametrize(("dtype", "shift"), [("uint8", 0.0), ("int8", 128.0)])
+def test_the_tools_pixels_are_truncated_toward_zero_as_its_static_cast(dtype, shift):
+    """The tool's uint8 pixel is static_cast<uint8_t>(x), its int8 one static_cast<int8_t>(x - 128):
+    numpy's cast truncates toward zero in one pass, the same bits as np.trunc first."""
+    rng = np.random.default_rng(0)
+    edges = [0.0, 0.4999, 127.5, 128.0, 254.99998, 255.0]
+    values = np.concatenate([rng.random(3000, dtype=np.float32) * 256, edges])
+    pixels = values.astype(np.float32)[: 3 * 1002].reshape(1002, 1, 3)
+    inp = InputSpec(1002, 1, 3, dtype, 1.0, 0)
+    fed = to_input_tensor(pixels, PreprocessSpec(integer_input="tool"), inp)[0]
+    assert np.array_equal(fed, np.trunc(pixels - np.float32(shift)).astype(dtype))
