@@ -306,7 +306,9 @@ def _to_nhwc_tensor(pixels: np.ndarray, spec: PreprocessSpec, inp: InputSpec) ->
     if inp.dtype in ("float32", "float16"):
         mean = np.asarray(spec.mean, dtype=np.float32)
         inv_std = (np.float32(1) / np.asarray(spec.std, dtype=np.float32)).astype(np.float32)
-        tensor = ((pixels - mean) * inv_std).astype(inp.dtype)
+        scaled = pixels - mean
+        scaled *= inv_std  # in place: the same float32 products, one image-sized array fewer
+        tensor = scaled.astype(inp.dtype, copy=False)  # float32 already: no copy
     elif _quantizes(spec, inp):
         mean = np.asarray(spec.mean, dtype=np.float32)
         std = np.asarray(spec.std, dtype=np.float32)
