@@ -66,8 +66,8 @@ class Pass:
         identity = self.scoring.identity
         ahead = identity.ahead if identity is not None else None
         prefetch, spent = self.settings.prefetch, self.result.prepare_s
-        infos = self.model.inputs
-        size = sum(i.nbytes for i in infos) if all(i.nbytes for i in infos) else 0  # 0: not fixed
+        sizes = [i.nbytes for i in self.model.inputs]
+        size = sum(sizes) if all(sizes) else 0  # 0: some dimension is not fixed
         return prepared(self.task, samples, workers, prefetch, phased, spent, ahead, size)
 
     def single(self, items: Iterable[Prepared]) -> None:

@@ -241,7 +241,7 @@ class AdbModel(Model):
         return self._split(raw, j), bm.parse_latency(block)["inference"].get("mean")
 
     def _split(self, raw: bytes, j: int) -> list[np.ndarray]:
-        sizes = [int(np.prod(o.shape)) * np.dtype(o.dtype).itemsize for o in self.outputs]
+        sizes = [o.nbytes for o in self.outputs]  # a device's outputs have fixed shapes
         if len(raw) != sum(sizes):
             raise EvalHarnessError(
                 f"image #{j}: benchmark_model wrote {len(raw)} output bytes, the model's outputs take "

@@ -247,3 +247,20 @@ def test_runner_config_validates(tmp_path):
         validate(compose_config(["task=benchmark", "runner=adb", f"runner.benchmark_binary={binary}"]))
     with pytest.raises(ConfigError, match="not found"):
         validate(compose_config(["runner=adb", f"runner.benchmark_binary={tmp_path}/missing"]))
+
+
+def test_a_devices_output_file_is_split_by_the_models_output_sizes():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from evalharness.core.tensors import TensorInfo
+    from evalharness.runtime.android.backend import AdbModel
+
+    outputs = [TensorInfo("boxes", 0, (1, 2), "float32"), TensorInfo("count", 1, (1,), "uint8")]
+    model = SimpleNamespace(outputs=outputs)
+    raw = np.array([1.5, -2.0], np.float32).tobytes() + bytes([7])
+    boxes, count = AdbModel._split(model, raw, 0)  # type: ignore[arg-type]
+    assert boxes.tolist() == [[1.5, -2.0]] and count.tolist() == [7]
+    with pytest.raises(EvalHarnessError, match=r"image #3: benchmark_model wrote 8 output bytes, .* take 9"):
+        AdbModel._split(model, raw[:8], 3)  # type: ignore[arg-type]
