@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -51,7 +52,7 @@ class TensorInfo:
             itemsize = np.dtype(self.dtype).itemsize
         except TypeError:  # a dtype numpy does not name (a string tensor's)
             return 0
-        return 0 if any(d <= 0 for d in self.shape) else int(np.prod(self.shape, dtype=np.int64)) * itemsize
+        return 0 if any(d <= 0 for d in self.shape) else math.prod(self.shape) * itemsize  # exact, no wrap
 
     def as_dict(self) -> TensorInfoRecord:
         return {

@@ -99,3 +99,9 @@ def test_a_models_inputs_say_a_samples_bytes_only_where_every_dimension_is_fixed
     assert preparation._phase(4, 2, 4_915_200) == 13
     assert TensorInfo("x", 0, (1, -1, -1, 3), "float32").nbytes == 0
     assert TensorInfo("x", 0, (1,), "no such dtype").nbytes == 0
+
+
+def test_a_declared_input_too_large_for_int64_is_counted_exactly_and_phased_at_the_least():
+    huge = TensorInfo("x", 0, (1, 3_000_000_019, 3_000_000_019, 3), "float32").nbytes
+    assert huge == 3_000_000_019**2 * 12  # numpy's int64 product would wrap
+    assert preparation._phase(4, 2, huge) == 4
